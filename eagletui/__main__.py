@@ -1,0 +1,3 @@
+from eagletui.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""The ``eagletui`` command. Sub-commands are imported only when used, so ``--help``, ``parse`` and
+``bench`` never pay for Textual, plotext or the simulator."""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+from eagletui import __version__
+
+COMMANDS: dict[str, tuple[str, str]] = {
+    "demo": ("eagletui.commands.demo", "run the bundled SGLang simulator and open the UI on it"),
+    "connect": ("eagletui.commands.connect", "open the UI on a host: [user@]host[:port] or 'local'"),
+    "replay": ("eagletui.commands.replay", "replay a recorded session in the UI"),
+    "parse": ("eagletui.commands.parse", "classify SGLang log files: phases, failure, decode stats"),
+    "bench": ("eagletui.commands.bench", "headless benchmark (optionally launch first)"),
+    "preflight": ("eagletui.commands.preflight", "run the pre-launch checks for a profile"),
+    "profile": ("eagletui.commands.profile", "create or check a profile (TOML)"),
+}
+
+USAGE = """usage: eagletui [--version] [--help] COMMAND [ARGS…]
+
+Tune SGLang + EAGLE-3 servers from one keyboard-driven screen.
+
+commands:
+{commands}
+
+Run 'eagletui COMMAND --help' for a command's options.
+"""
+
+
+def usage() -> str:
+    width = max(len(name) for name in COMMANDS)
+    lines = [f"  {name.ljust(width)}  {desc}" for name, (_, desc) in COMMANDS.items()]
+    return USAGE.format(commands="\n".join(lines))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help", "help"):
+        sys.stdout.write(usage())
+        return 0 if args else 2
+    if args[0] in ("-V", "--version"):
+        print(f"eagletui {__version__}")
+        return 0
+    name, rest = args[0], args[1:]
+    if name not in COMMANDS:
+        sys.stderr.write(f"eagletui: unknown command {name!r}\n\n{usage()}")
+        return 2
+    module = importlib.import_module(COMMANDS[name][0])
+    try:
+        return int(module.main(rest) or 0)
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

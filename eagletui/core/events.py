@@ -1,0 +1,366 @@
+"""Typed, immutable events: the only currency between sources, the core, the recorder and the UI.
+
+Every source (a live log tail, the process watcher, a benchmark client, a replay file) emits these and
+nothing else, so a recording replayed through :mod:`eagletui.core.state` rebuilds exactly what the user
+saw. Each event carries a wall-clock time (for humans and recordings) and a monotonic time (for
+durations that must not jump when the clock is adjusted).
+
+Round-trip contract: ``Event.from_dict(e.to_dict()) == e`` for every event, and ``to_dict`` is plain
+JSON (str, int, float, bool, None, lists, dicts).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+#: The fixed phase vocabulary, in launch order. Used by the UI, JSON output and recordings.
+PHASES: tuple[str, ...] = (
+    "launch",
+    "dist_init",
+    "load_target",
+    "load_draft",
+    "kv_cache",
+    "capture_target",
+    "capture_draft",
+    "warmup",
+    "ready",
+)
+
+#: Failure kinds the classifier assigns (see issue 3). ``stopped`` is a clean shutdown, not a crash.
+FAILURE_KINDS: tuple[str, ...] = (
+    "oom",
+    "nccl",
+    "exception",
+    "port_in_use",
+    "bad_args",
+    "hang",
+    "died",
+    "signal",
+    "stale",
+)
+
+_REGISTRY: dict[str, type[Event]] = {}
+
+
+def _now_wall() -> float:
+    return time.time()
+
+
+def _now_mono() -> float:
+    return time.monotonic()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """Base of all events. Subclasses register themselves under their ``type`` name."""
+
+    type: ClassVar[str] = "event"
+    wall: float = field(default_factory=_now_wall)
+    mono: float = field(default_factory=_now_mono)
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # No super() call: slots dataclasses are re-created, which breaks zero-argument super().
+        name = cls.__dict__.get("type")
+        if isinstance(name, str):
+            _REGISTRY[name] = cls
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"type": self.type}
+        for f in dataclasses.fields(self):
+            out[f.name] = _jsonable(getattr(self, f.name))
+        return out
+
+    @staticmethod
+    def from_dict(data: dict[str, Any]) -> Event:
+        """Rebuild an event; unknown keys are ignored so newer recordings still load."""
+        try:
+            cls = _REGISTRY[data["type"]]
+        except KeyError as exc:
+            raise ValueError(f"unknown event type: {data.get('type')!r}") from exc
+        names = {f.name: f for f in dataclasses.fields(cls)}
+        kwargs = {}
+        for key, value in data.items():
+            f = names.get(key)
+            if f is None:
+                continue
+            if isinstance(value, list) and str(f.type).startswith("tuple"):
+                value = tuple(value)
+            kwargs[key] = value
+        return cls(**kwargs)
+
+
+def _jsonable(value: Any) -> Any:
+    """Top-level tuples become lists; nested values are left as they are (they are already JSON)."""
+    if isinstance(value, tuple):
+        return list(value)
+    return value
+
+
+def event_type(name: str) -> type[Event]:
+    return _REGISTRY[name]
+
+
+# --------------------------------------------------------------------------------------------- log
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogLine(Event):
+    """One logical log line (a ``\\r`` tqdm frame counts as its own line, flagged ``frame=True``).
+
+    ``kind`` is the classifier's tag: ``phase``, ``progress``, ``decode``, ``prefill``, ``error``,
+    ``warning``, ``http``, ``traceback``, ``other``. ``rank`` is the TP rank from the prefix, if any.
+    ``seq`` numbers lines from the start of the launch's log, so the UI can tell gaps and duplicates.
+    """
+
+    type: ClassVar[str] = "log"
+    text: str
+    kind: str = "other"
+    rank: int | None = None
+    seq: int = 0
+    frame: bool = False
+    launch: int = 0
+
+
+# ------------------------------------------------------------------------------------------ phases
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PhaseStarted(Event):
+    type: ClassVar[str] = "phase_started"
+    phase: str
+    rank: int | None = None
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PhaseProgress(Event):
+    """Progress inside a phase: ``done``/``total`` in ``unit`` (``shards`` or ``bs``).
+
+    ``rank`` is the reporting rank (tqdm bars come from rank 0 only); ``ranks_done``/``ranks_total``
+    count ranks that finished the phase, and ``slowest_rank`` names the straggler once some have.
+    ``label`` is a short free text such as ``bs=48`` or ``avail_mem=61.2 GB``.
+    """
+
+    type: ClassVar[str] = "phase_progress"
+    phase: str
+    done: int = 0
+    total: int = 0
+    unit: str = ""
+    label: str = ""
+    rank: int | None = None
+    ranks_done: int = 0
+    ranks_total: int = 0
+    slowest_rank: int | None = None
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PhaseFinished(Event):
+    type: ClassVar[str] = "phase_finished"
+    phase: str
+    seconds: float | None = None
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerReady(Event):
+    type: ClassVar[str] = "server_ready"
+    url: str = ""
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerFailed(Event):
+    """The server failed. ``kind`` is one of :data:`FAILURE_KINDS`; ``line`` is the key log line."""
+
+    type: ClassVar[str] = "server_failed"
+    kind: str
+    message: str
+    hint: str = ""
+    line: str = ""
+    phase: str | None = None
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ServerStopped(Event):
+    """A clean shutdown (SIGTERM after serving, or stopped by eagletui): not a crash."""
+
+    type: ClassVar[str] = "server_stopped"
+    reason: str = ""
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchDetected(Event):
+    """The log shows a new server start (server-args line, or dist init after a terminal state).
+
+    Emitted by the classifier; it starts a new phase timeline. ``args`` is what the server-args line
+    said (flag name with underscores → value), ``version`` the sglang version when it can be told.
+    """
+
+    type: ClassVar[str] = "launch_detected"
+    args: dict[str, Any] = field(default_factory=dict)
+    version: str | None = None
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProcessExited(Event):
+    type: ClassVar[str] = "process_exited"
+    code: int | None = None
+    signal: int | None = None
+    pid: int | None = None
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LogStale(Event):
+    """No log output for ``seconds`` while the server should be busy (``phase``)."""
+
+    type: ClassVar[str] = "log_stale"
+    seconds: float
+    phase: str | None = None
+    launch: int = 0
+
+
+# ----------------------------------------------------------------------------------------- serving
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class DecodeStats(Event):
+    """One ``Decode batch`` line."""
+
+    type: ClassVar[str] = "decode_stats"
+    gen_throughput: float
+    running_req: int = 0
+    queue_req: int = 0
+    accept_len: float | None = None
+    accept_rate: float | None = None
+    token_usage: float | None = None
+    num_tokens: int | None = None
+    cuda_graph: bool | None = None
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PrefillStats(Event):
+    type: ClassVar[str] = "prefill_stats"
+    new_seq: int = 0
+    new_token: int = 0
+    cached_token: int = 0
+    running_req: int = 0
+    queue_req: int = 0
+    input_throughput: float | None = None
+    launch: int = 0
+
+
+# ------------------------------------------------------------------------------- launch and config
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchStarted(Event):
+    """eagletui launched a server. ``config`` is the full snapshot (see ``Profile.snapshot``)."""
+
+    type: ClassVar[str] = "launch_started"
+    launch: int
+    target: str
+    command: tuple[str, ...] = ()
+    config: dict[str, Any] = field(default_factory=dict)
+    run_dir: str = ""
+    log_path: str = ""
+    pid: int | None = None
+    diff: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConfigChanged(Event):
+    """Pending tuning changes were applied. ``changes`` maps ``env:NAME``/``arg:--flag`` to [old, new]."""
+
+    type: ClassVar[str] = "config_changed"
+    changes: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConnectionState(Event):
+    """``state``: connecting, connected, reconnecting, lost, closed. ``retry_in`` seconds if reconnecting."""
+
+    type: ClassVar[str] = "connection"
+    state: str
+    target: str = ""
+    detail: str = ""
+    retry_in: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class GpuStats(Event):
+    """One ``nvidia-smi --query-gpu`` sample: a tuple of dicts with index, name, mem_used_mb,
+    mem_total_mb, util_pct, power_w."""
+
+    type: ClassVar[str] = "gpu_stats"
+    gpus: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Notice(Event):
+    """A message for the user (preflight results, warnings) that belongs in the recording too."""
+
+    type: ClassVar[str] = "notice"
+    level: str = "info"
+    message: str = ""
+    source: str = ""
+
+
+# -------------------------------------------------------------------------------------- benchmarks
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchmarkStarted(Event):
+    type: ClassVar[str] = "bench_started"
+    bench: int
+    launch: int = 0
+    runner: str = "builtin"
+    workload: dict[str, Any] = field(default_factory=dict)
+    workload_fingerprint: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchmarkSample(Event):
+    """A live benchmark sample. ``scope`` is ``request`` (one finished request) or ``tick`` (aggregate
+    over the last second). Fields that a scope does not have are None."""
+
+    type: ClassVar[str] = "bench_sample"
+    bench: int
+    scope: str = "request"
+    t: float = 0.0
+    tok_s: float | None = None
+    accept_len: float | None = None
+    ttft_ms: float | None = None
+    itl_ms: float | None = None
+    output_tokens: int | None = None
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class BenchmarkResult(Event):
+    """Final benchmark numbers. ``stats`` holds distributions: ``{"ttft_ms": {"mean", "median", "p90",
+    "p99"}, "itl_ms": {...}, "tok_s": {...}, "accept_len": {...}}``."""
+
+    type: ClassVar[str] = "bench_result"
+    bench: int
+    launch: int = 0
+    runner: str = "builtin"
+    output_throughput: float = 0.0
+    accept_length: float | None = None
+    requests: int = 0
+    failed: int = 0
+    duration_s: float = 0.0
+    stats: dict[str, Any] = field(default_factory=dict)
+    workload_fingerprint: str = ""
+    error: str = ""
+
+
+ALL_EVENT_TYPES: tuple[type[Event], ...] = tuple(_REGISTRY.values())

@@ -1,0 +1,548 @@
+"""Profiles: the TOML file that says where the server runs, how it is launched and what may be tuned.
+
+A profile is validated up front so a typo costs a clear ``file:line:col`` message, not a ten-minute
+launch that dies on an unknown flag. Values end up in argv lists and an env dict; nothing here ever
+builds a shell string (see :func:`eagletui.core.profile.shell_command` for the one quoted form).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+import shlex
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
+
+ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+FLAG_RE = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
+SECRET_NAME_RE = re.compile(r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE|CREDENTIAL|AUTH)", re.I)
+SECRET_VALUE_RE = re.compile(r"^(hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{8,}|AKIA[A-Z0-9]{12,})")
+REDACTED = "***"
+
+ScalarValue = str | int | float | bool
+
+
+class ProfileError(ValueError):
+    """A profile problem with a location a user can jump to."""
+
+    def __init__(self, message: str, path: str | Path | None = None, line: int | None = None, col: int | None = None):
+        self.message = message
+        self.path = str(path) if path is not None else None
+        self.line = line
+        self.col = col
+        super().__init__(str(self))
+
+    def __str__(self) -> str:
+        where = self.path or "<profile>"
+        if self.line is not None:
+            where += f":{self.line}"
+            if self.col is not None:
+                where += f":{self.col}"
+        return f"{where}: {self.message}"
+
+
+def is_secret(name: str, value: str) -> bool:
+    """Env entries whose name or value looks like a credential are never written anywhere in clear."""
+    return bool(SECRET_NAME_RE.search(name) or SECRET_VALUE_RE.match(value or ""))
+
+
+def redact_env(env: dict[str, str]) -> dict[str, str]:
+    return {k: (REDACTED if is_secret(k, v) else v) for k, v in env.items()}
+
+
+def redact_text(text: str, secrets: list[str]) -> str:
+    for s in secrets:
+        if s and len(s) >= 4:
+            text = text.replace(s, REDACTED)
+    return text
+
+
+def validate_env_name(name: str) -> None:
+    if not ENV_NAME_RE.match(name):
+        raise ProfileError(f"unsafe environment variable name {name!r}: use letters, digits and _ only")
+
+
+def normalize_flag(name: str) -> str:
+    """Accept ``tp``, ``--tp`` or ``tp_size`` style keys and return ``--tp``/``--tp-size``."""
+    flag = name.strip()
+    if not flag.startswith("--"):
+        flag = "--" + flag
+    flag = flag.replace("_", "-")
+    if not FLAG_RE.match(flag):
+        raise ProfileError(f"invalid server flag {name!r}")
+    return flag
+
+
+@dataclass(frozen=True)
+class Toggle:
+    """One tunable: an env var or a server flag, with the values it may take.
+
+    ``type`` is ``choice`` (``choices``; the empty string means unset), ``bool`` (flag present or
+    absent, or env ``1``/unset), ``int``/``float`` (``min``/``max``/``step``) or ``str``.
+    """
+
+    kind: str  # "env" | "arg"
+    name: str  # NCCL_ALGO or --speculative-num-steps
+    type: str = "choice"
+    choices: tuple[str, ...] = ()
+    min: float | None = None
+    max: float | None = None
+    step: float | None = None
+    help: str = ""
+
+    @property
+    def key(self) -> str:
+        return f"{self.kind}:{self.name}"
+
+    def validate(self, value: Any) -> Any:
+        """Return the canonical value or raise ``ValueError`` with a reason fit for an inline message."""
+        if value is None or value == "":
+            return None
+        if self.type == "bool":
+            if isinstance(value, bool):
+                return value
+            s = str(value).lower()
+            if s in ("1", "true", "on", "yes"):
+                return True
+            if s in ("0", "false", "off", "no"):
+                return False
+            raise ValueError(f"{self.name}: expected on/off, got {value!r}")
+        if self.type in ("int", "float"):
+            try:
+                num: float = int(value) if self.type == "int" else float(value)
+            except (TypeError, ValueError):
+                raise ValueError(f"{self.name}: expected a number, got {value!r}") from None
+            if self.min is not None and num < self.min:
+                raise ValueError(f"{self.name}: {num} is below the minimum {_fmt_num(self.min)}")
+            if self.max is not None and num > self.max:
+                raise ValueError(f"{self.name}: {num} is above the maximum {_fmt_num(self.max)}")
+            return num
+        text = str(value)
+        if self.type == "choice" and self.choices and text not in self.choices:
+            raise ValueError(f"{self.name}: {text!r} is not one of {', '.join(self.choices)}")
+        if "\n" in text or "\x00" in text:
+            raise ValueError(f"{self.name}: value may not contain newlines or NUL")
+        return text
+
+    def options(self) -> list[Any]:
+        """The values cycled through by the UI (``None`` = unset / flag absent)."""
+        if self.type == "bool":
+            return [False, True]
+        if self.type == "choice":
+            return [None, *[c for c in self.choices if c != ""]]
+        if self.type in ("int", "float") and self.min is not None and self.max is not None:
+            step = self.step or 1
+            out: list[Any] = []
+            v = self.min
+            while v <= self.max + 1e-9 and len(out) < 64:
+                out.append(int(v) if self.type == "int" else round(v, 6))
+                v += step
+            return out
+        return []
+
+
+def _fmt_num(v: float) -> str:
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+@dataclass(frozen=True)
+class BenchSettings:
+    runner: str = "builtin"  # builtin | bench_serving | command
+    prompts: str = "chat"  # chat | code | long | path to a JSONL file
+    num_prompts: int = 16
+    concurrency: int = 1
+    max_new_tokens: int = 256
+    temperature: float = 0.0
+    ignore_eos: bool = True
+    seed: int = 1
+    warmup: int = 1
+    repeats: int = 1
+    input_len: int = 1024  # bench_serving random-ids
+    command: str = ""  # custom runner: a command line run on the host
+    tok_s_regex: str = ""
+    accept_len_regex: str = ""
+    timeout_s: float = 1800.0
+
+
+@dataclass(frozen=True)
+class Verdict:
+    min_accept_len: float | None = None
+    min_speedup: float | None = None
+    min_tok_s: float | None = None
+    max_ttft_ms: float | None = None
+
+
+@dataclass
+class Profile:
+    """A parsed profile. ``args`` maps ``--flag`` to a value: ``True`` = bare flag, ``False``/None = absent."""
+
+    name: str = "profile"
+    path: str | None = None
+    target: str = "local"
+    workdir: str = "~"
+    python: str = "python3"
+    command: tuple[str, ...] = ("{python}", "-m", "sglang.launch_server")
+    port: int = 30000
+    host: str = "127.0.0.1"
+    runs_dir: str = "~/.eagletui/runs"
+    ready_timeout_s: float = 3600.0
+    args: dict[str, ScalarValue] = field(default_factory=dict)
+    env: dict[str, str] = field(default_factory=dict)
+    toggles: tuple[Toggle, ...] = ()
+    bench: BenchSettings = field(default_factory=BenchSettings)
+    verdict: Verdict = field(default_factory=Verdict)
+
+    # ------------------------------------------------------------------ derived views
+
+    def argv(self, args: dict[str, ScalarValue] | None = None) -> list[str]:
+        """The server argv, ``{python}`` expanded. ``--port``/``--host`` come from the profile."""
+        argv = [part.replace("{python}", self.python) for part in self.command]
+        merged = dict(self.args if args is None else args)
+        merged.setdefault("--host", self.host)
+        merged.setdefault("--port", self.port)
+        for flag, value in merged.items():
+            if value is None or value is False:
+                continue
+            if value is True:
+                argv.append(flag)
+            elif isinstance(value, list | tuple):
+                argv.append(flag)
+                argv.extend(str(v) for v in value)
+            else:
+                argv.extend([flag, _fmt_value(value)])
+        return argv
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything that defines a launch, with secrets redacted: what a run records and diffs."""
+        return {
+            "target": self.target,
+            "model": str(self.args.get("--model-path", "")),
+            "tp": self.args.get("--tp", self.args.get("--tp-size", 1)),
+            "command": list(self.command),
+            "args": {k: v for k, v in self.args.items() if v is not None and v is not False},
+            "env": redact_env(self.env),
+            "port": self.port,
+        }
+
+    def toggle_value(self, toggle: Toggle) -> Any:
+        if toggle.kind == "env":
+            v = self.env.get(toggle.name)
+            if toggle.type == "bool":
+                return v not in (None, "", "0")
+            if toggle.type in ("int", "float") and v is not None:
+                try:
+                    return toggle.validate(v)
+                except ValueError:
+                    return v
+            return v
+        v = self.args.get(toggle.name)
+        if toggle.type == "bool":
+            return bool(v)
+        return None if v is False else v
+
+    def with_values(self, values: dict[str, Any]) -> Profile:
+        """A copy with toggle values (``env:NAME`` / ``arg:--flag`` → value; None = unset) applied."""
+        new = copy.deepcopy(self)
+        for key, value in values.items():
+            kind, _, name = key.partition(":")
+            if kind == "env":
+                validate_env_name(name)
+                if value is None or value is False:
+                    new.env.pop(name, None)
+                else:
+                    new.env[name] = "1" if value is True else _fmt_value(value)
+            elif kind == "arg":
+                if value is None or value is False:
+                    new.args.pop(name, None)
+                else:
+                    new.args[name] = value
+            else:
+                raise ProfileError(f"unknown toggle key {key!r}")
+        return new
+
+    def toggle(self, key: str) -> Toggle | None:
+        return next((t for t in self.toggles if t.key == key), None)
+
+
+def _fmt_value(value: Any) -> str:
+    if isinstance(value, float):
+        return repr(value) if not value.is_integer() else str(value)
+    return str(value)
+
+
+def config_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[Any]]:
+    """Diff two snapshots as ``{"arg:--flag": [old, new], "env:NAME": [old, new]}`` (None = absent)."""
+    out: dict[str, list[Any]] = {}
+    for section, prefix in (("args", "arg:"), ("env", "env:")):
+        a = old.get(section, {}) or {}
+        b = new.get(section, {}) or {}
+        for key in sorted(set(a) | set(b)):
+            if a.get(key) != b.get(key):
+                out[prefix + key] = [a.get(key), b.get(key)]
+    for key in ("target", "command"):
+        if old.get(key) != new.get(key) and key in old and key in new:
+            out[key] = [old.get(key), new.get(key)]
+    return out
+
+
+def format_diff(diff: dict[str, list[Any]], limit: int | None = None) -> str:
+    """Short one-line form for tables: ``NCCL_ALGO=Tree --speculative-num-steps 3→5``."""
+    parts: list[str] = []
+    for key, (a, b) in diff.items():
+        name = key.split(":", 1)[-1]
+        if b is None or b is False:
+            parts.append(f"-{name}")
+        elif a is None or a is False:
+            parts.append(f"+{name}" if b is True else f"{name}={b}")
+        else:
+            parts.append(f"{name} {a}→{b}")
+    if limit is not None and len(parts) > limit:
+        parts = parts[:limit] + [f"+{len(parts) - limit} more"]
+    return " ".join(parts)
+
+
+# ------------------------------------------------------------------------------------- loading
+
+_TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict"}
+_TARGET_KEYS = {"host", "workdir", "python"}
+_SERVER_KEYS = {"command", "port", "host", "runs_dir", "log_dir", "args", "env", "ready_timeout_s"}
+_TOGGLE_KEYS = {"env", "arg", "type", "choices", "min", "max", "step", "help"}
+_BENCH_KEYS = set(BenchSettings.__dataclass_fields__)
+_VERDICT_KEYS = set(Verdict.__dataclass_fields__)
+
+
+def _locate(text: str, key: str, section: str | None = None) -> tuple[int | None, int | None]:
+    """Best-effort line/column of ``key`` (inside ``[section]`` if given) for error messages."""
+    lines = text.splitlines()
+    start = 0
+    if section:
+        pat = re.compile(r"^\s*\[\[?\s*" + re.escape(section) + r"\s*\]\]?\s*$")
+        for i, line in enumerate(lines):
+            if pat.match(line):
+                start = i
+                break
+    key_re = re.compile(r"^\s*(\"?)" + re.escape(key) + r"\1\s*=")
+    for i in range(start, len(lines)):
+        m = key_re.match(lines[i])
+        if m:
+            return i + 1, lines[i].index(key) + 1
+    for i, line in enumerate(lines):
+        if key in line:
+            return i + 1, line.index(key) + 1
+    return None, None
+
+
+def load_profile(path: str | Path) -> Profile:
+    p = Path(path).expanduser()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ProfileError("no such profile file", p) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ProfileError(f"cannot read profile: {exc}", p) from None
+    return parse_profile(text, p)
+
+
+def parse_profile(text: str, path: str | Path | None = None) -> Profile:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line = getattr(exc, "lineno", None)
+        col = getattr(exc, "colno", None)
+        msg = getattr(exc, "msg", None) or re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
+        if line is None:
+            m = re.search(r"line (\d+), column (\d+)", str(exc))
+            if m:
+                line, col = int(m.group(1)), int(m.group(2))
+            elif "end of document" in str(exc):
+                lines = text.splitlines() or [""]
+                line, col = len(lines), len(lines[-1]) + 1
+        raise ProfileError(f"invalid TOML: {msg}", path, line, col) from None
+    return profile_from_dict(data, text, path)
+
+
+def _check_keys(data: dict[str, Any], allowed: set[str], where: str, text: str, path: Any, section: str | None):
+    for key in data:
+        if key not in allowed:
+            line, col = _locate(text, key, section)
+            hint = f" (allowed: {', '.join(sorted(allowed))})"
+            raise ProfileError(f"unknown key {key!r} in {where}{hint}", path, line, col)
+
+
+def _expect(value: Any, types: Any, key: str, text: str, path: Any, section: str | None) -> Any:
+    if isinstance(value, bool) and bool not in (types if isinstance(types, tuple) else (types,)):
+        ok = False
+    else:
+        ok = isinstance(value, types)
+    if not ok:
+        line, col = _locate(text, key.split(".")[-1], section)
+        names = types.__name__ if isinstance(types, type) else " or ".join(t.__name__ for t in types)
+        raise ProfileError(f"{key} must be {names}, got {type(value).__name__}", path, line, col)
+    return value
+
+
+def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | None = None) -> Profile:
+    _check_keys(data, _TOP_KEYS, "the profile", text, path, None)
+    prof = Profile(path=str(path) if path else None)
+    prof.name = str(data.get("name") or (Path(path).stem if path else "profile"))
+
+    target = data.get("target", {})
+    if isinstance(target, str):
+        target = {"host": target}
+    _expect(target, dict, "target", text, path, None)
+    _check_keys(target, _TARGET_KEYS, "[target]", text, path, "target")
+    prof.target = str(_expect(target.get("host", "local"), str, "target.host", text, path, "target"))
+    prof.workdir = str(_expect(target.get("workdir", "~"), str, "target.workdir", text, path, "target"))
+    prof.python = str(_expect(target.get("python", "python3"), str, "target.python", text, path, "target"))
+    if prof.python == "{sys_python}":
+        # Shipped example profiles mean "the interpreter eagletui itself runs under".
+        prof.python = sys.executable
+
+    server = _expect(data.get("server", {}), dict, "server", text, path, None)
+    _check_keys(server, _SERVER_KEYS, "[server]", text, path, "server")
+    cmd = server.get("command", "{python} -m sglang.launch_server")
+    if isinstance(cmd, str):
+        try:
+            prof.command = tuple(shlex.split(cmd))
+        except ValueError as exc:
+            line, col = _locate(text, "command", "server")
+            raise ProfileError(f"server.command: {exc}", path, line, col) from None
+    elif isinstance(cmd, list) and all(isinstance(c, str) for c in cmd):
+        prof.command = tuple(cmd)
+    else:
+        line, col = _locate(text, "command", "server")
+        raise ProfileError("server.command must be a string or a list of strings", path, line, col)
+    if not prof.command:
+        raise ProfileError("server.command is empty", path, *_locate(text, "command", "server"))
+    port = _expect(server.get("port", 30000), int, "server.port", text, path, "server")
+    if not 1 <= port <= 65535:
+        raise ProfileError(f"server.port {port} is out of range", path, *_locate(text, "port", "server"))
+    prof.port = port
+    prof.host = str(_expect(server.get("host", "127.0.0.1"), str, "server.host", text, path, "server"))
+    prof.runs_dir = str(server.get("runs_dir", server.get("log_dir", "~/.eagletui/runs")))
+    prof.ready_timeout_s = float(
+        _expect(server.get("ready_timeout_s", 3600.0), (int, float), "server.ready_timeout_s", text, path, "server")
+    )
+
+    args = _expect(server.get("args", {}), dict, "server.args", text, path, "server")
+    for key, value in args.items():
+        try:
+            flag = normalize_flag(key)
+        except ProfileError as exc:
+            raise ProfileError(exc.message, path, *_locate(text, key, "server.args")) from None
+        if flag in ("--port", "--host"):
+            line, col = _locate(text, key, "server.args")
+            raise ProfileError(f"set {flag} in [server] (port/host), not in server.args", path, line, col)
+        if not isinstance(value, str | int | float | bool | list):
+            line, col = _locate(text, key, "server.args")
+            raise ProfileError(f"server.args.{key}: unsupported value type {type(value).__name__}", path, line, col)
+        if isinstance(value, str) and ("\n" in value or "\x00" in value):
+            raise ProfileError(f"server.args.{key}: value may not contain newlines", path, *_locate(text, key))
+        prof.args[flag] = value
+
+    env = _expect(server.get("env", {}), dict, "server.env", text, path, "server")
+    for key, value in env.items():
+        if not ENV_NAME_RE.match(key):
+            line, col = _locate(text, key, "server.env")
+            raise ProfileError(f"unsafe environment variable name {key!r}", path, line, col)
+        if isinstance(value, bool):
+            value = "1" if value else "0"
+        if not isinstance(value, str | int | float):
+            line, col = _locate(text, key, "server.env")
+            raise ProfileError(f"server.env.{key} must be a string", path, line, col)
+        value = str(value)
+        if "\n" in value or "\x00" in value:
+            raise ProfileError(f"server.env.{key}: value may not contain newlines", path, *_locate(text, key))
+        prof.env[key] = value
+
+    toggles_raw = data.get("toggles", data.get("toggle", []))
+    _expect(toggles_raw, list, "toggles", text, path, None)
+    toggles: list[Toggle] = []
+    for raw in toggles_raw:
+        _expect(raw, dict, "toggles[]", text, path, None)
+        _check_keys(raw, _TOGGLE_KEYS, "[[toggles]]", text, path, None)
+        toggles.append(_toggle_from(raw, text, path))
+    seen: set[str] = set()
+    for t in toggles:
+        if t.key in seen:
+            raise ProfileError(f"duplicate toggle {t.name}", path, *_locate(text, t.name.lstrip("-")))
+        seen.add(t.key)
+    prof.toggles = tuple(toggles)
+
+    bench = _expect(data.get("bench", {}), dict, "bench", text, path, None)
+    _check_keys(bench, _BENCH_KEYS, "[bench]", text, path, "bench")
+    defaults = BenchSettings()
+    bargs: dict[str, Any] = {}
+    for key, value in bench.items():
+        want = type(getattr(defaults, key))
+        types: Any = (int, float) if want is float else want
+        bargs[key] = want(_expect(value, types, f"bench.{key}", text, path, "bench"))
+    if bargs.get("runner", "builtin") not in ("builtin", "bench_serving", "command"):
+        raise ProfileError(
+            "bench.runner must be builtin, bench_serving or command", path, *_locate(text, "runner", "bench")
+        )
+    for key in ("num_prompts", "concurrency", "max_new_tokens", "repeats"):
+        if key in bargs and bargs[key] < 1:
+            raise ProfileError(f"bench.{key} must be at least 1", path, *_locate(text, key, "bench"))
+    for key in ("tok_s_regex", "accept_len_regex"):
+        if bargs.get(key):
+            try:
+                re.compile(bargs[key])
+            except re.error as exc:
+                raise ProfileError(f"bench.{key}: bad regex: {exc}", path, *_locate(text, key, "bench")) from None
+    prof.bench = BenchSettings(**bargs)
+
+    verdict = _expect(data.get("verdict", {}), dict, "verdict", text, path, None)
+    _check_keys(verdict, _VERDICT_KEYS, "[verdict]", text, path, "verdict")
+    vargs = {k: float(_expect(v, (int, float), f"verdict.{k}", text, path, "verdict")) for k, v in verdict.items()}
+    prof.verdict = Verdict(**vargs)
+    return prof
+
+
+def _toggle_from(raw: dict[str, Any], text: str, path: Any) -> Toggle:
+    if ("env" in raw) == ("arg" in raw):
+        raise ProfileError("each [[toggles]] entry needs exactly one of env = … or arg = …", path)
+    if "env" in raw:
+        name = str(raw["env"])
+        if not ENV_NAME_RE.match(name):
+            raise ProfileError(f"unsafe environment variable name {name!r}", path, *_locate(text, name))
+        kind = "env"
+    else:
+        try:
+            name = normalize_flag(str(raw["arg"]))
+        except ProfileError as exc:
+            raise ProfileError(exc.message, path, *_locate(text, str(raw["arg"]))) from None
+        kind = "arg"
+    choices = tuple(str(c) for c in raw.get("choices", ()))
+    ttype = raw.get("type")
+    if ttype is None:
+        if choices:
+            ttype = "choice"
+        elif "min" in raw or "max" in raw:
+            ttype = "float" if any(isinstance(raw.get(k), float) for k in ("min", "max", "step")) else "int"
+        else:
+            ttype = "bool"
+    if ttype not in ("choice", "bool", "int", "float", "str"):
+        raise ProfileError(f"toggle {name}: unknown type {ttype!r}", path, *_locate(text, "type"))
+    if ttype == "choice" and not choices:
+        raise ProfileError(f"toggle {name}: type choice needs choices = [...]", path, *_locate(text, name.lstrip("-")))
+    for c in choices:
+        if "\n" in c or "\x00" in c:
+            raise ProfileError(f"toggle {name}: choice {c!r} contains a newline", path)
+    return Toggle(
+        kind=kind,
+        name=name,
+        type=ttype,
+        choices=choices,
+        min=raw.get("min"),
+        max=raw.get("max"),
+        step=raw.get("step"),
+        help=str(raw.get("help", "")),
+    )

@@ -1,0 +1,414 @@
+"""The pure fold of events into what the screen shows: phases, server state, metrics.
+
+Nothing here does I/O or reads a clock: every time comes from an event, so a recording replayed into a
+fresh :class:`SessionState` reproduces the live session exactly (the UI passes its own ``now`` when it
+wants elapsed times).
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from eagletui.core.events import (
+    PHASES,
+    BenchmarkResult,
+    BenchmarkSample,
+    BenchmarkStarted,
+    ConfigChanged,
+    ConnectionState,
+    DecodeStats,
+    Event,
+    GpuStats,
+    LaunchDetected,
+    LaunchStarted,
+    LogLine,
+    LogStale,
+    Notice,
+    PhaseFinished,
+    PhaseProgress,
+    PhaseStarted,
+    ProcessExited,
+    ServerFailed,
+    ServerReady,
+    ServerStopped,
+)
+
+SERIES_LIMIT = 2000
+
+
+@dataclass
+class PhaseState:
+    name: str
+    status: str = "pending"  # pending | active | done | failed | skipped
+    started: float | None = None  # wall clock
+    finished: float | None = None
+    seconds: float | None = None
+    done: int = 0
+    total: int = 0
+    unit: str = ""
+    label: str = ""
+    ranks_done: int = 0
+    ranks_total: int = 0
+    slowest_rank: int | None = None
+
+    def elapsed(self, now: float) -> float | None:
+        if self.seconds is not None and self.status == "done":
+            return self.seconds
+        if self.started is None:
+            return None
+        end = self.finished if self.finished is not None else now
+        return max(0.0, end - self.started)
+
+    @property
+    def fraction(self) -> float | None:
+        if self.total > 0:
+            return min(1.0, self.done / self.total)
+        if self.status == "done":
+            return 1.0
+        return None
+
+
+@dataclass
+class LaunchState:
+    launch: int
+    started: float | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    command: tuple[str, ...] = ()
+    diff: dict[str, Any] = field(default_factory=dict)
+    log_path: str = ""
+    phases: dict[str, PhaseState] = field(default_factory=lambda: {p: PhaseState(p) for p in PHASES})
+    status: str = "launching"  # launching | loading | ready | failed | stopped | exited
+    failure: ServerFailed | None = None
+    exit_code: int | None = None
+    exit_signal: int | None = None
+    ready_at: float | None = None
+    stale_for: float | None = None
+    version: str | None = None
+
+    @property
+    def current_phase(self) -> str | None:
+        active = [p for p in PHASES if self.phases[p].status == "active"]
+        if active:
+            return active[-1]
+        reached = [p for p in PHASES if self.phases[p].status in ("done", "failed")]
+        return reached[-1] if reached else None
+
+    def phase_durations(self) -> dict[str, float]:
+        return {p: s.seconds for p, s in self.phases.items() if s.status == "done" and s.seconds is not None}
+
+    @property
+    def total_seconds(self) -> float | None:
+        if self.ready_at is not None and self.started is not None:
+            return self.ready_at - self.started
+        return None
+
+
+@dataclass
+class Series:
+    """A bounded time series: (wall time, value) pairs."""
+
+    limit: int = SERIES_LIMIT
+    points: deque[tuple[float, float]] = field(default_factory=deque)
+    version: int = 0
+
+    def add(self, t: float, v: float) -> None:
+        self.points.append((t, v))
+        if len(self.points) > self.limit:
+            self.points.popleft()
+        self.version += 1
+
+    def clear(self) -> None:
+        self.points.clear()
+        self.version += 1
+
+
+@dataclass
+class SessionState:
+    """Everything derived from the event stream of one session."""
+
+    target: str = ""
+    connection: str = "disconnected"
+    connection_detail: str = ""
+    retry_in: float | None = None
+    launches: dict[int, LaunchState] = field(default_factory=dict)
+    current: int = 0
+    last_wall: float = 0.0
+    gen_throughput: Series = field(default_factory=Series)
+    accept_len: Series = field(default_factory=Series)
+    bench_tok_s: Series = field(default_factory=Series)
+    bench_accept: Series = field(default_factory=Series)
+    bench_ttft: Series = field(default_factory=Series)
+    bench_tick_tok_s: Series = field(default_factory=Series)
+    last_decode: DecodeStats | None = None
+    bench_running: int | None = None
+    bench_results: list[BenchmarkResult] = field(default_factory=list)
+    gpus: tuple[dict[str, Any], ...] = ()
+    notices: deque[Notice] = field(default_factory=lambda: deque(maxlen=200))
+    log_lines: int = 0
+    version: int = 0
+
+    # ------------------------------------------------------------------ queries
+
+    @property
+    def launch(self) -> LaunchState | None:
+        return self.launches.get(self.current)
+
+    @property
+    def server_state(self) -> str:
+        la = self.launch
+        return la.status if la else "idle"
+
+    # ------------------------------------------------------------------ fold
+
+    def apply(self, ev: Event) -> None:
+        self.version += 1
+        if ev.wall > self.last_wall:
+            self.last_wall = ev.wall
+        handler = _HANDLERS.get(type(ev))
+        if handler is not None:
+            handler(self, ev)
+
+    def apply_all(self, events: list[Event]) -> None:
+        for ev in events:
+            self.apply(ev)
+
+    def _launch_for(self, n: int, wall: float) -> LaunchState:
+        """Events from the log carry the launch number; an unknown one starts a timeline (attach/replay)."""
+        n = n or self.current or 1
+        la = self.launches.get(n)
+        if la is None:
+            la = LaunchState(launch=n, started=wall)
+            self.launches[n] = la
+            if n >= self.current:
+                self.current = n
+        return la
+
+
+def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
+    la = LaunchState(
+        launch=ev.launch,
+        started=ev.wall,
+        config=dict(ev.config),
+        command=tuple(ev.command),
+        diff=dict(ev.diff),
+        log_path=ev.log_path,
+    )
+    la.phases["launch"].status = "active"
+    la.phases["launch"].started = ev.wall
+    s.launches[ev.launch] = la
+    s.current = ev.launch
+    s.target = ev.target or s.target
+    s.gen_throughput.clear()
+    s.accept_len.clear()
+
+
+def _on_launch_detected(s: SessionState, ev: LaunchDetected) -> None:
+    la = s.launches.get(ev.launch or s.current)
+    if la is None or la.status in ("ready", "failed", "stopped", "exited") and la.phases["dist_init"].started:
+        # A new timeline in the same log (a restart we did not launch, or an attached log).
+        n = (max(s.launches) + 1) if s.launches and la is not None else (ev.launch or 1)
+        la = LaunchState(launch=n, started=ev.wall)
+        la.phases["launch"].status = "active"
+        la.phases["launch"].started = ev.wall
+        s.launches[n] = la
+        s.current = n
+    if ev.version:
+        la.version = ev.version
+    if ev.args and not la.config:
+        la.config = {"args": dict(ev.args)}
+
+
+def _phase(s: SessionState, launch: int, name: str, wall: float) -> PhaseState | None:
+    if name not in PHASES:
+        return None
+    return s._launch_for(launch, wall).phases[name]
+
+
+def _on_phase_started(s: SessionState, ev: PhaseStarted) -> None:
+    la = s._launch_for(ev.launch, ev.wall)
+    ph = la.phases.get(ev.phase)
+    if ph is None:
+        return
+    # Earlier phases that never reported an end are implicitly over once a later one starts,
+    # except in the overlapped orders (draft load while target captures), which report their ends.
+    idx = PHASES.index(ev.phase)
+    for name in PHASES[:idx]:
+        prev = la.phases[name]
+        if prev.status == "active" and name == "launch":
+            prev.status = "done"
+            prev.finished = ev.wall
+            prev.seconds = (ev.wall - prev.started) if prev.started else None
+    if ph.status in ("pending", "skipped"):
+        ph.status = "active"
+        ph.started = ev.wall
+    if la.status == "launching":
+        la.status = "loading"
+
+
+def _on_phase_progress(s: SessionState, ev: PhaseProgress) -> None:
+    ph = _phase(s, ev.launch, ev.phase, ev.wall)
+    if ph is None:
+        return
+    if ph.status == "pending":
+        ph.status = "active"
+        ph.started = ev.wall
+    ph.done, ph.total, ph.unit, ph.label = ev.done, ev.total, ev.unit, ev.label
+    ph.ranks_done, ph.ranks_total, ph.slowest_rank = ev.ranks_done, ev.ranks_total, ev.slowest_rank
+
+
+def _on_phase_finished(s: SessionState, ev: PhaseFinished) -> None:
+    la = s._launch_for(ev.launch, ev.wall)
+    ph = la.phases.get(ev.phase)
+    if ph is None:
+        return
+    if ph.started is None:
+        ph.started = ev.wall - (ev.seconds or 0.0)
+    ph.status = "done"
+    ph.finished = ev.wall
+    ph.seconds = ev.seconds if ev.seconds is not None else ev.wall - ph.started
+    if ph.total and ph.done < ph.total:
+        ph.done = ph.total
+
+
+def _on_ready(s: SessionState, ev: ServerReady) -> None:
+    la = s._launch_for(ev.launch, ev.wall)
+    for name in PHASES[:-1]:
+        ph = la.phases[name]
+        if ph.status == "active":
+            ph.status = "done"
+            ph.finished = ev.wall
+            ph.seconds = ph.seconds if ph.seconds is not None else ev.wall - (ph.started or ev.wall)
+        elif ph.status == "pending":
+            ph.status = "skipped"
+    ready = la.phases["ready"]
+    ready.status = "done"
+    ready.started = ready.finished = ev.wall
+    ready.seconds = 0.0
+    la.status = "ready"
+    la.ready_at = ev.wall
+    la.stale_for = None
+
+
+def _on_failed(s: SessionState, ev: ServerFailed) -> None:
+    la = s._launch_for(ev.launch, ev.wall)
+    if la.failure is not None and ev.kind in ("died", "signal", "stale"):
+        return  # keep the root cause, not the cascade
+    la.failure = ev
+    la.status = "failed"
+    name = ev.phase if ev.phase in la.phases else la.current_phase
+    for ph in la.phases.values():
+        if ph.status == "active":
+            ph.status = "failed" if ph.name == name or name is None else "done"
+            ph.finished = ev.wall
+
+
+def _on_stopped(s: SessionState, ev: ServerStopped) -> None:
+    la = s._launch_for(ev.launch, ev.wall)
+    if la.status != "failed":
+        la.status = "stopped"
+    for ph in la.phases.values():
+        if ph.status == "active":
+            ph.status = "pending"
+            ph.finished = ev.wall
+
+
+def _on_exited(s: SessionState, ev: ProcessExited) -> None:
+    la = s._launch_for(ev.launch, ev.wall)
+    la.exit_code, la.exit_signal = ev.code, ev.signal
+    if la.status in ("launching", "loading", "ready"):
+        la.status = "exited"
+        for ph in la.phases.values():
+            if ph.status == "active":
+                ph.status = "failed"
+                ph.finished = ev.wall
+
+
+def _on_stale(s: SessionState, ev: LogStale) -> None:
+    la = s._launch_for(ev.launch, ev.wall)
+    la.stale_for = ev.seconds
+
+
+def _on_log(s: SessionState, ev: LogLine) -> None:
+    s.log_lines += 1
+    la = s.launches.get(ev.launch or s.current)
+    if la is not None and la.stale_for is not None:
+        la.stale_for = None
+
+
+def _on_decode(s: SessionState, ev: DecodeStats) -> None:
+    s.last_decode = ev
+    s.gen_throughput.add(ev.wall, ev.gen_throughput)
+    if ev.accept_len is not None:
+        s.accept_len.add(ev.wall, ev.accept_len)
+
+
+def _on_connection(s: SessionState, ev: ConnectionState) -> None:
+    s.connection = ev.state
+    s.connection_detail = ev.detail
+    s.retry_in = ev.retry_in
+    if ev.target:
+        s.target = ev.target
+
+
+def _on_gpu(s: SessionState, ev: GpuStats) -> None:
+    s.gpus = ev.gpus
+
+
+def _on_notice(s: SessionState, ev: Notice) -> None:
+    s.notices.append(ev)
+
+
+def _on_bench_started(s: SessionState, ev: BenchmarkStarted) -> None:
+    s.bench_running = ev.bench
+    s.bench_tok_s.clear()
+    s.bench_accept.clear()
+    s.bench_ttft.clear()
+    s.bench_tick_tok_s.clear()
+
+
+def _on_bench_sample(s: SessionState, ev: BenchmarkSample) -> None:
+    if ev.scope == "tick":
+        if ev.tok_s is not None:
+            s.bench_tick_tok_s.add(ev.wall, ev.tok_s)
+        return
+    if ev.tok_s is not None:
+        s.bench_tok_s.add(ev.wall, ev.tok_s)
+    if ev.accept_len is not None:
+        s.bench_accept.add(ev.wall, ev.accept_len)
+    if ev.ttft_ms is not None:
+        s.bench_ttft.add(ev.wall, ev.ttft_ms)
+
+
+def _on_bench_result(s: SessionState, ev: BenchmarkResult) -> None:
+    s.bench_results.append(ev)
+    if s.bench_running == ev.bench:
+        s.bench_running = None
+
+
+def _on_config_changed(s: SessionState, ev: ConfigChanged) -> None:
+    return None
+
+
+_HANDLERS: dict[type, Any] = {
+    LaunchStarted: _on_launch_started,
+    LaunchDetected: _on_launch_detected,
+    PhaseStarted: _on_phase_started,
+    PhaseProgress: _on_phase_progress,
+    PhaseFinished: _on_phase_finished,
+    ServerReady: _on_ready,
+    ServerFailed: _on_failed,
+    ServerStopped: _on_stopped,
+    ProcessExited: _on_exited,
+    LogStale: _on_stale,
+    LogLine: _on_log,
+    DecodeStats: _on_decode,
+    ConnectionState: _on_connection,
+    GpuStats: _on_gpu,
+    Notice: _on_notice,
+    BenchmarkStarted: _on_bench_started,
+    BenchmarkSample: _on_bench_sample,
+    BenchmarkResult: _on_bench_result,
+    ConfigChanged: _on_config_changed,
+}
