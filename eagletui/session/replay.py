@@ -1,0 +1,214 @@
+"""Replaying a recorded session with its original rhythm, faster, or all at once.
+
+The replayer knows nothing about widgets: it only decides *when* each event is due. Seeking hands
+back the events from the start up to the target time, because state (phase timelines, charts) is
+rebuilt by folding events, never by jumping into the middle of them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Literal
+
+from eagletui.core.events import Event
+
+Speed = float | Literal["instant"]
+
+
+def _check_speed(speed: Speed) -> Speed:
+    if speed == "instant":
+        return speed
+    if isinstance(speed, bool) or not isinstance(speed, int | float) or not speed > 0:
+        raise ValueError(f"speed must be a positive number or 'instant', got {speed!r}")
+    return float(speed)
+
+
+def relative_times(events: Sequence[Event], max_gap: float | None = None) -> list[float]:
+    """Seconds since the first event, never decreasing.
+
+    Steps use the monotonic clock (immune to NTP jumps during the recording) and fall back to the
+    wall clock when the monotonic one goes backwards (events from another process or a reboot).
+    ``max_gap`` squeezes long idle stretches so a replay does not sit silent for ten minutes.
+    """
+    out: list[float] = []
+    t = 0.0
+    for i, ev in enumerate(events):
+        if i:
+            prev = events[i - 1]
+            step = ev.mono - prev.mono
+            if step < 0:
+                step = ev.wall - prev.wall
+            step = max(0.0, step)
+            if max_gap is not None:
+                step = min(step, max_gap)
+            t += step
+        out.append(t)
+    return out
+
+
+class Replayer:
+    """Plays events on a virtual clock that runs at ``speed`` times real time and can be paused,
+    re-speeded and repositioned while ``play()`` is iterating."""
+
+    def __init__(
+        self,
+        events: Sequence[Event],
+        *,
+        max_gap: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.events: list[Event] = list(events)
+        self.times = relative_times(self.events, max_gap)
+        self._clock = clock
+        self._index = 0
+        self._pos = 0.0  # virtual position at the anchor
+        self._anchor = clock()
+        self._speed: Speed = 1.0
+        self._paused = False
+        self._playing = False
+        self._wake: asyncio.Event | None = None
+
+    # -- inspection -----------------------------------------------------------------------------
+
+    @property
+    def duration(self) -> float:
+        return self.times[-1] if self.times else 0.0
+
+    @property
+    def index(self) -> int:
+        """Index of the next event to be played."""
+        return self._index
+
+    @property
+    def finished(self) -> bool:
+        return self._index >= len(self.events)
+
+    @property
+    def paused(self) -> bool:
+        return self._paused
+
+    @property
+    def speed(self) -> Speed:
+        return self._speed
+
+    @property
+    def position(self) -> float:
+        """Current virtual time in seconds from the start of the recording."""
+        if self._paused or not self._playing or self._speed == "instant":
+            return self._pos
+        return min(self.duration, self._pos + (self._clock() - self._anchor) * float(self._speed))
+
+    @property
+    def fraction(self) -> float:
+        return self.position / self.duration if self.duration else (1.0 if self.finished else 0.0)
+
+    def events_until(self, t: float) -> list[Event]:
+        """Every event at or before ``t`` seconds: what a state builder must fold to stand at ``t``."""
+        return self.events[: bisect.bisect_right(self.times, t)]
+
+    # -- control --------------------------------------------------------------------------------
+
+    def _reanchor(self) -> None:
+        self._pos = self.position
+        self._anchor = self._clock()
+
+    def _poke(self) -> None:
+        if self._wake is not None:
+            self._wake.set()
+
+    def pause(self) -> None:
+        if not self._paused:
+            self._reanchor()
+            self._paused = True
+            self._poke()
+
+    def resume(self) -> None:
+        if self._paused:
+            self._anchor = self._clock()
+            self._paused = False
+            self._poke()
+
+    def toggle_pause(self) -> bool:
+        """Flip pause; returns the new paused state (handy for a single key binding)."""
+        self.resume() if self._paused else self.pause()
+        return self._paused
+
+    def set_speed(self, speed: Speed) -> None:
+        speed = _check_speed(speed)
+        self._reanchor()
+        self._speed = speed
+        self._poke()
+
+    def seek(self, fraction: float | None = None, *, time: float | None = None) -> list[Event]:
+        """Move to a fraction of the duration (or to ``time`` seconds); returns the events up to
+        there, which the caller re-feeds into a fresh state. Playback continues after them."""
+        if (fraction is None) == (time is None):
+            raise ValueError("seek needs exactly one of fraction or time")
+        t = fraction * self.duration if fraction is not None else float(time or 0.0)
+        t = min(max(t, 0.0), self.duration)
+        before = self.events_until(t)
+        self._index = len(before)
+        self._pos = t
+        self._anchor = self._clock()
+        self._poke()
+        return before
+
+    def rewind(self) -> None:
+        self.seek(time=0.0)
+        self._index = 0
+
+    # -- playback -------------------------------------------------------------------------------
+
+    async def _wait_until_due(self, due: float) -> bool:
+        """Sleep until virtual time reaches ``due``; False if a seek moved the cursor meanwhile."""
+        assert self._wake is not None
+        index = self._index
+        while True:
+            if self._index != index:
+                return False
+            if self._paused:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            if self._speed == "instant":
+                return True
+            remaining = (due - self.position) / float(self._speed)
+            if remaining <= 0:
+                return True
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=remaining)
+            except TimeoutError:
+                pass
+
+    async def play(self, speed: Speed | None = None) -> AsyncIterator[Event]:
+        """Yield the remaining events as they fall due. With ``"instant"`` nothing sleeps, but the
+        loop still yields control now and then so a long file does not freeze the UI."""
+        if speed is not None:
+            self.set_speed(speed)
+        self._wake = asyncio.Event()
+        self._anchor = self._clock()
+        self._playing = True
+        try:
+            since_yield = 0
+            while self._index < len(self.events):
+                i = self._index
+                if not await self._wait_until_due(self.times[i]):
+                    continue  # seeked: start again from the new cursor
+                if self._index != i:
+                    continue
+                self._index = i + 1
+                if self._speed == "instant" or self._pos > self.times[i]:
+                    self._pos = max(self._pos, self.times[i])
+                    self._anchor = self._clock()
+                since_yield += 1
+                if self._speed == "instant" and since_yield >= 200:
+                    since_yield = 0
+                    await asyncio.sleep(0)
+                yield self.events[i]
+        finally:
+            self._reanchor()
+            self._playing = False
