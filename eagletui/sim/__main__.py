@@ -1,0 +1,3 @@
+from eagletui.sim.cli import main
+
+raise SystemExit(main())

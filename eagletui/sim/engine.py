@@ -1,0 +1,417 @@
+"""Continuous-batching scheduler loop of the simulator and its ground-truth counters.
+
+The loop runs in the server's asyncio event loop. Each iteration's duration comes from
+:mod:`eagletui.sim.perf`; the loop sleeps until the iteration's deadline on a monotonic schedule (deadlines
+are accumulated, not re-measured, so pacing does not drift), then hands the produced tokens to the
+requests. Tokens are counted in :class:`SimStats` at the moment they are handed to a request's stream,
+which is exactly what the HTTP layer sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import random
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+from eagletui.sim import perf
+from eagletui.sim.logfmt import SimLog
+
+WORDS = (
+    "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et "
+    "dolore magna aliqua enim ad minim veniam quis nostrud exercitation ullamco laboris nisi aliquip ex ea "
+    "commodo consequat duis aute irure in reprehenderit voluptate velit esse cillum eu fugiat nulla pariatur "
+    "excepteur sint occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est laborum"
+).split()
+
+TTFT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+
+
+def count_prompt_tokens(text: str | None = None, input_ids: list[int] | None = None) -> int:
+    if input_ids is not None:
+        return max(1, len(input_ids))
+    return max(1, round(len(text or "") / 4))
+
+
+@dataclass(eq=False)
+class SimRequest:
+    prompt_tokens: int
+    max_new_tokens: int
+    target_len: int
+    prompt_key: str = ""
+    rid: str = field(default_factory=lambda: uuid.uuid4().hex)
+    internal: bool = False  # warmup / health probes: not in /sim/stats
+    cached_tokens: int = 0
+    created: float = field(default_factory=time.monotonic)
+    first_token_t: float | None = None
+    last_token_t: float | None = None
+    completion_tokens: int = 0
+    output_ids: list[int] = field(default_factory=list)
+    verify_ct: int = 0
+    decode_tokens: int = 0
+    finished: bool = False
+    aborted: bool = False
+    updates: asyncio.Queue = field(default_factory=asyncio.Queue)
+
+    def words(self, n: int | None = None) -> list[str]:
+        ids = self.output_ids if n is None else self.output_ids[:n]
+        return [WORDS[i % len(WORDS)] for i in ids]
+
+    def text(self, n: int | None = None) -> str:
+        return " ".join(self.words(n))
+
+    @property
+    def remaining(self) -> int:
+        return self.target_len - self.completion_tokens
+
+    def finish_reason(self) -> dict[str, Any] | None:
+        if not self.finished:
+            return None
+        if self.completion_tokens >= self.max_new_tokens:
+            return {"type": "length", "length": self.max_new_tokens}
+        return {"type": "stop", "matched": 2}
+
+
+class SimStats:
+    """Ground-truth counters since start or the last ``/flush_cache`` (non-internal requests only)."""
+
+    def __init__(self) -> None:
+        self.reset()
+
+    def reset(self) -> None:
+        self.output_tokens = 0
+        self.decode_tokens = 0
+        self.verify_ct = 0
+        self.prompt_tokens = 0
+        self.requests_started = 0
+        self.requests_finished = 0
+        self.first_request_t: float | None = None
+        self.first_token_t: float | None = None
+        self.last_token_t: float | None = None
+        self.per_request: deque[dict[str, Any]] = deque(maxlen=512)
+
+    def snapshot(self) -> dict[str, Any]:
+        window = None
+        tok_s = None
+        if self.first_request_t is not None and self.last_token_t is not None:
+            window = self.last_token_t - self.first_request_t
+            tok_s = self.output_tokens / window if window > 0 else None
+        per = list(self.per_request)
+        rates = [r["decode_tok_s"] for r in per if r["decode_tok_s"] is not None]
+        return {
+            "output_tokens": self.output_tokens,
+            "decode_tokens": self.decode_tokens,
+            "prompt_tokens": self.prompt_tokens,
+            "verify_ct": self.verify_ct,
+            "accept_len": (self.output_tokens / self.verify_ct) if self.verify_ct else None,
+            "decode_accept_len": (self.decode_tokens / self.verify_ct) if self.verify_ct else None,
+            "requests_started": self.requests_started,
+            "requests_finished": self.requests_finished,
+            "window_s": window,
+            "output_tok_s": tok_s,
+            "mean_request_decode_tok_s": (sum(rates) / len(rates)) if rates else None,
+            "per_request": per,
+        }
+
+
+class Engine:
+    """Scheduler + TP0 stats reporter."""
+
+    def __init__(
+        self,
+        args: Any,
+        cfg: perf.PerfConfig,
+        log: SimLog,
+        *,
+        max_running: int,
+        max_total_tokens: int,
+        env: dict[str, str],
+        seed: int = 0,
+    ) -> None:
+        self.args = args
+        self.cfg = cfg
+        self.log = log
+        self.max_running = max_running
+        self.max_total_tokens = max_total_tokens
+        self.chunked_prefill = getattr(args, "chunked_prefill_size", None) or 8192
+        self.interval = max(1, int(getattr(args, "decode_log_interval", 40) or 40))
+        self.log_iters = env.get("SGLANG_LOG_FORWARD_ITERS", "").strip().lower() in ("1", "true", "yes")
+        self.rng = random.Random(seed * 7919 + 17)
+        self.len_rng = random.Random(seed * 104729 + 3)
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.wake = asyncio.Event()
+        self.stats = SimStats()
+        self.forward_ct = 0
+        self.decode_ct = 0
+        self._next: float | None = None
+        self._seen_prompts: set[str] = set()
+        # metrics (Prometheus / server_info)
+        self.last_gen_throughput = 0.0
+        self.last_accept_len: float | None = None
+        self.last_accept_rate: float | None = None
+        self.avg_spec_accept_length: float | None = None
+        self.cum_accept_tokens = 0
+        self.cum_accept_count = 0
+        self.gen_tokens_total = 0
+        self.prompt_tokens_total = 0
+        self.verify_calls_total = 0
+        self.requests_total = 0
+        self.ttft_counts = [0] * (len(TTFT_BUCKETS) + 1)
+        self.ttft_sum = 0.0
+        self.ttft_n = 0
+        self._interval_tokens = 0
+        self._interval_rounds = 0
+        self._interval_req_rounds = 0
+        self._last_log_t = time.monotonic()
+        self._rid = itertools.count()
+        self.task: asyncio.Task | None = None
+
+    # --- public -------------------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._last_log_t = time.monotonic()
+        self.task = asyncio.get_running_loop().create_task(self.run())
+
+    def new_request(
+        self,
+        *,
+        prompt_tokens: int,
+        max_new_tokens: int,
+        ignore_eos: bool,
+        prompt_key: str = "",
+        internal: bool = False,
+        rid: str | None = None,
+    ) -> SimRequest:
+        max_new = max(0, int(max_new_tokens))
+        if ignore_eos or max_new <= 1:
+            target = max_new
+        else:
+            target = self.len_rng.randint(max(1, (max_new * 3) // 10), max_new)
+        req = SimRequest(
+            prompt_tokens=prompt_tokens,
+            max_new_tokens=max_new,
+            target_len=target,
+            prompt_key=prompt_key,
+            internal=internal,
+        )
+        if rid:
+            req.rid = rid
+        return req
+
+    def submit(self, req: SimRequest) -> None:
+        if not req.internal:
+            if self.stats.first_request_t is None:
+                self.stats.first_request_t = req.created
+            self.stats.requests_started += 1
+            self.stats.prompt_tokens += req.prompt_tokens
+        if req.target_len <= 0:
+            req.finished = True
+            req.updates.put_nowait(0)
+            return
+        self.waiting.append(req)
+        self.wake.set()
+
+    def abort(self, req: SimRequest) -> None:
+        if req.finished:
+            return
+        req.aborted = True
+        req.finished = True
+        if req in self.waiting:
+            self.waiting.remove(req)
+        if req in self.running:
+            self.running.remove(req)
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.waiting or self.running)
+
+    def flush(self) -> bool:
+        if self.busy:
+            return False
+        self.stats.reset()
+        self._seen_prompts.clear()
+        self.cum_accept_tokens = 0
+        self.cum_accept_count = 0
+        self.avg_spec_accept_length = None
+        self._interval_tokens = self._interval_rounds = self._interval_req_rounds = 0
+        return True
+
+    def token_usage(self) -> tuple[int, float]:
+        used = sum(r.prompt_tokens + r.completion_tokens for r in self.running)
+        return used, used / max(self.max_total_tokens, 1)
+
+    # --- loop ---------------------------------------------------------------------------------------
+
+    async def _pace(self, dt_s: float) -> None:
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        if self._next is None or now - self._next > 0.1:
+            self._next = now  # idle (or badly behind): restart the schedule, never burst to catch up
+        self._next += dt_s
+        delay = self._next - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    async def run(self) -> None:
+        while True:
+            if not self.busy:
+                self._next = None
+                self.wake.clear()
+                await self.wake.wait()
+                continue
+            admitted = self._admit()
+            if admitted:
+                await self._prefill(admitted)
+            elif self.running:
+                await self._decode()
+            else:
+                await asyncio.sleep(0)
+
+    def _admit(self) -> list[SimRequest]:
+        out: list[SimRequest] = []
+        budget = self.chunked_prefill
+        while self.waiting and len(self.running) + len(out) < self.max_running:
+            req = self.waiting[0]
+            if out and req.prompt_tokens > budget:
+                break
+            self.waiting.popleft()
+            if req.aborted:
+                continue
+            if req.prompt_key and req.prompt_key in self._seen_prompts:
+                req.cached_tokens = max(0, req.prompt_tokens - 1)
+            if req.prompt_key:
+                self._seen_prompts.add(req.prompt_key)
+            budget -= req.prompt_tokens - req.cached_tokens
+            out.append(req)
+        return out
+
+    async def _prefill(self, batch: list[SimRequest]) -> None:
+        new_tokens = sum(r.prompt_tokens - r.cached_tokens for r in batch)
+        cached = sum(r.cached_tokens for r in batch)
+        dt = perf.prefill_ms(self.cfg, new_tokens) / 1000.0 * perf.noise(self.rng)
+        used, usage = self.token_usage()
+        used += sum(r.prompt_tokens for r in batch)
+        it = f" [{self.forward_ct}]" if self.log_iters else ""
+        self.log.line(
+            f"Prefill batch{it}, #new-seq: {len(batch)}, #new-token: {new_tokens}, #cached-token: {cached}, "
+            f"token usage: {used / max(self.max_total_tokens, 1):.2f}, #running-req: {len(self.running)}, "
+            f"#queue-req: {len(self.waiting)}, #pending-token: 0, cuda graph: False, "
+            f"input throughput (token/s): {new_tokens / dt if dt > 0 else 0.0:.2f}",
+            rank=0,
+        )
+        await self._pace(dt)
+        self.forward_ct += 1
+        for r in batch:
+            if r.aborted:
+                continue
+            self.prompt_tokens_total += r.prompt_tokens
+            self.requests_total += 1
+            self.running.append(r)
+            self._emit(r, 1, decode=False)
+        self._reap()
+
+    async def _decode(self) -> None:
+        cfg = self.cfg
+        bs = len(self.running)
+        raw = [perf.sample_accept_len(cfg, self.rng) for _ in range(bs)]
+        mean_raw = sum(raw) / bs
+        dt = perf.iteration_ms(cfg, bs, mean_raw) / 1000.0 * perf.noise(self.rng)
+        await self._pace(dt)
+        self.forward_ct += 1
+        self.decode_ct += 1
+        produced = 0
+        batch = list(self.running)
+        for r, n in zip(batch, raw, strict=False):
+            if r.aborted:
+                continue
+            n = min(n, r.remaining)
+            if cfg.spec:
+                r.verify_ct += 1
+                if not r.internal:
+                    self.stats.verify_ct += 1
+            produced += n
+            self._emit(r, n, decode=True)
+        self._interval_tokens += produced
+        self._interval_rounds += 1
+        self._interval_req_rounds += len(batch)
+        if cfg.spec:
+            self.verify_calls_total += 1
+            self.cum_accept_tokens += produced
+            self.cum_accept_count += len(batch)
+        if self.decode_ct % self.interval == 0:
+            self._log_decode()
+        self._reap()
+
+    def _emit(self, r: SimRequest, n: int, *, decode: bool) -> None:
+        if n <= 0:
+            return
+        now = time.monotonic()
+        start = len(r.output_ids)
+        r.output_ids.extend(self.len_rng.randrange(len(WORDS)) + 1000 * ((start + i) % 7) for i in range(n))
+        r.completion_tokens += n
+        if decode:
+            r.decode_tokens += n
+        self.gen_tokens_total += n
+        if r.first_token_t is None:
+            r.first_token_t = now
+            ttft = now - r.created
+            self.ttft_sum += ttft
+            self.ttft_n += 1
+            idx = next((i for i, b in enumerate(TTFT_BUCKETS) if ttft <= b), len(TTFT_BUCKETS))
+            self.ttft_counts[idx] += 1
+        r.last_token_t = now
+        if r.completion_tokens >= r.target_len:
+            r.finished = True
+        if not r.internal:
+            st = self.stats
+            st.output_tokens += n
+            if decode:
+                st.decode_tokens += n
+            if st.first_token_t is None:
+                st.first_token_t = now
+            st.last_token_t = now
+            if r.finished:
+                st.requests_finished += 1
+                span = (r.last_token_t - r.first_token_t) if r.first_token_t is not None else 0.0
+                st.per_request.append(
+                    {
+                        "rid": r.rid,
+                        "completion_tokens": r.completion_tokens,
+                        "verify_ct": r.verify_ct,
+                        "ttft_s": r.first_token_t - r.created,
+                        "e2e_s": now - r.created,
+                        "decode_tok_s": (r.completion_tokens - 1) / span if span > 0 else None,
+                        "tok_s": r.completion_tokens / (now - r.created) if now > r.created else None,
+                    }
+                )
+        r.updates.put_nowait(r.completion_tokens)
+
+    def _reap(self) -> None:
+        self.running = [r for r in self.running if not r.finished]
+
+    def _log_decode(self) -> None:
+        now = time.monotonic()
+        elapsed = max(now - self._last_log_t, 1e-9)
+        self.last_gen_throughput = self._interval_tokens / elapsed
+        used, usage = self.token_usage()
+        spec = ""
+        if self.cfg.spec:
+            a = self._interval_tokens / max(self._interval_req_rounds, 1)
+            rate = perf.accept_rate(self.cfg, a)
+            self.last_accept_len, self.last_accept_rate = a, rate
+            self.avg_spec_accept_length = self.cum_accept_tokens / max(self.cum_accept_count, 1)
+            spec = f"accept len: {a:.2f}, accept rate: {rate:.2f}, "
+        it = f" [{self.forward_ct}]" if self.log_iters else ""
+        self.log.line(
+            f"Decode batch{it}, #running-req: {len(self.running)}, #token: {used}, token usage: {usage:.2f}, "
+            f"{spec}cuda graph: {self.cfg.cuda_graph}, gen throughput (token/s): {self.last_gen_throughput:.2f}, "
+            f"#queue-req: {len(self.waiting)}",
+            rank=0,
+        )
+        self._last_log_t = now
+        self._interval_tokens = self._interval_rounds = self._interval_req_rounds = 0

@@ -1,0 +1,162 @@
+"""Process orchestration: startup log → HTTP bind (uvicorn lines) → warmup → serve; signals and exit codes.
+
+Exit behaviour (like SGLang 0.5.23):
+
+* scheduler failures (``Scheduler hit an exception``, watchdog) → ``kill_process_tree`` → SIGKILL → -9/137;
+* HTTP port taken (really, or ``EAGLETUI_SIM_FAIL=port-in-use``) → uvicorn ``[Errno 98]`` → exit 1;
+* SIGTERM/SIGINT while serving → uvicorn shutdown lines → exit 0; during startup → killed by SIGTERM (-15).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import os
+import signal
+import sys
+from typing import Any
+
+from eagletui.sim.cli import DEFAULT_TIME_SCALE
+from eagletui.sim.logfmt import ERROR, SimLog
+
+
+def run_main(args: Any) -> int:
+    try:
+        return asyncio.run(_amain(args))
+    except KeyboardInterrupt:
+        return 0
+
+
+def _die_by_sigterm() -> None:
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+async def _warmup(host: str, port: int, log: SimLog, scale: float) -> None:
+    import aiohttp
+
+    base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '', '::') else host}:{port}"
+    await asyncio.sleep(min(1.0, 1.0 * scale / DEFAULT_TIME_SCALE) * 0.5)
+    # Sim-only knob (tests): hold the warmup so the "bound but not ready" window (503) is observable.
+    await asyncio.sleep(float(os.environ.get("EAGLETUI_SIM_WARMUP_DELAY") or 0))
+    async with aiohttp.ClientSession() as s:
+        async with s.get(f"{base}/model_info") as r:
+            await r.read()
+        payload = {
+            "text": "The capital city of France is",
+            "sampling_params": {"temperature": 0, "max_new_tokens": 8},
+        }
+        async with s.post(f"{base}/generate", json=payload) as r:
+            await r.read()
+            if r.status != 200:
+                raise RuntimeError(f"warmup /generate returned {r.status}")
+
+
+async def _amain(args: Any) -> int:
+    from aiohttp import web
+
+    from eagletui.sim import startup
+    from eagletui.sim.engine import Engine
+    from eagletui.sim.httpapi import ServerState, make_app
+
+    env = dict(os.environ)
+    env["_SIM_ARGV"] = " ".join(sys.argv[1:])
+    plan = startup.resolve(args, env)
+    log = SimLog(plan.tp, log_level=args.log_level, log_level_http=args.log_level_http, env=env)
+    loop = asyncio.get_running_loop()
+    # During startup a signal simply kills the launcher (SIGINT is treated like SIGTERM).
+    loop.add_signal_handler(signal.SIGINT, _die_by_sigterm)
+
+    await startup.Startup(plan, log).run()
+
+    engine = Engine(
+        args,
+        plan.cfg,
+        log,
+        max_running=plan.max_running,
+        max_total_tokens=plan.max_total_tokens,
+        env=env,
+        seed=args.sim_seed,
+    )
+    state = ServerState(plan, engine, log)
+    app = make_app(state)
+    runner = web.AppRunner(app, access_log=None, handle_signals=False)
+    await runner.setup()
+    pid = os.getpid()
+    log.uvicorn(f"Started server process [{pid}]")
+    log.uvicorn("Waiting for application startup.")
+    log.uvicorn("Application startup complete.")
+    host, port = args.host, args.port
+    bind_error: str | None = None
+    if plan.fail == "port-in-use":
+        bind_error = (
+            f"[Errno 98] error while attempting to bind on address ('{host}', {port}): address already in use"
+        )
+    else:
+        try:
+            site = web.TCPSite(runner, host, port, backlog=1024)
+            await site.start()
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE or "address already in use" in str(e):
+                bind_error = str(e)
+                if not bind_error.startswith("[Errno"):
+                    bind_error = f"[Errno 98] {bind_error}"
+            else:
+                bind_error = f"[Errno {e.errno}] {e.strerror or e}"
+    if bind_error:
+        log.uvicorn(bind_error, level="ERROR")
+        log.uvicorn("Waiting for application shutdown.")
+        log.uvicorn("Application shutdown complete.")
+        await runner.cleanup()
+        return 1
+    log.uvicorn(f"Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
+    engine.start()
+
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+
+    if not args.skip_server_warmup:
+        try:
+            await _warmup(host, port, log, plan.scale)
+        except Exception as e:
+            log.line(f"Initialization failed. warmup error: {e!r}", level=ERROR)
+            startup.die_by_sigkill(log)
+    state.ready = True
+    log.line("The server is fired up and ready to roll!")
+
+    if plan.fail == "crash-after-ready":
+        delay = float(
+            env.get("EAGLETUI_SIM_FAIL_DELAY") or min(3.0, max(0.5, 3.0 * plan.scale / DEFAULT_TIME_SCALE))
+        )
+
+        async def crash() -> None:
+            await asyncio.sleep(delay)
+            log.line(
+                f"Subprocess scheduler_3 (pid={pid + 4}) crashed with exit code -9. Triggering SIGQUIT for cleanup...",
+                level=ERROR,
+            )
+            log.line(
+                "SIGQUIT received. signum=3, frame=<frame at 0x7f3a2c1d5a40, file '/usr/lib/python3.12/"
+                "selectors.py', line 468, code select>. It usually means one child failed.",
+                level=ERROR,
+            )
+            startup.die_by_sigkill(log)
+
+        loop.create_task(crash())
+
+    await stop.wait()
+    state.shutting_down = True
+    log.uvicorn("Shutting down")
+    log.uvicorn("Waiting for application shutdown.")
+    log.uvicorn("Application shutdown complete.")
+    log.uvicorn(f"Finished server process [{pid}]")
+    if engine.task:
+        engine.task.cancel()
+    try:
+        await asyncio.wait_for(runner.cleanup(), timeout=2.0)
+    except (TimeoutError, asyncio.CancelledError):
+        pass
+    return 0

@@ -1,0 +1,588 @@
+"""The SGLang 0.5.23 startup log sequence for a tp=N (EAGLE3) launch, and failure injection.
+
+Durations are virtual seconds at ``--sim-time-scale 1.0`` (≈ 10 min for an 8-GPU 1T-class launch) and are
+multiplied by the time scale before sleeping. Values printed in the log (``elapsed=``, tqdm times) are the
+real, measured ones so they agree with the timestamps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import random
+import signal
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from eagletui.sim import perf
+from eagletui.sim.logfmt import ERROR, SimLog, shard_frame, tqdm_frame
+
+GPU_TOTAL_GB = 139.81
+PKG = "/usr/local/lib/python3.12/dist-packages"
+DEFAULT_BS = [1, 2, 4, 8, 12, *range(16, 257, 8)]
+
+
+@dataclass
+class Plan:
+    """Everything resolved from the command line + environment before the launch starts."""
+
+    args: Any
+    env: dict[str, str]
+    cfg: perf.PerfConfig
+    tp: int
+    arch: str
+    params_b: float
+    spec: bool
+    steps: int
+    topk: int
+    ndt: int
+    shards: int
+    max_running: int
+    max_total_tokens: int
+    context_len: int
+    mem_fraction: float
+    capture_bs: list[int]
+    served_model_name: str
+    fail: str
+    scale: float
+    weight_gb: float
+    draft_gb: float
+    kv_gb: float
+    draft_kv_gb: float
+    capture_need_gb: float
+    mla: bool
+    resolution_msgs: list[str] = field(default_factory=list)
+    server_args: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    graph_gb: dict[str, float] = field(default_factory=dict)
+    startup_time: float = 0.0
+
+
+def resolve(args: Any, env: dict[str, str]) -> Plan:
+    msgs: list[str] = []
+    arch = perf.architecture(args.model_path)
+    params_b = args.sim_params_b or perf.parse_params_b(args.model_path)
+    spec = (args.speculative_algorithm or "").upper() in perf.SPEC_ALGOS
+    if spec and args.speculative_algorithm == "NEXTN":
+        args.speculative_algorithm = "EAGLE"
+    steps, topk, ndt = (
+        args.speculative_num_steps,
+        args.speculative_eagle_topk,
+        args.speculative_num_draft_tokens,
+    )
+    if spec:
+        if steps is None and topk is None and ndt is None:
+            steps, topk, ndt = perf.auto_spec_params(arch)
+        steps = steps if steps is not None else 3
+        topk = topk if topk is not None else 1
+        if topk == 1 and ndt != steps + 1:
+            if ndt is not None:
+                msgs.append(
+                    "speculative_num_draft_tokens is adjusted to speculative_num_steps + 1 when "
+                    "speculative_eagle_topk == 1"
+                )
+            ndt = steps + 1
+        ndt = ndt if ndt is not None else steps + 1
+        args.speculative_num_steps, args.speculative_eagle_topk, args.speculative_num_draft_tokens = (
+            steps,
+            topk,
+            ndt,
+        )
+        if args.max_running_requests is None:
+            msgs.append(
+                "Max running requests is reset to 48 for speculative decoding. You can override this by "
+                "explicitly setting --max-running-requests."
+            )
+            args.max_running_requests = 48
+    cfg = perf.PerfConfig.from_args(args, env)
+    tp = max(1, args.tp_size)
+    bpp = 0.58 if params_b >= 500 else (1.0 if params_b >= 100 else 2.0)
+    weight_gb = params_b * bpp / tp
+    draft_gb = (0.9 + params_b / 2000.0) if spec else 0.0
+    mla = arch == "DeepseekV3ForCausalLM"
+    mem_fraction = args.mem_fraction_static if args.mem_fraction_static is not None else 0.88
+    args.mem_fraction_static = mem_fraction
+    kv_budget = GPU_TOTAL_GB * mem_fraction - weight_gb - draft_gb - 0.75
+    per_tok_target = 576 * 61 * 2 if mla else 4.7e3 * params_b / tp
+    per_tok_draft = (2 * 8 * 128 * 2 / max(1, min(tp, 8))) if spec else 0.0
+    max_total = max(0, int(kv_budget * 1e9 / (per_tok_target + per_tok_draft)))
+    if args.max_total_tokens:
+        max_total = min(max_total, args.max_total_tokens)
+    kv_gb = max_total * per_tok_target / 1e9
+    draft_kv_gb = max_total * per_tok_draft / 1e9
+    if args.max_running_requests is None:
+        args.max_running_requests = max(1, min(1024, max_total // 256 if max_total else 1))
+    max_bs = args.cuda_graph_max_bs or (args.max_running_requests if spec else 256)
+    args.cuda_graph_max_bs = max_bs
+    if args.cuda_graph_bs:
+        capture_bs = sorted(set(args.cuda_graph_bs))
+    else:
+        capture_bs = [b for b in DEFAULT_BS if b <= max_bs] or [1]
+        if capture_bs[-1] < max_bs and max_bs <= 256:
+            capture_bs.append(max_bs)
+    shards = args.sim_shards or max(1, round(4.05 * params_b**0.4))
+    served = args.served_model_name or args.model_path
+    args.served_model_name = served
+    context_len = args.context_length or 131072
+    capture_need = 1.2 + 0.02 * max_bs * (ndt if spec else 1) / 4
+    fail = (env.get("EAGLETUI_SIM_FAIL") or "").strip().lower()
+    plan = Plan(
+        args=args,
+        env=env,
+        cfg=cfg,
+        tp=tp,
+        arch=arch,
+        params_b=params_b,
+        spec=spec,
+        steps=steps or 0,
+        topk=topk or 0,
+        ndt=ndt or 0,
+        shards=shards,
+        max_running=args.max_running_requests,
+        max_total_tokens=max_total,
+        context_len=context_len,
+        mem_fraction=mem_fraction,
+        capture_bs=capture_bs,
+        served_model_name=served,
+        fail=fail,
+        scale=args.sim_time_scale,
+        weight_gb=weight_gb,
+        draft_gb=draft_gb,
+        kv_gb=kv_gb,
+        draft_kv_gb=draft_kv_gb,
+        capture_need_gb=capture_need,
+        mla=mla,
+        resolution_msgs=msgs,
+    )
+    plan.server_args = build_server_args(plan)
+    return plan
+
+
+def build_server_args(plan: Plan) -> dict[str, Any]:
+    a = plan.args
+    d: dict[str, Any] = {}
+    for k, v in vars(a).items():
+        if not k.startswith("sim_"):
+            d[k] = v
+    d.update(
+        tokenizer_path=a.tokenizer_path or a.model_path,
+        tokenizer_mode="auto",
+        skip_tokenizer_init=False,
+        context_length=a.context_length,
+        device="cuda",
+        random_seed=a.random_seed if a.random_seed is not None else 1234 + a.sim_seed,
+        chunked_prefill_size=a.chunked_prefill_size or 8192,
+        stream_interval=1,
+        stream_output=False,
+        constrained_json_whitespace_pattern=None,
+        cuda_graph_backend_decode="disabled" if a.disable_cuda_graph else "full",
+        cuda_graph_backend_prefill="disabled",
+        enable_cache_report=a.enable_cache_report,
+        kv_events_config=None,
+        frontend="python",
+    )
+    return d
+
+
+class Injected(Exception):
+    pass
+
+
+def die_by_sigkill(log: SimLog) -> None:
+    pid = os.getpid()
+    log.line(f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}", level=ERROR)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.kill(pid, signal.SIGKILL)
+
+
+def sigquit_from_child(log: SimLog) -> None:
+    log.line("Received sigquit from a child process. It usually means the child failed.", level=ERROR)
+    die_by_sigkill(log)
+
+
+_TB_HEAD = [
+    f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 3261, in run_scheduler_process',
+    "    scheduler = Scheduler(",
+    "                ^^^^^^^^^^",
+    f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 391, in __init__',
+    "    self.init_model_worker()",
+    f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 598, in init_model_worker',
+    "    self.tp_worker = TpModelWorker(",
+    "                     ^^^^^^^^^^^^^^",
+    f'  File "{PKG}/sglang/srt/managers/tp_worker.py", line 247, in __init__',
+    "    self.model_runner = ModelRunner(",
+    "                        ^^^^^^^^^^^^",
+    f'  File "{PKG}/sglang/srt/model_executor/model_runner.py", line 371, in __init__',
+    "    self.initialize(min_per_gpu_memory)",
+    f'  File "{PKG}/sglang/srt/model_executor/model_runner.py", line 455, in initialize',
+]
+
+
+def oom_message(rank: int, alloc_gib: float, free_mib: float) -> str:
+    used = GPU_TOTAL_GB - free_mib / 1024
+    return (
+        f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {alloc_gib:.2f} GiB. GPU {rank} has a "
+        f"total capacity of {GPU_TOTAL_GB:.2f} GiB of which {free_mib:.2f} MiB is free. Including non-PyTorch "
+        f"memory, this process has {used:.2f} GiB memory in use. Of the allocated memory {used - 1.9:.2f} GiB "
+        "is allocated by PyTorch, and 1.12 GiB is reserved by PyTorch but unallocated. If reserved but "
+        "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+        "fragmentation.  See documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+    )
+
+
+def tb_oom_load(rank: int) -> str:
+    lines = [
+        "Traceback (most recent call last):",
+        *_TB_HEAD,
+        "    self.load_model()",
+        f'  File "{PKG}/sglang/srt/model_executor/model_runner.py", line 902, in load_model',
+        "    self.model = get_model(",
+        "                 ^^^^^^^^^^",
+        f'  File "{PKG}/sglang/srt/model_loader/loader.py", line 642, in load_model',
+        "    self.load_weights_and_postprocess(",
+        f'  File "{PKG}/sglang/srt/model_loader/loader.py", line 671, in load_weights_and_postprocess',
+        "    model.load_weights(weights)",
+        f'  File "{PKG}/torch/utils/_device.py", line 104, in __torch_function__',
+        "    return func(*args, **kwargs)",
+        "           ^^^^^^^^^^^^^^^^^^^^^",
+        oom_message(rank, 1.75, 412.0),
+    ]
+    return "\n".join(lines)
+
+
+CAPTURE_SOLUTIONS = (
+    "Possible solutions:\n"
+    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+    "2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)\n"
+    "3. disable decode CUDA graph by --cuda-graph-backend-decode=disabled. (Not recommended. Huge performance loss)\n"
+    "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n"
+)
+
+
+def tb_oom_capture(rank: int) -> str:
+    oom = oom_message(rank, 2.0, 788.0)
+    lines = [
+        "Traceback (most recent call last):",
+        f'  File "{PKG}/sglang/srt/model_executor/runner_backend_utils/__init__.py", line 112, in capture',
+        "    self.capture_one_batch_size(bs, forward, num_tokens_per_req)",
+        f'  File "{PKG}/torch/cuda/graphs.py", line 186, in __exit__',
+        "    self.cuda_graph.capture_end()",
+        oom,
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        *_TB_HEAD,
+        "    self.init_cuda_graphs()",
+        f'  File "{PKG}/sglang/srt/model_executor/model_runner_components/cuda_graph_setup.py", line 87, in init_cuda_graphs',
+        "    runner.capture()",
+        f'  File "{PKG}/sglang/srt/model_executor/runner_backend_utils/__init__.py", line 118, in capture',
+        "    raise Exception(",
+        f"Exception: Capture cuda graph failed: {oom.split(': ', 1)[1]}",
+        CAPTURE_SOLUTIONS.rstrip("\n"),
+    ]
+    return "\n".join(lines)
+
+
+def tb_not_enough_memory(mem_fraction: float) -> str:
+    return "\n".join(
+        [
+            "Traceback (most recent call last):",
+            *_TB_HEAD,
+            "    self.init_memory_pool(min_per_gpu_memory)",
+            f'  File "{PKG}/sglang/srt/model_executor/pool_configurator.py", line 214, in configure',
+            "    raise RuntimeError(",
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+            f"Current value: mem_fraction_static={mem_fraction}",
+        ]
+    )
+
+
+def tb_nccl(rank: int) -> str:
+    return "\n".join(
+        [
+            "Traceback (most recent call last):",
+            f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 3261, in run_scheduler_process',
+            "    scheduler = Scheduler(",
+            "                ^^^^^^^^^^",
+            f'  File "{PKG}/sglang/srt/distributed/bootstrap.py", line 142, in init_parallel_runtime',
+            "    initialize_model_parallel(",
+            f'  File "{PKG}/sglang/srt/distributed/parallel_state.py", line 1530, in initialize_model_parallel',
+            "    _TP = init_model_parallel_group(",
+            f'  File "{PKG}/torch/distributed/distributed_c10d.py", line 4807, in barrier',
+            "    work = group.barrier(opts=opts)",
+            "           ^^^^^^^^^^^^^^^^^^^^^^^^",
+            "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:3356, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+            "NCCL version 2.27.3",
+            "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+            "Last error:",
+            f"socketProgress: Connection closed by remote peer 127.0.0.1<{40000 + rank}>",
+        ]
+    )
+
+
+def scheduler_exception(log: SimLog, rank: int, tb: str) -> None:
+    log.line(f"Scheduler hit an exception: {tb}", rank=rank, level=ERROR)
+
+
+class Startup:
+    def __init__(self, plan: Plan, log: SimLog) -> None:
+        self.p = plan
+        self.log = log
+        self.rng = random.Random(plan.args.sim_seed * 31 + 5)
+        self.t0 = time.monotonic()
+        self.avail: list[float] = []
+
+    async def sleep(self, virtual_s: float) -> None:
+        await asyncio.sleep(max(0.0, virtual_s * self.p.scale))
+
+    def ranks(self) -> list[int]:
+        r = list(range(self.p.tp))
+        self.rng.shuffle(r)
+        return r
+
+    def all_ranks(self, fn) -> None:
+        for r in self.ranks():
+            self.log.line(fn(r), rank=r)
+
+    def fail(self, rank: int, tb: str) -> None:
+        self.log.bar_open = False
+        scheduler_exception(self.log, rank, tb)
+        sigquit_from_child(self.log)
+
+    async def run(self) -> None:
+        p, log = self.p, self.log
+        for m in p.resolution_msgs:
+            log.line(m)
+        log.line(f"server_args={p.server_args!r}")
+        await self.sleep(6)
+        # --- init parallel ------------------------------------------------------------------------
+        t = time.monotonic()
+        self.all_ranks(lambda r: "Init parallel begin.")
+        await self.sleep(8)
+        if p.fail == "nccl":
+            self.fail(min(5, p.tp - 1), tb_nccl(min(5, p.tp - 1)))
+        await self.sleep(7)
+        self.all_ranks(
+            lambda r: f"Init parallel ends. elapsed={time.monotonic() - t + self.rng.random() * 0.05:.2f} s"
+        )
+        # --- target + draft weights -----------------------------------------------------------------
+        self.avail = [GPU_TOTAL_GB - 1.3 - 0.05 * self.rng.random() for _ in range(p.tp)]
+        size = (p.params_b / 1000.0) ** 0.9
+        load_s = 20 + 400 * size
+        t = time.monotonic()
+        await self.load_model(
+            "target",
+            p.shards,
+            load_s,
+            p.arch,
+            p.weight_gb,
+            quant="quant=fp8, fmt=e4m3, " if p.params_b >= 100 else "",
+        )
+        p.timings["load_weight"] = time.monotonic() - t
+        if p.spec:
+            t = time.monotonic()
+            await self.load_model("draft", 1, 4.0, "LlamaForCausalLMEagle3", p.draft_gb, quant="")
+            p.timings["load_weight"] += time.monotonic() - t
+        # --- KV pools ----------------------------------------------------------------------------------
+        t = time.monotonic()
+        await self.sleep(3)
+        if p.max_total_tokens < 1024:
+            self.fail(0, tb_not_enough_memory(p.mem_fraction))
+        kv_line = (
+            f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {p.max_total_tokens}, KV size: {p.kv_gb:.2f} GB"
+            if p.mla
+            else f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {p.max_total_tokens}, "
+            f"K size: {p.kv_gb / 2:.2f} GB, V size: {p.kv_gb / 2:.2f} GB"
+        )
+        for r in self.ranks():
+            self.avail[r] -= p.kv_gb
+            log.line(kv_line, rank=r)
+            log.line(f"Memory pool end. avail mem={self.avail[r]:.2f} GB", rank=r)
+        if p.spec:
+            await self.sleep(1)
+            for r in self.ranks():
+                self.avail[r] -= p.draft_kv_gb
+                log.line(
+                    f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {p.max_total_tokens}, "
+                    f"K size: {p.draft_kv_gb / 2:.2f} GB, V size: {p.draft_kv_gb / 2:.2f} GB",
+                    rank=r,
+                )
+                log.line(f"Memory pool end. avail mem={self.avail[r]:.2f} GB", rank=r)
+        await self.sleep(2)
+        p.timings["kv_cache_allocation"] = time.monotonic() - t
+        # --- CUDA graphs ---------------------------------------------------------------------------------
+        if not p.args.disable_cuda_graph:
+            natural_oom = self.avail[0] < p.capture_need_gb
+            if p.spec:
+                await self.capture_target("verify", p.ndt, 8.0, natural_oom)
+                if p.steps > 1:
+                    await self.capture_draft("decode", p.topk, 2.0, 0.4)
+                await self.capture_draft("extend", p.ndt, 2.0, 0.3)
+            else:
+                await self.capture_target("decode", 1, 2.5, natural_oom)
+        log.line(
+            f"max_total_num_tokens={p.max_total_tokens}, chunked_prefill_size={p.server_args['chunked_prefill_size']}, "
+            f"max_prefill_tokens={p.args.max_prefill_tokens}, max_running_requests={p.max_running}, "
+            f"context_len={p.context_len}, available_gpu_mem={self.avail[0]:.2f} GB",
+            rank=0,
+        )
+        await self.sleep(2)
+        scheduler_e2e = time.monotonic() - self.t0
+        graphs = ", ".join(f"{k}={v:.2f}" for k, v in p.timings.items() if k.startswith("graph:"))
+        graphs = graphs.replace("graph:", "")
+        log.line(
+            f"Engine startup timings (s): load_weight={p.timings['load_weight']:.2f}, "
+            f"kv_cache_allocation={p.timings['kv_cache_allocation']:.2f}, scheduler_e2e={scheduler_e2e:.2f}, "
+            f"cuda_graph={{{graphs}}}, tokenizer_e2e={0.42 + self.rng.random() * 0.2:.2f}"
+        )
+        p.startup_time = time.monotonic() - self.t0
+
+    async def load_model(
+        self, kind: str, shards: int, total_s: float, type_name: str, gb: float, quant: str
+    ) -> None:
+        p, log = self.p, self.log
+        for r in self.ranks():
+            log.line(
+                f"Memory baseline taken. mem usage={GPU_TOTAL_GB - self.avail[r] - 0.6 + 0.05 * self.rng.random():.2f} GB",
+                rank=r,
+            )
+        for r in self.ranks():
+            log.line(f"Load weight begin. avail mem={self.avail[r]:.2f} GB", rank=r)
+        t_start = time.monotonic()
+        # Timeline (virtual s): rank-0 bar frames at shard boundaries, other ranks finish around the end.
+        per = [total_s / shards * (0.85 + 0.3 * self.rng.random()) for _ in range(shards)]
+        scale_fix = total_s / sum(per)
+        marks = [0.0]
+        for d in per:
+            marks.append(marks[-1] + d * scale_fix)
+        events: list[tuple[float, int, int]] = [(m, 0, i) for i, m in enumerate(marks)]
+        for r in range(1, p.tp):
+            events.append((total_s * (0.97 + 0.05 * self.rng.random()), 1, r))
+        events.sort()
+        desc = "Loading safetensors checkpoint shards"
+        fail_at = max(1, int(shards * 0.4)) if p.fail == "oom-load" and kind == "target" else None
+        last_frame = -1.0
+        done_ranks: list[int] = []
+        now_v = 0.0
+        for at, typ, idx in events:
+            await self.sleep(at - now_v)
+            now_v = at
+            el = time.monotonic() - t_start
+            if typ == 0:
+                if fail_at is not None and idx == fail_at:
+                    self.fail(3 % p.tp, tb_oom_load(3 % p.tp))
+                if idx in (0, shards) or time.monotonic() - last_frame >= 0.1:
+                    log.frame(shard_frame(desc, idx, shards, el))
+                    last_frame = time.monotonic()
+                if idx == shards:
+                    log.frame(shard_frame(desc, idx, shards, el))
+                    log.close_bar()
+                    self.end_load(0, el, type_name, gb, quant)
+                    done_ranks.append(0)
+            else:
+                self.end_load(idx, el, type_name, gb, quant)
+                done_ranks.append(idx)
+
+    def end_load(self, r: int, el: float, type_name: str, gb: float, quant: str) -> None:
+        self.avail[r] -= gb
+        self.log.line(
+            f"Load weight end. elapsed={el:.2f} s, type={type_name}, {quant}avail mem={self.avail[r]:.2f} GB, "
+            f"mem usage={gb:.2f} GB.",
+            rank=r,
+        )
+
+    async def capture_bar(
+        self,
+        bs_list: list[int],
+        per_bs_s: float,
+        rank0_avail: float,
+        stop_at: int | None = None,
+        hang: bool = False,
+    ) -> None:
+        log = self.log
+        t = time.monotonic()
+        n = len(bs_list)
+        log.frame(tqdm_frame(None, 0, n, 0.0))
+        avail = rank0_avail
+        desc = ""
+        for i, bs in enumerate(reversed(bs_list)):
+            desc = f"Capturing batches (bs={bs} avail_mem={avail:.2f} GB)"
+            log.frame(tqdm_frame(desc, i, n, time.monotonic() - t))
+            if stop_at is not None and i == stop_at:
+                if hang:
+                    await self.hang()
+                return
+            await self.sleep(per_bs_s * (0.8 + 0.4 * self.rng.random()))
+            avail -= 0.01 + 0.002 * bs
+        log.frame(tqdm_frame(desc, n, n, time.monotonic() - t))
+        log.frame(tqdm_frame(desc, n, n, time.monotonic() - t))
+        log.close_bar()
+
+    async def hang(self) -> None:
+        """Stop logging; the scheduler watchdog fires after ``--watchdog-timeout`` (scaled)."""
+        timeout = float(self.p.args.watchdog_timeout)
+        await asyncio.sleep(timeout * self.p.scale)
+        self.log.bar_open = False
+        self.log.line(
+            f"Scheduler watchdog timeout (self.watchdog_timeout={timeout:g}, self.soft=False)",
+            rank=0,
+            level=ERROR,
+        )
+        sigquit_from_child(self.log)
+
+    async def capture_target(self, name: str, ntok: int, per_bs_s: float, natural_oom: bool) -> None:
+        p, log = self.p, self.log
+        t = time.monotonic()
+        for r in self.ranks():
+            log.line(
+                f"Capture target {name} CUDA graph begin. backend=full, num_tokens_per_req={ntok}, "
+                f"avail mem={self.avail[r]:.2f} GB",
+                rank=r,
+            )
+        stop_at = None
+        oom = p.fail == "oom-capture" or natural_oom
+        if oom or p.fail == "hang-capture":
+            stop_at = min(2, len(p.capture_bs) - 1) if p.fail != "hang-capture" else len(p.capture_bs) // 2
+        size = max(0.5, (p.params_b / 1000.0) ** 0.2)
+        await self.capture_bar(
+            p.capture_bs, per_bs_s * size, self.avail[0], stop_at, p.fail == "hang-capture"
+        )
+        if oom:
+            self.fail(0, tb_oom_capture(0))
+        mem = p.capture_need_gb * (0.9 + 0.1 * self.rng.random())
+        el = time.monotonic() - t
+        p.timings[f"graph:target_{name}"] = el
+        p.graph_gb[f"target_{name}"] = mem
+        for r in self.ranks():
+            self.avail[r] -= mem
+            log.line(
+                f"Capture target {name} CUDA graph end. bs={p.capture_bs}, elapsed={el:.2f} s, "
+                f"mem usage={mem:.2f} GB, avail mem={self.avail[r]:.2f} GB.",
+                rank=r,
+            )
+
+    async def capture_draft(self, name: str, ntok: int, per_bs_s: float, mem: float) -> None:
+        p, log = self.p, self.log
+        t = time.monotonic()
+        log.line(
+            f"Capture draft {name} CUDA graph begin. backend=full, num_tokens_per_req={ntok}, bs={p.capture_bs}, "
+            f"avail mem={self.avail[0]:.2f} GB",
+            rank=0,
+        )
+        await self.capture_bar(p.capture_bs, per_bs_s, self.avail[0])
+        el = time.monotonic() - t
+        p.timings[f"graph:draft_{name}"] = el
+        p.graph_gb[f"draft_{name}"] = mem
+        for r in range(p.tp):
+            self.avail[r] -= mem
+        log.line(
+            f"Capture draft {name} CUDA graph end. elapsed={el:.2f} s, mem usage={mem:.2f} GB, "
+            f"avail mem={self.avail[0]:.2f} GB.",
+            rank=0,
+        )
