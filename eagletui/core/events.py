@@ -133,6 +133,8 @@ class PhaseStarted(Event):
     phase: str
     rank: int | None = None
     launch: int = 0
+    #: The log's own timestamp text of the first line of the phase ("" if the line had none).
+    log_time: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -163,6 +165,15 @@ class PhaseFinished(Event):
     phase: str
     seconds: float | None = None
     launch: int = 0
+    #: Log timestamp texts of the phase's first and last line; ``seconds`` is computed from them.
+    log_time: str = ""
+    start_log_time: str = ""
+    #: Seconds between the first and the last rank finishing, and who finished last (multi-rank).
+    spread: float | None = None
+    slowest_rank: int | None = None
+    #: Last progress seen in the phase (tqdm ``n/total``), 0/0 if none.
+    done: int = 0
+    total: int = 0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -1,0 +1,268 @@
+"""Throughput of ``eagletui parse --json`` versus SGLang's own polars log parser, on one synthetic log.
+
+Usage::
+
+    python benchmarks/parse_throughput.py [--lines N] [--sglang-parser PATH] [--keep FILE]
+
+SGLang's parser is ``sglang/srt/debug_utils/log_parser.py`` (0.5.10+). Fetch it without installing
+sglang::
+
+    pip download --no-deps sglang -d /tmp/sglang_whl
+    unzip -o /tmp/sglang_whl/sglang-*.whl 'sglang/srt/debug_utils/log_parser.py' -d /tmp/sglang_src
+    pip install polars
+
+and pass ``--sglang-parser /tmp/sglang_src/sglang/srt/debug_utils/log_parser.py`` or set
+``SGLANG_LOG_PARSER``. Without it only our numbers are reported.
+
+The log imitates a tp=8 EAGLE-3 server in the 0.5.5 format (``#queue-req: N, `` with the trailing
+comma SGLang's regex needs): a startup, then HTTP access, Prefill and Decode lines in serving
+proportions. Each parser runs in its own subprocess so peak RSS is its own. The last output line is
+a JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def generate(path: Path, n_lines: int, seed: int = 7) -> int:
+    """Write the log streaming (bounded memory); returns the number of Decode lines."""
+    rnd = random.Random(seed)
+    t = 12 * 3600
+    n = 0
+    decodes = 0
+
+    def stamp() -> str:
+        return f"2026-03-14 {t // 3600 % 24:02d}:{t % 3600 // 60:02d}:{t % 60:02d}"
+
+    with path.open("w", encoding="utf-8") as f:
+        head = [
+            f"[{stamp()}] server_args=ServerArgs(model_path='meta-llama/Llama-3.1-70B-Instruct', tp_size=8, "
+            "speculative_algorithm='EAGLE3', speculative_num_steps=5, speculative_eagle_topk=4, "
+            "speculative_num_draft_tokens=8, mem_fraction_static=0.85, cuda_graph_max_bs=48)"
+        ]
+        for r in range(8):
+            head.append(f"[{stamp()} TP{r}] Init torch distributed begin.")
+        for r in range(8):
+            head.append(f"[{stamp()} TP{r}] Init torch distributed ends. mem usage=0.52 GB")
+        for draft in (False, True):
+            for r in range(8):
+                head.append(f"[{stamp()} TP{r}] Load weight begin. avail mem=78.50 GB")
+            typ = "LlamaForCausalLMEagle3" if draft else "LlamaForCausalLM"
+            for r in range(8):
+                head.append(
+                    f"[{stamp()} TP{r}] Load weight end. type={typ}, dtype=torch.bfloat16, "
+                    "avail mem=39.10 GB, mem usage=37.40 GB."
+                )
+            for r in range(8):
+                head.append(
+                    f"[{stamp()} TP{r}] KV Cache is allocated. #tokens: 480000, K size: 9.00 GB, V size: 9.00 GB"
+                )
+                head.append(f"[{stamp()} TP{r}] Memory pool end. avail mem=20.50 GB")
+            word = "draft " if draft else ""
+            for r in range(8):
+                head.append(
+                    f"[{stamp()} TP{r}] Capture {word}cuda graph begin. This can take up to several minutes. avail mem=20.50 GB"
+                )
+            head.append(
+                "\r".join(
+                    f"Capturing batches (bs={bs} avail_mem=20.10 GB): {i * 12:3d}%|#   | {i}/8 [00:0{i}<00:00,  2.40it/s]"
+                    for i, bs in enumerate([48, 32, 24, 16, 8, 4, 2, 1], 1)
+                )
+            )
+            for r in range(8):
+                head.append(
+                    f"[{stamp()} TP{r}] Capture {word}cuda graph end. Time elapsed: 6.20 s. mem usage=1.10 GB. avail mem=19.40 GB."
+                )
+        head.append(
+            f"[{stamp()} TP0] max_total_num_tokens=480000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
+            "max_running_requests=48, context_len=131072, available_gpu_mem=19.40 GB"
+        )
+        head += [
+            "INFO:     Started server process [4242]",
+            "INFO:     Waiting for application startup.",
+            "INFO:     Application startup complete.",
+            "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+            'INFO:     127.0.0.1:51234 - "GET /get_model_info HTTP/1.1" 200 OK',
+            f"[{stamp()} TP0] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
+            "#running-req: 0, #queue-req: 0, ",
+            'INFO:     127.0.0.1:51236 - "POST /generate HTTP/1.1" 200 OK',
+            f"[{stamp()}] The server is fired up and ready to roll!",
+        ]
+        f.write("\n".join(head) + "\n")
+        n = len(head)
+        buf: list[str] = []
+        while n < n_lines:
+            t += 1
+            r = rnd.random()
+            if r < 0.15:
+                run = rnd.randint(20, 48)
+                acc = rnd.uniform(2.5, 4.2)
+                gen = rnd.uniform(2500, 5200)
+                buf.append(
+                    f"[{stamp()} TP0] Decode batch, #running-req: {run}, #token: {rnd.randint(20000, 90000)}, "
+                    f"token usage: {rnd.random():.2f}, accept len: {acc:.2f}, accept rate: {acc / 8:.2f}, "
+                    f"cuda graph: True, gen throughput (token/s): {gen:.2f}, #queue-req: {rnd.randint(0, 9)}, "
+                )
+                decodes += 1
+            elif r < 0.55:
+                buf.append(
+                    f"[{stamp()} TP0] Prefill batch, #new-seq: {rnd.randint(1, 4)}, #new-token: {rnd.randint(100, 8192)}, "
+                    f"#cached-token: {rnd.randint(0, 4000)}, token usage: {rnd.random():.2f}, "
+                    f"#running-req: {rnd.randint(0, 47)}, #queue-req: {rnd.randint(0, 9)}, "
+                )
+            else:
+                buf.append(
+                    f'INFO:     127.0.0.1:{rnd.randint(30000, 60000)} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+                )
+            n += 1
+            if len(buf) >= 10000:
+                f.write("\n".join(buf) + "\n")
+                buf.clear()
+        if buf:
+            f.write("\n".join(buf) + "\n")
+    return decodes
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
+
+
+def run_ours(path: str, rows_out: str) -> dict:
+    sys.path.insert(0, str(ROOT))
+    from eagletui.core.log_interpreter import LogInterpreter
+    from eagletui.core.summary import Summarizer
+
+    base = _peak_rss_mb()
+    t0 = time.perf_counter()
+    interp = LogInterpreter(launch=1, emit_lines=False)
+    summ = Summarizer()
+    gens: list[float] = []
+    with open(path, "rb") as fh:
+        while chunk := fh.read(1 << 20):
+            evs = interp.feed_bytes(chunk)
+            summ.add(evs)
+            gens.extend(e.gen_throughput for e in evs if e.type == "decode_stats")
+    summ.add(interp.flush())
+    result = summ.result()
+    dt = time.perf_counter() - t0
+    Path(rows_out).write_text(json.dumps(gens))
+    return {
+        "seconds": dt,
+        "peak_rss_mb": _peak_rss_mb(),
+        "base_rss_mb": base,
+        "state": result["state"],
+        "decode_count": result["decode"]["count"],
+    }
+
+
+def run_sglang(path: str, parser: str, rows_out: str) -> dict:
+    spec = importlib.util.spec_from_file_location("sglang_log_parser", parser)
+    assert spec and spec.loader
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    import polars  # noqa: F401  (import cost outside the timing, like ours)
+
+    t0 = time.perf_counter()
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        df = mod.parse(fh.read())
+    dt = time.perf_counter() - t0
+    Path(rows_out).write_text(json.dumps(df["gen_throughput"].to_list()))
+    return {"seconds": dt, "peak_rss_mb": _peak_rss_mb(), "rows": df.height}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lines", type=int, default=1_000_000)
+    ap.add_argument("--sglang-parser", default=os.environ.get("SGLANG_LOG_PARSER", ""))
+    ap.add_argument("--keep", default="", help="write the log here and keep it")
+    ap.add_argument("--_child", nargs=3, help=argparse.SUPPRESS)
+    ns = ap.parse_args()
+    if ns._child:
+        which, path, rows = ns._child
+        res = run_ours(path, rows) if which == "ours" else run_sglang(path, ns.sglang_parser, rows)
+        print(json.dumps(res))
+        return 0
+
+    tmp = Path(tempfile.mkdtemp(prefix="eagletui-bench-"))
+    log = Path(ns.keep) if ns.keep else tmp / "bench.log"
+    decodes = generate(log, ns.lines)
+    file_mb = log.stat().st_size / 1e6
+    with log.open("rb") as fh:
+        n_lines = sum(buf.count(b"\n") for buf in iter(lambda: fh.read(1 << 20), b""))
+    print(f"log: {log} ({n_lines} lines, {file_mb:.1f} MB, {decodes} Decode lines)")
+
+    def child(which: str) -> dict:
+        rows = tmp / f"{which}.rows.json"
+        cmd = [sys.executable, __file__, "--_child", which, str(log), str(rows)]
+        if ns.sglang_parser:
+            cmd[2:2] = ["--sglang-parser", ns.sglang_parser]
+        out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+        res = json.loads(out)
+        res["rows_file"] = rows
+        return res
+
+    ours = child("ours")
+    lps = n_lines / ours["seconds"]
+    print(
+        f"eagletui: {ours['seconds']:.2f} s, {lps:,.0f} lines/s, peak RSS {ours['peak_rss_mb']:.0f} MB "
+        f"(interpreter baseline {ours['base_rss_mb']:.0f} MB), state={ours['state']}, decode={ours['decode_count']}"
+    )
+    report = {
+        "lines": n_lines,
+        "file_mb": round(file_mb, 1),
+        "lines_per_s": round(lps),
+        "seconds": round(ours["seconds"], 3),
+        "peak_rss_mb": round(ours["peak_rss_mb"], 1),
+        "sglang_lines_per_s": None,
+        "ratio": None,
+        "rows_identical": None,
+        "sglang_seconds": None,
+    }
+    parser = ns.sglang_parser
+    if not parser or not Path(parser).is_file():
+        print(
+            "SGLang's log_parser.py not found: set SGLANG_LOG_PARSER or pass --sglang-parser (see the module "
+            "docstring: pip download --no-deps sglang; unzip sglang/srt/debug_utils/log_parser.py; pip install polars)"
+        )
+    else:
+        try:
+            sg = child("sglang")
+        except subprocess.CalledProcessError as exc:
+            print(f"SGLang parser failed (is polars installed?): {exc.stderr.strip()[-500:]}")
+        else:
+            slps = n_lines / sg["seconds"]
+            a = json.loads(Path(ours["rows_file"]).read_text())
+            b = json.loads(Path(sg["rows_file"]).read_text())
+            identical = len(a) == len(b) and all(x == y for x, y in zip(a, b, strict=True))
+            print(
+                f"sglang:   {sg['seconds']:.2f} s, {slps:,.0f} lines/s, peak RSS {sg['peak_rss_mb']:.0f} MB, "
+                f"{sg['rows']} Decode rows; rows identical: {identical} ({len(a)} vs {len(b)})"
+            )
+            report.update(
+                sglang_lines_per_s=round(slps),
+                ratio=round(lps / slps, 2),
+                rows_identical=identical,
+                sglang_seconds=round(sg["seconds"], 3),
+                sglang_peak_rss_mb=round(sg["peak_rss_mb"], 1),
+            )
+    if not ns.keep:
+        log.unlink()
+    print(json.dumps(report))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

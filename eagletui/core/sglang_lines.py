@@ -1,0 +1,462 @@
+"""Pure classifier for single SGLang log lines (versions 0.3.x – 0.5.23).
+
+A physical log line is first cut into logical lines (``\\r`` tqdm frames, other ranks' lines glued after
+an unterminated bar frame), then each logical line becomes a :class:`Rec`: prefix fields, the message,
+a coarse ``kind`` for display and a fine ``tag`` the phase machine and triage switch on.
+
+Everything here is table-driven and guarded by cheap substring tests so that the common serving lines
+(Decode/Prefill/HTTP access) never reach the long rule tables, and every regex runs on at most
+:data:`SCAN_LIMIT` characters so a pathological 10 MB line costs a few microseconds, not minutes.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+#: Regexes and substring rules only look at this many leading characters of a line.
+SCAN_LIMIT = 8192
+
+# sglang's own prefix, optionally preceded by a Ray actor tag; searched anywhere in the line because
+# docker-compose, journald or a Python logging handler may have written their own prefix in front.
+PREFIX_RE = re.compile(
+    r"(?:\((?P<actor>\w+) pid=(?P<pid>\d+)(?:,\s*ip=[\d.]+)?\)\s*)?"
+    r"\[(?P<date>\d{4}-\d{2}-\d{2} )?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<ms>\d{3}))?"
+    r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?"
+)
+_RANK_TOKEN_RE = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)")
+
+# tqdm: ``n/total [elapsed<remaining, rate]``; the `[` guard keeps it off ordinary "a/b" text.
+_BAR_COUNT_RE = re.compile(r"(\d+)/(\d+) \[")
+_BS_RE = re.compile(r"\bbs=(\d+)")
+_NUM_TOKENS_RE = re.compile(r"num_tokens=(\d+)")
+_AVAIL_RE = re.compile(r"avail_mem=([\d.]+ ?GB)")
+_ELAPSED_RE = re.compile(r"elapsed=([\d.]+) ?s|Time elapsed: ([\d.]+) ?s")
+_TYPE_RE = re.compile(r"type=(\w+)")
+
+# Decode line: a strict one-shot regex for the common layouts (fast path) and the version-robust
+# regex from the reference, whose middle part is then read key by key.
+DECODE_FAST_RE = re.compile(
+    r"Decode batch(?: \[\d+\])?[.,] #running-req: (\d+), #token: (\d+), token usage: ([\d.]+), "
+    r"(?:accept len: ([\d.]+), (?:accept rate: ([\d.]+), )?)?(?:(?:cuda|cpu|npu|musa) graph: (True|False), )?"
+    r"gen throughput \(token/s\): ([\d.]+), #queue-req: (\d+)"
+)
+DECODE_RE = re.compile(
+    r"Decode batch(?: \[\d+\])?[.,] #running-req: (\d+), (.*?)gen throughput \(token/s\): ([\d.]+), "
+    r"#queue-req: (\d+)"
+)
+PREFILL_FAST_RE = re.compile(
+    r"Prefill batch(?:\(mixed #running-req: \d+\))?(?: \[\d+\])?[.,] #new-seq: (\d+), #new-token: (\d+), "
+    r"#cached-token: (\d+), (?:cache hit rate: [\d.]+%, )?(?:token usage: [\d.]+, )?"
+    r"(?:#running-req: (\d+), )?#queue-req: (\d+)"
+)
+_INPUT_TPUT_RE = re.compile(r"input throughput \(token/s\): ([\d.]+)")
+
+# argparse's "prog: error: ..." (prog may be "sglang serve" or a script path).
+_ARGPARSE_RE = re.compile(r"^[\w./ -]{1,80}: error: ")
+_EXC_LINE_RE = re.compile(
+    r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Failed))(?:: |$)"
+)
+
+
+# Kinds (LogLine.kind vocabulary).
+PHASE, PROGRESS, DECODE, PREFILL, ERROR, WARNING, HTTP, TRACEBACK, OTHER = (
+    "phase",
+    "progress",
+    "decode",
+    "prefill",
+    "error",
+    "warning",
+    "http",
+    "traceback",
+    "other",
+)
+
+
+@dataclass(slots=True)
+class Rec:
+    """One classified logical line. ``tag`` is the fine-grained key; ``data`` holds parsed fields."""
+
+    text: str
+    msg: str
+    kind: str = OTHER
+    tag: str = ""
+    ranks: str = ""
+    tp: int | None = None
+    ts_text: str = ""
+    has_date: bool = False
+    has_ms: bool = False
+    prefixed: bool = False
+    frame: bool = False
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+# Message rules for prefixed lines: (substring, tag, kind). First match wins, so more specific
+# wordings come before shorter ones that they contain.
+MSG_RULES: tuple[tuple[str, str, str], ...] = (
+    ("server_args=", "server_args", PHASE),
+    ("Init nccl begin", "dist_begin", PHASE),
+    ("Init torch distributed begin", "dist_begin", PHASE),
+    ("Init parallel begin", "dist_begin", PHASE),
+    ("Init torch distributed ends", "dist_end", PHASE),
+    ("Init parallel ends", "dist_end", PHASE),
+    ("Load weight begin", "load_begin", PHASE),
+    ("Committed real weights", "load_commit", PHASE),
+    ("Load weight end", "load_end", PHASE),
+    ("KV Cache is allocated", "kv_alloc", PHASE),
+    ("KV Cache VA upper bound", "kv_info", PHASE),
+    ("Memory pool end", "pool_end", PHASE),
+    ("max_total_num_tokens=", "summary", PHASE),
+    ("Engine startup timings", "timings", PHASE),
+    ("The server is fired up and ready to roll", "ready", PHASE),
+)
+
+_UVICORN_LEVELS = ("INFO:     ", "ERROR:    ", "WARNING:  ", "DEBUG:    ", "CRITICAL: ")
+_BAR_MARKS = ("% Completed |", "%|", "it/s]", "s/it]")
+_SHARD_WORDS = (
+    "checkpoint shards",
+    "loading shards",
+    "Loading safetensors",
+    "Loading pt ",
+    "Loading np_cache",
+)
+_CAPTURE_BAR_WORDS = ("Capturing batches", "Capturing prefill shape", "Capturing num tokens", "Capturing ")
+
+
+def is_bar(text: str) -> bool:
+    """True for a tqdm frame (any of the bar layouts SGLang and tqdm print)."""
+    head = text[:SCAN_LIMIT]
+    return any(m in head for m in _BAR_MARKS)
+
+
+def split_glued(segment: str) -> list[str]:
+    """Cut log lines of other ranks off an unterminated bar frame they were appended to.
+
+    Eight processes share one stderr file; a tqdm frame without its newline gets the next rank's
+    whole log line glued behind it. Only bar frames are cut, so a docker/journald prefix in front of a
+    normal line stays with it.
+    """
+    out: list[str] = []
+    rest = segment
+    while True:
+        head = rest[:SCAN_LIMIT]
+        if not is_bar(head):
+            out.append(rest)
+            return out
+        m = PREFIX_RE.search(head, 1)
+        if m is None:
+            out.append(rest)
+            return out
+        start = m.start()
+        bar = rest[:start]
+        if not is_bar(bar):
+            out.append(rest)
+            return out
+        out.append(bar)
+        rest = rest[start:]
+
+
+def classify(text: str, frame: bool = False) -> Rec:
+    """Classify one logical line (no ``\\r``/``\\n`` inside)."""
+    head = text if len(text) <= SCAN_LIMIT else text[:SCAN_LIMIT]
+    m = None
+    if head[:1] in ("[", "("):
+        m = PREFIX_RE.match(head)
+    if m is None and "[" in head and not head.startswith(_UVICORN_LEVELS):
+        m = PREFIX_RE.search(head)
+    if m is None:
+        return _classify_unprefixed(text, head, frame)
+    msg = text[m.end() :]
+    ranks = m.group("ranks").strip()
+    tp = None
+    if ranks:
+        i = ranks.find("TP")
+        if i >= 0:
+            j = i + 2
+            while j < len(ranks) and ranks[j].isdigit():
+                j += 1
+            tp = int(ranks[i + 2 : j])
+    date = m.group("date")
+    ms = m.group("ms")
+    ts_text = (date or "") + m.group("time") + ("." + ms if ms else "")
+    rec = Rec(
+        text=text,
+        msg=msg,
+        ranks=ranks,
+        tp=tp,
+        ts_text=ts_text,
+        has_date=date is not None,
+        has_ms=ms is not None,
+        prefixed=True,
+        frame=frame,
+    )
+    _classify_msg(rec, msg[:SCAN_LIMIT])
+    return rec
+
+
+def _classify_msg(rec: Rec, msg: str) -> None:
+    if msg.startswith("Decode batch"):
+        rec.kind, rec.tag = DECODE, "decode"
+        rec.data = parse_decode(msg) or {}
+        if not rec.data:
+            rec.kind, rec.tag = OTHER, ""
+        return
+    if msg.startswith("Prefill batch"):
+        rec.kind, rec.tag = PREFILL, "prefill"
+        rec.data = parse_prefill(msg) or {}
+        if not rec.data:
+            rec.kind, rec.tag = OTHER, ""
+        return
+    for sub, tag, kind in MSG_RULES:
+        if sub in msg:
+            rec.tag, rec.kind = tag, kind
+            _phase_fields(rec, msg)
+            return
+    low = msg.lower()
+    if low.startswith("capture ") and "graph" in low:
+        if "failed" in low:
+            _classify_tail(rec, msg)
+        elif " begin" in low:
+            rec.tag, rec.kind = "capture_begin", PHASE
+            rec.data = {"draft": "draft" in low, "what": _capture_what(low)}
+        elif " end" in low:
+            rec.tag, rec.kind = "capture_end", PHASE
+            rec.data = {"draft": "draft" in low, "what": _capture_what(low)}
+        else:
+            rec.tag, rec.kind = "capture_info", PHASE
+        return
+    _classify_tail(rec, msg)
+
+
+def _capture_what(low: str) -> str:
+    for word in ("prefill", "verify", "extend", "decode", "piecewise"):
+        if word in low:
+            return word
+    return "decode"
+
+
+def _phase_fields(rec: Rec, msg: str) -> None:
+    tag = rec.tag
+    if tag == "load_end":
+        d: dict[str, Any] = {}
+        t = _TYPE_RE.search(msg)
+        if t:
+            d["type"] = t.group(1)
+        e = _ELAPSED_RE.search(msg)
+        if e:
+            d["elapsed"] = float(e.group(1) or e.group(2))
+        rec.data = d
+    elif tag == "server_args":
+        rec.data = {"raw": msg[msg.find("server_args=") + len("server_args=") :]}
+
+
+def _classify_tail(rec: Rec, msg: str) -> None:
+    """Errors, warnings and the rest, shared by prefixed and foreign lines."""
+    from eagletui.core.triage import match_failure  # local: triage imports this module
+
+    fm = match_failure(msg)
+    if fm is not None:
+        rec.kind, rec.tag = ERROR, "fail"
+        rec.data = {"failure": fm}
+        return
+    if "Warning" in msg or "WARNING" in msg or "warning" in msg or "deprecated" in msg:
+        rec.kind = WARNING
+    elif "Traceback (most recent call last)" in msg:
+        rec.kind, rec.tag = ERROR, "traceback_start"
+    elif " error" in msg.lower() and "Error" in msg:
+        rec.kind = ERROR
+
+
+def _classify_unprefixed(text: str, head: str, frame: bool) -> Rec:
+    rec = Rec(text=text, msg=text, frame=frame)
+    stripped = head.lstrip()
+    # tqdm bars (only rank 0 writes them, and without a prefix).
+    if is_bar(head) and _BAR_COUNT_RE.search(head):
+        rec.kind, rec.frame = PROGRESS, True
+        c = _BAR_COUNT_RE.search(head)
+        assert c is not None
+        done, total = int(c.group(1)), int(c.group(2))
+        if "Completed |" in head or any(w in head for w in _SHARD_WORDS):
+            rec.tag = "bar_shards"
+            rec.data = {"done": done, "total": total, "label": ""}
+        else:
+            rec.tag = "bar_capture"
+            label = ""
+            b = _BS_RE.search(head)
+            if b:
+                label = "bs=" + b.group(1)
+            else:
+                n = _NUM_TOKENS_RE.search(head)
+                if n:
+                    label = "num_tokens=" + n.group(1)
+                else:
+                    a = _AVAIL_RE.search(head)
+                    if a:
+                        label = "avail_mem=" + a.group(1)
+            rec.data = {"done": done, "total": total, "label": label}
+        return rec
+    # uvicorn's own format, possibly behind a docker-compose "name  | " prefix.
+    ui = -1
+    for lvl in _UVICORN_LEVELS:
+        ui = head.find(lvl)
+        if ui >= 0:
+            break
+    if ui >= 0:
+        body = head[ui:]
+        rec.msg = text[ui:]
+        if "HTTP/1." in body and '" ' in body:
+            rec.kind, rec.tag = HTTP, "access"
+            if "POST /generate" in body:
+                rec.tag = "access_generate"
+            return rec
+        rec.kind = HTTP
+        if "Uvicorn running on" in body:
+            rec.tag = "http_up"
+            rec.data = {"url": body.split("running on ", 1)[1].split(" ", 1)[0]}
+        elif "Application startup complete" in body:
+            rec.tag = "http_startup"
+        elif "Shutting down" in body or "Finished server process" in body or "Application shutdown" in body:
+            rec.tag = "http_shutdown"
+        if body.startswith("ERROR"):
+            rec.kind = ERROR
+            _classify_tail(rec, body)
+            rec.kind = ERROR
+        elif body.startswith("WARNING"):
+            rec.kind = WARNING
+        return rec
+    if stripped.startswith("Traceback (most recent call last)"):
+        rec.kind, rec.tag = TRACEBACK, "traceback_start"
+        return rec
+    if _ARGPARSE_RE.match(stripped):
+        rec.kind, rec.tag = ERROR, "fail"
+        from eagletui.core.triage import match_failure
+
+        fm = match_failure(stripped) or ("bad_args", 88, "argparse")
+        rec.data = {"failure": fm if fm[0] == "bad_args" else ("bad_args", 88, "argparse")}
+        return rec
+    if stripped.startswith("usage: "):
+        rec.kind, rec.tag = ERROR, "usage"
+        return rec
+    _classify_tail(rec, head)
+    if rec.kind == OTHER and _EXC_LINE_RE.match(stripped):
+        rec.tag = "exc_line"
+    return rec
+
+
+def exception_line(text: str) -> bool:
+    """True if ``text`` looks like the final ``SomeError: message`` line of a traceback."""
+    return _EXC_LINE_RE.match(text[:SCAN_LIMIT].lstrip()) is not None
+
+
+def _num(s: str | None) -> float | None:
+    return float(s) if s else None
+
+
+def parse_decode(msg: str) -> dict[str, Any] | None:
+    """Fields of a ``Decode batch`` line, or None if it is not complete."""
+    m = DECODE_FAST_RE.match(msg)
+    if m is not None:
+        g = m.groups()
+        return {
+            "running_req": int(g[0]),
+            "num_tokens": int(g[1]),
+            "token_usage": float(g[2]),
+            "accept_len": float(g[3]) if g[3] else None,
+            "accept_rate": float(g[4]) if g[4] else None,
+            "cuda_graph": None if g[5] is None else g[5] == "True",
+            "gen_throughput": float(g[6]),
+            "queue_req": int(g[7]),
+        }
+    m = DECODE_RE.match(msg)
+    if m is None:
+        return None
+    mid: dict[str, str] = {}
+    for part in m.group(2).split(", "):
+        k, _, v = part.partition(": ")
+        if v:
+            mid[k] = v
+    graph = None
+    for k in ("cuda graph", "cpu graph", "npu graph", "musa graph"):
+        if k in mid:
+            graph = mid[k] == "True"
+            break
+    return {
+        "running_req": int(m.group(1)),
+        "num_tokens": _int(mid.get("#token") or mid.get("#full token")),
+        "token_usage": _float(mid.get("token usage") or mid.get("full token usage")),
+        "accept_len": _float(mid.get("accept len")),
+        "accept_rate": _float(mid.get("accept rate")),
+        "cuda_graph": graph,
+        "gen_throughput": float(m.group(3)),
+        "queue_req": int(m.group(4)),
+    }
+
+
+def parse_prefill(msg: str) -> dict[str, Any] | None:
+    m = PREFILL_FAST_RE.match(msg)
+    if m is None:
+        return None
+    g = m.groups()
+    tput = None
+    if "input throughput" in msg:
+        t = _INPUT_TPUT_RE.search(msg)
+        if t:
+            tput = float(t.group(1))
+    return {
+        "new_seq": int(g[0]),
+        "new_token": int(g[1]),
+        "cached_token": int(g[2]),
+        "running_req": int(g[3]) if g[3] else 0,
+        "queue_req": int(g[4]),
+        "input_throughput": tput,
+    }
+
+
+def _int(s: str | None) -> int | None:
+    try:
+        return int(s) if s else None
+    except ValueError:
+        return None
+
+
+def _float(s: str | None) -> float | None:
+    try:
+        return float(s) if s else None
+    except ValueError:
+        return None
+
+
+_DATE_CACHE: dict[str, int] = {}
+
+
+def ts_seconds(ts_text: str) -> float | None:
+    """Seconds for a prefix timestamp: days since 0001-01-01 × 86400 + time of day (+ ms).
+
+    Time-only prefixes (0.3.x) give the time of day; callers handle the midnight wrap.
+    """
+    try:
+        if len(ts_text) >= 19 and ts_text[4] == "-":
+            date = ts_text[:10]
+            day = _DATE_CACHE.get(date)
+            if day is None:
+                import datetime as _dt
+
+                day = _dt.date(int(date[:4]), int(date[5:7]), int(date[8:10])).toordinal()
+                if len(_DATE_CACHE) < 4096:
+                    _DATE_CACHE[date] = day
+            t = ts_text[11:]
+        else:
+            day = 0
+            t = ts_text
+        secs = int(t[0:2]) * 3600 + int(t[3:5]) * 60 + int(t[6:8])
+        if len(t) > 9 and t[8] == ".":
+            secs += int(t[9:12]) / 1000.0
+        return day * 86400.0 + secs
+    except (ValueError, IndexError):
+        return None
+
+
+def rank_tokens(ranks: str) -> dict[str, int]:
+    """``"DP0 PP1 TP3"`` → ``{"DP": 0, "PP": 1, "TP": 3}`` (order-independent)."""
+    return {k: int(v) for k, v in _RANK_TOKEN_RE.findall(ranks)}

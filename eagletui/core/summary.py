@@ -1,0 +1,183 @@
+"""The ``eagletui parse --json`` document, folded from events (contract: docs/parse-json.md).
+
+Built from events rather than from interpreter internals so a recording replays to the same summary.
+:class:`Summarizer` streams (a million-line log never holds its events in memory); :func:`summarize`
+is the one-shot form. Only the last launch in the input is described; ``launches`` counts them.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Iterable
+from typing import Any
+
+from eagletui.core import events as ev
+
+SCHEMA_VERSION = 1
+
+
+def _dist(values: array) -> dict[str, float] | None:
+    if not values:
+        return None
+    s = sorted(values)
+    n = len(s)
+    mid = n // 2
+    median = s[mid] if n % 2 else (s[mid - 1] + s[mid]) / 2.0
+    p90 = s[min(n - 1, max(0, -(-9 * n // 10) - 1))]  # nearest-rank
+    return {"median": round(median, 4), "p90": round(p90, 4), "max": round(s[-1], 4)}
+
+
+class Summarizer:
+    """Streaming fold of events into the parse JSON dict."""
+
+    def __init__(self) -> None:
+        self._launch: int | None = None
+        self.launches = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.state = "unknown"
+        self.phase: str | None = None
+        self.phases: dict[str, dict[str, Any]] = {}
+        self.failure: dict[str, Any] | None = None
+        self.args: dict[str, Any] | None = None
+        self.version: str | None = None
+        self.decode_count = 0
+        self.last: ev.DecodeStats | None = None
+        self.gen = array("d")
+        self.acc = array("d")
+        self.stop_reason: str | None = None
+
+    def _touch(self, launch: int) -> None:
+        if self._launch is None:
+            self._launch = launch
+            self.launches = 1
+        elif launch != self._launch:
+            self._launch = launch
+            self.launches += 1
+            self._reset()
+
+    def add(self, events: Iterable[ev.Event]) -> None:
+        for e in events:
+            t = e.type
+            if t == "log":
+                continue
+            if t == "decode_stats":
+                assert isinstance(e, ev.DecodeStats)
+                if e.launch != self._launch:
+                    self._touch(e.launch)
+                self.decode_count += 1
+                self.last = e
+                self.gen.append(e.gen_throughput)
+                if e.accept_len is not None:
+                    self.acc.append(e.accept_len)
+                if self.state in ("unknown", "loading"):
+                    self.state = "ready"
+                continue
+            if t == "prefill_stats":
+                continue
+            launch = getattr(e, "launch", None)
+            if isinstance(launch, int):
+                if t == "launch_detected" and self._launch is not None and launch == self._launch:
+                    pass
+                else:
+                    self._touch(launch)
+            if isinstance(e, ev.LaunchDetected):
+                if e.args:
+                    self.args = dict(e.args)
+                self.version = e.version
+            elif isinstance(e, ev.PhaseStarted):
+                self.phase = e.phase
+                if self.state == "unknown":
+                    self.state = "loading"
+                p = self.phases.setdefault(e.phase, _new_phase(e.phase))
+                p["start"] = e.log_time or None
+                if e.phase == "ready":
+                    p["end"] = p["start"]
+                    p["seconds"] = 0.0 if p["start"] else None
+            elif isinstance(e, ev.PhaseProgress):
+                p = self.phases.setdefault(e.phase, _new_phase(e.phase))
+                if e.total:
+                    p["done"], p["total"] = e.done, e.total
+            elif isinstance(e, ev.PhaseFinished):
+                p = self.phases.setdefault(e.phase, _new_phase(e.phase))
+                p["end"] = e.log_time or None
+                if e.start_log_time and not p["start"]:
+                    p["start"] = e.start_log_time
+                p["seconds"] = e.seconds
+                p["spread"] = e.spread
+                p["slowest_rank"] = e.slowest_rank
+                if e.total:
+                    p["done"], p["total"] = e.done, e.total
+            elif isinstance(e, ev.ServerReady):
+                if self.state != "failed":
+                    self.state = "ready"
+            elif isinstance(e, ev.ServerFailed):
+                self.state = "failed"
+                self.failure = {
+                    "kind": e.kind,
+                    "message": e.message,
+                    "line": e.line,
+                    "hint": e.hint,
+                    "phase": e.phase,
+                }
+            elif isinstance(e, ev.ServerStopped):
+                if self.state != "failed":
+                    self.state = "stopped"
+                    self.stop_reason = e.reason
+
+    def set_version(self, version: str | None) -> None:
+        """The interpreter's final version guess (it sharpens after the LaunchDetected event)."""
+        if version:
+            self.version = version
+
+    def result(self) -> dict[str, Any]:
+        last = None
+        if self.last is not None:
+            last = {
+                "gen_throughput": self.last.gen_throughput,
+                "accept_len": self.last.accept_len,
+                "accept_rate": self.last.accept_rate,
+                "running_req": self.last.running_req,
+                "queue_req": self.last.queue_req,
+            }
+        order = {p: i for i, p in enumerate(ev.PHASES)}
+        phases = sorted(self.phases.values(), key=lambda p: order.get(p["name"], 99))
+        phase = self.phase
+        if phase is None and self.state == "ready":
+            phase = "ready"
+        return {
+            "schema": SCHEMA_VERSION,
+            "state": self.state,
+            "phase": phase,
+            "phases": phases,
+            "failure": self.failure,
+            "decode": {
+                "count": self.decode_count,
+                "last": last,
+                "gen_throughput": _dist(self.gen),
+                "accept_len": _dist(self.acc),
+            },
+            "launch": None if self.args is None else {"version": self.version, "args": self.args},
+            "launches": self.launches,
+        }
+
+
+def _new_phase(name: str) -> dict[str, Any]:
+    return {
+        "name": name,
+        "start": None,
+        "end": None,
+        "seconds": None,
+        "done": None,
+        "total": None,
+        "spread": None,
+        "slowest_rank": None,
+    }
+
+
+def summarize(events: Iterable[ev.Event], version: str | None = None) -> dict[str, Any]:
+    s = Summarizer()
+    s.add(events)
+    s.set_version(version)
+    return s.result()

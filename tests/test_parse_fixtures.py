@@ -1,0 +1,127 @@
+"""Every fixture log parses to its expected JSON (tests/fixtures/logs/*.log + *.expected.json)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pytest
+
+from eagletui.commands.parse import main, parse_path
+from eagletui.core.events import FAILURE_KINDS, PHASES
+
+FIXTURES = Path(__file__).parent / "fixtures" / "logs"
+LOGS = sorted(FIXTURES.glob("*.log"))
+
+
+def _expected(log: Path) -> dict:
+    return json.loads(log.with_suffix(".expected.json").read_text())
+
+
+def test_corpus_present() -> None:
+    names = {p.stem for p in LOGS}
+    for ver in ("030", "040", "046", "0410", "055", "0510", "0513", "0516", "0521", "0523"):
+        assert f"ok_{ver}_tp8" in names
+    kinds = {_expected(p)["failure"]["kind"] for p in LOGS if _expected(p)["failure"]}
+    assert set(FAILURE_KINDS) - {"stale"} <= kinds
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[p.stem for p in LOGS])
+def test_fixture_matches_expected(log: Path) -> None:
+    got = parse_path(str(log))
+    exp = _expected(log)
+    for key in ("state", "phase", "failure", "launch", "launches"):
+        assert got[key] == exp[key], key
+    assert [p["name"] for p in got["phases"]] == [p["name"] for p in exp["phases"]]
+    for g, e in zip(got["phases"], exp["phases"], strict=True):
+        for k in ("name", "start", "end", "seconds", "done", "total"):
+            assert g[k] == e[k], (g["name"], k)
+    assert got["decode"] == exp["decode"]
+    assert got["phase"] is None or got["phase"] in PHASES
+
+
+@pytest.mark.parametrize(
+    "stem,state,kind,needle",
+    [
+        ("ok_0523_tp8", "ready", None, None),
+        ("fail_oom_capture_0513", "failed", "oom", "--cuda-graph-max-bs "),
+        ("fail_oom_capture_draft_0523", "failed", "oom", "--cuda-graph-max-bs-decode"),
+        ("fail_oom_kv_0521", "failed", "oom", "raise --mem-fraction-static"),
+        ("fail_bad_args_0523", "failed", "bad_args", "--cuda-graph-max-bs-decode"),
+        ("fail_nccl_timeout_0516", "failed", "nccl", "NCCL_DEBUG"),
+        ("fail_died_oomkiller_0521", "failed", "died", "dmesg"),
+        ("fail_signal_0523", "failed", "signal", None),
+        ("stopped_0523", "stopped", None, None),
+        ("serving_only_0510", "ready", None, None),
+        ("loading_0523_cut", "loading", None, None),
+    ],
+)
+def test_semantics(stem: str, state: str, kind: str | None, needle: str | None) -> None:
+    """Hand-checked meaning, independent of the regenerated expected files."""
+    s = parse_path(str(FIXTURES / f"{stem}.log"))
+    assert s["state"] == state
+    if kind is None:
+        assert s["failure"] is None
+    else:
+        assert s["failure"]["kind"] == kind
+        if needle:
+            assert needle in s["failure"]["hint"]
+
+
+def test_oom_beats_sigquit_cascade() -> None:
+    s = parse_path(str(FIXTURES / "fail_oom_capture_0513.log"))
+    assert s["failure"]["kind"] == "oom"
+    assert "Capture cuda graph failed" in s["failure"]["message"]
+    assert s["phase"] == "capture_target"
+
+
+def test_tp8_phase_order_new_and_old() -> None:
+    for stem in ("ok_0513_tp8", "ok_0516_tp8"):
+        s = parse_path(str(FIXTURES / f"{stem}.log"))
+        names = [p["name"] for p in s["phases"]]
+        assert names == list(PHASES), stem
+        assert all(p["seconds"] is not None for p in s["phases"]), stem
+        cap = next(p for p in s["phases"] if p["name"] == "capture_target")
+        assert cap["total"] == 8 and cap["done"] == 8
+
+
+def test_decode_summary() -> None:
+    s = parse_path(str(FIXTURES / "ok_0523_tp8.log"))
+    d = s["decode"]
+    assert d["count"] == 12
+    assert d["last"] == {
+        "gen_throughput": 4011.1,
+        "accept_len": 3.41,
+        "accept_rate": 0.34,
+        "running_req": 32,
+        "queue_req": 0,
+    }
+    assert d["gen_throughput"]["max"] == 4400.5
+
+
+def test_cli_json_and_gz(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = FIXTURES / "ok_0516_tp8.log"
+    gz = tmp_path / "x.log.gz"
+    gz.write_bytes(gzip.compress(src.read_bytes()))
+    assert main([str(src), str(gz), "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert isinstance(out, list) and len(out) == 2
+    assert out[0]["state"] == out[1]["state"] == "ready"
+    assert main([str(src)]) == 0
+    text = capsys.readouterr().out
+    assert "capture_target" in text and "state: ready" in text
+
+
+def test_cli_unreadable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([str(tmp_path / "missing.log")]) == 2
+    assert "cannot read" in capsys.readouterr().err
+
+
+def test_no_textual_import() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, eagletui.commands.parse; print('textual' in sys.modules)"
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "False"
