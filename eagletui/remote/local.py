@@ -1,0 +1,100 @@
+"""The local machine as a :class:`~eagletui.remote.transport.Transport` (``eagletui demo``, tests).
+
+Commands get the same treatment as over SSH (a list is exec'd verbatim, a string goes to ``sh -c``),
+so code that works here does not silently depend on local-only behaviour such as ``~`` expansion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from collections.abc import AsyncIterator
+
+from eagletui.core.events import ConnectionState
+from eagletui.remote.transport import CommandResult, StateCallback
+
+
+class LocalTransport:
+    target = "local"
+
+    def __init__(self, on_state: StateCallback | None = None):
+        self.on_state = on_state
+        self._procs: set[asyncio.subprocess.Process] = set()
+
+    def emit_state(self, state: str, detail: str = "") -> None:
+        if self.on_state is not None:
+            self.on_state(ConnectionState(state=state, target=self.target, detail=detail))
+
+    async def _spawn(self, argv: list[str] | str, **kw) -> asyncio.subprocess.Process:
+        if isinstance(argv, str):
+            return await asyncio.create_subprocess_exec("/bin/sh", "-c", argv, **kw)
+        return await asyncio.create_subprocess_exec(*argv, **kw)
+
+    async def run(
+        self, argv: list[str] | str, *, timeout: float | None = 30, input: str | None = None
+    ) -> CommandResult:
+        try:
+            proc = await self._spawn(
+                argv,
+                stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+            )
+        except OSError as exc:  # e.g. the executable does not exist: same shape as sh's 127
+            return CommandResult(127, "", str(exc))
+        try:
+            out, err = await asyncio.wait_for(
+                proc.communicate(input.encode() if input is not None else None), timeout
+            )
+        except (TimeoutError, asyncio.CancelledError):
+            with contextlib.suppress(ProcessLookupError):
+                proc.kill()
+            await proc.wait()
+            raise
+        return CommandResult(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
+
+    async def stream(self, argv: list[str] | str) -> AsyncIterator[bytes]:
+        # stdin is a pipe we close on exit: readers that watch stdin for EOF stop with us, like over SSH.
+        proc = await self._spawn(
+            argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )
+        self._procs.add(proc)
+        try:
+            assert proc.stdout is not None
+            while True:
+                chunk = await proc.stdout.read(65536)
+                if not chunk:
+                    break
+                yield chunk
+            await proc.wait()
+        finally:
+            self._procs.discard(proc)
+            if proc.returncode is None:
+                with contextlib.suppress(Exception):
+                    assert proc.stdin is not None
+                    proc.stdin.close()
+                with contextlib.suppress(ProcessLookupError):
+                    proc.terminate()
+                with contextlib.suppress(Exception):
+                    await asyncio.wait_for(proc.wait(), 2)
+            # Close the pipes now: left to the GC they are finalised after the loop closed (noisy warning).
+            pipe_transport = getattr(proc, "_transport", None)
+            if pipe_transport is not None:
+                pipe_transport.close()
+
+    async def forward_port(self, remote_port: int) -> int:
+        return remote_port
+
+    async def close(self) -> None:
+        for proc in list(self._procs):
+            with contextlib.suppress(ProcessLookupError):
+                proc.terminate()
+        self.emit_state("closed")
+
+    @property
+    def home(self) -> str:
+        return os.path.expanduser("~")

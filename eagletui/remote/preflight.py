@@ -1,0 +1,244 @@
+"""Pre-launch checks: catch in three seconds what would otherwise fail ten minutes into a launch.
+
+Host-side facts (python, the server module, paths, configs, port, disk) come from one small script
+in a single round trip; nvidia-smi runs alongside it. Everything that merely *might* be fine (an
+HF hub id instead of a local dir, no GPUs for the simulator) is a warning, not a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from eagletui.core.profile import Profile
+from eagletui.remote.gpu import APPS_QUERY, QUERY, missing_nvidia_smi, parse_query
+from eagletui.remote.transport import Transport, TransportError
+
+Status = Literal["pass", "warn", "fail"]
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    message: str
+
+
+HOST_SCRIPT = r"""
+import importlib.util, json, os, re, shutil, socket, sys
+spec = json.load(sys.stdin)
+out = []
+def add(name, status, msg):
+    out.append([name, status, msg])
+add("python", "pass", "%s %s" % (sys.executable, sys.version.split()[0]))
+mod = spec["module"]
+try:
+    found = importlib.util.find_spec(mod)
+except (ImportError, ValueError):
+    found = None
+if found is None:
+    add("server module", "fail", "%s is not importable with %s" % (mod, sys.executable))
+elif mod == "eagletui.sim":
+    ver = "?"
+    try:
+        cli = importlib.util.find_spec("eagletui.sim.cli")
+        m = re.search(r"DEFAULT_VERSION\s*=\s*['\"]([^'\"]+)", open(cli.origin).read())
+        ver = m.group(1) if m else "?"
+    except Exception:
+        pass
+    add("server module", "pass", "simulator eagletui.sim importable (sglang-compat %s)" % ver)
+else:
+    ver = None
+    try:
+        from importlib.metadata import version
+        ver = version(mod.split(".")[0])
+    except Exception:
+        pass
+    add("server module", "pass", "%s importable (version %s)" % (mod, ver or "unknown"))
+port = spec["port"]
+busy = False
+for fam, addr in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET, spec.get("host") or "0.0.0.0")):
+    s = socket.socket(fam, socket.SOCK_STREAM)
+    try:
+        s.bind((addr, port))
+    except OSError as e:
+        busy = str(e)
+    finally:
+        s.close()
+if busy:
+    add("port", "fail", "port %d is already in use on the host (%s)" % (port, busy))
+else:
+    add("port", "pass", "port %d is free" % port)
+def local_like(p):
+    return p.startswith(("/", "~", "./", "../")) or os.path.isdir(os.path.expanduser(p))
+def cfg_of(label, p):
+    if not p:
+        return None
+    path = os.path.expanduser(p)
+    if not local_like(p):
+        add(label, "warn", "%s is not a local directory: assuming a Hugging Face id (downloaded or cached on launch)" % p)
+        return None
+    if not os.path.isdir(path):
+        add(label, "fail", "%s does not exist on the host" % p)
+        return None
+    cj = os.path.join(path, "config.json")
+    try:
+        cfg = json.load(open(cj))
+    except (OSError, ValueError) as e:
+        add(label, "fail", "%s has no readable config.json (%s)" % (p, e))
+        return None
+    add(label, "pass", "%s (%s)" % (p, ",".join(cfg.get("architectures") or []) or cfg.get("model_type", "?")))
+    return cfg
+tcfg = cfg_of("model", spec.get("model"))
+dcfg = cfg_of("draft model", spec.get("draft"))
+def text_cfg(c):
+    return c.get("text_config") or c.get("language_config") or c
+ctx = spec.get("context_length")
+if tcfg:
+    t = text_cfg(tcfg)
+    mpe = t.get("max_position_embeddings")
+    if ctx and mpe and int(ctx) > int(mpe):
+        add("context length", "warn", "--context-length %s exceeds the model's max_position_embeddings %s" % (ctx, mpe))
+if tcfg and dcfg:
+    t, d = text_cfg(tcfg), text_cfg(dcfg)
+    problems = []
+    if t.get("hidden_size") and d.get("hidden_size") and t["hidden_size"] != d["hidden_size"]:
+        problems.append("hidden_size %s (target) vs %s (draft)" % (t["hidden_size"], d["hidden_size"]))
+    tv, dv = t.get("vocab_size"), d.get("vocab_size")
+    dd = d.get("draft_vocab_size")
+    if tv and dv and tv != dv:
+        problems.append("vocab_size %s (target) vs %s (draft)" % (tv, dv))
+    if tv and dd and dd > tv:
+        problems.append("draft_vocab_size %s > target vocab_size %s" % (dd, tv))
+    dm = d.get("max_position_embeddings")
+    if ctx and dm and int(ctx) > int(dm):
+        problems.append("--context-length %s > draft max_position_embeddings %s" % (ctx, dm))
+    if problems:
+        add("draft compatibility", "fail", "; ".join(problems))
+    else:
+        add("draft compatibility", "pass", "hidden size %s, vocab %s%s" % (
+            t.get("hidden_size"), tv, (", draft vocab %s" % dd) if dd else ""))
+d = os.path.expanduser(spec["runs_dir"])
+while d and not os.path.exists(d):
+    d = os.path.dirname(d)
+try:
+    free = shutil.disk_usage(d or "/").free
+    gb = free / 1e9
+    st = "fail" if free < 100e6 else ("warn" if free < 1e9 else "pass")
+    add("disk", st, "%.1f GB free for logs under %s" % (gb, d))
+except OSError as e:
+    add("disk", "warn", "cannot check free space: %s" % e)
+wd = os.path.expanduser(spec["workdir"])
+if not os.path.isdir(wd):
+    add("workdir", "fail", "workdir %s does not exist" % spec["workdir"])
+sys.stdout.write(json.dumps(out))
+"""
+
+
+def server_module(profile: Profile) -> str:
+    """The module the launch command runs (``-m X``), defaulting to sglang for custom commands."""
+    cmd = list(profile.command)
+    for i, part in enumerate(cmd[:-1]):
+        if part == "-m":
+            return cmd[i + 1]
+    return "sglang"
+
+
+async def _ssh_check(transport: Transport) -> Check:
+    t0 = time.monotonic()
+    try:
+        res = await transport.run(["true"], timeout=10)
+    except (TransportError, TimeoutError, OSError) as exc:
+        return Check("ssh", "fail", f"{transport.target}: {exc}")
+    ms = (time.monotonic() - t0) * 1000
+    if res.exit_status != 0:
+        return Check("ssh", "fail", f"{transport.target}: running a command failed: {res.stderr.strip()}")
+    kind = "local machine" if transport.target == "local" else f"connected to {transport.target}"
+    return Check("ssh", "pass", f"{kind}, round trip {ms:.0f} ms")
+
+
+async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
+    spec = {
+        "module": server_module(profile),
+        "port": profile.port,
+        "host": profile.host,
+        "model": str(profile.args.get("--model-path", "") or ""),
+        "draft": str(profile.args.get("--speculative-draft-model-path", "") or ""),
+        "context_length": profile.args.get("--context-length"),
+        "runs_dir": profile.runs_dir,
+        "workdir": profile.workdir,
+    }
+    try:
+        res = await transport.run([profile.python, "-c", HOST_SCRIPT], input=json.dumps(spec), timeout=20)
+    except (TransportError, TimeoutError, OSError) as exc:
+        return [Check("python", "fail", f"cannot run {profile.python} on the host: {exc}")]
+    if res.exit_status != 0:
+        why = res.stderr.strip().splitlines()[-1:] or [f"exit status {res.exit_status}"]
+        return [Check("python", "fail", f"{profile.python} does not run on the host: {why[0]}")]
+    try:
+        return [Check(n, s, m) for n, s, m in json.loads(res.stdout)]
+    except (ValueError, TypeError):
+        return [Check("python", "fail", f"unexpected output from the host check: {res.stdout[-200:]!r}")]
+
+
+async def _gpu_check(transport: Transport, profile: Profile) -> list[Check]:
+    try:
+        res, apps = await asyncio.gather(
+            transport.run(QUERY, timeout=15), transport.run(APPS_QUERY, timeout=15)
+        )
+    except (TransportError, TimeoutError, OSError) as exc:
+        return [Check("gpus", "warn", f"cannot query GPUs: {exc}")]
+    simulated = server_module(profile) == "eagletui.sim"
+    if res.exit_status != 0:
+        if missing_nvidia_smi(res.exit_status, res.stderr):
+            note = " (fine for the simulator)" if simulated else ""
+            return [Check("gpus", "warn", f"no GPUs visible: nvidia-smi not found{note}")]
+        return [
+            Check("gpus", "warn" if simulated else "fail", f"nvidia-smi failed: {res.stderr.strip()[:200]}")
+        ]
+    gpus = parse_query(res.stdout)
+    tp = _int(profile.args.get("--tp", profile.args.get("--tp-size", 1))) or 1
+    checks = []
+    if not gpus:
+        checks.append(Check("gpus", "warn", "nvidia-smi lists no GPUs"))
+    elif len(gpus) < tp and not simulated:
+        checks.append(Check("gpus", "fail", f"--tp {tp} needs {tp} GPUs, the host has {len(gpus)}"))
+    else:
+        names = sorted({g["name"] for g in gpus})
+        checks.append(Check("gpus", "pass", f"{len(gpus)} × {', '.join(names)}"))
+    holders = _memory_holders(apps.stdout if apps.exit_status == 0 else "")
+    busy = [g for g in gpus if (g["mem_used_mb"] or 0) > 1024]
+    if holders or busy:
+        desc = "; ".join(holders) or ", ".join(
+            f"GPU {g['index']}: {g['mem_used_mb']:.0f} MiB used" for g in busy
+        )
+        checks.append(Check("gpus free", "warn", f"GPU memory is in use: {desc}"))
+    elif gpus:
+        checks.append(Check("gpus free", "pass", "no processes hold GPU memory"))
+    return checks
+
+
+def _memory_holders(text: str) -> list[str]:
+    out = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 4 and parts[1].isdigit():
+            out.append(f"pid {parts[1]} {parts[2]} ({parts[3]} MiB)")
+    return out
+
+
+def _int(v: Any) -> int | None:
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return None
+
+
+async def run_preflight(transport: Transport, profile: Profile) -> list[Check]:
+    ssh, host, gpu = await asyncio.gather(
+        _ssh_check(transport), _host_checks(transport, profile), _gpu_check(transport, profile)
+    )
+    return [ssh, *host, *gpu]

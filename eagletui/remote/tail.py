@@ -1,0 +1,252 @@
+"""Byte-exact, reconnecting log tail.
+
+The client owns the offset: a host-side reader (stdlib Python, inotify when available, a short poll
+otherwise) sends framed chunks tagged with their file offset, and the client only advances its
+offset when a whole frame arrived. After a dropped connection the reader is restarted at that offset,
+so nothing is lost or repeated — including a half-written line — and a rotated or truncated file is
+reported instead of silently producing garbage. The reader exits when its stdin closes, so dropped
+channels never leave orphan tails on the host.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import struct
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from eagletui.core.events import ConnectionState
+from eagletui.remote.transport import StateCallback, Transport, TransportError
+
+# Frame: kind (1 byte), a (u64), payload length (u32), payload.
+#   D a=offset data | T a=new offset, payload=reason | I a=inode | W file missing | H a=reader position
+HEADER = struct.Struct(">cQI")
+
+READER = r"""
+import os, select, struct, sys, time
+path, pos, ino0 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+H = struct.Struct(">cQI")
+def frame(k, a, p=b""):
+    d = H.pack(k, a, len(p)) + p
+    while d:
+        try:
+            n = os.write(1, d)
+        except (BrokenPipeError, OSError):
+            os._exit(0)
+        d = d[n:]
+ifd = -1
+try:
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    ifd = libc.inotify_init1(0o4000 | 0o2000000)
+    if ifd >= 0:
+        d = os.path.dirname(os.path.abspath(path)) or "/"
+        if libc.inotify_add_watch(ifd, d.encode(), 0x2 | 0x4 | 0x8 | 0x80 | 0x100 | 0x200 | 0x40) < 0:
+            os.close(ifd)
+            ifd = -1
+except Exception:
+    ifd = -1
+fd = None
+ino = None
+waiting = False
+last_hb = time.time()
+while True:
+    if fd is None:
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            fd = None
+            if not waiting:
+                frame(b"W", 0)
+                waiting = True
+        if fd is not None:
+            waiting = False
+            st = os.fstat(fd)
+            ino = st.st_ino
+            if ino0 and ino != ino0:
+                pos = 0
+                frame(b"T", 0, b"replaced")
+            elif st.st_size < pos:
+                pos = 0
+                frame(b"T", 0, b"truncated")
+            ino0 = ino
+            frame(b"I", ino)
+    if fd is not None:
+        while True:
+            b = os.pread(fd, 262144, pos)
+            if not b:
+                break
+            frame(b"D", pos, b)
+            pos += len(b)
+        if os.fstat(fd).st_size < pos:
+            pos = 0
+            frame(b"T", 0, b"truncated")
+            continue
+        try:
+            replaced = os.stat(path).st_ino != ino
+        except OSError:
+            replaced = False
+        if replaced:
+            b = os.pread(fd, 262144, pos)
+            if b:
+                continue
+            os.close(fd)
+            fd = None
+            continue
+    now = time.time()
+    if now - last_hb > 5:
+        frame(b"H", pos)
+        last_hb = now
+    rl = [0] + ([ifd] if ifd >= 0 else [])
+    r = select.select(rl, [], [], 0.5 if ifd >= 0 else 0.02)[0]
+    if 0 in r:
+        if not os.read(0, 4096):
+            os._exit(0)
+    if ifd in r:
+        try:
+            os.read(ifd, 65536)
+        except OSError:
+            pass
+"""
+
+TransportSource = Transport | Callable[[], Awaitable[Transport]]
+
+
+class LogTail:
+    """Yields ``(offset, bytes)``; an offset lower than the previous chunk's end means the file was reset."""
+
+    def __init__(
+        self,
+        transport_factory: TransportSource,
+        path: str,
+        *,
+        start_offset: int = 0,
+        on_state: StateCallback | None = None,
+        on_reset: Callable[[str], None] | None = None,
+        python: str = "python3",
+        backoff_initial: float = 0.1,
+        backoff_max: float = 10.0,
+    ):
+        self._source = transport_factory
+        self.path = path
+        self.offset = start_offset
+        self.inode = 0
+        self.on_state = on_state
+        self.on_reset = on_reset
+        self.python = python
+        self.backoff_initial = backoff_initial
+        self.backoff_max = backoff_max
+        self.reconnects = 0
+        self.resets = 0
+        self.file_missing = False
+        #: monotonic time of the last frame (data or heartbeat): tells "silent log" from "dead link".
+        self.last_frame = 0.0
+        self._stopped = False
+        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=256)
+        self._task: asyncio.Task[None] | None = None
+        self._owned: Transport | None = None
+
+    def _state(self, state: str, detail: str = "", retry_in: float | None = None) -> None:
+        if self.on_state is not None:
+            target = getattr(self._owned or self._source, "target", "")
+            self.on_state(ConnectionState(state=state, target=target, detail=detail, retry_in=retry_in))
+
+    async def _transport(self) -> Transport:
+        if hasattr(self._source, "stream"):
+            return self._source  # type: ignore[return-value]
+        if self._owned is not None:
+            with contextlib.suppress(Exception):
+                await self._owned.close()
+            self._owned = None
+        self._owned = await self._source()  # type: ignore[operator]
+        return self._owned
+
+    async def _pump(self) -> None:
+        attempt = 0
+        loop = asyncio.get_running_loop()
+        try:
+            while not self._stopped:
+                detail = "reader exited"
+                try:
+                    transport = await self._transport()
+                    argv = [self.python, "-c", READER, self.path, str(self.offset), str(self.inode)]
+                    buf = bytearray()
+                    async with contextlib.aclosing(transport.stream(argv)) as stream:
+                        async for raw in stream:
+                            buf += raw
+                            self.last_frame = loop.time()
+                            while len(buf) >= HEADER.size:
+                                kind, a, n = HEADER.unpack_from(buf)
+                                if len(buf) < HEADER.size + n:
+                                    break
+                                payload = bytes(buf[HEADER.size : HEADER.size + n])
+                                del buf[: HEADER.size + n]
+                                attempt = await self._frame(kind, a, payload, attempt)
+                except (TransportError, OSError) as exc:
+                    detail = str(exc) or type(exc).__name__
+                if self._stopped:
+                    break
+                delay = min(self.backoff_max, self.backoff_initial * (2**attempt))
+                attempt += 1
+                self.reconnects += 1
+                self._state("lost", detail)
+                self._state("reconnecting", detail, retry_in=delay)
+                await asyncio.sleep(delay)
+        finally:
+            with contextlib.suppress(asyncio.QueueFull):
+                self._queue.put_nowait(None)
+
+    async def _frame(self, kind: bytes, a: int, payload: bytes, attempt: int) -> int:
+        if kind == b"D":
+            if a + len(payload) <= self.offset:
+                return attempt  # already delivered (cannot happen with one reader; cheap insurance)
+            if a < self.offset:
+                payload = payload[self.offset - a :]
+                a = self.offset
+            self.offset = a + len(payload)
+            await self._queue.put((a, payload))
+        elif kind == b"I":
+            if attempt or self.reconnects == 0 or self.file_missing:
+                self._state("connected", self.path)
+            self.inode = a
+            self.file_missing = False
+            attempt = 0
+        elif kind == b"T":
+            self.offset = a
+            self.resets += 1
+            if self.on_reset is not None:
+                self.on_reset(payload.decode(errors="replace"))
+        elif kind == b"W":
+            self.file_missing = True
+            attempt = 0
+        return attempt
+
+    async def chunks(self) -> AsyncIterator[tuple[int, bytes]]:
+        if self._task is None:
+            self._task = asyncio.create_task(self._pump())
+        try:
+            while True:
+                item = await self._queue.get()
+                if item is None:
+                    return
+                yield item
+        finally:
+            self.stop()
+
+    async def wait_closed(self) -> None:
+        """Let the cancelled pump finish its cleanup (closing the remote reader) before moving on."""
+        if self._task is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._task is not None and not self._task.done():
+            self._task.cancel()
+        with contextlib.suppress(asyncio.QueueFull):
+            self._queue.put_nowait(None)
+        if self._owned is not None:
+            owned, self._owned = self._owned, None
+            with contextlib.suppress(RuntimeError):
+                asyncio.get_running_loop().create_task(owned.close())

@@ -1,0 +1,134 @@
+"""The one seam between eagletui and a host: run a command, stream a command, reach a port.
+
+Everything above this layer (server control, tailing, preflight, GPU telemetry) is written against
+:class:`Transport`, so the same code drives the local machine (``eagletui demo``) and a remote
+8-GPU host over SSH, and tests can exercise both with the same assertions.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from eagletui.core.events import ConnectionState
+
+
+@dataclass
+class CommandResult:
+    exit_status: int | None
+    stdout: str
+    stderr: str
+
+    @property
+    def ok(self) -> bool:
+        return self.exit_status == 0
+
+
+class TransportError(Exception):
+    """Base class so callers can catch every transport failure at one edge."""
+
+
+class ConnectionLost(TransportError):
+    """The link to the host dropped while a command was running; the command itself may live on."""
+
+
+class HostKeyChanged(TransportError):
+    """The host presented a key that differs from known_hosts: possibly an attack, never auto-accepted."""
+
+    def __init__(self, host: str, fingerprint: str, known_hosts: str):
+        self.host = host
+        self.fingerprint = fingerprint
+        self.known_hosts = known_hosts
+        super().__init__(
+            f"REMOTE HOST KEY CHANGED for {host}: it now presents {fingerprint}, which does not match "
+            f"{known_hosts}. This could be an attack (or the host was reinstalled). Refusing to connect; "
+            f"if the change is expected, remove the old entry with: ssh-keygen -R {shlex.quote(host)}"
+        )
+
+
+class HostKeyRejected(TransportError):
+    """An unknown host key that the user (or the policy) did not accept."""
+
+    def __init__(self, host: str, fingerprint: str):
+        self.host = host
+        self.fingerprint = fingerprint
+        super().__init__(
+            f"unknown host key for {host} ({fingerprint}) was not accepted; "
+            "connect once with accept_new_host_key / confirm the fingerprint to add it to known_hosts"
+        )
+
+
+class AuthFailed(TransportError):
+    """Authentication failed; the message says which methods were tried so the user knows what to fix."""
+
+    def __init__(self, target: str, username: str, tried: list[str], offered: list[str], detail: str = ""):
+        self.target = target
+        self.username = username
+        self.tried = tried
+        self.offered = offered
+        tried_s = ", ".join(tried) or "none"
+        offered_s = ", ".join(offered) or "unknown"
+        msg = f"authentication failed for {username}@{target}: tried {tried_s}; server accepts {offered_s}"
+        if detail:
+            msg += f" ({detail})"
+        super().__init__(msg)
+
+
+class NotOurProcess(TransportError):
+    """Refusal to signal a process whose identity does not match a run eagletui started."""
+
+
+StateCallback = Callable[[ConnectionState], None]
+AskHostKey = Callable[[str, str], Awaitable[bool]]
+
+
+@runtime_checkable
+class Transport(Protocol):
+    target: str
+
+    async def run(
+        self, argv: list[str] | str, *, timeout: float | None = 30, input: str | None = None
+    ) -> CommandResult: ...
+
+    def stream(self, argv: list[str] | str) -> AsyncIterator[bytes]: ...
+
+    async def forward_port(self, remote_port: int) -> int: ...
+
+    async def close(self) -> None: ...
+
+
+def command_line(argv: list[str] | str) -> str:
+    """A list is quoted for the remote shell; a string is trusted as already quoted by its builder."""
+    return argv if isinstance(argv, str) else shlex.join(argv)
+
+
+async def open_transport(
+    target: str,
+    *,
+    accept_new_host_key: bool = False,
+    known_hosts: str | None = None,
+    config_file: str | None = None,
+    on_state: StateCallback | None = None,
+    ask_host_key: AskHostKey | None = None,
+) -> Transport:
+    """Open ``local`` or an SSH target; the SSH connection is established (and verified) before returning."""
+    if target in ("", "local", "localhost-local"):
+        from eagletui.remote.local import LocalTransport
+
+        t = LocalTransport(on_state=on_state)
+        t.emit_state("connected")
+        return t
+    from eagletui.remote.ssh import SSHTransport
+
+    ssh = SSHTransport(
+        target,
+        accept_new_host_key=accept_new_host_key,
+        known_hosts=known_hosts,
+        config_file=config_file,
+        on_state=on_state,
+        ask_host_key=ask_host_key,
+    )
+    await ssh.connect()
+    return ssh

@@ -1,0 +1,168 @@
+"""Preflight checks and GPU telemetry, with a fake nvidia-smi on PATH."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from eagletui.core.profile import Profile
+from eagletui.remote.gpu import gpu_events, parse_query
+from eagletui.remote.local import LocalTransport
+from eagletui.remote.preflight import run_preflight
+
+PY = sys.executable
+
+FAKE_SMI = """#!/bin/sh
+case "$1" in
+  --query-gpu*) printf '0, NVIDIA H200, 81000, 143771, 97, 612.40\\n1, NVIDIA H200, 12, 143771, 0, [N/A]\\n' ;;
+  --query-compute-apps*) printf 'GPU-abc, 4242, python3, 80990\\n' ;;
+esac
+"""
+
+
+@pytest.fixture
+def fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    smi = bindir / "nvidia-smi"
+    smi.write_text(FAKE_SMI)
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    return smi
+
+
+def model_dir(base: Path, name: str, **cfg) -> str:
+    d = base / name
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    return str(d)
+
+
+def by_name(checks):
+    return {c.name: c for c in checks}
+
+
+async def test_preflight_local_models(tmp_path: Path) -> None:
+    target = model_dir(
+        tmp_path,
+        "target",
+        hidden_size=7168,
+        vocab_size=163840,
+        max_position_embeddings=262144,
+        architectures=["DeepseekV3ForCausalLM"],
+    )
+    draft = model_dir(
+        tmp_path,
+        "draft",
+        hidden_size=7168,
+        vocab_size=163840,
+        draft_vocab_size=32000,
+        max_position_embeddings=262144,
+    )
+    prof = Profile(
+        command=("{python}", "-m", "eagletui.sim"),
+        python=PY,
+        workdir=str(tmp_path),
+        runs_dir=str(tmp_path / "runs"),
+        port=_free_port(),
+        args={"--model-path": target, "--speculative-draft-model-path": draft, "--context-length": 8192},
+    )
+    checks = by_name(await run_preflight(LocalTransport(), prof))
+    assert checks["ssh"].status == "pass"
+    assert checks["server module"].status == "pass" and "sglang-compat" in checks["server module"].message
+    assert checks["port"].status == "pass"
+    assert checks["model"].status == "pass" and "DeepseekV3ForCausalLM" in checks["model"].message
+    assert checks["draft compatibility"].status == "pass"
+    assert checks["disk"].status == "pass"
+    if not any(Path(p, "nvidia-smi").exists() for p in os.environ["PATH"].split(os.pathsep)):
+        assert checks["gpus"].status == "warn" and "no GPUs visible" in checks["gpus"].message
+
+
+async def test_preflight_failures(tmp_path: Path, fake_smi: Path) -> None:
+    target = model_dir(tmp_path, "target", hidden_size=4096, vocab_size=128256, max_position_embeddings=8192)
+    draft = model_dir(tmp_path, "draft", hidden_size=5120, vocab_size=128256, max_position_embeddings=2048)
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        prof = Profile(
+            python=PY,
+            workdir=str(tmp_path),
+            runs_dir=str(tmp_path / "runs"),
+            port=busy.getsockname()[1],
+            args={
+                "--model-path": target,
+                "--speculative-draft-model-path": draft,
+                "--context-length": 4096,
+                "--tp": 8,
+            },
+        )
+        checks = by_name(await run_preflight(LocalTransport(), prof))
+    assert checks["port"].status == "fail"
+    compat = checks["draft compatibility"]
+    assert compat.status == "fail" and "hidden_size" in compat.message and "max_position" in compat.message
+    assert checks["gpus"].status == "fail" and "2" in checks["gpus"].message  # tp 8 on 2 GPUs
+    assert checks["gpus free"].status == "warn" and "pid 4242" in checks["gpus free"].message
+    # sglang is (normally) not installed here
+    mod = checks["server module"]
+    assert mod.status in ("fail", "pass")
+
+    prof2 = Profile(
+        python=PY,
+        workdir=str(tmp_path),
+        port=_free_port(),
+        args={"--model-path": str(tmp_path / "missing"), "--speculative-draft-model-path": "org/name"},
+    )
+    checks = by_name(await run_preflight(LocalTransport(), prof2))
+    assert checks["model"].status == "fail" and "does not exist" in checks["model"].message
+    assert checks["draft model"].status == "warn"
+
+
+async def test_preflight_command(tmp_path: Path) -> None:
+    from eagletui.commands.preflight import _run, build_parser
+
+    prof = tmp_path / "p.toml"
+    prof.write_text(
+        f'[target]\nhost = "local"\npython = "{PY}"\nworkdir = "{tmp_path}"\n'
+        f'[server]\ncommand = "{{python}} -m eagletui.sim"\nport = {_free_port()}\n'
+        f'[server.args]\nmodel-path = "{tmp_path}/nope"\n'
+    )
+    assert await _run(build_parser().parse_args(["local", "--profile", str(prof)])) == 1
+
+
+def test_parse_query() -> None:
+    gpus = parse_query("0, NVIDIA H100 80GB HBM3, 100, 81559, 3, 70.5\n1, X, [N/A], 10, 0, [N/A]\n")
+    assert gpus[0] == {
+        "index": 0,
+        "name": "NVIDIA H100 80GB HBM3",
+        "mem_used_mb": 100.0,
+        "mem_total_mb": 81559.0,
+        "util_pct": 3.0,
+        "power_w": 70.5,
+    }
+    assert gpus[1]["mem_used_mb"] is None
+
+
+async def test_gpu_events(fake_smi: Path) -> None:
+    agen = gpu_events(LocalTransport(), interval=0.01)
+    ev1 = await agen.__anext__()
+    ev2 = await agen.__anext__()
+    await agen.aclose()
+    assert (
+        [g["index"] for g in ev1.gpus] == [0, 1] and ev1.gpus[0]["power_w"] == 612.4 and ev2.mono > ev1.mono
+    )
+
+
+async def test_gpu_events_without_nvidia_smi(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))
+    assert [ev async for ev in gpu_events(LocalTransport(), interval=0.01)] == []
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
