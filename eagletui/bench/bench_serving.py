@@ -1,0 +1,285 @@
+"""Run ``python -m sglang.bench_serving`` from a profile and turn its output into a BenchmarkResult.
+
+Some users trust only sglang's own benchmark, so eagletui can drive it: fixed-length ``random-ids``
+prompts (no dataset download), ``--flush-cache`` so the reported accept length belongs to this run, and
+``--output-file`` so numbers come from the JSONL (exact) rather than the printed table (rounded). The
+printed block is still parsed as a fallback, e.g. when the file cannot be read back over SSH.
+
+Commands run through an injected line source (``run_lines(argv)`` → async iterator of text lines), so the
+same code works locally (asyncio subprocess) and on a remote host (``Transport.stream``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
+from eagletui.core.profile import BenchSettings
+
+RunLines = Callable[[list[str]], AsyncIterator[str]]
+
+_ROW_RE = re.compile(r"^\s*([A-Za-z][A-Za-z0-9 /()._-]*?):\s+([-+0-9.eE]+|inf|nan)\s*$")
+_LATENCY_NAMES = {"ttft": "ttft_ms", "itl": "itl_ms", "tpot": "tpot_ms", "e2e latency": "e2e_latency_ms"}
+
+
+def build_argv(
+    settings: BenchSettings,
+    *,
+    port: int,
+    output_file: str,
+    python: str = "python3",
+    host: str = "127.0.0.1",
+    module: str = "sglang.bench_serving",
+) -> list[str]:
+    """The bench_serving argv for the profile's [bench] (always a list: never a shell string)."""
+    return [
+        python,
+        "-m",
+        module,
+        "--backend",
+        "sglang",
+        "--dataset-name",
+        "random-ids",
+        "--random-input-len",
+        str(settings.input_len),
+        "--random-output-len",
+        str(settings.max_new_tokens),
+        "--random-range-ratio",
+        "1.0",
+        "--num-prompts",
+        str(settings.num_prompts),
+        "--max-concurrency",
+        str(settings.concurrency),
+        "--warmup-requests",
+        str(max(1, settings.warmup)),
+        "--seed",
+        str(settings.seed),
+        "--flush-cache",
+        "--output-file",
+        output_file,
+        "--host",
+        host,
+        "--port",
+        str(port),
+    ]
+
+
+def workload_fingerprint(settings: BenchSettings) -> str:
+    """bench_serving generates its prompts from the seed, so the settings identify the workload."""
+    key = {
+        "runner": "bench_serving",
+        "input_len": settings.input_len,
+        "output_len": settings.max_new_tokens,
+        "num_prompts": settings.num_prompts,
+        "concurrency": settings.concurrency,
+        "seed": settings.seed,
+    }
+    return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
+
+
+def parse_result_block(text: str) -> dict[str, Any]:
+    """The printed ``Serving Benchmark Result`` block → JSONL-style keys (``output_throughput`` …)."""
+    out: dict[str, Any] = {}
+    in_block = False
+    for line in text.splitlines():
+        if "Serving Benchmark Result" in line:
+            in_block = True
+            out = {}
+            continue
+        if not in_block:
+            continue
+        if line.startswith("=" * 10) and "Result" not in line:
+            in_block = False
+            continue
+        m = _ROW_RE.match(line)
+        if not m:
+            continue
+        label, raw = m.group(1).strip(), m.group(2)
+        try:
+            value = float(raw)
+        except ValueError:
+            continue
+        low = label.lower()
+        if low == "successful requests":
+            out["completed"] = int(value)
+        elif low.startswith("benchmark duration"):
+            out["duration"] = value
+        elif low.startswith("total generated tokens") and "retokenized" not in low:
+            out["total_output_tokens"] = int(value)
+        elif low.startswith("output token throughput"):
+            out["output_throughput"] = value
+        elif low == "accept length":
+            out["accept_length"] = value
+        elif low.startswith(("max request concurrency", "max reqeuest concurrency")):
+            out["max_concurrency"] = int(value)
+        else:
+            lm = re.match(r"^(mean|median|std|p90|p95|p99|max) (.+?) \(ms\)$", low)
+            if lm and lm.group(2) in _LATENCY_NAMES:
+                out[f"{lm.group(1)}_{lm.group(2).replace(' ', '_')}_ms"] = value
+    return out
+
+
+def parse_jsonl(text: str) -> dict[str, Any]:
+    """The last JSON object line of an ``--output-file`` (bench_serving appends one line per run)."""
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line.startswith("{"):
+            try:
+                data = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(data, dict):
+                return data
+    return {}
+
+
+def to_result(
+    data: dict[str, Any],
+    *,
+    bench: int,
+    launch: int,
+    fingerprint: str = "",
+    num_prompts: int = 0,
+    error: str = "",
+) -> BenchmarkResult:
+    stats: dict[str, Any] = {}
+    for name in ("ttft", "itl", "tpot", "e2e_latency"):
+        block = {k: data.get(f"{k}_{name}_ms") for k in ("mean", "median", "p90", "p99")}
+        block = {k: float(v) for k, v in block.items() if isinstance(v, int | float)}
+        if block:
+            stats[f"{name}_ms"] = block
+    accept = data.get("accept_length")
+    accept = float(accept) if isinstance(accept, int | float) and accept > 0 else None
+    completed = int(data.get("completed", 0) or 0)
+    failed = max(0, num_prompts - completed) if num_prompts and data else 0
+    if not data and not error:
+        error = "no bench_serving result found in its output"
+    return BenchmarkResult(
+        bench=bench,
+        launch=launch,
+        runner="bench_serving",
+        output_throughput=float(data.get("output_throughput", 0.0) or 0.0),
+        accept_length=accept,
+        requests=completed,
+        failed=failed,
+        duration_s=float(data.get("duration", 0.0) or 0.0),
+        stats=stats,
+        workload_fingerprint=fingerprint,
+        error=error,
+    )
+
+
+async def local_lines(argv: list[str]) -> AsyncIterator[str]:
+    """Run ``argv`` locally (no shell), yielding merged stdout/stderr lines; a missing program is a line."""
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *argv,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            stdin=asyncio.subprocess.DEVNULL,
+        )
+    except OSError as exc:
+        yield f"eagletui: cannot run {argv[0]!r}: {exc.strerror}"
+        return
+    assert proc.stdout is not None
+    try:
+        async for raw in proc.stdout:
+            for part in raw.decode("utf-8", "replace").rstrip("\n").split("\r"):
+                yield part
+    finally:
+        if proc.returncode is None:
+            try:
+                proc.terminate()
+            except ProcessLookupError:
+                pass
+        await proc.wait()
+
+
+def transport_lines(transport: Any) -> RunLines:
+    """Adapt a remote ``Transport.stream(argv)`` (bytes chunks) to the line-source interface."""
+
+    async def run(argv: list[str]) -> AsyncIterator[str]:
+        buf = b""
+        async for chunk in transport.stream(argv):
+            buf += chunk
+            *lines, buf = buf.split(b"\n")
+            for line in lines:
+                for part in line.rstrip(b"\r").decode("utf-8", "replace").split("\r"):
+                    yield part
+        if buf:
+            yield buf.decode("utf-8", "replace")
+
+    return run
+
+
+async def run_bench_serving(
+    settings: BenchSettings,
+    *,
+    port: int,
+    bench: int,
+    launch: int,
+    emit: Callable[[Event], None],
+    run_lines: RunLines = local_lines,
+    output_file: str = "/tmp/eagletui-bench-serving.jsonl",
+    python: str = "python3",
+    host: str = "127.0.0.1",
+) -> BenchmarkResult:
+    argv = build_argv(settings, port=port, output_file=output_file, python=python, host=host)
+    fp = workload_fingerprint(settings)
+    emit(
+        BenchmarkStarted(
+            bench=bench,
+            launch=launch,
+            runner="bench_serving",
+            workload={
+                "input_len": settings.input_len,
+                "max_new_tokens": settings.max_new_tokens,
+                "num_prompts": settings.num_prompts,
+                "concurrency": settings.concurrency,
+                "seed": settings.seed,
+                "argv": argv,
+            },
+            workload_fingerprint=fp,
+        )
+    )
+    lines: list[str] = []
+    try:
+        async for line in run_lines(argv):
+            lines.append(line)
+    except Exception as exc:
+        lines.append(f"eagletui: {type(exc).__name__}: {exc}")
+    printed = parse_result_block("\n".join(lines))
+    data: dict[str, Any] = {}
+    try:
+        file_lines = [line async for line in run_lines(["cat", output_file])]
+        data = parse_jsonl("\n".join(file_lines))
+    except Exception:
+        data = {}
+    if data and printed and data.get("completed") != printed.get("completed"):
+        data = {}  # a stale line from an earlier run in the same file
+    merged = {**printed, **data}
+    error = ""
+    if not merged:
+        tail = [line for line in lines if line.strip()][-3:]
+        error = "bench_serving produced no result" + (": " + " | ".join(tail) if tail else "")
+    result = to_result(
+        merged, bench=bench, launch=launch, fingerprint=fp, num_prompts=settings.num_prompts, error=error
+    )
+    if merged:
+        emit(
+            BenchmarkSample(
+                bench=bench,
+                launch=launch,
+                scope="tick",
+                t=result.duration_s,
+                tok_s=result.output_throughput,
+                accept_len=result.accept_length,
+            )
+        )
+    emit(result)
+    return result

@@ -1,0 +1,500 @@
+"""Built-in streaming benchmark client for SGLang's native ``/generate`` endpoint.
+
+Why our own client: the TUI needs numbers while the run is going (per-request samples and a per-second
+tick for live charts) and an accept length that belongs to *this* run, neither of which
+``sglang.bench_serving`` gives. The numbers are defined like bench_serving's so the two agree:
+
+* TTFT: request sent → first chunk that carries output tokens.
+* ITL: each chunk's gap is spread evenly over the tokens it added (EAGLE chunks carry several tokens).
+* output tok/s: Σ ``meta_info.completion_tokens`` ÷ wall time of the main run (warmup excluded).
+* accept length: Σ completion_tokens ÷ Σ ``spec_verify_ct`` from the final chunks' ``meta_info``; if the
+  server does not report per-request verify counts, the delta of the ``/metrics`` counters over the main
+  run. The server's cumulative ``avg_spec_accept_length`` is never used: it mixes in warmup and earlier runs.
+
+Speed matters (the client must not be the bottleneck at tens of thousands of tok/s): SSE bytes are split
+on newlines and only an integer is pulled out of each chunk with a compiled regex; the final chunk alone
+is decoded as JSON.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import aiohttp
+
+from eagletui.bench.prompts import PromptSetError, Workload, build_workload
+from eagletui.bench.stats import summarize
+from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
+from eagletui.core.profile import BenchSettings
+
+_CT_RE = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
+_CT_KEY = b'"completion_tokens"'
+_METRIC_RE = re.compile(r"^(sglang:[a-z_]+?)(?:_total)?(?:\{[^}]*\})?\s+([-+0-9.eEinfa]+)\s*$")
+_VERIFY_METRICS = ("sglang:spec_verify_calls", "sglang:spec_verify_ct")
+_GEN_METRIC = "sglang:generation_tokens"
+TICK_S = 1.0
+
+
+@dataclass(slots=True)
+class RequestResult:
+    """One request's measurements; times are ``time.perf_counter`` seconds."""
+
+    ok: bool = False
+    error: str = ""
+    start: float = 0.0
+    first: float | None = None
+    last: float | None = None
+    output_tokens: int = 0
+    verify_ct: int | None = None
+    itls: list[float] = field(default_factory=list)
+
+    @property
+    def ttft(self) -> float | None:
+        return None if self.first is None else self.first - self.start
+
+    @property
+    def latency(self) -> float:
+        return (self.last or self.start) - self.start
+
+    @property
+    def tok_s(self) -> float | None:
+        """Per-stream decode speed: tokens after the first chunk over the time after it.
+
+        TTFT is excluded because it is queueing + prefill, which has its own metric; with a single chunk
+        there is no decode interval and the end-to-end rate is the best available answer.
+        """
+        if not self.ok or self.output_tokens <= 0 or self.first is None or self.last is None:
+            return None
+        span = self.last - self.first
+        decoded = self.output_tokens - self._first_tokens
+        if span > 0 and decoded > 0:
+            return decoded / span
+        return self.output_tokens / self.latency if self.latency > 0 else None
+
+    _first_tokens: int = 0
+
+    @property
+    def accept_len(self) -> float | None:
+        if self.verify_ct and self.verify_ct > 0 and self.output_tokens > 0:
+            return self.output_tokens / self.verify_ct
+        return None
+
+
+class _Live:
+    """Counters shared by all streams; updated with plain int adds so the hot path stays cheap."""
+
+    __slots__ = ("tokens", "ct_sum", "verify_sum")
+
+    def __init__(self) -> None:
+        self.tokens = 0
+        self.ct_sum = 0
+        self.verify_sum = 0
+
+    def accept_len(self) -> float | None:
+        return self.ct_sum / self.verify_sum if self.verify_sum > 0 else None
+
+
+def _short_error(exc: BaseException) -> str:
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        return (
+            f"connection failed: {exc.os_error.strerror or exc}"
+            if exc.os_error
+            else f"connection failed: {exc}"
+        )
+    if isinstance(exc, asyncio.TimeoutError | TimeoutError):
+        return "timeout"
+    return f"{type(exc).__name__}: {exc}".strip()
+
+
+async def stream_generate(
+    session: aiohttp.ClientSession, url: str, payload: bytes, live: _Live | None = None
+) -> RequestResult:
+    """One streaming ``/generate`` request. Never raises for network/HTTP errors: they land in ``error``."""
+    res = RequestResult(start=time.perf_counter())
+    last_ct = 0
+    last_body = b""
+    prev_t = res.start
+    buf = b""
+    done = False
+    itls = res.itls
+    try:
+        async with session.post(url, data=payload, headers={"Content-Type": "application/json"}) as resp:
+            if resp.status != 200:
+                body = (await resp.text())[:200].strip()
+                res.error = f"HTTP {resp.status}" + (f": {body}" if body else "")
+                return res
+            async for chunk in resp.content.iter_any():
+                now = time.perf_counter()
+                buf = buf + chunk if buf else chunk
+                if b"\n" not in buf:
+                    continue
+                lines = buf.split(b"\n")
+                buf = lines.pop()
+                for line in lines:
+                    if not line.startswith(b"data:"):
+                        continue
+                    body = line[5:].strip()
+                    if body == b"[DONE]":
+                        done = True
+                        continue
+                    last_body = body
+                    i = body.rfind(_CT_KEY)
+                    if i < 0:
+                        continue
+                    m = _CT_RE.match(body, i)
+                    if m is None:
+                        continue
+                    ct = int(m.group(1))
+                    new = ct - last_ct
+                    if new <= 0:
+                        continue
+                    last_ct = ct
+                    if live is not None:
+                        live.tokens += new
+                    if res.first is None:
+                        res.first = now
+                        res._first_tokens = new
+                    else:
+                        gap = (now - prev_t) / new
+                        if new == 1:
+                            itls.append(gap)
+                        else:
+                            itls.extend([gap] * new)
+                    prev_t = now
+            if buf.startswith(b"data:"):
+                body = buf[5:].strip()
+                if body == b"[DONE]":
+                    done = True
+                elif body:
+                    last_body = body
+    except Exception as exc:
+        res.error = _short_error(exc)
+        return res
+    res.last = prev_t if res.first is not None else time.perf_counter()
+    if not last_body:
+        res.error = "empty response"
+        return res
+    try:
+        final = json.loads(last_body)
+    except ValueError:
+        res.error = "unparseable final chunk"
+        return res
+    if isinstance(final, list):  # a list input returns a list; we only ever send one prompt
+        final = final[0] if final else {}
+    if not isinstance(final, dict):
+        res.error = "unexpected final chunk"
+        return res
+    if "error" in final:
+        err = final["error"]
+        res.error = str(err.get("message", err) if isinstance(err, dict) else err)[:200]
+        return res
+    meta = final.get("meta_info") or {}
+    ct = meta.get("completion_tokens", last_ct)
+    res.output_tokens = int(ct) if isinstance(ct, int | float) else last_ct
+    if res.output_tokens > last_ct and live is not None:
+        live.tokens += res.output_tokens - last_ct
+    vc = meta.get("spec_verify_ct")
+    if isinstance(vc, int | float) and vc > 0:
+        res.verify_ct = int(vc)
+        if live is not None:
+            live.ct_sum += res.output_tokens
+            live.verify_sum += res.verify_ct
+    res.ok = True
+    if not done and final.get("meta_info", {}).get("finish_reason") is None:
+        res.ok = False
+        res.error = "stream ended early"
+    return res
+
+
+def parse_metrics(text: str) -> dict[str, float]:
+    """Sum Prometheus samples per metric name (over label sets: tp ranks, models) for counter deltas."""
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        if not line or line[0] == "#":
+            continue
+        m = _METRIC_RE.match(line)
+        if not m:
+            continue
+        try:
+            value = float(m.group(2))
+        except ValueError:
+            continue
+        out[m.group(1)] = out.get(m.group(1), 0.0) + value
+    return out
+
+
+async def _get_metrics(session: aiohttp.ClientSession, base: str) -> dict[str, float] | None:
+    try:
+        async with session.get(base + "/metrics", timeout=aiohttp.ClientTimeout(total=10)) as resp:
+            if resp.status != 200:
+                return None
+            return parse_metrics(await resp.text())
+    except Exception:
+        return None
+
+
+def _metrics_accept_len(before: dict[str, float] | None, after: dict[str, float] | None) -> float | None:
+    """Accept length of just this run from counter deltas (tokens ÷ verify rounds)."""
+    if not before or not after:
+        return None
+    for name in _VERIFY_METRICS:
+        if name in before and name in after:
+            dv = after[name] - before[name]
+            dt = after.get(_GEN_METRIC, 0.0) - before.get(_GEN_METRIC, 0.0)
+            if dv > 0 and dt > 0:
+                return dt / dv
+    return None
+
+
+async def flush_cache(session: aiohttp.ClientSession, base: str, attempts: int = 5) -> bool:
+    """POST /flush_cache, retrying while the server says it is busy (it only flushes when idle)."""
+    for i in range(attempts):
+        try:
+            async with session.post(base + "/flush_cache", timeout=aiohttp.ClientTimeout(total=30)) as resp:
+                await resp.read()
+                if resp.status == 200:
+                    return True
+                if resp.status == 404:
+                    async with session.get(base + "/flush_cache") as resp2:
+                        await resp2.read()
+                        return resp2.status == 200
+        except Exception:
+            return False
+        await asyncio.sleep(0.2 * (i + 1))
+    return False
+
+
+async def _prime_connections(session: aiohttp.ClientSession, base: str, n: int) -> None:
+    """Open the keep-alive connections before the clock starts, so TCP setup of ``n`` streams is not
+    billed to the server's throughput (any response, even 404, leaves a reusable connection)."""
+
+    async def one() -> None:
+        try:
+            async with session.get(base + "/v1/models", timeout=aiohttp.ClientTimeout(total=10)) as resp:
+                await resp.read()
+        except Exception:
+            pass
+
+    await asyncio.gather(*(one() for _ in range(max(1, n))))
+
+
+def make_payload(prompt: str, sampling: dict[str, Any]) -> bytes:
+    return json.dumps({"text": prompt, "sampling_params": sampling, "stream": True}).encode()
+
+
+async def _run_pool(
+    session: aiohttp.ClientSession,
+    url: str,
+    payloads: list[bytes],
+    concurrency: int,
+    live: _Live | None,
+    on_done: Callable[[RequestResult], None] | None,
+    stop: asyncio.Event | None,
+) -> list[RequestResult]:
+    results: list[RequestResult] = []
+    it = iter(payloads)
+
+    async def worker() -> None:
+        for payload in it:
+            if stop is not None and stop.is_set():
+                return
+            r = await stream_generate(session, url, payload, live)
+            results.append(r)
+            if on_done is not None:
+                on_done(r)
+
+    workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(payloads))))]
+    if stop is None:
+        await asyncio.gather(*workers)
+        return results
+    stopper = asyncio.create_task(stop.wait())
+    try:
+        pending = set(workers)
+        while pending:
+            done, pending = await asyncio.wait(pending | {stopper}, return_when=asyncio.FIRST_COMPLETED)
+            pending.discard(stopper)
+            if stopper in done:
+                for w in pending:
+                    w.cancel()
+                await asyncio.gather(*pending, return_exceptions=True)
+                break
+    finally:
+        stopper.cancel()
+    return results
+
+
+async def run_builtin(
+    base_url: str,
+    settings: BenchSettings,
+    *,
+    bench: int,
+    launch: int,
+    emit: Callable[[Event], None],
+    stop: asyncio.Event | None = None,
+) -> BenchmarkResult:
+    """Run the profile's workload against ``base_url`` and return the result; never raises for server
+    trouble (connection refused, HTTP errors, timeouts), which is reported in ``failed``/``error``."""
+    base = base_url.rstrip("/")
+    try:
+        workload = build_workload(settings)
+    except PromptSetError as exc:
+        emit(BenchmarkStarted(bench=bench, launch=launch, runner="builtin"))
+        result = BenchmarkResult(bench=bench, launch=launch, runner="builtin", error=str(exc))
+        emit(result)
+        return result
+    emit(
+        BenchmarkStarted(
+            bench=bench,
+            launch=launch,
+            runner="builtin",
+            workload=workload.describe(),
+            workload_fingerprint=workload.fingerprint,
+        )
+    )
+    result = await _run_workload(base, workload, settings, bench=bench, launch=launch, emit=emit, stop=stop)
+    emit(result)
+    return result
+
+
+async def _run_workload(
+    base: str,
+    workload: Workload,
+    settings: BenchSettings,
+    *,
+    bench: int,
+    launch: int,
+    emit: Callable[[Event], None],
+    stop: asyncio.Event | None,
+) -> BenchmarkResult:
+    url = base + "/generate"
+    timeout = aiohttp.ClientTimeout(total=settings.timeout_s, sock_connect=10)
+    connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
+    live = _Live()
+    t0 = 0.0
+    async with aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False) as session:
+        if workload.warmup_prompts:
+            warm = [make_payload(p, workload.sampling) for p in workload.warmup_prompts]
+            await _run_pool(session, url, warm, workload.concurrency, None, None, stop)
+            await flush_cache(session, base)
+        await _prime_connections(session, base, workload.concurrency)
+        metrics_before = await _get_metrics(session, base)
+
+        payloads = [make_payload(p, workload.sampling) for p in workload.prompts]
+
+        def on_done(r: RequestResult) -> None:
+            if not r.ok:
+                return
+            ttft = r.ttft
+            itl = sum(r.itls) / len(r.itls) if r.itls else None
+            emit(
+                BenchmarkSample(
+                    bench=bench,
+                    launch=launch,
+                    scope="request",
+                    t=time.perf_counter() - t0,
+                    tok_s=r.tok_s,
+                    accept_len=r.accept_len,
+                    ttft_ms=None if ttft is None else ttft * 1000.0,
+                    itl_ms=None if itl is None else itl * 1000.0,
+                    output_tokens=r.output_tokens,
+                )
+            )
+
+        async def ticker() -> None:
+            last_tokens, last_t = 0, t0
+            while True:
+                await asyncio.sleep(TICK_S)
+                now = time.perf_counter()
+                tokens = live.tokens
+                dt = now - last_t
+                emit(
+                    BenchmarkSample(
+                        bench=bench,
+                        launch=launch,
+                        scope="tick",
+                        t=now - t0,
+                        tok_s=(tokens - last_tokens) / dt if dt > 0 else None,
+                        accept_len=live.accept_len(),
+                        output_tokens=tokens,
+                    )
+                )
+                last_tokens, last_t = tokens, now
+
+        t0 = time.perf_counter()
+        tick_task = asyncio.create_task(ticker())
+        try:
+            results = await _run_pool(session, url, payloads, workload.concurrency, live, on_done, stop)
+        finally:
+            tick_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await tick_task
+        ok = [r for r in results if r.ok]
+        t_end = max((r.last or 0.0) for r in ok) if ok else time.perf_counter()
+        duration = max(t_end - t0, 1e-9)
+        metrics_after = await _get_metrics(session, base) if ok else None
+    return _summarize(
+        results,
+        duration,
+        workload,
+        bench=bench,
+        launch=launch,
+        stopped=stop is not None and stop.is_set(),
+        metrics_accept=_metrics_accept_len(metrics_before, metrics_after),
+    )
+
+
+def _summarize(
+    results: list[RequestResult],
+    duration: float,
+    workload: Workload,
+    *,
+    bench: int,
+    launch: int,
+    stopped: bool,
+    metrics_accept: float | None,
+) -> BenchmarkResult:
+    ok = [r for r in results if r.ok]
+    failed = [r for r in results if not r.ok]
+    total_tokens = sum(r.output_tokens for r in ok)
+    verify = sum(r.verify_ct or 0 for r in ok)
+    spec_tokens = sum(r.output_tokens for r in ok if r.verify_ct)
+    accept = spec_tokens / verify if verify > 0 else metrics_accept
+    itl_all: list[float] = []
+    for r in ok:
+        itl_all.extend(r.itls)
+    stats: dict[str, Any] = {}
+    for name, values in (
+        ("ttft_ms", [r.ttft * 1000.0 for r in ok if r.ttft is not None]),
+        ("itl_ms", [x * 1000.0 for x in itl_all]),
+        ("tok_s", [r.tok_s for r in ok if r.tok_s is not None]),
+        ("accept_len", [r.accept_len for r in ok if r.accept_len is not None]),
+    ):
+        s = summarize(values)
+        if s is not None:
+            stats[name] = s
+    errors: list[str] = []
+    if stopped:
+        errors.append(f"stopped after {len(results)}/{len(workload.prompts)} requests")
+    if failed:
+        first = failed[0].error or "failed"
+        errors.append(f"{len(failed)} request(s) failed: {first}")
+    return BenchmarkResult(
+        bench=bench,
+        launch=launch,
+        runner="builtin",
+        output_throughput=total_tokens / duration if ok else 0.0,
+        accept_length=accept,
+        requests=len(ok),
+        failed=len(failed),
+        duration_s=duration if ok else 0.0,
+        stats=stats,
+        workload_fingerprint=workload.fingerprint,
+        error="; ".join(errors),
+    )

@@ -1,0 +1,108 @@
+"""Custom benchmark runner: the user's own command, numbers pulled out of its output by regex.
+
+Teams often already have a benchmark script; rather than asking them to port it, eagletui runs it
+(``bench.command``, split into argv, never through a shell) and applies ``tok_s_regex`` /
+``accept_len_regex`` to every output line. The last match wins (scripts usually print a summary at the
+end), and every tok/s match is also emitted as a live tick so the chart moves while it runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shlex
+import time
+from collections.abc import Callable
+
+from eagletui.bench.bench_serving import RunLines, local_lines
+from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
+from eagletui.core.profile import BenchSettings
+
+
+def _number(m: re.Match[str]) -> float | None:
+    """Group 1 if the regex has a group (the usual ``tok/s:\\s*([\\d.]+)``), else the whole match."""
+    text = m.group(1) if m.re.groups else m.group(0)
+    try:
+        return float(text.replace(",", ""))
+    except (TypeError, ValueError):
+        return None
+
+
+async def run_custom(
+    settings: BenchSettings,
+    *,
+    bench: int,
+    launch: int,
+    emit: Callable[[Event], None],
+    run_lines: RunLines = local_lines,
+) -> BenchmarkResult:
+    fp = hashlib.sha256(("command\x00" + settings.command).encode()).hexdigest()
+    emit(
+        BenchmarkStarted(
+            bench=bench,
+            launch=launch,
+            runner="command",
+            workload={"command": settings.command},
+            workload_fingerprint=fp,
+        )
+    )
+    try:
+        argv = shlex.split(settings.command)
+    except ValueError as exc:
+        argv = []
+        error = f"bench.command: {exc}"
+    else:
+        error = "" if argv else "bench.command is empty"
+    if not settings.tok_s_regex and not error:
+        error = "bench.tok_s_regex is not set: nothing to measure"
+    if error:
+        result = BenchmarkResult(
+            bench=bench, launch=launch, runner="command", workload_fingerprint=fp, error=error
+        )
+        emit(result)
+        return result
+    tok_re = re.compile(settings.tok_s_regex)
+    acc_re = re.compile(settings.accept_len_regex) if settings.accept_len_regex else None
+    tok_s: float | None = None
+    accept: float | None = None
+    tail: list[str] = []
+    t0 = time.monotonic()
+    try:
+        async for line in run_lines(argv):
+            tail = (tail + [line])[-5:] if line.strip() else tail
+            m = tok_re.search(line)
+            if m is not None and (v := _number(m)) is not None:
+                tok_s = v
+                emit(
+                    BenchmarkSample(
+                        bench=bench,
+                        launch=launch,
+                        scope="tick",
+                        t=time.monotonic() - t0,
+                        tok_s=v,
+                        accept_len=accept,
+                    )
+                )
+            if acc_re is not None:
+                m = acc_re.search(line)
+                if m is not None and (v := _number(m)) is not None:
+                    accept = v
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    duration = time.monotonic() - t0
+    if tok_s is None and not error:
+        error = "tok_s_regex matched nothing" + (": " + " | ".join(tail) if tail else "")
+    result = BenchmarkResult(
+        bench=bench,
+        launch=launch,
+        runner="command",
+        output_throughput=tok_s or 0.0,
+        accept_length=accept,
+        requests=1 if tok_s is not None else 0,
+        failed=0 if tok_s is not None else 1,
+        duration_s=duration,
+        workload_fingerprint=fp,
+        error=error,
+    )
+    emit(result)
+    return result

@@ -1,0 +1,137 @@
+"""Prompt sets and the workload they define.
+
+Two benchmark runs are only comparable if they sent the same prompts with the same sampling settings,
+so the workload is resolved deterministically (fixed seed) and fingerprinted; the fingerprint travels
+in BenchmarkStarted/BenchmarkResult and the run book refuses to compare runs silently when it differs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from eagletui.core.profile import BenchSettings
+
+BUILTIN_SETS: tuple[str, ...] = ("chat", "code", "long")
+
+
+class PromptSetError(ValueError):
+    """The prompt set named in the profile cannot be read; raised before any request is sent."""
+
+
+def _prompt_from(obj: Any) -> str | None:
+    """Accept the common JSONL shapes: {"prompt"}, {"text"}, OpenAI {"messages"}, ShareGPT {"conversations"}."""
+    if isinstance(obj, str):
+        return obj
+    if not isinstance(obj, dict):
+        return None
+    for key in ("prompt", "text", "input", "question"):
+        if isinstance(obj.get(key), str):
+            return obj[key]
+    turns = obj.get("messages") or obj.get("conversations")
+    if isinstance(turns, list):
+        for turn in turns:
+            if not isinstance(turn, dict):
+                continue
+            role = turn.get("role", turn.get("from"))
+            content = turn.get("content", turn.get("value"))
+            if role in ("user", "human") and isinstance(content, str):
+                return content
+    return None
+
+
+def parse_jsonl(text: str, origin: str = "<prompts>") -> list[str]:
+    prompts: list[str] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise PromptSetError(f"{origin}:{n}: invalid JSON: {exc.msg}") from None
+        prompt = _prompt_from(obj)
+        if prompt is None:
+            raise PromptSetError(f"{origin}:{n}: no prompt/text/messages field")
+        prompts.append(prompt)
+    if not prompts:
+        raise PromptSetError(f"{origin}: no prompts")
+    return prompts
+
+
+def load_prompt_set(name: str) -> list[str]:
+    """A built-in set name (chat/code/long) or a path to a JSONL file."""
+    if name in BUILTIN_SETS:
+        text = resources.files("eagletui.bench").joinpath("data", f"{name}.jsonl").read_text(encoding="utf-8")
+        return parse_jsonl(text, f"builtin:{name}")
+    path = Path(name).expanduser()
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise PromptSetError(
+            f"prompt set {name!r}: not one of {', '.join(BUILTIN_SETS)} and not a readable file ({exc.strerror})"
+        ) from None
+    return parse_jsonl(text, str(path))
+
+
+@dataclass(frozen=True)
+class Workload:
+    prompts: tuple[str, ...]
+    warmup_prompts: tuple[str, ...]
+    sampling: dict[str, Any]
+    concurrency: int
+    source: str
+    fingerprint: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> dict[str, Any]:
+        """The JSON-safe summary stored in BenchmarkStarted.workload (prompts themselves are omitted)."""
+        return {
+            "prompts": self.source,
+            "num_prompts": len(self.prompts),
+            "warmup": len(self.warmup_prompts),
+            "concurrency": self.concurrency,
+            **self.sampling,
+            **self.extra,
+        }
+
+
+def fingerprint(prompts: list[str] | tuple[str, ...], sampling: dict[str, Any], concurrency: int) -> str:
+    """sha256 over prompts + sampling + concurrency: concurrency changes tok/s as much as the prompts do."""
+    h = hashlib.sha256()
+    h.update(json.dumps({"sampling": sampling, "concurrency": concurrency}, sort_keys=True).encode())
+    for p in prompts:
+        h.update(b"\x00")
+        h.update(p.encode("utf-8"))
+    return h.hexdigest()
+
+
+def build_workload(settings: BenchSettings) -> Workload:
+    """Resolve the profile's [bench] into concrete prompts; same settings → same prompts, same order."""
+    pool = load_prompt_set(settings.prompts)
+    rng = random.Random(settings.seed)
+    order = list(pool)
+    rng.shuffle(order)
+    prompts = [order[i % len(order)] for i in range(settings.num_prompts)]
+    # Warmup takes prompts from the far end of the shuffled pool so it rarely pre-fills the prefix cache
+    # for the first measured requests (the cache is flushed anyway when the server allows it).
+    warmup = [order[-1 - (i % len(order))] for i in range(max(0, settings.warmup))]
+    sampling = {
+        "max_new_tokens": settings.max_new_tokens,
+        "temperature": settings.temperature,
+        "ignore_eos": settings.ignore_eos,
+    }
+    return Workload(
+        prompts=tuple(prompts),
+        warmup_prompts=tuple(warmup),
+        sampling=sampling,
+        concurrency=settings.concurrency,
+        source=settings.prompts,
+        fingerprint=fingerprint(prompts, sampling, settings.concurrency),
+        extra={"seed": settings.seed},
+    )

@@ -1,0 +1,195 @@
+"""``eagletui profile init|check``: get from a pasted launch command to a validated profile quickly.
+
+The generated file is written as TOML text by hand so it can carry comments that explain each section
+(tomli_w alone cannot write comments); every value still goes through tomli_w so quoting is always
+right, and the result is re-parsed with :func:`load_profile` before it is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from eagletui.core.profile import (
+    LaunchCommand,
+    ProfileError,
+    default_toggles,
+    is_secret,
+    load_profile,
+    parse_launch_command,
+    parse_profile,
+    redact_env,
+)
+
+EXAMPLES: dict[str, str] = {"demo": "demo.toml", "kimi": "kimi-k25-eagle3.toml"}
+
+_TEMPLATE_COMMAND = (
+    "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 1 "
+    "--speculative-algorithm EAGLE3 --speculative-draft-model-path jamesliu1/sglang-EAGLE3-Llama-3.1-Instruct-8B "
+    "--speculative-num-steps 3 --speculative-eagle-topk 1 --speculative-num-draft-tokens 4 --enable-metrics"
+)
+
+
+def example_text(name: str) -> str:
+    """The packaged example verbatim: ``{sys_python}`` stays a placeholder resolved when loaded."""
+    return resources.files("eagletui").joinpath("profiles", EXAMPLES[name]).read_text(encoding="utf-8")
+
+
+def _value(value: Any) -> str:
+    """TOML for one value, arrays inline (tomli_w would spread them over lines)."""
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_value(v) for v in value) + "]"
+    return tomli_w.dumps({"v": value}).strip()[len("v = ") :]
+
+
+def _kv(key: str, value: Any, comment: str = "") -> str:
+    line = tomli_w.dumps({key: 0}).strip()[: -len(" = 0")] + " = " + _value(value)
+    return f"{line}  # {comment}" if comment else line
+
+
+def render_profile(cmd: LaunchCommand, name: str, source: str = "") -> str:
+    """Commented profile text for a parsed launch command."""
+    out: list[str] = [
+        f"# eagletui profile {name!r}, written by `eagletui profile init`.",
+        "# Check it with `eagletui profile check FILE` (validates and prints the exact argv).",
+        "# Values end up in an argv list and an env dict; nothing here is ever run through a shell.",
+    ]
+    if source:
+        out.append("# From: " + " ".join(source.split())[:400])
+    out += [
+        _kv("name", name),
+        "",
+        "[target]",
+        _kv("host", "local", '"local", or [user@]host[:port] / an ~/.ssh/config alias'),
+        _kv("workdir", "~"),
+        _kv("python", cmd.python, "interpreter on the target; {python} in server.command expands to it"),
+        "",
+        "[server]",
+        _kv("command", cmd.command),
+        _kv("port", cmd.port or 30000),
+        _kv("host", cmd.host or "127.0.0.1", "keep loopback on remote hosts: eagletui forwards the port"),
+        _kv("runs_dir", "~/.eagletui/runs"),
+        _kv("ready_timeout_s", 3600, "large checkpoints take minutes to load and capture"),
+        "",
+        "[server.args]",
+        "# One key per server flag (without the leading --); true = bare flag, a list = several values.",
+    ]
+    for flag, value in cmd.args.items():
+        out.append(_kv(flag[2:], value))
+    out += ["", "[server.env]"]
+    for key, value in cmd.env.items():
+        out.append(
+            _kv(
+                key,
+                value,
+                "looks like a secret: consider exporting it instead" if is_secret(key, value) else "",
+            )
+        )
+    out += [
+        "",
+        '# Tunables shown in the TUI. env = … or arg = …; type choice (choices, "" = unset),',
+        "# bool, int/float (min/max/step) or str.",
+    ]
+    for t in default_toggles(cmd.args, cmd.env):
+        out += ["", "[[toggles]]"]
+        out += [_kv(k, v) for k, v in t.items()]
+    out += [
+        "",
+        "[bench]",
+        _kv("runner", "builtin", "builtin | bench_serving | command"),
+        _kv("prompts", "chat", "chat | code | long | path to a JSONL file"),
+        _kv("num_prompts", 32),
+        _kv("concurrency", 8),
+        _kv("max_new_tokens", 256),
+        _kv("temperature", 0.0),
+        _kv("ignore_eos", True),
+        _kv("seed", 1, "same seed → same prompts, so runs stay comparable"),
+        _kv("warmup", 2, "excluded from the numbers; the cache is flushed afterwards"),
+        _kv("repeats", 1, "≥ 3 gives a noise band for the Δ columns"),
+        "",
+        "[verdict]",
+        "# Thresholds for pass/fail; remove a line to skip that check.",
+        _kv("min_accept_len", 2.0),
+        _kv("min_speedup", 1.0, "vs the pinned baseline run"),
+        "",
+    ]
+    return "\n".join(out)
+
+
+def _cmd_init(ns: argparse.Namespace) -> int:
+    path = Path(ns.file).expanduser()
+    if path.exists() and not ns.force:
+        print(f"eagletui: {path} exists; use --force to overwrite", file=sys.stderr)
+        return 1
+    if ns.example and ns.from_command:
+        print("eagletui: use either --example or --from-command, not both", file=sys.stderr)
+        return 2
+    try:
+        if ns.example:
+            text = example_text(ns.example)
+        else:
+            source = ns.from_command or _TEMPLATE_COMMAND
+            cmd = parse_launch_command(source)
+            for w in cmd.warnings:
+                print(f"warning: {w}", file=sys.stderr)
+            for key, value in cmd.env.items():
+                if is_secret(key, value):
+                    print(
+                        f"warning: {key} looks like a secret and is written to {path} in clear",
+                        file=sys.stderr,
+                    )
+            text = render_profile(cmd, path.stem, ns.from_command or "")
+        parse_profile(text, path)  # never write a file that would not load
+    except ProfileError as exc:
+        print(f"eagletui: {exc}", file=sys.stderr)
+        return 2
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    print(f"wrote {path}")
+    return 0
+
+
+def _cmd_check(ns: argparse.Namespace) -> int:
+    try:
+        prof = load_profile(ns.file)
+    except ProfileError as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
+    argv = prof.argv()
+    env = redact_env(prof.env)
+    if ns.json:
+        print(json.dumps({"name": prof.name, "target": prof.target, "argv": argv, "env": env}, indent=2))
+        return 0
+    print(f"{prof.path}: ok ({prof.name}, target {prof.target}, {len(prof.toggles)} toggles)")
+    for key, value in env.items():
+        print(f"env  {key}={value}")
+    print("argv " + json.dumps(argv))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="eagletui profile", description="Create and check eagletui profiles.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+    init = sub.add_parser("init", help="write a commented profile")
+    init.add_argument("file")
+    init.add_argument("--from-command", metavar="CMD", help="a pasted sglang launch command (quote it)")
+    init.add_argument("--example", choices=sorted(EXAMPLES), help="write a packaged example profile")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    check = sub.add_parser("check", help="validate a profile and print its argv")
+    check.add_argument("file")
+    check.add_argument("--json", action="store_true")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    try:
+        ns = build_parser().parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    return _cmd_init(ns) if ns.cmd == "init" else _cmd_check(ns)

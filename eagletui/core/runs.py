@@ -1,0 +1,338 @@
+"""Runs: one launch (its config, phase timings, failure) plus the benchmarks run against it.
+
+The run book answers the tuner's question "did this change help?" honestly: every run is compared
+with a pinned baseline, a difference is only flagged when it is outside the run-to-run noise, runs on a
+different workload are called out instead of compared silently, and obvious misconfigurations
+(speculation that accepts ~1 token, a spec run slower than plain decoding) raise alarms.
+
+Pure: folds events, no I/O, no UI, so a replayed recording rebuilds exactly the same table.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from eagletui.bench.stats import mean_stdev, stat
+from eagletui.core.events import (
+    BenchmarkResult,
+    BenchmarkStarted,
+    Event,
+    LaunchDetected,
+    LaunchStarted,
+    PhaseFinished,
+    ServerFailed,
+    ServerReady,
+    ServerStopped,
+)
+from eagletui.core.profile import Verdict, config_diff, format_diff
+
+#: Metrics compared across runs: name → higher is better.
+METRICS: dict[str, bool] = {"tok_s": True, "accept_len": True, "ttft_ms": False}
+
+#: Below this accept length speculation is (nearly) never accepting a draft token.
+ACCEPT_ALARM = 1.2
+#: With single samples, Δ smaller than this fraction is treated as noise.
+SINGLE_SAMPLE_NOISE = 0.01
+#: With repeats, Δ must exceed this many combined standard deviations.
+NOISE_SIGMAS = 2.0
+
+
+@dataclass(frozen=True)
+class Metric:
+    """A metric over a run's repeats: mean, sample stdev (None for one sample) and count."""
+
+    mean: float | None
+    stdev: float | None = None
+    n: int = 0
+
+    def text(self, digits: int = 1) -> str:
+        if self.mean is None:
+            return "—"
+        if self.stdev is not None:
+            return f"{self.mean:.{digits}f} ± {self.stdev:.{digits}f}"
+        return f"{self.mean:.{digits}f}"
+
+
+@dataclass(frozen=True)
+class Delta:
+    """Relative change vs the baseline; ``flagged`` only when the change is outside the noise band."""
+
+    pct: float | None
+    flagged: bool = False
+    better: bool | None = None
+
+
+@dataclass
+class Run:
+    launch: int
+    target: str = ""
+    config: dict[str, Any] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
+    failure: str | None = None
+    failure_kind: str | None = None
+    ready: bool = False
+    stopped: bool = False
+    results: list[BenchmarkResult] = field(default_factory=list)
+    fingerprints: list[str] = field(default_factory=list)
+    wall: float = 0.0
+
+    @property
+    def phase_total_s(self) -> float | None:
+        return math.fsum(self.phases.values()) if self.phases else None
+
+    @property
+    def good_results(self) -> list[BenchmarkResult]:
+        """Results that measured something; a wholly failed benchmark says nothing about speed."""
+        return [r for r in self.results if r.requests > 0 and r.output_throughput > 0]
+
+    @property
+    def is_spec(self) -> bool:
+        args = self.config.get("args", {}) if isinstance(self.config, dict) else {}
+        algo = args.get("--speculative-algorithm")
+        return bool(algo) and algo is not False
+
+    @property
+    def fingerprint(self) -> str:
+        fps = [r.workload_fingerprint for r in self.good_results if r.workload_fingerprint]
+        return fps[-1] if fps else ""
+
+    def metric(self, name: str) -> Metric:
+        rs = self.good_results
+        if name == "tok_s":
+            values = [r.output_throughput for r in rs]
+        elif name == "accept_len":
+            values = [r.accept_length for r in rs]
+        elif name == "ttft_ms":
+            values = [stat(r.stats, "ttft_ms", "median") for r in rs]
+        else:
+            raise KeyError(name)
+        m, s, n = mean_stdev(values)
+        return Metric(m, s, n)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    """Plain data for one table row (and JSON output)."""
+
+    launch: int
+    is_baseline: bool
+    diff: str
+    phase_total_s: float | None
+    tok_s: Metric
+    accept_len: Metric
+    ttft_ms: Metric
+    deltas: dict[str, Delta]
+    verdict: str
+    reasons: tuple[str, ...]
+    alarms: tuple[str, ...]
+    warnings: tuple[str, ...]
+    failure: str | None
+    repeats: int
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def delta(run: Metric, base: Metric, higher_is_better: bool = True) -> Delta:
+    """Δ% of ``run`` vs ``base``; flagged only when outside the noise band (see module constants)."""
+    if run.mean is None or base.mean is None or base.mean == 0:
+        return Delta(None)
+    diff = run.mean - base.mean
+    pct = diff / abs(base.mean) * 100.0
+    if run.stdev is not None or base.stdev is not None:
+        combined = math.sqrt((run.stdev or 0.0) ** 2 + (base.stdev or 0.0) ** 2)
+        flagged = abs(diff) > NOISE_SIGMAS * combined and abs(diff) > 0
+    else:
+        flagged = abs(diff) > SINGLE_SAMPLE_NOISE * abs(base.mean)
+    better = None if not flagged else ((diff > 0) == higher_is_better)
+    return Delta(pct, flagged, better)
+
+
+class RunBook:
+    """Folds events into runs keyed by launch number; the first launch is the baseline until pinned."""
+
+    def __init__(self, verdict: Verdict | None = None) -> None:
+        self.verdict = verdict or Verdict()
+        self.runs: dict[int, Run] = {}
+        self.baseline: int | None = None
+
+    # ------------------------------------------------------------------ folding
+
+    def _run(self, launch: int) -> Run:
+        run = self.runs.get(launch)
+        if run is None:
+            run = self.runs[launch] = Run(launch=launch)
+        return run
+
+    def apply(self, event: Event) -> None:
+        if isinstance(event, LaunchStarted):
+            run = self._run(event.launch)
+            run.target = event.target
+            run.config = dict(event.config)
+            run.wall = event.wall
+        elif isinstance(event, LaunchDetected):
+            run = self._run(event.launch)
+            if not run.config and event.args:
+                run.config = {"args": {"--" + k.replace("_", "-"): v for k, v in event.args.items()}}
+        elif isinstance(event, PhaseFinished):
+            if event.seconds is not None:
+                self._run(event.launch).phases[event.phase] = float(event.seconds)
+        elif isinstance(event, ServerReady):
+            self._run(event.launch).ready = True
+        elif isinstance(event, ServerFailed):
+            run = self._run(event.launch)
+            run.failure_kind = event.kind
+            run.failure = f"{event.kind}: {event.message}" if event.message else event.kind
+        elif isinstance(event, ServerStopped):
+            self._run(event.launch).stopped = True
+        elif isinstance(event, BenchmarkStarted):
+            self._run(event.launch)
+        elif isinstance(event, BenchmarkResult):
+            run = self._run(event.launch)
+            run.results.append(event)
+        else:
+            return
+        if self.baseline is None and self.runs:
+            self.baseline = min(self.runs)
+
+    def pin_baseline(self, launch: int) -> None:
+        if launch not in self.runs:
+            raise KeyError(f"no run for launch {launch}")
+        self.baseline = launch
+
+    # ------------------------------------------------------------------ analysis
+
+    def base_run(self) -> Run | None:
+        return self.runs.get(self.baseline) if self.baseline is not None else None
+
+    def diff(self, launch: int) -> dict[str, list[Any]]:
+        base = self.base_run()
+        run = self.runs[launch]
+        if base is None or base is run or not base.config or not run.config:
+            return {}
+        return config_diff(base.config, run.config)
+
+    def deltas(self, launch: int) -> dict[str, Delta]:
+        base = self.base_run()
+        run = self.runs[launch]
+        if base is None or base is run:
+            return {name: Delta(None) for name in METRICS}
+        return {name: delta(run.metric(name), base.metric(name), hib) for name, hib in METRICS.items()}
+
+    def comparable(self, a: int, b: int) -> bool:
+        fa, fb = self.runs[a].fingerprint, self.runs[b].fingerprint
+        return not fa or not fb or fa == fb
+
+    def _nospec_reference(self, run: Run) -> Run | None:
+        """The no-spec run a spec run must beat: the baseline if it is one, else the latest no-spec run."""
+        base = self.base_run()
+        if base is not None and not base.is_spec and base.good_results:
+            return base
+        candidates = [r for r in self.runs.values() if not r.is_spec and r.config and r.good_results]
+        return max(candidates, key=lambda r: r.launch) if candidates else None
+
+    def warnings(self, launch: int) -> list[str]:
+        run = self.runs[launch]
+        out: list[str] = []
+        fps = {r.workload_fingerprint for r in run.good_results if r.workload_fingerprint}
+        if len(fps) > 1:
+            out.append("repeats used different workloads")
+        base = self.base_run()
+        if base is not None and base is not run and not self.comparable(launch, base.launch):
+            out.append(f"workload differs from baseline #{base.launch}: Δ not comparable")
+        return out
+
+    def alarms(self, launch: int) -> list[str]:
+        run = self.runs[launch]
+        out: list[str] = []
+        acc = run.metric("accept_len").mean
+        if acc is not None and acc < ACCEPT_ALARM and (run.is_spec or not run.config):
+            out.append(f"accept length {acc:.2f} ≈ 1: speculation is not working")
+        if run.is_spec:
+            ref = self._nospec_reference(run)
+            tok = run.metric("tok_s").mean
+            if ref is not None and tok is not None:
+                ref_tok = ref.metric("tok_s").mean
+                if ref_tok and tok < ref_tok and self.comparable(launch, ref.launch):
+                    out.append(
+                        f"spec run slower than no-spec #{ref.launch} ({tok:.0f} < {ref_tok:.0f} tok/s)"
+                    )
+        return out
+
+    def verdict_for(self, launch: int) -> tuple[str, list[str]]:
+        """``pass``/``fail``/``—`` (nothing to judge) with the reasons behind a fail or pass."""
+        run = self.runs[launch]
+        v = self.verdict
+        if run.failure:
+            return "fail", [f"launch failed: {run.failure}"]
+        if not run.good_results:
+            if run.results:
+                return "fail", [run.results[-1].error or "benchmark failed"]
+            return "—", []
+        fails: list[str] = []
+        passes: list[str] = []
+        tok = run.metric("tok_s").mean
+        acc = run.metric("accept_len").mean
+        ttft = run.metric("ttft_ms").mean
+        if v.min_accept_len is not None and (run.is_spec or acc is not None):
+            if acc is None:
+                fails.append("no accept length reported")
+            elif acc < v.min_accept_len:
+                fails.append(f"accept len {acc:.2f} < {v.min_accept_len:g}")
+            else:
+                passes.append(f"accept len {acc:.2f} ≥ {v.min_accept_len:g}")
+        if v.min_speedup is not None:
+            base = self.base_run()
+            if (
+                base is not None
+                and base is not run
+                and base.good_results
+                and self.comparable(launch, base.launch)
+            ):
+                btok = base.metric("tok_s").mean
+                if btok and tok is not None:
+                    speedup = tok / btok
+                    if speedup < v.min_speedup:
+                        fails.append(f"speedup {speedup:.2f}× < {v.min_speedup:g}× vs #{base.launch}")
+                    else:
+                        passes.append(f"speedup {speedup:.2f}× ≥ {v.min_speedup:g}×")
+        if v.min_tok_s is not None and tok is not None:
+            if tok < v.min_tok_s:
+                fails.append(f"{tok:.0f} tok/s < {v.min_tok_s:g}")
+            else:
+                passes.append(f"{tok:.0f} tok/s ≥ {v.min_tok_s:g}")
+        if v.max_ttft_ms is not None and ttft is not None:
+            if ttft > v.max_ttft_ms:
+                fails.append(f"TTFT p50 {ttft:.0f} ms > {v.max_ttft_ms:g}")
+            else:
+                passes.append(f"TTFT p50 {ttft:.0f} ms ≤ {v.max_ttft_ms:g}")
+        if fails:
+            return "fail", fails
+        if passes:
+            return "pass", passes
+        return "—", []
+
+    def row(self, launch: int) -> RunRow:
+        run = self.runs[launch]
+        verdict, reasons = self.verdict_for(launch)
+        return RunRow(
+            launch=launch,
+            is_baseline=launch == self.baseline,
+            diff="baseline" if launch == self.baseline else (format_diff(self.diff(launch), limit=4) or "="),
+            phase_total_s=run.phase_total_s,
+            tok_s=run.metric("tok_s"),
+            accept_len=run.metric("accept_len"),
+            ttft_ms=run.metric("ttft_ms"),
+            deltas=self.deltas(launch),
+            verdict=verdict,
+            reasons=tuple(reasons),
+            alarms=tuple(self.alarms(launch)),
+            warnings=tuple(self.warnings(launch)),
+            failure=run.failure,
+            repeats=len(run.good_results),
+        )
+
+    def rows(self) -> list[RunRow]:
+        return [self.row(n) for n in sorted(self.runs)]

@@ -1,0 +1,86 @@
+"""`eagletui bench local --launch` end to end against the real simulator (a real process)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+
+import pytest
+
+from eagletui.commands.bench import main
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _profile(tmp_path, port: int, extra_args: str = "") -> str:
+    p = tmp_path / "sim.toml"
+    p.write_text(
+        f"""
+name = "simtest"
+[target]
+python = "{sys.executable}"
+workdir = "{tmp_path}"
+[server]
+command = ["{{python}}", "-m", "eagletui.sim"]
+port = {port}
+runs_dir = "{tmp_path}/runs"
+ready_timeout_s = 60
+[server.args]
+model-path = "moonshotai/Kimi-K2.5"
+tp = 8
+speculative-algorithm = "EAGLE3"
+speculative-draft-model-path = "lmsys/Kimi-K2.5-EAGLE3"
+speculative-num-steps = 3
+speculative-eagle-topk = 1
+speculative-num-draft-tokens = 4
+enable-metrics = true
+sim-time-scale = 0.003
+sim-speed = 20
+{extra_args}
+[bench]
+num_prompts = 6
+concurrency = 3
+max_new_tokens = 48
+warmup = 1
+"""
+    )
+    return str(p)
+
+
+@pytest.mark.slow
+def test_bench_local_launch_json_against_simulator(tmp_path, capsys):
+    port = _free_port()
+    rc = main(["local", "--profile", _profile(tmp_path, port), "--launch", "--repeats", "2", "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    data = json.loads(out.out)
+    assert data["output_throughput"] > 0 and data["requests"] == 12 and data["failed"] == 0
+    assert 2.0 < data["accept_length"] < 4.5  # sim default drafter ≈ 3.2
+    assert set(data["ttft_ms"]) == {"mean", "median", "p90", "p99"} and data["itl_ms"]["mean"] > 0
+    assert len(data["workload_fingerprint"]) == 64
+    assert data["config"]["args"]["--speculative-algorithm"] == "EAGLE3"
+    assert data["repeats"]["n"] == 2 and len(data["repeats"]["runs"]) == 2
+    assert data["repeats"]["output_throughput"]["stdev"] is not None
+    # the server we launched is stopped: nothing listens on the port any more
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_bench_unreachable_server_fails_cleanly(tmp_path, capsys):
+    rc = main(["local", "--profile", _profile(tmp_path, _free_port()), "--json"])
+    out = capsys.readouterr()
+    assert rc == 1
+    data = json.loads(out.out)
+    assert data["failed"] == 6 and "connection" in data["error"].lower()
+
+
+def test_bench_bad_profile(tmp_path, capsys):
+    p = tmp_path / "bad.toml"
+    p.write_text("[bench]\nbogus = 1\n")
+    assert main(["local", "--profile", str(p)]) == 2
+    assert "bad.toml:2" in capsys.readouterr().err
