@@ -383,6 +383,9 @@ def _on_bench_sample(s: SessionState, ev: BenchmarkSample) -> None:
 
 def _on_bench_result(s: SessionState, ev: BenchmarkResult) -> None:
     s.bench_results.append(ev)
+    if ev.output_throughput > 0:
+        # The run's aggregate ends the per-second line, so even a sub-second burst shows on the chart.
+        s.bench_tick_tok_s.add(ev.wall, ev.output_throughput)
     if s.bench_running == ev.bench:
         s.bench_running = None
 

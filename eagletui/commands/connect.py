@@ -1,0 +1,78 @@
+"""``eagletui connect TARGET``: the tuning workspace on a remote host (or ``local``)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from eagletui.commands._ui import add_ui_options
+
+    p = argparse.ArgumentParser(
+        prog="eagletui connect",
+        description="Connect to [user@]host[:port], an ~/.ssh/config alias, or 'local'; reattach to a running "
+        "server eagletui started there, or launch the profile's server.",
+    )
+    p.add_argument("target", help="[user@]host[:port], an ssh config alias, or 'local'")
+    p.add_argument("--profile", "-p", help="profile TOML (see 'eagletui profile init')")
+    p.add_argument(
+        "--accept-new-host-key", action="store_true", help="add an unknown host key to known_hosts"
+    )
+    p.add_argument("--no-launch", action="store_true", help="do not launch a server when none is running")
+    p.add_argument("--no-preflight", action="store_true", help="skip the pre-launch checks")
+    add_ui_options(p)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from eagletui.commands._ui import load_config, make_history, make_recorder
+    from eagletui.core.profile import Profile, ProfileError, load_profile
+
+    if args.profile:
+        try:
+            profile = load_profile(args.profile)
+        except ProfileError as exc:
+            sys.stderr.write(f"eagletui: {exc}\n")
+            return 2
+    else:
+        profile = Profile(name="(no profile)", target=args.target)
+    target = args.target
+    cfg = load_config()
+
+    from eagletui.ui.app import EagleApp
+    from eagletui.workspace import Workspace
+
+    app: EagleApp
+
+    def factory(emit):
+        return Workspace(
+            profile,
+            emit,
+            target=target,
+            accept_new_host_key=args.accept_new_host_key,
+            ask_host_key=app.ask_host_key,
+            preflight=not args.no_preflight,
+        )
+
+    app = EagleApp(
+        profile=profile,
+        target=target,
+        mode="live",
+        workspace_factory=factory,
+        user_config=cfg,
+        theme_name=args.theme,
+        history=make_history(cfg),
+        autolaunch=bool(args.profile) and not args.no_launch,
+        recorder=make_recorder(cfg, target, profile, enabled=not args.no_record),
+    )
+    app.run()
+    if app.workspace is not None and app.workspace.run is not None:
+        sys.stderr.write(
+            f"the server (run {app.workspace.run.run_id}) keeps running on {target}; "
+            f"'eagletui connect {target}' reattaches\n"
+        )
+    if app.recorder is not None:
+        sys.stderr.write(f"session recorded to {app.recorder.path}\n")
+    return 0

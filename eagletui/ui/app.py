@@ -1,0 +1,702 @@
+"""The tuning workspace: one screen, keyboard-driven, fed by one event stream.
+
+The app never interprets log text or HTTP itself: a driver (live :class:`~eagletui.workspace.Workspace`
+or a replay) produces events, :meth:`EagleApp.dispatch` folds them into :class:`SessionState`, records
+them and marks the screen dirty; a 10 Hz timer repaints what changed. That keeps a 20,000 line/s burst
+from turning into 20,000 repaints.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.command import Hit, Hits, Provider
+from textual.containers import Horizontal, Vertical
+from textual.widgets import Footer, Static, TabbedContent, TabPane
+
+from eagletui.core.events import (
+    PHASES,
+    BenchmarkResult,
+    Event,
+    LaunchStarted,
+    LogLine,
+    Notice,
+    ServerFailed,
+    ServerReady,
+)
+from eagletui.core.profile import Profile, config_diff, format_diff
+from eagletui.core.state import SessionState
+from eagletui.ui.screens.modals import ConfirmScreen, HelpScreen, PromptScreen, TextScreen, diff_text
+from eagletui.ui.widgets.logview import LogView
+from eagletui.ui.widgets.phases import PhasePanel, fmt_secs
+from eagletui.ui.widgets.runs import RunsTable
+from eagletui.ui.widgets.status import GpuStrip, StatusHeader
+from eagletui.ui.widgets.tuning import TuningPanel
+
+CSS_PATH = Path(__file__).with_name("app.tcss")
+NARROW_WIDTH = 140
+
+ACTIONS: list[tuple[str, str, str, str, str]] = [
+    # (binding id, default key, action, footer label, description)
+    ("relaunch", "r", "relaunch", "Relaunch", "Relaunch the server with the running config"),
+    ("stop", "s", "stop", "Stop", "Stop the server eagletui started"),
+    ("bench", "b", "bench", "Bench", "Run a benchmark"),
+    ("apply", "a", "apply", "Apply", "Apply pending toggles: preflight, stop, relaunch"),
+    ("diff", "d", "diff", "Diff", "Show pending changes (running vs pending)"),
+    ("pin", "m", "pin_baseline", "Baseline", "Pin the selected run (or the latest) as baseline"),
+    ("search", "slash", "search", "Search", "Search the log"),
+    ("search_next", "n", "search_next", "Next hit", "Next search hit"),
+    ("search_prev", "N", "search_prev", "Prev hit", "Previous search hit"),
+    ("follow", "f", "follow", "Follow", "Follow the log tail"),
+    ("errors", "e", "filter('errors')", "Errors", "Log filter: errors and warnings only"),
+    ("phase_lines", "p", "filter('phase')", "Phases", "Log filter: phase lines"),
+    ("decode_lines", "c", "filter('decode')", "Decode", "Log filter: decode/prefill lines"),
+    ("all_lines", "0", "filter('all')", "All lines", "Log filter: everything"),
+    ("rank_filter", "k", "rank_filter", "Rank", "Log filter: cycle through ranks (TP0, TP1, …, all)"),
+    ("theme", "t", "cycle_theme", "Theme", "Next theme"),
+    ("tab_log", "1", "tab('log')", "Log", "Log tab"),
+    ("tab_charts", "2", "tab('charts')", "Charts", "Charts tab (narrow terminals)"),
+    ("tab_tune", "3", "tab('tune')", "Tune", "Tune tab"),
+    ("tab_runs", "4", "tab('runs')", "Runs", "Runs tab"),
+    ("help", "f1,question_mark", "help", "Help", "Help: all keys"),
+    ("quit", "q", "quit_app", "Quit", "Quit (the server keeps running, except in the demo)"),
+]
+
+FOOTER_SHOWN = {
+    "relaunch",
+    "stop",
+    "bench",
+    "apply",
+    "diff",
+    "pin",
+    "search",
+    "follow",
+    "theme",
+    "help",
+    "quit",
+}
+
+
+class EagleCommands(Provider):
+    """Every action in the command palette, so nothing needs a key to be reachable."""
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        app = self.app
+        for bid, key, action, _label, desc in ACTIONS:
+            score = matcher.match(desc)
+            if score > 0:
+                yield Hit(score, matcher.highlight(desc), _runner(app, action), help=f"key: {key}  id: {bid}")
+
+
+def _runner(app: App, action: str):
+    async def run() -> None:
+        await app.run_action(action)
+
+    return run
+
+
+class EagleApp(App):
+    CSS_PATH = CSS_PATH
+    TITLE = "eagletui"
+    COMMANDS = App.COMMANDS | {EagleCommands}
+    BINDINGS = [
+        Binding(key, action, label, id=bid, show=bid in FOOTER_SHOWN, tooltip=desc)
+        for bid, key, action, label, desc in ACTIONS
+    ]
+
+    def __init__(
+        self,
+        *,
+        profile: Profile | None,
+        target: str,
+        mode: str = "live",  # live | demo | replay
+        workspace_factory: Any = None,
+        replay: Any = None,
+        recorder: Any = None,
+        user_config: Any = None,
+        theme_name: str | None = None,
+        autolaunch: bool = True,
+        history: Any = None,
+        clock: Any = None,
+    ) -> None:
+        super().__init__()
+        self.profile = profile
+        self.target = target
+        self.mode = mode
+        self.workspace_factory = workspace_factory
+        self.replay = replay
+        self.recorder = recorder
+        self.user_config = user_config
+        self.autolaunch = autolaunch
+        self.history = history
+        self.clock = clock or time.time
+        self.state = SessionState(target=target)
+        self.workspace: Any = None
+        self._dirty = True
+        self._last_chart = 0.0
+        self._bench_task: asyncio.Task | None = None
+        self._theme_names: list[str] = []
+        self._requested_theme = theme_name
+        self.runbook = _make_runbook(profile)
+        self.selected_run: int | None = None
+        self.events_seen = 0
+        self._quitting = False
+        self._log: LogView | None = None
+        self._apply_keymap()
+
+    # ------------------------------------------------------------------ setup
+
+    def _apply_keymap(self) -> None:
+        keymap = getattr(self.user_config, "keymap", None) or {}
+        if keymap:
+            self.set_keymap(dict(keymap))
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        try:
+            from eagletui.ui.themes import APP_VARIABLE_DEFAULTS
+
+            return dict(APP_VARIABLE_DEFAULTS)
+        except Exception:
+            return {}
+
+    def compose(self) -> ComposeResult:
+        from eagletui.ui.widgets.charts import AcceptChart, RequestTokSChart, TokSChart, TtftChart
+
+        scrollback = int(getattr(self.user_config, "scrollback", 100_000) or 100_000)
+        yield StatusHeader(id="status")
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                yield PhasePanel(id="phases")
+                yield GpuStrip(id="gpus")
+                yield Static("", id="compare")
+                with Vertical(id="wide-charts"):
+                    yield TokSChart(id="chart-toks-wide", classes="chart")
+                    yield AcceptChart(id="chart-accept-wide", classes="chart")
+                    with Horizontal(classes="chart-pair"):
+                        yield RequestTokSChart(id="chart-req-wide", classes="chart")
+                        yield TtftChart(id="chart-ttft-wide", classes="chart")
+            with TabbedContent(id="tabs", initial="log"):
+                with TabPane("Log", id="log"):
+                    yield LogView(max_lines=scrollback, id="logview")
+                with TabPane("Charts", id="charts"):
+                    with Horizontal(classes="chart-pair"):
+                        yield TokSChart(id="chart-toks", classes="chart")
+                        yield AcceptChart(id="chart-accept", classes="chart")
+                    with Horizontal(classes="chart-pair"):
+                        yield RequestTokSChart(id="chart-req", classes="chart")
+                        yield TtftChart(id="chart-ttft", classes="chart")
+                with TabPane("Tune", id="tune"):
+                    yield TuningPanel(id="tuning")
+                with TabPane("Runs", id="runs"):
+                    yield RunsTable(id="runs-table")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self._log = self.query_one(LogView)
+        self._load_themes()
+        if self.profile is not None:
+            self.query_one(TuningPanel).set_profile(self.profile)
+        self._layout_for(self.size.width)
+        self.set_interval(0.1, self._tick)
+        if self.mode == "replay":
+            self.run_replay()
+        else:
+            self.start_live()
+
+    def _load_themes(self) -> None:
+        problems: list[str] = []
+        try:
+            from eagletui.ui.themes import load_themes
+
+            themes, problems = load_themes()
+            for th in themes:
+                self.register_theme(th)
+                self._theme_names.append(th.name)
+        except Exception as exc:  # themes are cosmetic: never fatal
+            problems.append(f"themes: {exc}")
+        for p in problems:
+            self.notify(p, title="theme problem", severity="warning", timeout=8)
+        wanted = self._requested_theme or getattr(self.user_config, "theme", None) or "eagletui-dark"
+        if wanted in self.available_themes:
+            self.theme = wanted
+        elif self._requested_theme:
+            self.notify(f"unknown theme {wanted!r}", severity="warning")
+        if not self._theme_names:
+            self._theme_names = ["textual-dark", "textual-light"]
+
+    def on_resize(self, event) -> None:
+        self._layout_for(event.size.width)
+
+    def _layout_for(self, width: int) -> None:
+        narrow = width < NARROW_WIDTH
+        self.screen.set_class(narrow, "narrow")
+        with contextlib.suppress(Exception):
+            tabs = self.query_one(TabbedContent)
+            if narrow:
+                tabs.show_tab("charts")
+            else:
+                if tabs.active == "charts":
+                    tabs.active = "log"
+                tabs.hide_tab("charts")
+        self._dirty = True
+
+    # ------------------------------------------------------------------ the event path
+
+    def dispatch(self, ev: Event) -> None:
+        """The single entry for events from any source (live, bench, replay)."""
+        self.events_seen += 1
+        self.state.apply(ev)
+        if self.runbook is not None:
+            with contextlib.suppress(Exception):
+                self.runbook.apply(ev)
+        if self.recorder is not None:
+            try:
+                self.recorder.write(ev)
+            except Exception as exc:
+                self.recorder = None
+                self.notify(f"recording stopped: {exc}", severity="error")
+        if isinstance(ev, LogLine):
+            if self._log is not None:
+                self._log.add_events([ev])
+        elif isinstance(ev, ServerReady):
+            self._announce("ready", "server ready", f"launch #{self.state.current} is ready")
+            self._record_history()
+        elif isinstance(ev, ServerFailed):
+            self._announce("failed", f"server failed: {ev.kind}", ev.hint or ev.message, severity="error")
+        elif isinstance(ev, BenchmarkResult):
+            msg = f"{ev.output_throughput:.1f} tok/s"
+            if ev.accept_length:
+                msg += f", accept {ev.accept_length:.2f}"
+            if ev.error:
+                msg += f" ({ev.error})"
+            self._announce("bench_done", "benchmark done", msg)
+        elif isinstance(ev, Notice) and ev.level in ("warning", "error"):
+            self.notify(ev.message, severity="error" if ev.level == "error" else "warning", timeout=6)
+        elif isinstance(ev, LaunchStarted) and self._log is not None:
+            self._log.add_marker(f"──────── launch #{ev.launch} ────────")
+        self._dirty = True
+
+    def _announce(self, what: str, title: str, body: str, severity: str = "information") -> None:
+        cfg = getattr(getattr(self.user_config, "notifications", None), what, None)
+        toast = getattr(cfg, "toast", True) if cfg is not None else True
+        bell = getattr(cfg, "bell", True) if cfg is not None else True
+        desktop = getattr(cfg, "desktop", True) if cfg is not None else True
+        if self.mode == "replay":
+            bell = desktop = False
+        if toast:
+            self.notify(body, title=title, severity=severity, timeout=6)
+        if bell:
+            self.bell()
+        if desktop:
+            with contextlib.suppress(Exception):
+                from eagletui.ui.notify import desktop_notify_sequence
+
+                kind = getattr(getattr(self.user_config, "notifications", None), "desktop_kind", "osc9")
+                seq = desktop_notify_sequence(f"eagletui: {title}", body, kind=kind)
+                driver = self._driver
+                if driver is not None and not self.is_headless:
+                    driver.write(seq)
+
+    def _record_history(self) -> None:
+        la = self.state.launch
+        if self.history is None or la is None or self.mode == "replay":
+            return
+        with contextlib.suppress(Exception):
+            from eagletui.core.history import history_key
+
+            self.history.record(history_key(la.config), la.phase_durations())
+
+    def _estimates(self) -> dict[str, tuple[float, float]]:
+        la = self.state.launch
+        if self.history is None or la is None:
+            return {}
+        out: dict[str, tuple[float, float]] = {}
+        with contextlib.suppress(Exception):
+            from eagletui.core.history import history_key
+
+            key = history_key(la.config)
+            for phase in PHASES:
+                med = self.history.estimate(key, phase)
+                if med is not None:
+                    out[phase] = (med, self.history.p95(key, phase) or med * 1.5)
+        return out
+
+    def now(self) -> float:
+        if self.mode == "replay":
+            return self.state.last_wall or self.clock()
+        return self.clock()
+
+    def _tick(self) -> None:
+        log = self._log
+        if self._quitting or log is None or not log.is_attached:
+            return
+        log.flush()
+        la = self.state.launch
+        active = la is not None and la.status in ("launching", "loading")
+        if not self._dirty and not active:
+            return
+        self._dirty = False
+        now = self.now()
+        self.query_one(PhasePanel).show(la, now, self._estimates())
+        self.query_one(StatusHeader).show(
+            self.state,
+            recording=self.recorder is not None,
+            mode=self.mode,
+            follow=log.follow,
+            bench=self.state.bench_running is not None,
+        )
+        self.query_one(GpuStrip).show(self.state)
+        # Charts are the costliest repaint: at most once a second while data flows.
+        if time.monotonic() - self._last_chart >= 1.0:
+            self._last_chart = time.monotonic()
+            baseline = self._baseline_tok_s()
+            narrow = self.screen.has_class("narrow")
+            for chart in self.query(".chart"):
+                in_tab = not chart.id.endswith("-wide")
+                if in_tab == narrow:
+                    base = (
+                        baseline
+                        if chart.id.startswith("chart-toks")
+                        else self._baseline_accept()
+                        if chart.id.startswith("chart-accept")
+                        else None
+                    )
+                    chart.sync(self.state, base)
+            self.query_one(RunsTable).show(self.runbook, self.state)
+            from eagletui.ui.widgets.phases import set_label
+
+            set_label(self.query_one("#compare", Static), self._compare_text())
+        else:
+            self._dirty = True
+
+    def _compare_text(self) -> Text:
+        """Current run vs the baseline in one line, beside the charts."""
+        t = Text(no_wrap=True, overflow="ellipsis")
+        if self.runbook is None or not self.runbook.runs:
+            t.append("no benchmark yet: press b when the server is ready", style="dim")
+            return t
+        launch = max((n for n, r in self.runbook.runs.items() if r.good_results), default=None)
+        if launch is None:
+            t.append("no benchmark yet: press b when the server is ready", style="dim")
+            return t
+        row = self.runbook.row(launch)
+        t.append(f"run #{launch}: ", style="bold")
+        t.append(f"{row.tok_s.text(1)} tok/s")
+        d = row.deltas.get("tok_s")
+        if d is not None and d.pct is not None and not row.is_baseline:
+            t.append(f" ({d.pct:+.1f}%)", style=("green" if d.better else "red") if d.flagged else "dim")
+        t.append(f"  accept {row.accept_len.text(2)}")
+        if row.is_baseline:
+            t.append("  ★ baseline", style="bold")
+        elif self.runbook.baseline is not None:
+            t.append(f"  vs #{self.runbook.baseline}", style="dim")
+        t.append(f"  {row.verdict}", style={"pass": "bold green", "fail": "bold red"}.get(row.verdict, "dim"))
+        if row.alarms:
+            t.append(f"  ⚠ {row.alarms[0]}", style="yellow")
+        return t
+
+    def _baseline_metric(self, name: str) -> float | None:
+        with contextlib.suppress(Exception):
+            base = self.runbook.base_run()
+            if base is not None:
+                return base.metric(name).mean
+        return None
+
+    def _baseline_tok_s(self) -> float | None:
+        return self._baseline_metric("tok_s")
+
+    def _baseline_accept(self) -> float | None:
+        return self._baseline_metric("accept_len")
+
+    # ------------------------------------------------------------------ drivers
+
+    @work(exclusive=True, group="live", exit_on_error=False)
+    async def start_live(self) -> None:
+        if self.workspace_factory is None:
+            return
+        self.workspace = self.workspace_factory(self.dispatch)
+        try:
+            await self.workspace.connect()
+        except Exception as exc:
+            self.notify(str(exc), title="connection failed", severity="error", timeout=30)
+            self.dispatch(Notice(level="error", message=f"connect failed: {exc}", source="connect"))
+            return
+        attached = False
+        with contextlib.suppress(Exception):
+            attached = await self.workspace.attach_newest()
+        if attached:
+            self.notify("reattached to the running server", title="attach")
+        elif self.autolaunch:
+            await self._do_launch(None)
+
+    async def _do_launch(self, profile: Profile | None) -> None:
+        from eagletui.workspace import WorkspaceError
+
+        try:
+            await self.workspace.launch(profile)
+        except WorkspaceError as exc:
+            self.notify(str(exc), title="launch refused", severity="error", timeout=15)
+        except Exception as exc:
+            self.notify(f"{type(exc).__name__}: {exc}", title="launch failed", severity="error", timeout=15)
+            self.dispatch(Notice(level="error", message=f"launch failed: {exc}", source="launch"))
+        self._sync_tuning()
+
+    def _sync_tuning(self) -> None:
+        if self.workspace is not None:
+            self.query_one(TuningPanel).set_profile(self.workspace.profile)
+
+    @work(exclusive=True, group="replay", exit_on_error=False)
+    async def run_replay(self) -> None:
+        async for ev in self.replay.play():
+            self.dispatch(ev)
+        self.notify("end of recording", title="replay")
+
+    async def ask_host_key(self, host: str, fingerprint: str) -> bool:
+        """Unknown host key: show the fingerprint and let the user decide (called from the live worker)."""
+        return bool(
+            await self.push_screen_wait(
+                ConfirmScreen(
+                    f"Unknown host {host}\nkey fingerprint {fingerprint}\nTrust it and add to known_hosts? (y/n)"
+                )
+            )
+        )
+
+    # ------------------------------------------------------------------ actions
+
+    def _live_only(self) -> bool:
+        if self.mode == "replay" or self.workspace is None:
+            self.notify(
+                "not available in replay" if self.mode == "replay" else "not connected", severity="warning"
+            )
+            return False
+        return True
+
+    def action_relaunch(self) -> None:
+        if self._live_only():
+            self._launch_worker(None)
+
+    @work(exclusive=True, group="control", exit_on_error=False)
+    async def _launch_worker(self, profile: Profile | None) -> None:
+        await self._do_launch(profile)
+
+    def action_stop(self) -> None:
+        if self._live_only():
+            self._stop_worker()
+
+    @work(exclusive=True, group="control", exit_on_error=False)
+    async def _stop_worker(self) -> None:
+        try:
+            await self.workspace.stop()
+            self.notify("server stopped", title="stop")
+        except Exception as exc:
+            self.notify(str(exc), title="stop", severity="error")
+
+    def action_bench(self) -> None:
+        if not self._live_only():
+            return
+        if self.state.server_state != "ready":
+            self.notify("the server is not ready yet", severity="warning")
+            return
+        if self._bench_task is not None and not self._bench_task.done():
+            self.notify("a benchmark is already running", severity="warning")
+            return
+        self._bench_worker()
+
+    @work(exclusive=False, group="bench", exit_on_error=False)
+    async def _bench_worker(self) -> None:
+        self._bench_task = asyncio.current_task()
+        try:
+            await self.workspace.benchmark()
+        except Exception as exc:
+            self.notify(f"{exc}", title="benchmark failed", severity="error")
+        finally:
+            self._bench_task = None
+
+    def _pending_profile(self) -> tuple[Profile | None, dict[str, Any]]:
+        tuning = self.query_one(TuningPanel)
+        base = self.workspace.profile if self.workspace is not None else self.profile
+        if base is None:
+            return None, {}
+        new = base.with_values(tuning.pending)
+        return new, config_diff(base.snapshot(), new.snapshot())
+
+    def action_diff(self) -> None:
+        new, diff = self._pending_profile()
+        if new is None:
+            self.notify("no profile", severity="warning")
+            return
+        argv = new.argv() if diff else None
+        self.push_screen(
+            TextScreen("pending changes (running → pending)", diff_text(diff, None, argv), "diff-screen")
+        )
+
+    def action_apply(self) -> None:
+        if not self._live_only():
+            return
+        new, diff = self._pending_profile()
+        if not diff:
+            self.notify("nothing to apply: no pending changes", severity="warning")
+            return
+        self.query_one(TuningPanel).pending.clear()
+        self.notify(format_diff(diff), title="applying")
+        self._launch_worker(new)
+
+    def action_pin_baseline(self) -> None:
+        if self.runbook is None:
+            return
+        launch = self.query_one(RunsTable).selected_launch() or self.state.current
+        try:
+            self.runbook.pin_baseline(launch)
+            self.notify(f"launch #{launch} is the baseline", title="baseline")
+        except Exception as exc:
+            self.notify(str(exc), severity="warning")
+        self._dirty = True
+
+    def action_search(self) -> None:
+        log = self.query_one(LogView)
+
+        def done(value: str | None) -> None:
+            if value is None:
+                return
+            hits = log.set_search(value)
+            self.notify(f"{hits} hit{'s' if hits != 1 else ''} for {value!r}" if value else "search cleared")
+
+        self.push_screen(PromptScreen("search the log", log.search), done)
+
+    def action_search_next(self) -> None:
+        self.query_one(LogView).next_hit(1)
+
+    def action_search_prev(self) -> None:
+        self.query_one(LogView).next_hit(-1)
+
+    def action_follow(self) -> None:
+        self.query_one(LogView).action_follow()
+        self._dirty = True
+
+    def action_filter(self, which: str) -> None:
+        log = self.query_one(LogView)
+        kinds = {
+            "errors": {"error", "traceback", "warning"},
+            "phase": {"phase", "progress"},
+            "decode": {"decode", "prefill"},
+            "all": None,
+        }[which]
+        log.set_filter(kinds, log.filter_rank)
+        self.query_one(TabbedContent).active = "log"
+        self.notify(f"log filter: {which}")
+
+    def action_rank_filter(self) -> None:
+        log = self.query_one(LogView)
+        ranks = sorted({r for row in log.rows for r in row.ranks})
+        if not ranks:
+            self.notify("no ranked lines yet")
+            return
+        order: list[int | None] = [*ranks, None]
+        current = log.filter_rank
+        nxt = order[(order.index(current) + 1) % len(order)] if current in order else order[0]
+        log.set_filter(log.filter_kinds, nxt)
+        self.notify(f"log rank filter: {'all' if nxt is None else f'TP{nxt}'}")
+
+    def action_tab(self, tab: str) -> None:
+        tabs = self.query_one(TabbedContent)
+        if tab == "charts" and not self.screen.has_class("narrow"):
+            return
+        tabs.active = tab
+
+    def action_cycle_theme(self) -> None:
+        names = [n for n in self._theme_names if n in self.available_themes] or ["textual-dark"]
+        idx = names.index(self.theme) if self.theme in names else -1
+        self.theme = names[(idx + 1) % len(names)]
+        self.notify(f"theme: {self.theme}")
+
+    def watch_theme(self, theme: str) -> None:
+        with contextlib.suppress(Exception):
+            self.query_one(LogView).refresh_styles()
+            for chart in self.query(".chart"):
+                chart._seen = ()
+        self._dirty = True
+
+    def action_help(self) -> None:
+        rows = []
+        keymap = getattr(self.user_config, "keymap", None) or {}
+        for bid, key, _action, _label, desc in ACTIONS:
+            rows.append((keymap.get(bid, key), desc, bid))
+        rows += [
+            ("←/→ enter", "Tune tab: step the selected toggle", "tune.next"),
+            ("x", "Tune tab: discard pending changes", "tune.discard"),
+            ("enter", "Runs tab: run details", ""),
+            ("end", "Log: follow the tail", "log.follow"),
+            ("ctrl+p", "Command palette", ""),
+        ]
+        self.push_screen(HelpScreen(rows))
+
+    def action_quit_app(self) -> None:
+        if self._bench_task is not None and not self._bench_task.done():
+
+            def answer(yes: bool | None) -> None:
+                if yes:
+                    self._quit_worker()
+
+            self.push_screen(ConfirmScreen("A benchmark is running. Quit anyway? (y/n)"), answer)
+            return
+        self._quit_worker()
+
+    @work(exclusive=True, group="quit", exit_on_error=False)
+    async def _quit_worker(self) -> None:
+        if self._quitting:
+            return
+        self._quitting = True
+        if self._bench_task is not None:
+            self._bench_task.cancel()
+        if self.workspace is not None:
+            stop = self.mode == "demo"
+            if stop:
+                self.notify("stopping the demo server…")
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self.workspace.close(stop_server=stop), timeout=30)
+        if self.recorder is not None:
+            with contextlib.suppress(Exception):
+                self.recorder.close()
+        self.exit()
+
+    @on(TuningPanel.PendingChanged)
+    def _pending_changed(self, event: TuningPanel.PendingChanged) -> None:
+        n = len(event.pending)
+        self.query_one("#tabs", TabbedContent).get_tab("tune").label = Text(f"Tune ({n})" if n else "Tune")
+
+    @on(RunsTable.RunSelected)
+    def _run_selected(self, event: RunsTable.RunSelected) -> None:
+        self.push_screen(
+            TextScreen(
+                f"run #{event.launch}",
+                self.query_one(RunsTable).details(self.runbook, self.state, event.launch),
+                "run-details",
+            )
+        )
+
+    @on(LogView.FollowChanged)
+    def _follow_changed(self, event: LogView.FollowChanged) -> None:
+        self._dirty = True
+
+
+def _make_runbook(profile: Profile | None) -> Any:
+    try:
+        from eagletui.core.runs import RunBook
+    except ImportError:
+        return None
+    try:
+        return RunBook(verdict=profile.verdict if profile else None)
+    except TypeError:
+        return RunBook()
+
+
+__all__ = ["EagleApp", "fmt_secs"]

@@ -1,0 +1,134 @@
+"""Modal screens: help, diff, run details, confirm, search prompt. All dismiss with Escape."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Button, Input, Label, Static
+
+
+class _Modal(ModalScreen):
+    BINDINGS = [Binding("escape,q", "dismiss_none", "Close")]
+    DEFAULT_CSS = """
+    _Modal { align: center middle; }
+    _Modal > Vertical { width: 90%; max-width: 110; height: auto; max-height: 90%;
+        background: $surface; border: thick $primary; padding: 1 2; }
+    _Modal .title { text-style: bold; color: $accent; margin-bottom: 1; }
+    """
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
+
+
+class HelpScreen(_Modal):
+    def __init__(self, bindings: list[tuple[str, str, str]]) -> None:
+        super().__init__()
+        self.rows = bindings
+
+    def compose(self) -> ComposeResult:
+        t = Text()
+        width = max((len(k) for k, _, _ in self.rows), default=6)
+        for key, desc, bid in self.rows:
+            t.append(f"{key.ljust(width)}  ", style="bold")
+            t.append(desc)
+            if bid:
+                t.append(f"   [{bid}]", style="dim")
+            t.append("\n")
+        t.append(
+            '\nKeys can be remapped in config.toml: [keymap] id = "key" (ids in brackets).\n', style="dim"
+        )
+        t.append("ctrl+p opens the command palette with every action.", style="dim")
+        with Vertical():
+            yield Label("eagletui — keys", classes="title")
+            with VerticalScroll():
+                yield Static(t, id="help-text")
+
+
+class TextScreen(_Modal):
+    """A titled block of text (diff, run details)."""
+
+    def __init__(self, title: str, body: Text | str, screen_id: str = "") -> None:
+        super().__init__(id=screen_id or None)
+        self.title_text = title
+        self.body = body
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.title_text, classes="title")
+            with VerticalScroll():
+                yield Static(self.body, id="text-body")
+
+
+class ConfirmScreen(_Modal):
+    BINDINGS = [Binding("y", "yes", "Yes"), Binding("n,escape", "no", "No")]
+
+    def __init__(self, question: str) -> None:
+        super().__init__()
+        self.question = question
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.question, classes="title")
+            yield Button("Yes (y)", id="yes", variant="error")
+            yield Button("No (n)", id="no")
+
+    def action_yes(self) -> None:
+        self.dismiss(True)
+
+    def action_no(self) -> None:
+        self.dismiss(False)
+
+    def on_button_pressed(self, event: Button.Pressed) -> None:
+        self.dismiss(event.button.id == "yes")
+
+
+class PromptScreen(_Modal):
+    """One-line input (search, value entry); Enter submits, Escape cancels."""
+
+    def __init__(self, prompt: str, value: str = "") -> None:
+        super().__init__()
+        self.prompt = prompt
+        self.value = value
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label(self.prompt, classes="title")
+            yield Input(value=self.value, id="prompt-input")
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        self.dismiss(event.value)
+
+
+def diff_text(diff: dict[str, Any], running: dict[str, Any] | None, argv: list[str] | None) -> Text:
+    t = Text()
+    if not diff:
+        t.append("No pending changes. Stage some in the Tune tab (←/→ on a toggle).\n", style="dim")
+    for key, (old, new) in diff.items():
+        kind, _, name = key.partition(":")
+        t.append(f"{kind:4} ", style="dim")
+        t.append(f"{name}  ", style="bold")
+        t.append(f"{_v(old)}", style="red")
+        t.append(" → ")
+        t.append(f"{_v(new)}\n", style="green")
+    if argv:
+        import shlex
+
+        t.append("\nnew command:\n", style="bold")
+        t.append(shlex.join(argv) + "\n", style="dim")
+    t.append("\na applies (preflight, stop, relaunch); escape closes.", style="dim")
+    return t
+
+
+def _v(v: Any) -> str:
+    if v is None:
+        return "unset"
+    if v is True:
+        return "on"
+    if v is False:
+        return "off"
+    return str(v)

@@ -1,0 +1,149 @@
+"""Live charts. Each chart owns a snapshot of its series and replots only when a series' version moved,
+and the app calls :meth:`MetricChart.sync` from a coalescing timer, so bursts cost one replot."""
+
+from __future__ import annotations
+
+from textual_plotext import PlotextPlot
+
+from eagletui.core.state import Series, SessionState
+
+
+def _rgb(app, name: str, fallback: tuple[int, int, int]) -> tuple[int, int, int]:
+    from textual.color import Color
+
+    value = app.theme_variables.get(name)
+    if not value:
+        return fallback
+    try:
+        c = Color.parse(value)
+        return (c.r, c.g, c.b)
+    except Exception:
+        return fallback
+
+
+class MetricChart(PlotextPlot):
+    """One metric over time: per-request points, a rolling mean line, live decode line, baseline line."""
+
+    DEFAULT_CSS = """
+    MetricChart { height: 1fr; min-height: 8; }
+    """
+
+    def __init__(self, title: str, ylabel: str, colour_var: str, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.title = title
+        self.ylabel = ylabel
+        self.colour_var = colour_var
+        self.baseline: float | None = None
+        self._seen: tuple = ()
+        self.points = 0
+
+    def series_for(self, state: SessionState) -> tuple[Series | None, Series | None, Series | None]:
+        """(samples, rolling, live) for this chart; subclasses pick from the state."""
+        raise NotImplementedError
+
+    def sync(self, state: SessionState, baseline: float | None) -> bool:
+        samples, rolling, live = self.series_for(state)
+        key = tuple(s.version if s is not None else -1 for s in (samples, rolling, live)) + (baseline,)
+        if key == self._seen:
+            return False
+        self._seen = key
+        self.baseline = baseline
+        self._replot(samples, rolling, live, state)
+        return True
+
+    def _thin(self, points) -> list[tuple[float, float]]:
+        """At most ~2 points per column: plotext's cost grows with points, the picture does not."""
+        pts = list(points)
+        limit = max(40, 2 * (self.size.width or 60))
+        if len(pts) <= limit:
+            return pts
+        step = len(pts) / limit
+        return [pts[int(i * step)] for i in range(limit)] + [pts[-1]]
+
+    def _replot(
+        self, samples: Series | None, rolling: Series | None, live: Series | None, state: SessionState
+    ) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title(self.title)
+        colour = _rgb(self.app, self.colour_var, (80, 160, 255))
+        t0 = None
+        for s in (samples, rolling, live):
+            if s is not None and s.points:
+                first = s.points[0][0]
+                t0 = first if t0 is None else min(t0, first)
+        n = 0
+        if samples is not None and samples.points:
+            pts = self._thin(samples.points)
+            xs = [t - t0 for t, _ in pts]
+            ys = [v for _, v in pts]
+            plt.scatter(xs, ys, color=colour, marker="dot", label="per request")
+            n += len(xs)
+            if len(ys) >= 2:
+                window = 5
+                roll = [
+                    sum(ys[max(0, i - window + 1) : i + 1]) / len(ys[max(0, i - window + 1) : i + 1])
+                    for i in range(len(ys))
+                ]
+                plt.plot(xs, roll, color=colour, label="rolling")
+        if rolling is not None and rolling.points:
+            pts = self._thin(rolling.points)
+            xs = [t - t0 for t, _ in pts]
+            plt.plot(
+                xs, [v for _, v in pts], color=_rgb(self.app, "accent", (255, 160, 0)), label="per second"
+            )
+            n += len(xs)
+        if live is not None and live.points:
+            pts = self._thin(live.points)
+            xs = [t - t0 for t, _ in pts]
+            plt.plot(
+                xs, [v for _, v in pts], color=_rgb(self.app, "secondary", (120, 200, 120)), label="server"
+            )
+            n += len(xs)
+        if self.baseline is not None and n:
+            plt.hline(self.baseline, color=_rgb(self.app, "chart-baseline", (200, 200, 200)))
+        plt.xlabel("s")
+        plt.ylabel(self.ylabel)
+        self.points = (
+            (len(samples.points) if samples else 0)
+            + (len(rolling.points) if rolling else 0)
+            + (len(live.points) if live else 0)
+        )
+        self.refresh()
+
+
+class TokSChart(MetricChart):
+    """Aggregate throughput: the benchmark's per-second output tok/s and the server's Decode lines."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("output tok/s (aggregate)", "tok/s", "chart-toks", **kwargs)
+
+    def series_for(self, state: SessionState):
+        return None, state.bench_tick_tok_s, state.gen_throughput
+
+
+class RequestTokSChart(MetricChart):
+    """Per-request tok/s: what one user of the server sees."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("tok/s per request", "tok/s", "chart-toks", **kwargs)
+
+    def series_for(self, state: SessionState):
+        return state.bench_tok_s, None, None
+
+
+class AcceptChart(MetricChart):
+    def __init__(self, **kwargs) -> None:
+        super().__init__("accept length", "tokens", "chart-accept", **kwargs)
+
+    def series_for(self, state: SessionState):
+        return state.bench_accept, None, state.accept_len
+
+
+class TtftChart(MetricChart):
+    def __init__(self, **kwargs) -> None:
+        super().__init__("TTFT", "ms", "chart-ttft", **kwargs)
+
+    def series_for(self, state: SessionState):
+        return state.bench_ttft, None, None

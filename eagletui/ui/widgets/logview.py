@@ -1,0 +1,285 @@
+"""The log pane: a line-API scroll view over a bounded ring of classified lines.
+
+Rendering only the visible rows keeps a 100,000-line scrollback as cheap as an empty one, and since
+lines are turned into :class:`~rich.segment.Segment` s directly, log text is never parsed as Rich
+markup or ANSI: escape bytes are shown as visible symbols.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from dataclasses import dataclass
+
+from rich.segment import Segment
+from rich.style import Style
+from textual.binding import Binding
+from textual.geometry import Size
+from textual.message import Message
+from textual.reactive import reactive
+from textual.scroll_view import ScrollView
+from textual.strip import Strip
+
+from eagletui.core.events import LogLine
+
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+MAX_RENDER = 4000  # a 10 MB line is shown truncated; the record keeps it whole
+
+
+def printable(text: str) -> str:
+    """Make control characters visible (ESC → ␛) so a log can't drive the terminal."""
+    if len(text) > MAX_RENDER:
+        text = text[:MAX_RENDER] + f" … [{len(text) - MAX_RENDER} more chars]"
+    if _CONTROL_RE.search(text):
+        text = _CONTROL_RE.sub(lambda m: chr(0x2400 + ord(m.group())) if m.group() != "\x7f" else "␡", text)
+    return text.replace("\t", "    ")
+
+
+@dataclass(slots=True)
+class Row:
+    text: str
+    kind: str
+    rank: int | None
+    count: int = 1  # identical lines from several ranks collapsed into one
+    ranks: tuple[int, ...] = ()
+
+
+_RANK_PREFIX = re.compile(r"^(\[[^\]]*?) (?:DP\d+ )?TP(\d+)(\])")
+
+
+class LogView(ScrollView, can_focus=True):
+    """Follows the tail unless the user scrolls up; ``f``/End resumes."""
+
+    BINDINGS = [
+        Binding("end,f", "follow", "Follow", id="log.follow"),
+        Binding("home", "scroll_home", "Top", show=False),
+        Binding("pageup", "page_up", "PgUp", show=False),
+        Binding("pagedown", "page_down", "PgDn", show=False),
+        Binding("up", "scroll_up", show=False),
+        Binding("down", "scroll_down", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    LogView { height: 1fr; }
+    """
+
+    follow: reactive[bool] = reactive(True)
+
+    class FollowChanged(Message):
+        def __init__(self, follow: bool) -> None:
+            super().__init__()
+            self.follow = follow
+
+    def __init__(self, max_lines: int = 100_000, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.max_lines = max_lines
+        self.rows: deque[Row] = deque(maxlen=max_lines)
+        self._visible: list[Row] | None = None  # filtered view, None = all rows
+        self.filter_kinds: set[str] | None = None
+        self.filter_rank: int | None = None
+        self.collapse_ranks = True
+        self.search: str = ""
+        self.hits: list[int] = []
+        self.hit_index: int = -1
+        self._pending: list[Row] = []
+        self._width = 0
+        self._styles: dict[str, Style] = {}
+        self.dropped = 0
+
+    # ------------------------------------------------------------------ data in
+
+    def add_events(self, events: list[LogLine]) -> None:
+        """Buffer lines; they are merged into the view on the next :meth:`flush` (coalesced repaint)."""
+        for ev in events:
+            if ev.frame and self._pending and self._pending[-1].kind == "progress" and ev.kind == "progress":
+                self._pending[-1] = Row(printable(ev.text), ev.kind, ev.rank)
+                continue
+            self._pending.append(Row(printable(ev.text), ev.kind, ev.rank))
+
+    def add_marker(self, text: str) -> None:
+        self._pending.append(Row(text, "phase", None))
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        rows = self.rows
+        for row in pending:
+            if rows:
+                last = rows[-1]
+                if row.kind == "progress" and last.kind == "progress" and _same_bar(last.text, row.text):
+                    rows[-1] = row  # a tqdm frame replaces the previous frame of the same bar
+                    continue
+                if self.collapse_ranks and row.rank is not None and last.rank is not None:
+                    if row.rank not in last.ranks and _strip_rank(row.text) == _strip_rank(last.text):
+                        last.count += 1
+                        last.ranks = (*last.ranks, row.rank)
+                        continue
+            if row.rank is not None:
+                row.ranks = (row.rank,)
+            if len(rows) == rows.maxlen:
+                self.dropped += 1
+            rows.append(row)
+        self._refilter()
+
+    def clear(self) -> None:
+        self.rows.clear()
+        self._pending.clear()
+        self._refilter()
+
+    # ------------------------------------------------------------------ filters / search
+
+    @property
+    def view_rows(self) -> list[Row] | deque[Row]:
+        return self._visible if self._visible is not None else self.rows
+
+    def set_filter(self, kinds: set[str] | None, rank: int | None = None) -> None:
+        self.filter_kinds = kinds
+        self.filter_rank = rank
+        self._refilter()
+
+    def _refilter(self) -> None:
+        if self.filter_kinds is None and self.filter_rank is None:
+            self._visible = None
+        else:
+            kinds, rank = self.filter_kinds, self.filter_rank
+            self._visible = [
+                r
+                for r in self.rows
+                if (kinds is None or r.kind in kinds) and (rank is None or rank in r.ranks or r.rank is None)
+            ]
+        if self.search:
+            self._find_hits()
+        self._update_size()
+
+    def set_search(self, text: str) -> int:
+        self.search = text
+        self._find_hits()
+        if self.hits:
+            self.hit_index = len(self.hits) - 1
+            self._goto_hit()
+        self.refresh()
+        return len(self.hits)
+
+    def _find_hits(self) -> None:
+        needle = self.search.lower()
+        self.hits = (
+            [i for i, r in enumerate(self.view_rows) if needle and needle in r.text.lower()] if needle else []
+        )
+        if self.hit_index >= len(self.hits):
+            self.hit_index = len(self.hits) - 1
+
+    def next_hit(self, step: int = 1) -> None:
+        if not self.hits:
+            return
+        self.hit_index = (self.hit_index + step) % len(self.hits)
+        self._goto_hit()
+
+    def _goto_hit(self) -> None:
+        if 0 <= self.hit_index < len(self.hits):
+            self.follow = False
+            y = self.hits[self.hit_index]
+            self.scroll_to(y=max(0, y - self.size.height // 2), animate=False)
+            self.refresh()
+
+    # ------------------------------------------------------------------ scrolling / follow
+
+    def _update_size(self) -> None:
+        rows = self.view_rows
+        width = max(self._width, self.size.width)
+        self.virtual_size = Size(width, len(rows))
+        if self.follow:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+        self.refresh()
+
+    def action_follow(self) -> None:
+        self.follow = True
+        self.scroll_end(animate=False, x_axis=False)
+
+    def watch_follow(self, follow: bool) -> None:
+        self.post_message(self.FollowChanged(follow))
+
+    def watch_scroll_y(self, old: float, new: float) -> None:
+        super().watch_scroll_y(old, new)
+        if new < old and new < self.max_scroll_y:
+            self.follow = False  # the user scrolled up: stop following
+        elif new >= self.max_scroll_y and not self.follow and not self.search:
+            self.follow = True
+
+    def on_resize(self) -> None:
+        self._update_size()
+
+    # ------------------------------------------------------------------ rendering
+
+    def on_mount(self) -> None:
+        self._load_styles()
+
+    def _load_styles(self) -> None:
+        v = self.app.theme_variables
+        self._styles = {
+            "error": Style.parse(v.get("log-error", v.get("error", "red"))),
+            "traceback": Style.parse(v.get("log-error", v.get("error", "red"))),
+            "warning": Style.parse(v.get("log-warning", v.get("warning", "yellow"))),
+            "phase": Style.parse(v.get("log-phase", v.get("accent", "cyan"))) + Style(bold=True),
+            "progress": Style.parse(v.get("log-phase", v.get("accent", "cyan"))),
+            "decode": Style.parse(v.get("log-decode", v.get("success", "green"))),
+            "prefill": Style.parse(v.get("log-decode", v.get("success", "green"))),
+            "http": Style(dim=True),
+            "hit": Style.parse(f"on {v.get('warning', 'yellow')}") + Style(color="black"),
+            "rank": Style(dim=True, italic=True),
+        }
+
+    def refresh_styles(self) -> None:
+        self._load_styles()
+        self.refresh()
+
+    def render_line(self, y: int) -> Strip:
+        scroll_x, scroll_y = self.scroll_offset
+        index = scroll_y + y
+        rows = self.view_rows
+        width = self.size.width
+        if index >= len(rows):
+            return Strip.blank(width, self.rich_style)
+        row = rows[index]
+        base = self._styles.get(row.kind, Style())
+        text = row.text
+        segments: list[Segment] = []
+        if row.count > 1 and row.ranks:
+            text = _collapse_label(text, row.ranks)
+        if self.search and self.search.lower() in text.lower():
+            low, needle, pos = text.lower(), self.search.lower(), 0
+            while True:
+                i = low.find(needle, pos)
+                if i < 0:
+                    segments.append(Segment(text[pos:], base))
+                    break
+                segments.append(Segment(text[pos:i], base))
+                segments.append(Segment(text[i : i + len(needle)], self._styles.get("hit", base)))
+                pos = i + len(needle)
+        else:
+            segments.append(Segment(text, base))
+        strip = Strip(segments)
+        if len(text) > self._width:
+            self._width = len(text)
+        return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, self.rich_style)
+
+
+def _same_bar(a: str, b: str) -> bool:
+    """Two frames of one tqdm bar share the text before the percentage."""
+    ka = a.split("%", 1)[0].rstrip("0123456789 ")
+    kb = b.split("%", 1)[0].rstrip("0123456789 ")
+    return ka == kb
+
+
+_PREFIX = re.compile(r"^\[[^\]]{0,80}\] ?")
+
+
+def _strip_rank(text: str) -> str:
+    """Compare lines without their ``[time TPn]`` prefix: ranks log the same text a second apart."""
+    return _PREFIX.sub("", text, count=1)
+
+
+def _collapse_label(text: str, ranks: tuple[int, ...]) -> str:
+    lo, hi = min(ranks), max(ranks)
+    label = f"TP{lo}–{hi} ×{len(ranks)}" if len(ranks) == hi - lo + 1 else f"TP{','.join(map(str, ranks))}"
+    return _RANK_PREFIX.sub(lambda m: f"{m.group(1)} {label}{m.group(3)}", text, count=1)

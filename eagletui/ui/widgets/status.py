@@ -1,0 +1,104 @@
+"""The one-line status header and the GPU strip: what the user checks at a glance."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.widget import Widget
+from textual.widgets import Static
+
+from eagletui.core.state import SessionState
+
+STATE_STYLE = {
+    "ready": "bold $success",
+    "failed": "bold $error",
+    "exited": "bold $error",
+    "loading": "bold $warning",
+    "launching": "bold $warning",
+    "stopped": "dim",
+    "idle": "dim",
+}
+
+
+class StatusHeader(Widget):
+    """Fixed height and render()+refresh(): a repaint, never a layout, on every change."""
+
+    DEFAULT_CSS = """
+    StatusHeader { height: 1; background: $panel; color: $foreground; padding: 0 1; }
+    """
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._text = Text("eagletui")
+
+    def render(self) -> Text:
+        return self._text
+
+    def update(self, text: Text) -> None:
+        if text.plain != self._text.plain or text.spans != self._text.spans:
+            self._text = text
+            self.refresh()
+
+    def show(self, state: SessionState, *, recording: bool, mode: str, follow: bool, bench: bool) -> None:
+        v = self.app.theme_variables
+        t = Text(no_wrap=True, overflow="ellipsis")
+        t.append("eagletui ", style="bold")
+        t.append(f"{state.target or '—'} ", style=v.get("accent", "cyan"))
+        conn = state.connection
+        conn_style = {"connected": v.get("success", "green"), "reconnecting": v.get("warning", "yellow")}.get(
+            conn, v.get("error", "red")
+        )
+        label = conn
+        if conn == "reconnecting" and state.retry_in is not None:
+            label = f"reconnecting in {state.retry_in:.0f}s"
+        if mode == "replay":
+            label, conn_style = "replay", v.get("secondary", "magenta")
+        t.append(f"● {label} ", style=conn_style)
+        server = state.server_state
+        colour = {
+            "ready": v.get("success", "green"),
+            "failed": v.get("error", "red"),
+            "exited": v.get("error", "red"),
+            "loading": v.get("warning", "yellow"),
+            "launching": v.get("warning", "yellow"),
+        }.get(server, "")
+        t.append("server ")
+        t.append(server, style=f"bold {colour}".strip())
+        t.append(" ")
+        la = state.launch
+        if la is not None:
+            t.append(f"  launch #{la.launch}")
+            phase = la.current_phase
+            if phase and server in ("loading", "launching"):
+                t.append(f" · {phase}")
+        if bench:
+            t.append("  ⏱ benchmarking", style=v.get("accent", "cyan"))
+        if not follow:
+            t.append("  ⏸ log paused", style="dim")
+        if recording:
+            t.append("  ● REC", style=f"bold {v.get('error', 'red')}")
+        self.update(t)
+
+
+class GpuStrip(Static):
+    DEFAULT_CSS = """
+    GpuStrip { height: auto; max-height: 3; color: $text-muted; }
+    """
+
+    def show(self, state: SessionState) -> None:
+        if not state.gpus:
+            if getattr(self, "_eagle_last", None) != "none":
+                self._eagle_last = "none"
+                self.update(Text("GPUs: no telemetry (no nvidia-smi on the host)", style="dim"))
+            return
+        t = Text(no_wrap=False)
+        for g in state.gpus:
+            used, total = g.get("mem_used_mb") or 0, g.get("mem_total_mb") or 0
+            frac = used / total if total else 0.0
+            blocks = "▁▂▃▄▅▆▇█"
+            t.append(f"{g.get('index', '?')}")
+            t.append(blocks[min(7, int(frac * 8))], style="bold")
+            util = g.get("util_pct")
+            t.append(f"{used / 1024:.0f}G {util if util is not None else '?'}%  ")
+        if getattr(self, "_eagle_last", None) != t.plain:
+            self._eagle_last = t.plain
+            self.update(t)

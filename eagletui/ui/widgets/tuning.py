@@ -1,0 +1,125 @@
+"""The tuning panel: the profile's toggles with running vs pending values.
+
+Changes are only *pending* until applied (``a``), so a user can stage several toggles and pay for one
+ten-minute relaunch, and always see exactly what will change (``d``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.binding import Binding
+from textual.message import Message
+from textual.widgets import DataTable
+
+from eagletui.core.profile import Profile, Toggle
+
+
+def show_value(v: Any) -> str:
+    if v is None:
+        return "unset"
+    if v is True:
+        return "on"
+    if v is False:
+        return "off"
+    return str(v)
+
+
+class TuningPanel(DataTable):
+    BINDINGS = [
+        Binding("right,plus,equals_sign,l", "step(1)", "Next value", id="tune.next"),
+        Binding("left,minus,h", "step(-1)", "Prev value", id="tune.prev"),
+        Binding("enter,space", "step(1)", "Cycle", show=False),
+        Binding("x,backspace", "discard", "Discard", id="tune.discard"),
+    ]
+
+    class PendingChanged(Message):
+        def __init__(self, pending: dict[str, Any]) -> None:
+            super().__init__()
+            self.pending = pending
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
+        self.profile: Profile | None = None
+        self.pending: dict[str, Any] = {}
+        self.error: str = ""
+
+    def on_mount(self) -> None:
+        self.add_column("toggle", key="toggle")
+        self.add_column("running", key="running")
+        self.add_column("pending", key="pending")
+        self.add_column("", key="help")
+
+    def set_profile(self, profile: Profile) -> None:
+        self.profile = profile
+        self.pending = {k: v for k, v in self.pending.items() if profile.toggle(k) is not None}
+        self._rebuild()
+
+    def _rebuild(self) -> None:
+        if self.profile is None:
+            return
+        row = self.cursor_row
+        self.clear()
+        for t in self.profile.toggles:
+            self.add_row(*self._cells(t), key=t.key)
+        if self.row_count:
+            self.move_cursor(row=min(row, self.row_count - 1))
+
+    def _cells(self, t: Toggle) -> tuple[Any, ...]:
+        running = self.profile.toggle_value(t) if self.profile else None
+        name = Text(t.name)
+        if t.key in self.pending:
+            new = self.pending[t.key]
+            pending = Text(show_value(new), style="bold reverse")
+            name.stylize("bold")
+        else:
+            pending = Text("")
+        return name, show_value(running), pending, Text(t.help, style="dim")
+
+    @property
+    def current_toggle(self) -> Toggle | None:
+        if self.profile is None or not self.row_count:
+            return None
+        return self.profile.toggles[self.cursor_row]
+
+    def action_step(self, step: int) -> None:
+        t = self.current_toggle
+        if t is None or self.profile is None:
+            return
+        options = t.options()
+        running = self.profile.toggle_value(t)
+        current = self.pending.get(t.key, running)
+        if not options:
+            self.app.notify(f"{t.name}: no stepper for this toggle; edit the profile", severity="warning")
+            return
+        try:
+            idx = options.index(current)
+        except ValueError:
+            idx = -1 if step > 0 else 0
+        new = options[(idx + step) % len(options)]
+        self.set_pending(t, new)
+
+    def set_pending(self, t: Toggle, value: Any) -> bool:
+        """Stage a value; an invalid one is refused inline with the reason."""
+        assert self.profile is not None
+        try:
+            value = t.validate(value) if value is not None and value is not False else value
+        except ValueError as exc:
+            self.error = str(exc)
+            self.app.notify(str(exc), title="refused", severity="error")
+            return False
+        running = self.profile.toggle_value(t)
+        if value == running or (value in (None, False) and running in (None, False)):
+            self.pending.pop(t.key, None)
+        else:
+            self.pending[t.key] = value
+        self.update_cell(t.key, "pending", self._cells(t)[2])
+        self.update_cell(t.key, "toggle", self._cells(t)[0])
+        self.post_message(self.PendingChanged(dict(self.pending)))
+        return True
+
+    def action_discard(self) -> None:
+        self.pending.clear()
+        self._rebuild()
+        self.post_message(self.PendingChanged({}))

@@ -1,0 +1,257 @@
+"""The live engine behind the UI: connect, launch/stop/reattach, tail, benchmark — all as events.
+
+No Textual here. The UI (or a headless caller) gives :class:`Workspace` one ``emit`` callback; every
+source's events go through it, so recording, the state fold and rendering see the same stream.
+Commands (relaunch, stop, benchmark) are coroutines the UI schedules as workers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+from typing import Any
+
+from eagletui.core.events import (
+    BenchmarkResult,
+    ConfigChanged,
+    ConnectionState,
+    Event,
+    LaunchStarted,
+    Notice,
+    ProcessExited,
+    ServerStopped,
+)
+from eagletui.core.profile import Profile, config_diff
+
+Emit = Callable[[Event], None]
+
+
+class WorkspaceError(Exception):
+    """A command could not be carried out; the message is for the user."""
+
+
+class Workspace:
+    """One target + one profile. ``owns_server`` is true for servers this workspace launched."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        emit: Emit,
+        *,
+        target: str | None = None,
+        accept_new_host_key: bool = False,
+        ask_host_key: Any = None,
+        stale_after: float = 120.0,
+        preflight: bool = True,
+    ) -> None:
+        self.profile = profile
+        self.target = target or profile.target
+        self.emit = emit
+        self.accept_new_host_key = accept_new_host_key
+        self.ask_host_key = ask_host_key
+        self.stale_after = stale_after
+        self.preflight_enabled = preflight
+        self.transport: Any = None
+        self.control: Any = None
+        self.run: Any = None  # RunInfo of the server we follow
+        self.launch_no = 0
+        self.bench_no = 0
+        self.running_config: dict[str, Any] | None = None
+        self.running_profile: Profile | None = None
+        self._source: Any = None
+        self._source_task: asyncio.Task | None = None
+        self._gpu_task: asyncio.Task | None = None
+        self._local_port: int | None = None
+        self._lock = asyncio.Lock()
+        self.benchmarking = False
+
+    # ------------------------------------------------------------------ connection
+
+    async def connect(self) -> None:
+        from eagletui.remote.control import ServerControl
+        from eagletui.remote.transport import open_transport
+
+        self.emit(ConnectionState(state="connecting", target=self.target))
+        self.transport = await open_transport(
+            self.target,
+            accept_new_host_key=self.accept_new_host_key,
+            on_state=self.emit,
+            ask_host_key=self.ask_host_key,
+        )
+        self.control = ServerControl(
+            self.transport, runs_dir=self.profile.runs_dir, python=self.profile.python
+        )
+        self._gpu_task = asyncio.create_task(self._gpu_loop())
+
+    async def _gpu_loop(self) -> None:
+        with contextlib.suppress(Exception):
+            from eagletui.remote.gpu import gpu_events
+
+            async for ev in gpu_events(self.transport):
+                self.emit(ev)
+
+    async def attach_newest(self) -> bool:
+        """Reattach to eagletui's newest live run on the host (log backfilled from its start)."""
+        runs = await self.control.list_runs()
+        live = [r for r in runs if r.alive and r.owned]
+        if not live:
+            return False
+        run = live[0]
+        self.launch_no = max(self.launch_no, run.launch)
+        self.run = run
+        config = getattr(run, "config", None) or self.profile.snapshot()
+        self.running_config = config
+        self.running_profile = self.profile
+        self.emit(
+            Notice(level="info", message=f"reattached to run {run.run_id} (pid {run.pid})", source="attach")
+        )
+        self.emit(
+            LaunchStarted(
+                launch=run.launch,
+                target=self.target,
+                command=tuple(run.argv),
+                config=config,
+                run_dir=run.run_dir,
+                log_path=run.log_path,
+                pid=run.pid,
+            )
+        )
+        self._follow(run)
+        return True
+
+    # ------------------------------------------------------------------ launch / stop
+
+    async def launch(self, profile: Profile | None = None) -> None:
+        async with self._lock:
+            await self._launch(profile)
+
+    async def _launch(self, profile: Profile | None) -> None:
+        profile = profile or self.profile
+        if self.preflight_enabled:
+            await self._preflight(profile)
+        if self.run is not None and getattr(self.run, "owned", False):
+            await self._stop_current(reason="relaunch")
+        self.launch_no += 1
+        new_config = profile.snapshot()
+        diff = config_diff(self.running_config, new_config) if self.running_config else {}
+        if diff:
+            self.emit(ConfigChanged(changes=diff))
+        run = await self.control.launch(profile, launch=self.launch_no)
+        self.run = run
+        self.profile = profile
+        self.running_profile = profile
+        self.running_config = new_config
+        self.emit(
+            LaunchStarted(
+                launch=self.launch_no,
+                target=self.target,
+                command=tuple(run.argv),
+                config=new_config,
+                run_dir=run.run_dir,
+                log_path=run.log_path,
+                pid=run.pid,
+                diff=diff,
+            )
+        )
+        self._follow(run)
+
+    async def _preflight(self, profile: Profile) -> None:
+        try:
+            from eagletui.remote.preflight import run_preflight
+        except ImportError:
+            return
+        checks = await run_preflight(self.transport, profile)
+        failed = [c for c in checks if c.status == "fail"]
+        for c in checks:
+            if c.status != "pass":
+                self.emit(
+                    Notice(
+                        level="warning" if c.status == "warn" else "error",
+                        message=f"preflight {c.name}: {c.message}",
+                        source="preflight",
+                    )
+                )
+        if failed:
+            raise WorkspaceError("preflight failed: " + "; ".join(f"{c.name}: {c.message}" for c in failed))
+
+    def _follow(self, run: Any) -> None:
+        from eagletui.remote.source import LiveSource
+
+        self._stop_source()
+        self._source = LiveSource(self.transport, self.control, run, stale_after=self.stale_after)
+        self._source_task = asyncio.create_task(self._pump(self._source))
+
+    async def _pump(self, source: Any) -> None:
+        try:
+            async for ev in source.events():
+                self.emit(ev)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a broken source must not take the UI down; say what happened
+            self.emit(Notice(level="error", message=f"log source stopped: {exc}", source="tail"))
+
+    def _stop_source(self) -> None:
+        if self._source is not None:
+            with contextlib.suppress(Exception):
+                self._source.stop()
+        if self._source_task is not None:
+            self._source_task.cancel()
+        self._source = None
+        self._source_task = None
+
+    async def stop(self) -> None:
+        async with self._lock:
+            await self._stop_current(reason="stopped by user")
+
+    async def _stop_current(self, reason: str) -> None:
+        run = self.run
+        if run is None:
+            raise WorkspaceError("no server to stop")
+        if not getattr(run, "owned", False):
+            raise WorkspaceError("this server was not started by eagletui; it is followed read-only")
+        code, sig = await self.control.stop(run)
+        # Let the tail drain the last lines before it is stopped.
+        await asyncio.sleep(0.2)
+        self._stop_source()
+        self.emit(ServerStopped(reason=reason, launch=run.launch))
+        self.emit(ProcessExited(code=code, signal=sig, pid=run.pid, launch=run.launch))
+        run.alive = False
+
+    # ------------------------------------------------------------------ benchmark
+
+    async def base_url(self) -> str:
+        profile = self.running_profile or self.profile
+        if self._local_port is None or self.transport.target == "local":
+            self._local_port = await self.transport.forward_port(profile.port)
+        return f"http://127.0.0.1:{self._local_port}"
+
+    async def benchmark(self, stop: asyncio.Event | None = None) -> BenchmarkResult:
+        from eagletui.bench.client import run_builtin
+
+        if self.benchmarking:
+            raise WorkspaceError("a benchmark is already running")
+        self.benchmarking = True
+        try:
+            self.bench_no += 1
+            url = await self.base_url()
+            settings = (self.running_profile or self.profile).bench
+            return await run_builtin(
+                url, settings, bench=self.bench_no, launch=self.launch_no, emit=self.emit, stop=stop
+            )
+        finally:
+            self.benchmarking = False
+
+    # ------------------------------------------------------------------ shutdown
+
+    async def close(self, *, stop_server: bool = False) -> None:
+        if stop_server and self.run is not None and getattr(self.run, "owned", False):
+            with contextlib.suppress(Exception):
+                if await self.control.is_alive(self.run):
+                    await self._stop_current(reason="demo closed")
+        self._stop_source()
+        if self._gpu_task is not None:
+            self._gpu_task.cancel()
+        if self.transport is not None:
+            with contextlib.suppress(Exception):
+                await self.transport.close()
