@@ -141,22 +141,23 @@ def _peak_rss_mb() -> float:
 
 
 def run_ours(path: str, rows_out: str) -> dict:
+    """``eagletui parse``'s own code path (:func:`eagletui.commands.parse.parse_stream`)."""
     sys.path.insert(0, str(ROOT))
-    from eagletui.core.log_interpreter import LogInterpreter
-    from eagletui.core.summary import Summarizer
+    from eagletui.commands.parse import parse_stream
 
     base = _peak_rss_mb()
-    t0 = time.perf_counter()
-    interp = LogInterpreter(launch=1, emit_lines=False)
-    summ = Summarizer()
     gens: list[float] = []
+
+    def sink(items: list) -> None:  # every Decode row, in order, for the rows_identical check
+        for e in items:
+            if e.type == "decode_rows":
+                gens.extend(e.gen)
+            elif e.type == "decode_stats":
+                gens.append(e.gen_throughput)
+
+    t0 = time.perf_counter()
     with open(path, "rb") as fh:
-        while chunk := fh.read(1 << 20):
-            evs = interp.feed_bytes(chunk)
-            summ.add(evs)
-            gens.extend(e.gen_throughput for e in evs if e.type == "decode_stats")
-    summ.add(interp.flush())
-    result = summ.result()
+        result = parse_stream(fh, sink)
     dt = time.perf_counter() - t0
     Path(rows_out).write_text(json.dumps(gens))
     return {

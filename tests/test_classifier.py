@@ -130,3 +130,79 @@ def test_emit_lines_false_has_no_loglines() -> None:
     interp = LogInterpreter(emit_lines=False)
     out = interp.feed("[2026-01-01 12:00:00 TP0] Init parallel begin.\nhello\n") + interp.flush()
     assert not any(isinstance(e, ev.LogLine) for e in out)
+
+
+def test_parse_decode_malformed_numbers() -> None:
+    # "[\d.]+" admits "1.2.3": not a Decode line, and no ValueError out of the interpreter.
+    bad = "Decode batch, #running-req: 3, #token: 10, token usage: 1.2.3, gen throughput (token/s): 1.0, #queue-req: 0"
+    assert parse_decode(bad) is None
+    assert classify("[2026-01-01 12:00:00 TP0] " + bad).kind == "other"
+
+
+_READY = (
+    "[2026-03-14 12:00:00 TP0] Init torch distributed begin.\n"
+    "[2026-03-14 12:00:00] The server is fired up and ready to roll!\n"
+)
+_DEC = (
+    "[2026-03-14 12:00:01 TP0] Decode batch, #running-req: 1, #token: 1, token usage: 0.1, "
+    "gen throughput (token/s): 7.0, #queue-req: 0"
+)
+
+
+def _fold(text: str, bulk: bool) -> tuple[dict, list[float]]:
+    from eagletui.core.summary import Summarizer
+
+    interp = LogInterpreter(launch=1, emit_lines=False)
+    items = (interp.feed_bulk_bytes if bulk else interp.feed_bytes)(text.encode()) + interp.flush()
+    gens: list[float] = []
+    for e in items:
+        if e.type == "decode_rows":
+            gens.extend(e.gen)
+        elif e.type == "decode_stats":
+            gens.append(e.gen_throughput)
+    summ = Summarizer()
+    summ.add(items)
+    summ.set_version(interp.version)
+    return summ.result(), gens
+
+
+def test_bulk_scan_decides_lines_like_the_per_line_path() -> None:
+    tricky = [
+        # the earliest serving marker decides; a Decode text behind a Prefill marker is not a row
+        "[2026-03-14 12:00:02 TP0] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, "
+        "#queue-req: 0, ] Decode batch, #running-req: 1, #token: 1, token usage: 0.1, "
+        "gen throughput (token/s): 5.0, #queue-req: 0",
+        # access lines are checked first
+        'INFO:     1.2.3.4:5 - "GET /x] Decode batch, #running-req: 1, #token: 1, token usage: 0.1, '
+        'gen throughput (token/s): 5.0, #queue-req: 0 HTTP/1.1" 200 OK',
+        # the marker must lie in the first 400 characters (else the classifier decides)
+        "y" * 362 + "[2026-03-14 12:00:08 TP0] Prefill batch, broken Received signal 15 SIGTERM",
+        "y" * 361 + _DEC[:25] + "Prefill batch, broken",
+        # a second Decode text in the tail does not make a second row
+        _DEC + ", [x] Decode batch, #running-req: 1, #token: 1, token usage: 0.1, "
+        "gen throughput (token/s): 5.0, #queue-req: 0",
+        # other layouts and odd numbers fall back to the per-line path
+        "[2026-03-14 12:00:03 TP0] Decode batch [9], #running-req: 3, #full token: 10, full token usage: 0.01, "
+        "cpu graph: False, gen throughput (token/s): 99.00, #queue-req: 0",
+        _DEC.replace("7.0", "٣.5"),
+        _DEC.replace("7.0", ".5"),
+        "",
+    ]
+    text = _READY + _DEC + "\n" + "\n".join(tricky + [_DEC] * 3) + "\n"
+    ref = _fold(text, bulk=False)
+    assert _fold(text, bulk=True) == ref
+    assert ref[0]["state"] == "stopped"
+    assert ref[1] == [7.0, 7.0, 99.0, 3.5, 0.5, 7.0, 7.0, 7.0]
+
+
+def test_bulk_scan_stops_where_the_state_changes() -> None:
+    cases = [
+        "[2026-03-14 12:00:02] server_args=ServerArgs(model_path='m', tp_size=2)",  # relaunch
+        "[2026-03-14 12:00:02 TP0] Scheduler hit an exception: Traceback (most recent call last):",
+        "torch.OutOfMemoryError: CUDA out of memory.",
+        "INFO:     Shutting down",
+    ]
+    unprefixed = _DEC.replace("[2026-03-14 12:00:01 TP0]", "x]")
+    for line in cases:
+        text = _READY + "\n".join([_DEC, _DEC, line, unprefixed, _DEC, _DEC]) + "\n"
+        assert _fold(text, bulk=True) == _fold(text, bulk=False), line

@@ -125,3 +125,98 @@ def test_no_textual_import() -> None:
     code = "import sys, eagletui.commands.parse; print('textual' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "False"
+
+
+def _per_line_summary(data: bytes, step: int) -> tuple[dict, list[float]]:
+    """The reference: LogInterpreter.feed_bytes line by line (no bulk scan), any chunking."""
+    from eagletui.core.log_interpreter import LogInterpreter
+    from eagletui.core.summary import Summarizer
+
+    interp = LogInterpreter(launch=1, emit_lines=False)
+    summ = Summarizer()
+    gens: list[float] = []
+    for pos in range(0, len(data), step):
+        evs = interp.feed_bytes(data[pos : pos + step])
+        gens += [e.gen_throughput for e in evs if e.type == "decode_stats"]
+        summ.add(evs)
+    evs = interp.flush()
+    gens += [e.gen_throughput for e in evs if e.type == "decode_stats"]
+    summ.add(evs)
+    summ.set_version(interp.version)
+    return summ.result(), gens
+
+
+def _bulk_summary(data: bytes, step: int) -> tuple[dict, list[float]]:
+    """parse_stream's path (feed_bulk_bytes), read in ``step``-byte blocks."""
+    import io
+
+    from eagletui.commands import parse as parse_cmd
+
+    gens: list[float] = []
+
+    def sink(items: list) -> None:
+        for e in items:
+            if e.type == "decode_rows":
+                gens.extend(e.gen)
+            elif e.type == "decode_stats":
+                gens.append(e.gen_throughput)
+
+    old = parse_cmd.CHUNK
+    parse_cmd.CHUNK = step
+    try:
+        return parse_cmd.parse_stream(io.BytesIO(data), sink), gens
+    finally:
+        parse_cmd.CHUNK = old
+
+
+@pytest.mark.parametrize("log", LOGS, ids=[p.stem for p in LOGS])
+def test_bulk_path_equals_per_line(log: Path) -> None:
+    """``parse`` folds serving runs in bulk: same JSON and Decode rows as line-by-line feeding."""
+    data = log.read_bytes()
+    ref, ref_gens = _per_line_summary(data, 1 << 20)
+    assert _per_line_summary(data, 97) == (ref, ref_gens)
+    for step in (1 << 23, 4096, 333, 64):
+        assert _bulk_summary(data, step) == (ref, ref_gens), step
+    assert parse_path(str(log)) == ref
+
+
+def _serving_log(n: int) -> bytes:
+    """A startup, then n serving lines with a few interruptions the bulk scan must hand to the classifier."""
+    head = (FIXTURES / "ok_0516_tp8.log").read_bytes()
+    lines = []
+    for i in range(n):
+        t = f"[2026-03-14 13:{i // 60 % 60:02d}:{i % 60:02d} TP0] "
+        k = i % 7
+        if k == 0:
+            lines.append(
+                t + f"Decode batch, #running-req: {i % 48}, #token: {1000 + i}, token usage: 0.{i % 97:02d}, "
+                f"accept len: {2 + i % 200 / 100:.2f}, accept rate: 0.{i % 89:02d}, cuda graph: True, "
+                f"gen throughput (token/s): {3000 + i * 1.25:.2f}, #queue-req: {i % 9}"
+            )
+        elif k in (1, 2):
+            lines.append(
+                t + f"Prefill batch, #new-seq: 1, #new-token: {i}, #cached-token: 0, #queue-req: 0, "
+            )
+        elif k == 3:
+            lines.append(f'INFO:     127.0.0.1:{40000 + i} - "POST /v1/chat/completions HTTP/1.1" 200 OK')
+        elif k == 4 and i % 5 == 0:
+            lines.append(
+                t
+                + f"Decode batch, #running-req: {i % 48}, #full token: 7, gen throughput (token/s): 9.50, #queue-req: 0"
+            )
+        elif k == 5 and i % 11 == 0:
+            lines.append(t + "Some warning about the cache")
+        else:
+            lines.append(
+                t + f"Decode batch [{i}], #running-req: 3, #token: 9, token usage: 0.01, cuda graph: False, "
+                f"gen throughput (token/s): {i % 1000}.5, #queue-req: 0, "
+            )
+    return head + "\n".join(lines).encode() + b"\nINFO:     Shutting down\n[2026-03-14 14:00:00] tail"
+
+
+def test_bulk_path_equals_per_line_on_serving_log() -> None:
+    data = _serving_log(20_000)
+    ref, ref_gens = _per_line_summary(data, 1 << 16)
+    assert ref["state"] == "stopped" and ref["decode"]["count"] > 8000
+    for step in (1 << 23, 1 << 16, 4099):
+        assert _bulk_summary(data, step) == (ref, ref_gens), step

@@ -5,15 +5,31 @@ frames, unbounded lines); classification is :mod:`eagletui.core.sglang_lines`, t
 :mod:`eagletui.core.phase_machine`. A segment (text up to ``\\r`` or ``\\n``) is handled as soon as
 its terminator arrives, so the events do not depend on how the input was chunked and a live bar
 advances before its final newline.
+
+Two ways in: :meth:`LogInterpreter.feed` / :meth:`~LogInterpreter.feed_bytes` (the live UI; one event
+per fact) and :meth:`~LogInterpreter.feed_bulk` / :meth:`~LogInterpreter.feed_bulk_bytes` (``eagletui
+parse``; runs of serving lines are scanned at C speed and their Decode lines come back as one
+:class:`~eagletui.core.phase_machine.DecodeRows`). Both fold every line the same way.
 """
 
 from __future__ import annotations
 
 import codecs
+from array import array
+from operator import itemgetter
+from typing import Any
 
 from eagletui.core import events as ev
-from eagletui.core.phase_machine import READY, MachineState, PhaseMachine
-from eagletui.core.sglang_lines import SCAN_LIMIT, classify, is_bar, parse_decode, parse_prefill, split_glued
+from eagletui.core.phase_machine import READY, DecodeRows, MachineState, PhaseMachine
+from eagletui.core.sglang_lines import (
+    SCAN_LIMIT,
+    classify,
+    is_bar,
+    parse_decode,
+    parse_prefill,
+    serving_scan_re,
+    split_glued,
+)
 
 #: A single line longer than this keeps only its head (a log without newlines must not eat memory).
 MAX_LINE = 1 << 20
@@ -33,6 +49,7 @@ class LogInterpreter:
         self._after_cr = False
         self._seq = 0
         self._finished = False
+        self._scan_sample = ""  # feed_bulk: a Decode message of the layout last seen
 
     @property
     def state(self) -> MachineState:
@@ -62,7 +79,7 @@ class LogInterpreter:
             self._pending_len = 0
         lines = text.split("\n")
         tail = lines.pop()
-        if self.emit_lines or "\r" in text:
+        if self.emit_lines:
             for line in lines:
                 if "\r" in line:
                     self._frames(line, out)
@@ -70,16 +87,47 @@ class LogInterpreter:
                     self._segment(line, self._after_cr, out)
                     self._after_cr = False
         else:
-            self._fast_lines(lines, out)
-        if tail:
-            if "\r" in tail:
-                parts = tail.split("\r")
-                tail = parts.pop()
-                for i, part in enumerate(parts):
-                    self._segment(part, i > 0 or self._after_cr, out)
-                self._after_cr = True
-            if tail:
-                self._hold(tail)
+            line_fn = self._line
+            for line in lines:
+                line_fn(line, out)
+        self._tail(tail, out)
+        return out
+
+    def feed_bulk_bytes(self, chunk: bytes | bytearray) -> list[Any]:
+        """:meth:`feed_bulk` for raw bytes: serving lines are matched without being decoded."""
+        if self.emit_lines:
+            return self.feed_bytes(chunk)
+        first = chunk.find(b"\n")
+        cut = chunk.rfind(b"\n")
+        if first == cut:  # at most one complete line
+            return self.feed_bytes(chunk)
+        # The first line completes the held one (and any UTF-8 sequence split before it); after a
+        # newline the decoder holds nothing, so the complete lines can bypass it. Cutting UTF-8 at a
+        # newline does not change how invalid bytes are replaced.
+        out: list[Any] = self.feed_bytes(chunk[: first + 1])
+        self._bulk(chunk, first + 1, cut + 1, out)
+        out += self.feed_bytes(chunk[cut + 1 :])
+        return out
+
+    def feed_bulk(self, text: str) -> list[Any]:
+        """Like :meth:`feed` for offline summaries: large chunks (megabytes) are cheapest.
+
+        While the server is serving, runs of Decode/Prefill/HTTP-access lines are matched by one regex
+        (:func:`~eagletui.core.sglang_lines.serving_scan_re`) instead of line by line; each run's
+        Decode lines come back as one :class:`~eagletui.core.phase_machine.DecodeRows` and Prefill lines
+        give no event. Every other line (startup, errors, tracebacks, bars, unusual formats) goes
+        through the same per-line path as :meth:`feed`, in file order, so the summary is the same as
+        with :meth:`feed` however the input is chunked. With ``emit_lines`` this is :meth:`feed`.
+        """
+        if self.emit_lines:
+            return self.feed(text)
+        first = text.find("\n")
+        cut = text.rfind("\n")
+        if first == cut:
+            return self.feed(text)
+        out: list[Any] = self.feed(text[: first + 1])
+        self._bulk(text, first + 1, cut + 1, out)
+        out += self.feed(text[cut + 1 :])
         return out
 
     def flush(self) -> list[ev.Event]:
@@ -104,6 +152,18 @@ class LogInterpreter:
         return out
 
     # ------------------------------------------------------------------ framing
+
+    def _tail(self, tail: str, out: list[Any]) -> None:
+        """The text after the last newline: complete ``\\r`` frames now, hold the rest."""
+        if tail:
+            if "\r" in tail:
+                parts = tail.split("\r")
+                tail = parts.pop()
+                for i, part in enumerate(parts):
+                    self._segment(part, i > 0 or self._after_cr, out)
+                self._after_cr = True
+            if tail:
+                self._hold(tail)
 
     def _hold(self, text: str) -> None:
         room = MAX_LINE - self._pending_len
@@ -150,28 +210,105 @@ class LogInterpreter:
             # The line goes before what it caused, so a UI shows cause then effect.
             out.insert(n, line)
 
-    def _fast_lines(self, lines: list[str], out: list[ev.Event]) -> None:
-        """The ``parse`` hot path: serving lines skip the generic classifier once the server is ready."""
+    def _line(self, line: str, out: list[Any]) -> None:
+        """One complete line without LogLine events (``feed`` and ``feed_bulk``)."""
+        if "\r" in line:
+            self._frames(line, out)
+            return
         m = self._m
-        st = m.st
-        segment = self._segment
-        add_decode = m.add_decode
-        for line in lines:
-            if st.status is READY and not m.group_open and m.decode_version_checked:
-                i = line.find("] Decode batch", 0, 400)
-                if i >= 0:
-                    d = parse_decode(line[i + 2 : i + 2 + SCAN_LIMIT])
-                    if d is not None:
-                        add_decode(d, out)
-                        continue
-                else:
-                    i = line.find("] Prefill batch", 0, 400)
-                    if i >= 0:
-                        d = parse_prefill(line[i + 2 : i + 2 + SCAN_LIMIT])
-                        if d is not None:
-                            out.append(ev.PrefillStats(launch=st.launch, **d))
-                            continue
-                    elif line.startswith("INFO:     ") and "HTTP/1." in line:
-                        continue
-            segment(line, self._after_cr, out)
-            self._after_cr = False
+        if not self._after_cr and m.st.status is READY and not m.group_open and m.decode_version_checked:
+            # Serving fast path; SERVING_SCAN_RE encodes exactly these decisions.
+            if line.startswith("INFO:     ") and "HTTP/1." in line:
+                return
+            i = line.find("] Decode batch", 0, 400)
+            j = line.find("] Prefill batch", 0, 400)
+            if i >= 0 and (j < 0 or i < j):
+                d = parse_decode(line[i + 2 : i + 2 + SCAN_LIMIT])
+                if d is not None:
+                    m.add_decode(d, out)
+                    return
+            elif j >= 0:
+                # Serving noise for the summary whether or not its fields parse.
+                d = parse_prefill(line[j + 2 : j + 2 + SCAN_LIMIT])
+                if d is not None:
+                    out.append(ev.PrefillStats(launch=m.st.launch, **d))
+                return
+        self._segment(line, self._after_cr, out)
+        self._after_cr = False
+
+    def _fast(self) -> bool:
+        """The serving fast path applies (the same conditions as in :meth:`_line`)."""
+        m = self._m
+        return not self._after_cr and m.st.status is READY and not m.group_open and m.decode_version_checked
+
+    def _bulk(self, text: str | bytes, pos: int, end: int, out: list[Any]) -> None:
+        """Complete lines ``text[pos:end]`` (``end`` just after a newline), serving runs in bulk."""
+        binary = not isinstance(text, str)
+        nl_b, cr_b = (b"\n", b"\r") if binary else ("\n", "\r")
+        find = text.find
+        cr = -1  # the next "\r" at or after pos (a line holding one is a frame line: per line)
+        while pos < end:
+            if self._fast():
+                if cr < pos:
+                    cr = find(cr_b, pos, end)  # type: ignore[arg-type]
+                    if cr < 0:
+                        cr = end
+                limit = text.rfind(nl_b, pos, cr) + 1 if cr < end else end  # type: ignore[arg-type]
+                if limit > pos:
+                    pos = self._scan(text, pos, limit, binary, out)
+                    continue
+            nl = find(nl_b, pos, end)  # type: ignore[arg-type]
+            line = text[pos:nl]
+            self._line(line.decode("utf-8", "replace") if binary else line, out)  # type: ignore[union-attr,arg-type]
+            pos = nl + 1
+
+    def _scan(self, text: Any, pos: int, limit: int, binary: bool, out: list[Any]) -> int:
+        """Fold ``text[pos:limit]`` (no ``\\r``) while the fast path holds; returns where it stopped."""
+        nl_b = b"\n" if binary else "\n"
+        i = text.find(b"] Decode batch" if binary else "] Decode batch", pos, min(limit, pos + 65536))
+        if i >= 0:
+            sample = text[i + 2 : i + 400]
+            self._scan_sample = sample.decode("utf-8", "replace") if binary else sample
+        pat = serving_scan_re(self._scan_sample, binary)
+        found = pat.findall(text, pos, limit)
+        if not any(map(_OTHER, found)):  # only serving lines (and empty ones, which are no-ops)
+            self._rows(found, binary, out)
+            return limit
+        start = 0
+        for i, other in enumerate(map(_OTHER, found)):
+            if not other:
+                continue
+            self._rows(found[start:i], binary, out)
+            start = i + 1
+            # Where the line is: it differs from every serving line (the pattern decides a line by
+            # its own text), so its first full-line occurrence from pos is this one.
+            if text.startswith(other + nl_b, pos):
+                at = pos
+            else:
+                at = text.find(nl_b + other + nl_b, max(pos - 1, 0)) + 1
+            pos = at + len(other) + 1
+            self._line(other.decode("utf-8", "replace") if binary else other, out)
+            if not self._fast():
+                return pos
+        self._rows(found[start:], binary, out)
+        return limit
+
+    def _rows(self, found: list[tuple[Any, ...]], binary: bool, out: list[Any]) -> None:
+        """Decode lines among :meth:`_scan` matches (others have empty groups) → one DecodeRows."""
+        gen = array("d", map(float, filter(None, map(_GEN, found))))
+        if not gen:
+            return
+        for g in reversed(found):
+            if g[0]:
+                break
+        msg = g[0]
+        d = parse_decode(msg.decode() if binary else msg)
+        assert d is not None  # the scan patterns accept a subset of DECODE_FAST_RE
+        m = self._m
+        launch = m.st.launch
+        acc = array("d", map(float, filter(None, map(_ACCEPT, found))))
+        m.add_decode_rows(DecodeRows(launch, gen, acc, ev.DecodeStats(launch=launch, **d)), out)
+
+
+# Groups of a serving_scan_re match (findall tuple): Decode message, accept len, gen throughput, other.
+_ACCEPT, _GEN, _OTHER = itemgetter(1), itemgetter(2), itemgetter(3)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import re
+from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
@@ -98,6 +99,25 @@ class MachineState:
     decode_count: int = 0
     decode_history: deque[ev.DecodeStats] = field(default_factory=lambda: deque(maxlen=DECODE_HISTORY))
     ranks: set[str] = field(default_factory=set)
+
+
+class DecodeRows:
+    """Several consecutive Decode lines in one item, for offline summaries only (not an Event).
+
+    :meth:`LogInterpreter.feed_bulk` yields this instead of one :class:`~eagletui.core.events.DecodeStats`
+    per line: ``gen``/``acc`` hold every line's gen throughput and (where printed) accept length in
+    order, ``last`` is the full event of the last line. Never recorded or shown by the UI.
+    """
+
+    __slots__ = ("launch", "count", "gen", "acc", "last")
+    type = "decode_rows"
+
+    def __init__(self, launch: int, gen: array, acc: array, last: ev.DecodeStats) -> None:
+        self.launch = launch
+        self.count = len(gen)
+        self.gen = gen
+        self.acc = acc
+        self.last = last
 
 
 class VersionGuess:
@@ -769,6 +789,16 @@ class PhaseMachine:
         st.decode_history.append(e)
         out.append(e)
 
+    def add_decode_rows(self, rows: DecodeRows, out: list[Any]) -> None:
+        """A run of Decode lines folded in bulk (``LogInterpreter.feed_bulk``).
+
+        ``decode_count`` stays exact; ``decode_history`` only receives the run's last line.
+        """
+        st = self.st
+        st.decode_count += rows.count
+        st.decode_history.append(rows.last)
+        out.append(rows)
+
     def _on_prefill(self, rec: Rec, ts: float | None, out: list[ev.Event]) -> None:
         st = self.st
         if st.status != READY:
@@ -804,4 +834,4 @@ class PhaseMachine:
 # Phases every rank goes through (their completion waits for all known ranks).
 _PER_RANK = frozenset({"dist_init", "load_target", "load_draft", "kv_cache", "capture_target"})
 
-__all__ = ["PhaseMachine", "MachineState", "PhaseInfo", "parse_server_args", "match_failure"]
+__all__ = ["PhaseMachine", "MachineState", "PhaseInfo", "DecodeRows", "parse_server_args", "match_failure"]

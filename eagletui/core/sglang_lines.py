@@ -46,6 +46,80 @@ DECODE_RE = re.compile(
     r"Decode batch(?: \[\d+\])?[.,] #running-req: (\d+), (.*?)gen throughput \(token/s\): ([\d.]+), "
     r"#queue-req: (\d+)"
 )
+# Bulk scan for ``eagletui parse`` (LogInterpreter.feed_bulk). One match = the serving lines that the
+# per-line serving fast path (LogInterpreter._line) skips, then one more line: a Decode line it
+# accepts (groups: message, accept len, gen throughput), or any other line (group 4, without its
+# newline), or the end of the range. Every line start therefore matches, so ``findall`` over a range
+# of complete lines is contiguous and returns the range's lines in order. Lines are decided exactly as
+# the per-line path decides them:
+#   * ``INFO:     …HTTP/1.…`` is an access line (checked first);
+#   * otherwise the first ``]`` of the line, at most 385 characters in, must be the serving marker (so
+#     it is the earliest ``] Decode batch`` / ``] Prefill batch`` and lies in the 400-character window);
+#   * a Prefill line is skipped whatever follows the marker; a Decode line must match a subset of
+#     DECODE_FAST_RE whose numbers always convert (ASCII ``\d+\.?\d*``) and whose length stays far below
+#     SCAN_LIMIT. Anything else (hybrid ``#full token`` lines, odd numbers) comes back in group 4.
+# ``.`` never matches ``\n``; callers keep ``\r`` out of the scanned range.
+#
+# Optional parts cost a lot in ``re``, so scans use a pattern specialised to one Decode layout (the
+# optional fields of DECODE_FAST_RE present or not); Decode lines of another layout then come back as
+# other lines, which is slower but still exact. ``serving_scan_re`` picks the layout from a sample line.
+_BULK_NUM = r"\d{1,20}\.?\d{0,20}"
+_BULK_SKIP = r"(?:INFO:     .*HTTP/1\..*\n|[^\]\n]{0,385}+\] Prefill batch.*\n)*+"
+_BULK_PFX = r"[^\]\n]{0,385}+\] "
+_LAYOUT_RE = re.compile(
+    r"Decode batch( \[\d+\])?([.,]) #running-req: \d+, #token: \d+, token usage: [\d.]+, "
+    r"(accept len: [\d.]+, (accept rate: [\d.]+, )?)?(?:(cuda|cpu|npu|musa) graph: (?:True|False), )?"
+    r"gen throughput"
+)
+_SCAN_CACHE: dict[tuple[Any, ...], re.Pattern[Any]] = {}
+
+
+def _scan_re(layout: tuple[Any, ...] | None, binary: bool) -> re.Pattern[Any]:
+    key = (layout, binary)
+    pat = _SCAN_CACHE.get(key)
+    if pat is not None:
+        return pat
+    n = _BULK_NUM
+    if layout is None:  # every layout, slower
+        head = r"Decode batch(?: \[\d{1,12}\])?[.,] "
+        accept = r"(?:accept len: (" + n + r"), (?:accept rate: " + n + r", )?)?"
+        graph = r"(?:(?:cuda|cpu|npu|musa) graph: (?:True|False), )?"
+    else:
+        it, sep, acc_len, acc_rate, dev = layout
+        head = "Decode batch" + (r" \[\d{1,12}\]" if it else "") + re.escape(sep) + " "
+        accept = "()"  # group 2 stays empty
+        if acc_len:
+            accept = r"accept len: (" + n + r"), " + (r"accept rate: " + n + r", " if acc_rate else "")
+        graph = dev + r" graph: (?:True|False), " if dev else ""
+    src = (
+        _BULK_SKIP + r"(?:" + _BULK_PFX + "(" + head + r"#running-req: \d{1,12}, #token: \d{1,15}, "
+        r"token usage: " + n + ", " + accept + graph + r"gen throughput \(token/s\): (" + n + r"), "
+        r"#queue-req: \d{1,12}).*\n|(.*)\n|\Z)"
+    )
+    if binary:
+        # Same set as [^\]\n] on bytes, spelled as ranges so ``re`` tests it with a bitmap (faster).
+        src = src.replace(r"[^\]\n]", r"[\x00-\x09\x0b-\x5c\x5e-\xff]")
+    pat = re.compile(src.encode() if binary else src, re.ASCII)
+    if len(_SCAN_CACHE) < 64:
+        _SCAN_CACHE[key] = pat
+    return pat
+
+
+def serving_scan_re(sample: str, binary: bool = False) -> re.Pattern[Any]:
+    """The bulk scan pattern for the Decode layout of ``sample`` (a Decode message), else the general one.
+
+    ``binary``: the same pattern over UTF-8 bytes (limits then count bytes, a subset of the text's).
+    """
+    m = _LAYOUT_RE.match(sample)
+    if m is None:
+        return _scan_re(None, binary)
+    it, sep, acc_len, acc_rate, dev = m.groups()
+    return _scan_re((bool(it), sep, bool(acc_len), bool(acc_rate), dev or ""), binary)
+
+
+#: The general scan pattern (every Decode layout DECODE_FAST_RE knows).
+SERVING_SCAN_RE = _scan_re(None, False)
+
 PREFILL_FAST_RE = re.compile(
     r"Prefill batch(?:\(mixed #running-req: \d+\))?(?: \[\d+\])?[.,] #new-seq: (\d+), #new-token: (\d+), "
     r"#cached-token: (\d+), (?:cache hit rate: [\d.]+%, )?(?:token usage: [\d.]+, )?"
@@ -354,7 +428,14 @@ def _num(s: str | None) -> float | None:
 
 
 def parse_decode(msg: str) -> dict[str, Any] | None:
-    """Fields of a ``Decode batch`` line, or None if it is not complete."""
+    """Fields of a ``Decode batch`` line, or None if it is not complete (or a number is malformed)."""
+    try:
+        return _parse_decode(msg)
+    except ValueError:  # "[\d.]+" admits "1.2.3"
+        return None
+
+
+def _parse_decode(msg: str) -> dict[str, Any] | None:
     m = DECODE_FAST_RE.match(msg)
     if m is not None:
         g = m.groups()
@@ -402,7 +483,7 @@ def parse_prefill(msg: str) -> dict[str, Any] | None:
     if "input throughput" in msg:
         t = _INPUT_TPUT_RE.search(msg)
         if t:
-            tput = float(t.group(1))
+            tput = _float(t.group(1))
     return {
         "new_seq": int(g[0]),
         "new_token": int(g[1]),

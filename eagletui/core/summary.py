@@ -57,7 +57,8 @@ class Summarizer:
             self.launches += 1
             self._reset()
 
-    def add(self, events: Iterable[ev.Event]) -> None:
+    def add(self, events: Iterable[Any]) -> None:
+        """Fold events (and :class:`~eagletui.core.phase_machine.DecodeRows` from ``feed_bulk``)."""
         for e in events:
             t = e.type
             if t == "log":
@@ -71,6 +72,16 @@ class Summarizer:
                 self.gen.append(e.gen_throughput)
                 if e.accept_len is not None:
                     self.acc.append(e.accept_len)
+                if self.state in ("unknown", "loading"):
+                    self.state = "ready"
+                continue
+            if t == "decode_rows":  # LogInterpreter.feed_bulk: many Decode lines at once
+                if e.launch != self._launch:
+                    self._touch(e.launch)
+                self.decode_count += e.count
+                self.last = e.last
+                self.gen.extend(e.gen)
+                self.acc.extend(e.acc)
                 if self.state in ("unknown", "loading"):
                     self.state = "ready"
                 continue
