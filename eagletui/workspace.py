@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -162,16 +163,24 @@ class Workspace:
         except ImportError:
             return
         checks = await run_preflight(self.transport, profile)
-        failed = [c for c in checks if c.status == "fail"]
-        for c in checks:
-            if c.status != "pass":
-                self.emit(
-                    Notice(
-                        level="warning" if c.status == "warn" else "error",
-                        message=f"preflight {c.name}: {c.message}",
-                        source="preflight",
-                    )
+        ours = self.run
+        if ours is not None and getattr(ours, "owned", False) and getattr(ours, "alive", False):
+            # Our own running server holds the port (and GPUs) until the relaunch stops it.
+            checks = [
+                dataclasses.replace(
+                    c, status="pass", message=f"port {profile.port} is held by launch #{ours.launch}, stopped first"
                 )
+                if c.name == "port" and c.status == "fail" and int(ours.port or 0) == profile.port
+                else c
+                for c in checks
+            ]
+        failed = [c for c in checks if c.status == "fail"]
+        warned = [c for c in checks if c.status == "warn"]
+        summary = f"preflight: {len(checks) - len(failed) - len(warned)} pass, {len(warned)} warn, {len(failed)} fail"
+        details = "; ".join(f"{c.name}: {c.message}" for c in failed + warned)
+        # Warnings are recorded with the launch but not toasted: the same ones repeat on every relaunch.
+        level = "error" if failed else "info"
+        self.emit(Notice(level=level, message=f"{summary}. {details}".strip(), source="preflight"))
         if failed:
             raise WorkspaceError("preflight failed: " + "; ".join(f"{c.name}: {c.message}" for c in failed))
 
