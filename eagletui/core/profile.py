@@ -295,14 +295,15 @@ def config_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[Any]
 
 
 def format_diff(diff: dict[str, list[Any]], limit: int | None = None) -> str:
-    """Short one-line form for tables: ``NCCL_ALGO=Tree --speculative-num-steps 3→5``."""
+    """Short one-line form for tables: ``NCCL_ALGO=Tree --speculative-num-steps 3→5 --enable-x on``."""
     parts: list[str] = []
     for key, (a, b) in diff.items():
-        name = key.split(":", 1)[-1]
+        kind, _, name = key.partition(":")
+        sep = "=" if kind == "env" else " "
         if b is None or b is False:
-            parts.append(f"-{name}")
+            parts.append(f"{name} {'off' if a is True else 'unset'}")
         elif a is None or a is False:
-            parts.append(f"+{name}" if b is True else f"{name}={b}")
+            parts.append(f"{name} on" if b is True else f"{name}{sep}{b}")
         else:
             parts.append(f"{name} {a}→{b}")
     if limit is not None and len(parts) > limit:

@@ -51,9 +51,10 @@ class PhaseRow(Horizontal):
     PhaseRow { height: 1; }
     PhaseRow > .mark { width: 2; }
     PhaseRow > .name { width: 14; }
+    PhaseRow > .units { padding-right: 1; }
     PhaseRow > ProgressBar { width: 22; }
     PhaseRow > ProgressBar > Bar { width: 20; }
-    PhaseRow > .units { width: 12; }
+    PhaseRow > .units { width: 14; }
     PhaseRow > .time { width: 1fr; min-width: 16; }
     """
 
@@ -147,6 +148,7 @@ class PhasePanel(Vertical):
                     parts.append(f"ETA {fmt_secs(elapsed / st.done * (st.total - st.done))}")
                 if st.slowest_rank is not None and st.ranks_total and st.ranks_done < st.ranks_total:
                     parts.append(f"slow TP{st.slowest_rank}")
+            row.set_class("⚠ overdue" in parts, "overdue")
             set_label(timing, " ".join(parts))
         self._summary(la, now, estimates)
 
