@@ -52,7 +52,7 @@ def test_fold_diff_and_deltas():
     assert [r.launch for r in rows] == [1, 2]
     base, spec = rows
     assert base.is_baseline and base.diff == "baseline" and base.phase_total_s == pytest.approx(15.5)
-    assert "NCCL_ALGO=Tree" in spec.diff and "--speculative-algorithm=EAGLE3" in spec.diff
+    assert "NCCL_ALGO=Tree" in spec.diff and "--speculative-algorithm EAGLE3" in spec.diff
     assert spec.deltas["tok_s"].pct == pytest.approx(150.0) and spec.deltas["tok_s"].flagged
     assert spec.deltas["tok_s"].better is True
     assert spec.deltas["ttft_ms"].pct == pytest.approx(-10.0) and spec.deltas["ttft_ms"].better is True
