@@ -121,6 +121,31 @@ class Workspace:
         self._follow(run)
         return True
 
+    async def discover_foreign(self) -> list[Any]:
+        """SGLang servers on the host that eagletui did not start (followed read-only if the user wants)."""
+        try:
+            return list(await self.control.discover_foreign())
+        except Exception:
+            return []
+
+    def follow_foreign(self, server: Any) -> None:
+        """Tail a hand-started server's log read-only: it is never signalled (``owned=False``)."""
+        self.launch_no += 1
+        run = server.as_run(launch=self.launch_no)
+        self.run = run
+        self.emit(
+            LaunchStarted(
+                launch=run.launch,
+                target=self.target,
+                command=tuple(run.argv),
+                config={"target": self.target, "args": {}, "env": {}, "foreign_pid": run.pid},
+                log_path=run.log_path,
+                pid=run.pid,
+            )
+        )
+        self.emit(Notice(level="info", message=f"following pid {run.pid} read-only: {run.log_path}", source="attach"))
+        self._follow(run)
+
     # ------------------------------------------------------------------ launch / stop
 
     async def launch(self, profile: Profile | None = None) -> None:

@@ -20,7 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
 from eagletui.core.events import (
     PHASES,
@@ -34,7 +34,7 @@ from eagletui.core.events import (
 )
 from eagletui.core.profile import Profile, config_diff, format_diff
 from eagletui.core.state import SessionState
-from eagletui.ui.screens.modals import ConfirmScreen, HelpScreen, PromptScreen, TextScreen, diff_text
+from eagletui.ui.screens.modals import ConfirmScreen, HelpScreen, TextScreen, diff_text
 from eagletui.ui.widgets.logview import LogView
 from eagletui.ui.widgets.phases import PhasePanel, fmt_secs
 from eagletui.ui.widgets.runs import RunsTable
@@ -61,6 +61,7 @@ ACTIONS: list[tuple[str, str, str, str, str]] = [
     ("decode_lines", "c", "filter('decode')", "Decode", "Log filter: decode/prefill lines"),
     ("all_lines", "0", "filter('all')", "All lines", "Log filter: everything"),
     ("rank_filter", "k", "rank_filter", "Rank", "Log filter: cycle through ranks (TP0, TP1, …, all)"),
+    ("copy", "y", "copy_log", "Copy", "Copy the visible log lines (or the current search hit) to the clipboard"),
     ("theme", "t", "cycle_theme", "Theme", "Next theme"),
     ("tab_log", "1", "tab('log')", "Log", "Log tab"),
     ("tab_charts", "2", "tab('charts')", "Charts", "Charts tab (narrow terminals)"),
@@ -187,6 +188,7 @@ class EagleApp(App):
             with TabbedContent(id="tabs", initial="log"):
                 with TabPane("Log", id="log"):
                     yield LogView(max_lines=scrollback, id="logview")
+                    yield SearchInput(placeholder="search the log (Enter: find, Esc: cancel)", id="search-input")
                 with TabPane("Charts", id="charts"):
                     with Horizontal(classes="chart-pair"):
                         yield TokSChart(id="chart-toks", classes="chart")
@@ -435,7 +437,21 @@ class EagleApp(App):
             attached = await self.workspace.attach_newest()
         if attached:
             self.notify("reattached to the running server", title="attach")
-        elif self.autolaunch:
+            return
+        foreign = await self.workspace.discover_foreign() if self.mode != "demo" else []
+        for server in foreign:
+            if not server.log_path:
+                self.notify(f"SGLang server pid {server.pid} found; its output is not a file, so it can't be followed")
+                continue
+            cmd = " ".join(server.cmdline)[:160]
+            question = (
+                f"An SGLang server that eagletui did not start is running:\npid {server.pid}: {cmd}\n"
+                f"log: {server.log_path}\n\nFollow its log read-only? It will never be stopped by eagletui. (y/n)"
+            )
+            if await self.push_screen_wait(ConfirmScreen(question)):
+                self.workspace.follow_foreign(server)
+                return
+        if self.autolaunch:
             await self._do_launch(None)
 
     async def _do_launch(self, profile: Profile | None) -> None:
@@ -562,21 +578,42 @@ class EagleApp(App):
         self._dirty = True
 
     def action_search(self) -> None:
+        """An inline search line under the log (like ``less``): no screen push, so it stays instant."""
+        self.query_one(TabbedContent).active = "log"
+        box = self.query_one("#search-input", Input)
+        box.value = self.query_one(LogView).search
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#search-input")
+    def _search_submitted(self, event: Input.Submitted) -> None:
         log = self.query_one(LogView)
+        hits = log.set_search(event.value)
+        event.input.display = False
+        log.focus()
+        self.notify(f"{hits} hit{'s' if hits != 1 else ''} for {event.value!r}" if event.value else "search cleared")
 
-        def done(value: str | None) -> None:
-            if value is None:
-                return
-            hits = log.set_search(value)
-            self.notify(f"{hits} hit{'s' if hits != 1 else ''} for {value!r}" if value else "search cleared")
-
-        self.push_screen(PromptScreen("search the log", log.search), done)
+    def _search_cancel(self) -> None:
+        box = self.query_one("#search-input", Input)
+        if box.display:
+            box.display = False
+            self.query_one(LogView).focus()
 
     def action_search_next(self) -> None:
         self.query_one(LogView).next_hit(1)
 
     def action_search_prev(self) -> None:
         self.query_one(LogView).next_hit(-1)
+
+    def action_copy_log(self) -> None:
+        log = self.query_one(LogView)
+        text = log.selected_text()
+        if not text:
+            self.notify("nothing to copy", severity="warning")
+            return
+        self.copy_to_clipboard(text)
+        n = text.count("\n") + 1
+        self.notify(f"copied {n} line{'s' if n != 1 else ''} to the clipboard (OSC 52)")
 
     def action_follow(self) -> None:
         self.query_one(LogView).action_follow()
@@ -686,6 +723,14 @@ class EagleApp(App):
     @on(LogView.FollowChanged)
     def _follow_changed(self, event: LogView.FollowChanged) -> None:
         self._dirty = True
+
+
+class SearchInput(Input):
+    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+    DEFAULT_CSS = "SearchInput { display: none; dock: bottom; }"
+
+    def action_cancel(self) -> None:
+        self.app._search_cancel()
 
 
 def _make_runbook(profile: Profile | None) -> Any:

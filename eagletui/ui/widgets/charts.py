@@ -36,6 +36,17 @@ class MetricChart(PlotextPlot):
         self.baseline: float | None = None
         self._seen: tuple = ()
         self.points = 0
+        self._eagle_render_key: tuple | None = None
+        self._eagle_render_out = None
+
+    def render(self):
+        """plotext rebuilds the whole figure per render; a repaint with unchanged data reuses it."""
+        key = (self._seen, self.size.width, self.size.height, self.app.theme)
+        if key == self._eagle_render_key and self._eagle_render_out is not None:
+            return self._eagle_render_out
+        out = super().render()
+        self._eagle_render_key, self._eagle_render_out = key, out
+        return out
 
     def series_for(self, state: SessionState) -> tuple[Series | None, Series | None, Series | None]:
         """(samples, rolling, live) for this chart; subclasses pick from the state."""

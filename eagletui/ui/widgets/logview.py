@@ -182,6 +182,15 @@ class LogView(ScrollView, can_focus=True):
             self.scroll_to(y=max(0, y - self.size.height // 2), animate=False)
             self.refresh()
 
+    def selected_text(self) -> str:
+        """The current search hit if there is one, else the lines on screen (what the user is looking at)."""
+        rows = self.view_rows
+        if self.search and 0 <= self.hit_index < len(self.hits):
+            return rows[self.hits[self.hit_index]].text
+        top = int(self.scroll_offset.y)
+        visible = [rows[i].text for i in range(top, min(len(rows), top + self.size.height))]
+        return "\n".join(visible)
+
     # ------------------------------------------------------------------ scrolling / follow
 
     def _update_size(self) -> None:
@@ -280,6 +289,7 @@ def _strip_rank(text: str) -> str:
 
 
 def _collapse_label(text: str, ranks: tuple[int, ...]) -> str:
-    lo, hi = min(ranks), max(ranks)
+    ranks = tuple(sorted(ranks))
+    lo, hi = ranks[0], ranks[-1]
     label = f"TP{lo}–{hi} ×{len(ranks)}" if len(ranks) == hi - lo + 1 else f"TP{','.join(map(str, ranks))}"
     return _RANK_PREFIX.sub(lambda m: f"{m.group(1)} {label}{m.group(3)}", text, count=1)

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from rich.text import Text
 from textual.app import ComposeResult
-from textual.containers import Horizontal, Vertical
-from textual.widgets import Label, ProgressBar, Static
+from textual.containers import Vertical
+from textual.widget import Widget
+from textual.widgets import Static
 
 from eagletui.core.events import PHASES
 from eagletui.core.state import LaunchState
@@ -38,7 +39,7 @@ def fmt_secs(s: float | None) -> str:
     return f"{h}h{m:02d}m"
 
 
-def set_label(label: Label | Static, content) -> None:
+def set_label(label: Static, content) -> None:
     """Update only on change: Static.update always asks for a layout, which is costly at 10 Hz."""
     key = content.plain + str(content.spans) if isinstance(content, Text) else content
     if getattr(label, "_eagle_last", None) != key:
@@ -46,28 +47,40 @@ def set_label(label: Label | Static, content) -> None:
         label.update(content)
 
 
-class PhaseRow(Horizontal):
+BAR_WIDTH = 20
+
+
+class PhaseTable(Widget):
+    """All phase rows as one renderable: nine bars without ~60 widgets to lay out and restyle."""
+
     DEFAULT_CSS = """
-    PhaseRow { height: 1; }
-    PhaseRow > .mark { width: 2; }
-    PhaseRow > .name { width: 14; }
-    PhaseRow > .units { padding-right: 1; }
-    PhaseRow > ProgressBar { width: 22; }
-    PhaseRow > ProgressBar > Bar { width: 20; }
-    PhaseRow > .units { width: 14; }
-    PhaseRow > .time { width: 1fr; min-width: 16; }
+    PhaseTable { height: 9; }
     """
 
-    def __init__(self, phase: str) -> None:
-        super().__init__(id=f"phase-{phase}", classes="phase-row pending")
-        self.phase = phase
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self._text = Text()
 
-    def compose(self) -> ComposeResult:
-        yield Label(STATUS_MARK["pending"], classes="mark")
-        yield Label(PHASE_LABELS[self.phase], classes="name")
-        yield ProgressBar(total=None, show_percentage=False, show_eta=False)
-        yield Label("", classes="units")
-        yield Label("", classes="time")
+    def render(self) -> Text:
+        return self._text
+
+    def set_text(self, text: Text) -> None:
+        if text.plain != self._text.plain or text.spans != self._text.spans:
+            self._text = text
+            self.refresh()
+
+
+def _bar(fraction: float | None, colour: str, dim: str, now: float) -> Text:
+    t = Text()
+    if fraction is None:  # active, no count: a sliding pulse says "alive, size unknown"
+        pos = int(now * 8) % BAR_WIDTH
+        for i in range(BAR_WIDTH):
+            t.append("━", style=colour if abs(i - pos) <= 2 else dim)
+        return t
+    filled = int(round(max(0.0, min(1.0, fraction)) * BAR_WIDTH))
+    t.append("━" * filled, style=colour)
+    t.append("━" * (BAR_WIDTH - filled), style=dim)
+    return t
 
 
 class PhasePanel(Vertical):
@@ -81,8 +94,7 @@ class PhasePanel(Vertical):
     """
 
     def compose(self) -> ComposeResult:
-        for phase in PHASES:
-            yield PhaseRow(phase)
+        yield PhaseTable(id="phase-table")
         yield Static("", id="phase-summary")
         yield Static("", id="phase-failure")
 
@@ -90,66 +102,59 @@ class PhasePanel(Vertical):
         self, la: LaunchState | None, now: float, estimates: dict[str, tuple[float, float]] | None = None
     ) -> None:
         estimates = estimates or {}
-        for phase in PHASES:
-            row = self.query_one(f"#phase-{phase}", PhaseRow)
+        v = self.app.theme_variables
+        colours = {
+            "done": v.get("phase-done", "green"),
+            "active": v.get("phase-active", "cyan"),
+            "pending": v.get("phase-pending", "grey50"),
+            "failed": v.get("phase-failed", "red"),
+            "skipped": v.get("phase-pending", "grey50"),
+        }
+        dim = v.get("phase-pending", "grey50")
+        warn = v.get("warning", "yellow")
+        out = Text(no_wrap=True, overflow="ellipsis")
+        for i, phase in enumerate(PHASES):
             st = la.phases[phase] if la else None
             status = st.status if st else "pending"
-            for cls in ("pending", "active", "done", "failed", "skipped"):
-                row.set_class(status == cls, cls)
-            marks = row.query(Label)
-            mark, _name, units, timing = marks[0], marks[1], marks[2], marks[3]
-            set_label(mark, STATUS_MARK.get(status, "?"))
-            bar = row.query_one(ProgressBar)
-
-            def set_bar(total, progress=None, _bar=bar):
-                key = (total, progress)
-                if getattr(_bar, "_eagle_last", None) != key:
-                    _bar._eagle_last = key
-                    if progress is None:
-                        _bar.update(total=total)
-                    else:
-                        _bar.update(total=total, progress=progress)
-
-            if st is None:
-                set_bar(None, 0)
-                set_label(units, "")
-                set_label(timing, "")
+            colour = colours.get(status, dim)
+            if i:
+                out.append("\n")
+            out.append(f"{STATUS_MARK.get(status, '?')} ", style=colour)
+            out.append(f"{PHASE_LABELS[phase]:<14}", style=f"bold {colour}" if status in ("active", "failed") else colour)
+            if st is None or status == "pending":
+                out.append_text(_bar(0.0, colour, dim, now))
                 continue
             if st.total:
-                set_bar(st.total, min(st.done, st.total))
-                unit = {"shards": "shards", "bs": "bs"}.get(st.unit, st.unit)
-                set_label(units, f"{st.done}/{st.total} {unit}".strip())
+                frac: float | None = min(st.done, st.total) / st.total
+                units = f"{st.done}/{st.total} {st.unit}".strip()
             elif status in ("done", "skipped"):
-                set_bar(1, 1 if status == "done" else 0)
-                set_label(units, "")
-            elif status == "active":
-                set_bar(None)
-                set_label(units, st.label[:12])
+                frac = 1.0 if status == "done" else 0.0
+                units = ""
+            elif status == "failed":
+                frac, units = 0.0, ""
             else:
-                set_bar(1, 0)
-                set_label(units, "")
+                frac, units = None, st.label[:13]
+            out.append_text(_bar(frac, colours["done"] if status == "done" else colour, dim, now))
+            out.append(f"  {units:<14}")
             elapsed = st.elapsed(now)
-            est = estimates.get(phase)
-            parts: list[str] = []
             if elapsed is not None and phase != "ready":
-                parts.append(fmt_secs(elapsed))
-            if status == "active":
-                if est is not None:
-                    remaining = est[0] - (elapsed or 0.0)
-                    if st.total and st.done and elapsed:
-                        remaining = elapsed / st.done * (st.total - st.done)
-                    if elapsed is not None and elapsed > est[1] > 0:
-                        parts.append("⚠ overdue")
-                        row.add_class("overdue")
-                    else:
-                        parts.append(f"ETA {fmt_secs(max(0.0, remaining))}")
-                        row.remove_class("overdue")
-                elif st.total and st.done and elapsed:
-                    parts.append(f"ETA {fmt_secs(elapsed / st.done * (st.total - st.done))}")
-                if st.slowest_rank is not None and st.ranks_total and st.ranks_done < st.ranks_total:
-                    parts.append(f"slow TP{st.slowest_rank}")
-            row.set_class("⚠ overdue" in parts, "overdue")
-            set_label(timing, " ".join(parts))
+                out.append(f"{fmt_secs(elapsed):>6}")
+            if status != "active":
+                continue
+            est = estimates.get(phase)
+            if est is not None:
+                remaining = est[0] - (elapsed or 0.0)
+                if st.total and st.done and elapsed:
+                    remaining = elapsed / st.done * (st.total - st.done)
+                if elapsed is not None and elapsed > est[1] > 0:
+                    out.append("  ⚠ overdue", style=f"bold {warn}")
+                else:
+                    out.append(f"  ETA {fmt_secs(max(0.0, remaining))}")
+            elif st.total and st.done and elapsed:
+                out.append(f"  ETA {fmt_secs(elapsed / st.done * (st.total - st.done))}")
+            if st.slowest_rank is not None and st.ranks_total and st.ranks_done < st.ranks_total:
+                out.append(f"  slow TP{st.slowest_rank}", style=warn)
+        self.query_one(PhaseTable).set_text(out)
         self._summary(la, now, estimates)
 
     def _summary(self, la: LaunchState | None, now: float, estimates: dict[str, tuple[float, float]]) -> None:
