@@ -342,6 +342,7 @@ class EagleApp(App):
         if self._quitting or log is None or not log.is_attached:
             return
         log.flush()
+        log.keep_following()
         la = self.state.launch
         active = la is not None and la.status in ("launching", "loading")
         if not self._dirty and not active:

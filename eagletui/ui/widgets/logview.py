@@ -201,6 +201,11 @@ class LogView(ScrollView, can_focus=True):
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
 
+    def keep_following(self) -> None:
+        """Called every tick: a flush that ran before layout (or behind a modal) must not strand the view."""
+        if self.follow and self.scroll_offset.y < self.max_scroll_y:
+            self.scroll_end(animate=False, immediate=True, x_axis=False)
+
     def action_follow(self) -> None:
         self.follow = True
         self.scroll_end(animate=False, x_axis=False)
@@ -273,11 +278,15 @@ class LogView(ScrollView, can_focus=True):
         return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, self.rich_style)
 
 
+_NUMBERS = re.compile(r"\d+(?:\.\d+)?")
+
+
 def _same_bar(a: str, b: str) -> bool:
-    """Two frames of one tqdm bar share the text before the percentage."""
-    ka = a.split("%", 1)[0].rstrip("0123456789 ")
-    kb = b.split("%", 1)[0].rstrip("0123456789 ")
-    return ka == kb
+    """Two frames of one tqdm bar share the text before the percentage, numbers aside
+    (``Capturing batches (bs=8 …)`` and ``(bs=4 …)`` are the same bar)."""
+    ka = _NUMBERS.sub("#", a.split("%", 1)[0]).rstrip("# ")
+    kb = _NUMBERS.sub("#", b.split("%", 1)[0]).rstrip("# ")
+    return ka == kb or not ka or not kb  # tqdm's first frame has no description yet
 
 
 _PREFIX = re.compile(r"^\[[^\]]{0,80}\] ?")

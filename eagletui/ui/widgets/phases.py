@@ -164,7 +164,11 @@ class PhasePanel(Vertical):
             set_label(summary, Text("no launch yet", style="dim"))
             self.remove_class("failed")
             return
-        total = (la.ready_at or now) - la.started if la.started else None
+        durations = la.phase_durations()
+        if la.status == "ready" and durations:
+            total: float | None = sum(durations.values())  # from the log: right for a reattached run too
+        else:
+            total = (la.ready_at or now) - la.started if la.started else None
         line = Text()
         line.append(f"launch #{la.launch}  ", style="bold")
         line.append(f"{la.status}  ")
