@@ -23,9 +23,29 @@ from eagletui.core.events import (
     ProcessExited,
     ServerStopped,
 )
+from eagletui.core.flags import check_flags
 from eagletui.core.profile import Profile, config_diff
 
 Emit = Callable[[Event], None]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Check:
+    name: str
+    status: str
+    message: str
+
+
+def server_version_from(checks: Any) -> str | None:
+    """The sglang (or simulator-compatible) version the preflight found on the host."""
+    import re
+
+    for c in checks:
+        if c.name == "server module" and c.status == "pass":
+            m = re.search(r"(?:version|sglang-compat) (\d+\.\d+(?:\.\d+)?)", c.message)
+            if m:
+                return m.group(1)
+    return None
 
 
 class WorkspaceError(Exception):
@@ -66,6 +86,7 @@ class Workspace:
         self._local_port: int | None = None
         self._lock = asyncio.Lock()
         self.benchmarking = False
+        self.server_version: str | None = None  # sglang version on the host, from the preflight
 
     # ------------------------------------------------------------------ connection
 
@@ -199,6 +220,12 @@ class Workspace:
                 else c
                 for c in checks
             ]
+        self.server_version = server_version_from(checks) or self.server_version
+        flag_errors, flag_warnings = check_flags(
+            [k for k, v in profile.args.items() if v is not None and v is not False], self.server_version
+        )
+        checks = list(checks) + [_Check("flags", "fail", m) for m in flag_errors]
+        checks += [_Check("flags", "warn", m) for m in flag_warnings]
         failed = [c for c in checks if c.status == "fail"]
         warned = [c for c in checks if c.status == "warn"]
         summary = f"preflight: {len(checks) - len(failed) - len(warned)} pass, {len(warned)} warn, {len(failed)} fail"

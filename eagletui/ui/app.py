@@ -469,7 +469,9 @@ class EagleApp(App):
 
     def _sync_tuning(self) -> None:
         if self.workspace is not None:
-            self.query_one(TuningPanel).set_profile(self.workspace.profile)
+            tuning = self.query_one(TuningPanel)
+            tuning.server_version = self.workspace.server_version
+            tuning.set_profile(self.workspace.profile)
 
     @work(exclusive=True, group="replay", exit_on_error=False)
     async def run_replay(self) -> None:

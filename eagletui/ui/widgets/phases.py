@@ -47,14 +47,14 @@ def set_label(label: Static, content) -> None:
         label.update(content)
 
 
-BAR_WIDTH = 20
+BAR_WIDTH = 16
 
 
 class PhaseTable(Widget):
     """All phase rows as one renderable: nine bars without ~60 widgets to lay out and restyle."""
 
     DEFAULT_CSS = """
-    PhaseTable { height: 9; }
+    PhaseTable { height: 9; text-wrap: nowrap; text-overflow: ellipsis; }
     """
 
     def __init__(self, **kwargs) -> None:

@@ -44,6 +44,7 @@ class TuningPanel(DataTable):
         self.profile: Profile | None = None
         self.pending: dict[str, Any] = {}
         self.error: str = ""
+        self.server_version: str | None = None  # set by the app once the preflight has seen the host
 
     def on_mount(self) -> None:
         self.add_column("toggle", key="toggle")
@@ -109,6 +110,14 @@ class TuningPanel(DataTable):
             self.error = str(exc)
             self.app.notify(str(exc), title="refused", severity="error")
             return False
+        if t.kind == "arg" and value not in (None, False):
+            from eagletui.core.flags import check_flags
+
+            errors, _ = check_flags([t.name], self.server_version)
+            if errors:
+                self.error = errors[0]
+                self.app.notify(errors[0], title="refused", severity="error")
+                return False
         running = self.profile.toggle_value(t)
         if value == running or (value in (None, False) and running in (None, False)):
             self.pending.pop(t.key, None)

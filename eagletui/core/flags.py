@@ -1,0 +1,76 @@
+"""Server flags whose spelling depends on the SGLang version, so a relaunch is not wasted on argparse.
+
+A wrong flag costs a full relaunch cycle only to die in argparse; checking the profile against the host's
+sglang version first turns that into an inline refusal. Facts from the sampled wheels (see the reference
+notes): versions are the first sampled release that showed the change.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class FlagChange:
+    flag: str
+    since: tuple[int, ...]
+    kind: str  # "removed" (argparse rejects it) or "deprecated" (accepted, warns)
+    use: str  # what to use instead
+    until: tuple[int, ...] | None = None  # first version where the flag did not exist yet (added later)
+
+
+CHANGES: tuple[FlagChange, ...] = (
+    FlagChange("--cuda-graph-max-bs", (0, 5, 20), "removed", "--cuda-graph-max-bs-decode"),
+    FlagChange("--cuda-graph-max-bs", (0, 5, 16), "deprecated", "--cuda-graph-max-bs-decode"),
+    FlagChange("--enable-flashinfer-allreduce-fusion", (0, 5, 20), "deprecated", "--flashinfer-allreduce-fusion-backend"),
+    FlagChange("--disable-cuda-graph", (0, 5, 16), "deprecated", "--cuda-graph-backend-decode=disabled"),
+    FlagChange("--stream-output", (0, 5, 10), "deprecated", "--incremental-streaming-output"),
+)
+
+#: Flags that only exist from a version on: using them on an older server fails in argparse.
+ADDED: dict[str, tuple[int, ...]] = {
+    "--cuda-graph-max-bs-decode": (0, 5, 16),
+    "--cuda-graph-max-bs-prefill": (0, 5, 16),
+    "--cuda-graph-backend-decode": (0, 5, 16),
+    "--cuda-graph-backend-prefill": (0, 5, 16),
+    "--flashinfer-allreduce-fusion-backend": (0, 5, 20),
+    "--enable-flashinfer-allreduce-fusion": (0, 4, 10),
+    "--speculative-algorithm": (0, 4, 6),
+}
+
+
+def parse_version(text: str | None) -> tuple[int, ...] | None:
+    """``0.5.23``, ``0.5.5.post1``, ``sglang 0.4.10rc1`` → a comparable tuple; None when absent."""
+    if not text:
+        return None
+    m = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
+    if not m:
+        return None
+    return tuple(int(g) for g in m.groups() if g is not None)
+
+
+def fmt(v: tuple[int, ...]) -> str:
+    return ".".join(map(str, v))
+
+
+def check_flags(flags: list[str], version: str | None) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for these flags on this sglang version; nothing when the version is unknown."""
+    v = parse_version(version)
+    if v is None:
+        return [], []
+    errors: list[str] = []
+    warnings: list[str] = []
+    for flag in flags:
+        removed = next((c for c in CHANGES if c.flag == flag and c.kind == "removed" and v >= c.since), None)
+        if removed is not None:
+            errors.append(f"{flag} was removed in sglang {fmt(removed.since)} (host has {fmt(v)}): use {removed.use}")
+            continue
+        added = ADDED.get(flag)
+        if added is not None and v < added:
+            errors.append(f"{flag} does not exist before sglang {fmt(added)} (host has {fmt(v)})")
+            continue
+        dep = next((c for c in CHANGES if c.flag == flag and c.kind == "deprecated" and v >= c.since), None)
+        if dep is not None:
+            warnings.append(f"{flag} is deprecated since sglang {fmt(dep.since)}: prefer {dep.use}")
+    return errors, warnings

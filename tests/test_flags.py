@@ -1,0 +1,58 @@
+"""Version-dependent flag spellings are caught before a launch is wasted on argparse."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eagletui.commands.demo import write_demo_profile
+from eagletui.core.flags import check_flags, parse_version
+from eagletui.core.profile import load_profile
+from eagletui.workspace import Workspace, WorkspaceError
+
+
+def test_parse_version_variants() -> None:
+    assert parse_version("0.5.23") == (0, 5, 23)
+    assert parse_version("sglang 0.4.10rc1") == (0, 4, 10)
+    assert parse_version("0.5.5.post1") == (0, 5, 5)
+    assert parse_version(None) is None and parse_version("unknown") is None
+
+
+@pytest.mark.parametrize(
+    ("flag", "version", "error", "warning"),
+    [
+        ("--cuda-graph-max-bs", "0.5.23", "removed in sglang 0.5.20", None),
+        ("--cuda-graph-max-bs", "0.5.16", None, "deprecated since sglang 0.5.16"),
+        ("--cuda-graph-max-bs", "0.5.13", None, None),
+        ("--cuda-graph-max-bs-decode", "0.5.13", "does not exist before sglang 0.5.16", None),
+        ("--cuda-graph-max-bs-decode", "0.5.23", None, None),
+        ("--enable-flashinfer-allreduce-fusion", "0.5.21", None, "prefer --flashinfer-allreduce-fusion-backend"),
+        ("--tp", "0.3.0", None, None),
+    ],
+)
+def test_check_flags(flag: str, version: str, error: str | None, warning: str | None) -> None:
+    errors, warnings = check_flags([flag], version)
+    assert (error in errors[0]) if error else not errors
+    assert (warning in warnings[0]) if warning else not warnings
+
+
+def test_unknown_version_checks_nothing() -> None:
+    assert check_flags(["--cuda-graph-max-bs"], None) == ([], [])
+
+
+async def test_preflight_refuses_a_removed_flag_before_launch(tmp_path: Path) -> None:
+    """The simulator reports sglang-compat 0.5.23: --cuda-graph-max-bs must be refused, nothing launched."""
+    prof = load_profile(write_demo_profile(tmp_path, time_scale=0.004))
+    prof.args["--cuda-graph-max-bs"] = 32
+    events = []
+    ws = Workspace(prof, events.append, target="local", preflight=True)
+    await ws.connect()
+    try:
+        with pytest.raises(WorkspaceError, match="--cuda-graph-max-bs was removed"):
+            await ws.launch()
+        assert ws.server_version == "0.5.23"
+        assert ws.run is None
+        assert not any(e.type == "launch_started" for e in events)
+    finally:
+        await ws.close(stop_server=True)
