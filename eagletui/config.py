@@ -16,6 +16,8 @@ from typing import Any
 
 import platformdirs
 
+from eagletui.core.tomlpos import decode_error_position, locate
+
 APP_NAME = "eagletui"
 DESKTOP_KINDS = ("osc9", "osc777")
 NOTIFY_EVENTS = ("ready", "failed", "bench_done")
@@ -88,21 +90,8 @@ _NOTIFY_KEYS = set(NOTIFY_EVENTS) | {"desktop_kind"}
 
 
 def _locate(text: str, key: str, section: str | None = None) -> tuple[int, int]:
-    """Best-effort line/column of ``key`` (searching from ``[section]`` if given)."""
-    lines = text.splitlines()
-    start = 0
-    if section:
-        pat = re.compile(r"^\s*\[\s*" + re.escape(section) + r"\s*\]\s*(#.*)?$")
-        start = next((i for i, line in enumerate(lines) if pat.match(line)), 0)
-    key_re = re.compile(r"^\s*([\"']?)" + re.escape(key) + r"\1\s*=")
-    for i in range(start, len(lines)):
-        if key_re.match(lines[i]):
-            return i + 1, lines[i].index(key) + 1
-    for i, line in enumerate(lines):
-        m = re.search(r"\[\s*(?:[\w.]+\.)?" + re.escape(key) + r"\s*\]", line)
-        if m:
-            return i + 1, m.start() + 1
-    return 1, 1
+    line, col = locate(text, key, section)
+    return (line or 1, col or 1)
 
 
 class _Problems:
@@ -133,12 +122,7 @@ def load_user_config(path: str | Path | None = None) -> tuple[UserConfig, list[s
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        col = getattr(exc, "colno", None)
-        msg = getattr(exc, "msg", None) or re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-        if line is None:
-            m = re.search(r"line (\d+), column (\d+)", str(exc))
-            line, col = (int(m.group(1)), int(m.group(2))) if m else (1, 1)
+        line, col, msg = decode_error_position(exc, text)
         return cfg, [f"{p}:{line}:{col}: invalid TOML: {msg}"]
 
     probs = _Problems(p, text)

@@ -128,17 +128,7 @@ class Workspace:
         self.emit(
             Notice(level="info", message=f"reattached to run {run.run_id} (pid {run.pid})", source="attach")
         )
-        self.emit(
-            LaunchStarted(
-                launch=run.launch,
-                target=self.target,
-                command=tuple(run.argv),
-                config=config,
-                run_dir=run.run_dir,
-                log_path=run.log_path,
-                pid=run.pid,
-            )
-        )
+        self._announce(run, config)
         self._follow(run)
         return True
 
@@ -154,17 +144,12 @@ class Workspace:
         self.launch_no += 1
         run = server.as_run(launch=self.launch_no)
         self.run = run
+        self._announce(run, {"target": self.target, "args": {}, "env": {}, "foreign_pid": run.pid})
         self.emit(
-            LaunchStarted(
-                launch=run.launch,
-                target=self.target,
-                command=tuple(run.argv),
-                config={"target": self.target, "args": {}, "env": {}, "foreign_pid": run.pid},
-                log_path=run.log_path,
-                pid=run.pid,
+            Notice(
+                level="info", message=f"following pid {run.pid} read-only: {run.log_path}", source="attach"
             )
         )
-        self.emit(Notice(level="info", message=f"following pid {run.pid} read-only: {run.log_path}", source="attach"))
         self._follow(run)
 
     # ------------------------------------------------------------------ launch / stop
@@ -189,18 +174,7 @@ class Workspace:
         self.profile = profile
         self.running_profile = profile
         self.running_config = new_config
-        self.emit(
-            LaunchStarted(
-                launch=self.launch_no,
-                target=self.target,
-                command=tuple(run.argv),
-                config=new_config,
-                run_dir=run.run_dir,
-                log_path=run.log_path,
-                pid=run.pid,
-                diff=diff,
-            )
-        )
+        self._announce(run, new_config, diff)
         self._follow(run)
 
     async def _preflight(self, profile: Profile) -> None:
@@ -214,7 +188,9 @@ class Workspace:
             # Our own running server holds the port (and GPUs) until the relaunch stops it.
             checks = [
                 dataclasses.replace(
-                    c, status="pass", message=f"port {profile.port} is held by launch #{ours.launch}, stopped first"
+                    c,
+                    status="pass",
+                    message=f"port {profile.port} is held by launch #{ours.launch}, stopped first",
                 )
                 if c.name == "port" and c.status == "fail" and int(ours.port or 0) == profile.port
                 else c
@@ -235,6 +211,20 @@ class Workspace:
         self.emit(Notice(level=level, message=f"{summary}. {details}".strip(), source="preflight"))
         if failed:
             raise WorkspaceError("preflight failed: " + "; ".join(f"{c.name}: {c.message}" for c in failed))
+
+    def _announce(self, run: Any, config: dict[str, Any], diff: dict[str, Any] | None = None) -> None:
+        self.emit(
+            LaunchStarted(
+                launch=run.launch,
+                target=self.target,
+                command=tuple(run.argv),
+                config=config,
+                run_dir=run.run_dir,
+                log_path=run.log_path,
+                pid=run.pid,
+                diff=diff or {},
+            )
+        )
 
     def _follow(self, run: Any) -> None:
         from eagletui.remote.source import LiveSource

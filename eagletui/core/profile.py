@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagletui.core.tomlpos import decode_error_position, locate
+
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FLAG_RE = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
 SECRET_NAME_RE = re.compile(
@@ -322,24 +324,7 @@ _VERDICT_KEYS = set(Verdict.__dataclass_fields__)
 
 
 def _locate(text: str, key: str, section: str | None = None) -> tuple[int | None, int | None]:
-    """Best-effort line/column of ``key`` (inside ``[section]`` if given) for error messages."""
-    lines = text.splitlines()
-    start = 0
-    if section:
-        pat = re.compile(r"^\s*\[\[?\s*" + re.escape(section) + r"\s*\]\]?\s*$")
-        for i, line in enumerate(lines):
-            if pat.match(line):
-                start = i
-                break
-    key_re = re.compile(r"^\s*(\"?)" + re.escape(key) + r"\1\s*=")
-    for i in range(start, len(lines)):
-        m = key_re.match(lines[i])
-        if m:
-            return i + 1, lines[i].index(key) + 1
-    for i, line in enumerate(lines):
-        if key in line:
-            return i + 1, line.index(key) + 1
-    return None, None
+    return locate(text, key, section)
 
 
 def load_profile(path: str | Path) -> Profile:
@@ -357,16 +342,7 @@ def parse_profile(text: str, path: str | Path | None = None) -> Profile:
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
-        line = getattr(exc, "lineno", None)
-        col = getattr(exc, "colno", None)
-        msg = getattr(exc, "msg", None) or re.sub(r"\s*\(at line \d+, column \d+\)", "", str(exc))
-        if line is None:
-            m = re.search(r"line (\d+), column (\d+)", str(exc))
-            if m:
-                line, col = int(m.group(1)), int(m.group(2))
-            elif "end of document" in str(exc):
-                lines = text.splitlines() or [""]
-                line, col = len(lines), len(lines[-1]) + 1
+        line, col, msg = decode_error_position(exc, text)
         raise ProfileError(f"invalid TOML: {msg}", path, line, col) from None
     return profile_from_dict(data, text, path)
 

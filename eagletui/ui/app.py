@@ -61,7 +61,13 @@ ACTIONS: list[tuple[str, str, str, str, str]] = [
     ("decode_lines", "c", "filter('decode')", "Decode", "Log filter: decode/prefill lines"),
     ("all_lines", "0", "filter('all')", "All lines", "Log filter: everything"),
     ("rank_filter", "k", "rank_filter", "Rank", "Log filter: cycle through ranks (TP0, TP1, …, all)"),
-    ("copy", "y", "copy_log", "Copy", "Copy the visible log lines (or the current search hit) to the clipboard"),
+    (
+        "copy",
+        "y",
+        "copy_log",
+        "Copy",
+        "Copy the visible log lines (or the current search hit) to the clipboard",
+    ),
     ("theme", "t", "cycle_theme", "Theme", "Next theme"),
     ("tab_log", "1", "tab('log')", "Log", "Log tab"),
     ("tab_charts", "2", "tab('charts')", "Charts", "Charts tab (narrow terminals)"),
@@ -188,7 +194,9 @@ class EagleApp(App):
             with TabbedContent(id="tabs", initial="log"):
                 with TabPane("Log", id="log"):
                     yield LogView(max_lines=scrollback, id="logview")
-                    yield SearchInput(placeholder="search the log (Enter: find, Esc: cancel)", id="search-input")
+                    yield SearchInput(
+                        placeholder="search the log (Enter: find, Esc: cancel)", id="search-input"
+                    )
                 with TabPane("Charts", id="charts"):
                     with Horizontal(classes="chart-pair"):
                         yield TokSChart(id="chart-toks", classes="chart")
@@ -442,7 +450,9 @@ class EagleApp(App):
         foreign = await self.workspace.discover_foreign() if self.mode != "demo" else []
         for server in foreign:
             if not server.log_path:
-                self.notify(f"SGLang server pid {server.pid} found; its output is not a file, so it can't be followed")
+                self.notify(
+                    f"SGLang server pid {server.pid} found; its output is not a file, so it can't be followed"
+                )
                 continue
             cmd = " ".join(server.cmdline)[:160]
             question = (
@@ -594,7 +604,9 @@ class EagleApp(App):
         hits = log.set_search(event.value)
         event.input.display = False
         log.focus()
-        self.notify(f"{hits} hit{'s' if hits != 1 else ''} for {event.value!r}" if event.value else "search cleared")
+        self.notify(
+            f"{hits} hit{'s' if hits != 1 else ''} for {event.value!r}" if event.value else "search cleared"
+        )
 
     def _search_cancel(self) -> None:
         box = self.query_one("#search-input", Input)

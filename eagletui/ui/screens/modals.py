@@ -11,6 +11,8 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Input, Label, Static
 
+from eagletui.ui.widgets.tuning import show_value as _v
+
 
 class _Modal(ModalScreen):
     BINDINGS = [Binding("escape,q", "dismiss_none", "Close")]
@@ -122,13 +124,3 @@ def diff_text(diff: dict[str, Any], running: dict[str, Any] | None, argv: list[s
         t.append(shlex.join(argv) + "\n", style="dim")
     t.append("\na applies (preflight, stop, relaunch); escape closes.", style="dim")
     return t
-
-
-def _v(v: Any) -> str:
-    if v is None:
-        return "unset"
-    if v is True:
-        return "on"
-    if v is False:
-        return "off"
-    return str(v)

@@ -98,20 +98,19 @@ class MetricChart(PlotextPlot):
                     for i in range(len(ys))
                 ]
                 plt.plot(xs, roll, color=colour, label="rolling")
-        if rolling is not None and rolling.points:
-            pts = self._thin(rolling.points)
-            xs = [t - t0 for t, _ in pts]
-            plt.plot(
-                xs, [v for _, v in pts], color=_rgb(self.app, "accent", (255, 160, 0)), label="per second"
-            )
-            n += len(xs)
-        if live is not None and live.points:
-            pts = self._thin(live.points)
-            xs = [t - t0 for t, _ in pts]
-            plt.plot(
-                xs, [v for _, v in pts], color=_rgb(self.app, "secondary", (120, 200, 120)), label="server"
-            )
-            n += len(xs)
+        for series, colour_var, fallback, label in (
+            (rolling, "accent", (255, 160, 0), "per second"),
+            (live, "secondary", (120, 200, 120), "server"),
+        ):
+            if series is not None and series.points:
+                pts = self._thin(series.points)
+                plt.plot(
+                    [t - t0 for t, _ in pts],
+                    [v for _, v in pts],
+                    color=_rgb(self.app, colour_var, fallback),
+                    label=label,
+                )
+                n += len(pts)
         if self.baseline is not None and n:
             plt.hline(self.baseline, color=_rgb(self.app, "chart-baseline", (200, 200, 200)))
         plt.xlabel("s")

@@ -120,7 +120,10 @@ class PhasePanel(Vertical):
             if i:
                 out.append("\n")
             out.append(f"{STATUS_MARK.get(status, '?')} ", style=colour)
-            out.append(f"{PHASE_LABELS[phase]:<14}", style=f"bold {colour}" if status in ("active", "failed") else colour)
+            out.append(
+                f"{PHASE_LABELS[phase]:<14}",
+                style=f"bold {colour}" if status in ("active", "failed") else colour,
+            )
             if st is None or status == "pending":
                 out.append_text(_bar(0.0, colour, dim, now))
                 continue

@@ -1,0 +1,45 @@
+"""Where in a TOML file a problem is: every config error names ``file:line:col`` so it can be fixed at once."""
+
+from __future__ import annotations
+
+import re
+
+_AT = re.compile(r"\s*\(at (?:line \d+, column \d+|end of document)\)")
+_LINE_COL = re.compile(r"line (\d+), column (\d+)")
+
+
+def decode_error_position(exc: Exception, text: str) -> tuple[int, int, str]:
+    """(line, column, message) of a ``tomllib.TOMLDecodeError`` on any Python version (3.14 adds attributes;
+    older ones only put the position in the message)."""
+    line = getattr(exc, "lineno", None)
+    col = getattr(exc, "colno", None)
+    msg = getattr(exc, "msg", None) or _AT.sub("", str(exc))
+    if line is None or col is None:
+        m = _LINE_COL.search(str(exc))
+        if m:
+            line, col = int(m.group(1)), int(m.group(2))
+        else:  # "at end of document"
+            lines = text.splitlines() or [""]
+            line, col = len(lines), len(lines[-1]) + 1
+    return line, col, msg
+
+
+def locate(text: str, key: str, section: str | None = None) -> tuple[int | None, int | None]:
+    """Best-effort line/column of ``key`` (searching from ``[section]`` / ``[[section]]`` if given)."""
+    lines = text.splitlines()
+    start = 0
+    if section:
+        pat = re.compile(r"^\s*\[\[?\s*" + re.escape(section) + r"\s*\]\]?\s*(#.*)?$")
+        start = next((i for i, line in enumerate(lines) if pat.match(line)), 0)
+    key_re = re.compile(r"^\s*([\"']?)" + re.escape(key) + r"\1\s*=")
+    for i in range(start, len(lines)):
+        if key_re.match(lines[i]):
+            return i + 1, lines[i].index(key) + 1
+    for i, line in enumerate(lines):
+        m = re.search(r"\[\s*(?:[\w.]+\.)?" + re.escape(key) + r"\s*\]", line)
+        if m:
+            return i + 1, m.start() + 1
+    for i, line in enumerate(lines):
+        if key in line:
+            return i + 1, line.index(key) + 1
+    return None, None
