@@ -73,6 +73,9 @@ ACTIONS: list[tuple[str, str, str, str, str]] = [
     ("tab_charts", "2", "tab('charts')", "Charts", "Charts tab (narrow terminals)"),
     ("tab_tune", "3", "tab('tune')", "Tune", "Tune tab"),
     ("tab_runs", "4", "tab('runs')", "Runs", "Runs tab"),
+    ("replay_pause", "space", "replay_pause", "Pause", "Replay: pause / resume"),
+    ("replay_faster", "right_square_bracket", "replay_speed(2)", "Faster", "Replay: twice as fast"),
+    ("replay_slower", "left_square_bracket", "replay_speed(0.5)", "Slower", "Replay: half as fast"),
     ("help", "f1,question_mark", "help", "Help", "Help: all keys"),
     ("quit", "q", "quit_app", "Quit", "Quit (the server keeps running, except in the demo)"),
 ]
@@ -645,6 +648,23 @@ class EagleApp(App):
         log.set_filter(kinds, log.filter_rank)
         self.query_one(TabbedContent).active = "log"
         self.notify(f"log filter: {which}")
+
+    def action_replay_pause(self) -> None:
+        if self.mode != "replay" or self.replay is None:
+            return
+        self.replay.toggle_pause()
+        self.notify("replay paused" if self.replay.paused else "replay resumed")
+
+    def action_replay_speed(self, factor: float) -> None:
+        if self.mode != "replay" or self.replay is None:
+            return
+        speed = self.replay.speed
+        if speed == "instant":
+            self.notify("replay speed: instant")
+            return
+        new = min(1000.0, max(0.125, float(speed) * factor))
+        self.replay.set_speed(new)
+        self.notify(f"replay speed ×{new:g}")
 
     def action_rank_filter(self) -> None:
         log = self.query_one(LogView)

@@ -1,0 +1,66 @@
+"""Replay goes through the same event path as a live session, so it shows the same state."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from eagletui.commands import replay as replay_cmd
+from eagletui.config import UserConfig
+from eagletui.core.state import SessionState
+from eagletui.session.format import read_session
+from eagletui.session.replay import Replayer
+from eagletui.ui.app import EagleApp
+from eagletui.ui.widgets.logview import LogView
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "sessions" / "example-demo.jsonl"
+
+
+def replay_app(events) -> EagleApp:
+    r = Replayer(events)
+    r.set_speed("instant")
+    return EagleApp(profile=None, target="local", mode="replay", replay=r, user_config=UserConfig(record=False))
+
+
+async def test_replay_rebuilds_the_recorded_session() -> None:
+    header, events, warnings = read_session(EXAMPLE)
+    assert header["format"] == "eagletui-session" and not warnings
+    expected = SessionState()
+    expected.apply_all(events)
+    app = replay_app(events)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await pilot.pause(1.0)
+        assert app.events_seen == len(events)
+        assert app.state.current == expected.current == 3
+        for n, la in expected.launches.items():
+            got = app.state.launches[n]
+            assert {p: s.status for p, s in got.phases.items()} == {p: s.status for p, s in la.phases.items()}
+            assert got.diff == la.diff
+        rows = app.runbook.rows()
+        assert [r.launch for r in rows] == [1, 2, 3]
+        assert rows[0].is_baseline and rows[2].deltas["tok_s"].pct is not None
+        assert len(app.query_one(LogView).rows) > 100
+        assert app.recorder is None  # a replay is never re-recorded
+        await pilot.press("r")  # control keys are refused politely in replay
+        await pilot.pause()
+        assert app.state.current == 3
+
+
+async def test_truncated_recording_still_replays(tmp_path: Path) -> None:
+    damaged = tmp_path / "cut.jsonl"
+    shutil.copy(EXAMPLE, damaged)
+    data = damaged.read_bytes()
+    damaged.write_bytes(data[: len(data) * 2 // 3])  # cut mid-line, as a crash would
+    header, events, warnings = read_session(damaged)
+    assert any("truncated" in w for w in warnings)
+    app = replay_app(events)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause(0.5)
+        assert app.events_seen == len(events) > 100
+
+
+def test_replay_command_rejects_a_non_session(tmp_path: Path, capsys) -> None:
+    bogus = tmp_path / "notes.txt"
+    bogus.write_text("hello\n")
+    assert replay_cmd.main([str(bogus)]) == 2
+    assert str(bogus) in capsys.readouterr().err
