@@ -161,6 +161,7 @@ class EagleApp(App):
         self.events_seen = 0
         self._quitting = False
         self._log: LogView | None = None
+        self.replay_done = asyncio.Event()  # set when a replay has fed its last event
         self._apply_keymap()
 
     # ------------------------------------------------------------------ setup
@@ -348,6 +349,12 @@ class EagleApp(App):
             return self.state.last_wall or self.clock()
         return self.clock()
 
+    def repaint_now(self) -> None:
+        """Fold everything pending into the screen at once, charts included (tests, end of a replay)."""
+        self._last_chart = float("-inf")
+        self._dirty = True
+        self._tick()
+
     def _tick(self) -> None:
         log = self._log
         if self._quitting or log is None or not log.is_attached:
@@ -490,6 +497,8 @@ class EagleApp(App):
     async def run_replay(self) -> None:
         async for ev in self.replay.play():
             self.dispatch(ev)
+        self.replay_done.set()
+        self.repaint_now()
         self.notify("end of recording", title="replay")
 
     async def ask_host_key(self, host: str, fingerprint: str) -> bool:

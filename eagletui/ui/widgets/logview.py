@@ -120,6 +120,11 @@ class LogView(ScrollView, can_focus=True):
             if len(rows) == rows.maxlen:
                 self.dropped += 1
             rows.append(row)
+        # The virtual width comes from the content (measured here, not while painting), so the
+        # horizontal scrollbar does not depend on which rows happened to be drawn.
+        widest = max(len(r.text) for r in pending) + 16  # room for a collapsed "TP0–7 ×8" label
+        if widest > self._width:
+            self._width = widest
         self._refilter()
 
     def clear(self) -> None:
@@ -273,8 +278,6 @@ class LogView(ScrollView, can_focus=True):
         else:
             segments.append(Segment(text, base))
         strip = Strip(segments)
-        if len(text) > self._width:
-            self._width = len(text)
         return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, self.rich_style)
 
 

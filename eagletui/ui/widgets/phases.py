@@ -202,7 +202,7 @@ class PhasePanel(Vertical):
             text = Text()
             text.append(f"✘ {f.kind.upper()}", style="bold")
             text.append(f"  {f.message}\n")
-            if f.line:
+            if f.line and f.line.strip() not in f.message and f.message not in f.line:
                 text.append(f.line[:300] + "\n", style="dim")
             if f.hint:
                 text.append("hint: ", style="bold")
