@@ -587,7 +587,9 @@ class EagleApp(App):
         if not diff:
             self.notify("nothing to apply: no pending changes", severity="warning")
             return
-        self.query_one(TuningPanel).pending.clear()
+        tuning = self.query_one(TuningPanel)
+        tuning.pending.clear()
+        tuning.post_message(TuningPanel.PendingChanged({}))
         self.notify(format_diff(diff), title="applying")
         self._launch_worker(new)
 
