@@ -19,6 +19,7 @@ from eagletui.core.events import (
     ConnectionState,
     Event,
     LaunchStarted,
+    LogLine,
     Notice,
     ProcessExited,
     ServerStopped,
@@ -278,20 +279,57 @@ class Workspace:
         return f"http://127.0.0.1:{self._local_port}"
 
     async def benchmark(self, stop: asyncio.Event | None = None) -> BenchmarkResult:
-        from eagletui.bench.client import run_builtin
-
+        """Run the profile's benchmark: the built-in client, ``sglang.bench_serving`` or the user's command."""
         if self.benchmarking:
             raise WorkspaceError("a benchmark is already running")
         self.benchmarking = True
         try:
             self.bench_no += 1
-            url = await self.base_url()
-            settings = (self.running_profile or self.profile).bench
-            return await run_builtin(
-                url, settings, bench=self.bench_no, launch=self.launch_no, emit=self.emit, stop=stop
+            profile = self.running_profile or self.profile
+            settings = profile.bench
+            if settings.runner == "builtin":
+                from eagletui.bench.client import run_builtin
+
+                url = await self.base_url()
+                return await run_builtin(
+                    url, settings, bench=self.bench_no, launch=self.launch_no, emit=self.emit, stop=stop
+                )
+            lines = self._echoed_lines()
+            if settings.runner == "bench_serving":
+                from eagletui.bench.bench_serving import run_bench_serving
+
+                return await run_bench_serving(
+                    settings,
+                    port=profile.port,
+                    bench=self.bench_no,
+                    launch=self.launch_no,
+                    emit=self.emit,
+                    run_lines=lines,
+                    output_file=f"/tmp/eagletui-bench-serving-{self.bench_no}.jsonl",
+                    python=profile.python,
+                )
+            from eagletui.bench.custom import run_custom
+
+            return await run_custom(
+                settings, bench=self.bench_no, launch=self.launch_no, emit=self.emit, run_lines=lines
             )
         finally:
             self.benchmarking = False
+
+    def _echoed_lines(self) -> Any:
+        """A line source on the host whose output also streams into the log pane (marked ``[bench]``)."""
+        from eagletui.bench.bench_serving import local_lines, transport_lines
+
+        base = local_lines if self.transport.target == "local" else transport_lines(self.transport)
+
+        async def run(argv: list[str]):
+            echo = argv[:1] != ["cat"]  # the result file is parsed, not shown
+            async for line in base(argv):
+                if echo:
+                    self.emit(LogLine(text=f"[bench] {line}", kind="other", launch=self.launch_no))
+                yield line
+
+        return run
 
     # ------------------------------------------------------------------ shutdown
 
