@@ -201,7 +201,13 @@ class LogView(ScrollView, can_focus=True):
     def _update_size(self) -> None:
         rows = self.view_rows
         width = max(self._width, self.size.width)
-        self.virtual_size = Size(width, len(rows))
+        size = Size(width, len(rows))
+        if size != self.virtual_size:
+            # virtual_size is a layout=True reactive: assigning it re-lays out the whole screen on
+            # every flush. The pane's own box never changes with its content, so update the scroll
+            # geometry in place instead (scrollbars that appear still ask for a layout themselves).
+            self.set_reactive(LogView.virtual_size, size)
+            self._scroll_update(size)
         if self.follow:
             self.scroll_end(animate=False, immediate=True, x_axis=False)
         self.refresh()
