@@ -64,3 +64,23 @@ def test_replay_command_rejects_a_non_session(tmp_path: Path, capsys) -> None:
     bogus.write_text("hello\n")
     assert replay_cmd.main([str(bogus)]) == 2
     assert str(bogus) in capsys.readouterr().err
+
+
+async def test_untrusted_text_is_never_markup() -> None:
+    """Failure messages, notices and confirm prompts carry log text: brackets must not be parsed."""
+    from eagletui.core.events import Notice, ServerFailed
+    from eagletui.ui.screens.modals import ConfirmScreen
+
+    app = replay_app([])
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.dispatch(
+            ServerFailed(kind="nccl", message="[/oops] [bold]x", hint="[red]lower it[/", line="[rank0]:[E ProcessGroupNCCL.cpp:607]")
+        )
+        app.dispatch(Notice(level="error", message="bad [/x] markup"))
+        app.repaint_now()
+        await pilot.pause(0.3)
+        panel = str(app.query_one("#phase-failure").render())
+        assert "[/oops] [bold]x" in panel and "[red]lower it[/" in panel
+        app.push_screen(ConfirmScreen("pid 1: python -m sglang.launch_server [/bad] log: /tmp/[x"))
+        await pilot.pause(0.3)
+        assert "[/bad]" in str(app.screen.query_one("Label").render())

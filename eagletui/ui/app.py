@@ -171,6 +171,10 @@ class EagleApp(App):
         if keymap:
             self.set_keymap(dict(keymap))
 
+    def notify(self, message: str, *, title: str = "", severity="information", timeout=None, markup: bool = False) -> None:
+        """Toasts carry log text, paths and exception messages: never interpret them as markup."""
+        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         try:
             from eagletui.ui.themes import APP_VARIABLE_DEFAULTS

@@ -61,9 +61,9 @@ class TextScreen(_Modal):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.title_text, classes="title")
+            yield Label(self.title_text, classes="title", markup=False)
             with VerticalScroll():
-                yield Static(self.body, id="text-body")
+                yield Static(self.body, id="text-body", markup=False)
 
 
 class ConfirmScreen(_Modal):
@@ -75,7 +75,7 @@ class ConfirmScreen(_Modal):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.question, classes="title")
+            yield Label(self.question, classes="title", markup=False)
             yield Button("Yes (y)", id="yes", variant="error")
             yield Button("No (n)", id="no")
 
@@ -99,7 +99,7 @@ class PromptScreen(_Modal):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(self.prompt, classes="title")
+            yield Label(self.prompt, classes="title", markup=False)
             yield Input(value=self.value, id="prompt-input")
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
