@@ -236,8 +236,13 @@ class Workspace:
 
     async def _pump(self, source: Any) -> None:
         try:
+            n = 0
             async for ev in source.events():
                 self.emit(ev)
+                n += 1
+                if n % 256 == 0:
+                    # A backfilled or bursting log arrives as large chunks: let keys and frames in.
+                    await asyncio.sleep(0)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a broken source must not take the UI down; say what happened
