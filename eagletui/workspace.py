@@ -164,7 +164,9 @@ class Workspace:
         if self.preflight_enabled:
             await self._preflight(profile)
         if self.run is not None and getattr(self.run, "owned", False):
-            await self._stop_current(reason="relaunch")
+            # A crashed server is gone already; "stopping" it could hit a reused pid and be refused.
+            if await self.control.is_alive(self.run):
+                await self._stop_current(reason="relaunch")
         self.launch_no += 1
         new_config = profile.snapshot()
         diff = config_diff(self.running_config, new_config) if self.running_config else {}
@@ -310,7 +312,7 @@ class Workspace:
                     launch=self.launch_no,
                     emit=self.emit,
                     run_lines=lines,
-                    output_file=f"/tmp/eagletui-bench-serving-{self.bench_no}.jsonl",
+                    output_file=self._bench_output_path(),
                     python=profile.python,
                 )
             from eagletui.bench.custom import run_custom
@@ -320,6 +322,14 @@ class Workspace:
             )
         finally:
             self.benchmarking = False
+
+    def _bench_output_path(self) -> str:
+        """A fresh result file per run (never a guessable /tmp name another run or user could leave)."""
+        import secrets
+
+        name = f"bench-{self.bench_no}-{secrets.token_hex(6)}.jsonl"
+        run_dir = getattr(self.run, "run_dir", "") if self.run is not None else ""
+        return f"{run_dir}/{name}" if run_dir else f"/tmp/eagletui-{name}"
 
     def _echoed_lines(self) -> Any:
         """A line source on the host whose output also streams into the log pane (marked ``[bench]``)."""

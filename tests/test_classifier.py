@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from eagletui.core import events as ev
+from eagletui.core import log_interpreter
 from eagletui.core.log_interpreter import LogInterpreter
 from eagletui.core.sglang_lines import classify, parse_decode, split_glued
 
@@ -206,3 +209,171 @@ def test_bulk_scan_stops_where_the_state_changes() -> None:
     for line in cases:
         text = _READY + "\n".join([_DEC, _DEC, line, unprefixed, _DEC, _DEC]) + "\n"
         assert _fold(text, bulk=True) == _fold(text, bulk=False), line
+
+
+# --------------------------------------------------------------------- live serving fast path
+
+_LOGS = Path(__file__).parent / "fixtures" / "logs"
+
+
+def _live_events(data: bytes, step: int, fast: bool) -> tuple[list[dict], tuple]:
+    old = log_interpreter.FAST_LIVE
+    log_interpreter.FAST_LIVE = fast
+    try:
+        interp = LogInterpreter(launch=2)
+        out: list[ev.Event] = []
+        for i in range(0, len(data), step):
+            out += interp.feed_bytes(data[i : i + step])
+        out += interp.flush()
+    finally:
+        log_interpreter.FAST_LIVE = old
+    rows = []
+    for e in out:
+        d = e.to_dict()
+        d.pop("wall")
+        d.pop("mono")
+        rows.append(d)
+    m = interp._m
+    st = interp.state
+    machine = (
+        st.status,
+        st.phase,
+        st.decode_count,
+        [e.gen_throughput for e in st.decode_history],
+        m.last_ts,
+        m.last_ts_text,
+        m.day_offset,
+        interp.version,
+        sorted(st.ranks),
+    )
+    return rows, machine
+
+
+def _live_serving_log(n: int) -> bytes:
+    """Serving lines of many layouts, interruptions, and prefixes the fast path must leave alone."""
+    lines = []
+    for i in range(n):
+        sec = f"13:{i // 60 % 60:02d}:{i % 60:02d}"
+        t = f"[2026-03-14 {sec} TP{i % 3}] " if i % 13 else f"[2026-03-14 {sec}.{i % 1000:03d} DP0 TP1] "
+        if i % 17 == 0:
+            t = f"({'SchedulerActor'} pid=7) [{sec} TP2] "  # 0.3.x-style time only, Ray actor tag
+        k = i % 10
+        if k == 0:
+            lines.append(
+                t + f"Decode batch, #running-req: {i % 48}, #token: {1000 + i}, token usage: 0.{i % 97:02d}, "
+                f"accept len: {2 + i % 200 / 100:.2f}, accept rate: 0.{i % 89:02d}, cuda graph: True, "
+                f"gen throughput (token/s): {3000 + i * 1.25:.2f}, #queue-req: {i % 9}"
+            )
+        elif k == 1:
+            lines.append(
+                t + f"Prefill batch, #new-seq: 1, #new-token: {i}, #cached-token: 0, #queue-req: 0, "
+            )
+        elif k == 2:
+            lines.append(
+                t + f"Prefill batch(mixed #running-req: 3) [{i}], #new-seq: 2, #new-token: {i}, "
+                f"#cached-token: 5, cache hit rate: 1.00%, token usage: 0.20, #running-req: 4, #queue-req: 1, "
+                f"input throughput (token/s): {i}.25, "
+            )
+        elif k == 3:
+            lines.append(f'INFO:     127.0.0.1:{40000 + i} - "POST /generate HTTP/1.1" 200 OK')
+        elif k == 4:
+            lines.append(
+                t
+                + "Decode batch, #running-req: 1, #full token: 7, gen throughput (token/s): 9.50, #queue-req: 0"
+            )
+        elif k == 5:
+            lines.append(
+                t
+                + "Decode batch. #running-req: 1, #token: 1, token usage: 1.2.3, gen throughput (token/s): 9, #queue-req: 0"
+            )
+        elif k == 6 and i % 7 == 0:
+            lines.append(t + "Some warning about the cache")
+        elif k == 6 and i % 11 == 0:
+            lines.append(
+                "sglang-1  | "
+                + t
+                + "Prefill batch, #new-seq: 1, #new-token: 1, #cached-token: 0, #queue-req: 0"
+            )
+        elif k == 6 and i % 29 == 0:
+            lines.append(t + "Scheduler hit an exception: Traceback (most recent call last):")
+            lines.append('  File "x.py", line 1, in <module>')
+            lines.append("ValueError: boom")
+        elif k == 7 and i % 23 == 0:
+            lines.append("\rCapturing batches (bs=1 avail_mem=9 GB): 50%|#  | 1/2 [00:01<00:01, 1.2it/s]")
+        elif k == 7 and i % 19 == 0:
+            lines.append(
+                t + "Prefill batch, #new-seq: 1, #new-token: 1, #cached-token: 0, #queue-req: 0 1.2it/s]"
+            )
+        elif k == 8:
+            lines.append(f'INFO:     127.0.0.1:{i} - "GET /health HTTP/1.1" 200 OK 3.1s/it]')
+        else:
+            lines.append(
+                t + f"Decode batch [{i}], #running-req: 3, #token: 9, token usage: 0.01, cuda graph: False, "
+                f"gen throughput (token/s): {i % 1000}.5, #queue-req: 0, "
+            )
+    return "\n".join(lines).encode() + b"\nINFO:     Shutting down\n[2026-03-14 14:00:00] tail"
+
+
+def test_live_fast_path_gives_the_same_events() -> None:
+    """``feed`` folds serving lines directly while they cannot change the phase: same events and state."""
+    sources = [p.read_bytes() for p in sorted(_LOGS.glob("*.log"))]
+    assert len(sources) > 10
+    head = (_LOGS / "ok_0516_tp8.log").read_bytes()
+    serving = _live_serving_log(3000)
+    sources += [serving, head + serving, head + serving + b"\n" + head + serving]
+    for data in sources:
+        ref = _live_events(data, 1 << 20, fast=False)
+        for step in (1 << 20, 4096, 61):
+            assert _live_events(data, step, fast=True) == ref, step
+
+
+def test_live_fast_path_clock_and_midnight() -> None:
+    """Time-only prefixes wrap at midnight and ms timestamps keep their fraction on the fast path."""
+    lines = []
+    for i, tm in enumerate(
+        ("23:59:58", "23:59:59", "00:00:00", "00:00:01", "00:00:01", "12:00:00", "23:59:59")
+    ):
+        lines.append(
+            f"[{tm} TP0] Prefill batch, #new-seq: 1, #new-token: {i}, #cached-token: 0, #queue-req: 0"
+        )
+        lines.append(
+            f"[2026-12-31 {tm}.{i:03d} TP0] Decode batch, #running-req: 1, #token: 1, token usage: 0.10, "
+            "gen throughput (token/s): 9.00, #queue-req: 0"
+        )
+    data = ("\n".join(lines) + "\n").encode()
+    ref = _live_events(data, 1 << 20, fast=False)
+    assert ref[1][0] == "ready" and ref[1][2] == 7
+    assert _live_events(data, 1 << 20, fast=True) == ref
+    assert _live_events(data, 50, fast=True) == ref
+
+
+def test_fast_event_builders_match_the_constructors() -> None:
+    def strip(e: ev.Event) -> dict:
+        d = e.to_dict()
+        del d["wall"], d["mono"]
+        return d
+
+    a = log_interpreter._log_line("x", "http", None, 7, 2)
+    assert type(a) is ev.LogLine and a.wall > 0 and a.mono > 0
+    assert strip(a) == strip(ev.LogLine(text="x", kind="http", seq=7, launch=2))
+    b = log_interpreter._prefill_stats(1, 2, 3, 4, 5, 6.5, 2)
+    assert type(b) is ev.PrefillStats
+    ref_b = ev.PrefillStats(
+        new_seq=1, new_token=2, cached_token=3, running_req=4, queue_req=5, input_throughput=6.5, launch=2
+    )
+    assert strip(b) == strip(ref_b)
+    c = log_interpreter._decode_stats(1.5, 2, 3, None, 0.5, 0.25, 9, True, 2)
+    assert type(c) is ev.DecodeStats
+    ref_c = ev.DecodeStats(
+        gen_throughput=1.5,
+        running_req=2,
+        queue_req=3,
+        accept_rate=0.5,
+        token_usage=0.25,
+        num_tokens=9,
+        cuda_graph=True,
+        launch=2,
+    )
+    assert strip(c) == strip(ref_c)
+    # A class that no longer looks as expected gets the plain constructor.
+    assert log_interpreter._slot_setters(ev.LogLine, ("text", "kind")) is None

@@ -15,6 +15,7 @@ parse``; runs of serving lines are scanned at C speed and their Decode lines com
 from __future__ import annotations
 
 import codecs
+import dataclasses
 from array import array
 from operator import itemgetter
 from typing import Any
@@ -22,19 +23,25 @@ from typing import Any
 from eagletui.core import events as ev
 from eagletui.core.phase_machine import READY, DecodeRows, MachineState, PhaseMachine
 from eagletui.core.sglang_lines import (
+    _INPUT_TPUT_RE,
     SCAN_LIMIT,
+    SERVING_LINE_RE,
+    _float,
     classify,
     is_bar,
     parse_decode,
     parse_prefill,
     serving_scan_re,
     split_glued,
+    tp_of,
 )
 
 #: A single line longer than this keeps only its head (a log without newlines must not eat memory).
 MAX_LINE = 1 << 20
 #: LogLine text is cut to this many characters for the UI.
 MAX_LOGLINE = 1 << 16
+#: The live serving fast path of :meth:`LogInterpreter.feed` (tests turn it off to compare).
+FAST_LIVE = True
 
 
 class LogInterpreter:
@@ -80,12 +87,18 @@ class LogInterpreter:
         lines = text.split("\n")
         tail = lines.pop()
         if self.emit_lines:
-            for line in lines:
-                if "\r" in line:
-                    self._frames(line, out)
-                else:
-                    self._segment(line, self._after_cr, out)
-                    self._after_cr = False
+            if FAST_LIVE:
+                # One scan of the chunk spares each line the tests for "\r" and bar marks.
+                careful = "\r" in text or "%|" in text or "it/s]" in text or "s/it]" in text
+                careful = careful or "% Completed |" in text  # _BAR_MARKS
+                self._live(lines, careful, out)
+            else:
+                for line in lines:
+                    if "\r" in line:
+                        self._frames(line, out)
+                    else:
+                        self._segment(line, self._after_cr, out)
+                        self._after_cr = False
         else:
             line_fn = self._line
             for line in lines:
@@ -210,6 +223,122 @@ class LogInterpreter:
             # The line goes before what it caused, so a UI shows cause then effect.
             out.insert(n, line)
 
+    def _live(self, lines: list[str], careful: bool, out: list[Any]) -> None:
+        """Complete lines with LogLine events (``feed``): the per-line path, plus a serving fast path.
+
+        While :meth:`PhaseMachine.serving_noop` says so, a Decode/Prefill line with sglang's prefix at
+        the start of the line or a uvicorn access line is folded here directly: the same LogLine and
+        stats events, and the same machine updates (clock, decode history), as :meth:`_segment` →
+        ``classify`` → ``on_record`` would give. Anything else, or anything that does not parse exactly
+        as the fast checks expect, takes the per-line path, after which the conditions are re-read.
+        """
+        m = self._m
+        st = m.st
+        pre_ok, dec_ok, http_ok = m.serving_noop()
+        launch = st.launch
+        seq = self._seq
+        append = out.append
+        serving_match = SERVING_LINE_RE.match
+        log_line, decode_stats, prefill_stats = _log_line, _decode_stats, _prefill_stats
+        rank_tp = _RANK_TP
+        after_cr = self._after_cr
+        limit = SCAN_LIMIT
+        hist = st.decode_history.append
+        ndec = 0  # Decode lines not yet counted in st.decode_count
+        for line in lines:
+            if after_cr or len(line) > limit:
+                pass
+            elif not line:
+                continue
+            elif careful and ("\r" in line or "it/s]" in line or "%|" in line):
+                pass  # frames and bars (_segment)
+            elif line[:1] == "I":
+                # classify: no prefix search after a uvicorn level; not a bar; "INFO:     " found first.
+                if (
+                    http_ok
+                    and line.startswith("INFO:     ")
+                    and "HTTP/1." in line
+                    and '" ' in line
+                    and not (careful and is_bar(line))
+                ):
+                    seq += 1
+                    append(log_line(line, "http", None, seq, launch))
+                    continue
+            elif pre_ok and (line[:1] == "[" or line[:1] == "("):
+                mt = serving_match(line)
+                if mt is not None:
+                    g = mt.groups()
+                    try:
+                        if g[6] is not None:
+                            if not dec_ok:
+                                g = None
+                            else:
+                                e = decode_stats(
+                                    float(g[12]),
+                                    int(g[6]),
+                                    int(g[13]),
+                                    float(g[9]) if g[9] else None,
+                                    float(g[10]) if g[10] else None,
+                                    float(g[8]),
+                                    int(g[7]),
+                                    None if g[11] is None else g[11] == "True",
+                                    launch,
+                                )
+                                kind = "decode"
+                        else:
+                            tput = None
+                            if "input throughput" in line:  # never in the prefix: search the whole line
+                                t = _INPUT_TPUT_RE.search(line)
+                                if t:
+                                    tput = _float(t.group(1))
+                            e = prefill_stats(
+                                int(g[14]),
+                                int(g[15]),
+                                int(g[16]),
+                                int(g[17]) if g[17] else 0,
+                                int(g[18]),
+                                tput,
+                                launch,
+                            )
+                            kind = "prefill"
+                    except ValueError:  # parse_decode gives None (not a decode record); int() limits
+                        g = None
+                    if g is not None:
+                        seq += 1
+                        date, tm, ms, ranks = g[2], g[3], g[4], g[5]
+                        ts_text = (date or "") + tm + ("." + ms if ms else "")
+                        if ts_text != m.last_ts_text:  # the same text again changes nothing
+                            m.ts_of(ts_text, date is not None)
+                        tp = rank_tp.get(ranks, -1)
+                        if tp == -1:
+                            tp = _rank_tp(ranks)
+                        # LogLine first: the UI shows cause, then effect (as _emit orders them).
+                        append(log_line(line, kind, tp, seq, launch))
+                        if kind == "decode":
+                            ndec += 1
+                            hist(e)
+                        append(e)
+                        continue
+            # The per-line path.
+            self._seq = seq
+            if ndec:
+                st.decode_count += ndec
+                ndec = 0
+            if "\r" in line:
+                self._frames(line, out)
+            else:
+                self._segment(line, self._after_cr, out)
+                self._after_cr = False
+            seq = self._seq
+            after_cr = self._after_cr
+            st = m.st
+            launch = st.launch
+            hist = st.decode_history.append
+            pre_ok, dec_ok, http_ok = m.serving_noop()
+        self._seq = seq
+        if ndec:
+            st.decode_count += ndec
+
     def _line(self, line: str, out: list[Any]) -> None:
         """One complete line without LogLine events (``feed`` and ``feed_bulk``)."""
         if "\r" in line:
@@ -308,6 +437,191 @@ class LogInterpreter:
         launch = m.st.launch
         acc = array("d", map(float, filter(None, map(_ACCEPT, found))))
         m.add_decode_rows(DecodeRows(launch, gen, acc, ev.DecodeStats(launch=launch, **d)), out)
+
+
+# ------------------------------------------------------------------ event construction (fast path)
+#
+# The events are frozen slotted dataclasses; their generated __init__ (keyword arguments, one
+# object.__setattr__ per field) costs more than the rest of the fast path. The builders below create
+# the very same objects (same class, every field set, the wall/mono default factories called in
+# field order) through the slot descriptors. They are used only if the classes still look exactly as
+# written for (fields, no __post_init__), else the builders are the plain constructors.
+
+
+def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...] | None:
+    fields = dataclasses.fields(cls)
+    if (
+        tuple(f.name for f in fields) != ("wall", "mono") + names
+        or getattr(cls, "__post_init__", None) is not None
+        or "__slots__" not in cls.__dict__
+    ):
+        return None
+    out = []
+    for name in ("wall", "mono") + names:
+        desc = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
+        if type(desc) is not _MEMBER:
+            return None
+        out.append(desc.__set__)
+    return (fields[0].default_factory, fields[1].default_factory, *out)
+
+
+_MEMBER = type(ev.LogLine.__dict__["text"])
+_new = object.__new__
+
+
+def _log_line_builder() -> Any:
+    cls = ev.LogLine
+    s = _slot_setters(cls, ("text", "kind", "rank", "seq", "frame", "launch"))
+    if s is None:
+        return lambda text, kind, rank, seq, launch: cls(
+            text=text, kind=kind, rank=rank, seq=seq, frame=False, launch=launch
+        )
+    now_wall, now_mono, s_wall, s_mono, s_text, s_kind, s_rank, s_seq, s_frame, s_launch = s
+
+    def log_line(text: str, kind: str, rank: int | None, seq: int, launch: int) -> ev.LogLine:
+        o = _new(cls)
+        s_wall(o, now_wall())
+        s_mono(o, now_mono())
+        s_text(o, text)
+        s_kind(o, kind)
+        s_rank(o, rank)
+        s_seq(o, seq)
+        s_frame(o, False)
+        s_launch(o, launch)
+        return o
+
+    return log_line
+
+
+_DECODE_FIELDS = (
+    "gen_throughput",
+    "running_req",
+    "queue_req",
+    "accept_len",
+    "accept_rate",
+    "token_usage",
+    "num_tokens",
+    "cuda_graph",
+    "launch",
+)
+
+
+def _decode_builder() -> Any:
+    cls = ev.DecodeStats
+    s = _slot_setters(cls, _DECODE_FIELDS)
+    if s is None:
+        return lambda gen, run, queue, acc_len, acc_rate, usage, tokens, graph, launch: cls(
+            gen_throughput=gen,
+            running_req=run,
+            queue_req=queue,
+            accept_len=acc_len,
+            accept_rate=acc_rate,
+            token_usage=usage,
+            num_tokens=tokens,
+            cuda_graph=graph,
+            launch=launch,
+        )
+    (
+        now_wall,
+        now_mono,
+        s_wall,
+        s_mono,
+        s_gen,
+        s_run,
+        s_queue,
+        s_acl,
+        s_acr,
+        s_use,
+        s_tok,
+        s_graph,
+        s_launch,
+    ) = s
+
+    def decode_stats(
+        gen: float,
+        run: int,
+        queue: int,
+        acc_len: float | None,
+        acc_rate: float | None,
+        usage: float,
+        tokens: int,
+        graph: bool | None,
+        launch: int,
+    ) -> ev.DecodeStats:
+        o = _new(cls)
+        s_wall(o, now_wall())
+        s_mono(o, now_mono())
+        s_gen(o, gen)
+        s_run(o, run)
+        s_queue(o, queue)
+        s_acl(o, acc_len)
+        s_acr(o, acc_rate)
+        s_use(o, usage)
+        s_tok(o, tokens)
+        s_graph(o, graph)
+        s_launch(o, launch)
+        return o
+
+    return decode_stats
+
+
+_PREFILL_FIELDS = (
+    "new_seq",
+    "new_token",
+    "cached_token",
+    "running_req",
+    "queue_req",
+    "input_throughput",
+    "launch",
+)
+
+
+def _prefill_builder() -> Any:
+    cls = ev.PrefillStats
+    s = _slot_setters(cls, _PREFILL_FIELDS)
+    if s is None:
+        return lambda seqs, tokens, cached, run, queue, tput, launch: cls(
+            new_seq=seqs,
+            new_token=tokens,
+            cached_token=cached,
+            running_req=run,
+            queue_req=queue,
+            input_throughput=tput,
+            launch=launch,
+        )
+    now_wall, now_mono, s_wall, s_mono, s_seqs, s_tok, s_cached, s_run, s_queue, s_tput, s_launch = s
+
+    def prefill_stats(
+        seqs: int, tokens: int, cached: int, run: int, queue: int, tput: float | None, launch: int
+    ) -> ev.PrefillStats:
+        o = _new(cls)
+        s_wall(o, now_wall())
+        s_mono(o, now_mono())
+        s_seqs(o, seqs)
+        s_tok(o, tokens)
+        s_cached(o, cached)
+        s_run(o, run)
+        s_queue(o, queue)
+        s_tput(o, tput)
+        s_launch(o, launch)
+        return o
+
+    return prefill_stats
+
+
+_log_line, _decode_stats, _prefill_stats = _log_line_builder(), _decode_builder(), _prefill_builder()
+
+
+# TP rank of a prefix's raw rank text (PREFIX_RE group "ranks"), as classify reads it.
+_RANK_TP: dict[str, int | None] = {}
+
+
+def _rank_tp(raw: str) -> int | None:
+    ranks = raw.strip()
+    tp = tp_of(ranks) if ranks else None
+    if len(_RANK_TP) < 4096:
+        _RANK_TP[raw] = tp
+    return tp
 
 
 # Groups of a serving_scan_re match (findall tuple): Decode message, accept len, gen throughput, other.

@@ -252,6 +252,20 @@ class PhaseMachine:
         self.decode_version_checked = False
         self.tp_size: int | None = None
 
+    def serving_noop(self) -> tuple[bool, bool, bool]:
+        """(prefill, decode, access): whether a prefixed Prefill line / prefixed Decode line / uvicorn
+        access line whose fields parse would now only advance the clock (prefixed lines) and add its
+        stats, exactly as :meth:`on_record` would fold it. Only records change these answers.
+        """
+        st = self.st
+        if st.status != READY or self.group_open:
+            return False, False, False
+        pre = self.prefix_checked
+        launch = st.phases.get("launch")
+        # An access line may backdate the launch phase's start (see on_record); stay on the slow path.
+        http = not (self.activity and launch is not None and launch.start_ts is None)
+        return pre, pre and self.decode_version_checked, http
+
     def _new_launch(self, out: list[ev.Event]) -> None:
         self._close_group(out)
         self._reset_timeline(self.st.launch + 1)
@@ -261,17 +275,24 @@ class PhaseMachine:
     def _ts(self, rec: Rec) -> float | None:
         if not rec.ts_text:
             return None
-        t = ts_seconds(rec.ts_text)
+        return self.ts_of(rec.ts_text, rec.has_date)
+
+    def ts_of(self, ts_text: str, has_date: bool) -> float | None:
+        """Seconds for a non-empty prefix timestamp; advances the machine's clock like a record would.
+
+        Calling it again with the ``ts_text`` last accepted changes nothing (live fast path relies on it).
+        """
+        t = ts_seconds(ts_text)
         if t is None:
             return None
-        if not rec.has_date:
+        if not has_date:
             # 0.3.x prints time of day only: carry midnight wraps forward.
             t += self.day_offset
             if self.last_ts is not None and t < self.last_ts - 43200:
                 self.day_offset += 86400.0
                 t += 86400.0
         self.last_ts = t
-        self.last_ts_text = rec.ts_text
+        self.last_ts_text = ts_text
         return t
 
     def _rank_int(self, key: str) -> int | None:

@@ -61,6 +61,26 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
     return {k: (REDACTED if is_secret(k, v) else v) for k, v in env.items()}
 
 
+def is_secret_flag(flag: str) -> bool:
+    return bool(SECRET_NAME_RE.search(flag.replace("-", "_")))
+
+
+def redact_argv(argv: list[str]) -> list[str]:
+    """``--api-key X`` / ``--api-key=X`` → ``***``: argv copies kept on disk or shown never leak keys."""
+    out: list[str] = []
+    hide_next = False
+    for part in argv:
+        if hide_next:
+            out.append(REDACTED)
+            hide_next = False
+        elif part.startswith("--") and "=" in part and is_secret_flag(part.split("=", 1)[0]):
+            out.append(part.split("=", 1)[0] + "=" + REDACTED)
+        else:
+            out.append(part)
+            hide_next = part.startswith("--") and is_secret_flag(part)
+    return out
+
+
 def redact_text(text: str, secrets: list[str]) -> str:
     for s in secrets:
         if s and len(s) >= 4:
@@ -230,7 +250,11 @@ class Profile:
             "model": str(self.args.get("--model-path", "")),
             "tp": self.args.get("--tp", self.args.get("--tp-size", 1)),
             "command": list(self.command),
-            "args": {k: v for k, v in self.args.items() if v is not None and v is not False},
+            "args": {
+                k: (REDACTED if is_secret_flag(k) and v is not True else v)
+                for k, v in self.args.items()
+                if v is not None and v is not False
+            },
             "env": redact_env(self.env),
             "port": self.port,
         }
@@ -516,7 +540,21 @@ def _toggle_from(raw: dict[str, Any], text: str, path: Any) -> Toggle:
         except ProfileError as exc:
             raise ProfileError(exc.message, path, *_locate(text, str(raw["arg"]))) from None
         kind = "arg"
-    choices = tuple(str(c) for c in raw.get("choices", ()))
+        if name in ("--port", "--host"):
+            raise ProfileError(
+                f"{name} cannot be a toggle: set it in [server]", path, *_locate(text, str(raw["arg"]))
+            )
+    raw_choices = raw.get("choices", [])
+    if not isinstance(raw_choices, list) or not all(isinstance(c, str | int | float) for c in raw_choices):
+        raise ProfileError(
+            f"toggle {name}: choices must be a list of values", path, *_locate(text, "choices")
+        )
+    for key in ("min", "max", "step"):
+        if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], int | float)):
+            raise ProfileError(f"toggle {name}: {key} must be a number", path, *_locate(text, key))
+    if "help" in raw and not isinstance(raw["help"], str):
+        raise ProfileError(f"toggle {name}: help must be a string", path, *_locate(text, "help"))
+    choices = tuple(str(c) for c in raw_choices)
     ttype = raw.get("type")
     if ttype is None:
         if choices:

@@ -126,6 +126,14 @@ PREFILL_FAST_RE = re.compile(
     r"(?:#running-req: (\d+), )?#queue-req: (\d+)"
 )
 _INPUT_TPUT_RE = re.compile(r"input throughput \(token/s\): ([\d.]+)")
+# A whole serving line for the live fast path (LogInterpreter._live): PREFIX_RE matched at the start,
+# then DECODE_FAST_RE or PREFILL_FAST_RE matched on the message. The prefix always ends at the line's
+# first "]" (nothing before it admits one), so the combined match succeeds exactly when the two
+# separate matches do, with the same groups: 0-5 prefix, 6-13 DECODE_FAST_RE groups (6 is set for a
+# Decode line), 14-18 PREFILL_FAST_RE groups.
+SERVING_LINE_RE = re.compile(
+    PREFIX_RE.pattern + "(?:" + DECODE_FAST_RE.pattern + "|" + PREFILL_FAST_RE.pattern + ")"
+)
 
 # argparse's "prog: error: ..." (prog may be "sglang serve" or a script path).
 _ARGPARSE_RE = re.compile(r"^[\w./ -]{1,80}: error: ")
@@ -243,14 +251,7 @@ def classify(text: str, frame: bool = False) -> Rec:
         return _classify_unprefixed(text, head, frame)
     msg = text[m.end() :]
     ranks = m.group("ranks").strip()
-    tp = None
-    if ranks:
-        i = ranks.find("TP")
-        if i >= 0:
-            j = i + 2
-            while j < len(ranks) and ranks[j].isdigit():
-                j += 1
-            tp = int(ranks[i + 2 : j])
+    tp = tp_of(ranks) if ranks else None
     date = m.group("date")
     ms = m.group("ms")
     ts_text = (date or "") + m.group("time") + ("." + ms if ms else "")
@@ -267,6 +268,26 @@ def classify(text: str, frame: bool = False) -> Rec:
     )
     _classify_msg(rec, msg[:SCAN_LIMIT])
     return rec
+
+
+_TP_CACHE: dict[str, int | None] = {}
+
+
+def tp_of(ranks: str) -> int | None:
+    """TP rank in a prefix's stripped rank text (``"DP0 TP3"`` → 3), else None."""
+    tp = _TP_CACHE.get(ranks, -1)
+    if tp != -1:
+        return tp
+    tp = None
+    i = ranks.find("TP")
+    if i >= 0:
+        j = i + 2
+        while j < len(ranks) and ranks[j].isdigit():
+            j += 1
+        tp = int(ranks[i + 2 : j])
+    if len(_TP_CACHE) < 4096:
+        _TP_CACHE[ranks] = tp
+    return tp
 
 
 def _classify_msg(rec: Rec, msg: str) -> None:
@@ -509,6 +530,8 @@ def _float(s: str | None) -> float | None:
 
 
 _DATE_CACHE: dict[str, int] = {}
+# The minute of the last dated timestamp: (``"YYYY-MM-DD HH:MM"``, days × 86400.0, HH × 3600 + MM × 60).
+_MINUTE: tuple[str | None, float, int] = (None, 0.0, 0)
 
 
 def ts_seconds(ts_text: str) -> float | None:
@@ -516,6 +539,18 @@ def ts_seconds(ts_text: str) -> float | None:
 
     Time-only prefixes (0.3.x) give the time of day; callers handle the midnight wrap.
     """
+    global _MINUTE
+    key, day_s, hm = _MINUTE
+    n = len(ts_text)
+    if ts_text[:17] == key and (n == 19 or (n == 23 and ts_text[19] == ".")):
+        # Same minute as last time: the same arithmetic as below, without re-reading date and hour.
+        try:
+            secs = hm + int(ts_text[17:19])
+            if n == 23:
+                secs += int(ts_text[20:23]) / 1000.0
+        except ValueError:
+            return None
+        return day_s + secs
     try:
         if len(ts_text) >= 19 and ts_text[4] == "-":
             date = ts_text[:10]
@@ -530,9 +565,12 @@ def ts_seconds(ts_text: str) -> float | None:
         else:
             day = 0
             t = ts_text
-        secs = int(t[0:2]) * 3600 + int(t[3:5]) * 60 + int(t[6:8])
+        hm = int(t[0:2]) * 3600 + int(t[3:5]) * 60
+        secs = hm + int(t[6:8])
         if len(t) > 9 and t[8] == ".":
             secs += int(t[9:12]) / 1000.0
+        if day and (n == 19 or n == 23):
+            _MINUTE = (ts_text[:17], day * 86400.0, hm)
         return day * 86400.0 + secs
     except (ValueError, IndexError):
         return None

@@ -202,6 +202,8 @@ def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
     s.target = ev.target or s.target
     s.gen_throughput.clear()
     s.accept_len.clear()
+    s.last_decode = None
+    s.bench_running = None
 
 
 def _on_launch_detected(s: SessionState, ev: LaunchDetected) -> None:

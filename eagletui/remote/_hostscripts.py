@@ -9,6 +9,7 @@ the host, next to the process, instead of racing across the network.
 LAUNCH = r"""
 import json, os, signal, subprocess, sys, time
 spec = json.load(sys.stdin)
+os.umask(0o077)  # run dirs hold logs with server args: private to the user
 runs = os.path.abspath(os.path.expanduser(spec["runs_dir"]))
 os.makedirs(runs, exist_ok=True)
 rd = os.path.join(runs, spec["run_id"])
@@ -18,7 +19,7 @@ def w(name, data):
     with open(tmp, "w") as f:
         f.write(data)
     os.replace(tmp, os.path.join(rd, name))
-w("command.json", json.dumps(spec["argv"]))
+w("command.json", json.dumps(spec.get("argv_redacted", spec["argv"])))
 w("env.json", json.dumps(spec["env_redacted"], indent=1, sort_keys=True))
 w("command.sh", spec["command_sh"])
 log = os.path.join(rd, "server.log")

@@ -15,7 +15,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from eagletui.core.profile import Profile, redact_env, validate_env_name
+from eagletui.core.profile import Profile, redact_argv, redact_env, validate_env_name
 from eagletui.remote import _hostscripts
 from eagletui.remote.transport import NotOurProcess, Transport, TransportError
 
@@ -106,22 +106,32 @@ class ServerControl:
             validate_env_name(name)
         env = {k: str(v) for k, v in profile.env.items()}
         redacted = redact_env(env)
+        shown_argv = redact_argv(argv)
         run_id = new_run_id(launch)
         command_sh = (
             "# eagletui launch (secrets redacted)\n"
             f"cd {quote_path(profile.workdir)} && "
-            + shlex.join(["env", "PYTHONUNBUFFERED=1", *(f"{k}={v}" for k, v in redacted.items()), *argv])
+            + shlex.join(
+                ["env", "PYTHONUNBUFFERED=1", *(f"{k}={v}" for k, v in redacted.items()), *shown_argv]
+            )
             + "\n"
         )
         spec = {
             "runs_dir": profile.runs_dir or self.runs_dir,
             "run_id": run_id,
             "argv": argv,
+            "argv_redacted": shown_argv,
             "env": env,
             "env_redacted": redacted,
             "command_sh": command_sh,
             "workdir": profile.workdir,
-            "run": {"run_id": run_id, "argv": argv, "port": profile.port, "launch": launch, "owned": True},
+            "run": {
+                "run_id": run_id,
+                "argv": shown_argv,
+                "port": profile.port,
+                "launch": launch,
+                "owned": True,
+            },
         }
         python = profile.python or self.python
         res = await self.transport.run(

@@ -52,6 +52,7 @@ class LocalTransport:
                 proc.kill()
             await proc.wait()
             raise
+        _close_pipes(proc)
         return CommandResult(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
     async def stream(self, argv: list[str] | str) -> AsyncIterator[bytes]:
@@ -81,10 +82,7 @@ class LocalTransport:
                     proc.terminate()
                 with contextlib.suppress(Exception):
                     await asyncio.wait_for(proc.wait(), 2)
-            # Close the pipes now: left to the GC they are finalised after the loop closed (noisy warning).
-            pipe_transport = getattr(proc, "_transport", None)
-            if pipe_transport is not None:
-                pipe_transport.close()
+            _close_pipes(proc)
 
     async def forward_port(self, remote_port: int) -> int:
         return remote_port
@@ -93,8 +91,20 @@ class LocalTransport:
         for proc in list(self._procs):
             with contextlib.suppress(ProcessLookupError):
                 proc.terminate()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(proc.wait(), 2)
+            _close_pipes(proc)
         self.emit_state("closed")
 
     @property
     def home(self) -> str:
         return os.path.expanduser("~")
+
+
+def _close_pipes(proc: asyncio.subprocess.Process) -> None:
+    """Close a finished child's pipes now: left to the GC they are finalised after the event loop has
+    closed, which prints "Event loop is closed" tracebacks after the test summary."""
+    transport = getattr(proc, "_transport", None)
+    if transport is not None:
+        with contextlib.suppress(Exception):
+            transport.close()

@@ -22,6 +22,8 @@ from eagletui.remote.transport import StateCallback, Transport, TransportError
 # Frame: kind (1 byte), a (u64), payload length (u32), payload.
 #   D a=offset data | T a=new offset, payload=reason | I a=inode | W file missing | H a=reader position
 HEADER = struct.Struct(">cQI")
+FRAME_KINDS = frozenset(b"DIWTH"[i : i + 1] for i in range(5))
+MAX_FRAME = 8 << 20
 
 READER = r"""
 import os, select, struct, sys, time
@@ -178,6 +180,11 @@ class LogTail:
                             self.last_frame = loop.time()
                             while len(buf) >= HEADER.size:
                                 kind, a, n = HEADER.unpack_from(buf)
+                                if kind not in FRAME_KINDS or n > MAX_FRAME:
+                                    raise TransportError(
+                                        "unexpected output from the remote shell before the log reader "
+                                        "(check ~/.bashrc / ~/.profile for commands that print)"
+                                    )
                                 if len(buf) < HEADER.size + n:
                                     break
                                 payload = bytes(buf[HEADER.size : HEADER.size + n])

@@ -160,6 +160,7 @@ class EagleApp(App):
         self.selected_run: int | None = None
         self.events_seen = 0
         self._quitting = False
+        self._control_busy = False
         self._log: LogView | None = None
         self.replay_done = asyncio.Event()  # set when a replay has fed its last event
         self._apply_keymap()
@@ -171,7 +172,9 @@ class EagleApp(App):
         if keymap:
             self.set_keymap(dict(keymap))
 
-    def notify(self, message: str, *, title: str = "", severity="information", timeout=None, markup: bool = False) -> None:
+    def notify(
+        self, message: str, *, title: str = "", severity="information", timeout=None, markup: bool = False
+    ) -> None:
         """Toasts carry log text, paths and exception messages: never interpret them as markup."""
         super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
 
@@ -479,17 +482,20 @@ class EagleApp(App):
         if self.autolaunch:
             await self._do_launch(None)
 
-    async def _do_launch(self, profile: Profile | None) -> None:
+    async def _do_launch(self, profile: Profile | None) -> bool:
         from eagletui.workspace import WorkspaceError
 
+        ok = False
         try:
             await self.workspace.launch(profile)
+            ok = True
         except WorkspaceError as exc:
             self.notify(str(exc), title="launch refused", severity="error", timeout=15)
         except Exception as exc:
             self.notify(f"{type(exc).__name__}: {exc}", title="launch failed", severity="error", timeout=15)
             self.dispatch(Notice(level="error", message=f"launch failed: {exc}", source="launch"))
         self._sync_tuning()
+        return ok
 
     def _sync_tuning(self) -> None:
         if self.workspace is not None:
@@ -525,28 +531,54 @@ class EagleApp(App):
             return False
         return True
 
+    def _control_free(self) -> bool:
+        """One launch/stop at a time, and never under a running benchmark: a cancelled launch would
+        leave a server nobody tracks, and a relaunch would pull the server from under the benchmark."""
+        if self._control_busy:
+            self.notify("a launch or stop is already in progress", severity="warning")
+            return False
+        if self._bench_task is not None and not self._bench_task.done():
+            self.notify("a benchmark is running: wait for it to finish", severity="warning")
+            return False
+        return True
+
     def action_relaunch(self) -> None:
-        if self._live_only():
+        if self._live_only() and self._control_free():
             self._launch_worker(None)
 
-    @work(exclusive=True, group="control", exit_on_error=False)
-    async def _launch_worker(self, profile: Profile | None) -> None:
-        await self._do_launch(profile)
+    @work(exclusive=False, group="control", exit_on_error=False)
+    async def _launch_worker(self, profile: Profile | None, applied: dict[str, Any] | None = None) -> None:
+        self._control_busy = True
+        try:
+            if await self._do_launch(profile) and applied is not None:
+                tuning = self.query_one(TuningPanel)
+                for key in applied:
+                    tuning.pending.pop(key, None)
+                tuning.post_message(TuningPanel.PendingChanged(dict(tuning.pending)))
+                tuning.set_profile(self.workspace.profile)
+        finally:
+            self._control_busy = False
 
     def action_stop(self) -> None:
-        if self._live_only():
+        if self._live_only() and self._control_free():
             self._stop_worker()
 
-    @work(exclusive=True, group="control", exit_on_error=False)
+    @work(exclusive=False, group="control", exit_on_error=False)
     async def _stop_worker(self) -> None:
+        self._control_busy = True
         try:
             await self.workspace.stop()
             self.notify("server stopped", title="stop")
         except Exception as exc:
             self.notify(str(exc), title="stop", severity="error")
+        finally:
+            self._control_busy = False
 
     def action_bench(self) -> None:
         if not self._live_only():
+            return
+        if self._control_busy:
+            self.notify("a launch or stop is in progress", severity="warning")
             return
         if self.state.server_state != "ready":
             self.notify("the server is not ready yet", severity="warning")
@@ -565,6 +597,16 @@ class EagleApp(App):
             self.notify(f"{exc}", title="benchmark failed", severity="error")
         finally:
             self._bench_task = None
+            if self.state.bench_running is not None:
+                # The runner died before its result: close the run so the header does not say
+                # "benchmarking" forever.
+                from eagletui.core.events import BenchmarkResult
+
+                self.dispatch(
+                    BenchmarkResult(
+                        bench=self.state.bench_running, launch=self.state.current, error="benchmark aborted"
+                    )
+                )
 
     def _pending_profile(self) -> tuple[Profile | None, dict[str, Any]]:
         tuning = self.query_one(TuningPanel)
@@ -591,11 +633,11 @@ class EagleApp(App):
         if not diff:
             self.notify("nothing to apply: no pending changes", severity="warning")
             return
-        tuning = self.query_one(TuningPanel)
-        tuning.pending.clear()
-        tuning.post_message(TuningPanel.PendingChanged({}))
+        if not self._control_free():
+            return
         self.notify(format_diff(diff), title="applying")
-        self._launch_worker(new)
+        # Pending changes are cleared only once the relaunch has started: a refused preflight keeps them.
+        self._launch_worker(new, dict(self.query_one(TuningPanel).pending))
 
     def action_pin_baseline(self) -> None:
         if self.runbook is None:
@@ -744,6 +786,10 @@ class EagleApp(App):
         self._quitting = True
         if self._bench_task is not None:
             self._bench_task.cancel()
+        for _ in range(300):  # let a launch in flight finish (≤ 30 s) so its server is known
+            if not self._control_busy:
+                break
+            await asyncio.sleep(0.1)
         if self.workspace is not None:
             stop = self.mode == "demo"
             if stop:

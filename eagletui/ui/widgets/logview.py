@@ -22,8 +22,15 @@ from textual.strip import Strip
 
 from eagletui.core.events import LogLine
 
-_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+_CONTROL_RE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 MAX_RENDER = 4000  # a 10 MB line is shown truncated; the record keeps it whole
+
+
+def _visible_control(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    if c < 0x20:
+        return chr(0x2400 + c)  # ␛ for ESC, etc.
+    return "␡" if c == 0x7F else f"\\x{c:02x}"  # C1 controls (a one-byte CSI is 0x9b)
 
 
 def printable(text: str) -> str:
@@ -31,7 +38,7 @@ def printable(text: str) -> str:
     if len(text) > MAX_RENDER:
         text = text[:MAX_RENDER] + f" … [{len(text) - MAX_RENDER} more chars]"
     if _CONTROL_RE.search(text):
-        text = _CONTROL_RE.sub(lambda m: chr(0x2400 + ord(m.group())) if m.group() != "\x7f" else "␡", text)
+        text = _CONTROL_RE.sub(_visible_control, text)
     return text.replace("\t", "    ")
 
 

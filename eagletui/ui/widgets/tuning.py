@@ -76,7 +76,7 @@ class TuningPanel(DataTable):
             name.stylize("bold")
         else:
             pending = Text("")
-        return name, show_value(running), pending, Text(t.help, style="dim")
+        return name, Text(show_value(running)), pending, Text(t.help, style="dim")
 
     @property
     def current_toggle(self) -> Toggle | None:
