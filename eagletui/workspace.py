@@ -335,10 +335,13 @@ class Workspace:
         """A line source on the host whose output also streams into the log pane (marked ``[bench]``)."""
         from eagletui.bench.bench_serving import local_lines, transport_lines
 
-        base = local_lines if self.transport.target == "local" else transport_lines(self.transport)
+        remote = self.transport.target != "local"
+        base = transport_lines(self.transport) if remote else local_lines
 
         async def run(argv: list[str]):
             echo = argv[:1] != ["cat"]  # the result file is parsed, not shown
+            if remote:  # the SSH stream drops stderr: merge it, tracebacks are what the user needs
+                argv = ["sh", "-c", 'exec "$@" 2>&1', "sh", *argv]
             async for line in base(argv):
                 if echo:
                     self.emit(LogLine(text=f"[bench] {line}", kind="other", launch=self.launch_no))

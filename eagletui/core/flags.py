@@ -23,7 +23,12 @@ class FlagChange:
 CHANGES: tuple[FlagChange, ...] = (
     FlagChange("--cuda-graph-max-bs", (0, 5, 20), "removed", "--cuda-graph-max-bs-decode"),
     FlagChange("--cuda-graph-max-bs", (0, 5, 16), "deprecated", "--cuda-graph-max-bs-decode"),
-    FlagChange("--enable-flashinfer-allreduce-fusion", (0, 5, 20), "deprecated", "--flashinfer-allreduce-fusion-backend"),
+    FlagChange(
+        "--enable-flashinfer-allreduce-fusion",
+        (0, 5, 20),
+        "deprecated",
+        "--flashinfer-allreduce-fusion-backend",
+    ),
     FlagChange("--disable-cuda-graph", (0, 5, 16), "deprecated", "--cuda-graph-backend-decode=disabled"),
     FlagChange("--stream-output", (0, 5, 10), "deprecated", "--incremental-streaming-output"),
 )
@@ -64,7 +69,9 @@ def check_flags(flags: list[str], version: str | None) -> tuple[list[str], list[
     for flag in flags:
         removed = next((c for c in CHANGES if c.flag == flag and c.kind == "removed" and v >= c.since), None)
         if removed is not None:
-            errors.append(f"{flag} was removed in sglang {fmt(removed.since)} (host has {fmt(v)}): use {removed.use}")
+            errors.append(
+                f"{flag} was removed in sglang {fmt(removed.since)} (host has {fmt(v)}): use {removed.use}"
+            )
             continue
         added = ADDED.get(flag)
         if added is not None and v < added:

@@ -457,7 +457,16 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
             raise ProfileError(
                 f"server.args.{key}: unsupported value type {type(value).__name__}", path, line, col
             )
-        if isinstance(value, str) and ("\n" in value or "\x00" in value):
+        if flag in prof.args:
+            line, col = _locate(text, key, "server.args")
+            raise ProfileError(
+                f"server.args: {flag} is given twice ({key!r} is another spelling)", path, line, col
+            )
+        items = value if isinstance(value, list) else [value]
+        if not all(isinstance(v, str | int | float | bool) for v in items):
+            line, col = _locate(text, key, "server.args")
+            raise ProfileError(f"server.args.{key}: list items must be plain values", path, line, col)
+        if any(isinstance(v, str) and ("\n" in v or "\x00" in v) for v in items):
             raise ProfileError(
                 f"server.args.{key}: value may not contain newlines", path, *_locate(text, key)
             )

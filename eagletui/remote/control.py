@@ -33,6 +33,7 @@ class RunInfo:
     launch: int
     owned: bool = True
     alive: bool = True
+    config: dict[str, Any] = field(default_factory=dict)  # the launch's redacted snapshot, for reattach
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -131,6 +132,7 @@ class ServerControl:
                 "port": profile.port,
                 "launch": launch,
                 "owned": True,
+                "config": profile.snapshot(),
             },
         }
         python = profile.python or self.python
@@ -225,16 +227,22 @@ class ServerControl:
         res = await self._py(_hostscripts.LIST, self.runs_dir, timeout=30)
         if res.exit_status != 0:
             raise TransportError(f"listing runs failed: {res.stderr.strip()[-500:]}")
-        rows = json.loads(res.stdout or "[]")
+        rows = _json_rows(res.stdout, "listing runs")
         rows.sort(key=lambda r: (r.get("mtime", 0), r.get("run_id", "")), reverse=True)
-        return [RunInfo.from_dict(r) for r in rows]
+        runs = []
+        for r in rows:
+            try:
+                runs.append(RunInfo.from_dict(r))
+            except (TypeError, ValueError):
+                continue  # one damaged run.json must not hide the others
+        return runs
 
     async def discover_foreign(self) -> list[ForeignServer]:
         res = await self._py(_hostscripts.DISCOVER, timeout=30)
         if res.exit_status != 0:
             raise TransportError(f"process discovery failed: {res.stderr.strip()[-500:]}")
         out = []
-        for r in json.loads(res.stdout or "[]"):
+        for r in _json_rows(res.stdout, "process discovery"):
             out.append(
                 ForeignServer(
                     pid=r["pid"],
@@ -262,3 +270,14 @@ def _int(text: str) -> int | None:
         return int(text.strip())
     except (ValueError, AttributeError):
         return None
+
+
+def _json_rows(text: str, what: str) -> list[dict[str, Any]]:
+    """Host script output; anything else (a login banner from ~/.bashrc) is a clear error, not a crash."""
+    try:
+        rows = json.loads(text or "[]")
+    except ValueError:
+        raise TransportError(
+            f"{what}: unexpected output from the host (check ~/.bashrc for commands that print): {text[:200]!r}"
+        ) from None
+    return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []

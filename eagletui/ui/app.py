@@ -459,8 +459,14 @@ class EagleApp(App):
             self.dispatch(Notice(level="error", message=f"connect failed: {exc}", source="connect"))
             return
         attached = False
-        with contextlib.suppress(Exception):
+        try:
             attached = await self.workspace.attach_newest()
+        except Exception as exc:
+            # Not knowing whether a server runs is not "no server": launching now could start a second one.
+            self.notify(
+                f"could not list runs on the host: {exc}", title="attach", severity="error", timeout=20
+            )
+            return
         if attached:
             self.notify("reattached to the running server", title="attach")
             return
@@ -505,8 +511,14 @@ class EagleApp(App):
 
     @work(exclusive=True, group="replay", exit_on_error=False)
     async def run_replay(self) -> None:
+        bad = 0
         async for ev in self.replay.play():
-            self.dispatch(ev)
+            try:
+                self.dispatch(ev)
+            except Exception as exc:  # a damaged event must not end the replay silently
+                bad += 1
+                if bad == 1:
+                    self.notify(f"skipped a damaged event ({type(exc).__name__}: {exc})", severity="warning")
         self.replay_done.set()
         self.repaint_now()
         self.notify("end of recording", title="replay")
