@@ -27,7 +27,12 @@ def test_parse_version_variants() -> None:
         ("--cuda-graph-max-bs", "0.5.13", None, None),
         ("--cuda-graph-max-bs-decode", "0.5.13", "does not exist before sglang 0.5.16", None),
         ("--cuda-graph-max-bs-decode", "0.5.23", None, None),
-        ("--enable-flashinfer-allreduce-fusion", "0.5.21", None, "prefer --flashinfer-allreduce-fusion-backend"),
+        (
+            "--enable-flashinfer-allreduce-fusion",
+            "0.5.21",
+            None,
+            "prefer --flashinfer-allreduce-fusion-backend",
+        ),
         ("--tp", "0.3.0", None, None),
     ],
 )

@@ -29,7 +29,7 @@ def test_same_flag_twice_in_two_spellings() -> None:
         ('[[toggles]]\nenv = "NCCL_ALGO"\nchoices = "Ring"\n', "choices must be a list"),
         ('[[toggles]]\narg = "speculative-num-steps"\nmin = "1"\nmax = 8\n', "min must be a number"),
         ('[[toggles]]\nenv = "X"\ntype = "bool"\nhelp = 3\n', "help must be a string"),
-        ('[server.args]\nfoo = [{a = 1}]\n', "list items must be plain values"),
+        ("[server.args]\nfoo = [{a = 1}]\n", "list items must be plain values"),
         ('[server.env]\n"BAD NAME" = "1"\n', "unsafe environment variable name"),
     ],
 )

@@ -57,7 +57,9 @@ def pid_alive(pid: int) -> bool:
 async def test_demo_launch_ready_bench_relaunch_quit(tmp_path: Path) -> None:
     prof = fast_profile(tmp_path)
     rec = Recorder(tmp_path / "s.jsonl", target="local", profile_name="demo")
-    app = build_app(prof, UserConfig(record=False, history_path=str(tmp_path / "h.jsonl")), recorder=rec, preflight=False)
+    app = build_app(
+        prof, UserConfig(record=False, history_path=str(tmp_path / "h.jsonl")), recorder=rec, preflight=False
+    )
     async with app.run_test(size=(160, 50)) as pilot:
         assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40), app.state.server_state
         la = app.state.launch
@@ -157,7 +159,9 @@ async def test_injected_crash_shows_kind_and_hint(tmp_path: Path) -> None:
     prof = fast_profile(tmp_path, EAGLETUI_SIM_FAIL="oom-capture")
     app = build_app(prof, UserConfig(record=False, history_path=str(tmp_path / "h.jsonl")), preflight=False)
     async with app.run_test(size=(160, 50)) as pilot:
-        assert await wait_for(pilot, lambda: app.state.launch is not None and app.state.launch.failure is not None, 40)
+        assert await wait_for(
+            pilot, lambda: app.state.launch is not None and app.state.launch.failure is not None, 40
+        )
         f = app.state.launch.failure
         assert f.kind == "oom"
         assert "--cuda-graph-max-bs" in f.hint or "--mem-fraction-static" in f.hint

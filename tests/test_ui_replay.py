@@ -19,7 +19,9 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "sessions" / "example-demo.js
 def replay_app(events) -> EagleApp:
     r = Replayer(events)
     r.set_speed("instant")
-    return EagleApp(profile=None, target="local", mode="replay", replay=r, user_config=UserConfig(record=False))
+    return EagleApp(
+        profile=None, target="local", mode="replay", replay=r, user_config=UserConfig(record=False)
+    )
 
 
 async def test_replay_rebuilds_the_recorded_session() -> None:
@@ -74,7 +76,12 @@ async def test_untrusted_text_is_never_markup() -> None:
     app = replay_app([])
     async with app.run_test(size=(120, 40)) as pilot:
         app.dispatch(
-            ServerFailed(kind="nccl", message="[/oops] [bold]x", hint="[red]lower it[/", line="[rank0]:[E ProcessGroupNCCL.cpp:607]")
+            ServerFailed(
+                kind="nccl",
+                message="[/oops] [bold]x",
+                hint="[red]lower it[/",
+                line="[rank0]:[E ProcessGroupNCCL.cpp:607]",
+            )
         )
         app.dispatch(Notice(level="error", message="bad [/x] markup"))
         app.repaint_now()

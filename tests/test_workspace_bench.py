@@ -19,7 +19,7 @@ async def test_custom_command_runner_through_the_workspace(tmp_path: Path) -> No
     prof.bench = dataclasses.replace(
         prof.bench,
         runner="command",
-        command=f"{sys.executable} -c \"{script}\"",
+        command=f'{sys.executable} -c "{script}"',
         tok_s_regex=r"throughput: ([\d.]+)",
         accept_len_regex=r"accept length ([\d.]+)",
     )
