@@ -298,9 +298,18 @@ class Workspace:
                 from eagletui.bench.client import run_builtin
 
                 url = await self.base_url()
-                return await run_builtin(
-                    url, settings, bench=self.bench_no, launch=self.launch_no, emit=self.emit, stop=stop
-                )
+                # repeats = N: N results for this launch, so the runs table reports mean ± stdev and
+                # flags a Δ only outside the noise band.
+                result = None
+                for i in range(max(1, settings.repeats)):
+                    if i:
+                        self.bench_no += 1
+                    result = await run_builtin(
+                        url, settings, bench=self.bench_no, launch=self.launch_no, emit=self.emit, stop=stop
+                    )
+                    if result.error or (stop is not None and stop.is_set()):
+                        break
+                return result
             lines = self._echoed_lines()
             if settings.runner == "bench_serving":
                 from eagletui.bench.bench_serving import run_bench_serving

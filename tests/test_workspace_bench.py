@@ -39,3 +39,32 @@ async def test_custom_command_runner_through_the_workspace(tmp_path: Path) -> No
         assert "[bench] throughput: 123.4 tok/s" in echoed
     finally:
         await ws.close(stop_server=True)
+
+
+async def test_repeats_give_mean_and_stdev(tmp_path: Path) -> None:
+    from eagletui.core.runs import RunBook
+
+    prof = load_profile(write_demo_profile(tmp_path, time_scale=0.004))
+    prof.args["--sim-speed"] = 4
+    prof.bench = dataclasses.replace(prof.bench, num_prompts=4, concurrency=2, max_new_tokens=16, repeats=3)
+    events = []
+    book = RunBook()
+
+    def emit(ev):
+        events.append(ev)
+        book.apply(ev)
+
+    ws = Workspace(prof, emit, target="local", preflight=False)
+    await ws.connect()
+    try:
+        await ws.launch()
+        for _ in range(200):
+            if any(e.type == "server_ready" for e in events):
+                break
+            await asyncio.sleep(0.1)
+        await ws.benchmark()
+        assert sum(e.type == "bench_result" for e in events) == 3
+        row = book.row(1)
+        assert row.repeats == 3 and row.tok_s.stdev is not None and "±" in row.tok_s.text(1)
+    finally:
+        await ws.close(stop_server=True)
