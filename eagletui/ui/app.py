@@ -157,7 +157,6 @@ class EagleApp(App):
         self._theme_names: list[str] = []
         self._requested_theme = theme_name
         self.runbook = _make_runbook(profile)
-        self.selected_run: int | None = None
         self.events_seen = 0
         self._quitting = False
         self._control_busy = False

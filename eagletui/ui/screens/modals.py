@@ -1,4 +1,4 @@
-"""Modal screens: help, diff, run details, confirm, search prompt. All dismiss with Escape."""
+"""Modal screens: help, diff, run details, confirm. All dismiss with Escape."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
-from textual.widgets import Button, Input, Label, Static
+from textual.widgets import Button, Label, Static
 
 from eagletui.ui.widgets.tuning import show_value as _v
 
@@ -87,23 +87,6 @@ class ConfirmScreen(_Modal):
 
     def on_button_pressed(self, event: Button.Pressed) -> None:
         self.dismiss(event.button.id == "yes")
-
-
-class PromptScreen(_Modal):
-    """One-line input (search, value entry); Enter submits, Escape cancels."""
-
-    def __init__(self, prompt: str, value: str = "") -> None:
-        super().__init__()
-        self.prompt = prompt
-        self.value = value
-
-    def compose(self) -> ComposeResult:
-        with Vertical():
-            yield Label(self.prompt, classes="title", markup=False)
-            yield Input(value=self.value, id="prompt-input")
-
-    def on_input_submitted(self, event: Input.Submitted) -> None:
-        self.dismiss(event.value)
 
 
 def diff_text(diff: dict[str, Any], running: dict[str, Any] | None, argv: list[str] | None) -> Text:
