@@ -160,6 +160,9 @@ class EagleApp(App):
         self.events_seen = 0
         self._quitting = False
         self._control_busy = False
+        self._chart_cursor = -1
+        self._chart_rounds = 0
+        self._force_charts = False
         self._log: LogView | None = None
         self.replay_done = asyncio.Event()  # set when a replay has fed its last event
         self._apply_keymap()
@@ -274,6 +277,7 @@ class EagleApp(App):
     def dispatch(self, ev: Event) -> None:
         """The single entry for events from any source (live, bench, replay)."""
         self.events_seen += 1
+        self._chart_rounds = 4
         self.state.apply(ev)
         if self.runbook is not None:
             with contextlib.suppress(Exception):
@@ -357,7 +361,7 @@ class EagleApp(App):
 
     def repaint_now(self) -> None:
         """Fold everything pending into the screen at once, charts included (tests, end of a replay)."""
-        self._last_chart = float("-inf")
+        self._force_charts = True
         self._dirty = True
         self._tick()
 
@@ -382,26 +386,29 @@ class EagleApp(App):
             bench=self.state.bench_running is not None,
         )
         self.query_one(GpuStrip).show(self.state)
-        # Charts are the costliest repaint: at most once a second while data flows.
-        if time.monotonic() - self._last_chart >= 1.0:
+        # Charts are the costliest repaint (plotext rebuilds the figure): one chart per slot, each at
+        # most about once a second, so a busy second never stalls on all four replots at once.
+        due = time.monotonic() - self._last_chart >= 0.25
+        if due or self._force_charts:
             self._last_chart = time.monotonic()
-            baseline = self._baseline_tok_s()
             narrow = self.screen.has_class("narrow")
-            for chart in self.query(".chart"):
-                in_tab = not chart.id.endswith("-wide")
-                if in_tab == narrow:
-                    base = (
-                        baseline
-                        if chart.id.startswith("chart-toks")
-                        else self._baseline_accept()
-                        if chart.id.startswith("chart-accept")
-                        else None
-                    )
-                    chart.sync(self.state, base)
+            charts = [c for c in self.query(".chart") if (not c.id.endswith("-wide")) == narrow]
+            if self._force_charts:
+                todo = charts
+            else:
+                self._chart_cursor = (self._chart_cursor + 1) % max(1, len(charts))
+                todo = charts[self._chart_cursor : self._chart_cursor + 1]
+            for chart in todo:
+                chart.sync(self.state, self._chart_baseline(chart.id))
+            self._force_charts = False
             self.query_one(RunsTable).show(self.runbook, self.state)
             from eagletui.ui.widgets.phases import set_label
 
             set_label(self.query_one("#compare", Static), self._compare_text())
+            # other charts may still be stale: keep ticking until each had its turn since the last event
+            self._chart_rounds -= len(todo)
+            if self._chart_rounds > 0:
+                self._dirty = True
         else:
             self._dirty = True
 
@@ -430,6 +437,13 @@ class EagleApp(App):
         if row.alarms:
             t.append(f"  ⚠ {row.alarms[0]}", style="yellow")
         return t
+
+    def _chart_baseline(self, chart_id: str) -> float | None:
+        if chart_id.startswith("chart-toks"):
+            return self._baseline_tok_s()
+        if chart_id.startswith("chart-accept"):
+            return self._baseline_accept()
+        return None
 
     def _baseline_metric(self, name: str) -> float | None:
         with contextlib.suppress(Exception):
