@@ -304,8 +304,15 @@ class Workspace:
                 for i in range(max(1, settings.repeats)):
                     if i:
                         self.bench_no += 1
+                    api_key = profile.args.get("--api-key")
                     result = await run_builtin(
-                        url, settings, bench=self.bench_no, launch=self.launch_no, emit=self.emit, stop=stop
+                        url,
+                        settings,
+                        bench=self.bench_no,
+                        launch=self.launch_no,
+                        emit=self.emit,
+                        stop=stop,
+                        api_key=str(api_key) if api_key not in (None, True, False) else None,
                     )
                     if result.error or (stop is not None and stop.is_set()):
                         break

@@ -68,3 +68,31 @@ async def test_repeats_give_mean_and_stdev(tmp_path: Path) -> None:
         assert row.repeats == 3 and row.tok_s.stdev is not None and "±" in row.tok_s.text(1)
     finally:
         await ws.close(stop_server=True)
+
+
+async def test_builtin_client_sends_the_api_key(tmp_path: Path) -> None:
+    """A server started with --api-key refuses requests without it (the simulator does, like sglang)."""
+    import aiohttp
+
+    prof = load_profile(write_demo_profile(tmp_path, time_scale=0.004))
+    prof.args["--api-key"] = "sk-test-key-123"
+    prof.args["--sim-speed"] = 4
+    prof.bench = dataclasses.replace(prof.bench, num_prompts=2, concurrency=2, max_new_tokens=8)
+    events = []
+    ws = Workspace(prof, events.append, target="local", preflight=False)
+    await ws.connect()
+    try:
+        await ws.launch()
+        for _ in range(200):
+            if any(e.type == "server_ready" for e in events):
+                break
+            await asyncio.sleep(0.1)
+        async with aiohttp.ClientSession() as s:
+            async with s.post(f"http://127.0.0.1:{prof.port}/generate", json={"text": "x"}) as r:
+                assert r.status == 401
+        result = await ws.benchmark()
+        assert not result.error and result.requests == 2 and result.failed == 0
+        started = next(e for e in events if e.type == "launch_started")
+        assert "sk-test-key-123" not in str(started.config)  # the snapshot is redacted
+    finally:
+        await ws.close(stop_server=True)

@@ -338,9 +338,11 @@ async def run_builtin(
     launch: int,
     emit: Callable[[Event], None],
     stop: asyncio.Event | None = None,
+    api_key: str | None = None,
 ) -> BenchmarkResult:
     """Run the profile's workload against ``base_url`` and return the result; never raises for server
-    trouble (connection refused, HTTP errors, timeouts), which is reported in ``failed``/``error``."""
+    trouble (connection refused, HTTP errors, timeouts), which is reported in ``failed``/``error``.
+    ``api_key`` is sent as a bearer token, as a server started with ``--api-key`` requires."""
     base = base_url.rstrip("/")
     try:
         workload = build_workload(settings)
@@ -358,7 +360,9 @@ async def run_builtin(
             workload_fingerprint=workload.fingerprint,
         )
     )
-    result = await _run_workload(base, workload, settings, bench=bench, launch=launch, emit=emit, stop=stop)
+    result = await _run_workload(
+        base, workload, settings, bench=bench, launch=launch, emit=emit, stop=stop, api_key=api_key
+    )
     emit(result)
     return result
 
@@ -372,13 +376,17 @@ async def _run_workload(
     launch: int,
     emit: Callable[[Event], None],
     stop: asyncio.Event | None,
+    api_key: str | None = None,
 ) -> BenchmarkResult:
     url = base + "/generate"
     timeout = aiohttp.ClientTimeout(total=settings.timeout_s, sock_connect=10)
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
     live = _Live()
     t0 = 0.0
-    async with aiohttp.ClientSession(connector=connector, timeout=timeout, auto_decompress=False) as session:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    async with aiohttp.ClientSession(
+        connector=connector, timeout=timeout, auto_decompress=False, headers=headers
+    ) as session:
         if workload.warmup_prompts:
             warm = [make_payload(p, workload.sampling) for p in workload.warmup_prompts]
             await _run_pool(session, url, warm, workload.concurrency, None, None, stop)

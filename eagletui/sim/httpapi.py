@@ -544,8 +544,18 @@ async def chat_completions(request: web.Request) -> web.StreamResponse:
     return await _openai(request, chat=True)
 
 
+@web.middleware
+async def _api_key(request: web.Request, handler: Any) -> web.StreamResponse:
+    """``--api-key``: like sglang, every route but the health checks wants ``Authorization: Bearer KEY``."""
+    key = request.app[STATE].plan.args.api_key
+    if key and not request.path.startswith("/health") and request.method != "OPTIONS":
+        if request.headers.get("Authorization", "") != f"Bearer {key}":
+            return _json({"error": "Unauthorized"}, status=401)
+    return await handler(request)
+
+
 def make_app(st: ServerState) -> web.Application:
-    app = web.Application(client_max_size=64 * 1024 * 1024)
+    app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[_api_key])
     app[STATE] = st
     app.on_response_prepare.append(_on_prepare)
     r = app.router

@@ -34,14 +34,15 @@ def _die_by_sigterm() -> None:
     os.kill(os.getpid(), signal.SIGTERM)
 
 
-async def _warmup(host: str, port: int, log: SimLog, scale: float) -> None:
+async def _warmup(host: str, port: int, log: SimLog, scale: float, api_key: str | None = None) -> None:
     import aiohttp
 
     base = f"http://{'127.0.0.1' if host in ('0.0.0.0', '', '::') else host}:{port}"
     await asyncio.sleep(min(1.0, 1.0 * scale / DEFAULT_TIME_SCALE) * 0.5)
     # Sim-only knob (tests): hold the warmup so the "bound but not ready" window (503) is observable.
     await asyncio.sleep(float(os.environ.get("EAGLETUI_SIM_WARMUP_DELAY") or 0))
-    async with aiohttp.ClientSession() as s:
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
+    async with aiohttp.ClientSession(headers=headers) as s:
         async with s.get(f"{base}/model_info") as r:
             await r.read()
         payload = {
@@ -120,7 +121,7 @@ async def _amain(args: Any) -> int:
 
     if not args.skip_server_warmup:
         try:
-            await _warmup(host, port, log, plan.scale)
+            await _warmup(host, port, log, plan.scale, plan.args.api_key)
         except Exception as e:
             log.line(f"Initialization failed. warmup error: {e!r}", level=ERROR)
             startup.die_by_sigkill(log)
