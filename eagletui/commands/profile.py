@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from importlib import resources
 from pathlib import Path
@@ -61,7 +62,10 @@ def render_profile(cmd: LaunchCommand, name: str, source: str = "") -> str:
         "# Values end up in an argv list and an env dict; nothing here is ever run through a shell.",
     ]
     if source:
-        out.append("# From: " + " ".join(source.split())[:400])
+        from eagletui.session.record import Redactor
+
+        # The pasted command may carry tokens (HF_TOKEN=…, --api-key …): the comment never does.
+        out.append("# From: " + Redactor().text(" ".join(source.split()))[:400])
     out += [
         _kv("name", name),
         "",
@@ -150,7 +154,10 @@ def _cmd_init(ns: argparse.Namespace) -> int:
         print(f"eagletui: {exc}", file=sys.stderr)
         return 2
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
+    # Profiles hold env values that may be credentials: private to the user, like ssh keys.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(text)
     print(f"wrote {path}")
     return 0
 
