@@ -91,3 +91,22 @@ async def test_untrusted_text_is_never_markup() -> None:
         app.push_screen(ConfirmScreen("pid 1: python -m sglang.launch_server [/bad] log: /tmp/[x"))
         await pilot.pause(0.3)
         assert "[/bad]" in str(app.screen.query_one("Label").render())
+
+
+async def test_replay_judges_runs_with_the_recorded_thresholds() -> None:
+    import dataclasses
+
+    _, events, _ = read_session(EXAMPLE)
+    events = [
+        dataclasses.replace(e, config={**e.config, "verdict": {"min_accept_len": 2.0, "min_speedup": 1.0}})
+        if e.type == "launch_started"
+        else e
+        for e in events
+    ]
+    app = replay_app(events)
+    async with app.run_test(size=(160, 50)) as pilot:
+        await app.replay_done.wait()
+        await pilot.pause()
+        verdicts = [r.verdict for r in app.runbook.rows()]
+        assert verdicts[0] == "pass"  # accept 3.2 ≥ 2.0
+        assert all(v in ("pass", "fail") for v in verdicts)

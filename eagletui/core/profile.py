@@ -8,6 +8,7 @@ builds a shell string (see :func:`eagletui.core.profile.shell_command` for the o
 from __future__ import annotations
 
 import copy
+import dataclasses
 import re
 import shlex
 import sys
@@ -257,6 +258,8 @@ class Profile:
             },
             "env": redact_env(self.env),
             "port": self.port,
+            # thresholds travel with the launch so a replay judges runs as the live session did
+            "verdict": {k: v for k, v in dataclasses.asdict(self.verdict).items() if v is not None},
         }
 
     def toggle_value(self, toggle: Toggle) -> Any:

@@ -307,7 +307,17 @@ class EagleApp(App):
             self.notify(ev.message, severity="error" if ev.level == "error" else "warning", timeout=6)
         elif isinstance(ev, LaunchStarted) and self._log is not None:
             self._log.add_marker(f"──────── launch #{ev.launch} ────────")
+            self._adopt_verdict(ev.config.get("verdict"))
         self._dirty = True
+
+    def _adopt_verdict(self, recorded: Any) -> None:
+        """A replay has no profile: judge its runs with the thresholds the recording carries."""
+        if self.profile is not None or not isinstance(recorded, dict) or self.runbook is None:
+            return
+        from eagletui.core.profile import Verdict
+
+        with contextlib.suppress(TypeError, ValueError):
+            self.runbook.verdict = Verdict(**{k: float(v) for k, v in recorded.items()})
 
     def _announce(self, what: str, title: str, body: str, severity: str = "information") -> None:
         cfg = getattr(getattr(self.user_config, "notifications", None), what, None)
