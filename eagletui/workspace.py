@@ -88,6 +88,7 @@ class Workspace:
         self._lock = asyncio.Lock()
         self.benchmarking = False
         self.server_version: str | None = None  # sglang version on the host, from the preflight
+        self._known_flags: dict[str, set[str]] = {}  # server module → flags its parser accepts
 
     # ------------------------------------------------------------------ connection
 
@@ -185,7 +186,22 @@ class Workspace:
             from eagletui.remote.preflight import run_preflight
         except ImportError:
             return
-        checks = await run_preflight(self.transport, profile)
+        from eagletui.remote.known_flags import host_flags, unknown_flags
+        from eagletui.remote.preflight import server_module
+
+        module = server_module(profile)
+        if module not in self._known_flags:
+            checks, known = await asyncio.gather(
+                run_preflight(self.transport, profile), host_flags(self.transport, profile.python, module)
+            )
+            if known is not None:
+                self._known_flags[module] = known
+        else:
+            checks = await run_preflight(self.transport, profile)
+        typos = unknown_flags(
+            [k for k, v in profile.args.items() if v is not None and v is not False],
+            self._known_flags.get(module),
+        )
         ours = self.run
         if ours is not None and getattr(ours, "owned", False) and getattr(ours, "alive", False):
             # Our own running server holds the port (and GPUs) until the relaunch stops it.
@@ -203,7 +219,7 @@ class Workspace:
         flag_errors, flag_warnings = check_flags(
             [k for k, v in profile.args.items() if v is not None and v is not False], self.server_version
         )
-        checks = list(checks) + [_Check("flags", "fail", m) for m in flag_errors]
+        checks = list(checks) + [_Check("flags", "fail", m) for m in flag_errors + typos]
         checks += [_Check("flags", "warn", m) for m in flag_warnings]
         failed = [c for c in checks if c.status == "fail"]
         warned = [c for c in checks if c.status == "warn"]

@@ -61,3 +61,25 @@ async def test_preflight_refuses_a_removed_flag_before_launch(tmp_path: Path) ->
         assert not any(e.type == "launch_started" for e in events)
     finally:
         await ws.close(stop_server=True)
+
+
+async def test_preflight_refuses_a_misspelt_flag_with_a_suggestion(tmp_path: Path) -> None:
+    """The host's own parser (here the simulator's) says which flags exist: a typo never launches."""
+    prof = load_profile(write_demo_profile(tmp_path, time_scale=0.004))
+    prof.args["--speculative-num-step"] = 3
+    events = []
+    ws = Workspace(prof, events.append, target="local", preflight=True)
+    await ws.connect()
+    try:
+        with pytest.raises(WorkspaceError, match=r"--speculative-num-step \(did you mean --speculative-num-steps\?\)"):
+            await ws.launch()
+        assert ws.run is None
+    finally:
+        await ws.close(stop_server=True)
+
+
+def test_unknown_flags_without_a_parser_refuses_nothing() -> None:
+    from eagletui.remote.known_flags import unknown_flags
+
+    assert unknown_flags(["--anything"], None) == []
+    assert unknown_flags(["--tp", "--tpp"], {"--tp", "--port"}) == ["the server does not accept --tpp (did you mean --tp?)"]
