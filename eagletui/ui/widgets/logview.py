@@ -13,11 +13,13 @@ from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.style import Style
+from rich.text import Text
 from textual.binding import Binding
 from textual.geometry import Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
+from textual.selection import Selection
 from textual.strip import Strip
 
 from eagletui.core.events import LogLine
@@ -195,7 +197,12 @@ class LogView(ScrollView, can_focus=True):
             self.refresh()
 
     def selected_text(self) -> str:
-        """The current search hit if there is one, else the lines on screen (what the user is looking at)."""
+        """The mouse selection if any, else the current search hit, else the lines on screen."""
+        selection = self.text_selection
+        if selection is not None:
+            got = self.get_selection(selection)
+            if got and got[0]:
+                return got[0]
         rows = self.view_rows
         if self.search and 0 <= self.hit_index < len(self.hits):
             return rows[self.hits[self.hit_index]].text
@@ -274,11 +281,21 @@ class LogView(ScrollView, can_focus=True):
             return Strip.blank(width, self.rich_style)
         row = rows[index]
         base = self._styles.get(row.kind, Style())
-        text = row.text
+        text = _display_text(row)
         segments: list[Segment] = []
-        if row.count > 1 and row.ranks:
-            text = _collapse_label(text, row.ranks)
-        if self.search and self.search.lower() in text.lower():
+        selection = self.text_selection
+        span = selection.get_span(index) if selection is not None else None
+        if span is not None:
+            # Mouse selection on this row: the rare case, so the simple (Rich Text) path is fine.
+            start, end = span
+            line = Text(text, style=base, no_wrap=True, end="")
+            line.stylize(
+                self.screen.get_component_rich_style("screen--selection"),
+                start,
+                len(text) if end == -1 else end,
+            )
+            segments = list(line.render(self.app.console))
+        elif self.search and self.search.lower() in text.lower():
             low, needle, pos = text.lower(), self.search.lower(), 0
             while True:
                 i = low.find(needle, pos)
@@ -291,7 +308,16 @@ class LogView(ScrollView, can_focus=True):
         else:
             segments.append(Segment(text, base))
         strip = Strip(segments)
-        return strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, self.rich_style)
+        strip = strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, self.rich_style)
+        return strip.apply_offsets(scroll_x, index)  # lets the mouse select text in the pane
+
+    def get_selection(self, selection: Selection) -> tuple[str, str] | None:
+        """The selected text, as shown (collapsed rank labels included): what ``ctrl+c`` copies."""
+        text = "\n".join(_display_text(row) for row in self.view_rows)
+        return selection.extract(text), "\n"
+
+    def selection_updated(self, selection: Selection | None) -> None:
+        self.refresh()
 
 
 _NUMBERS = re.compile(r"\d+(?:\.\d+)?")
@@ -311,6 +337,10 @@ _PREFIX = re.compile(r"^\[[^\]]{0,80}\] ?")
 def _strip_rank(text: str) -> str:
     """Compare lines without their ``[time TPn]`` prefix: ranks log the same text a second apart."""
     return _PREFIX.sub("", text, count=1)
+
+
+def _display_text(row: Row) -> str:
+    return _collapse_label(row.text, row.ranks) if row.count > 1 and row.ranks else row.text
 
 
 def _collapse_label(text: str, ranks: tuple[int, ...]) -> str:
