@@ -66,7 +66,7 @@ ACTIONS: list[tuple[str, str, str, str, str]] = [
         "y",
         "copy_log",
         "Copy",
-        "Copy the visible log lines (or the current search hit) to the clipboard",
+        "Copy the log selection (or the search hit, or the visible lines) to the clipboard",
     ),
     ("theme", "t", "cycle_theme", "Theme", "Next theme"),
     ("tab_log", "1", "tab('log')", "Log", "Log tab"),
