@@ -793,7 +793,7 @@ class EagleApp(App):
         rows = []
         keymap = getattr(self.user_config, "keymap", None) or {}
         for bid, key, _action, _label, desc in ACTIONS:
-            rows.append((keymap.get(bid, key), desc, bid))
+            rows.append((_key_names(keymap.get(bid, key)), desc, bid))
         rows += [
             ("←/→ enter", "Tune tab: step the selected toggle", "tune.next"),
             ("x", "Tune tab: discard pending changes", "tune.discard"),
@@ -862,6 +862,21 @@ class SearchInput(Input):
 
     def action_cancel(self) -> None:
         self.app._search_cancel()
+
+
+_KEY_NAMES = {
+    "slash": "/",
+    "question_mark": "?",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+    "space": "Space",
+    "f1": "F1",
+}
+
+
+def _key_names(keys: str) -> str:
+    """``f1,question_mark`` → ``F1 / ?``: what the user presses, not Textual's key ids."""
+    return " / ".join(_KEY_NAMES.get(k.strip(), k.strip()) for k in keys.split(","))
 
 
 def _make_runbook(profile: Profile | None) -> Any:
