@@ -20,6 +20,7 @@ from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
 from textual.containers import Horizontal, Vertical
+from textual.css.query import NoMatches
 from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
 
 from eagletui.core.events import (
@@ -376,6 +377,12 @@ class EagleApp(App):
         self._tick()
 
     def _tick(self) -> None:
+        try:
+            self._repaint()
+        except NoMatches:
+            return  # the screen is being torn down (quit): nothing left to paint
+
+    def _repaint(self) -> None:
         log = self._log
         if self._quitting or log is None or not log.is_attached:
             return
