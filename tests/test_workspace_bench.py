@@ -4,6 +4,7 @@ into the log pane."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import sys
 from pathlib import Path
@@ -11,6 +12,29 @@ from pathlib import Path
 from eagletui.commands.demo import write_demo_profile
 from eagletui.core.profile import load_profile
 from eagletui.workspace import Workspace
+
+
+@contextlib.asynccontextmanager
+async def ready_workspace(prof, events: list, also=None):
+    """A workspace whose demo server has launched and said it is ready; the server is stopped after.
+    Every event lands in ``events`` (and goes to ``also`` when given)."""
+
+    def emit(ev):
+        events.append(ev)
+        if also is not None:
+            also(ev)
+
+    ws = Workspace(prof, emit, target="local", preflight=False)
+    await ws.connect()
+    try:
+        await ws.launch()
+        for _ in range(200):
+            if any(e.type == "server_ready" for e in events):
+                break
+            await asyncio.sleep(0.1)
+        yield ws
+    finally:
+        await ws.close(stop_server=True)
 
 
 async def test_custom_command_runner_through_the_workspace(tmp_path: Path) -> None:
@@ -24,21 +48,12 @@ async def test_custom_command_runner_through_the_workspace(tmp_path: Path) -> No
         accept_len_regex=r"accept length ([\d.]+)",
     )
     events = []
-    ws = Workspace(prof, events.append, target="local", preflight=False)
-    await ws.connect()
-    try:
-        await ws.launch()
-        for _ in range(200):
-            if any(e.type == "server_ready" for e in events):
-                break
-            await asyncio.sleep(0.1)
+    async with ready_workspace(prof, events) as ws:
         result = await ws.benchmark()
         assert result.runner == "command" and not result.error
         assert result.output_throughput == 123.4 and result.accept_length == 2.75
         echoed = [e.text for e in events if e.type == "log" and e.text.startswith("[bench] ")]
         assert "[bench] throughput: 123.4 tok/s" in echoed
-    finally:
-        await ws.close(stop_server=True)
 
 
 async def test_repeats_give_mean_and_stdev(tmp_path: Path) -> None:
@@ -49,25 +64,11 @@ async def test_repeats_give_mean_and_stdev(tmp_path: Path) -> None:
     prof.bench = dataclasses.replace(prof.bench, num_prompts=4, concurrency=2, max_new_tokens=16, repeats=3)
     events = []
     book = RunBook()
-
-    def emit(ev):
-        events.append(ev)
-        book.apply(ev)
-
-    ws = Workspace(prof, emit, target="local", preflight=False)
-    await ws.connect()
-    try:
-        await ws.launch()
-        for _ in range(200):
-            if any(e.type == "server_ready" for e in events):
-                break
-            await asyncio.sleep(0.1)
+    async with ready_workspace(prof, events, also=book.apply) as ws:
         await ws.benchmark()
         assert sum(e.type == "bench_result" for e in events) == 3
         row = book.row(1)
         assert row.repeats == 3 and row.tok_s.stdev is not None and "±" in row.tok_s.text(1)
-    finally:
-        await ws.close(stop_server=True)
 
 
 async def test_builtin_client_sends_the_api_key(tmp_path: Path) -> None:
@@ -79,14 +80,7 @@ async def test_builtin_client_sends_the_api_key(tmp_path: Path) -> None:
     prof.args["--sim-speed"] = 4
     prof.bench = dataclasses.replace(prof.bench, num_prompts=2, concurrency=2, max_new_tokens=8)
     events = []
-    ws = Workspace(prof, events.append, target="local", preflight=False)
-    await ws.connect()
-    try:
-        await ws.launch()
-        for _ in range(200):
-            if any(e.type == "server_ready" for e in events):
-                break
-            await asyncio.sleep(0.1)
+    async with ready_workspace(prof, events) as ws:
         async with aiohttp.ClientSession() as s:
             async with s.post(f"http://127.0.0.1:{prof.port}/generate", json={"text": "x"}) as r:
                 assert r.status == 401
@@ -94,5 +88,3 @@ async def test_builtin_client_sends_the_api_key(tmp_path: Path) -> None:
         assert not result.error and result.requests == 2 and result.failed == 0
         started = next(e for e in events if e.type == "launch_started")
         assert "sk-test-key-123" not in str(started.config)  # the snapshot is redacted
-    finally:
-        await ws.close(stop_server=True)
