@@ -10,8 +10,6 @@ import math
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-STAT_KEYS: tuple[str, ...] = ("mean", "median", "p90", "p99")
-
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
     """``q`` in [0, 100] over an already sorted sequence (sorting once serves several percentiles)."""

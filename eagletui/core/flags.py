@@ -17,7 +17,6 @@ class FlagChange:
     since: tuple[int, ...]
     kind: str  # "removed" (argparse rejects it) or "deprecated" (accepted, warns)
     use: str  # what to use instead
-    until: tuple[int, ...] | None = None  # first version where the flag did not exist yet (added later)
 
 
 CHANGES: tuple[FlagChange, ...] = (

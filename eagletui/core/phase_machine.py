@@ -80,7 +80,6 @@ class Candidate:
     message: str
     line: str
     phase: str | None
-    in_group: bool = False
 
 
 @dataclass
@@ -224,7 +223,6 @@ class PhaseMachine:
     """The fold. :meth:`on_record` and :meth:`finish` return the events the record caused."""
 
     def __init__(self, launch: int = 0) -> None:
-        self.base_launch = launch
         self.st = MachineState(launch=launch)
         self._reset_timeline(launch)
 
@@ -239,7 +237,6 @@ class PhaseMachine:
         self.group_open = False
         self.group_has_cand = False
         self.group_exc: str | None = None
-        self.group_first: str = ""
         self.load_count: dict[str, int] = {}
         self.bar_load_phase: str | None = None
         self.bar_capture_phase: str | None = None
@@ -485,12 +482,12 @@ class PhaseMachine:
         msg = rec.msg.strip()
         if self.emitted_prio >= 0:
             if self.emitted_prio < 50 <= prio:
-                self.cand = Candidate(kind, prio, tag, msg, rec.text.strip(), st.phase, self.group_open)
+                self.cand = Candidate(kind, prio, tag, msg, rec.text.strip(), st.phase)
                 self.group_has_cand = self.group_open
                 self._emit_failure(out)
             return
         if self.cand is None or prio > self.cand.prio:
-            self.cand = Candidate(kind, prio, tag, msg, rec.text.strip(), st.phase, self.group_open)
+            self.cand = Candidate(kind, prio, tag, msg, rec.text.strip(), st.phase)
             self.group_has_cand = self.group_open
         if tag in TERMINAL_TAGS:
             self._emit_failure(out)
@@ -521,7 +518,7 @@ class PhaseMachine:
         if self.group_exc and not self.group_has_cand and self.st.status not in (READY, STOPPED):
             if self.emitted_prio < 0 and (self.cand is None or self.cand.prio < 50):
                 self.cand = Candidate(
-                    "exception", 50, "exception", self.group_exc, self.group_exc, self.st.phase, False
+                    "exception", 50, "exception", self.group_exc, self.group_exc, self.st.phase
                 )
         self.group_exc = None
         self.group_has_cand = False

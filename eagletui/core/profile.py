@@ -82,13 +82,6 @@ def redact_argv(argv: list[str]) -> list[str]:
     return out
 
 
-def redact_text(text: str, secrets: list[str]) -> str:
-    for s in secrets:
-        if s and len(s) >= 4:
-            text = text.replace(s, REDACTED)
-    return text
-
-
 def validate_env_name(name: str) -> None:
     if not ENV_NAME_RE.match(name):
         raise ProfileError(f"unsafe environment variable name {name!r}: use letters, digits and _ only")

@@ -25,7 +25,6 @@ PREFIX_RE = re.compile(
     r"\[(?P<date>\d{4}-\d{2}-\d{2} )?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<ms>\d{3}))?"
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?"
 )
-_RANK_TOKEN_RE = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)")
 
 # tqdm: ``n/total [elapsed<remaining, rate]``; the `[` guard keeps it off ordinary "a/b" text.
 _BAR_COUNT_RE = re.compile(r"(\d+)/(\d+) \[")
@@ -116,9 +115,6 @@ def serving_scan_re(sample: str, binary: bool = False) -> re.Pattern[Any]:
     it, sep, acc_len, acc_rate, dev = m.groups()
     return _scan_re((bool(it), sep, bool(acc_len), bool(acc_rate), dev or ""), binary)
 
-
-#: The general scan pattern (every Decode layout DECODE_FAST_RE knows).
-SERVING_SCAN_RE = _scan_re(None, False)
 
 PREFILL_FAST_RE = re.compile(
     r"Prefill batch(?:\(mixed #running-req: \d+\))?(?: \[\d+\])?[.,] #new-seq: (\d+), #new-token: (\d+), "
@@ -574,8 +570,3 @@ def ts_seconds(ts_text: str) -> float | None:
         return day * 86400.0 + secs
     except (ValueError, IndexError):
         return None
-
-
-def rank_tokens(ranks: str) -> dict[str, int]:
-    """``"DP0 PP1 TP3"`` → ``{"DP": 0, "PP": 1, "TP": 3}`` (order-independent)."""
-    return {k: int(v) for k, v in _RANK_TOKEN_RE.findall(ranks)}

@@ -98,12 +98,6 @@ class LaunchState:
     def phase_durations(self) -> dict[str, float]:
         return {p: s.seconds for p, s in self.phases.items() if s.status == "done" and s.seconds is not None}
 
-    @property
-    def total_seconds(self) -> float | None:
-        if self.ready_at is not None and self.started is not None:
-            return self.ready_at - self.started
-        return None
-
 
 @dataclass
 class Series:

@@ -46,7 +46,6 @@ class Summarizer:
         self.last: ev.DecodeStats | None = None
         self.gen = array("d")
         self.acc = array("d")
-        self.stop_reason: str | None = None
 
     def _touch(self, launch: int) -> None:
         if self._launch is None:
@@ -135,7 +134,6 @@ class Summarizer:
             elif isinstance(e, ev.ServerStopped):
                 if self.state != "failed":
                     self.state = "stopped"
-                    self.stop_reason = e.reason
 
     def set_version(self, version: str | None) -> None:
         """The interpreter's final version guess (it sharpens after the LaunchDetected event)."""

@@ -56,14 +56,6 @@ def missing_nvidia_smi(exit_status: int | None, stderr: str) -> bool:
     return exit_status == 127 or "not found" in stderr or "No such file" in stderr
 
 
-async def query_gpus(transport: Transport) -> list[dict[str, Any]] | None:
-    """One sample; None when the host has no usable nvidia-smi."""
-    res = await transport.run(QUERY, timeout=15)
-    if res.exit_status != 0:
-        return None
-    return parse_query(res.stdout)
-
-
 async def gpu_events(transport: Transport, interval: float = 2.0) -> AsyncIterator[GpuStats]:
     while True:
         try:

@@ -22,7 +22,6 @@ from eagletui.core.events import Event, event_type
 
 FORMAT_NAME = "eagletui-session"
 FORMAT_VERSION = 1
-SUFFIXES = (".jsonl", ".jsonl.gz")
 
 #: Past this many problem lines the reader summarises instead of listing, so a garbage file cannot
 #: produce a million-line warning list.
@@ -61,10 +60,6 @@ def make_header(target: str, profile_name: str, created: _dt.datetime | None = N
         "profile": profile_name,
         "eagletui": __version__,
     }
-
-
-def is_session_path(path: str | Path) -> bool:
-    return str(path).endswith(SUFFIXES)
 
 
 def _read_bytes(path: Path, warnings: list[str]) -> bytes:

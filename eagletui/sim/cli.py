@@ -12,7 +12,6 @@ from collections.abc import Sequence
 #: Whole launch ≈ 600 s at scale 1.0; the default squeezes it into ≈ 20 s.
 DEFAULT_TIME_SCALE = 0.033
 DEFAULT_VERSION = "0.5.23"
-FAIL_MODES = ("oom-load", "oom-capture", "nccl", "port-in-use", "crash-after-ready", "hang-capture")
 
 LAUNCH_WARNING = (
     "/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py:17: UserWarning: "

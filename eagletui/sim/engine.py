@@ -165,7 +165,6 @@ class Engine:
         self.ttft_sum = 0.0
         self.ttft_n = 0
         self._interval_tokens = 0
-        self._interval_rounds = 0
         self._interval_req_rounds = 0
         self._last_log_t = time.monotonic()
         self._rid = itertools.count()
@@ -238,7 +237,7 @@ class Engine:
         self.cum_accept_tokens = 0
         self.cum_accept_count = 0
         self.avg_spec_accept_length = None
-        self._interval_tokens = self._interval_rounds = self._interval_req_rounds = 0
+        self._interval_tokens = self._interval_req_rounds = 0
         return True
 
     def token_usage(self) -> tuple[int, float]:
@@ -337,7 +336,6 @@ class Engine:
             produced += n
             self._emit(r, n, decode=True)
         self._interval_tokens += produced
-        self._interval_rounds += 1
         self._interval_req_rounds += len(batch)
         if cfg.spec:
             self.verify_calls_total += 1
@@ -414,4 +412,4 @@ class Engine:
             rank=0,
         )
         self._last_log_t = now
-        self._interval_tokens = self._interval_rounds = self._interval_req_rounds = 0
+        self._interval_tokens = self._interval_req_rounds = 0

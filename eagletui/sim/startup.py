@@ -186,10 +186,6 @@ def build_server_args(plan: Plan) -> dict[str, Any]:
     return d
 
 
-class Injected(Exception):
-    pass
-
-
 def die_by_sigkill(log: SimLog) -> None:
     pid = os.getpid()
     log.line(f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}", level=ERROR)
