@@ -321,25 +321,19 @@ class EagleApp(App):
             self.runbook.verdict = Verdict(**{k: float(v) for k, v in recorded.items()})
 
     def _announce(self, what: str, title: str, body: str, severity: str = "information") -> None:
-        cfg = getattr(getattr(self.user_config, "notifications", None), what, None)
-        toast = getattr(cfg, "toast", True) if cfg is not None else True
-        bell = getattr(cfg, "bell", True) if cfg is not None else True
-        desktop = getattr(cfg, "desktop", True) if cfg is not None else True
-        if self.mode == "replay":
-            bell = desktop = False
-        if toast:
-            self.notify(body, title=title, severity=severity, timeout=6)
-        if bell:
-            self.bell()
-        if desktop:
-            with contextlib.suppress(Exception):
-                from eagletui.ui.notify import desktop_notify_sequence
+        """Toast, bell and desktop notification as the user config's channels for ``what`` say."""
+        from eagletui.config import NotifyChannels, NotifyConfig
+        from eagletui.ui.notify import notification_output
 
-                kind = getattr(getattr(self.user_config, "notifications", None), "desktop_kind", "osc9")
-                seq = desktop_notify_sequence(f"eagletui: {title}", body, kind=kind)
-                driver = self._driver
-                if driver is not None and not self.is_headless:
-                    driver.write(seq)
+        config = getattr(self.user_config, "notifications", None) or NotifyConfig()
+        channels = getattr(config, what, None) or NotifyChannels()
+        if channels.toast:
+            self.notify(body, title=title, severity=severity, timeout=6)
+        if self.mode == "replay" or self.is_headless or self._driver is None:
+            return  # a replay is history: no bells
+        out = notification_output(channels, f"eagletui: {title}", body, config.desktop_kind)
+        if out:
+            self._driver.write(out)
 
     def _record_history(self) -> None:
         la = self.state.launch
