@@ -450,24 +450,16 @@ class EagleApp(App):
         return t
 
     def _chart_baseline(self, chart_id: str) -> float | None:
-        if chart_id.startswith("chart-toks"):
-            return self._baseline_tok_s()
-        if chart_id.startswith("chart-accept"):
-            return self._baseline_accept()
-        return None
-
-    def _baseline_metric(self, name: str) -> float | None:
-        with contextlib.suppress(Exception):
-            base = self.runbook.base_run()
-            if base is not None:
-                return base.metric(name).mean
-        return None
-
-    def _baseline_tok_s(self) -> float | None:
-        return self._baseline_metric("tok_s")
-
-    def _baseline_accept(self) -> float | None:
-        return self._baseline_metric("accept_len")
+        """The pinned baseline's value for a chart's metric (tok/s and accept length have one)."""
+        metric = (
+            "tok_s"
+            if chart_id.startswith("chart-toks")
+            else "accept_len"
+            if chart_id.startswith("chart-accept")
+            else None
+        )
+        base = self.runbook.base_run() if metric and self.runbook is not None else None
+        return base.metric(metric).mean if base is not None else None
 
     # ------------------------------------------------------------------ drivers
 
