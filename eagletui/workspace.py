@@ -30,13 +30,6 @@ from eagletui.core.profile import Profile, config_diff
 Emit = Callable[[Event], None]
 
 
-@dataclasses.dataclass(frozen=True)
-class _Check:
-    name: str
-    status: str
-    message: str
-
-
 def server_version_from(checks: Any) -> str | None:
     """The sglang (or simulator-compatible) version the preflight found on the host."""
     import re
@@ -182,12 +175,8 @@ class Workspace:
         self._follow(run)
 
     async def _preflight(self, profile: Profile) -> None:
-        try:
-            from eagletui.remote.preflight import run_preflight
-        except ImportError:
-            return
         from eagletui.remote.known_flags import host_flags, unknown_flags
-        from eagletui.remote.preflight import server_module
+        from eagletui.remote.preflight import Check, run_preflight, server_module
 
         module = server_module(profile)
         if module not in self._known_flags:
@@ -198,10 +187,8 @@ class Workspace:
                 self._known_flags[module] = known
         else:
             checks = await run_preflight(self.transport, profile)
-        typos = unknown_flags(
-            [k for k, v in profile.args.items() if v is not None and v is not False],
-            self._known_flags.get(module),
-        )
+        flags = [k for k, v in profile.args.items() if v is not None and v is not False]
+        typos = unknown_flags(flags, self._known_flags.get(module))
         ours = self.run
         if ours is not None and getattr(ours, "owned", False) and getattr(ours, "alive", False):
             # Our own running server holds the port (and GPUs) until the relaunch stops it.
@@ -216,11 +203,9 @@ class Workspace:
                 for c in checks
             ]
         self.server_version = server_version_from(checks) or self.server_version
-        flag_errors, flag_warnings = check_flags(
-            [k for k, v in profile.args.items() if v is not None and v is not False], self.server_version
-        )
-        checks = list(checks) + [_Check("flags", "fail", m) for m in flag_errors + typos]
-        checks += [_Check("flags", "warn", m) for m in flag_warnings]
+        flag_errors, flag_warnings = check_flags(flags, self.server_version)
+        checks = list(checks) + [Check("flags", "fail", m) for m in flag_errors + typos]
+        checks += [Check("flags", "warn", m) for m in flag_warnings]
         failed = [c for c in checks if c.status == "fail"]
         warned = [c for c in checks if c.status == "warn"]
         summary = f"preflight: {len(checks) - len(failed) - len(warned)} pass, {len(warned)} warn, {len(failed)} fail"
