@@ -117,7 +117,7 @@ class Workspace:
         run = live[0]
         self.launch_no = max(self.launch_no, run.launch)
         self.run = run
-        config = getattr(run, "config", None) or self.profile.snapshot()
+        config = run.config or self.profile.snapshot()
         self.running_config = config
         self.running_profile = self.profile
         self.emit(
@@ -157,7 +157,7 @@ class Workspace:
         profile = profile or self.profile
         if self.preflight_enabled:
             await self._preflight(profile)
-        if self.run is not None and getattr(self.run, "owned", False):
+        if self.run is not None and self.run.owned:
             # A crashed server is gone already; "stopping" it could hit a reused pid and be refused.
             if await self.control.is_alive(self.run):
                 await self._stop_current(reason="relaunch")
@@ -190,7 +190,7 @@ class Workspace:
         flags = [k for k, v in profile.args.items() if v is not None and v is not False]
         typos = unknown_flags(flags, self._known_flags.get(module))
         ours = self.run
-        if ours is not None and getattr(ours, "owned", False) and getattr(ours, "alive", False):
+        if ours is not None and ours.owned and ours.alive:
             # Our own running server holds the port (and GPUs) until the relaunch stops it.
             checks = [
                 dataclasses.replace(
@@ -268,7 +268,7 @@ class Workspace:
         run = self.run
         if run is None:
             raise WorkspaceError("no server to stop")
-        if not getattr(run, "owned", False):
+        if not run.owned:
             raise WorkspaceError("this server was not started by eagletui; it is followed read-only")
         code, sig = await self.control.stop(run)
         # Let the tail drain the last lines before it is stopped.
@@ -276,7 +276,6 @@ class Workspace:
         self._stop_source()
         self.emit(ServerStopped(reason=reason, launch=run.launch))
         self.emit(ProcessExited(code=code, signal=sig, pid=run.pid, launch=run.launch))
-        run.alive = False
 
     # ------------------------------------------------------------------ benchmark
 
@@ -345,7 +344,7 @@ class Workspace:
         import secrets
 
         name = f"bench-{self.bench_no}-{secrets.token_hex(6)}.jsonl"
-        run_dir = getattr(self.run, "run_dir", "") if self.run is not None else ""
+        run_dir = self.run.run_dir if self.run is not None else ""
         return f"{run_dir}/{name}" if run_dir else f"/tmp/eagletui-{name}"
 
     def _echoed_lines(self) -> Any:
@@ -369,7 +368,7 @@ class Workspace:
     # ------------------------------------------------------------------ shutdown
 
     async def close(self, *, stop_server: bool = False) -> None:
-        if stop_server and self.run is not None and getattr(self.run, "owned", False):
+        if stop_server and self.run is not None and self.run.owned:
             with contextlib.suppress(Exception):
                 if await self.control.is_alive(self.run):
                     await self._stop_current(reason="demo closed")

@@ -65,16 +65,14 @@ def main(argv: list[str]) -> int:
             profile,
             cfg,
             theme=args.theme,
-            record=not args.no_record,
             history=make_history(cfg),
-            recorder=None,
+            recorder=make_recorder(cfg, "local", profile, enabled=not args.no_record),
         )
-        app.recorder = make_recorder(cfg, "local", profile, enabled=not args.no_record)
         app.run()
         return _cleanup(app)
 
 
-def build_app(profile, cfg, *, theme=None, record=False, history=None, recorder=None, preflight=True):
+def build_app(profile, cfg, *, theme=None, history=None, recorder=None, preflight=True):
     from eagletui.ui.app import EagleApp
     from eagletui.workspace import Workspace
 
@@ -96,7 +94,7 @@ def build_app(profile, cfg, *, theme=None, record=False, history=None, recorder=
 def _cleanup(app) -> int:
     """Belt and braces: whatever happened in the UI, the demo's server does not outlive the demo."""
     ws = app.workspace
-    if ws is not None and ws.run is not None and getattr(ws.run, "owned", False):
+    if ws is not None and ws.run is not None and ws.run.owned:
         import asyncio
 
         async def stop() -> None:
