@@ -16,7 +16,6 @@ from eagletui.core.events import (
     BenchmarkResult,
     BenchmarkSample,
     BenchmarkStarted,
-    ConfigChanged,
     ConnectionState,
     DecodeStats,
     Event,
@@ -386,10 +385,6 @@ def _on_bench_result(s: SessionState, ev: BenchmarkResult) -> None:
         s.bench_running = None
 
 
-def _on_config_changed(s: SessionState, ev: ConfigChanged) -> None:
-    return None
-
-
 _HANDLERS: dict[type, Any] = {
     LaunchStarted: _on_launch_started,
     LaunchDetected: _on_launch_detected,
@@ -409,5 +404,4 @@ _HANDLERS: dict[type, Any] = {
     BenchmarkStarted: _on_bench_started,
     BenchmarkSample: _on_bench_sample,
     BenchmarkResult: _on_bench_result,
-    ConfigChanged: _on_config_changed,
 }

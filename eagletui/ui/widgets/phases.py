@@ -5,11 +5,11 @@ from __future__ import annotations
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
-from textual.widget import Widget
 from textual.widgets import Static
 
 from eagletui.core.events import PHASES
 from eagletui.core.state import LaunchState
+from eagletui.ui.widgets.textview import TextView
 
 PHASE_LABELS = {
     "launch": "launch",
@@ -50,24 +50,12 @@ def set_label(label: Static, content) -> None:
 BAR_WIDTH = 16
 
 
-class PhaseTable(Widget):
+class PhaseTable(TextView):
     """All phase rows as one renderable: nine bars without ~60 widgets to lay out and restyle."""
 
     DEFAULT_CSS = """
     PhaseTable { height: 9; text-wrap: nowrap; text-overflow: ellipsis; }
     """
-
-    def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self._text = Text()
-
-    def render(self) -> Text:
-        return self._text
-
-    def set_text(self, text: Text) -> None:
-        if text.plain != self._text.plain or text.spans != self._text.spans:
-            self._text = text
-            self.refresh()
 
 
 def _bar(fraction: float | None, colour: str, dim: str, now: float) -> Text:

@@ -3,40 +3,21 @@
 from __future__ import annotations
 
 from rich.text import Text
-from textual.widget import Widget
 from textual.widgets import Static
 
 from eagletui.core.state import SessionState
-
-STATE_STYLE = {
-    "ready": "bold $success",
-    "failed": "bold $error",
-    "exited": "bold $error",
-    "loading": "bold $warning",
-    "launching": "bold $warning",
-    "stopped": "dim",
-    "idle": "dim",
-}
+from eagletui.ui.widgets.textview import TextView
 
 
-class StatusHeader(Widget):
-    """Fixed height and render()+refresh(): a repaint, never a layout, on every change."""
+class StatusHeader(TextView):
+    """Fixed height, so every change is a repaint and never a layout."""
 
     DEFAULT_CSS = """
     StatusHeader { height: 1; background: $panel; color: $foreground; padding: 0 1; }
     """
 
     def __init__(self, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self._text = Text("eagletui")
-
-    def render(self) -> Text:
-        return self._text
-
-    def update(self, text: Text) -> None:
-        if text.plain != self._text.plain or text.spans != self._text.spans:
-            self._text = text
-            self.refresh()
+        super().__init__(Text("eagletui"), **kwargs)
 
     def show(self, state: SessionState, *, recording: bool, mode: str, follow: bool, bench: bool) -> None:
         v = self.app.theme_variables
@@ -76,7 +57,7 @@ class StatusHeader(Widget):
             t.append("  ⏸ log paused", style="dim")
         if recording:
             t.append("  ● REC", style=f"bold {v.get('error', 'red')}")
-        self.update(t)
+        self.set_text(t)
 
 
 class GpuStrip(Static):
