@@ -220,3 +220,21 @@ def test_bulk_path_equals_per_line_on_serving_log() -> None:
     assert ref["state"] == "stopped" and ref["decode"]["count"] > 8000
     for step in (1 << 23, 1 << 16, 4099):
         assert _bulk_summary(data, step) == (ref, ref_gens), step
+
+
+def test_text_that_is_not_an_sglang_log_stays_unknown(tmp_path) -> None:
+    """Random text, binary junk: no launch is invented from lines that are not SGLang's."""
+    import json as _json
+    import subprocess
+    import sys
+
+    junk = tmp_path / "junk.log"
+    junk.write_bytes(b"hello world\n\x00\xff not a log\nsome other program's output\n")
+    out = subprocess.run(
+        [sys.executable, "-m", "eagletui", "parse", "--json", str(junk)],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    data = _json.loads(out)
+    assert data["state"] == "unknown" and data["phase"] is None and data["phases"] == []

@@ -121,13 +121,19 @@ async def test_mouse_selection_in_the_log_is_copyable() -> None:
     app = replay_app([])
     async with app.run_test(size=(120, 30)) as pilot:
         for i in range(5):
-            app.dispatch(LogLine(text=f"[2026-01-01 00:00:0{i} TP0] line number {i} [bold]literal[/]", kind="other", rank=0))
+            app.dispatch(
+                LogLine(
+                    text=f"[2026-01-01 00:00:0{i} TP0] line number {i} [bold]literal[/]", kind="other", rank=0
+                )
+            )
         app.repaint_now()
         await pilot.pause(0.2)
         log = app.query_one(LogView)
         app.screen.selections = {log: Selection(Offset(26, 1), Offset(39, 2))}
         await pilot.pause(0.1)
-        assert log.selected_text() == "line number 1 [bold]literal[/]\n[2026-01-01 00:00:02 TP0] line number 2"
+        assert (
+            log.selected_text() == "line number 1 [bold]literal[/]\n[2026-01-01 00:00:02 TP0] line number 2"
+        )
         assert "line number 1" in app.screen.get_selected_text()
         strip = log.render_line(1 - int(log.scroll_offset.y))
         assert "".join(seg.text for seg in strip).startswith("[2026-01-01 00:00:01 TP0] line number 1 [bold]")

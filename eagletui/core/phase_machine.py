@@ -586,7 +586,10 @@ class PhaseMachine:
             self._on_prefill(rec, ts, out)
             return
 
-        if not self.activity and kind not in (HTTP,) and tag not in ("fail",):
+        # A launch starts with the first line that is SGLang's (a [time …] prefix or a known kind), not with
+        # any text at all: a file of something else stays "unknown".
+        sglang_like = bool(rec.ts_text) or kind != OTHER
+        if not self.activity and sglang_like and kind not in (HTTP,) and tag not in ("fail",):
             self.activity = True
             if st.launches == 0:
                 st.launches = 1

@@ -768,6 +768,10 @@ class EagleApp(App):
         if tab == "charts" and not self.screen.has_class("narrow"):
             return
         tabs.active = tab
+        # Keys go to the pane's content (←/→ step a toggle, Enter opens a run), not to the tab bar.
+        target = {"log": LogView, "tune": TuningPanel, "runs": RunsTable}.get(tab)
+        if target is not None:
+            self.query_one(target).focus()
 
     def action_cycle_theme(self) -> None:
         names = [n for n in self._theme_names if n in self.available_themes] or ["textual-dark"]
