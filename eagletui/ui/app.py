@@ -651,7 +651,7 @@ class EagleApp(App):
             return
         argv = new.argv() if diff else None
         self.push_screen(
-            TextScreen("pending changes (running → pending)", diff_text(diff, None, argv), "diff-screen")
+            TextScreen("pending changes (running → pending)", diff_text(diff, argv), "diff-screen")
         )
 
     def action_apply(self) -> None:

@@ -89,12 +89,14 @@ class ConfirmScreen(_Modal):
         self.dismiss(event.button.id == "yes")
 
 
-def diff_text(diff: dict[str, Any], running: dict[str, Any] | None, argv: list[str] | None) -> Text:
+def diff_text(diff: dict[str, Any], argv: list[str] | None) -> Text:
     t = Text()
     if not diff:
         t.append("No pending changes. Stage some in the Tune tab (←/→ on a toggle).\n", style="dim")
     for key, (old, new) in diff.items():
         kind, _, name = key.partition(":")
+        if True in (old, new):  # a switch flag: absent means off, not "unset"
+            old, new = bool(old), bool(new)
         t.append(f"{kind:4} ", style="dim")
         t.append(f"{name}  ", style="bold")
         t.append(f"{_v(old)}", style="red")

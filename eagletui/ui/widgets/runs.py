@@ -12,10 +12,9 @@ from textual.widgets import DataTable
 
 from eagletui.ui.widgets.phases import fmt_secs
 
+# The numbers first and the free-length config diff last, so a narrow pane still shows what matters.
 COLUMNS = (
     "#",
-    "config vs baseline",
-    "phases",
     "tok/s",
     "Δ tok/s",
     "accept",
@@ -23,6 +22,8 @@ COLUMNS = (
     "TTFT ms",
     "Δ TTFT",
     "verdict",
+    "phases",
+    "config vs baseline",
 )
 
 
@@ -69,8 +70,6 @@ class RunsTable(DataTable):
                 diff.append(" ≠workload", style="yellow")
             self.add_row(
                 label,
-                diff,
-                fmt_secs(r.phase_total_s) if r.phase_total_s else "—",
                 r.tok_s.text(1),
                 _delta_cell(r.deltas.get("tok_s")),
                 r.accept_len.text(2),
@@ -78,6 +77,8 @@ class RunsTable(DataTable):
                 r.ttft_ms.text(0),
                 _delta_cell(r.deltas.get("ttft_ms")),
                 verdict,
+                fmt_secs(r.phase_total_s) if r.phase_total_s else "—",
+                diff,
                 key=str(r.launch),
             )
         if self.row_count:
