@@ -222,7 +222,7 @@ class EagleApp(App):
                     yield TuningPanel(id="tuning")
                 with TabPane("Runs", id="runs"):
                     yield RunsTable(id="runs-table")
-        yield Footer()
+        yield StableFooter()
 
     def on_mount(self) -> None:
         self._log = self.query_one(LogView)
@@ -851,6 +851,27 @@ class EagleApp(App):
     @on(LogView.FollowChanged)
     def _follow_changed(self, event: LogView.FollowChanged) -> None:
         self._dirty = True
+
+
+class StableFooter(Footer):
+    """Textual's footer rebuilds all its keys on every focus change; ours rebuilds only when what it
+    shows changes (switching tabs moves the focus but leaves the footer's keys as they were)."""
+
+    _shown: tuple | None = None
+
+    def bindings_changed(self, screen) -> None:
+        try:
+            shown = tuple(
+                (b.key, b.description, enabled)
+                for (_, b, enabled, _tip) in screen.active_bindings.values()
+                if b.show
+            )
+        except Exception:
+            shown = None
+        if shown is not None and shown == self._shown:
+            return
+        self._shown = shown
+        super().bindings_changed(screen)
 
 
 class SearchInput(Input):

@@ -60,7 +60,7 @@ class LogView(ScrollView, can_focus=True):
     """Follows the tail unless the user scrolls up; ``f``/End resumes."""
 
     BINDINGS = [
-        Binding("end,f", "follow", "Follow", id="log.follow"),
+        Binding("end,f", "follow", "Follow", id="log.follow", show=False),  # the app's f is in the footer
         Binding("home", "scroll_home", "Top", show=False),
         Binding("pageup", "page_up", "PgUp", show=False),
         Binding("pagedown", "page_down", "PgDn", show=False),

@@ -28,10 +28,11 @@ def show_value(v: Any) -> str:
 
 class TuningPanel(DataTable):
     BINDINGS = [
-        Binding("right,plus,equals_sign,l", "step(1)", "Next value", id="tune.next"),
-        Binding("left,minus,h", "step(-1)", "Prev value", id="tune.prev"),
+        # Not in the footer (listed in F1 help): a footer that changes with focus is rebuilt every switch.
+        Binding("right,plus,equals_sign,l", "step(1)", "Next value", id="tune.next", show=False),
+        Binding("left,minus,h", "step(-1)", "Prev value", id="tune.prev", show=False),
         Binding("enter,space", "step(1)", "Cycle", show=False),
-        Binding("x,backspace", "discard", "Discard", id="tune.discard"),
+        Binding("x,backspace", "discard", "Discard", id="tune.discard", show=False),
     ]
 
     class PendingChanged(Message):
