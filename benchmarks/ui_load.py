@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/ui_load.py [--lines 100000] [--rate 30000] [--bursts 3] [--idle-keys 30]
-                                 [--no-encode] [--profile /tmp/burst.pstats]
+                                 [--no-encode] [--python-gc] [--profile /tmp/burst.pstats]
 
 What runs
     The real :class:`~eagletui.ui.app.EagleApp`, headless, through Textual's ``App.run_test(size=(160, 50),
@@ -30,7 +30,7 @@ Phases (one process, one app)
 Key sequence
     Pairs that always return to the Log tab with no filter and follow on, so the tail stays visible:
     ``3``/``1`` (Tune tab and back), ``e``/``0`` (errors filter, all), ``t`` (next theme), ``slash``/
-    ``escape`` (search modal open/close), ``4``/``1`` (Runs tab and back), ``f`` (follow). A pair
+    ``escape`` (search line open/close), ``4``/``1`` (Runs tab and back), ``f`` (follow). A pair
     interrupted by the end of the burst is completed.
 
 How key → repaint latency is measured
@@ -43,8 +43,9 @@ How key → repaint latency is measured
     * the key's action is seen completing by wrapping ``app.run_action`` (every binding, app, screen or
       widget level, goes through it); right then ``app.call_after_refresh`` registers a callback, which
       Textual runs once the screen has processed everything queued so far *and* has no pending
-      layout/repaint, i.e. after the frame that shows the action's effect (theme CSS refresh, modal
-      mount, tab switch and filter all land in that frame);
+      layout/repaint, i.e. after the frame that shows the action's effect (theme CSS refresh, search
+      line, tab switch and filter all land in that frame; after a theme switch the charts keep their
+      last figure until their next coalesced replot, within a second, which is not waited for);
     * t1: the end of the last compositor frame (``Screen._on_timer_update`` that produced output,
       observed by a class-level wrapper) that finished after the action completed; if no frame was
       needed, the callback time.
@@ -63,6 +64,13 @@ RSS
     ``VmRSS``/``VmHWM`` from /proc/self/status (whole process: Python + Textual + app + harness; the log
     is streamed from disk so the harness holds no copy of it). ``rss_mb`` is the peak (VmHWM).
 
+Garbage collection
+    The app freezes its start-up objects and runs Python's full collections itself when input pauses
+    (``eagletui/ui/gcpolicy.py``). Keys are pressed all through a burst here, so during bursts full
+    collections only run between them; ``gc_full_n`` / ``gc_full_max_ms`` count and time every full
+    collection during the bursts and pauses. ``--python-gc`` switches the policy off (Python's own
+    schedule, nothing frozen) to show what it is worth.
+
 Also reported, to point at the cost: frame (compositor) time, ``_tick`` time, event-loop stalls (a 5 ms
 heartbeat's overshoot) and the feeder's dispatch time. The last output line is a JSON object.
 """
@@ -71,6 +79,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib.util
 import json
 import random
@@ -93,7 +102,7 @@ from eagletui.config import UserConfig  # noqa: E402
 from eagletui.core.events import LogLine  # noqa: E402
 from eagletui.core.log_interpreter import LogInterpreter  # noqa: E402
 from eagletui.ui.app import EagleApp  # noqa: E402
-from eagletui.ui.widgets.logview import LogView, printable  # noqa: E402
+from eagletui.ui.widgets.logview import TEXT, LogView, printable  # noqa: E402
 
 TARGETS = {"key_p95_ms": 100.0, "lag_s": 1.0, "rss_mb": 250.0}
 KEY_PAIRS: list[tuple[str, ...]] = [("3", "1"), ("e", "0"), ("t",), ("slash", "escape"), ("4", "1"), ("f",)]
@@ -230,7 +239,7 @@ class Probe:
             if probe.expect_last is not None and not probe.last_row_painted:
                 rows = view.view_rows
                 idx = view.scroll_offset.y + y
-                if rows and idx == len(rows) - 1 and rows[idx].text == probe.expect_last:
+                if rows and idx == len(rows) - 1 and rows[idx][TEXT] == probe.expect_last:
                     probe.last_row_painted = True
             return strip
 
@@ -263,6 +272,23 @@ class Probe:
             return KEY_TIMEOUT * 1000
         self.pending = None
         return (done - t0) * 1000
+
+
+class GcWatch:
+    """Full (generation 2) collections during the bursts and how long each paused the loop."""
+
+    def __init__(self) -> None:
+        self.pauses: list[float] = []
+        self._t = 0.0
+        self.on = False
+
+    def __call__(self, phase: str, info: dict) -> None:
+        if not self.on or info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._t = time.perf_counter()
+        else:
+            self.pauses.append((time.perf_counter() - self._t) * 1000)
 
 
 async def heartbeat(stalls: list[float], stop: asyncio.Event, period: float = 0.005) -> None:
@@ -368,6 +394,9 @@ async def run(ns: argparse.Namespace, log: Path) -> dict:
     try:
         async with app.run_test(size=(160, 50), notifications=True) as pilot:
             await pilot.pause()
+            if ns.python_gc:
+                await asyncio.sleep(0.2)  # the collector starts after the first frame
+                app.collector.stop()  # Python's own schedule, nothing frozen: what the collector saves
             probe.hook_logview()
             with log.open("r", encoding="utf-8", errors="replace") as fh:
                 feeder = Feeder(app, fh, LogInterpreter(launch=1))
@@ -392,6 +421,10 @@ async def run(ns: argparse.Namespace, log: Path) -> dict:
                 rss_samples: list[float] = []
                 bursts: list[dict] = []
                 probe.record_frames = True
+                gcw = GcWatch()
+                gc.callbacks.append(gcw)
+                gcw.on = True
+                collections_before = app.collector.collections
                 view = app.query_one(LogView)
                 prof = None
                 if ns.profile:
@@ -428,7 +461,7 @@ async def run(ns: argparse.Namespace, log: Path) -> dict:
                     t_rows = None
                     deadline = time.perf_counter() + ns.lag_timeout
                     while time.perf_counter() < deadline:
-                        if t_rows is None and view.rows and view.rows[-1].text == probe.expect_last:
+                        if t_rows is None and view.rows and view.rows[-1][TEXT] == probe.expect_last:
                             t_rows = time.perf_counter()
                         if probe.lag_frame_end is not None:
                             break
@@ -472,6 +505,8 @@ async def run(ns: argparse.Namespace, log: Path) -> dict:
                     prof.dump_stats(ns.profile)
                 stop_hb.set()
                 await hb
+                gcw.on = False
+                gc.callbacks.remove(gcw)
                 probe.record_frames = False
                 rss_after, rss_peak = rss()
                 bf = [(e - s) * 1000 for s, e in probe.frames]
@@ -521,6 +556,9 @@ async def run(ns: argparse.Namespace, log: Path) -> dict:
                     "tick_p95_ms": round(pct([x * 1000 for x in probe.ticks], 0.95), 1),
                     "tick_max_ms": round(max(probe.ticks) * 1000, 1) if probe.ticks else None,
                     "loop_stall_p95_ms": round(pct([x * 1000 for x in stalls], 0.95), 1),
+                    "gc_full_n": len(gcw.pauses),
+                    "gc_full_by_app": app.collector.collections - collections_before,
+                    "gc_full_max_ms": round(max(gcw.pauses), 1) if gcw.pauses else None,
                     "loop_stall_max_ms": round(max(stalls) * 1000, 1) if stalls else None,
                     "rss_mb": round(rss_peak, 1),
                     "rss_current_mb": round(rss_after, 1),
@@ -530,6 +568,7 @@ async def run(ns: argparse.Namespace, log: Path) -> dict:
                     "logview_rows": len(view.rows),
                     "logview_dropped": view.dropped,
                     "encode_frames": not ns.no_encode,
+                    "python_gc": ns.python_gc,
                 }
             replay.stop.set()
             await pilot.pause()
@@ -556,6 +595,11 @@ def main() -> int:
     ap.add_argument("--no-encode", action="store_true", help="don't encode frames to escape sequences")
     ap.add_argument(
         "--lag-timeout", type=float, default=5.0, help="give up waiting for the tail after this, s"
+    )
+    ap.add_argument(
+        "--python-gc",
+        action="store_true",
+        help="turn the app's IdleCollector off (Python's automatic full collections, nothing frozen)",
     )
     ap.add_argument("--profile", default="", help="cProfile the burst phase only, dump pstats here")
     ns = ap.parse_args()
@@ -610,7 +654,7 @@ def main() -> int:
         (
             "p95 without theme key",
             f"burst {res['key_p95_ms_no_theme']} ms, idle {res['idle_key_p95_ms_no_theme']} ms "
-            "(t = full CSS restyle + full repaint)",
+            "(t = CSS restyle + full repaint; charts recolour on their next replot)",
         ),
         ("per key p50 (burst)", "  ".join(f"{k}:{v}" for k, v in res["key_per_key_p50_ms"].items())),
         ("per key max (burst)", "  ".join(f"{k}:{v}" for k, v in res["key_per_key_max_ms"].items())),
@@ -630,6 +674,11 @@ def main() -> int:
             f"p50 {res['tick_p50_ms']} ms  p95 {res['tick_p95_ms']} ms  max {res['tick_max_ms']} ms",
         ),
         ("event-loop stalls", f"p95 {res['loop_stall_p95_ms']} ms  max {res['loop_stall_max_ms']} ms"),
+        (
+            "full GC (bursts)",
+            f"{res['gc_full_n']} collections ({res['gc_full_by_app']} run by the app's idle collector), "
+            f"longest {res['gc_full_max_ms']} ms",
+        ),
         (
             "RSS",
             f"peak {res['rss_mb']} MB [{'ok' if ok['rss_mb'] else 'MISSED'} ≤ 250 MB], after burst "

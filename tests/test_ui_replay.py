@@ -6,22 +6,12 @@ import shutil
 from pathlib import Path
 
 from eagletui.commands import replay as replay_cmd
-from eagletui.config import UserConfig
 from eagletui.core.state import SessionState
 from eagletui.session.format import read_session
-from eagletui.session.replay import Replayer
-from eagletui.ui.app import EagleApp
 from eagletui.ui.widgets.logview import LogView
+from tests.replay_apps import replay_app
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "sessions" / "example-demo.jsonl"
-
-
-def replay_app(events) -> EagleApp:
-    r = Replayer(events)
-    r.set_speed("instant")
-    return EagleApp(
-        profile=None, target="local", mode="replay", replay=r, user_config=UserConfig(record=False)
-    )
 
 
 async def test_replay_rebuilds_the_recorded_session() -> None:

@@ -17,12 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from eagletui.config import UserConfig
 from eagletui.core.events import Event
 from eagletui.core.profile import Profile, load_profile
 from eagletui.session.format import read_session
-from eagletui.session.replay import Replayer
 from eagletui.ui.app import EagleApp
+from tests.replay_apps import replay_app as _replay_app
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "sessions" / "example-demo.jsonl"
@@ -64,16 +63,7 @@ def _demo_profile(tmp_path: Path) -> Profile:
 
 
 def replay_app(events, profile: Profile | None = None) -> EagleApp:
-    replayer = Replayer(events)
-    replayer.set_speed("instant")
-    return EagleApp(
-        profile=profile,
-        target="local",
-        mode="replay",
-        replay=replayer,
-        user_config=UserConfig(record=False),
-        theme_name=THEME,
-    )
+    return _replay_app(events, profile=profile, theme=THEME)
 
 
 async def settle(pilot) -> None:

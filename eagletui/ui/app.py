@@ -15,13 +15,13 @@ from pathlib import Path
 from typing import Any
 
 from rich.text import Text
-from textual import on, work
+from textual import events, on, work
 from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.command import Hit, Hits, Provider
-from textual.containers import Horizontal, Vertical
+from textual.containers import Grid, Vertical
 from textual.css.query import NoMatches
-from textual.widgets import Footer, Input, Static, TabbedContent, TabPane
+from textual.widgets import Input, Static
 
 from eagletui.core.events import (
     PHASES,
@@ -35,15 +35,21 @@ from eagletui.core.events import (
 )
 from eagletui.core.profile import Profile, config_diff, format_diff
 from eagletui.core.state import SessionState
+from eagletui.ui.gcpolicy import IdleCollector
+from eagletui.ui.restyle import StylesheetSpeedups
 from eagletui.ui.screens.modals import ConfirmScreen, HelpScreen, TextScreen, diff_text
-from eagletui.ui.widgets.logview import LogView
+from eagletui.ui.widgets.keybar import KeyBar
+from eagletui.ui.widgets.logview import RANKS, LogView
 from eagletui.ui.widgets.phases import PhasePanel, fmt_secs
 from eagletui.ui.widgets.runs import RunsTable
 from eagletui.ui.widgets.status import GpuStrip, StatusHeader
+from eagletui.ui.widgets.tabbar import TabBar
 from eagletui.ui.widgets.tuning import TuningPanel
 
 CSS_PATH = Path(__file__).with_name("app.tcss")
 NARROW_WIDTH = 140
+TABS = [("log", "Log"), ("charts", "Charts"), ("tune", "Tune"), ("runs", "Runs")]
+PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-table"}  # tab → widget id
 
 ACTIONS: list[tuple[str, str, str, str, str]] = [
     # (binding id, default key, action, footer label, description)
@@ -156,6 +162,8 @@ class EagleApp(App):
         self._last_chart = 0.0
         self._bench_task: asyncio.Task | None = None
         self._theme_names: list[str] = []
+        self._css_speedups = StylesheetSpeedups()
+        self.collector = IdleCollector()
         self._requested_theme = theme_name
         self.runbook = _make_runbook(profile)
         self.events_seen = 0
@@ -193,36 +201,31 @@ class EagleApp(App):
         from eagletui.ui.widgets.charts import AcceptChart, RequestTokSChart, TokSChart, TtftChart
 
         scrollback = int(getattr(self.user_config, "scrollback", 100_000) or 100_000)
+        # Flat on purpose: every container repaints its whole area on a full repaint (a theme switch),
+        # even where its children cover it, so each level of nesting here cost ~50 lines of work.
         yield StatusHeader(id="status")
-        with Horizontal(id="body"):
-            with Vertical(id="left"):
-                yield PhasePanel(id="phases")
-                yield GpuStrip(id="gpus")
-                yield Static("", id="compare")
-                with Vertical(id="wide-charts"):
-                    yield TokSChart(id="chart-toks-wide", classes="chart")
-                    yield AcceptChart(id="chart-accept-wide", classes="chart")
-                    with Horizontal(classes="chart-pair"):
-                        yield RequestTokSChart(id="chart-req-wide", classes="chart")
-                        yield TtftChart(id="chart-ttft-wide", classes="chart")
-            with TabbedContent(id="tabs", initial="log"):
-                with TabPane("Log", id="log"):
-                    yield LogView(max_lines=scrollback, id="logview")
-                    yield SearchInput(
-                        placeholder="search the log (Enter: find, Esc: cancel)", id="search-input"
-                    )
-                with TabPane("Charts", id="charts"):
-                    with Horizontal(classes="chart-pair"):
-                        yield TokSChart(id="chart-toks", classes="chart")
-                        yield AcceptChart(id="chart-accept", classes="chart")
-                    with Horizontal(classes="chart-pair"):
-                        yield RequestTokSChart(id="chart-req", classes="chart")
-                        yield TtftChart(id="chart-ttft", classes="chart")
-                with TabPane("Tune", id="tune"):
-                    yield TuningPanel(id="tuning")
-                with TabPane("Runs", id="runs"):
-                    yield RunsTable(id="runs-table")
-        yield StableFooter()
+        with Vertical(id="left"):
+            yield PhasePanel(id="phases")
+            yield GpuStrip(id="gpus")
+            yield Static("", id="compare")
+            with Grid(id="wide-charts", classes="charts"):
+                yield TokSChart(id="chart-toks-wide", classes="chart wide")
+                yield AcceptChart(id="chart-accept-wide", classes="chart wide")
+                yield RequestTokSChart(id="chart-req-wide", classes="chart")
+                yield TtftChart(id="chart-ttft-wide", classes="chart")
+        with Vertical(id="tabs"):
+            yield TabBar(TABS, active="log", id="tabbar")
+            # the panes: one shown at a time (see _show_tab)
+            yield LogView(max_lines=scrollback, id="logview", classes="pane")
+            with Grid(id="charts", classes="pane charts"):
+                yield TokSChart(id="chart-toks", classes="chart")
+                yield AcceptChart(id="chart-accept", classes="chart")
+                yield RequestTokSChart(id="chart-req", classes="chart")
+                yield TtftChart(id="chart-ttft", classes="chart")
+            yield TuningPanel(id="tuning", classes="pane")
+            yield RunsTable(id="runs-table", classes="pane")
+            yield SearchInput(placeholder="search the log (Enter: find, Esc: cancel)", id="search-input")
+        yield KeyBar()
 
     def on_mount(self) -> None:
         self._log = self.query_one(LogView)
@@ -231,6 +234,7 @@ class EagleApp(App):
             self.query_one(TuningPanel).set_profile(self.profile)
         self._layout_for(self.size.width)
         self.set_interval(0.1, self._tick)
+        self.call_after_refresh(self.collector.start)
         if self.mode == "replay":
             self.run_replay()
         else:
@@ -264,13 +268,9 @@ class EagleApp(App):
         narrow = width < NARROW_WIDTH
         self.screen.set_class(narrow, "narrow")
         with contextlib.suppress(Exception):
-            tabs = self.query_one(TabbedContent)
-            if narrow:
-                tabs.show_tab("charts")
-            else:
-                if tabs.active == "charts":
-                    tabs.active = "log"
-                tabs.hide_tab("charts")
+            self.query_one(TabBar).set_hidden("charts", not narrow)
+            if not narrow and self.query_one(TabBar).active == "charts":
+                self._show_tab("log")
         self._dirty = True
 
     # ------------------------------------------------------------------ the event path
@@ -375,6 +375,15 @@ class EagleApp(App):
             self._repaint()
         except NoMatches:
             return  # the screen is being torn down (quit): nothing left to paint
+        self.collector.tick()
+
+    async def on_event(self, event: events.Event) -> None:
+        if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollUp, events.MouseScrollDown)):
+            self.collector.input_seen()
+        await super().on_event(event)
+
+    def on_unmount(self) -> None:
+        self.collector.stop()
 
     def _repaint(self) -> None:
         log = self._log
@@ -680,7 +689,7 @@ class EagleApp(App):
 
     def action_search(self) -> None:
         """An inline search line under the log (like ``less``): no screen push, so it stays instant."""
-        self.query_one(TabbedContent).active = "log"
+        self._show_tab("log")
         box = self.query_one("#search-input", Input)
         box.value = self.query_one(LogView).search
         box.display = True
@@ -731,7 +740,7 @@ class EagleApp(App):
             "all": None,
         }[which]
         log.set_filter(kinds, log.filter_rank)
-        self.query_one(TabbedContent).active = "log"
+        self._show_tab("log")
         self.notify(f"log filter: {which}")
 
     def action_replay_pause(self) -> None:
@@ -753,7 +762,7 @@ class EagleApp(App):
 
     def action_rank_filter(self) -> None:
         log = self.query_one(LogView)
-        ranks = sorted({r for row in log.rows for r in row.ranks})
+        ranks = sorted({r for row in log.rows for r in row[RANKS]})
         if not ranks:
             self.notify("no ranked lines yet")
             return
@@ -764,14 +773,25 @@ class EagleApp(App):
         self.notify(f"log rank filter: {'all' if nxt is None else f'TP{nxt}'}")
 
     def action_tab(self, tab: str) -> None:
-        tabs = self.query_one(TabbedContent)
         if tab == "charts" and not self.screen.has_class("narrow"):
             return
-        tabs.active = tab
+        self._show_tab(tab)
         # Keys go to the pane's content (←/→ step a toggle, Enter opens a run), not to the tab bar.
         target = {"log": LogView, "tune": TuningPanel, "runs": RunsTable}.get(tab)
         if target is not None:
             self.query_one(target).focus()
+
+    def _show_tab(self, tab: str) -> None:
+        self.query_one(TabBar).active = tab
+        # In a narrow terminal only the Log tab shares the height with the phase panel: charts, toggles
+        # and runs need the rows more (the header still names the current phase).
+        self.screen.set_class(tab != "log", "-full-pane")
+        for name, pane in PANES.items():
+            self.query_one(f"#{pane}").display = name == tab
+
+    @on(TabBar.Clicked)
+    def _tab_clicked(self, event: TabBar.Clicked) -> None:
+        self.action_tab(event.tab)
 
     def action_cycle_theme(self) -> None:
         names = [n for n in self._theme_names if n in self.available_themes] or ["textual-dark"]
@@ -779,11 +799,16 @@ class EagleApp(App):
         self.theme = names[(idx + 1) % len(names)]
         self.notify(f"theme: {self.theme}")
 
-    def watch_theme(self, theme: str) -> None:
-        with contextlib.suppress(Exception):
+    def refresh_css(self, animate: bool = True) -> None:
+        """Textual's restyle, with refreshes coalesced and parsed themes reused (see ``restyle``), then
+        the colours the app paints itself. Those are read here, not in ``watch_theme``: the theme's
+        variables are only computed during the restyle, so reading them earlier got the old theme's."""
+        with self._css_speedups.applied(self.stylesheet):
+            super().refresh_css(animate)
+        with contextlib.suppress(NoMatches):
             self.query_one(LogView).refresh_styles()
-            for chart in self.query(".chart"):
-                chart._seen = ()
+        for chart in self.query(".chart"):
+            chart._seen = ()  # replot in the new colours on its next turn
         self._dirty = True
 
     def action_help(self) -> None:
@@ -836,7 +861,7 @@ class EagleApp(App):
     @on(TuningPanel.PendingChanged)
     def _pending_changed(self, event: TuningPanel.PendingChanged) -> None:
         n = len(event.pending)
-        self.query_one("#tabs", TabbedContent).get_tab("tune").label = Text(f"Tune ({n})" if n else "Tune")
+        self.query_one(TabBar).set_label("tune", f"Tune ({n})" if n else "Tune")
 
     @on(RunsTable.RunSelected)
     def _run_selected(self, event: RunsTable.RunSelected) -> None:
@@ -851,27 +876,6 @@ class EagleApp(App):
     @on(LogView.FollowChanged)
     def _follow_changed(self, event: LogView.FollowChanged) -> None:
         self._dirty = True
-
-
-class StableFooter(Footer):
-    """Textual's footer rebuilds all its keys on every focus change; ours rebuilds only when what it
-    shows changes (switching tabs moves the focus but leaves the footer's keys as they were)."""
-
-    _shown: tuple | None = None
-
-    def bindings_changed(self, screen) -> None:
-        try:
-            shown = tuple(
-                (b.key, b.description, enabled)
-                for (_, b, enabled, _tip) in screen.active_bindings.values()
-                if b.show
-            )
-        except Exception:
-            shown = None
-        if shown is not None and shown == self._shown:
-            return
-        self._shown = shown
-        super().bindings_changed(screen)
 
 
 class SearchInput(Input):

@@ -3,6 +3,8 @@ and the app calls :meth:`MetricChart.sync` from a coalescing timer, so bursts co
 
 from __future__ import annotations
 
+from textual.strip import Strip
+from textual.visual import Visual, visualize
 from textual_plotext import PlotextPlot
 
 from eagletui.core.state import Series, SessionState
@@ -36,17 +38,37 @@ class MetricChart(PlotextPlot):
         self.baseline: float | None = None
         self._seen: tuple = ()
         self.points = 0
+        self._plot_version = 0  # bumped by every replot
         self._eagle_render_key: tuple | None = None
         self._eagle_render_out = None
+        self._strips_key: tuple | None = None
+        self._strips: list[Strip] = []
 
     def render(self):
-        """plotext rebuilds the whole figure per render; a repaint with unchanged data reuses it."""
-        key = (self._seen, self.size.width, self.size.height, self.app.theme)
+        """plotext rebuilds the whole figure per render: do it once per replot."""
+        key = (self._plot_version, self.size.width, self.size.height)
         if key == self._eagle_render_key and self._eagle_render_out is not None:
             return self._eagle_render_out
         out = super().render()
         self._eagle_render_key, self._eagle_render_out = key, out
         return out
+
+    def render_line(self, y: int) -> Strip:
+        """Lines are cut from the figure once per replot and reused by every repaint in between.
+
+        A theme change alone reuses them too: the app marks every chart stale and each is replotted
+        in the new colours on its next turn of the coalesced replot (within a second), so the frame
+        that shows a new theme pays neither four plotext builds (~10 ms each with data) nor turning
+        four figures of ANSI text back into lines (~4 ms each)."""
+        width, height = self.size
+        key = (self._plot_version, width, height)
+        if key != self._strips_key:
+            visual = visualize(self, self.render(), markup=False)
+            self._strips = Visual.to_strips(self, visual, width, height, self.visual_style)
+            self._strips_key = key
+        if 0 <= y < len(self._strips):
+            return self._strips[y]
+        return Strip.blank(width, self.visual_style.rich_style)
 
     def series_for(self, state: SessionState) -> tuple[Series | None, Series | None, Series | None]:
         """(samples, rolling, live) for this chart; subclasses pick from the state."""
@@ -115,6 +137,7 @@ class MetricChart(PlotextPlot):
             plt.hline(self.baseline, color=_rgb(self.app, "chart-baseline", (200, 200, 200)))
         plt.xlabel("s")
         plt.ylabel(self.ylabel)
+        self._plot_version += 1
         self.points = (
             (len(samples.points) if samples else 0)
             + (len(rolling.points) if rolling else 0)

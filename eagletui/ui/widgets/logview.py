@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.style import Style
@@ -44,13 +43,17 @@ def printable(text: str) -> str:
     return text.replace("\t", "    ")
 
 
-@dataclass(slots=True)
-class Row:
-    text: str
-    kind: str
-    rank: int | None
-    count: int = 1  # identical lines from several ranks collapsed into one
-    ranks: tuple[int, ...] = ()
+# One line of the pane: (text, kind, rank, count, ranks), where count > 1 means identical lines from
+# several ranks collapsed into one. A plain tuple of strings and ints on purpose: CPython's collector
+# stops tracking such tuples, so a full 100,000-row scrollback adds nothing to a full collection. As
+# objects (dataclass or NamedTuple, both stay tracked) every gen-2 collection walked all the rows and
+# paused the app for ~70 ms, several times a second during a burst.
+Row = tuple[str, str, "int | None", int, tuple[int, ...]]
+TEXT, KIND, RANK, COUNT, RANKS = range(5)
+
+
+def make_row(text: str, kind: str, rank: int | None) -> Row:
+    return (text, kind, rank, 1, () if rank is None else (rank,))
 
 
 _RANK_PREFIX = re.compile(r"^(\[[^\]]*?) (?:DP\d+ )?TP(\d+)(\])")
@@ -60,7 +63,8 @@ class LogView(ScrollView, can_focus=True):
     """Follows the tail unless the user scrolls up; ``f``/End resumes."""
 
     BINDINGS = [
-        Binding("end,f", "follow", "Follow", id="log.follow", show=False),  # the app's f is in the footer
+        # End only: ``f`` is the app's binding (shown in the key bar, and it works from any tab)
+        Binding("end", "follow", "Follow", id="log.follow", show=False),
         Binding("home", "scroll_home", "Top", show=False),
         Binding("pageup", "page_up", "PgUp", show=False),
         Binding("pagedown", "page_down", "PgDn", show=False),
@@ -100,13 +104,13 @@ class LogView(ScrollView, can_focus=True):
     def add_events(self, events: list[LogLine]) -> None:
         """Buffer lines; they are merged into the view on the next :meth:`flush` (coalesced repaint)."""
         for ev in events:
-            if ev.frame and self._pending and self._pending[-1].kind == "progress" and ev.kind == "progress":
-                self._pending[-1] = Row(printable(ev.text), ev.kind, ev.rank)
+            if ev.frame and self._pending and self._pending[-1][KIND] == "progress" and ev.kind == "progress":
+                self._pending[-1] = make_row(printable(ev.text), ev.kind, ev.rank)
                 continue
-            self._pending.append(Row(printable(ev.text), ev.kind, ev.rank))
+            self._pending.append(make_row(printable(ev.text), ev.kind, ev.rank))
 
     def add_marker(self, text: str) -> None:
-        self._pending.append(Row(text, "phase", None))
+        self._pending.append(make_row(text, "phase", None))
 
     def flush(self) -> None:
         if not self._pending:
@@ -116,22 +120,21 @@ class LogView(ScrollView, can_focus=True):
         for row in pending:
             if rows:
                 last = rows[-1]
-                if row.kind == "progress" and last.kind == "progress" and _same_bar(last.text, row.text):
+                kind = row[KIND]
+                if kind == "progress" and last[KIND] == "progress" and _same_bar(last[TEXT], row[TEXT]):
                     rows[-1] = row  # a tqdm frame replaces the previous frame of the same bar
                     continue
-                if self.collapse_ranks and row.rank is not None and last.rank is not None:
-                    if row.rank not in last.ranks and _strip_rank(row.text) == _strip_rank(last.text):
-                        last.count += 1
-                        last.ranks = (*last.ranks, row.rank)
+                rank, last_ranks = row[RANK], last[RANKS]
+                if self.collapse_ranks and rank is not None and last[RANK] is not None:
+                    if rank not in last_ranks and _strip_rank(row[TEXT]) == _strip_rank(last[TEXT]):
+                        rows[-1] = (last[TEXT], last[KIND], last[RANK], last[COUNT] + 1, (*last_ranks, rank))
                         continue
-            if row.rank is not None:
-                row.ranks = (row.rank,)
             if len(rows) == rows.maxlen:
                 self.dropped += 1
             rows.append(row)
         # The virtual width comes from the content (measured here, not while painting), so the
         # horizontal scrollbar does not depend on which rows happened to be drawn.
-        widest = max(len(r.text) for r in pending) + 16  # room for a collapsed "TP0–7 ×8" label
+        widest = max(len(r[TEXT]) for r in pending) + 16  # room for a collapsed "TP0–7 ×8" label
         if widest > self._width:
             self._width = widest
         self._refilter()
@@ -160,7 +163,8 @@ class LogView(ScrollView, can_focus=True):
             self._visible = [
                 r
                 for r in self.rows
-                if (kinds is None or r.kind in kinds) and (rank is None or rank in r.ranks or r.rank is None)
+                if (kinds is None or r[KIND] in kinds)
+                and (rank is None or rank in r[RANKS] or r[RANK] is None)
             ]
         if self.search:
             self._find_hits()
@@ -178,7 +182,9 @@ class LogView(ScrollView, can_focus=True):
     def _find_hits(self) -> None:
         needle = self.search.lower()
         self.hits = (
-            [i for i, r in enumerate(self.view_rows) if needle and needle in r.text.lower()] if needle else []
+            [i for i, r in enumerate(self.view_rows) if needle and needle in r[TEXT].lower()]
+            if needle
+            else []
         )
         if self.hit_index >= len(self.hits):
             self.hit_index = len(self.hits) - 1
@@ -205,9 +211,9 @@ class LogView(ScrollView, can_focus=True):
                 return got[0]
         rows = self.view_rows
         if self.search and 0 <= self.hit_index < len(self.hits):
-            return rows[self.hits[self.hit_index]].text
+            return rows[self.hits[self.hit_index]][TEXT]
         top = int(self.scroll_offset.y)
-        visible = [rows[i].text for i in range(top, min(len(rows), top + self.size.height))]
+        visible = [rows[i][TEXT] for i in range(top, min(len(rows), top + self.size.height))]
         return "\n".join(visible)
 
     # ------------------------------------------------------------------ scrolling / follow
@@ -280,7 +286,7 @@ class LogView(ScrollView, can_focus=True):
         if index >= len(rows):
             return Strip.blank(width, self.rich_style)
         row = rows[index]
-        base = self._styles.get(row.kind, Style())
+        base = self._styles.get(row[KIND], Style())
         text = _display_text(row)
         segments: list[Segment] = []
         selection = self.text_selection
@@ -340,7 +346,7 @@ def _strip_rank(text: str) -> str:
 
 
 def _display_text(row: Row) -> str:
-    return _collapse_label(row.text, row.ranks) if row.count > 1 and row.ranks else row.text
+    return _collapse_label(row[TEXT], row[RANKS]) if row[COUNT] > 1 and row[RANKS] else row[TEXT]
 
 
 def _collapse_label(text: str, ranks: tuple[int, ...]) -> str:

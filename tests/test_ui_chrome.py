@@ -1,0 +1,163 @@
+"""The screen's chrome, driven through the real app: the tab strip, the key bar, the wide layout, a
+theme switch restyling exactly as a fresh start would, and the app's garbage-collection policy."""
+
+from __future__ import annotations
+
+import gc
+import re
+from pathlib import Path
+
+from eagletui.commands.demo import write_demo_profile
+from eagletui.core.profile import load_profile
+from eagletui.ui.app import EagleApp
+from eagletui.ui.gcpolicy import IdleCollector
+from eagletui.ui.screens.modals import HelpScreen
+from eagletui.ui.widgets.keybar import KeyBar
+from eagletui.ui.widgets.logview import LogView
+from eagletui.ui.widgets.runs import RunsTable
+from eagletui.ui.widgets.tabbar import TabBar
+from eagletui.ui.widgets.tuning import TuningPanel
+from tests.replay_apps import replayed
+
+WIDE, NARROW = (160, 50), (80, 24)
+
+
+def _hint_x(bar: KeyBar, description: str) -> int:
+    for start, _end, hint in bar._spans:
+        if hint.description == description:
+            return start + 1
+    raise AssertionError(f"{description!r} not in the key bar: {[h.description for *_, h in bar._spans]}")
+
+
+async def test_wide_layout_keeps_the_log_on_screen() -> None:
+    """The tab column takes what the left column leaves, so the log and its scrollbar are visible."""
+    async with replayed(WIDE) as (app, pilot):
+        screen_w = app.screen.size.width
+        for widget in (app.query_one("#tabs"), app.query_one(LogView), app.query_one(TabBar)):
+            assert widget.region.right <= screen_w, (widget, widget.region)
+        assert app.query_one(LogView).region.width >= 70
+
+
+async def test_tab_strip_click_switches_and_focuses_the_pane() -> None:
+    async with replayed(WIDE) as (app, pilot):
+        bar = app.query_one(TabBar)
+        assert bar.visible_tabs() == ["log", "tune", "runs"]  # Charts has no tab when charts fit beside
+        x = next(start for start, _end, tab in bar._spans if tab == "runs")
+        await pilot.click(TabBar, offset=(x + 1, 0))
+        await pilot.pause()
+        assert bar.active == "runs"
+        assert app.query_one(RunsTable).display and not app.query_one(LogView).display
+        assert app.focused is app.query_one(RunsTable)
+        await pilot.press("1")
+        assert bar.active == "log" and app.focused is app.query_one(LogView)
+
+
+async def test_narrow_terminal_has_a_charts_tab_and_the_essential_keys() -> None:
+    async with replayed(NARROW) as (app, pilot):
+        bar = app.query_one(TabBar)
+        assert bar.visible_tabs() == ["log", "charts", "tune", "runs"]
+        await pilot.press("2")
+        charts = app.query_one("#charts")
+        assert charts.display and charts.region.height > 10 and not app.query_one(LogView).display
+        keys = app.query_one(KeyBar)
+        shown = [hint.description for *_, hint in keys._spans]
+        assert shown[-2:] == ["Help", "Quit"] and "Relaunch" in shown  # dropped from the middle, not the ends
+        assert keys.render().cell_len <= NARROW[0]
+
+
+async def test_key_bar_follows_focus_and_a_click_presses_the_key() -> None:
+    async with replayed(WIDE) as (app, pilot):
+        bar = app.query_one(KeyBar)
+        shown = {hint.description for hint in bar.hints}
+        assert {"Relaunch", "Bench", "Follow", "Help", "Quit"} <= shown
+        assert bar.palette is not None and bar.palette.key == "ctrl+p"
+        await pilot.click(KeyBar, offset=(_hint_x(bar, "Help"), 0))
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_pending_toggles_count_on_the_tune_tab(tmp_path: Path) -> None:
+    prof = load_profile(write_demo_profile(tmp_path, port=30000))
+    async with replayed(WIDE, profile=prof) as (app, pilot):
+        tuning = app.query_one(TuningPanel)
+        for key, value in [("arg:--speculative-num-steps", 5), ("env:NCCL_ALGO", "Tree")]:
+            toggle = prof.toggle(key)
+            assert toggle is not None and tuning.set_pending(toggle, value), tuning.error
+        await pilot.pause()
+        assert app.query_one(TabBar).label("tune") == "Tune (2)"
+
+
+def _styles_by_path(app: EagleApp) -> dict[str, dict]:
+    out: dict[str, dict] = {}
+
+    def walk(node, path: str) -> None:
+        out[path] = {k: repr(v) for k, v in node.styles.base.get_rules().items()}  # layouts lack __eq__
+        for i, child in enumerate(node.children):
+            walk(child, f"{path}/{type(child).__name__}#{child.id or i}")
+
+    walk(app.screen, "screen")
+    return out
+
+
+async def test_theme_switch_restyles_exactly_like_a_fresh_start() -> None:
+    """The coalesced, cached restyle must leave every node with the rules a fresh start computes."""
+    fresh: dict[str, dict[str, dict]] = {}
+    names = ["eagletui-light", "eagletui-high-contrast", "eagletui-dark", "eagletui-light"]
+    for name in set(names):
+        async with replayed(WIDE, theme=name) as (app, pilot):
+            fresh[name] = _styles_by_path(app)
+    async with replayed(WIDE, theme="eagletui-dark") as (app, pilot):
+        for name in names:  # the last one comes from the parsed-rules cache
+            app.theme = name
+            await pilot.pause()
+            got = _styles_by_path(app)
+            assert got.keys() == fresh[name].keys()
+            wrong = [p for p in got if got[p] != fresh[name][p]]
+            assert not wrong, (name, wrong[:3])
+
+
+async def _screenshot(app: EagleApp, pilot) -> str:
+    app.clear_notifications()
+    app.repaint_now()  # charts replot in the new colours on their next turn; take that turn now
+    await pilot.pause()
+    app.repaint_now()
+    await pilot.pause()
+    return re.sub(r"terminal-\d+", "terminal", app.export_screenshot())  # ids hash the whole frame
+
+
+async def test_theme_switch_paints_what_a_fresh_start_paints() -> None:
+    """Coalescing the refreshes must not leave a stale line anywhere on screen."""
+    async with replayed(WIDE, theme="eagletui-light") as (app, pilot):
+        fresh = await _screenshot(app, pilot)
+    async with replayed(WIDE, theme="eagletui-dark") as (app, pilot):
+        dark = await _screenshot(app, pilot)
+        await pilot.press("t", "t")  # dark → high contrast → light
+        assert app.theme == "eagletui-light"
+        switched = await _screenshot(app, pilot)
+    assert switched != dark
+    assert switched == fresh
+
+
+def test_idle_collector_defers_full_collections_until_input_pauses() -> None:
+    before = gc.get_threshold()
+    col = IdleCollector(quiet=60.0, min_gap=0.0, max_gap=3600.0)
+    try:
+        col.start()
+        assert gc.get_freeze_count() > 0
+        assert gc.get_threshold()[2] > 10**6  # no automatic full collection
+        col.input_seen()
+        col.tick()
+        assert col.collections == 0  # the user is typing
+        col.quiet = 0.0
+        col.tick()
+        assert col.collections == 1  # quiet again: collected now
+    finally:
+        col.stop()
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+async def test_app_restores_the_collector_settings_when_it_closes() -> None:
+    before = gc.get_threshold()
+    async with replayed(WIDE) as (app, pilot):
+        assert app.collector.active
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
