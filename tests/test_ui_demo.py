@@ -176,6 +176,35 @@ async def test_injected_crash_shows_kind_and_hint(tmp_path: Path) -> None:
         await pilot.pause(2)
 
 
+async def test_failure_injected_from_the_tune_tab(tmp_path: Path) -> None:
+    """The demo profile's simulator-only toggle, driven from the keyboard: apply → the new launch
+    fails → kind, hint and the failed phase on screen, and the run records what was changed."""
+    prof = fast_profile(tmp_path)
+    app = build_app(prof, UserConfig(record=False, history_path=str(tmp_path / "h.jsonl")), preflight=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40)
+        await pilot.press("3")
+        tuning = app.query_one(TuningPanel)
+        assert app.focused is tuning
+        tuning.move_cursor(row=[t.key for t in prof.toggles].index("env:EAGLETUI_SIM_FAIL"))
+        await pilot.press("right")  # unset → oom-load
+        assert tuning.pending == {"env:EAGLETUI_SIM_FAIL": "oom-load"}
+        await pilot.press("a")
+        assert await wait_for(pilot, lambda: app.state.current == 2, 20)
+        assert app.state.launch.diff == {"env:EAGLETUI_SIM_FAIL": [None, "oom-load"]}
+        assert await wait_for(pilot, lambda: app.state.launch.failure is not None, 40)
+        assert app.state.launch.failure.kind == "oom"
+        assert app.state.launch.phases["load_target"].status == "failed"
+        await pilot.press("1")  # the Log tab shows the phase panel, failure box included
+        await pilot.pause(0.3)
+        panel = app.query_one("#phase-failure")
+        assert panel.display and panel.region.height > 2
+        shown = str(panel.render())
+        assert "OOM" in shown and "hint" in shown
+        await pilot.press("q")
+        await pilot.pause(2)
+
+
 async def test_log_text_is_never_markup(tmp_path: Path) -> None:
     """Rich markup and ANSI escapes in log lines are shown literally."""
     from eagletui.core.events import LogLine

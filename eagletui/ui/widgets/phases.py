@@ -187,14 +187,23 @@ class PhasePanel(Vertical):
         f = la.failure
         if f is not None:
             self.add_class("failed")
+            # kind and phase, the hint, then the evidence: what to do must fit even when space is short
+            # (in a narrow terminal this box replaces the phase bars). The log keeps the whole text.
             text = Text()
             text.append(f"✘ {f.kind.upper()}", style="bold")
-            text.append(f"  {f.message}\n")
-            if f.line and f.line.strip() not in f.message and f.message not in f.line:
-                text.append(f.line[:300] + "\n", style="dim")
+            if f.phase:
+                text.append(f" in {PHASE_LABELS.get(f.phase, f.phase)}", style="bold")
+            text.append(f"  {_clip(f.message, 160)}")
             if f.hint:
-                text.append("hint: ", style="bold")
+                text.append("\nhint: ", style="bold")
                 text.append(f.hint)
+            if f.line and f.line.strip() not in f.message and f.message not in f.line:
+                text.append("\n" + _clip(f.line, 160), style="dim")
             set_label(failure, text)
         else:
             self.remove_class("failed")
+
+
+def _clip(text: str, limit: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

@@ -124,7 +124,7 @@ class TuningPanel(DataTable):
             self.pending.pop(t.key, None)
         else:
             self.pending[t.key] = value
-        self.update_cell(t.key, "pending", self._cells(t)[2])
+        self.update_cell(t.key, "pending", self._cells(t)[2], update_width=True)
         self.update_cell(t.key, "toggle", self._cells(t)[0])
         self.post_message(self.PendingChanged(dict(self.pending)))
         return True
