@@ -12,6 +12,7 @@ same code works locally (asyncio subprocess) and on a remote host (``Transport.s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import re
@@ -205,12 +206,13 @@ def transport_lines(transport: Any) -> RunLines:
 
     async def run(argv: list[str]) -> AsyncIterator[str]:
         buf = b""
-        async for chunk in transport.stream(argv):
-            buf += chunk
-            *lines, buf = buf.split(b"\n")
-            for line in lines:
-                for part in line.rstrip(b"\r").decode("utf-8", "replace").split("\r"):
-                    yield part
+        async with contextlib.aclosing(transport.stream(argv)) as stream:
+            async for chunk in stream:
+                buf += chunk
+                *lines, buf = buf.split(b"\n")
+                for line in lines:
+                    for part in line.rstrip(b"\r").decode("utf-8", "replace").split("\r"):
+                        yield part
         if buf:
             yield buf.decode("utf-8", "replace")
 

@@ -169,21 +169,14 @@ async def _follow_log(server: _Server, transport: Any | None) -> None:
                 _say(f"  server failed ({e.kind}): {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""))
 
     argv = ["tail", "-c", "+1", "-F", server.log_path]
-    if transport is not None:
-        async for chunk in transport.stream(argv):
+    if transport is None:
+        from eagletui.remote.local import LocalTransport
+
+        transport = LocalTransport()
+    # aclosing: the tail is stopped (and its pipes closed) when this task is cancelled, not by the GC
+    async with contextlib.aclosing(transport.stream(argv)) as stream:
+        async for chunk in stream:
             show(interp.feed_bytes(chunk))
-    else:
-        proc = await asyncio.create_subprocess_exec(
-            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.DEVNULL
-        )
-        try:
-            assert proc.stdout is not None
-            while chunk := await proc.stdout.read(65536):
-                show(interp.feed_bytes(chunk))
-        finally:
-            with contextlib.suppress(ProcessLookupError):
-                proc.terminate()
-            await proc.wait()
 
 
 async def wait_ready(base_url: str, timeout: float, alive: Any = None) -> str:

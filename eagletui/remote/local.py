@@ -52,7 +52,8 @@ class LocalTransport:
                 proc.kill()
             await proc.wait()
             raise
-        _close_pipes(proc)
+        finally:
+            _close_pipes(proc)
         return CommandResult(proc.returncode, out.decode(errors="replace"), err.decode(errors="replace"))
 
     async def stream(self, argv: list[str] | str) -> AsyncIterator[bytes]:
@@ -74,15 +75,17 @@ class LocalTransport:
             await proc.wait()
         finally:
             self._procs.discard(proc)
-            if proc.returncode is None:
-                with contextlib.suppress(Exception):
-                    assert proc.stdin is not None
-                    proc.stdin.close()
-                with contextlib.suppress(ProcessLookupError):
-                    proc.terminate()
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(proc.wait(), 2)
-            _close_pipes(proc)
+            try:
+                if proc.returncode is None:
+                    with contextlib.suppress(Exception):
+                        assert proc.stdin is not None
+                        proc.stdin.close()
+                    with contextlib.suppress(ProcessLookupError):
+                        proc.terminate()
+                    with contextlib.suppress(Exception):
+                        await asyncio.wait_for(proc.wait(), 2)
+            finally:  # even if a cancel cuts the wait short (closing the transport kills a live child)
+                _close_pipes(proc)
 
     async def forward_port(self, remote_port: int) -> int:
         return remote_port

@@ -248,8 +248,11 @@ class LogTail:
                 await self._task
 
     def stop(self) -> None:
+        # Cancel the pump once: a second cancel (chunks() ends by calling stop() too) would interrupt
+        # the reader's cleanup halfway and leave its process and pipes to the garbage collector.
+        first = not self._stopped
         self._stopped = True
-        if self._task is not None and not self._task.done():
+        if first and self._task is not None and not self._task.done():
             self._task.cancel()
         with contextlib.suppress(asyncio.QueueFull):
             self._queue.put_nowait(None)
