@@ -17,7 +17,11 @@ EXAMPLE = Path(__file__).resolve().parent.parent / "sessions" / "example-demo.js
 
 
 def replay_app(
-    events: Sequence[Event] | None = None, *, profile: Profile | None = None, theme: str | None = None
+    events: Sequence[Event] | None = None,
+    *,
+    profile: Profile | None = None,
+    theme: str | None = None,
+    user_config: UserConfig | None = None,
 ) -> EagleApp:
     if events is None:
         _header, events, _warnings = read_session(EXAMPLE)
@@ -28,7 +32,7 @@ def replay_app(
         target="local",
         mode="replay",
         replay=replayer,
-        user_config=UserConfig(record=False),
+        user_config=user_config or UserConfig(record=False),
         theme_name=theme,
     )
 

@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 from eagletui.commands.demo import write_demo_profile
+from eagletui.config import UserConfig
 from eagletui.core.profile import load_profile
 from eagletui.ui.app import EagleApp
 from eagletui.ui.gcpolicy import IdleCollector
@@ -72,6 +73,17 @@ async def test_key_bar_follows_focus_and_a_click_presses_the_key() -> None:
         assert {"Relaunch", "Bench", "Follow", "Help", "Quit"} <= shown
         assert bar.palette is not None and bar.palette.key == "ctrl+p"
         await pilot.click(KeyBar, offset=(_hint_x(bar, "Help"), 0))
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+
+
+async def test_key_bar_shows_remapped_keys() -> None:
+    cfg = UserConfig(record=False, keymap={"bench": "f5", "help": "f2"})
+    async with replayed(WIDE, user_config=cfg) as (app, pilot):
+        bar = app.query_one(KeyBar)
+        keys = {hint.description: hint.key for hint in bar.hints}
+        assert keys["Bench"] == "f5" and keys["Help"] == "f2"
+        await pilot.click(KeyBar, offset=(_hint_x(bar, "Help"), 0))  # the click presses the new key
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)
 
