@@ -56,6 +56,8 @@ class Workspace:
         *,
         target: str | None = None,
         accept_new_host_key: bool = False,
+        known_hosts: str | None = None,
+        config_file: str | None = None,
         ask_host_key: Any = None,
         stale_after: float = 120.0,
         preflight: bool = True,
@@ -64,6 +66,8 @@ class Workspace:
         self.target = target or profile.target
         self.emit = emit
         self.accept_new_host_key = accept_new_host_key
+        self.known_hosts = known_hosts
+        self.config_file = config_file
         self.ask_host_key = ask_host_key
         self.stale_after = stale_after
         self.preflight_enabled = preflight
@@ -93,6 +97,8 @@ class Workspace:
         self.transport = await open_transport(
             self.target,
             accept_new_host_key=self.accept_new_host_key,
+            known_hosts=self.known_hosts,
+            config_file=self.config_file,
             on_state=self.emit,
             ask_host_key=self.ask_host_key,
         )

@@ -28,6 +28,7 @@ from eagletui.bench.bench_serving import RunLines, local_lines, run_bench_servin
 from eagletui.bench.client import run_builtin
 from eagletui.bench.custom import run_custom
 from eagletui.bench.stats import mean_stdev
+from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core.events import BenchmarkResult, Event
 from eagletui.core.profile import Profile, ProfileError, load_profile
 
@@ -118,14 +119,14 @@ class _Server:
         return ""
 
 
-async def _open_transport(target: str) -> Any | None:
+async def _open_transport(target: str, **ssh: Any) -> Any | None:
     try:
         from eagletui.remote.transport import open_transport
     except ImportError:
         if target != "local":
             raise RuntimeError("SSH targets need eagletui.remote, which is not available") from None
         return None
-    return await open_transport(target)
+    return await open_transport(target, **ssh)
 
 
 async def _launch(profile: Profile, transport: Any | None) -> _Server:
@@ -320,7 +321,7 @@ async def _amain(ns: argparse.Namespace) -> int:
     target = ns.target or profile.target
     repeats = ns.repeats or profile.bench.repeats
     try:
-        transport = await _open_transport(target)
+        transport = await _open_transport(target, **ssh_options(ns))
     except Exception as exc:
         _say(f"eagletui: cannot reach {target}: {exc}")
         return EXIT_LAUNCH_FAILED
@@ -387,6 +388,7 @@ def build_parser() -> argparse.ArgumentParser:
         "target", nargs="?", default=None, help='"local" or an SSH target (default: the profile\'s)'
     )
     p.add_argument("--profile", required=True, help="profile TOML")
+    add_ssh_options(p)
     p.add_argument("--launch", action="store_true", help="launch the server first and stop it afterwards")
     p.add_argument("--repeats", type=int, default=None, help="benchmark runs (default: bench.repeats)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")

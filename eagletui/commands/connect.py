@@ -7,6 +7,7 @@ import sys
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from eagletui.commands._ssh import add_ssh_options
     from eagletui.commands._ui import add_ui_options
 
     p = argparse.ArgumentParser(
@@ -16,9 +17,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("target", help="[user@]host[:port], an ssh config alias, or 'local'")
     p.add_argument("--profile", "-p", help="profile TOML (see 'eagletui profile init')")
-    p.add_argument(
-        "--accept-new-host-key", action="store_true", help="add an unknown host key to known_hosts"
-    )
+    add_ssh_options(p)
     p.add_argument("--no-launch", action="store_true", help="do not launch a server when none is running")
     p.add_argument("--no-preflight", action="store_true", help="skip the pre-launch checks")
     add_ui_options(p)
@@ -27,6 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    from eagletui.commands._ssh import ssh_options
     from eagletui.commands._ui import load_config, make_history, make_recorder
     from eagletui.core.profile import Profile, ProfileError, load_profile
 
@@ -51,8 +51,8 @@ def main(argv: list[str]) -> int:
             profile,
             emit,
             target=target,
-            accept_new_host_key=args.accept_new_host_key,
             ask_host_key=app.ask_host_key,
+            **ssh_options(args),
             preflight=not args.no_preflight,
         )
 

@@ -7,6 +7,8 @@ import asyncio
 import json
 import sys
 
+from eagletui.commands._ssh import add_ssh_options, ssh_options
+
 SYMBOL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 
 
@@ -20,11 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="[user@]host[:port], an ssh config alias, or 'local' (default: the profile's)",
     )
     p.add_argument("--profile", "-p", required=True, help="profile TOML")
-    p.add_argument(
-        "--accept-new-host-key", action="store_true", help="add an unknown host key to known_hosts"
-    )
-    p.add_argument("--known-hosts", help="known_hosts file (default ~/.ssh/known_hosts)")
-    p.add_argument("--ssh-config", help="ssh config file (default ~/.ssh/config)")
+    add_ssh_options(p)
     p.add_argument("--json", action="store_true", help="print the checks as JSON")
     return p
 
@@ -41,12 +39,7 @@ async def _run(args: argparse.Namespace) -> int:
         return 2
     target = args.target or profile.target
     try:
-        transport = await open_transport(
-            target,
-            accept_new_host_key=args.accept_new_host_key,
-            known_hosts=args.known_hosts,
-            config_file=args.ssh_config,
-        )
+        transport = await open_transport(target, **ssh_options(args))
     except (TransportError, OSError, ValueError) as exc:
         checks = [Check("ssh", "fail", str(exc))]
     else:

@@ -55,8 +55,9 @@ class HostKeyRejected(TransportError):
         self.host = host
         self.fingerprint = fingerprint
         super().__init__(
-            f"unknown host key for {host} ({fingerprint}) was not accepted; "
-            "connect once with accept_new_host_key / confirm the fingerprint to add it to known_hosts"
+            f"unknown host key for {host} ({fingerprint}) was not accepted; if that fingerprint is the "
+            "host's, run again with --accept-new-host-key (or answer y in 'eagletui connect') to add it "
+            "to known_hosts"
         )
 
 
