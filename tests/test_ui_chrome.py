@@ -137,17 +137,62 @@ async def _screenshot(app: EagleApp, pilot) -> str:
     return re.sub(r"terminal-\d+", "terminal", app.export_screenshot())  # ids hash the whole frame
 
 
+def _plot_versions(app: EagleApp) -> dict[str, int]:
+    return {c.id: c._plot_version for c in app.query(".chart") if c.id.endswith("-wide")}
+
+
 async def test_theme_switch_paints_what_a_fresh_start_paints() -> None:
-    """Coalescing the refreshes must not leave a stale line anywhere on screen."""
+    """Coalescing the refreshes must not leave a stale line anywhere on screen, and with no event
+    coming (the replay is over) every chart still gets replotted in the new colours."""
     async with replayed(WIDE, theme="eagletui-light") as (app, pilot):
         fresh = await _screenshot(app, pilot)
     async with replayed(WIDE, theme="eagletui-dark") as (app, pilot):
         dark = await _screenshot(app, pilot)
+        before = _plot_versions(app)
         await pilot.press("t", "t")  # dark → high contrast → light
         assert app.theme == "eagletui-light"
-        switched = await _screenshot(app, pilot)
+        for _ in range(50):  # the coalesced replot: one chart per 250 ms slot
+            if all(v > before[k] for k, v in _plot_versions(app).items()):
+                break
+            await pilot.pause(0.1)
+        assert all(v > before[k] for k, v in _plot_versions(app).items()), _plot_versions(app)
+        app.clear_notifications()
+        await pilot.pause()
+        switched = re.sub(r"terminal-\d+", "terminal", app.export_screenshot())
     assert switched != dark
     assert switched == fresh
+
+
+async def test_search_line_belongs_to_the_log_tab() -> None:
+    async with replayed(WIDE) as (app, pilot):
+        await pilot.press("slash")
+        box = app.query_one("#search-input")
+        assert box.display and app.focused is box
+        bar = app.query_one(TabBar)
+        x = next(start for start, _end, tab in bar._spans if tab == "runs")
+        await pilot.click(TabBar, offset=(x + 1, 0))
+        await pilot.pause()
+        assert not box.display and app.focused is app.query_one(RunsTable)
+
+
+async def test_resize_with_a_modal_open_relays_the_main_screen() -> None:
+    async with replayed(WIDE) as (app, pilot):
+        await pilot.press("f1")
+        help_screen = app.screen
+        assert isinstance(help_screen, HelpScreen)
+        await pilot.resize_terminal(*NARROW)
+        await pilot.pause()
+        assert app.default_screen.has_class("narrow") and not help_screen.has_class("narrow")
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.query_one("#tabs").region.width == NARROW[0]
+        await pilot.press("2")
+        assert app.query_one(TabBar).active == "charts"
+        # back to wide while on the Charts tab: the charts move beside the log, the log has the focus
+        await pilot.resize_terminal(*WIDE)
+        await pilot.pause()
+        assert app.query_one(TabBar).active == "log" and app.focused is app.query_one(LogView)
+        assert "charts" not in app.query_one(TabBar).visible_tabs()
 
 
 def test_idle_collector_defers_full_collections_until_input_pauses() -> None:
@@ -166,6 +211,29 @@ def test_idle_collector_defers_full_collections_until_input_pauses() -> None:
     finally:
         col.stop()
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+def test_only_one_collector_takes_charge_and_foreign_freezes_are_left_alone() -> None:
+    before = gc.get_threshold()
+    first, second = IdleCollector(), IdleCollector()
+    first.start()
+    second.start()
+    assert first.active and not second.active
+    second.stop()  # not in charge: changes nothing
+    assert gc.get_threshold()[2] > 10**6
+    first.stop()
+    assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+    keep = [object() for _ in range(3)]
+    gc.freeze()  # somebody else's freeze
+    frozen = gc.get_freeze_count()
+    try:
+        col = IdleCollector()
+        col.start()
+        col.stop()
+        assert gc.get_freeze_count() >= frozen and gc.get_threshold() == before
+    finally:
+        gc.unfreeze()
+    assert keep
 
 
 async def test_app_restores_the_collector_settings_when_it_closes() -> None:

@@ -50,6 +50,7 @@ CSS_PATH = Path(__file__).with_name("app.tcss")
 NARROW_WIDTH = 140
 TABS = [("log", "Log"), ("charts", "Charts"), ("tune", "Tune"), ("runs", "Runs")]
 PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-table"}  # tab → widget id
+CHARTS_SHOWN = 4  # in the wide left column or in the Charts tab, never both
 
 ACTIONS: list[tuple[str, str, str, str, str]] = [
     # (binding id, default key, action, footer label, description)
@@ -264,13 +265,25 @@ class EagleApp(App):
     def on_resize(self, event) -> None:
         self._layout_for(event.size.width)
 
+    @property
+    def _narrow(self) -> bool:
+        return self.default_screen.has_class("narrow")
+
     def _layout_for(self, width: int) -> None:
+        # default_screen, not screen: a resize while Help (or any modal) is open must still re-lay the
+        # main screen out, which is what the app's queries and CSS classes refer to.
         narrow = width < NARROW_WIDTH
-        self.screen.set_class(narrow, "narrow")
-        with contextlib.suppress(Exception):
+        self.default_screen.set_class(narrow, "narrow")
+        with contextlib.suppress(NoMatches):
             self.query_one(TabBar).set_hidden("charts", not narrow)
             if not narrow and self.query_one(TabBar).active == "charts":
-                self._show_tab("log")
+                self.action_tab("log")
+        self._replot_all_soon()
+
+    def _replot_all_soon(self) -> None:
+        """Give every visible chart its turn of the coalesced replot, even if no event comes (a theme
+        change or a resize while idle would otherwise leave some charts as they were)."""
+        self._chart_rounds = max(self._chart_rounds, CHARTS_SHOWN)
         self._dirty = True
 
     # ------------------------------------------------------------------ the event path
@@ -278,7 +291,7 @@ class EagleApp(App):
     def dispatch(self, ev: Event) -> None:
         """The single entry for events from any source (live, bench, replay)."""
         self.events_seen += 1
-        self._chart_rounds = 4
+        self._chart_rounds = CHARTS_SHOWN
         self.state.apply(ev)
         if self.runbook is not None:
             with contextlib.suppress(Exception):
@@ -411,7 +424,7 @@ class EagleApp(App):
         due = time.monotonic() - self._last_chart >= 0.25
         if due or self._force_charts:
             self._last_chart = time.monotonic()
-            narrow = self.screen.has_class("narrow")
+            narrow = self._narrow
             charts = [c for c in self.query(".chart") if (not c.id.endswith("-wide")) == narrow]
             if self._force_charts:
                 todo = charts
@@ -773,7 +786,7 @@ class EagleApp(App):
         self.notify(f"log rank filter: {'all' if nxt is None else f'TP{nxt}'}")
 
     def action_tab(self, tab: str) -> None:
-        if tab == "charts" and not self.screen.has_class("narrow"):
+        if tab == "charts" and not self._narrow:
             return
         self._show_tab(tab)
         # Keys go to the pane's content (←/→ step a toggle, Enter opens a run), not to the tab bar.
@@ -785,9 +798,11 @@ class EagleApp(App):
         self.query_one(TabBar).active = tab
         # In a narrow terminal only the Log tab shares the height with the phase panel: charts, toggles
         # and runs need the rows more (the header still names the current phase).
-        self.screen.set_class(tab != "log", "-full-pane")
+        self.default_screen.set_class(tab != "log", "-full-pane")
         for name, pane in PANES.items():
             self.query_one(f"#{pane}").display = name == tab
+        if tab != "log":
+            self.query_one("#search-input", Input).display = False  # it belongs to the log
 
     @on(TabBar.Clicked)
     def _tab_clicked(self, event: TabBar.Clicked) -> None:
@@ -809,7 +824,7 @@ class EagleApp(App):
             self.query_one(LogView).refresh_styles()
         for chart in self.query(".chart"):
             chart._seen = ()  # replot in the new colours on its next turn
-        self._dirty = True
+        self._replot_all_soon()
 
     def action_help(self) -> None:
         rows = []

@@ -23,9 +23,15 @@ _NEVER = 1_000_000_000  # a gen-2 threshold automatic collection never reaches
 
 
 class IdleCollector:
+    """One per app; only the first started in a process takes charge (the collector's settings are
+    process-wide), and it touches the frozen set only if nothing else had frozen objects before."""
+
+    _owner: IdleCollector | None = None
+
     def __init__(self, *, quiet: float = 1.0, min_gap: float = 5.0, max_gap: float = 60.0) -> None:
         self.quiet, self.min_gap, self.max_gap = quiet, min_gap, max_gap
         self._saved: tuple[int, ...] | None = None
+        self._froze = False
         self._last_input = 0.0
         self._last_full = 0.0
         self.collections = 0  # full collections run here (reported by benchmarks/ui_load.py)
@@ -35,10 +41,13 @@ class IdleCollector:
         return self._saved is not None
 
     def start(self) -> None:
-        if self._saved is not None:
+        if self._saved is not None or IdleCollector._owner is not None:
             return
+        IdleCollector._owner = self
         gc.collect()
-        gc.freeze()
+        if gc.get_freeze_count() == 0:  # someone else's frozen objects are theirs to unfreeze
+            gc.freeze()
+            self._froze = True
         self._saved = gc.get_threshold()
         t0, t1, _ = self._saved
         gc.set_threshold(t0, t1, _NEVER)
@@ -64,4 +73,7 @@ class IdleCollector:
             return
         gc.set_threshold(*self._saved)
         self._saved = None
-        gc.unfreeze()
+        if self._froze:
+            gc.unfreeze()
+            self._froze = False
+        IdleCollector._owner = None
