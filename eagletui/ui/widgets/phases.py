@@ -155,11 +155,7 @@ class PhasePanel(Vertical):
             set_label(summary, Text("no launch yet", style="dim"))
             self.remove_class("failed")
             return
-        durations = la.phase_durations()
-        if la.status == "ready" and durations:
-            total: float | None = sum(durations.values())  # from the log: right for a reattached run too
-        else:
-            total = (la.ready_at or now) - la.started if la.started else None
+        total = launch_elapsed(la, now)
         line = Text()
         line.append(f"launch #{la.launch}  ", style="bold")
         line.append(f"{la.status}  ")
@@ -202,6 +198,17 @@ class PhasePanel(Vertical):
             set_label(failure, text)
         else:
             self.remove_class("failed")
+
+
+def launch_elapsed(la: LaunchState, now: float) -> float | None:
+    """Launch to ready (or to now while loading). A reattached run's ``started`` is when we attached,
+    so once it is ready its phases, timed from the log, are the better measure."""
+    durations = la.phase_durations()
+    if la.ready_at is not None and la.started is not None:
+        return max(la.ready_at - la.started, sum(durations.values()))
+    if la.status == "ready" and durations:
+        return sum(durations.values())
+    return (now - la.started) if la.started else None
 
 
 def _clip(text: str, limit: int) -> str:

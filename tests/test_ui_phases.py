@@ -1,0 +1,33 @@
+"""The phase panel's elapsed time, for a launch we started and for one we reattached to."""
+
+from __future__ import annotations
+
+import pytest
+
+from eagletui.core.state import LaunchState
+from eagletui.ui.widgets.phases import launch_elapsed
+
+
+def _ready(started: float, ready_at: float, phase_seconds: dict[str, float], status: str) -> LaunchState:
+    la = LaunchState(launch=1, started=started, status=status)
+    la.ready_at = ready_at
+    for name, secs in phase_seconds.items():
+        la.phases[name].status, la.phases[name].seconds = "done", secs
+    return la
+
+
+def test_launched_here_counts_from_launch_to_ready() -> None:
+    la = _ready(100.0, 110.3, {"load_target": 6.0, "capture_target": 3.0}, "ready")
+    assert launch_elapsed(la, now=500.0) == pytest.approx(10.3)  # spawn to ready, not just the sum of phases
+
+
+def test_reattached_run_keeps_its_log_timed_total_after_a_stop() -> None:
+    # attached (and so "started") at 200.0; the backfilled log said ready 0.2 s later
+    la = _ready(200.0, 200.2, {"load_target": 14.2, "capture_target": 2.9, "warmup": 0.6}, "stopped")
+    assert launch_elapsed(la, now=900.0) == pytest.approx(14.2 + 2.9 + 0.6)
+
+
+def test_loading_counts_to_now() -> None:
+    la = LaunchState(launch=2, started=100.0, status="loading")
+    assert launch_elapsed(la, now=104.5) == 4.5
+    assert launch_elapsed(LaunchState(launch=3), now=1.0) is None
