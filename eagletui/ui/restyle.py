@@ -2,13 +2,14 @@
 
 When Textual re-applies the stylesheet (``App.refresh_css``, run on every theme change) it sets each
 changed property on each node, and every colour that is set refreshes the node *and all its children*:
-about 2,300 ``Widget.refresh`` calls for this app's ~40 widgets, one per (property, descendant). It also
+thousands of ``Widget.refresh`` calls for a few dozen widgets, one per (property, descendant). It also
 re-parses every CSS source, although the same few themes come back again and again.
 
 Both are fixed here without changing what gets painted: refreshes asked for while the stylesheet is
 applied are collected and issued once per widget afterwards (with ``layout=True`` if any asked for it),
 and the parsed rules are kept per (variables, sources) so cycling back to a theme skips the parser.
-In ``benchmarks/ui_load.py`` this took the CSS part of a theme switch from ~50 ms to ~12 ms.
+Measured with the app holding a 100,000-line log, this took the CSS part of a theme switch from
+~50 ms to ~15 ms.
 """
 
 from __future__ import annotations

@@ -94,9 +94,9 @@ class KeyBar(Widget):
             text, spans = self._build(hints, compact, width)
             if text.cell_len <= width:
                 break
-        keep_tail = hints[-2:]
-        while text.cell_len > width and len(hints) > len(keep_tail):
-            hints = [*hints[: -len(keep_tail) - 1], *keep_tail] if len(hints) > 2 else hints[:-1]
+        keep = len(hints[-2:])
+        while text.cell_len > width and len(hints) > keep:
+            del hints[-keep - 1]  # the last hint before the kept ones
             text, spans = self._build(hints, True, width)
         self._spans = spans
         return text

@@ -2,13 +2,11 @@
 
 Textual's ``TabbedContent`` builds the strip from nine nested widgets and slides the underline over
 twenty animation frames after every switch; under a log burst those frames queue behind the tail and
-delay the next key. Here a switch is one repaint of a two-row widget (the panes themselves live in a
-``ContentSwitcher`` the app drives).
+delay the next key. Here a switch is one repaint of a two-row widget; the app shows the matching pane.
 """
 
 from __future__ import annotations
 
-from rich.style import Style
 from rich.text import Text
 from textual import events
 from textual.message import Message
@@ -86,7 +84,7 @@ class TabBar(Widget):
         underline = Text("━" * width, style=bar_style, no_wrap=True, end="")
         for start, end, tab in spans:
             if tab == self._active:
-                underline.stylize(Style.combine([bar_style, highlight]), start, end)
+                underline.stylize(highlight, start, end)
         return Text("\n", no_wrap=True, end="").join([labels, underline])
 
     def on_click(self, event: events.Click) -> None:
