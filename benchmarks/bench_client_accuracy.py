@@ -18,7 +18,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -31,15 +30,10 @@ import aiohttp
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eagletui.bench.client import run_builtin
+from eagletui.commands.demo import free_port
 from eagletui.core.profile import BenchSettings
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def proc_cpu_s(pid: int) -> float:

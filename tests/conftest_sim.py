@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
+
+from eagletui.commands.demo import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 FAST = "0.003"
@@ -31,12 +32,6 @@ SPEC_ARGS = [
     "--speculative-num-draft-tokens",
     "4",
 ]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class SimProc:

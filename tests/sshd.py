@@ -21,14 +21,10 @@ from pathlib import Path
 
 import pytest
 
+from eagletui.commands.demo import free_port
+
 SSHD = "/usr/sbin/sshd"
 ALIAS = "etest"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def keygen(path: Path) -> None:

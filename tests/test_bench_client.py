@@ -4,21 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 
 import pytest
 from aiohttp import web
 
 from eagletui.bench.client import parse_metrics, run_builtin
 from eagletui.bench.prompts import build_workload, load_prompt_set
+from eagletui.commands.demo import free_port as _free_port
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted
 from eagletui.core.profile import BenchSettings
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class FakeSglang:

@@ -9,12 +9,7 @@ import sys
 import pytest
 
 from eagletui.commands.bench import main
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+from eagletui.commands.demo import free_port as _free_port
 
 
 def _profile(tmp_path, port: int, extra_args: str = "") -> str:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from eagletui.commands.demo import free_port as _free_port
 from eagletui.core.profile import Profile
 from eagletui.remote.gpu import gpu_events, parse_query
 from eagletui.remote.local import LocalTransport
@@ -160,9 +161,3 @@ async def test_gpu_events(fake_smi: Path) -> None:
 async def test_gpu_events_without_nvidia_smi(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     assert [ev async for ev in gpu_events(LocalTransport(), interval=0.01)] == []
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
