@@ -147,37 +147,43 @@ async def test_live_source_stale(tmp_path: Path, control: ServerControl) -> None
     await control.stop(run, grace=2)
 
 
-async def test_not_our_process(tmp_path: Path, control: ServerControl) -> None:
+@contextlib.contextmanager
+def foreign_sleeper():
+    """A process eagletui did not start, and its start time as /proc gives it (what a RunInfo records)."""
     victim = subprocess.Popen([PY, "-c", "import time; time.sleep(60)"], start_new_session=True)
     try:
         time.sleep(0.1)
-        start = Path(f"/proc/{victim.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+        yield victim, Path(f"/proc/{victim.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
+    finally:
+        victim.kill()
+        victim.wait()
+
+
+def forged_run(
+    victim: subprocess.Popen, start: str, *, run_id: str, run_dir: str, log_path: str = ""
+) -> RunInfo:
+    """A run record pointing at ``victim``: what a tampered or stale run dir could hold."""
+    return RunInfo(
+        run_id=run_id,
+        run_dir=run_dir,
+        log_path=log_path,
+        pid=victim.pid,
+        pgid=victim.pid,
+        start_time=start,
+        argv=[],
+        port=0,
+        launch=1,
+    )
+
+
+async def test_not_our_process(tmp_path: Path, control: ServerControl) -> None:
+    with foreign_sleeper() as (victim, start):
         # a real launch gives us a genuine run dir to point the forgery at
         run = await control.launch(writer_profile(tmp_path, n=100000, delay=0.05), launch=1)
-        forged = RunInfo(
-            run_id=run.run_id,
-            run_dir=run.run_dir,
-            log_path=run.log_path,
-            pid=victim.pid,
-            pgid=victim.pid,
-            start_time=start,
-            argv=[],
-            port=0,
-            launch=1,
-        )
+        forged = forged_run(victim, start, run_id=run.run_id, run_dir=run.run_dir, log_path=run.log_path)
         with pytest.raises(NotOurProcess):
             await control.stop(forged, grace=1)
-        forged2 = RunInfo(
-            run_id="x",
-            run_dir=str(tmp_path),
-            log_path="",
-            pid=victim.pid,
-            pgid=victim.pid,
-            start_time=start,
-            argv=[],
-            port=0,
-            launch=1,
-        )
+        forged2 = forged_run(victim, start, run_id="x", run_dir=str(tmp_path))
         with pytest.raises(NotOurProcess):
             await control.stop(forged2, grace=1)
         forged3 = RunInfo(**{**forged.__dict__, "owned": False})
@@ -190,9 +196,6 @@ async def test_not_our_process(tmp_path: Path, control: ServerControl) -> None:
         assert victim.poll() is None, "a foreign process was signalled"
         assert await control.is_alive(run)
         await control.stop(run, grace=2)
-    finally:
-        victim.kill()
-        victim.wait()
 
 
 async def test_list_runs_and_discover_foreign(tmp_path: Path, control: ServerControl) -> None:

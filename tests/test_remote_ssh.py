@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import random
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -13,7 +12,7 @@ import pytest
 
 from eagletui.core.events import ProcessExited
 from eagletui.core.profile import Profile
-from eagletui.remote.control import RunInfo, ServerControl
+from eagletui.remote.control import ServerControl
 from eagletui.remote.source import LiveSource
 from eagletui.remote.tail import LogTail
 from eagletui.remote.transport import (
@@ -24,7 +23,7 @@ from eagletui.remote.transport import (
     open_transport,
 )
 from tests.sshd import SshdServer, free_port, keygen, sshd_server_fixture  # noqa: F401
-from tests.test_remote_local import check_sequence, collect, writer_profile
+from tests.test_remote_local import check_sequence, collect, foreign_sleeper, forged_run, writer_profile
 
 pytestmark = pytest.mark.sshd
 PY = sys.executable
@@ -189,29 +188,15 @@ async def test_server_survives_disconnect_and_reattach(sshd_server: SshdServer, 
 
 
 async def test_foreign_process_never_signalled_over_ssh(sshd_server: SshdServer, tmp_path: Path) -> None:
-    victim = subprocess.Popen([PY, "-c", "import time; time.sleep(60)"], start_new_session=True)
     t = await connect(sshd_server)
     try:
-        time.sleep(0.1)
-        start = Path(f"/proc/{victim.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
-        control = ServerControl(t, str(tmp_path / "runs"), python=PY)
-        forged = RunInfo(
-            run_id="20990101-000000-L1-abcdef",
-            run_dir=str(tmp_path),
-            log_path="",
-            pid=victim.pid,
-            pgid=victim.pid,
-            start_time=start,
-            argv=[],
-            port=0,
-            launch=1,
-        )
-        with pytest.raises(NotOurProcess):
-            await control.stop(forged, grace=1)
-        assert victim.poll() is None
+        with foreign_sleeper() as (victim, start):
+            control = ServerControl(t, str(tmp_path / "runs"), python=PY)
+            forged = forged_run(victim, start, run_id="20990101-000000-L1-abcdef", run_dir=str(tmp_path))
+            with pytest.raises(NotOurProcess):
+                await control.stop(forged, grace=1)
+            assert victim.poll() is None
     finally:
-        victim.kill()
-        victim.wait()
         await t.close()
 
 
