@@ -823,7 +823,7 @@ class EagleApp(App):
         with contextlib.suppress(NoMatches):
             self.query_one(LogView).refresh_styles()
         for chart in self.query(".chart"):
-            chart._seen = ()  # replot in the new colours on its next turn
+            chart.mark_stale()  # replot in the new colours on its next turn
         self._replot_all_soon()
 
     def action_help(self) -> None:

@@ -39,22 +39,12 @@ class MetricChart(PlotextPlot):
         self._seen: tuple = ()
         self.points = 0
         self._plot_version = 0  # bumped by every replot
-        self._eagle_render_key: tuple | None = None
-        self._eagle_render_out = None
         self._strips_key: tuple | None = None
         self._strips: list[Strip] = []
 
-    def render(self):
-        """plotext rebuilds the whole figure per render: do it once per replot."""
-        key = (self._plot_version, self.size.width, self.size.height)
-        if key == self._eagle_render_key and self._eagle_render_out is not None:
-            return self._eagle_render_out
-        out = super().render()
-        self._eagle_render_key, self._eagle_render_out = key, out
-        return out
-
     def render_line(self, y: int) -> Strip:
-        """Lines are cut from the figure once per replot and reused by every repaint in between.
+        """plotext rebuilds the whole figure per render: it is built, and cut into lines, once per
+        replot, and the lines are reused by every repaint in between.
 
         A theme change alone reuses them too: the app marks every chart stale and each is replotted
         in the new colours on its next turn of the coalesced replot (within a second), so the frame
@@ -73,6 +63,10 @@ class MetricChart(PlotextPlot):
     def series_for(self, state: SessionState) -> tuple[Series | None, Series | None, Series | None]:
         """(samples, rolling, live) for this chart; subclasses pick from the state."""
         raise NotImplementedError
+
+    def mark_stale(self) -> None:
+        """Replot on the next :meth:`sync` even if no series moved (the theme's colours did)."""
+        self._seen = ()
 
     def sync(self, state: SessionState, baseline: float | None) -> bool:
         samples, rolling, live = self.series_for(state)
