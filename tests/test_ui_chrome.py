@@ -39,6 +39,14 @@ async def test_wide_layout_keeps_the_log_on_screen() -> None:
         assert app.query_one(LogView).region.width >= 70
 
 
+async def test_instant_replay_does_not_bury_the_screen_in_toasts() -> None:
+    async with replayed(NARROW) as (app, pilot):
+        shown = [(n.title, n.message) for n in app._notifications]
+        assert app.state.current == 3 and len(app.state.bench_results) == 3
+        assert not any("ready" in f"{t} {m}" or "benchmark" in f"{t} {m}" for t, m in shown), shown
+        assert any("end of recording" in m for _t, m in shown), shown
+
+
 async def test_tab_strip_click_switches_and_focuses_the_pane() -> None:
     async with replayed(WIDE) as (app, pilot):
         bar = app.query_one(TabBar)

@@ -338,6 +338,8 @@ class EagleApp(App):
         from eagletui.config import NotifyChannels, NotifyConfig
         from eagletui.ui.notify import notification_output
 
+        if self.mode == "replay" and getattr(self.replay, "speed", None) == "instant":
+            return  # the whole history arrives at once: a toast per launch would bury the screen
         config = getattr(self.user_config, "notifications", None) or NotifyConfig()
         channels = getattr(config, what, None) or NotifyChannels()
         if channels.toast:
