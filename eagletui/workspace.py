@@ -336,13 +336,13 @@ class Workspace:
         finally:
             self.benchmarking = False
 
-    def _bench_output_path(self) -> str:
-        """A fresh result file per run (never a guessable /tmp name another run or user could leave)."""
+    def _bench_output_path(self) -> str | None:
+        """A fresh result file per run in the run dir (0700); None: bench_serving makes a private dir."""
         import secrets
 
         name = f"bench-{self.bench_no}-{secrets.token_hex(6)}.jsonl"
         run_dir = self.run.run_dir if self.run is not None else ""
-        return f"{run_dir}/{name}" if run_dir else f"/tmp/eagletui-{name}"
+        return f"{run_dir}/{name}" if run_dir else None
 
     def _echoed_lines(self) -> Any:
         """A line source on the host whose output also streams into the log pane (marked ``[bench]``)."""
