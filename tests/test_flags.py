@@ -78,7 +78,13 @@ async def test_ui_preflight_falls_back_to_the_real_0_5_23_table(tmp_path: Path) 
     with argparse's rule (``--tp`` passes as ``--tp-size``, ``--pp`` is ambiguous)."""
     prof = load_profile(write_demo_profile(tmp_path, time_scale=0.004))
     prof.command = ("{python}", "-m", "sglang.launch_server")
-    prof.args = {"--model-path": "m", "--tp": 8, "--pp": 2, "--stream-output": True}
+    prof.args = {
+        "--model-path": "m",
+        "--tp": 8,
+        "--pp": 2,
+        "--stream-output": True,
+        "--reasoning-parser": "kimi-k2",
+    }
     events = []
     ws = Workspace(prof, events.append, target="local", preflight=True)
     await ws.connect()
@@ -89,6 +95,7 @@ async def test_ui_preflight_falls_back_to_the_real_0_5_23_table(tmp_path: Path) 
         assert "flags: ambiguous option: --pp could match --pp-size, --pp-max-micro-batch-size" in msg
         assert "flags: the server does not accept --stream-output (use --incremental-streaming-output)" in msg
         assert "bundled sglang 0.5.23 flag table" in msg
+        assert "invalid choice for --reasoning-parser: 'kimi-k2' (did you mean 'kimi_k2'?" in msg
         assert "--tp" not in msg.replace("--tp-size", "")
         notice = next(e for e in events if e.type == "notice" and e.source == "preflight")
         assert "--pp" in notice.message
@@ -109,7 +116,11 @@ def test_unknown_flags_without_a_parser_refuses_nothing() -> None:
 def test_host_answer_keeps_parser_order_and_abbrev_rule() -> None:
     from eagletui.remote.known_flags import table_from_answer
 
-    t = table_from_answer('noise\n{"flags": ["--pp-size", "--pp-max", "--tp-size"], "allow_abbrev": false}')
+    t = table_from_answer(
+        'noise\n{"flags": ["--pp-size", "--pp-max", "--tp-size"], "allow_abbrev": false, "choices": {"--pp-max": [1, 2]}}'
+    )
     assert t is not None and t.options == ("--pp-size", "--pp-max", "--tp-size") and not t.allow_abbrev
+    assert t.bad_choices("--pp-max", 3) == "invalid choice for --pp-max: '3' (choose from 1, 2)"
+    assert t.bad_choices("--pp-max", 2) is None
     assert table_from_answer('{"error": "ImportError: no torch"}') is None
     assert table_from_answer("not json") is None

@@ -219,3 +219,24 @@ def test_check_does_not_print_the_api_key(tmp_path, capsys):
     f.write_text(text)
     assert main(["check", str(f)]) == 0
     assert "sk-live-abcdef123456" not in capsys.readouterr().out
+
+
+def test_check_refuses_values_outside_sglangs_choices(tmp_path, capsys):
+    f, text = _kimi(
+        tmp_path,
+        {
+            'reasoning-parser = "kimi_k2"': 'reasoning-parser = "kimi-k2"',
+            'choices = ["auto", "trtllm", "mnnvl", "cutedsl"]': 'choices = ["auto", "nccl"]',
+        },
+    )
+    assert main(["check", str(f)]) == 1
+    out = capsys.readouterr().out
+    rp = _line_of(text, 'reasoning-parser = "kimi-k2"')
+    ch = _line_of(text, 'choices = ["auto", "nccl"]')
+    assert (
+        f"error: {f}:{rp}:1: invalid choice for --reasoning-parser: 'kimi-k2' (did you mean 'kimi_k2'?" in out
+    )
+    assert (
+        f"error: {f}:{ch}:1: invalid choice for --flashinfer-allreduce-fusion-backend: 'nccl' "
+        "(choose from auto, trtllm, mnnvl, cutedsl)" in out
+    )

@@ -195,3 +195,33 @@ def test_every_prefix_of_every_real_flag_matches_argparse() -> None:
                 assert eagletui_verdict(arg) == argparse_verdict(arg), arg
                 n += 1
     assert n > 20000
+
+
+def test_values_outside_choices_match_argparse() -> None:
+    """The real parser refuses them too (``invalid choice``), checked with the table's own choices."""
+    from eagletui.core.server_flags import check_values
+
+    t = bundled_table()
+    cases = {
+        "--reasoning-parser": ("kimi_k2", "kimi2"),
+        "--cuda-graph-backend-decode": ("breakable", "tc_piecewise"),
+        "--log-requests-level": ("3", "7"),
+        "--tp": ("8", "8"),  # no choices: any value passes the flag check
+    }
+    actions = _table_json()["actions"]
+    for flag, (good, bad) in cases.items():
+        spec = actions[t.resolve(flag).flag]
+        p = _Parser(allow_abbrev=True, add_help=False)
+        p.add_argument(
+            flag if flag in actions else t.resolve(flag).flag,
+            choices=spec["choices"],
+            type=type((spec["choices"] or [""])[0]),
+        )
+        for value in (good, bad):
+            try:
+                p.parse_args([flag, value])
+                real_ok = True
+            except _Refused as exc:
+                real_ok = False
+                assert "invalid choice" in str(exc)
+            assert (check_values({flag: value}, t) == []) == real_ok, (flag, value)

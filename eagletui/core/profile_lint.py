@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eagletui.core.profile import Profile, ProfileError, normalize_flag
-from eagletui.core.server_flags import FlagTable, check_server_flags
+from eagletui.core.server_flags import FlagTable, check_server_flags, check_values
 from eagletui.core.tomlpos import locate
 
 _TOGGLE_HEADER = re.compile(r"^\s*\[\[\s*toggles?\s*\]\]\s*(#.*)?$")
@@ -104,9 +104,18 @@ def flag_problems(
     notes: list[str] = []
     for flag, (line, col) in where.items():
         report = check_server_flags([flag], table, version)
+        if not report.errors and flag in prof.args:
+            report.errors += check_values({flag: prof.args[flag]}, table, version)
         errors += [ProfileError(m, prof.path, line, col) for m in report.errors]
         warnings += [ProfileError(m, prof.path, line, col) for m in report.warnings]
         notes += report.notes
+    for i, t in enumerate(prof.toggles):
+        # Every value the toggle can put on the argv must be one the server takes.
+        if t.kind != "arg" or t.type == "bool":
+            continue
+        msgs = check_values({t.name: [v for v in t.options() if v is not None]}, table, version)
+        key = "choices" if t.type == "choice" else "min"
+        errors += [ProfileError(m, prof.path, *toggle_position(text, i, key)) for m in msgs]
     return errors, warnings, notes, len(where)
 
 

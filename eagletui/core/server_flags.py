@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 from eagletui.core.flags import CHANGES, check_flags, parse_version
 
@@ -67,9 +67,37 @@ class FlagTable:
     allow_abbrev: bool = True
     source: str = "the server's parser"
     version: str | None = None  # the release the table belongs to, when known
+    choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # option string → allowed values
 
     def resolve(self, arg: str) -> FlagVerdict:
         return resolve_flag(arg, self.options, allow_abbrev=self.allow_abbrev)
+
+    def bad_choices(self, flag: str, value: Any) -> str | None:
+        """argparse's ``invalid choice`` for ``flag value`` (each item of a list), or None."""
+        verdict = self.resolve(flag)
+        allowed = self.choices.get(verdict.flag or "") if verdict.ok else None
+        if not allowed or value is None or isinstance(value, bool):
+            return None
+        for item in value if isinstance(value, list | tuple) else [value]:
+            if not _in_choices(item, allowed):
+                if len(allowed) <= 12:
+                    hint = "choose from " + ", ".join(allowed)
+                else:
+                    close = difflib.get_close_matches(str(item), allowed, n=1, cutoff=0.6)
+                    hint = (f"did you mean {close[0]!r}? " if close else "") + f"{len(allowed)} choices"
+                return f"invalid choice for {verdict.flag}: {str(item)!r} ({hint})"
+        return None
+
+
+def _in_choices(item: Any, allowed: tuple[str, ...]) -> bool:
+    """argparse compares after the type conversion: ``int`` choices accept ``08`` as 8."""
+    text = str(item)
+    if text in allowed:
+        return True
+    try:
+        return str(int(text)) in allowed
+    except ValueError:
+        return False
 
 
 def resolve_flag(arg: str, options: Sequence[str], *, allow_abbrev: bool = True) -> FlagVerdict:
@@ -107,6 +135,11 @@ def bundled_table() -> FlagTable:
         allow_abbrev=True,
         source=f"the bundled sglang {BUNDLED_VERSION} flag table",
         version=BUNDLED_VERSION,
+        choices={
+            opt: tuple(str(c) for c in spec["choices"])
+            for opt, spec in actions.items()
+            if isinstance(spec.get("choices"), list) and spec["choices"]
+        },
     )
 
 
@@ -123,6 +156,22 @@ class FlagReport:
 def _replacement(flag: str) -> str:
     change = next((c for c in CHANGES if c.flag == flag), None)
     return change.use if change else ""
+
+
+def check_values(args: Mapping[str, Any], table: FlagTable | None, version: str | None = None) -> list[str]:
+    """``invalid choice`` errors for flag values (``{"--reasoning-parser": "kimi2"}``); a table of another
+    release than the host's says nothing (its choices may differ)."""
+    if table is None:
+        return []
+    table_v, host_v = parse_version(table.version), parse_version(version)
+    if table_v is not None and host_v is not None and table_v != host_v:
+        return []
+    out = []
+    for flag, value in args.items():
+        msg = table.bad_choices(flag, value)
+        if msg:
+            out.append(msg + (f" [{table.source}]" if table_v is not None else ""))
+    return out
 
 
 def check_server_flags(flags: Iterable[str], table: FlagTable | None, version: str | None) -> FlagReport:

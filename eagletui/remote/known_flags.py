@@ -30,7 +30,15 @@ try:
         p = argparse.ArgumentParser()
         ServerArgs.add_cli_args(p)
     opts = list(p._option_string_actions)
-    print(json.dumps({"flags": opts, "allow_abbrev": bool(getattr(p, "allow_abbrev", True))}))
+    choices = {}
+    for a in p._actions:
+        c = a.choices
+        if isinstance(c, (set, frozenset)):
+            c = sorted(c, key=str)
+        if isinstance(c, (list, tuple, range)) and 0 < len(c) <= 1000:
+            for o in a.option_strings:
+                choices[o] = [str(x) for x in c]
+    print(json.dumps({"flags": opts, "allow_abbrev": bool(getattr(p, "allow_abbrev", True)), "choices": choices}))
 except Exception as e:
     print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
 """
@@ -46,10 +54,17 @@ def table_from_answer(stdout: str) -> FlagTable | None:
     flags = data.get("flags") if isinstance(data, dict) else None
     if not isinstance(flags, list) or not flags or not all(isinstance(f, str) for f in flags):
         return None
+    raw = data.get("choices")
+    choices = {
+        k: tuple(str(x) for x in v)
+        for k, v in (raw.items() if isinstance(raw, dict) else [])
+        if isinstance(k, str) and isinstance(v, list) and v
+    }
     return FlagTable(
         options=tuple(dict.fromkeys(flags)),
         allow_abbrev=data.get("allow_abbrev", True) is not False,
         source="the host's parser",
+        choices=choices,
     )
 
 

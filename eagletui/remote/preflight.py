@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from eagletui.core.profile import Profile
-from eagletui.core.server_flags import FlagTable, bundled_table, check_server_flags
+from eagletui.core.server_flags import FlagTable, bundled_table, check_server_flags, check_values
 from eagletui.remote.gpu import APPS_QUERY, QUERY, missing_nvidia_smi, parse_query
 from eagletui.remote.transport import Transport, TransportError
 
@@ -269,10 +269,13 @@ def flag_table_for(module: str, learned: FlagTable | None) -> FlagTable | None:
     return None if module.startswith("eagletui") else bundled_table()
 
 
-def flag_checks(flags: list[str], table: FlagTable | None, version: str | None) -> list[Check]:
-    """argparse's verdict on every flag as preflight lines: one ``fail`` per refusal, ``warn`` per
-    deprecation, and one ``pass`` naming the abbreviations the server will expand."""
+def flag_checks(
+    flags: list[str], table: FlagTable | None, version: str | None, values: dict[str, Any] | None = None
+) -> list[Check]:
+    """argparse's verdict on every flag (and on ``values`` with fixed choices) as preflight lines: one
+    ``fail`` per refusal, ``warn`` per deprecation, one ``pass`` naming the abbreviations it expands."""
     report = check_server_flags(flags, table, version)
+    report.errors += check_values(values or {}, table, version)
     checks = [Check("flags", "fail", m) for m in report.errors]
     checks += [Check("flags", "warn", m) for m in report.warnings]
     if not report.errors:
@@ -299,4 +302,6 @@ async def run_preflight_with_flags(
     else:
         checks = await run_preflight(transport, profile)
     table = flag_table_for(module, learned)
-    return [*checks, *flag_checks(launch_flags(profile), table, host_version(checks))], learned
+    flags = launch_flags(profile)
+    values = {f: profile.args[f] for f in flags}
+    return [*checks, *flag_checks(flags, table, host_version(checks), values)], learned
