@@ -240,3 +240,14 @@ def test_check_refuses_values_outside_sglangs_choices(tmp_path, capsys):
         f"error: {f}:{ch}:1: invalid choice for --flashinfer-allreduce-fusion-backend: 'nccl' "
         "(choose from auto, trtllm, mnnvl, cutedsl)" in out
     )
+
+
+def test_init_from_command_warns_about_flags_sglang_refuses(tmp_path, capsys):
+    f = tmp_path / "pasted.toml"
+    cmd = "python -m sglang.launch_server --model-path m --tp 8 --pp 2 --speculative-num-steps 3"
+    assert main(["init", str(f), "--from-command", cmd]) == 0  # written anyway: the user fixes it there
+    err = capsys.readouterr().err
+    assert "ambiguous option: --pp could match --pp-size" in err and "--tp" not in err.replace(
+        "--tp-size", ""
+    )
+    assert f"{f}:" in err

@@ -161,6 +161,16 @@ def _cmd_init(ns: argparse.Namespace) -> int:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     print(f"wrote {path}")
+    if ns.from_command:
+        # A pasted command is checked at once: "--pp 2" would otherwise surface only at the first launch.
+        from eagletui.core.profile_lint import lint_profile
+
+        prof = parse_profile(text, path)
+        lint = lint_profile(prof, text, flag_table_for_profile(prof))
+        for problem in lint.errors + lint.warnings:
+            print(f"warning: {problem}", file=sys.stderr)
+        if lint.errors:
+            print(f"check it with `eagletui profile check {path}` once fixed", file=sys.stderr)
     return 0
 
 
