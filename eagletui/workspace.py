@@ -24,7 +24,6 @@ from eagletui.core.events import (
     ProcessExited,
     ServerStopped,
 )
-from eagletui.core.flags import check_flags
 from eagletui.core.profile import Profile, config_diff
 
 Emit = Callable[[Event], None]
@@ -85,7 +84,7 @@ class Workspace:
         self._lock = asyncio.Lock()
         self.benchmarking = False
         self.server_version: str | None = None  # sglang version on the host, from the preflight
-        self._known_flags: dict[str, set[str]] = {}  # server module → flags its parser accepts
+        self._known_flags: dict[str, Any] = {}  # server module → FlagTable of its parser
 
     # ------------------------------------------------------------------ connection
 
@@ -181,20 +180,15 @@ class Workspace:
         self._follow(run)
 
     async def _preflight(self, profile: Profile) -> None:
-        from eagletui.remote.known_flags import host_flags, unknown_flags
-        from eagletui.remote.preflight import Check, run_preflight, server_module
+        from eagletui.remote.preflight import run_preflight_with_flags, server_module
 
         module = server_module(profile)
-        if module not in self._known_flags:
-            checks, known = await asyncio.gather(
-                run_preflight(self.transport, profile), host_flags(self.transport, profile.python, module)
-            )
-            if known is not None:
-                self._known_flags[module] = known
-        else:
-            checks = await run_preflight(self.transport, profile)
-        flags = [k for k, v in profile.args.items() if v is not None and v is not False]
-        typos = unknown_flags(flags, self._known_flags.get(module))
+        # The host's parser is asked once per server module; the flag rule is argparse's (prefixes count).
+        checks, learned = await run_preflight_with_flags(
+            self.transport, profile, self._known_flags.get(module)
+        )
+        if learned is not None:
+            self._known_flags[module] = learned
         ours = self.run
         if ours is not None and ours.owned and ours.alive:
             # Our own running server holds the port (and GPUs) until the relaunch stops it.
@@ -209,9 +203,6 @@ class Workspace:
                 for c in checks
             ]
         self.server_version = server_version_from(checks) or self.server_version
-        flag_errors, flag_warnings = check_flags(flags, self.server_version)
-        checks = list(checks) + [Check("flags", "fail", m) for m in flag_errors + typos]
-        checks += [Check("flags", "warn", m) for m in flag_warnings]
         failed = [c for c in checks if c.status == "fail"]
         warned = [c for c in checks if c.status == "warn"]
         summary = f"preflight: {len(checks) - len(failed) - len(warned)} pass, {len(warned)} warn, {len(failed)} fail"
@@ -345,13 +336,13 @@ class Workspace:
         finally:
             self.benchmarking = False
 
-    def _bench_output_path(self) -> str:
-        """A fresh result file per run (never a guessable /tmp name another run or user could leave)."""
+    def _bench_output_path(self) -> str | None:
+        """A fresh result file per run in the run dir (0700); None: bench_serving makes a private dir."""
         import secrets
 
         name = f"bench-{self.bench_no}-{secrets.token_hex(6)}.jsonl"
         run_dir = self.run.run_dir if self.run is not None else ""
-        return f"{run_dir}/{name}" if run_dir else f"/tmp/eagletui-{name}"
+        return f"{run_dir}/{name}" if run_dir else None
 
     def _echoed_lines(self) -> Any:
         """A line source on the host whose output also streams into the log pane (marked ``[bench]``)."""

@@ -101,7 +101,7 @@ def test_argv_from_settings():
         runner="bench_serving", num_prompts=64, concurrency=16, max_new_tokens=512, input_len=1024
     )
     argv = build_argv(s, port=31000, output_file="/tmp/o.jsonl", python="python3")
-    assert argv[:3] == ["python3", "-m", "sglang.bench_serving"]
+    assert argv[:3] == ["python3", "-m", "sglang.benchmark.serving"]
     pairs = dict(zip(argv[3::1], argv[4::1], strict=False))
     assert pairs["--dataset-name"] == "random-ids" and pairs["--random-range-ratio"] == "1.0"
     assert pairs["--random-input-len"] == "1024" and pairs["--random-output-len"] == "512"
@@ -141,6 +141,10 @@ async def test_run_bench_serving_with_injected_lines():
 
     async def fake_lines(argv):
         calls.append(argv)
+        if argv[1:2] == ["-c"]:  # the real probe, run for real
+            async for line in local_lines([sys.executable, *argv[1:]]):
+                yield line
+            return
         text = JSONL if argv[0] == "cat" else BLOCK
         for line in text.splitlines():
             yield line
@@ -150,7 +154,7 @@ async def test_run_bench_serving_with_injected_lines():
     r = await run_bench_serving(
         s, port=31000, bench=3, launch=1, emit=events.append, run_lines=fake_lines, output_file="/x/o.jsonl"
     )
-    assert calls[1] == ["cat", "/x/o.jsonl"]
+    assert calls[2] == ["cat", "/x/o.jsonl"] and len(calls) == 3  # a given file is the caller's to keep
     assert r.output_throughput == 2621.651 and r.accept_length == pytest.approx(3.2134)
     assert r.stats["itl_ms"]["median"] == 4.1 and r.requests == 64 and r.error == ""
     assert (
@@ -203,3 +207,175 @@ async def test_transport_lines_adapter():
 async def test_local_lines_runs_without_shell():
     out = [x async for x in local_lines([sys.executable, "-c", "import sys; print(sys.argv[1])", "a;b $(x)"])]
     assert out == ["a;b $(x)"]
+
+
+# A stand-in for sglang's benchmark module: its result block is printed with the exact format strings of
+# sglang 0.5.23's benchmark/serving.py (widths {:<40} {:<10}, the "=" / "-" rulers), and its JSONL line has
+# the same keys. ACCEPT decides whether the "Accept length" row exists (it does not when the server has
+# not completed a 40-iteration decode window, and accept_length is then null in the JSONL).
+FAKE_SERVING = r"""
+import argparse, json, os, stat, sys
+ACCEPT = __ACCEPT__
+p = argparse.ArgumentParser()
+p.add_argument("--output-file")
+p.add_argument("--num-prompts", type=int)
+p.add_argument("--max-concurrency", type=int)
+args, _ = p.parse_known_args()
+d = os.path.dirname(args.output_file)
+mod = __spec__.name if __spec__ is not None else "-c"
+print("fake: module %s, result dir mode %o" % (mod, stat.S_IMODE(os.stat(d or "/").st_mode)))
+print("Starting warmup with 1 sequences...")
+print("Warmup completed with 1 sequences. Starting main benchmark run...")
+print("\n{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="="))
+print("{:<40} {:<10}".format("Backend:", "sglang"))
+print("{:<40} {:<10}".format("Traffic request rate:", float("inf")))
+print("{:<40} {:<10}".format("Max request concurrency:", args.max_concurrency))
+print("{:<40} {:<10}".format("Successful requests:", args.num_prompts))
+print("{:<40} {:<10.2f}".format("Benchmark duration (s):", 12.4987))
+print("{:<40} {:<10}".format("Total input tokens:", 65536))
+print("{:<40} {:<10}".format("Total input text tokens:", 65536))
+print("{:<40} {:<10}".format("Total generated tokens:", 32768))
+print("{:<40} {:<10}".format("Total generated tokens (retokenized):", 32700))
+print("{:<40} {:<10.2f}".format("Request throughput (req/s):", 5.12))
+print("{:<40} {:<10.2f}".format("Input token throughput (tok/s):", 5243.0))
+print("{:<40} {:<10.2f}".format("Output token throughput (tok/s):", 2621.651))
+print("{:<40} {:<10.2f}".format("Peak output token throughput (tok/s):", 3100.0))
+print("{:<40} {:<10}".format("Peak concurrent requests:", 16))
+print("{:<40} {:<10.2f}".format("Total token throughput (tok/s):", 7864.3))
+print("{:<40} {:<10.2f}".format("Concurrency:", 15.8))
+if ACCEPT:
+    print("{:<40} {:<10.2f}".format("Accept length:", ACCEPT))
+print("{s:{c}^{n}}".format(s="End-to-End Latency", n=50, c="-"))
+print("{:<40} {:<10.2f}".format("Mean E2E Latency (ms):", 3086.1))
+print("{:<40} {:<10.2f}".format("Median E2E Latency (ms):", 3080.0))
+print("{s:{c}^{n}}".format(s="Time to First Token", n=50, c="-"))
+print("{:<40} {:<10.2f}".format("Mean TTFT (ms):", 210.51))
+print("{:<40} {:<10.2f}".format("Median TTFT (ms):", 200.249))
+print("{:<40} {:<10.2f}".format("P99 TTFT (ms):", 350.749))
+print("{s:{c}^{n}}".format(s="Inter-Token Latency", n=50, c="-"))
+print("{:<40} {:<10.2f}".format("Mean ITL (ms):", 5.621))
+print("{:<40} {:<10.2f}".format("Median ITL (ms):", 4.1))
+print("=" * 50)
+result = {"tag": None, "backend": "sglang", "dataset_name": "random-ids", "request_rate": float("inf"),
+          "max_concurrency": args.max_concurrency, "server_info": None, "duration": 12.4987,
+          "completed": args.num_prompts, "total_output_tokens": 32768, "output_throughput": 2621.651,
+          "mean_ttft_ms": 210.51, "median_ttft_ms": 200.249, "p99_ttft_ms": 350.749,
+          "mean_itl_ms": 5.621, "median_itl_ms": 4.1, "accept_length": ACCEPT}
+with open(args.output_file, "a") as f:
+    f.write(json.dumps(result) + "\n")
+"""
+
+
+def _fake_sglang(root, *, new: bool, accept: float | None):
+    pkg = root / "sglang"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text(
+        "raise ImportError('importing sglang needs torch: the probe must not')\n"
+    )
+    body = FAKE_SERVING.replace("__ACCEPT__", repr(accept))
+    if new:
+        (pkg / "benchmark").mkdir()
+        (pkg / "benchmark" / "__init__.py").write_text("")
+        (pkg / "benchmark" / "serving.py").write_text(body)
+    else:
+        (pkg / "bench_serving.py").write_text(body)
+
+
+@pytest.mark.parametrize(
+    ("new", "module"), [(True, "sglang.benchmark.serving"), (False, "sglang.bench_serving")]
+)
+async def test_real_process_picks_the_module_and_a_private_result_dir(tmp_path, monkeypatch, new, module):
+    import os
+    import tempfile
+
+    fake = tmp_path / "site"
+    _fake_sglang(fake, new=new, accept=None)
+    # The fake package's __init__ refuses to import: the real one pulls in torch. `python -m` of a
+    # submodule imports the parents, so for this test the runner gets a package it can import.
+    (fake / "sglang" / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", str(fake))
+    seen: list[str] = []
+
+    async def lines(argv):
+        async for line in local_lines(argv):
+            seen.append(line)
+            yield line
+
+    events = []
+    s = BenchSettings(runner="bench_serving", num_prompts=8, concurrency=4)
+    r = await run_bench_serving(
+        s, port=1, bench=1, launch=1, emit=events.append, run_lines=lines, python=sys.executable
+    )
+    argv = events[0].workload["argv"]
+    assert argv[:3] == [sys.executable, "-m", module]
+    out = argv[argv.index("--output-file") + 1]
+    parent = os.path.dirname(out)
+    assert (
+        parent.startswith(os.path.join(tempfile.gettempdir(), "eagletui-bench-"))
+        and len(parent) > len(os.path.join(tempfile.gettempdir(), "eagletui-bench-")) + 4
+    )
+    assert f"fake: module {module}, result dir mode 700" in seen
+    assert not os.path.exists(parent)  # removed once read
+    # no "Accept length" row and accept_length null: unknown, not 0, and not an error
+    assert r.error == "" and r.accept_length is None
+    assert r.output_throughput == 2621.651 and r.requests == 8 and r.failed == 0
+    assert r.stats["ttft_ms"]["median"] == 200.249
+
+
+async def test_probe_does_not_import_sglang(tmp_path, monkeypatch):
+    from eagletui.bench.bench_serving import PROBE, parse_probe
+
+    fake = tmp_path / "site"
+    _fake_sglang(fake, new=True, accept=3.2)  # its __init__ raises if imported
+    monkeypatch.setenv("PYTHONPATH", str(fake))
+    out = [x async for x in local_lines([sys.executable, "-c", PROBE, str(tmp_path / "given.jsonl")])]
+    probe = parse_probe(out)
+    assert probe == {
+        "module": "sglang.benchmark.serving",
+        "output_file": str(tmp_path / "given.jsonl"),
+        "made_dir": "",
+    }
+    monkeypatch.setenv("PYTHONPATH", str(tmp_path / "empty"))
+    out = [x async for x in local_lines([sys.executable, "-c", PROBE, ""])]
+    probe = parse_probe(out)
+    assert probe is not None and probe["module"] == "sglang.bench_serving"
+    import os
+    import shutil
+
+    assert oct(os.stat(probe["made_dir"]).st_mode & 0o777) == "0o700"
+    shutil.rmtree(probe["made_dir"])
+
+
+async def test_real_process_with_accept_length_row(tmp_path, monkeypatch):
+    fake = tmp_path / "site"
+    _fake_sglang(fake, new=True, accept=3.2134)
+    (fake / "sglang" / "__init__.py").write_text("")
+    monkeypatch.setenv("PYTHONPATH", str(fake))
+    s = BenchSettings(runner="bench_serving", num_prompts=8, concurrency=4)
+    r = await run_bench_serving(s, port=1, bench=1, launch=1, emit=lambda e: None, python=sys.executable)
+    assert r.accept_length == pytest.approx(3.2134) and r.error == ""
+
+
+def test_printed_block_of_the_real_format_without_accept_row():
+    import subprocess
+
+    body = FAKE_SERVING.replace("__ACCEPT__", "None")
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            body,
+            "--output-file",
+            "/dev/null",
+            "--num-prompts",
+            "8",
+            "--max-concurrency",
+            "4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    d = parse_result_block(res.stdout)
+    assert d["completed"] == 8 and d["max_concurrency"] == 4 and d["output_throughput"] == 2621.65
+    assert "accept_length" not in d and to_result(d, bench=1, launch=1).accept_length is None

@@ -23,6 +23,9 @@ def test_parse_version_variants() -> None:
     ("flag", "version", "error", "warning"),
     [
         ("--cuda-graph-max-bs", "0.5.23", "removed in sglang 0.5.20", None),
+        ("--stream-output", "0.5.23", "use --incremental-streaming-output", None),
+        ("--stream-output", "0.5.22", None, "prefer --incremental-streaming-output"),
+        ("--cuda-graph-bs", "0.5.23", "use --cuda-graph-bs-decode", None),
         ("--cuda-graph-max-bs", "0.5.16", None, "deprecated since sglang 0.5.16"),
         ("--cuda-graph-max-bs", "0.5.13", None, None),
         ("--cuda-graph-max-bs-decode", "0.5.13", "does not exist before sglang 0.5.16", None),
@@ -49,10 +52,9 @@ def test_unknown_version_checks_nothing() -> None:
 @pytest.mark.parametrize(
     ("flag", "match"),
     [
-        # the simulator reports sglang-compat 0.5.23, where this spelling was removed
-        ("--cuda-graph-max-bs", "--cuda-graph-max-bs was removed"),
-        # the host's own parser (here the simulator's) says which flags exist
-        ("--speculative-num-step", r"--speculative-num-step \(did you mean --speculative-num-steps\?\)"),
+        # the host's own parser (here the simulator's) says which flags exist; argparse's rule names the
+        # closest spelling
+        ("--speculative-num-stepz", r"--speculative-num-stepz \(did you mean --speculative-num-steps\?\)"),
     ],
 )
 async def test_preflight_refuses_a_flag_before_launch(tmp_path: Path, flag: str, match: str) -> None:
@@ -71,10 +73,54 @@ async def test_preflight_refuses_a_flag_before_launch(tmp_path: Path, flag: str,
         await ws.close(stop_server=True)
 
 
+async def test_ui_preflight_falls_back_to_the_real_0_5_23_table(tmp_path: Path) -> None:
+    """sglang is not importable here, so its parser cannot be asked: the bundled real table decides,
+    with argparse's rule (``--tp`` passes as ``--tp-size``, ``--pp`` is ambiguous)."""
+    prof = load_profile(write_demo_profile(tmp_path, time_scale=0.004))
+    prof.command = ("{python}", "-m", "sglang.launch_server")
+    prof.args = {
+        "--model-path": "m",
+        "--tp": 8,
+        "--pp": 2,
+        "--stream-output": True,
+        "--reasoning-parser": "kimi-k2",
+    }
+    events = []
+    ws = Workspace(prof, events.append, target="local", preflight=True)
+    await ws.connect()
+    try:
+        with pytest.raises(WorkspaceError) as ei:
+            await ws.launch()
+        msg = str(ei.value)
+        assert "flags: ambiguous option: --pp could match --pp-size, --pp-max-micro-batch-size" in msg
+        assert "flags: the server does not accept --stream-output (use --incremental-streaming-output)" in msg
+        assert "bundled sglang 0.5.23 flag table" in msg
+        assert "invalid choice for --reasoning-parser: 'kimi-k2' (did you mean 'kimi_k2'?" in msg
+        assert "--tp" not in msg.replace("--tp-size", "")
+        notice = next(e for e in events if e.type == "notice" and e.source == "preflight")
+        assert "--pp" in notice.message
+    finally:
+        await ws.close(stop_server=True)
+
+
 def test_unknown_flags_without_a_parser_refuses_nothing() -> None:
     from eagletui.remote.known_flags import unknown_flags
 
     assert unknown_flags(["--anything"], None) == []
-    assert unknown_flags(["--tp", "--tpp"], {"--tp", "--port"}) == [
-        "the server does not accept --tpp (did you mean --tp?)"
+    # argparse's rule: a unique prefix is accepted, an unknown spelling is refused
+    assert unknown_flags(["--tp", "--prot"], {"--tp-size", "--port"}) == [
+        "the server does not accept --prot (did you mean --port?)"
     ]
+
+
+def test_host_answer_keeps_parser_order_and_abbrev_rule() -> None:
+    from eagletui.remote.known_flags import table_from_answer
+
+    t = table_from_answer(
+        'noise\n{"flags": ["--pp-size", "--pp-max", "--tp-size"], "allow_abbrev": false, "choices": {"--pp-max": [1, 2]}}'
+    )
+    assert t is not None and t.options == ("--pp-size", "--pp-max", "--tp-size") and not t.allow_abbrev
+    assert t.bad_choices("--pp-max", 3) == "invalid choice for --pp-max: '3' (choose from 1, 2)"
+    assert t.bad_choices("--pp-max", 2) is None
+    assert table_from_answer('{"error": "ImportError: no torch"}') is None
+    assert table_from_answer("not json") is None

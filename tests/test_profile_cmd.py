@@ -107,3 +107,147 @@ def test_check_prints_argv(tmp_path, capsys):
     bad.write_text("[bench]\nnope = 1\n")
     assert main(["check", str(bad)]) == 1
     assert "bad.toml:2:1" in capsys.readouterr().err
+
+
+def _kimi(tmp_path, replace=None, extra=""):
+    from eagletui.commands.profile import example_text
+
+    text = example_text("kimi")
+    for old, new in (replace or {}).items():
+        assert old in text
+        text = text.replace(old, new)
+    f = tmp_path / "k.toml"
+    f.write_text(text + extra)
+    return f, text + extra
+
+
+def _line_of(text, needle, nth=0):
+    hits = [i + 1 for i, line in enumerate(text.splitlines()) if needle in line]
+    return hits[nth]
+
+
+def test_check_accepts_the_shipped_profiles_and_names_expanded_prefixes(capsys):
+    from importlib import resources
+
+    for name in ("demo.toml", "kimi-k25-eagle3.toml"):
+        path = resources.files("eagletui").joinpath("profiles", name)
+        assert main(["check", str(path)]) == 0, capsys.readouterr()
+    assert main(["check", str(resources.files("eagletui").joinpath("profiles", "kimi-k25-eagle3.toml"))]) == 0
+    out = capsys.readouterr().out
+    assert "flags: --tp is accepted as --tp-size (a unique prefix)" in out
+    assert "flags: 17 checked against the bundled sglang 0.5.23 flag table" in out
+
+
+def test_check_refuses_flags_sglang_refuses_with_location(tmp_path, capsys):
+    f, text = _kimi(
+        tmp_path,
+        {"cuda-graph-max-bs-decode = 48": "cuda-graph-max-bs = 48", "tp = 8": "pp = 2"},
+        '\n[[toggles]]\narg = "stream-output"\ntype = "bool"\n',
+    )
+    assert main(["check", str(f)]) == 1
+    out = capsys.readouterr().out
+    pp = _line_of(text, "pp = 2")
+    bs = _line_of(text, "cuda-graph-max-bs = 48")
+    so = _line_of(text, 'arg = "stream-output"')
+    assert f"error: {f}:{pp}:1: ambiguous option: --pp could match --pp-size" in out
+    assert f"error: {f}:{bs}:1: ambiguous option: --cuda-graph-max-bs could match" in out
+    # a toggle's flag counts too: the toggle would put it on the argv
+    assert f"error: {f}:{so}:1: the server does not accept --stream-output" in out
+    assert "3 error(s)" in out
+    assert main(["check", str(f), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["ok"] is False and [e["line"] for e in doc["errors"]] == sorted([pp, bs, so])
+
+
+def test_check_refuses_a_toggle_with_an_empty_range(tmp_path, capsys):
+    f, text = _kimi(tmp_path, extra='\n[[toggles]]\nenv = "NCCL_NTHREADS"\ntype = "int"\nmin = 1\nmax = 0\n')
+    assert main(["check", str(f)]) == 1
+    out = capsys.readouterr().out
+    line = len(text.splitlines())  # max = 0 is the last line
+    assert f"error: {f}:{line}:1: toggle NCCL_NTHREADS: max = 0 is below min = 1" in out
+    assert ": ok (" not in out
+    f2, text2 = _kimi(tmp_path, extra='\n[[toggles]]\nenv = "NCCL_NTHREADS"\nmin = 1\nmax = 8\nstep = 0\n')
+    assert main(["check", str(f2)]) == 1
+    assert (
+        f"{f2}:{len(text2.splitlines())}:1: toggle NCCL_NTHREADS: step = 0 must be above 0"
+        in capsys.readouterr().out
+    )
+
+
+def test_check_and_init_help_explain_file_and_json(capsys):
+    from eagletui.commands.profile import build_parser
+
+    helps = {}
+    for sub in ("check", "init"):
+        with pytest.raises(SystemExit):
+            build_parser().parse_args([sub, "--help"])
+        helps[sub] = " ".join(capsys.readouterr().out.split())
+    assert "file the profile TOML to check" in helps["check"]
+    assert "file the profile TOML to write" in helps["init"]
+    assert "--json print one JSON object" in helps["check"] and "Exit 1 on any error" in helps["check"]
+
+
+def test_check_json_into_a_closed_pipe_exits_quietly(tmp_path):
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    f, _ = _kimi(tmp_path)
+    r, w = os.pipe()
+    os.close(r)  # `| head` has gone before anything is written
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    try:
+        res = subprocess.run(
+            [sys.executable, "-m", "eagletui", "profile", "check", str(f), "--json"],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            timeout=60,
+        )
+    finally:
+        os.close(w)
+    assert res.returncode == 0 and "Traceback" not in res.stderr, res.stderr
+
+
+def test_check_does_not_print_the_api_key(tmp_path, capsys):
+    f, _ = _kimi(tmp_path, extra="")
+    text = f.read_text().replace(
+        "enable-metrics = true", 'enable-metrics = true\napi-key = "sk-live-abcdef123456"'
+    )
+    f.write_text(text)
+    assert main(["check", str(f)]) == 0
+    assert "sk-live-abcdef123456" not in capsys.readouterr().out
+
+
+def test_check_refuses_values_outside_sglangs_choices(tmp_path, capsys):
+    f, text = _kimi(
+        tmp_path,
+        {
+            'reasoning-parser = "kimi_k2"': 'reasoning-parser = "kimi-k2"',
+            'choices = ["auto", "trtllm", "mnnvl", "cutedsl"]': 'choices = ["auto", "nccl"]',
+        },
+    )
+    assert main(["check", str(f)]) == 1
+    out = capsys.readouterr().out
+    rp = _line_of(text, 'reasoning-parser = "kimi-k2"')
+    ch = _line_of(text, 'choices = ["auto", "nccl"]')
+    assert (
+        f"error: {f}:{rp}:1: invalid choice for --reasoning-parser: 'kimi-k2' (did you mean 'kimi_k2'?" in out
+    )
+    assert (
+        f"error: {f}:{ch}:1: invalid choice for --flashinfer-allreduce-fusion-backend: 'nccl' "
+        "(choose from auto, trtllm, mnnvl, cutedsl)" in out
+    )
+
+
+def test_init_from_command_warns_about_flags_sglang_refuses(tmp_path, capsys):
+    f = tmp_path / "pasted.toml"
+    cmd = "python -m sglang.launch_server --model-path m --tp 8 --pp 2 --speculative-num-steps 3"
+    assert main(["init", str(f), "--from-command", cmd]) == 0  # written anyway: the user fixes it there
+    err = capsys.readouterr().err
+    assert "ambiguous option: --pp could match --pp-size" in err and "--tp" not in err.replace(
+        "--tp-size", ""
+    )
+    assert f"{f}:" in err

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
 import sys
 from pathlib import Path
 
@@ -161,3 +162,64 @@ async def test_gpu_events(fake_smi: Path) -> None:
 async def test_gpu_events_without_nvidia_smi(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
     assert [ev async for ev in gpu_events(LocalTransport(), interval=0.01)] == []
+
+
+def _sglang_profile(tmp_path: Path, args: str) -> Path:
+    prof = tmp_path / "sgl.toml"
+    prof.write_text(
+        f'[target]\nhost = "local"\npython = "{PY}"\nworkdir = "{tmp_path}"\n'
+        f'[server]\ncommand = "{{python}} -m sglang.launch_server"\nport = {_free_port()}\n'
+        f'[server.args]\nmodel-path = "org/model"\n{args}'
+    )
+    return prof
+
+
+def _eagletui(*argv: str, stdout: int | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1]))
+    return subprocess.run(
+        [PY, "-m", "eagletui", *argv],
+        stdout=stdout if stdout is not None else subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+
+
+def test_preflight_command_runs_the_flag_check(tmp_path: Path) -> None:
+    """`eagletui preflight local --profile …`: sglang's parser cannot be asked here (not installed), so
+    the bundled real 0.5.23 table decides, by argparse's rule."""
+    prof = _sglang_profile(tmp_path, "tp = 8\npp = 2\ncuda-graph-max-bs = 16\nspeculative-num-steps = 3\n")
+    res = _eagletui("preflight", "local", "--profile", str(prof), "--json")
+    assert res.returncode == 1, res.stderr
+    flags = [c for c in json.loads(res.stdout) if c["name"] == "flags"]
+    fails = [c["message"] for c in flags if c["status"] == "fail"]
+    assert len(fails) == 2, flags
+    assert fails[0].startswith(
+        "ambiguous option: --pp could match --pp-size, --pp-max-micro-batch-size, --pp-async-batch-depth"
+    )
+    assert (
+        "--cuda-graph-max-bs could match --cuda-graph-max-bs-decode, --cuda-graph-max-bs-prefill" in fails[1]
+    )
+    text = _eagletui("preflight", "local", "--profile", str(prof))
+    assert "FAIL  flags" in text.stdout and "--pp could match" in text.stdout
+
+
+def test_preflight_command_accepts_unique_prefixes(tmp_path: Path) -> None:
+    prof = _sglang_profile(tmp_path, "tp = 8\ndp = 2\nspeculative-num-steps = 3\n")
+    res = _eagletui("preflight", "local", "--profile", str(prof), "--json")
+    flags = [c for c in json.loads(res.stdout) if c["name"] == "flags"]
+    assert [c["status"] for c in flags] == ["pass"], flags
+    assert "--tp is accepted as --tp-size" in flags[0]["message"]
+    assert "--dp is accepted as --dp-size" in flags[0]["message"]
+
+
+def test_preflight_json_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None:
+    prof = _sglang_profile(tmp_path, "tp = 8\n")
+    r, w = os.pipe()
+    os.close(r)  # the reader (`| head`) is gone before anything is written
+    try:
+        res = _eagletui("preflight", "local", "--profile", str(prof), "--json", stdout=w)
+    finally:
+        os.close(w)
+    assert "Traceback" not in res.stderr and "BrokenPipeError" not in res.stderr, res.stderr

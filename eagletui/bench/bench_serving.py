@@ -1,9 +1,16 @@
-"""Run ``python -m sglang.bench_serving`` from a profile and turn its output into a BenchmarkResult.
+"""Run sglang's own serving benchmark from a profile and turn its output into a BenchmarkResult.
 
 Some users trust only sglang's own benchmark, so eagletui can drive it: fixed-length ``random-ids``
 prompts (no dataset download), ``--flush-cache`` so the reported accept length belongs to this run, and
 ``--output-file`` so numbers come from the JSONL (exact) rather than the printed table (rounded). The
 printed block is still parsed as a fallback, e.g. when the file cannot be read back over SSH.
+
+The module is ``sglang.benchmark.serving`` from 0.5.16 on; ``sglang.bench_serving`` is a deprecated shim
+there (a FutureWarning on every run) and the only name before. A small probe on the host picks the one
+that exists without importing sglang (which would pull in torch), and makes the private directory the
+result file goes to: a fixed ``/tmp`` name could be read, pre-created or swapped by another user.
+The "Accept length" row (and ``accept_length`` in the JSONL) is absent or null when the server has not
+completed a 40-iteration decode window or runs without speculative decoding: that is "unknown", not 0.
 
 Commands run through an injected line source (``run_lines(argv)`` → async iterator of text lines), so the
 same code works locally (asyncio subprocess) and on a remote host (``Transport.stream``).
@@ -35,7 +42,7 @@ def build_argv(
     output_file: str,
     python: str = "python3",
     host: str = "127.0.0.1",
-    module: str = "sglang.bench_serving",
+    module: str = "sglang.benchmark.serving",
 ) -> list[str]:
     """The bench_serving argv for the profile's [bench] (always a list: never a shell string)."""
     return [
@@ -219,6 +226,63 @@ def transport_lines(transport: Any) -> RunLines:
     return run
 
 
+NEW_MODULE = "sglang.benchmark.serving"
+OLD_MODULE = "sglang.bench_serving"
+_PROBE_MARK = "eagletui-bench: "
+
+# Runs on the host with the profile's python. argv[1]: the result file to use, or "" for a fresh private
+# directory (mkdtemp: mode 0700, unguessable name). Finds sglang without importing it.
+PROBE = r"""
+import importlib.util, json, os, sys, tempfile
+def has_new():
+    try:
+        spec = importlib.util.find_spec("sglang")
+    except (ImportError, ValueError):
+        return False
+    for loc in (spec.submodule_search_locations or []) if spec else []:
+        b = os.path.join(loc, "benchmark")
+        if os.path.isfile(os.path.join(b, "serving.py")) or os.path.isfile(os.path.join(b, "serving", "__init__.py")):
+            return True
+    return False
+out = sys.argv[1] if len(sys.argv) > 1 else ""
+made = ""
+if not out:
+    made = tempfile.mkdtemp(prefix="eagletui-bench-")
+    out = os.path.join(made, "result.jsonl")
+mod = "sglang.benchmark.serving" if has_new() else "sglang.bench_serving"
+print("eagletui-bench: " + json.dumps({"module": mod, "output_file": out, "made_dir": made}))
+"""
+
+
+def parse_probe(lines: list[str]) -> dict[str, str] | None:
+    """The probe's answer: ``module``, ``output_file``, ``made_dir`` (empty when the caller chose the file)."""
+    for line in reversed(lines):
+        if line.startswith(_PROBE_MARK):
+            try:
+                data = json.loads(line[len(_PROBE_MARK) :])
+            except ValueError:
+                return None
+            if (
+                isinstance(data, dict)
+                and data.get("module") in (NEW_MODULE, OLD_MODULE)
+                and isinstance(data.get("output_file"), str)
+                and data["output_file"]
+                and isinstance(data.get("made_dir", ""), str)
+            ):
+                return {k: str(data.get(k) or "") for k in ("module", "output_file", "made_dir")}
+    return None
+
+
+async def _collect(run_lines: RunLines, argv: list[str]) -> list[str]:
+    lines: list[str] = []
+    try:
+        async for line in run_lines(argv):
+            lines.append(line)
+    except Exception as exc:
+        lines.append(f"eagletui: {type(exc).__name__}: {exc}")
+    return lines
+
+
 async def run_bench_serving(
     settings: BenchSettings,
     *,
@@ -227,12 +291,32 @@ async def run_bench_serving(
     launch: int,
     emit: Callable[[Event], None],
     run_lines: RunLines = local_lines,
-    output_file: str = "/tmp/eagletui-bench-serving.jsonl",
+    output_file: str | None = None,
     python: str = "python3",
     host: str = "127.0.0.1",
 ) -> BenchmarkResult:
-    argv = build_argv(settings, port=port, output_file=output_file, python=python, host=host)
+    """Run it on the host through ``run_lines``. ``output_file`` None: a private directory made by the
+    probe holds the result file, and is removed afterwards."""
+    probe_lines = await _collect(run_lines, [python, "-c", PROBE, output_file or ""])
+    probe = parse_probe(probe_lines)
     fp = workload_fingerprint(settings)
+    if probe is None:
+        tail = [line for line in probe_lines if line.strip()][-3:]
+        result = to_result(
+            {},
+            bench=bench,
+            launch=launch,
+            fingerprint=fp,
+            num_prompts=settings.num_prompts,
+            error=f"cannot prepare bench_serving with {python} on the host"
+            + (": " + " | ".join(tail) if tail else ""),
+        )
+        emit(result)
+        return result
+    output_file = probe["output_file"]
+    argv = build_argv(
+        settings, port=port, output_file=output_file, python=python, host=host, module=probe["module"]
+    )
     emit(
         BenchmarkStarted(
             bench=bench,
@@ -249,12 +333,7 @@ async def run_bench_serving(
             workload_fingerprint=fp,
         )
     )
-    lines: list[str] = []
-    try:
-        async for line in run_lines(argv):
-            lines.append(line)
-    except Exception as exc:
-        lines.append(f"eagletui: {type(exc).__name__}: {exc}")
+    lines = await _collect(run_lines, argv)
     printed = parse_result_block("\n".join(lines))
     data: dict[str, Any] = {}
     try:
@@ -262,6 +341,9 @@ async def run_bench_serving(
         data = parse_jsonl("\n".join(file_lines))
     except Exception:
         data = {}
+    made = probe["made_dir"]
+    if made.startswith("/") and made.rstrip("/").rsplit("/", 1)[-1].startswith("eagletui-bench-"):
+        await _collect(run_lines, ["rm", "-rf", "--", made])
     if data and printed and data.get("completed") != printed.get("completed"):
         data = {}  # a stale line from an earlier run in the same file
     merged = {**printed, **data}

@@ -16,7 +16,6 @@ import os
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -229,7 +228,7 @@ async def _bench_once(
             return stream_lines(["sh", "-c", 'exec "$@" 2>&1', "sh", *argv])
 
     if settings.runner == "bench_serving":
-        out = f"{tempfile.gettempdir()}/eagletui-bench-serving-{os.getpid()}-{bench}-{int(time.time())}.jsonl"
+        # No output_file: the result goes to a private directory on the host (never a /tmp name).
         return await run_bench_serving(
             settings,
             port=profile.port,
@@ -237,7 +236,6 @@ async def _bench_once(
             launch=1,
             emit=emit,
             run_lines=lines,
-            output_file=out,
             python=profile.python,
             host=profile.host,
         )

@@ -8,6 +8,7 @@ import json
 import sys
 
 from eagletui.commands._ssh import add_ssh_options, ssh_options
+from eagletui.commands._stdout import write_stdout
 
 SYMBOL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
 
@@ -23,13 +24,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--profile", "-p", required=True, help="profile TOML")
     add_ssh_options(p)
-    p.add_argument("--json", action="store_true", help="print the checks as JSON")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print the checks as a JSON list of {name, status, message} (status: pass|warn|fail)",
+    )
     return p
 
 
 async def _run(args: argparse.Namespace) -> int:
     from eagletui.core.profile import ProfileError, load_profile
-    from eagletui.remote.preflight import Check, run_preflight
+    from eagletui.remote.preflight import Check, run_preflight_with_flags
     from eagletui.remote.transport import TransportError, open_transport
 
     try:
@@ -44,18 +49,19 @@ async def _run(args: argparse.Namespace) -> int:
         checks = [Check("ssh", "fail", str(exc))]
     else:
         try:
-            checks = await run_preflight(transport, profile)
+            checks, _ = await run_preflight_with_flags(transport, profile)
         finally:
             await transport.close()
     if args.json:
-        print(json.dumps([c.__dict__ for c in checks], indent=1))
+        out = json.dumps([c.__dict__ for c in checks], indent=1) + "\n"
     else:
         width = max(len(c.name) for c in checks)
-        for c in checks:
-            print(f"{SYMBOL[c.status]}  {c.name:<{width}}  {c.message}")
+        lines = [f"{SYMBOL[c.status]}  {c.name:<{width}}  {c.message}" for c in checks]
         fails = sum(c.status == "fail" for c in checks)
         warns = sum(c.status == "warn" for c in checks)
-        print(f"{target}: {len(checks) - fails - warns} passed, {warns} warnings, {fails} failed")
+        lines.append(f"{target}: {len(checks) - fails - warns} passed, {warns} warnings, {fails} failed")
+        out = "\n".join(lines) + "\n"
+    write_stdout(out)
     return 1 if any(c.status == "fail" for c in checks) else 0
 
 

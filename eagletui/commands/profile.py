@@ -17,6 +17,7 @@ from typing import Any
 
 import tomli_w
 
+from eagletui.commands._stdout import write_stdout
 from eagletui.core.profile import (
     LaunchCommand,
     ProfileError,
@@ -25,6 +26,7 @@ from eagletui.core.profile import (
     load_profile,
     parse_launch_command,
     parse_profile,
+    redact_argv,
     redact_env,
 )
 
@@ -159,38 +161,108 @@ def _cmd_init(ns: argparse.Namespace) -> int:
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         f.write(text)
     print(f"wrote {path}")
+    if ns.from_command:
+        # A pasted command is checked at once: "--pp 2" would otherwise surface only at the first launch.
+        from eagletui.core.profile_lint import lint_profile
+
+        prof = parse_profile(text, path)
+        lint = lint_profile(prof, text, flag_table_for_profile(prof))
+        for problem in lint.errors + lint.warnings:
+            print(f"warning: {problem}", file=sys.stderr)
+        if lint.errors:
+            print(f"check it with `eagletui profile check {path}` once fixed", file=sys.stderr)
     return 0
+
+
+def flag_table_for_profile(prof: Any) -> Any:
+    """The parser the profile's server will meet, learned without a host: the simulator's own parser
+    for ``-m eagletui.sim`` (it ships with eagletui), otherwise the bundled sglang 0.5.23 table."""
+    from eagletui.core.server_flags import FlagTable, bundled_table
+    from eagletui.remote.preflight import server_module
+
+    if server_module(prof) == "eagletui.sim":
+        from eagletui.sim.cli import build_parser as sim_parser
+
+        p = sim_parser()
+        return FlagTable(
+            options=tuple(p._option_string_actions),
+            allow_abbrev=p.allow_abbrev,
+            source="the simulator's parser",
+        )
+    return bundled_table()
 
 
 def _cmd_check(ns: argparse.Namespace) -> int:
+    from eagletui.core.profile_lint import as_dict, lint_profile
+
     try:
         prof = load_profile(ns.file)
+        text = Path(ns.file).expanduser().read_text(encoding="utf-8")
     except ProfileError as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    argv = prof.argv()
+    except (OSError, UnicodeDecodeError) as exc:  # gone or changed between the two reads
+        print(f"eagletui: cannot read {ns.file}: {exc}", file=sys.stderr)
+        return 1
+    table = flag_table_for_profile(prof)
+    lint = lint_profile(prof, text, table)
+    argv = redact_argv(prof.argv())
     env = redact_env(prof.env)
+    status = 1 if lint.errors else 0
     if ns.json:
-        print(json.dumps({"name": prof.name, "target": prof.target, "argv": argv, "env": env}, indent=2))
-        return 0
-    print(f"{prof.path}: ok ({prof.name}, target {prof.target}, {len(prof.toggles)} toggles)")
-    for key, value in env.items():
-        print(f"env  {key}={value}")
-    print("argv " + json.dumps(argv))
-    return 0
+        doc = {
+            "name": prof.name,
+            "target": prof.target,
+            "ok": not lint.errors,
+            "argv": argv,
+            "env": env,
+            "flags": {"checked": lint.flags_checked, "against": table.source, "expanded": lint.notes},
+            "errors": [as_dict(e) for e in lint.errors],
+            "warnings": [as_dict(w) for w in lint.warnings],
+        }
+        write_stdout(json.dumps(doc, indent=2) + "\n")
+        return status
+    out: list[str] = []
+    for err in lint.errors:
+        out.append(f"error: {err}")
+    for warn in lint.warnings:
+        out.append(f"warning: {warn}")
+    verdict = f"{len(lint.errors)} error(s)" if lint.errors else "ok"
+    out.append(f"{prof.path}: {verdict} ({prof.name}, target {prof.target}, {len(prof.toggles)} toggles)")
+    out.append(f"flags: {lint.flags_checked} checked against {table.source}")
+    out += [f"flags: {note}" for note in lint.notes]
+    out += [f"env  {key}={value}" for key, value in env.items()]
+    out.append("argv " + json.dumps(argv))
+    write_stdout("\n".join(out) + "\n")
+    return status
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="eagletui profile", description="Create and check eagletui profiles.")
     sub = p.add_subparsers(dest="cmd", required=True)
-    init = sub.add_parser("init", help="write a commented profile")
-    init.add_argument("file")
+    init = sub.add_parser(
+        "init",
+        help="write a commented profile",
+        description="Write a commented profile TOML (from a pasted launch command, an example, or a template).",
+    )
+    init.add_argument("file", help="the profile TOML to write (created 0600; refused if it exists)")
     init.add_argument("--from-command", metavar="CMD", help="a pasted sglang launch command (quote it)")
     init.add_argument("--example", choices=sorted(EXAMPLES), help="write a packaged example profile")
     init.add_argument("--force", action="store_true", help="overwrite an existing file")
-    check = sub.add_parser("check", help="validate a profile and print its argv")
-    check.add_argument("file")
-    check.add_argument("--json", action="store_true")
+    check = sub.add_parser(
+        "check",
+        help="validate a profile and print its argv",
+        description=(
+            "Validate a profile: TOML and values, toggle ranges, and every server flag (server.args and "
+            "toggles) by the server's own argparse rule. Exit 1 on any error."
+        ),
+    )
+    check.add_argument("file", help="the profile TOML to check")
+    check.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object: name, target, ok, argv, env, flags, errors, warnings (file/line/col)",
+    )
     return p
 
 

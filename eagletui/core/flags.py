@@ -2,7 +2,10 @@
 
 A wrong flag costs a full relaunch cycle only to die in argparse; checking the profile against the host's
 sglang version first turns that into an inline refusal. Facts from the sampled wheels (see the reference
-notes): versions are the first sampled release that showed the change.
+notes): versions are the first sampled release that showed the change; ``(0, 5, 23)`` marks what was read
+from the real 0.5.23 parser only (the change may be older). Which names a parser accepts is decided by
+:mod:`eagletui.core.server_flags` (argparse's prefix rule); this table adds *when* and *what instead*, and
+speaks alone only when the host's parser cannot be asked.
 """
 
 from __future__ import annotations
@@ -29,7 +32,11 @@ CHANGES: tuple[FlagChange, ...] = (
         "--flashinfer-allreduce-fusion-backend",
     ),
     FlagChange("--disable-cuda-graph", (0, 5, 16), "deprecated", "--cuda-graph-backend-decode=disabled"),
+    FlagChange("--stream-output", (0, 5, 23), "removed", "--incremental-streaming-output"),
     FlagChange("--stream-output", (0, 5, 10), "deprecated", "--incremental-streaming-output"),
+    # 0.5.23's parser has only the per-phase spellings: the old ones are ambiguous prefixes there.
+    FlagChange("--cuda-graph-bs", (0, 5, 23), "removed", "--cuda-graph-bs-decode"),
+    FlagChange("--enable-dp-attention", (0, 5, 23), "deprecated", "--attn-dp-size <dp-size>"),
 )
 
 #: Flags that only exist from a version on: using them on an older server fails in argparse.

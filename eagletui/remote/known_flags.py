@@ -1,19 +1,23 @@
-"""Ask the host's own argument parser which flags the server accepts, so a typo is refused before launch.
+"""Ask the host's own argument parser which flags the server accepts, so a refusal comes before launch.
 
-A misspelt flag (``--speculative-num-step``) otherwise costs a relaunch that dies in argparse. The
-parser is built on the host from the installed server (sglang's ``ServerArgs.add_cli_args`` or the
-simulator's ``build_parser``), so the answer is right for whatever version is installed there.
+A misspelt flag (``--speculative-num-stepz``) or an ambiguous prefix (``--pp``) otherwise costs a
+relaunch that dies in argparse. The parser is built on the host from the installed server (sglang's
+``ServerArgs.add_cli_args`` on a plain ``ArgumentParser``, exactly as ``prepare_server_args`` does, or
+the simulator's ``build_parser``), so the answer is right for whatever version is installed there. The
+rule applied to the answer (exact, unique prefix, ambiguous, unknown) is argparse's own and lives in
+:mod:`eagletui.core.server_flags`.
 """
 
 from __future__ import annotations
 
-import difflib
 import json
 from typing import Any
 
+from eagletui.core.server_flags import FlagTable, check_server_flags
 from eagletui.remote.transport import TransportError
 
-# Runs on the host with the profile's python: prints the option strings as JSON, or {"error": …}.
+# Runs on the host with the profile's python: prints the option strings in registration order (argparse
+# lists ambiguous candidates in that order) and whether abbreviations are allowed, or {"error": …}.
 HOST_SCRIPT = r"""
 import argparse, json, sys
 mod = sys.argv[1]
@@ -25,37 +29,58 @@ try:
         from sglang.srt.server_args import ServerArgs
         p = argparse.ArgumentParser()
         ServerArgs.add_cli_args(p)
-    opts = sorted({o for a in p._actions for o in a.option_strings if o.startswith("--")})
-    print(json.dumps({"flags": opts}))
+    opts = list(p._option_string_actions)
+    choices = {}
+    for a in p._actions:
+        c = a.choices
+        if isinstance(c, (set, frozenset)):
+            c = sorted(c, key=str)
+        if isinstance(c, (list, tuple, range)) and 0 < len(c) <= 1000:
+            for o in a.option_strings:
+                choices[o] = [str(x) for x in c]
+    print(json.dumps({"flags": opts, "allow_abbrev": bool(getattr(p, "allow_abbrev", True)), "choices": choices}))
 except Exception as e:
     print(json.dumps({"error": "%s: %s" % (type(e).__name__, e)}))
 """
 
 
-async def host_flags(transport: Any, python: str, module: str, timeout: float = 25.0) -> set[str] | None:
-    """The server's accepted ``--flags`` on the host; None when they cannot be learned (then nothing is
-    refused: a missing answer must not block a launch)."""
+def table_from_answer(stdout: str) -> FlagTable | None:
+    """The host script's last output line → a table; None for an error, junk or an empty list."""
+    text = stdout.strip()
+    try:
+        data = json.loads(text.splitlines()[-1]) if text else {}
+    except (ValueError, IndexError):
+        return None
+    flags = data.get("flags") if isinstance(data, dict) else None
+    if not isinstance(flags, list) or not flags or not all(isinstance(f, str) for f in flags):
+        return None
+    raw = data.get("choices")
+    choices = {
+        k: tuple(str(x) for x in v)
+        for k, v in (raw.items() if isinstance(raw, dict) else [])
+        if isinstance(k, str) and isinstance(v, list) and v
+    }
+    return FlagTable(
+        options=tuple(dict.fromkeys(flags)),
+        allow_abbrev=data.get("allow_abbrev", True) is not False,
+        source="the host's parser",
+        choices=choices,
+    )
+
+
+async def host_flags(transport: Any, python: str, module: str, timeout: float = 25.0) -> FlagTable | None:
+    """The server's option strings on the host; None when they cannot be learned (the caller then falls
+    back to the bundled table, or checks nothing: a missing answer alone must not block a launch)."""
     try:
         res = await transport.run([python, "-c", HOST_SCRIPT, module], timeout=timeout)
     except (TransportError, TimeoutError, OSError):
         return None
-    try:
-        data = json.loads(res.stdout.strip().splitlines()[-1]) if res.stdout.strip() else {}
-    except (ValueError, IndexError):
-        return None
-    flags = data.get("flags") if isinstance(data, dict) else None
-    return set(flags) if isinstance(flags, list) and flags else None
+    return table_from_answer(res.stdout)
 
 
-def unknown_flags(flags: list[str], known: set[str] | None) -> list[str]:
-    """One message per flag the server would reject, with the closest spelling it accepts."""
+def unknown_flags(flags: list[str], known: set[str] | FlagTable | None) -> list[str]:
+    """One message per flag the server would refuse (unknown or ambiguous), argparse's rule."""
     if not known:
         return []
-    out = []
-    for flag in flags:
-        if flag in known:
-            continue
-        close = difflib.get_close_matches(flag, sorted(known), n=1, cutoff=0.75)
-        hint = f" (did you mean {close[0]}?)" if close else ""
-        out.append(f"the server does not accept {flag}{hint}")
-    return out
+    table = known if isinstance(known, FlagTable) else FlagTable(options=tuple(sorted(known)))
+    return check_server_flags(flags, table, None).errors

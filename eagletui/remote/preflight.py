@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from eagletui.core.profile import Profile
+from eagletui.core.server_flags import FlagTable, bundled_table, check_server_flags, check_values
 from eagletui.remote.gpu import APPS_QUERY, QUERY, missing_nvidia_smi, parse_query
 from eagletui.remote.transport import Transport, TransportError
 
@@ -242,3 +244,64 @@ async def run_preflight(transport: Transport, profile: Profile) -> list[Check]:
         _ssh_check(transport), _host_checks(transport, profile), _gpu_check(transport, profile)
     )
     return [ssh, *host, *gpu]
+
+
+def host_version(checks: list[Check]) -> str | None:
+    """The sglang (or simulator-compatible) version the host check found, e.g. ``0.5.23``."""
+    for c in checks:
+        if c.name == "server module" and c.status == "pass":
+            m = re.search(r"(?:version|sglang-compat) (\d+\.\d+(?:\.\d+)?)", c.message)
+            if m:
+                return m.group(1)
+    return None
+
+
+def launch_flags(profile: Profile) -> list[str]:
+    """The ``--flags`` the launch argv will carry (unset and switched-off ones are left out)."""
+    return [k for k, v in profile.args.items() if v is not None and v is not False]
+
+
+def flag_table_for(module: str, learned: FlagTable | None) -> FlagTable | None:
+    """The host's parser when it answered; for sglang otherwise the bundled 0.5.23 table. The simulator
+    has ``--sim-*`` options sglang lacks, so without its own answer nothing is checked for it."""
+    if learned is not None:
+        return learned
+    return None if module.startswith("eagletui") else bundled_table()
+
+
+def flag_checks(
+    flags: list[str], table: FlagTable | None, version: str | None, values: dict[str, Any] | None = None
+) -> list[Check]:
+    """argparse's verdict on every flag (and on ``values`` with fixed choices) as preflight lines: one
+    ``fail`` per refusal, ``warn`` per deprecation, one ``pass`` naming the abbreviations it expands."""
+    report = check_server_flags(flags, table, version)
+    report.errors += check_values(values or {}, table, version)
+    checks = [Check("flags", "fail", m) for m in report.errors]
+    checks += [Check("flags", "warn", m) for m in report.warnings]
+    if not report.errors:
+        source = table.source if table is not None else "the version notes only (parser unknown)"
+        msg = f"{report.checked} flags accepted by {source}"
+        if report.notes:
+            msg += "; " + "; ".join(report.notes)
+        checks.insert(0, Check("flags", "pass", msg))
+    return checks
+
+
+async def run_preflight_with_flags(
+    transport: Transport, profile: Profile, learned: FlagTable | None = None
+) -> tuple[list[Check], FlagTable | None]:
+    """The host checks plus the flag check; asks the host's parser (in parallel) unless ``learned`` is
+    given. Returns the checks and the table the host answered (None if it did not), for reuse."""
+    from eagletui.remote.known_flags import host_flags
+
+    module = server_module(profile)
+    if learned is None:
+        checks, learned = await asyncio.gather(
+            run_preflight(transport, profile), host_flags(transport, profile.python, module)
+        )
+    else:
+        checks = await run_preflight(transport, profile)
+    table = flag_table_for(module, learned)
+    flags = launch_flags(profile)
+    values = {f: profile.args[f] for f in flags}
+    return [*checks, *flag_checks(flags, table, host_version(checks), values)], learned

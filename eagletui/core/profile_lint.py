@@ -1,0 +1,131 @@
+"""Problems in a profile that loads fine but would fail later: a flag the server refuses, a toggle whose
+range is empty. Each comes with ``file:line:col`` so it can be fixed at once.
+
+Loading only checks that the file is well formed. These checks need the server's flag table (argparse's
+rule, :mod:`eagletui.core.server_flags`) or look at toggles as a whole, and ``eagletui profile check`` is
+where a user asks for them, before a ten-minute launch rather than during it. Every flag that can reach
+the argv counts: ``[server.args]`` and the ``arg`` of each toggle.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+from eagletui.core.profile import Profile, ProfileError, normalize_flag
+from eagletui.core.server_flags import FlagTable, check_server_flags, check_values
+from eagletui.core.tomlpos import locate
+
+_TOGGLE_HEADER = re.compile(r"^\s*\[\[\s*toggles?\s*\]\]\s*(#.*)?$")
+_ANY_HEADER = re.compile(r"^\s*\[")
+
+
+@dataclass
+class Lint:
+    """Errors make ``profile check`` fail; warnings and notes are printed."""
+
+    errors: list[ProfileError] = field(default_factory=list)
+    warnings: list[ProfileError] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    flags_checked: int = 0
+
+
+def toggle_position(text: str, index: int, key: str) -> tuple[int | None, int | None]:
+    """Line/column of ``key`` inside the ``index``-th ``[[toggles]]`` block (else anywhere)."""
+    lines = text.splitlines()
+    headers = [i for i, line in enumerate(lines) if _TOGGLE_HEADER.match(line)]
+    if index < len(headers):
+        start = headers[index]
+        key_re = re.compile(r"^\s*([\"']?)" + re.escape(key) + r"\1\s*=")
+        for i in range(start + 1, len(lines)):
+            if _ANY_HEADER.match(lines[i]):
+                break
+            if key_re.match(lines[i]):
+                return i + 1, lines[i].index(key) + 1
+        return start + 1, lines[start].index("[") + 1
+    return locate(text, key)
+
+
+def _arg_keys(text: str) -> dict[str, str]:
+    """Normalised flag → the key as written under ``[server.args]`` (``tp`` for ``--tp``)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+    raw = data.get("server", {}).get("args", {}) if isinstance(data.get("server"), dict) else {}
+    out: dict[str, str] = {}
+    for key in raw if isinstance(raw, dict) else {}:
+        try:
+            out[normalize_flag(key)] = key
+        except ProfileError:
+            continue
+    return out
+
+
+def toggle_problems(prof: Profile, text: str) -> list[ProfileError]:
+    """Numeric toggles whose range offers nothing to choose from (``max < min``, ``step <= 0``)."""
+    out: list[ProfileError] = []
+    for i, t in enumerate(prof.toggles):
+        if t.type not in ("int", "float"):
+            continue
+        if t.min is not None and t.max is not None and t.max < t.min:
+            line, col = toggle_position(text, i, "max")
+            out.append(
+                ProfileError(
+                    f"toggle {t.name}: max = {t.max} is below min = {t.min} (no value to choose)",
+                    prof.path,
+                    line,
+                    col,
+                )
+            )
+        if t.step is not None and t.step <= 0:
+            line, col = toggle_position(text, i, "step")
+            out.append(
+                ProfileError(f"toggle {t.name}: step = {t.step} must be above 0", prof.path, line, col)
+            )
+    return out
+
+
+def flag_problems(
+    prof: Profile, text: str, table: FlagTable | None, version: str | None = None
+) -> tuple[list[ProfileError], list[ProfileError], list[str], int]:
+    """argparse's verdict on every flag of ``[server.args]`` and of the toggles, located in the file."""
+    where: dict[str, tuple[int | None, int | None]] = {}
+    keys = _arg_keys(text)
+    for flag in prof.args:
+        where[flag] = locate(text, keys.get(flag, flag[2:]), "server.args")
+    for i, t in enumerate(prof.toggles):
+        if t.kind == "arg" and t.name not in where:
+            where[t.name] = toggle_position(text, i, "arg")
+    errors: list[ProfileError] = []
+    warnings: list[ProfileError] = []
+    notes: list[str] = []
+    for flag, (line, col) in where.items():
+        report = check_server_flags([flag], table, version)
+        if not report.errors and flag in prof.args:
+            report.errors += check_values({flag: prof.args[flag]}, table, version)
+        errors += [ProfileError(m, prof.path, line, col) for m in report.errors]
+        warnings += [ProfileError(m, prof.path, line, col) for m in report.warnings]
+        notes += report.notes
+    for i, t in enumerate(prof.toggles):
+        # Every value the toggle can put on the argv must be one the server takes.
+        if t.kind != "arg" or t.type == "bool":
+            continue
+        msgs = check_values({t.name: [v for v in t.options() if v is not None]}, table, version)
+        key = "choices" if t.type == "choice" else "min"
+        errors += [ProfileError(m, prof.path, *toggle_position(text, i, key)) for m in msgs]
+    return errors, warnings, notes, len(where)
+
+
+def lint_profile(prof: Profile, text: str, table: FlagTable | None, version: str | None = None) -> Lint:
+    lint = Lint()
+    flag_errors, lint.warnings, lint.notes, lint.flags_checked = flag_problems(prof, text, table, version)
+    lint.errors = toggle_problems(prof, text) + flag_errors
+    lint.errors.sort(key=lambda e: (e.line or 0, e.col or 0))
+    return lint
+
+
+def as_dict(err: ProfileError) -> dict[str, Any]:
+    return {"message": err.message, "file": err.path, "line": err.line, "col": err.col}
