@@ -270,12 +270,17 @@ def metrics_text(st: ServerState) -> str:
         head(name, "gauge", help_)
         sample(name, labels or sched, value)
 
+    # A labelled family without samples yet is left out, as prometheus_client's multiprocess collector does.
     def by_streaming(name: str, values: dict[str, int], help_: str) -> None:
+        if not values:
+            return
         head(name, "counter", help_)
         for key in sorted(values):
             sample(name, {**base, "is_streaming": key}, values[key])
 
     def histogram(name: str, hist: Histogram, help_: str) -> None:
+        if not hist.counts:
+            return
         head(name, "histogram", help_)
         for key in sorted(hist.counts):
             labels = {**base, "is_streaming": key}
@@ -303,30 +308,30 @@ def metrics_text(st: ServerState) -> str:
     histogram(
         "sglang:e2e_request_latency_seconds", eng.e2e, "Histogram of End-to-end request latency in seconds"
     )
-    head(
-        "sglang:cuda_graph_passes_total",
-        "counter",
-        "Total number of forward passes categorized by CUDA graph.",
-    )
+    if eng.graph_passes:
+        head(
+            "sglang:cuda_graph_passes_total",
+            "counter",
+            "Total number of forward passes categorized by CUDA graph.",
+        )
     for mode in sorted(eng.graph_passes):
         sample("sglang:cuda_graph_passes_total", {**sched, "mode": mode}, eng.graph_passes[mode])
     by_streaming("sglang:prompt_tokens_total", eng.prompt_tokens_total, "Number of prefill tokens processed.")
     by_streaming(
         "sglang:generation_tokens_total", eng.gen_tokens_total, "Number of generation tokens processed."
     )
-    if plan.spec:
+    if plan.spec and eng.verify_calls_total:
         head(
             "sglang:spec_verify_calls_total", "counter", "Number of speculative decoding verification calls."
         )
-        if eng.verify_calls_total:
-            sample("sglang:spec_verify_calls_total", base, eng.verify_calls_total)
+        sample("sglang:spec_verify_calls_total", base, eng.verify_calls_total)
     by_streaming("sglang:num_requests_total", eng.requests_total, "Number of requests processed.")
-    head(
-        "sglang:cached_tokens_total",
-        "counter",
-        "Number of cached prompt tokens by source (device/host/storage).",
-    )
     if eng.cached_tokens_total:
+        head(
+            "sglang:cached_tokens_total",
+            "counter",
+            "Number of cached prompt tokens by source (device/host/storage).",
+        )
         sample("sglang:cached_tokens_total", {**base, "cache_source": "device"}, eng.cached_tokens_total)
     gauge(
         "sglang:max_total_num_tokens",

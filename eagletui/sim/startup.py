@@ -210,13 +210,11 @@ def build_server_args(plan: Plan) -> dict[str, Any]:
         random_seed=a.random_seed if a.random_seed is not None else 1234 + a.sim_seed,
         chunked_prefill_size=a.chunked_prefill_size or 8192,
         stream_interval=1,
-        stream_output=False,
         constrained_json_whitespace_pattern=None,
         cuda_graph_backend_decode="full" if plan.decode_graph else "disabled",
         cuda_graph_backend_prefill=plan.prefill_backend if plan.prefill_graph else "disabled",
         enable_cache_report=a.enable_cache_report,
         kv_events_config=None,
-        frontend="python",
     )
     return d
 
