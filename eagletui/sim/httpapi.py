@@ -232,6 +232,8 @@ async def sim_stats(request: web.Request) -> web.Response:
         "nccl_algo": plan.cfg.nccl_algo,
         "nccl_proto": plan.cfg.nccl_proto,
         "speed": plan.cfg.speed,
+        "host": plan.cfg.preset.name,
+        "custom_all_reduce": plan.cfg.custom_all_reduce,
         "max_running_requests": plan.max_running,
     }
     return _json(data)
