@@ -74,6 +74,12 @@ async def test_health_503_until_warmup_done() -> None:
                 assert r.status == 200
             async with s.get(f"{sim.base}/metrics") as r:
                 assert r.status == 404  # no --enable-metrics
+            async with s.get(f"{sim.base}/get_server_info") as r:
+                assert r.status == 200 and (await r.json())["status"] == "ready"
+        assert (
+            "] Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
+            "Please use '/server_info' instead.\n"
+        ) in sim.text()
 
 
 async def test_streaming_generate_meta_info(spec_sim: SimProc) -> None:

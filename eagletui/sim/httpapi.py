@@ -743,6 +743,19 @@ async def _api_key(request: web.Request, handler: Any) -> web.StreamResponse:
     return await handler(request)
 
 
+def _deprecated(handler: Any, old: str, new: str) -> Any:
+    """sglang/srt/entrypoints/http_server.py: the old info endpoints still answer and log a warning."""
+
+    async def wrapped(request: web.Request) -> web.StreamResponse:
+        request.app[STATE].log.line(
+            f"Endpoint '{old}' is deprecated and will be removed in a future version. Please use '{new}' instead.",
+            level=30,
+        )
+        return await handler(request)
+
+    return wrapped
+
+
 def make_app(st: ServerState) -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[_api_key])
     app[STATE] = st
@@ -750,10 +763,10 @@ def make_app(st: ServerState) -> web.Application:
     r = app.router
     for path in ("/health", "/health_generate", "/ready"):
         r.add_get(path, health)
-    for path in ("/model_info", "/get_model_info"):
-        r.add_get(path, model_info)
-    for path in ("/server_info", "/get_server_info"):
-        r.add_get(path, server_info)
+    r.add_get("/model_info", model_info)
+    r.add_get("/get_model_info", _deprecated(model_info, "/get_model_info", "/model_info"))
+    r.add_get("/server_info", server_info)
+    r.add_get("/get_server_info", _deprecated(server_info, "/get_server_info", "/server_info"))
     r.add_post("/generate", generate)
     r.add_post("/v1/completions", completions)
     r.add_post("/v1/chat/completions", chat_completions)
