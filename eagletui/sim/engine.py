@@ -216,6 +216,7 @@ class Engine:
         self.e2e = Histogram(E2E_BUCKETS)
         self.prefill_graph = False
         self.prefill_graph_max_tokens = 0
+        self.profiler: Any = None  # eagletui.sim.profiler.SimProfiler, set by the server
         self._interval_tokens = 0
         self._interval_req_rounds = 0
         self._last_log_t = time.monotonic()
@@ -352,6 +353,7 @@ class Engine:
         it = f" [{self.forward_ct}]" if self.log_iters else ""
         # 0.5.23 replays prefill CUDA graphs (breakable backend) for extends within the captured buckets.
         graph = self.prefill_graph and 2 <= new_tokens <= self.prefill_graph_max_tokens
+        prof = self.profiler is not None and self.profiler.begin("EXTEND")
         mode = "prefill_cuda_graph" if graph else "prefill_none"
         self.graph_passes[mode] = self.graph_passes.get(mode, 0) + 1
         self.log.line(
@@ -361,7 +363,11 @@ class Engine:
             f"input throughput (token/s): {new_tokens / dt if dt > 0 else 0.0:.2f}",
             rank=0,
         )
+        t0 = time.time()
         await self._pace(dt)
+        if prof:
+            parts = {"forward": perf.prefill_ms(self.cfg, new_tokens)}
+            self.profiler.on_step("EXTEND", len(batch), new_tokens, t0, time.time() - t0, parts)
         self.forward_ct += 1
         for r in batch:
             if r.aborted:
@@ -378,7 +384,15 @@ class Engine:
         raw = [perf.sample_accept_len(cfg, self.rng) for _ in range(bs)]
         mean_raw = sum(raw) / bs
         dt = perf.iteration_ms(cfg, bs, mean_raw) / 1000.0 * perf.noise(self.rng)
+        prof = self.profiler is not None and self.profiler.begin("DECODE")
+        t0 = time.time()
         await self._pace(dt)
+        if prof:
+            parts = (
+                perf.spec_parts_ms(cfg, bs, mean_raw) if cfg.spec else {"forward": perf.decode_ms(cfg, bs)}
+            )
+            tokens = bs * (cfg.num_draft_tokens if cfg.spec else 1)
+            self.profiler.on_step("DECODE", bs, tokens, t0, time.time() - t0, parts)
         self.forward_ct += 1
         self.decode_ct += 1
         mode = "decode_cuda_graph" if cfg.cuda_graph else "decode_none"

@@ -207,6 +207,62 @@ async def flush_cache(request: web.Request) -> web.Response:
     return web.Response(text="Flush cache failed.\n", status=400)
 
 
+_ASGI_TB = [
+    "Traceback (most recent call last):",
+    '  File "/usr/local/lib/python3.12/dist-packages/uvicorn/protocols/http/h11_impl.py", line 410, in run_asgi',
+    "    result = await app(  # type: ignore[func-returns-value]",
+    "             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    '  File "/usr/local/lib/python3.12/dist-packages/fastapi/routing.py", line 350, in run_endpoint_function',
+    "    return await dependant.call(**values)",
+    "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+]
+
+
+def _asgi_exception(st: ServerState, where: str, call: str, message: str) -> web.Response:
+    """An exception in a handler, as uvicorn logs it (``ERROR:    Exception in ASGI application`` and the
+    traceback, ending in the ``RuntimeError`` the tokenizer manager raised), and its 500 answer."""
+    st.log.uvicorn("Exception in ASGI application", level="ERROR")
+    tb = [
+        *_ASGI_TB,
+        f'  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/entrypoints/http_server.py", line 1225, in {where}',
+        f"    await _global_state.tokenizer_manager.{call}()",
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/tokenizer_control_mixin.py", line 427, '
+        "in _execute_profile",
+        "    raise RuntimeError(result.message)",
+        f"RuntimeError: {message}",
+    ]
+    st.log.raw("\n".join(tb) + "\n")
+    return web.Response(text="Internal Server Error", status=500)
+
+
+async def start_profile(request: web.Request) -> web.Response:
+    """``/start_profile`` with an optional ``ProfileReq`` JSON body (see :mod:`eagletui.sim.profiler`)."""
+    from eagletui.sim.profiler import ProfileError
+
+    st = request.app[STATE]
+    body: dict[str, Any] = {}
+    if request.can_read_body:
+        raw = await request.read()
+        if raw.strip():
+            body = await _body(request)
+    try:
+        st.engine.profiler.start(body, st.plan.env)
+    except ProfileError as e:
+        return _asgi_exception(st, "start_profile_async", "start_profile", str(e))
+    return web.Response(text="Start profiling.\n")
+
+
+async def stop_profile(request: web.Request) -> web.Response:
+    from eagletui.sim.profiler import ProfileError
+
+    st = request.app[STATE]
+    try:
+        st.engine.profiler.stop()
+    except ProfileError as e:
+        return _asgi_exception(st, "stop_profile_async", "stop_profile", str(e))
+    return web.Response(text="Stop profiling. This will take some time.\n")
+
+
 async def freeze_gc(request: web.Request) -> web.Response:
     """``/freeze_gc`` (the server POSTs it to itself after warmup, http_server.py:_freeze_gc_after_server_warmup)."""
     request.app[STATE].gc_frozen = True
@@ -773,6 +829,9 @@ def make_app(st: ServerState) -> web.Application:
     r.add_get("/v1/models", v1_models)
     r.add_route("GET", "/flush_cache", flush_cache)
     r.add_route("POST", "/flush_cache", flush_cache)
+    for method in ("GET", "POST"):
+        r.add_route(method, "/start_profile", start_profile)
+        r.add_route(method, "/stop_profile", stop_profile)
     r.add_route("GET", "/freeze_gc", freeze_gc)
     r.add_route("POST", "/freeze_gc", freeze_gc)
     if st.plan.args.enable_metrics:

@@ -96,6 +96,9 @@ async def _amain(args: Any) -> int:
         env=env,
         seed=args.sim_seed,
     )
+    from eagletui.sim.profiler import SimProfiler
+
+    engine.profiler = SimProfiler(plan.cfg, log, plan.tp, plan.ep, seed=args.sim_seed)
     engine.prefill_graph = plan.prefill_graph
     engine.prefill_graph_max_tokens = max(plan.prefill_tokens) if plan.prefill_tokens else 0
     state = ServerState(plan, engine, log)
