@@ -29,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _run(args: argparse.Namespace) -> int:
     from eagletui.core.profile import ProfileError, load_profile
+    from eagletui.core.textsafe import inert
     from eagletui.remote.preflight import Check, run_preflight
     from eagletui.remote.transport import TransportError, open_transport
 
@@ -52,7 +53,7 @@ async def _run(args: argparse.Namespace) -> int:
     else:
         width = max(len(c.name) for c in checks)
         for c in checks:
-            print(f"{SYMBOL[c.status]}  {c.name:<{width}}  {c.message}")
+            print(f"{SYMBOL[c.status]}  {c.name:<{width}}  {inert(c.message)}")  # host text: inert
         fails = sum(c.status == "fail" for c in checks)
         warns = sum(c.status == "warn" for c in checks)
         print(f"{target}: {len(checks) - fails - warns} passed, {warns} warnings, {fails} failed")

@@ -32,16 +32,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    from eagletui.core.textsafe import inert
     from eagletui.session.format import SessionError, read_session
     from eagletui.session.replay import Replayer
 
     try:
         header, events, warnings = read_session(args.file)
     except (SessionError, OSError) as exc:
-        sys.stderr.write(f"eagletui: {exc}\n")
+        sys.stderr.write(f"eagletui: {inert(str(exc))}\n")
         return 2
     for w in warnings:
-        sys.stderr.write(f"eagletui: {args.file}: {w}\n")
+        sys.stderr.write(f"eagletui: {inert(args.file)}: {inert(w)}\n")
     from eagletui.commands._ui import load_config
     from eagletui.ui.app import EagleApp
 

@@ -187,8 +187,13 @@ class EagleApp(App):
     def notify(
         self, message: str, *, title: str = "", severity="information", timeout=None, markup: bool = False
     ) -> None:
-        """Toasts carry log text, paths and exception messages: never interpret them as markup."""
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        """Toasts carry log text, paths and exception messages: never interpret them as markup, and
+        never let a control sequence in them reach the terminal (core.textsafe.inert)."""
+        from eagletui.core.textsafe import inert_lines
+
+        super().notify(
+            inert_lines(message), title=inert_lines(title), severity=severity, timeout=timeout, markup=markup
+        )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         try:

@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
 
+from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.phases import fmt_secs
 
 # The numbers first and the free-length config diff last, so a narrow pane still shows what matters.
@@ -65,7 +66,7 @@ class RunsTable(DataTable):
             if r.alarms:
                 verdict.append(" ⚠", style="bold yellow")
             label = Text(f"{r.launch}{'★' if r.is_baseline else ''}")
-            diff = Text(r.diff if not r.failure else f"{r.diff}  ✘ {r.failure}")
+            diff = Text(inert(r.diff if not r.failure else f"{r.diff}  ✘ {r.failure}"))
             if r.warnings:
                 diff.append(" ≠workload", style="yellow")
             self.add_row(
