@@ -366,7 +366,8 @@ async def _amain(ns: argparse.Namespace) -> int:
             print(json.dumps(summary, indent=2))
         else:
             _print_human(summary)
-        ok = summary["requests"] > 0 and summary["failed"] == 0
+        # no tokens measured (NaN/zero counts, every stream empty) fails the gate like a failed request
+        ok = summary["requests"] > 0 and summary["failed"] == 0 and summary["output_throughput"] > 0
         return EXIT_OK if ok else EXIT_BENCH_FAILED
     finally:
         if follower is not None:
