@@ -307,6 +307,9 @@ class EagleApp(App):
             except Exception as exc:
                 self.recorder = None
                 self.notify(f"recording stopped: {exc}", severity="error")
+            if self.recorder is not None and getattr(self.recorder, "error", None):  # e.g. disk full
+                self.notify(str(self.recorder.error), title="recording", severity="error", timeout=30)
+                self.recorder = None
         if isinstance(ev, LogLine):
             if self._log is not None:
                 self._log.add_events([ev])
