@@ -57,5 +57,7 @@ def main(argv: list[str]) -> int:
         user_config=cfg,
         theme_name=args.theme,
     )
-    app.run()
-    return 0
+    from eagletui.commands._ui import run_app
+
+    signum = run_app(app)  # SIGTERM/SIGHUP/SIGINT: a clean quit, the terminal restored
+    return 128 + signum if signum else 0

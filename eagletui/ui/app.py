@@ -861,6 +861,10 @@ class EagleApp(App):
             return
         self._quit_worker()
 
+    def quit_now(self) -> None:
+        """Quit without asking (SIGTERM/SIGHUP/SIGINT, see commands._ui.run_app): the path q takes."""
+        self._quit_worker()
+
     @work(exclusive=True, group="quit", exit_on_error=False)
     async def _quit_worker(self) -> None:
         if self._quitting:
