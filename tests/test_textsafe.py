@@ -80,6 +80,10 @@ async def test_failure_box_and_toast_show_osc52_inert() -> None:
         failed = [m for t, m in toasts if "failed" in t]
         assert failed and "␛]52;c;" in failed[0], toasts
         assert all(_raw_free(t + m) for t, m in toasts), toasts
+        from eagletui.ui.widgets.runs import RunsTable
+
+        details = app.query_one(RunsTable).details(app.runbook, app.state, 1).plain  # the run details modal
+        assert "␛]52;c;" in details and _raw_free(details), repr(details)
         # the screen as painted: no raw control character in any segment (the pane title is the tell)
         strips = app.screen._compositor.render_strips()
         painted = "\n".join("".join(seg.text for seg in strip) for strip in strips)
