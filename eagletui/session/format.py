@@ -67,23 +67,33 @@ def make_header(target: str, profile_name: str, created: _dt.datetime | None = N
 
 
 class LogCodec:
-    """The compact form of log lines (format version 2), shared by the writer and the reader.
+    """The compact form of events (format version 2), shared by the writer and the reader.
 
     Log lines are nearly all of a recording, and as full dicts (type, wall, mono, kind, rank, seq,
-    frame, launch around each line) a 740 MB log made a 2.4 GB recording. A log line is therefore one
-    JSON array ``[dmono_us, text]``, ``[dmono_us, text, kind]`` or ``[dmono_us, text, kind, extras]``:
+    frame, launch around each line) a 740 MB log made a 2.4 GB recording; the events derived from
+    lines (a DecodeStats per decode line, a PhaseProgress per tqdm frame) repeated every field too.
 
-    * ``dmono_us``: microseconds of the monotonic clock since the previous event (any type);
-    * ``kind``: omitted when ``"other"``;
-    * ``extras``: only the fields that differ from what the reader predicts: ``wall`` when it is more
-      than half a millisecond away from ``mono`` + the last known wall-mono offset, ``seq`` when it
-      is not the previous line's + 1, ``rank``/``launch`` when they change, ``frame`` when true.
+    * A log line is one JSON array ``[dmono_us, text]``, ``[dmono_us, text, kind]`` or
+      ``[dmono_us, text, kind, extras]``: ``kind`` omitted when ``"other"``; ``extras`` holds only what
+      the reader cannot predict: ``wall`` when it is more than half a millisecond away from ``mono`` +
+      the last wall-mono offset, ``seq`` when it is not the previous line's + 1, ``rank``/``launch``
+      when they change, ``frame`` when true.
+    * Other events stay dicts with the clock as ``du`` (microseconds since the previous event, plus
+      ``wall`` when not predictable) and without the fields that hold their default. An event marked
+      ``"~": 1`` holds only the fields that differ from the previous event of its type.
+    * Every :data:`KEYFRAME` events one is written whole: absolute ``wall``/``mono`` (and for a log
+      line ``seq``/``rank``/``launch``), and every :data:`TYPE_KEYFRAME` events of a type one of them
+      stands alone. After a damaged line the reader drops the per-type bases (a ``~`` event without
+      its base is skipped with a warning, never filled in wrong) and the clock is exact again at the
+      next keyframe.
 
-    Both sides fold every event through the same arithmetic, so the prediction is exact and only the
-    clock values are rounded (to the microsecond and half a millisecond). Other events stay dicts.
+    Both sides fold events through the same arithmetic, so the predictions agree exactly; only the
+    clock values are rounded (to the microsecond, and wall to half a millisecond).
     """
 
     _WALL_TOLERANCE = 0.0005
+    KEYFRAME = 256
+    TYPE_KEYFRAME = 32
 
     def __init__(self) -> None:
         self.mono = 0.0
@@ -91,6 +101,11 @@ class LogCodec:
         self.seq = 0
         self.rank: int | None = None
         self.launch = 0
+        self.n = 0  # events encoded (writer)
+        self._bases: dict[str, dict[str, Any]] = {}  # type -> every field of its last event
+        self._since: dict[str, int] = {}  # writer: events of the type since it last stood alone
+
+    # -- writer ---------------------------------------------------------------------------------
 
     def _clock(self, wall: float, mono: float) -> tuple[int, float | None]:
         """``(dmono_us, exact wall or None if predictable)``; advances the shared clock state."""
@@ -107,25 +122,32 @@ class LogCodec:
         wall, mono = data.get("wall"), data.get("mono")
         if not (_is_number(wall) and _is_number(mono)):
             return data
+        key = self.n % self.KEYFRAME == 0
+        self.n += 1
         if data.get("type") != "log" or not isinstance(data.get("text"), str):
-            return self._encode_dict(data, float(wall), float(mono))
-        d_us, exact_wall = self._clock(float(wall), float(mono))
+            return self._encode_dict(data, float(wall), float(mono), key)
         extras: dict[str, Any] = {}
-        if exact_wall is not None:
-            extras["wall"] = wall
+        if key:
+            d_us = 0
+            self.mono, self.offset = float(mono), float(wall) - float(mono)
+            extras.update(wall=wall, mono=mono)
+        else:
+            d_us, exact_wall = self._clock(float(wall), float(mono))
+            if exact_wall is not None:
+                extras["wall"] = wall
         seq, rank, launch, frame = (
             data.get("seq", 0),
             data.get("rank"),
             data.get("launch", 0),
             data.get("frame"),
         )
-        if seq != self.seq:
+        if key or seq != self.seq:
             extras["seq"] = seq
         self.seq = seq + 1 if isinstance(seq, int) else 0
-        if rank != self.rank:
+        if key or rank != self.rank:
             extras["rank"] = rank
             self.rank = rank
-        if launch != self.launch:
+        if key or launch != self.launch:
             extras["launch"] = launch
             self.launch = launch
         if frame:
@@ -141,26 +163,46 @@ class LogCodec:
             out.append(kind)
         return out
 
-    def _encode_dict(self, data: dict[str, Any], wall: float, mono: float) -> dict[str, Any]:
-        """Other events stay dicts, but with the clock as ``du`` (+ ``wall`` when not predictable)
-        and without the fields that hold their default (a tqdm frame's PhaseProgress, a DecodeStats
-        per decode line: most of their fields are defaults)."""
-        d_us, exact_wall = self._clock(wall, mono)
-        out: dict[str, Any] = {"type": data["type"], "du": d_us}
-        if exact_wall is not None:
-            out["wall"] = exact_wall
-        defaults = _defaults(data["type"])
-        for k, v in data.items():
-            if k in ("type", "wall", "mono"):
-                continue
-            if k in defaults and _same(defaults[k], v):
-                continue
-            out[k] = v
+    def _encode_dict(self, data: dict[str, Any], wall: float, mono: float, key: bool) -> dict[str, Any]:
+        kind = data["type"]
+        fields = {k: v for k, v in data.items() if k not in ("type", "wall", "mono")}
+        out: dict[str, Any] = {"type": kind}
+        if key:
+            self.mono, self.offset = mono, wall - mono
+            out.update(wall=wall, mono=mono)
+        else:
+            d_us, exact_wall = self._clock(wall, mono)
+            out["du"] = d_us
+            if exact_wall is not None:
+                out["wall"] = exact_wall
+        defaults = _defaults(kind)
+        alone = {k: v for k, v in fields.items() if not (k in defaults and _same(defaults[k], v))}
+        base = self._bases.get(kind)
+        since = self._since.get(kind, 0)
+        delta = None
+        if not key and base is not None and since < self.TYPE_KEYFRAME and base.keys() == fields.keys():
+            delta = {k: v for k, v in fields.items() if not _same(base[k], v)}
+        if delta is not None and len(delta) < len(alone):
+            out["~"] = 1
+            out.update(delta)
+            self._since[kind] = since + 1
+        else:
+            out.update(alone)
+            self._since[kind] = 1
+        self._bases[kind] = fields
         return out
 
+    # -- reader ---------------------------------------------------------------------------------
+
+    def damaged(self) -> None:
+        """A line could not be read: what it changed is unknown, so no ``~`` event may build on it."""
+        self._bases.clear()
+
     def read_dict(self, data: dict[str, Any]) -> dict[str, Any]:
-        """Reader side: a full event (``wall``/``mono``, version 1 and hand-made files) anchors the
-        clock; a compact one (``du``) gets its clock back. ValueError names a bad clock field."""
+        """Reader side: a full event (``wall``/``mono``: a keyframe, version 1 or a hand-made file)
+        anchors the clock; a compact one (``du``) gets its clock and, if ``~``, its unchanged fields
+        back. ValueError names what is wrong (the caller skips the line)."""
+        kind = data["type"]
         if "du" in data and "mono" not in data:
             d_us = data.pop("du")
             if not _is_number(d_us):
@@ -173,11 +215,19 @@ class LogCodec:
             else:
                 data["wall"] = mono + self.offset
             data["mono"] = self.mono = mono
-            return data
-        wall, mono = data.get("wall"), data.get("mono")
-        if _is_number(wall) and _is_number(mono):
-            self.mono = float(mono)
-            self.offset = float(wall) - float(mono)
+        else:
+            wall, mono = data.get("wall"), data.get("mono")
+            if _is_number(wall) and _is_number(mono):
+                self.mono = float(mono)
+                self.offset = float(wall) - float(mono)
+        if data.pop("~", None) is not None:
+            base = self._bases.get(kind)
+            if base is None:
+                raise ValueError("its earlier fields were on a damaged line")
+            data = {**base, **data}
+        else:
+            data = {**_defaults(kind), **data}
+        self._bases[kind] = {k: v for k, v in data.items() if k not in ("type", "wall", "mono")}
         return data
 
     def decode(self, row: list[Any]) -> dict[str, Any]:
@@ -191,14 +241,16 @@ class LogCodec:
             raise ValueError("a log row is [microseconds, text, kind?, extras?]")
         if not isinstance(extras, dict):
             raise ValueError("the extras of a log row must be an object")
-        mono = self.mono + d_us / 1e6
-        if "wall" in extras:
-            wall = extras["wall"]
-            if not _is_number(wall):
-                raise ValueError(f"field 'wall' must be a finite number, got {_kind_of(wall)}")
-            self.offset = float(wall) - mono
+        for name in ("wall", "mono"):
+            if name in extras and not _is_number(extras[name]):
+                raise ValueError(f"field {name!r} must be a finite number, got {_kind_of(extras[name])}")
+        if "mono" in extras:  # a keyframe: absolute clock
+            mono = float(extras["mono"])
+            wall = float(extras.get("wall", mono + self.offset))
         else:
-            wall = mono + self.offset
+            mono = self.mono + d_us / 1e6
+            wall = float(extras["wall"]) if "wall" in extras else mono + self.offset
+        self.offset = wall - mono
         seq = extras.get("seq", self.seq)
         if not isinstance(seq, int) or isinstance(seq, bool):
             raise ValueError(f"field 'seq' must be an integer, got {_kind_of(seq)}")
@@ -502,9 +554,11 @@ def read_session(
     skipped = 0
     codec = LogCodec()
 
-    def warn(msg: str) -> None:
+    def warn(msg: str, damage: bool = True) -> None:
         nonlocal skipped
         skipped += 1
+        if damage:
+            codec.damaged()
         if skipped <= MAX_WARNINGS:
             warnings.append(msg)
 
@@ -531,7 +585,7 @@ def read_session(
         try:
             event_type(data_obj["type"])
         except KeyError:
-            warn(f"line {lineno}: unknown event type {data_obj['type']!r}, ignored")
+            warn(f"line {lineno}: unknown event type {data_obj['type']!r}, ignored", damage=False)
             continue
         problem = check_event_dict(data_obj)
         if problem is not None:
