@@ -30,7 +30,7 @@ import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import aiohttp
 
@@ -218,8 +218,8 @@ async def stream_generate(
                 if resp.status != 200:
                     phase = "reading the error"
                     raw = await read_bounded(resp, lim.max_error_body, truncate=True)
-                    body = raw.decode("utf-8", "replace")[:200].strip()
-                    res.error = f"HTTP {resp.status}" + (f": {body}" if body else "")
+                    page = raw.decode("utf-8", "replace")[:200].strip()
+                    res.error = f"HTTP {resp.status}" + (f": {page}" if page else "")
                     return res
                 phase = "streaming"
                 idle.reschedule(loop.time() + lim.idle_s)
@@ -341,7 +341,7 @@ async def stream_generate(
     return res
 
 
-def _count(value: Any) -> bool:
+def _count(value: Any) -> TypeGuard[float]:
     """A usable token/round count: a finite, non-negative number (``NaN``/``inf``/strings are not)."""
     return (
         isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0

@@ -128,6 +128,8 @@ def _emergency_cleanup(app, tmp: Path) -> None:
     run = getattr(ws, "run", None) if ws is not None else None
 
     def ours() -> bool:
+        if run is None:
+            return False
         try:
             with open(f"/proc/{int(run.pid)}/stat", encoding="ascii", errors="replace") as f:
                 return f.read().rsplit(")", 1)[1].split()[19] == str(run.start_time)

@@ -17,9 +17,9 @@ import math
 import os
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from eagletui import __version__
 from eagletui.core.events import Event, event_type
@@ -216,10 +216,10 @@ class LogCodec:
                 data["wall"] = mono + self.offset
             data["mono"] = self.mono = mono
         else:
-            wall, mono = data.get("wall"), data.get("mono")
-            if _is_number(wall) and _is_number(mono):
-                self.mono = float(mono)
-                self.offset = float(wall) - float(mono)
+            abs_wall, abs_mono = data.get("wall"), data.get("mono")
+            if _is_number(abs_wall) and _is_number(abs_mono):
+                self.mono = float(abs_mono)
+                self.offset = float(abs_wall) - float(abs_mono)
         if data.pop("~", None) is not None:
             base = self._bases.get(kind)
             if base is None:
@@ -292,7 +292,7 @@ def _same(default: Any, value: Any) -> bool:
     return type(default) is type(value) and default == value
 
 
-def _is_number(v: Any) -> bool:
+def _is_number(v: Any) -> TypeGuard[float]:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
 
 
@@ -314,7 +314,7 @@ def _kind_of(v: Any) -> str:
 # whose ``mono`` is a string or whose ``kind`` is null must be skipped with a warning, not lose the
 # whole file or raise on every repaint. Events are checked against their dataclass annotations.
 
-_SCALARS: dict[str, Any] = {
+_SCALARS: dict[str, Callable[[Any], bool]] = {
     "str": lambda v: isinstance(v, str),
     "int": lambda v: isinstance(v, int) and not isinstance(v, bool),
     "float": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
@@ -325,18 +325,28 @@ _SCALARS: dict[str, Any] = {
 _CHECKS: dict[type, dict[str, Any]] = {}
 
 
-def _checker(annotation: str) -> Any:
-    alts = []
+Check = Callable[[Any], bool]
+
+
+def _anything(_v: Any) -> bool:
+    return True
+
+
+def _sequence_of(item: Check) -> Check:
+    return lambda v: isinstance(v, list | tuple) and all(item(x) for x in v)
+
+
+def _checker(annotation: str) -> Check:
+    alts: list[Check] = []
     for alt in (a.strip() for a in annotation.split("|")):
         base = alt.split("[", 1)[0]
         if base == "tuple":
             inner = alt[len("tuple[") :].split(",", 1)[0].strip()
-            item = _SCALARS.get(inner.split("[", 1)[0], lambda v: True)
-            alts.append(lambda v, item=item: isinstance(v, list | tuple) and all(item(x) for x in v))
+            alts.append(_sequence_of(_SCALARS.get(inner.split("[", 1)[0], _anything)))
         elif base == "list":
-            alts.append(lambda v: isinstance(v, list | tuple))
+            alts.append(_sequence_of(_anything))
         else:
-            alts.append(_SCALARS.get(base, lambda v: True))
+            alts.append(_SCALARS.get(base, _anything))
     return lambda v: any(check(v) for check in alts)
 
 
