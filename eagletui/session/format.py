@@ -445,9 +445,10 @@ def _chunks(path: Path, warnings: list[str], max_bytes: int) -> Iterator[bytes]:
             if out_total > max_bytes:
                 warnings.append(f"decompresses to more than {max_bytes} bytes: stopped reading there")
                 return
-            if out_total > _RATIO_GRACE and out_total > MAX_RATIO * consumed:
+            used = consumed - len(d.unconsumed_tail)  # input actually inflated so far
+            if out_total > _RATIO_GRACE and out_total > MAX_RATIO * used:
                 warnings.append(
-                    f"decompresses more than {MAX_RATIO}:1 ({consumed} bytes to over {out_total}): "
+                    f"decompresses more than {MAX_RATIO}:1 ({used} bytes to over {out_total}): "
                     "not a recording (a decompression bomb?), stopped reading there"
                 )
                 return
