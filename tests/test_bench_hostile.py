@@ -269,3 +269,68 @@ def test_bench_command_exits_non_zero_on_nan_tokens(tmp_path: Path) -> None:
     summary = json.loads(proc.stdout)
     assert proc.returncode == 1, proc.stderr
     assert summary["failed"] == 2 and "completion_tokens" in summary["error"], summary
+
+
+# ------------------------------------------------------------------------------- custom command runner
+
+
+async def test_custom_command_that_never_ends_is_stopped_at_the_timeout(tmp_path: Path) -> None:
+    from eagletui.bench.custom import run_custom
+
+    pidfile = tmp_path / "pid"
+    script = f"import os, time; open({str(pidfile)!r}, 'w').write(str(os.getpid())); print('warming up', flush=True); time.sleep(3600)"
+    s = BenchSettings(
+        runner="command",
+        command=f'{sys.executable} -c "{script}"',
+        tok_s_regex=r"tok/s: (\d+)",
+        timeout_s=1.0,
+    )
+    r = await asyncio.wait_for(run_custom(s, bench=1, launch=1, emit=lambda e: None), 60)
+    assert r.failed == 1 and r.error == "bench.command did not finish within 1s (bench.timeout_s)", r.error
+    pid = int(pidfile.read_text())
+    with pytest.raises(ProcessLookupError):  # the command was stopped (and reaped), not left running
+        os.kill(pid, 0)
+
+
+@pytest.mark.parametrize("value", ["0", "nan"])
+async def test_custom_command_reporting_no_throughput_fails(value: str) -> None:
+    from eagletui.bench.custom import run_custom
+
+    s = BenchSettings(
+        runner="command",
+        command=f"{sys.executable} -c \"print('tok/s: {value}')\"",
+        tok_s_regex=r"tok/s: (\S+)",
+    )
+    r = await run_custom(s, bench=1, launch=1, emit=lambda e: None)
+    assert r.failed == 1 and r.requests == 0 and "nothing was measured" in r.error, r
+
+
+async def test_custom_command_huge_line_is_cut_before_the_regex() -> None:
+    from eagletui.bench.custom import MAX_LINE, run_custom
+
+    seen: list[float | None] = []
+
+    async def lines(_argv: list[str]):
+        yield "x" * (50 * MB) + " tok/s: 5"  # the number is past the bound: not matched
+        yield "tok/s: 7"
+
+    s = BenchSettings(runner="command", command="bench", tok_s_regex=r"tok/s: (\d+)")
+    r = await run_custom(
+        s, bench=1, launch=1, emit=lambda e: seen.append(getattr(e, "tok_s", None)), run_lines=lines
+    )
+    assert r.output_throughput == 7.0 and [v for v in seen if v is not None] == [7.0] and MAX_LINE < MB
+
+
+async def test_remote_output_without_newlines_is_cut_not_accumulated() -> None:
+    from eagletui.bench.bench_serving import MAX_LINE_BYTES, transport_lines
+
+    class Endless:
+        async def stream(self, _argv: list[str]):
+            for _ in range(64):  # 64 MiB and not one newline
+                yield b"y" * MB
+
+    longest = 0
+    n = 0
+    async for line in transport_lines(Endless())(["x"]):
+        longest, n = max(longest, len(line)), n + 1
+    assert longest <= MAX_LINE_BYTES and n >= 32
