@@ -334,3 +334,26 @@ async def test_remote_output_without_newlines_is_cut_not_accumulated() -> None:
     async for line in transport_lines(Endless())(["x"]):
         longest, n = max(longest, len(line)), n + 1
     assert longest <= MAX_LINE_BYTES and n >= 32
+
+
+def test_prompt_file_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from eagletui.bench import prompts
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    with pytest.raises(prompts.PromptSetError, match="not a regular file"):
+        prompts.load_prompt_set(str(fifo))  # would block forever on open
+    big = tmp_path / "big.jsonl"
+    big.write_text('{"prompt": "hi"}\n' * 1000)
+    monkeypatch.setattr(prompts, "MAX_PROMPT_FILE", 4096)
+    with pytest.raises(prompts.PromptSetError, match="larger than"):
+        prompts.load_prompt_set(str(big))
+
+
+def test_stats_never_hold_non_finite_values() -> None:
+    from eagletui.bench.stats import mean_stdev, summarize
+
+    s = summarize([1.0, float("inf"), 3.0, float("nan"), float("-inf")])
+    assert s == {"mean": 2.0, "median": 2.0, "p90": 2.8, "p99": pytest.approx(2.98)}
+    assert json.dumps(s, allow_nan=False)
+    assert mean_stdev([float("inf"), 2.0]) == (2.0, None, 1)
