@@ -79,7 +79,13 @@ async def test_replay_of_a_recording_with_a_null_kind_shows_the_rest(tmp_path: P
     hostile.write_text("\n".join([*lines[:i], json.dumps(bad), *lines[i:]]) + "\n", encoding="utf-8")
     header, events, warnings = read_session(hostile)
     assert header["target"] == "local" and len(warnings) == 1 and f"line {i + 1}:" in warnings[0]
-    async with replayed((120, 40), events=events) as (app, pilot):
+    from eagletui.commands.replay import replay_warning
+
+    async with replayed((120, 40), events=[replay_warning(warnings, events), *events]) as (app, pilot):
+        toasts = [n.message for n in app._notifications]
+        assert any(
+            m.startswith(f"damaged recording: line {i + 1}: bad server_failed event") for m in toasts
+        ), toasts
         assert app.state.current == 3 and len(app.state.bench_results) == 3
         assert len(app.runbook.runs) == 3  # the runs table is whole
         await pilot.press("3")  # the runs tab paints

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 
 def parse_speed(value: str):
@@ -16,6 +17,19 @@ def parse_speed(value: str):
     if speed <= 0:
         raise argparse.ArgumentTypeError("speed must be positive")
     return speed
+
+
+def replay_warning(warnings: list[str], events: list[Any]) -> Any:
+    """A warning Notice for the start of the replay: the app shows it as a toast (and it is in the log
+    of what was replayed), timed like the first event so it does not stretch the timeline."""
+    from eagletui.core.events import Notice
+
+    first = events[0] if events else None
+    more = f" and {len(warnings) - 1} more problem(s) (listed on stderr)" if len(warnings) > 1 else ""
+    clock = {"wall": first.wall, "mono": first.mono} if first is not None else {}
+    return Notice(
+        level="warning", source="replay", message=f"damaged recording: {warnings[0]}{more}", **clock
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,6 +57,8 @@ def main(argv: list[str]) -> int:
         return 2
     for w in warnings:
         sys.stderr.write(f"eagletui: {inert(args.file)}: {inert(w)}\n")
+    if warnings:
+        events = [replay_warning(warnings, events), *events]  # the UI covers stderr: say it there too
     from eagletui.commands._ui import load_config
     from eagletui.ui.app import EagleApp
 
