@@ -278,6 +278,8 @@ def _defaults(type_name: str) -> dict[str, Any]:
         except KeyError:
             cls = None
         for f in dataclasses.fields(cls) if cls is not None else ():
+            if f.name in ("wall", "mono"):
+                continue  # their factories give "now": never a value to fill in from a cache
             if f.default is not dataclasses.MISSING:
                 found[f.name] = f.default
             elif f.default_factory is not dataclasses.MISSING:
