@@ -56,13 +56,14 @@ class HttpLimits:
 
     ``read_s`` is the longest silence (not one byte) tolerated from the server; ``idle_s`` the longest
     wait for the next complete ``data:`` event of a stream, which also catches a server that trickles
-    bytes without ever finishing a line. Both are generous because a long prompt under load can take
-    a minute before its first token. ``total_s`` bounds one request end to end (``bench.timeout_s``).
+    bytes without ever finishing a line. Both are generous (5 min) because at a concurrency above the
+    server's running-request limit a request waits in its queue before its first byte; they end a
+    dead stream long before ``total_s``, which bounds one request end to end (``bench.timeout_s``).
     """
 
     connect_s: float = 10.0
-    read_s: float = 120.0
-    idle_s: float = 180.0
+    read_s: float = 300.0
+    idle_s: float = 300.0
     total_s: float = 1800.0
     #: an error page is kept only this far (its first 200 characters go into the message)
     max_error_body: int = 64 * KIB
