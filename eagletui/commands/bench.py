@@ -30,12 +30,14 @@ from eagletui.bench.stats import mean_stdev
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core.events import BenchmarkResult, Event
 from eagletui.core.profile import Profile, ProfileError, load_profile
+from eagletui.core.textsafe import inert, inert_lines
 
 EXIT_OK, EXIT_BENCH_FAILED, EXIT_USAGE, EXIT_LAUNCH_FAILED = 0, 1, 2, 3
 
 
 def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    # server log lines, HTTP bodies and exception texts pass through here: never raw to the terminal
+    print(inert_lines(msg), file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------------------------- launching
@@ -307,7 +309,7 @@ def _print_human(summary: dict[str, Any]) -> None:
             print(f"  {label:<5} ms          mean {s['mean']:.1f}  p50 {s['median']:.1f}  p99 {s['p99']:.1f}")
     print(f"  requests {summary['requests']}  failed {summary['failed']}")
     if summary["error"]:
-        print(f"  error: {summary['error']}")
+        print(f"  error: {inert(summary['error'])}")
 
 
 async def _amain(ns: argparse.Namespace) -> int:
@@ -362,7 +364,8 @@ async def _amain(ns: argparse.Namespace) -> int:
             print(json.dumps(summary, indent=2))
         else:
             _print_human(summary)
-        ok = summary["requests"] > 0 and summary["failed"] == 0
+        # no tokens measured (NaN/zero counts, every stream empty) fails the gate like a failed request
+        ok = summary["requests"] > 0 and summary["failed"] == 0 and summary["output_throughput"] > 0
         return EXIT_OK if ok else EXIT_BENCH_FAILED
     finally:
         if follower is not None:

@@ -7,6 +7,7 @@ descriptor (no userspace buffer), so a crash loses at most the line being writte
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -18,7 +19,7 @@ from typing import Any
 
 from eagletui.core.events import ConfigChanged, Event, LaunchStarted
 from eagletui.core.profile import REDACTED, is_secret
-from eagletui.session.format import make_header, session_filename
+from eagletui.session.format import LogCodec, make_header, session_filename
 
 #: Token shapes that are secret wherever they appear (log lines, argv, messages).
 _TOKEN_RE = re.compile(
@@ -42,6 +43,10 @@ _REPR_RE = re.compile(
 #: Dict keys (server args as ``api_key``/``--api-key``) whose string values are secrets. Tighter than
 #: ``is_secret`` on purpose: ``tokenizer_path`` or ``max_total_tokens`` must stay readable.
 _SECRET_KEY_RE = re.compile(r"(?:^|[-_])(?:api[-_]?key|token|secret|password|passwd|credentials?)$", re.I)
+
+
+#: No spaces after separators: a recording is mostly log lines, and two spaces a line add up.
+_SEPARATORS = (",", ":")
 
 
 class Redactor:
@@ -171,7 +176,11 @@ class Recorder:
     """Appends redacted events to a new session file (mode 0600, never overwrites an existing file).
 
     A write error (disk full, file removed under us) stops recording and is kept in ``error`` rather
-    than raised: losing the recording must never take the live session down with it.
+    than raised: losing the recording must never take the live session down with it. A line that was
+    only partly written is cut off again, so the file ends on a whole event.
+
+    Log lines are written in :class:`~eagletui.session.format.LogCodec`'s compact form, which keeps a
+    recording proportional to the log it holds (about 1.1x for sglang-sized lines).
     """
 
     def __init__(
@@ -187,6 +196,8 @@ class Recorder:
         self.redactor = Redactor(secrets)
         self.error: str | None = None
         self.events_written = 0
+        self.bytes_written = 0
+        self._codec = LogCodec()
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
@@ -241,23 +252,37 @@ class Recorder:
                 "source": "recorder",
                 "message": f"unrecordable event: {exc}",
             }
-        self._write_line(data)
-        if self._fd is not None:
-            self.events_written += 1
-
-    def _write_line(self, data: dict[str, Any]) -> None:
-        payload = (json.dumps(data, ensure_ascii=False, default=str) + "\n").encode("utf-8")
-        with self._lock:
+        with self._lock:  # the codec's state must follow the order lines reach the file
             if self._fd is None:
                 return
-            try:
-                view = memoryview(payload)
-                while view:
-                    n = os.write(self._fd, view)
-                    view = view[n:]
-            except OSError as exc:
-                self.error = f"recording stopped: {exc.strerror or exc}"
-                self._close_fd()
+            self._write_locked(self._codec.encode(data))
+            if self._fd is not None:
+                self.events_written += 1
+
+    def _write_line(self, data: Any) -> None:
+        with self._lock:
+            if self._fd is not None:
+                self._write_locked(data)
+
+    def _write_locked(self, data: Any) -> None:
+        assert self._fd is not None
+        payload = (json.dumps(data, ensure_ascii=False, default=str, separators=_SEPARATORS) + "\n").encode(
+            "utf-8"
+        )
+        try:
+            view = memoryview(payload)
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
+        except OSError as exc:
+            # Disk full (or the file went away): keep what is on disk whole by cutting the partial
+            # line off, and stop; the live session goes on without a recording.
+            with contextlib.suppress(OSError):
+                os.ftruncate(self._fd, self.bytes_written)
+            self.error = f"recording stopped: {exc.strerror or exc} ({self.path})"
+            self._close_fd()
+        else:
+            self.bytes_written += len(payload)
 
     def _close_fd(self) -> None:
         fd, self._fd = self._fd, None
