@@ -25,8 +25,8 @@ from eagletui.core.profile import (
     load_profile,
     parse_launch_command,
     parse_profile,
-    redact_env,
 )
+from eagletui.core.redact import Redactor
 
 EXAMPLES: dict[str, str] = {"demo": "demo.toml", "kimi": "kimi-k25-eagle3.toml"}
 
@@ -62,8 +62,6 @@ def render_profile(cmd: LaunchCommand, name: str, source: str = "") -> str:
         "# Values end up in an argv list and an env dict; nothing here is ever run through a shell.",
     ]
     if source:
-        from eagletui.session.record import Redactor
-
         # The pasted command may carry tokens (HF_TOKEN=…, --api-key …): the comment never does.
         out.append("# From: " + Redactor().text(" ".join(source.split()))[:400])
     out += [
@@ -168,8 +166,10 @@ def _cmd_check(ns: argparse.Namespace) -> int:
     except ProfileError as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    argv = prof.argv()
-    env = redact_env(prof.env)
+    # Shown on a terminal or piped into CI logs: --api-key and credential env values never in clear.
+    redactor = Redactor.for_profile(prof)
+    argv = redactor.argv(prof.argv())
+    env = redactor.env(prof.env)
     if ns.json:
         print(json.dumps({"name": prof.name, "target": prof.target, "argv": argv, "env": env}, indent=2))
         return 0

@@ -17,18 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagletui.core.redact import REDACTED as REDACTED
+from eagletui.core.redact import Redactor, is_secret_env, is_switch
+from eagletui.core.redact import is_secret_flag as is_secret_flag
 from eagletui.core.tomlpos import decode_error_position, locate
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FLAG_RE = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
-SECRET_NAME_RE = re.compile(
-    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE|CREDENTIAL|AUTH)", re.I
-)
-SECRET_VALUE_RE = re.compile(
-    r"^(hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{8,}|AKIA[A-Z0-9]{12,})"
-)
-REDACTED = "***"
-
 ScalarValue = str | int | float | bool
 
 
@@ -54,32 +49,19 @@ class ProfileError(ValueError):
 
 
 def is_secret(name: str, value: str) -> bool:
-    """Env entries whose name or value looks like a credential are never written anywhere in clear."""
-    return bool(SECRET_NAME_RE.search(name) or SECRET_VALUE_RE.match(value or ""))
+    """Env entries whose name is a credential (``HF_TOKEN``, ``*_API_KEY``) or whose value is shaped like
+    one are never written anywhere in clear. See :mod:`eagletui.core.redact`."""
+    return is_secret_env(name, value)
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
-    return {k: (REDACTED if is_secret(k, v) else v) for k, v in env.items()}
-
-
-def is_secret_flag(flag: str) -> bool:
-    return bool(SECRET_NAME_RE.search(flag.replace("-", "_")))
+    return Redactor().env(env)
 
 
 def redact_argv(argv: list[str]) -> list[str]:
-    """``--api-key X`` / ``--api-key=X`` → ``***``: argv copies kept on disk or shown never leak keys."""
-    out: list[str] = []
-    hide_next = False
-    for part in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-        elif part.startswith("--") and "=" in part and is_secret_flag(part.split("=", 1)[0]):
-            out.append(part.split("=", 1)[0] + "=" + REDACTED)
-        else:
-            out.append(part)
-            hide_next = part.startswith("--") and is_secret_flag(part)
-    return out
+    """``--api-key X`` / ``--api-key=X`` → ``***`` for the real secret flags only: argv copies kept on
+    disk or shown never leak keys, and never lose ``--speculative-num-draft-tokens 4``."""
+    return Redactor().argv(argv)
 
 
 def validate_env_name(name: str) -> None:
@@ -237,19 +219,24 @@ class Profile:
                 argv.extend([flag, _fmt_value(value)])
         return argv
 
+    def api_key(self) -> str | None:
+        """The key clients must send (``Authorization: Bearer …``) to a server launched with ``--api-key``."""
+        v = self.args.get("--api-key")
+        return None if v is None or isinstance(v, bool) else str(v)
+
     def snapshot(self) -> dict[str, Any]:
-        """Everything that defines a launch, with secrets redacted: what a run records and diffs."""
+        """Everything that defines a launch, with secrets redacted: what a run records and diffs.
+
+        Only real secrets (``--api-key``, credential env names, token-shaped values) are hidden:
+        ``--speculative-num-draft-tokens`` stays a number so diffs, history keys and relaunches work."""
+        r = Redactor.for_profile(self)
         return {
             "target": self.target,
-            "model": str(self.args.get("--model-path", "")),
+            "model": r.text(str(self.args.get("--model-path", ""))),
             "tp": self.args.get("--tp", self.args.get("--tp-size", 1)),
-            "command": list(self.command),
-            "args": {
-                k: (REDACTED if is_secret_flag(k) and v is not True else v)
-                for k, v in self.args.items()
-                if v is not None and v is not False
-            },
-            "env": redact_env(self.env),
+            "command": r.argv(list(self.command)),
+            "args": r.args({k: v for k, v in self.args.items() if v is not None and v is not False}),
+            "env": r.env(self.env),
             "port": self.port,
             # thresholds travel with the launch so a replay judges runs as the live session did
             "verdict": {k: v for k, v in dataclasses.asdict(self.verdict).items() if v is not None},
@@ -682,7 +669,9 @@ def parse_launch_command(text: str) -> LaunchCommand:
             k += 1
         else:
             k += 1
-            while k < len(rest) and not rest[k].startswith("--"):
+            # A switch (nargs 0 in SGLang's table) takes no value: in ``sglang serve --trust-remote-code
+            # MODEL`` the model is the positional, not the switch's value.
+            while k < len(rest) and not rest[k].startswith("--") and not is_switch(flag):
                 values.append(rest[k])
                 k += 1
         for v in values:

@@ -26,6 +26,7 @@ from eagletui.core.events import (
     ServerReady,
     ServerStopped,
 )
+from eagletui.core.redact import Redactor
 
 #: Server flags worth a column of their own: the ones people actually tune between runs.
 KEY_FLAGS: tuple[str, ...] = (
@@ -61,8 +62,21 @@ def _norm_flag(name: str) -> str:
     return "--" + str(name).lstrip("-").replace("_", "-")
 
 
+def redact_events(events: list[Event], redactor: Redactor | None = None) -> list[Event]:
+    """The events as a recording would hold them: every secret replaced.
+
+    Exports are shared like recordings, and live events (or an old recording) may still carry a key.
+    Two passes: everything is learnt first, so a key seen late (``api_key=…`` in a server-args line)
+    also disappears from the lines before it."""
+    r = redactor or Redactor()
+    for ev in events:
+        r.learn_event(ev)
+    return [Event.from_dict(r.event_dict(ev)) for ev in events]
+
+
 def summarize_runs(events: list[Event]) -> list[RunSummary]:
-    """One summary per launch number, in launch order."""
+    """One summary per launch number, in launch order (secrets already replaced)."""
+    events = redact_events(events)
     runs: dict[int, RunSummary] = {}
 
     def run(n: int) -> RunSummary:
