@@ -102,9 +102,10 @@ _AUTH_HEADER_RE = re.compile(
 _URL_CRED_RE = re.compile(r"\b([a-z][a-z0-9+.-]*://[^\s/:@'\"]+):([^\s/@'\"]+)@", re.I)
 _FLAG_VALUE_RE = re.compile(r"(--[A-Za-z0-9][A-Za-z0-9-]*)(=|[ \t]+)(?!--)(\"[^\"]*\"|'[^']*'|[^\s\"']+)")
 #: ``NAME=value``, ``name='value'``, ``"name": "value"``, ``api_key: value``.
-_ASSIGN_RE = re.compile(
-    r"(?<![A-Za-z0-9_$])(['\"]?)([A-Za-z_][A-Za-z0-9_.-]*)\1(\s*[:=]\s*)(\"[^\"]*\"|'[^']*'|[^\s\"',;)\]}]+)"
-)
+#: The key part is matched on its own (not consuming a value) so ``a=ServerArgs(api_key='x')`` still
+#: reaches ``api_key``.
+_ASSIGN_KEY_RE = re.compile(r"(?<![A-Za-z0-9_$])(['\"]?)([A-Za-z_][A-Za-z0-9_.-]*)\1(\s*[:=]\s*)")
+_VALUE_RE = re.compile(r"\"[^\"]*\"|'[^']*'|[^\s\"',;)\]}]+")
 _CRED_WORD_RE = re.compile(
     r"\b(api[ _-]?key|token|secret|password|passwd)\b(\s*(?:is|was|[:=])?\s*)(['\"]?)([A-Za-z0-9+/_.=-]{20,})\3",
     re.I,
@@ -283,7 +284,7 @@ class Redactor:
         if "--" in text:
             text = _FLAG_VALUE_RE.sub(self._sub_flag, text)
         if "=" in text or ":" in text:
-            text = _ASSIGN_RE.sub(self._sub_assign, text)
+            text = self._assignments(text)
         text = _CRED_WORD_RE.sub(self._sub_cred_word, text)
         return text
 
@@ -310,14 +311,26 @@ class Redactor:
         quote = m.group(3)[0] if m.group(3)[:1] in ("'", '"') else ""
         return f"{m.group(1)}{m.group(2)}{quote}{REDACTED}{quote}"
 
-    def _sub_assign(self, m: re.Match[str]) -> str:
-        quote, name, sep, value = m.group(1), m.group(2), m.group(3), m.group(4)
-        if ":" in sep and not quote and "_" not in name:
-            return m.group(0)  # ``#token: 1234`` is a count; only ``"key": v`` / ``api_key: v`` are keys
-        if not is_secret_name(name) or not self._hide(value):
-            return m.group(0)
-        vq = value[0] if value[:1] in ("'", '"') and len(value) >= 2 else ""
-        return f"{quote}{name}{quote}{sep}{vq}{REDACTED}{vq}"
+    def _assignments(self, text: str) -> str:
+        out: list[str] = []
+        pos = 0
+        for m in _ASSIGN_KEY_RE.finditer(text):
+            quote, name, sep = m.group(1), m.group(2), m.group(3)
+            if m.start() < pos or not is_secret_name(name):
+                continue
+            if ":" in sep and not quote and "_" not in name:
+                continue  # ``#token: 1234`` is a count; only ``"key": v`` / ``api_key: v`` are keys
+            vm = _VALUE_RE.match(text, m.end())
+            if vm is None or not self._hide(vm.group(0)):
+                continue
+            value = vm.group(0)
+            vq = value[0] if value[:1] in ("'", '"') and len(value) >= 2 else ""
+            out += [text[pos : m.end()], vq, REDACTED, vq]
+            pos = vm.end()
+        if not out:
+            return text
+        out.append(text[pos:])
+        return "".join(out)
 
     def _sub_cred_word(self, m: re.Match[str]) -> str:
         if not _looks_random(m.group(4)) or not self._hide(m.group(4)):
