@@ -771,3 +771,37 @@ ALL_FLAGS: frozenset[str] = frozenset(
         "--weight-version",
     }
 )
+
+#: Spellings that set the same option (same argparse dest) → the primary spelling: a profile that gives
+#: both ``tp-size`` and ``tensor-parallel-size`` (or ``--x`` and ``--no-x``) sets one thing twice.
+SAME_DEST: dict[str, str] = {
+    "--model": "--model-path",
+    "--no-enable-tf32-matmul": "--enable-tf32-matmul",
+    "--nccl-init-addr": "--dist-init-addr",
+    "--tensor-parallel-size": "--tp-size",
+    "--decode-context-parallel-size": "--dcp-size",
+    "--pipeline-parallel-size": "--pp-size",
+    "--data-parallel-size": "--dp-size",
+    "--attention-data-parallel-size": "--attn-dp-size",
+    "--attention-context-parallel-size": "--attn-cp-size",
+    "--moe-data-parallel-size": "--moe-dp-size",
+    "--no-dcp-replicate-q-proj": "--dcp-replicate-q-proj",
+    "--no-enable-tp-lm-head-all-to-all": "--enable-tp-lm-head-all-to-all",
+    "--grpc-http-sidecar-port": "--smg-http-sidecar-port",
+    "--context-bucket": "--cuda-graph-prefill-max-context",
+    "--no-enable-fused-qk-norm-rope": "--enable-fused-qk-norm-rope",
+    "--speculative-draft-model": "--speculative-draft-model-path",
+    "--no-speculative-enable-w4a4-mxfp4-megamoe": "--speculative-enable-w4a4-mxfp4-megamoe",
+    "--expert-parallel-size": "--ep-size",
+    "--ep": "--ep-size",
+    "--enable-hicache": "--enable-hierarchical-cache",
+    "--hierarchical-sparse-attention-extra-config": "--hisparse-config",
+    "--no-mm-enable-dp-encoder": "--mm-enable-dp-encoder",
+    "--no-experts-shared-outer-loras": "--experts-shared-outer-loras",
+    "--no-lora-strict-loading": "--lora-strict-loading",
+    "--no-dllm-fdfo": "--dllm-fdfo",
+    "--no-ple-offload-embedding": "--ple-offload-embedding",
+    "--no-enable-decoder-swa-bounded-replay": "--enable-decoder-swa-bounded-replay",
+    "--monokernel-backend": "--enable-amd-monokernel",
+    "--no-enable-dsa-fused-indexer": "--enable-dsa-fused-indexer",
+}
