@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,7 +184,9 @@ CSV_COLUMNS: tuple[str, ...] = (
 def export_runs_csv(events: list[Event], path: str | Path) -> int:
     """One row per launch, with its last successful benchmark; returns the number of rows."""
     rows = summarize_runs(events)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    # 0600 like the recording it comes from: run configs and host names are the user's business.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(CSV_COLUMNS)
         for r in rows:

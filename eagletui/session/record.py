@@ -45,7 +45,9 @@ class Recorder:
         self.error: str | None = None
         self.events_written = 0
         self._lock = threading.Lock()
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        from eagletui.config import private_app_dir  # late: config pulls platformdirs
+
+        private_app_dir(self.path.parent)  # the data dir above sessions/ too: 0700, not 0755
         flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
         self._fd: int | None = os.open(self.path, flags, 0o600)
         header = make_header(target, profile_name, created)
