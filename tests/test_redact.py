@@ -61,6 +61,7 @@ def _all_text(obj: object) -> str:
         ("--api-key", True),
         ("--admin-api-key", True),
         ("--ssl-keyfile-password", True),
+        ("--watermark-config", True),  # SGLang redacts it from its own launch command
         ("--api", True),  # argparse's unique-prefix rule: sglang reads this as --api-key
         ("--api-key=x", True),
         ("--ssl-keyfile", False),
@@ -85,6 +86,7 @@ def test_secret_flags_come_from_the_real_table(flag: str, secret: bool) -> None:
         ("WANDB_API_KEY", True),
         ("DB_PASSWORD", True),
         ("api_key", True),
+        ("watermark_key_b", True),
         ("max_total_tokens", False),
         ("tokenizer_path", False),
         ("new_token_ratio", False),

@@ -27,7 +27,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from eagletui.core.sglang_flagtable import ALL_FLAGS, SWITCHES
+from eagletui.core.sglang_flagtable import ALL_FLAGS, SECRET_DESTS, SWITCHES
 from eagletui.core.sglang_flagtable import SECRET_FLAGS as SGLANG_SECRET_FLAGS
 
 REDACTED = "***"
@@ -81,7 +81,7 @@ _NOT_CREDENTIAL_TOKEN = frozenset(
 )
 
 #: Values that are not secrets even in a secret position (an unset ``api_key=None``).
-_NOT_A_VALUE = frozenset({"", "None", "none", "null", "NULL", "nil", REDACTED})
+_NOT_A_VALUE = frozenset({"", "None", "none", "null", "NULL", "nil", REDACTED, "<redacted>"})
 
 _TOKEN_SHAPES = re.compile(
     r"(?<![A-Za-z0-9])(?:"
@@ -95,6 +95,9 @@ _TOKEN_SHAPES = re.compile(
     r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{4,}\.[A-Za-z0-9_-]{2,}"
     r")"
 )
+#: Cheap pre-checks: most log lines hold none of these, and then the costlier patterns are skipped.
+_SHAPE_HINT = re.compile(r"hf_|sk-|gh[pousr]_|github_pat_|glpat-|xox|AKIA|ASIA|eyJ")
+_NAME_HINT = re.compile(r"key|token|secret|passw|pwd|watermark", re.I)
 _BEARER_RE = re.compile(r"\b(Bearer)(\s+)([A-Za-z0-9._~+/=-]{2,})", re.I)
 _AUTH_HEADER_RE = re.compile(
     r"(\bauthorization['\"]?\s*[:=]\s*['\"]?)(?:(Bearer|Basic|Token|Digest)(\s+))?([^\s'\",;]+)", re.I
@@ -116,12 +119,13 @@ def _words(name: str) -> list[str]:
     return [w for w in name.strip().lstrip("-").upper().replace("-", "_").replace(".", "_").split("_") if w]
 
 
+@functools.lru_cache(maxsize=8192)
 def is_secret_name(name: str) -> bool:
     """An env var or key (``HF_TOKEN``, ``api_key``, ``db.password``) whose value is a credential.
 
     Whole words only: ``max_total_tokens``, ``tokenizer_path``, ``new_token_ratio`` are not."""
     n = name.strip().lstrip("-").upper().replace("-", "_")
-    if n in SECRET_ENV_NAMES:
+    if n in SECRET_ENV_NAMES or n.lower() in SECRET_DESTS:
         return True
     words = _words(name)
     if not words:
@@ -185,6 +189,7 @@ def _unquote(value: str) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=4096)
 def _is_secret_key(key: str) -> bool:
     """A dict key whose value is secret: ``--api-key``, ``api_key``, ``env:HF_TOKEN``, ``arg:--api-key``."""
     kind, sep, rest = key.partition(":")
@@ -206,6 +211,7 @@ class Redactor:
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         self._secrets: set[str] = set()
+        self._ordered: tuple[str, ...] = ()
         self._re: re.Pattern[str] | None = None
         for s in secrets:
             self.learn(s)
@@ -227,6 +233,7 @@ class Redactor:
             return
         self._secrets.add(value)
         ordered = sorted(self._secrets, key=len, reverse=True)  # a secret containing another goes whole
+        self._ordered = tuple(ordered)
         long = [re.escape(s) for s in ordered if len(s) >= self.WORD_LEN]
         short = [re.escape(s) for s in ordered if len(s) < self.WORD_LEN]
         parts = []
@@ -272,20 +279,22 @@ class Redactor:
         """``text`` with learnt secrets and secret-shaped or secret-placed values replaced."""
         if not text:
             return text
-        if self._re is not None:
+        if self._re is not None and any(s in text for s in self._ordered):
             text = self._re.sub(REDACTED, text)
-        text = _TOKEN_SHAPES.sub(self._sub_shape, text)
+        if _SHAPE_HINT.search(text):
+            text = _TOKEN_SHAPES.sub(self._sub_shape, text)
         if "earer" in text or "EARER" in text:
             text = _BEARER_RE.sub(self._sub_bearer, text)
         if "uthoriz" in text or "UTHORIZ" in text:
             text = _AUTH_HEADER_RE.sub(self._sub_auth, text)
         if "://" in text:
             text = _URL_CRED_RE.sub(self._sub_url, text)
-        if "--" in text:
+        if "--" in text:  # not behind the name hint: ``--ap X`` is ``--api-key X`` to argparse
             text = _FLAG_VALUE_RE.sub(self._sub_flag, text)
-        if "=" in text or ":" in text:
-            text = self._assignments(text)
-        text = _CRED_WORD_RE.sub(self._sub_cred_word, text)
+        if _NAME_HINT.search(text):  # every secret name and credential word holds one of these
+            if "=" in text or ":" in text:
+                text = self._assignments(text)
+            text = _CRED_WORD_RE.sub(self._sub_cred_word, text)
         return text
 
     def _sub_shape(self, m: re.Match[str]) -> str:
@@ -424,6 +433,13 @@ class Redactor:
             else:
                 out[k] = self.value(v, k)
         for k, v in data.items():
-            if k not in out:
+            if k in out or k == "type":
+                continue
+            # The hot path (a LogLine per log line): plain fields straight through, text scrubbed.
+            if v is None or isinstance(v, bool) or (isinstance(v, int | float) and not _is_secret_key(k)):
+                out[k] = v
+            elif isinstance(v, str) and not _is_secret_key(k):
+                out[k] = self.text(v)
+            else:
                 out[k] = self.value(v, k)
-        return {k: out[k] for k in data}
+        return {k: out.get(k, data[k]) for k in data}

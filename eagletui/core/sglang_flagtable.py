@@ -9,9 +9,26 @@ names contain).
 
 from __future__ import annotations
 
-#: Flags whose value is a credential (dest ``api_key``, ``admin_api_key``, ``ssl_keyfile_password``).
-#: Each takes exactly one value (nargs None). ``--ssl-keyfile`` is a path, not a secret.
-SECRET_FLAGS: frozenset[str] = frozenset({"--admin-api-key", "--api-key", "--ssl-keyfile-password"})
+#: Flags whose value is a credential (dest ``api_key``, ``admin_api_key``, ``ssl_keyfile_password``), plus
+#: ``--watermark-config``, which SGLang itself redacts from its launch command (it carries the watermark
+#: keys; ``sampling/watermarking/core.py``). Each takes exactly one value (nargs None). ``--ssl-keyfile``
+#: is a path, not a secret.
+SECRET_FLAGS: frozenset[str] = frozenset(
+    {"--admin-api-key", "--api-key", "--ssl-keyfile-password", "--watermark-config"}
+)
+
+#: Server-args fields (dests, as in the ``server_args=ServerArgs(...)`` log line and /server_info) whose
+#: value is secret: the secret flags' dests and the watermark fields SGLang hides from its own repr.
+SECRET_DESTS: frozenset[str] = frozenset(
+    {
+        "api_key",
+        "admin_api_key",
+        "ssl_keyfile_password",
+        "watermark_config",
+        "watermark_key",
+        "watermark_key_b",
+    }
+)
 
 #: Every switch (store_true / BooleanOptionalAction, ``--no-…`` forms included): nargs 0.
 SWITCHES: frozenset[str] = frozenset(
