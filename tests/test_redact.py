@@ -374,3 +374,23 @@ warmup = 0
     assert data["failed"] == 0 and data["requests"] == 3
     assert data["config"]["args"]["--api-key"] == REDACTED
     assert data["config"]["args"]["--speculative-num-draft-tokens"] == 4
+
+
+def test_parse_output_has_no_key_from_the_server_args_line(tmp_path: Path, capsys) -> None:
+    from eagletui.commands.parse import main
+
+    real = Path("/work/shared/fixtures/sglang-0.5.17-h200/eagle3-cudagraph-serve-profile-sigterm.log")
+    if not real.exists():
+        pytest.skip("shared SGLang fixture not present")
+    text = real.read_text(encoding="utf-8", errors="replace")
+    assert "api_key=None" in text
+    log = tmp_path / "server.log"
+    log.write_text(text.replace("api_key=None", "api_key='parseKey-777'", 1))
+    for extra in (["--json"], []):
+        assert main([*extra, str(log)]) == 0
+        out = capsys.readouterr().out
+        assert "parseKey-777" not in out
+    assert main(["--json", str(log)]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["launch"]["args"]["api_key"] == REDACTED
+    assert data["launch"]["args"]["tokenizer_path"] == "/tmp/sgw/tiny/target"
