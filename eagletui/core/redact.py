@@ -417,7 +417,7 @@ class Redactor:
         Secret-bearing parts (the launch argv, config env/args, server args, config changes) are
         redacted first, so their values are learnt before free text of the same event is scrubbed."""
         data: dict[str, Any] = event.to_dict()
-        first = [k for k in ("command", "config", "args", "changes") if k in data]
+        first: list[str] = [k for k in ("command", "config", "args", "changes") if k in data]
         out: dict[str, Any] = {}
         for k in first:
             v = data[k]
