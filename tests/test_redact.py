@@ -394,3 +394,14 @@ def test_parse_output_has_no_key_from_the_server_args_line(tmp_path: Path, capsy
     data = json.loads(capsys.readouterr().out)
     assert data["launch"]["args"]["api_key"] == REDACTED
     assert data["launch"]["args"]["tokenizer_path"] == "/tmp/sgw/tiny/target"
+
+
+def test_argparse_usage_message_keeps_its_metavars() -> None:
+    """SGLang's bad-flag error prints its usage: ``[--api-key API_KEY]`` holds no secret, and learning
+    ``API_KEY`` as one would blank it out of every later ``OPENAI_API_KEY``."""
+    real = Path("/work/shared/fixtures/sglang-0.5.17-h200/ambiguous-flag-pp.txt")
+    usage = real.read_text(encoding="utf-8", errors="replace") if real.exists() else "[--api-key API_KEY]"
+    r = Redactor()
+    assert r.text(usage) == usage
+    assert r.secrets == frozenset()
+    assert r.text("export OPENAI_API_KEY_FILE=/x") == "export OPENAI_API_KEY_FILE=/x"

@@ -103,7 +103,8 @@ _AUTH_HEADER_RE = re.compile(
     r"(\bauthorization['\"]?\s*[:=]\s*['\"]?)(?:(Bearer|Basic|Token|Digest)(\s+))?([^\s'\",;]+)", re.I
 )
 _URL_CRED_RE = re.compile(r"\b([a-z][a-z0-9+.-]*://[^\s/:@'\"]+):([^\s/@'\"]+)@", re.I)
-_FLAG_VALUE_RE = re.compile(r"(--[A-Za-z0-9][A-Za-z0-9-]*)(=|[ \t]+)(?!--)(\"[^\"]*\"|'[^']*'|[^\s\"']+)")
+#: An unquoted value stops at a closing bracket: ``[--api-key API_KEY]`` in a usage message.
+_FLAG_VALUE_RE = re.compile(r"(--[A-Za-z0-9][A-Za-z0-9-]*)(=|[ \t]+)(?!--)(\"[^\"]*\"|'[^']*'|[^\s\"'\])}]+)")
 #: ``NAME=value``, ``name='value'``, ``"name": "value"``, ``api_key: value``.
 #: The key part is matched on its own (not consuming a value) so ``a=ServerArgs(api_key='x')`` still
 #: reaches ``api_key``.
@@ -183,6 +184,11 @@ def _looks_random(s: str) -> bool:
     return entropy >= 3.5
 
 
+def _metavar(flag: str) -> str:
+    """argparse's placeholder for a flag's value (``--api-key API_KEY`` in a usage message): not a value."""
+    return flag.lstrip("-").upper().replace("-", "_")
+
+
 def _unquote(value: str) -> str:
     if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
         return value[1:-1]
@@ -206,7 +212,7 @@ class Redactor:
 
     #: Shorter values are not learnt: a 3-character "secret" would blank every matching word of a log.
     MIN_LEN = 4
-    #: Learnt values shorter than this are replaced only as whole words (``abcd1`` not inside ``xabcd1``).
+    #: Learnt values shorter than this are replaced only as whole words (``abcd1`` not inside ``x_abcd1``).
     WORD_LEN = 8
 
     def __init__(self, secrets: Iterable[str] = ()) -> None:
@@ -240,7 +246,7 @@ class Redactor:
         if long:
             parts.append("(?:" + "|".join(long) + ")")
         if short:
-            parts.append("(?<![A-Za-z0-9])(?:" + "|".join(short) + ")(?![A-Za-z0-9])")
+            parts.append("(?<![A-Za-z0-9_])(?:" + "|".join(short) + ")(?![A-Za-z0-9_])")
         self._re = re.compile("|".join(parts))
 
     add_secret = learn  # the recorder's old name
@@ -315,7 +321,8 @@ class Redactor:
         return f"{m.group(1)}:{REDACTED}@" if self._hide(m.group(2)) else m.group(0)
 
     def _sub_flag(self, m: re.Match[str]) -> str:
-        if not is_secret_flag(m.group(1)) or not self._hide(m.group(3)):
+        flag = resolve_flag(m.group(1))
+        if flag not in SECRET_FLAGS or _unquote(m.group(3)) == _metavar(flag) or not self._hide(m.group(3)):
             return m.group(0)
         quote = m.group(3)[0] if m.group(3)[:1] in ("'", '"') else ""
         return f"{m.group(1)}{m.group(2)}{quote}{REDACTED}{quote}"
