@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from eagletui.core.profile import Profile, is_secret
+from eagletui.core.profile import Profile
 
 
 def load_config() -> Any:
@@ -26,12 +26,14 @@ def load_config() -> Any:
 def make_recorder(cfg: Any, target: str, profile: Profile | None, enabled: bool = True) -> Any:
     if not enabled or not getattr(cfg, "record", True):
         return None
+    from eagletui.core.redact import Redactor
     from eagletui.session.record import Recorder
 
-    secrets = [v for k, v in (profile.env.items() if profile else []) if is_secret(k, v)]
+    # Learns the profile's secrets (env, --api-key, its command) so log lines echoing them are scrubbed.
+    redactor = Redactor.for_profile(profile) if profile else Redactor()
     try:
         return Recorder.create(
-            cfg.sessions_dir, target=target, profile_name=profile.name if profile else "", secrets=secrets
+            cfg.sessions_dir, target=target, profile_name=profile.name if profile else "", redactor=redactor
         )
     except OSError as exc:
         sys.stderr.write(f"eagletui: not recording: {exc}\n")

@@ -34,6 +34,7 @@ from eagletui.core.events import (
     ServerReady,
 )
 from eagletui.core.profile import Profile, config_diff, format_diff
+from eagletui.core.redact import Redactor
 from eagletui.core.state import SessionState
 from eagletui.ui.gcpolicy import IdleCollector
 from eagletui.ui.restyle import StylesheetSpeedups
@@ -681,7 +682,7 @@ class EagleApp(App):
         if new is None:
             self.notify("no profile", severity="warning")
             return
-        argv = new.argv() if diff else None
+        argv = Redactor.for_profile(new).argv(new.argv()) if diff else None  # shown: no key in clear
         self.push_screen(
             TextScreen("pending changes (running → pending)", diff_text(diff, argv), "diff-screen")
         )
