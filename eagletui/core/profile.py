@@ -607,9 +607,7 @@ def _toggle_from(raw: dict[str, Any], text: str, path: Any, index: int = 0) -> T
             raise ProfileError(exc.message, path, *_locate(text, "arg")) from None
         kind = "arg"
         if name in ("--port", "--host"):
-            raise ProfileError(
-                f"{name} cannot be a toggle: set it in [server]", path, *_locate(text, "arg")
-            )
+            raise ProfileError(f"{name} cannot be a toggle: set it in [server]", path, *_locate(text, "arg"))
     raw_choices = raw.get("choices", [])
     if not isinstance(raw_choices, list) or not all(isinstance(c, str | int | float) for c in raw_choices):
         raise ProfileError(
