@@ -20,12 +20,12 @@ import asyncssh
 
 from eagletui.core.events import ConnectionState
 from eagletui.remote.transport import (
-    AskHostKey,
     AuthFailed,
     CommandResult,
     ConnectionLost,
     HostKeyChanged,
     HostKeyRejected,
+    SSHOptions,
     StateCallback,
     TransportError,
     command_line,
@@ -87,23 +87,21 @@ class SSHTransport:
     def __init__(
         self,
         target: str,
+        options: SSHOptions | None = None,
         *,
-        accept_new_host_key: bool = False,
-        known_hosts: str | None = None,
-        config_file: str | None = None,
         on_state: StateCallback | None = None,
-        ask_host_key: AskHostKey | None = None,
         keepalive_interval: float = 5.0,
         keepalive_count_max: int = 3,
         connect_timeout: float = 20.0,
     ):
         self.target = target
         self.user, self.host, self.port = parse_target(target)
-        self.accept_new_host_key = accept_new_host_key
-        self.known_hosts = os.path.expanduser(known_hosts or "~/.ssh/known_hosts")
-        self.config_file = config_file
+        self.options = options = options or SSHOptions()
+        self.accept_new_host_key = options.accept_new_host_key
+        self.known_hosts = os.path.expanduser(options.known_hosts or "~/.ssh/known_hosts")
+        self.config_file = options.config_file
         self.on_state = on_state
-        self.ask_host_key = ask_host_key
+        self.ask_host_key = options.ask_host_key
         self.keepalive_interval = keepalive_interval
         self.keepalive_count_max = keepalive_count_max
         self.connect_timeout = connect_timeout
