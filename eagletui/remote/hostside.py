@@ -30,7 +30,7 @@ RUN_ID_VAR = "EAGLETUI_RUN_ID"
 #: Bytes before the read offset that the tail compares to notice a rewritten file of any size.
 ANCHOR = 4096
 #: The tail's read size: a bounded chunk, so a 1 GB append is streamed, never held.
-CHUNK = 65536
+CHUNK = 262144
 
 
 # --------------------------------------------------------------------------------- /proc
@@ -656,7 +656,7 @@ def op_tail(args):
     ino0, dev0, alen, acrc = int(args[2]), int(args[3]), int(args[4]), int(args[5])
     import select
 
-    tail = bytearray()  # the last ANCHOR bytes sent (to check the file before each read)
+    tail = b""  # the last ANCHOR bytes sent (to check the file before each read)
 
     def frame(k, a, p=b""):
         d = HEADER.pack(k, a, len(p)) + p
@@ -682,8 +682,9 @@ def op_tail(args):
         ifd = -1
 
     def reset(reason):
+        nonlocal tail
         frame(b"T", 0, reason)
-        del tail[:]
+        tail = b""
         return 0, 0, 0
 
     fd = None
@@ -718,9 +719,8 @@ def op_tail(args):
                     break
                 frame(b"D", pos, b)
                 pos += len(b)
-                tail += b
-                del tail[:-ANCHOR]
-                alen, acrc = len(tail), anchor_crc(bytes(tail))
+                tail = (tail + b[-ANCHOR:])[-ANCHOR:]
+                alen, acrc = len(tail), anchor_crc(tail)
             if os.fstat(fd).st_size < pos or rewritten(fd, pos, alen, acrc):
                 pos, alen, acrc = reset(b"truncated")
                 continue

@@ -26,7 +26,7 @@ FRAME_KINDS = frozenset(b"DIWTH"[i : i + 1] for i in range(5))
 MAX_FRAME = 8 << 20
 #: Chunks waiting for the consumer: when it is behind, the pump stops reading, the pipe or SSH
 #: window fills and the host-side reader blocks. Memory stays ~QUEUE_CHUNKS × hostside.CHUNK.
-QUEUE_CHUNKS = 16
+QUEUE_CHUNKS = 8
 
 TransportSource = Transport | Callable[[], Awaitable[Transport]]
 
@@ -53,7 +53,7 @@ class LogTail:
         self.device = 0
         #: The last bytes delivered: the reader checks the file still holds them before reading on,
         #: so a truncate-and-rewrite that outgrew the offset is caught (size alone cannot tell).
-        self._anchor = bytearray()
+        self._anchor = b""
         self.on_state = on_state
         self.on_reset = on_reset
         self.python = python
@@ -142,8 +142,7 @@ class LogTail:
                 payload = payload[self.offset - a :]
                 a = self.offset
             self.offset = a + len(payload)
-            self._anchor += payload
-            del self._anchor[: -hostside.ANCHOR]
+            self._anchor = (self._anchor + payload[-hostside.ANCHOR :])[-hostside.ANCHOR :]
             await self._queue.put((a, payload))
         elif kind == b"I":
             if attempt or self.reconnects == 0 or self.file_missing:
@@ -154,7 +153,7 @@ class LogTail:
             attempt = 0
         elif kind == b"T":
             self.offset = a
-            self._anchor.clear()
+            self._anchor = b""
             self.resets += 1
             if self.on_reset is not None:
                 self.on_reset(payload.decode(errors="replace"))
