@@ -3,9 +3,9 @@
 A log is followed by a :class:`~eagletui.remote.source.LiveSource` (tail + log interpreter +
 process watcher), through the local transport and, when an OpenSSH sshd is available, through a
 real sshd on 127.0.0.1. Once it is following, another process appends ``--lines`` SGLang-like
-lines in one go. The consumer mimics the UI's pump (it yields every 256 events and spends
-``--consumer-us`` per event, a fold-and-render budget), so a source without backpressure piles
-events up in memory exactly as it did in the app. Each case runs in a fresh child process;
+lines in one go. The consumer mimics the UI's pump (it yields every 256 events); with
+``--consumer-us 15`` it also spends 15 µs per event (a fold-and-render budget), so a slow consumer
+shows how a source without backpressure piles events up in memory, as it did in the app. Each case runs in a fresh child process;
 reported: RSS before the burst, peak RSS (VmHWM), and lines/s from the append to the last line.
 
 With ``--baseline-tree DIR`` (an export of an older commit, e.g. ``git archive <rev> | tar -x -C
@@ -176,7 +176,9 @@ def sshd_available() -> bool:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lines", type=int, default=1_000_000)
-    ap.add_argument("--consumer-us", type=float, default=15.0, help="per-event cost of the consumer")
+    ap.add_argument(
+        "--consumer-us", type=float, default=0.0, help="per-event cost of the consumer (15: a slow UI)"
+    )
     ap.add_argument("--baseline-tree", type=Path, help="an export of an older commit to compare with")
     ap.add_argument("--modes", default="local,ssh")
     ap.add_argument("--timeout", type=float, default=600)

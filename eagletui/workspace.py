@@ -84,7 +84,7 @@ class Workspace:
         self._known_flags: dict[str, set[str]] = {}  # server module → flags its parser accepts
         #: A launch whose answer was lost and that the host could not yet be asked about: it may be
         #: loading, so nothing is launched until reconcile() has found out what became of it.
-        self.unreconciled: Any = None
+        self.unreconciled: LaunchOutcomeUnknown | None = None
 
     # ------------------------------------------------------------------ connection
 
@@ -184,6 +184,8 @@ class Workspace:
     async def _reconcile(self) -> bool:
         """Ask the host what became of the launch whose answer was lost; follow it if it runs."""
         lost = self.unreconciled
+        if lost is None:
+            return False
         try:
             run = await self.control.reconcile(lost.run_id, lost.runs_dir)
         except LaunchOutcomeUnknown as exc:

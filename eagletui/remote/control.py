@@ -163,7 +163,7 @@ class ServerControl:
             )
             + "\n"
         )
-        spec = {
+        spec: dict[str, Any] = {
             "runs_dir": profile.runs_dir or self.runs_dir,
             "run_id": run_id,
             "argv": argv,

@@ -113,7 +113,7 @@ class _LineSplitter:
         return [self._line(x) for x in lines]
 
     def flush(self) -> list[Event]:
-        out = [self._line(self._buf)] if self._buf else []
+        out: list[Event] = [self._line(self._buf)] if self._buf else []
         self._buf = b""
         return out
 

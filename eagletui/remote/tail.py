@@ -104,7 +104,7 @@ class LogTail:
                         str(hostside.anchor_crc(anchor)),
                     )
                     buf = bytearray()
-                    async with contextlib.aclosing(transport.stream(argv)) as stream:
+                    async with contextlib.aclosing(transport.stream(argv)) as stream:  # type: ignore[type-var]
                         async for raw in stream:
                             buf += raw
                             self.last_frame = loop.time()
