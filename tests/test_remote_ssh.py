@@ -13,8 +13,9 @@ import pytest
 
 from eagletui.core.events import ProcessExited
 from eagletui.core.profile import Profile
-from eagletui.remote.control import ServerControl
+from eagletui.remote.control import LaunchRefused, RunInfo, ServerControl
 from eagletui.remote.source import LiveSource
+from eagletui.remote.ssh import SSHTransport
 from eagletui.remote.tail import LogTail
 from eagletui.remote.transport import (
     AuthFailed,
@@ -268,5 +269,71 @@ async def test_forward_port_and_exit_event(sshd_server: SshdServer, tmp_path: Pa
         events = [ev async for ev in src.events()]
         assert await stopper == (None, 15)
         assert isinstance(events[-1], ProcessExited) and events[-1].signal == 15
+    finally:
+        await t.close()
+
+
+async def test_two_instances_launch_at_once_over_ssh(sshd_server: SshdServer, tmp_path: Path) -> None:
+    """Issue 11.2(a): two instances, one host + port, the same moment: exactly one server."""
+    t1, t2 = await connect(sshd_server), await connect(sshd_server)
+    try:
+        a = ServerControl(t1, str(tmp_path / "runs"), python=PY)
+        b = ServerControl(t2, str(tmp_path / "runs"), python=PY)
+        prof = writer_profile(tmp_path, n=100000, delay=0.05, port=39555)
+        results = await asyncio.gather(
+            a.launch(prof, launch=1), b.launch(prof, launch=1), return_exceptions=True
+        )
+        runs = [r for r in results if isinstance(r, RunInfo)]
+        refused = [r for r in results if isinstance(r, LaunchRefused)]
+        assert len(runs) == 1 and len(refused) == 1, results
+        assert runs[0].run_id in str(refused[0])
+        dirs = [d.name for d in (tmp_path / "runs").iterdir() if not d.name.startswith(".")]
+        assert dirs == [runs[0].run_id]
+        await a.stop(runs[0], grace=2)
+    finally:
+        await t1.close()
+        await t2.close()
+
+
+class CutDuringLaunch(SSHTransport):
+    """Kills the sshd serving the launch command while it runs (once the run dir exists)."""
+
+    def __init__(self, srv: SshdServer, runs: Path, **kw):
+        super().__init__(
+            srv.alias, SSHOptions(config_file=str(srv.config_file), known_hosts=str(srv.known_hosts))
+        )
+        self.srv = srv
+        self.runs = runs
+        self.launches = 0
+
+    async def run(self, argv, *, timeout=30, input=None):
+        if isinstance(argv, list) and len(argv) > 3 and argv[3] == "launch":
+            self.launches += 1
+            task = asyncio.create_task(super().run(argv, timeout=timeout, input=input))
+            for _ in range(2000):
+                if task.done() or (
+                    self.runs.exists() and any(not d.name.startswith(".") for d in self.runs.iterdir())
+                ):
+                    break
+                await asyncio.sleep(0.005)
+            await asyncio.to_thread(self.srv.kill_connections)
+            return await task  # usually ConnectionLost; a finished command's answer may slip through
+        return await super().run(argv, timeout=timeout, input=input)
+
+
+async def test_ssh_drop_during_launch_is_reconciled(sshd_server: SshdServer, tmp_path: Path) -> None:
+    """Issue 11.2(c): the connection drops during the launch command; the server starts anyway and
+    eagletui finds it by run id over a new connection instead of reporting failure."""
+    runs = tmp_path / "runs"
+    t = CutDuringLaunch(sshd_server, runs)
+    await t.connect()
+    try:
+        control = ServerControl(t, str(runs), python=PY, reconcile_delay=0.2)
+        run = await control.launch(writer_profile(tmp_path, n=100000, delay=0.05, port=39556), launch=2)
+        assert t.launches == 1
+        assert run.pid and run.alive and await control.liveness(run) == "alive"
+        dirs = [d.name for d in runs.iterdir() if not d.name.startswith(".")]
+        assert dirs == [run.run_id]
+        await control.stop(run, grace=2)
     finally:
         await t.close()
