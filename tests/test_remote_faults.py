@@ -431,7 +431,7 @@ def test_line_limiter_cuts_huge_lines_with_a_marker() -> None:
 async def test_burst_is_read_under_backpressure(tmp_path: Path) -> None:
     """A consumer that stops reading stops the tail too: the queue stays bounded, nothing is lost."""
     path = tmp_path / "server.log"
-    n = 60_000
+    n = 400_000
     path.write_bytes(numbered("b", 0, n))
     sleeper = await asyncio.create_subprocess_exec(PY, "-c", "import time; time.sleep(120)")
     start = Path(f"/proc/{sleeper.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]

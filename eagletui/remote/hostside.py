@@ -656,6 +656,12 @@ def op_tail(args):
     ino0, dev0, alen, acrc = int(args[2]), int(args[3]), int(args[4]), int(args[5])
     import select
 
+    try:  # a deeper pipe keeps us reading ahead while the client is busy (Linux; best effort)
+        import fcntl
+
+        fcntl.fcntl(1, 1031, 1 << 20)  # F_SETPIPE_SZ
+    except (ImportError, OSError):
+        pass
     tail = b""  # the last ANCHOR bytes sent (to check the file before each read)
 
     def frame(k, a, p=b""):

@@ -30,7 +30,7 @@ PHASE_STALE_FACTOR: dict[str | None, float | None] = {
 
 
 #: Events waiting for the consumer before the tail stops reading (the host-side reader then blocks).
-QUEUE_EVENTS = 4096
+QUEUE_EVENTS = 8192
 #: A longer line is cut here with a marker; the rest of it is skipped up to its newline, never held.
 MAX_LINE_BYTES = 256 * 1024
 #: Liveness checks that may fail in a row before the user is told the server cannot be watched.

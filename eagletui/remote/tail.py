@@ -26,7 +26,7 @@ FRAME_KINDS = frozenset(b"DIWTH"[i : i + 1] for i in range(5))
 MAX_FRAME = 8 << 20
 #: Chunks waiting for the consumer: when it is behind, the pump stops reading, the pipe or SSH
 #: window fills and the host-side reader blocks. Memory stays ~QUEUE_CHUNKS × hostside.CHUNK.
-QUEUE_CHUNKS = 8
+QUEUE_CHUNKS = 16
 
 TransportSource = Transport | Callable[[], Awaitable[Transport]]
 
