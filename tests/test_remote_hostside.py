@@ -157,3 +157,21 @@ def test_launch_lock_refuses_while_the_holder_lives_and_find_reports(tmp_path: P
         assert second.get("pid"), second
     finally:
         _kill(second)
+
+
+def test_source_is_old_python_compatible() -> None:
+    """The host's python3 may be a distribution's 3.6: no syntax newer than that, no annotations
+    evaluated at run time (``list[str]``), no ``from __future__`` that 3.6 lacks."""
+    import ast
+
+    from eagletui.remote.transport import host_source
+
+    tree = ast.parse(host_source(), feature_version=(3, 6))
+    futures = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
+    assert not futures
+    annotated = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.FunctionDef) and (n.returns or any(a.annotation for a in n.args.args))
+    ]
+    assert not annotated
