@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from eagletui.remote import hostside
+from eagletui.remote import hostside, hosttail
 from eagletui.remote.transport import host_program
 
 PY = sys.executable
@@ -86,15 +86,15 @@ def test_environ_and_port_helpers() -> None:
 def test_rewritten_checks_the_bytes_before_the_offset(tmp_path: Path) -> None:
     path = tmp_path / "log"
     path.write_bytes(b"0123456789" * 1000)
-    anchor = path.read_bytes()[-hostside.ANCHOR :]
-    crc = hostside.anchor_crc(anchor)
+    anchor = path.read_bytes()[-hosttail.ANCHOR :]
+    crc = hosttail.anchor_crc(anchor)
     pos = path.stat().st_size
     fd = os.open(path, os.O_RDONLY)
     try:
-        assert not hostside.rewritten(fd, pos, len(anchor), crc)
-        assert not hostside.rewritten(fd, pos, 0, 0)  # nothing to compare yet
+        assert not hosttail.rewritten(fd, pos, len(anchor), crc)
+        assert not hosttail.rewritten(fd, pos, 0, 0)  # nothing to compare yet
         path.write_bytes(b"abcdefghij" * 2000)  # truncated and rewritten bigger: size alone can't tell
-        assert hostside.rewritten(fd, pos, len(anchor), crc)
+        assert hosttail.rewritten(fd, pos, len(anchor), crc)
     finally:
         os.close(fd)
 
@@ -162,11 +162,17 @@ def test_launch_lock_refuses_while_the_holder_lives_and_find_reports(tmp_path: P
 def test_source_is_old_python_compatible() -> None:
     """The host's python3 may be a distribution's 3.6: no syntax newer than that, no annotations
     evaluated at run time (``list[str]``), no ``from __future__`` that 3.6 lacks."""
-    import ast
 
     from eagletui.remote.transport import host_source
 
-    tree = ast.parse(host_source(), feature_version=(3, 6))
+    for module in ("hostside", "hosttail"):
+        check_old_python(host_source(module))
+
+
+def check_old_python(source: str) -> None:
+    import ast
+
+    tree = ast.parse(source, feature_version=(3, 6))
     futures = [n for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module == "__future__"]
     assert not futures
     annotated = [

@@ -2,7 +2,7 @@
 
 The client sends this file's own source text (``python3 -c SOURCE OP ARGS...``), so the host needs
 no eagletui install; locally it is an ordinary module, imported by the unit tests and linted like
-the rest. Each operation prints one JSON object (the tail prints binary frames instead).
+the rest. Each operation prints one JSON object. The log reader lives in :mod:`hosttail`.
 
 Why on the host: the check-then-signal in ``stop``, the lock-then-launch in ``launch`` and the
 liveness probe all have to happen next to the process, not across a network that may drop between
@@ -17,20 +17,14 @@ import errno
 import json
 import os
 import signal
-import struct
 import sys
 import time
-import zlib
 
 # select, socket and subprocess are imported where used: every liveness probe starts a Python on
 # the host, and on a busy host their import time is most of what the probe costs.
 
 ALIVE, DEAD, UNKNOWN = "alive", "dead", "unknown"
 RUN_ID_VAR = "EAGLETUI_RUN_ID"
-#: Bytes before the read offset that the tail compares to notice a rewritten file of any size.
-ANCHOR = 4096
-#: The tail's read size: a bounded chunk, so a 1 GB append is streamed, never held.
-CHUNK = 262144
 
 
 # --------------------------------------------------------------------------------- /proc
@@ -619,144 +613,6 @@ def op_discover(args):
     _out([r for r in res if r["ppid"] not in found])
 
 
-# ---------------------------------------------------------------------------------- tail
-
-#: Frame: kind (1 byte), a (u64), payload length (u32), payload.
-#:   D a=offset data | T a=new offset, payload=reason | I a=inode, payload=device
-#:   W file missing | H a=position
-HEADER = struct.Struct(">cQI")
-
-
-def anchor_crc(data):
-    return zlib.crc32(data) & 0xFFFFFFFF
-
-
-def rewritten(fd, pos, alen, acrc):
-    """Whether the ``alen`` bytes before ``pos`` are no longer the ones the client holds.
-
-    A truncate followed by a bigger write leaves the size above the old offset: only the content
-    tells. ``alen`` 0 means the client has nothing to compare (offset 0).
-    """
-    if not alen or pos < alen:
-        return False
-    try:
-        b = os.pread(fd, alen, pos - alen)
-    except OSError:
-        return False
-    return len(b) != alen or anchor_crc(b) != acrc
-
-
-def op_tail(args):
-    """argv: path pos ino dev alen acrc. Stream frames from ``pos``; exit when stdin closes.
-
-    The file is identified by (dev, inode) and by a checksum of the last bytes delivered, so a
-    replaced or rewritten file is reported (``T`` frame, then read from 0) whatever its size.
-    """
-    path, pos = args[0], int(args[1])
-    ino0, dev0, alen, acrc = int(args[2]), int(args[3]), int(args[4]), int(args[5])
-    import select
-
-    try:  # a deeper pipe keeps us reading ahead while the client is busy (Linux; best effort)
-        import fcntl
-
-        fcntl.fcntl(1, 1031, 1 << 20)  # F_SETPIPE_SZ
-    except (ImportError, OSError):
-        pass
-    tail = b""  # the last ANCHOR bytes sent (to check the file before each read)
-
-    def frame(k, a, p=b""):
-        d = HEADER.pack(k, a, len(p)) + p
-        while d:
-            try:
-                n = os.write(1, d)
-            except OSError:
-                os._exit(0)
-            d = d[n:]
-
-    ifd = -1
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        ifd = libc.inotify_init1(0o4000 | 0o2000000)
-        if ifd >= 0:
-            d = os.path.dirname(os.path.abspath(path)) or "/"
-            if libc.inotify_add_watch(ifd, d.encode(), 0x2 | 0x4 | 0x8 | 0x80 | 0x100 | 0x200 | 0x40) < 0:
-                os.close(ifd)
-                ifd = -1
-    except Exception:
-        ifd = -1
-
-    def reset(reason):
-        nonlocal tail
-        frame(b"T", 0, reason)
-        tail = b""
-        return 0, 0, 0
-
-    fd = None
-    ino = dev = None
-    waiting = False
-    last_hb = time.time()
-    while True:
-        if fd is None:
-            try:
-                fd = os.open(path, os.O_RDONLY)
-            except OSError:
-                fd = None
-                if not waiting:
-                    frame(b"W", 0)
-                    waiting = True
-            if fd is not None:
-                waiting = False
-                st = os.fstat(fd)
-                ino, dev = st.st_ino, st.st_dev
-                if (ino0 and ino != ino0) or (dev0 and dev != dev0):
-                    pos, alen, acrc = reset(b"replaced")
-                elif st.st_size < pos or rewritten(fd, pos, alen, acrc):
-                    pos, alen, acrc = reset(b"truncated")
-                ino0, dev0 = ino, dev
-                frame(b"I", ino, str(dev).encode())
-        if fd is not None:
-            if os.fstat(fd).st_size < pos or rewritten(fd, pos, alen, acrc):
-                pos, alen, acrc = reset(b"truncated")
-            while True:
-                b = os.pread(fd, CHUNK, pos)
-                if not b:
-                    break
-                frame(b"D", pos, b)
-                pos += len(b)
-                tail = (tail + b[-ANCHOR:])[-ANCHOR:]
-                alen, acrc = len(tail), anchor_crc(tail)
-            if os.fstat(fd).st_size < pos or rewritten(fd, pos, alen, acrc):
-                pos, alen, acrc = reset(b"truncated")
-                continue
-            try:
-                st = os.stat(path)
-                replaced = (st.st_ino, st.st_dev) != (ino, dev)
-            except OSError:
-                replaced = False
-            if replaced:
-                b = os.pread(fd, CHUNK, pos)
-                if b:
-                    continue
-                os.close(fd)
-                fd = None
-                continue
-        now = time.time()
-        if now - last_hb > 5:
-            frame(b"H", pos)
-            last_hb = now
-        rl = [0] + ([ifd] if ifd >= 0 else [])
-        r = select.select(rl, [], [], 0.5 if ifd >= 0 else 0.02)[0]
-        if 0 in r and not os.read(0, 4096):
-            os._exit(0)
-        if ifd in r:
-            try:
-                os.read(ifd, 65536)
-            except OSError:
-                pass
-
-
 OPS = {
     "probe": op_probe,
     "launch": op_launch,
@@ -764,7 +620,6 @@ OPS = {
     "stop": op_stop,
     "list": op_list,
     "discover": op_discover,
-    "tail": op_tail,
 }
 
 

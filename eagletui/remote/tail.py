@@ -17,15 +17,15 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from eagletui.core.events import ConnectionState
-from eagletui.remote import hostside
+from eagletui.remote import hosttail
 from eagletui.remote.transport import StateCallback, Transport, TransportError, host_program
 
-# Frames as hostside.op_tail writes them.
+# Frames as hosttail.op_tail writes them.
 HEADER = struct.Struct(">cQI")
 FRAME_KINDS = frozenset(b"DIWTH"[i : i + 1] for i in range(5))
 MAX_FRAME = 8 << 20
 #: Chunks waiting for the consumer: when it is behind, the pump stops reading, the pipe or SSH
-#: window fills and the host-side reader blocks. Memory stays ~QUEUE_CHUNKS × hostside.CHUNK.
+#: window fills and the host-side reader blocks. Memory stays ~QUEUE_CHUNKS × hosttail.CHUNK.
 QUEUE_CHUNKS = 16
 
 TransportSource = Transport | Callable[[], Awaitable[Transport]]
@@ -101,7 +101,7 @@ class LogTail:
                         str(self.inode),
                         str(self.device),
                         str(len(anchor)),
-                        str(hostside.anchor_crc(anchor)),
+                        str(hosttail.anchor_crc(anchor)),
                     )
                     buf = bytearray()
                     async with contextlib.aclosing(transport.stream(argv)) as stream:  # type: ignore[type-var]
@@ -142,7 +142,7 @@ class LogTail:
                 payload = payload[self.offset - a :]
                 a = self.offset
             self.offset = a + len(payload)
-            self._anchor = (self._anchor + payload[-hostside.ANCHOR :])[-hostside.ANCHOR :]
+            self._anchor = (self._anchor + payload[-hosttail.ANCHOR :])[-hosttail.ANCHOR :]
             await self._queue.put((a, payload))
         elif kind == b"I":
             if attempt or self.reconnects == 0 or self.file_missing:

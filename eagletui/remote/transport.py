@@ -103,14 +103,15 @@ class Transport(Protocol):
 
 
 @functools.cache
-def host_source() -> str:
-    """The text of :mod:`eagletui.remote.hostside`, sent to the host so it needs no eagletui install."""
-    return (Path(__file__).with_name("hostside.py")).read_text(encoding="utf-8")
+def host_source(module: str = "hostside") -> str:
+    """The text of a host-side module (:mod:`~eagletui.remote.hostside`, :mod:`~eagletui.remote.hosttail`),
+    sent to the host so it needs no eagletui install."""
+    return (Path(__file__).with_name(f"{module}.py")).read_text(encoding="utf-8")
 
 
 def host_program(python: str, op: str, *args: str) -> list[str]:
-    """argv running one :mod:`~eagletui.remote.hostside` operation with the host's interpreter."""
-    return [python, "-c", host_source(), op, *args]
+    """argv running one host-side operation with the host's interpreter (``tail``: the log reader)."""
+    return [python, "-c", host_source("hosttail" if op == "tail" else "hostside"), op, *args]
 
 
 def command_line(argv: list[str] | str) -> str:
