@@ -20,7 +20,7 @@ import signal
 import sys
 import time
 
-# select, socket and subprocess are imported where used: every liveness probe starts a Python on
+# socket and subprocess are imported where used: every liveness probe starts a Python on
 # the host, and on a busy host their import time is most of what the probe costs.
 
 ALIVE, DEAD, UNKNOWN = "alive", "dead", "unknown"
