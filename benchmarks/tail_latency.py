@@ -25,7 +25,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eagletui.remote.tail import LogTail
-from eagletui.remote.transport import open_transport
+from eagletui.remote.transport import SSHOptions, open_transport
 from tests.sshd import start_sshd, stop_sshd
 
 
@@ -57,7 +57,7 @@ async def main() -> dict:
                 sink.setdefault(int(line.split()[1]), now)
 
     transport = await open_transport(
-        srv.alias, config_file=str(srv.config_file), known_hosts=str(srv.known_hosts)
+        srv.alias, SSHOptions(config_file=str(srv.config_file), known_hosts=str(srv.known_hosts))
     )
     tail = LogTail(transport, str(log), python=sys.executable)
 

@@ -26,6 +26,8 @@ from eagletui.core.events import (
 )
 from eagletui.core.profile import Profile, config_diff
 from eagletui.core.redact import Redactor
+from eagletui.remote.control import LaunchOutcomeUnknown, LaunchRefused, Liveness
+from eagletui.remote.transport import SSHOptions
 
 Emit = Callable[[Event], None]
 
@@ -55,20 +57,14 @@ class Workspace:
         emit: Emit,
         *,
         target: str | None = None,
-        accept_new_host_key: bool = False,
-        known_hosts: str | None = None,
-        config_file: str | None = None,
-        ask_host_key: Any = None,
+        ssh: SSHOptions | None = None,
         stale_after: float = 120.0,
         preflight: bool = True,
     ) -> None:
         self.profile = profile
         self.target = target or profile.target
         self.emit = emit
-        self.accept_new_host_key = accept_new_host_key
-        self.known_hosts = known_hosts
-        self.config_file = config_file
-        self.ask_host_key = ask_host_key
+        self.ssh = ssh or SSHOptions()
         self.stale_after = stale_after
         self.preflight_enabled = preflight
         self.transport: Any = None
@@ -86,6 +82,9 @@ class Workspace:
         self.benchmarking = False
         self.server_version: str | None = None  # sglang version on the host, from the preflight
         self._known_flags: dict[str, Any] = {}  # server module → FlagTable of its parser
+        #: A launch whose answer was lost and that the host could not yet be asked about: it may be
+        #: loading, so nothing is launched until reconcile() has found out what became of it.
+        self.unreconciled: LaunchOutcomeUnknown | None = None
 
     # ------------------------------------------------------------------ connection
 
@@ -94,14 +93,7 @@ class Workspace:
         from eagletui.remote.transport import open_transport
 
         self.emit(ConnectionState(state="connecting", target=self.target))
-        self.transport = await open_transport(
-            self.target,
-            accept_new_host_key=self.accept_new_host_key,
-            known_hosts=self.known_hosts,
-            config_file=self.config_file,
-            on_state=self.emit,
-            ask_host_key=self.ask_host_key,
-        )
+        self.transport = await open_transport(self.target, self.ssh, on_state=self.emit)
         self.control = ServerControl(
             self.transport, runs_dir=self.profile.runs_dir, python=self.profile.python
         )
@@ -161,24 +153,64 @@ class Workspace:
 
     async def _launch(self, profile: Profile | None) -> None:
         profile = profile or self.profile
+        if self.unreconciled is not None and await self._reconcile():
+            return  # the lost launch is running after all: we now follow it instead of starting another
         if self.preflight_enabled:
             await self._preflight(profile)
         if self.run is not None and self.run.owned:
             # A crashed server is gone already; "stopping" it could hit a reused pid and be refused.
-            if await self.control.is_alive(self.run):
+            # Unknown (the check failed) is not dead: the host-side stop checks again before signalling.
+            if await self.control.liveness(self.run) is not Liveness.DEAD:
                 await self._stop_current(reason="relaunch")
         self.launch_no += 1
         new_config = profile.snapshot()
         diff = config_diff(self.running_config, new_config) if self.running_config else {}
         if diff:
             self.emit(ConfigChanged(changes=diff))
-        run = await self.control.launch(profile, launch=self.launch_no)
+        try:
+            run = await self.control.launch(profile, launch=self.launch_no)
+        except LaunchRefused as exc:
+            raise WorkspaceError(str(exc)) from None
+        except LaunchOutcomeUnknown as exc:
+            self.unreconciled = exc
+            raise WorkspaceError(str(exc)) from None
         self.run = run
         self.profile = profile
         self.running_profile = profile
         self.running_config = new_config
         self._announce(run, new_config, diff)
         self._follow(run)
+
+    async def _reconcile(self) -> bool:
+        """Ask the host what became of the launch whose answer was lost; follow it if it runs."""
+        lost = self.unreconciled
+        if lost is None:
+            return False
+        try:
+            run = await self.control.reconcile(lost.run_id, lost.runs_dir)
+        except LaunchOutcomeUnknown as exc:
+            raise WorkspaceError(
+                f"run {lost.run_id} may be starting on the host and it cannot be checked yet ({exc}); "
+                "not launching a second server"
+            ) from None
+        self.unreconciled = None
+        if run is None or not run.alive:
+            return False
+        self.launch_no = max(self.launch_no, run.launch)
+        self.run = run
+        config = run.config or self.profile.snapshot()
+        self.running_config = config
+        self.running_profile = self.profile
+        self.emit(
+            Notice(
+                level="info",
+                message=f"found the lost launch {run.run_id} running (pid {run.pid})",
+                source="attach",
+            )
+        )
+        self._announce(run, config)
+        self._follow(run)
+        return True
 
     async def _preflight(self, profile: Profile) -> None:
         from eagletui.remote.preflight import run_preflight_with_flags, server_module
@@ -369,7 +401,7 @@ class Workspace:
     async def close(self, *, stop_server: bool = False) -> None:
         if stop_server and self.run is not None and self.run.owned:
             with contextlib.suppress(Exception):
-                if await self.control.is_alive(self.run):
+                if await self.control.liveness(self.run) is not Liveness.DEAD:
                     await self._stop_current(reason="demo closed")
         self._stop_source()
         if self._gpu_task is not None:

@@ -105,14 +105,14 @@ async def test_launch_tail_stop(tmp_path: Path, control: ServerControl) -> None:
     assert (rd / "command.sh").stat().st_mode & 0o777 == 0o600
     environ = Path(f"/proc/{run.pid}/environ").read_bytes().split(b"\0")
     assert b"FOO=a b;c" in environ and b"PYTHONUNBUFFERED=1" in environ
-    assert await control.is_alive(run)
+    assert await control.liveness(run) == "alive"
 
     data = await collect(LogTail(control.transport, run.log_path, python=PY), b"line 000200")
     check_sequence(data.rsplit(b"\n", 1)[0], 0)
 
     code, sig = await control.stop(run, grace=5)
     assert (code, sig) == (None, 15)
-    assert not await control.is_alive(run)
+    assert await control.liveness(run) == "dead"
     assert await control.exit_status(run) == 128 + 15
 
 
@@ -196,14 +196,14 @@ async def test_not_our_process(tmp_path: Path, control: ServerControl) -> None:
         with pytest.raises(NotOurProcess):
             await control.stop(stale, grace=1)
         assert victim.poll() is None, "a foreign process was signalled"
-        assert await control.is_alive(run)
+        assert await control.liveness(run) == "alive"
         await control.stop(run, grace=2)
 
 
 async def test_list_runs_and_discover_foreign(tmp_path: Path, control: ServerControl) -> None:
     r1 = await control.launch(writer_profile(tmp_path, n=3, delay=0.01), launch=1)
     await asyncio.sleep(0.05)
-    r2 = await control.launch(writer_profile(tmp_path, n=100000, delay=0.05), launch=2)
+    r2 = await control.launch(writer_profile(tmp_path, n=100000, delay=0.05, port=39997), launch=2)
     await asyncio.sleep(0.3)
     runs = await control.list_runs()
     assert [r.run_id for r in runs] == [r2.run_id, r1.run_id]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+
+from eagletui.remote.transport import SSHOptions
 
 
 def add_ssh_options(parser: argparse.ArgumentParser) -> None:
@@ -14,10 +15,10 @@ def add_ssh_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ssh-config", help="ssh config file (default ~/.ssh/config)")
 
 
-def ssh_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Keyword arguments for :func:`eagletui.remote.transport.open_transport`."""
-    return {
-        "accept_new_host_key": args.accept_new_host_key,
-        "known_hosts": args.known_hosts,
-        "config_file": args.ssh_config,
-    }
+def ssh_options(args: argparse.Namespace) -> SSHOptions:
+    """The :class:`~eagletui.remote.transport.SSHOptions` the command line asked for."""
+    return SSHOptions(
+        accept_new_host_key=args.accept_new_host_key,
+        known_hosts=args.known_hosts,
+        config_file=args.ssh_config,
+    )

@@ -102,7 +102,7 @@ class _Server:
         if self.local is not None:
             return await self.local.is_alive()
         try:
-            return bool(await self.control.is_alive(self.run))
+            return (await self.control.liveness(self.run)) != "dead"  # unknown is not dead
         except Exception:
             return True
 
@@ -121,14 +121,14 @@ class _Server:
         return ""
 
 
-async def _open_transport(target: str, **ssh: Any) -> Any | None:
+async def _open_transport(target: str, ssh: Any) -> Any | None:
     try:
         from eagletui.remote.transport import open_transport
     except ImportError:
         if target != "local":
             raise RuntimeError("SSH targets need eagletui.remote, which is not available") from None
         return None
-    return await open_transport(target, **ssh)
+    return await open_transport(target, ssh)
 
 
 async def _launch(profile: Profile, transport: Any | None) -> _Server:
@@ -324,7 +324,7 @@ async def _amain(ns: argparse.Namespace) -> int:
     redactor = Redactor.for_profile(profile)
     repeats = ns.repeats or profile.bench.repeats
     try:
-        transport = await _open_transport(target, **ssh_options(ns))
+        transport = await _open_transport(target, ssh_options(ns))
     except Exception as exc:
         _say(f"eagletui: cannot reach {target}: {exc}")
         return EXIT_LAUNCH_FAILED

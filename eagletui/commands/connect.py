@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 
 
@@ -51,8 +52,7 @@ def main(argv: list[str]) -> int:
             profile,
             emit,
             target=target,
-            ask_host_key=app.ask_host_key,
-            **ssh_options(args),
+            ssh=dataclasses.replace(ssh_options(args), ask_host_key=app.ask_host_key),
             preflight=not args.no_preflight,
         )
 

@@ -105,7 +105,7 @@ def _cleanup(app) -> int:
 
         async def stop() -> None:
             try:
-                if await ws.control.is_alive(ws.run):
+                if await ws.control.liveness(ws.run) != "dead":  # unknown: stop checks on the host
                     await ws.control.stop(ws.run, grace=5)
             except Exception as exc:  # pragma: no cover - reported, not raised
                 _say(f"eagletui: could not stop the demo server: {exc}")

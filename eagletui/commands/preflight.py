@@ -45,7 +45,7 @@ async def _run(args: argparse.Namespace) -> int:
         return 2
     target = args.target or profile.target
     try:
-        transport = await open_transport(target, **ssh_options(args))
+        transport = await open_transport(target, ssh_options(args))
     except (TransportError, OSError, ValueError) as exc:
         checks = [Check("ssh", "fail", str(exc))]
     else:

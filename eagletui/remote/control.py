@@ -8,17 +8,30 @@ later session finds it again through the run directory. Identity is pid + kernel
 
 from __future__ import annotations
 
+import asyncio
+import getpass
 import json
+import os
 import secrets
 import shlex
+import socket
 import time
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from eagletui.core.profile import Profile, validate_env_name
 from eagletui.core.redact import Redactor
-from eagletui.remote import _hostscripts
-from eagletui.remote.transport import NotOurProcess, Transport, TransportError
+from eagletui.remote.transport import NotOurProcess, Transport, TransportError, host_program
+
+
+class Liveness(StrEnum):
+    """What the host says about a process. Only ``DEAD`` may be acted on as "it exited"; ``UNKNOWN``
+    (the check itself failed: timeout, dropped link, garbled answer) means ask again later."""
+
+    ALIVE = "alive"
+    DEAD = "dead"
+    UNKNOWN = "unknown"
 
 
 @dataclass
@@ -78,12 +91,30 @@ class LaunchError(TransportError):
     pass
 
 
-def _parse_stat(text: str) -> list[str] | None:
-    """Fields of /proc/PID/stat after the ``(comm)``; comm may contain spaces and parentheses."""
+class LaunchRefused(LaunchError):
+    """Another launch holds this host + port (its server is running or starting): never start a second."""
+
+
+class LaunchOutcomeUnknown(LaunchError):
+    """The launch command's answer was lost and the host could not be asked what became of it.
+
+    ``run_id`` identifies it: :meth:`ServerControl.reconcile` finds it later. Until then nothing may
+    be launched, as the server may well be loading.
+    """
+
+    def __init__(self, message: str, run_id: str, runs_dir: str):
+        super().__init__(message)
+        self.run_id = run_id
+        self.runs_dir = runs_dir
+
+
+def client_name() -> str:
+    """Who launched, for the lock record a refusal quotes: ``user@laptop pid N``."""
     try:
-        return text.rsplit(")", 1)[1].split()
-    except IndexError:
-        return None
+        user = getpass.getuser()
+    except (KeyError, OSError):
+        user = "?"
+    return f"{user}@{socket.gethostname()} pid {os.getpid()}"
 
 
 def new_run_id(launch: int) -> str:
@@ -91,14 +122,29 @@ def new_run_id(launch: int) -> str:
 
 
 class ServerControl:
-    def __init__(self, transport: Transport, runs_dir: str = "~/.eagletui/runs", *, python: str = "python3"):
+    def __init__(
+        self,
+        transport: Transport,
+        runs_dir: str = "~/.eagletui/runs",
+        *,
+        python: str = "python3",
+        confirm_delay: float = 0.5,
+        reconcile_attempts: int = 6,
+        reconcile_delay: float = 1.0,
+    ):
         self.transport = transport
         self.runs_dir = runs_dir
-        #: Interpreter for the tiny host-side helpers; ``launch`` switches to the profile's python.
+        #: Interpreter for the host-side operations; ``launch`` switches to the profile's python.
         self.python = python
+        #: A "dead" verdict is acted on only if a second check this much later agrees.
+        self.confirm_delay = confirm_delay
+        self.reconcile_attempts = reconcile_attempts
+        self.reconcile_delay = reconcile_delay
+        #: Why the last liveness check said what it said (shown when checks keep failing).
+        self.last_check_detail = ""
 
-    async def _py(self, script: str, *args: str, input: str | None = None, timeout: float | None = 30):
-        return await self.transport.run([self.python, "-c", script, *args], input=input, timeout=timeout)
+    async def _host(self, op: str, *args: str, input: str | None = None, timeout: float | None = 30):
+        return await self.transport.run(host_program(self.python, op, *args), input=input, timeout=timeout)
 
     async def launch(
         self, profile: Profile, *, launch: int, args_override: dict[str, Any] | None = None
@@ -119,7 +165,7 @@ class ServerControl:
             + shlex.join(["env", "PYTHONUNBUFFERED=1", *(f"{k}={v}" for k, v in env.items()), *argv])
             + "\n"
         )
-        spec = {
+        spec: dict[str, Any] = {
             "runs_dir": profile.runs_dir or self.runs_dir,
             "run_id": run_id,
             "argv": argv,
@@ -137,23 +183,31 @@ class ServerControl:
                 "config": profile.snapshot(),
             },
         }
+        spec["client"] = client_name()
         python = profile.python or self.python
-        res = await self.transport.run(
-            [python, "-c", _hostscripts.LAUNCH], input=json.dumps(spec), timeout=60
-        )
-        if res.exit_status != 0:
-            raise LaunchError(
-                f"launch failed on {self.transport.target}: {res.stderr.strip() or res.stdout.strip()}"
-            )
+        info: Any = None
         try:
-            info = json.loads(res.stdout)
-        except ValueError:
-            raise LaunchError(
-                f"launcher gave no run info: {res.stdout[-500:]!r} {res.stderr[-500:]!r}"
-            ) from None
+            res = await self.transport.run(
+                host_program(python, "launch", run_id), input=json.dumps(spec), timeout=60
+            )
+        except (TransportError, TimeoutError, OSError) as exc:
+            lost = f"{type(exc).__name__}: {exc}"
+        else:
+            lost = ""
+            try:
+                info = json.loads(res.stdout)
+                if not isinstance(info, dict):
+                    raise ValueError(info)
+            except ValueError:
+                lost = f"launcher gave no run info: {res.stdout[-500:]!r} {res.stderr[-500:]!r}"
+        self.python = python
+        if lost:
+            # The command may have run on the host all the same: ask the host before saying anything.
+            return await self._reconcile_launch(run_id, spec["runs_dir"], launch, profile, argv, lost)
+        if "refused" in info:
+            raise LaunchRefused(f"launch refused on {self.transport.target}: {info['refused']}")
         if "error" in info:
             raise LaunchError(f"cannot start {argv[0]!r}: {info['error']} (log: {info.get('log_path')})")
-        self.python = python
         self.runs_dir = spec["runs_dir"]
         return RunInfo(
             run_id=run_id,
@@ -167,14 +221,84 @@ class ServerControl:
             launch=launch,
         )
 
-    async def is_alive(self, run: RunInfo) -> bool:
-        res = await self.transport.run(["cat", f"/proc/{int(run.pid)}/stat"], timeout=15)
-        if res.exit_status != 0:
-            return False
-        fields = _parse_stat(res.stdout)
-        if not fields or len(fields) < 20:
-            return False
-        return fields[19] == str(run.start_time) and fields[0] not in ("Z", "X")
+    async def _reconcile_launch(
+        self, run_id: str, runs_dir: str, launch: int, profile: Profile, argv: list[str], why: str
+    ) -> RunInfo:
+        try:
+            run = await self.reconcile(run_id, runs_dir)
+        except LaunchOutcomeUnknown as exc:
+            raise LaunchOutcomeUnknown(
+                f"the launch command's answer was lost ({why}) and the host could not be asked whether "
+                f"run {run_id} started ({exc}); not launching again until it can",
+                run_id,
+                runs_dir,
+            ) from None
+        if run is None:
+            raise LaunchError(
+                f"launch did not happen on {self.transport.target} ({why}); nothing was started"
+            )
+        self.runs_dir = runs_dir
+        run.argv = argv
+        run.launch = launch
+        run.port = profile.port
+        return run
+
+    async def reconcile(self, run_id: str, runs_dir: str | None = None) -> RunInfo | None:
+        """What became of launch ``run_id``: its RunInfo if it started (running or already exited),
+        None if nothing on the host carries its run id, :class:`LaunchOutcomeUnknown` if the host
+        cannot be asked (or keeps saying "still starting")."""
+        runs_dir = runs_dir or self.runs_dir
+        last = "no answer"
+        for attempt in range(self.reconcile_attempts):
+            if attempt:
+                await asyncio.sleep(self.reconcile_delay)
+            try:
+                res = await self._host("find", runs_dir, run_id, timeout=30)
+                out = json.loads(res.stdout)
+                state = out["state"]
+            except (TransportError, TimeoutError, OSError, ValueError, KeyError, TypeError) as exc:
+                last = f"{type(exc).__name__}: {exc}"
+                continue
+            if state == "absent":
+                return None
+            data = out.get("run")
+            if state in ("running", "exited", "unknown") and isinstance(data, dict):
+                if "pid" not in data:  # it ended before its identity was written: nothing to follow
+                    return None
+                base = {"log_path": "", "argv": [], "port": 0, "launch": 0, "pgid": data["pid"]}
+                run = RunInfo.from_dict({**base, **data, "run_id": run_id})
+                run.alive = state != "exited"
+                return run
+            last = f"host says {state}"
+        raise LaunchOutcomeUnknown(last, run_id, runs_dir)
+
+    async def _probe(self, run: RunInfo) -> Liveness:
+        try:
+            res = await self._host("probe", str(int(run.pid)), str(run.start_time), timeout=15)
+        except (TransportError, TimeoutError, OSError) as exc:
+            self.last_check_detail = f"{type(exc).__name__}: {exc}"
+            return Liveness.UNKNOWN
+        try:
+            out = json.loads(res.stdout)
+            state = Liveness(out["state"])
+        except (ValueError, KeyError, TypeError):
+            self.last_check_detail = (
+                f"unexpected answer (exit {res.exit_status}): {(res.stdout or res.stderr)[-200:]!r}"
+            )
+            return Liveness.UNKNOWN
+        self.last_check_detail = str(out.get("detail", ""))
+        return state
+
+    async def liveness(self, run: RunInfo, *, confirm: bool = True) -> Liveness:
+        """``DEAD`` only when the host says so twice (``confirm_delay`` apart); a failed check is
+        ``UNKNOWN``, never ``DEAD``."""
+        state = await self._probe(run)
+        if state is Liveness.DEAD and confirm:
+            await asyncio.sleep(self.confirm_delay)
+            again = await self._probe(run)
+            if again is not Liveness.DEAD:
+                return Liveness.ALIVE if again is Liveness.ALIVE else Liveness.UNKNOWN
+        return state
 
     async def exit_info(self, run: RunInfo) -> tuple[int | None, int | None]:
         """(exit code, signal): a signal death reports code None, as the shell's 128+N is not a real code."""
@@ -200,8 +324,8 @@ class ServerControl:
     async def stop(self, run: RunInfo, *, grace: float = 15.0) -> tuple[int | None, int | None]:
         if not run.owned:
             raise NotOurProcess(f"pid {run.pid} was not started by eagletui; refusing to signal it")
-        res = await self._py(
-            _hostscripts.STOP,
+        res = await self._host(
+            "stop",
             run.run_dir,
             str(int(run.pid)),
             str(int(run.pgid)),
@@ -219,6 +343,8 @@ class ServerControl:
             ) from None
         if out.get("result") == "not_ours":
             raise NotOurProcess(f"refusing to signal pid {run.pid}: {out.get('reason')}")
+        if out.get("result") == "unknown":
+            raise TransportError(f"cannot tell whether pid {run.pid} is running: {out.get('reason')}")
         run.alive = False
         code, sig = out.get("code"), out.get("signal")
         if sig is not None:
@@ -226,7 +352,7 @@ class ServerControl:
         return code, None
 
     async def list_runs(self) -> list[RunInfo]:
-        res = await self._py(_hostscripts.LIST, self.runs_dir, timeout=30)
+        res = await self._host("list", self.runs_dir, timeout=30)
         if res.exit_status != 0:
             raise TransportError(f"listing runs failed: {res.stderr.strip()[-500:]}")
         rows = _json_rows(res.stdout, "listing runs")
@@ -240,7 +366,7 @@ class ServerControl:
         return runs
 
     async def discover_foreign(self) -> list[ForeignServer]:
-        res = await self._py(_hostscripts.DISCOVER, timeout=30)
+        res = await self._host("discover", timeout=30)
         if res.exit_status != 0:
             raise TransportError(f"process discovery failed: {res.stderr.strip()[-500:]}")
         out = []

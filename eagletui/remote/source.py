@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from eagletui.core.events import ConnectionState, Event, LogLine, LogStale, Notice, ProcessExited
-from eagletui.remote.control import RunInfo, ServerControl
+from eagletui.remote.control import Liveness, RunInfo, ServerControl
 from eagletui.remote.tail import LogTail
 from eagletui.remote.transport import Transport, TransportError
 
@@ -27,6 +27,68 @@ PHASE_STALE_FACTOR: dict[str | None, float | None] = {
     "warmup": 2.0,
     "ready": None,
 }
+
+
+#: Events waiting for the consumer before the tail stops reading (the host-side reader then blocks).
+QUEUE_EVENTS = 8192
+#: A longer line is cut here with a marker; the rest of it is skipped up to its newline, never held.
+MAX_LINE_BYTES = 256 * 1024
+#: Liveness checks that may fail in a row before the user is told the server cannot be watched.
+UNKNOWN_NOTICE_AFTER = 5
+
+
+class LineLimiter:
+    """Cuts lines longer than ``limit`` bytes, marking the cut; a huge or binary line costs O(limit).
+
+    Works on the byte stream before decoding, so a 2 GB line without a newline is streamed through
+    in chunks and dropped, rather than accumulated by whatever splits lines downstream.
+    """
+
+    def __init__(self, limit: int = MAX_LINE_BYTES):
+        self.limit = limit
+        self.cur = 0  # bytes of the current (unfinished) line passed on
+        self.dropped = 0  # bytes of the current line skipped since the cut
+        self.cuts = 0
+
+    def _marker(self) -> bytes:
+        return f" …[eagletui: line cut, {self.dropped} more bytes skipped]\n".encode()
+
+    def feed(self, data: bytes) -> bytes:
+        if not self.dropped and self.cur + len(data) <= self.limit:
+            nl = data.rfind(b"\n")
+            self.cur = len(data) - nl - 1 if nl >= 0 else self.cur + len(data)
+            return data
+        parts = data.split(b"\n")
+        if (
+            not self.dropped
+            and self.cur + len(parts[0]) <= self.limit
+            and (len(parts) == 1 or max(map(len, parts[1:])) <= self.limit)
+        ):
+            self.cur = len(parts[-1]) if len(parts) > 1 else self.cur + len(parts[0])
+            return data
+        out: list[bytes] = []
+        last = len(parts) - 1
+        for i, part in enumerate(parts):
+            ended = i < last  # a newline follows this part
+            if self.dropped:
+                self.dropped += len(part)
+            else:
+                room = self.limit - self.cur
+                if len(part) <= room:
+                    out.append(part)
+                    self.cur += len(part)
+                else:
+                    out.append(part[:room])
+                    self.dropped = len(part) - room
+                    self.cuts += 1
+            if ended:
+                if self.dropped:
+                    out.append(self._marker())
+                else:
+                    out.append(b"\n")
+                self.cur = 0
+                self.dropped = 0
+        return b"".join(out)
 
 
 class _LineSplitter:
@@ -51,7 +113,7 @@ class _LineSplitter:
         return [self._line(x) for x in lines]
 
     def flush(self) -> list[Event]:
-        out = [self._line(self._buf)] if self._buf else []
+        out: list[Event] = [self._line(self._buf)] if self._buf else []
         self._buf = b""
         return out
 
@@ -80,7 +142,13 @@ class LiveSource:
         self.stale_after = stale_after
         self.poll_interval = poll_interval
         self.interp = make_interpreter(run.launch)
+        self.limiter = LineLimiter()
+        # Unbounded for the rare control events (link state, notices, exit), which come from
+        # callbacks that cannot wait; log events wait in _put until the consumer has caught up.
         self._queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._room = asyncio.Event()
+        self._room.set()
+        self.unknown_checks = 0
         self._last_data = time.monotonic()
         self._link_up = True
         self._stale_sent = False
@@ -109,11 +177,23 @@ class LiveSource:
         for ev in events:
             self._queue.put_nowait(ev)
 
+    async def _put(self, events: list[Event]) -> None:
+        """Queue log events, first waiting while the consumer is more than QUEUE_EVENTS behind."""
+        while self._queue.qsize() >= QUEUE_EVENTS:
+            self._room.clear()
+            await self._room.wait()
+        self._emit(events)
+
     async def _tail_loop(self) -> None:
-        async for _off, data in self.tail.chunks():
+        end = self.tail.offset
+        async for off, data in self.tail.chunks():
             self._last_data = time.monotonic()
             self._stale_sent = False
-            self._emit(self.interp.feed_bytes(data))
+            if off < end:  # the file was reset: the old file's unfinished line ends here
+                await self._put(self.interp.flush())
+                self.limiter = LineLimiter()
+            end = off + len(data)
+            await self._put(self.interp.feed_bytes(self.limiter.feed(data)))
 
     def _stale_limit(self) -> float | None:
         phase = self.interp.state.phase
@@ -138,10 +218,25 @@ class LiveSource:
         while not self._stopped:
             await asyncio.sleep(self.poll_interval)
             try:
-                alive = await self.control.is_alive(self.run)
-            except (TransportError, OSError):
-                continue  # the tail reports the link state; try again next tick
-            if not alive:
+                state = await self.control.liveness(self.run)
+            except (TransportError, OSError, TimeoutError) as exc:
+                self.control.last_check_detail = str(exc)
+                state = Liveness.UNKNOWN
+            if state is Liveness.UNKNOWN:
+                # The check failed, not the server: never act on it; tell the user if it persists.
+                self.unknown_checks += 1
+                if self.unknown_checks == UNKNOWN_NOTICE_AFTER:
+                    self._queue.put_nowait(
+                        Notice(
+                            level="warning",
+                            message=f"cannot check whether the server (pid {self.run.pid}) is running: "
+                            f"{self.control.last_check_detail}; still trying",
+                            source="watch",
+                        )
+                    )
+                continue
+            self.unknown_checks = 0
+            if state is Liveness.DEAD:
                 await self._drain_tail()
                 self.tail.stop()
                 self._emit(self.interp.flush())
@@ -169,6 +264,8 @@ class LiveSource:
         try:
             while True:
                 ev = await self._queue.get()
+                if self._queue.qsize() < QUEUE_EVENTS // 2:
+                    self._room.set()
                 if ev is None:
                     break
                 yield ev

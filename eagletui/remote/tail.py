@@ -17,100 +17,16 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from eagletui.core.events import ConnectionState
-from eagletui.remote.transport import StateCallback, Transport, TransportError
+from eagletui.remote import hosttail
+from eagletui.remote.transport import StateCallback, Transport, TransportError, host_program
 
-# Frame: kind (1 byte), a (u64), payload length (u32), payload.
-#   D a=offset data | T a=new offset, payload=reason | I a=inode | W file missing | H a=reader position
+# Frames as hosttail.op_tail writes them.
 HEADER = struct.Struct(">cQI")
 FRAME_KINDS = frozenset(b"DIWTH"[i : i + 1] for i in range(5))
 MAX_FRAME = 8 << 20
-
-READER = r"""
-import os, select, struct, sys, time
-path, pos, ino0 = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-H = struct.Struct(">cQI")
-def frame(k, a, p=b""):
-    d = H.pack(k, a, len(p)) + p
-    while d:
-        try:
-            n = os.write(1, d)
-        except (BrokenPipeError, OSError):
-            os._exit(0)
-        d = d[n:]
-ifd = -1
-try:
-    import ctypes
-    libc = ctypes.CDLL(None, use_errno=True)
-    ifd = libc.inotify_init1(0o4000 | 0o2000000)
-    if ifd >= 0:
-        d = os.path.dirname(os.path.abspath(path)) or "/"
-        if libc.inotify_add_watch(ifd, d.encode(), 0x2 | 0x4 | 0x8 | 0x80 | 0x100 | 0x200 | 0x40) < 0:
-            os.close(ifd)
-            ifd = -1
-except Exception:
-    ifd = -1
-fd = None
-ino = None
-waiting = False
-last_hb = time.time()
-while True:
-    if fd is None:
-        try:
-            fd = os.open(path, os.O_RDONLY)
-        except OSError:
-            fd = None
-            if not waiting:
-                frame(b"W", 0)
-                waiting = True
-        if fd is not None:
-            waiting = False
-            st = os.fstat(fd)
-            ino = st.st_ino
-            if ino0 and ino != ino0:
-                pos = 0
-                frame(b"T", 0, b"replaced")
-            elif st.st_size < pos:
-                pos = 0
-                frame(b"T", 0, b"truncated")
-            ino0 = ino
-            frame(b"I", ino)
-    if fd is not None:
-        while True:
-            b = os.pread(fd, 262144, pos)
-            if not b:
-                break
-            frame(b"D", pos, b)
-            pos += len(b)
-        if os.fstat(fd).st_size < pos:
-            pos = 0
-            frame(b"T", 0, b"truncated")
-            continue
-        try:
-            replaced = os.stat(path).st_ino != ino
-        except OSError:
-            replaced = False
-        if replaced:
-            b = os.pread(fd, 262144, pos)
-            if b:
-                continue
-            os.close(fd)
-            fd = None
-            continue
-    now = time.time()
-    if now - last_hb > 5:
-        frame(b"H", pos)
-        last_hb = now
-    rl = [0] + ([ifd] if ifd >= 0 else [])
-    r = select.select(rl, [], [], 0.5 if ifd >= 0 else 0.02)[0]
-    if 0 in r:
-        if not os.read(0, 4096):
-            os._exit(0)
-    if ifd in r:
-        try:
-            os.read(ifd, 65536)
-        except OSError:
-            pass
-"""
+#: Chunks waiting for the consumer: when it is behind, the pump stops reading, the pipe or SSH
+#: window fills and the host-side reader blocks. Memory stays ~QUEUE_CHUNKS × hosttail.CHUNK.
+QUEUE_CHUNKS = 16
 
 TransportSource = Transport | Callable[[], Awaitable[Transport]]
 
@@ -134,6 +50,10 @@ class LogTail:
         self.path = path
         self.offset = start_offset
         self.inode = 0
+        self.device = 0
+        #: The last bytes delivered: the reader checks the file still holds them before reading on,
+        #: so a truncate-and-rewrite that outgrew the offset is caught (size alone cannot tell).
+        self._anchor = b""
         self.on_state = on_state
         self.on_reset = on_reset
         self.python = python
@@ -145,7 +65,7 @@ class LogTail:
         #: monotonic time of the last frame (data or heartbeat): tells "silent log" from "dead link".
         self.last_frame = 0.0
         self._stopped = False
-        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=256)
+        self._queue: asyncio.Queue[Any] = asyncio.Queue(maxsize=QUEUE_CHUNKS)
         self._task: asyncio.Task[None] | None = None
         self._owned: Transport | None = None
 
@@ -172,9 +92,19 @@ class LogTail:
                 detail = "reader exited"
                 try:
                     transport = await self._transport()
-                    argv = [self.python, "-c", READER, self.path, str(self.offset), str(self.inode)]
+                    anchor = bytes(self._anchor)
+                    argv = host_program(
+                        self.python,
+                        "tail",
+                        self.path,
+                        str(self.offset),
+                        str(self.inode),
+                        str(self.device),
+                        str(len(anchor)),
+                        str(hosttail.anchor_crc(anchor)),
+                    )
                     buf = bytearray()
-                    async with contextlib.aclosing(transport.stream(argv)) as stream:
+                    async with contextlib.aclosing(transport.stream(argv)) as stream:  # type: ignore[type-var]
                         async for raw in stream:
                             buf += raw
                             self.last_frame = loop.time()
@@ -212,15 +142,18 @@ class LogTail:
                 payload = payload[self.offset - a :]
                 a = self.offset
             self.offset = a + len(payload)
+            self._anchor = (self._anchor + payload[-hosttail.ANCHOR :])[-hosttail.ANCHOR :]
             await self._queue.put((a, payload))
         elif kind == b"I":
             if attempt or self.reconnects == 0 or self.file_missing:
                 self._state("connected", self.path)
             self.inode = a
+            self.device = int(payload or b"0")
             self.file_missing = False
             attempt = 0
         elif kind == b"T":
             self.offset = a
+            self._anchor = b""
             self.resets += 1
             if self.on_reset is not None:
                 self.on_reset(payload.decode(errors="replace"))

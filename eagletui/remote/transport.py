@@ -7,9 +7,11 @@ Everything above this layer (server control, tailing, preflight, GPU telemetry) 
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from eagletui.core.events import ConnectionState
@@ -106,19 +108,39 @@ class Transport(Protocol):
     async def close(self) -> None: ...
 
 
+@functools.cache
+def host_source(module: str = "hostside") -> str:
+    """The text of a host-side module (:mod:`~eagletui.remote.hostside`, :mod:`~eagletui.remote.hosttail`),
+    sent to the host so it needs no eagletui install."""
+    return (Path(__file__).with_name(f"{module}.py")).read_text(encoding="utf-8")
+
+
+def host_program(python: str, op: str, *args: str) -> list[str]:
+    """argv running one host-side operation with the host's interpreter (``tail``: the log reader)."""
+    return [python, "-c", host_source("hosttail" if op == "tail" else "hostside"), op, *args]
+
+
 def command_line(argv: list[str] | str) -> str:
     """A list is quoted for the remote shell; a string is trusted as already quoted by its builder."""
     return argv if isinstance(argv, str) else shlex.join(argv)
 
 
+@dataclass(frozen=True)
+class SSHOptions:
+    """How to reach and trust an SSH host: one value handed from the command line to the transport.
+
+    ``accept_new_host_key`` adds an unknown key without asking; ``ask_host_key(host, fingerprint)``
+    asks the user otherwise (a changed key is always refused). ``None`` paths mean OpenSSH's defaults.
+    """
+
+    accept_new_host_key: bool = False
+    known_hosts: str | None = None
+    config_file: str | None = None
+    ask_host_key: AskHostKey | None = None
+
+
 async def open_transport(
-    target: str,
-    *,
-    accept_new_host_key: bool = False,
-    known_hosts: str | None = None,
-    config_file: str | None = None,
-    on_state: StateCallback | None = None,
-    ask_host_key: AskHostKey | None = None,
+    target: str, ssh: SSHOptions | None = None, *, on_state: StateCallback | None = None
 ) -> Transport:
     """Open ``local`` or an SSH target; the SSH connection is established (and verified) before returning."""
     if target in ("", "local", "localhost-local"):
@@ -129,13 +151,6 @@ async def open_transport(
         return t
     from eagletui.remote.ssh import SSHTransport
 
-    ssh = SSHTransport(
-        target,
-        accept_new_host_key=accept_new_host_key,
-        known_hosts=known_hosts,
-        config_file=config_file,
-        on_state=on_state,
-        ask_host_key=ask_host_key,
-    )
-    await ssh.connect()
-    return ssh
+    transport = SSHTransport(target, ssh or SSHOptions(), on_state=on_state)
+    await transport.connect()
+    return transport

@@ -1,0 +1,165 @@
+"""The log reader eagletui runs on the host: stdlib only, Python >= 3.6 (see :mod:`hostside`).
+
+Sent as source text (``python3 -c SOURCE tail ARGS...``) by :class:`eagletui.remote.tail.LogTail`.
+It streams framed chunks tagged with their file offset and exits when its stdin closes, so a
+dropped channel leaves no orphan reader. The file is identified by (dev, inode) and by a checksum
+of the bytes just before the offset, so a replaced file, or one truncated and rewritten past the
+old offset, is reported (``T`` frame, then read from 0) whatever its size.
+"""
+
+import os
+import struct
+import sys
+import time
+import zlib
+
+#: Bytes before the read offset that the reader compares to notice a rewritten file of any size.
+ANCHOR = 4096
+#: The read size: a bounded chunk, so a 1 GB append is streamed, never held.
+CHUNK = 262144
+
+#: Frame: kind (1 byte), a (u64), payload length (u32), payload.
+#:   D a=offset data | T a=new offset, payload=reason | I a=inode, payload=device
+#:   W file missing | H a=position
+HEADER = struct.Struct(">cQI")
+
+
+def anchor_crc(data):
+    return zlib.crc32(data) & 0xFFFFFFFF
+
+
+def rewritten(fd, pos, alen, acrc):
+    """Whether the ``alen`` bytes before ``pos`` are no longer the ones the client holds.
+
+    A truncate followed by a bigger write leaves the size above the old offset: only the content
+    tells. ``alen`` 0 means the client has nothing to compare (offset 0).
+    """
+    if not alen or pos < alen:
+        return False
+    try:
+        b = os.pread(fd, alen, pos - alen)
+    except OSError:
+        return False
+    return len(b) != alen or anchor_crc(b) != acrc
+
+
+def op_tail(args):
+    """argv: path pos ino dev alen acrc. Stream frames from ``pos``; exit when stdin closes.
+
+    The file is identified by (dev, inode) and by a checksum of the last bytes delivered, so a
+    replaced or rewritten file is reported (``T`` frame, then read from 0) whatever its size.
+    """
+    path, pos = args[0], int(args[1])
+    ino0, dev0, alen, acrc = int(args[2]), int(args[3]), int(args[4]), int(args[5])
+    import select
+
+    try:  # a deeper pipe keeps us reading ahead while the client is busy (Linux; best effort)
+        import fcntl
+
+        fcntl.fcntl(1, 1031, 1 << 20)  # F_SETPIPE_SZ
+    except (ImportError, OSError):
+        pass
+    tail = b""  # the last ANCHOR bytes sent (to check the file before each read)
+
+    def frame(k, a, p=b""):
+        d = HEADER.pack(k, a, len(p)) + p
+        while d:
+            try:
+                n = os.write(1, d)
+            except OSError:
+                os._exit(0)
+            d = d[n:]
+
+    ifd = -1
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        ifd = libc.inotify_init1(0o4000 | 0o2000000)
+        if ifd >= 0:
+            d = os.path.dirname(os.path.abspath(path)) or "/"
+            if libc.inotify_add_watch(ifd, d.encode(), 0x2 | 0x4 | 0x8 | 0x80 | 0x100 | 0x200 | 0x40) < 0:
+                os.close(ifd)
+                ifd = -1
+    except Exception:
+        ifd = -1
+
+    def reset(reason):
+        nonlocal tail
+        frame(b"T", 0, reason)
+        tail = b""
+        return 0, 0, 0
+
+    fd = None
+    ino = dev = None
+    waiting = False
+    last_hb = time.time()
+    while True:
+        if fd is None:
+            try:
+                fd = os.open(path, os.O_RDONLY)
+            except OSError:
+                fd = None
+                if not waiting:
+                    frame(b"W", 0)
+                    waiting = True
+            if fd is not None:
+                waiting = False
+                st = os.fstat(fd)
+                ino, dev = st.st_ino, st.st_dev
+                if (ino0 and ino != ino0) or (dev0 and dev != dev0):
+                    pos, alen, acrc = reset(b"replaced")
+                elif st.st_size < pos or rewritten(fd, pos, alen, acrc):
+                    pos, alen, acrc = reset(b"truncated")
+                ino0, dev0 = ino, dev
+                frame(b"I", ino, str(dev).encode())
+        if fd is not None:
+            if os.fstat(fd).st_size < pos or rewritten(fd, pos, alen, acrc):
+                pos, alen, acrc = reset(b"truncated")
+            while True:
+                b = os.pread(fd, CHUNK, pos)
+                if not b:
+                    break
+                frame(b"D", pos, b)
+                pos += len(b)
+                tail = (tail + b[-ANCHOR:])[-ANCHOR:]
+                alen, acrc = len(tail), anchor_crc(tail)
+            if os.fstat(fd).st_size < pos or rewritten(fd, pos, alen, acrc):
+                pos, alen, acrc = reset(b"truncated")
+                continue
+            try:
+                st = os.stat(path)
+                replaced = (st.st_ino, st.st_dev) != (ino, dev)
+            except OSError:
+                replaced = False
+            if replaced:
+                b = os.pread(fd, CHUNK, pos)
+                if b:
+                    continue
+                os.close(fd)
+                fd = None
+                continue
+        now = time.time()
+        if now - last_hb > 5:
+            frame(b"H", pos)
+            last_hb = now
+        rl = [0] + ([ifd] if ifd >= 0 else [])
+        r = select.select(rl, [], [], 0.5 if ifd >= 0 else 0.02)[0]
+        if 0 in r and not os.read(0, 4096):
+            os._exit(0)
+        if ifd in r:
+            try:
+                os.read(ifd, 65536)
+            except OSError:
+                pass
+
+
+def main(argv):
+    if not argv or argv[0] != "tail":
+        sys.stderr.write(f"eagletui hosttail: unknown operation {argv[:1]!r}\n")
+        sys.exit(2)
+    op_tail(argv[1:])
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
