@@ -29,7 +29,9 @@ async def test_auth_failure_with_user_in_target(
     )
     target = sshd_server.target  # user@127.0.0.1:PORT
     with pytest.raises(AuthFailed) as exc:
-        await open_transport(target, SSHOptions(config_file=str(cfg), known_hosts=str(sshd_server.known_hosts)))
+        await open_transport(
+            target, SSHOptions(config_file=str(cfg), known_hosts=str(sshd_server.known_hosts))
+        )
     msg = str(exc.value)
     assert f"authentication failed for {target}:" in msg, msg
     assert f"{sshd_server.user}@{sshd_server.user}@" not in msg
