@@ -120,13 +120,13 @@ class Collector:
 
 
 def reference_lines(data: bytes, launch: int) -> list[str]:
-    """The log lines a fresh interpreter gets from the file on disk up to its last newline: the same
-    framing (``\\r`` frames, glued lines) as the live stream, so the two lists must be equal."""
+    """The log lines a fresh interpreter gets from the file on disk (the unterminated tail held back,
+    as the live one holds it): the same framing (``\\r`` frames, glued lines) as the live stream, so
+    the live list must start with exactly this list."""
     from eagletui.core.log_interpreter import LogInterpreter
 
-    cut = data.rfind(b"\n") + 1
     interp = LogInterpreter(launch=launch)
-    return [e.text for e in interp.feed_bytes(data[:cut]) if e.type == "log"]
+    return [e.text for e in interp.feed_bytes(data) if e.type == "log"]
 
 
 def compare_lines(live: list[str], ref: list[str]) -> tuple[int, int]:
@@ -242,11 +242,15 @@ async def _drive(ns: argparse.Namespace) -> int:
     print(f"RECORDING {rec.path}", flush=True)
     ws = Workspace(profile, rec.write, target="local", preflight=False)
     await ws.connect()
-    if await ws.attach_newest():
-        print(f"ATTACHED {ws.run.run_id} {ws.run.pid}", flush=True)
-    else:
-        await ws.launch()
-        print(f"LAUNCHED {ws.run.run_id} {ws.run.pid}", flush=True)
+    try:
+        if await ws.attach_newest():
+            print(f"ATTACHED {ws.run.run_id} {ws.run.pid}", flush=True)
+        else:
+            await ws.launch()
+            print(f"LAUNCHED {ws.run.run_id} {ws.run.pid}", flush=True)
+    except Exception as exc:  # what the UI would show in its "launch failed/refused" toast
+        print(f"REFUSED {type(exc).__name__}: {exc}", flush=True)
+        return 3
     await asyncio.Event().wait()  # until killed
     return 0
 

@@ -108,7 +108,10 @@ async def test_ssh_cuts_during_launch_and_benchmark(sshd_server: SshdServer, tmp
     try:
         await ws.launch()
         run = ws.run
-        ready = lambda: bool(col.of("server_ready"))  # noqa: E731
+
+        def ready() -> bool:
+            return bool(col.of("server_ready"))
+
         launch_cuts = await cut_n(sshd_server, col, run.log_path, n_launch, rng, until=ready)
         assert len(launch_cuts) == n_launch, "the launch ended before all cuts: raise the time scale"
         await col.wait(lambda e: e.type in ("server_ready", "server_failed"), 120, what="ready")
@@ -121,6 +124,11 @@ async def test_ssh_cuts_during_launch_and_benchmark(sshd_server: SshdServer, tmp
         stop.set()
         result = await asyncio.wait_for(bench, 120)
         assert len(bench_cuts) == n_bench
+        # Requests cut mid-flight fail (counted, not hidden); after the last cut the forwarded port
+        # works again: a fresh short benchmark through it loses nothing.
+        prof.bench = dataclasses.replace(prof.bench, num_prompts=4, max_new_tokens=16)
+        after = await asyncio.wait_for(ws.benchmark(), 120)
+        assert not after.error and after.failed == 0 and after.requests == 4, after
 
         live, ref = await caught_up(col, run.launch, run.log_path)
         lost, dup = compare_lines(live, ref)
