@@ -200,6 +200,28 @@ class FileWatch:
         return self.times[i] if i < len(self.times) else None
 
 
+def ssh_kwargs(srv: Any) -> dict[str, Any]:
+    """Workspace keyword arguments that reach the test sshd: ``ssh=SSHOptions(...)`` where the
+    transport has that type, the separate ``config_file``/``known_hosts`` arguments before it."""
+    try:
+        from eagletui.remote.transport import SSHOptions  # type: ignore[attr-defined]
+    except ImportError:
+        return {"target": srv.alias, "config_file": str(srv.config_file), "known_hosts": str(srv.known_hosts)}
+    return {
+        "target": srv.alias,
+        "ssh": SSHOptions(config_file=str(srv.config_file), known_hosts=str(srv.known_hosts)),
+    }
+
+
+def pid_alive(pid: int) -> bool:
+    """The host is this machine: ask its kernel directly (not eagletui's own check under test)."""
+    try:
+        stat = Path(f"/proc/{int(pid)}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+
+
 def wait_pid_gone(pid: int, timeout: float = 10.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

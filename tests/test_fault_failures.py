@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 
 from eagletui.workspace import Workspace
-from tests.conftest_fault import Collector, FileWatch, fault_profile, pick, report
+from tests.conftest_fault import Collector, FileWatch, fault_profile, pick, report, ssh_kwargs
 from tests.sshd import sshd_server_fixture  # noqa: F401
 
-pytestmark = pytest.mark.fault
+pytestmark = [pytest.mark.fault, pytest.mark.timeout(pick(300, 1200))]
 
 #: EAGLETUI_SIM_FAIL value → the failure kind the user must see.
 KINDS = {
@@ -47,7 +47,7 @@ async def test_failure_kind_shown_soon_after_its_line(
     ssh = {}
     if via == "ssh":
         srv = request.getfixturevalue("sshd_server")
-        ssh = {"target": srv.alias, "config_file": str(srv.config_file), "known_hosts": str(srv.known_hosts)}
+        ssh = ssh_kwargs(srv)
     lags = []
     for i in range(repeats):
         prof = fault_profile(tmp_path / str(i), time_scale=0.003, env={"EAGLETUI_SIM_FAIL": fail})

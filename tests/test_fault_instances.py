@@ -22,7 +22,7 @@ from eagletui.core.state import SessionState
 from eagletui.session.format import read_session
 from tests.conftest_fault import REPO, FileWatch, pick, reference_lines, report, sim_pids, wait_pid_gone
 
-pytestmark = pytest.mark.fault
+pytestmark = [pytest.mark.fault, pytest.mark.timeout(pick(300, 1200))]
 
 
 class Instance:
