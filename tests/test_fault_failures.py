@@ -70,8 +70,9 @@ async def test_failure_kind_shown_soon_after_its_line(
             assert written is not None
             lag = failed.mono - written
             lags.append(lag)
-            # The target is 2 s; 20 s only catches a failure that is not shown at all in time.
-            assert lag < 20, f"{fail}: shown {lag:.2f} s after its line"
+            # The target is 2 s (measured: a few ms). CI allows 20 s, which only catches a failure
+            # that is not shown in time at all; the long variant holds the target itself.
+            assert lag < pick(20.0, 2.0), f"{fail}: shown {lag:.2f} s after its line"
             # A failure is not a reason to signal anything: the server ended by itself.
             assert len(col.of("launch_started")) == 1
             assert not col.of("server_stopped")

@@ -140,7 +140,8 @@ def test_sigkill_mid_launch_then_reattach(tmp_path: Path) -> None:
             else:
                 gap = 0.0
             gaps.append(gap)
-            assert gap <= 5.0, f"the recording stops {gap:.2f} s before the kill"
+            # Target 0.5 s (measured ~0.15 s); CI allows 5 s, the long variant holds the target.
+            assert gap <= pick(5.0, 0.5), f"the recording stops {gap:.2f} s before the kill"
             _hdr, events, _w = read_session(first.recording)
             state = SessionState()
             state.apply_all(events)

@@ -142,8 +142,8 @@ async def test_ssh_cuts_during_launch_and_benchmark(sshd_server: SshdServer, tmp
         assert pid_alive(run.pid)
         assert (await ws.control.exit_info(run)) == (None, None)
         cuts = launch_cuts + bench_cuts
-        # Generous: the figure that matters (≤ 3 s) is measured and published, not asserted here.
-        assert max(cuts) < 30
+        # CI is generous (the figure is published, not asserted); the long variant holds the target.
+        assert max(cuts) < pick(30.0, 3.0), sorted(cuts)[-5:]
         report(
             "ssh_cuts",
             lines=len(ref),
