@@ -264,6 +264,9 @@ async def _drive(ns: argparse.Namespace) -> int:
     print(f"RECORDING {rec.path}", flush=True)
     ws = Workspace(profile, rec.write, target="local", preflight=False)
     await ws.connect()
+    if ns.wait_go:  # a start line for races: both instances look at the host in the same instant
+        print("CONNECTED", flush=True)
+        await asyncio.to_thread(sys.stdin.readline)
     try:
         if await ws.attach_newest():
             print(f"ATTACHED {ws.run.run_id} {ws.run.pid}", flush=True)
@@ -281,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.conftest_fault")
     p.add_argument("--profile", required=True)
     p.add_argument("--sessions", required=True)
+    p.add_argument("--wait-go", action="store_true", help="after connecting, wait for a line on stdin")
     ns = p.parse_args(argv)
     return asyncio.run(_drive(ns))
 

@@ -18,7 +18,7 @@ from eagletui.workspace import Workspace
 from tests.conftest_fault import Collector, FileWatch, fault_profile, pick, report, ssh_kwargs
 from tests.sshd import sshd_server_fixture  # noqa: F401
 
-pytestmark = [pytest.mark.fault, pytest.mark.timeout(pick(300, 1200))]
+pytestmark = [pytest.mark.fault, pytest.mark.slow, pytest.mark.timeout(pick(300, 1200))]
 
 #: EAGLETUI_SIM_FAIL value → the failure kind the user must see.
 KINDS = {

@@ -22,13 +22,13 @@ from eagletui.core.state import SessionState
 from eagletui.session.format import read_session
 from tests.conftest_fault import REPO, FileWatch, pick, reference_lines, report, sim_pids, wait_pid_gone
 
-pytestmark = [pytest.mark.fault, pytest.mark.timeout(pick(300, 1200))]
+pytestmark = [pytest.mark.fault, pytest.mark.slow, pytest.mark.timeout(pick(300, 1200))]
 
 
 class Instance:
     """One headless eagletui process; its stdout says what it did (LAUNCHED/ATTACHED/REFUSED)."""
 
-    def __init__(self, profile: Path, sessions: Path) -> None:
+    def __init__(self, profile: Path, sessions: Path, *, wait_go: bool = False) -> None:
         env = dict(os.environ)
         env["PYTHONPATH"] = str(REPO) + os.pathsep + env.get("PYTHONPATH", "")
         env.pop("EAGLETUI_SIM_FAIL", None)
@@ -41,17 +41,31 @@ class Instance:
                 str(profile),
                 "--sessions",
                 str(sessions),
+                *(["--wait-go"] if wait_go else []),
             ],
             cwd=str(REPO),
             env=env,
+            stdin=subprocess.PIPE if wait_go else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
         )
         self.recording: Path | None = None
 
-    def outcome(self, timeout: float = 60) -> tuple[str, list[str]]:
-        """The first LAUNCHED / ATTACHED / REFUSED line, split."""
+    def connected(self, timeout: float = 60) -> None:
+        """Wait for the CONNECTED line of ``wait_go``."""
+        word, _rest = self.outcome(timeout, words=("CONNECTED",))
+        assert word == "CONNECTED"
+
+    def go(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write("go\n")
+        self.proc.stdin.flush()
+
+    def outcome(
+        self, timeout: float = 60, words: tuple[str, ...] = ("LAUNCHED", "ATTACHED", "REFUSED")
+    ) -> tuple[str, list[str]]:
+        """The first LAUNCHED / ATTACHED / REFUSED line (or one of ``words``), split."""
         deadline = time.monotonic() + timeout
         assert self.proc.stdout is not None
         while time.monotonic() < deadline:
@@ -63,7 +77,7 @@ class Instance:
             word, _, rest = line.strip().partition(" ")
             if word == "RECORDING":
                 self.recording = Path(rest)
-            elif word in ("LAUNCHED", "ATTACHED", "REFUSED"):
+            elif word in words:
                 return word, rest.split()
         raise AssertionError("instance said nothing in time")
 
@@ -176,9 +190,15 @@ def test_two_instances_same_second_one_server(tmp_path: Path) -> None:
         d.mkdir()
         profile = write_demo_profile(d, time_scale=0.03)
         port = int(next(x for x in profile.read_text().splitlines() if x.startswith("port = ")).split("=")[1])
-        a = Instance(profile, d / "sessions")
-        b = Instance(profile, d / "sessions")
+        a = Instance(profile, d / "sessions", wait_go=True)
+        b = Instance(profile, d / "sessions", wait_go=True)
         try:
+            # Both connected, then both released at once: the same instant, not just the same second
+            # (process start-up alone would otherwise separate them by up to a second).
+            a.connected()
+            b.connected()
+            a.go()
+            b.go()
             outcomes = [a.outcome(), b.outcome()]
             time.sleep(1.0)
             servers = sim_pids(port)

@@ -36,7 +36,7 @@ from tests.conftest_fault import (
 )
 from tests.sshd import SSHD, SshdServer, sshd_server_fixture, start_sshd, stop_sshd  # noqa: F401
 
-pytestmark = [pytest.mark.sshd, pytest.mark.fault, pytest.mark.timeout(pick(300, 1200))]
+pytestmark = [pytest.mark.sshd, pytest.mark.fault, pytest.mark.slow, pytest.mark.timeout(pick(300, 1200))]
 
 TERMINAL = ("failed", "exited", "stopped")
 
