@@ -185,6 +185,7 @@ def test_two_instances_same_second_one_server(tmp_path: Path) -> None:
     """Issue 11 item 2a: two instances on one host and profile started in the same second: exactly one
     server is launched; the other instance follows it or says clearly why it did not launch."""
     rounds = pick(1, 5)
+    seen = []
     for r in range(rounds):
         d = tmp_path / f"r{r}"
         d.mkdir()
@@ -212,7 +213,9 @@ def test_two_instances_same_second_one_server(tmp_path: Path) -> None:
             else:
                 assert other[1], "a refusal must say why"
             assert servers == [int(launched[1])]
+            seen.append(" ".join([other[0], *other[1]])[:200])
         finally:
             a.kill()
             b.kill()
             _stop_servers(port)
+    report("two_instances", rounds=rounds, servers_per_round=1, other_instance=seen)
