@@ -16,6 +16,7 @@ from typing import Any
 
 import platformdirs
 
+from eagletui.core.private_files import private_dir, write_private
 from eagletui.core.tomlpos import decode_error_position, locate
 
 APP_NAME = "eagletui"
@@ -50,6 +51,12 @@ def default_sessions_dir() -> str:
 
 def default_history_path() -> str:
     return str(data_dir() / "history.jsonl")
+
+
+def private_app_dir(path: str | Path) -> Path:
+    """Create ``path`` (a sessions dir, the config dir...) 0700, tightening eagletui's own data and
+    config dirs on the way if an older version made them 0755."""
+    return private_dir(path, tighten=(data_dir(), config_dir()))
 
 
 @dataclass
@@ -262,6 +269,5 @@ def write_default_config(path: str | Path | None = None, *, overwrite: bool = Fa
     p = Path(path).expanduser() if path is not None else config_path()
     if p.exists() and not overwrite:
         raise FileExistsError(f"{p} already exists")
-    p.parent.mkdir(parents=True, exist_ok=True)
-    p.write_text(default_config_text(), encoding="utf-8")
-    return p
+    private_app_dir(p.parent)
+    return write_private(p, default_config_text())

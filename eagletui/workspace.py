@@ -25,6 +25,7 @@ from eagletui.core.events import (
     ServerStopped,
 )
 from eagletui.core.profile import Profile, config_diff
+from eagletui.core.redact import Redactor
 
 Emit = Callable[[Event], None]
 
@@ -218,7 +219,8 @@ class Workspace:
             LaunchStarted(
                 launch=run.launch,
                 target=self.target,
-                command=tuple(run.argv),
+                # shown in the runs table and recorded: --api-key's value never in clear
+                command=tuple(Redactor.for_profile(self.running_profile or self.profile).argv(run.argv)),
                 config=config,
                 run_dir=run.run_dir,
                 log_path=run.log_path,

@@ -181,7 +181,8 @@ def test_recorded_lines_are_plain_json(tmp_path: Path) -> None:
         rec.write(ev.LogLine(text="ünïcode ✓"))
     lines = path.read_text(encoding="utf-8").splitlines()
     assert len(lines) == 2
-    assert json.loads(lines[1])["text"] == "ünïcode ✓"
+    assert json.loads(lines[1])[1] == "ünïcode ✓"  # a compact log row: [dmono_us, text, ...]
+    assert "ünïcode ✓" in lines[1]  # UTF-8 as is, not \u escapes
 
 
 def test_create_defaults_to_data_dir(tmp_path: Path) -> None:

@@ -74,6 +74,12 @@ async def test_health_503_until_warmup_done() -> None:
                 assert r.status == 200
             async with s.get(f"{sim.base}/metrics") as r:
                 assert r.status == 404  # no --enable-metrics
+            async with s.get(f"{sim.base}/get_server_info") as r:
+                assert r.status == 200 and (await r.json())["status"] == "ready"
+        assert (
+            "] Endpoint '/get_server_info' is deprecated and will be removed in a future version. "
+            "Please use '/server_info' instead.\n"
+        ) in sim.text()
 
 
 async def test_streaming_generate_meta_info(spec_sim: SimProc) -> None:
@@ -95,6 +101,10 @@ async def test_streaming_generate_meta_info(spec_sim: SimProc) -> None:
     assert all(e["meta_info"]["finish_reason"] is None for e in events[:-2])
     assert events[-3]["text"] and final["text"].startswith(events[-3]["text"])
     assert "e2e_latency" not in events[0]["meta_info"]
+    # spec_* fields only in the final chunk (real: shared/fixtures/sglang-0.5.17-h200/generate.jsonl)
+    assert all(not any(k.startswith("spec_") for k in e["meta_info"]) for e in events[:-2])
+    assert sum(meta["spec_accept_histogram"]) == meta["spec_verify_ct"]
+    assert meta["spec_num_proposed_drafts"] == meta["spec_verify_ct"] * 3
 
 
 async def test_non_stream_stops_at_random_length_without_ignore_eos(spec_sim: SimProc) -> None:
@@ -114,6 +124,8 @@ async def test_sim_stats_ground_truth_and_decode_lines(spec_sim: SimProc) -> Non
     async with aiohttp.ClientSession() as s:
         async with s.post(f"{spec_sim.base}/flush_cache") as r:
             assert r.status == 200
+        async with s.get(f"{spec_sim.base}/metrics") as r:
+            before = _counters(await r.text())
         results = await asyncio.gather(
             *[_stream_generate(s, spec_sim.base, 150, text=f"p{i}") for i in range(8)]
         )
@@ -151,8 +163,60 @@ async def test_sim_stats_ground_truth_and_decode_lines(spec_sim: SimProc) -> Non
     lines = DECODE_RE.findall(text)
     assert lines, text[-2000:]
     assert all(ROBUST_RE.search(ln) for ln in text.split("\n") if "Decode batch" in ln)
-    assert re.search(r'^INFO:     127\.0\.0\.1:\d+ - "POST /flush_cache HTTP/1\.1" 200 OK$', text, re.M)
+    assert re.search(
+        r'^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\] INFO:     127\.0\.0\.1:\d+ - "POST /flush_cache HTTP/1\.1" 200 OK$',
+        text,
+        re.M,
+    )
     assert "Cache flushed successfully!" in text
+    # /metrics counts per FINISHED request (metrics_collector.py:observe_one_finished_request): the
+    # streamed tokens and the requests' verify counts, so their ratio is the accept length, not the batch
+    # size times it.
+    after = _counters(metrics)
+    gen = after[("sglang:generation_tokens_total", "true")] - before.get(
+        ("sglang:generation_tokens_total", "true"), 0
+    )
+    verify = after[("sglang:spec_verify_calls_total", "")] - before.get(
+        ("sglang:spec_verify_calls_total", ""), 0
+    )
+    assert gen == 8 * 150
+    assert verify == sum(m["spec_verify_ct"] for m in metas)
+    assert gen / verify == pytest.approx(stats["accept_len"])
+    reqs = after[("sglang:num_requests_total", "true")] - before.get(("sglang:num_requests_total", "true"), 0)
+    assert reqs == 8
+
+
+def _counters(text: str) -> dict[tuple[str, str], float]:
+    """(name, is_streaming or "") → value of the counter samples of a /metrics text."""
+    out: dict[tuple[str, str], float] = {}
+    for m in re.finditer(r"^(sglang:\w+_total)\{([^}]*)\} (\S+)$", text, re.M):
+        streaming = re.search(r'is_streaming="(\w+)"', m.group(2))
+        out[(m.group(1), streaming.group(1) if streaming else "")] = float(m.group(3))
+    return out
+
+
+async def test_flush_cache_timeout_waits_for_idle(spec_sim: SimProc) -> None:
+    """0.5.23 flush_wrapper.py: without ?timeout a busy server refuses at once; with one it waits for idle."""
+    async with aiohttp.ClientSession() as s:
+        task = asyncio.ensure_future(_stream_generate(s, spec_sim.base, 1500, text="busy"))
+        for _ in range(500):  # until the request is admitted
+            async with s.get(f"{spec_sim.base}/metrics") as r:
+                if re.search(r"^sglang:num_running_reqs\{[^}]*\} 1\.0$", await r.text(), re.M):
+                    break
+            await asyncio.sleep(0.01)
+        assert not task.done()
+        async with s.post(f"{spec_sim.base}/flush_cache") as r:
+            assert r.status == 400
+            assert await r.text() == "Flush cache failed.\n"
+        async with s.post(f"{spec_sim.base}/flush_cache?timeout=60") as r:
+            body = await r.text()
+            assert r.status == 200, body
+            assert body.startswith("Cache flushed.")
+            assert task.done()  # it answered only once the request had finished
+        events, _ = await task
+        assert events[-2]["meta_info"]["completion_tokens"] == 1500
+        async with s.post(f"{spec_sim.base}/flush_cache?timeout=-1") as r:
+            assert r.status == 422
 
 
 async def test_single_stream_pacing_matches_model(spec_sim: SimProc) -> None:

@@ -12,7 +12,8 @@ import time
 import pytest
 from conftest_sim import READY, REPO, SPEC_ARGS, SimProc
 
-PREFIX = re.compile(r"\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{3})?)((?: TP\d+)*)\] (.*)")
+PREFIX = re.compile(r"\[(\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d{3})?)((?: (?:TP|EP)\d+)*)\] (.*)")
+UVICORN_TS = r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\] "
 
 
 def _run_cli(*args: str) -> subprocess.CompletedProcess:
@@ -37,14 +38,37 @@ def test_help_is_fast() -> None:
 def test_unknown_flag_exits_2_like_argparse() -> None:
     r = _run_cli("--model-path", "m", "--foo")
     assert r.returncode == 2
-    assert "usage: launch_server.py" in r.stderr
-    assert "launch_server.py: error: unrecognized arguments: --foo" in r.stderr
+    assert "usage: sglang serve [-h] --model-path MODEL_PATH" in r.stderr
+    assert r.stderr.rstrip("\n").endswith("sglang serve: error: unrecognized arguments: --foo")
+    # the real launcher warns about `python -m sglang.launch_server` before parsing (launch_server.py:71)
+    assert r.stderr.startswith(
+        "/usr/local/lib/python3.12/dist-packages/sglang/launch_server.py:71: UserWarning:"
+    )
 
 
-def test_no_abbreviations() -> None:
-    r = _run_cli("--model-path", "m", "--speculative-num-step", "3")
+def test_ambiguous_prefix_refused_like_sglang() -> None:
+    """0.5.23's parser is argparse with allow_abbrev=True: `--pp` is ambiguous (the real 0.5.17 output is
+    shared/fixtures/sglang-0.5.17-h200/ambiguous-flag-pp.txt), and so is `--cuda-graph-max-bs` in 0.5.23."""
+    r = _run_cli("--model-path", "m", "--pp", "2")
     assert r.returncode == 2
-    assert "unrecognized arguments: --speculative-num-step" in r.stderr
+    real = (
+        (REPO / "tests/fixtures/real-0.5.17/ambiguous-flag-pp.txt").read_text().rstrip("\n").splitlines()[-1]
+    )
+    assert r.stderr.rstrip("\n").splitlines()[-1] == real
+    r = _run_cli("--model-path", "m", "--cuda-graph-max-bs", "8")
+    assert r.returncode == 2
+    assert r.stderr.rstrip("\n").endswith(
+        "sglang serve: error: ambiguous option: --cuda-graph-max-bs could match --cuda-graph-max-bs-decode, "
+        "--cuda-graph-max-bs-prefill"
+    )
+    r = _run_cli("--model-path", "m", "--attention-backend", "nope")
+    assert r.returncode == 2
+    assert (
+        "sglang serve: error: argument --attention-backend: invalid choice: 'nope' (choose from" in r.stderr
+    )
+    r = _run_cli("--model-path", "m", "--stream-output")
+    assert r.returncode == 2
+    assert r.stderr.rstrip("\n").endswith("sglang serve: error: unrecognized arguments: --stream-output")
 
 
 def _records(text: str) -> list[tuple[str, str]]:
@@ -84,8 +108,12 @@ def test_startup_log_phases_in_order_and_sigterm() -> None:
             "type=LlamaForCausalLMEagle3",
             "KV Cache is allocated. dtype: torch.bfloat16, #tokens:",
             "Memory pool end. avail mem=",
+            "Capture target prefill CUDA graph begin. backend=breakable, num_tokens=[4, 8, 12,",
+            "Capture target prefill CUDA graph end. elapsed=",
             "Capture target verify CUDA graph begin. backend=full, num_tokens_per_req=4, avail mem=",
             "Capture target verify CUDA graph end. bs=[",
+            "Capture draft prefill CUDA graph begin. backend=breakable, num_tokens=[4,",
+            "Capture draft prefill CUDA graph end. elapsed=",
             "Capture draft decode CUDA graph begin. backend=full, num_tokens_per_req=1",
             "Capture draft decode CUDA graph end. elapsed=",
             "Capture draft extend CUDA graph begin. backend=full, num_tokens_per_req=4",
@@ -102,7 +130,19 @@ def test_startup_log_phases_in_order_and_sigterm() -> None:
         for sub in ("Init parallel begin.", "Load weight begin.", "Capture target verify CUDA graph end."):
             ranks = {r for r, m in recs if sub in m}
             assert ranks == {f"TP{i}" for i in range(8)}, sub
-        assert {r for r, m in recs if "Capture draft" in m} == {"TP0"}
+        assert {r for r, m in recs if "Capture draft decode" in m or "Capture draft extend" in m} == {"TP0"}
+        assert {r for r, m in recs if "Capture draft prefill" in m} == {f"TP{i}" for i in range(8)}
+        timings = next(m for m in msgs if m.startswith("Engine startup timings (s):"))
+        assert re.search(
+            r"cuda_graph=\{prefill=\d+\.\d\d, decode=0\.00, target_verify=\d+\.\d\d, draft_prefill=\d+\.\d\d, "
+            r"draft_decode=\d+\.\d\d, draft_extend=\d+\.\d\d\}, tokenizer_e2e=\d+\.\d\d$",
+            timings,
+        )
+        assert re.search(r"Prefill batch, .*cuda graph: True, input throughput", text)
+        # 0.5.23's prefill-graph tqdm description (runner/prefill_cuda_graph_runner.py)
+        assert re.search(
+            r"\rCapturing prefill shape \(num_tokens=8192 avail_mem=\d+\.\d\d GB\):   0%\|", text
+        )
         assert {r for r, m in recs if "server_args=" in m or READY in m} == {""}
         assert re.search(r"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} TP0\]", text)
         # tqdm bars: \r frames on one physical line
@@ -120,21 +160,60 @@ def test_startup_log_phases_in_order_and_sigterm() -> None:
             r"Capturing batches \(bs=\d+ avail_mem=\d+\.\d\d GB\): +\d+%\|[█▏▎▍▌▋▊▉ ]{10}\| \d+/10 \[", text
         )
         assert "100%|██████████| 10/10 [" in text
-        # uvicorn lifecycle and warmup access lines
-        lines = text.split("\n")
+        # uvicorn lifecycle and warmup access lines carry SGLang's timestamp (no milliseconds)
         for ln in (
-            "INFO:     Waiting for application startup.",
-            "INFO:     Application startup complete.",
-            f"INFO:     Uvicorn running on http://127.0.0.1:{sim.port} (Press CTRL+C to quit)",
+            r"INFO:     Waiting for application startup\.",
+            r"INFO:     Application startup complete\.",
+            rf"INFO:     Uvicorn running on http://127\.0\.0\.1:{sim.port} \(Press CTRL\+C to quit\)",
+            r'INFO:     127\.0\.0\.1:\d+ - "GET /model_info HTTP/1\.1" 200 OK',
+            r'INFO:     127\.0\.0\.1:\d+ - "POST /generate HTTP/1\.1" 200 OK',
+            r'INFO:     127\.0\.0\.1:\d+ - "POST /freeze_gc HTTP/1\.1" 200 OK',
         ):
-            assert ln in lines
-        assert re.search(r'^INFO:     127\.0\.0\.1:\d+ - "GET /model_info HTTP/1\.1" 200 OK$', text, re.M)
-        assert re.search(r'^INFO:     127\.0\.0\.1:\d+ - "POST /generate HTTP/1\.1" 200 OK$', text, re.M)
+            assert re.search(UVICORN_TS + ln + "$", text, re.M), ln
         assert text.index("Uvicorn running on") > text.index("max_total_num_tokens=")
+        assert text.index("POST /freeze_gc") < text.index(READY)
         assert "Decode batch" not in text
         sim.proc.send_signal(signal.SIGTERM)
-        assert sim.wait_exit(10) in (0, -15)
-        assert "INFO:     Shutting down" in sim.text()
+        assert sim.wait_exit(10) == 0
+        text = sim.text()
+        tail = text[text.index("SIGTERM received") - 30 :]
+        seq = [
+            "] SIGTERM received. signum=None frame=None. Draining requests and shutting down...",
+            "] Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[].",
+            "include_parent=False",
+            "] INFO:     Shutting down",
+            "] INFO:     Waiting for application shutdown.",
+            "] INFO:     Application shutdown complete.",
+            "] INFO:     Finished server process [",
+        ]
+        pos = 0
+        for needle in seq:
+            pos = tail.index(needle, pos)
+
+
+def test_ep_rank_prefix_and_deprecation_warning() -> None:
+    """` EP{n}` after ` TP{n}` when expert parallelism > 1 (scheduler.py logger prefix); a deprecated flag
+    warns in argparse_actions.py's words, bold yellow, before logging is configured (no timestamp)."""
+    args = ["--model-path", "deepseek-ai/DeepSeek-V3", "--tp", "4", "--ep", "4", "--skip-server-warmup"]
+    with SimProc(args + ["--disable-cuda-graph"]) as sim:
+        text = sim.wait_for(READY)
+        assert re.search(r"^\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} TP3 EP3\] Load weight begin", text, re.M)
+        assert (
+            "\n\x1b[1;33m'--disable-cuda-graph' is deprecated and will be removed in a future release. "
+            "Use '--cuda-graph-backend-{decode,prefill}=disabled' instead.\x1b[0m\n"
+        ) in text
+        assert "Capture" not in text
+        assert "cuda_graph={prefill=0.00, decode=0.00, target_verify=0.00, draft_prefill=0.00" in text
+
+
+def test_running_phase_sigquit_like_add_signal_handler() -> None:
+    with SimProc(["--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--skip-server-warmup"]) as sim:
+        sim.wait_for(READY)
+        sim.proc.send_signal(signal.SIGQUIT)
+        assert sim.wait_exit(10) == -signal.SIGKILL
+        text = sim.text()
+        assert "] SIGQUIT received. signum=None, frame=None. It usually means one child failed.\n" in text
+        assert re.search(r"kill_process_tree called: parent_pid=(\d+), include_parent=True, pid=\1", text)
 
 
 def test_no_spec_and_disable_cuda_graph() -> None:
@@ -142,12 +221,18 @@ def test_no_spec_and_disable_cuda_graph() -> None:
     with SimProc(base) as sim:
         text = sim.wait_for(READY)
         assert "Capture target decode CUDA graph begin. backend=full, num_tokens_per_req=1," in text
+        assert text.index("Capture target prefill CUDA graph end.") < text.index("Capture target decode CUDA")
+        assert "cuda_graph={prefill=" in text and ", decode=0.00," not in text
         assert "Capture draft" not in text and "LlamaForCausalLMEagle3" not in text
         assert "type=LlamaForCausalLM, " in text
         assert "POST /generate" not in text
     with SimProc(base + ["--disable-cuda-graph"]) as sim:
         text = sim.wait_for(READY)
         assert "Capture" not in text and "Capturing batches" not in text
+        assert "is deprecated and will be removed in a future release." in text
+    with SimProc(base + ["--cuda-graph-backend-prefill", "disabled"]) as sim:
+        text = sim.wait_for(READY)
+        assert "Capture target prefill" not in text and "Capture target decode CUDA graph end." in text
 
 
 def test_tp1_has_no_rank_prefix() -> None:
@@ -157,7 +242,7 @@ def test_tp1_has_no_rank_prefix() -> None:
         assert " TP0]" not in text
         sim.proc.send_signal(signal.SIGINT)
         assert sim.wait_exit(10) in (0, -15)
-        assert "INFO:     Finished server process [" in sim.text()
+        assert re.search(UVICORN_TS + r"INFO:     Finished server process \[\d+\]$", sim.text(), re.M)
 
 
 FAIL_CASES = {
@@ -192,7 +277,7 @@ def test_failure_injection_kills_like_kill_process_tree(mode: str) -> None:
         for needle in FAIL_CASES[mode]:
             assert needle in text, needle
         assert "Received sigquit from a child process. It usually means the child failed." in text or (
-            "SIGQUIT received. signum=3" in text
+            "SIGQUIT received. signum=None, frame=None. It usually means one child failed." in text
         )
         assert re.search(r"kill_process_tree called: parent_pid=(\d+), include_parent=True, pid=\1", text)
         if mode != "crash-after-ready":
@@ -209,7 +294,7 @@ def test_port_in_use_forced_and_real() -> None:
     with SimProc(SPEC_ARGS + ["--sim-shards", "4"], env={"EAGLETUI_SIM_FAIL": "port-in-use"}) as sim:
         assert sim.wait_exit(30) == 1
         assert (
-            f"ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', {sim.port}): "
+            f"] ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', {sim.port}): "
             "address already in use"
         ) in sim.text()
     with socket.socket() as taken:

@@ -130,3 +130,49 @@ def test_noise_is_bounded_and_mean_one() -> None:
     xs = [perf.noise(rng) for _ in range(20000)]
     assert 0.85 < min(xs) and max(xs) < 1.15
     assert sum(xs) / len(xs) == pytest.approx(1.0, abs=0.002)
+
+
+def test_pcie_preset_all_reduce_dominates_the_cycle() -> None:
+    """Issue 15: on 8 × RTX PRO 6000 over PCIe, ≈ 25 ms of a ≈ 30 ms poor-drafter cycle is all-reduce."""
+    e = perf.expected({**POOR, "sim_host": "pcie-rtx6000"})
+    cats = e["step_ms_by_category"]
+    assert set(cats) == set(perf.CATEGORIES)
+    assert sum(cats.values()) == pytest.approx(e["iteration_ms"])
+    assert 28 <= e["iteration_ms"] <= 34
+    assert 22 <= cats["communication"] <= 27
+    assert perf.expected(POOR) == e  # the default host
+    fused = perf.expected({**POOR, "enable_flashinfer_allreduce_fusion": True})["step_ms_by_category"]
+    assert fused["communication"] < cats["communication"] - 1.0
+    assert fused["gemm"] == pytest.approx(cats["gemm"])
+    # the custom all-reduce needs NVLink at tp 8: disabling it changes nothing over PCIe
+    off = perf.expected({**POOR, "disable_custom_all_reduce": True})
+    assert off["iteration_ms"] == pytest.approx(e["iteration_ms"])
+
+
+def test_h200_preset_speculation_wins_less_with_concurrency() -> None:
+    base = perf.PerfConfig.from_args({**BASE, "sim_host": "h200-nvlink"})
+    good = perf.PerfConfig.from_args({**GOOD, "sim_host": "h200-nvlink"})
+    single = perf.throughput(good, 1) / perf.throughput(base, 1)
+    batch = perf.throughput(good, 32) / perf.throughput(base, 32)
+    assert 1.6 <= single <= 2.2
+    assert 1.0 < batch < single
+    e = perf.expected({**GOOD, "sim_host": "h200-nvlink"})
+    assert e["host"] == "h200-nvlink"
+    cats = e["step_ms_by_category"]
+    assert cats["communication"] < 0.25 * e["iteration_ms"]
+    # NVLink: without the one-shot custom all-reduce, NCCL's all-reduce costs more
+    off = perf.expected({**GOOD, "sim_host": "h200-nvlink", "disable_custom_all_reduce": True})
+    assert off["step_ms_by_category"]["communication"] > 1.5 * cats["communication"]
+    # on PCIe the same drafter loses to the baseline
+    pcie = perf.PerfConfig.from_args(GOOD)
+    assert perf.throughput(pcie, 1) < perf.throughput(perf.PerfConfig.from_args(BASE), 1)
+
+
+def test_sim_host_flag_and_0523_graph_and_fusion_flags() -> None:
+    ns = parse_args(["--model-path", "m", "--sim-host", "h200-nvlink"])
+    assert perf.PerfConfig.from_args(ns).host == "h200-nvlink"
+    with pytest.raises(SystemExit):
+        parse_args(["--model-path", "m", "--sim-host", "dgx"])
+    cfg = perf.PerfConfig.from_args({**BASE, "cuda_graph_backend_decode": "disabled"})
+    assert cfg.cuda_graph is False
+    assert perf.PerfConfig.from_args({**BASE, "flashinfer_allreduce_fusion_backend": "auto"}).allreduce_fusion

@@ -88,3 +88,4 @@ async def test_builtin_client_sends_the_api_key(tmp_path: Path) -> None:
         assert not result.error and result.requests == 2 and result.failed == 0
         started = next(e for e in events if e.type == "launch_started")
         assert "sk-test-key-123" not in str(started.config)  # the snapshot is redacted
+        assert "sk-test-key-123" not in str(started.command)  # and so is the command the runs table shows

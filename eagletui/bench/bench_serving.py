@@ -208,6 +208,9 @@ async def local_lines(argv: list[str]) -> AsyncIterator[str]:
         await proc.wait()
 
 
+MAX_LINE_BYTES = 1024 * 1024
+
+
 def transport_lines(transport: Any) -> RunLines:
     """Adapt a remote ``Transport.stream(argv)`` (bytes chunks) to the line-source interface."""
 
@@ -217,6 +220,11 @@ def transport_lines(transport: Any) -> RunLines:
             async for chunk in stream:
                 buf += chunk
                 *lines, buf = buf.split(b"\n")
+                if (
+                    len(buf) > MAX_LINE_BYTES
+                ):  # no newline for 1 MiB: hand it on cut, never grow without bound
+                    lines.append(buf[:MAX_LINE_BYTES])
+                    buf = b""
                 for line in lines:
                     for part in line.rstrip(b"\r").decode("utf-8", "replace").split("\r"):
                         yield part

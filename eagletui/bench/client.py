@@ -14,6 +14,10 @@ tick for live charts) and an accept length that belongs to *this* run, neither o
 Speed matters (the client must not be the bottleneck at tens of thousands of tok/s): SSE bytes are split
 on newlines and only an integer is pulled out of each chunk with a compiled regex; the final chunk alone
 is decoded as JSON.
+
+Every wait has a timeout and every read a bound (:class:`HttpLimits`): a server that stalls after the
+headers, trickles one byte a second, streams forever without a newline or answers with a 50 MB error
+page ends that one request with a clear error instead of hanging ``bench`` or eating the memory.
 """
 
 from __future__ import annotations
@@ -21,11 +25,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import math
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 import aiohttp
 
@@ -40,6 +45,76 @@ _METRIC_RE = re.compile(r"^(sglang:[a-z_]+?)(?:_total)?(?:\{[^}]*\})?\s+([-+0-9.
 _VERIFY_METRICS = ("sglang:spec_verify_calls", "sglang:spec_verify_ct")
 _GEN_METRIC = "sglang:generation_tokens"
 TICK_S = 1.0
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+@dataclass(frozen=True, slots=True)
+class HttpLimits:
+    """Timeouts and read bounds for every request the client makes.
+
+    ``read_s`` is the longest silence (not one byte) tolerated from the server; ``idle_s`` the longest
+    wait for the next complete ``data:`` event of a stream, which also catches a server that trickles
+    bytes without ever finishing a line. Both are generous (5 min) because at a concurrency above the
+    server's running-request limit a request waits in its queue before its first byte; they end a
+    dead stream long before ``total_s``, which bounds one request end to end (``bench.timeout_s``).
+    """
+
+    connect_s: float = 10.0
+    read_s: float = 300.0
+    idle_s: float = 300.0
+    total_s: float = 1800.0
+    #: an error page is kept only this far (its first 200 characters go into the message)
+    max_error_body: int = 64 * KIB
+    #: one SSE line (an sglang chunk is the cumulative text so far: long outputs make long lines)
+    max_line: int = 1 * MIB
+    #: small JSON/text answers: /v1/models, /flush_cache
+    max_json: int = 4 * MIB
+    #: Prometheus text of /metrics (histograms × TP ranks can be large, but not this large)
+    max_metrics: int = 16 * MIB
+
+    @classmethod
+    def for_settings(cls, settings: BenchSettings) -> HttpLimits:
+        total = getattr(settings, "timeout_s", None)
+        if (
+            isinstance(total, int | float)
+            and not isinstance(total, bool)
+            and math.isfinite(total)
+            and total > 0
+        ):
+            return cls(total_s=float(total))
+        return cls()
+
+    def timeout(self, total: float | None = None) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(
+            total=self.total_s if total is None else total, sock_connect=self.connect_s, sock_read=self.read_s
+        )
+
+
+class ResponseTooLarge(Exception):
+    """An answer exceeded its bound; the request fails with this message instead of growing memory."""
+
+
+async def read_bounded(resp: aiohttp.ClientResponse, limit: int, *, truncate: bool = False) -> bytes:
+    """The body, up to ``limit`` bytes. Past it: the first ``limit`` bytes if ``truncate``, else
+    :class:`ResponseTooLarge`. Either way nothing beyond ``limit`` (+ one network chunk) is held."""
+    declared = resp.content_length
+    if declared is not None and declared > limit and not truncate:
+        raise ResponseTooLarge(f"answer of {declared} bytes exceeds the {_size(limit)} limit")
+    out = bytearray()
+    while len(out) <= limit:
+        chunk = await resp.content.read(min(64 * KIB, limit + 1 - len(out)))
+        if not chunk:
+            return bytes(out)
+        out += chunk
+    if truncate:
+        return bytes(out[:limit])
+    raise ResponseTooLarge(f"answer exceeds the {_size(limit)} limit")
+
+
+def _size(n: int) -> str:
+    return f"{n // MIB} MiB" if n >= MIB and n % MIB == 0 else f"{n // KIB} KiB" if n % KIB == 0 else f"{n} B"
 
 
 @dataclass(slots=True)
@@ -110,13 +185,23 @@ def _short_error(exc: BaseException) -> str:
         )
     if isinstance(exc, asyncio.TimeoutError | TimeoutError):
         return "timeout"
+    if isinstance(exc, ResponseTooLarge):
+        return str(exc)
     return f"{type(exc).__name__}: {exc}".strip()
 
 
 async def stream_generate(
-    session: aiohttp.ClientSession, url: str, payload: bytes, live: _Live | None = None
+    session: aiohttp.ClientSession,
+    url: str,
+    payload: bytes,
+    live: _Live | None = None,
+    limits: HttpLimits | None = None,
 ) -> RequestResult:
-    """One streaming ``/generate`` request. Never raises for network/HTTP errors: they land in ``error``."""
+    """One streaming ``/generate`` request. Never raises for network/HTTP errors: they land in ``error``.
+
+    Bounded on every side (see :class:`HttpLimits`): the connect, each read, the gap between complete
+    ``data:`` events, the whole request, one SSE line and an error body."""
+    lim = limits or HttpLimits()
     res = RequestResult(start=time.perf_counter())
     last_ct = 0
     last_body = b""
@@ -124,56 +209,93 @@ async def stream_generate(
     buf = b""
     done = False
     itls = res.itls
+    loop = asyncio.get_running_loop()
+    phase = "connecting"
     try:
-        async with session.post(url, data=payload, headers={"Content-Type": "application/json"}) as resp:
-            if resp.status != 200:
-                body = (await resp.text())[:200].strip()
-                res.error = f"HTTP {resp.status}" + (f": {body}" if body else "")
-                return res
-            async for chunk in resp.content.iter_any():
-                now = time.perf_counter()
-                buf = buf + chunk if buf else chunk
-                if b"\n" not in buf:
-                    continue
-                lines = buf.split(b"\n")
-                buf = lines.pop()
-                for line in lines:
-                    if not line.startswith(b"data:"):
+        async with asyncio.timeout(lim.idle_s) as idle:
+            async with session.post(
+                url, data=payload, headers={"Content-Type": "application/json"}, timeout=lim.timeout()
+            ) as resp:
+                if resp.status != 200:
+                    phase = "reading the error"
+                    raw = await read_bounded(resp, lim.max_error_body, truncate=True)
+                    page = raw.decode("utf-8", "replace")[:200].strip()
+                    res.error = f"HTTP {resp.status}" + (f": {page}" if page else "")
+                    return res
+                phase = "streaming"
+                idle.reschedule(loop.time() + lim.idle_s)
+                async for chunk in resp.content.iter_any():
+                    now = time.perf_counter()
+                    buf = buf + chunk if buf else chunk
+                    if b"\n" not in buf:
+                        if len(buf) > lim.max_line:
+                            res.error = (
+                                f"SSE line longer than {_size(lim.max_line)} (no newline): stream abandoned"
+                            )
+                            return res
                         continue
-                    body = line[5:].strip()
+                    lines = buf.split(b"\n")
+                    buf = lines.pop()
+                    if len(buf) > lim.max_line:
+                        res.error = (
+                            f"SSE line longer than {_size(lim.max_line)} (no newline): stream abandoned"
+                        )
+                        return res
+                    for line in lines:
+                        if not line.startswith(b"data:"):
+                            continue
+                        if len(line) > lim.max_line:
+                            res.error = f"SSE line longer than {_size(lim.max_line)}: stream abandoned"
+                            return res
+                        idle.reschedule(loop.time() + lim.idle_s)  # an event arrived: not idle
+                        body = line[5:].strip()
+                        if body == b"[DONE]":
+                            done = True
+                            continue
+                        last_body = body
+                        i = body.rfind(_CT_KEY)
+                        if i < 0:
+                            continue
+                        m = _CT_RE.match(body, i)
+                        if m is None:
+                            continue
+                        ct = int(m.group(1))
+                        new = ct - last_ct
+                        if new <= 0:
+                            continue
+                        last_ct = ct
+                        if live is not None:
+                            live.tokens += new
+                        if res.first is None:
+                            res.first = now
+                            res._first_tokens = new
+                        else:
+                            gap = (now - prev_t) / new
+                            if new == 1:
+                                itls.append(gap)
+                            else:
+                                itls.extend([gap] * new)
+                        prev_t = now
+                if buf.startswith(b"data:"):
+                    body = buf[5:].strip()
                     if body == b"[DONE]":
                         done = True
-                        continue
-                    last_body = body
-                    i = body.rfind(_CT_KEY)
-                    if i < 0:
-                        continue
-                    m = _CT_RE.match(body, i)
-                    if m is None:
-                        continue
-                    ct = int(m.group(1))
-                    new = ct - last_ct
-                    if new <= 0:
-                        continue
-                    last_ct = ct
-                    if live is not None:
-                        live.tokens += new
-                    if res.first is None:
-                        res.first = now
-                        res._first_tokens = new
-                    else:
-                        gap = (now - prev_t) / new
-                        if new == 1:
-                            itls.append(gap)
-                        else:
-                            itls.extend([gap] * new)
-                    prev_t = now
-            if buf.startswith(b"data:"):
-                body = buf[5:].strip()
-                if body == b"[DONE]":
-                    done = True
-                elif body:
-                    last_body = body
+                    elif body:
+                        last_body = body
+    except TimeoutError as exc:
+        if isinstance(exc, aiohttp.ConnectionTimeoutError):
+            res.error = f"timeout: could not connect within {lim.connect_s:g}s"
+        elif isinstance(exc, aiohttp.ServerTimeoutError):
+            res.error = f"timeout: no data from the server for {lim.read_s:g}s while {phase}"
+        elif phase == "streaming" and not idle.expired():
+            res.error = f"timeout: request took longer than {lim.total_s:g}s"
+        elif phase == "streaming":
+            res.error = f"timeout: no complete stream event for {lim.idle_s:g}s (the server stalled or trickles bytes)"
+        elif phase == "connecting" and idle.expired():
+            res.error = f"timeout: no answer for {lim.idle_s:g}s"
+        else:
+            res.error = _short_error(exc)
+        return res
     except Exception as exc:
         res.error = _short_error(exc)
         return res
@@ -195,22 +317,36 @@ async def stream_generate(
         err = final["error"]
         res.error = str(err.get("message", err) if isinstance(err, dict) else err)[:200]
         return res
-    meta = final.get("meta_info") or {}
+    meta = final.get("meta_info")
+    meta = meta if isinstance(meta, dict) else {}
     ct = meta.get("completion_tokens", last_ct)
-    res.output_tokens = int(ct) if isinstance(ct, int | float) else last_ct
+    if not _count(ct):
+        res.error = f"invalid completion_tokens {ct!r} in the final chunk"
+        return res
+    res.output_tokens = int(ct)
     if res.output_tokens > last_ct and live is not None:
         live.tokens += res.output_tokens - last_ct
+    if res.output_tokens <= 0:
+        res.error = "no output tokens"
+        return res
     vc = meta.get("spec_verify_ct")
-    if isinstance(vc, int | float) and vc > 0:
+    if _count(vc) and vc > 0:
         res.verify_ct = int(vc)
         if live is not None:
             live.ct_sum += res.output_tokens
             live.verify_sum += res.verify_ct
     res.ok = True
-    if not done and final.get("meta_info", {}).get("finish_reason") is None:
+    if not done and meta.get("finish_reason") is None:
         res.ok = False
         res.error = "stream ended early"
     return res
+
+
+def _count(value: Any) -> TypeGuard[float]:
+    """A usable token/round count: a finite, non-negative number (``NaN``/``inf``/strings are not)."""
+    return (
+        isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    )
 
 
 def parse_metrics(text: str) -> dict[str, float]:
@@ -230,12 +366,17 @@ def parse_metrics(text: str) -> dict[str, float]:
     return out
 
 
-async def _get_metrics(session: aiohttp.ClientSession, base: str) -> dict[str, float] | None:
+async def _get_metrics(
+    session: aiohttp.ClientSession, base: str, limits: HttpLimits | None = None
+) -> dict[str, float] | None:
+    """Counters from /metrics, or None (not served, too slow, or larger than ``max_metrics``)."""
+    lim = limits or HttpLimits()
     try:
-        async with session.get(base + "/metrics", timeout=aiohttp.ClientTimeout(total=10)) as resp:
+        async with session.get(base + "/metrics", timeout=lim.timeout(total=10)) as resp:
             if resp.status != 200:
                 return None
-            return parse_metrics(await resp.text())
+            raw = await read_bounded(resp, lim.max_metrics)
+            return parse_metrics(raw.decode("utf-8", "replace"))
     except Exception:
         return None
 
@@ -253,17 +394,20 @@ def _metrics_accept_len(before: dict[str, float] | None, after: dict[str, float]
     return None
 
 
-async def flush_cache(session: aiohttp.ClientSession, base: str, attempts: int = 5) -> bool:
+async def flush_cache(
+    session: aiohttp.ClientSession, base: str, attempts: int = 5, limits: HttpLimits | None = None
+) -> bool:
     """POST /flush_cache, retrying while the server says it is busy (it only flushes when idle)."""
+    lim = limits or HttpLimits()
     for i in range(attempts):
         try:
-            async with session.post(base + "/flush_cache", timeout=aiohttp.ClientTimeout(total=30)) as resp:
-                await resp.read()
+            async with session.post(base + "/flush_cache", timeout=lim.timeout(total=30)) as resp:
+                await read_bounded(resp, lim.max_json, truncate=True)
                 if resp.status == 200:
                     return True
                 if resp.status == 404:
-                    async with session.get(base + "/flush_cache") as resp2:
-                        await resp2.read()
+                    async with session.get(base + "/flush_cache", timeout=lim.timeout(total=30)) as resp2:
+                        await read_bounded(resp2, lim.max_json, truncate=True)
                         return resp2.status == 200
         except Exception:
             return False
@@ -271,14 +415,17 @@ async def flush_cache(session: aiohttp.ClientSession, base: str, attempts: int =
     return False
 
 
-async def _prime_connections(session: aiohttp.ClientSession, base: str, n: int) -> None:
+async def _prime_connections(
+    session: aiohttp.ClientSession, base: str, n: int, limits: HttpLimits | None = None
+) -> None:
     """Open the keep-alive connections before the clock starts, so TCP setup of ``n`` streams is not
     billed to the server's throughput (any response, even 404, leaves a reusable connection)."""
+    lim = limits or HttpLimits()
 
     async def one() -> None:
         try:
-            async with session.get(base + "/v1/models", timeout=aiohttp.ClientTimeout(total=10)) as resp:
-                await resp.read()
+            async with session.get(base + "/v1/models", timeout=lim.timeout(total=10)) as resp:
+                await read_bounded(resp, lim.max_json)
         except Exception:
             pass
 
@@ -297,6 +444,7 @@ async def _run_pool(
     live: _Live | None,
     on_done: Callable[[RequestResult], None] | None,
     stop: asyncio.Event | None,
+    limits: HttpLimits | None = None,
 ) -> list[RequestResult]:
     results: list[RequestResult] = []
     it = iter(payloads)
@@ -305,7 +453,7 @@ async def _run_pool(
         for payload in it:
             if stop is not None and stop.is_set():
                 return
-            r = await stream_generate(session, url, payload, live)
+            r = await stream_generate(session, url, payload, live, limits)
             results.append(r)
             if on_done is not None:
                 on_done(r)
@@ -339,10 +487,12 @@ async def run_builtin(
     emit: Callable[[Event], None],
     stop: asyncio.Event | None = None,
     api_key: str | None = None,
+    limits: HttpLimits | None = None,
 ) -> BenchmarkResult:
     """Run the profile's workload against ``base_url`` and return the result; never raises for server
     trouble (connection refused, HTTP errors, timeouts), which is reported in ``failed``/``error``.
-    ``api_key`` is sent as a bearer token, as a server started with ``--api-key`` requires."""
+    ``api_key`` is sent as a bearer token, as a server started with ``--api-key`` requires.
+    ``limits`` defaults to :meth:`HttpLimits.for_settings` (``bench.timeout_s`` bounds one request)."""
     base = base_url.rstrip("/")
     try:
         workload = build_workload(settings)
@@ -361,7 +511,15 @@ async def run_builtin(
         )
     )
     result = await _run_workload(
-        base, workload, settings, bench=bench, launch=launch, emit=emit, stop=stop, api_key=api_key
+        base,
+        workload,
+        settings,
+        bench=bench,
+        launch=launch,
+        emit=emit,
+        stop=stop,
+        api_key=api_key,
+        limits=limits or HttpLimits.for_settings(settings),
     )
     emit(result)
     return result
@@ -377,9 +535,11 @@ async def _run_workload(
     emit: Callable[[Event], None],
     stop: asyncio.Event | None,
     api_key: str | None = None,
+    limits: HttpLimits | None = None,
 ) -> BenchmarkResult:
     url = base + "/generate"
-    timeout = aiohttp.ClientTimeout(total=settings.timeout_s, sock_connect=10)
+    lim = limits or HttpLimits.for_settings(settings)
+    timeout = lim.timeout()
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
     live = _Live()
     t0 = 0.0
@@ -389,10 +549,10 @@ async def _run_workload(
     ) as session:
         if workload.warmup_prompts:
             warm = [make_payload(p, workload.sampling) for p in workload.warmup_prompts]
-            await _run_pool(session, url, warm, workload.concurrency, None, None, stop)
-            await flush_cache(session, base)
-        await _prime_connections(session, base, workload.concurrency)
-        metrics_before = await _get_metrics(session, base)
+            await _run_pool(session, url, warm, workload.concurrency, None, None, stop, lim)
+            await flush_cache(session, base, limits=lim)
+        await _prime_connections(session, base, workload.concurrency, lim)
+        metrics_before = await _get_metrics(session, base, lim)
 
         payloads = [make_payload(p, workload.sampling) for p in workload.prompts]
 
@@ -438,7 +598,7 @@ async def _run_workload(
         t0 = time.perf_counter()
         tick_task = asyncio.create_task(ticker())
         try:
-            results = await _run_pool(session, url, payloads, workload.concurrency, live, on_done, stop)
+            results = await _run_pool(session, url, payloads, workload.concurrency, live, on_done, stop, lim)
         finally:
             tick_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -446,7 +606,7 @@ async def _run_workload(
         ok = [r for r in results if r.ok]
         t_end = max((r.last or 0.0) for r in ok) if ok else time.perf_counter()
         duration = max(t_end - t0, 1e-9)
-        metrics_after = await _get_metrics(session, base) if ok else None
+        metrics_after = await _get_metrics(session, base, lim) if ok else None
     return _summarize(
         results,
         duration,
@@ -493,6 +653,9 @@ def _summarize(
     if failed:
         first = failed[0].error or "failed"
         errors.append(f"{len(failed)} request(s) failed: {first}")
+    if total_tokens <= 0 and not stopped:
+        # a benchmark that measured nothing is a failure, whatever the request count says
+        errors.append("no output tokens: the benchmark measured nothing")
     return BenchmarkResult(
         bench=bench,
         launch=launch,

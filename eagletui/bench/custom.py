@@ -8,7 +8,10 @@ end), and every tok/s match is also emitted as a live tick so the chart moves wh
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import hashlib
+import math
 import re
 import shlex
 import time
@@ -17,6 +20,11 @@ from collections.abc import Callable
 from eagletui.bench.bench_serving import RunLines, local_lines
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
 from eagletui.core.profile import BenchSettings
+
+#: A custom command is bounded like the built-in client: by ``bench.timeout_s`` end to end (this when
+#: the profile's value is unusable), and each output line is cut to MAX_LINE before any regex sees it.
+DEFAULT_TIMEOUT_S = 1800.0
+MAX_LINE = 64 * 1024
 
 
 def _number(m: re.Match[str]) -> float | None:
@@ -67,31 +75,49 @@ async def run_custom(
     accept: float | None = None
     tail: list[str] = []
     t0 = time.monotonic()
+    limit = settings.timeout_s
+    if not (isinstance(limit, int | float) and math.isfinite(limit) and limit > 0):
+        limit = DEFAULT_TIMEOUT_S
+    lines = run_lines(argv)
     try:
-        async for line in run_lines(argv):
-            tail = (tail + [line])[-5:] if line.strip() else tail
-            m = tok_re.search(line)
-            if m is not None and (v := _number(m)) is not None:
-                tok_s = v
-                emit(
-                    BenchmarkSample(
-                        bench=bench,
-                        launch=launch,
-                        scope="tick",
-                        t=time.monotonic() - t0,
-                        tok_s=v,
-                        accept_len=accept,
-                    )
-                )
-            if acc_re is not None:
-                m = acc_re.search(line)
+        async with asyncio.timeout(limit):
+            async for line in lines:
+                if len(line) > MAX_LINE:  # the regexes run on every line: a 1 GB line must not reach them
+                    line = line[:MAX_LINE]
+                tail = (tail + [line[:500]])[-5:] if line.strip() else tail
+                m = tok_re.search(line)
                 if m is not None and (v := _number(m)) is not None:
-                    accept = v
+                    tok_s = v
+                    emit(
+                        BenchmarkSample(
+                            bench=bench,
+                            launch=launch,
+                            scope="tick",
+                            t=time.monotonic() - t0,
+                            tok_s=v,
+                            accept_len=accept,
+                        )
+                    )
+                if acc_re is not None:
+                    m = acc_re.search(line)
+                    if m is not None and (v := _number(m)) is not None:
+                        accept = v
+    except TimeoutError:
+        error = f"bench.command did not finish within {limit:g}s (bench.timeout_s)"
     except Exception as exc:
         error = f"{type(exc).__name__}: {exc}"
+    finally:
+        aclose = getattr(lines, "aclose", None)  # stops the command now, not when the GC gets to it
+        if aclose is not None:
+            with contextlib.suppress(Exception):
+                await aclose()
     duration = time.monotonic() - t0
     if tok_s is None and not error:
         error = "tok_s_regex matched nothing" + (": " + " | ".join(tail) if tail else "")
+    if tok_s is not None and not (math.isfinite(tok_s) and tok_s > 0):
+        # NaN or zero throughput: the benchmark measured nothing, which is a failure, not a result
+        error = error or f"the command reported {tok_s} tok/s: nothing was measured"
+        tok_s = None
     result = BenchmarkResult(
         bench=bench,
         launch=launch,

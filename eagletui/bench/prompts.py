@@ -18,6 +18,9 @@ from typing import Any
 from eagletui.core.profile import BenchSettings
 
 BUILTIN_SETS: tuple[str, ...] = ("chat", "code", "long")
+#: A prompt file is read whole (prompts are sampled from it): bounded, so a wrong path to a huge
+#: file is an error, not the machine's memory.
+MAX_PROMPT_FILE = 512 * 1024**2
 
 
 class PromptSetError(ValueError):
@@ -70,12 +73,21 @@ def load_prompt_set(name: str) -> list[str]:
         text = resources.files("eagletui.bench").joinpath("data", f"{name}.jsonl").read_text(encoding="utf-8")
         return parse_jsonl(text, f"builtin:{name}")
     path = Path(name).expanduser()
+    if path.exists() and not path.is_file():  # a FIFO would block the open, /dev/zero never end
+        raise PromptSetError(f"prompt set {name!r}: not a regular file")
     try:
-        text = path.read_text(encoding="utf-8")
+        with open(path, "rb") as f:
+            data = f.read(MAX_PROMPT_FILE + 1)
     except OSError as exc:
         raise PromptSetError(
             f"prompt set {name!r}: not one of {', '.join(BUILTIN_SETS)} and not a readable file ({exc.strerror})"
         ) from None
+    if len(data) > MAX_PROMPT_FILE:
+        raise PromptSetError(f"prompt set {name!r}: larger than {MAX_PROMPT_FILE // 1024**2} MiB")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PromptSetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     return parse_jsonl(text, str(path))
 
 

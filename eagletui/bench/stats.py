@@ -26,8 +26,9 @@ def percentile(sorted_values: Sequence[float], q: float) -> float:
 
 
 def summarize(values: Iterable[float]) -> dict[str, float] | None:
-    """mean/median/p90/p99, or None when there is nothing to summarize (never NaN in JSON)."""
-    data = sorted(float(v) for v in values if v is not None and not math.isnan(v))
+    """mean/median/p90/p99, or None when there is nothing to summarize (never NaN or Infinity in
+    JSON: non-finite samples are left out, so ``bench --json`` stays valid JSON)."""
+    data = sorted(float(v) for v in values if v is not None and math.isfinite(v))
     if not data:
         return None
     return {
@@ -40,7 +41,7 @@ def summarize(values: Iterable[float]) -> dict[str, float] | None:
 
 def mean_stdev(values: Iterable[float | None]) -> tuple[float | None, float | None, int]:
     """Mean, sample stdev (None below two samples: one run says nothing about noise) and count."""
-    data = [float(v) for v in values if v is not None and not math.isnan(float(v))]
+    data = [float(v) for v in values if v is not None and math.isfinite(float(v))]
     if not data:
         return None, None, 0
     m = math.fsum(data) / len(data)

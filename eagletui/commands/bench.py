@@ -30,12 +30,15 @@ from eagletui.bench.stats import mean_stdev
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core.events import BenchmarkResult, Event
 from eagletui.core.profile import Profile, ProfileError, load_profile
+from eagletui.core.redact import Redactor
+from eagletui.core.textsafe import inert, inert_lines
 
 EXIT_OK, EXIT_BENCH_FAILED, EXIT_USAGE, EXIT_LAUNCH_FAILED = 0, 1, 2, 3
 
 
 def _say(msg: str) -> None:
-    print(msg, file=sys.stderr, flush=True)
+    # server log lines, HTTP bodies and exception texts pass through here: never raw to the terminal
+    print(inert_lines(msg), file=sys.stderr, flush=True)
 
 
 # ------------------------------------------------------------------------------------- launching
@@ -219,7 +222,8 @@ async def _bench_once(
     settings = profile.bench
     emit = (lambda e: None) if quiet else _stderr_emit
     if settings.runner == "builtin":
-        return await run_builtin(url, settings, bench=bench, launch=1, emit=emit)
+        # A server launched with --api-key answers 401 to anything without it.
+        return await run_builtin(url, settings, bench=bench, launch=1, emit=emit, api_key=profile.api_key())
     lines: RunLines = local_lines
     if transport is not None and transport.target != "local":
         stream_lines = transport_lines(transport)
@@ -307,7 +311,7 @@ def _print_human(summary: dict[str, Any]) -> None:
             print(f"  {label:<5} ms          mean {s['mean']:.1f}  p50 {s['median']:.1f}  p99 {s['p99']:.1f}")
     print(f"  requests {summary['requests']}  failed {summary['failed']}")
     if summary["error"]:
-        print(f"  error: {summary['error']}")
+        print(f"  error: {inert(summary['error'])}")
 
 
 async def _amain(ns: argparse.Namespace) -> int:
@@ -317,6 +321,7 @@ async def _amain(ns: argparse.Namespace) -> int:
         _say(str(exc))
         return EXIT_USAGE
     target = ns.target or profile.target
+    redactor = Redactor.for_profile(profile)
     repeats = ns.repeats or profile.bench.repeats
     try:
         transport = await _open_transport(target, **ssh_options(ns))
@@ -341,7 +346,7 @@ async def _amain(ns: argparse.Namespace) -> int:
             why = await wait_ready(url, profile.ready_timeout_s, server.is_alive)
             if why:
                 _say(f"eagletui: server {why}")
-                tail = await server.log_tail(transport)
+                tail = redactor.text(await server.log_tail(transport))
                 if tail:
                     _say("---- last log lines ----\n" + tail)
                 return EXIT_LAUNCH_FAILED
@@ -355,14 +360,16 @@ async def _amain(ns: argparse.Namespace) -> int:
             _say(
                 f"repeat {i + 1}/{repeats}: {r.output_throughput:.1f} tok/s"
                 + (f", accept {r.accept_length:.2f}" if r.accept_length else "")
-                + (f" ({r.error})" if r.error else "")
+                + (f" ({redactor.text(r.error)})" if r.error else "")
             )
-        summary = summarize_repeats(results, profile, target)
+        # Errors may echo the key (``Invalid API key provided: …``): what is printed is scrubbed.
+        summary = redactor.value(summarize_repeats(results, profile, target))
         if ns.json:
             print(json.dumps(summary, indent=2))
         else:
             _print_human(summary)
-        ok = summary["requests"] > 0 and summary["failed"] == 0
+        # no tokens measured (NaN/zero counts, every stream empty) fails the gate like a failed request
+        ok = summary["requests"] > 0 and summary["failed"] == 0 and summary["output_throughput"] > 0
         return EXIT_OK if ok else EXIT_BENCH_FAILED
     finally:
         if follower is not None:

@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from eagletui.commands._ssh import ssh_options
-    from eagletui.commands._ui import load_config, make_history, make_recorder
+    from eagletui.commands._ui import load_config, make_history, make_recorder, run_app
     from eagletui.core.profile import Profile, ProfileError, load_profile
 
     if args.profile:
@@ -67,7 +67,7 @@ def main(argv: list[str]) -> int:
         autolaunch=bool(args.profile) and not args.no_launch,
         recorder=make_recorder(cfg, target, profile, enabled=not args.no_record),
     )
-    app.run()
+    signum = run_app(app)  # SIGTERM/SIGHUP/SIGINT: the q path (the server keeps running), terminal restored
     if app.workspace is not None and app.workspace.run is not None:
         sys.stderr.write(
             f"the server (run {app.workspace.run.run_id}) keeps running on {target}; "
@@ -75,4 +75,4 @@ def main(argv: list[str]) -> int:
         )
     if app.recorder is not None:
         sys.stderr.write(f"session recorded to {app.recorder.path}\n")
-    return 0
+    return 128 + signum if signum else 0

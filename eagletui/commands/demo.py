@@ -54,7 +54,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from eagletui.commands._ui import load_config, make_history, make_recorder
+    from eagletui.commands._ui import load_config, make_history, make_recorder, run_app
     from eagletui.core.profile import load_profile
 
     with tempfile.TemporaryDirectory(prefix="eagletui-demo-") as tmp:
@@ -68,8 +68,14 @@ def main(argv: list[str]) -> int:
             history=make_history(cfg),
             recorder=make_recorder(cfg, "local", profile, enabled=not args.no_record),
         )
-        app.run()
-        return _cleanup(app)
+        signum: int | None = None
+        try:
+            # SIGTERM/SIGHUP/SIGINT quit like q does; if that hangs, the emergency stop still runs
+            signum = run_app(app, on_force=lambda: _emergency_cleanup(app, Path(tmp)))
+        finally:
+            # also after a forced exit: the simulator, then (leaving the with) the temp dir go
+            code = _cleanup(app)
+        return 128 + signum if signum else code
 
 
 def build_app(profile, cfg, *, theme=None, history=None, recorder=None, preflight=True):
@@ -102,9 +108,52 @@ def _cleanup(app) -> int:
                 if await ws.control.is_alive(ws.run):
                     await ws.control.stop(ws.run, grace=5)
             except Exception as exc:  # pragma: no cover - reported, not raised
-                sys.stderr.write(f"eagletui: could not stop the demo server: {exc}\n")
+                _say(f"eagletui: could not stop the demo server: {exc}")
 
         asyncio.run(stop())
     if app.recorder is not None and getattr(app.recorder, "path", None):
-        sys.stderr.write(f"session recorded to {app.recorder.path}\n")
+        _say(f"session recorded to {app.recorder.path}")
     return 0
+
+
+def _emergency_cleanup(app, tmp: Path) -> None:
+    """From the signal watchdog thread, when the clean quit did not finish: stop the simulator we
+    started (only if its pid still has the start time we recorded) and remove the temp dir."""
+    import os
+    import shutil
+    import signal
+    import time
+
+    ws = app.workspace
+    run = getattr(ws, "run", None) if ws is not None else None
+
+    def ours() -> bool:
+        if run is None:
+            return False
+        try:
+            with open(f"/proc/{int(run.pid)}/stat", encoding="ascii", errors="replace") as f:
+                return f.read().rsplit(")", 1)[1].split()[19] == str(run.start_time)
+        except (OSError, IndexError, ValueError):
+            return False
+
+    if run is not None and getattr(run, "owned", False) and run.pgid and ours():
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            try:
+                os.killpg(int(run.pgid), sig)
+            except ProcessLookupError:
+                break
+            deadline = time.monotonic() + 5
+            while ours() and time.monotonic() < deadline:
+                time.sleep(0.1)
+            if not ours():
+                break
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _say(msg: str) -> None:
+    """stderr may be a terminal that hung up (SIGHUP): cleaning up matters more than saying so."""
+    try:
+        sys.stderr.write(msg + "\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from eagletui.core.log_interpreter import LogInterpreter
+from eagletui.core.redact import Redactor
 from eagletui.core.summary import Summarizer
 
 #: Read size. Serving lines are matched a block at a time (LogInterpreter.feed_bulk), so large blocks
@@ -139,6 +140,11 @@ def main(argv: list[str]) -> int:
             return 2
         s["file"] = path
         results.append(s)
+    # Summaries get pasted into issues and CI logs: the server-args line may carry --api-key's value
+    # (and an error line may echo it). Learn everything first, then scrub every field.
+    redactor = Redactor()
+    redactor.value(results)
+    results = redactor.value(results)
     if ns.json:
         out: Any = results[0] if len(results) == 1 else results
         print(json.dumps(out, indent=2, ensure_ascii=False))

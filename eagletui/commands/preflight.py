@@ -34,6 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 async def _run(args: argparse.Namespace) -> int:
     from eagletui.core.profile import ProfileError, load_profile
+    from eagletui.core.textsafe import inert
     from eagletui.remote.preflight import Check, run_preflight_with_flags
     from eagletui.remote.transport import TransportError, open_transport
 
@@ -56,7 +57,8 @@ async def _run(args: argparse.Namespace) -> int:
         out = json.dumps([c.__dict__ for c in checks], indent=1) + "\n"
     else:
         width = max(len(c.name) for c in checks)
-        lines = [f"{SYMBOL[c.status]}  {c.name:<{width}}  {c.message}" for c in checks]
+        # host text: inert
+        lines = [f"{SYMBOL[c.status]}  {c.name:<{width}}  {inert(c.message)}" for c in checks]
         fails = sum(c.status == "fail" for c in checks)
         warns = sum(c.status == "warn" for c in checks)
         lines.append(f"{target}: {len(checks) - fails - warns} passed, {warns} warnings, {fails} failed")

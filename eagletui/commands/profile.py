@@ -26,9 +26,8 @@ from eagletui.core.profile import (
     load_profile,
     parse_launch_command,
     parse_profile,
-    redact_argv,
-    redact_env,
 )
+from eagletui.core.redact import Redactor
 
 EXAMPLES: dict[str, str] = {"demo": "demo.toml", "kimi": "kimi-k25-eagle3.toml"}
 
@@ -64,8 +63,6 @@ def render_profile(cmd: LaunchCommand, name: str, source: str = "") -> str:
         "# Values end up in an argv list and an env dict; nothing here is ever run through a shell.",
     ]
     if source:
-        from eagletui.session.record import Redactor
-
         # The pasted command may carry tokens (HF_TOKEN=…, --api-key …): the comment never does.
         out.append("# From: " + Redactor().text(" ".join(source.split()))[:400])
     out += [
@@ -206,8 +203,10 @@ def _cmd_check(ns: argparse.Namespace) -> int:
         return 1
     table = flag_table_for_profile(prof)
     lint = lint_profile(prof, text, table)
-    argv = redact_argv(prof.argv())
-    env = redact_env(prof.env)
+    # Shown on a terminal or piped into CI logs: --api-key and credential env values never in clear.
+    redactor = Redactor.for_profile(prof)
+    argv = redactor.argv(prof.argv())
+    env = redactor.env(prof.env)
     status = 1 if lint.errors else 0
     if ns.json:
         doc = {

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Any
 
 
 def parse_speed(value: str):
@@ -16,6 +17,19 @@ def parse_speed(value: str):
     if speed <= 0:
         raise argparse.ArgumentTypeError("speed must be positive")
     return speed
+
+
+def replay_warning(warnings: list[str], events: list[Any]) -> Any:
+    """A warning Notice for the start of the replay: the app shows it as a toast (and it is in the log
+    of what was replayed), timed like the first event so it does not stretch the timeline."""
+    from eagletui.core.events import Notice
+
+    first = events[0] if events else None
+    more = f" and {len(warnings) - 1} more problem(s) (listed on stderr)" if len(warnings) > 1 else ""
+    clock = {"wall": first.wall, "mono": first.mono} if first is not None else {}
+    return Notice(
+        level="warning", source="replay", message=f"damaged recording: {warnings[0]}{more}", **clock
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,16 +46,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    from eagletui.core.textsafe import inert
     from eagletui.session.format import SessionError, read_session
     from eagletui.session.replay import Replayer
 
     try:
         header, events, warnings = read_session(args.file)
     except (SessionError, OSError) as exc:
-        sys.stderr.write(f"eagletui: {exc}\n")
+        sys.stderr.write(f"eagletui: {inert(str(exc))}\n")
         return 2
     for w in warnings:
-        sys.stderr.write(f"eagletui: {args.file}: {w}\n")
+        sys.stderr.write(f"eagletui: {inert(args.file)}: {inert(w)}\n")
+    if warnings:
+        events = [replay_warning(warnings, events), *events]  # the UI covers stderr: say it there too
     from eagletui.commands._ui import load_config
     from eagletui.ui.app import EagleApp
 
@@ -56,5 +73,7 @@ def main(argv: list[str]) -> int:
         user_config=cfg,
         theme_name=args.theme,
     )
-    app.run()
-    return 0
+    from eagletui.commands._ui import run_app
+
+    signum = run_app(app)  # SIGTERM/SIGHUP/SIGINT: a clean quit, the terminal restored
+    return 128 + signum if signum else 0

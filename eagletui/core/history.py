@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from eagletui.core.private_files import private_dir
+
 #: Server flags that change how long loading or graph capture takes.
 KEY_FLAGS: tuple[str, ...] = (
     "--speculative-algorithm",
@@ -115,7 +117,7 @@ class PhaseHistory:
             json.dumps({"key": key, "t": round(time.time(), 3), "phases": kept}, separators=(",", ":")) + "\n"
         )
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
             try:
                 os.write(fd, line.encode("utf-8"))

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import difflib
+import math
 import re
 import shlex
 import sys
@@ -17,18 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagletui.core.tomlpos import decode_error_position, locate
+from eagletui.core.redact import REDACTED as REDACTED
+from eagletui.core.redact import Redactor, is_secret_env, is_switch, resolve_flag
+from eagletui.core.redact import is_secret_flag as is_secret_flag
+from eagletui.core.sglang_flagtable import SAME_DEST
+from eagletui.core.tomlpos import decode_error_position, locate, locate_in_array
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FLAG_RE = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
-SECRET_NAME_RE = re.compile(
-    r"(TOKEN|SECRET|PASSWORD|PASSWD|API_?KEY|ACCESS_KEY|PRIVATE|CREDENTIAL|AUTH)", re.I
-)
-SECRET_VALUE_RE = re.compile(
-    r"^(hf_[A-Za-z0-9]{8,}|sk-[A-Za-z0-9_-]{8,}|gh[pousr]_[A-Za-z0-9]{8,}|AKIA[A-Z0-9]{12,})"
-)
-REDACTED = "***"
-
 ScalarValue = str | int | float | bool
 
 
@@ -54,32 +52,19 @@ class ProfileError(ValueError):
 
 
 def is_secret(name: str, value: str) -> bool:
-    """Env entries whose name or value looks like a credential are never written anywhere in clear."""
-    return bool(SECRET_NAME_RE.search(name) or SECRET_VALUE_RE.match(value or ""))
+    """Env entries whose name is a credential (``HF_TOKEN``, ``*_API_KEY``) or whose value is shaped like
+    one are never written anywhere in clear. See :mod:`eagletui.core.redact`."""
+    return is_secret_env(name, value)
 
 
 def redact_env(env: dict[str, str]) -> dict[str, str]:
-    return {k: (REDACTED if is_secret(k, v) else v) for k, v in env.items()}
-
-
-def is_secret_flag(flag: str) -> bool:
-    return bool(SECRET_NAME_RE.search(flag.replace("-", "_")))
+    return Redactor().env(env)
 
 
 def redact_argv(argv: list[str]) -> list[str]:
-    """``--api-key X`` / ``--api-key=X`` → ``***``: argv copies kept on disk or shown never leak keys."""
-    out: list[str] = []
-    hide_next = False
-    for part in argv:
-        if hide_next:
-            out.append(REDACTED)
-            hide_next = False
-        elif part.startswith("--") and "=" in part and is_secret_flag(part.split("=", 1)[0]):
-            out.append(part.split("=", 1)[0] + "=" + REDACTED)
-        else:
-            out.append(part)
-            hide_next = part.startswith("--") and is_secret_flag(part)
-    return out
+    """``--api-key X`` / ``--api-key=X`` → ``***`` for the real secret flags only: argv copies kept on
+    disk or shown never leak keys, and never lose ``--speculative-num-draft-tokens 4``."""
+    return Redactor().argv(argv)
 
 
 def validate_env_name(name: str) -> None:
@@ -237,19 +222,24 @@ class Profile:
                 argv.extend([flag, _fmt_value(value)])
         return argv
 
+    def api_key(self) -> str | None:
+        """The key clients must send (``Authorization: Bearer …``) to a server launched with ``--api-key``."""
+        v = self.args.get("--api-key")
+        return None if v is None or isinstance(v, bool) else str(v)
+
     def snapshot(self) -> dict[str, Any]:
-        """Everything that defines a launch, with secrets redacted: what a run records and diffs."""
+        """Everything that defines a launch, with secrets redacted: what a run records and diffs.
+
+        Only real secrets (``--api-key``, credential env names, token-shaped values) are hidden:
+        ``--speculative-num-draft-tokens`` stays a number so diffs, history keys and relaunches work."""
+        r = Redactor.for_profile(self)
         return {
             "target": self.target,
-            "model": str(self.args.get("--model-path", "")),
+            "model": r.text(str(self.args.get("--model-path", ""))),
             "tp": self.args.get("--tp", self.args.get("--tp-size", 1)),
-            "command": list(self.command),
-            "args": {
-                k: (REDACTED if is_secret_flag(k) and v is not True else v)
-                for k, v in self.args.items()
-                if v is not None and v is not False
-            },
-            "env": redact_env(self.env),
+            "command": r.argv(list(self.command)),
+            "args": r.args({k: v for k, v in self.args.items() if v is not None and v is not False}),
+            "env": r.env(self.env),
             "port": self.port,
             # thresholds travel with the launch so a replay judges runs as the live session did
             "verdict": {k: v for k, v in dataclasses.asdict(self.verdict).items() if v is not None},
@@ -373,7 +363,9 @@ def _check_keys(
     for key in data:
         if key not in allowed:
             line, col = _locate(text, key, section)
-            hint = f" (allowed: {', '.join(sorted(allowed))})"
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            hint += f" (allowed: {', '.join(sorted(allowed))})"
             raise ProfileError(f"unknown key {key!r} in {where}{hint}", path, line, col)
 
 
@@ -389,10 +381,52 @@ def _expect(value: Any, types: Any, key: str, text: str, path: Any, section: str
     return value
 
 
+#: Sane ranges (low, high, low exclusive?) for every numeric setting: NaN, infinities, negative
+#: timeouts and absurd counts are refused at load instead of hanging or exploding mid-session.
+_DAY = 86400.0
+_RANGES: dict[str, tuple[float, float, bool]] = {
+    "server.port": (1, 65535, False),
+    "server.ready_timeout_s": (0, _DAY, True),
+    "bench.num_prompts": (1, 100_000, False),
+    "bench.concurrency": (1, 10_000, False),
+    "bench.max_new_tokens": (1, 1_048_576, False),
+    "bench.temperature": (0, 2, False),
+    "bench.seed": (0, 2**32 - 1, False),
+    "bench.warmup": (0, 10_000, False),
+    "bench.repeats": (1, 1_000, False),
+    "bench.input_len": (1, 2_097_152, False),
+    "bench.timeout_s": (0, _DAY, True),
+    "verdict.min_accept_len": (0, 64, False),
+    "verdict.min_speedup": (0, 1_000, True),
+    "verdict.min_tok_s": (0, 1e9, False),
+    "verdict.max_ttft_ms": (0, _DAY * 1000, True),
+}
+
+
+def _in_range(value: Any, key: str, text: str, path: Any, section: str | None) -> Any:
+    """``value`` if it is finite and inside ``_RANGES[key]``, else a located ProfileError."""
+    where = _locate(text, key.split(".")[-1], section)
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ProfileError(f"{key} must be a finite number, got {value}", path, *where)
+    lo, hi, lo_open = _RANGES[key]
+    if value < lo or value > hi or (lo_open and value == lo):
+        low = f"greater than {_fmt_num(lo)}" if lo_open else f"at least {_fmt_num(lo)}"
+        raise ProfileError(f"{key} must be {low} and at most {_fmt_num(hi)}, got {value}", path, *where)
+    return value
+
+
+def _same_option(flag: str) -> str:
+    """The option argparse sets for ``flag``: ``--tp`` (a unique prefix) and ``--tensor-parallel-size``
+    both set ``--tp-size``."""
+    full = resolve_flag(flag)
+    return SAME_DEST.get(full, full)
+
+
 def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | None = None) -> Profile:
     _check_keys(data, _TOP_KEYS, "the profile", text, path, None)
     prof = Profile(path=str(path) if path else None)
-    prof.name = str(data.get("name") or (Path(path).stem if path else "profile"))
+    name = _expect(data.get("name", ""), str, "name", text, path, None)
+    prof.name = name or (Path(path).stem if path else "profile")
 
     target = data.get("target", {})
     if isinstance(target, str):
@@ -423,21 +457,25 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
     if not prof.command:
         raise ProfileError("server.command is empty", path, *_locate(text, "command", "server"))
     port = _expect(server.get("port", 30000), int, "server.port", text, path, "server")
-    if not 1 <= port <= 65535:
-        raise ProfileError(f"server.port {port} is out of range", path, *_locate(text, "port", "server"))
-    prof.port = port
+    prof.port = _in_range(port, "server.port", text, path, "server")
     prof.host = str(_expect(server.get("host", "127.0.0.1"), str, "server.host", text, path, "server"))
-    prof.runs_dir = str(server.get("runs_dir", server.get("log_dir", "~/.eagletui/runs")))
-    prof.ready_timeout_s = float(
-        _expect(
-            server.get("ready_timeout_s", 3600.0),
-            (int, float),
-            "server.ready_timeout_s",
-            text,
+    if "runs_dir" in server and "log_dir" in server:
+        raise ProfileError(
+            "give server.runs_dir or server.log_dir (its old name), not both",
             path,
-            "server",
+            *_locate(text, "log_dir", "server"),
         )
+    runs_key = "log_dir" if "log_dir" in server else "runs_dir"
+    runs_dir = _expect(server.get(runs_key, prof.runs_dir), str, f"server.{runs_key}", text, path, "server")
+    if not runs_dir.strip() or "\n" in runs_dir or "\x00" in runs_dir:
+        raise ProfileError(
+            f"server.{runs_key} must be a directory path", path, *_locate(text, runs_key, "server")
+        )
+    prof.runs_dir = runs_dir
+    timeout = _expect(
+        server.get("ready_timeout_s", 3600.0), (int, float), "server.ready_timeout_s", text, path, "server"
     )
+    prof.ready_timeout_s = float(_in_range(timeout, "server.ready_timeout_s", text, path, "server"))
 
     args = _expect(server.get("args", {}), dict, "server.args", text, path, "server")
     for key, value in args.items():
@@ -458,10 +496,20 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
             raise ProfileError(
                 f"server.args: {flag} is given twice ({key!r} is another spelling)", path, line, col
             )
+        option = _same_option(flag)
+        twin = next((f for f in prof.args if _same_option(f) == option), None)
+        if twin is not None:
+            line, col = _locate(text, key, "server.args")
+            raise ProfileError(
+                f"server.args: {key!r} and {twin[2:]!r} both set {option}: keep one", path, line, col
+            )
         items = value if isinstance(value, list) else [value]
         if not all(isinstance(v, str | int | float | bool) for v in items):
             line, col = _locate(text, key, "server.args")
             raise ProfileError(f"server.args.{key}: list items must be plain values", path, line, col)
+        if any(isinstance(v, float) and not math.isfinite(v) for v in items):
+            line, col = _locate(text, key, "server.args")
+            raise ProfileError(f"server.args.{key} must be a finite number, got {value}", path, line, col)
         if any(isinstance(v, str) and ("\n" in v or "\x00" in v) for v in items):
             raise ProfileError(
                 f"server.args.{key}: value may not contain newlines", path, *_locate(text, key)
@@ -483,13 +531,15 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
             raise ProfileError(f"server.env.{key}: value may not contain newlines", path, *_locate(text, key))
         prof.env[key] = value
 
+    if "toggles" in data and "toggle" in data:
+        raise ProfileError("use [[toggles]] or [[toggle]], not both", path, *_locate(text, "toggle"))
     toggles_raw = data.get("toggles", data.get("toggle", []))
     _expect(toggles_raw, list, "toggles", text, path, None)
     toggles: list[Toggle] = []
-    for raw in toggles_raw:
+    for index, raw in enumerate(toggles_raw):
         _expect(raw, dict, "toggles[]", text, path, None)
         _check_keys(raw, _TOGGLE_KEYS, "[[toggles]]", text, path, None)
-        toggles.append(_toggle_from(raw, text, path))
+        toggles.append(_toggle_from(raw, text, path, index))
     seen: set[str] = set()
     for t in toggles:
         if t.key in seen:
@@ -505,13 +555,12 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
         want = type(getattr(defaults, key))
         types: Any = (int, float) if want is float else want
         bargs[key] = want(_expect(value, types, f"bench.{key}", text, path, "bench"))
+        if f"bench.{key}" in _RANGES:
+            _in_range(value, f"bench.{key}", text, path, "bench")
     if bargs.get("runner", "builtin") not in ("builtin", "bench_serving", "command"):
         raise ProfileError(
             "bench.runner must be builtin, bench_serving or command", path, *_locate(text, "runner", "bench")
         )
-    for key in ("num_prompts", "concurrency", "max_new_tokens", "repeats"):
-        if key in bargs and bargs[key] < 1:
-            raise ProfileError(f"bench.{key} must be at least 1", path, *_locate(text, key, "bench"))
     for key in ("tok_s_regex", "accept_len_regex"):
         if bargs.get(key):
             try:
@@ -525,30 +574,40 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
     verdict = _expect(data.get("verdict", {}), dict, "verdict", text, path, None)
     _check_keys(verdict, _VERDICT_KEYS, "[verdict]", text, path, "verdict")
     vargs = {
-        k: float(_expect(v, (int, float), f"verdict.{k}", text, path, "verdict")) for k, v in verdict.items()
+        k: float(
+            _in_range(
+                _expect(v, (int, float), f"verdict.{k}", text, path, "verdict"),
+                f"verdict.{k}",
+                text,
+                path,
+                "verdict",
+            )
+        )
+        for k, v in verdict.items()
     }
     prof.verdict = Verdict(**vargs)
     return prof
 
 
-def _toggle_from(raw: dict[str, Any], text: str, path: Any) -> Toggle:
+def _toggle_from(raw: dict[str, Any], text: str, path: Any, index: int = 0) -> Toggle:
+    def _locate(_text: str, key: str) -> tuple[int | None, int | None]:
+        return locate_in_array(_text, ("toggles", "toggle"), index, key)
+
     if ("env" in raw) == ("arg" in raw):
         raise ProfileError("each [[toggles]] entry needs exactly one of env = … or arg = …", path)
     if "env" in raw:
         name = str(raw["env"])
         if not ENV_NAME_RE.match(name):
-            raise ProfileError(f"unsafe environment variable name {name!r}", path, *_locate(text, name))
+            raise ProfileError(f"unsafe environment variable name {name!r}", path, *_locate(text, "env"))
         kind = "env"
     else:
         try:
             name = normalize_flag(str(raw["arg"]))
         except ProfileError as exc:
-            raise ProfileError(exc.message, path, *_locate(text, str(raw["arg"]))) from None
+            raise ProfileError(exc.message, path, *_locate(text, "arg")) from None
         kind = "arg"
         if name in ("--port", "--host"):
-            raise ProfileError(
-                f"{name} cannot be a toggle: set it in [server]", path, *_locate(text, str(raw["arg"]))
-            )
+            raise ProfileError(f"{name} cannot be a toggle: set it in [server]", path, *_locate(text, "arg"))
     raw_choices = raw.get("choices", [])
     if not isinstance(raw_choices, list) or not all(isinstance(c, str | int | float) for c in raw_choices):
         raise ProfileError(
@@ -557,6 +616,16 @@ def _toggle_from(raw: dict[str, Any], text: str, path: Any) -> Toggle:
     for key in ("min", "max", "step"):
         if key in raw and (isinstance(raw[key], bool) or not isinstance(raw[key], int | float)):
             raise ProfileError(f"toggle {name}: {key} must be a number", path, *_locate(text, key))
+        if key in raw and not math.isfinite(raw[key]):
+            raise ProfileError(
+                f"toggle {name}: {key} must be finite, got {raw[key]}", path, *_locate(text, key)
+            )
+    if "min" in raw and "max" in raw and raw["min"] > raw["max"]:
+        raise ProfileError(
+            f"toggle {name}: min {raw['min']} is above max {raw['max']}", path, *_locate(text, "min")
+        )
+    if "step" in raw and raw["step"] <= 0:
+        raise ProfileError(f"toggle {name}: step must be positive", path, *_locate(text, "step"))
     if "help" in raw and not isinstance(raw["help"], str):
         raise ProfileError(f"toggle {name}: help must be a string", path, *_locate(text, "help"))
     choices = tuple(str(c) for c in raw_choices)
@@ -682,7 +751,9 @@ def parse_launch_command(text: str) -> LaunchCommand:
             k += 1
         else:
             k += 1
-            while k < len(rest) and not rest[k].startswith("--"):
+            # A switch (nargs 0 in SGLang's table) takes no value: in ``sglang serve --trust-remote-code
+            # MODEL`` the model is the positional, not the switch's value.
+            while k < len(rest) and not rest[k].startswith("--") and not is_switch(flag):
                 values.append(rest[k])
                 k += 1
         for v in values:

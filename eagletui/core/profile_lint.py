@@ -9,17 +9,13 @@ the argv counts: ``[server.args]`` and the ``arg`` of each toggle.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from dataclasses import dataclass, field
 from typing import Any
 
 from eagletui.core.profile import Profile, ProfileError, normalize_flag
 from eagletui.core.server_flags import FlagTable, check_server_flags, check_values
-from eagletui.core.tomlpos import locate
-
-_TOGGLE_HEADER = re.compile(r"^\s*\[\[\s*toggles?\s*\]\]\s*(#.*)?$")
-_ANY_HEADER = re.compile(r"^\s*\[")
+from eagletui.core.tomlpos import locate, locate_in_array
 
 
 @dataclass
@@ -34,18 +30,7 @@ class Lint:
 
 def toggle_position(text: str, index: int, key: str) -> tuple[int | None, int | None]:
     """Line/column of ``key`` inside the ``index``-th ``[[toggles]]`` block (else anywhere)."""
-    lines = text.splitlines()
-    headers = [i for i, line in enumerate(lines) if _TOGGLE_HEADER.match(line)]
-    if index < len(headers):
-        start = headers[index]
-        key_re = re.compile(r"^\s*([\"']?)" + re.escape(key) + r"\1\s*=")
-        for i in range(start + 1, len(lines)):
-            if _ANY_HEADER.match(lines[i]):
-                break
-            if key_re.match(lines[i]):
-                return i + 1, lines[i].index(key) + 1
-        return start + 1, lines[start].index("[") + 1
-    return locate(text, key)
+    return locate_in_array(text, ("toggles", "toggle"), index, key)
 
 
 def _arg_keys(text: str) -> dict[str, str]:

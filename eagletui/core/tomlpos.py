@@ -43,3 +43,27 @@ def locate(text: str, key: str, section: str | None = None) -> tuple[int | None,
         if key in line:
             return i + 1, line.index(key) + 1
     return None, None
+
+
+_ANY_HEADER = re.compile(r"^\s*\[")
+
+
+def locate_in_array(
+    text: str, tables: tuple[str, ...], index: int, key: str
+) -> tuple[int | None, int | None]:
+    """Line/column of ``key`` inside the ``index``-th ``[[table]]`` block (any of ``tables``' spellings),
+    else that block's header, else anywhere: an error in the fifth toggle points at the fifth toggle."""
+    lines = text.splitlines()
+    names = "|".join(re.escape(t) for t in tables)
+    header = re.compile(r"^\s*\[\[\s*(?:" + names + r")\s*\]\]\s*(#.*)?$")
+    starts = [i for i, line in enumerate(lines) if header.match(line)]
+    if index < len(starts):
+        start = starts[index]
+        key_re = re.compile(r"^\s*([\"']?)" + re.escape(key) + r"\1\s*=")
+        for i in range(start + 1, len(lines)):
+            if _ANY_HEADER.match(lines[i]):
+                break
+            if key_re.match(lines[i]):
+                return i + 1, lines[i].index(key) + 1
+        return start + 1, lines[start].index("[") + 1
+    return locate(text, key)

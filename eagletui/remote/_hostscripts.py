@@ -16,7 +16,7 @@ rd = os.path.join(runs, spec["run_id"])
 os.makedirs(rd)
 def w(name, data):
     tmp = os.path.join(rd, "." + name + ".tmp")
-    with open(tmp, "w") as f:
+    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:  # command.sh has secrets
         f.write(data)
     os.replace(tmp, os.path.join(rd, name))
 w("command.json", json.dumps(spec.get("argv_redacted", spec["argv"])))

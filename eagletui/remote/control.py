@@ -15,7 +15,8 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from eagletui.core.profile import Profile, redact_argv, redact_env, validate_env_name
+from eagletui.core.profile import Profile, validate_env_name
+from eagletui.core.redact import Redactor
 from eagletui.remote import _hostscripts
 from eagletui.remote.transport import NotOurProcess, Transport, TransportError
 
@@ -106,15 +107,16 @@ class ServerControl:
         for name in profile.env:
             validate_env_name(name)
         env = {k: str(v) for k, v in profile.env.items()}
-        redacted = redact_env(env)
-        shown_argv = redact_argv(argv)
+        # command.sh must relaunch the server, so it holds the real values (the host writes it 0600);
+        # command.json, env.json and run.json are what gets read and shared: redacted.
+        redactor = Redactor.for_profile(profile)
+        redacted = redactor.env(env)
+        shown_argv = redactor.argv(argv)
         run_id = new_run_id(launch)
         command_sh = (
-            "# eagletui launch (secrets redacted)\n"
+            "# eagletui launch (holds secrets: keep it 0600)\n"
             f"cd {quote_path(profile.workdir)} && "
-            + shlex.join(
-                ["env", "PYTHONUNBUFFERED=1", *(f"{k}={v}" for k, v in redacted.items()), *shown_argv]
-            )
+            + shlex.join(["env", "PYTHONUNBUFFERED=1", *(f"{k}={v}" for k, v in env.items()), *argv])
             + "\n"
         )
         spec = {

@@ -61,6 +61,12 @@ class HostKeyRejected(TransportError):
         )
 
 
+def auth_target(target: str, username: str) -> str:
+    """``user@host`` for messages: a target that already names its user (``root@box``) is not prefixed
+    again (``root@root@box``)."""
+    return target if "@" in target else f"{username}@{target}"
+
+
 class AuthFailed(TransportError):
     """Authentication failed; the message says which methods were tried so the user knows what to fix."""
 
@@ -71,7 +77,7 @@ class AuthFailed(TransportError):
         self.offered = offered
         tried_s = ", ".join(tried) or "none"
         offered_s = ", ".join(offered) or "unknown"
-        msg = f"authentication failed for {username}@{target}: tried {tried_s}; server accepts {offered_s}"
+        msg = f"authentication failed for {auth_target(target, username)}: tried {tried_s}; server accepts {offered_s}"
         if detail:
             msg += f" ({detail})"
         super().__init__(msg)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,6 +27,7 @@ from eagletui.core.events import (
     ServerReady,
     ServerStopped,
 )
+from eagletui.core.redact import Redactor
 
 #: Server flags worth a column of their own: the ones people actually tune between runs.
 KEY_FLAGS: tuple[str, ...] = (
@@ -61,8 +63,21 @@ def _norm_flag(name: str) -> str:
     return "--" + str(name).lstrip("-").replace("_", "-")
 
 
+def redact_events(events: list[Event], redactor: Redactor | None = None) -> list[Event]:
+    """The events as a recording would hold them: every secret replaced.
+
+    Exports are shared like recordings, and live events (or an old recording) may still carry a key.
+    Two passes: everything is learnt first, so a key seen late (``api_key=…`` in a server-args line)
+    also disappears from the lines before it."""
+    r = redactor or Redactor()
+    for ev in events:
+        r.learn_event(ev)
+    return [Event.from_dict(r.event_dict(ev)) for ev in events]
+
+
 def summarize_runs(events: list[Event]) -> list[RunSummary]:
-    """One summary per launch number, in launch order."""
+    """One summary per launch number, in launch order (secrets already replaced)."""
+    events = redact_events(events)
     runs: dict[int, RunSummary] = {}
 
     def run(n: int) -> RunSummary:
@@ -169,7 +184,9 @@ CSV_COLUMNS: tuple[str, ...] = (
 def export_runs_csv(events: list[Event], path: str | Path) -> int:
     """One row per launch, with its last successful benchmark; returns the number of rows."""
     rows = summarize_runs(events)
-    with open(path, "w", newline="", encoding="utf-8") as fh:
+    # 0600 like the recording it comes from: run configs and host names are the user's business.
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(CSV_COLUMNS)
         for r in rows:

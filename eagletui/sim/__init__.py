@@ -2,11 +2,12 @@
 
 Modules (imported lazily; this package imports nothing heavy):
 
-* :mod:`eagletui.sim.cli` — argparse command line (sglang flags + ``--sim-*``);
+* :mod:`eagletui.sim.cli` — argparse command line (sglang 0.5.23 flag table + ``--sim-*``);
 * :mod:`eagletui.sim.perf` — pure performance model, :func:`eagletui.sim.perf.expected`;
 * :mod:`eagletui.sim.logfmt` — SGLang 0.5.23 log line and tqdm frame formatting;
 * :mod:`eagletui.sim.startup` — the startup log sequence and failure injection;
 * :mod:`eagletui.sim.engine` — continuous-batching scheduler loop and ground-truth counters;
 * :mod:`eagletui.sim.httpapi` — aiohttp application (SGLang HTTP API + ``/sim/stats``);
+* :mod:`eagletui.sim.profiler` — ``/start_profile`` traces following the cost model;
 * :mod:`eagletui.sim.server` — process orchestration, signals, exit codes.
 """

@@ -28,7 +28,47 @@ WORDS = (
     "excepteur sint occaecat cupidatat non proident sunt culpa qui officia deserunt mollit anim id est laborum"
 ).split()
 
-TTFT_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+# Histogram buckets of the real /metrics (shared/fixtures/sglang-0.5.17-h200/metrics.txt).
+TTFT_BUCKETS = (
+    0.1,
+    0.2,
+    0.4,
+    0.6,
+    0.8,
+    1.0,
+    2.0,
+    4.0,
+    6.0,
+    8.0,
+    10.0,
+    20.0,
+    40.0,
+    60.0,
+    80.0,
+    100.0,
+    200.0,
+    400.0,
+)
+E2E_BUCKETS = (*TTFT_BUCKETS, 600.0, 1200.0, 1800.0, 2400.0)
+
+
+class Histogram:
+    """Cumulative Prometheus histogram per label value (``is_streaming``)."""
+
+    def __init__(self, buckets: tuple[float, ...]) -> None:
+        self.buckets = buckets
+        self.counts: dict[str, list[int]] = {}
+        self.sums: dict[str, float] = {}
+
+    def observe(self, key: str, value: float) -> None:
+        counts = self.counts.setdefault(key, [0] * (len(self.buckets) + 1))
+        idx = next((i for i, b in enumerate(self.buckets) if value <= b), len(self.buckets))
+        counts[idx] += 1
+        self.sums[key] = self.sums.get(key, 0.0) + value
+
+
+def _streaming(r: SimRequest) -> str:
+    return "true" if r.streaming else "false"
 
 
 def count_prompt_tokens(text: str | None = None, input_ids: list[int] | None = None) -> int:
@@ -53,6 +93,12 @@ class SimRequest:
     output_ids: list[int] = field(default_factory=list)
     verify_ct: int = 0
     decode_tokens: int = 0
+    streaming: bool = False
+    #: accepted draft tokens per verify step → count (meta_info ``spec_accept_histogram``)
+    accept_hist: list[int] = field(default_factory=list)
+    received_wall: float = field(default_factory=time.time)
+    prefill_wall: float | None = None
+    finished_wall: float | None = None
     finished: bool = False
     aborted: bool = False
     updates: asyncio.Queue = field(default_factory=asyncio.Queue)
@@ -157,13 +203,20 @@ class Engine:
         self.avg_spec_accept_length: float | None = None
         self.cum_accept_tokens = 0
         self.cum_accept_count = 0
-        self.gen_tokens_total = 0
-        self.prompt_tokens_total = 0
+        # Prometheus counters, by ``is_streaming``: like sglang's TokenizerMetricsCollector
+        # (sglang/srt/observability/metrics_collector.py:observe_one_finished_request) they grow when a
+        # request FINISHES, by its totals; spec_verify_calls by the request's verify count.
+        self.gen_tokens_total: dict[str, int] = {}
+        self.prompt_tokens_total: dict[str, int] = {}
+        self.requests_total: dict[str, int] = {}
+        self.cached_tokens_total = 0
         self.verify_calls_total = 0
-        self.requests_total = 0
-        self.ttft_counts = [0] * (len(TTFT_BUCKETS) + 1)
-        self.ttft_sum = 0.0
-        self.ttft_n = 0
+        self.graph_passes: dict[str, int] = {}
+        self.ttft = Histogram(TTFT_BUCKETS)
+        self.e2e = Histogram(E2E_BUCKETS)
+        self.prefill_graph = False
+        self.prefill_graph_max_tokens = 0
+        self.profiler: Any = None  # eagletui.sim.profiler.SimProfiler, set by the server
         self._interval_tokens = 0
         self._interval_req_rounds = 0
         self._last_log_t = time.monotonic()
@@ -210,6 +263,7 @@ class Engine:
             self.stats.prompt_tokens += req.prompt_tokens
         if req.target_len <= 0:
             req.finished = True
+            self._on_finish(req)
             req.updates.put_nowait(0)
             return
         self.waiting.append(req)
@@ -220,6 +274,7 @@ class Engine:
             return
         req.aborted = True
         req.finished = True
+        self._on_finish(req)
         if req in self.waiting:
             self.waiting.remove(req)
         if req in self.running:
@@ -296,20 +351,29 @@ class Engine:
         used, usage = self.token_usage()
         used += sum(r.prompt_tokens for r in batch)
         it = f" [{self.forward_ct}]" if self.log_iters else ""
+        # 0.5.23 replays prefill CUDA graphs (breakable backend) for extends within the captured buckets.
+        graph = self.prefill_graph and 2 <= new_tokens <= self.prefill_graph_max_tokens
+        prof = self.profiler is not None and self.profiler.begin("EXTEND")
+        mode = "prefill_cuda_graph" if graph else "prefill_none"
+        self.graph_passes[mode] = self.graph_passes.get(mode, 0) + 1
         self.log.line(
             f"Prefill batch{it}, #new-seq: {len(batch)}, #new-token: {new_tokens}, #cached-token: {cached}, "
             f"token usage: {used / max(self.max_total_tokens, 1):.2f}, #running-req: {len(self.running)}, "
-            f"#queue-req: {len(self.waiting)}, #pending-token: 0, cuda graph: False, "
+            f"#queue-req: {len(self.waiting)}, #pending-token: 0, cuda graph: {graph}, "
             f"input throughput (token/s): {new_tokens / dt if dt > 0 else 0.0:.2f}",
             rank=0,
         )
+        t0 = time.time()
         await self._pace(dt)
+        if prof:
+            parts = {"forward": perf.prefill_ms(self.cfg, new_tokens)}
+            self.profiler.on_step("EXTEND", len(batch), new_tokens, t0, time.time() - t0, parts)
         self.forward_ct += 1
         for r in batch:
             if r.aborted:
                 continue
-            self.prompt_tokens_total += r.prompt_tokens
-            self.requests_total += 1
+            r.prefill_wall = time.time()
+            self.cached_tokens_total += r.cached_tokens
             self.running.append(r)
             self._emit(r, 1, decode=False)
         self._reap()
@@ -320,9 +384,19 @@ class Engine:
         raw = [perf.sample_accept_len(cfg, self.rng) for _ in range(bs)]
         mean_raw = sum(raw) / bs
         dt = perf.iteration_ms(cfg, bs, mean_raw) / 1000.0 * perf.noise(self.rng)
+        prof = self.profiler is not None and self.profiler.begin("DECODE")
+        t0 = time.time()
         await self._pace(dt)
+        if prof:
+            parts = (
+                perf.spec_parts_ms(cfg, bs, mean_raw) if cfg.spec else {"forward": perf.decode_ms(cfg, bs)}
+            )
+            tokens = bs * (cfg.num_draft_tokens if cfg.spec else 1)
+            self.profiler.on_step("DECODE", bs, tokens, t0, time.time() - t0, parts)
         self.forward_ct += 1
         self.decode_ct += 1
+        mode = "decode_cuda_graph" if cfg.cuda_graph else "decode_none"
+        self.graph_passes[mode] = self.graph_passes.get(mode, 0) + 1
         produced = 0
         batch = list(self.running)
         for r, n in zip(batch, raw, strict=False):
@@ -331,6 +405,10 @@ class Engine:
             n = min(n, r.remaining)
             if cfg.spec:
                 r.verify_ct += 1
+                acc = max(0, n - 1)
+                if len(r.accept_hist) <= acc:
+                    r.accept_hist.extend([0] * (acc + 1 - len(r.accept_hist)))
+                r.accept_hist[acc] += 1
                 if not r.internal:
                     self.stats.verify_ct += 1
             produced += n
@@ -338,7 +416,6 @@ class Engine:
         self._interval_tokens += produced
         self._interval_req_rounds += len(batch)
         if cfg.spec:
-            self.verify_calls_total += 1
             self.cum_accept_tokens += produced
             self.cum_accept_count += len(batch)
         if self.decode_ct % self.interval == 0:
@@ -354,17 +431,13 @@ class Engine:
         r.completion_tokens += n
         if decode:
             r.decode_tokens += n
-        self.gen_tokens_total += n
         if r.first_token_t is None:
             r.first_token_t = now
-            ttft = now - r.created
-            self.ttft_sum += ttft
-            self.ttft_n += 1
-            idx = next((i for i, b in enumerate(TTFT_BUCKETS) if ttft <= b), len(TTFT_BUCKETS))
-            self.ttft_counts[idx] += 1
+            self.ttft.observe(_streaming(r), now - r.created)
         r.last_token_t = now
         if r.completion_tokens >= r.target_len:
             r.finished = True
+            self._on_finish(r)
         if not r.internal:
             st = self.stats
             st.output_tokens += n
@@ -388,6 +461,16 @@ class Engine:
                     }
                 )
         r.updates.put_nowait(r.completion_tokens)
+
+    def _on_finish(self, r: SimRequest) -> None:
+        key = _streaming(r)
+        r.finished_wall = time.time()
+        self.prompt_tokens_total[key] = self.prompt_tokens_total.get(key, 0) + r.prompt_tokens
+        self.gen_tokens_total[key] = self.gen_tokens_total.get(key, 0) + r.completion_tokens
+        self.requests_total[key] = self.requests_total.get(key, 0) + 1
+        if r.verify_ct > 0:
+            self.verify_calls_total += r.verify_ct
+        self.e2e.observe(key, time.monotonic() - r.created)
 
     def _reap(self) -> None:
         self.running = [r for r in self.running if not r.finished]

@@ -12,8 +12,8 @@ from typing import Any
 from aiohttp import web
 
 from eagletui.sim import perf
-from eagletui.sim.engine import TTFT_BUCKETS, Engine, SimRequest, count_prompt_tokens
-from eagletui.sim.startup import Plan
+from eagletui.sim.engine import Engine, Histogram, SimRequest, count_prompt_tokens
+from eagletui.sim.startup import GRAPH_PHASES, Plan
 
 FLUSH_OK = (
     "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, "
@@ -29,6 +29,8 @@ class ServerState:
         self.ready = False  # warmup done
         self.shutting_down = False
         self.started_wall = time.time()
+        self.flush_pending = False
+        self.gc_frozen = False
 
 
 STATE = web.AppKey("state", ServerState)
@@ -90,19 +92,22 @@ async def server_info(request: web.Request) -> web.Response:
     plan, eng = st.plan, st.engine
     args = dict(plan.server_args)
     internal: dict[str, Any] = dict(args)
+    # Shape of the real answer (shared/fixtures/sglang-0.5.17-h200/server_info.json): the server args at
+    # the top level plus status/max_total_num_tokens/max_req_input_len/startup_time/internal_states/
+    # version/kv_events; internal_states[0] = the scheduler's copy of the args plus its live state.
     internal.update(
-        world_size=plan.tp,
-        startup_time=plan.startup_time,
-        effective_max_running_requests_per_dp=plan.max_running,
+        max_speculative_num_draft_tokens=plan.ndt if plan.spec else None,
         last_gen_throughput=eng.last_gen_throughput,
         memory_usage={
             "weight": round(plan.weight_gb + plan.draft_gb, 2),
             "kvcache": round(plan.kv_gb + plan.draft_kv_gb, 2),
+            "startup_available": round(plan.startup_available_gb, 3),
             "token_capacity": plan.max_total_tokens,
-            "graph": {k: round(v, 2) for k, v in plan.graph_gb.items()},
+            "token_capacity_swa": None,
+            "graph": {k: round(plan.graph_gb.get(k, 0.0), 3) for k in GRAPH_PHASES},
         },
-        disaggregation_mode="null",
-        decode_cuda_graph_bs=plan.capture_bs if not plan.args.disable_cuda_graph else [],
+        startup_time=startup_time_dict(plan),
+        effective_max_running_requests_per_dp=plan.max_running,
     )
     if plan.spec and eng.avg_spec_accept_length is not None:
         internal["avg_spec_accept_length"] = eng.avg_spec_accept_length
@@ -110,13 +115,26 @@ async def server_info(request: web.Request) -> web.Response:
     out.update(
         status="ready" if st.ready else "starting",
         max_total_num_tokens=plan.max_total_tokens,
-        max_req_input_len=plan.context_len - 1,
-        startup_time=plan.startup_time,
-        launch_command="python -m sglang.launch_server " + " ".join(plan.env.get("_SIM_ARGV", "").split()),
+        max_req_input_len=plan.context_len - 6,
+        startup_time=startup_time_dict(plan),
         internal_states=[internal],
         version=plan.args.sim_version,
+        kv_events=None,
     )
     return _json(out)
+
+
+def startup_time_dict(plan: Plan) -> dict[str, Any]:
+    """``build_engine_startup_time`` (sglang/srt/entrypoints/engine.py): the phases of
+    ``Engine startup timings`` with ``cuda_graph`` as a dict of all six capture phases."""
+    t = plan.timings
+    return {
+        "load_weight": t.get("load_weight", 0.0),
+        "kv_cache_allocation": t.get("kv_cache_allocation", 0.0),
+        "scheduler_e2e": t.get("scheduler_e2e", 0.0),
+        "cuda_graph": {k: t.get(f"graph:{k}", 0.0) for k in GRAPH_PHASES},
+        "tokenizer_e2e": t.get("tokenizer_e2e", 0.0),
+    }
 
 
 async def v1_models(request: web.Request) -> web.Response:
@@ -139,8 +157,44 @@ async def v1_models(request: web.Request) -> web.Response:
 
 
 async def flush_cache(request: web.Request) -> web.Response:
+    """``/flush_cache[?timeout=S]`` like 0.5.23 (sglang/srt/entrypoints/http_server.py:flush_cache and
+    managers/scheduler_components/flush_wrapper.py): without a timeout a busy server refuses at once; with
+    one, the flush waits up to S seconds for the server to become idle, then answers "Timed out waiting
+    for idle state."; a second flush while one waits is refused."""
     st = request.app[STATE]
     eng = st.engine
+    raw = request.query.get("timeout", "0")
+    try:
+        timeout = float(raw)
+        if not timeout >= 0.0 or timeout == float("inf"):
+            raise ValueError(raw)
+    except ValueError:
+        return _json(
+            {
+                "detail": [
+                    {
+                        "type": "greater_than_equal",
+                        "loc": ["query", "timeout"],
+                        "msg": "Input should be greater than or equal to 0",
+                        "input": raw,
+                    }
+                ]
+            },
+            status=422,
+        )
+    if st.flush_pending:
+        return web.Response(text="Another flush_cache is already in progress.", status=400)
+    if eng.busy and timeout > 0:
+        st.flush_pending = True
+        try:
+            deadline = time.monotonic() + timeout
+            while eng.busy and time.monotonic() < deadline:
+                await asyncio.sleep(min(0.02, max(0.0, deadline - time.monotonic())))
+        finally:
+            st.flush_pending = False
+        if eng.busy:
+            st.log.line("Deferred flush_cache timed out while waiting for idle state.", rank=0, level=30)
+            return web.Response(text="Timed out waiting for idle state.", status=400)
     if eng.flush():
         st.log.line("Cache flushed successfully!", rank=0)
         return web.Response(text=FLUSH_OK)
@@ -148,8 +202,71 @@ async def flush_cache(request: web.Request) -> web.Response:
         f"Cache not flushed because there are pending requests. #queue-req: {len(eng.waiting)}, "
         f"#running-req: {len(eng.running)}",
         rank=0,
+        level=30,
     )
-    return web.Response(text="Flush cache failed.", status=400)
+    return web.Response(text="Flush cache failed.\n", status=400)
+
+
+_ASGI_TB = [
+    "Traceback (most recent call last):",
+    '  File "/usr/local/lib/python3.12/dist-packages/uvicorn/protocols/http/h11_impl.py", line 410, in run_asgi',
+    "    result = await app(  # type: ignore[func-returns-value]",
+    "             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+    '  File "/usr/local/lib/python3.12/dist-packages/fastapi/routing.py", line 350, in run_endpoint_function',
+    "    return await dependant.call(**values)",
+    "           ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^",
+]
+
+
+def _asgi_exception(st: ServerState, where: str, call: str, message: str) -> web.Response:
+    """An exception in a handler, as uvicorn logs it (``ERROR:    Exception in ASGI application`` and the
+    traceback, ending in the ``RuntimeError`` the tokenizer manager raised), and its 500 answer."""
+    st.log.uvicorn("Exception in ASGI application", level="ERROR")
+    tb = [
+        *_ASGI_TB,
+        f'  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/entrypoints/http_server.py", line 1225, in {where}',
+        f"    await _global_state.tokenizer_manager.{call}()",
+        '  File "/usr/local/lib/python3.12/dist-packages/sglang/srt/managers/tokenizer_control_mixin.py", line 427, '
+        "in _execute_profile",
+        "    raise RuntimeError(result.message)",
+        f"RuntimeError: {message}",
+    ]
+    st.log.raw("\n".join(tb) + "\n")
+    return web.Response(text="Internal Server Error", status=500)
+
+
+async def start_profile(request: web.Request) -> web.Response:
+    """``/start_profile`` with an optional ``ProfileReq`` JSON body (see :mod:`eagletui.sim.profiler`)."""
+    from eagletui.sim.profiler import ProfileError
+
+    st = request.app[STATE]
+    body: dict[str, Any] = {}
+    if request.can_read_body:
+        raw = await request.read()
+        if raw.strip():
+            body = await _body(request)
+    try:
+        st.engine.profiler.start(body, st.plan.env)
+    except ProfileError as e:
+        return _asgi_exception(st, "start_profile_async", "start_profile", str(e))
+    return web.Response(text="Start profiling.\n")
+
+
+async def stop_profile(request: web.Request) -> web.Response:
+    from eagletui.sim.profiler import ProfileError
+
+    st = request.app[STATE]
+    try:
+        st.engine.profiler.stop()
+    except ProfileError as e:
+        return _asgi_exception(st, "stop_profile_async", "stop_profile", str(e))
+    return web.Response(text="Stop profiling. This will take some time.\n")
+
+
+async def freeze_gc(request: web.Request) -> web.Response:
+    """``/freeze_gc`` (the server POSTs it to itself after warmup, http_server.py:_freeze_gc_after_server_warmup)."""
+    request.app[STATE].gc_frozen = True
+    return web.Response(text="Garbage collection frozen.\n")
 
 
 async def sim_stats(request: web.Request) -> web.Response:
@@ -171,60 +288,155 @@ async def sim_stats(request: web.Request) -> web.Response:
         "nccl_algo": plan.cfg.nccl_algo,
         "nccl_proto": plan.cfg.nccl_proto,
         "speed": plan.cfg.speed,
+        "host": plan.cfg.preset.name,
+        "custom_all_reduce": plan.cfg.custom_all_reduce,
         "max_running_requests": plan.max_running,
     }
     return _json(data)
 
 
+SCHED_LABELS = ("engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank")
+
+
+def _fmt_labels(labels: dict[str, str]) -> str:
+    # prometheus_client's multiprocess collector (sglang sets PROMETHEUS_MULTIPROC_DIR) sorts label names.
+    return ",".join(f'{k}="{labels[k]}"' for k in sorted(labels))
+
+
 def metrics_text(st: ServerState) -> str:
+    """``/metrics`` in the shape of the real one (shared/fixtures/sglang-0.5.17-h200/metrics.txt): scheduler
+    gauges labelled ``engine_type, model_name, moe_ep_rank, pp_rank, tp_rank``; tokenizer counters and
+    histograms labelled ``engine_type, model_name`` (+ ``is_streaming``), counted when a request finishes
+    (sglang/srt/observability/metrics_collector.py:observe_one_finished_request), so
+    ``generation_tokens_total / spec_verify_calls_total`` ≈ the accept length. Multiprocess mode: the
+    HELP/TYPE lines name counters with ``_total`` and there are no ``_created`` samples (as recorded)."""
     eng, plan = st.engine, st.plan
-    labels = f'engine_type="unified",model_name="{plan.served_model_name}",pp_rank="0",tp_rank="0"'
+    model = plan.served_model_name
+    base = {"engine_type": "unified", "model_name": model}
+    sched = {**base, "moe_ep_rank": "0", "pp_rank": "0", "tp_rank": "0"}
     gen = eng.last_gen_throughput if time.monotonic() - eng._last_log_t < 10 or eng.busy else 0.0
     out: list[str] = []
 
-    def metric(name: str, kind: str, value: float, help_: str) -> None:
+    def head(name: str, kind: str, help_: str) -> None:
         out.append(f"# HELP {name} {help_}")
         out.append(f"# TYPE {name} {kind}")
-        out.append(f"{name}{{{labels}}} {float(value)}")
 
-    metric("sglang:gen_throughput", "gauge", gen, "The generation throughput (token/s).")
-    metric("sglang:num_running_reqs", "gauge", len(eng.running), "The number of running requests.")
-    metric("sglang:num_queue_reqs", "gauge", len(eng.waiting), "The number of requests in the waiting queue.")
+    def sample(name: str, labels: dict[str, str], value: float) -> None:
+        out.append(f"{name}{{{_fmt_labels(labels)}}} {float(value)}")
+
+    def gauge(name: str, value: float, help_: str, labels: dict[str, str] | None = None) -> None:
+        head(name, "gauge", help_)
+        sample(name, labels or sched, value)
+
+    # A labelled family without samples yet is left out, as prometheus_client's multiprocess collector does.
+    def by_streaming(name: str, values: dict[str, int], help_: str) -> None:
+        if not values:
+            return
+        head(name, "counter", help_)
+        for key in sorted(values):
+            sample(name, {**base, "is_streaming": key}, values[key])
+
+    def histogram(name: str, hist: Histogram, help_: str) -> None:
+        if not hist.counts:
+            return
+        head(name, "histogram", help_)
+        for key in sorted(hist.counts):
+            labels = {**base, "is_streaming": key}
+            counts = hist.counts[key]
+            sample(f"{name}_sum", labels, hist.sums.get(key, 0.0))
+            cum = 0
+            for b, c in zip(hist.buckets, counts, strict=False):
+                cum += c
+                sample(f"{name}_bucket", {**labels, "le": str(float(b))}, cum)
+            sample(f"{name}_bucket", {**labels, "le": "+Inf"}, sum(counts))
+            sample(f"{name}_count", labels, sum(counts))
+
+    head("sglang:startup_time_seconds", "gauge", "Engine startup duration by phase in seconds.")
+    t = plan.timings
+    for phase in ("load_weight", "kv_cache_allocation", "scheduler_e2e", "tokenizer_e2e"):
+        sample("sglang:startup_time_seconds", {**base, "phase": phase}, t.get(phase, 0.0))
+    head(
+        "sglang:startup_cuda_graph_time_seconds", "gauge", "CUDA graph capture duration by phase in seconds."
+    )
+    for phase in GRAPH_PHASES:
+        sample(
+            "sglang:startup_cuda_graph_time_seconds", {**base, "phase": phase}, t.get(f"graph:{phase}", 0.0)
+        )
+    histogram("sglang:time_to_first_token_seconds", eng.ttft, "Histogram of time to first token in seconds.")
+    histogram(
+        "sglang:e2e_request_latency_seconds", eng.e2e, "Histogram of End-to-end request latency in seconds"
+    )
+    if eng.graph_passes:
+        head(
+            "sglang:cuda_graph_passes_total",
+            "counter",
+            "Total number of forward passes categorized by CUDA graph.",
+        )
+    for mode in sorted(eng.graph_passes):
+        sample("sglang:cuda_graph_passes_total", {**sched, "mode": mode}, eng.graph_passes[mode])
+    by_streaming("sglang:prompt_tokens_total", eng.prompt_tokens_total, "Number of prefill tokens processed.")
+    by_streaming(
+        "sglang:generation_tokens_total", eng.gen_tokens_total, "Number of generation tokens processed."
+    )
+    if plan.spec and eng.verify_calls_total:
+        head(
+            "sglang:spec_verify_calls_total", "counter", "Number of speculative decoding verification calls."
+        )
+        sample("sglang:spec_verify_calls_total", base, eng.verify_calls_total)
+    by_streaming("sglang:num_requests_total", eng.requests_total, "Number of requests processed.")
+    if eng.cached_tokens_total:
+        head(
+            "sglang:cached_tokens_total",
+            "counter",
+            "Number of cached prompt tokens by source (device/host/storage).",
+        )
+        sample("sglang:cached_tokens_total", {**base, "cache_source": "device"}, eng.cached_tokens_total)
+    gauge(
+        "sglang:max_total_num_tokens",
+        plan.max_total_tokens,
+        "Maximum total number of tokens in the KV cache pool.",
+    )
+    gauge(
+        "sglang:weight_memory_usage_gb", plan.weight_gb + plan.draft_gb, "Memory used by model weights in GB."
+    )
+    gauge(
+        "sglang:kv_cache_memory_usage_gb",
+        plan.kv_gb + plan.draft_kv_gb,
+        "Memory used by the KV cache pools in GB.",
+    )
+    head("sglang:graph_memory_usage_gb", "gauge", "Memory used by captured device graphs in GB.")
+    for phase in GRAPH_PHASES:
+        sample("sglang:graph_memory_usage_gb", {**sched, "phase": phase}, plan.graph_gb.get(phase, 0.0))
+    gauge("sglang:page_size", plan.args.page_size or 1, "KV cache page size in tokens.")
+    gauge("sglang:context_len", plan.context_len, "Maximum context length.")
+    gauge("sglang:num_running_reqs", len(eng.running), "The number of running requests.")
+    gauge("sglang:num_queue_reqs", len(eng.waiting), "The number of requests in the waiting queue.")
+    gauge("sglang:num_grammar_queue_reqs", 0, "The number of requests in the grammar waiting queue.")
+    gauge("sglang:gen_throughput", gen, "The generation throughput (token/s).")
     used, usage = eng.token_usage()
-    metric("sglang:num_used_tokens", "gauge", used, "The number of used tokens.")
-    metric("sglang:token_usage", "gauge", usage, "The token usage.")
-    metric(
-        "sglang:is_cuda_graph", "gauge", 1.0 if plan.cfg.cuda_graph else 0.0, "Whether cuda graph is used."
-    )
+    gauge("sglang:token_usage", usage, "The token usage.")
+    gauge("sglang:num_used_tokens", used, "The number of used tokens.")
     if plan.spec:
-        metric(
-            "sglang:spec_accept_length", "gauge", eng.last_accept_len or 0.0, "The average acceptance length."
+        gauge(
+            "sglang:spec_accept_length",
+            eng.last_accept_len or 0.0,
+            "Mean acceptance length of speculative decoding (accepted drafts + bonus token per forward).",
         )
-        metric(
-            "sglang:spec_accept_rate", "gauge", eng.last_accept_rate or 0.0, "The average acceptance rate."
+        gauge(
+            "sglang:spec_accept_rate",
+            eng.last_accept_rate or 0.0,
+            "Speculative acceptance rate (`accepted drafts / proposed drafts` in batch).",
         )
-        metric("sglang:spec_num_steps", "gauge", plan.steps, "The number of speculative steps.")
-        metric("sglang:spec_num_draft_tokens", "gauge", plan.ndt, "The number of draft tokens.")
-        metric("sglang:spec_verify_calls_total", "counter", eng.verify_calls_total, "Number of verify calls.")
-    metric(
-        "sglang:prompt_tokens_total",
-        "counter",
-        eng.prompt_tokens_total,
-        "Number of prefill tokens processed.",
+        gauge("sglang:spec_num_steps", plan.steps, "Currently active speculative_num_steps.")
+        gauge(
+            "sglang:spec_num_draft_tokens",
+            plan.ndt,
+            "Currently active speculative_num_draft_tokens (decouples from steps under topk>1).",
+        )
+    gauge("sglang:utilization", 1.0 if eng.busy else 0.0, "The utilization.")
+    gauge(
+        "sglang:is_cuda_graph", 1.0 if plan.cfg.cuda_graph else 0.0, "Whether the batch is using CUDA graph."
     )
-    metric("sglang:generation_tokens_total", "counter", eng.gen_tokens_total, "Number of generation tokens.")
-    metric("sglang:num_requests_total", "counter", eng.requests_total, "Number of requests processed.")
-    metric("sglang:max_total_num_tokens", "gauge", plan.max_total_tokens, "Maximum total number of tokens.")
-    name = "sglang:time_to_first_token_seconds"
-    out.append(f"# HELP {name} Histogram of time to first token in seconds.")
-    out.append(f"# TYPE {name} histogram")
-    cum = 0
-    for b, c in zip(TTFT_BUCKETS, eng.ttft_counts, strict=False):
-        cum += c
-        out.append(f'{name}_bucket{{{labels},le="{b}"}} {float(cum)}')
-    out.append(f'{name}_bucket{{{labels},le="+Inf"}} {float(eng.ttft_n)}')
-    out.append(f"{name}_sum{{{labels}}} {eng.ttft_sum}")
-    out.append(f"{name}_count{{{labels}}} {float(eng.ttft_n)}")
     return "\n".join(out) + "\n"
 
 
@@ -255,6 +467,7 @@ def _new(
     max_new: Any,
     ignore_eos: bool,
     rid: str | None = None,
+    streaming: bool = False,
 ) -> SimRequest:
     try:
         max_new_i = int(max_new)
@@ -282,33 +495,55 @@ def _new(
         internal=not st.ready,
         rid=rid,
     )
+    req.streaming = streaming
     st.engine.submit(req)
     return req
 
 
-def meta_info(st: ServerState, r: SimRequest, n: int, final: bool) -> dict[str, Any]:
+def meta_info(st: ServerState, r: SimRequest, n: int, final: bool, first: bool = False) -> dict[str, Any]:
+    """meta_info as the real server sends it (shared/fixtures/sglang-0.5.17-h200/generate.jsonl): the
+    ``spec_*`` fields, latencies and timestamps only in the FINAL answer/chunk, and the ``spec_*`` ones only
+    when the request had verify steps (sglang/srt/managers/tokenizer_manager.py adds them when
+    ``spec_verify_ct > 0``)."""
     plan = st.plan
+    now = time.time()
+    fwd = r.received_wall + 0.0005
     m: dict[str, Any] = {
         "id": r.rid,
         "finish_reason": r.finish_reason() if final else None,
         "prompt_tokens": r.prompt_tokens,
         "weight_version": "default",
         "num_retractions": 0,
+        "forward_entry_time": fwd,
+        "prefill_finished_time": r.prefill_wall or fwd,
+        "queue_time": max(0.0, (r.prefill_wall or fwd) - fwd) if r.prefill_wall else 0.0,
+        "reasoning_tokens": 0,
         "completion_tokens": n,
         "cached_tokens": r.cached_tokens,
-        "reasoning_tokens": 0,
+        "cached_tokens_details": {"device": r.cached_tokens, "host": 0},
+        "dp_rank": None,
     }
-    if plan.spec:
-        m["spec_verify_ct"] = r.verify_ct
-        if final:
-            drafts = max(r.decode_tokens - r.verify_ct, 0)
-            proposed = r.verify_ct * max(plan.ndt - 1, 1)
-            m["spec_accept_length"] = n / r.verify_ct if r.verify_ct else float(n)
-            m["spec_accept_rate"] = drafts / proposed if proposed else 0.0
-            m["spec_num_correct_drafts"] = drafts
-            m["spec_num_proposed_drafts"] = proposed
     if final:
         m["e2e_latency"] = (r.last_token_t or time.monotonic()) - r.created
+        if plan.spec and r.verify_ct > 0:
+            drafts = sum(i * c for i, c in enumerate(r.accept_hist))
+            proposed = r.verify_ct * max(plan.ndt - 1, 1)
+            m["spec_accept_rate"] = drafts / proposed if proposed else 0.0
+            m["spec_accept_length"] = n / r.verify_ct
+            m["spec_num_correct_drafts"] = drafts
+            m["spec_num_proposed_drafts"] = proposed
+            m["spec_verify_ct"] = r.verify_ct
+            m["spec_accepted_drafts"] = drafts
+            m["spec_proposed_drafts"] = proposed
+            m["spec_correct_drafts_histogram"] = list(r.accept_hist)
+            m["spec_accept_histogram"] = list(r.accept_hist)
+        m["request_received_ts"] = r.received_wall
+        m["api_server_dispatch_finish_ts"] = r.received_wall + 0.0003
+        m["request_finished_ts"] = r.finished_wall or now
+        span = (r.last_token_t or 0.0) - (r.first_token_t or 0.0)
+        m["decode_throughput"] = (n - 1) / span if span > 0 and n > 1 else 0.0
+    if final or first:
+        m["response_sent_to_client_ts"] = now
     return m
 
 
@@ -341,8 +576,8 @@ async def _send(resp: web.StreamResponse, obj: Any) -> None:
     await resp.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
 
 
-def _gen_result(st: ServerState, r: SimRequest, n: int, final: bool) -> dict[str, Any]:
-    return {"text": r.text(n), "output_ids": r.output_ids[:n], "meta_info": meta_info(st, r, n, final)}
+def _gen_result(st: ServerState, r: SimRequest, n: int, final: bool, first: bool = False) -> dict[str, Any]:
+    return {"text": r.text(n), "output_ids": r.output_ids[:n], "meta_info": meta_info(st, r, n, final, first)}
 
 
 async def generate(request: web.Request) -> web.StreamResponse:
@@ -370,6 +605,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
             max_new=s.get("max_new_tokens", 128),
             ignore_eos=bool(s.get("ignore_eos")),
             rid=(body.get("rid") if not batch else None),
+            streaming=bool(body.get("stream")),
         )
         for (p, i), s in zip(prompts, sps, strict=False)
     ]
@@ -393,10 +629,12 @@ async def generate(request: web.Request) -> web.StreamResponse:
 
     tasks = [asyncio.ensure_future(pump(i, r)) for i, r in enumerate(reqs)]
     done = 0
+    sent_first: set[int] = set()
     try:
         while done < len(reqs):
             idx, r, n, final = await merged.get()
-            obj = _gen_result(st, r, n, final)
+            obj = _gen_result(st, r, n, final, first=idx not in sent_first)
+            sent_first.add(idx)
             if batch:
                 obj["index"] = idx
             await _send(resp, obj)
@@ -442,7 +680,14 @@ async def _openai(request: web.Request, chat: bool) -> web.StreamResponse:
         ptext = prompt if isinstance(prompt, str) else None
         max_new = body.get("max_tokens") or 16
     ids = None if isinstance(ptext, str) else list(prompt)
-    r = _new(st, prompt=ptext, ids=ids, max_new=max_new, ignore_eos=bool(body.get("ignore_eos")))
+    r = _new(
+        st,
+        prompt=ptext,
+        ids=ids,
+        max_new=max_new,
+        ignore_eos=bool(body.get("ignore_eos")),
+        streaming=bool(body.get("stream")),
+    )
     model = body.get("model") or st.plan.served_model_name
     cid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
     created = int(time.time())
@@ -554,6 +799,19 @@ async def _api_key(request: web.Request, handler: Any) -> web.StreamResponse:
     return await handler(request)
 
 
+def _deprecated(handler: Any, old: str, new: str) -> Any:
+    """sglang/srt/entrypoints/http_server.py: the old info endpoints still answer and log a warning."""
+
+    async def wrapped(request: web.Request) -> web.StreamResponse:
+        request.app[STATE].log.line(
+            f"Endpoint '{old}' is deprecated and will be removed in a future version. Please use '{new}' instead.",
+            level=30,
+        )
+        return await handler(request)
+
+    return wrapped
+
+
 def make_app(st: ServerState) -> web.Application:
     app = web.Application(client_max_size=64 * 1024 * 1024, middlewares=[_api_key])
     app[STATE] = st
@@ -561,16 +819,21 @@ def make_app(st: ServerState) -> web.Application:
     r = app.router
     for path in ("/health", "/health_generate", "/ready"):
         r.add_get(path, health)
-    for path in ("/model_info", "/get_model_info"):
-        r.add_get(path, model_info)
-    for path in ("/server_info", "/get_server_info"):
-        r.add_get(path, server_info)
+    r.add_get("/model_info", model_info)
+    r.add_get("/get_model_info", _deprecated(model_info, "/get_model_info", "/model_info"))
+    r.add_get("/server_info", server_info)
+    r.add_get("/get_server_info", _deprecated(server_info, "/get_server_info", "/server_info"))
     r.add_post("/generate", generate)
     r.add_post("/v1/completions", completions)
     r.add_post("/v1/chat/completions", chat_completions)
     r.add_get("/v1/models", v1_models)
     r.add_route("GET", "/flush_cache", flush_cache)
     r.add_route("POST", "/flush_cache", flush_cache)
+    for method in ("GET", "POST"):
+        r.add_route(method, "/start_profile", start_profile)
+        r.add_route(method, "/stop_profile", stop_profile)
+    r.add_route("GET", "/freeze_gc", freeze_gc)
+    r.add_route("POST", "/freeze_gc", freeze_gc)
     if st.plan.args.enable_metrics:
         r.add_get("/metrics", metrics)
     r.add_get("/sim/stats", sim_stats)

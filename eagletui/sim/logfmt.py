@@ -1,4 +1,9 @@
-"""SGLang 0.5.23 log formatting: ``[date time TPn] msg`` records, uvicorn lines and tqdm ``\\r`` frames.
+"""SGLang 0.5.23 log formatting: ``[date time TPn EPn] msg`` records, uvicorn lines and tqdm ``\\r`` frames.
+
+uvicorn's lines carry SGLang's timestamp too: ``sglang/srt/utils/common.py:set_uvicorn_logging_configs`` sets
+uvicorn's formats to ``[%(asctime)s] %(levelprefix)s %(message)s`` (access: ``… %(client_addr)s -
+"%(request_line)s" %(status_code)s``) with datefmt ``%Y-%m-%d %H:%M:%S`` (no milliseconds, whatever
+``SGLANG_LOG_MS`` says).
 
 Every write is flushed immediately so a tail of the log file sees lines live.
 """
@@ -27,6 +32,7 @@ class SimLog:
         self,
         tp_size: int,
         *,
+        ep_size: int = 1,
         log_level: str = "info",
         log_level_http: str | None = None,
         err: TextIO | None = None,
@@ -35,6 +41,7 @@ class SimLog:
     ) -> None:
         env = env if env is not None else dict(os.environ)
         self.tp_size = tp_size
+        self.ep_size = max(1, ep_size)
         self.level = level_value(log_level)
         self.http_level = level_value(log_level_http or log_level)
         self.err = err or sys.stderr
@@ -47,7 +54,14 @@ class SimLog:
         ts = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now))
         if self.ms:
             ts += f".{int((now % 1) * 1000):03d}"
-        ranks = f" TP{rank}" if rank is not None and self.tp_size > 1 else ""
+        ranks = ""
+        if rank is not None:
+            # sglang/srt/managers/scheduler.py (scheduler logger prefix): " TP{tp}" when tp_size > 1,
+            # then " EP{moe_ep_rank}" when ep_size > 1.
+            if self.tp_size > 1:
+                ranks += f" TP{rank}"
+            if self.ep_size > 1:
+                ranks += f" EP{rank // max(1, self.tp_size // self.ep_size)}"
         return f"[{ts}{ranks}]"
 
     def line(self, msg: str, rank: int | None = None, level: int = INFO) -> None:
@@ -74,15 +88,23 @@ class SimLog:
         self.raw("\n")
         self.bar_open = False
 
+    @staticmethod
+    def uvicorn_ts(now: float | None = None) -> str:
+        return time.strftime("[%Y-%m-%d %H:%M:%S]", time.localtime(time.time() if now is None else now))
+
     def uvicorn(self, msg: str, level: str = "INFO") -> None:
+        """A uvicorn lifecycle line on stderr: ``[ts] INFO:     Started server process [pid]``."""
         if level_value(level) < self.http_level:
             return
-        self.raw(f"{level + ':':<10}{msg}\n")
+        self.raw(f"{self.uvicorn_ts()} {level + ':':<9} {msg}\n")
 
     def access(self, peer: str, method: str, path: str, status: int, phrase: str) -> None:
+        """A uvicorn access line (uvicorn's ``access`` handler writes to stdout)."""
         if INFO < self.http_level:
             return
-        self.raw(f'INFO:     {peer} - "{method} {path} HTTP/1.1" {status} {phrase}\n', self.out)
+        self.raw(
+            f'{self.uvicorn_ts()} INFO:     {peer} - "{method} {path} HTTP/1.1" {status} {phrase}\n', self.out
+        )
 
 
 # --- tqdm ---------------------------------------------------------------------------------------------

@@ -7,35 +7,32 @@ The simulator runs a continuous-batching scheduler loop. Every *iteration* serve
   ``PREFILL_FIXED_MS + PREFILL_MS_PER_TOKEN * new_tokens``, or
 * a **decode** step over the running batch of size ``bs``:
 
-  - speculative decoding off: ``decode_ms(bs) = DECODE_MS * (1 + DECODE_BS_SLOPE * (bs - 1))`` and every
-    request gets exactly one token;
-  - EAGLE/EAGLE3 on: one draft + verify round,
-    ``round_ms = steps * draft_step_ms(bs, topk) + verify_ms(bs, num_draft_tokens) + COMMIT_MS(bs) * a``
-    where ``a`` is the mean accepted length of the batch in this round (the draft-extend pass and KV/sampling
-    bookkeeping grow with the accepted tokens). Each request gets a seeded random accepted length
-    ``1 + (number of consecutive accepted draft tokens)``: every draft position is accepted with probability
-    ``p_eff`` (the drafter quality, widened by ``topk``), up to ``depth = min(steps, num_draft_tokens - 1)``
-    positions. The mean is therefore ``1 + p + p^2 + ... + p^depth``: more steps → higher accept length with
-    diminishing returns, at a linear draft cost.
+  - speculative decoding off: ``decode_ms * (1 + decode_bs_slope * (bs - 1))``, one token per request;
+  - EAGLE/EAGLE3 on: one cycle = ``steps`` draft forwards + one target **verify** over ``bs × draft
+    tokens`` + the draft **extend**/commit work, which grows with the accepted tokens ``a`` of the round.
+    Each request gets a seeded random accepted length ``1 + (consecutive accepted draft tokens)``: every
+    draft position is accepted with probability ``p_eff`` (drafter quality, widened by ``topk``), up to
+    ``depth = min(steps, num_draft_tokens - 1)``; the mean is ``1 + p + … + p^depth``.
 
-All step times are then multiplied by the same factors:
+The per-step costs come from a **host preset** (``--sim-host``, :data:`HOSTS`): the reference step times of
+a 1T-class MoE at tp=8 on that host and how a step splits into all-reduce (``comm_share``) and compute
+(gemm/moe/attention/other). Every step time is then multiplied by
 
-* model size ``(params_b / 1000) ** 0.3`` (clipped to [0.25, 1.3]) and tensor parallelism
-  (``0.82 * (8/tp) ** 0.8`` compute share + ``0.18 * log2(tp)/3`` all-reduce share; 1.0 at tp=8);
-* NCCL: the all-reduce share (18 %) is scaled by ``NCCL_ALGO`` (Tree 1.15, Ring 1.0, NVLS 0.95) and
-  ``NCCL_PROTO`` (LL 0.93 best, LL128 0.97, Simple 1.12); unset = 1.0;
-* FlashInfer all-reduce fusion: time / 1.06 (≈ +6 % throughput);
-* ``--disable-cuda-graph``: time * 2.3;
-* ``--sim-speed``: time / speed;
-* per-iteration seeded noise: multiplicative, mean 1, sd ``NOISE_SD``.
+* model size ``(params_b / 1000) ** 0.3`` (clipped to [0.25, 1.3]);
+* tensor parallelism: compute × ``(8/tp) ** 0.8``, all-reduce × ``log2(tp)/3`` (both 1.0 at tp=8);
+* the all-reduce part only: ``NCCL_ALGO`` (Tree 1.15, Ring 1.0, NVLS 0.95) and ``NCCL_PROTO`` (LL 0.93,
+  LL128 0.97, Simple 1.12) — scaled by the host's ``nccl_gain`` —, FlashInfer all-reduce fusion (removes
+  ``fusion_comm_saving`` of it) and ``--disable-custom-all-reduce`` (× ``no_custom_ar_factor``: NCCL instead
+  of the one-shot kernel where NVLink allows one);
+* decode CUDA graphs off: × 2.3; ``--sim-speed``: / speed; seeded noise (mean 1, sd ``NOISE_SD``).
 
-Calibration (tp=8, 1T-class MoE, steps=3, topk=1, draft tokens=4, default NCCL, no fusion, graphs on),
-single stream:
+Calibration, single stream, tp=8, 1T, steps=3, topk=1, draft tokens=4, default NCCL, no fusion, graphs on:
 
-* no speculative decoding: 11.6 ms/step → ≈ 86 tok/s;
-* good EAGLE-3 drafter (p = 0.8527): accept length 3.20, round ≈ 51.6 ms → ≈ 62 tok/s;
-* poor drafter (p = 0.3425): accept length 1.50, round ≈ 31.9 ms → ≈ 47 tok/s;
-* fusion: +6 % on all of them.
+* ``pcie-rtx6000`` (default): no spec 11.6 ms/step ≈ 86 tok/s; good drafter (p = 0.8527) accept 3.20 in a
+  ≈ 51.6 ms cycle ≈ 62 tok/s; poor drafter (p = 0.3425) accept 1.50 in ≈ 31.9 ms ≈ 47 tok/s, of which
+  ≈ 25 ms all-reduce; fusion +6 %;
+* ``h200-nvlink``: no spec ≈ 67 tok/s; good drafter ≈ 134 tok/s (2.0×) single-stream, ≈ 1.5× at 32
+  concurrent requests.
 
 :func:`expected` returns the ground truth for a configuration (server-args namespace or dict + env).
 """
@@ -49,20 +46,10 @@ from dataclasses import dataclass
 from typing import Any
 
 # --- calibration constants (reference point: tp=8, 1T params) --------------------------------------------
-DECODE_MS = 11.6
-DECODE_BS_SLOPE = 0.012
-DRAFT_STEP_MS = 1.5
 DRAFT_TOPK_SLOPE = 0.10
 DRAFT_BS_SLOPE = 0.01
-VERIFY_FIXED_MS = 8.0
-VERIFY_MS_PER_DRAFT_TOKEN = 0.5
-VERIFY_TOKEN_SLOPE = 0.005
-COMMIT_MS = 11.6
-COMMIT_BS_SLOPE = 0.01
 PREFILL_FIXED_MS = 15.0
 PREFILL_MS_PER_TOKEN = 0.12
-COMM_SHARE = 0.18
-FUSION_SPEEDUP = 1.06
 NO_CUDA_GRAPH_SLOWDOWN = 2.3
 NOISE_SD = 0.03
 
@@ -75,6 +62,82 @@ NCCL_ALGO_FACTOR = {"tree": 1.15, "ring": 1.0, "nvls": 0.95, "nvlstree": 1.0, "c
 NCCL_PROTO_FACTOR = {"ll": 0.93, "ll128": 0.97, "simple": 1.12}
 
 SPEC_ALGOS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
+
+CATEGORIES = ("communication", "gemm", "attention", "moe", "other")
+
+
+@dataclass(frozen=True)
+class HostPreset:
+    """Per-step costs of one host for the reference model (1T-class MoE, tp=8, CUDA graphs, default NCCL).
+
+    A step is a forward pass; its time splits into ``comm_share`` all-reduce (per-layer TP all-reduce, whose
+    cost depends on the interconnect, ``NCCL_ALGO``/``NCCL_PROTO``, all-reduce fusion and the custom
+    all-reduce) and compute, split by ``compute_split`` into gemm/moe/attention/other. A speculative cycle
+    is ``steps`` draft forwards + one target verify over the draft tokens + the draft-extend/commit work,
+    which grows with the accepted tokens.
+    """
+
+    name: str
+    decode_ms: float  # one-token target forward
+    decode_bs_slope: float  # relative growth per extra request in the batch
+    draft_step_ms: float
+    verify_fixed_ms: float
+    verify_ms_per_draft_token: float
+    verify_token_slope: float  # relative growth per extra verified token (bs × draft tokens)
+    commit_ms: float  # per accepted token: draft extend + KV/sampling bookkeeping
+    commit_bs_slope: float
+    comm_share: float  # all-reduce share of a step at tp=8
+    nccl_gain: float  # how much of an NCCL_ALGO/PROTO factor's effect reaches the all-reduce time
+    fusion_comm_saving: float  # share of the all-reduce time that FlashInfer all-reduce fusion removes
+    no_custom_ar_factor: float  # all-reduce time × this with --disable-custom-all-reduce
+    compute_split: tuple[tuple[str, float], ...] = (
+        ("gemm", 0.35),
+        ("moe", 0.40),
+        ("attention", 0.12),
+        ("other", 0.13),
+    )
+
+
+HOSTS: dict[str, HostPreset] = {
+    # 8 × RTX PRO 6000 Blackwell over PCIe (the original case): NCCL all-reduce over PCIe is ~78 % of every
+    # step (≈ 25 ms of a ≈ 30 ms poor-drafter cycle); the custom all-reduce needs NVLink at tp > 2, so
+    # disabling it changes nothing; fusion removes ~7 % of the all-reduce time (≈ +6 % tok/s). Single
+    # stream: baseline ≈ 86 tok/s, good drafter (accept 3.2) ≈ 62, poor (accept 1.5) ≈ 47.
+    "pcie-rtx6000": HostPreset(
+        name="pcie-rtx6000",
+        decode_ms=11.6,
+        decode_bs_slope=0.012,
+        draft_step_ms=1.5,
+        verify_fixed_ms=8.0,
+        verify_ms_per_draft_token=0.5,
+        verify_token_slope=0.005,
+        commit_ms=11.6,
+        commit_bs_slope=0.01,
+        comm_share=0.78,
+        nccl_gain=0.18 / 0.78,
+        fusion_comm_saving=(1 - 1 / 1.06) / 0.78,
+        no_custom_ar_factor=1.0,
+    ),
+    # 8 × H200 with NVLink: the one-shot custom all-reduce makes communication ~15 % of a step and the
+    # draft extend is cheap, so EAGLE-3 wins ≈ 2× single-stream with a good drafter and less as the batch
+    # grows (the verify over bs × draft tokens stops being free).
+    "h200-nvlink": HostPreset(
+        name="h200-nvlink",
+        decode_ms=15.0,
+        decode_bs_slope=0.010,
+        draft_step_ms=1.0,
+        verify_fixed_ms=14.0,
+        verify_ms_per_draft_token=0.5,
+        verify_token_slope=0.008,
+        commit_ms=1.5,
+        commit_bs_slope=0.01,
+        comm_share=0.15,
+        nccl_gain=1.0,
+        fusion_comm_saving=0.2,
+        no_custom_ar_factor=1.8,
+    ),
+}
+DEFAULT_HOST = "pcie-rtx6000"
 
 
 def _get(src: Any, *names: str, default: Any = None) -> Any:
@@ -144,6 +207,12 @@ class PerfConfig:
     allreduce_fusion: bool = False
     cuda_graph: bool = True
     speed: float = 1.0
+    host: str = DEFAULT_HOST
+    custom_all_reduce: bool = True
+
+    @property
+    def preset(self) -> HostPreset:
+        return HOSTS.get(self.host, HOSTS[DEFAULT_HOST])
 
     @classmethod
     def from_args(cls, args: Any, env: Mapping[str, str] | None = None) -> PerfConfig:
@@ -181,9 +250,14 @@ class PerfConfig:
             draft_p=min(max(draft_p, 0.0), 0.999),
             nccl_algo=str(env.get("NCCL_ALGO", "") or ""),
             nccl_proto=str(env.get("NCCL_PROTO", "") or ""),
-            allreduce_fusion=_truthy(_get(args, "enable_flashinfer_allreduce_fusion", default=False)),
-            cuda_graph=not _truthy(_get(args, "disable_cuda_graph", default=False)),
+            # 0.5.20+ also turns fusion on with --flashinfer-allreduce-fusion-backend
+            allreduce_fusion=_truthy(_get(args, "enable_flashinfer_allreduce_fusion", default=False))
+            or bool(_get(args, "flashinfer_allreduce_fusion_backend")),
+            cuda_graph=not _truthy(_get(args, "disable_cuda_graph", default=False))
+            and _get(args, "cuda_graph_backend_decode") != "disabled",
             speed=float(_get(args, "sim_speed", default=1.0) or 1.0),
+            host=str(_get(args, "sim_host", default=DEFAULT_HOST) or DEFAULT_HOST),
+            custom_all_reduce=not _truthy(_get(args, "disable_custom_all_reduce", default=False)),
         )
 
 
@@ -206,19 +280,44 @@ def _nccl_factor(value: str, table: Mapping[str, float]) -> float:
     return min(factors) if factors else 1.0
 
 
-def step_factor(cfg: PerfConfig) -> float:
-    """Multiplier applied to every step time (size, tp, NCCL, fusion, graphs, speed)."""
+def _factors(cfg: PerfConfig) -> tuple[float, float]:
+    """(compute, communication) multipliers of the reference step's two parts (size, tp, NCCL, fusion,
+    custom all-reduce, graphs, speed); their sum weighted by the host's shares is the step factor."""
+    h = cfg.preset
     size = min(max((cfg.params_b / 1000.0) ** 0.3, 0.25), 1.3)
     tp = max(1, cfg.tp)
-    compute = (1 - COMM_SHARE) * (8 / tp) ** 0.8
-    comm = COMM_SHARE * math.log2(tp) / 3.0
-    comm *= _nccl_factor(cfg.nccl_algo, NCCL_ALGO_FACTOR) * _nccl_factor(cfg.nccl_proto, NCCL_PROTO_FACTOR)
-    f = size * (compute + comm)
+    compute = (8 / tp) ** 0.8
+    comm = math.log2(tp) / 3.0
+    nccl = _nccl_factor(cfg.nccl_algo, NCCL_ALGO_FACTOR) * _nccl_factor(cfg.nccl_proto, NCCL_PROTO_FACTOR)
+    comm *= 1 + (nccl - 1) * h.nccl_gain
     if cfg.allreduce_fusion:
-        f /= FUSION_SPEEDUP
+        comm *= 1 - h.fusion_comm_saving
+    if not cfg.custom_all_reduce:
+        comm *= h.no_custom_ar_factor
+    common = size / max(cfg.speed, 1e-6)
     if not cfg.cuda_graph:
-        f *= NO_CUDA_GRAPH_SLOWDOWN
-    return f / max(cfg.speed, 1e-6)
+        common *= NO_CUDA_GRAPH_SLOWDOWN
+    return compute * common, comm * common
+
+
+def step_factor(cfg: PerfConfig) -> float:
+    """Multiplier applied to every step time of the host preset's reference costs."""
+    compute, comm = _factors(cfg)
+    share = cfg.preset.comm_share
+    return (1 - share) * compute + share * comm
+
+
+def breakdown(cfg: PerfConfig, ms: float) -> dict[str, float]:
+    """Split a step time into kernel categories (communication, gemm, attention, moe, other), ms."""
+    compute, comm = _factors(cfg)
+    h = cfg.preset
+    c = h.comm_share * comm
+    total = (1 - h.comm_share) * compute + c
+    out = {"communication": ms * c / total if total else 0.0}
+    rest = ms - out["communication"]
+    for name, share in h.compute_split:
+        out[name] = rest * share
+    return out
 
 
 def effective_p(cfg: PerfConfig) -> float:
@@ -253,22 +352,31 @@ def sample_accept_len(cfg: PerfConfig, rng: random.Random) -> int:
 
 
 def decode_ms(cfg: PerfConfig, bs: int) -> float:
-    return DECODE_MS * (1 + DECODE_BS_SLOPE * (max(bs, 1) - 1)) * step_factor(cfg)
+    h = cfg.preset
+    return h.decode_ms * (1 + h.decode_bs_slope * (max(bs, 1) - 1)) * step_factor(cfg)
 
 
-def spec_round_ms(cfg: PerfConfig, bs: int, mean_accept: float) -> float:
+def spec_parts_ms(cfg: PerfConfig, bs: int, mean_accept: float) -> dict[str, float]:
+    """One speculative cycle: ``draft`` (steps draft forwards), ``verify`` (the target over bs × draft
+    tokens) and ``extend`` (draft extend + commit, per accepted token)."""
+    h = cfg.preset
     bs = max(bs, 1)
+    f = step_factor(cfg)
     draft = (
         cfg.num_steps
-        * DRAFT_STEP_MS
+        * h.draft_step_ms
         * (1 + DRAFT_TOPK_SLOPE * (cfg.topk - 1))
         * (1 + DRAFT_BS_SLOPE * (bs * cfg.topk - 1))
     )
-    verify = (VERIFY_FIXED_MS + VERIFY_MS_PER_DRAFT_TOKEN * cfg.num_draft_tokens) * (
-        1 + VERIFY_TOKEN_SLOPE * (bs - 1) * cfg.num_draft_tokens
+    verify = (h.verify_fixed_ms + h.verify_ms_per_draft_token * cfg.num_draft_tokens) * (
+        1 + h.verify_token_slope * (bs - 1) * cfg.num_draft_tokens
     )
-    commit = COMMIT_MS * (1 + COMMIT_BS_SLOPE * (bs - 1)) * mean_accept
-    return (draft + verify + commit) * step_factor(cfg)
+    extend = h.commit_ms * (1 + h.commit_bs_slope * (bs - 1)) * mean_accept
+    return {"draft": draft * f, "verify": verify * f, "extend": extend * f}
+
+
+def spec_round_ms(cfg: PerfConfig, bs: int, mean_accept: float) -> float:
+    return sum(spec_parts_ms(cfg, bs, mean_accept).values())
 
 
 def iteration_ms(cfg: PerfConfig, bs: int, mean_accept: float | None = None) -> float:
@@ -279,7 +387,8 @@ def iteration_ms(cfg: PerfConfig, bs: int, mean_accept: float | None = None) -> 
 
 
 def prefill_ms(cfg: PerfConfig, new_tokens: int) -> float:
-    return (PREFILL_FIXED_MS + PREFILL_MS_PER_TOKEN * max(new_tokens, 0)) * step_factor(cfg)
+    host = cfg.preset.decode_ms / HOSTS[DEFAULT_HOST].decode_ms
+    return (PREFILL_FIXED_MS + PREFILL_MS_PER_TOKEN * max(new_tokens, 0)) * step_factor(cfg) * host
 
 
 def noise(rng: random.Random) -> float:
@@ -309,7 +418,10 @@ def expected(args: Any, env: Mapping[str, str] | None = None) -> dict[str, Any]:
     cfg = args if isinstance(args, PerfConfig) else PerfConfig.from_args(args, env)
     a = mean_accept_len(cfg)
     it = iteration_ms(cfg, 1, a)
+    cycle = breakdown(cfg, it)
     return {
+        "host": cfg.preset.name,
+        "step_ms_by_category": cycle,
         "single_stream_tok_s": 1000.0 * a / it,
         "accept_len": a,
         "accept_rate": accept_rate(cfg, a),

@@ -4,7 +4,14 @@ Exit behaviour (like SGLang 0.5.23):
 
 * scheduler failures (``Scheduler hit an exception``, watchdog) → ``kill_process_tree`` → SIGKILL → -9/137;
 * HTTP port taken (really, or ``EAGLETUI_SIM_FAIL=port-in-use``) → uvicorn ``[Errno 98]`` → exit 1;
-* SIGTERM/SIGINT while serving → uvicorn shutdown lines → exit 0; during startup → killed by SIGTERM (-15).
+* SIGTERM while serving → sglang's handler (``loop.add_signal_handler``, hence ``signum=None frame=None``):
+  ``SIGTERM received…Draining requests``, ``Gracefully exiting… Remaining number of requests N`` until no
+  request is left (sglang/srt/managers/tokenizer_manager.py:sigterm_watchdog polls every 5 s; scaled here),
+  ``kill_process_tree``, then uvicorn's shutdown lines → exit 0;
+* SIGINT while serving → uvicorn's own handler: its shutdown lines → exit 0;
+* SIGQUIT while serving → ``SIGQUIT received. signum=None, frame=None. It usually means one child failed.``
+  then ``kill_process_tree`` → SIGKILL;
+* any signal during startup → killed by SIGTERM (-15).
 """
 
 from __future__ import annotations
@@ -17,7 +24,7 @@ import sys
 from typing import Any
 
 from eagletui.sim.cli import DEFAULT_TIME_SCALE
-from eagletui.sim.logfmt import ERROR, SimLog
+from eagletui.sim.logfmt import ERROR, WARNING, SimLog
 
 
 def run_main(args: Any) -> int:
@@ -53,6 +60,12 @@ async def _warmup(host: str, port: int, log: SimLog, scale: float, api_key: str 
             await r.read()
             if r.status != 200:
                 raise RuntimeError(f"warmup /generate returned {r.status}")
+        # http_server.py:_freeze_gc_after_server_warmup — then "The server is fired up and ready to roll!".
+        try:
+            async with s.post(f"{base}/freeze_gc", timeout=aiohttp.ClientTimeout(total=10)) as r:
+                await r.read()
+        except (aiohttp.ClientError, TimeoutError):
+            log.line("post-warmup freeze_gc failed", level=30)
 
 
 async def _amain(args: Any) -> int:
@@ -65,7 +78,9 @@ async def _amain(args: Any) -> int:
     env = dict(os.environ)
     env["_SIM_ARGV"] = " ".join(sys.argv[1:])
     plan = startup.resolve(args, env)
-    log = SimLog(plan.tp, log_level=args.log_level, log_level_http=args.log_level_http, env=env)
+    log = SimLog(
+        plan.tp, ep_size=plan.ep, log_level=args.log_level, log_level_http=args.log_level_http, env=env
+    )
     loop = asyncio.get_running_loop()
     # During startup a signal simply kills the launcher (SIGINT is treated like SIGTERM).
     loop.add_signal_handler(signal.SIGINT, _die_by_sigterm)
@@ -81,6 +96,11 @@ async def _amain(args: Any) -> int:
         env=env,
         seed=args.sim_seed,
     )
+    from eagletui.sim.profiler import SimProfiler
+
+    engine.profiler = SimProfiler(plan.cfg, log, plan.tp, plan.ep, seed=args.sim_seed)
+    engine.prefill_graph = plan.prefill_graph
+    engine.prefill_graph_max_tokens = max(plan.prefill_tokens) if plan.prefill_tokens else 0
     state = ServerState(plan, engine, log)
     app = make_app(state)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -116,8 +136,26 @@ async def _amain(args: Any) -> int:
     engine.start()
 
     stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
+    sigterm = asyncio.Event()
+    loop.add_signal_handler(signal.SIGINT, stop.set)
+    loop.add_signal_handler(signal.SIGTERM, lambda: _on_sigterm(log, state, sigterm))
+
+    async def sigterm_watchdog() -> None:
+        await sigterm.wait()
+        poll = min(5.0, max(0.05, 5.0 * plan.scale))  # 5 s in sglang; scaled like the rest of the launch
+        while True:
+            await asyncio.sleep(poll)
+            rids = [r.rid for r in (*engine.waiting, *engine.running) if not r.internal]
+            log.line(
+                f"Gracefully exiting... Remaining number of requests {len(rids)}. "
+                f"Remaining requests remaining_rids={rids!r}."
+            )
+            if not rids:
+                break
+        log.line(f"kill_process_tree called: parent_pid={pid}, include_parent=False, pid={pid}")
+        stop.set()
+
+    loop.create_task(sigterm_watchdog())
 
     if not args.skip_server_warmup:
         try:
@@ -127,6 +165,7 @@ async def _amain(args: Any) -> int:
             startup.die_by_sigkill(log)
     state.ready = True
     log.line("The server is fired up and ready to roll!")
+    loop.add_signal_handler(signal.SIGQUIT, lambda: _running_phase_sigquit(log))
 
     if plan.fail == "crash-after-ready":
         delay = float(
@@ -139,12 +178,7 @@ async def _amain(args: Any) -> int:
                 f"Subprocess scheduler_3 (pid={pid + 4}) crashed with exit code -9. Triggering SIGQUIT for cleanup...",
                 level=ERROR,
             )
-            log.line(
-                "SIGQUIT received. signum=3, frame=<frame at 0x7f3a2c1d5a40, file '/usr/lib/python3.12/"
-                "selectors.py', line 468, code select>. It usually means one child failed.",
-                level=ERROR,
-            )
-            startup.die_by_sigkill(log)
+            _running_phase_sigquit(log)
 
         loop.create_task(crash())
 
@@ -160,4 +194,27 @@ async def _amain(args: Any) -> int:
         await asyncio.wait_for(runner.cleanup(), timeout=2.0)
     except (TimeoutError, asyncio.CancelledError):
         pass
+    if sigterm.is_set():
+        # sglang/launch_server.py: ``finally: kill_process_tree(os.getpid(), include_parent=False)``
+        log.line(f"kill_process_tree called: parent_pid={pid}, include_parent=False, pid={pid}")
     return 0
+
+
+def _on_sigterm(log: SimLog, state: Any, sigterm: asyncio.Event) -> None:
+    """tokenizer_manager.py SignalHandler.sigterm_handler, installed with ``loop.add_signal_handler`` (so
+    called without arguments): a WARNING record, then the watchdog drains."""
+    if sigterm.is_set():
+        return
+    log.line(
+        "SIGTERM received. signum=None frame=None. Draining requests and shutting down...", level=WARNING
+    )
+    state.shutting_down = True
+    sigterm.set()
+
+
+def _running_phase_sigquit(log: SimLog) -> None:
+    """tokenizer_manager.py SignalHandler.running_phase_sigquit_handler (``loop.add_signal_handler``)."""
+    from eagletui.sim import startup
+
+    log.line("SIGQUIT received. signum=None, frame=None. It usually means one child failed.", level=ERROR)
+    startup.die_by_sigkill(log)

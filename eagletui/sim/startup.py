@@ -22,6 +22,19 @@ from eagletui.sim.logfmt import ERROR, SimLog, shard_frame, tqdm_frame
 GPU_TOTAL_GB = 139.81
 PKG = "/usr/local/lib/python3.12/dist-packages"
 DEFAULT_BS = [1, 2, 4, 8, 12, *range(16, 257, 8)]
+#: Prefill CUDA-graph token buckets (the real launch in shared/fixtures/sglang-0.5.17-h200 captured these 58
+#: for chunked_prefill_size 8192), bounded by the chunked prefill size.
+PREFILL_TOKENS = [
+    *range(4, 33, 4),
+    *range(48, 257, 16),
+    *range(288, 513, 32),
+    *range(576, 1025, 64),
+    *range(1280, 4097, 256),
+    *range(4608, 8193, 512),
+]
+#: ``Engine startup timings`` lists all six, in this order (sglang/srt/entrypoints/engine.py, the
+#: ``cuda_graph={...}`` of ``build_engine_startup_time``); a phase that did not run reads 0.00.
+GRAPH_PHASES = ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")
 
 
 @dataclass
@@ -44,6 +57,11 @@ class Plan:
     context_len: int
     mem_fraction: float
     capture_bs: list[int]
+    prefill_tokens: list[int]
+    decode_graph: bool
+    prefill_graph: bool
+    prefill_backend: str
+    ep: int
     served_model_name: str
     fail: str
     scale: float
@@ -58,13 +76,16 @@ class Plan:
     timings: dict[str, float] = field(default_factory=dict)
     graph_gb: dict[str, float] = field(default_factory=dict)
     startup_time: float = 0.0
+    startup_available_gb: float = 0.0
 
 
 def resolve(args: Any, env: dict[str, str]) -> Plan:
     msgs: list[str] = []
     arch = perf.architecture(args.model_path)
     params_b = args.sim_params_b or perf.parse_params_b(args.model_path)
-    spec = (args.speculative_algorithm or "").upper() in perf.SPEC_ALGOS
+    if args.speculative_algorithm:
+        args.speculative_algorithm = str(args.speculative_algorithm).upper()
+    spec = (args.speculative_algorithm or "") in perf.SPEC_ALGOS
     if spec and args.speculative_algorithm == "NEXTN":
         args.speculative_algorithm = "EAGLE"
     steps, topk, ndt = (
@@ -114,10 +135,10 @@ def resolve(args: Any, env: dict[str, str]) -> Plan:
     draft_kv_gb = max_total * per_tok_draft / 1e9
     if args.max_running_requests is None:
         args.max_running_requests = max(1, min(1024, max_total // 256 if max_total else 1))
-    max_bs = args.cuda_graph_max_bs or (args.max_running_requests if spec else 256)
-    args.cuda_graph_max_bs = max_bs
-    if args.cuda_graph_bs:
-        capture_bs = sorted(set(args.cuda_graph_bs))
+    max_bs = args.cuda_graph_max_bs_decode or (args.max_running_requests if spec else 256)
+    args.cuda_graph_max_bs_decode = max_bs
+    if args.cuda_graph_bs_decode:
+        capture_bs = sorted(set(args.cuda_graph_bs_decode))
     else:
         capture_bs = [b for b in DEFAULT_BS if b <= max_bs] or [1]
         if capture_bs[-1] < max_bs and max_bs <= 256:
@@ -127,6 +148,15 @@ def resolve(args: Any, env: dict[str, str]) -> Plan:
     args.served_model_name = served
     context_len = args.context_length or 131072
     capture_need = 1.2 + 0.02 * max_bs * (ndt if spec else 1) / 4
+    # 0.5.23: prefill graphs are on by default on CUDA (backend ``breakable``); ``--disable-cuda-graph``
+    # (deprecated) turns both phases off, ``--cuda-graph-backend-{decode,prefill}=disabled`` one of them.
+    decode_graph = not args.disable_cuda_graph and args.cuda_graph_backend_decode != "disabled"
+    prefill_backend = args.cuda_graph_backend_prefill or "breakable"
+    prefill_graph = not args.disable_cuda_graph and prefill_backend != "disabled"
+    chunk = args.chunked_prefill_size or 8192
+    prefill_tokens = [n for n in PREFILL_TOKENS if n <= max(chunk, 4)]
+    if args.cuda_graph_bs_prefill:
+        prefill_tokens = sorted(set(args.cuda_graph_bs_prefill))
     fail = (env.get("EAGLETUI_SIM_FAIL") or "").strip().lower()
     plan = Plan(
         args=args,
@@ -145,6 +175,11 @@ def resolve(args: Any, env: dict[str, str]) -> Plan:
         context_len=context_len,
         mem_fraction=mem_fraction,
         capture_bs=capture_bs,
+        prefill_tokens=prefill_tokens,
+        decode_graph=decode_graph,
+        prefill_graph=prefill_graph,
+        prefill_backend=prefill_backend,
+        ep=max(1, int(args.ep_size or 1)),
         served_model_name=served,
         fail=fail,
         scale=args.sim_time_scale,
@@ -175,15 +210,21 @@ def build_server_args(plan: Plan) -> dict[str, Any]:
         random_seed=a.random_seed if a.random_seed is not None else 1234 + a.sim_seed,
         chunked_prefill_size=a.chunked_prefill_size or 8192,
         stream_interval=1,
-        stream_output=False,
         constrained_json_whitespace_pattern=None,
-        cuda_graph_backend_decode="disabled" if a.disable_cuda_graph else "full",
-        cuda_graph_backend_prefill="disabled",
+        cuda_graph_backend_decode="full" if plan.decode_graph else "disabled",
+        cuda_graph_backend_prefill=plan.prefill_backend if plan.prefill_graph else "disabled",
         enable_cache_report=a.enable_cache_report,
         kv_events_config=None,
-        frontend="python",
     )
     return d
+
+
+def _version_tuple(v: str) -> tuple[int, ...]:
+    out = []
+    for part in str(v).split(".")[:3]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        out.append(int(digits or 0))
+    return tuple(out)
 
 
 def die_by_sigkill(log: SimLog) -> None:
@@ -413,15 +454,24 @@ class Startup:
         await self.sleep(2)
         p.timings["kv_cache_allocation"] = time.monotonic() - t
         # --- CUDA graphs ---------------------------------------------------------------------------------
-        if not p.args.disable_cuda_graph:
-            natural_oom = self.avail[0] < p.capture_need_gb
+        # Order of a 0.5.23 EAGLE launch (and of the real 0.5.17 one in shared/fixtures): target prefill,
+        # target verify, draft prefill, draft decode, draft extend.
+        for phase in GRAPH_PHASES:
+            p.timings[f"graph:{phase}"] = 0.0
+        natural_oom = self.avail[0] < p.capture_need_gb
+        if p.prefill_graph:
+            await self.capture_prefill("target", 0.35, 0.25)
+        if p.decode_graph:
             if p.spec:
                 await self.capture_target("verify", p.ndt, 8.0, natural_oom)
-                if p.steps > 1:
-                    await self.capture_draft("decode", p.topk, 2.0, 0.4)
-                await self.capture_draft("extend", p.ndt, 2.0, 0.3)
             else:
                 await self.capture_target("decode", 1, 2.5, natural_oom)
+        if p.spec and p.prefill_graph:
+            await self.capture_prefill("draft", 0.02, 0.16)
+        if p.spec and p.decode_graph:
+            if p.steps > 1:
+                await self.capture_draft("decode", p.topk, 2.0, 0.4)
+            await self.capture_draft("extend", p.ndt, 2.0, 0.3)
         log.line(
             f"max_total_num_tokens={p.max_total_tokens}, chunked_prefill_size={p.server_args['chunked_prefill_size']}, "
             f"max_prefill_tokens={p.args.max_prefill_tokens}, max_running_requests={p.max_running}, "
@@ -430,12 +480,14 @@ class Startup:
         )
         await self.sleep(2)
         scheduler_e2e = time.monotonic() - self.t0
-        graphs = ", ".join(f"{k}={v:.2f}" for k, v in p.timings.items() if k.startswith("graph:"))
-        graphs = graphs.replace("graph:", "")
+        p.timings["scheduler_e2e"] = scheduler_e2e
+        p.timings["tokenizer_e2e"] = scheduler_e2e + 0.42 + self.rng.random() * 0.2
+        p.startup_available_gb = self.avail[0]
+        graphs = ", ".join(f"{k}={p.timings[f'graph:{k}']:.2f}" for k in GRAPH_PHASES)
         log.line(
             f"Engine startup timings (s): load_weight={p.timings['load_weight']:.2f}, "
             f"kv_cache_allocation={p.timings['kv_cache_allocation']:.2f}, scheduler_e2e={scheduler_e2e:.2f}, "
-            f"cuda_graph={{{graphs}}}, tokenizer_e2e={0.42 + self.rng.random() * 0.2:.2f}"
+            f"cuda_graph={{{graphs}}}, tokenizer_e2e={p.timings['tokenizer_e2e']:.2f}"
         )
         p.startup_time = time.monotonic() - self.t0
 
@@ -500,6 +552,7 @@ class Startup:
         rank0_avail: float,
         stop_at: int | None = None,
         hang: bool = False,
+        label: str = "Capturing batches (bs={n} avail_mem={avail:.2f} GB)",
     ) -> None:
         log = self.log
         t = time.monotonic()
@@ -508,7 +561,7 @@ class Startup:
         avail = rank0_avail
         desc = ""
         for i, bs in enumerate(reversed(bs_list)):
-            desc = f"Capturing batches (bs={bs} avail_mem={avail:.2f} GB)"
+            desc = label.format(n=bs, avail=avail)
             log.frame(tqdm_frame(desc, i, n, time.monotonic() - t))
             if stop_at is not None and i == stop_at:
                 if hang:
@@ -553,13 +606,44 @@ class Startup:
             self.fail(0, tb_oom_capture(0))
         mem = p.capture_need_gb * (0.9 + 0.1 * self.rng.random())
         el = time.monotonic() - t
-        p.timings[f"graph:target_{name}"] = el
-        p.graph_gb[f"target_{name}"] = mem
+        p.timings["graph:decode" if name == "decode" else f"graph:target_{name}"] = el
+        p.graph_gb["decode" if name == "decode" else f"target_{name}"] = mem
         for r in self.ranks():
             self.avail[r] -= mem
             log.line(
                 f"Capture target {name} CUDA graph end. bs={p.capture_bs}, elapsed={el:.2f} s, "
                 f"mem usage={mem:.2f} GB, avail mem={self.avail[r]:.2f} GB.",
+                rank=r,
+            )
+
+    async def capture_prefill(self, role: str, per_shape_s: float, mem: float) -> None:
+        """``Capture {role} prefill CUDA graph begin/end`` (sglang/srt/model_executor/model_runner_components/
+        cuda_graph_setup.py:capture_prefill_graph, logged on every rank) around rank 0's tqdm bar, whose
+        description is ``Capturing prefill shape (num_tokens=… avail_mem=… GB)`` in 0.5.23
+        (runner/prefill_cuda_graph_runner.py:_capture_one_stream; 0.5.17 said ``Capturing num tokens``)."""
+        p, log = self.p, self.log
+        t = time.monotonic()
+        for r in self.ranks():
+            log.line(
+                f"Capture {role} prefill CUDA graph begin. backend={p.prefill_backend}, "
+                f"num_tokens={p.prefill_tokens}, avail mem={self.avail[r]:.2f} GB",
+                rank=r,
+            )
+        label = (
+            "Capturing prefill shape (num_tokens={n} avail_mem={avail:.2f} GB)"
+            if _version_tuple(p.args.sim_version) >= (0, 5, 23)
+            else "Capturing num tokens (num_tokens={n} avail_mem={avail:.2f} GB)"
+        )
+        await self.capture_bar(p.prefill_tokens, per_shape_s, self.avail[0], label=label)
+        el = time.monotonic() - t
+        key = "prefill" if role == "target" else "draft_prefill"
+        p.timings[f"graph:{key}"] = el
+        p.graph_gb[key] = mem
+        for r in self.ranks():
+            self.avail[r] -= mem
+            log.line(
+                f"Capture {role} prefill CUDA graph end. elapsed={el:.2f} s, mem usage={mem:.2f} GB, "
+                f"avail mem={self.avail[r]:.2f} GB.",
                 rank=r,
             )
 

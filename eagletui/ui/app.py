@@ -34,6 +34,7 @@ from eagletui.core.events import (
     ServerReady,
 )
 from eagletui.core.profile import Profile, config_diff, format_diff
+from eagletui.core.redact import Redactor
 from eagletui.core.state import SessionState
 from eagletui.ui.gcpolicy import IdleCollector
 from eagletui.ui.restyle import StylesheetSpeedups
@@ -187,8 +188,13 @@ class EagleApp(App):
     def notify(
         self, message: str, *, title: str = "", severity="information", timeout=None, markup: bool = False
     ) -> None:
-        """Toasts carry log text, paths and exception messages: never interpret them as markup."""
-        super().notify(message, title=title, severity=severity, timeout=timeout, markup=markup)
+        """Toasts carry log text, paths and exception messages: never interpret them as markup, and
+        never let a control sequence in them reach the terminal (core.textsafe.inert)."""
+        from eagletui.core.textsafe import inert_lines
+
+        super().notify(
+            inert_lines(message), title=inert_lines(title), severity=severity, timeout=timeout, markup=markup
+        )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         try:
@@ -302,6 +308,9 @@ class EagleApp(App):
             except Exception as exc:
                 self.recorder = None
                 self.notify(f"recording stopped: {exc}", severity="error")
+            if self.recorder is not None and getattr(self.recorder, "error", None):  # e.g. disk full
+                self.notify(str(self.recorder.error), title="recording", severity="error", timeout=30)
+                self.recorder = None
         if isinstance(ev, LogLine):
             if self._log is not None:
                 self._log.add_events([ev])
@@ -673,7 +682,7 @@ class EagleApp(App):
         if new is None:
             self.notify("no profile", severity="warning")
             return
-        argv = new.argv() if diff else None
+        argv = Redactor.for_profile(new).argv(new.argv()) if diff else None  # shown: no key in clear
         self.push_screen(
             TextScreen("pending changes (running → pending)", diff_text(diff, argv), "diff-screen")
         )
@@ -851,6 +860,10 @@ class EagleApp(App):
 
             self.push_screen(ConfirmScreen("A benchmark is running. Quit anyway? (y/n)"), answer)
             return
+        self._quit_worker()
+
+    def quit_now(self) -> None:
+        """Quit without asking (SIGTERM/SIGHUP/SIGINT, see commands._ui.run_app): the path q takes."""
         self._quit_worker()
 
     @work(exclusive=True, group="quit", exit_on_error=False)

@@ -9,6 +9,7 @@ from textual.widgets import Static
 
 from eagletui.core.events import PHASES
 from eagletui.core.state import LaunchState
+from eagletui.core.textsafe import inert, inert_lines
 from eagletui.ui.widgets.textview import TextView
 
 PHASE_LABELS = {
@@ -186,13 +187,13 @@ class PhasePanel(Vertical):
             # kind and phase, the hint, then the evidence: what to do must fit even when space is short
             # (in a narrow terminal this box replaces the phase bars). The log keeps the whole text.
             text = Text()
-            text.append(f"✘ {f.kind.upper()}", style="bold")
+            text.append(f"✘ {inert(str(f.kind)).upper()}", style="bold")
             if f.phase:
-                text.append(f" in {PHASE_LABELS.get(f.phase, f.phase)}", style="bold")
+                text.append(f" in {inert(PHASE_LABELS.get(f.phase, str(f.phase)))}", style="bold")
             text.append(f"  {_clip(f.message, 160)}")
             if f.hint:
                 text.append("\nhint: ", style="bold")
-                text.append(f.hint)
+                text.append(inert_lines(f.hint))
             if f.line and f.line.strip() not in f.message and f.message not in f.line:
                 text.append("\n" + _clip(f.line, 160), style="dim")
             set_label(failure, text)
@@ -212,5 +213,5 @@ def launch_elapsed(la: LaunchState, now: float) -> float | None:
 
 
 def _clip(text: str, limit: int) -> str:
-    text = " ".join(text.split())
+    text = inert(" ".join(text.split()))  # log text: control sequences must not reach the terminal
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"

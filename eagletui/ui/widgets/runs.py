@@ -10,6 +10,7 @@ from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
 
+from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.phases import fmt_secs
 
 # The numbers first and the free-length config diff last, so a narrow pane still shows what matters.
@@ -65,7 +66,7 @@ class RunsTable(DataTable):
             if r.alarms:
                 verdict.append(" ⚠", style="bold yellow")
             label = Text(f"{r.launch}{'★' if r.is_baseline else ''}")
-            diff = Text(r.diff if not r.failure else f"{r.diff}  ✘ {r.failure}")
+            diff = Text(inert(r.diff if not r.failure else f"{r.diff}  ✘ {r.failure}"))
             if r.warnings:
                 diff.append(" ≠workload", style="yellow")
             self.add_row(
@@ -109,16 +110,16 @@ class RunsTable(DataTable):
         t.append(json.dumps(cfg, indent=2, default=str) + "\n")
         if la is not None and la.command:
             t.append("\nlaunch command\n", style="bold")
-            t.append(shlex.join(la.command) + "\n")
+            t.append(inert(shlex.join(la.command)) + "\n")
         if la is not None:
             t.append("\nphases\n", style="bold")
             for name, st in la.phases.items():
                 if st.seconds is not None:
                     t.append(f"  {name:15} {fmt_secs(st.seconds)}\n")
             if la.failure:
+                f = la.failure
                 t.append(
-                    f"\nfailure: {la.failure.kind}: {la.failure.message}\nhint: {la.failure.hint}\n",
-                    style="red",
+                    f"\nfailure: {inert(f.kind)}: {inert(f.message)}\nhint: {inert(f.hint)}\n", style="red"
                 )
         if runbook is not None and launch in runbook.runs:
             r = runbook.row(launch)
@@ -133,7 +134,7 @@ class RunsTable(DataTable):
                             f"{k} {v:.2f}" for k, v in dist.items() if isinstance(v, int | float)
                         )
                         t.append(f"  {name:10} {vals}\n")
-            t.append(f"\nverdict: {r.verdict}  " + "; ".join(r.reasons) + "\n")
+            t.append(f"\nverdict: {r.verdict}  " + inert("; ".join(r.reasons)) + "\n")
             for a in r.alarms:
                 t.append(f"⚠ {a}\n", style="yellow")
             for w in r.warnings:

@@ -6,6 +6,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from eagletui.core.state import SessionState
+from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.textview import TextView
 
 
@@ -23,7 +24,7 @@ class StatusHeader(TextView):
         v = self.app.theme_variables
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("eagletui ", style="bold")
-        t.append(f"{state.target or '—'} ", style=v.get("accent", "cyan"))
+        t.append(f"{inert(state.target or '—')} ", style=v.get("accent", "cyan"))
         conn = state.connection
         conn_style = {"connected": v.get("success", "green"), "reconnecting": v.get("warning", "yellow")}.get(
             conn, v.get("error", "red")

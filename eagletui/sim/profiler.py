@@ -1,0 +1,420 @@
+"""``/start_profile`` / ``/stop_profile`` of the simulator: Chrome traces in torch's format whose kernels follow
+the per-step cost model of :mod:`eagletui.sim.perf`.
+
+Semantics of sglang 0.5.23 (``sglang/srt/managers/scheduler_components/profiler_manager.py``):
+
+* ``ProfileReq`` fields used: ``output_dir`` (default ``$SGLANG_TORCH_PROFILER_DIR`` or ``/tmp``),
+  ``num_steps`` (stop by itself after that many forward passes; per stage with ``profile_by_stage``),
+  ``activities`` (default CPU+GPU), ``profile_by_stage``, ``profile_id`` (default ``str(time.time())``);
+* log lines ``Profiling starts[ for EXTEND|DECODE]. Traces will be saved to: DIR (with profile id: ID)``,
+  ``Stop profiling[-STAGE]...``, ``Profiling done. Traces are saved to: DIR``;
+* files ``{profile_id}-TP-{rank}[-EP-{moe_ep_rank}][-{STAGE}].trace.json.gz``, one per TP rank;
+* a second start while one runs, or a stop when none runs, fails ("Profiling is already in progress. Call
+  /stop_profile first." / "Profiling is not in progress. Call /start_profile first.").
+
+Each recorded step becomes, on every rank, a ``step[STAGE bs=N toks=T]`` range with per-layer kernels: GEMMs
+(``nvjet_sm90_…``), attention (triton's ``_fwd_kernel``, as in the real fixture trace), MoE
+(``fused_moe_kernel``), all-reduce (NCCL's ``ncclDevKernel_AllReduce_Sum_bf16_{ALGO}_{PROTO}``, the custom
+``cross_device_reduce_1stage`` where NVLink allows it, or FlashInfer's fused kernel) and elementwise work,
+each under a ``cpu_op`` that launched it. Kernel times are the step's cost-model split
+(:func:`eagletui.sim.perf.breakdown`) scaled to the step's real duration. Ranks differ slightly in compute;
+a faster rank waits for the slowest inside its all-reduce, so the all-reduce time beyond the fastest rank's
+is waiting, not transfer.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eagletui.sim import perf
+
+LAYERS = 61  # the reference model's decoder layers (Kimi-K2/DeepSeek-V3)
+MAX_STEPS = 16  # steps kept per trace: bounded memory and file size whatever num_steps says
+STAGES = ("EXTEND", "DECODE")
+
+GEMM = "nvjet_sm90_tst_128x16_64x11_4x1_v_bz_NNT"
+GEMM_SMALL = "nvjet_sm90_tst_64x16_64x16_4x1_v_bz_NNT"
+ATTENTION = "_fwd_kernel"
+MOE = "fused_moe_kernel"
+NORM = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
+    "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)"
+)
+CUSTOM_AR = (
+    "void sglang::cross_device_reduce_1stage<__nv_bfloat16, 8>(sglang::RankData*, sglang::RankSignals, "
+    "sglang::Signal*, __nv_bfloat16*, int, int)"
+)
+FUSED_AR = (
+    "void flashinfer::trtllm_allreduce_fusion::allreduce_fusion_kernel_oneshot_lamport<__nv_bfloat16, 8>"
+    "(flashinfer::trtllm_allreduce_fusion::AllReduceFusionParams<__nv_bfloat16>)"
+)
+
+
+def nccl_kernel(algo: str, proto: str) -> str:
+    """NCCL's device kernel name for a bf16 sum all-reduce with the algorithm/protocol in force."""
+    a = (algo or "ring").split(",")[0].split(":")[-1].strip().upper() or "RING"
+    p = (proto or "LL").split(",")[0].split(":")[-1].strip().upper() or "LL"
+    a = a if a in ("RING", "TREE", "NVLS", "NVLSTREE", "COLLNETDIRECT") else "RING"
+    p = p if p in ("LL", "LL128", "SIMPLE") else "LL"
+    return f"ncclDevKernel_AllReduce_Sum_bf16_{a}_{p}(ncclDevKernelArgsStorage<4096ul>)"
+
+
+@dataclass
+class Step:
+    stage: str
+    bs: int
+    tokens: int
+    start_us: float
+    dur_ms: float
+    parts: dict[str, float]  # part name → noise-free ms (decode/prefill: one part "forward")
+
+
+@dataclass
+class Session:
+    output_dir: Path
+    profile_id: str
+    num_steps: int | None
+    by_stage: bool
+    activities: list[str]
+    pending: list[str] = field(default_factory=lambda: list(STAGES))
+    stage: str | None = None  # by_stage: the stage being recorded
+    steps: list[Step] = field(default_factory=list)
+    counted: int = 0
+
+
+class ProfileError(Exception):
+    pass
+
+
+class SimProfiler:
+    """Profiling state of one simulated server (all TP ranks)."""
+
+    def __init__(self, cfg: perf.PerfConfig, log: Any, tp: int, ep: int, seed: int = 0) -> None:
+        self.cfg = cfg
+        self.log = log
+        self.tp = max(1, tp)
+        self.ep = max(1, ep)
+        self.rng = random.Random(seed * 131 + 7)
+        self.session: Session | None = None
+        self.written: list[Path] = []
+
+    # --- requests ----------------------------------------------------------------------------------
+
+    def start(self, req: dict[str, Any], env: dict[str, str]) -> None:
+        if self.session is not None:
+            raise ProfileError("Profiling is already in progress. Call /stop_profile first.")
+        out = req.get("output_dir") or env.get("SGLANG_TORCH_PROFILER_DIR") or "/tmp"
+        num = req.get("num_steps")
+        acts = req.get("activities") or ["CPU", "GPU"]
+        if num is not None and (not isinstance(num, int) or isinstance(num, bool) or num < 0):
+            raise ProfileError(f"num_steps must be a non-negative integer, got {num!r}")
+        if not isinstance(acts, list) or not all(isinstance(a, str) for a in acts):
+            raise ProfileError("activities must be a list of strings")
+        self.session = Session(
+            output_dir=Path(str(out)).expanduser(),
+            profile_id=str(req.get("profile_id") or time.time()),
+            num_steps=num or None,
+            by_stage=bool(req.get("profile_by_stage")),
+            activities=acts,
+        )
+        if not self.session.by_stage:
+            self._log_start(None)
+
+    def stop(self) -> list[Path]:
+        s = self.session
+        if s is None:
+            raise ProfileError("Profiling is not in progress. Call /start_profile first.")
+        return self._finish(s.stage if s.by_stage else None, final=True)
+
+    # --- engine hook -------------------------------------------------------------------------------
+
+    @property
+    def active(self) -> bool:
+        return self.session is not None
+
+    def begin(self, stage: str) -> bool:
+        """Before a forward pass of ``stage``: whether it is recorded (by stage: starts that stage's
+        profile, logging ``Profiling starts for STAGE`` before the step's own line)."""
+        s = self.session
+        if s is None:
+            return False
+        if s.by_stage:
+            if s.stage is None:
+                if stage not in s.pending:
+                    return False
+                s.stage = stage
+                self._log_start(stage)
+            return stage == s.stage
+        return True
+
+    def on_step(self, stage: str, bs: int, tokens: int, start_wall: float, dur_s: float, parts: dict) -> None:
+        """After a recorded forward pass; stops by itself after ``num_steps``."""
+        s = self.session
+        if s is None:
+            return
+        if len(s.steps) < MAX_STEPS:
+            s.steps.append(Step(stage, bs, tokens, start_wall * 1e6, dur_s * 1000.0, dict(parts)))
+        s.counted += 1
+        if s.num_steps and s.counted >= s.num_steps:
+            self._finish(s.stage if s.by_stage else None, final=not s.by_stage)
+
+    # --- internals ---------------------------------------------------------------------------------
+
+    def _ranks_log(self, msg: str) -> None:
+        for r in range(self.tp):
+            self.log.line(msg, rank=r)
+
+    def _log_start(self, stage: str | None) -> None:
+        s = self.session
+        assert s is not None
+        where = f" for {stage}" if stage else ""
+        self._ranks_log(
+            f"Profiling starts{where}. Traces will be saved to: {s.output_dir} (with profile id: {s.profile_id})"
+        )
+
+    def _finish(self, stage: str | None, final: bool) -> list[Path]:
+        s = self.session
+        assert s is not None
+        self._ranks_log("Stop profiling" + (f"-{stage}" if stage else "") + "...")
+        paths = self.write(s, stage)
+        self._ranks_log(f"Profiling done. Traces are saved to: {s.output_dir}")
+        if s.by_stage and stage in s.pending:
+            s.pending.remove(stage)
+        if final or not s.by_stage or not s.pending:
+            self.session = None
+        else:
+            s.stage, s.steps, s.counted = None, [], 0
+        self.written.extend(paths)
+        return paths
+
+    def write(self, s: Session, stage: str | None) -> list[Path]:
+        s.output_dir.mkdir(parents=True, exist_ok=True)
+        paths = []
+        skew = [self.rng.uniform(0.0, 0.04) for _ in range(self.tp)]
+        for rank in range(self.tp):
+            parts = [s.profile_id, f"TP-{rank}"]
+            if self.ep > 1:
+                parts.append(f"EP-{rank // max(1, self.tp // self.ep)}")
+            name = "-".join(parts) + (f"-{stage}" if stage else "") + ".trace.json.gz"
+            path = s.output_dir / name
+            trace = self.trace(s, rank, skew)
+            tmp = path.with_name("." + path.name + ".tmp")
+            with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=3) as f:
+                json.dump(trace, f, separators=(",", ":"))
+            os.replace(tmp, path)
+            paths.append(path)
+        return paths
+
+    def ar_kernel(self) -> str:
+        cfg = self.cfg
+        if cfg.allreduce_fusion:
+            return FUSED_AR
+        if cfg.custom_all_reduce and cfg.preset.no_custom_ar_factor > 1.0:
+            return CUSTOM_AR  # the one-shot kernel NVLink allows; over PCIe NCCL does the work
+        return nccl_kernel(cfg.nccl_algo, cfg.nccl_proto)
+
+    def trace(self, s: Session, rank: int, skew: list[float]) -> dict[str, Any]:
+        """One rank's Chrome trace (torch.profiler's export_chrome_trace shape)."""
+        pid_cpu, tid_cpu, pid_gpu, tid_gpu = 1000 + rank, 1000 + rank, rank, 7
+        ev: list[dict[str, Any]] = [
+            {
+                "name": "process_name",
+                "ph": "M",
+                "ts": 0,
+                "pid": pid_cpu,
+                "tid": 0,
+                "args": {"name": "sglang::scheduler"},
+            },
+            {
+                "name": "process_labels",
+                "ph": "M",
+                "ts": 0,
+                "pid": pid_cpu,
+                "tid": 0,
+                "args": {"labels": "CPU"},
+            },
+            {
+                "name": "process_name",
+                "ph": "M",
+                "ts": 0,
+                "pid": pid_gpu,
+                "tid": 0,
+                "args": {"name": "sglang::scheduler"},
+            },
+            {
+                "name": "process_labels",
+                "ph": "M",
+                "ts": 0,
+                "pid": pid_gpu,
+                "tid": 0,
+                "args": {"labels": f"GPU {rank}"},
+            },
+            {
+                "name": "thread_name",
+                "ph": "M",
+                "ts": 0,
+                "pid": pid_gpu,
+                "tid": tid_gpu,
+                "args": {"name": "stream 7"},
+            },
+        ]
+        gpu = "GPU" in s.activities
+        ext = [0]
+
+        def eid() -> int:
+            ext[0] += 1
+            return ext[0]
+
+        ar = self.ar_kernel()
+        mine = 1.0 + skew[rank]
+        slowest = 1.0 + max(skew)
+
+        def kernel(name: str, op: str, ts: float, dur: float) -> None:
+            e = eid()
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "cpu_op",
+                    "name": op,
+                    "pid": pid_cpu,
+                    "tid": tid_cpu,
+                    "ts": ts - 4.0,
+                    "dur": 3.0,
+                    "args": {"External id": e, "Record function id": 0},
+                }
+            )
+            if gpu:
+                ev.append(
+                    {
+                        "ph": "X",
+                        "cat": "kernel",
+                        "name": name,
+                        "pid": pid_gpu,
+                        "tid": tid_gpu,
+                        "ts": ts,
+                        "dur": round(dur, 3),
+                        "args": {
+                            "External id": e,
+                            "device": rank,
+                            "stream": tid_gpu,
+                            "correlation": e,
+                            "queued": 0,
+                        },
+                    }
+                )
+                ev.append(
+                    {
+                        "ph": "s",
+                        "id": e,
+                        "pid": pid_cpu,
+                        "tid": tid_cpu,
+                        "ts": ts - 4.0,
+                        "cat": "ac2g",
+                        "name": "ac2g",
+                    }
+                )
+                ev.append(
+                    {
+                        "ph": "f",
+                        "id": e,
+                        "pid": pid_gpu,
+                        "tid": tid_gpu,
+                        "ts": ts,
+                        "cat": "ac2g",
+                        "name": "ac2g",
+                        "bp": "e",
+                    }
+                )
+
+        def forward(ts: float, ms: float, layers: int) -> float:
+            """Kernels of one forward pass taking ``ms`` (model time) over ``layers`` layers; returns end."""
+            cats = perf.breakdown(self.cfg, ms)
+            per = {k: v * 1000.0 / layers for k, v in cats.items()}  # µs per layer
+            wait = (slowest - mine) * (per["gemm"] + per["moe"] + per["attention"] + per["other"])
+            for _ in range(layers):
+                for name, op, dur in (
+                    (NORM, "sglang::rmsnorm", per["other"] * mine),
+                    (GEMM, "aten::mm", per["gemm"] * 0.4 * mine),
+                    (ATTENTION, "sglang::decode_attention", per["attention"] * mine),
+                    (GEMM_SMALL, "aten::mm", per["gemm"] * 0.6 * mine),
+                    (ar, "sglang::all_reduce", per["communication"] * 0.5 + wait / 2),
+                    (MOE, "sglang::fused_moe", per["moe"] * mine),
+                    (ar, "sglang::all_reduce", per["communication"] * 0.5 + wait / 2),
+                ):
+                    if dur > 0:
+                        kernel(name, op, ts, dur)
+                        ts += dur + 0.5
+            return ts
+
+        for st in s.steps:
+            total = sum(st.parts.values()) or st.dur_ms
+            scale = st.dur_ms / total if total else 1.0
+            t0 = st.start_us
+            label = f"step[{st.stage} bs={st.bs} toks={st.tokens}]"
+            e = eid()
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": label,
+                    "pid": pid_cpu,
+                    "tid": tid_cpu,
+                    "ts": t0,
+                    "dur": round(st.dur_ms * 1000.0, 3),
+                    "args": {"External id": e},
+                }
+            )
+            if gpu:
+                ev.append(
+                    {
+                        "ph": "X",
+                        "cat": "gpu_user_annotation",
+                        "name": label,
+                        "pid": pid_gpu,
+                        "tid": tid_gpu,
+                        "ts": t0,
+                        "dur": round(st.dur_ms * 1000.0, 3),
+                        "args": {"External id": e},
+                    }
+                )
+            ts = t0
+            for part, ms in st.parts.items():
+                layers = LAYERS if part in ("forward", "verify") else 1
+                start = ts
+                ts = forward(ts, ms * scale, layers)
+                if part != "forward":
+                    ev.append(
+                        {
+                            "ph": "X",
+                            "cat": "user_annotation",
+                            "name": part if part != "extend" else "draft_extend",
+                            "pid": pid_cpu,
+                            "tid": tid_cpu,
+                            "ts": start,
+                            "dur": round(ts - start, 3),
+                            "args": {"External id": eid()},
+                        }
+                    )
+        return {
+            "schemaVersion": 1,
+            "deviceProperties": [
+                {
+                    "id": rank,
+                    "name": "NVIDIA H200"
+                    if self.cfg.host == "h200-nvlink"
+                    else "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+                }
+            ],
+            "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": self.tp},
+            "displayTimeUnit": "ms",
+            "baseTimeNanoseconds": 0,
+            "traceEvents": ev,
+            "traceName": f"sglang-sim-TP-{rank}",
+        }
