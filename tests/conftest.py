@@ -7,3 +7,23 @@ constructor can fail with "AST constructor recursion depth mismatch" while pytes
 """
 
 import hypothesis  # noqa: F401
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--faults",
+        choices=("ci", "long"),
+        default=None,
+        help="fault suite (tests/test_fault_*.py): 'long' runs the issue's counts (50 SSH cuts, sshd "
+        "down 60 s, ...); the default is the reduced CI count, or EAGLETUI_FAULTS if set",
+    )
+
+
+def pytest_configure(config):
+    # The fault tests read EAGLETUI_FAULTS at import (their parameter lists depend on it), and their
+    # subprocesses inherit it: one switch for both.
+    import os
+
+    mode = config.getoption("--faults")
+    if mode:
+        os.environ["EAGLETUI_FAULTS"] = mode
