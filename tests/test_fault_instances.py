@@ -180,7 +180,6 @@ def test_sigkill_mid_launch_then_reattach(tmp_path: Path) -> None:
     report("sigkill_reattach", rounds=rounds, recording_gap_max_s=round(max(gaps), 3))
 
 
-@pytest.mark.xfail(strict=False, reason="needs the launch lock from wt-remote")
 def test_two_instances_same_second_one_server(tmp_path: Path) -> None:
     """Issue 11 item 2a: two instances on one host and profile started in the same second: exactly one
     server is launched; the other instance follows it or says clearly why it did not launch."""
