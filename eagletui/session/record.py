@@ -197,7 +197,7 @@ class Recorder:
         self.error: str | None = None
         self.events_written = 0
         self.bytes_written = 0
-        self._codec = LogCodec()
+        self._codec = LogCodec(self_contained=True)
         self._lock = threading.Lock()
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
