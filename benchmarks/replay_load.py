@@ -34,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-_PHASE_STEPS = {"load_weights": 40, "kv_cache": 2, "cuda_graph": 30}
+_PHASE_STEPS = {"load_target": 40, "load_draft": 4, "capture_target": 30, "capture_draft": 20}
 
 
 def generate(path: Path, n_events: int, *, gz: bool = False) -> int:
@@ -90,7 +90,7 @@ def generate(path: Path, n_events: int, *, gz: bool = False) -> int:
                         phase=phase, done=done, total=total, unit="it", launch=launch, **tick(0.0)
                     )
                 )
-            if failed and phase == "cuda_graph":
+            if failed and phase == "capture_target":
                 text = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB"
                 put(ev.LogLine(text=text, kind="error", seq=seq, launch=launch, **tick(0.1)))
                 put(

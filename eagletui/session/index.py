@@ -24,6 +24,9 @@ takes tens of seconds and gigabytes for a long recording. :class:`ReplaySource` 
 
 Times are seconds from the first event, stepping on the monotonic clock (the wall clock where the
 monotonic one goes backwards), as in :func:`eagletui.session.replay.relative_times` without squeezing.
+From one seek point to the next the step is measured between the two seek points, which is the same
+sum unless the monotonic clock went backwards in between (events of another process): then the
+timeline there follows the seek points' clocks.
 """
 
 from __future__ import annotations
@@ -147,11 +150,17 @@ class Summary:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
+#: Decoded clocks are kept to the microsecond between keyframes and exact at them, so the monotonic
+#: clock can seem to step back by a rounding there: that is no step, not a reason to trust the wall
+#: clock (kept to half a millisecond) instead.
+_CLOCK_ROUNDING = 1e-5
+
+
 def _step(prev: tuple[float, float] | None, mono: float, wall: float) -> float:
     if prev is None:
         return 0.0
     step = mono - prev[0]
-    if step < 0:
+    if step < -_CLOCK_ROUNDING:
         step = wall - prev[1]
     return max(0.0, step)
 
@@ -272,6 +281,11 @@ class ReplaySource:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    @property
+    def damaged(self) -> int:
+        """Lines skipped so far (damaged, invalid, unknown types) in what has been read."""
+        return len(self._warned_lines)
+
     def _warn(self, line: int, msg: str) -> None:
         if line in self._warned_lines:
             return
@@ -299,9 +313,9 @@ class ReplaySource:
         self._end = min(size, max_bytes)
         if size > max_bytes:
             self.warnings.append(f"file larger than {max_bytes} bytes: stopped reading there")
-        if self_contained(self.header):
-            self._scan(start)
-        else:
+        if not (self_contained(self.header) and self._scan(start)):
+            self._blocks, self.context = [], []
+            self._cache.clear()
             self._full_pass(start)
         self._block_t = [b.t for b in self._blocks]
         self._block_line = [b.line for b in self._blocks]
@@ -343,8 +357,10 @@ class ReplaySource:
                 yield start, line, raw, complete
             line += 1
 
-    def _scan(self, start: int) -> None:
-        """The fast pass over a self-contained file: seek points and context lines by byte search."""
+    def _scan(self, start: int) -> bool:
+        """The fast pass over a self-contained file: seek points and context lines by byte search.
+        False when the seek points are too far apart to seek with (a file written whole by
+        ``write_session``, or edited): the caller then indexes it with the full pass."""
         fh = self._fh
         fh.seek(start)
         offset = start  # file offset of buf[0]
@@ -399,6 +415,9 @@ class ReplaySource:
             if not chunk:
                 break
         self.events_count = line + (1 if buf.strip() else 0)
+        starts = [0, *(b.line for b in self._blocks), self.events_count]
+        if max(b - a for a, b in zip(starts, starts[1:], strict=False)) > 2 * LogCodec.SEEK_POINT:
+            return False
         if not self._blocks or self._blocks[0].line != 0:
             # The first lines are not a seek point (damaged, or hand-made): read them from the top.
             self._blocks.insert(0, _Block(start, 0, 0.0, None, None))
@@ -420,6 +439,7 @@ class ReplaySource:
             for ln, tt, ev in self._iter_block(k, stop_line=upto + 1):
                 if ln in want and ev.type in CONTEXT_TYPES:
                     self.context.append((ln, tt, ev))
+        return True
 
     def _full_pass(self, start: int) -> None:
         """The slow pass for files without seek points: decode every line once, keeping a snapshot of
@@ -538,7 +558,7 @@ class ReplaySource:
         k = max(0, bisect.bisect_right(self._block_t, t) - 1)
         while k < len(self._blocks):
             for line, tt, _ev in self._decode_block(k):
-                if tt > t:
+                if tt > t + 1e-9:  # (a time summed another way may differ in the last bits)
                     return Position(line, t)
             k += 1
         return Position(self.events_count, t)

@@ -39,7 +39,7 @@ def relative_times(events: Sequence[Event], max_gap: float | None = None) -> lis
         if i:
             prev = events[i - 1]
             step = ev.mono - prev.mono
-            if step < 0:
+            if step < -1e-5:  # not a rounding of the recorded clock (exact only at keyframes)
                 step = ev.wall - prev.wall
             step = max(0.0, step)
             if max_gap is not None:
@@ -376,6 +376,10 @@ class StreamReplayer:
         self._pending = catch_up
         if paused:
             self.pause()
+
+    def prepend(self, events: Sequence[Event]) -> None:
+        """Have ``play()`` yield ``events`` first (a warning about the recording, say)."""
+        self._pending = [*events, *self._pending]
 
     def rewind(self) -> None:
         self.seek(time=0.0)
