@@ -12,8 +12,11 @@ in a fresh subprocess (so peak RSS is its own):
 
 * **indexed** (``ReplaySource`` + ``StreamReplayer``): ``open_s`` = open (the index pass) + the
   first frame's events; ``seek_*_ms`` over ``--seeks`` random targets (a ``StreamReplayer.seek``:
-  bisect, block decode, the catch-up events to fold); ``peak_rss_mb``.
-* **baseline** (``read_session`` + ``Replayer``, what ``eagletui replay`` did before): the same.
+  bisect, block decode, the catch-up events to fold); ``seek_fold_*_ms`` the same plus folding the
+  catch-up into a fresh ``SessionState`` (what the screen needs to stand there); ``peak_rss_mb``.
+* **baseline** (``read_session`` + ``Replayer``, what ``eagletui replay`` did before): the same;
+  its seek hands back a slice of everything before the target, and folding that is the real cost,
+  so ``seek_fold`` is measured over ``--fold-seeks`` targets only (each folds up to every event).
 
 The targets of issue 12.5 are open ≤ 2 s, seek p95 ≤ 100 ms, peak RSS ≤ 300 MB. The last output line
 is JSON.
@@ -198,6 +201,7 @@ def _pctl(xs: list[float], p: float) -> float:
 
 
 def measure_indexed(path: Path, seeks: int) -> dict:
+    from eagletui.core.state import SessionState
     from eagletui.session.index import ReplaySource
     from eagletui.session.replay import StreamReplayer
 
@@ -207,13 +211,18 @@ def measure_indexed(path: Path, seeks: int) -> dict:
     open_s = time.perf_counter() - t0
     r = StreamReplayer(src)
     rng = random.Random(7)
-    times = []
+    times, fold_times = [], []
     folded = 0
     for _ in range(seeks):
         target = rng.uniform(0, src.duration)
         t0 = time.perf_counter()
-        folded += len(r.seek(time=target))
-        times.append(time.perf_counter() - t0)
+        catch_up = r.seek(time=target)
+        t1 = time.perf_counter()
+        SessionState().apply_all(catch_up)
+        t2 = time.perf_counter()
+        folded += len(catch_up)
+        times.append(t1 - t0)
+        fold_times.append(t2 - t0)
     t0 = time.perf_counter()
     r.seek(launch=src.launches[-1])
     launch_ms = (time.perf_counter() - t0) * 1000
@@ -223,6 +232,8 @@ def measure_indexed(path: Path, seeks: int) -> dict:
         "seek_p50_ms": round(_pctl(times, 0.5) * 1000, 2),
         "seek_p95_ms": round(_pctl(times, 0.95) * 1000, 2),
         "seek_launch_ms": round(launch_ms, 2),
+        "seek_fold_p50_ms": round(_pctl(fold_times, 0.5) * 1000, 2),
+        "seek_fold_p95_ms": round(_pctl(fold_times, 0.95) * 1000, 2),
         "catch_up_mean": folded // max(1, seeks),
         "events": src.events_count,
         "marks": len(src.marks),
@@ -233,7 +244,8 @@ def measure_indexed(path: Path, seeks: int) -> dict:
     return out
 
 
-def measure_baseline(path: Path, seeks: int) -> dict:
+def measure_baseline(path: Path, seeks: int, fold_seeks: int) -> dict:
+    from eagletui.core.state import SessionState
     from eagletui.session.format import read_session
     from eagletui.session.replay import Replayer
 
@@ -248,18 +260,27 @@ def measure_baseline(path: Path, seeks: int) -> dict:
         t0 = time.perf_counter()
         r.seek(time=target)
         times.append(time.perf_counter() - t0)
+    fold_times = []
+    for _ in range(fold_seeks):
+        target = rng.uniform(0, r.duration)
+        t0 = time.perf_counter()
+        SessionState().apply_all(r.seek(time=target))
+        fold_times.append(time.perf_counter() - t0)
     return {
         "open_s": round(open_s, 3),
         "seek_p50_ms": round(_pctl(times, 0.5) * 1000, 2),
         "seek_p95_ms": round(_pctl(times, 0.95) * 1000, 2),
+        "seek_fold_p50_ms": round(_pctl(fold_times, 0.5) * 1000, 2) if fold_times else None,
+        "seek_fold_p95_ms": round(_pctl(fold_times, 0.95) * 1000, 2) if fold_times else None,
         "events": len(events),
         "peak_rss_mb": round(_rss_mb(), 1),
     }
 
 
-def _child(which: str, path: Path, seeks: int) -> dict:
+def _child(which: str, path: Path, seeks: int, fold_seeks: int) -> dict:
     out = subprocess.run(
-        [sys.executable, __file__, "--child", which, "--file", str(path), "--seeks", str(seeks)],
+        [sys.executable, __file__, "--child", which, "--file", str(path), "--seeks", str(seeks)]
+        + ["--fold-seeks", str(fold_seeks)],
         capture_output=True,
         text=True,
         check=True,
@@ -272,6 +293,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     ap.add_argument("--events", type=int, default=1_000_000)
     ap.add_argument("--seeks", type=int, default=200)
+    ap.add_argument("--fold-seeks", type=int, default=10, help="baseline seeks that also fold (slow)")
     ap.add_argument("--gz", action="store_true", help="gzip the recording (the reader decompresses it once)")
     ap.add_argument("--no-baseline", action="store_true", help="skip the read_session baseline")
     ap.add_argument("--keep", type=Path, help="write the recording here (and reuse it if it exists)")
@@ -279,8 +301,10 @@ def main() -> int:
     ap.add_argument("--file", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
-        fn = measure_indexed if args.child == "indexed" else measure_baseline
-        print(json.dumps(fn(args.file, args.seeks)))
+        if args.child == "indexed":
+            print(json.dumps(measure_indexed(args.file, args.seeks)))
+        else:
+            print(json.dumps(measure_baseline(args.file, args.seeks, args.fold_seeks)))
         return 0
     with tempfile.TemporaryDirectory() as tmp:
         name = f"bench-{args.events}.jsonl" + (".gz" if args.gz else "")
@@ -291,7 +315,7 @@ def main() -> int:
             print(
                 f"generated {n} events, {path.stat().st_size / 1e6:.1f} MB in {time.perf_counter() - t0:.1f} s"
             )
-        indexed = _child("indexed", path, args.seeks)
+        indexed = _child("indexed", path, args.seeks, args.fold_seeks)
         print(f"indexed : {indexed}")
         result = {
             "events": indexed["events"],
@@ -301,12 +325,21 @@ def main() -> int:
             "seek_p50_ms": indexed["seek_p50_ms"],
             "seek_p95_ms": indexed["seek_p95_ms"],
             "seek_launch_ms": indexed["seek_launch_ms"],
+            "seek_fold_p95_ms": indexed["seek_fold_p95_ms"],
             "peak_rss_mb": indexed["peak_rss_mb"],
         }
         if not args.no_baseline:
-            base = _child("baseline", path, args.seeks)
+            base = _child("baseline", path, args.seeks, args.fold_seeks)
             print(f"baseline: {base}")
-            result["baseline"] = {k: base[k] for k in ("open_s", "seek_p50_ms", "seek_p95_ms", "peak_rss_mb")}
+            keys = (
+                "open_s",
+                "seek_p50_ms",
+                "seek_p95_ms",
+                "seek_fold_p50_ms",
+                "seek_fold_p95_ms",
+                "peak_rss_mb",
+            )
+            result["baseline"] = {k: base[k] for k in keys}
             result["open_speedup"] = round(base["open_s"] / max(indexed["open_s"], 1e-9), 1)
             result["rss_ratio"] = round(base["peak_rss_mb"] / max(indexed["peak_rss_mb"], 1e-9), 1)
         print(json.dumps(result))
