@@ -242,6 +242,8 @@ class ReplaySource:
         self.marks: list[Mark] = []
         self.duration = 0.0
         self._cache: OrderedDict[int, list[tuple[int, float, Event]]] = OrderedDict()
+        #: (block, first line not decoded, events before it) of the block a seek stopped in
+        self._partial: tuple[int, int, list[tuple[int, float, Event]]] | None = None
 
     # -- opening ----------------------------------------------------------------------------------
 
@@ -287,6 +289,7 @@ class ReplaySource:
             shutil.rmtree(self._tmpdir, ignore_errors=True)
             self._tmpdir = None
         self._cache.clear()
+        self._partial = None
 
     def __enter__(self) -> ReplaySource:
         return self
@@ -548,7 +551,11 @@ class ReplaySource:
         out: list[list[tuple[int, float, Event]]] = []
         have = 0
         while k >= 0 and have < window:
-            items = [x for x in self._decode_block(k) if x[0] < position.line]
+            partial = self._partial
+            if k not in self._cache and partial is not None and partial[0] == k and partial[1] >= position.line:
+                items = [x for x in partial[2] if x[0] < position.line]
+            else:
+                items = [x for x in self._decode_block(k) if x[0] < position.line]
             out.append(items)
             have += len(items)
             k -= 1
@@ -572,9 +579,20 @@ class ReplaySource:
             return Position(0, 0.0)
         k = max(0, bisect.bisect_right(self._block_t, t) - 1)
         while k < len(self._blocks):
-            for line, tt, _ev in self._decode_block(k):
-                if tt > t + 1e-9:  # (a time summed another way may differ in the last bits)
-                    return Position(line, t)
+            if k in self._cache:
+                for line, tt, _ev in self._decode_block(k):
+                    if tt > t + 1e-9:  # (a time summed another way may differ in the last bits)
+                        return Position(line, t)
+            else:  # decode only up to the target (a seek's catch-up reuses what was decoded)
+                got: list[tuple[int, float, Event]] = []
+                for item in self._iter_block(k):
+                    if item[1] > t + 1e-9:
+                        self._partial = (k, item[0], got)
+                        return Position(item[0], t)
+                    got.append(item)
+                self._cache[k] = got
+                if len(self._cache) > _CACHE_BLOCKS:
+                    self._cache.popitem(last=False)
             k += 1
         return Position(self.events_count, t)
 
