@@ -192,6 +192,15 @@ def generate(path: Path, n_events: int, *, gz: bool = False) -> int:
 
 
 def _rss_mb() -> float:
+    """Peak RSS of this process. VmHWM where there is /proc: ``ru_maxrss`` survives fork+exec, so a
+    child of the (large) generating parent would report the parent's peak."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
