@@ -386,3 +386,26 @@ def test_index_round_trip(tmp_path: Path, kinds: list[str], seed: int) -> None:
                 assert got[line][0] == pytest.approx(times[line], abs=1e-5)
         assert src.duration == pytest.approx(times[-1] if "clock_back" not in kinds else src.duration)
     path.unlink()
+
+
+def test_long_lines_and_chunk_edges(big: tuple[Path, list[ev.Event]], tmp_path: Path, monkeypatch) -> None:
+    """Small scan chunks and a small line bound (the real ones are 8 and 32 MiB): a line longer than
+    the bound, lines across chunk edges and the last line without a newline read as read_session
+    reads them."""
+    from eagletui.session import index
+
+    path, _ = big
+    lines = path.read_bytes().split(b"\n")
+    lines[700] = b'{"type":"notice","du":5,"message":"' + b"x" * 9000 + b'"}'
+    lines[2000] = b"y" * 5000  # no JSON, too long
+    odd = tmp_path / "odd.jsonl"
+    odd.write_bytes(b"\n".join(lines).rstrip(b"\n"))
+    _, expected, warnings = read_session(odd, max_line=4096)
+    assert any("longer than 4096 bytes" in w for w in warnings)
+    monkeypatch.setattr(index, "MAX_LINE", 4096)
+    monkeypatch.setattr(index, "_SCAN_CHUNK", 1000)
+    with ReplaySource.open(odd) as src:
+        assert all_from(src) == expected
+        assert src.events_count == len(lines) - 2  # the header, and the empty end of the split
+        assert [m.kind for m in src.marks].count("launch") == 3
+        assert "line 702: longer than 4096 bytes, ignored" in src.warnings

@@ -105,6 +105,8 @@ def _find_all(data: bytes, needle: bytes) -> Iterator[int]:
         if data[pos + n : pos + n + 1] in (b",", b"}"):
             yield pos
         pos = data.find(needle, pos + n)
+
+
 _SCAN_CHUNK = 8 * 1024**2
 #: Decoded blocks kept for back-and-forth seeking (each is SEEK_POINT events).
 _CACHE_BLOCKS = 12
@@ -385,6 +387,7 @@ class ReplaySource:
         context_lines: list[tuple[int, int]] = []  # (offset, line)
         prev_clock: tuple[float, float] | None = None
         t = 0.0
+        unterminated = False
         remaining = self._end - start
         while True:
             chunk = fh.read(min(_SCAN_CHUNK, remaining)) if remaining > 0 else b""
@@ -428,11 +431,12 @@ class ReplaySource:
                 prev_clock = clock
                 self._blocks.append(_Block(offset + ls, cnt_line, t, clock, None))
             line += region.count(b"\n")
+            unterminated = bool(region[region.rfind(b"\n") + 1 :].strip())  # the last line, cut short
             offset += len(region)
             buf = data[cut:] if cut < len(data) else b""
             if not chunk:
                 break
-        self.events_count = line + (1 if buf.strip() else 0)
+        self.events_count = line + (1 if unterminated else 0)
         starts = [0, *(b.line for b in self._blocks), self.events_count]
         if max(b - a for a, b in zip(starts, starts[1:], strict=False)) > 2 * LogCodec.SEEK_POINT:
             return False
@@ -552,7 +556,12 @@ class ReplaySource:
         have = 0
         while k >= 0 and have < window:
             partial = self._partial
-            if k not in self._cache and partial is not None and partial[0] == k and partial[1] >= position.line:
+            if (
+                k not in self._cache
+                and partial is not None
+                and partial[0] == k
+                and partial[1] >= position.line
+            ):
                 items = [x for x in partial[2] if x[0] < position.line]
             else:
                 items = [x for x in self._decode_block(k) if x[0] < position.line]
@@ -595,6 +604,19 @@ class ReplaySource:
                     self._cache.popitem(last=False)
             k += 1
         return Position(self.events_count, t)
+
+    def seek(
+        self, *, time: float | None = None, launch: int | None = None, mark: Mark | None = None
+    ) -> Position:
+        """The position for exactly one of: ``time`` seconds from the start, just after launch
+        ``launch`` started (``KeyError`` names the launches there are), or just after ``mark``."""
+        if sum(x is not None for x in (time, launch, mark)) != 1:
+            raise ValueError("seek needs exactly one of time, launch or mark")
+        if mark is not None:
+            return self.after_mark(mark)
+        if launch is not None:
+            return self.after_mark(self.launch_mark(launch))
+        return self.at_time(float(time or 0.0))
 
     def after_mark(self, mark: Mark) -> Position:
         """Just after a mark's event (the mark itself is part of what the screen shows)."""

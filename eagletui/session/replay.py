@@ -327,12 +327,9 @@ class StreamReplayer:
         given = [x for x in (fraction, time_s, launch, mark) if x is not None]
         if len(given) != 1:
             raise ValueError("seek needs exactly one of fraction, time, launch or mark")
-        if mark is not None:
-            return self.source.after_mark(mark)
-        if launch is not None:
-            return self.source.after_mark(self.source.launch_mark(launch))  # KeyError names the launches
-        t = fraction * self.duration if fraction is not None else float(time_s or 0.0)
-        return self.source.at_time(t)
+        if fraction is not None:
+            return self.source.seek(time=fraction * self.duration)
+        return self.source.seek(time=time_s, launch=launch, mark=mark)  # KeyError names the launches
 
     def seek(
         self,
