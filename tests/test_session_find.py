@@ -211,3 +211,32 @@ def test_cli_lists_the_sessions_command() -> None:
 
     assert "sessions" in cli.COMMANDS and "sessions" in cli.usage()
     assert os.path.exists(cli.COMMANDS["sessions"][0].replace(".", "/") + ".py")
+
+
+async def test_the_app_starts_paused_at_the_launch_and_plays_on(sessions_dir: Path) -> None:
+    """What ``eagletui replay NAME --launch 3`` hands the UI, in the real app: the screen stands at
+    launch 3 (folded from the catch-up), paused; resuming plays the rest to the end."""
+    from eagletui.ui.app import EagleApp
+
+    cfg = UserConfig(record=False, sessions_dir=str(sessions_dir))
+    opened = replay_cmd.open_replay(_args("20261129-10", "--launch", "3", "--speed", "instant"), cfg)
+    assert not isinstance(opened, str)
+    source, replayer = opened
+    try:
+        app = EagleApp(profile=None, target="box", mode="replay", replay=replayer, user_config=cfg)
+        async with app.run_test(size=(120, 40)) as pilot:
+            for _ in range(100):
+                await pilot.pause(0.02)
+                if app.state.launch is not None and app.state.launch.launch == 3:
+                    break
+            assert app.state.launch is not None and app.state.launch.launch == 3
+            assert replayer.paused and not app.replay_done.is_set()
+            seen = app.events_seen
+            await pilot.pause(0.2)
+            assert app.events_seen == seen  # paused: nothing more arrives
+            replayer.resume()
+            await asyncio.wait_for(app.replay_done.wait(), 20)
+            assert replayer.finished and app.events_seen > seen
+            assert app.state.launch is not None and app.state.launch.launch == 3 and app.state.launch.ready_at
+    finally:
+        source.close()

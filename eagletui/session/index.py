@@ -216,7 +216,8 @@ def _label(ev: Event) -> str:
 def _model_of(config: Any) -> str:
     if not isinstance(config, dict):
         return ""
-    for holder in (config, config.get("args") if isinstance(config.get("args"), dict) else {}):
+    args = config.get("args")
+    for holder in [config, *([args] if isinstance(args, dict) else [])]:
         for key in ("model", "model_path", "model-path", "--model-path", "--model"):
             v = holder.get(key)
             if isinstance(v, str) and v:
