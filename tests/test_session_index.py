@@ -409,5 +409,47 @@ def test_long_lines_and_chunk_edges(big: tuple[Path, list[ev.Event]], tmp_path: 
         assert src.events_count == len(lines) - 2  # the header, and the empty end of the split
         assert [m.kind for m in src.marks].count("launch") == 3
         long = [w for w in warnings if "longer than" in w]
-        assert long == ["line 701: longer than 4096 bytes, ignored", "line 2001: longer than 4096 bytes, ignored"]
+        assert long == [
+            "line 701: longer than 4096 bytes, ignored",
+            "line 2001: longer than 4096 bytes, ignored",
+        ]
         assert all(w in src.warnings for w in long)
+
+
+async def test_seek_while_playing_continues_from_the_target(big: tuple[Path, list[ev.Event]]) -> None:
+    """←/→ in the UI: a seek during play() hands back the catch-up and the loop goes on from there."""
+    path, loaded = big
+    with ReplaySource.open(path) as src:
+        r = StreamReplayer(src, window=50)
+        got: list[ev.Event] = []
+        jumped_to = jumped_back = None
+        async for e in r.play("instant"):
+            got.append(e)
+            if len(got) == 100:
+                catch_up = r.seek(time=src.launch_mark(3).t + 1.0)  # forward, into the last launch
+                jumped_to = r.index
+                assert catch_up[-1] == loaded[jumped_to - 1]
+            elif len(got) == 200:
+                r.seek(launch=1)  # and back
+                jumped_back = r.index
+        assert jumped_to is not None and jumped_back is not None
+        assert got[100:200] == loaded[jumped_to : jumped_to + 100]
+        assert got[200:] == loaded[jumped_back:]
+
+
+async def test_idle_stretches_are_skipped_not_waited(tmp_path: Path) -> None:
+    """An hour of silence in the recording plays through at once with max_gap (the position jumps)."""
+    events = [
+        ev.LogLine(text="a", wall=1000.0, mono=10.0),
+        ev.LogLine(text="b", seq=1, wall=4600.0, mono=3610.0),
+        ev.LogLine(text="c", seq=2, wall=4600.01, mono=3610.01),
+    ]
+    path = record(tmp_path / "idle.jsonl", events)
+    with ReplaySource.open(path) as src:
+        r = StreamReplayer(src, max_gap=0.01)
+
+        async def play_all() -> list[ev.Event]:
+            return [e async for e in r.play(1.0)]
+
+        got = await asyncio.wait_for(play_all(), 10)  # a hang guard, not a timing
+        assert got == read_session(path)[1] and r.duration == pytest.approx(3600.01)
