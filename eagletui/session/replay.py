@@ -1,8 +1,13 @@
 """Replaying a recorded session with its original rhythm, faster, or all at once.
 
 The replayer knows nothing about widgets: it only decides *when* each event is due. Seeking hands
-back the events from the start up to the target time, because state (phase timelines, charts) is
-rebuilt by folding events, never by jumping into the middle of them.
+back the events to fold into a fresh state, because state (phase timelines, charts) is rebuilt by
+folding events, never by jumping into the middle of them.
+
+:class:`Replayer` holds a list of events (tests, small recordings); :class:`StreamReplayer` has the
+same interface over an indexed :class:`~eagletui.session.index.ReplaySource` and is what
+``eagletui replay`` uses: it reads a block at a time, and its seek hands back a bounded catch-up
+(context events plus a recent window) instead of everything before the target.
 """
 
 from __future__ import annotations
