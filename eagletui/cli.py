@@ -12,6 +12,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("eagletui.commands.demo", "run the bundled SGLang simulator and open the UI on it"),
     "connect": ("eagletui.commands.connect", "open the UI on a host: [user@]host[:port] or 'local'"),
     "replay": ("eagletui.commands.replay", "replay a recorded session in the UI"),
+    "sessions": ("eagletui.commands.sessions", "list recorded sessions (start, model, launches, best tok/s)"),
     "parse": ("eagletui.commands.parse", "classify SGLang log files: phases, failure, decode stats"),
     "bench": ("eagletui.commands.bench", "headless benchmark (optionally launch first)"),
     "preflight": ("eagletui.commands.preflight", "run the pre-launch checks for a profile"),

@@ -1,4 +1,12 @@
-"""``eagletui replay FILE``: a recorded session, shown in the same UI through the same event path."""
+"""``eagletui replay FILE|NAME [--at TIME | --launch N]``: a recorded session, shown in the same UI
+through the same event path.
+
+The recording is opened indexed (:class:`~eagletui.session.index.ReplaySource`) and played by a
+:class:`~eagletui.session.replay.StreamReplayer`, so a million-event session starts in about a second
+and is never held whole. ``NAME`` is looked up in the sessions dir (exact name, else a unique prefix).
+With ``--at``/``--launch`` the replay starts paused at that point, the screen rebuilt from the
+events before it.
+"""
 
 from __future__ import annotations
 
@@ -32,11 +40,107 @@ def replay_warning(warnings: list[str], events: list[Any]) -> Any:
     )
 
 
+def parse_time(value: str) -> float:
+    """``90``, ``90.5``, ``1:30`` or ``1:02:03`` → seconds from the start of the recording."""
+    parts = value.strip().split(":")
+    if not 1 <= len(parts) <= 3:
+        raise argparse.ArgumentTypeError(f"not a time: {value!r} (seconds, MM:SS or HH:MM:SS)")
+    try:
+        nums = [float(p) for p in parts]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time: {value!r} (seconds, MM:SS or HH:MM:SS)") from None
+    if any(n < 0 or n != n or n == float("inf") for n in nums) or any(n >= 60 for n in nums[1:]):
+        raise argparse.ArgumentTypeError(f"not a time: {value!r} (seconds, MM:SS or HH:MM:SS)")
+    total = 0.0
+    for n in nums:
+        total = total * 60 + n
+    return total
+
+
+def _launch_number(value: str) -> int:
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"a launch number is a positive integer, not {value!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError("a launch number is 1 or more")
+    return n
+
+
+def session_dirs(cfg: Any) -> list[Any]:
+    """Where a bare session name is looked up: the config's sessions dir, ./sessions, and the
+    recordings shipped with eagletui (``sessions/`` of a source checkout)."""
+    from pathlib import Path
+
+    import eagletui
+
+    dirs = [Path(getattr(cfg, "sessions_dir", "") or ".").expanduser(), Path("sessions")]
+    shipped = Path(eagletui.__file__).resolve().parent.parent / "sessions"
+    if shipped.resolve() not in {d.resolve() for d in dirs}:
+        dirs.append(shipped)
+    return dirs
+
+
+def open_replay(args: argparse.Namespace, cfg: Any) -> tuple[Any, Any] | str:
+    """``(source, replayer)`` ready for the UI, or the error to print. Name lookup, indexing,
+    warnings and the ``--at``/``--launch`` start point; no UI import."""
+    from eagletui.core.textsafe import inert
+    from eagletui.session.catalog import Ambiguous, NotFound, resolve
+    from eagletui.session.format import SessionError
+    from eagletui.session.index import ReplaySource
+    from eagletui.session.replay import StreamReplayer
+
+    try:
+        path = resolve(args.file, session_dirs(cfg))
+    except (Ambiguous, NotFound) as exc:
+        return str(exc)
+    try:
+        source = ReplaySource.open(path)
+    except (SessionError, OSError) as exc:
+        return str(exc)
+    replayer = StreamReplayer(source, max_gap=5.0)
+    replayer.set_speed(args.speed)
+    try:
+        if args.launch is not None:
+            replayer.start_at(launch=args.launch)
+        elif args.at is not None:
+            if args.at > source.duration:
+                source.close()
+                return (
+                    f"{path}: --at {args.at:g} s is past the end of the recording ({source.duration:.1f} s)"
+                )
+            replayer.start_at(time=args.at)
+    except KeyError as exc:
+        source.close()
+        return f"{path}: {exc.args[0]}"
+    source.first_events(1)  # the first block: its damage is reported now, not mid-replay
+    for w in source.warnings:
+        sys.stderr.write(f"eagletui: {inert(str(path))}: {inert(w)}\n")
+    if source.warnings:
+        first = source.first_events(1)
+        replayer.prepend([replay_warning(list(source.warnings), first)])  # the UI covers stderr
+    return source, replayer
+
+
 def build_parser() -> argparse.ArgumentParser:
     from eagletui.commands._ui import add_ui_options
 
     p = argparse.ArgumentParser(prog="eagletui replay", description="Replay a recorded session in the UI.")
-    p.add_argument("file", help="a session file (.jsonl or .jsonl.gz) from the sessions dir or sessions/")
+    p.add_argument(
+        "file",
+        help="a session file (.jsonl or .jsonl.gz), or a session's name (or a unique prefix of it) "
+        "in the sessions dir: see 'eagletui sessions'",
+    )
+    start = p.add_mutually_exclusive_group()
+    start.add_argument(
+        "--at",
+        type=parse_time,
+        metavar="TIME",
+        help="start paused at TIME: seconds from the start, or HH:MM:SS",
+    )
+    start.add_argument(
+        "--launch", type=_launch_number, metavar="N", help="start paused just after launch N began"
+    )
     p.add_argument(
         "--speed", type=parse_speed, default=10.0, help="replay speed: 1 = real time, 10 (default), instant"
     )
@@ -46,28 +150,20 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from eagletui.core.textsafe import inert
-    from eagletui.session.format import SessionError, read_session
-    from eagletui.session.replay import Replayer
-
-    try:
-        header, events, warnings = read_session(args.file)
-    except (SessionError, OSError) as exc:
-        sys.stderr.write(f"eagletui: {inert(str(exc))}\n")
-        return 2
-    for w in warnings:
-        sys.stderr.write(f"eagletui: {inert(args.file)}: {inert(w)}\n")
-    if warnings:
-        events = [replay_warning(warnings, events), *events]  # the UI covers stderr: say it there too
     from eagletui.commands._ui import load_config
-    from eagletui.ui.app import EagleApp
+    from eagletui.core.textsafe import inert
 
     cfg = load_config()
-    replayer = Replayer(events, max_gap=5.0)
-    replayer.set_speed(args.speed)
+    opened = open_replay(args, cfg)
+    if isinstance(opened, str):
+        sys.stderr.write(f"eagletui: {inert(opened)}\n")
+        return 2
+    source, replayer = opened
+    from eagletui.ui.app import EagleApp
+
     app = EagleApp(
         profile=None,
-        target=str(header.get("target", "replay")),
+        target=str(source.header.get("target", "replay")),
         mode="replay",
         replay=replayer,
         user_config=cfg,
@@ -75,5 +171,8 @@ def main(argv: list[str]) -> int:
     )
     from eagletui.commands._ui import run_app
 
-    signum = run_app(app)  # SIGTERM/SIGHUP/SIGINT: a clean quit, the terminal restored
+    try:
+        signum = run_app(app)  # SIGTERM/SIGHUP/SIGINT: a clean quit, the terminal restored
+    finally:
+        source.close()  # a gzip recording's temp copy goes with it
     return 128 + signum if signum else 0

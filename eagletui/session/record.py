@@ -53,7 +53,7 @@ class Recorder:
         self.error: str | None = None
         self.events_written = 0
         self.bytes_written = 0
-        self._codec = LogCodec()
+        self._codec = LogCodec(self_contained=True)
         self._lock = threading.Lock()
         from eagletui.config import private_app_dir  # late: config pulls platformdirs
 
