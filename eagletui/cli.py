@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("eagletui.commands.bench", "headless benchmark (optionally launch first)"),
     "preflight": ("eagletui.commands.preflight", "run the pre-launch checks for a profile"),
     "profile": ("eagletui.commands.profile", "create or check a profile (TOML)"),
+    "trace": ("eagletui.commands.trace", "where a decode step's GPU time goes, from SGLang profiler traces"),
 }
 
 USAGE = """usage: eagletui [--version] [--help] COMMAND [ARGS…]
