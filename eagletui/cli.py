@@ -46,7 +46,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
-        sys.stderr.write(f"eagletui: unknown command {name!r}\n\n{usage()}")
+        import difflib
+
+        close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        sys.stderr.write(f"eagletui: unknown command {name!r}{hint}\n\n{usage()}")
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     try:
