@@ -17,6 +17,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("eagletui.commands.bench", "headless benchmark (optionally launch first)"),
     "preflight": ("eagletui.commands.preflight", "run the pre-launch checks for a profile"),
     "profile": ("eagletui.commands.profile", "create or check a profile (TOML)"),
+    "trace": ("eagletui.commands.trace", "where a decode step's GPU time goes, from SGLang profiler traces"),
 }
 
 USAGE = """usage: eagletui [--version] [--help] COMMAND [ARGS…]
@@ -46,7 +47,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     name, rest = args[0], args[1:]
     if name not in COMMANDS:
-        sys.stderr.write(f"eagletui: unknown command {name!r}\n\n{usage()}")
+        import difflib
+
+        close = difflib.get_close_matches(name, list(COMMANDS), n=1, cutoff=0.6)
+        hint = f" (did you mean {close[0]!r}?)" if close else ""
+        sys.stderr.write(f"eagletui: unknown command {name!r}{hint}\n\n{usage()}")
         return 2
     module = importlib.import_module(COMMANDS[name][0])
     try:

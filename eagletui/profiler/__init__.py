@@ -1,0 +1,22 @@
+"""GPU step profiles: read torch-profiler Chrome traces (what SGLang's ``/start_profile`` writes) and say
+where a decode step's time goes (communication, gemm, attention, moe, other), per rank and per step."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from eagletui.profiler.chrome import ChromeTrace, TraceError
+from eagletui.profiler.summary import RankFold, RankSummary, rank_from, report_json, skew
+
+
+def summarize_file(path: str | Path) -> RankSummary:
+    """Stream one trace file (plain or gzip) into its kernel breakdown; raises :class:`TraceError`."""
+    trace = ChromeTrace(path)
+    fold = RankFold(str(path))
+    for ev in trace.events():
+        fold.add(ev)
+    fold.rank = rank_from(Path(path).name, trace.meta)
+    return fold.result()
+
+
+__all__ = ["RankSummary", "TraceError", "report_json", "skew", "summarize_file"]

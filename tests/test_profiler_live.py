@@ -1,0 +1,154 @@
+"""Taking a step profile from a running server: /start_profile with SGLang's ProfileReq fields, a decode
+load, waiting for every rank's DECODE trace on the host, fetching it over the transport with a bound.
+
+The server here is a real HTTP server that behaves as SGLang's profiler manager does with
+profile_by_stage (files appear only once batches ran); the traces it writes are real ones."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from eagletui.profiler import summarize_file
+from eagletui.profiler.live import ProfileError, ProfileRequest, capture, fetch
+from eagletui.remote.local import LocalTransport
+
+TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"
+
+
+class ProfilingServer:
+    def __init__(self, ranks: int, write: bool = True) -> None:
+        self.ranks = ranks
+        self.write = write
+        self.asked: dict | None = None
+        self.generated = 0
+
+    async def start_profile(self, request: web.Request) -> web.Response:
+        self.asked = await request.json()
+        return web.Response(text="Start profiling.\n")
+
+    async def generate(self, request: web.Request) -> web.Response:
+        self.generated += 1
+        if self.asked is not None and self.write and self.generated == 1:
+            out = Path(self.asked["output_dir"])
+            out.mkdir(parents=True, exist_ok=True)
+            pid = self.asked["profile_id"]
+            for r in range(self.ranks):
+                shutil.copy(
+                    TRACES / "decode-graph-TP-0.trace.json.gz", out / f"{pid}-TP-{r}-EXTEND.trace.json.gz"
+                )
+                shutil.copy(
+                    TRACES / f"decode-graph-TP-{r}.trace.json.gz", out / f"{pid}-TP-{r}-DECODE.trace.json.gz"
+                )
+        await asyncio.sleep(0.01)
+        return web.json_response({"text": "x", "meta_info": {"completion_tokens": 1}})
+
+
+async def serve(server: ProfilingServer) -> tuple[web.AppRunner, str]:
+    app = web.Application()
+    app.router.add_post("/start_profile", server.start_profile)
+    app.router.add_post("/generate", server.generate)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    return runner, f"http://127.0.0.1:{port}"
+
+
+async def test_capture_fetches_every_rank_decode_trace(tmp_path: Path) -> None:
+    server = ProfilingServer(ranks=2)
+    runner, url = await serve(server)
+    transport = LocalTransport()
+    steps: list[str] = []
+    try:
+        req = ProfileRequest(num_steps=3)
+        paths = await capture(
+            transport,
+            url,
+            python=sys.executable,
+            host_dir=str(tmp_path / "run"),
+            local_dir=tmp_path / "local",
+            ranks=2,
+            request=req,
+            timeout=20,
+            on_step=steps.append,
+        )
+    finally:
+        await runner.cleanup()
+        await transport.close()
+    assert server.asked is not None
+    assert server.asked["profile_by_stage"] is True and server.asked["num_steps"] == 3
+    assert server.asked["activities"] == ["CPU", "GPU"]
+    assert server.asked["output_dir"] == str(tmp_path / "run" / "profiles" / req.profile_id)
+    assert [p.name for p in paths] == [f"{req.profile_id}-TP-{r}-DECODE.trace.json.gz" for r in range(2)]
+    summaries = [summarize_file(p) for p in paths]
+    assert [s.rank for s in summaries] == [0, 1]
+    assert summaries[1].categories["communication"].count == 96
+    assert any("fetching" in s for s in steps)
+
+
+async def test_no_traces_is_a_clear_timeout(tmp_path: Path) -> None:
+    server = ProfilingServer(ranks=1, write=False)
+    runner, url = await serve(server)
+    transport = LocalTransport()
+    try:
+        with pytest.raises(ProfileError, match="no complete DECODE traces"):
+            await capture(
+                transport,
+                url,
+                python=sys.executable,
+                host_dir=str(tmp_path),
+                local_dir=tmp_path / "l",
+                ranks=1,
+                timeout=2,
+            )
+    finally:
+        await runner.cleanup()
+        await transport.close()
+
+
+async def test_start_profile_refused_says_why(tmp_path: Path) -> None:
+    app = web.Application()
+
+    async def refuse(request: web.Request) -> web.Response:
+        return web.Response(status=400, text="Profiling is already in progress. Call /stop_profile first.")
+
+    app.router.add_post("/start_profile", refuse)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    transport = LocalTransport()
+    try:
+        with pytest.raises(ProfileError, match="already in progress"):
+            await capture(
+                transport,
+                f"http://127.0.0.1:{port}",
+                python=sys.executable,
+                host_dir=str(tmp_path),
+                local_dir=tmp_path / "l",
+                ranks=1,
+                timeout=5,
+            )
+    finally:
+        await runner.cleanup()
+        await transport.close()
+
+
+async def test_fetch_is_bounded(tmp_path: Path) -> None:
+    big = tmp_path / "big.trace.json"
+    big.write_bytes(b"x" * 300_000)
+    transport = LocalTransport()
+    try:
+        with pytest.raises(ProfileError, match="larger than"):
+            await fetch(transport, str(big), tmp_path / "copy", max_bytes=100_000)
+        assert await fetch(transport, str(big), tmp_path / "copy2") == 300_000
+    finally:
+        await transport.close()
