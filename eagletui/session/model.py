@@ -35,7 +35,8 @@ if TYPE_CHECKING:
 
 
 class EventWriter(Protocol):
-    """Where events are recorded (:class:`~eagletui.session.record.Recorder`)."""
+    """Where events are recorded (:class:`~eagletui.session.record.Recorder`). A writer may raise, or
+    keep the reason it stopped in an ``error`` attribute; either way the model reports it once."""
 
     def write(self, event: Event) -> None: ...
 
@@ -123,12 +124,17 @@ class SessionModel:
             if ev.type not in self._runbook_failed:
                 self._runbook_failed.add(ev.type)
                 self._problem("runs", f"runs table could not take a {ev.type} event: {exc}", "warning")
-        if self.recorder is not None and not self._closed:
+        rec = self.recorder
+        if rec is not None and not self._closed:
             try:
-                self.recorder.write(ev)
+                rec.write(ev)
+                # The Recorder keeps a write error (disk full) instead of raising it into the pump.
+                error = getattr(rec, "error", None)
             except Exception as exc:
+                error = f"recording stopped: {exc}"
+            if error:
                 self.recorder = None
-                self._problem("record", f"recording stopped: {exc}")
+                self._problem("record", str(error))
         if isinstance(ev, ServerReady):
             self._record_history()
         elif isinstance(ev, LaunchStarted):
