@@ -336,6 +336,7 @@ class Workspace:
                     run_lines=lines,
                     output_file=self._bench_output_path(),
                     python=profile.python,
+                    host=profile.host,
                 )
             from eagletui.bench.custom import run_custom
 
