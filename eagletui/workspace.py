@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 from eagletui.core.events import (
     BenchmarkResult,
@@ -27,10 +27,17 @@ from eagletui.core.events import (
 from eagletui.core.flags import check_flags
 from eagletui.core.profile import Profile, config_diff
 
+if TYPE_CHECKING:
+    from eagletui.bench.bench_serving import RunLines
+    from eagletui.remote.control import ForeignServer, RunInfo, ServerControl
+    from eagletui.remote.preflight import Check
+    from eagletui.remote.source import LiveSource
+    from eagletui.remote.transport import AskHostKey, Transport
+
 Emit = Callable[[Event], None]
 
 
-def server_version_from(checks: Any) -> str | None:
+def server_version_from(checks: list[Check]) -> str | None:
     """The sglang (or simulator-compatible) version the preflight found on the host."""
     import re
 
@@ -58,7 +65,7 @@ class Workspace:
         accept_new_host_key: bool = False,
         known_hosts: str | None = None,
         config_file: str | None = None,
-        ask_host_key: Any = None,
+        ask_host_key: AskHostKey | None = None,
         stale_after: float = 120.0,
         preflight: bool = True,
     ) -> None:
@@ -71,14 +78,14 @@ class Workspace:
         self.ask_host_key = ask_host_key
         self.stale_after = stale_after
         self.preflight_enabled = preflight
-        self.transport: Any = None
-        self.control: Any = None
-        self.run: Any = None  # RunInfo of the server we follow
+        self.transport: Transport | None = None
+        self.control: ServerControl | None = None
+        self.run: RunInfo | None = None  # the server we follow
         self.launch_no = 0
         self.bench_no = 0
         self.running_config: dict[str, Any] | None = None
         self.running_profile: Profile | None = None
-        self._source: Any = None
+        self._source: LiveSource | None = None
         self._source_task: asyncio.Task | None = None
         self._gpu_task: asyncio.Task | None = None
         self._local_port: int | None = None
@@ -108,6 +115,7 @@ class Workspace:
         self._gpu_task = asyncio.create_task(self._gpu_loop())
 
     async def _gpu_loop(self) -> None:
+        assert self.transport is not None
         with contextlib.suppress(Exception):
             from eagletui.remote.gpu import gpu_events
 
@@ -116,6 +124,7 @@ class Workspace:
 
     async def attach_newest(self) -> bool:
         """Reattach to eagletui's newest live run on the host (log backfilled from its start)."""
+        assert self.control is not None, "connect() first"
         runs = await self.control.list_runs()
         live = [r for r in runs if r.alive and r.owned]
         if not live:
@@ -133,14 +142,15 @@ class Workspace:
         self._follow(run)
         return True
 
-    async def discover_foreign(self) -> list[Any]:
+    async def discover_foreign(self) -> list[ForeignServer]:
         """SGLang servers on the host that eagletui did not start (followed read-only if the user wants)."""
+        assert self.control is not None, "connect() first"
         try:
             return list(await self.control.discover_foreign())
         except Exception:
             return []
 
-    def follow_foreign(self, server: Any) -> None:
+    def follow_foreign(self, server: ForeignServer) -> None:
         """Tail a hand-started server's log read-only: it is never signalled (``owned=False``)."""
         self.launch_no += 1
         run = server.as_run(launch=self.launch_no)
@@ -160,6 +170,7 @@ class Workspace:
             await self._launch(profile)
 
     async def _launch(self, profile: Profile | None) -> None:
+        assert self.control is not None, "connect() first"
         profile = profile or self.profile
         if self.preflight_enabled:
             await self._preflight(profile)
@@ -184,6 +195,7 @@ class Workspace:
         from eagletui.remote.known_flags import host_flags, unknown_flags
         from eagletui.remote.preflight import Check, run_preflight, server_module
 
+        assert self.transport is not None
         module = server_module(profile)
         if module not in self._known_flags:
             checks, known = await asyncio.gather(
@@ -222,7 +234,7 @@ class Workspace:
         if failed:
             raise WorkspaceError("preflight failed: " + "; ".join(f"{c.name}: {c.message}" for c in failed))
 
-    def _announce(self, run: Any, config: dict[str, Any], diff: dict[str, Any] | None = None) -> None:
+    def _announce(self, run: RunInfo, config: dict[str, Any], diff: dict[str, Any] | None = None) -> None:
         self.emit(
             LaunchStarted(
                 launch=run.launch,
@@ -236,14 +248,15 @@ class Workspace:
             )
         )
 
-    def _follow(self, run: Any) -> None:
+    def _follow(self, run: RunInfo) -> None:
         from eagletui.remote.source import LiveSource
 
+        assert self.transport is not None and self.control is not None
         self._stop_source()
         self._source = LiveSource(self.transport, self.control, run, stale_after=self.stale_after)
         self._source_task = asyncio.create_task(self._pump(self._source))
 
-    async def _pump(self, source: Any) -> None:
+    async def _pump(self, source: LiveSource) -> None:
         try:
             n = 0
             async for ev in source.events():
@@ -276,6 +289,7 @@ class Workspace:
             raise WorkspaceError("no server to stop")
         if not run.owned:
             raise WorkspaceError("this server was not started by eagletui; it is followed read-only")
+        assert self.control is not None
         code, sig = await self.control.stop(run)
         # Let the tail drain the last lines before it is stopped.
         await asyncio.sleep(0.2)
@@ -287,6 +301,7 @@ class Workspace:
 
     async def base_url(self) -> str:
         profile = self.running_profile or self.profile
+        assert self.transport is not None, "connect() first"
         if self._local_port is None or self.transport.target == "local":
             self._local_port = await self.transport.forward_port(profile.port)
         return f"http://127.0.0.1:{self._local_port}"
@@ -322,6 +337,7 @@ class Workspace:
                     )
                     if result.error or (stop is not None and stop.is_set()):
                         break
+                assert result is not None  # at least one repeat ran
                 return result
             lines = self._echoed_lines()
             if settings.runner == "bench_serving":
@@ -354,14 +370,15 @@ class Workspace:
         run_dir = self.run.run_dir if self.run is not None else ""
         return f"{run_dir}/{name}" if run_dir else f"/tmp/eagletui-{name}"
 
-    def _echoed_lines(self) -> Any:
+    def _echoed_lines(self) -> RunLines:
         """A line source on the host whose output also streams into the log pane (marked ``[bench]``)."""
         from eagletui.bench.bench_serving import local_lines, transport_lines
 
+        assert self.transport is not None
         remote = self.transport.target != "local"
         base = transport_lines(self.transport) if remote else local_lines
 
-        async def run(argv: list[str]):
+        async def run(argv: list[str]) -> AsyncIterator[str]:
             echo = argv[:1] != ["cat"]  # the result file is parsed, not shown
             if remote:  # the SSH stream drops stderr: merge it, tracebacks are what the user needs
                 argv = ["sh", "-c", 'exec "$@" 2>&1', "sh", *argv]
@@ -375,7 +392,7 @@ class Workspace:
     # ------------------------------------------------------------------ shutdown
 
     async def close(self, *, stop_server: bool = False) -> None:
-        if stop_server and self.run is not None and self.run.owned:
+        if stop_server and self.run is not None and self.run.owned and self.control is not None:
             with contextlib.suppress(Exception):
                 if await self.control.is_alive(self.run):
                     await self._stop_current(reason="demo closed")

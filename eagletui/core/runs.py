@@ -167,6 +167,7 @@ class Run:
 
     def metric(self, name: str) -> Metric:
         rs = self.good_results
+        values: list[float | None]
         if name == "tok_s":
             values = [r.output_throughput for r in rs]
         elif name == "accept_len":

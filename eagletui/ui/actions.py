@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.command import Hit, Hits, Provider
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ _KEY_NAMES = {
 }
 
 
-def bindings() -> list[Binding]:
+def bindings() -> list[BindingType]:
     return [
         Binding(key, action, label, id=bid, show=bid in FOOTER_SHOWN, tooltip=desc)
         for bid, key, action, label, desc in ACTIONS

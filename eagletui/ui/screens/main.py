@@ -11,14 +11,15 @@ questions from the driver come through :meth:`dispatch`, :meth:`notify` and :met
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar, cast
 
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding
+from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical
 from textual.css.query import NoMatches
 from textual.screen import Screen
+from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from eagletui.core.events import Event
@@ -54,7 +55,7 @@ FILTERS: dict[str, set[str] | None] = {
 
 
 class MainScreen(Screen):
-    BINDINGS = actions.bindings()
+    BINDINGS: ClassVar[list[BindingType]] = actions.bindings()
     app: EagleApp
 
     def __init__(self, model: SessionModel, driver: Driver, *, scrollback: int = 100_000) -> None:
@@ -156,7 +157,8 @@ class MainScreen(Screen):
             return
         self._show_tab(tab)
         # Keys go to the pane's content (←/→ step a toggle, Enter opens a run), not to the tab bar.
-        target = {"log": LogView, "tune": TuningPanel, "runs": RunsTable}.get(tab)
+        panes: dict[str, type[Widget]] = {"log": LogView, "tune": TuningPanel, "runs": RunsTable}
+        target = panes.get(tab)
         if target is not None:
             self.query_one(target).focus()
 
@@ -323,7 +325,7 @@ class MainScreen(Screen):
 
     def action_rank_filter(self) -> None:
         log = self.query_one(LogView)
-        ranks = sorted({r for row in log.rows for r in row[RANKS]})
+        ranks = sorted({r for row in log.rows for r in cast("tuple[int, ...]", row[RANKS])})
         if not ranks:
             self.app.notify("no ranked lines yet")
             return

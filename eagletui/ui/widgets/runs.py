@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.message import Message
 from textual.widgets import DataTable
 
 from eagletui.ui.widgets.phases import fmt_secs
+
+if TYPE_CHECKING:
+    from eagletui.core.runs import RunBook
+    from eagletui.core.state import SessionState
 
 # The numbers first and the free-length config diff last, so a narrow pane still shows what matters.
 COLUMNS = (
@@ -50,7 +54,7 @@ class RunsTable(DataTable):
         for c in COLUMNS:
             self.add_column(c, key=c)
 
-    def show(self, runbook: Any, state: Any) -> None:
+    def show(self, runbook: RunBook | None, state: SessionState) -> None:
         if runbook is None:
             return
         rows = runbook.rows()
@@ -89,7 +93,7 @@ class RunsTable(DataTable):
             return None
         try:
             key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-            return int(key.value)
+            return int(key.value or "")
         except Exception:
             return None
 
@@ -98,7 +102,7 @@ class RunsTable(DataTable):
         if event.row_key is not None and event.row_key.value is not None:
             self.post_message(self.RunSelected(int(event.row_key.value)))
 
-    def details(self, runbook: Any, state: Any, launch: int) -> Text:
+    def details(self, runbook: RunBook | None, state: SessionState, launch: int) -> Text:
         t = Text()
         run = runbook.runs.get(launch) if runbook is not None else None
         la = state.launches.get(launch)
@@ -120,7 +124,7 @@ class RunsTable(DataTable):
                     f"\nfailure: {la.failure.kind}: {la.failure.message}\nhint: {la.failure.hint}\n",
                     style="red",
                 )
-        if runbook is not None and launch in runbook.runs:
+        if runbook is not None and run is not None:
             r = runbook.row(launch)
             t.append("\nbenchmark\n", style="bold")
             t.append(
