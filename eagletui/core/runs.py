@@ -11,6 +11,7 @@ Pure: folds events, no I/O, no UI, so a replayed recording rebuilds exactly the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -235,57 +236,69 @@ class RunBook:
         return run
 
     def apply(self, event: Event) -> None:
-        if isinstance(event, LaunchStarted):
-            run = self._run(event.launch)
-            cfg = event.config or {}
-            run.target = event.target or str(cfg.get("target", ""))
-            run.config = dict(cfg)
-            run.diff = dict(event.diff or {})
-            run.started_wall, run.started_mono = event.wall, event.mono
-        elif isinstance(event, LaunchDetected):
-            run = self._run(event.launch)
-            if run.started_wall is None:
-                run.started_wall, run.started_mono = event.wall, event.mono
-            for k, v in (event.args or {}).items():
-                run.detected_args.setdefault(k, v)
-            if not run.config and event.args:
-                run.config = {"args": {normalize_flag(k, strict=False): v for k, v in event.args.items()}}
-        elif isinstance(event, PhaseStarted):
-            self._run(event.launch).phase_starts.setdefault(event.phase, event.mono)
-        elif isinstance(event, PhaseFinished):
-            run = self._run(event.launch)
-            secs = event.seconds
-            if secs is None and event.phase in run.phase_starts:
-                secs = event.mono - run.phase_starts[event.phase]  # the log gave no duration: measure it
-            if secs is not None:
-                run.phases[event.phase] = float(secs)
-        elif isinstance(event, ServerReady):
-            run = self._run(event.launch)
-            run.outcome = RunOutcome.READY
-            if run.started_mono is not None:
-                run.ready_after = event.mono - run.started_mono
-        elif isinstance(event, ServerFailed):
-            run = self._run(event.launch)
-            run.outcome = RunOutcome.FAILED
-            run.failure_kind = event.kind
-            run.failure = f"{event.kind}: {event.message}" if event.message else event.kind
-        elif isinstance(event, ServerStopped):
-            run = self._run(event.launch)
-            if run.outcome != RunOutcome.FAILED:
-                run.outcome = RunOutcome.STOPPED
-        elif isinstance(event, ProcessExited):
-            run = self._run(event.launch)
-            if run.outcome in (RunOutcome.RUNNING, RunOutcome.READY) and event.code not in (0, None):
-                run.outcome = RunOutcome.FAILED
-                run.failure = run.failure or f"exited with code {event.code}"
-        elif isinstance(event, BenchmarkStarted):
-            self._run(event.launch)
-        elif isinstance(event, BenchmarkResult):
-            self._run(event.launch).results.append(event)
-        else:
+        handler = _FOLD.get(type(event))  # one dict lookup for the ~all events that are log lines
+        if handler is None:
             return
+        handler(self, event)
         if self.baseline is None and self.runs:
             self.baseline = min(self.runs)
+
+    def _on_launch_started(self, event: LaunchStarted) -> None:
+        run = self._run(event.launch)
+        cfg = event.config or {}
+        run.target = event.target or str(cfg.get("target", ""))
+        run.config = dict(cfg)
+        run.diff = dict(event.diff or {})
+        run.started_wall, run.started_mono = event.wall, event.mono
+
+    def _on_launch_detected(self, event: LaunchDetected) -> None:
+        run = self._run(event.launch)
+        if run.started_wall is None:
+            run.started_wall, run.started_mono = event.wall, event.mono
+        for k, v in (event.args or {}).items():
+            run.detected_args.setdefault(k, v)
+        if not run.config and event.args:
+            run.config = {"args": {normalize_flag(k, strict=False): v for k, v in event.args.items()}}
+
+    def _on_phase_started(self, event: PhaseStarted) -> None:
+        self._run(event.launch).phase_starts.setdefault(event.phase, event.mono)
+
+    def _on_phase_finished(self, event: PhaseFinished) -> None:
+        run = self._run(event.launch)
+        secs = event.seconds
+        if secs is None and event.phase in run.phase_starts:
+            secs = event.mono - run.phase_starts[event.phase]  # the log gave no duration: measure it
+        if secs is not None:
+            run.phases[event.phase] = float(secs)
+
+    def _on_ready(self, event: ServerReady) -> None:
+        run = self._run(event.launch)
+        run.outcome = RunOutcome.READY
+        if run.started_mono is not None:
+            run.ready_after = event.mono - run.started_mono
+
+    def _on_failed(self, event: ServerFailed) -> None:
+        run = self._run(event.launch)
+        run.outcome = RunOutcome.FAILED
+        run.failure_kind = event.kind
+        run.failure = f"{event.kind}: {event.message}" if event.message else event.kind
+
+    def _on_stopped(self, event: ServerStopped) -> None:
+        run = self._run(event.launch)
+        if run.outcome != RunOutcome.FAILED:
+            run.outcome = RunOutcome.STOPPED
+
+    def _on_exited(self, event: ProcessExited) -> None:
+        run = self._run(event.launch)
+        if run.outcome in (RunOutcome.RUNNING, RunOutcome.READY) and event.code not in (0, None):
+            run.outcome = RunOutcome.FAILED
+            run.failure = run.failure or f"exited with code {event.code}"
+
+    def _on_bench_started(self, event: BenchmarkStarted) -> None:
+        self._run(event.launch)
+
+    def _on_bench_result(self, event: BenchmarkResult) -> None:
+        self._run(event.launch).results.append(event)
 
     def pin_baseline(self, launch: int) -> None:
         if launch not in self.runs:
@@ -426,3 +439,17 @@ class RunBook:
 
     def rows(self) -> list[RunRow]:
         return [self.row(n) for n in sorted(self.runs)]
+
+
+_FOLD: dict[type, Callable[[RunBook, Any], None]] = {
+    LaunchStarted: RunBook._on_launch_started,
+    LaunchDetected: RunBook._on_launch_detected,
+    PhaseStarted: RunBook._on_phase_started,
+    PhaseFinished: RunBook._on_phase_finished,
+    ServerReady: RunBook._on_ready,
+    ServerFailed: RunBook._on_failed,
+    ServerStopped: RunBook._on_stopped,
+    ProcessExited: RunBook._on_exited,
+    BenchmarkStarted: RunBook._on_bench_started,
+    BenchmarkResult: RunBook._on_bench_result,
+}

@@ -20,11 +20,12 @@ from textual import events, work
 from textual.app import App
 from textual.css.query import NoMatches
 
-from eagletui.core.events import BenchmarkResult, Event, Notice, ServerFailed, ServerReady
+from eagletui.core.events import Event
 from eagletui.session.drivers import Driver, LiveDriver, ReplayDriver, make_driver
-from eagletui.session.model import Problem, SessionModel
+from eagletui.session.model import SessionModel
 from eagletui.ui.actions import EagleCommands
 from eagletui.ui.gcpolicy import IdleCollector
+from eagletui.ui.notify import Announcer
 from eagletui.ui.restyle import StylesheetSpeedups
 from eagletui.ui.screens.main import MainScreen
 from eagletui.ui.screens.modals import ConfirmScreen
@@ -76,8 +77,9 @@ class EagleApp(App):
             history=history,
             learn_history=not self.driver.is_replay,
         )
-        self.model.subscribe(self._announce_event)
-        self.model.on_problem(self._problem)
+        self.announcer = Announcer(self)
+        self.model.subscribe(self.announcer.on_event)
+        self.model.on_problem(self.announcer.on_problem)
         self._theme_names: list[str] = []
         self._css_speedups = StylesheetSpeedups()
         self.collector = IdleCollector()
@@ -209,43 +211,7 @@ class EagleApp(App):
     def on_unmount(self) -> None:
         self.collector.stop()
 
-    # ------------------------------------------------------------------ notifications
-
-    def _announce_event(self, ev: Event) -> None:
-        """The model's observer for milestones: toasts, and bells/desktop notifications if configured."""
-        if isinstance(ev, ServerReady):
-            self._announce("ready", "server ready", f"launch #{self.model.state.current} is ready")
-        elif isinstance(ev, ServerFailed):
-            self._announce("failed", f"server failed: {ev.kind}", ev.hint or ev.message, severity="error")
-        elif isinstance(ev, BenchmarkResult):
-            msg = f"{ev.output_throughput:.1f} tok/s"
-            if ev.accept_length:
-                msg += f", accept {ev.accept_length:.2f}"
-            if ev.error:
-                msg += f" ({ev.error})"
-            self._announce("bench_done", "benchmark done", msg)
-        elif isinstance(ev, Notice) and ev.level in ("warning", "error"):
-            self.notify(ev.message, severity="error" if ev.level == "error" else "warning", timeout=6)
-
-    def _problem(self, problem: Problem) -> None:
-        self.notify(problem.message, title=problem.source, severity=problem.severity)
-
-    def _announce(self, what: str, title: str, body: str, severity: str = "information") -> None:
-        """Toast, bell and desktop notification as the user config's channels for ``what`` say."""
-        from eagletui.config import NotifyChannels, NotifyConfig
-        from eagletui.ui.notify import notification_output
-
-        if not self.driver.toasts_milestones:
-            return
-        config = getattr(self.user_config, "notifications", None) or NotifyConfig()
-        channels = getattr(config, what, None) or NotifyChannels()
-        if channels.toast:
-            self.notify(body, title=title, severity=severity, timeout=6)
-        if not self.driver.rings_bells or self.is_headless or self._driver is None:
-            return
-        out = notification_output(channels, f"eagletui: {title}", body, config.desktop_kind)
-        if out:
-            self._driver.write(out)
+    # ------------------------------------------------------------------ host keys
 
     async def ask_host_key(self, host: str, fingerprint: str) -> bool:
         """Unknown host key: show the fingerprint and let the user decide (called from the live worker)."""

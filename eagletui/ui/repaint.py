@@ -57,7 +57,7 @@ class Repainter:
         self._chart_rounds = CHARTS_SHOWN
         log = self.log
         if log is not None:
-            if isinstance(ev, LogLine):
+            if type(ev) is LogLine:
                 log.add_events([ev])
             elif isinstance(ev, LaunchStarted):
                 log.add_marker(f"──────── launch #{ev.launch} ────────")
