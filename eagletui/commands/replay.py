@@ -43,6 +43,7 @@ def main(argv: list[str]) -> int:
     for w in warnings:
         sys.stderr.write(f"eagletui: {args.file}: {w}\n")
     from eagletui.commands._ui import load_config
+    from eagletui.session.drivers import ReplayDriver
     from eagletui.ui.app import EagleApp
 
     cfg = load_config()
@@ -51,8 +52,7 @@ def main(argv: list[str]) -> int:
     app = EagleApp(
         profile=None,
         target=str(header.get("target", "replay")),
-        mode="replay",
-        replay=replayer,
+        driver=ReplayDriver(replayer),
         user_config=cfg,
         theme_name=args.theme,
     )
