@@ -22,12 +22,12 @@ import sys
 import time
 from typing import Any
 
-from eagletui.bench.stats import mean_stdev
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core import events as ev
 from eagletui.core.events import BenchmarkResult, Event
 from eagletui.core.profile import Profile, ProfileError, load_profile
 from eagletui.core.state import ServerState
+from eagletui.core.stats import mean_stdev
 from eagletui.session.model import Problem, SessionModel
 from eagletui.workspace import Workspace
 

@@ -16,7 +16,6 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from eagletui.bench.stats import mean_stdev, stat
 from eagletui.core.events import (
     BenchmarkResult,
     BenchmarkStarted,
@@ -31,6 +30,7 @@ from eagletui.core.events import (
     ServerStopped,
 )
 from eagletui.core.profile import Verdict, config_diff, format_diff, normalize_flag
+from eagletui.core.stats import mean_stdev, stat
 
 #: The server flags people tune between runs, spelled as in profiles: each gets a column in the
 #: exports, and all but the memory fraction key the phase-duration history (they change how long
