@@ -99,11 +99,8 @@ class MetricChart(PlotextPlot):
         plt.clear_figure()
         plt.title(self.title)
         colour = _rgb(self.app, self.colour_var, (80, 160, 255))
-        t0 = None
-        for s in (samples, rolling, live):
-            if s is not None and s.points:
-                first = s.points[0][0]
-                t0 = first if t0 is None else min(t0, first)
+        starts = [s.points[0][0] for s in (samples, rolling, live) if s is not None and s.points]
+        t0 = min(starts) if starts else 0.0  # only used when some series has points
         n = 0
         if samples is not None and samples.points:
             pts = self._thin(samples.points)

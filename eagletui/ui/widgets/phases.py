@@ -49,7 +49,7 @@ def set_label(label: Static, content) -> None:
     """Update only on change: Static.update always asks for a layout, which is costly at 10 Hz."""
     key = content.plain + str(content.spans) if isinstance(content, Text) else content
     if getattr(label, "_eagle_last", None) != key:
-        label._eagle_last = key
+        setattr(label, "_eagle_last", key)  # noqa: B010  # a marker on a plain Static, not a field
         label.update(content)
 
 
