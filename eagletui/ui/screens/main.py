@@ -11,7 +11,7 @@ questions from the driver come through :meth:`dispatch`, :meth:`notify` and :met
 from __future__ import annotations
 
 import contextlib
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
 from textual.app import ComposeResult
@@ -325,7 +325,7 @@ class MainScreen(Screen):
 
     def action_rank_filter(self) -> None:
         log = self.query_one(LogView)
-        ranks = sorted({r for row in log.rows for r in cast("tuple[int, ...]", row[RANKS])})
+        ranks = sorted({r for row in log.rows for r in row[RANKS]})
         if not ranks:
             self.app.notify("no ranked lines yet")
             return
