@@ -222,3 +222,39 @@ def test_replay_driver_feeds_the_model_headless() -> None:
     assert host.messages == ["end of recording"]
     assert not driver.toasts_milestones  # instant: the UI must not toast every launch
     assert driver.now(model, lambda: 0.0) == max(e.wall for e in events)
+
+
+@pytest.mark.slow
+async def test_demo_driver_launches_benchmarks_and_stops_with_no_ui(tmp_path: Path) -> None:
+    """The live policy (connect → nothing to reattach → launch) and the commands, driven headless."""
+    from eagletui.core.events import Notice
+    from eagletui.workspace import Workspace
+
+    prof = load_profile(write_demo_profile(tmp_path, time_scale=0.004))
+    prof.args["--sim-speed"] = 4
+    prof.bench = dataclasses.replace(prof.bench, num_prompts=2, concurrency=2, max_new_tokens=8)
+    model = SessionModel(target="local", profile=prof)
+    host = _Host(model)
+    driver = DemoDriver(lambda emit: Workspace(prof, emit, target="local", preflight=False))
+    try:
+        await driver.run(model, host)  # returns once the launch has started
+        assert model.state.current == 1 and driver.workspace is not None
+        for _ in range(300):
+            if model.state.server_state in (ServerState.READY, ServerState.FAILED):
+                break
+            await asyncio.sleep(0.1)
+        assert model.state.server_state == ServerState.READY
+        await driver.benchmark(model, host)
+        assert model.runbook.row(1).tok_s.mean and not driver.benchmarking
+        assert model.staged.profile is driver.workspace.profile  # the staged config follows the launch
+        pid = driver.workspace.run.pid
+    finally:
+        await driver.close()  # a demo stops its server
+    assert not any(isinstance(e, Notice) and e.level == "error" for e in model.state.notices)
+    with pytest.raises(ProcessLookupError):
+        for _ in range(50):
+            os.kill(pid, 0)
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] == "Z":
+                    raise ProcessLookupError
+            await asyncio.sleep(0.1)
