@@ -10,8 +10,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable
-from typing import Any
+from collections.abc import AsyncIterator, Callable
+from typing import TYPE_CHECKING, Any
 
 from eagletui.core.events import (
     BenchmarkResult,
@@ -29,10 +29,17 @@ from eagletui.core.redact import Redactor
 from eagletui.remote.control import LaunchOutcomeUnknown, LaunchRefused, Liveness
 from eagletui.remote.transport import SSHOptions
 
+if TYPE_CHECKING:
+    from eagletui.bench.bench_serving import RunLines
+    from eagletui.remote.control import ForeignServer, RunInfo, ServerControl
+    from eagletui.remote.preflight import Check
+    from eagletui.remote.source import LiveSource
+    from eagletui.remote.transport import Transport
+
 Emit = Callable[[Event], None]
 
 
-def server_version_from(checks: Any) -> str | None:
+def server_version_from(checks: list[Check]) -> str | None:
     """The sglang (or simulator-compatible) version the preflight found on the host."""
     import re
 
@@ -67,14 +74,14 @@ class Workspace:
         self.ssh = ssh or SSHOptions()
         self.stale_after = stale_after
         self.preflight_enabled = preflight
-        self.transport: Any = None
-        self.control: Any = None
-        self.run: Any = None  # RunInfo of the server we follow
+        self.transport: Transport | None = None
+        self.control: ServerControl | None = None
+        self.run: RunInfo | None = None  # the server we follow
         self.launch_no = 0
         self.bench_no = 0
         self.running_config: dict[str, Any] | None = None
         self.running_profile: Profile | None = None
-        self._source: Any = None
+        self._source: LiveSource | None = None
         self._source_task: asyncio.Task | None = None
         self._gpu_task: asyncio.Task | None = None
         self._local_port: int | None = None
@@ -100,6 +107,7 @@ class Workspace:
         self._gpu_task = asyncio.create_task(self._gpu_loop())
 
     async def _gpu_loop(self) -> None:
+        assert self.transport is not None
         with contextlib.suppress(Exception):
             from eagletui.remote.gpu import gpu_events
 
@@ -108,6 +116,7 @@ class Workspace:
 
     async def attach_newest(self) -> bool:
         """Reattach to eagletui's newest live run on the host (log backfilled from its start)."""
+        assert self.control is not None, "connect() first"
         runs = await self.control.list_runs()
         live = [r for r in runs if r.alive and r.owned]
         if not live:
@@ -125,14 +134,15 @@ class Workspace:
         self._follow(run)
         return True
 
-    async def discover_foreign(self) -> list[Any]:
+    async def discover_foreign(self) -> list[ForeignServer]:
         """SGLang servers on the host that eagletui did not start (followed read-only if the user wants)."""
+        assert self.control is not None, "connect() first"
         try:
             return list(await self.control.discover_foreign())
         except Exception:
             return []
 
-    def follow_foreign(self, server: Any) -> None:
+    def follow_foreign(self, server: ForeignServer) -> None:
         """Tail a hand-started server's log read-only: it is never signalled (``owned=False``)."""
         self.launch_no += 1
         run = server.as_run(launch=self.launch_no)
@@ -152,6 +162,7 @@ class Workspace:
             await self._launch(profile)
 
     async def _launch(self, profile: Profile | None) -> None:
+        assert self.control is not None, "connect() first"
         profile = profile or self.profile
         if self.unreconciled is not None and await self._reconcile():
             return  # the lost launch is running after all: we now follow it instead of starting another
@@ -215,6 +226,7 @@ class Workspace:
     async def _preflight(self, profile: Profile) -> None:
         from eagletui.remote.preflight import run_preflight_with_flags, server_module
 
+        assert self.transport is not None
         module = server_module(profile)
         # The host's parser is asked once per server module; the flag rule is argparse's (prefixes count).
         checks, learned = await run_preflight_with_flags(
@@ -246,7 +258,7 @@ class Workspace:
         if failed:
             raise WorkspaceError("preflight failed: " + "; ".join(f"{c.name}: {c.message}" for c in failed))
 
-    def _announce(self, run: Any, config: dict[str, Any], diff: dict[str, Any] | None = None) -> None:
+    def _announce(self, run: RunInfo, config: dict[str, Any], diff: dict[str, Any] | None = None) -> None:
         self.emit(
             LaunchStarted(
                 launch=run.launch,
@@ -261,14 +273,15 @@ class Workspace:
             )
         )
 
-    def _follow(self, run: Any) -> None:
+    def _follow(self, run: RunInfo) -> None:
         from eagletui.remote.source import LiveSource
 
+        assert self.transport is not None and self.control is not None
         self._stop_source()
         self._source = LiveSource(self.transport, self.control, run, stale_after=self.stale_after)
         self._source_task = asyncio.create_task(self._pump(self._source))
 
-    async def _pump(self, source: Any) -> None:
+    async def _pump(self, source: LiveSource) -> None:
         try:
             n = 0
             async for ev in source.events():
@@ -301,6 +314,7 @@ class Workspace:
             raise WorkspaceError("no server to stop")
         if not run.owned:
             raise WorkspaceError("this server was not started by eagletui; it is followed read-only")
+        assert self.control is not None
         code, sig = await self.control.stop(run)
         # Let the tail drain the last lines before it is stopped.
         await asyncio.sleep(0.2)
@@ -312,6 +326,7 @@ class Workspace:
 
     async def base_url(self) -> str:
         profile = self.running_profile or self.profile
+        assert self.transport is not None, "connect() first"
         if self._local_port is None or self.transport.target == "local":
             self._local_port = await self.transport.forward_port(profile.port)
         return f"http://127.0.0.1:{self._local_port}"
@@ -347,6 +362,7 @@ class Workspace:
                     )
                     if result.error or (stop is not None and stop.is_set()):
                         break
+                assert result is not None  # at least one repeat ran
                 return result
             lines = self._echoed_lines()
             if settings.runner == "bench_serving":
@@ -361,6 +377,7 @@ class Workspace:
                     run_lines=lines,
                     output_file=self._bench_output_path(),
                     python=profile.python,
+                    host=profile.host,
                 )
             from eagletui.bench.custom import run_custom
 
@@ -378,14 +395,15 @@ class Workspace:
         run_dir = self.run.run_dir if self.run is not None else ""
         return f"{run_dir}/{name}" if run_dir else None
 
-    def _echoed_lines(self) -> Any:
+    def _echoed_lines(self) -> RunLines:
         """A line source on the host whose output also streams into the log pane (marked ``[bench]``)."""
         from eagletui.bench.bench_serving import local_lines, transport_lines
 
+        assert self.transport is not None
         remote = self.transport.target != "local"
         base = transport_lines(self.transport) if remote else local_lines
 
-        async def run(argv: list[str]):
+        async def run(argv: list[str]) -> AsyncIterator[str]:
             echo = argv[:1] != ["cat"]  # the result file is parsed, not shown
             if remote:  # the SSH stream drops stderr: merge it, tracebacks are what the user needs
                 argv = ["sh", "-c", 'exec "$@" 2>&1', "sh", *argv]
@@ -399,7 +417,7 @@ class Workspace:
     # ------------------------------------------------------------------ shutdown
 
     async def close(self, *, stop_server: bool = False) -> None:
-        if stop_server and self.run is not None and self.run.owned:
+        if stop_server and self.run is not None and self.run.owned and self.control is not None:
             with contextlib.suppress(Exception):
                 if await self.control.liveness(self.run) is not Liveness.DEAD:
                     await self._stop_current(reason="demo closed")

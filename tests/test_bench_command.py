@@ -79,3 +79,18 @@ def test_bench_bad_profile(tmp_path, capsys):
     p.write_text("[bench]\nbogus = 1\n")
     assert main(["local", "--profile", str(p)]) == 2
     assert "bad.toml:2" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_launch_that_fails_reports_the_phase_machines_verdict(tmp_path, capsys):
+    """Readiness comes from the log (as on screen): a crash while loading is named, with its hint."""
+    port = _free_port()
+    env = '\n[server.env]\nEAGLETUI_SIM_FAIL = "oom-load"\n'
+    rc = main(["local", "--profile", _profile(tmp_path, port, extra_args=env), "--launch", "--json"])
+    out = capsys.readouterr()
+    assert rc == 3, out.err
+    assert "eagletui: server failed (oom)" in out.err and "hint:" in out.err
+    assert "  phase load_target …" in out.err  # phase lines on stderr, in order, before the verdict
+    assert out.out == ""  # no result document for a launch that never served
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0

@@ -1,9 +1,14 @@
 """``eagletui bench TARGET --profile FILE [--launch] [--repeats N] [--json]``: headless benchmarking.
 
 For scripts and CI: launch (optionally) the profile's server on TARGET, wait until it serves, run the
-profile's benchmark N times, print one result (JSON with ``--json``) and stop what we started, also on
-Ctrl-C or failure. Uses the remote package (ServerControl over a Transport) when it is available and
-falls back to a plain local subprocess otherwise, so this command works on a bare checkout too.
+profile's benchmark N times, print one result (JSON on stdout with ``--json``) and stop what we
+started, also on Ctrl-C or failure.
+
+The same orchestrator as the UI: a :class:`~eagletui.workspace.Workspace` launches, tails and
+benchmarks; its events go into a :class:`~eagletui.session.model.SessionModel`, so readiness is the
+phase machine's ``ServerReady`` (as on screen), not a poll of ``/health``, and the runner, the API key
+and the result file are chosen in one place. :class:`PhasePrinter`, the model's observer here, prints
+the phase lines on stderr in order, where the UI would paint them.
 """
 
 from __future__ import annotations
@@ -11,29 +16,25 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import json
-import os
-import signal
-import subprocess
 import sys
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-import aiohttp
-
-from eagletui.bench.bench_serving import RunLines, local_lines, run_bench_serving, transport_lines
-from eagletui.bench.client import run_builtin
-from eagletui.bench.custom import run_custom
-from eagletui.bench.stats import mean_stdev
 from eagletui.commands._ssh import add_ssh_options, ssh_options
+from eagletui.core import events as ev
 from eagletui.core.events import BenchmarkResult, Event
 from eagletui.core.profile import Profile, ProfileError, load_profile
 from eagletui.core.redact import Redactor
+from eagletui.core.state import ServerState
+from eagletui.core.stats import mean_stdev
 from eagletui.core.textsafe import inert, inert_lines
+from eagletui.session.model import Problem, SessionModel
+from eagletui.workspace import Workspace
 
 EXIT_OK, EXIT_BENCH_FAILED, EXIT_USAGE, EXIT_LAUNCH_FAILED = 0, 1, 2, 3
+PROGRESS_EVERY_S = 2.0
 
 
 def _say(msg: str) -> None:
@@ -41,209 +42,57 @@ def _say(msg: str) -> None:
     print(inert_lines(msg), file=sys.stderr, flush=True)
 
 
-# ------------------------------------------------------------------------------------- launching
+class PhasePrinter:
+    """The headless sink: what the UI would paint, as lines on stderr, in event order."""
 
+    def __init__(self, *, samples: bool) -> None:
+        self.samples = samples  # per-second benchmark lines (not with --json: stdout stays clean)
+        self._last_progress = 0.0
 
-class _LocalProcess:
-    """Fallback launcher when eagletui.remote is unavailable: own session, output to a log file."""
-
-    def __init__(self, profile: Profile) -> None:
-        self.profile = profile
-        runs = Path(os.path.expanduser(profile.runs_dir))
-        runs.mkdir(parents=True, exist_ok=True)
-        self.log_path = str(runs / f"bench-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}.log")
-        self.proc: subprocess.Popen[bytes] | None = None
-
-    async def launch(self) -> None:
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", **self.profile.env}
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                self.profile.argv(),
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                stdin=subprocess.DEVNULL,
-                env=env,
-                cwd=os.path.expanduser(self.profile.workdir),
-                start_new_session=True,
-            )
-
-    async def is_alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
-
-    async def stop(self, grace: float = 15.0) -> None:
-        if self.proc is None or self.proc.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + grace
-        while self.proc.poll() is None and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
-        if self.proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait()
-
-    def log_tail(self, n: int = 20) -> str:
-        with contextlib.suppress(OSError), open(self.log_path, "rb") as f:
-            return b"\n".join(f.read().splitlines()[-n:]).decode("utf-8", "replace")
-        return ""
-
-
-@dataclass
-class _Server:
-    """What we launched, behind one interface whichever launcher did it."""
-
-    log_path: str
-    control: Any = None
-    run: Any = None
-    local: _LocalProcess | None = None
-
-    async def is_alive(self) -> bool:
-        if self.local is not None:
-            return await self.local.is_alive()
-        try:
-            return (await self.control.liveness(self.run)) != "dead"  # unknown is not dead
-        except Exception:
-            return True
-
-    async def stop(self) -> None:
-        if self.local is not None:
-            await self.local.stop()
-        else:
-            await self.control.stop(self.run)
-
-    async def log_tail(self, transport: Any, n: int = 20) -> str:
-        if self.local is not None:
-            return self.local.log_tail(n)
-        with contextlib.suppress(Exception):
-            res = await transport.run(["tail", "-n", str(n), self.log_path], timeout=15)
-            return res.stdout
-        return ""
-
-
-async def _open_transport(target: str, ssh: Any) -> Any | None:
-    try:
-        from eagletui.remote.transport import open_transport
-    except ImportError:
-        if target != "local":
-            raise RuntimeError("SSH targets need eagletui.remote, which is not available") from None
-        return None
-    return await open_transport(target, ssh)
-
-
-async def _launch(profile: Profile, transport: Any | None) -> _Server:
-    if transport is not None:
-        try:
-            from eagletui.remote.control import ServerControl
-        except ImportError:
-            ServerControl = None
-        if ServerControl is not None:
-            control = ServerControl(transport, profile.runs_dir, python=profile.python)
-            run = await control.launch(profile, launch=1)
-            return _Server(log_path=run.log_path, control=control, run=run)
-        if transport.target != "local":
-            raise RuntimeError("launching on SSH targets needs eagletui.remote.control")
-    local = _LocalProcess(profile)
-    await local.launch()
-    return _Server(log_path=local.log_path, local=local)
-
-
-async def _follow_log(server: _Server, transport: Any | None) -> None:
-    """Print phase progress from the server log to stderr while we wait for readiness."""
-    try:
-        from eagletui.core import events as ev
-        from eagletui.core.log_interpreter import LogInterpreter
-    except ImportError:
-        return
-    interp = LogInterpreter(launch=1, emit_lines=False)
-    last_progress = 0.0
-
-    def show(events: list[Event]) -> None:
-        nonlocal last_progress
-        for e in events:
-            if isinstance(e, ev.PhaseStarted):
-                _say(f"  phase {e.phase} …")
-            elif isinstance(e, ev.PhaseFinished) and e.seconds is not None:
-                _say(f"  phase {e.phase} done in {e.seconds:.1f}s")
-            elif isinstance(e, ev.PhaseProgress) and e.total and time.monotonic() - last_progress > 2:
-                last_progress = time.monotonic()
+    def __call__(self, e: Event) -> None:
+        if isinstance(e, ev.PhaseStarted):
+            _say(f"  phase {e.phase} …")
+        elif isinstance(e, ev.PhaseFinished) and e.seconds is not None:
+            _say(f"  phase {e.phase} done in {e.seconds:.1f}s")
+        elif isinstance(e, ev.PhaseProgress) and e.total:
+            if time.monotonic() - self._last_progress > PROGRESS_EVERY_S:
+                self._last_progress = time.monotonic()
                 _say(f"  {e.phase}: {e.done}/{e.total} {e.unit} {e.label}".rstrip())
-            elif isinstance(e, ev.ServerFailed):
-                _say(f"  server failed ({e.kind}): {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""))
+        elif isinstance(e, ev.ServerFailed):
+            _say(f"  server failed ({e.kind}): {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""))
+        elif isinstance(e, ev.BenchmarkSample) and self.samples and e.scope == "tick" and e.tok_s is not None:
+            acc = f", accept {e.accept_len:.2f}" if e.accept_len else ""
+            _say(f"  t={e.t:5.1f}s {e.tok_s:9.1f} tok/s{acc}")
 
-    argv = ["tail", "-c", "+1", "-F", server.log_path]
-    if transport is None:
-        from eagletui.remote.local import LocalTransport
-
-        transport = LocalTransport()
-    # aclosing: the tail is stopped (and its pipes closed) when this task is cancelled, not by the GC
-    async with contextlib.aclosing(transport.stream(argv)) as stream:
-        async for chunk in stream:
-            show(interp.feed_bytes(chunk))
+    @staticmethod
+    def problem(p: Problem) -> None:
+        _say(f"eagletui: {p.message}")
 
 
-async def wait_ready(base_url: str, timeout: float, alive: Any = None) -> str:
-    """Poll /health (then /health_generate) until 200. Returns "" when ready, else the reason."""
+async def wait_ready(model: SessionModel, timeout: float, poll: float = 0.1) -> str:
+    """Until the phase machine says the current launch is ready: "" then, else why not."""
     deadline = time.monotonic() + timeout
-    last_alive_check = 0.0
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=30)) as s:
-        while time.monotonic() < deadline:
-            for path in ("/health", "/health_generate"):
-                try:
-                    async with s.get(base_url + path) as r:
-                        if r.status == 200:
-                            return ""
-                        if r.status != 404:
-                            break
-                except (aiohttp.ClientError, TimeoutError):
-                    break
-            if alive is not None and time.monotonic() - last_alive_check > 2:
-                last_alive_check = time.monotonic()
-                if not await alive():
-                    return "the server process exited before it was ready"
-            await asyncio.sleep(0.5)
+    while time.monotonic() < deadline:
+        la = model.state.launch
+        status = la.status if la is not None else None
+        if status == ServerState.READY:
+            return ""
+        if la is not None and status in (ServerState.FAILED, ServerState.EXITED, ServerState.STOPPED):
+            if la.failure is not None:
+                return f"failed ({la.failure.kind}): {la.failure.message}"
+            return "the server process exited before it was ready"
+        await asyncio.sleep(poll)
     return f"not ready after {timeout:.0f}s"
 
 
-# ------------------------------------------------------------------------------------ benchmarking
-
-
-def _stderr_emit(event: Event) -> None:
-    from eagletui.core.events import BenchmarkSample
-
-    if isinstance(event, BenchmarkSample) and event.scope == "tick" and event.tok_s is not None:
-        acc = f", accept {event.accept_len:.2f}" if event.accept_len else ""
-        _say(f"  t={event.t:5.1f}s {event.tok_s:9.1f} tok/s{acc}")
-
-
-async def _bench_once(
-    profile: Profile, url: str, bench: int, transport: Any | None, quiet: bool
-) -> BenchmarkResult:
-    settings = profile.bench
-    emit = (lambda e: None) if quiet else _stderr_emit
-    if settings.runner == "builtin":
-        # A server launched with --api-key answers 401 to anything without it.
-        return await run_builtin(url, settings, bench=bench, launch=1, emit=emit, api_key=profile.api_key())
-    lines: RunLines = local_lines
-    if transport is not None and transport.target != "local":
-        stream_lines = transport_lines(transport)
-
-        def lines(argv: list[str]) -> Any:  # stderr joins stdout: error messages matter here
-            return stream_lines(["sh", "-c", 'exec "$@" 2>&1', "sh", *argv])
-
-    if settings.runner == "bench_serving":
-        # No output_file: the result goes to a private directory on the host (never a /tmp name).
-        return await run_bench_serving(
-            settings,
-            port=profile.port,
-            bench=bench,
-            launch=1,
-            emit=emit,
-            run_lines=lines,
-            python=profile.python,
-            host=profile.host,
-        )
-    return await run_custom(settings, bench=bench, launch=1, emit=emit, run_lines=lines)
+async def _log_tail(ws: Workspace, n: int = 20) -> str:
+    run = ws.run
+    if run is None or ws.transport is None:
+        return ""
+    with contextlib.suppress(Exception):
+        res = await ws.transport.run(["tail", "-n", str(n), run.log_path], timeout=15)
+        return str(res.stdout)
+    return ""
 
 
 def _mean_stats(results: list[BenchmarkResult], metric: str) -> dict[str, float] | None:
@@ -321,41 +170,41 @@ async def _amain(ns: argparse.Namespace) -> int:
         _say(str(exc))
         return EXIT_USAGE
     target = ns.target or profile.target
-    redactor = Redactor.for_profile(profile)
     repeats = ns.repeats or profile.bench.repeats
+    redactor = Redactor.for_profile(profile)
+    # One repeat per Workspace.benchmark() call: each gets its own progress line here.
+    profile.bench = dataclasses.replace(profile.bench, repeats=1)
+    model = SessionModel(target=target, profile=profile, learn_history=False)
+    model.subscribe(PhasePrinter(samples=not ns.json))
+    model.on_problem(PhasePrinter.problem)
+    ws = Workspace(profile, model.dispatch, target=target, preflight=False, ssh=ssh_options(ns))
     try:
-        transport = await _open_transport(target, ssh_options(ns))
+        await ws.connect()
     except Exception as exc:
         _say(f"eagletui: cannot reach {target}: {exc}")
+        await ws.close()
         return EXIT_LAUNCH_FAILED
-    server: _Server | None = None
-    follower: asyncio.Task[None] | None = None
+    launched = False
     try:
         if ns.launch:
             try:
-                server = await _launch(profile, transport)
+                await ws.launch()
             except Exception as exc:
                 _say(f"eagletui: launch failed: {exc}")
                 return EXIT_LAUNCH_FAILED
-            _say(f"launched on {target}; log: {server.log_path}")
-            follower = asyncio.create_task(_follow_log(server, transport))
-        port = await transport.forward_port(profile.port) if transport is not None else profile.port
-        url = f"http://127.0.0.1:{port}"
-        if ns.launch:
-            assert server is not None
-            why = await wait_ready(url, profile.ready_timeout_s, server.is_alive)
+            launched = True
+            _say(f"launched on {target}; log: {ws.run.log_path if ws.run else '?'}")
+            why = await wait_ready(model, profile.ready_timeout_s)
             if why:
                 _say(f"eagletui: server {why}")
-                tail = redactor.text(await server.log_tail(transport))
+                tail = redactor.text(await _log_tail(ws))
                 if tail:
                     _say("---- last log lines ----\n" + tail)
                 return EXIT_LAUNCH_FAILED
             _say("server ready")
-        if follower is not None:
-            follower.cancel()
         results: list[BenchmarkResult] = []
         for i in range(repeats):
-            r = await _bench_once(profile, url, i + 1, transport, quiet=ns.json)
+            r = await ws.benchmark()
             results.append(r)
             _say(
                 f"repeat {i + 1}/{repeats}: {r.output_throughput:.1f} tok/s"
@@ -372,19 +221,14 @@ async def _amain(ns: argparse.Namespace) -> int:
         ok = summary["requests"] > 0 and summary["failed"] == 0 and summary["output_throughput"] > 0
         return EXIT_OK if ok else EXIT_BENCH_FAILED
     finally:
-        if follower is not None:
-            follower.cancel()
-            with contextlib.suppress(BaseException):
-                await follower
-        if server is not None:
+        if launched and ws.run is not None and ws.run.owned:
             _say("stopping the server")
             try:
-                await server.stop()
+                await ws.stop()
             except Exception as exc:
                 _say(f"eagletui: stopping the server failed: {exc}")
-        if transport is not None:
-            with contextlib.suppress(Exception):
-                await transport.close()
+        await ws.close()
+        model.close()
 
 
 def build_parser() -> argparse.ArgumentParser:

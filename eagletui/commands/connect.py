@@ -42,6 +42,7 @@ def main(argv: list[str]) -> int:
     target = args.target
     cfg = load_config()
 
+    from eagletui.session.drivers import LiveDriver
     from eagletui.ui.app import EagleApp
     from eagletui.workspace import Workspace
 
@@ -59,12 +60,10 @@ def main(argv: list[str]) -> int:
     app = EagleApp(
         profile=profile,
         target=target,
-        mode="live",
-        workspace_factory=factory,
+        driver=LiveDriver(factory, autolaunch=bool(args.profile) and not args.no_launch),
         user_config=cfg,
         theme_name=args.theme,
         history=make_history(cfg),
-        autolaunch=bool(args.profile) and not args.no_launch,
         recorder=make_recorder(cfg, target, profile, enabled=not args.no_record),
     )
     signum = run_app(app)  # SIGTERM/SIGHUP/SIGINT: the q path (the server keeps running), terminal restored

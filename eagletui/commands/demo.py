@@ -79,6 +79,7 @@ def main(argv: list[str]) -> int:
 
 
 def build_app(profile, cfg, *, theme=None, history=None, recorder=None, preflight=True):
+    from eagletui.session.drivers import DemoDriver
     from eagletui.ui.app import EagleApp
     from eagletui.workspace import Workspace
 
@@ -88,8 +89,7 @@ def build_app(profile, cfg, *, theme=None, history=None, recorder=None, prefligh
     return EagleApp(
         profile=profile,
         target="local",
-        mode="demo",
-        workspace_factory=factory,
+        driver=DemoDriver(factory),
         user_config=cfg,
         theme_name=theme,
         history=history,

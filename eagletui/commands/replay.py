@@ -152,6 +152,7 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from eagletui.commands._ui import load_config
     from eagletui.core.textsafe import inert
+    from eagletui.session.drivers import ReplayDriver
 
     cfg = load_config()
     opened = open_replay(args, cfg)
@@ -164,8 +165,7 @@ def main(argv: list[str]) -> int:
     app = EagleApp(
         profile=None,
         target=str(source.header.get("target", "replay")),
-        mode="replay",
-        replay=replayer,
+        driver=ReplayDriver(replayer),
         user_config=cfg,
         theme_name=args.theme,
     )

@@ -17,23 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from eagletui.core.private_files import private_dir
+from eagletui.core.profile import normalize_flag
+from eagletui.core.runs import KEY_FLAGS
 
-#: Server flags that change how long loading or graph capture takes.
-KEY_FLAGS: tuple[str, ...] = (
-    "--speculative-algorithm",
-    "--speculative-draft-model-path",
-    "--speculative-num-steps",
-    "--speculative-eagle-topk",
-    "--speculative-num-draft-tokens",
-    "--cuda-graph-max-bs",
-    "--disable-cuda-graph",
-)
+#: Server flags that change how long loading or graph capture takes (the tuned flags but the memory
+#: fraction). Part of the key: changing it would orphan every stored history.
+TIMING_FLAGS: tuple[str, ...] = tuple(f for f in KEY_FLAGS if f != "--mem-fraction-static")
 NO_ESTIMATE = "first launch: no estimate"
 MAX_SAMPLES = 50  # per key and phase: recent behaviour matters more than last year's driver
-
-
-def _flag(name: str) -> str:
-    return "--" + str(name).lstrip("-").replace("_", "-")
 
 
 def _norm(value: Any) -> str | None:
@@ -52,12 +43,12 @@ def history_key(snapshot: Mapping[str, Any]) -> str:
     A string (canonical JSON) rather than a tuple so it can be stored as-is in the JSONL file.
     Flag spellings (``tp_size``, ``--tp-size``) and value types (``3`` vs ``"3"``) are normalised.
     """
-    args = {_flag(k): v for k, v in (snapshot.get("args") or {}).items()}
+    args = {normalize_flag(k, strict=False): v for k, v in (snapshot.get("args") or {}).items()}
     tp = snapshot.get("tp")
     if tp is None:
         tp = args.get("--tp", args.get("--tp-size", 1))
     model = snapshot.get("model") or args.get("--model-path") or ""
-    flags = {f: n for f in KEY_FLAGS if (n := _norm(args.get(f))) is not None}
+    flags = {f: n for f in TIMING_FLAGS if (n := _norm(args.get(f))) is not None}
     key = {
         "target": str(snapshot.get("target") or ""),
         "model": str(model),

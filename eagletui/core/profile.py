@@ -72,8 +72,13 @@ def validate_env_name(name: str) -> None:
         raise ProfileError(f"unsafe environment variable name {name!r}: use letters, digits and _ only")
 
 
-def normalize_flag(name: str) -> str:
-    """Accept ``tp``, ``--tp`` or ``tp_size`` style keys and return ``--tp``/``--tp-size``."""
+def normalize_flag(name: str, *, strict: bool = True) -> str:
+    """Accept ``tp``, ``--tp`` or ``tp_size`` style keys and return ``--tp``/``--tp-size``.
+
+    ``strict=False`` is for names read back from logs and recordings: it never raises, it only spells
+    (the one place flag spellings are normalised: profiles, runs, exports and the ETA history)."""
+    if not strict:
+        return "--" + str(name).strip().lstrip("-").replace("_", "-")
     flag = name.strip()
     if not flag.startswith("--"):
         flag = "--" + flag

@@ -11,10 +11,11 @@ Pure: folds events, no I/O, no UI, so a replayed recording rebuilds exactly the 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
-from eagletui.bench.stats import mean_stdev, stat
 from eagletui.core.events import (
     BenchmarkResult,
     BenchmarkStarted,
@@ -22,11 +23,28 @@ from eagletui.core.events import (
     LaunchDetected,
     LaunchStarted,
     PhaseFinished,
+    PhaseStarted,
+    ProcessExited,
     ServerFailed,
     ServerReady,
     ServerStopped,
 )
-from eagletui.core.profile import Verdict, config_diff, format_diff
+from eagletui.core.profile import Verdict, config_diff, format_diff, normalize_flag
+from eagletui.core.stats import mean_stdev, stat
+
+#: The server flags people tune between runs, spelled as in profiles: each gets a column in the
+#: exports, and all but the memory fraction key the phase-duration history (they change how long
+#: loading and CUDA graph capture take; see :data:`eagletui.core.history.TIMING_FLAGS`).
+KEY_FLAGS: tuple[str, ...] = (
+    "--speculative-algorithm",
+    "--speculative-draft-model-path",
+    "--speculative-num-steps",
+    "--speculative-eagle-topk",
+    "--speculative-num-draft-tokens",
+    "--cuda-graph-max-bs",
+    "--disable-cuda-graph",
+    "--mem-fraction-static",
+)
 
 #: Metrics compared across runs: name → higher is better.
 METRICS: dict[str, bool] = {"tok_s": True, "accept_len": True, "ttft_ms": False}
@@ -64,19 +82,69 @@ class Delta:
     better: bool | None = None
 
 
+class RunOutcome(StrEnum):
+    """How a launch ended up (exports and the runs table say the same)."""
+
+    RUNNING = "running"
+    READY = "ready"
+    FAILED = "failed"
+    STOPPED = "stopped"
+
+
+class RunVerdict(StrEnum):
+    """A run judged against the profile's thresholds; ``NONE`` when there is nothing to judge."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    NONE = "—"
+
+
 @dataclass
 class Run:
+    """One launch and the benchmarks run against it: the one run model that the runs table, the
+    exports (CSV/Markdown) and the headless bench all read, folded once by :class:`RunBook`."""
+
     launch: int
     target: str = ""
     config: dict[str, Any] = field(default_factory=dict)
+    #: the server's own args line (``LaunchDetected``), as logged (``model_path``, ``tp_size``)
+    detected_args: dict[str, Any] = field(default_factory=dict)
+    diff: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
     failure: str | None = None
     failure_kind: str | None = None
-    ready: bool = False
-    stopped: bool = False
+    outcome: RunOutcome = RunOutcome.RUNNING
     results: list[BenchmarkResult] = field(default_factory=list)
-    fingerprints: list[str] = field(default_factory=list)
-    wall: float = 0.0
+    started_wall: float | None = None
+    started_mono: float | None = None
+    ready_after: float | None = None  # seconds from launch to ready (monotonic clock)
+    phase_starts: dict[str, float] = field(default_factory=dict, repr=False)  # phase → mono
+
+    @property
+    def ready(self) -> bool:
+        return self.outcome == RunOutcome.READY
+
+    @property
+    def args(self) -> dict[str, Any]:
+        """Server flags, spelled ``--flag``: the launch's config, then what the server said it got."""
+        cfg = self.config.get("args") if isinstance(self.config, dict) else None
+        out = {normalize_flag(k, strict=False): v for k, v in (cfg or {}).items()}
+        for k, v in self.detected_args.items():
+            out.setdefault(normalize_flag(k, strict=False), v)
+        return out
+
+    @property
+    def env(self) -> dict[str, Any]:
+        return dict(self.config.get("env") or {}) if isinstance(self.config, dict) else {}
+
+    @property
+    def model(self) -> str:
+        return str(self.config.get("model") or "") or str(self.detected_args.get("model_path", ""))
+
+    @property
+    def tp(self) -> Any:
+        tp = self.config.get("tp")
+        return tp if tp is not None else self.detected_args.get("tp_size")
 
     @property
     def phase_total_s(self) -> float | None:
@@ -100,6 +168,7 @@ class Run:
 
     def metric(self, name: str) -> Metric:
         rs = self.good_results
+        values: list[float | None]
         if name == "tok_s":
             values = [r.output_throughput for r in rs]
         elif name == "accept_len":
@@ -124,7 +193,7 @@ class RunRow:
     accept_len: Metric
     ttft_ms: Metric
     deltas: dict[str, Delta]
-    verdict: str
+    verdict: RunVerdict
     reasons: tuple[str, ...]
     alarms: tuple[str, ...]
     warnings: tuple[str, ...]
@@ -167,35 +236,69 @@ class RunBook:
         return run
 
     def apply(self, event: Event) -> None:
-        if isinstance(event, LaunchStarted):
-            run = self._run(event.launch)
-            run.target = event.target
-            run.config = dict(event.config)
-            run.wall = event.wall
-        elif isinstance(event, LaunchDetected):
-            run = self._run(event.launch)
-            if not run.config and event.args:
-                run.config = {"args": {"--" + k.replace("_", "-"): v for k, v in event.args.items()}}
-        elif isinstance(event, PhaseFinished):
-            if event.seconds is not None:
-                self._run(event.launch).phases[event.phase] = float(event.seconds)
-        elif isinstance(event, ServerReady):
-            self._run(event.launch).ready = True
-        elif isinstance(event, ServerFailed):
-            run = self._run(event.launch)
-            run.failure_kind = event.kind
-            run.failure = f"{event.kind}: {event.message}" if event.message else event.kind
-        elif isinstance(event, ServerStopped):
-            self._run(event.launch).stopped = True
-        elif isinstance(event, BenchmarkStarted):
-            self._run(event.launch)
-        elif isinstance(event, BenchmarkResult):
-            run = self._run(event.launch)
-            run.results.append(event)
-        else:
+        handler = _FOLD.get(type(event))  # one dict lookup for the ~all events that are log lines
+        if handler is None:
             return
+        handler(self, event)
         if self.baseline is None and self.runs:
             self.baseline = min(self.runs)
+
+    def _on_launch_started(self, event: LaunchStarted) -> None:
+        run = self._run(event.launch)
+        cfg = event.config or {}
+        run.target = event.target or str(cfg.get("target", ""))
+        run.config = dict(cfg)
+        run.diff = dict(event.diff or {})
+        run.started_wall, run.started_mono = event.wall, event.mono
+
+    def _on_launch_detected(self, event: LaunchDetected) -> None:
+        run = self._run(event.launch)
+        if run.started_wall is None:
+            run.started_wall, run.started_mono = event.wall, event.mono
+        for k, v in (event.args or {}).items():
+            run.detected_args.setdefault(k, v)
+        if not run.config and event.args:
+            run.config = {"args": {normalize_flag(k, strict=False): v for k, v in event.args.items()}}
+
+    def _on_phase_started(self, event: PhaseStarted) -> None:
+        self._run(event.launch).phase_starts.setdefault(event.phase, event.mono)
+
+    def _on_phase_finished(self, event: PhaseFinished) -> None:
+        run = self._run(event.launch)
+        secs = event.seconds
+        if secs is None and event.phase in run.phase_starts:
+            secs = event.mono - run.phase_starts[event.phase]  # the log gave no duration: measure it
+        if secs is not None:
+            run.phases[event.phase] = float(secs)
+
+    def _on_ready(self, event: ServerReady) -> None:
+        run = self._run(event.launch)
+        run.outcome = RunOutcome.READY
+        if run.started_mono is not None:
+            run.ready_after = event.mono - run.started_mono
+
+    def _on_failed(self, event: ServerFailed) -> None:
+        run = self._run(event.launch)
+        run.outcome = RunOutcome.FAILED
+        run.failure_kind = event.kind
+        run.failure = f"{event.kind}: {event.message}" if event.message else event.kind
+
+    def _on_stopped(self, event: ServerStopped) -> None:
+        run = self._run(event.launch)
+        if run.outcome != RunOutcome.FAILED:
+            run.outcome = RunOutcome.STOPPED
+
+    def _on_exited(self, event: ProcessExited) -> None:
+        run = self._run(event.launch)
+        if run.outcome in (RunOutcome.RUNNING, RunOutcome.READY) and event.code not in (0, None):
+            run.outcome = RunOutcome.FAILED
+            run.failure = run.failure or f"exited with code {event.code}"
+
+    def _on_bench_started(self, event: BenchmarkStarted) -> None:
+        self._run(event.launch)
+
+    def _on_bench_result(self, event: BenchmarkResult) -> None:
+        self._run(event.launch).results.append(event)
 
     def pin_baseline(self, launch: int) -> None:
         if launch not in self.runs:
@@ -261,16 +364,16 @@ class RunBook:
                     )
         return out
 
-    def verdict_for(self, launch: int) -> tuple[str, list[str]]:
+    def verdict_for(self, launch: int) -> tuple[RunVerdict, list[str]]:
         """``pass``/``fail``/``—`` (nothing to judge) with the reasons behind a fail or pass."""
         run = self.runs[launch]
         v = self.verdict
         if run.failure:
-            return "fail", [f"launch failed: {run.failure}"]
+            return RunVerdict.FAIL, [f"launch failed: {run.failure}"]
         if not run.good_results:
             if run.results:
-                return "fail", [run.results[-1].error or "benchmark failed"]
-            return "—", []
+                return RunVerdict.FAIL, [run.results[-1].error or "benchmark failed"]
+            return RunVerdict.NONE, []
         fails: list[str] = []
         passes: list[str] = []
         tok = run.metric("tok_s").mean
@@ -309,10 +412,10 @@ class RunBook:
             else:
                 passes.append(f"TTFT p50 {ttft:.0f} ms ≤ {v.max_ttft_ms:g}")
         if fails:
-            return "fail", fails
+            return RunVerdict.FAIL, fails
         if passes:
-            return "pass", passes
-        return "—", []
+            return RunVerdict.PASS, passes
+        return RunVerdict.NONE, []
 
     def row(self, launch: int) -> RunRow:
         run = self.runs[launch]
@@ -336,3 +439,17 @@ class RunBook:
 
     def rows(self) -> list[RunRow]:
         return [self.row(n) for n in sorted(self.runs)]
+
+
+_FOLD: dict[type, Callable[[RunBook, Any], None]] = {
+    LaunchStarted: RunBook._on_launch_started,
+    LaunchDetected: RunBook._on_launch_detected,
+    PhaseStarted: RunBook._on_phase_started,
+    PhaseFinished: RunBook._on_phase_finished,
+    ServerReady: RunBook._on_ready,
+    ServerFailed: RunBook._on_failed,
+    ServerStopped: RunBook._on_stopped,
+    ProcessExited: RunBook._on_exited,
+    BenchmarkStarted: RunBook._on_bench_started,
+    BenchmarkResult: RunBook._on_bench_result,
+}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from eagletui.core.events import (
@@ -37,10 +38,38 @@ from eagletui.core.events import (
 SERIES_LIMIT = 2000
 
 
+class ServerState(StrEnum):
+    """Where a launch is (and, for the session, the current launch; ``idle`` before any)."""
+
+    IDLE = "idle"
+    LAUNCHING = "launching"
+    LOADING = "loading"
+    READY = "ready"
+    FAILED = "failed"
+    STOPPED = "stopped"
+    EXITED = "exited"
+
+
+#: A launch's status is the server state of that launch.
+LaunchStatus = ServerState
+
+
+class PhaseStatus(StrEnum):
+    PENDING = "pending"
+    ACTIVE = "active"
+    DONE = "done"
+    FAILED = "failed"
+    SKIPPED = "skipped"
+
+
+_OVER = (ServerState.READY, ServerState.FAILED, ServerState.STOPPED, ServerState.EXITED)
+_RUNNING = (ServerState.LAUNCHING, ServerState.LOADING, ServerState.READY)
+
+
 @dataclass
 class PhaseState:
     name: str
-    status: str = "pending"  # pending | active | done | failed | skipped
+    status: PhaseStatus = PhaseStatus.PENDING
     started: float | None = None  # wall clock
     finished: float | None = None
     seconds: float | None = None
@@ -53,7 +82,7 @@ class PhaseState:
     slowest_rank: int | None = None
 
     def elapsed(self, now: float) -> float | None:
-        if self.seconds is not None and self.status == "done":
+        if self.seconds is not None and self.status == PhaseStatus.DONE:
             return self.seconds
         if self.started is None:
             return None
@@ -64,7 +93,7 @@ class PhaseState:
     def fraction(self) -> float | None:
         if self.total > 0:
             return min(1.0, self.done / self.total)
-        if self.status == "done":
+        if self.status == PhaseStatus.DONE:
             return 1.0
         return None
 
@@ -78,7 +107,7 @@ class LaunchState:
     diff: dict[str, Any] = field(default_factory=dict)
     log_path: str = ""
     phases: dict[str, PhaseState] = field(default_factory=lambda: {p: PhaseState(p) for p in PHASES})
-    status: str = "launching"  # launching | loading | ready | failed | stopped | exited
+    status: ServerState = ServerState.LAUNCHING
     failure: ServerFailed | None = None
     exit_code: int | None = None
     exit_signal: int | None = None
@@ -88,14 +117,18 @@ class LaunchState:
 
     @property
     def current_phase(self) -> str | None:
-        active = [p for p in PHASES if self.phases[p].status == "active"]
+        active = [p for p in PHASES if self.phases[p].status == PhaseStatus.ACTIVE]
         if active:
             return active[-1]
-        reached = [p for p in PHASES if self.phases[p].status in ("done", "failed")]
+        reached = [p for p in PHASES if self.phases[p].status in (PhaseStatus.DONE, PhaseStatus.FAILED)]
         return reached[-1] if reached else None
 
     def phase_durations(self) -> dict[str, float]:
-        return {p: s.seconds for p, s in self.phases.items() if s.status == "done" and s.seconds is not None}
+        return {
+            p: s.seconds
+            for p, s in self.phases.items()
+            if s.status == PhaseStatus.DONE and s.seconds is not None
+        }
 
 
 @dataclass
@@ -149,9 +182,9 @@ class SessionState:
         return self.launches.get(self.current)
 
     @property
-    def server_state(self) -> str:
+    def server_state(self) -> ServerState:
         la = self.launch
-        return la.status if la else "idle"
+        return la.status if la else ServerState.IDLE
 
     # ------------------------------------------------------------------ fold
 
@@ -188,7 +221,7 @@ def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
         diff=dict(ev.diff),
         log_path=ev.log_path,
     )
-    la.phases["launch"].status = "active"
+    la.phases["launch"].status = PhaseStatus.ACTIVE
     la.phases["launch"].started = ev.wall
     s.launches[ev.launch] = la
     s.current = ev.launch
@@ -201,11 +234,11 @@ def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
 
 def _on_launch_detected(s: SessionState, ev: LaunchDetected) -> None:
     la = s.launches.get(ev.launch or s.current)
-    if la is None or la.status in ("ready", "failed", "stopped", "exited") and la.phases["dist_init"].started:
+    if la is None or la.status in _OVER and la.phases["dist_init"].started:
         # A new timeline in the same log (a restart we did not launch, or an attached log).
         n = (max(s.launches) + 1) if s.launches and la is not None else (ev.launch or 1)
         la = LaunchState(launch=n, started=ev.wall)
-        la.phases["launch"].status = "active"
+        la.phases["launch"].status = PhaseStatus.ACTIVE
         la.phases["launch"].started = ev.wall
         s.launches[n] = la
         s.current = n
@@ -231,23 +264,23 @@ def _on_phase_started(s: SessionState, ev: PhaseStarted) -> None:
     idx = PHASES.index(ev.phase)
     for name in PHASES[:idx]:
         prev = la.phases[name]
-        if prev.status == "active" and name == "launch":
-            prev.status = "done"
+        if prev.status == PhaseStatus.ACTIVE and name == "launch":
+            prev.status = PhaseStatus.DONE
             prev.finished = ev.wall
             prev.seconds = (ev.wall - prev.started) if prev.started else None
-    if ph.status in ("pending", "skipped"):
-        ph.status = "active"
+    if ph.status in (PhaseStatus.PENDING, PhaseStatus.SKIPPED):
+        ph.status = PhaseStatus.ACTIVE
         ph.started = ev.wall
-    if la.status == "launching":
-        la.status = "loading"
+    if la.status == ServerState.LAUNCHING:
+        la.status = ServerState.LOADING
 
 
 def _on_phase_progress(s: SessionState, ev: PhaseProgress) -> None:
     ph = _phase(s, ev.launch, ev.phase, ev.wall)
     if ph is None:
         return
-    if ph.status == "pending":
-        ph.status = "active"
+    if ph.status == PhaseStatus.PENDING:
+        ph.status = PhaseStatus.ACTIVE
         ph.started = ev.wall
     ph.done, ph.total, ph.unit, ph.label = ev.done, ev.total, ev.unit, ev.label
     ph.ranks_done, ph.ranks_total, ph.slowest_rank = ev.ranks_done, ev.ranks_total, ev.slowest_rank
@@ -260,7 +293,7 @@ def _on_phase_finished(s: SessionState, ev: PhaseFinished) -> None:
         return
     if ph.started is None:
         ph.started = ev.wall - (ev.seconds or 0.0)
-    ph.status = "done"
+    ph.status = PhaseStatus.DONE
     ph.finished = ev.wall
     ph.seconds = ev.seconds if ev.seconds is not None else ev.wall - ph.started
     if ph.total and ph.done < ph.total:
@@ -271,17 +304,17 @@ def _on_ready(s: SessionState, ev: ServerReady) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     for name in PHASES[:-1]:
         ph = la.phases[name]
-        if ph.status == "active":
-            ph.status = "done"
+        if ph.status == PhaseStatus.ACTIVE:
+            ph.status = PhaseStatus.DONE
             ph.finished = ev.wall
             ph.seconds = ph.seconds if ph.seconds is not None else ev.wall - (ph.started or ev.wall)
-        elif ph.status == "pending":
-            ph.status = "skipped"
+        elif ph.status == PhaseStatus.PENDING:
+            ph.status = PhaseStatus.SKIPPED
     ready = la.phases["ready"]
-    ready.status = "done"
+    ready.status = PhaseStatus.DONE
     ready.started = ready.finished = ev.wall
     ready.seconds = 0.0
-    la.status = "ready"
+    la.status = ServerState.READY
     la.ready_at = ev.wall
     la.stale_for = None
 
@@ -291,32 +324,32 @@ def _on_failed(s: SessionState, ev: ServerFailed) -> None:
     if la.failure is not None and ev.kind in ("died", "signal", "stale"):
         return  # keep the root cause, not the cascade
     la.failure = ev
-    la.status = "failed"
+    la.status = ServerState.FAILED
     name = ev.phase if ev.phase in la.phases else la.current_phase
     for ph in la.phases.values():
-        if ph.status == "active":
-            ph.status = "failed" if ph.name == name or name is None else "done"
+        if ph.status == PhaseStatus.ACTIVE:
+            ph.status = PhaseStatus.FAILED if ph.name == name or name is None else PhaseStatus.DONE
             ph.finished = ev.wall
 
 
 def _on_stopped(s: SessionState, ev: ServerStopped) -> None:
     la = s._launch_for(ev.launch, ev.wall)
-    if la.status != "failed":
-        la.status = "stopped"
+    if la.status != ServerState.FAILED:
+        la.status = ServerState.STOPPED
     for ph in la.phases.values():
-        if ph.status == "active":
-            ph.status = "pending"
+        if ph.status == PhaseStatus.ACTIVE:
+            ph.status = PhaseStatus.PENDING
             ph.finished = ev.wall
 
 
 def _on_exited(s: SessionState, ev: ProcessExited) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     la.exit_code, la.exit_signal = ev.code, ev.signal
-    if la.status in ("launching", "loading", "ready"):
-        la.status = "exited"
+    if la.status in _RUNNING:
+        la.status = ServerState.EXITED
         for ph in la.phases.values():
-            if ph.status == "active":
-                ph.status = "failed"
+            if ph.status == PhaseStatus.ACTIVE:
+                ph.status = PhaseStatus.FAILED
                 ph.finished = ev.wall
 
 

@@ -1,7 +1,8 @@
 """Exports of a session for spreadsheets and write-ups.
 
-Computed straight from events (not from the live run book) so an export of a recording made by any
-eagletui version works, and so exporting never depends on UI state.
+Computed from the recorded events, folded by the same :class:`~eagletui.core.runs.RunBook` as the
+runs table (so an export of a recording made by any eagletui version works, never depends on UI
+state, and says what the table says).
 """
 
 from __future__ import annotations
@@ -9,58 +10,12 @@ from __future__ import annotations
 import csv
 import datetime as _dt
 import os
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagletui.core.events import (
-    PHASES,
-    BenchmarkResult,
-    ConfigChanged,
-    Event,
-    LaunchDetected,
-    LaunchStarted,
-    PhaseFinished,
-    PhaseStarted,
-    ProcessExited,
-    ServerFailed,
-    ServerReady,
-    ServerStopped,
-)
+from eagletui.core.events import PHASES, ConfigChanged, Event
 from eagletui.core.redact import Redactor
-
-#: Server flags worth a column of their own: the ones people actually tune between runs.
-KEY_FLAGS: tuple[str, ...] = (
-    "--speculative-algorithm",
-    "--speculative-num-steps",
-    "--speculative-eagle-topk",
-    "--speculative-num-draft-tokens",
-    "--cuda-graph-max-bs",
-    "--mem-fraction-static",
-)
-
-
-@dataclass
-class RunSummary:
-    launch: int
-    target: str = ""
-    started_wall: float | None = None
-    model: str = ""
-    tp: Any = None
-    args: dict[str, Any] = field(default_factory=dict)
-    env: dict[str, Any] = field(default_factory=dict)
-    diff: dict[str, Any] = field(default_factory=dict)
-    phases: dict[str, float] = field(default_factory=dict)
-    outcome: str = "running"
-    failure: str = ""
-    ready_after: float | None = None
-    benchmarks: list[BenchmarkResult] = field(default_factory=list)
-    _phase_start: dict[str, float] = field(default_factory=dict, repr=False)
-    _start_mono: float | None = field(default=None, repr=False)
-
-
-def _norm_flag(name: str) -> str:
-    return "--" + str(name).lstrip("-").replace("_", "-")
+from eagletui.core.runs import KEY_FLAGS, Run, RunBook
 
 
 def redact_events(events: list[Event], redactor: Redactor | None = None) -> list[Event]:
@@ -75,68 +30,19 @@ def redact_events(events: list[Event], redactor: Redactor | None = None) -> list
     return [Event.from_dict(r.event_dict(ev)) for ev in events]
 
 
-def summarize_runs(events: list[Event]) -> list[RunSummary]:
-    """One summary per launch number, in launch order (secrets already replaced)."""
+def summarize_runs(events: list[Event]) -> list[Run]:
+    """One run per launch number, in launch order: the run book's fold, so an export says what the
+    runs table says. Secrets are already replaced."""
     events = redact_events(events)
-    runs: dict[int, RunSummary] = {}
-
-    def run(n: int) -> RunSummary:
-        if n not in runs:
-            runs[n] = RunSummary(launch=n)
-        return runs[n]
-
+    book = RunBook()
     for ev in events:
-        if isinstance(ev, LaunchStarted):
-            r = run(ev.launch)
-            cfg = ev.config or {}
-            r.target = ev.target or str(cfg.get("target", ""))
-            r.started_wall = ev.wall
-            r._start_mono = ev.mono
-            r.model = str(cfg.get("model", ""))
-            r.tp = cfg.get("tp")
-            r.args = {_norm_flag(k): v for k, v in (cfg.get("args") or {}).items()}
-            r.env = dict(cfg.get("env") or {})
-            r.diff = dict(ev.diff or {})
-        elif isinstance(ev, LaunchDetected):
-            r = run(ev.launch)
-            if r.started_wall is None:
-                r.started_wall, r._start_mono = ev.wall, ev.mono
-            for k, v in ev.args.items():
-                r.args.setdefault(_norm_flag(k), v)
-            if not r.model:
-                r.model = str(ev.args.get("model_path", ""))
-            if r.tp is None:
-                r.tp = ev.args.get("tp_size")
-        elif isinstance(ev, PhaseStarted):
-            run(ev.launch)._phase_start.setdefault(ev.phase, ev.mono)
-        elif isinstance(ev, PhaseFinished):
-            r = run(ev.launch)
-            secs = ev.seconds
-            if secs is None and ev.phase in r._phase_start:
-                secs = ev.mono - r._phase_start[ev.phase]
-            if secs is not None:
-                r.phases[ev.phase] = round(float(secs), 3)
-        elif isinstance(ev, ServerReady):
-            r = run(ev.launch)
-            r.outcome = "ready"
-            if r._start_mono is not None:
-                r.ready_after = round(ev.mono - r._start_mono, 3)
-        elif isinstance(ev, ServerFailed):
-            r = run(ev.launch)
-            r.outcome = "failed"
-            r.failure = f"{ev.kind}: {ev.message}" if ev.message else ev.kind
-        elif isinstance(ev, ServerStopped):
-            r = run(ev.launch)
-            if r.outcome != "failed":
-                r.outcome = "stopped"
-        elif isinstance(ev, ProcessExited):
-            r = run(ev.launch)
-            if r.outcome in ("running", "ready") and ev.code not in (0, None):
-                r.outcome = "failed"
-                r.failure = r.failure or f"exited with code {ev.code}"
-        elif isinstance(ev, BenchmarkResult):
-            run(ev.launch).benchmarks.append(ev)
-    return [runs[k] for k in sorted(runs)]
+        book.apply(ev)
+    return [book.runs[k] for k in sorted(book.runs)]
+
+
+def _phase_s(run: Run, phase: str) -> Any:
+    secs = run.phases.get(phase)
+    return "" if secs is None else round(secs, 3)
 
 
 def _iso(wall: float | None) -> str:
@@ -190,22 +96,23 @@ def export_runs_csv(events: list[Event], path: str | Path) -> int:
         w = csv.writer(fh)
         w.writerow(CSV_COLUMNS)
         for r in rows:
-            ok = [b for b in r.benchmarks if not b.error]
+            ok = [b for b in r.results if not b.error]
             b = ok[-1] if ok else None
+            args = r.args
             row: list[Any] = [
                 r.launch,
                 _iso(r.started_wall),
                 r.target,
                 r.model,
                 r.tp if r.tp is not None else "",
-                *(_fmt_flag(r.args.get(f)) for f in KEY_FLAGS),
+                *(_fmt_flag(args.get(f)) for f in KEY_FLAGS),
                 " ".join(f"{k}={v}" for k, v in sorted(r.env.items())),
                 _fmt_changes(r.diff),
                 r.outcome,
-                r.failure,
-                r.ready_after if r.ready_after is not None else "",
-                *(r.phases.get(p, "") for p in PHASES if p != "ready"),
-                len(r.benchmarks),
+                r.failure or "",
+                _round(r.ready_after),
+                *(_phase_s(r, p) for p in PHASES if p != "ready"),
+                len(r.results),
             ]
             if b is not None:
                 row += [
@@ -221,6 +128,10 @@ def export_runs_csv(events: list[Event], path: str | Path) -> int:
                 row += [""] * 7
             w.writerow([_safe_cell(c) for c in row])
     return len(rows)
+
+
+def _round(v: float | None) -> Any:
+    return "" if v is None else round(v, 3)
 
 
 def _fmt_flag(v: Any) -> Any:
@@ -268,10 +179,10 @@ def export_markdown(events: list[Event], title: str = "eagletui session") -> str
     out += ["## Overview", "", "| launch | outcome | ready after | tok/s | accept len | TTFT p50 (ms) |"]
     out.append("|---:|---|---:|---:|---:|---:|")
     for r in runs:
-        ok = [b for b in r.benchmarks if not b.error]
+        ok = [b for b in r.results if not b.error]
         b = ok[-1] if ok else None
         out.append(
-            f"| {r.launch} | {_md(r.outcome)} | {_num(r.ready_after)}s | "
+            f"| {r.launch} | {_md(r.outcome)} | {_num(_round(r.ready_after))}s | "
             f"{_num(b.output_throughput if b else None)} | {_num(b.accept_length if b else None, 2)} | "
             f"{_num(_median(b.stats, 'ttft_ms') if b else None)} |"
         )
@@ -279,6 +190,7 @@ def export_markdown(events: list[Event], title: str = "eagletui session") -> str
 
     for r in runs:
         out += [f"## Launch {r.launch}" + (f" on `{_md(r.target)}`" if r.target else ""), ""]
+        args = r.args
         if r.started_wall is not None:
             out.append(f"- started: {_iso(r.started_wall)}")
         if r.model:
@@ -286,9 +198,9 @@ def export_markdown(events: list[Event], title: str = "eagletui session") -> str
         out.append(f"- outcome: **{_md(r.outcome)}**" + (f" ({_md(r.failure)})" if r.failure else ""))
         if r.diff:
             out.append(f"- changes: {_md(_fmt_changes(r.diff))}")
-        if r.args:
+        if args:
             out.append(
-                "- args: " + " ".join(f"`{_md(k)}={_md(_fmt_flag(v))}`" for k, v in sorted(r.args.items()))
+                "- args: " + " ".join(f"`{_md(k)}={_md(_fmt_flag(v))}`" for k, v in sorted(args.items()))
             )
         if r.env:
             out.append("- env: " + " ".join(f"`{_md(k)}={_md(v)}`" for k, v in sorted(r.env.items())))
@@ -296,14 +208,14 @@ def export_markdown(events: list[Event], title: str = "eagletui session") -> str
         if r.phases:
             out += ["| phase | seconds |", "|---|---:|"]
             ordered = [p for p in PHASES if p in r.phases] + [p for p in r.phases if p not in PHASES]
-            out += [f"| {_md(p)} | {_num(r.phases[p])} |" for p in ordered]
+            out += [f"| {_md(p)} | {_num(_phase_s(r, p))} |" for p in ordered]
             out.append("")
-        if r.benchmarks:
+        if r.results:
             out += [
                 "| bench | runner | tok/s | accept len | TTFT p50 | ITL p50 | requests | failed | duration |",
                 "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
             ]
-            for b in r.benchmarks:
+            for b in r.results:
                 out.append(
                     f"| {b.bench} | {_md(b.runner)} | {_num(b.output_throughput)} | {_num(b.accept_length, 2)} | "
                     f"{_num(_median(b.stats, 'ttft_ms'))} | {_num(_median(b.stats, 'itl_ms'))} | {b.requests} | "

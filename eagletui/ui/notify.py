@@ -8,8 +8,14 @@ into the terminal, so every control character is removed before the sequence is 
 from __future__ import annotations
 
 import re
+from typing import TYPE_CHECKING
 
-from eagletui.config import DESKTOP_KINDS, NotifyChannels
+from eagletui.config import DESKTOP_KINDS, NotifyChannels, NotifyConfig
+from eagletui.core.events import BenchmarkResult, Event, Notice, ServerFailed, ServerReady
+
+if TYPE_CHECKING:
+    from eagletui.session.model import Problem
+    from eagletui.ui.app import EagleApp
 
 # C0 controls, DEL and C1 controls (0x9b is a one-byte CSI, 0x9c a one-byte ST, 0x9d a one-byte OSC).
 _CONTROL_RE = re.compile(r"[\x00-\x1f\x7f-\x9f]+")
@@ -53,3 +59,51 @@ def notification_output(channels: NotifyChannels, title: str, body: str, kind: s
     if channels.desktop:
         out += desktop_notify_sequence(title, body, kind)
     return out
+
+
+_MILESTONES = frozenset({ServerReady, ServerFailed, BenchmarkResult, Notice})
+
+
+class Announcer:
+    """The session model's observer for milestones (ready, failed, benchmark done, warnings) and its
+    problems: toasts, plus the bell and desktop notifications the user config asks for. The fold
+    itself never notifies; this is the only place the UI turns events into attention."""
+
+    def __init__(self, app: EagleApp) -> None:
+        self.app = app
+
+    def on_event(self, ev: Event) -> None:
+        if type(ev) not in _MILESTONES:  # log lines, samples: the hot path does one set lookup
+            return
+        if isinstance(ev, ServerReady):
+            self.announce("ready", "server ready", f"launch #{self.app.model.state.current} is ready")
+        elif isinstance(ev, ServerFailed):
+            self.announce("failed", f"server failed: {ev.kind}", ev.hint or ev.message, severity="error")
+        elif isinstance(ev, BenchmarkResult):
+            msg = f"{ev.output_throughput:.1f} tok/s"
+            if ev.accept_length:
+                msg += f", accept {ev.accept_length:.2f}"
+            if ev.error:
+                msg += f" ({ev.error})"
+            self.announce("bench_done", "benchmark done", msg)
+        elif isinstance(ev, Notice) and ev.level in ("warning", "error"):
+            self.app.notify(ev.message, severity="error" if ev.level == "error" else "warning", timeout=6)
+
+    def on_problem(self, problem: Problem) -> None:
+        self.app.notify(problem.message, title=problem.source, severity=problem.severity)
+
+    def announce(self, what: str, title: str, body: str, severity: str = "information") -> None:
+        """Toast, bell and desktop notification as the user config's channels for ``what`` say."""
+        app = self.app
+        if not app.driver.toasts_milestones:
+            return
+        config = getattr(app.user_config, "notifications", None) or NotifyConfig()
+        channels = getattr(config, what, None) or NotifyChannels()
+        if channels.toast:
+            app.notify(body, title=title, severity=severity, timeout=6)
+        terminal = app._driver  # Textual's terminal driver: the bell and OSC sequences go straight out
+        if not app.driver.rings_bells or app.is_headless or terminal is None:
+            return
+        out = notification_output(channels, f"eagletui: {title}", body, config.desktop_kind)
+        if out:
+            terminal.write(out)

@@ -3,6 +3,8 @@ and the app calls :meth:`MetricChart.sync` from a coalescing timer, so bursts co
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from textual.strip import Strip
 from textual.visual import Visual, visualize
 from textual_plotext import PlotextPlot
@@ -29,6 +31,8 @@ class MetricChart(PlotextPlot):
     DEFAULT_CSS = """
     MetricChart { height: 1fr; min-height: 8; }
     """
+    #: the run-book metric whose pinned-baseline value is drawn as a line (None: no baseline line)
+    baseline_metric: ClassVar[str | None] = None
 
     def __init__(self, title: str, ylabel: str, colour_var: str, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -95,11 +99,8 @@ class MetricChart(PlotextPlot):
         plt.clear_figure()
         plt.title(self.title)
         colour = _rgb(self.app, self.colour_var, (80, 160, 255))
-        t0 = None
-        for s in (samples, rolling, live):
-            if s is not None and s.points:
-                first = s.points[0][0]
-                t0 = first if t0 is None else min(t0, first)
+        starts = [s.points[0][0] for s in (samples, rolling, live) if s is not None and s.points]
+        t0 = min(starts) if starts else 0.0  # only used when some series has points
         n = 0
         if samples is not None and samples.points:
             pts = self._thin(samples.points)
@@ -143,6 +144,8 @@ class MetricChart(PlotextPlot):
 class TokSChart(MetricChart):
     """Aggregate throughput: the benchmark's per-second output tok/s and the server's Decode lines."""
 
+    baseline_metric = "tok_s"
+
     def __init__(self, **kwargs) -> None:
         super().__init__("output tok/s (aggregate)", "tok/s", "chart-toks", **kwargs)
 
@@ -161,6 +164,8 @@ class RequestTokSChart(MetricChart):
 
 
 class AcceptChart(MetricChart):
+    baseline_metric = "accept_len"
+
     def __init__(self, **kwargs) -> None:
         super().__init__("accept length", "tokens", "chart-accept", **kwargs)
 

@@ -8,7 +8,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from eagletui.core.events import PHASES
-from eagletui.core.state import LaunchState
+from eagletui.core.state import LaunchState, PhaseStatus, ServerState
 from eagletui.core.textsafe import inert, inert_lines
 from eagletui.ui.widgets.textview import TextView
 
@@ -24,7 +24,13 @@ PHASE_LABELS = {
     "ready": "ready",
 }
 
-STATUS_MARK = {"pending": "·", "active": "▶", "done": "✔", "failed": "✘", "skipped": "–"}
+STATUS_MARK = {
+    PhaseStatus.PENDING: "·",
+    PhaseStatus.ACTIVE: "▶",
+    PhaseStatus.DONE: "✔",
+    PhaseStatus.FAILED: "✘",
+    PhaseStatus.SKIPPED: "–",
+}
 
 
 def fmt_secs(s: float | None) -> str:
@@ -44,7 +50,7 @@ def set_label(label: Static, content) -> None:
     """Update only on change: Static.update always asks for a layout, which is costly at 10 Hz."""
     key = content.plain + str(content.spans) if isinstance(content, Text) else content
     if getattr(label, "_eagle_last", None) != key:
-        label._eagle_last = key
+        setattr(label, "_eagle_last", key)  # noqa: B010  # a marker on a plain Static, not a field
         label.update(content)
 
 
@@ -104,34 +110,36 @@ class PhasePanel(Vertical):
         out = Text(no_wrap=True, overflow="ellipsis")
         for i, phase in enumerate(PHASES):
             st = la.phases[phase] if la else None
-            status = st.status if st else "pending"
+            status = st.status if st else PhaseStatus.PENDING
             colour = colours.get(status, dim)
             if i:
                 out.append("\n")
             out.append(f"{STATUS_MARK.get(status, '?')} ", style=colour)
             out.append(
                 f"{PHASE_LABELS[phase]:<14}",
-                style=f"bold {colour}" if status in ("active", "failed") else colour,
+                style=f"bold {colour}" if status in (PhaseStatus.ACTIVE, PhaseStatus.FAILED) else colour,
             )
-            if st is None or status == "pending":
+            if st is None or status == PhaseStatus.PENDING:
                 out.append_text(_bar(0.0, colour, dim, now))
                 continue
             if st.total:
                 frac: float | None = min(st.done, st.total) / st.total
                 units = f"{st.done}/{st.total} {st.unit}".strip()
-            elif status in ("done", "skipped"):
-                frac = 1.0 if status == "done" else 0.0
+            elif status in (PhaseStatus.DONE, PhaseStatus.SKIPPED):
+                frac = 1.0 if status == PhaseStatus.DONE else 0.0
                 units = ""
-            elif status == "failed":
+            elif status == PhaseStatus.FAILED:
                 frac, units = 0.0, ""
             else:
                 frac, units = None, st.label[:13]
-            out.append_text(_bar(frac, colours["done"] if status == "done" else colour, dim, now))
+            out.append_text(
+                _bar(frac, colours[PhaseStatus.DONE] if status == PhaseStatus.DONE else colour, dim, now)
+            )
             out.append(f"  {units:<14}")
             elapsed = st.elapsed(now)
             if elapsed is not None and phase != "ready":
                 out.append(f"{fmt_secs(elapsed):>6}")
-            if status != "active":
+            if status != PhaseStatus.ACTIVE:
                 continue
             est = estimates.get(phase)
             if est is not None:
@@ -162,13 +170,17 @@ class PhasePanel(Vertical):
         line.append(f"{la.status}  ")
         if total is not None:
             line.append(f"elapsed {fmt_secs(total)}")
-        if la.status in ("loading", "launching"):
+        if la.status in (ServerState.LOADING, ServerState.LAUNCHING):
             if estimates:
                 remaining = 0.0
                 for phase in PHASES:
                     st = la.phases[phase]
                     est = estimates.get(phase)
-                    if est is None or st.status in ("done", "skipped", "failed"):
+                    if est is None or st.status in (
+                        PhaseStatus.DONE,
+                        PhaseStatus.SKIPPED,
+                        PhaseStatus.FAILED,
+                    ):
                         continue
                     remaining += max(0.0, est[0] - (st.elapsed(now) or 0.0))
                 line.append(f"  ETA ready {fmt_secs(remaining)}")
@@ -207,7 +219,7 @@ def launch_elapsed(la: LaunchState, now: float) -> float | None:
     durations = la.phase_durations()
     if la.ready_at is not None and la.started is not None:
         return max(la.ready_at - la.started, sum(durations.values()))
-    if la.status == "ready" and durations:
+    if la.status == ServerState.READY and durations:
         return sum(durations.values())
     return (now - la.started) if la.started else None
 

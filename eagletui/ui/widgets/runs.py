@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 from textual.message import Message
@@ -12,6 +12,10 @@ from textual.widgets import DataTable
 
 from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.phases import fmt_secs
+
+if TYPE_CHECKING:
+    from eagletui.core.runs import RunBook
+    from eagletui.core.state import SessionState
 
 # The numbers first and the free-length config diff last, so a narrow pane still shows what matters.
 COLUMNS = (
@@ -51,7 +55,7 @@ class RunsTable(DataTable):
         for c in COLUMNS:
             self.add_column(c, key=c)
 
-    def show(self, runbook: Any, state: Any) -> None:
+    def show(self, runbook: RunBook | None, state: SessionState) -> None:
         if runbook is None:
             return
         rows = runbook.rows()
@@ -90,7 +94,7 @@ class RunsTable(DataTable):
             return None
         try:
             key = self.coordinate_to_cell_key(self.cursor_coordinate).row_key
-            return int(key.value)
+            return int(key.value or "")
         except Exception:
             return None
 
@@ -99,7 +103,7 @@ class RunsTable(DataTable):
         if event.row_key is not None and event.row_key.value is not None:
             self.post_message(self.RunSelected(int(event.row_key.value)))
 
-    def details(self, runbook: Any, state: Any, launch: int) -> Text:
+    def details(self, runbook: RunBook | None, state: SessionState, launch: int) -> Text:
         t = Text()
         run = runbook.runs.get(launch) if runbook is not None else None
         la = state.launches.get(launch)
@@ -121,7 +125,7 @@ class RunsTable(DataTable):
                 t.append(
                     f"\nfailure: {inert(f.kind)}: {inert(f.message)}\nhint: {inert(f.hint)}\n", style="red"
                 )
-        if runbook is not None and launch in runbook.runs:
+        if runbook is not None and run is not None:
             r = runbook.row(launch)
             t.append("\nbenchmark\n", style="bold")
             t.append(

@@ -20,7 +20,7 @@ class StatusHeader(TextView):
     def __init__(self, **kwargs) -> None:
         super().__init__(Text("eagletui"), **kwargs)
 
-    def show(self, state: SessionState, *, recording: bool, mode: str, follow: bool, bench: bool) -> None:
+    def show(self, state: SessionState, *, recording: bool, replay: bool, follow: bool, bench: bool) -> None:
         v = self.app.theme_variables
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("eagletui ", style="bold")
@@ -32,7 +32,7 @@ class StatusHeader(TextView):
         label = conn
         if conn == "reconnecting" and state.retry_in is not None:
             label = f"reconnecting in {state.retry_in:.0f}s"
-        if mode == "replay":
+        if replay:
             label, conn_style = "replay", v.get("secondary", "magenta")
         t.append(f"● {label} ", style=conn_style)
         server = state.server_state

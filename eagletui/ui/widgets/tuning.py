@@ -14,6 +14,7 @@ from textual.message import Message
 from textual.widgets import DataTable
 
 from eagletui.core.profile import Profile, Toggle
+from eagletui.core.staged import StagedConfig
 
 
 def show_value(v: Any) -> str:
@@ -40,12 +41,23 @@ class TuningPanel(DataTable):
             super().__init__()
             self.pending = pending
 
-    def __init__(self, **kwargs) -> None:
+    def __init__(self, staged: StagedConfig | None = None, **kwargs: Any) -> None:
         super().__init__(cursor_type="row", zebra_stripes=True, **kwargs)
-        self.profile: Profile | None = None
-        self.pending: dict[str, Any] = {}
+        #: the source of truth for what is staged (the session model's): this widget only renders it
+        self.staged = staged if staged is not None else StagedConfig()
         self.error: str = ""
-        self.server_version: str | None = None  # set by the app once the preflight has seen the host
+
+    @property
+    def profile(self) -> Profile | None:
+        return self.staged.profile
+
+    @property
+    def pending(self) -> dict[str, Any]:
+        return self.staged.pending
+
+    @property
+    def server_version(self) -> str | None:
+        return self.staged.server_version
 
     def on_mount(self) -> None:
         self.add_column("toggle", key="toggle")
@@ -54,9 +66,14 @@ class TuningPanel(DataTable):
         self.add_column("", key="help")
 
     def set_profile(self, profile: Profile) -> None:
-        self.profile = profile
-        self.pending = {k: v for k, v in self.pending.items() if profile.toggle(k) is not None}
+        """The server now runs ``profile`` (staged toggles it lacks are dropped)."""
+        self.staged.rebase(profile)
+        self.refresh_rows()
+
+    def refresh_rows(self) -> None:
+        """Redraw from the staged config, and say how many toggles are staged."""
         self._rebuild()
+        self.post_message(self.PendingChanged(self.staged.pending))
 
     def _rebuild(self) -> None:
         if self.profile is None:
@@ -71,9 +88,8 @@ class TuningPanel(DataTable):
     def _cells(self, t: Toggle) -> tuple[Any, ...]:
         running = self.profile.toggle_value(t) if self.profile else None
         name = Text(t.name)
-        if t.key in self.pending:
-            new = self.pending[t.key]
-            pending = Text(show_value(new), style="bold reverse")
+        if self.staged.is_staged(t.key):
+            pending = Text(show_value(self.staged.staged_value(t.key)), style="bold reverse")
             name.stylize("bold")
         else:
             pending = Text("")
@@ -87,49 +103,32 @@ class TuningPanel(DataTable):
 
     def action_step(self, step: int) -> None:
         t = self.current_toggle
-        if t is None or self.profile is None:
+        if t is None:
             return
         options = t.options()
-        running = self.profile.toggle_value(t)
-        current = self.pending.get(t.key, running)
         if not options:
             self.app.notify(f"{t.name}: no stepper for this toggle; edit the profile", severity="warning")
             return
+        current = self.staged.value(t)
         try:
             idx = options.index(current)
         except ValueError:
             idx = -1 if step > 0 else 0
-        new = options[(idx + step) % len(options)]
-        self.set_pending(t, new)
+        self.set_pending(t, options[(idx + step) % len(options)])
 
     def set_pending(self, t: Toggle, value: Any) -> bool:
         """Stage a value; an invalid one is refused inline with the reason."""
-        assert self.profile is not None
-        try:
-            value = t.validate(value) if value is not None and value is not False else value
-        except ValueError as exc:
-            self.error = str(exc)
-            self.app.notify(str(exc), title="refused", severity="error")
+        error = self.staged.stage(t, value)
+        if error is not None:
+            self.error = error
+            self.app.notify(error, title="refused", severity="error")
             return False
-        if t.kind == "arg" and value not in (None, False):
-            from eagletui.core.flags import check_flags
-
-            errors, _ = check_flags([t.name], self.server_version)
-            if errors:
-                self.error = errors[0]
-                self.app.notify(errors[0], title="refused", severity="error")
-                return False
-        running = self.profile.toggle_value(t)
-        if value == running or (value in (None, False) and running in (None, False)):
-            self.pending.pop(t.key, None)
-        else:
-            self.pending[t.key] = value
         self.update_cell(t.key, "pending", self._cells(t)[2], update_width=True)
         self.update_cell(t.key, "toggle", self._cells(t)[0])
-        self.post_message(self.PendingChanged(dict(self.pending)))
+        self.post_message(self.PendingChanged(self.staged.pending))
         return True
 
     def action_discard(self) -> None:
-        self.pending.clear()
+        self.staged.discard()
         self._rebuild()
         self.post_message(self.PendingChanged({}))

@@ -1,0 +1,284 @@
+"""Drivers: where a session's events come from, and what the user may do with that source.
+
+A driver replaces the free ``mode`` string the UI used to test everywhere: a :class:`LiveDriver`
+(``eagletui connect``) owns a :class:`~eagletui.workspace.Workspace` and can launch, stop and benchmark;
+a :class:`DemoDriver` is a live driver that also stops its server on quit and never asks about
+servers it did not start; a :class:`ReplayDriver` plays a recording and can do none of that. Code asks
+the capability (``driver.can_launch``), never the name.
+
+The connect → reattach → follow-a-foreign-server → launch policy lives here, not in a widget, so it is
+the same whoever drives it. A driver talks back through a :class:`DriverHost` (the UI's main screen,
+or a headless caller): ``dispatch`` for events, ``notify`` for messages, ``ask`` for a yes/no.
+
+No Textual here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol
+
+from eagletui.core.events import BenchmarkResult, Event, Notice
+
+if TYPE_CHECKING:
+    from eagletui.core.profile import Profile
+    from eagletui.session.model import SessionModel
+    from eagletui.workspace import Workspace
+
+    WorkspaceFactory = Callable[[Callable[[Event], None]], Workspace]
+
+
+class DriverHost(Protocol):
+    """What a driver needs from whoever runs it (the main screen, or a headless command)."""
+
+    def dispatch(self, ev: Event) -> None: ...
+
+    def notify(
+        self, message: str, *, title: str = "", severity: str = "information", timeout: float | None = None
+    ) -> None: ...
+
+    def ask(self, question: str) -> Awaitable[bool]: ...
+
+    def config_changed(self) -> None:
+        """The running profile or the server version changed (after a launch attempt)."""
+
+    def settled(self) -> None:
+        """Everything the source had is in (the end of a replay): paint it all now."""
+
+
+class ReplaySource(Protocol):
+    """A recording being played (:class:`~eagletui.session.replay.Replayer`)."""
+
+    def play(self) -> AsyncIterator[Event]: ...
+
+
+class Driver:
+    """The source of a session's events plus what it allows. Subclasses set the capabilities."""
+
+    kind: ClassVar[str] = "none"
+    can_launch: ClassVar[bool] = False  # relaunch, stop, apply
+    can_bench: ClassVar[bool] = False
+    is_replay: ClassVar[bool] = False
+    stops_server_on_quit: ClassVar[bool] = False
+    asks_about_foreign_servers: ClassVar[bool] = False
+
+    workspace: Workspace | None = None
+
+    @property
+    def rings_bells(self) -> bool:
+        """Bells and desktop notifications are for things happening now, not for history."""
+        return not self.is_replay
+
+    @property
+    def toasts_milestones(self) -> bool:
+        """Ready/failed/benchmark toasts (an instant replay would bury the screen in them)."""
+        return True
+
+    def refusal(self) -> str:
+        """Why a control action (launch, stop, bench) cannot run now."""
+        return "not connected"
+
+    def now(self, model: SessionModel, clock: Callable[[], float]) -> float:
+        """The time elapsed times are measured to: the wall clock, or a replay's own."""
+        return clock()
+
+    async def run(self, model: SessionModel, host: DriverHost) -> None:
+        """Feed ``host`` until the source ends (a live source ends with the app)."""
+
+    async def close(self) -> None:
+        """Let go of the source (a live server keeps running unless ``stops_server_on_quit``)."""
+
+
+class ReplayDriver(Driver):
+    kind = "replay"
+    is_replay = True
+
+    def __init__(self, source: ReplaySource) -> None:
+        self.source = source
+        self.done = asyncio.Event()  # set when the replay has fed its last event
+
+    @property
+    def speed(self) -> Any:
+        return getattr(self.source, "speed", None)
+
+    @property
+    def toasts_milestones(self) -> bool:
+        return self.speed != "instant"  # the whole history at once: a toast per launch buries the screen
+
+    def refusal(self) -> str:
+        return "not available in replay"
+
+    def now(self, model: SessionModel, clock: Callable[[], float]) -> float:
+        return model.state.last_wall or clock()
+
+    async def run(self, model: SessionModel, host: DriverHost) -> None:
+        bad = 0
+        async for ev in self.source.play():
+            try:
+                host.dispatch(ev)
+            except Exception as exc:  # a damaged event must not end the replay silently
+                bad += 1
+                if bad == 1:
+                    host.notify(f"skipped a damaged event ({type(exc).__name__}: {exc})", severity="warning")
+        self.done.set()
+        host.settled()
+        host.notify("end of recording", title="replay")
+
+
+class LiveDriver(Driver):
+    """A host reached through a :class:`~eagletui.workspace.Workspace` (SSH or local)."""
+
+    kind = "live"
+    can_launch = True
+    can_bench = True
+    asks_about_foreign_servers = True
+
+    def __init__(self, workspace_factory: WorkspaceFactory | None, *, autolaunch: bool = True) -> None:
+        self.workspace_factory = workspace_factory
+        self.autolaunch = autolaunch
+        self.workspace = None
+        self.control_busy = False  # a launch or stop is in flight
+        self.bench_task: asyncio.Task[Any] | None = None
+
+    @property
+    def benchmarking(self) -> bool:
+        return self.bench_task is not None and not self.bench_task.done()
+
+    async def run(self, model: SessionModel, host: DriverHost) -> None:
+        """Connect, then reattach to our newest server, offer to follow a foreign one, or launch."""
+        if self.workspace_factory is None:
+            return
+        ws = self.workspace = self.workspace_factory(host.dispatch)
+        try:
+            await ws.connect()
+        except Exception as exc:
+            host.notify(str(exc), title="connection failed", severity="error", timeout=30)
+            host.dispatch(Notice(level="error", message=f"connect failed: {exc}", source="connect"))
+            return
+        try:
+            attached = await ws.attach_newest()
+        except Exception as exc:
+            # Not knowing whether a server runs is not "no server": launching now could start a second one.
+            host.notify(
+                f"could not list runs on the host: {exc}", title="attach", severity="error", timeout=20
+            )
+            return
+        if attached:
+            host.notify("reattached to the running server", title="attach")
+            return
+        foreign = await ws.discover_foreign() if self.asks_about_foreign_servers else []
+        for server in foreign:
+            if not server.log_path:
+                host.notify(
+                    f"SGLang server pid {server.pid} found; its output is not a file, so it can't be followed"
+                )
+                continue
+            cmd = " ".join(server.cmdline)[:160]
+            question = (
+                f"An SGLang server that eagletui did not start is running:\npid {server.pid}: {cmd}\n"
+                f"log: {server.log_path}\n\nFollow its log read-only? It will never be stopped by eagletui. (y/n)"
+            )
+            if await host.ask(question):
+                ws.follow_foreign(server)
+                return
+        if self.autolaunch:
+            await self.launch(None, model, host)
+
+    # ------------------------------------------------------------------ commands
+
+    async def launch(
+        self, profile: Profile | None, model: SessionModel, host: DriverHost, applied: Any = None
+    ) -> bool:
+        """Launch (or relaunch with ``profile``); ``applied`` staged keys are cleared once it started."""
+        from eagletui.workspace import WorkspaceError
+
+        ws = self.workspace
+        if ws is None:
+            return False
+        ok = False
+        self.control_busy = True
+        try:
+            await ws.launch(profile)
+            ok = True
+        except WorkspaceError as exc:
+            host.notify(str(exc), title="launch refused", severity="error", timeout=15)
+        except Exception as exc:
+            host.notify(f"{type(exc).__name__}: {exc}", title="launch failed", severity="error", timeout=15)
+            host.dispatch(Notice(level="error", message=f"launch failed: {exc}", source="launch"))
+        finally:
+            self.control_busy = False
+        if ok and applied is not None:
+            model.staged.applied(applied)
+        model.staged.server_version = ws.server_version
+        model.staged.rebase(ws.profile)
+        host.config_changed()
+        return ok
+
+    async def stop(self, host: DriverHost) -> None:
+        if self.workspace is None:
+            return
+        self.control_busy = True
+        try:
+            await self.workspace.stop()
+            host.notify("server stopped", title="stop")
+        except Exception as exc:
+            host.notify(str(exc), title="stop", severity="error")
+        finally:
+            self.control_busy = False
+
+    async def benchmark(self, model: SessionModel, host: DriverHost) -> None:
+        if self.workspace is None:
+            return
+        self.bench_task = asyncio.current_task()
+        try:
+            await self.workspace.benchmark()
+        except Exception as exc:
+            host.notify(f"{exc}", title="benchmark failed", severity="error")
+        finally:
+            self.bench_task = None
+            if model.state.bench_running is not None:
+                # The runner died before its result: close the run so the header does not say
+                # "benchmarking" forever.
+                host.dispatch(
+                    BenchmarkResult(
+                        bench=model.state.bench_running, launch=model.state.current, error="benchmark aborted"
+                    )
+                )
+
+    async def close(self) -> None:
+        """Cancel a benchmark, let a launch in flight finish (≤ 30 s) so its server is known, then
+        disconnect (stopping the server only where ``stops_server_on_quit``)."""
+        if self.bench_task is not None:
+            self.bench_task.cancel()
+        deadline = time.monotonic() + 30
+        while self.control_busy and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        if self.workspace is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(
+                    self.workspace.close(stop_server=self.stops_server_on_quit), timeout=30
+                )
+
+
+class DemoDriver(LiveDriver):
+    """The bundled simulator on ``local``: its server is ours alone, so quitting stops it."""
+
+    kind = "demo"
+    stops_server_on_quit = True
+    asks_about_foreign_servers = False
+
+
+def make_driver(
+    mode: str, *, workspace_factory: Any = None, replay: Any = None, autolaunch: bool = True
+) -> Driver:
+    """The driver for the old ``mode`` keyword (``live`` | ``demo`` | ``replay``)."""
+    if mode == "replay":
+        return ReplayDriver(replay)
+    if mode == "demo":
+        return DemoDriver(workspace_factory, autolaunch=autolaunch)
+    if mode == "live":
+        return LiveDriver(workspace_factory, autolaunch=autolaunch)
+    raise ValueError(f"unknown mode {mode!r}: live, demo or replay")

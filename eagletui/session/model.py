@@ -1,0 +1,189 @@
+"""The session model: everything one session knows, fed by one ``dispatch(event)``.
+
+The live workspace, a replay and the headless ``eagletui bench`` all push their events into
+:meth:`SessionModel.dispatch`; it folds them into the screen state (:class:`SessionState`) and the run
+book (:class:`RunBook`), writes them to the recording, learns phase durations for the next launch's
+ETA, and then tells its observers. Observers are how anything *outside* the fold reacts: the UI marks
+itself dirty and appends log lines, the app toasts, the headless bench prints phase lines. The fold
+never toasts, never rings a bell and never touches a widget, so the same model runs with no UI.
+
+Failures around the fold (the recording cannot be written, the run book rejects an event, the phase
+history cannot be saved) are not swallowed: each becomes a :class:`Problem` handed to the problem
+observers (the UI toasts it, the headless bench prints it), and is kept in :attr:`problems` until
+someone listens.
+
+No Textual here (``session`` must not import ``ui``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Protocol
+
+from eagletui.core.events import PHASES, Event, LaunchStarted, ServerReady
+from eagletui.core.history import history_key
+from eagletui.core.profile import Verdict
+from eagletui.core.runs import RunBook
+from eagletui.core.staged import StagedConfig
+from eagletui.core.state import SessionState
+
+if TYPE_CHECKING:
+    from eagletui.core.profile import Profile
+
+
+class EventWriter(Protocol):
+    """Where events are recorded (:class:`~eagletui.session.record.Recorder`). A writer may raise, or
+    keep the reason it stopped in an ``error`` attribute; either way the model reports it once."""
+
+    def write(self, event: Event) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class PhaseHistoryStore(Protocol):
+    """Phase durations of earlier launches (:class:`~eagletui.core.history.PhaseHistory`)."""
+
+    def record(self, key: str, durations: dict[str, float]) -> Any: ...
+
+    def estimate(self, key: str, phase: str) -> float | None: ...
+
+    def p95(self, key: str, phase: str) -> float | None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """Something around the fold failed; ``source`` says what (record, runs, history)."""
+
+    source: str
+    message: str
+    severity: str = "error"  # "error" | "warning": the UI's toast severities
+
+
+Observer = Callable[[Event], None]
+ProblemObserver = Callable[[Problem], None]
+
+
+class SessionModel:
+    """State fold + run book + recorder + phase history + staged config for one session."""
+
+    def __init__(
+        self,
+        *,
+        target: str,
+        profile: Profile | None = None,
+        recorder: EventWriter | None = None,
+        history: PhaseHistoryStore | None = None,
+        learn_history: bool = True,
+    ) -> None:
+        self.profile = profile
+        self.state = SessionState(target=target)
+        self.runbook = RunBook(verdict=profile.verdict if profile else None)
+        self.staged = StagedConfig(profile)
+        self.recorder = recorder
+        self.history = history
+        #: a replay is history already: its launches must not become ETA samples again
+        self.learn_history = learn_history
+        self.events_seen = 0
+        self._closed = False
+        self.problems: deque[Problem] = deque(maxlen=50)
+        self._observers: list[Observer] = []
+        self._problem_observers: list[ProblemObserver] = []
+        self._runbook_failed: set[str] = set()  # event types already reported: one toast, not 20,000
+
+    # ------------------------------------------------------------------ observers
+
+    def subscribe(self, observer: Observer) -> Callable[[], None]:
+        """Call ``observer(event)`` after each event is folded; returns the unsubscribe function."""
+        self._observers.append(observer)
+        return lambda: self._observers.remove(observer) if observer in self._observers else None
+
+    def on_problem(self, observer: ProblemObserver) -> None:
+        """Hand problems to ``observer``, the ones that happened before it subscribed first."""
+        self._problem_observers.append(observer)
+        for p in list(self.problems):
+            observer(p)
+
+    def _problem(self, source: str, message: str, severity: str = "error") -> None:
+        p = Problem(source, message, severity)
+        self.problems.append(p)
+        for obs in list(self._problem_observers):
+            obs(p)
+
+    # ------------------------------------------------------------------ the event path
+
+    def dispatch(self, ev: Event) -> None:
+        """The single entry for events from any source (live, bench, replay)."""
+        self.events_seen += 1
+        self.state.apply(ev)
+        try:
+            self.runbook.apply(ev)
+        except Exception as exc:
+            if ev.type not in self._runbook_failed:
+                self._runbook_failed.add(ev.type)
+                self._problem("runs", f"runs table could not take a {ev.type} event: {exc}", "warning")
+        rec = self.recorder
+        if rec is not None and not self._closed:
+            try:
+                rec.write(ev)
+                # The Recorder keeps a write error (disk full) instead of raising it into the pump.
+                error = getattr(rec, "error", None)
+            except Exception as exc:
+                error = f"recording stopped: {exc}"
+            if error:
+                self.recorder = None
+                self._problem("record", str(error))
+        if isinstance(ev, ServerReady):
+            self._record_history()
+        elif isinstance(ev, LaunchStarted):
+            self._adopt_verdict(ev.config.get("verdict"))
+        for obs in self._observers:
+            obs(ev)
+
+    def _adopt_verdict(self, recorded: Any) -> None:
+        """A replay has no profile: judge its runs with the thresholds the recording carries."""
+        if self.profile is not None or not isinstance(recorded, dict):
+            return
+        with contextlib.suppress(TypeError, ValueError):  # a damaged verdict: keep the defaults
+            self.runbook.verdict = Verdict(**{k: float(v) for k, v in recorded.items()})
+
+    # ------------------------------------------------------------------ phase history
+
+    def _record_history(self) -> None:
+        la = self.state.launch
+        if self.history is None or la is None or not self.learn_history:
+            return
+        try:
+            self.history.record(history_key(la.config), la.phase_durations())
+        except Exception as exc:
+            self._problem("history", f"phase durations not saved: {exc}", "warning")
+
+    def estimates(self) -> dict[str, tuple[float, float]]:
+        """Phase → (median, p95) seconds from earlier launches of the same config."""
+        la = self.state.launch
+        if self.history is None or la is None:
+            return {}
+        out: dict[str, tuple[float, float]] = {}
+        try:
+            key = history_key(la.config)
+            for phase in PHASES:
+                med = self.history.estimate(key, phase)
+                if med is not None:
+                    out[phase] = (med, self.history.p95(key, phase) or med * 1.5)
+        except (TypeError, ValueError):  # a config the key cannot be built from: no ETA
+            return {}
+        return out
+
+    # ------------------------------------------------------------------ end
+
+    def close(self) -> None:
+        """Close the recording; a failure to flush it is a problem, not a silent loss."""
+        rec = self.recorder
+        if rec is not None and not self._closed:
+            self._closed = True  # the reference stays: callers print where the session was recorded
+            try:
+                rec.close()
+            except Exception as exc:
+                self._problem("record", f"closing the recording failed: {exc}")

@@ -1,0 +1,125 @@
+"""Every key of the main screen in one table: binding id, default key, action, label, description.
+
+One table feeds the bindings, the key bar, F1 help, the command palette and the keymap (``[keymap]
+id = "key"`` in config.toml), so a new action is one row here plus an ``action_*`` method on
+:class:`~eagletui.ui.screens.main.MainScreen`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from textual.binding import Binding, BindingType
+from textual.command import Hit, Hits, Provider
+
+if TYPE_CHECKING:
+    from textual.app import App
+    from textual.dom import DOMNode
+
+ACTIONS: list[tuple[str, str, str, str, str]] = [
+    # (binding id, default key, action, footer label, description)
+    ("relaunch", "r", "relaunch", "Relaunch", "Relaunch the server with the running config"),
+    ("stop", "s", "stop", "Stop", "Stop the server eagletui started"),
+    ("bench", "b", "bench", "Bench", "Run a benchmark"),
+    ("apply", "a", "apply", "Apply", "Apply pending toggles: preflight, stop, relaunch"),
+    ("diff", "d", "diff", "Diff", "Show pending changes (running vs pending)"),
+    ("pin", "m", "pin_baseline", "Baseline", "Pin the selected run (or the latest) as baseline"),
+    ("search", "slash", "search", "Search", "Search the log"),
+    ("search_next", "n", "search_next", "Next hit", "Next search hit"),
+    ("search_prev", "N", "search_prev", "Prev hit", "Previous search hit"),
+    ("follow", "f", "follow", "Follow", "Follow the log tail"),
+    ("errors", "e", "filter('errors')", "Errors", "Log filter: errors and warnings only"),
+    ("phase_lines", "p", "filter('phase')", "Phases", "Log filter: phase lines"),
+    ("decode_lines", "c", "filter('decode')", "Decode", "Log filter: decode/prefill lines"),
+    ("all_lines", "0", "filter('all')", "All lines", "Log filter: everything"),
+    ("rank_filter", "k", "rank_filter", "Rank", "Log filter: cycle through ranks (TP0, TP1, …, all)"),
+    (
+        "copy",
+        "y",
+        "copy_log",
+        "Copy",
+        "Copy the log selection (or the search hit, or the visible lines) to the clipboard",
+    ),
+    ("theme", "t", "app.cycle_theme", "Theme", "Next theme"),
+    ("tab_log", "1", "tab('log')", "Log", "Log tab"),
+    ("tab_charts", "2", "tab('charts')", "Charts", "Charts tab (narrow terminals)"),
+    ("tab_tune", "3", "tab('tune')", "Tune", "Tune tab"),
+    ("tab_runs", "4", "tab('runs')", "Runs", "Runs tab"),
+    ("replay_pause", "space", "replay_pause", "Pause", "Replay: pause / resume"),
+    ("replay_faster", "right_square_bracket", "replay_speed(2)", "Faster", "Replay: twice as fast"),
+    ("replay_slower", "left_square_bracket", "replay_speed(0.5)", "Slower", "Replay: half as fast"),
+    ("help", "f1,question_mark", "help", "Help", "Help: all keys"),
+    ("quit", "q", "app.quit_app", "Quit", "Quit (the server keeps running, except in the demo)"),
+]
+
+FOOTER_SHOWN = {
+    "relaunch",
+    "stop",
+    "bench",
+    "apply",
+    "diff",
+    "pin",
+    "search",
+    "follow",
+    "theme",
+    "help",
+    "quit",
+}
+
+#: Keys of the panes, listed in F1 help after the table above (bound by the widgets themselves).
+PANE_KEYS: list[tuple[str, str, str]] = [
+    ("←/→ enter", "Tune tab: step the selected toggle", "tune.next"),
+    ("x", "Tune tab: discard pending changes", "tune.discard"),
+    ("enter", "Runs tab: run details", ""),
+    ("end", "Log: follow the tail", "log.follow"),
+    ("ctrl+p", "Command palette", ""),
+]
+
+_KEY_NAMES = {
+    "slash": "/",
+    "question_mark": "?",
+    "left_square_bracket": "[",
+    "right_square_bracket": "]",
+    "space": "Space",
+    "f1": "F1",
+}
+
+
+def bindings() -> list[BindingType]:
+    return [
+        Binding(key, action, label, id=bid, show=bid in FOOTER_SHOWN, tooltip=desc)
+        for bid, key, action, label, desc in ACTIONS
+    ]
+
+
+def key_names(keys: str) -> str:
+    """``f1,question_mark`` → ``F1 / ?``: what the user presses, not Textual's key ids."""
+    return " / ".join(_KEY_NAMES.get(k.strip(), k.strip()) for k in keys.split(","))
+
+
+def help_rows(keymap: dict[str, str]) -> list[tuple[str, str, str]]:
+    """(keys, description, binding id) for F1 help, with the user's remapped keys."""
+    rows = [(key_names(keymap.get(bid, key)), desc, bid) for bid, key, _action, _label, desc in ACTIONS]
+    return rows + PANE_KEYS
+
+
+class EagleCommands(Provider):
+    """Every action in the command palette, so nothing needs a key to be reachable."""
+
+    async def search(self, query: str) -> Hits:
+        matcher = self.matcher(query)
+        app = self.app
+        for bid, key, action, _label, desc in ACTIONS:
+            score = matcher.match(desc)
+            if score > 0:
+                yield Hit(score, matcher.highlight(desc), _runner(app, action), help=f"key: {key}  id: {bid}")
+
+
+def _runner(app: App, action: str) -> Callable[[], Awaitable[None]]:
+    async def run() -> None:
+        # The actions live on the main screen (the default screen), whichever screen is on top.
+        target: DOMNode = app.default_screen
+        await app.run_action(action, target)
+
+    return run

@@ -1,0 +1,147 @@
+"""The coalesced repaint of the main screen: events only mark it dirty; a 10 Hz tick paints.
+
+That keeps a 20,000 line/s burst from turning into 20,000 repaints. Charts are the costliest repaint
+(plotext rebuilds the figure), so they take turns: one chart per 250 ms slot, and after an event each
+visible chart gets one turn, so a busy second never stalls on all four replots at once.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+from rich.text import Text
+from textual.widgets import Static
+
+from eagletui.core.events import Event, LaunchStarted, LogLine
+from eagletui.core.state import LaunchStatus
+from eagletui.ui.widgets.charts import MetricChart
+from eagletui.ui.widgets.logview import LogView
+from eagletui.ui.widgets.phases import PhasePanel, set_label
+from eagletui.ui.widgets.runs import RunsTable
+from eagletui.ui.widgets.status import GpuStrip, StatusHeader
+
+if TYPE_CHECKING:
+    from eagletui.core.runs import RunBook
+    from eagletui.ui.screens.main import MainScreen
+
+CHARTS_SHOWN = 4  # in the wide left column or in the Charts tab, never both
+CHART_SLOT_S = 0.25
+_ACTIVE = (LaunchStatus.LAUNCHING, LaunchStatus.LOADING)
+
+
+class Repainter:
+    """What changed since the last frame, and the one method that paints it."""
+
+    def __init__(self, screen: MainScreen) -> None:
+        self.screen = screen
+        self.model = screen.model
+        self.dirty = True
+        self.force_charts = False
+        self._last_chart = 0.0
+        self._chart_cursor = -1
+        self._chart_rounds = 0
+        self.log: LogView | None = None
+
+    def attach(self) -> None:
+        """Look the widgets up once (a query per tick would cost more than the tick)."""
+        q = self.screen.query_one
+        self.log = q(LogView)
+        self.phases, self.status, self.gpus = q(PhasePanel), q(StatusHeader), q(GpuStrip)
+        self.runs, self.compare = q(RunsTable), q("#compare", Static)
+
+    # ------------------------------------------------------------------ marking
+
+    def on_event(self, ev: Event) -> None:
+        """The model's observer: the log gets its lines now (cheap), everything else on the tick."""
+        self._chart_rounds = CHARTS_SHOWN
+        log = self.log
+        if log is not None:
+            if type(ev) is LogLine:
+                log.add_events([ev])
+            elif isinstance(ev, LaunchStarted):
+                log.add_marker(f"──────── launch #{ev.launch} ────────")
+        self.dirty = True
+
+    def replot_all_soon(self) -> None:
+        """Give every visible chart its turn of the coalesced replot, even if no event comes (a theme
+        change or a resize while idle would otherwise leave some charts as they were)."""
+        self._chart_rounds = max(self._chart_rounds, CHARTS_SHOWN)
+        self.dirty = True
+
+    # ------------------------------------------------------------------ painting
+
+    def paint(self) -> None:
+        log = self.log
+        if log is None or not log.is_attached:
+            return
+        log.flush()
+        log.keep_following()
+        state = self.model.state
+        la = state.launch
+        active = la is not None and la.status in _ACTIVE
+        if not self.dirty and not active:
+            return
+        self.dirty = False
+        screen = self.screen
+        self.phases.show(la, screen.now(), self.model.estimates())
+        self.status.show(
+            state,
+            recording=self.model.recorder is not None,
+            replay=screen.driver.is_replay,
+            follow=log.follow,
+            bench=state.bench_running is not None,
+        )
+        self.gpus.show(state)
+        due = time.monotonic() - self._last_chart >= CHART_SLOT_S
+        if not (due or self.force_charts):
+            self.dirty = True
+            return
+        self._last_chart = time.monotonic()
+        narrow = screen.narrow
+        charts = [c for c in screen.query(MetricChart) if c.has_class("in-tab") == narrow]
+        if self.force_charts:
+            todo = charts
+        else:
+            self._chart_cursor = (self._chart_cursor + 1) % max(1, len(charts))
+            todo = charts[self._chart_cursor : self._chart_cursor + 1]
+        runbook = self.model.runbook
+        for chart in todo:
+            chart.sync(state, baseline_value(runbook, chart.baseline_metric))
+        self.force_charts = False
+        self.runs.show(runbook, state)
+        set_label(self.compare, compare_text(runbook))
+        # other charts may still be stale: keep ticking until each had its turn since the last event
+        self._chart_rounds -= len(todo)
+        if self._chart_rounds > 0:
+            self.dirty = True
+
+
+def baseline_value(runbook: RunBook, metric: str | None) -> float | None:
+    """The pinned baseline's mean for ``metric`` (None: no metric, or no baseline yet)."""
+    base = runbook.base_run() if metric else None
+    return base.metric(metric).mean if base is not None and metric else None
+
+
+def compare_text(runbook: RunBook) -> Text:
+    """Current run vs the baseline in one line, beside the charts."""
+    t = Text(no_wrap=True, overflow="ellipsis")
+    launch = max((n for n, r in runbook.runs.items() if r.good_results), default=None)
+    if launch is None:
+        t.append("no benchmark yet: press b when the server is ready", style="dim")
+        return t
+    row = runbook.row(launch)
+    t.append(f"run #{launch}: ", style="bold")
+    t.append(f"{row.tok_s.text(1)} tok/s")
+    d = row.deltas.get("tok_s")
+    if d is not None and d.pct is not None and not row.is_baseline:
+        t.append(f" ({d.pct:+.1f}%)", style=("green" if d.better else "red") if d.flagged else "dim")
+    t.append(f"  accept {row.accept_len.text(2)}")
+    if row.is_baseline:
+        t.append("  ★ baseline", style="bold")
+    elif runbook.baseline is not None:
+        t.append(f"  vs #{runbook.baseline}", style="dim")
+    t.append(f"  {row.verdict}", style={"pass": "bold green", "fail": "bold red"}.get(row.verdict, "dim"))
+    if row.alarms:
+        t.append(f"  ⚠ {row.alarms[0]}", style="yellow")
+    return t

@@ -1,0 +1,388 @@
+"""The tuning workspace: one screen, keyboard-driven, over one session model.
+
+The screen owns the layout, the panes and the actions on the session (relaunch, stop, bench, apply,
+diff, baseline, search, filters, tabs). It never interprets log text or HTTP: the driver feeds the
+:class:`~eagletui.session.model.SessionModel`, the model tells the screen what happened
+(:meth:`Repainter.on_event`) and a 10 Hz tick paints what changed (:mod:`eagletui.ui.repaint`).
+It is also the driver's :class:`~eagletui.session.drivers.DriverHost`: events, messages and yes/no
+questions from the driver come through :meth:`dispatch`, :meth:`notify` and :meth:`ask`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Grid, Vertical
+from textual.css.query import NoMatches
+from textual.screen import Screen
+from textual.widget import Widget
+from textual.widgets import Input, Static
+
+from eagletui.core.events import Event
+from eagletui.core.redact import Redactor
+from eagletui.core.staged import NothingStaged
+from eagletui.core.state import ServerState
+from eagletui.session.drivers import LiveDriver
+from eagletui.ui import actions
+from eagletui.ui.repaint import Repainter
+from eagletui.ui.screens.modals import ConfirmScreen, HelpScreen, TextScreen, diff_text
+from eagletui.ui.widgets.charts import AcceptChart, RequestTokSChart, TokSChart, TtftChart
+from eagletui.ui.widgets.keybar import KeyBar
+from eagletui.ui.widgets.logview import RANKS, LogView
+from eagletui.ui.widgets.phases import PhasePanel
+from eagletui.ui.widgets.runs import RunsTable
+from eagletui.ui.widgets.status import GpuStrip, StatusHeader
+from eagletui.ui.widgets.tabbar import TabBar
+from eagletui.ui.widgets.tuning import TuningPanel
+
+if TYPE_CHECKING:
+    from eagletui.session.drivers import Driver
+    from eagletui.session.model import SessionModel
+    from eagletui.ui.app import EagleApp
+
+NARROW_WIDTH = 140
+TABS = [("log", "Log"), ("charts", "Charts"), ("tune", "Tune"), ("runs", "Runs")]
+PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-table"}  # tab → widget id
+FILTERS: dict[str, set[str] | None] = {
+    "errors": {"error", "traceback", "warning"},
+    "phase": {"phase", "progress"},
+    "decode": {"decode", "prefill"},
+    "all": None,
+}
+
+
+class MainScreen(Screen):
+    BINDINGS: ClassVar[list[BindingType]] = actions.bindings()
+    app: EagleApp
+
+    def __init__(self, model: SessionModel, driver: Driver, *, scrollback: int = 100_000) -> None:
+        super().__init__(id="_default")
+        self.model = model
+        self.driver = driver
+        self.scrollback = scrollback
+        self.painter = Repainter(self)
+
+    def compose(self) -> ComposeResult:
+        # Flat on purpose: every container repaints its whole area on a full repaint (a theme switch),
+        # even where its children cover it, so each level of nesting here cost ~50 lines of work.
+        yield StatusHeader(id="status")
+        with Vertical(id="left"):
+            yield PhasePanel(id="phases")
+            yield GpuStrip(id="gpus")
+            yield Static("", id="compare")
+            with Grid(id="wide-charts", classes="charts"):
+                yield TokSChart(id="chart-toks-wide", classes="chart wide")
+                yield AcceptChart(id="chart-accept-wide", classes="chart wide")
+                yield RequestTokSChart(id="chart-req-wide", classes="chart")
+                yield TtftChart(id="chart-ttft-wide", classes="chart")
+        with Vertical(id="tabs"):
+            yield TabBar(TABS, active="log", id="tabbar")
+            # the panes: one shown at a time (see _show_tab)
+            yield LogView(max_lines=self.scrollback, id="logview", classes="pane")
+            with Grid(id="charts", classes="pane charts"):
+                yield TokSChart(id="chart-toks", classes="chart in-tab")
+                yield AcceptChart(id="chart-accept", classes="chart in-tab")
+                yield RequestTokSChart(id="chart-req", classes="chart in-tab")
+                yield TtftChart(id="chart-ttft", classes="chart in-tab")
+            yield TuningPanel(staged=self.model.staged, id="tuning", classes="pane")
+            yield RunsTable(id="runs-table", classes="pane")
+            yield SearchInput(placeholder="search the log (Enter: find, Esc: cancel)", id="search-input")
+        yield KeyBar()
+
+    def on_mount(self) -> None:
+        self.painter.attach()
+        self.model.subscribe(self.painter.on_event)
+        self.query_one(TuningPanel).refresh_rows()
+        self.layout_for(self.app.size.width)
+        self._run_driver()
+
+    # ------------------------------------------------------------------ the driver's host
+
+    def dispatch(self, ev: Event) -> None:
+        self.model.dispatch(ev)
+
+    def notify(  # type: ignore[override]  # the driver's keyword form of App.notify
+        self, message: str, *, title: str = "", severity: Any = "information", timeout: float | None = None
+    ) -> None:
+        self.app.notify(message, title=title, severity=severity, timeout=timeout)
+
+    async def ask(self, question: str) -> bool:
+        return bool(await self.app.push_screen_wait(ConfirmScreen(question)))
+
+    def config_changed(self) -> None:
+        self.query_one(TuningPanel).refresh_rows()
+
+    def settled(self) -> None:
+        self.repaint_now()
+
+    @work(exclusive=True, group="driver", exit_on_error=False)
+    async def _run_driver(self) -> None:
+        await self.driver.run(self.model, self)
+
+    # ------------------------------------------------------------------ painting
+
+    def now(self) -> float:
+        return self.driver.now(self.model, self.app.clock)
+
+    def repaint(self) -> None:
+        with contextlib.suppress(NoMatches):  # the screen is being torn down (quit): nothing to paint
+            self.painter.paint()
+
+    def repaint_now(self) -> None:
+        """Fold everything pending into the screen at once, charts included (tests, end of a replay)."""
+        self.painter.force_charts = True
+        self.painter.dirty = True
+        self.app._tick()
+
+    # ------------------------------------------------------------------ layout
+
+    @property
+    def narrow(self) -> bool:
+        return self.has_class("narrow")
+
+    def layout_for(self, width: int) -> None:
+        narrow = width < NARROW_WIDTH
+        self.set_class(narrow, "narrow")
+        with contextlib.suppress(NoMatches):
+            self.query_one(TabBar).set_hidden("charts", not narrow)
+            if not narrow and self.query_one(TabBar).active == "charts":
+                self.action_tab("log")
+        self.painter.replot_all_soon()
+
+    def action_tab(self, tab: str) -> None:
+        if tab == "charts" and not self.narrow:
+            return
+        self._show_tab(tab)
+        # Keys go to the pane's content (←/→ step a toggle, Enter opens a run), not to the tab bar.
+        panes: dict[str, type[Widget]] = {"log": LogView, "tune": TuningPanel, "runs": RunsTable}
+        target = panes.get(tab)
+        if target is not None:
+            self.query_one(target).focus()
+
+    def _show_tab(self, tab: str) -> None:
+        self.query_one(TabBar).active = tab
+        # In a narrow terminal only the Log tab shares the height with the phase panel: charts, toggles
+        # and runs need the rows more (the header still names the current phase).
+        self.set_class(tab != "log", "-full-pane")
+        for name, pane in PANES.items():
+            self.query_one(f"#{pane}").display = name == tab
+        if tab != "log":
+            self.query_one("#search-input", Input).display = False  # it belongs to the log
+
+    @on(TabBar.Clicked)
+    def _tab_clicked(self, event: TabBar.Clicked) -> None:
+        self.action_tab(event.tab)
+
+    # ------------------------------------------------------------------ server control
+
+    def _live(self) -> LiveDriver | None:
+        """The live driver with a workspace, or None after telling the user why not."""
+        d = self.driver
+        if isinstance(d, LiveDriver) and d.can_launch and d.workspace is not None:
+            return d
+        self.app.notify(d.refusal(), severity="warning")
+        return None
+
+    def _control_free(self, d: LiveDriver) -> bool:
+        """One launch/stop at a time, and never under a running benchmark: a cancelled launch would
+        leave a server nobody tracks, and a relaunch would pull the server from under the benchmark."""
+        if d.control_busy:
+            self.app.notify("a launch or stop is already in progress", severity="warning")
+            return False
+        if d.benchmarking:
+            self.app.notify("a benchmark is running: wait for it to finish", severity="warning")
+            return False
+        return True
+
+    def action_relaunch(self) -> None:
+        d = self._live()
+        if d is not None and self._control_free(d):
+            self._launch_worker(d, None, None)
+
+    @work(exclusive=False, group="control", exit_on_error=False)
+    async def _launch_worker(self, d: LiveDriver, profile: Any, applied: dict[str, Any] | None) -> None:
+        await d.launch(profile, self.model, self, applied)
+
+    def action_stop(self) -> None:
+        d = self._live()
+        if d is not None and self._control_free(d):
+            d.control_busy = True  # taken now: a second key press before the worker starts is refused
+            self._stop_worker(d)
+
+    @work(exclusive=False, group="control", exit_on_error=False)
+    async def _stop_worker(self, d: LiveDriver) -> None:
+        await d.stop(self)
+
+    def action_bench(self) -> None:
+        d = self._live()
+        if d is None:
+            return
+        if d.control_busy:
+            self.app.notify("a launch or stop is in progress", severity="warning")
+        elif self.model.state.server_state != ServerState.READY:
+            self.app.notify("the server is not ready yet", severity="warning")
+        elif d.benchmarking:
+            self.app.notify("a benchmark is already running", severity="warning")
+        else:
+            self._bench_worker(d)
+
+    @work(exclusive=False, group="bench", exit_on_error=False)
+    async def _bench_worker(self, d: LiveDriver) -> None:
+        await d.benchmark(self.model, self)
+
+    def action_diff(self) -> None:
+        staged = self.model.staged
+        new = staged.preview()
+        if new is None:
+            self.app.notify("no profile", severity="warning")
+            return
+        diff = staged.diff()
+        argv = Redactor.for_profile(new).argv(new.argv()) if diff else None  # shown: no key in clear
+        self.app.push_screen(
+            TextScreen("pending changes (running → pending)", diff_text(diff, argv), "diff-screen")
+        )
+
+    def action_apply(self) -> None:
+        d = self._live()
+        if d is None:
+            return
+        staged = self.model.staged
+        try:
+            new = staged.apply()
+        except NothingStaged:
+            self.app.notify("nothing to apply: no pending changes", severity="warning")
+            return
+        if not self._control_free(d):
+            return
+        from eagletui.core.profile import format_diff
+
+        self.app.notify(format_diff(staged.diff()), title="applying")
+        # Staged changes are cleared only once the relaunch has started: a refused preflight keeps them.
+        self._launch_worker(d, new, staged.pending)
+
+    def action_pin_baseline(self) -> None:
+        launch = self.query_one(RunsTable).selected_launch() or self.model.state.current
+        try:
+            self.model.runbook.pin_baseline(launch)
+            self.app.notify(f"launch #{launch} is the baseline", title="baseline")
+        except KeyError as exc:
+            self.app.notify(str(exc), severity="warning")
+        self.painter.dirty = True
+
+    # ------------------------------------------------------------------ the log
+
+    def action_search(self) -> None:
+        """An inline search line under the log (like ``less``): no screen push, so it stays instant."""
+        self._show_tab("log")
+        box = self.query_one("#search-input", Input)
+        box.value = self.query_one(LogView).search
+        box.display = True
+        box.focus()
+
+    @on(Input.Submitted, "#search-input")
+    def _search_submitted(self, event: Input.Submitted) -> None:
+        log = self.query_one(LogView)
+        hits = log.set_search(event.value)
+        event.input.display = False
+        log.focus()
+        self.app.notify(
+            f"{hits} hit{'s' if hits != 1 else ''} for {event.value!r}" if event.value else "search cleared"
+        )
+
+    def search_cancel(self) -> None:
+        box = self.query_one("#search-input", Input)
+        if box.display:
+            box.display = False
+            self.query_one(LogView).focus()
+
+    def action_search_next(self) -> None:
+        self.query_one(LogView).next_hit(1)
+
+    def action_search_prev(self) -> None:
+        self.query_one(LogView).next_hit(-1)
+
+    def action_copy_log(self) -> None:
+        text = self.query_one(LogView).selected_text()
+        if not text:
+            self.app.notify("nothing to copy", severity="warning")
+            return
+        self.app.copy_to_clipboard(text)
+        n = text.count("\n") + 1
+        self.app.notify(f"copied {n} line{'s' if n != 1 else ''} to the clipboard (OSC 52)")
+
+    def action_follow(self) -> None:
+        self.query_one(LogView).action_follow()
+        self.painter.dirty = True
+
+    def action_filter(self, which: str) -> None:
+        log = self.query_one(LogView)
+        log.set_filter(FILTERS[which], log.filter_rank)
+        self._show_tab("log")
+        self.app.notify(f"log filter: {which}")
+
+    def action_rank_filter(self) -> None:
+        log = self.query_one(LogView)
+        ranks = sorted({r for row in log.rows for r in row[RANKS]})
+        if not ranks:
+            self.app.notify("no ranked lines yet")
+            return
+        order: list[int | None] = [*ranks, None]
+        current = log.filter_rank
+        nxt = order[(order.index(current) + 1) % len(order)] if current in order else order[0]
+        log.set_filter(log.filter_kinds, nxt)
+        self.app.notify(f"log rank filter: {'all' if nxt is None else f'TP{nxt}'}")
+
+    @on(LogView.FollowChanged)
+    def _follow_changed(self, event: LogView.FollowChanged) -> None:
+        self.painter.dirty = True
+
+    # ------------------------------------------------------------------ replay
+
+    def action_replay_pause(self) -> None:
+        source = getattr(self.driver, "source", None)
+        if not self.driver.is_replay or source is None:
+            return
+        source.toggle_pause()
+        self.app.notify("replay paused" if source.paused else "replay resumed")
+
+    def action_replay_speed(self, factor: float) -> None:
+        source = getattr(self.driver, "source", None)
+        if not self.driver.is_replay or source is None:
+            return
+        speed = source.speed
+        if speed == "instant":
+            self.app.notify("replay speed: instant")
+            return
+        new = min(1000.0, max(0.125, float(speed) * factor))
+        source.set_speed(new)
+        self.app.notify(f"replay speed ×{new:g}")
+
+    # ------------------------------------------------------------------ panes and modals
+
+    def action_help(self) -> None:
+        keymap = self.app.keymap_config()
+        self.app.push_screen(HelpScreen(actions.help_rows(keymap)))
+
+    @on(TuningPanel.PendingChanged)
+    def _pending_changed(self, event: TuningPanel.PendingChanged) -> None:
+        n = len(event.pending)
+        self.query_one(TabBar).set_label("tune", f"Tune ({n})" if n else "Tune")
+
+    @on(RunsTable.RunSelected)
+    def _run_selected(self, event: RunsTable.RunSelected) -> None:
+        body = self.query_one(RunsTable).details(self.model.runbook, self.model.state, event.launch)
+        self.app.push_screen(TextScreen(f"run #{event.launch}", body, "run-details"))
+
+
+class SearchInput(Input):
+    BINDINGS = [Binding("escape", "cancel", "Cancel", show=False)]
+    DEFAULT_CSS = "SearchInput { display: none; dock: bottom; }"
+
+    def action_cancel(self) -> None:
+        screen = self.screen
+        if isinstance(screen, MainScreen):
+            screen.search_cancel()
