@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+from eagletui.core.economics import crossover
 from eagletui.core.events import PHASES, ConfigChanged, Event
 from eagletui.core.redact import Redactor
 from eagletui.core.runs import KEY_FLAGS, Run, RunBook
@@ -30,14 +31,69 @@ def redact_events(events: list[Event], redactor: Redactor | None = None) -> list
     return [Event.from_dict(r.event_dict(ev)) for ev in events]
 
 
-def summarize_runs(events: list[Event]) -> list[Run]:
-    """One run per launch number, in launch order: the run book's fold, so an export says what the
-    runs table says. Secrets are already replaced."""
-    events = redact_events(events)
+def summarize_book(events: list[Event]) -> RunBook:
+    """The run book's fold of the (redacted) events, so an export says what the runs table says."""
     book = RunBook()
-    for ev in events:
+    for ev in redact_events(events):
         book.apply(ev)
+    return book
+
+
+def summarize_runs(events: list[Event]) -> list[Run]:
+    """One run per launch number, in launch order. Secrets are already replaced."""
+    book = summarize_book(events)
     return [book.runs[k] for k in sorted(book.runs)]
+
+
+#: Speculation economics vs the no-spec reference run (empty for no-spec runs or without one).
+ECONOMICS_COLUMNS: tuple[str, ...] = (
+    "vs_no_spec",
+    "speedup",
+    "econ_concurrency",
+    "cycle_ms",
+    "baseline_step_ms",
+    "break_even_accept_len",
+    "needed_cycle_ms",
+    "crossover_concurrency",
+    "economics",
+)
+
+
+def economics_cells(book: RunBook, launch: int) -> list[Any]:
+    """The :data:`ECONOMICS_COLUMNS` of one run."""
+    e = book.economics(launch)
+    ref = book.nospec_reference(launch)
+    if e is None or ref is None:
+        return [""] * len(ECONOMICS_COLUMNS)
+    points = book.economics_points(launch)
+    cross = crossover(points) if len(points) > 1 else None
+    return [
+        ref.launch,
+        round(e.speedup, 4),
+        e.concurrency or "",
+        round(e.cycle_ms, 3),
+        round(e.baseline_step_ms, 3),
+        round(e.break_even_accept_len, 3),
+        round(e.needed_cycle_ms, 3),
+        "" if cross is None else cross,
+        book.economics_sentence(launch) or "",
+    ]
+
+
+def economics_json(book: RunBook, launch: int) -> dict[str, Any] | None:
+    """``{"vs", "speedup", …, "points": [...], "crossover", "sentence"}`` or None (no reference)."""
+    e = book.economics(launch)
+    ref = book.nospec_reference(launch)
+    if e is None or ref is None:
+        return None
+    points = book.economics_points(launch)
+    return {
+        "vs": ref.launch,
+        **e.to_json(),
+        "points": [p.to_json() for _, p in points],
+        "crossover": crossover(points) if len(points) > 1 else None,
+        "sentence": book.economics_sentence(launch),
+    }
 
 
 def _phase_s(run: Run, phase: str) -> Any:
@@ -84,12 +140,14 @@ CSV_COLUMNS: tuple[str, ...] = (
     "requests",
     "failed_requests",
     "bench_duration_s",
+    *ECONOMICS_COLUMNS,
 )
 
 
 def export_runs_csv(events: list[Event], path: str | Path) -> int:
     """One row per launch, with its last successful benchmark; returns the number of rows."""
-    rows = summarize_runs(events)
+    book = summarize_book(events)
+    rows = [book.runs[k] for k in sorted(book.runs)]
     # 0600 like the recording it comes from: run configs and host names are the user's business.
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", newline="", encoding="utf-8") as fh:
@@ -126,6 +184,7 @@ def export_runs_csv(events: list[Event], path: str | Path) -> int:
                 ]
             else:
                 row += [""] * 7
+            row += economics_cells(book, r.launch)
             w.writerow([_safe_cell(c) for c in row])
     return len(rows)
 
@@ -166,7 +225,8 @@ def _num(v: Any, digits: int = 1) -> str:
 
 def export_markdown(events: list[Event], title: str = "eagletui session") -> str:
     """A human summary: every launch with its config, phase durations and benchmark results."""
-    runs = summarize_runs(events)
+    book = summarize_book(events)
+    runs = [book.runs[k] for k in sorted(book.runs)]
     changes = [e for e in events if isinstance(e, ConfigChanged)]
     out = [f"# {title}", ""]
     if events:
@@ -204,6 +264,9 @@ def export_markdown(events: list[Event], title: str = "eagletui session") -> str
             )
         if r.env:
             out.append("- env: " + " ".join(f"`{_md(k)}={_md(v)}`" for k, v in sorted(r.env.items())))
+        sentence = book.economics_sentence(r.launch)
+        if sentence:
+            out.append(f"- economics: {_md(sentence)}")
         out.append("")
         if r.phases:
             out += ["| phase | seconds |", "|---|---:|"]
@@ -223,3 +286,28 @@ def export_markdown(events: list[Event], title: str = "eagletui session") -> str
                 )
             out.append("")
     return "\n".join(out)
+
+
+def export_runs_json(events: list[Event]) -> dict[str, Any]:
+    """``{"schema": 1, "runs": [{"launch", "outcome", "tok_s", "accept_len", "economics"}]}``: the run
+    book for scripts, with each spec run's economics vs its no-spec reference (null when none)."""
+    book = summarize_book(events)
+    runs = []
+    for k in sorted(book.runs):
+        r = book.runs[k]
+        runs.append(
+            {
+                "launch": k,
+                "target": r.target,
+                "model": r.model,
+                "spec": r.is_spec,
+                "outcome": str(r.outcome),
+                "failure": r.failure,
+                "tok_s": r.metric("tok_s").mean,
+                "accept_len": r.metric("accept_len").mean,
+                "ttft_ms": r.metric("ttft_ms").mean,
+                "repeats": len(r.good_results),
+                "economics": economics_json(book, k),
+            }
+        )
+    return {"schema": 1, "baseline": book.baseline, "runs": runs}

@@ -142,6 +142,8 @@ def compare_text(runbook: RunBook) -> Text:
     elif runbook.baseline is not None:
         t.append(f"  vs #{runbook.baseline}", style="dim")
     t.append(f"  {row.verdict}", style={"pass": "bold green", "fail": "bold red"}.get(row.verdict, "dim"))
-    if row.alarms:
+    if row.economics:
+        t.append(f"  {row.economics}", style="bold")
+    elif row.alarms:
         t.append(f"  ⚠ {row.alarms[0]}", style="yellow")
     return t

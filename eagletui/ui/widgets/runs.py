@@ -139,6 +139,8 @@ class RunsTable(DataTable):
                         )
                         t.append(f"  {name:10} {vals}\n")
             t.append(f"\nverdict: {r.verdict}  " + inert("; ".join(r.reasons)) + "\n")
+            if r.economics:
+                t.append(inert(r.economics) + "\n", style="bold")
             for a in r.alarms:
                 t.append(f"⚠ {a}\n", style="yellow")
             for w in r.warnings:
