@@ -26,6 +26,7 @@ from eagletui.core.events import (
     PhaseFinished,
     PhaseStarted,
     ProcessExited,
+    ProfileCaptured,
     ServerFailed,
     ServerReady,
     ServerStopped,
@@ -322,6 +323,20 @@ class RunBook:
     def _on_bench_result(self, event: BenchmarkResult) -> None:
         self._run(event.launch).results.append(event)
 
+    def _on_profile(self, event: ProfileCaptured) -> None:
+        if event.summary and not event.error:
+            self._run(event.launch).step_profile = dict(event.summary)
+
+    def step_profiles(self, launch: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None, int | None]:
+        """(this run's step profile, the baseline run's, the baseline's launch) for the step bars; the
+        baseline part is None when the baseline has no profile or is this run."""
+        run = self.runs.get(launch)
+        mine = run.step_profile if run is not None else None
+        base = self.base_run()
+        if base is None or base is run or base.step_profile is None:
+            return mine, None, None
+        return mine, base.step_profile, base.launch
+
     def pin_baseline(self, launch: int) -> None:
         if launch not in self.runs:
             raise KeyError(f"no run for launch {launch}")
@@ -547,4 +562,5 @@ _FOLD: dict[type, Callable[[RunBook, Any], None]] = {
     ProcessExited: RunBook._on_exited,
     BenchmarkStarted: RunBook._on_bench_started,
     BenchmarkResult: RunBook._on_bench_result,
+    ProfileCaptured: RunBook._on_profile,
 }
