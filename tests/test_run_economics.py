@@ -147,3 +147,22 @@ def test_runs_details_and_comparison_line_show_the_sentence():
     details = RunsTable().details(book, SessionState(target="local"), 3).plain
     assert "needs accept ≥ 2.37 (has 1.50)" in details
     assert "EAGLE-3 -37 %" in compare_text(book).plain  # the latest benchmarked run: #3
+
+
+def test_step_bars_beside_the_baseline_with_delta_per_category():
+    from eagletui.core.events import ProfileCaptured
+    from eagletui.ui.widgets.stepbars import step_bars
+
+    def prof(comm, gemm):
+        cats = {"communication": comm, "gemm": gemm, "attention": 1.0, "moe": 2.0, "other": 0.5}
+        return {"ranks": 8, "steps": 5, "step_ms": sum(cats.values()), "categories": cats, "skew_ms": 0.2}
+
+    events = [*_issue_example(), ProfileCaptured(launch=1, summary=prof(25.0, 2.0))]
+    events += [ProfileCaptured(launch=2, summary=prof(8.0, 2.0)), ProfileCaptured(launch=2, error="x")]
+    book = _book(events)
+    assert book.runs[2].step_profile["categories"]["communication"] == 8.0  # an error keeps the last
+    text = step_bars(book, 2).plain
+    assert "#2 " in text and "#1★" in text and "ms/step" in text
+    comm = next(line for line in text.splitlines() if "communication" in line)
+    assert "Δ  -17.00 ms (-68 %)" in comm
+    assert "no step profile" in step_bars(_book(_issue_example()), 1).plain

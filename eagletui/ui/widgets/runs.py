@@ -12,6 +12,7 @@ from textual.widgets import DataTable
 
 from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.phases import fmt_secs
+from eagletui.ui.widgets.stepbars import step_bars
 
 if TYPE_CHECKING:
     from eagletui.core.runs import RunBook
@@ -141,6 +142,8 @@ class RunsTable(DataTable):
             t.append(f"\nverdict: {r.verdict}  " + inert("; ".join(r.reasons)) + "\n")
             if r.economics:
                 t.append(inert(r.economics) + "\n", style="bold")
+            if run.step_profile:
+                t.append("\nstep profile\n", style="bold").append(step_bars(runbook, launch))
             for a in r.alarms:
                 t.append(f"⚠ {a}\n", style="yellow")
             for w in r.warnings:
