@@ -88,3 +88,46 @@ def test_profile_step_without_a_server_is_a_clear_error(tmp_path):
     ws = Workspace(profile, lambda e: None, target="local", preflight=False)
     with pytest.raises(WorkspaceError, match="no server to profile"):
         asyncio.run(ws.profile_step())
+
+
+@pytest.mark.slow
+def test_trace_capture_headless_against_the_running_server(tmp_path, capsys):
+    """``eagletui trace --capture local --profile P --json``: finds the running run of the profile, takes
+    the profile through /start_profile, fetches every rank's DECODE trace and prints the JSON report."""
+    import json
+
+    from eagletui.commands import trace
+
+    path = _profile(tmp_path, free_port())
+
+    async def go() -> int:
+        profile = load_profile(path)
+        model = SessionModel(target="local", profile=profile, learn_history=False)
+        ws = Workspace(profile, model.dispatch, target="local", preflight=False)
+        await ws.connect()
+        try:
+            await ws.launch()
+            assert await wait_ready(model, 60) == ""
+            argv = ["--capture", "local", "--profile", path, "--steps", "3", "--out", str(tmp_path / "t")]
+            return await asyncio.to_thread(trace.main, [*argv, "--json", "--timeout", "60"])
+        finally:
+            await ws.close(stop_server=True)
+            model.close()
+
+    rc = asyncio.run(go())
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    rep = json.loads(out.out)
+    assert len(rep["ranks"]) == 8 and rep["skew"] is not None
+    comm = rep["ranks"][0]["categories"]["communication"]
+    assert comm["share"] == max(c["share"] for c in rep["ranks"][0]["categories"].values())
+    assert len(list((tmp_path / "t").glob("*-DECODE.trace.json.gz"))) == 8
+
+
+def test_trace_capture_without_a_running_server(tmp_path, capsys):
+    from eagletui.commands import trace
+
+    rc = trace.main(["--capture", "local", "--profile", _profile(tmp_path, free_port())])
+    assert rc == 1 and "no running server" in capsys.readouterr().err
+    assert trace.main(["--capture", "local"]) == 2
+    assert trace.main([]) == 2
