@@ -42,6 +42,7 @@ class Repainter:
         self._chart_cursor = -1
         self._chart_rounds = 0
         self.log: LogView | None = None
+        self._nccl = ""
 
     def attach(self) -> None:
         """Look the widgets up once (a query per tick would cost more than the tick)."""
@@ -49,6 +50,7 @@ class Repainter:
         self.log = q(LogView)
         self.phases, self.status, self.gpus = q(PhasePanel), q(StatusHeader), q(GpuStrip)
         self.runs, self.compare = q(RunsTable), q("#compare", Static)
+        self.tuning = q("#tuning")
 
     # ------------------------------------------------------------------ marking
 
@@ -111,6 +113,10 @@ class Repainter:
         self.force_charts = False
         self.runs.show(runbook, state)
         set_label(self.compare, compare_text(runbook))
+        nccl = state.nccl_line() or "NCCL: toggle NCCL_DEBUG=INFO to see how the ranks talk"
+        if nccl != self._nccl:  # the Tune pane's title line
+            self._nccl = nccl
+            self.tuning.border_title = Text(nccl)
         # other charts may still be stale: keep ticking until each had its turn since the last event
         self._chart_rounds -= len(todo)
         if self._chart_rounds > 0:
