@@ -132,3 +132,21 @@ def test_bench_vs_no_spec_needs_a_spec_profile(tmp_path, capsys):
     p.write_text('name = "plain"\n[server.args]\nmodel-path = "m"\n')
     assert main(["local", "--profile", str(p), "--vs-no-spec"]) == 2
     assert "--speculative-algorithm" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_vs_no_spec_on_h200_nvlink_says_speculation_pays(tmp_path, capsys):
+    rc = main(
+        [
+            "local",
+            "--profile",
+            _profile(tmp_path, _free_port(), 'sim-host = "h200-nvlink"'),
+            "--vs-no-spec",
+            "--json",
+        ]
+    )
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    econ = json.loads(out.out)["economics"]
+    assert econ["speedup"] > 1.0 and econ["break_even_accept_len"] < econ["accept_len"]
+    assert "pays" in econ["sentence"]

@@ -146,7 +146,11 @@ def test_runs_details_and_comparison_line_show_the_sentence():
     book = _book(events)
     details = RunsTable().details(book, SessionState(target="local"), 3).plain
     assert "needs accept ≥ 2.37 (has 1.50)" in details
-    assert "EAGLE-3 -37 %" in compare_text(book).plain  # the latest benchmarked run: #3
+    assert "#3 EAGLE-3 -37 %" in compare_text(book).plain  # the latest benchmarked run: #3
+    # the no-spec run benchmarked last: the line still says what it means for the spec run
+    book = _book(_issue_example())
+    line = compare_text(book).plain
+    assert line.startswith("run #2") and "#1 EAGLE-3 -37 %" in line and "needs accept ≥ 2.37" in line
 
 
 def test_step_bars_beside_the_baseline_with_delta_per_category():

@@ -445,6 +445,16 @@ class RunBook:
                 text += f"; stops paying at concurrency {c}"
         return text
 
+    def latest_economics(self) -> tuple[int, str] | None:
+        """(launch, sentence) of the newest spec run whose economics are known: after benchmarking the
+        no-spec run, the comparison line still says what it means for the spec run."""
+        for n in sorted(self.runs, reverse=True):
+            if self.runs[n].is_spec and self.runs[n].good_results:
+                sentence = self.economics_sentence(n)
+                if sentence:
+                    return n, sentence
+        return None
+
     def warnings(self, launch: int) -> list[str]:
         run = self.runs[launch]
         out: list[str] = []

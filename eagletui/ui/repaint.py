@@ -148,8 +148,11 @@ def compare_text(runbook: RunBook) -> Text:
     elif runbook.baseline is not None:
         t.append(f"  vs #{runbook.baseline}", style="dim")
     t.append(f"  {row.verdict}", style={"pass": "bold green", "fail": "bold red"}.get(row.verdict, "dim"))
-    if row.economics:
-        t.append(f"  {row.economics}", style="bold")
+    econ = (launch, row.economics) if row.economics else runbook.latest_economics()
+    if econ is not None:  # a second line, wrapped: the verdict on speculation and what would change it
+        t.no_wrap, t.overflow = False, "fold"
+        e = runbook.economics(econ[0])
+        t.append(f"\n#{econ[0]} {econ[1]}", style="bold green" if e is not None and e.pays else "bold red")
     elif row.alarms:
         t.append(f"  ⚠ {row.alarms[0]}", style="yellow")
     return t
