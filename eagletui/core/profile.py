@@ -201,7 +201,7 @@ class Profile:
     host: str = "127.0.0.1"
     runs_dir: str = "~/.eagletui/runs"
     ready_timeout_s: float = 3600.0
-    args: dict[str, ScalarValue] = field(default_factory=dict)
+    args: dict[str, ScalarValue | list[ScalarValue]] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     toggles: tuple[Toggle, ...] = ()
     bench: BenchSettings = field(default_factory=BenchSettings)
@@ -252,15 +252,15 @@ class Profile:
 
     def toggle_value(self, toggle: Toggle) -> Any:
         if toggle.kind == "env":
-            v = self.env.get(toggle.name)
+            env_value: str | None = self.env.get(toggle.name)
             if toggle.type == "bool":
-                return v not in (None, "", "0")
-            if toggle.type in ("int", "float") and v is not None:
+                return env_value not in (None, "", "0")
+            if toggle.type in ("int", "float") and env_value is not None:
                 try:
-                    return toggle.validate(v)
+                    return toggle.validate(env_value)
                 except ValueError:
-                    return v
-            return v
+                    return env_value
+            return env_value
         v = self.args.get(toggle.name)
         if toggle.type == "bool":
             return bool(v)
