@@ -32,6 +32,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    from eagletui.commands._tty import require_terminal
+
+    if rc := require_terminal("replay"):
+        return rc
     from eagletui.session.format import SessionError, read_session
     from eagletui.session.replay import Replayer
 

@@ -62,8 +62,25 @@ def redact_env(env: dict[str, str]) -> dict[str, str]:
     return {k: (REDACTED if is_secret(k, v) else v) for k, v in env.items()}
 
 
+#: A flag is a secret when its name ends in one of these words (``--api-key``, ``--hf-token``,
+#: ``--ssl-keyfile-password``), not when a word merely contains one: ``--max-total-tokens``,
+#: ``--tokenizer-path`` and ``--speculative-num-draft-tokens`` are settings a run must keep.
+_SECRET_LAST_WORDS = frozenset(
+    {"token", "secret", "password", "passwd", "passphrase", "credential", "credentials", "apikey"}
+)
+_COUNTING_WORDS = frozenset({"per", "first", "last", "next", "each", "to"})
+_SECRET_KEY_QUALIFIERS = frozenset({"api", "access", "private", "secret", "auth"})
+
+
 def is_secret_flag(flag: str) -> bool:
-    return bool(SECRET_NAME_RE.search(flag.replace("-", "_")))
+    words = [w for w in re.split(r"[-_]+", flag.lower()) if w]
+    if not words:
+        return False
+    if words[-1] == "token" and len(words) > 1 and words[-2] in _COUNTING_WORDS:
+        return False  # --kt-max-deferred-experts-per-token, --bucket-time-to-first-token
+    if words[-1] in _SECRET_LAST_WORDS:
+        return True
+    return words[-1] == "key" and len(words) > 1 and words[-2] in _SECRET_KEY_QUALIFIERS
 
 
 def redact_argv(argv: list[str]) -> list[str]:
