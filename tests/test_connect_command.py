@@ -138,3 +138,33 @@ async def test_a_running_launch_gives_back_its_profile(tmp_path: Path) -> None:
     finally:
         await control.stop(run, grace=5)
         await t.close()
+
+
+def _after(events, run):
+    from types import SimpleNamespace
+
+    from eagletui.core.state import SessionState
+
+    state = SessionState(target="gpu-box")
+    state.apply_all(events)
+    return SimpleNamespace(workspace=SimpleNamespace(run=run), state=state)
+
+
+def test_exit_note_says_keeps_running_only_for_a_running_server() -> None:
+    from eagletui.commands.connect import exit_note
+    from eagletui.core.events import LaunchStarted, ServerFailed, ServerStopped
+    from eagletui.remote.control import RunInfo
+
+    run = RunInfo("r1", "/runs/r1", "/runs/r1/server.log", 42, 42, "1", ["python3"], 30000, 1)
+    started = LaunchStarted(launch=1, target="gpu-box")
+    assert "keeps running on gpu-box; 'eagletui connect gpu-box' reattaches" in exit_note(
+        _after([started], run), "gpu-box"
+    )
+    run.alive = False  # what ServerControl.stop leaves behind after `s`
+    assert (
+        exit_note(_after([started, ServerStopped(reason="stopped by user", launch=1)], run), "gpu-box") == ""
+    )
+    failed = ServerFailed(kind="port_in_use", message="[Errno 98] …", phase="warmup", launch=1)
+    note = exit_note(_after([started, failed], RunInfo(**{**run.to_dict(), "alive": True})), "gpu-box", 30000)
+    assert note == "the server failed: port 30000 already in use during warmup (log: /runs/r1/server.log)\n"
+    assert "PORT_IN_USE" not in note and "port_in_use" not in note
