@@ -103,8 +103,11 @@ def test_connect_needs_a_target_or_a_profile(tmp_path: Path) -> None:
     assert res.returncode == 1 and "cannot connect to root@256.1.1.1" in res.stderr
 
 
-@pytest.mark.parametrize("command", [["connect", "local"], ["demo"], ["replay", "x.jsonl"]])
+@pytest.mark.parametrize(
+    "command", [["connect", "local"], ["demo"], ["replay", "sessions/example-demo.jsonl"]]
+)
 def test_ui_commands_refuse_to_run_without_a_terminal(tmp_path: Path, command: list[str]) -> None:
+    command = [str(ROOT / c) if c.startswith("sessions/") else c for c in command]
     res = _eagletui(tmp_path, *command, tty_override=False)
     assert res.returncode == 2
     assert f"eagletui {command[0]} needs a terminal" in res.stderr

@@ -81,10 +81,6 @@ async def probe(target: str, args: argparse.Namespace, *, want_recorded: bool) -
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from eagletui.commands._tty import require_terminal
-
-    if rc := require_terminal("connect"):
-        return rc
     from eagletui.commands._ssh import ssh_options
     from eagletui.commands._ui import load_config, make_history, make_recorder
     from eagletui.core.profile import Profile, ProfileError, load_profile
@@ -103,6 +99,10 @@ def main(argv: list[str]) -> int:
             "or --profile FILE\n"
         )
         return 2
+    from eagletui.commands._tty import require_terminal
+
+    if rc := require_terminal("connect"):  # after the argument checks, before reaching the host
+        return rc
     error, recorded = asyncio.run(probe(target, args, want_recorded=profile is None))
     if error is not None:
         if not error.startswith(f"cannot connect to {target}"):

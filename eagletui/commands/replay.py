@@ -32,10 +32,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
-    from eagletui.commands._tty import require_terminal
-
-    if rc := require_terminal("replay"):
-        return rc
     from eagletui.session.format import SessionError, read_session
     from eagletui.session.replay import Replayer
 
@@ -46,6 +42,10 @@ def main(argv: list[str]) -> int:
         return 2
     for w in warnings:
         sys.stderr.write(f"eagletui: {args.file}: {w}\n")
+    from eagletui.commands._tty import require_terminal
+
+    if rc := require_terminal("replay"):  # after the file check: a bad file says so either way
+        return rc
     from eagletui.commands._ui import load_config
     from eagletui.ui.app import EagleApp
 
