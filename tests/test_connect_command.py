@@ -171,3 +171,31 @@ def test_exit_note_says_keeps_running_only_for_a_running_server() -> None:
     note = exit_note(_after([started, failed], RunInfo(**{**run.to_dict(), "alive": True})), "gpu-box", 30000)
     assert note == "the server failed: port 30000 already in use during warmup (log: /runs/r1/server.log)\n"
     assert "PORT_IN_USE" not in note and "port_in_use" not in note
+
+
+@pytest.mark.sshd
+async def test_probe_over_ssh_finds_the_running_launch_and_its_profile(
+    tmp_path: Path, sshd_server: SshdServer
+) -> None:
+    from eagletui.commands.demo import write_demo_profile
+    from eagletui.remote.transport import open_transport
+
+    prof = load_profile(write_demo_profile(tmp_path, time_scale=50.0))
+    t = await open_transport(
+        sshd_server.alias, config_file=str(sshd_server.config_file), known_hosts=str(sshd_server.known_hosts)
+    )
+    control = ServerControl(t, runs_dir=prof.runs_dir, python=prof.python)
+    run = await control.launch(prof, launch=2)
+    try:
+        args = build_parser().parse_args([sshd_server.alias, *_ssh_args(sshd_server)])
+        error, rec = await probe(sshd_server.alias, args, want_recorded=True, runs_dir=prof.runs_dir)
+        assert error is None and rec is not None
+        assert rec.run.run_id == run.run_id and rec.run.launch == 2
+        assert rec.profile.target == sshd_server.alias
+        assert rec.profile.argv() == prof.argv() and rec.profile.env == prof.env
+        # nothing live: connect goes on with an empty profile, as before
+        empty = str(tmp_path / "no-runs")
+        assert await probe(sshd_server.alias, args, want_recorded=True, runs_dir=empty) == (None, None)
+    finally:
+        await control.stop(run, grace=5)
+        await t.close()

@@ -52,11 +52,13 @@ async def ask_host_key_on_terminal(host: str, fingerprint: str) -> bool:
     return answer.strip().lower() in ("y", "yes")
 
 
-async def probe(target: str, args: argparse.Namespace, *, want_recorded: bool) -> tuple[str | None, Any]:
+async def probe(
+    target: str, args: argparse.Namespace, *, want_recorded: bool, runs_dir: str | None = None
+) -> tuple[str | None, Any]:
     """Connect once: ``(error, recorded)`` where ``error`` is the message to print (None when the host
     answered) and ``recorded`` the newest live run's :class:`RecordedProfile` (when asked for)."""
     from eagletui.commands._ssh import ssh_options
-    from eagletui.remote.reattach import recorded_profile
+    from eagletui.remote.reattach import DEFAULT_RUNS_DIR, recorded_profile
     from eagletui.remote.transport import TransportError, open_transport
 
     try:
@@ -70,7 +72,7 @@ async def probe(target: str, args: argparse.Namespace, *, want_recorded: bool) -
         if not want_recorded:
             return None, None
         try:
-            return None, await recorded_profile(transport, target)
+            return None, await recorded_profile(transport, target, runs_dir or DEFAULT_RUNS_DIR)
         except (TransportError, TimeoutError, OSError):
             return None, None  # no run list: connect without one, the UI says what it finds
     except (TransportError, TimeoutError, OSError) as exc:
