@@ -23,10 +23,10 @@ from textual.css.query import NoMatches
 from eagletui.core.events import Event
 from eagletui.session.drivers import Driver, LiveDriver, ReplayDriver, make_driver
 from eagletui.session.model import SessionModel
+from eagletui.ui import textual_patches
 from eagletui.ui.actions import EagleCommands
 from eagletui.ui.gcpolicy import IdleCollector
 from eagletui.ui.notify import Announcer
-from eagletui.ui import textual_patches
 from eagletui.ui.restyle import StylesheetSpeedups
 from eagletui.ui.screens.main import MainScreen
 from eagletui.ui.screens.modals import ConfirmScreen
