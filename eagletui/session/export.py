@@ -750,3 +750,20 @@ def export_path(directory: str | Path, stem: str, fmt: str) -> Path:
         p = d / f"{stem}-export-{n}.{ext}"
         n += 1
     return p
+
+
+def export_stem(model: object, driver: object) -> str:
+    """The name an export from the UI is filed under: the recording's (being written, or replayed),
+    else the target and the time."""
+    from eagletui.session.catalog import session_name
+    from eagletui.session.format import target_slug
+
+    path = getattr(getattr(model, "recorder", None), "path", None)
+    if path is None:
+        src = getattr(getattr(driver, "source", None), "source", None)  # StreamReplayer → ReplaySource
+        path = getattr(src, "path", None)
+    if path is not None:
+        return session_name(Path(path))
+    state = getattr(model, "state", None)
+    target = str(getattr(state, "target", "") or "session")
+    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{target_slug(target)}"
