@@ -90,10 +90,11 @@ def timeline_text(
 
 
 class Timeline(TextView):
-    """The replay's timeline line (fixed height: a repaint, never a layout)."""
+    """The replay's timeline line (fixed height: a repaint, never a layout). ``split: top`` rather than
+    ``dock``: two widgets docked to one edge overlap, a split takes its row from everything else."""
 
     DEFAULT_CSS = """
-    Timeline { height: 1; dock: top; background: $panel; color: $foreground; padding: 0 1; }
+    Timeline { height: 1; split: top; background: $panel; color: $foreground; padding: 0 1; }
     """
 
     def __init__(self, replayer: Any, **kwargs: Any) -> None:
