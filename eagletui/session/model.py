@@ -80,6 +80,7 @@ class SessionModel:
         learn_history: bool = True,
     ) -> None:
         self.profile = profile
+        self.target = target
         self.state = SessionState(target=target)
         self.runbook = RunBook(verdict=profile.verdict if profile else None)
         self.staged = StagedConfig(profile)
@@ -115,7 +116,7 @@ class SessionModel:
         fold its catch-up events into. The profile, staged config, recorder and history stay (a seek
         rebuilds what was shown, it is not a new session); the verdict thresholds are the profile's
         again (a replay re-adopts the recorded ones from its launch events)."""
-        self.state = SessionState(target=self.state.target)
+        self.state = SessionState(target=self.target)
         self.runbook = RunBook(verdict=self.profile.verdict if self.profile else None)
         self.report_events = []
         self.events_seen = 0
