@@ -93,3 +93,25 @@ def test_reset_keeps_the_session_but_forgets_the_fold() -> None:
     assert model.state.target == "box" and not model.state.launches and not model.runbook.runs
     assert model.report_events == [] and model.events_seen == 0
     assert model.staged is staged and model.recorder is recorder
+
+
+async def test_a_seek_while_instant_playback_yields_the_loop_drops_the_event_in_hand() -> None:
+    """Instant playback hands the loop back every 200 events, holding the next one: a seek made then
+    must not let that event (from before the seek) into the fresh state."""
+    import asyncio
+
+    with ReplaySource.open(EXAMPLE) as source:
+        replayer = StreamReplayer(source)
+        replayer.set_speed("instant")
+        gen = replayer.play()
+        for _ in range(199):
+            await gen.__anext__()
+        held = [ev for _line, _t, ev in source.events_from(199)][0]  # the 200th: fetched, then the yield
+        nxt = asyncio.ensure_future(gen.__anext__())
+        await asyncio.sleep(0)  # the generator runs up to its sleep(0), holding the 200th event
+        assert not nxt.done()
+        replayer.seek(time=0.0)
+        expected = [ev for _line, _t, ev in source.events_from(replayer.index)][0]
+        got = await nxt
+        assert got is not held and got.to_dict() == expected.to_dict()
+        await gen.aclose()
