@@ -189,3 +189,12 @@ async def test_e_key_exports_the_runs_table(tmp_path: Path) -> None:
         await pilot.press("E")  # a second export does not overwrite the first
         await pilot.pause()
         assert (tmp_path / "sessions" / "example-demo-export-2.md").exists()
+
+
+def test_the_index_context_holds_every_event_a_report_needs() -> None:
+    """``eagletui export`` folds the index's context events only: a report type missing from them
+    would silently drop a column."""
+    from eagletui.session.export import REPORT_TYPES
+    from eagletui.session.index import CONTEXT_TYPES
+
+    assert REPORT_TYPES <= CONTEXT_TYPES
