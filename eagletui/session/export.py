@@ -178,64 +178,8 @@ def _num(v: Any, digits: int = 1) -> str:
 
 
 def export_markdown(events: list[Event], title: str = "eagletui session") -> str:
-    """A human summary: every launch with its config, phase durations and benchmark results."""
-    runs = summarize_runs(events)
-    changes = [e for e in events if isinstance(e, ConfigChanged)]
-    out = [f"# {title}", ""]
-    if events:
-        out.append(f"{len(runs)} launch(es), {len(changes)} config change(s), from {_iso(events[0].wall)}.")
-        out.append("")
-    if not runs:
-        out.append("No launches recorded.")
-        return "\n".join(out) + "\n"
-
-    out += ["## Overview", "", "| launch | outcome | ready after | tok/s | accept len | TTFT p50 (ms) |"]
-    out.append("|---:|---|---:|---:|---:|---:|")
-    for r in runs:
-        ok = [b for b in r.results if not b.error]
-        b = ok[-1] if ok else None
-        out.append(
-            f"| {r.launch} | {_md(r.outcome)} | {_num(_round(r.ready_after))}s | "
-            f"{_num(b.output_throughput if b else None)} | {_num(b.accept_length if b else None, 2)} | "
-            f"{_num(_median(b.stats, 'ttft_ms') if b else None)} |"
-        )
-    out.append("")
-
-    for r in runs:
-        out += [f"## Launch {r.launch}" + (f" on `{_md(r.target)}`" if r.target else ""), ""]
-        args = r.args
-        if r.started_wall is not None:
-            out.append(f"- started: {_iso(r.started_wall)}")
-        if r.model:
-            out.append(f"- model: `{_md(r.model)}`" + (f", tp {r.tp}" if r.tp is not None else ""))
-        out.append(f"- outcome: **{_md(r.outcome)}**" + (f" ({_md(r.failure)})" if r.failure else ""))
-        if r.diff:
-            out.append(f"- changes: {_md(_fmt_changes(r.diff))}")
-        if args:
-            out.append(
-                "- args: " + " ".join(f"`{_md(k)}={_md(_fmt_flag(v))}`" for k, v in sorted(args.items()))
-            )
-        if r.env:
-            out.append("- env: " + " ".join(f"`{_md(k)}={_md(v)}`" for k, v in sorted(r.env.items())))
-        out.append("")
-        if r.phases:
-            out += ["| phase | seconds |", "|---|---:|"]
-            ordered = [p for p in PHASES if p in r.phases] + [p for p in r.phases if p not in PHASES]
-            out += [f"| {_md(p)} | {_num(_phase_s(r, p))} |" for p in ordered]
-            out.append("")
-        if r.results:
-            out += [
-                "| bench | runner | tok/s | accept len | TTFT p50 | ITL p50 | requests | failed | duration |",
-                "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-            ]
-            for b in r.results:
-                out.append(
-                    f"| {b.bench} | {_md(b.runner)} | {_num(b.output_throughput)} | {_num(b.accept_length, 2)} | "
-                    f"{_num(_median(b.stats, 'ttft_ms'))} | {_num(_median(b.stats, 'itl_ms'))} | {b.requests} | "
-                    f"{b.failed} | {_num(b.duration_s)}s |" + (f" error: {_md(b.error)}" if b.error else "")
-                )
-            out.append("")
-    return "\n".join(out)
+    """A human summary of ``events``: the report of ``eagletui export --format md``."""
+    return render_markdown(build_report(events, title=title))
 
 
 # ---------------------------------------------------------------------------------------- reports
