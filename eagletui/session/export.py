@@ -288,10 +288,9 @@ def _economics_for(
     """A spec run against the latest no-spec run with results (same workload where known): the
     arithmetic of :mod:`eagletui.core.economics` on per-request tok/s. The run model's own economics
     are used when it has them."""
-    own = getattr(run, "economics", None)
-    if own is not None:
-        to_json = getattr(own, "to_json", None)
-        return (to_json() if callable(to_json) else dict(own)), getattr(run, "economics_vs", None)
+    own = getattr(run, "economics", None)  # an Economics the run model may carry (same arithmetic)
+    if own is not None and callable(getattr(own, "to_json", None)) and hasattr(own, "pays"):
+        return own.to_json() | {"pays": bool(own.pays)}, getattr(run, "economics_vs", None)
     if not run.is_spec or not run.good_results:
         return None, None
     refs = [
