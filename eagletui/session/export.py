@@ -549,6 +549,10 @@ def _pct(d: dict[str, Any]) -> str:
     return f"{pct:+.1f}%{mark}"
 
 
+def _secs(v: float | None) -> str:
+    return "–" if v is None else f"{v:.1f}s"
+
+
 def _fence(text: str) -> str:
     """A fenced block that no backtick run inside ``text`` can close."""
     longest, run = 0, 0
@@ -586,7 +590,7 @@ def render_markdown(report: SessionReport) -> str:
         sp = (rec.economics or {}).get("speedup")
         out.append(
             f"| {r.launch}{' ★' if rec.is_baseline else ''} | {_md(_diff_text(rec))} | {_md(r.outcome)} | "
-            f"{_num(_round(r.ready_after))}s | {_md(r.metric('tok_s').text(1))} | {_pct(rec.deltas['tok_s'])} | "
+            f"{_secs(r.ready_after)} | {_md(r.metric('tok_s').text(1))} | {_pct(rec.deltas['tok_s'])} | "
             f"{_md(r.metric('accept_len').text(2))} | {_pct(rec.deltas['accept_len'])} | "
             f"{_md(r.metric('ttft_ms').text(1))} | {_md(rec.verdict or '–')} | "
             f"{f'{sp:.2f}×' if isinstance(sp, int | float) else '–'} |"
@@ -616,7 +620,9 @@ def _md_run(rec: RunRecord) -> list[str]:
         out.append(f"- changed from the launch before: {_md(format_diff(r.diff))}")
     if r.env:
         out.append("- env: " + " ".join(f"`{_md(k)}={_md(v)}`" for k, v in sorted(r.env.items())))
-    if rec.verdict:
+    if rec.verdict and r.failure:
+        out.append(f"- verdict: **{rec.verdict}** (the launch failed)")  # the reason is the outcome above
+    elif rec.verdict:
         out.append(
             f"- verdict: **{rec.verdict}**" + (f": {_md('; '.join(rec.reasons))}" if rec.reasons else "")
         )
