@@ -13,6 +13,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "connect": ("eagletui.commands.connect", "open the UI on a host: [user@]host[:port] or 'local'"),
     "replay": ("eagletui.commands.replay", "replay a recorded session in the UI"),
     "sessions": ("eagletui.commands.sessions", "list recorded sessions (start, model, launches, best tok/s)"),
+    "export": ("eagletui.commands.export", "export a recorded session's runs as Markdown, CSV or JSON"),
     "parse": ("eagletui.commands.parse", "classify SGLang log files: phases, failure, decode stats"),
     "bench": ("eagletui.commands.bench", "headless benchmark (optionally launch first)"),
     "preflight": ("eagletui.commands.preflight", "run the pre-launch checks for a profile"),
