@@ -555,6 +555,7 @@ class Startup:
         stop_at: int | None = None,
         hang: bool = False,
         label: str = "Capturing batches (bs={n} avail_mem={avail:.2f} GB)",
+        step_gb: float | None = None,
     ) -> None:
         log = self.log
         t = time.monotonic()
@@ -570,7 +571,8 @@ class Startup:
                     await self.hang()
                 return
             await self.sleep(per_bs_s * (0.8 + 0.4 * self.rng.random()))
-            avail -= 0.01 + 0.002 * bs
+            # batch sizes: a little per graph; prefill shapes (up to 8192 tokens): the capture's share
+            avail -= step_gb if step_gb is not None else 0.01 + 0.002 * bs
         log.frame(tqdm_frame(desc, n, n, time.monotonic() - t))
         log.frame(tqdm_frame(desc, n, n, time.monotonic() - t))
         log.close_bar()
@@ -636,7 +638,13 @@ class Startup:
             if _version_tuple(p.args.sim_version) >= (0, 5, 23)
             else "Capturing num tokens (num_tokens={n} avail_mem={avail:.2f} GB)"
         )
-        await self.capture_bar(p.prefill_tokens, per_shape_s, self.avail[0], label=label)
+        await self.capture_bar(
+            p.prefill_tokens,
+            per_shape_s,
+            self.avail[0],
+            label=label,
+            step_gb=mem / max(1, len(p.prefill_tokens)),
+        )
         el = time.monotonic() - t
         key = "prefill" if role == "target" else "draft_prefill"
         p.timings[f"graph:{key}"] = el
