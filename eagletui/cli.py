@@ -15,6 +15,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "sessions": ("eagletui.commands.sessions", "list recorded sessions (start, model, launches, best tok/s)"),
     "parse": ("eagletui.commands.parse", "classify SGLang log files: phases, failure, decode stats"),
     "bench": ("eagletui.commands.bench", "headless benchmark (optionally launch first)"),
+    "sweep": ("eagletui.commands.sweep", "run a profile's [sweep] unattended: variants, ranking, effects"),
     "preflight": ("eagletui.commands.preflight", "run the pre-launch checks for a profile"),
     "profile": ("eagletui.commands.profile", "create or check a profile (TOML)"),
     "trace": ("eagletui.commands.trace", "where a decode step's GPU time goes, from SGLang profiler traces"),
