@@ -117,7 +117,7 @@ def test_value_refused_by_toggle_rules_is_located():
         ('[sweep]\nrepeat = 2\n[sweep.matrix]\nNCCL_ALGO = ["Ring"]\n', "repeat =", "did you mean 'repeats'"),
         ("[sweep]\nrepeats = 2\n", "[sweep]", "exactly one of"),
         ("[sweep]\n[sweep.matrix]\nNCCL_ALGO = []\n", "NCCL_ALGO = []", "non-empty list"),
-        ('[sweep]\n[sweep.matrix]\nNCCL_ALGO = ["Ring", "Ring"]\n', "Ring\", \"Ring", "listed twice"),
+        ('[sweep]\n[sweep.matrix]\nNCCL_ALGO = ["Ring", "Ring"]\n', 'Ring", "Ring', "listed twice"),
         ('[sweep]\n[[sweep.variants]]\nnam = "x"\n', "nam =", "unknown key 'nam'"),
         (
             '[sweep]\n[[sweep.variants]]\nname = "x"\n[[sweep.variants]]\nname = "x"\n',
@@ -282,3 +282,19 @@ def test_queue_path_is_keyed_by_target_and_profile(tmp_path):
     c = queue_path("local", str(tmp_path / "q.toml"), tmp_path)
     assert len({a, b, c}) == 3 and a.parent == tmp_path and a.suffix == ".json"
     assert "/" not in queue_path("u@h:22/../x", "p.toml", tmp_path).name
+
+
+def test_pending_sweep_is_found_for_the_connect_hint(tmp_path):
+    from eagletui.session.sweep import pending_sweep
+
+    prof = str(tmp_path / "p.toml")
+    assert pending_sweep("local", prof, tmp_path) is None
+    p = _load('[sweep]\n[sweep.matrix]\nNCCL_ALGO = ["Ring", "Tree"]\n')
+    q = SweepQueue.plan(p.sweep, target="local", profile_path=prof)
+    q.save(queue_path("local", prof, tmp_path))
+    assert pending_sweep("local", prof, tmp_path) is not None
+    assert pending_sweep("other-host", prof, tmp_path) is None
+    for v in q.variants:
+        v.state = DONE
+    q.save()
+    assert pending_sweep("local", prof, tmp_path) is None
