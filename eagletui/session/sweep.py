@@ -458,6 +458,11 @@ class SweepRunner:
             cur.phase = e.phase
             self.on_change()
 
+    def _notice(self, message: str, level: str = "info") -> None:
+        """Into the session (log view, recording): which variant the launches and results belong to."""
+        with contextlib.suppress(Exception):
+            self.model.dispatch(ev.Notice(level=level, message=message, source="sweep"))
+
     def _changed(self) -> None:
         self.queue.save()
         self.on_change()
@@ -501,6 +506,7 @@ class SweepRunner:
             return
         resumed = v.state in IN_FLIGHT and self._matches(v, prof)
         self._reattached = False  # a reattached run is used once, by the variant it belongs to
+        self._notice(f"sweep {q.order.index(v.index) + 1}/{len(q.variants)}: {v.name}")
         v.attempts += 1
         v.started_wall = time.time()
         if resumed:
@@ -529,6 +535,7 @@ class SweepRunner:
         if kind:
             v.state, v.failure_kind, v.failure = FAILED, kind, why[:500]
             self.say(f"  launch failed ({kind}): {why}")
+            self._notice(f"sweep: {v.name} failed to launch ({kind}); going on", "warning")
             if kind == "timeout":
                 with contextlib.suppress(Exception):
                     await self.ws.stop()  # ours and hung: the next variant relaunches anyway
@@ -565,4 +572,8 @@ class SweepRunner:
                 "benchmark",
                 "; ".join(sorted({str(r.get("error") or "no tokens") for r in v.repeats}))[:500],
             )
+        mean, _sd, _n = v.tok_s()
+        if mean is not None:
+            acc = v.accept()
+            self._notice(f"sweep: {v.name}: {mean:.1f} tok/s" + (f", accept {acc:.2f}" if acc else ""))
         self._changed()
