@@ -298,3 +298,30 @@ def test_pending_sweep_is_found_for_the_connect_hint(tmp_path):
         v.state = DONE
     q.save()
     assert pending_sweep("local", prof, tmp_path) is None
+
+
+def test_shipped_demo_eagle3_recording_tells_the_story(tmp_path):
+    """sessions/demo-eagle3.jsonl: found by its bare name; four launches, each benchmarked: a no-spec
+    baseline, a good drafter, a poor-drafter probe (accept ≈ 1.5) and fusion + NCCL."""
+    from pathlib import Path
+
+    from eagletui.commands.replay import session_dirs
+    from eagletui.config import UserConfig
+    from eagletui.core.events import BenchmarkResult, LaunchStarted, Notice
+    from eagletui.session.catalog import resolve
+    from eagletui.session.format import read_session
+
+    path = resolve("demo-eagle3", session_dirs(UserConfig(sessions_dir=str(tmp_path))))
+    assert Path(path).name == "demo-eagle3.jsonl"
+    _h, events, warnings = read_session(path)
+    assert not warnings
+    launches = [e for e in events if isinstance(e, LaunchStarted)]
+    results = [e for e in events if isinstance(e, BenchmarkResult)]
+    assert len(launches) == 4 and len(results) == 4
+    assert "--speculative-algorithm" not in launches[0].config["args"]
+    assert results[0].accept_length is None and 3.0 < results[1].accept_length < 3.5
+    assert 1.3 < results[2].accept_length < 1.7
+    assert "weak" in launches[2].config["args"]["--speculative-draft-model-path"]
+    assert launches[3].config["args"].get("--enable-flashinfer-allreduce-fusion") is True
+    assert launches[3].config["env"].get("NCCL_PROTO") == "LL"
+    assert sum(1 for e in events if isinstance(e, Notice) and e.source == "sweep") >= 8
