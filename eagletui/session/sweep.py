@@ -472,6 +472,12 @@ class SweepRunner:
         with contextlib.suppress(Exception):
             self._reattached = await self.ws.attach_newest()
 
+    def adopt_current(self) -> None:
+        """The workspace already follows eagletui's live run (the UI reattached on connect): a
+        variant left in flight may be matched to it instead of launched again."""
+        run = self.ws.run
+        self._reattached = run is not None and run.owned
+
     def _matches(self, v: VariantState, prof: Profile) -> bool:
         """Is the server we follow this variant's? By run id, else by its launch config."""
         run = self.ws.run
