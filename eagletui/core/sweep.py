@@ -148,7 +148,7 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
     if has_matrix:
         variants, factors = _matrix(raw["matrix"], profile, text, path)
     else:
-        variants, factors = _variant_list(raw["variants"], profile, text, path), ()
+        variants, factors = _variant_list(raw["variants"], profile, text, path), []
     if len(variants) > MAX_VARIANTS:
         raise _err(
             f"the sweep has {len(variants)} variants; at most {MAX_VARIANTS}", path, locate(text, "sweep")

@@ -580,6 +580,8 @@ class SweepRunner:
             )
         mean, _sd, _n = v.tok_s()
         if mean is not None:
-            acc = v.accept()
-            self._notice(f"sweep: {v.name}: {mean:.1f} tok/s" + (f", accept {acc:.2f}" if acc else ""))
+            acc_mean = v.accept()
+            self._notice(
+                f"sweep: {v.name}: {mean:.1f} tok/s" + (f", accept {acc_mean:.2f}" if acc_mean else "")
+            )
         self._changed()
