@@ -85,6 +85,7 @@ def _listening(port: int) -> bool:
 def data_dir(tmp_path, monkeypatch):
     d = tmp_path / "data"
     monkeypatch.setenv("EAGLETUI_DATA_DIR", str(d))
+    monkeypatch.setenv("EAGLETUI_CONFIG_DIR", str(tmp_path / "config"))  # no user config.toml
     return d
 
 
@@ -151,7 +152,7 @@ def _queue(data_dir: Path) -> dict:
 def test_sigkill_mid_sweep_then_resume_runs_each_variant_once(tmp_path, data_dir, kill_in, capsys):
     port = free_port()
     prof = _profile(tmp_path, port, MATRIX, repeats=2)
-    env = {**os.environ, "EAGLETUI_DATA_DIR": str(data_dir), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}  # the fixture's data/config dirs are in os.environ
     cmd = [sys.executable, "-m", "eagletui", "sweep", "local", "--profile", prof, "--json", "--no-preflight"]
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True

@@ -154,12 +154,20 @@ async def _run(ns, profile, spec, target, qpath, SessionModel, SweepQueue, Sweep
     )
 
     recorder = None
-    if not ns.no_record:
+    from eagletui.config import load_user_config
+
+    cfg, problems = load_user_config()
+    for problem in problems:
+        _say(f"eagletui: config: {problem}")
+    if not ns.no_record and (cfg.record or ns.record):
         from eagletui.session.record import Recorder
 
         try:
             recorder = Recorder.create(
-                ns.record, target=target, profile_name=profile.name, redactor=Redactor.for_profile(profile)
+                ns.record or cfg.sessions_dir,
+                target=target,
+                profile_name=profile.name,
+                redactor=Redactor.for_profile(profile),
             )
         except OSError as exc:
             _say(f"eagletui: not recording: {exc}")
