@@ -20,6 +20,7 @@ import argparse
 import asyncio
 import dataclasses
 import json
+import shlex
 import sys
 from typing import Any
 
@@ -54,6 +55,8 @@ def _fmt_settings(settings: dict[str, Any]) -> str:
 
 
 def print_human(report: dict[str, Any]) -> None:
+    from eagletui.core.sweep import fmt_value as show
+
     print(f"sweep of {report['profile']} on {report['target']} ({report['repeats']} repeat(s) a variant)")
     for r in report["variants"]:
         tok = f"{r['tok_s']:.1f}" if r["tok_s"] is not None else "-"
@@ -70,7 +73,7 @@ def print_human(report: dict[str, Any]) -> None:
         noise = f" ± {e['noise_pct']:.1f}" if e["noise_pct"] is not None else ""
         clear = {True: "", False: " (within noise)", None: ""}[e["clear"]]
         name = e["factor"].partition(":")[2].lstrip("-")
-        print(f"effect of {name} {e['from']!s}→{e['to']!s}: {e['delta_pct']:+.1f}%{noise}{clear}")
+        print(f"effect of {name} {show(e['from'])}→{show(e['to'])}: {e['delta_pct']:+.1f}%{noise}{clear}")
     if report["best"]:
         print(f"best: {inert(report['best']['name'])} at {report['best']['tok_s']:.1f} tok/s")
 
@@ -193,7 +196,8 @@ async def _run(ns, profile, spec, target, qpath, SessionModel, SweepQueue, Sweep
             raise
     finally:
         if interrupted:
-            _say(f"interrupted: the queue is saved; 'eagletui sweep --profile {ns.profile} --resume' goes on")
+            resume = shlex.join(["eagletui", "sweep", target, "--profile", ns.profile, "--resume"])
+            _say(f"interrupted: the queue is saved and the server keeps running; '{resume}' goes on")
         elif ws.run is not None and ws.run.owned and not ns.keep_server:
             _say("sweep over: stopping the server")
             try:

@@ -99,6 +99,11 @@ def _check_value(profile: Profile, toggle: Toggle, value: Any) -> tuple[Any, str
     return canon, why
 
 
+def fmt_value(value: Any) -> str:
+    """A toggle value as the Tune panel says it: unset / on / off / the value."""
+    return _fmt(value)
+
+
 def _fmt(value: Any) -> str:
     if value is None:
         return "unset"
