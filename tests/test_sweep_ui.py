@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -16,6 +17,7 @@ from eagletui.config import UserConfig
 from eagletui.core.profile import load_profile
 from eagletui.ui.widgets.queue import SweepQueueView, row_text, title_text
 from eagletui.ui.widgets.tabbar import TabBar
+from tests.test_ui_demo import pid_alive
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +76,13 @@ async def test_queue_tab_runs_the_sweep_with_skip_and_reorder(tmp_path, monkeypa
         saved = json.loads(Path(q.path).read_text())
         assert [v["state"] for v in saved["variants"]] == ["done", "done", "done", "skipped"]
         assert oct(Path(q.path).stat().st_mode & 0o777) == "0o600"
+        last_pid = app.workspace.run.pid
         await pilot.press("q")
+        await pilot.pause(2)
+    deadline = time.monotonic() + 30  # a bounded wait for the stop, not a timing assertion
+    while pid_alive(last_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not pid_alive(last_pid), "the sweep's last server outlived the demo"
 
 
 def test_rows_for_each_state(tmp_path):
