@@ -198,3 +198,44 @@ def test_sigkill_mid_sweep_then_resume_runs_each_variant_once(tmp_path, data_dir
     runs = [p for p in (tmp_path / "runs").iterdir() if p.is_dir() and not p.name.startswith(".")]
     assert len(runs) == 4  # four servers launched in all, across both processes
     assert not _listening(port)
+
+
+@pytest.mark.slow
+async def test_two_hosts_share_one_queue_and_each_takes_the_next_variant(tmp_path, data_dir):
+    """Two runners (two "hosts": the simulator on two ports) drain one queue: every variant runs
+    exactly once, both take some, and the queue says which host ran what."""
+    import asyncio
+
+    from eagletui.core.profile import load_profile
+    from eagletui.session.model import SessionModel
+    from eagletui.session.sweep import SweepQueue, SweepRunner
+    from eagletui.workspace import Workspace
+
+    profiles = []
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        profiles.append(load_profile(_profile(tmp_path / name, free_port(), MATRIX)))
+    queue = SweepQueue.plan(profiles[0].sweep, target="a+b", profile_path=profiles[0].path)
+    queue.save(tmp_path / "queue.json")
+    runners, workspaces = [], []
+    for name, prof in zip(("a", "b"), profiles, strict=True):
+        model = SessionModel(target="local", profile=prof, learn_history=False)
+        ws = Workspace(prof, model.dispatch, target="local", preflight=False)
+        await ws.connect()
+        workspaces.append(ws)
+        runners.append(SweepRunner(prof, queue, ws, model, worker=name))
+    try:
+        await asyncio.gather(*(r.run() for r in runners))
+    finally:
+        for ws in workspaces:
+            if ws.run is not None and ws.run.owned:
+                await ws.stop()
+            await ws.close()
+    assert [v.state for v in queue.variants] == ["done"] * 4
+    assert [v.launches for v in queue.variants] == [1, 1, 1, 1]
+    assert {v.target for v in queue.variants} == {"a", "b"}
+    for name in ("a", "b"):  # each host launched exactly the variants it is credited with
+        runs = [p for p in (tmp_path / name / "runs").iterdir() if not p.name.startswith(".")]
+        assert len(runs) == sum(1 for v in queue.variants if v.target == name)
+    report = queue.report(profiles[0].verdict, profiles[0])
+    assert {r["host"] for r in report["variants"]} == {"a", "b"} and len(report["effects"]) == 2

@@ -10,6 +10,10 @@ The queue is saved after every step (see :mod:`eagletui.session.sweep`), so a sw
 Ctrl-C, a lost SSH link or a reboot continues with ``--resume``, following the server the host is
 running rather than launching it again.
 
+Several hosts: ``[sweep] targets = ["gpu1", "gpu2"]`` runs one runner per host over the same queue,
+each taking the next variant (a TARGET on the command line runs on that host alone). Each host
+gets its own recording.
+
 Exit status: 0 every variant passed, 1 a variant failed its verdict (or the sweep did not finish),
 3 only launch failures, 2 usage or profile errors.
 """
@@ -94,11 +98,9 @@ async def _amain(ns: argparse.Namespace) -> int:
         )
         return EXIT_USAGE
     spec = profile.sweep
-    targets = [ns.target] if ns.target else list(spec.targets) or [profile.target]
-    if len(targets) > 1:
-        _say("eagletui: several sweep targets are not supported yet; give one TARGET on the command line")
-        return EXIT_USAGE
-    target = targets[0]
+    # several hosts (sweep.targets) each take the next variant; a TARGET on the command line runs on it alone
+    targets = [ns.target] if ns.target else list(dict.fromkeys(spec.targets)) or [profile.target]
+    target = "+".join(targets)
     qpath = queue_path(target, ns.profile, ns.queue_dir)
     lock = QueueLock(qpath)
     try:
@@ -107,12 +109,16 @@ async def _amain(ns: argparse.Namespace) -> int:
         _say(f"eagletui: {exc}")
         return EXIT_USAGE
     try:
-        return await _run(ns, profile, spec, target, qpath, SessionModel, SweepQueue, SweepRunner, Workspace)
+        return await _run(
+            ns, profile, spec, targets, target, qpath, SessionModel, SweepQueue, SweepRunner, Workspace
+        )
     finally:
         lock.release()
 
 
-async def _run(ns, profile, spec, target, qpath, SessionModel, SweepQueue, SweepRunner, Workspace) -> int:  # type: ignore[no-untyped-def]
+async def _run(
+    ns, profile, spec, targets, target, qpath, SessionModel, SweepQueue, SweepRunner, Workspace
+) -> int:  # type: ignore[no-untyped-def]
     from eagletui.commands.bench import PhasePrinter
     from eagletui.session.sweep import SweepError, spec_fingerprint
 
@@ -156,58 +162,70 @@ async def _run(ns, profile, spec, target, qpath, SessionModel, SweepQueue, Sweep
         + f"; queue {qpath}"
     )
 
-    recorder = None
     from eagletui.config import load_user_config
 
     cfg, problems = load_user_config()
     for problem in problems:
         _say(f"eagletui: config: {problem}")
-    if not ns.no_record and (cfg.record or ns.record):
-        from eagletui.session.record import Recorder
+    profile.bench = dataclasses.replace(profile.bench, repeats=1)  # one repeat per benchmark() call
+    several = len(targets) > 1
 
-        try:
-            recorder = Recorder.create(
-                ns.record or cfg.sessions_dir,
-                target=target,
-                profile_name=profile.name,
-                redactor=Redactor.for_profile(profile),
-            )
-        except OSError as exc:
-            _say(f"eagletui: not recording: {exc}")
-    bench_profile = dataclasses.replace(profile.bench, repeats=1)
-    profile.bench = bench_profile
-    model = SessionModel(target=target, profile=profile, recorder=recorder, learn_history=False)
-    model.subscribe(PhasePrinter(samples=False))
-    model.on_problem(PhasePrinter.problem)
-    ws = Workspace(profile, model.dispatch, target=target, preflight=not ns.no_preflight, ssh=ssh_options(ns))
-    interrupted = False
-    try:
-        try:
-            await ws.connect()
-        except Exception as exc:
-            _say(f"eagletui: cannot reach {target}: {exc}")
-            return EXIT_LAUNCH_FAILED
-        runner = SweepRunner(profile, queue, ws, model, say=_say)
-        await runner.reattach()
-        try:
-            await runner.run()
-        except (asyncio.CancelledError, KeyboardInterrupt):
-            interrupted = True
-            raise
-    finally:
-        if interrupted:
-            resume = shlex.join(["eagletui", "sweep", target, "--profile", ns.profile, "--resume"])
-            _say(f"interrupted: the queue is saved and the server keeps running; '{resume}' goes on")
-        elif ws.run is not None and ws.run.owned and not ns.keep_server:
-            _say("sweep over: stopping the server")
+    async def worker(target: str) -> bool:
+        """One host taking the next variant until none is left; True if it reached a host."""
+        say = (lambda m: _say(f"[{target}] {m}")) if several else _say
+        recorder = None
+        if not ns.no_record and (cfg.record or ns.record):
+            from eagletui.session.record import Recorder
+
             try:
-                await ws.stop()
+                recorder = Recorder.create(
+                    ns.record or cfg.sessions_dir,
+                    target=target,
+                    profile_name=profile.name,
+                    redactor=Redactor.for_profile(profile),
+                )
+            except OSError as exc:
+                say(f"eagletui: not recording: {exc}")
+        model = SessionModel(target=target, profile=profile, recorder=recorder, learn_history=False)
+        model.subscribe(PhasePrinter(samples=False))
+        model.on_problem(PhasePrinter.problem)
+        ws = Workspace(
+            profile, model.dispatch, target=target, preflight=not ns.no_preflight, ssh=ssh_options(ns)
+        )
+        interrupted = False
+        try:
+            try:
+                await ws.connect()
             except Exception as exc:
-                _say(f"eagletui: stopping the server failed: {exc}")
-        await ws.close()
-        model.close()
-        if recorder is not None:
-            _say(f"session recorded to {recorder.path}")
+                say(f"eagletui: cannot reach {target}: {exc}")
+                return False
+            runner = SweepRunner(profile, queue, ws, model, say=say)
+            await runner.reattach()
+            try:
+                await runner.run()
+            except (asyncio.CancelledError, KeyboardInterrupt):
+                interrupted = True
+                raise
+            return True
+        finally:
+            if interrupted:
+                resume = shlex.join(["eagletui", "sweep", *ns_targets, "--profile", ns.profile, "--resume"])
+                say(f"interrupted: the queue is saved and the server keeps running; '{resume}' goes on")
+            elif ws.run is not None and ws.run.owned and not ns.keep_server:
+                say("sweep over: stopping the server")
+                try:
+                    await ws.stop()
+                except Exception as exc:
+                    say(f"eagletui: stopping the server failed: {exc}")
+            await ws.close()
+            model.close()
+            if recorder is not None:
+                say(f"session recorded to {recorder.path}")
+
+    ns_targets = [ns.target] if ns.target else []
+    reached = await asyncio.gather(*(worker(t) for t in targets))
+    if not any(reached):
+        return EXIT_LAUNCH_FAILED
     report = Redactor.for_profile(profile).value(queue.report(profile.verdict, profile))
     report["queue"] = str(qpath)
     if ns.json:

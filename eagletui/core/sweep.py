@@ -57,7 +57,7 @@ class SweepSpec:
     variants: tuple[Variant, ...]
     repeats: int = 1
     factors: tuple[str, ...] = ()  # toggle keys of a matrix sweep (empty for a list)
-    targets: tuple[str, ...] = ()  # several hosts: each takes the next variant (not implemented yet)
+    targets: tuple[str, ...] = ()  # several hosts: each takes the next variant
 
     @property
     def factorial(self) -> bool:

@@ -84,6 +84,7 @@ class VariantState:
     launch_s: float | None = None  # launch → ready
     bench_s: float | None = None
     started_wall: float | None = None
+    target: str = ""  # the host that took it (several hosts share one queue)
 
     @property
     def good(self) -> list[dict[str, Any]]:
@@ -203,13 +204,15 @@ class SweepQueue:
     def in_flight(self) -> list[VariantState]:
         return [v for v in self.variants if v.state in IN_FLIGHT]
 
-    def next(self) -> VariantState | None:
-        """The variant to work on: one left in flight (a resume) first, else the next pending."""
+    def next(self, target: str | None = None) -> VariantState | None:
+        """The variant to work on: one left in flight (a resume) first, else the next pending.
+        With ``target``, a variant in flight on another host is that host's, not ours."""
         if self.aborted:
             return None
         for i in self.order:
-            if self.variants[i].state in IN_FLIGHT:
-                return self.variants[i]
+            v = self.variants[i]
+            if v.state in IN_FLIGHT and (target is None or v.target in ("", target)):
+                return v
         for i in self.order:
             if self.variants[i].state == PENDING:
                 return self.variants[i]
@@ -310,6 +313,7 @@ class SweepQueue:
                     "reasons": reasons,
                     "triage_kind": v.failure_kind or None,
                     "run_id": v.run_id or None,
+                    "host": v.target or None,
                     "launches": v.launches,
                     "repeats": v.repeats,
                     "launch_s": _r(v.launch_s, 2),
@@ -441,8 +445,11 @@ class SweepRunner:
         *,
         say: Say | None = None,
         on_change: Callable[[], None] | None = None,
+        worker: str | None = None,
     ) -> None:
         self.profile = profile
+        #: who claims variants in the shared queue: the host (two runners on one host need two names)
+        self.worker = worker or workspace.target
         self.queue = queue
         self.ws = workspace
         self.model = model
@@ -494,7 +501,7 @@ class SweepRunner:
     async def run(self) -> SweepQueue:
         """Work through the queue until nothing is left (or it is aborted)."""
         try:
-            while (v := self.queue.next()) is not None:
+            while (v := self.queue.next(self.worker)) is not None:
                 await self._run_variant(v)
         finally:
             self.current = None
@@ -511,6 +518,7 @@ class SweepRunner:
             self._changed()
             return
         resumed = v.state in IN_FLIGHT and self._matches(v, prof)
+        v.target = self.worker  # claimed before the first await: another host's runner skips it
         self._reattached = False  # a reattached run is used once, by the variant it belongs to
         self._notice(f"sweep {q.order.index(v.index) + 1}/{len(q.variants)}: {v.name}")
         v.attempts += 1
