@@ -185,7 +185,7 @@ def _matrix(raw: Any, profile: Profile, text: str, path: Any) -> tuple[list[Vari
         for v in values:
             canon, why = _check_value(profile, toggle, v)
             if why is not None and not why.startswith("no profile"):
-                raise _err(f"sweep.matrix.{name}: {why}", path, where)
+                raise _err(f"sweep.matrix: {why}", path, where)
             if canon in canon_values:
                 raise _err(f"sweep.matrix.{name}: {_fmt(canon)} is listed twice", path, where)
             canon_values.append(canon)
