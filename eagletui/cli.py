@@ -16,6 +16,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "export": ("eagletui.commands.export", "export a recorded session's runs as Markdown, CSV or JSON"),
     "parse": ("eagletui.commands.parse", "classify SGLang log files: phases, failure, decode stats"),
     "bench": ("eagletui.commands.bench", "headless benchmark (optionally launch first)"),
+    "sweep": ("eagletui.commands.sweep", "run a profile's [sweep] unattended: variants, ranking, effects"),
     "preflight": ("eagletui.commands.preflight", "run the pre-launch checks for a profile"),
     "profile": ("eagletui.commands.profile", "create or check a profile (TOML)"),
     "trace": ("eagletui.commands.trace", "where a decode step's GPU time goes, from SGLang profiler traces"),

@@ -128,6 +128,17 @@ def main(argv: list[str]) -> int:
         else:
             profile = Profile(name="(no profile)", target=target)
     cfg = load_config()
+    if args.profile:
+        import shlex
+
+        from eagletui.core.textsafe import inert
+        from eagletui.session.sweep import pending_sweep
+
+        if pending_sweep(target, args.profile) is not None:
+            resume = shlex.join(["eagletui", "sweep", target, "--profile", args.profile, "--resume"])
+            sys.stderr.write(
+                inert(f"eagletui: a sweep of this profile on {target} is unfinished: {resume}") + "\n"
+            )
 
     from eagletui.session.drivers import LiveDriver
     from eagletui.ui.app import EagleApp

@@ -206,6 +206,7 @@ class Profile:
     toggles: tuple[Toggle, ...] = ()
     bench: BenchSettings = field(default_factory=BenchSettings)
     verdict: Verdict = field(default_factory=Verdict)
+    sweep: Any = None  # a core.sweep.SweepSpec when the profile has a [sweep] table
 
     # ------------------------------------------------------------------ derived views
 
@@ -330,7 +331,7 @@ def format_diff(diff: dict[str, list[Any]], limit: int | None = None) -> str:
 
 # ------------------------------------------------------------------------------------- loading
 
-_TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict"}
+_TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict", "sweep"}
 _TARGET_KEYS = {"host", "workdir", "python"}
 _SERVER_KEYS = {"command", "port", "host", "runs_dir", "log_dir", "args", "env", "ready_timeout_s"}
 _TOGGLE_KEYS = {"env", "arg", "type", "choices", "min", "max", "step", "help"}
@@ -591,6 +592,10 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
         for k, v in verdict.items()
     }
     prof.verdict = Verdict(**vargs)
+    if "sweep" in data:  # late import: core.sweep stages values through core.staged, which imports us
+        from eagletui.core.sweep import parse_sweep
+
+        prof.sweep = parse_sweep(data["sweep"], prof, text, path)
     return prof
 
 

@@ -46,6 +46,7 @@ ACTIONS: list[tuple[str, str, str, str, str]] = [
     ("tab_charts", "2", "tab('charts')", "Charts", "Charts tab (narrow terminals)"),
     ("tab_tune", "3", "tab('tune')", "Tune", "Tune tab"),
     ("tab_runs", "4", "tab('runs')", "Runs", "Runs tab"),
+    ("tab_queue", "5", "tab('queue')", "Queue", "Sweep queue tab"),
     ("replay_pause", "space", "replay_pause", "Pause", "Replay: pause / resume"),
     ("replay_faster", "plus,equals_sign", "replay_speed(2)", "Faster", "Replay: twice as fast"),
     ("replay_slower", "minus", "replay_speed(0.5)", "Slower", "Replay: half as fast"),
@@ -89,6 +90,7 @@ PANE_KEYS: list[tuple[str, str, str]] = [
     ("←/→ enter", "Tune tab: step the selected toggle", "tune.next"),
     ("x", "Tune tab: discard pending changes", "tune.discard"),
     ("enter", "Runs tab: run details", ""),
+    ("w x R A < >", "Queue tab: start/resume the sweep, skip, retry, abort, reorder", "queue.start"),
     ("end", "Log: follow the tail", "log.follow"),
     ("ctrl+p", "Command palette", ""),
 ]

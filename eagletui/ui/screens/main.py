@@ -36,6 +36,7 @@ from eagletui.ui.widgets.charts import AcceptChart, MetricChart, RequestTokSChar
 from eagletui.ui.widgets.keybar import KeyBar
 from eagletui.ui.widgets.logview import RANKS, LogView
 from eagletui.ui.widgets.phases import PhasePanel
+from eagletui.ui.widgets.queue import SweepQueueView
 from eagletui.ui.widgets.runs import RunsTable
 from eagletui.ui.widgets.status import GpuStrip, StatusHeader
 from eagletui.ui.widgets.tabbar import TabBar
@@ -48,8 +49,8 @@ if TYPE_CHECKING:
     from eagletui.ui.app import EagleApp
 
 NARROW_WIDTH = 140
-TABS = [("log", "Log"), ("charts", "Charts"), ("tune", "Tune"), ("runs", "Runs")]
-PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-table"}  # tab → widget id
+TABS = [("log", "Log"), ("charts", "Charts"), ("tune", "Tune"), ("runs", "Runs"), ("queue", "Queue")]
+PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-table", "queue": "sweep-queue"}
 FILTERS: dict[str, set[str] | None] = {
     "errors": {"error", "traceback", "warning"},
     "phase": {"phase", "progress"},
@@ -93,6 +94,7 @@ class MainScreen(Screen):
                 yield TtftChart(id="chart-ttft", classes="chart in-tab")
             yield TuningPanel(staged=self.model.staged, id="tuning", classes="pane")
             yield RunsTable(id="runs-table", classes="pane")
+            yield SweepQueueView(id="sweep-queue", classes="pane")
             yield SearchInput(placeholder="search the log (Enter: find, Esc: cancel)", id="search-input")
         yield KeyBar()
 
@@ -162,7 +164,12 @@ class MainScreen(Screen):
             return
         self._show_tab(tab)
         # Keys go to the pane's content (←/→ step a toggle, Enter opens a run), not to the tab bar.
-        panes: dict[str, type[Widget]] = {"log": LogView, "tune": TuningPanel, "runs": RunsTable}
+        panes: dict[str, type[Widget]] = {
+            "log": LogView,
+            "tune": TuningPanel,
+            "runs": RunsTable,
+            "queue": SweepQueueView,
+        }
         target = panes.get(tab)
         if target is not None:
             self.query_one(target).focus()
