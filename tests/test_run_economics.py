@@ -4,18 +4,14 @@ no-spec reference run, and where speculation stops paying across concurrencies."
 from __future__ import annotations
 
 import csv
+import io
 import json
 
 import pytest
 
 from eagletui.core.events import BenchmarkResult, BenchmarkStarted, LaunchStarted
 from eagletui.core.runs import RunBook
-from eagletui.session.export import (
-    CSV_COLUMNS,
-    export_markdown,
-    export_runs_csv,
-    export_runs_json,
-)
+from eagletui.session.export import build_report, render_csv, render_json, render_markdown
 
 MODEL = "moonshotai/Kimi-K2-Instruct"
 SPEC = {"--model-path": MODEL, "--tp": 8, "--speculative-algorithm": "EAGLE3"}
@@ -113,21 +109,19 @@ def test_per_request_tok_s_and_crossover_over_concurrencies():
     assert "at concurrency 32" in s and "stops paying at concurrency 32" in s
 
 
-def test_exports_carry_economics(tmp_path):
+def test_exports_carry_the_run_books_economics():
     events = _issue_example()
-    path = tmp_path / "runs.csv"
-    assert export_runs_csv(events, path) == 2
-    rows = list(csv.DictReader(path.open()))
-    assert set(CSV_COLUMNS) == set(rows[0])
-    assert rows[0]["vs_no_spec"] == "2" and float(rows[0]["speedup"]) == pytest.approx(52 / 82, abs=1e-3)
+    report = build_report(events)
+    rows = list(csv.DictReader(io.StringIO(render_csv(report))))
+    assert rows[0]["economics_vs"] == "2" and float(rows[0]["speedup"]) == pytest.approx(52 / 82, abs=1e-3)
     assert float(rows[0]["break_even_accept_len"]) == pytest.approx(2.365, abs=1e-2)
-    assert rows[1]["speedup"] == "" and rows[1]["economics"] == ""
-    md = export_markdown(events)
-    assert "- economics: EAGLE-3 -37 %" in md
-    data = json.loads(json.dumps(export_runs_json(events)))
+    assert rows[1]["speedup"] == ""
+    data = json.loads(render_json(report))
     econ = data["runs"][0]["economics"]
-    assert econ["vs"] == 2 and econ["needed_cycle_ms"] == pytest.approx(18.293, abs=1e-2)
+    assert econ["needed_cycle_ms"] == pytest.approx(18.293, abs=1e-2) and econ["pays"] is False
+    assert econ["sentence"] == _book(events).economics_sentence(1) and econ["crossover"] is None
     assert data["runs"][1]["economics"] is None
+    assert "economics vs no-spec #2" in render_markdown(report)
 
 
 def test_recorded_events_round_trip_to_the_same_economics():
