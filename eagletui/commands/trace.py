@@ -180,7 +180,11 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
         if not live:
             raise CaptureError(f"no running server of this profile on {args.capture} ({profile.runs_dir})")
         run = live[0]
-        tp = (run.config or {}).get("tp") or profile.args.get("--tp", profile.args.get("--tp-size", 1))
+        tp_value = (run.config or {}).get("tp") or profile.args.get("--tp", profile.args.get("--tp-size", 1))
+        try:
+            tp = max(1, int(str(tp_value)))
+        except ValueError:
+            tp = 1
         port = await transport.forward_port(run.port or profile.port)
         out = args.out
         if out is None:
@@ -195,7 +199,7 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
             python=profile.python,
             host_dir=run.run_dir,
             local_dir=Path(out),
-            ranks=max(1, int(tp)),
+            ranks=tp,
             request=ProfileRequest(num_steps=args.steps),
             api_key=str(api_key) if api_key not in (None, True, False) else None,
             timeout=args.timeout,
