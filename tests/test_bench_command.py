@@ -150,3 +150,25 @@ def test_bench_vs_no_spec_on_h200_nvlink_says_speculation_pays(tmp_path, capsys)
     econ = json.loads(out.out)["economics"]
     assert econ["speedup"] > 1.0 and econ["break_even_accept_len"] < econ["accept_len"]
     assert "pays" in econ["sentence"]
+
+
+@pytest.mark.slow
+def test_bench_vs_no_spec_over_several_concurrencies(tmp_path, capsys):
+    """Economics per concurrency both runs measured, and where speculation stops paying (None: it pays
+    at every concurrency measured on the NVLink preset)."""
+    prof = _profile(tmp_path, _free_port(), 'sim-host = "h200-nvlink"')
+    rc = main(["local", "--profile", prof, "--vs-no-spec", "--concurrency", "2,1", "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    data = json.loads(out.out)
+    assert [c["concurrency"] for c in data["by_concurrency"]] == [1, 2]
+    assert [c["concurrency"] for c in data["no_spec"]["by_concurrency"]] == [1, 2]
+    econ = data["economics"]
+    assert [p["concurrency"] for p in econ["points"]] == [1, 2]
+    assert all(p["speedup"] > 1.0 for p in econ["points"]) and econ["crossover"] is None
+    assert "pays at every concurrency measured (1–2)" in econ["sentence"]
+
+
+def test_bench_concurrency_list_is_checked(tmp_path, capsys):
+    assert main(["local", "--profile", _profile(tmp_path, 1), "--concurrency", "4,x"]) == 2
+    assert main(["local", "--profile", _profile(tmp_path, 1), "--concurrency", "0"]) == 2

@@ -171,17 +171,38 @@ def without_speculation(profile: Profile) -> Profile:
     return dataclasses.replace(profile, args=args, name=f"{profile.name} (no spec)")
 
 
-async def _repeats(ws: Workspace, repeats: int, redactor: Redactor) -> list[BenchmarkResult]:
+async def _repeats(
+    ws: Workspace, repeats: int, redactor: Redactor, concurrencies: list[int] | None = None
+) -> list[BenchmarkResult]:
+    """``repeats`` benchmarks at each of ``concurrencies`` (the profile's own when None) against the
+    server ``ws`` follows."""
     results: list[BenchmarkResult] = []
-    for i in range(repeats):
-        r = await ws.benchmark()
-        results.append(r)
-        _say(
-            f"repeat {i + 1}/{repeats}: {r.output_throughput:.1f} tok/s"
-            + (f", accept {r.accept_length:.2f}" if r.accept_length else "")
-            + (f" ({redactor.text(r.error)})" if r.error else "")
-        )
+    for conc in concurrencies or [None]:
+        prof = ws.running_profile or ws.profile
+        if conc is not None:
+            prof.bench = dataclasses.replace(prof.bench, concurrency=conc)
+            _say(f"concurrency {conc}")
+        for i in range(repeats):
+            r = await ws.benchmark()
+            results.append(r)
+            _say(
+                f"repeat {i + 1}/{repeats}: {r.output_throughput:.1f} tok/s"
+                + (f", accept {r.accept_length:.2f}" if r.accept_length else "")
+                + (f" ({redactor.text(r.error)})" if r.error else "")
+            )
     return results
+
+
+def _by_concurrency(model: SessionModel, launch: int) -> list[dict[str, Any]]:
+    run = model.runbook.runs.get(launch)
+    if run is None:
+        return []
+    out = []
+    for conc, rs in sorted(run.by_concurrency().items()):
+        tok, _, _ = mean_stdev([r.output_throughput for r in rs])
+        acc, _, _ = mean_stdev([r.accept_length for r in rs])
+        out.append({"concurrency": conc, "output_throughput": tok, "accept_length": acc, "runs": len(rs)})
+    return out
 
 
 async def _amain(ns: argparse.Namespace) -> int:
@@ -227,10 +248,12 @@ async def _amain(ns: argparse.Namespace) -> int:
                     _say("---- last log lines ----\n" + tail)
                 return EXIT_LAUNCH_FAILED
             _say("server ready")
-        results = await _repeats(ws, repeats, redactor)
+        results = await _repeats(ws, repeats, redactor, ns.concurrency)
         spec_launch = model.state.launch.launch if model.state.launch is not None else 0
         # Errors may echo the key (``Invalid API key provided: …``): what is printed is scrubbed.
         summary = redactor.value(summarize_repeats(results, profile, target))
+        if ns.concurrency and len(ns.concurrency) > 1:
+            summary["by_concurrency"] = _by_concurrency(model, spec_launch)
         base_summary: dict[str, Any] | None = None
         if ns.vs_no_spec:
             nospec = without_speculation(profile)
@@ -245,8 +268,10 @@ async def _amain(ns: argparse.Namespace) -> int:
                 _say(f"eagletui: no-spec server {why}")
                 return EXIT_LAUNCH_FAILED
             _say("no-spec server ready")
-            base_results = await _repeats(ws, repeats, redactor)
+            base_results = await _repeats(ws, repeats, redactor, ns.concurrency)
             base_summary = redactor.value(summarize_repeats(base_results, nospec, target))
+            if ns.concurrency and len(ns.concurrency) > 1 and model.state.launch is not None:
+                base_summary["by_concurrency"] = _by_concurrency(model, model.state.launch.launch)
             summary["no_spec"] = base_summary
         econ = model.runbook.economics(spec_launch)
         if econ is not None:
@@ -254,6 +279,7 @@ async def _amain(ns: argparse.Namespace) -> int:
             summary["economics"] = {
                 **econ.to_json(),
                 "crossover": crossover(points) if len(points) > 1 else None,
+                "points": [e.to_json() for _, e in points],
                 "sentence": model.runbook.economics_sentence(spec_launch),
             }
         if ns.json:
@@ -283,6 +309,16 @@ async def _amain(ns: argparse.Namespace) -> int:
         model.close()
 
 
+def _concurrency_list(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from None
+    if not values or any(not 1 <= v <= 10_000 for v in values):
+        raise argparse.ArgumentTypeError("concurrencies must be between 1 and 10000")
+    return sorted(set(values))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="eagletui bench", description="Benchmark a server headlessly.")
     p.add_argument(
@@ -293,6 +329,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--launch", action="store_true", help="launch the server first and stop it afterwards")
     p.add_argument("--repeats", type=int, default=None, help="benchmark runs (default: bench.repeats)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.add_argument(
+        "--concurrency",
+        type=_concurrency_list,
+        default=None,
+        metavar="N[,N…]",
+        help="benchmark at each of these concurrencies (default: bench.concurrency); with --vs-no-spec "
+        "the economics say where speculation stops paying",
+    )
     p.add_argument(
         "--vs-no-spec",
         action="store_true",
