@@ -29,7 +29,7 @@ from eagletui.core.state import ServerState
 from eagletui.session.drivers import LiveDriver
 from eagletui.ui import actions
 from eagletui.ui.repaint import Repainter
-from eagletui.ui.screens.modals import ConfirmScreen, HelpScreen, TextScreen, diff_text
+from eagletui.ui.screens.modals import ConfirmScreen, DiffScreen, HelpScreen, TextScreen, diff_text
 from eagletui.ui.widgets.charts import AcceptChart, RequestTokSChart, TokSChart, TtftChart
 from eagletui.ui.widgets.keybar import KeyBar
 from eagletui.ui.widgets.logview import RANKS, LogView
@@ -242,9 +242,7 @@ class MainScreen(Screen):
             return
         diff = staged.diff()
         argv = Redactor.for_profile(new).argv(new.argv()) if diff else None  # shown: no key in clear
-        self.app.push_screen(
-            TextScreen("pending changes (running → pending)", diff_text(diff, argv), "diff-screen")
-        )
+        self.app.push_screen(DiffScreen("pending changes (running → pending)", diff_text(diff, argv)))
 
     def action_apply(self) -> None:
         d = self._live()

@@ -66,6 +66,20 @@ class TextScreen(_Modal):
                 yield Static(self.body, id="text-body", markup=False)
 
 
+class DiffScreen(TextScreen):
+    """The pending changes; ``a`` applies them from here (the text says so), Escape closes."""
+
+    BINDINGS = [Binding("a", "apply", "Apply")]
+
+    def __init__(self, title: str, body: Text | str) -> None:
+        super().__init__(title, body, "diff-screen")
+
+    def action_apply(self) -> None:
+        # Close first: the apply may ask (ConfirmScreen) or toast, and both belong over the main screen.
+        self.dismiss(None)
+        self.app.call_later(self.app.run_action, "apply", self.app.default_screen)
+
+
 class ConfirmScreen(_Modal):
     BINDINGS = [Binding("y", "yes", "Yes"), Binding("n,escape", "no", "No")]
 
