@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from eagletui.commands.demo import write_demo_profile
@@ -30,3 +31,33 @@ async def test_a_in_the_diff_window_applies(tmp_path: Path) -> None:
         await pilot.pause()
         assert not isinstance(app.screen, DiffScreen)
         assert any("not available in replay" in m for m in _toasts(app)), _toasts(app)
+
+
+async def _step_toggle(app, pilot, key: str, presses: list[str]) -> list:
+    from eagletui.ui.widgets.tuning import TuningPanel
+
+    await pilot.press("3")
+    tuning = app.query_one(TuningPanel)
+    tuning.move_cursor(row=[t.key for t in tuning.profile.toggles].index(key))
+    seen = []
+    for p in presses:
+        await pilot.press(p)
+        await pilot.pause()
+        seen.append(tuning.pending.get(key))
+        await pilot.press("x")  # discard: each press starts from the running value
+        await pilot.pause()
+    return seen
+
+
+async def test_a_number_off_its_grid_snaps_instead_of_jumping_to_the_ends(tmp_path: Path) -> None:
+    prof = demo_profile(tmp_path)
+    key = "arg:--cuda-graph-max-bs-decode"
+    toggle = next(t for t in prof.toggles if t.key == key)
+    assert prof.args["--cuda-graph-max-bs-decode"] == 48
+    assert 48 in toggle.options()  # the demo's grid offers the value it runs with
+    async with replayed(WIDE, profile=prof) as (app, pilot):
+        assert await _step_toggle(app, pilot, key, ["right", "left"]) == [56, 40]
+    # a grid that does not contain the value: the nearest grid value in the step's direction
+    prof.toggles = tuple(dataclasses.replace(t, min=1) if t is toggle else t for t in prof.toggles)
+    async with replayed(WIDE, profile=prof) as (app, pilot):
+        assert await _step_toggle(app, pilot, key, ["right", "left"]) == [49, 41]

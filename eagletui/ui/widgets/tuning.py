@@ -27,6 +27,22 @@ def show_value(v: Any) -> str:
     return str(v)
 
 
+def next_option(options: list[Any], current: Any, step: int, *, numeric: bool = False) -> Any:
+    """The value ``step`` places from ``current`` in ``options`` (wrapping at the ends).
+
+    A number off the grid (48 on a ``min = 1, step = 8`` grid) first snaps to the nearest grid value
+    in the direction of the step (→ 49, ← 41) instead of jumping to an end of the range."""
+    if current in options:
+        return options[(options.index(current) + step) % len(options)]
+    if numeric and isinstance(current, (int, float)) and not isinstance(current, bool):
+        if step > 0:
+            above = [o for o in options if o > current]
+            return above[0] if above else options[0]
+        below = [o for o in options if o < current]
+        return below[-1] if below else options[-1]
+    return options[0] if step > 0 else options[-1]
+
+
 class TuningPanel(DataTable):
     BINDINGS = [
         # Not in the footer (listed in F1 help): a footer that changes with focus is rebuilt every switch.
@@ -109,12 +125,9 @@ class TuningPanel(DataTable):
         if not options:
             self.app.notify(f"{t.name}: no stepper for this toggle; edit the profile", severity="warning")
             return
-        current = self.staged.value(t)
-        try:
-            idx = options.index(current)
-        except ValueError:
-            idx = -1 if step > 0 else 0
-        self.set_pending(t, options[(idx + step) % len(options)])
+        self.set_pending(
+            t, next_option(options, self.staged.value(t), step, numeric=t.type in ("int", "float"))
+        )
 
     def set_pending(self, t: Toggle, value: Any) -> bool:
         """Stage a value; an invalid one is refused inline with the reason."""
