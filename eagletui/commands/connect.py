@@ -68,10 +68,24 @@ def main(argv: list[str]) -> int:
     )
     signum = run_app(app)  # SIGTERM/SIGHUP/SIGINT: the q path (the server keeps running), terminal restored
     if app.workspace is not None and app.workspace.run is not None:
-        sys.stderr.write(
-            f"the server (run {app.workspace.run.run_id}) keeps running on {target}; "
-            f"'eagletui connect {target}' reattaches\n"
-        )
+        run = app.workspace.run
+        la = app.model.state.launches.get(run.launch)
+        sys.stderr.write(exit_note(run.run_id, la.status if la is not None else None, target, run.log_path))
     if app.recorder is not None:
         sys.stderr.write(f"session recorded to {app.recorder.path}\n")
     return 128 + signum if signum else 0
+
+
+def exit_note(run_id: str, status: str | None, target: str, log_path: str = "") -> str:
+    """What became of the server we leave behind, from its launch's state: only a server that may still
+    be running is announced as such (a stopped, exited or failed one is not, and needs no reattach)."""
+    from eagletui.core.state import ServerState
+
+    log = f" (log: {log_path})" if log_path else ""
+    if status == ServerState.STOPPED:
+        return f"the server (run {run_id}) was stopped on {target}{log}\n"
+    if status == ServerState.EXITED:
+        return f"the server (run {run_id}) has exited on {target}{log}\n"
+    if status == ServerState.FAILED:
+        return f"the server (run {run_id}) failed on {target}{log}\n"
+    return f"the server (run {run_id}) keeps running on {target}; 'eagletui connect {target}' reattaches\n"
