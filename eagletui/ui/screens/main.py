@@ -11,6 +11,7 @@ questions from the driver come through :meth:`dispatch`, :meth:`notify` and :met
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
@@ -38,6 +39,7 @@ from eagletui.ui.widgets.runs import RunsTable
 from eagletui.ui.widgets.status import GpuStrip, StatusHeader
 from eagletui.ui.widgets.tabbar import TabBar
 from eagletui.ui.widgets.tuning import TuningPanel
+from eagletui.ui.words import phase_label
 
 if TYPE_CHECKING:
     from eagletui.session.drivers import Driver
@@ -198,10 +200,33 @@ class MainScreen(Screen):
             return False
         return True
 
+    def _loading_question(self, doing: str) -> str | None:
+        """A question when ``doing`` would throw away a launch still loading (a real one takes ~10
+        minutes: one stray key must not cost that); None when nothing is in progress."""
+        la = self.model.state.launch
+        if la is None or la.status not in (ServerState.LAUNCHING, ServerState.LOADING):
+            return None
+        active = next((p for p in la.phases.values() if p.status == "active"), None)
+        where = f" ({phase_label(active.name)})" if active is not None else ""
+        return f"Launch #{self.model.state.current} is still loading{where}.\n{doing} anyway? (y/n)"
+
+    def _confirmed(self, doing: str, then: Callable[[], None]) -> None:
+        """Run ``then`` now, or after a yes when a launch is loading."""
+        question = self._loading_question(doing)
+        if question is None:
+            then()
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                then()
+
+        self.app.push_screen(ConfirmScreen(question), answer)
+
     def action_relaunch(self) -> None:
         d = self._live()
         if d is not None and self._control_free(d):
-            self._launch_worker(d, None, None)
+            self._confirmed("Relaunch", lambda: self._control_free(d) and self._launch_worker(d, None, None))
 
     @work(exclusive=False, group="control", exit_on_error=False)
     async def _launch_worker(self, d: LiveDriver, profile: Any, applied: dict[str, Any] | None) -> None:
@@ -210,8 +235,13 @@ class MainScreen(Screen):
     def action_stop(self) -> None:
         d = self._live()
         if d is not None and self._control_free(d):
-            d.control_busy = True  # taken now: a second key press before the worker starts is refused
-            self._stop_worker(d)
+
+            def stop() -> None:
+                if self._control_free(d):
+                    d.control_busy = True  # taken now: a second key press before the worker starts is refused
+                    self._stop_worker(d)
+
+            self._confirmed("Stop it", stop)
 
     @work(exclusive=False, group="control", exit_on_error=False)
     async def _stop_worker(self, d: LiveDriver) -> None:
@@ -258,9 +288,14 @@ class MainScreen(Screen):
             return
         from eagletui.core.profile import format_diff
 
-        self.app.notify(format_diff(staged.diff()), title="applying")
-        # Staged changes are cleared only once the relaunch has started: a refused preflight keeps them.
-        self._launch_worker(d, new, staged.pending)
+        def apply() -> None:
+            if not self._control_free(d):
+                return
+            self.app.notify(format_diff(staged.diff()), title="applying")
+            # Staged changes are cleared only once the relaunch has started: a refused preflight keeps them.
+            self._launch_worker(d, new, staged.pending)
+
+        self._confirmed("Relaunch with the pending changes", apply)
 
     def action_pin_baseline(self) -> None:
         launch = self.query_one(RunsTable).selected_launch() or self.model.state.current

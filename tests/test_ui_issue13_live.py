@@ -1,0 +1,43 @@
+"""Issue 13 on the real simulator: keys that would throw a loading launch away ask first; the log
+says what a stopped server needs."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from eagletui.commands.demo import build_app, write_demo_profile
+from eagletui.config import UserConfig
+from eagletui.core.profile import load_profile
+from eagletui.ui.screens.modals import ConfirmScreen
+from tests.test_ui_demo import wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def slow_profile(tmp_path: Path, time_scale: float = 0.1):
+    prof = load_profile(write_demo_profile(tmp_path, time_scale=time_scale))
+    prof.bench = dataclasses.replace(prof.bench, num_prompts=6, concurrency=3, max_new_tokens=24, warmup=1)
+    return prof
+
+
+async def test_stop_and_relaunch_ask_while_a_launch_is_loading(tmp_path: Path) -> None:
+    app = build_app(slow_profile(tmp_path), UserConfig(record=False), preflight=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert await wait_for(pilot, lambda: app.state.server_state == "loading", 40), app.state.server_state
+        for key in ("s", "r"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen), key
+            assert "still loading" in app.screen.question
+            await pilot.press("n")
+            await pilot.pause(0.3)
+            assert app.state.server_state == "loading" and app.state.current == 1
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("y")
+        assert await wait_for(pilot, lambda: app.state.server_state == "stopped", 20), app.state.server_state
+        await pilot.press("q")
+        await pilot.pause(1)
