@@ -61,3 +61,16 @@ async def test_a_number_off_its_grid_snaps_instead_of_jumping_to_the_ends(tmp_pa
     prof.toggles = tuple(dataclasses.replace(t, min=1) if t is toggle else t for t in prof.toggles)
     async with replayed(WIDE, profile=prof) as (app, pilot):
         assert await _step_toggle(app, pilot, key, ["right", "left"]) == [49, 41]
+
+
+def test_the_compare_line_says_a_first_benchmark_is_running() -> None:
+    from eagletui.core.events import BenchmarkStarted, LaunchStarted
+    from eagletui.core.runs import RunBook
+    from eagletui.ui.repaint import compare_text
+
+    book = RunBook()
+    book.apply(LaunchStarted(launch=1, target="local", config={}))
+    assert "no benchmark yet" in compare_text(book).plain
+    book.apply(BenchmarkStarted(bench=1, launch=1, workload_fingerprint="w"))
+    line = compare_text(book, 1).plain
+    assert "no benchmark yet" not in line and "running" in line

@@ -39,5 +39,9 @@ async def test_stop_and_relaunch_ask_while_a_launch_is_loading(tmp_path: Path) -
         await pilot.pause()
         await pilot.press("y")
         assert await wait_for(pilot, lambda: app.state.server_state == "stopped", 20), app.state.server_state
+        await pilot.press("b")
+        await pilot.pause()
+        toasts = [n.message for n in app._notifications]
+        assert any("the server is stopped: press r to launch" in m for m in toasts), toasts
         await pilot.press("q")
         await pilot.pause(1)

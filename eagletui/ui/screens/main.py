@@ -254,7 +254,7 @@ class MainScreen(Screen):
         if d.control_busy:
             self.app.notify("a launch or stop is in progress", severity="warning")
         elif self.model.state.server_state != ServerState.READY:
-            self.app.notify("the server is not ready yet", severity="warning")
+            self.app.notify(bench_refusal(self.model.state.server_state), severity="warning")
         elif d.benchmarking:
             self.app.notify("a benchmark is already running", severity="warning")
         else:
@@ -409,6 +409,17 @@ class MainScreen(Screen):
     def _run_selected(self, event: RunsTable.RunSelected) -> None:
         body = self.query_one(RunsTable).details(self.model.runbook, self.model.state, event.launch)
         self.app.push_screen(TextScreen(f"run #{event.launch}", body, "run-details"))
+
+
+def bench_refusal(state: str) -> str:
+    """Why ``b`` cannot benchmark now, with the key that gets there."""
+    if state in (ServerState.STOPPED, ServerState.EXITED):
+        return f"the server is {state}: press r to launch"
+    if state == ServerState.FAILED:
+        return "the server failed: press r to relaunch"
+    if state == ServerState.IDLE:
+        return "no server running: press r to launch"
+    return "the server is not ready yet"
 
 
 class SearchInput(Input):
