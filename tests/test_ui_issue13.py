@@ -74,3 +74,19 @@ def test_the_compare_line_says_a_first_benchmark_is_running() -> None:
     book.apply(BenchmarkStarted(bench=1, launch=1, workload_fingerprint="w"))
     line = compare_text(book, 1).plain
     assert "no benchmark yet" not in line and "running" in line
+
+
+async def test_ctrl_c_copies_and_never_shows_raw_markup() -> None:
+    from eagletui.ui.screens.modals import HelpScreen
+
+    async with replayed(WIDE) as (app, pilot):
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert app.clipboard, "ctrl+c copied nothing"
+        assert any(m.startswith("copied ") for m in _toasts(app)), _toasts(app)
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert not any("[b]" in m or "[/b]" in m for m in _toasts(app)), _toasts(app)

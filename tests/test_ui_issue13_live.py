@@ -45,3 +45,17 @@ async def test_stop_and_relaunch_ask_while_a_launch_is_loading(tmp_path: Path) -
         assert any("the server is stopped: press r to launch" in m for m in toasts), toasts
         await pilot.press("q")
         await pilot.pause(1)
+
+
+async def test_ctrl_q_closes_the_driver_like_q(tmp_path: Path) -> None:
+    """ctrl+q went straight to Textual's exit: the demo server and the log tail outlived the loop
+    ("Loop ... that handles pid ... is closed" on exit). It takes q's path now."""
+    from tests.test_ui_demo import pid_alive
+
+    app = build_app(slow_profile(tmp_path, 0.004), UserConfig(record=False), preflight=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40), app.state.server_state
+        pid = app.workspace.run.pid
+        await pilot.press("ctrl+q")
+        await pilot.pause(2)
+    assert not pid_alive(pid), "ctrl+q left the demo server running"

@@ -239,6 +239,19 @@ class EagleApp(App):
             return
         self._quit_worker()
 
+    async def action_quit(self) -> None:
+        """ctrl+q (Textual's own quit binding) takes the same path as q: the driver is closed (the demo
+        server stopped, the transport and its child processes let go) before the event loop ends."""
+        self.action_quit_app()
+
+    def action_help_quit(self) -> None:
+        """ctrl+c copies on the main screen; elsewhere Textual's hint, in plain text (our notify shows
+        no markup, so Textual's own "[b]ctrl+q[/b]" would reach the user raw)."""
+        for key, active in self.active_bindings.items():
+            if active.binding.action in ("quit", "app.quit", "app.quit_app"):
+                self.notify(f"Press {key} to quit the app", title="Do you want to quit?", timeout=3)
+                return
+
     def quit_now(self) -> None:
         """Quit without asking (SIGTERM/SIGHUP/SIGINT, see commands._ui.run_app): the path q takes."""
         self._quit_worker()

@@ -58,7 +58,11 @@ FILTERS: dict[str, set[str] | None] = {
 
 
 class MainScreen(Screen):
-    BINDINGS: ClassVar[list[BindingType]] = actions.bindings()
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *actions.bindings(),
+        # the README's "ctrl+c copies" (Textual binds ctrl+c to a "press ctrl+q to quit" hint)
+        Binding("ctrl+c", "copy_log", "Copy", show=False),
+    ]
     app: EagleApp
 
     def __init__(self, model: SessionModel, driver: Driver, *, scrollback: int = 100_000) -> None:
