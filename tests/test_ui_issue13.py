@@ -90,3 +90,31 @@ async def test_ctrl_c_copies_and_never_shows_raw_markup() -> None:
         await pilot.press("ctrl+c")
         await pilot.pause()
         assert not any("[b]" in m or "[/b]" in m for m in _toasts(app)), _toasts(app)
+
+
+async def test_zero_resets_the_rank_filter_and_the_filter_stays_in_sight() -> None:
+    from eagletui.ui.widgets.logview import LogView
+    from eagletui.ui.widgets.status import StatusHeader
+    from eagletui.ui.widgets.tabbar import TabBar
+
+    async with replayed(NARROW) as (app, pilot):
+        log = app.query_one(LogView)
+        every = len(log.view_rows)
+        await pilot.press("k")  # TP0 only
+        await pilot.press("e")
+        await pilot.pause(0.3)
+        assert log.filter_rank is not None
+        bar = app.query_one(TabBar)
+        assert f"TP{log.filter_rank}" in bar.label("log") and "errors" in bar.label("log")
+        app.repaint_now()
+        assert "log filter: errors" in app.query_one(StatusHeader).render().plain
+        await pilot.press("0")
+        await pilot.pause(0.3)
+        assert log.filter_rank is None and log.filter_kinds is None and len(log.view_rows) == every
+        assert bar.label("log") == "Log"
+        # a filter nothing matches says so instead of leaving the pane blank
+        log.set_filter(None, 99)
+        log.set_filter({"no-such-kind"}, None)
+        assert not log.view_rows
+        first = "".join(seg.text for seg in log.render_line(0))
+        assert "no lines match filter" in first and "(0 resets)" in first

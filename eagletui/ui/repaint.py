@@ -91,6 +91,7 @@ class Repainter:
             replay=screen.driver.is_replay,
             follow=log.follow,
             bench=state.bench_running is not None,
+            log_filter=log.filter_label(),
         )
         self.gpus.show(state)
         due = time.monotonic() - self._last_chart >= CHART_SLOT_S

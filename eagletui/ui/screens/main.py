@@ -33,7 +33,7 @@ from eagletui.ui.repaint import Repainter
 from eagletui.ui.screens.modals import ConfirmScreen, DiffScreen, HelpScreen, TextScreen, diff_text
 from eagletui.ui.widgets.charts import AcceptChart, RequestTokSChart, TokSChart, TtftChart
 from eagletui.ui.widgets.keybar import KeyBar
-from eagletui.ui.widgets.logview import RANKS, LogView
+from eagletui.ui.widgets.logview import FILTER_NAMES, RANKS, LogView
 from eagletui.ui.widgets.phases import PhasePanel
 from eagletui.ui.widgets.runs import RunsTable
 from eagletui.ui.widgets.status import GpuStrip, StatusHeader
@@ -49,12 +49,7 @@ if TYPE_CHECKING:
 NARROW_WIDTH = 140
 TABS = [("log", "Log"), ("charts", "Charts"), ("tune", "Tune"), ("runs", "Runs")]
 PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-table"}  # tab → widget id
-FILTERS: dict[str, set[str] | None] = {
-    "errors": {"error", "traceback", "warning"},
-    "phase": {"phase", "progress"},
-    "decode": {"decode", "prefill"},
-    "all": None,
-}
+FILTERS = FILTER_NAMES
 
 
 class MainScreen(Screen):
@@ -357,9 +352,17 @@ class MainScreen(Screen):
 
     def action_filter(self, which: str) -> None:
         log = self.query_one(LogView)
-        log.set_filter(FILTERS[which], log.filter_rank)
+        # 0 ("all") shows every line: the rank filter goes too, or "all" would hide TP0's lines
+        log.set_filter(FILTERS[which], None if which == "all" else log.filter_rank)
         self._show_tab("log")
-        self.app.notify(f"log filter: {which}")
+        self._filter_shown(log)
+        self.app.notify(f"log filter: {log.filter_label() or 'all'}", timeout=2)
+
+    def _filter_shown(self, log: LogView) -> None:
+        """The active filter stays in sight: on the Log tab's label and in the status line."""
+        label = log.filter_label()
+        self.query_one(TabBar).set_label("log", f"Log ⧩ {label}" if label else "Log")
+        self.painter.dirty = True
 
     def action_rank_filter(self) -> None:
         log = self.query_one(LogView)
@@ -371,7 +374,8 @@ class MainScreen(Screen):
         current = log.filter_rank
         nxt = order[(order.index(current) + 1) % len(order)] if current in order else order[0]
         log.set_filter(log.filter_kinds, nxt)
-        self.app.notify(f"log rank filter: {'all' if nxt is None else f'TP{nxt}'}")
+        self._filter_shown(log)
+        self.app.notify(f"log rank filter: {'all' if nxt is None else f'TP{nxt}'}", timeout=2)
 
     @on(LogView.FollowChanged)
     def _follow_changed(self, event: LogView.FollowChanged) -> None:
