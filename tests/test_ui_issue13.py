@@ -118,3 +118,57 @@ async def test_zero_resets_the_rank_filter_and_the_filter_stays_in_sight() -> No
         assert not log.view_rows
         first = "".join(seg.text for seg in log.render_line(0))
         assert "no lines match filter" in first and "(0 resets)" in first
+
+
+def _hostless_app(tmp_path: Path):
+    """The demo app with no server behind it: events are dispatched by hand."""
+    from eagletui.commands.demo import build_app
+    from eagletui.config import UserConfig
+
+    app = build_app(demo_profile(tmp_path), UserConfig(record=False), preflight=False)
+    app.workspace_factory = None
+    return app
+
+
+async def test_toasts_are_short_few_and_do_not_repeat_the_failure_box(tmp_path: Path) -> None:
+    from eagletui.core.events import LaunchStarted, ServerFailed
+
+    app = _hostless_app(tmp_path)
+    async with app.run_test(size=NARROW) as pilot:
+        for i in range(4):
+            app.notify(f"note {i}", timeout=10)
+        await pilot.pause()
+        shown = list(app._notifications)
+        assert [n.message for n in shown] == ["note 2", "note 3"]
+        assert all(n.timeout <= 4 for n in shown)
+        app.dispatch(LaunchStarted(launch=1, target="local", config={}))
+        hint = "another server holds the port: stop it or pick another --port"
+        app.dispatch(
+            ServerFailed(
+                kind="port_in_use", message="address already in use", hint=hint, phase="warmup", launch=1
+            )
+        )
+        app.repaint_now()
+        await pilot.pause()
+        toasts = [f"{n.title} {n.message}" for n in app._notifications]
+        assert not any(hint in t for t in toasts), toasts  # the hint is in the failure box only
+        assert not any("port_in_use" in t or "PORT_IN_USE" in t for t in toasts), toasts
+        assert any("port already in use during warmup" in t.lower() for t in toasts), toasts
+        box = app.query_one("#phase-failure").render()
+        box_text = box.plain if hasattr(box, "plain") else str(box)
+        assert hint in box_text and "PORT_IN_USE" not in box_text and "in warmup" not in box_text
+
+
+async def test_at_80x24_the_log_keeps_at_least_12_rows_while_loading() -> None:
+    from eagletui.ui.widgets.logview import LogView
+    from eagletui.ui.widgets.phases import PhaseTable
+    from tests.test_ui_snapshots import EXAMPLE, _cut_mid_load_target, _events
+
+    async with replayed(NARROW, events=_cut_mid_load_target(_events(EXAMPLE))) as (app, pilot):
+        app.repaint_now()
+        await pilot.pause()
+        assert app.state.server_state == "loading"
+        assert app.query_one(LogView).region.height >= 12, app.query_one(LogView).region
+        table = str(app.query_one(PhaseTable).render())
+        assert "base weights" in table and "32/64" in table  # the active phase keeps its bar
+        assert "to go" in table and "done" in table  # the rest, folded into one line

@@ -19,13 +19,14 @@ from typing import TYPE_CHECKING, Any
 from textual import events, work
 from textual.app import App
 from textual.css.query import NoMatches
+from textual.notifications import Notify
 
 from eagletui.core.events import Event
 from eagletui.session.drivers import Driver, LiveDriver, ReplayDriver, make_driver
 from eagletui.session.model import SessionModel
 from eagletui.ui.actions import EagleCommands
 from eagletui.ui.gcpolicy import IdleCollector
-from eagletui.ui.notify import Announcer
+from eagletui.ui.notify import MAX_TOASTS, TOAST_TIMEOUT, Announcer
 from eagletui.ui.restyle import StylesheetSpeedups
 from eagletui.ui.screens.main import MainScreen
 from eagletui.ui.screens.modals import ConfirmScreen
@@ -144,9 +145,20 @@ class EagleApp(App):
         never let a control sequence in them reach the terminal (core.textsafe.inert)."""
         from eagletui.core.textsafe import inert_lines
 
+        default = TOAST_TIMEOUT.get(severity, 4.0)
+        # information is glanced at: never longer than 4 s, whatever the caller asked
+        timeout = min(4.0, timeout or default) if severity == "information" else (timeout or default)
         super().notify(
             inert_lines(message), title=inert_lines(title), severity=severity, timeout=timeout, markup=markup
         )
+
+    def _on_notify(self, event: Notify) -> None:
+        """At most :data:`MAX_TOASTS` on screen: a new toast pushes the oldest out."""
+        self._notifications.add(event.notification)
+        shown = list(self._notifications)
+        for old in shown[: max(0, len(shown) - MAX_TOASTS)]:
+            del self._notifications[old]
+        self._refresh_notifications()
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         from eagletui.ui.themes import APP_VARIABLE_DEFAULTS
