@@ -172,3 +172,27 @@ async def test_at_80x24_the_log_keeps_at_least_12_rows_while_loading() -> None:
         table = str(app.query_one(PhaseTable).render())
         assert "base weights" in table and "32/64" in table  # the active phase keeps its bar
         assert "to go" in table and "done" in table  # the rest, folded into one line
+
+
+async def test_key_bar_follows_the_tab_and_the_driver(tmp_path: Path) -> None:
+    from eagletui.ui.widgets.keybar import KeyBar
+
+    def shown(app) -> list[str]:
+        return [h.description for h in app.query_one(KeyBar).hints]
+
+    async with replayed(WIDE, profile=demo_profile(tmp_path)) as (app, pilot):
+        keys = shown(app)
+        assert "Pause" in keys and "Faster" in keys  # the replay's own keys
+        assert not {"Relaunch", "Stop", "Bench", "Apply"} & set(keys), keys  # "not available" in replay
+        await pilot.press("3")
+        await pilot.pause()
+        keys = shown(app)
+        assert {"Step", "Cycle", "Discard"} <= set(keys), keys
+        await pilot.press("1")
+        await pilot.pause()
+        assert "Step" not in shown(app)
+    app = _hostless_app(tmp_path)
+    async with app.run_test(size=WIDE) as pilot:
+        await pilot.pause()
+        keys = shown(app)
+        assert {"Relaunch", "Stop", "Bench", "Apply"} <= set(keys) and "Pause" not in keys, keys

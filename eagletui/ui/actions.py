@@ -63,9 +63,31 @@ FOOTER_SHOWN = {
     "search",
     "follow",
     "theme",
+    "replay_pause",
+    "replay_faster",
+    "replay_slower",
     "help",
     "quit",
 }
+
+#: Actions that need a capability of the driver: hidden from the key bar when it lacks it (a replay
+#: cannot launch or benchmark; only a replay can pause or change speed).
+NEEDS_LAUNCH = frozenset({"relaunch", "stop", "apply"})
+NEEDS_BENCH = frozenset({"bench"})
+NEEDS_REPLAY = frozenset({"replay_pause", "replay_speed(2)", "replay_speed(0.5)"})
+
+
+def hidden_actions(*, can_launch: bool, can_bench: bool, is_replay: bool) -> frozenset[str]:
+    """The key bar's actions that would only answer "not available" with this driver."""
+    hidden: set[str] = set()
+    if not can_launch:
+        hidden |= NEEDS_LAUNCH
+    if not can_bench:
+        hidden |= NEEDS_BENCH
+    if not is_replay:
+        hidden |= NEEDS_REPLAY
+    return frozenset(hidden)
+
 
 #: Keys of the panes, listed in F1 help after the table above (bound by the widgets themselves).
 PANE_KEYS: list[tuple[str, str, str]] = [

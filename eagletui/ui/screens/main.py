@@ -66,6 +66,10 @@ class MainScreen(Screen):
         self.driver = driver
         self.scrollback = scrollback
         self.painter = Repainter(self)
+        #: keys the key bar leaves out: they would only answer "not available" with this driver
+        self.hidden_actions = actions.hidden_actions(
+            can_launch=driver.can_launch, can_bench=driver.can_bench, is_replay=driver.is_replay
+        )
 
     def compose(self) -> ComposeResult:
         # Flat on purpose: every container repaints its whole area on a full repaint (a theme switch),

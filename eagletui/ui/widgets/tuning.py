@@ -45,11 +45,11 @@ def next_option(options: list[Any], current: Any, step: int, *, numeric: bool = 
 
 class TuningPanel(DataTable):
     BINDINGS = [
-        # Not in the footer (listed in F1 help): a footer that changes with focus is rebuilt every switch.
-        Binding("right,plus,equals_sign,l", "step(1)", "Next value", id="tune.next", show=False),
+        # In the key bar while the Tune tab has the focus (the key bar repaints only when its keys change).
+        Binding("right,plus,equals_sign,l", "step(1)", "Step", id="tune.next", show=True, key_display="←/→"),
         Binding("left,minus,h", "step(-1)", "Prev value", id="tune.prev", show=False),
-        Binding("enter,space", "step(1)", "Cycle", show=False),
-        Binding("x,backspace", "discard", "Discard", id="tune.discard", show=False),
+        Binding("enter,space", "cycle", "Cycle", show=True, key_display="Enter"),
+        Binding("x,backspace", "discard", "Discard", id="tune.discard", show=True, key_display="x"),
     ]
 
     class PendingChanged(Message):
@@ -116,6 +116,10 @@ class TuningPanel(DataTable):
         if self.profile is None or not self.row_count:
             return None
         return self.profile.toggles[self.cursor_row]
+
+    def action_cycle(self) -> None:
+        """Enter: the next value (its own action so the key bar lists it beside ←/→)."""
+        self.action_step(1)
 
     def action_step(self, step: int) -> None:
         t = self.current_toggle
