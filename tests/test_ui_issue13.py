@@ -196,3 +196,52 @@ async def test_key_bar_follows_the_tab_and_the_driver(tmp_path: Path) -> None:
         await pilot.pause()
         keys = shown(app)
         assert {"Relaunch", "Stop", "Bench", "Apply"} <= set(keys) and "Pause" not in keys, keys
+
+
+async def test_run_details_are_readable_and_a_failed_run_lists_every_phase() -> None:
+    from eagletui.ui.widgets.runs import RunsTable
+    from tests.test_ui_snapshots import CRASH, _events
+
+    async with replayed(WIDE, events=list(_events(CRASH))) as (app, pilot):
+        table = app.query_one(RunsTable)
+        launch = app.state.current
+        body = table.details(app.runbook, app.state, launch).plain
+        assert not body.lstrip().startswith("{") and '"args": {' not in body  # not a JSON dump
+        lines = body.splitlines()
+        phase_rows = [ln for ln in lines if ln.startswith("  ") and ln.strip()[:1] in "✔✘·–▶"]
+        assert len(phase_rows) == 9, phase_rows  # every phase, not only the completed ones
+        failed = [ln for ln in phase_rows if "failed here" in ln]
+        assert len(failed) == 1 and "graphs target" in failed[0], phase_rows
+        assert any("not reached" in ln for ln in phase_rows)
+        assert "out of GPU memory during CUDA graph capture (target)" in body
+        la = app.state.launches[launch]
+        assert f"log      {la.log_path}" in body and "run dir  " in body
+        command = body.split("launch command (secrets redacted)\n", 1)[1].splitlines()[0]
+        assert "NCCL_ALGO=" in command and "-m eagletui.sim" in command  # environment first, then argv
+
+
+async def test_diff_window_command_carries_env_changes_and_no_secret(tmp_path: Path) -> None:
+    prof = demo_profile(tmp_path)
+    prof.env["HF_TOKEN"] = "hf_abcdefghijklmnopqrstuvwxyz0123"
+    async with replayed(WIDE, profile=prof) as (app, pilot):
+        toggle = next(t for t in prof.toggles if t.key == "env:NCCL_ALGO")
+        app.model.staged.stage(toggle, "Tree")
+        await pilot.press("d")
+        await pilot.pause()
+        body = str(app.screen.query_one("#text-body").render())
+        command = body.split("new command:\n", 1)[1]
+        assert "NCCL_ALGO=Tree" in command
+        assert "hf_abcdefghijklmnopqrstuvwxyz0123" not in body and "HF_TOKEN='***'" in command
+
+
+async def test_the_config_column_ends_in_an_ellipsis_and_says_it_scrolls() -> None:
+    from eagletui.ui.widgets.keybar import KeyBar
+    from eagletui.ui.widgets.runs import CONFIG_WIDTH, RunsTable
+
+    async with replayed(NARROW) as (app, pilot):
+        await pilot.press("4")
+        await pilot.pause()
+        table = app.query_one(RunsTable)
+        assert table.columns[table.ordered_columns[-1].key].width == CONFIG_WIDTH
+        hints = {h.description: h.display for h in app.query_one(KeyBar).hints}
+        assert hints.get("Scroll") == "←/→" and "Details" in hints, hints

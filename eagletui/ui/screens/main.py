@@ -35,7 +35,7 @@ from eagletui.ui.widgets.charts import AcceptChart, RequestTokSChart, TokSChart,
 from eagletui.ui.widgets.keybar import KeyBar
 from eagletui.ui.widgets.logview import FILTER_NAMES, RANKS, LogView
 from eagletui.ui.widgets.phases import PhasePanel
-from eagletui.ui.widgets.runs import RunsTable
+from eagletui.ui.widgets.runs import RunsTable, command_line
 from eagletui.ui.widgets.status import GpuStrip, StatusHeader
 from eagletui.ui.widgets.tabbar import TabBar
 from eagletui.ui.widgets.tuning import TuningPanel
@@ -274,8 +274,9 @@ class MainScreen(Screen):
             self.app.notify("no profile", severity="warning")
             return
         diff = staged.diff()
-        argv = Redactor.for_profile(new).argv(new.argv()) if diff else None  # shown: no key in clear
-        self.app.push_screen(DiffScreen("pending changes (running → pending)", diff_text(diff, argv)))
+        # the whole command, its environment first (env toggles are changes too); no key in clear
+        command = command_line(new.argv(), new.env, Redactor.for_profile(new)) if diff else None
+        self.app.push_screen(DiffScreen("pending changes (running → pending)", diff_text(diff, command)))
 
     def action_apply(self) -> None:
         d = self._live()

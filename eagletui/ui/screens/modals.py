@@ -103,7 +103,7 @@ class ConfirmScreen(_Modal):
         self.dismiss(event.button.id == "yes")
 
 
-def diff_text(diff: dict[str, Any], argv: list[str] | None) -> Text:
+def diff_text(diff: dict[str, Any], command: str | list[str] | None) -> Text:
     t = Text()
     if not diff:
         t.append("No pending changes. Stage some in the Tune tab (←/→ on a toggle).\n", style="dim")
@@ -116,10 +116,10 @@ def diff_text(diff: dict[str, Any], argv: list[str] | None) -> Text:
         t.append(f"{_v(old)}", style="red")
         t.append(" → ")
         t.append(f"{_v(new)}\n", style="green")
-    if argv:
+    if command:
         import shlex
 
         t.append("\nnew command:\n", style="bold")
-        t.append(shlex.join(argv) + "\n", style="dim")
+        t.append((command if isinstance(command, str) else shlex.join(command)) + "\n", style="dim")
     t.append("\na applies (preflight, stop, relaunch); escape closes.", style="dim")
     return t
