@@ -245,3 +245,84 @@ async def test_the_config_column_ends_in_an_ellipsis_and_says_it_scrolls() -> No
         assert table.columns[table.ordered_columns[-1].key].width == CONFIG_WIDTH
         hints = {h.description: h.display for h in app.query_one(KeyBar).hints}
         assert hints.get("Scroll") == "←/→" and "Details" in hints, hints
+
+
+async def test_palette_lists_our_actions_when_empty_and_has_no_theme_picker() -> None:
+    from textual.command import CommandList, CommandPalette
+
+    async with replayed(WIDE) as (app, pilot):
+        await pilot.press("ctrl+p")
+        await pilot.pause(0.5)
+        assert isinstance(app.screen, CommandPalette)
+        listed = app.screen.query_one(CommandList)
+        prompts = [str(listed.get_option_at_index(i).prompt) for i in range(listed.option_count)]
+        text = "\n".join(prompts)
+        assert "Run a benchmark" in text and "Show pending changes" in text, text
+        assert not any(p.splitlines()[0].strip() in ("Theme", "Quit") for p in prompts), text
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        assert "Theme" not in titles and "Quit" not in titles
+
+
+def test_save_theme_keeps_the_file_and_writes_it_private(tmp_path: Path) -> None:
+    import stat
+
+    from eagletui.config import ConfigWriteError, load_user_config, save_theme
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text('# mine\ntheme = "eagletui-dark"\nscrollback = 5000\n\n[keymap]\nbench = "f5"\n')
+    cfg.chmod(0o644)
+    save_theme("eagletui-light", cfg)
+    loaded, problems = load_user_config(cfg)
+    assert not problems and loaded.theme == "eagletui-light" and loaded.scrollback == 5000
+    assert loaded.keymap == {"bench": "f5"} and cfg.read_text().startswith("# mine\n")
+    assert stat.S_IMODE(cfg.stat().st_mode) == 0o600
+    assert loaded.path == str(cfg)
+    fresh = tmp_path / "new" / "config.toml"
+    save_theme("eagletui-high-contrast", fresh)  # no file yet: the commented default, with the theme
+    assert load_user_config(fresh)[0].theme == "eagletui-high-contrast"
+    bad = tmp_path / "bad.toml"
+    bad.write_text("theme = [\n")
+    try:
+        save_theme("x", bad)
+    except ConfigWriteError as exc:
+        assert "bad.toml:" in str(exc)
+    else:
+        raise AssertionError("a malformed config was overwritten")
+    assert bad.read_text() == "theme = [\n"
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
+async def test_t_saves_the_theme_and_help_names_the_config_path(tmp_path: Path) -> None:
+    from eagletui.config import load_user_config
+    from eagletui.ui.screens.modals import HelpScreen
+
+    path = tmp_path / "config.toml"
+    cfg, _ = load_user_config(path)
+    cfg.record = False
+    async with replayed(WIDE, user_config=cfg) as (app, pilot):
+        await pilot.press("t")
+        await pilot.pause()
+        assert load_user_config(path)[0].theme == app.theme
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert isinstance(app.screen, HelpScreen)
+        assert str(path) in str(app.screen.query_one("#help-text").render())
+
+
+async def test_search_says_which_hit_is_shown() -> None:
+    from eagletui.ui.widgets.logview import LogView
+    from eagletui.ui.widgets.status import StatusHeader
+
+    async with replayed(WIDE) as (app, pilot):
+        await pilot.press("slash")
+        await pilot.press(*"launch")
+        await pilot.press("enter")
+        await pilot.pause()
+        log = app.query_one(LogView)
+        n = len(log.hits)
+        assert n > 2
+        assert any(m.startswith(f"hit {n}/{n} for 'launch'") for m in _toasts(app)), _toasts(app)
+        await pilot.press("N")
+        await pilot.pause()
+        app.repaint_now()
+        assert f"hit {n - 1}/{n}" in app.query_one(StatusHeader).render().plain

@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from textual.binding import Binding, BindingType
-from textual.command import Hit, Hits, Provider
+from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -129,13 +129,24 @@ def help_rows(keymap: dict[str, str]) -> list[tuple[str, str, str]]:
 class EagleCommands(Provider):
     """Every action in the command palette, so nothing needs a key to be reachable."""
 
+    async def discover(self) -> Hits:
+        """The palette with nothing typed lists our actions (not only Textual's built-ins)."""
+        app = self.app
+        for bid, key, action, _label, desc in ACTIONS:
+            yield DiscoveryHit(desc, _runner(app, action), help=f"key: {key_names(key)}  id: {bid}")
+
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         app = self.app
         for bid, key, action, _label, desc in ACTIONS:
             score = matcher.match(desc)
             if score > 0:
-                yield Hit(score, matcher.highlight(desc), _runner(app, action), help=f"key: {key}  id: {bid}")
+                yield Hit(
+                    score,
+                    matcher.highlight(desc),
+                    _runner(app, action),
+                    help=f"key: {key_names(key)}  id: {bid}",
+                )
 
 
 def _runner(app: App, action: str) -> Callable[[], Awaitable[None]]:

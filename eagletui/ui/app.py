@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import events, work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.css.query import NoMatches
 from textual.notifications import Notify
+from textual.screen import Screen
 
 from eagletui.core.events import Event
 from eagletui.session.drivers import Driver, LiveDriver, ReplayDriver, make_driver
@@ -199,7 +200,33 @@ class EagleApp(App):
         names = [n for n in self._theme_names if n in self.available_themes] or ["textual-dark"]
         idx = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(idx + 1) % len(names)]
-        self.notify(f"theme: {self.theme}")
+        saved = self.save_theme(self.theme)
+        self.notify(f"theme: {self.theme}" + (f" (saved to {saved})" if saved else ""))
+
+    def save_theme(self, name: str) -> str | None:
+        """Remember the theme in the user's config file (the one it was read from); a config built in
+        code (tests) has no file and nothing is written. Returns the path written, if any."""
+        from eagletui.config import ConfigWriteError, save_theme
+
+        path = getattr(self.user_config, "path", None)
+        if not path:
+            return None
+        try:
+            written = str(save_theme(name, path))
+        except ConfigWriteError as exc:
+            self.notify(str(exc), title="theme not saved", severity="warning")
+            return None
+        if self.user_config is not None:
+            self.user_config.theme = name
+        return written
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's palette commands without its Theme picker (``t`` and our palette entry cycle the
+        themes and save the choice; two theme switches that disagree confuse) nor its Quit."""
+        for command in super().get_system_commands(screen):
+            # Textual's Quit exits at once: ours (in the palette as "Quit") closes the driver first
+            if command.title.lower() not in ("theme", "change theme", "quit"):
+                yield command
 
     def refresh_css(self, animate: bool = True) -> None:
         """Textual's restyle, with refreshes coalesced and parsed themes reused (see ``restyle``), then

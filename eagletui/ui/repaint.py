@@ -92,6 +92,7 @@ class Repainter:
             follow=log.follow,
             bench=state.bench_running is not None,
             log_filter=log.filter_label(),
+            search=f"/{log.search} {log.hit_label()}" if log.search else None,
         )
         self.gpus.show(state)
         due = time.monotonic() - self._last_chart >= CHART_SLOT_S

@@ -27,6 +27,7 @@ from eagletui.core.events import Event
 from eagletui.core.redact import Redactor
 from eagletui.core.staged import NothingStaged
 from eagletui.core.state import ServerState
+from eagletui.core.textsafe import inert
 from eagletui.session.drivers import LiveDriver
 from eagletui.ui import actions
 from eagletui.ui.repaint import Repainter
@@ -323,11 +324,14 @@ class MainScreen(Screen):
     @on(Input.Submitted, "#search-input")
     def _search_submitted(self, event: Input.Submitted) -> None:
         log = self.query_one(LogView)
-        hits = log.set_search(event.value)
+        log.set_search(event.value)
         event.input.display = False
         log.focus()
+        self.painter.dirty = True
         self.app.notify(
-            f"{hits} hit{'s' if hits != 1 else ''} for {event.value!r}" if event.value else "search cleared"
+            f"{log.hit_label()} for {event.value!r}  (n / N: next / previous)"
+            if event.value
+            else "search cleared"
         )
 
     def search_cancel(self) -> None:
@@ -337,10 +341,17 @@ class MainScreen(Screen):
             self.query_one(LogView).focus()
 
     def action_search_next(self) -> None:
-        self.query_one(LogView).next_hit(1)
+        self._step_hit(1)
 
     def action_search_prev(self) -> None:
-        self.query_one(LogView).next_hit(-1)
+        self._step_hit(-1)
+
+    def _step_hit(self, step: int) -> None:
+        log = self.query_one(LogView)
+        log.next_hit(step)
+        self.painter.dirty = True
+        if log.search:
+            self.app.notify(f"{log.hit_label()} for {log.search!r}", timeout=1.5)
 
     def action_copy_log(self) -> None:
         text = self.query_one(LogView).selected_text()
@@ -411,7 +422,9 @@ class MainScreen(Screen):
 
     def action_help(self) -> None:
         keymap = self.app.keymap_config()
-        self.app.push_screen(HelpScreen(actions.help_rows(keymap)))
+        # the file the config was read from (a config built in code has none: plain "config.toml")
+        path = getattr(self.app.user_config, "path", None) or ""
+        self.app.push_screen(HelpScreen(actions.help_rows(keymap), inert(path)))
 
     @on(TuningPanel.PendingChanged)
     def _pending_changed(self, event: TuningPanel.PendingChanged) -> None:

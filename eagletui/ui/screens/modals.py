@@ -28,9 +28,10 @@ class _Modal(ModalScreen):
 
 
 class HelpScreen(_Modal):
-    def __init__(self, bindings: list[tuple[str, str, str]]) -> None:
+    def __init__(self, bindings: list[tuple[str, str, str]], config_file: str = "") -> None:
         super().__init__()
         self.rows = bindings
+        self.config_file = config_file or "config.toml"
 
     def compose(self) -> ComposeResult:
         t = Text()
@@ -42,7 +43,8 @@ class HelpScreen(_Modal):
                 t.append(f"   [{bid}]", style="dim")
             t.append("\n")
         t.append(
-            '\nKeys can be remapped in config.toml: [keymap] id = "key" (ids in brackets).\n', style="dim"
+            f'\nKeys can be remapped in {self.config_file}: [keymap] id = "key" (ids in brackets).\n',
+            style="dim",
         )
         t.append("ctrl+p opens the command palette with every action.", style="dim")
         with Vertical():

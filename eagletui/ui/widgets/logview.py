@@ -204,6 +204,14 @@ class LogView(ScrollView, can_focus=True):
         if self.hit_index >= len(self.hits):
             self.hit_index = len(self.hits) - 1
 
+    def hit_label(self) -> str:
+        """Which search hit is shown: ``hit 3/8`` (``no hits``; empty when there is no search)."""
+        if not self.search:
+            return ""
+        if not self.hits:
+            return "no hits"
+        return f"hit {self.hit_index + 1}/{len(self.hits)}"
+
     def next_hit(self, step: int = 1) -> None:
         if not self.hits:
             return

@@ -30,6 +30,7 @@ class StatusHeader(TextView):
         follow: bool,
         bench: bool,
         log_filter: str | None = None,
+        search: str | None = None,
     ) -> None:
         v = self.app.theme_variables
         t = Text(no_wrap=True, overflow="ellipsis")
@@ -66,6 +67,8 @@ class StatusHeader(TextView):
             t.append("  ⏱ benchmarking", style=v.get("accent", "cyan"))
         if log_filter:
             t.append(f"  ⧩ log filter: {log_filter} (0 resets)", style=v.get("warning", "yellow"))
+        if search:
+            t.append(f"  {inert(search)}", style=v.get("accent", "cyan"))
         if not follow:
             t.append("  ⏸ log paused", style="dim")
         if recording:
