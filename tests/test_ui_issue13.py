@@ -326,3 +326,35 @@ async def test_search_says_which_hit_is_shown() -> None:
         await pilot.pause()
         app.repaint_now()
         assert f"hit {n - 1}/{n}" in app.query_one(StatusHeader).render().plain
+
+
+def _chart_lines(chart) -> list[str]:
+    return ["".join(seg.text for seg in chart.render_line(y)) for y in range(chart.size.height)]
+
+
+async def test_charts_start_at_zero_label_every_tick_and_keep_legends_off_the_data() -> None:
+    from eagletui.core.state import Series, SessionState
+    from eagletui.ui.widgets.charts import TokSChart
+
+    async with replayed(WIDE) as (app, pilot):
+        chart = app.query_one("#chart-toks-wide", TokSChart)
+        # the first second of a benchmark: one point
+        state = SessionState(target="local")
+        state.bench_tick_tok_s = Series()
+        state.bench_tick_tok_s.add(1000.0, 512.0)
+        chart._replot(None, state.bench_tick_tok_s, None, state)
+        lines = _chart_lines(chart)
+        axis = next(ln for ln in reversed(lines) if any(ch.isdigit() for ch in ln))
+        assert "-1" not in axis and "−1" not in axis, lines
+        # a full session: legends only in the title line, every y tick labelled
+        app.repaint_now()
+        for chart in app.query(TokSChart):
+            chart.mark_stale()
+        app.repaint_now()
+        chart = app.query_one("#chart-toks-wide", TokSChart)
+        lines = _chart_lines(chart)
+        assert "per second" in lines[0], lines[:2]
+        assert not any("per second" in ln or "server" in ln for ln in lines[1:]), lines
+        assert len(chart.y_labels) >= 2
+        for label in chart.y_labels:
+            assert any(ln.lstrip().startswith(label) for ln in lines), (label, lines)
