@@ -8,7 +8,7 @@ branch, a minimal local mapping with the same two functions stands in, so the sc
 from __future__ import annotations
 
 try:
-    from eagletui.core.wording import describe_failure, phase_label
+    from eagletui.core.wording import describe_failure, phase_label  # type: ignore[import-not-found,unused-ignore]
 except ImportError:  # pragma: no cover - replaced by core.wording once merged
     _PHASES = {
         "launch": "launch",

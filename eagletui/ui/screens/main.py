@@ -230,7 +230,12 @@ class MainScreen(Screen):
     def action_relaunch(self) -> None:
         d = self._live()
         if d is not None and self._control_free(d):
-            self._confirmed("Relaunch", lambda: self._control_free(d) and self._launch_worker(d, None, None))
+
+            def relaunch() -> None:
+                if self._control_free(d):
+                    self._launch_worker(d, None, None)
+
+            self._confirmed("Relaunch", relaunch)
 
     @work(exclusive=False, group="control", exit_on_error=False)
     async def _launch_worker(self, d: LiveDriver, profile: Any, applied: dict[str, Any] | None) -> None:

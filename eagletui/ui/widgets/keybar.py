@@ -76,7 +76,7 @@ class KeyBar(Widget):
         if app.ENABLE_COMMAND_PALETTE and app.COMMAND_PALETTE_BINDING in active:
             _node, binding, enabled, _tooltip = active[app.COMMAND_PALETTE_BINDING]
             palette = KeyHint(binding.key, app.get_key_display(binding), binding.description, enabled)
-        hidden = getattr(screen, "hidden_actions", frozenset())
+        hidden: frozenset[str] = getattr(screen, "hidden_actions", frozenset())
         for _node, binding, enabled, _tooltip in active.values():
             if not binding.show or binding.action in seen_actions or binding.action in hidden:
                 continue
