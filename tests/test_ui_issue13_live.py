@@ -59,3 +59,29 @@ async def test_ctrl_q_closes_the_driver_like_q(tmp_path: Path) -> None:
         await pilot.press("ctrl+q")
         await pilot.pause(2)
     assert not pid_alive(pid), "ctrl+q left the demo server running"
+
+
+async def test_stop_during_a_benchmark_asks_then_cancels_it_and_stops(tmp_path: Path) -> None:
+    prof = slow_profile(tmp_path, 0.004)
+    prof.bench = dataclasses.replace(prof.bench, num_prompts=400, concurrency=1, max_new_tokens=256)
+    app = build_app(prof, UserConfig(record=False), preflight=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40), app.state.server_state
+        await pilot.press("b")
+        assert await wait_for(
+            pilot, lambda: app.driver.benchmarking and app.state.bench_running is not None, 10
+        )
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen) and "Benchmark" in app.screen.question
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        assert app.driver.benchmarking and app.state.server_state == "ready"
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("y")
+        assert await wait_for(pilot, lambda: app.state.server_state == "stopped", 30), app.state.server_state
+        assert not app.driver.benchmarking
+        assert app.state.bench_results and app.state.bench_results[-1].error  # the run was closed, aborted
+        await pilot.press("q")
+        await pilot.pause(1)

@@ -10,6 +10,7 @@ questions from the driver come through :meth:`dispatch`, :meth:`notify` and :met
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -214,8 +215,25 @@ class MainScreen(Screen):
         where = f" ({phase_label(active.name)})" if active is not None else ""
         return f"Launch #{self.model.state.current} is still loading{where}.\n{doing} anyway? (y/n)"
 
-    def _confirmed(self, doing: str, then: Callable[[], None]) -> None:
-        """Run ``then`` now, or after a yes when a launch is loading."""
+    def _guarded(self, d: LiveDriver, doing: str, then: Callable[[], None]) -> None:
+        """Run ``then`` (a relaunch, stop or apply) now, or after a yes when it would throw work away:
+        a launch still loading, or a running benchmark (cancelled first, then ``then`` runs)."""
+        if d.control_busy:
+            self.app.notify("a launch or stop is already in progress", severity="warning")
+            return
+        if d.benchmarking:
+            bench = self.model.state.bench_running
+            question = (
+                f"Benchmark{f' #{bench}' if bench is not None else ''} is running.\n"
+                f"Cancel it and {doing[:1].lower() + doing[1:]}? (y/n)"
+            )
+
+            def cancel_then(yes: bool | None) -> None:
+                if yes:
+                    self._after_benchmark(d, then)
+
+            self.app.push_screen(ConfirmScreen(question), cancel_then)
+            return
         question = self._loading_question(doing)
         if question is None:
             then()
@@ -227,15 +245,28 @@ class MainScreen(Screen):
 
         self.app.push_screen(ConfirmScreen(question), answer)
 
+    @work(exclusive=False, group="control", exit_on_error=False)
+    async def _after_benchmark(self, d: LiveDriver, then: Callable[[], None]) -> None:
+        """Cancel the benchmark, wait (≤ 15 s) until its run is closed, then go on."""
+        task = d.bench_task
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(task), timeout=15)
+        if d.benchmarking:
+            self.app.notify("the benchmark did not stop: try again", severity="warning")
+            return
+        then()
+
     def action_relaunch(self) -> None:
         d = self._live()
-        if d is not None and self._control_free(d):
+        if d is not None:
 
             def relaunch() -> None:
                 if self._control_free(d):
                     self._launch_worker(d, None, None)
 
-            self._confirmed("Relaunch", relaunch)
+            self._guarded(d, "Relaunch", relaunch)
 
     @work(exclusive=False, group="control", exit_on_error=False)
     async def _launch_worker(self, d: LiveDriver, profile: Any, applied: dict[str, Any] | None) -> None:
@@ -243,14 +274,14 @@ class MainScreen(Screen):
 
     def action_stop(self) -> None:
         d = self._live()
-        if d is not None and self._control_free(d):
+        if d is not None:
 
             def stop() -> None:
                 if self._control_free(d):
                     d.control_busy = True  # taken now: a second key press before the worker starts is refused
                     self._stop_worker(d)
 
-            self._confirmed("Stop it", stop)
+            self._guarded(d, "Stop the server", stop)
 
     @work(exclusive=False, group="control", exit_on_error=False)
     async def _stop_worker(self, d: LiveDriver) -> None:
@@ -294,8 +325,6 @@ class MainScreen(Screen):
         except NothingStaged:
             self.app.notify("nothing to apply: no pending changes", severity="warning")
             return
-        if not self._control_free(d):
-            return
         from eagletui.core.profile import format_diff
 
         def apply() -> None:
@@ -305,7 +334,7 @@ class MainScreen(Screen):
             # Staged changes are cleared only once the relaunch has started: a refused preflight keeps them.
             self._launch_worker(d, new, staged.pending)
 
-        self._confirmed("Relaunch with the pending changes", apply)
+        self._guarded(d, "Relaunch with the pending changes", apply)
 
     def action_pin_baseline(self) -> None:
         launch = self.query_one(RunsTable).selected_launch() or self.model.state.current
