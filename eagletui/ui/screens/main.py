@@ -223,7 +223,7 @@ class MainScreen(Screen):
             return
         if d.benchmarking:
             bench = self.model.state.bench_running
-            question = (
+            running = (
                 f"Benchmark{f' #{bench}' if bench is not None else ''} is running.\n"
                 f"Cancel it and {doing[:1].lower() + doing[1:]}? (y/n)"
             )
@@ -232,7 +232,7 @@ class MainScreen(Screen):
                 if yes:
                     self._after_benchmark(d, then)
 
-            self.app.push_screen(ConfirmScreen(question), cancel_then)
+            self.app.push_screen(ConfirmScreen(running), cancel_then)
             return
         question = self._loading_question(doing)
         if question is None:
