@@ -85,3 +85,27 @@ async def test_stop_during_a_benchmark_asks_then_cancels_it_and_stops(tmp_path: 
         assert app.state.bench_results and app.state.bench_results[-1].error  # the run was closed, aborted
         await pilot.press("q")
         await pilot.pause(1)
+
+
+async def test_quit_during_a_benchmark_closes_its_run_before_the_loop_ends(tmp_path: Path) -> None:
+    """q (after its question) during a benchmark: the cancelled benchmark unwinds while the app still
+    runs, so its aborted result reaches the recording and no task is left behind at exit."""
+    from eagletui.session.format import read_session
+    from eagletui.session.record import Recorder
+
+    prof = slow_profile(tmp_path, 0.004)
+    prof.bench = dataclasses.replace(prof.bench, num_prompts=400, concurrency=1, max_new_tokens=256)
+    rec = Recorder(tmp_path / "s.jsonl", target="local", profile_name="demo")
+    app = build_app(prof, UserConfig(record=False), recorder=rec, preflight=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40), app.state.server_state
+        await pilot.press("b")
+        assert await wait_for(pilot, lambda: app.driver.benchmarking, 10)
+        await pilot.press("q")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause(3)
+    assert app.driver.bench_task is None
+    _header, events, _warnings = read_session(tmp_path / "s.jsonl")
+    results = [e for e in events if e.type == "bench_result"]
+    assert results and results[-1].error == "benchmark aborted", results
