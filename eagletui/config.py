@@ -107,7 +107,8 @@ def _locate(text: str, key: str, section: str | None = None) -> tuple[int, int]:
 
 class _Problems:
     def __init__(self, path: Path, text: str):
-        self.path, self.text, self.items = path, text, []
+        self.path, self.text = path, text
+        self.items: list[str] = []
 
     def add(self, message: str, key: str, section: str | None = None) -> None:
         line, col = _locate(self.text, key, section)

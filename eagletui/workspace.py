@@ -197,6 +197,7 @@ class Workspace:
         lost = self.unreconciled
         if lost is None:
             return False
+        assert self.control is not None, "connect() first"
         try:
             run = await self.control.reconcile(lost.run_id, lost.runs_dir)
         except LaunchOutcomeUnknown as exc:

@@ -75,7 +75,7 @@ async def test_preflight_local_models(tmp_path: Path) -> None:
         args={"--model-path": target, "--speculative-draft-model-path": draft, "--context-length": 8192},
     )
     checks = by_name(await run_preflight(LocalTransport(), prof))
-    assert checks["ssh"].status == "pass"
+    assert checks["host"].status == "pass" and "local machine" in checks["host"].message
     assert checks["server module"].status == "pass" and "sglang-compat" in checks["server module"].message
     assert checks["port"].status == "pass"
     assert checks["model"].status == "pass" and "DeepseekV3ForCausalLM" in checks["model"].message

@@ -254,7 +254,7 @@ async def test_disk_full_while_recording_the_ui_goes_on(tmp_path: Path) -> None:
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         app = replay_app()
-        app.recorder = Recorder(mnt / "s.jsonl", target="t", profile_name="p")
+        app.model.recorder = Recorder(mnt / "s.jsonl", target="t", profile_name="p")
         async with app.run_test(size=(120, 40)) as pilot:
             await app.replay_done.wait()
             await pilot.pause()

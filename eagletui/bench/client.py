@@ -464,7 +464,7 @@ async def _run_pool(
         return results
     stopper = asyncio.create_task(stop.wait())
     try:
-        pending = set(workers)
+        pending: set[asyncio.Task[Any]] = set(workers)
         while pending:
             done, pending = await asyncio.wait(pending | {stopper}, return_when=asyncio.FIRST_COMPLETED)
             pending.discard(stopper)

@@ -1,10 +1,18 @@
-"""``eagletui connect TARGET``: the tuning workspace on a remote host (or ``local``)."""
+"""``eagletui connect [TARGET]``: the tuning workspace on a remote host (or ``local``).
+
+The host is reached once before the UI starts, so an unreachable or mistyped target is one clear
+line and a non-zero exit instead of a full-screen UI stuck in "lost" (and a recorded empty session).
+That first connection also answers an unknown host key on the terminal and, without ``--profile``,
+finds the newest run eagletui started there, whose recorded profile the UI then uses.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import sys
+from typing import Any
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -14,9 +22,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="eagletui connect",
         description="Connect to [user@]host[:port], an ~/.ssh/config alias, or 'local'; reattach to a running "
-        "server eagletui started there, or launch the profile's server.",
+        "server eagletui started there (with the profile it was launched with), or launch the profile's "
+        "server.",
     )
-    p.add_argument("target", help="[user@]host[:port], an ssh config alias, or 'local'")
+    p.add_argument(
+        "target",
+        nargs="?",
+        help="[user@]host[:port], an ssh config alias, or 'local' (default: the profile's)",
+    )
     p.add_argument("--profile", "-p", help="profile TOML (see 'eagletui profile init')")
     add_ssh_options(p)
     p.add_argument("--no-launch", action="store_true", help="do not launch a server when none is running")
@@ -25,22 +38,107 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+async def ask_host_key_on_terminal(host: str, fingerprint: str) -> bool:
+    """OpenSSH's question, asked before the UI owns the terminal."""
+    sys.stderr.write(
+        f"The authenticity of host {host!r} can't be established.\n"
+        f"Its key fingerprint is {fingerprint}.\n"
+        "Add it to known_hosts and continue connecting (yes/no)? "
+    )
+    sys.stderr.flush()
+    try:
+        answer = await asyncio.to_thread(sys.stdin.readline)
+    except (OSError, ValueError):
+        return False
+    return answer.strip().lower() in ("y", "yes")
+
+
+async def probe(
+    target: str, args: argparse.Namespace, *, want_recorded: bool, runs_dir: str | None = None
+) -> tuple[str | None, Any]:
+    """Connect once: ``(error, recorded)`` where ``error`` is the message to print (None when the host
+    answered) and ``recorded`` the newest live run's :class:`RecordedProfile` (when asked for)."""
+    from eagletui.commands._ssh import ssh_options
+    from eagletui.remote.reattach import DEFAULT_RUNS_DIR, recorded_profile
+    from eagletui.remote.transport import TransportError, open_transport
+
+    try:
+        ssh = dataclasses.replace(ssh_options(args), ask_host_key=ask_host_key_on_terminal)
+        transport = await open_transport(target, ssh)
+    except (TransportError, OSError, ValueError) as exc:
+        return str(exc), None
+    try:
+        res = await transport.run(["true"], timeout=20)
+        if res.exit_status != 0:
+            return f"{target}: running a command failed: {res.stderr.strip()[:300]}", None
+        if not want_recorded:
+            return None, None
+        try:
+            return None, await recorded_profile(transport, target, runs_dir or DEFAULT_RUNS_DIR)
+        except (TransportError, TimeoutError, OSError):
+            return None, None  # no run list: connect without one, the UI says what it finds
+    except (TransportError, TimeoutError, OSError) as exc:
+        return f"{target}: {exc}", None
+    finally:
+        await transport.close()
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from eagletui.commands._ssh import ssh_options
     from eagletui.commands._ui import load_config, make_history, make_recorder, run_app
     from eagletui.core.profile import Profile, ProfileError, load_profile
 
+    profile: Profile | None = None
     if args.profile:
         try:
             profile = load_profile(args.profile)
         except ProfileError as exc:
             sys.stderr.write(f"eagletui: {exc}\n")
             return 2
-    else:
-        profile = Profile(name="(no profile)", target=args.target)
-    target = args.target
+    target = args.target or (profile.target if profile is not None else None)
+    if not target:
+        sys.stderr.write(
+            "eagletui connect: give a target ([user@]host[:port], an ssh config alias or 'local') "
+            "or --profile FILE\n"
+        )
+        return 2
+    from eagletui.commands._tty import require_terminal
+
+    if rc := require_terminal("connect"):  # after the argument checks, before reaching the host
+        return rc
+    error, recorded = asyncio.run(probe(target, args, want_recorded=profile is None))
+    if error is not None:
+        if not error.startswith(f"cannot connect to {target}"):
+            error = f"cannot connect to {target}: {error}"
+        sys.stderr.write(f"eagletui: {error}\n")
+        return 1
+    if profile is None:
+        if recorded is not None:
+            profile = recorded.profile
+            sys.stderr.write(
+                f"eagletui: reattaching to run {recorded.run.run_id} with the profile it was launched with\n"
+            )
+            if recorded.dropped_secrets:
+                sys.stderr.write(
+                    "eagletui: its secrets were not recorded ("
+                    + ", ".join(recorded.dropped_secrets)
+                    + "); pass --profile to relaunch with them\n"
+                )
+        else:
+            profile = Profile(name="(no profile)", target=target)
     cfg = load_config()
+    if args.profile:
+        import shlex
+
+        from eagletui.core.textsafe import inert
+        from eagletui.session.sweep import pending_sweep
+
+        if pending_sweep(target, args.profile) is not None:
+            resume = shlex.join(["eagletui", "sweep", target, "--profile", args.profile, "--resume"])
+            sys.stderr.write(
+                inert(f"eagletui: a sweep of this profile on {target} is unfinished: {resume}") + "\n"
+            )
 
     from eagletui.session.drivers import LiveDriver
     from eagletui.ui.app import EagleApp
@@ -67,25 +165,29 @@ def main(argv: list[str]) -> int:
         recorder=make_recorder(cfg, target, profile, enabled=not args.no_record),
     )
     signum = run_app(app)  # SIGTERM/SIGHUP/SIGINT: the q path (the server keeps running), terminal restored
-    if app.workspace is not None and app.workspace.run is not None:
-        run = app.workspace.run
-        la = app.model.state.launches.get(run.launch)
-        sys.stderr.write(exit_note(run.run_id, la.status if la is not None else None, target, run.log_path))
+    sys.stderr.write(exit_note(app, target, profile.port))
     if app.recorder is not None:
         sys.stderr.write(f"session recorded to {app.recorder.path}\n")
     return 128 + signum if signum else 0
 
 
-def exit_note(run_id: str, status: str | None, target: str, log_path: str = "") -> str:
-    """What became of the server we leave behind, from its launch's state: only a server that may still
-    be running is announced as such (a stopped, exited or failed one is not, and needs no reattach)."""
-    from eagletui.core.state import ServerState
+def exit_note(app: Any, target: str, port: int | None = None) -> str:
+    """What is left on the host after the UI quits: a running server (and how to get back to it), or
+    how the last launch ended. Says "keeps running" only for a server that was not stopped or exited."""
+    from eagletui.core.wording import describe_failure
 
-    log = f" (log: {log_path})" if log_path else ""
-    if status == ServerState.STOPPED:
-        return f"the server (run {run_id}) was stopped on {target}{log}\n"
-    if status == ServerState.EXITED:
-        return f"the server (run {run_id}) has exited on {target}{log}\n"
-    if status == ServerState.FAILED:
-        return f"the server (run {run_id}) failed on {target}{log}\n"
-    return f"the server (run {run_id}) keeps running on {target}; 'eagletui connect {target}' reattaches\n"
+    ws = app.workspace
+    run = ws.run if ws is not None else None
+    la = app.state.launch
+    status = la.status if la is not None else None
+    if la is not None and status == "failed" and la.failure is not None:
+        f = la.failure
+        note = f"the server failed: {describe_failure(f.kind, f.phase, port=port)}"
+        return note + (f" (log: {run.log_path})\n" if run is not None and run.log_path else "\n")
+    if run is None or not run.alive or status in ("stopped", "exited"):
+        return ""
+    if not run.owned:
+        return f"the server (pid {run.pid}) on {target} was followed read-only and keeps running\n"
+    return (
+        f"the server (run {run.run_id}) keeps running on {target}; 'eagletui connect {target}' reattaches\n"
+    )

@@ -54,6 +54,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    from eagletui.commands._tty import require_terminal
+
+    if rc := require_terminal("demo"):
+        return rc
     from eagletui.commands._ui import load_config, make_history, make_recorder, run_app
     from eagletui.core.profile import load_profile
 

@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
 async def _run(args: argparse.Namespace) -> int:
     from eagletui.core.profile import ProfileError, load_profile
     from eagletui.core.textsafe import inert
-    from eagletui.remote.preflight import Check, run_preflight_with_flags
+    from eagletui.remote.preflight import Check, connection_check_name, run_preflight_with_flags
     from eagletui.remote.transport import TransportError, open_transport
 
     try:
@@ -47,7 +47,7 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         transport = await open_transport(target, ssh_options(args))
     except (TransportError, OSError, ValueError) as exc:
-        checks = [Check("ssh", "fail", str(exc))]
+        checks = [Check(connection_check_name(target), "fail", str(exc))]
     else:
         try:
             checks, _ = await run_preflight_with_flags(transport, profile)

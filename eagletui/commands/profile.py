@@ -29,7 +29,11 @@ from eagletui.core.profile import (
 )
 from eagletui.core.redact import Redactor
 
-EXAMPLES: dict[str, str] = {"demo": "demo.toml", "kimi": "kimi-k25-eagle3.toml"}
+EXAMPLES: dict[str, str] = {
+    "demo": "demo.toml",
+    "demo-sweep": "demo-sweep.toml",
+    "kimi": "kimi-k25-eagle3.toml",
+}
 
 _TEMPLATE_COMMAND = (
     "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 1 "

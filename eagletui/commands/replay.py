@@ -159,6 +159,11 @@ def main(argv: list[str]) -> int:
     if isinstance(opened, str):
         sys.stderr.write(f"eagletui: {inert(opened)}\n")
         return 2
+    from eagletui.commands._tty import require_terminal
+
+    if rc := require_terminal("replay"):  # after the file check: a bad file says so either way
+        opened[0].close()
+        return rc
     source, replayer = opened
     from eagletui.ui.app import EagleApp
 

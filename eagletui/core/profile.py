@@ -201,11 +201,12 @@ class Profile:
     host: str = "127.0.0.1"
     runs_dir: str = "~/.eagletui/runs"
     ready_timeout_s: float = 3600.0
-    args: dict[str, ScalarValue] = field(default_factory=dict)
+    args: dict[str, ScalarValue | list[ScalarValue]] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     toggles: tuple[Toggle, ...] = ()
     bench: BenchSettings = field(default_factory=BenchSettings)
     verdict: Verdict = field(default_factory=Verdict)
+    sweep: Any = None  # a core.sweep.SweepSpec when the profile has a [sweep] table
 
     # ------------------------------------------------------------------ derived views
 
@@ -252,15 +253,15 @@ class Profile:
 
     def toggle_value(self, toggle: Toggle) -> Any:
         if toggle.kind == "env":
-            v = self.env.get(toggle.name)
+            env_value: str | None = self.env.get(toggle.name)
             if toggle.type == "bool":
-                return v not in (None, "", "0")
-            if toggle.type in ("int", "float") and v is not None:
+                return env_value not in (None, "", "0")
+            if toggle.type in ("int", "float") and env_value is not None:
                 try:
-                    return toggle.validate(v)
+                    return toggle.validate(env_value)
                 except ValueError:
-                    return v
-            return v
+                    return env_value
+            return env_value
         v = self.args.get(toggle.name)
         if toggle.type == "bool":
             return bool(v)
@@ -330,7 +331,7 @@ def format_diff(diff: dict[str, list[Any]], limit: int | None = None) -> str:
 
 # ------------------------------------------------------------------------------------- loading
 
-_TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict"}
+_TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict", "sweep"}
 _TARGET_KEYS = {"host", "workdir", "python"}
 _SERVER_KEYS = {"command", "port", "host", "runs_dir", "log_dir", "args", "env", "ready_timeout_s"}
 _TOGGLE_KEYS = {"env", "arg", "type", "choices", "min", "max", "step", "help"}
@@ -591,6 +592,10 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
         for k, v in verdict.items()
     }
     prof.verdict = Verdict(**vargs)
+    if "sweep" in data:  # late import: core.sweep stages values through core.staged, which imports us
+        from eagletui.core.sweep import parse_sweep
+
+        prof.sweep = parse_sweep(data["sweep"], prof, text, path)
     return prof
 
 

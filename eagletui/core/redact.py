@@ -150,10 +150,36 @@ def resolve_flag(flag: str) -> str:
     return matches[0] if len(matches) == 1 else flag
 
 
+#: For flags SGLang does not have (another server's, a wrapper's): a credential when the name ENDS in
+#: one of these words (``--auth-token``, ``--access-key``), never when a word merely contains one.
+_SECRET_LAST_WORDS = frozenset(
+    {"token", "secret", "password", "passwd", "passphrase", "credential", "credentials", "apikey"}
+)
+_COUNTING_WORDS = frozenset({"per", "first", "last", "next", "each", "to", "max", "num", "total"})
+_SECRET_KEY_QUALIFIERS = frozenset({"api", "access", "private", "secret", "auth"})
+
+
 def is_secret_flag(flag: str) -> bool:
-    """``--api-key`` (also ``--api-key=x`` and the prefix ``--api``) yes; ``--max-total-tokens`` no."""
+    """``--api-key`` (also ``--api-key=x`` and the prefix ``--api``) yes; ``--max-total-tokens`` no.
+
+    SGLang's own flags are judged by its real table (four secrets among 560); any other flag by the
+    last words of its name."""
     base = flag.split("=", 1)[0]
-    return base.startswith("--") and resolve_flag(base) in SECRET_FLAGS
+    if not base.startswith("--"):
+        return False
+    resolved = resolve_flag(base)
+    if resolved in SECRET_FLAGS:
+        return True
+    if resolved in ALL_FLAGS:
+        return False
+    words = [w for w in re.split(r"[-_]+", base.lower()) if w]
+    if not words:
+        return False
+    if words[-1] == "token" and len(words) > 1 and words[-2] in _COUNTING_WORDS:
+        return False  # --kt-max-deferred-experts-per-token, --bucket-time-to-first-token
+    if words[-1] in _SECRET_LAST_WORDS:
+        return True
+    return words[-1] == "key" and len(words) > 1 and words[-2] in _SECRET_KEY_QUALIFIERS
 
 
 def is_switch(flag: str) -> bool:

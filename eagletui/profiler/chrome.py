@@ -234,6 +234,7 @@ class _Reader:
 
 _CUT = re.compile(r"\}\s*,\s*(?=\{)")
 
+_fast_loads: Any
 try:  # an optional accelerator: the stdlib decoder gives the same events, slower
     from orjson import loads as _fast_loads
 except ImportError:  # pragma: no cover - orjson is a dependency; this keeps the reader importable without it

@@ -138,7 +138,7 @@ class RankFold:
             if dur is None or ts is None or dur < 0:
                 return
             name = str(ev.get("name", ""))
-            args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+            args: dict[str, Any] = ev["args"] if isinstance(ev.get("args"), dict) else {}
             nid = self._name_id(name)
             self.k_ts.append(ts)
             self.k_dur.append(dur)
@@ -150,7 +150,7 @@ class RankFold:
         if cat in _RANGE_CATS:
             name = str(ev.get("name", ""))
             c = by_op_name(_telling_part(name) if cat == "python_function" else name)
-            args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+            args = ev["args"] if isinstance(ev.get("args"), dict) else {}
             if cat == "cpu_op" and c is not Category.OTHER:
                 ext = _int(args.get("External id"))
                 if ext >= 0:
@@ -166,7 +166,7 @@ class RankFold:
             name = str(ev.get("name", "")).lower()
             if not any(w in name for w in _LAUNCH):
                 return
-            args = ev.get("args") if isinstance(ev.get("args"), dict) else {}
+            args = ev["args"] if isinstance(ev.get("args"), dict) else {}
             corr = _int(args.get("correlation"))
             ts = _num(ev.get("ts"))
             if corr >= 0 and ts is not None:

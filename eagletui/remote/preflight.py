@@ -2,7 +2,10 @@
 
 Host-side facts (python, the server module, paths, configs, port, disk) come from one small script
 in a single round trip; nvidia-smi runs alongside it. Everything that merely *might* be fine (an
-HF hub id instead of a local dir, no GPUs for the simulator) is a warning, not a failure.
+HF hub id instead of a local dir, no GPUs for the simulator) is a warning, not a failure; no GPUs for
+a real server is a failure. The disk check looks where a launch writes gigabytes: the Hugging Face
+cache (HF_HUB_CACHE, HF_HOME, ~/.cache/huggingface, as the launch's env sets them) or the local
+model's filesystem; the logs directory is mentioned only when it is nearly full.
 """
 
 from __future__ import annotations
@@ -123,16 +126,43 @@ if tcfg and dcfg:
     else:
         add("draft compatibility", "pass", "hidden size %s, vocab %s%s" % (
             t.get("hidden_size"), tv, (", draft vocab %s" % dd) if dd else ""))
-d = os.path.expanduser(spec["runs_dir"])
-while d and not os.path.exists(d):
-    d = os.path.dirname(d)
+def free_under(p):
+    d = os.path.abspath(os.path.expanduser(p))
+    while d and not os.path.exists(d):
+        d = os.path.dirname(d)
+    return shutil.disk_usage(d or "/").free / 1e9, d or "/"
+def hf_cache():
+    env = dict(os.environ)
+    env.update(spec.get("env") or {})
+    if env.get("HF_HUB_CACHE"):
+        return env["HF_HUB_CACHE"]
+    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return os.path.join(home, "hub")
+model = spec.get("model") or ""
 try:
-    free = shutil.disk_usage(d or "/").free
-    gb = free / 1e9
-    st = "fail" if free < 100e6 else ("warn" if free < 1e9 else "pass")
-    add("disk", st, "%.1f GB free for logs under %s" % (gb, d))
+    if model and local_like(model):
+        gb, d = free_under(model)
+        st = "warn" if gb < 1 else "pass"
+        add("disk", st, "%.1f GB free on the model's filesystem (%s)" % (gb, d))
+    else:
+        cache = hf_cache()
+        gb, d = free_under(cache)
+        if gb < 0.1:
+            st = "fail"
+        elif model and gb < 50:
+            st = "warn"
+        else:
+            st = "pass"
+        note = " (a download of %s may not fit)" % model if st == "warn" else ""
+        add("disk", st, "%.1f GB free for the Hugging Face cache %s%s" % (gb, cache, note))
 except OSError as e:
     add("disk", "warn", "cannot check free space: %s" % e)
+try:
+    gb, d = free_under(spec["runs_dir"])
+    if gb < 1:
+        add("disk (logs)", "fail" if gb < 0.1 else "warn", "%.1f GB free for logs under %s" % (gb, d))
+except OSError as e:
+    add("disk (logs)", "warn", "cannot check free space for logs: %s" % e)
 wd = os.path.expanduser(spec["workdir"])
 if not os.path.isdir(wd):
     add("workdir", "fail", "workdir %s does not exist" % spec["workdir"])
@@ -149,17 +179,23 @@ def server_module(profile: Profile) -> str:
     return "sglang"
 
 
+def connection_check_name(target: str) -> str:
+    """``host`` for the local machine (there is no SSH), ``ssh`` for a remote one."""
+    return "host" if target in ("", "local") else "ssh"
+
+
 async def _ssh_check(transport: Transport) -> Check:
+    name = connection_check_name(transport.target)
     t0 = time.monotonic()
     try:
         res = await transport.run(["true"], timeout=10)
     except (TransportError, TimeoutError, OSError) as exc:
-        return Check("ssh", "fail", f"{transport.target}: {exc}")
+        return Check(name, "fail", f"{transport.target}: {exc}")
     ms = (time.monotonic() - t0) * 1000
     if res.exit_status != 0:
-        return Check("ssh", "fail", f"{transport.target}: running a command failed: {res.stderr.strip()}")
-    kind = "local machine" if transport.target == "local" else f"connected to {transport.target}"
-    return Check("ssh", "pass", f"{kind}, round trip {ms:.0f} ms")
+        return Check(name, "fail", f"{transport.target}: running a command failed: {res.stderr.strip()}")
+    kind = "local machine" if name == "host" else f"connected to {transport.target}"
+    return Check(name, "pass", f"{kind}, round trip {ms:.0f} ms")
 
 
 async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
@@ -172,6 +208,10 @@ async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
         "context_length": profile.args.get("--context-length"),
         "runs_dir": profile.runs_dir,
         "workdir": profile.workdir,
+        # the launch's own env decides where the Hugging Face cache is
+        "env": {
+            k: str(v) for k, v in profile.env.items() if k in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME")
+        },
     }
     try:
         res = await transport.run([profile.python, "-c", HOST_SCRIPT], input=json.dumps(spec), timeout=20)
@@ -196,16 +236,22 @@ async def _gpu_check(transport: Transport, profile: Profile) -> list[Check]:
     simulated = server_module(profile) == "eagletui.sim"
     if res.exit_status != 0:
         if missing_nvidia_smi(res.exit_status, res.stderr):
-            note = " (fine for the simulator)" if simulated else ""
-            return [Check("gpus", "warn", f"no GPUs visible: nvidia-smi not found{note}")]
+            if simulated:
+                return [
+                    Check("gpus", "warn", "no GPUs visible: nvidia-smi not found (fine for the simulator)")
+                ]
+            return [Check("gpus", "fail", f"no GPUs visible: nvidia-smi not found, and {_needs(profile)}")]
         return [
             Check("gpus", "warn" if simulated else "fail", f"nvidia-smi failed: {res.stderr.strip()[:200]}")
         ]
     gpus = parse_query(res.stdout)
-    tp = _int(profile.args.get("--tp", profile.args.get("--tp-size", 1))) or 1
+    tp = _tp(profile)
     checks = []
     if not gpus:
-        checks.append(Check("gpus", "warn", "nvidia-smi lists no GPUs"))
+        if simulated:
+            checks.append(Check("gpus", "warn", "nvidia-smi lists no GPUs (fine for the simulator)"))
+        else:
+            checks.append(Check("gpus", "fail", f"nvidia-smi lists no GPUs, and {_needs(profile)}"))
     elif len(gpus) < tp and not simulated:
         checks.append(Check("gpus", "fail", f"--tp {tp} needs {tp} GPUs, the host has {len(gpus)}"))
     else:
@@ -221,6 +267,15 @@ async def _gpu_check(transport: Transport, profile: Profile) -> list[Check]:
     elif gpus:
         checks.append(Check("gpus free", "pass", "no processes hold GPU memory"))
     return checks
+
+
+def _tp(profile: Profile) -> int:
+    return _int(profile.args.get("--tp", profile.args.get("--tp-size", 1))) or 1
+
+
+def _needs(profile: Profile) -> str:
+    tp = _tp(profile)
+    return f"{server_module(profile)} needs {tp} GPU{'s' if tp != 1 else ''} (--tp-size {tp})"
 
 
 def _memory_holders(text: str) -> list[str]:

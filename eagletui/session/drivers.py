@@ -96,9 +96,14 @@ class ReplayDriver(Driver):
     kind = "replay"
     is_replay = True
 
+    #: what ``[``/``]`` step between: launches and config changes
+    STEP_KINDS: ClassVar[frozenset[str]] = frozenset({"launch", "config"})
+
     def __init__(self, source: ReplaySource) -> None:
         self.source = source
         self.done = asyncio.Event()  # set when the replay has fed its last event
+        self._rewound = asyncio.Event()  # a seek after the end: play on from there
+        self._bad = 0
 
     @property
     def speed(self) -> Any:
@@ -108,24 +113,83 @@ class ReplayDriver(Driver):
     def toasts_milestones(self) -> bool:
         return self.speed != "instant"  # the whole history at once: a toast per launch buries the screen
 
+    @property
+    def can_seek(self) -> bool:
+        """An indexed recording (:class:`~eagletui.session.replay.StreamReplayer`) seeks and has marks."""
+        return hasattr(self.source, "seek_mark") and hasattr(self.source, "marks")
+
     def refusal(self) -> str:
         return "not available in replay"
 
     def now(self, model: SessionModel, clock: Callable[[], float]) -> float:
         return model.state.last_wall or clock()
 
+    def _feed(self, ev: Event, host: DriverHost) -> None:
+        try:
+            host.dispatch(ev)
+        except Exception as exc:  # a damaged event must not end the replay silently
+            self._bad += 1
+            if self._bad == 1:
+                host.notify(f"skipped a damaged event ({type(exc).__name__}: {exc})", severity="warning")
+
     async def run(self, model: SessionModel, host: DriverHost) -> None:
-        bad = 0
-        async for ev in self.source.play():
-            try:
-                host.dispatch(ev)
-            except Exception as exc:  # a damaged event must not end the replay silently
-                bad += 1
-                if bad == 1:
-                    host.notify(f"skipped a damaged event ({type(exc).__name__}: {exc})", severity="warning")
-        self.done.set()
+        while True:
+            async for ev in self.source.play():
+                self._feed(ev, host)
+            if not self.done.is_set():
+                self.done.set()
+                host.settled()
+                host.notify("end of recording", title="replay")
+            if not self.can_seek:
+                return
+            # A seek back from the end plays on from the target (the play loop has returned).
+            self._rewound.clear()
+            await self._rewound.wait()
+
+    # ------------------------------------------------------------------ seeking
+
+    def seek(
+        self,
+        model: SessionModel,
+        host: DriverHost,
+        *,
+        time: float | None = None,
+        launch: int | None = None,
+        mark: Any = None,
+        step: int | None = None,
+        kinds: frozenset[str] | None = None,
+    ) -> bool:
+        """Move the replay and rebuild the screen there: the model is reset (its observers clear what
+        they show) and the replayer's catch-up events are folded into the fresh state; playback then
+        continues from the target (paused stays paused). ``step`` ±1 goes to the next/previous mark of
+        ``kinds`` (default: launches and config changes). False when there is nowhere to go that way;
+        ``KeyError`` for a launch the recording does not have."""
+        src: Any = self.source
+        if not self.can_seek:
+            return False
+        if step is not None:
+            events = src.seek_mark(step, kinds if kinds is not None else self.STEP_KINDS)
+            if events is None:
+                return False
+        else:
+            if time is not None:
+                time = min(max(0.0, time), src.duration)
+            events = src.seek(time=time, launch=launch, mark=mark)
+        model.reset()
+        for ev in events:
+            self._feed(ev, host)
+        if self.done.is_set() and not src.finished:
+            self.done.clear()
+            self._rewound.set()
         host.settled()
-        host.notify("end of recording", title="replay")
+        return True
+
+    def seek_by(self, model: SessionModel, host: DriverHost, seconds: float) -> bool:
+        """``seconds`` forward (or back, when negative) from the current position."""
+        if not self.can_seek:
+            return False
+        src: Any = self.source
+        return self.seek(model, host, time=src.position + seconds)
 
 
 class LiveDriver(Driver):

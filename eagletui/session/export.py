@@ -9,13 +9,26 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
+import json
 import os
+import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagletui.core.events import PHASES, ConfigChanged, Event
+from eagletui.core.economics import economics, per_request
+from eagletui.core.events import (
+    PHASES,
+    BenchmarkResult,
+    BenchmarkStarted,
+    ConfigChanged,
+    Event,
+    LaunchStarted,
+)
+from eagletui.core.profile import format_diff
 from eagletui.core.redact import Redactor
-from eagletui.core.runs import KEY_FLAGS, Run, RunBook
+from eagletui.core.runs import KEY_FLAGS, Run, RunBook, RunVerdict
 
 
 def redact_events(events: list[Event], redactor: Redactor | None = None) -> list[Event]:
@@ -165,61 +178,541 @@ def _num(v: Any, digits: int = 1) -> str:
 
 
 def export_markdown(events: list[Event], title: str = "eagletui session") -> str:
-    """A human summary: every launch with its config, phase durations and benchmark results."""
-    runs = summarize_runs(events)
-    changes = [e for e in events if isinstance(e, ConfigChanged)]
-    out = [f"# {title}", ""]
-    if events:
-        out.append(f"{len(runs)} launch(es), {len(changes)} config change(s), from {_iso(events[0].wall)}.")
-        out.append("")
-    if not runs:
+    """A human summary of ``events``: the report of ``eagletui export --format md``."""
+    return render_markdown(build_report(events, title=title))
+
+
+# ---------------------------------------------------------------------------------------- reports
+#
+# ``eagletui export``: one record per run with everything a write-up needs — the config diff vs the
+# baseline, phase durations, the metrics and their Δ %, the verdict, the speculation economics and the
+# exact launch command with its environment — rendered as Markdown, CSV or JSON (docs/export-json.md).
+
+#: The events a report is folded from; log lines, samples and telemetry say nothing a report shows,
+#: so a long recording is streamed through without holding its log.
+REPORT_TYPES: frozenset[str] = frozenset(
+    {
+        "launch_started",
+        "launch_detected",
+        "phase_started",
+        "phase_finished",
+        "server_ready",
+        "server_failed",
+        "server_stopped",
+        "process_exited",
+        "bench_started",
+        "bench_result",
+        "config_changed",
+    }
+)
+
+FORMATS: tuple[str, ...] = ("md", "csv", "json")
+
+#: The JSON document's ``format``/``version`` (bumped when a field changes meaning or goes away).
+JSON_FORMAT = "eagletui-export"
+JSON_VERSION = 1
+
+
+@dataclass
+class RunRecord:
+    """One run as a report shows it: the run book's row plus the launch command, the benchmarks'
+    concurrency and the economics. Every string in it is already redacted."""
+
+    run: Run
+    is_baseline: bool
+    baseline_diff: dict[str, Any]
+    verdict: str | None
+    reasons: list[str]
+    alarms: list[str]
+    warnings: list[str]
+    deltas: dict[str, dict[str, Any]]
+    command: list[str]
+    concurrency: int | None
+    economics: dict[str, Any] | None
+    economics_vs: int | None
+    benches: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def launch(self) -> int:
+        return self.run.launch
+
+    @property
+    def command_line(self) -> str:
+        """The launch as one shell line, its environment first: what to paste to run it again."""
+        env = " ".join(f"{k}={shlex.quote(str(v))}" for k, v in sorted(self.run.env.items()))
+        cmd = shlex.join(str(a) for a in self.command)
+        return f"{env} {cmd}".strip() if cmd else env
+
+
+@dataclass
+class SessionReport:
+    """Runs of one session, with where they came from (header of the recording)."""
+
+    records: list[RunRecord]
+    baseline: int | None
+    header: dict[str, Any] = field(default_factory=dict)
+    config_changes: int = 0
+    started_wall: float | None = None
+    title: str = "eagletui session"
+
+
+def report_events(events: Iterable[Event]) -> list[Event]:
+    """The events of ``events`` a report needs (see :data:`REPORT_TYPES`)."""
+    return [ev for ev in events if ev.type in REPORT_TYPES]
+
+
+def _metric_dict(m: Any) -> dict[str, Any]:
+    return {"mean": m.mean, "stdev": m.stdev, "n": m.n}
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
+
+
+def _per_request_tok_s(run: Run, conc: dict[tuple[int, int], int | None]) -> tuple[float | None, int | None]:
+    """Mean per-request tok/s over the run's good benchmarks, and the concurrency (the last one)."""
+    vals: list[float] = []
+    last: int | None = None
+    for b in run.good_results:
+        c = conc.get((b.launch, b.bench))
+        last = c if c is not None else last
+        v = per_request(b.output_throughput, c)
+        if v is not None:
+            vals.append(v)
+    return _mean(vals), last
+
+
+def _economics_for(
+    run: Run, book: RunBook, conc: dict[tuple[int, int], int | None]
+) -> tuple[dict[str, Any] | None, int | None]:
+    """A spec run against the latest no-spec run with results (same workload where known): the
+    arithmetic of :mod:`eagletui.core.economics` on per-request tok/s. The run model's own economics
+    are used when it has them."""
+    own = getattr(run, "economics", None)  # an Economics the run model may carry (same arithmetic)
+    if own is not None and callable(getattr(own, "to_json", None)) and hasattr(own, "pays"):
+        return own.to_json() | {"pays": bool(own.pays)}, getattr(run, "economics_vs", None)
+    if not run.is_spec or not run.good_results:
+        return None, None
+    refs = [
+        r
+        for r in book.runs.values()
+        if r is not run
+        and not r.is_spec
+        and r.config
+        and r.good_results
+        and book.comparable(r.launch, run.launch)
+    ]
+    if not refs:
+        return None, None
+    ref = max(refs, key=lambda r: r.launch)
+    spec_tok, c = _per_request_tok_s(run, conc)
+    base_tok, _ = _per_request_tok_s(ref, conc)
+    econ = economics(spec_tok, run.metric("accept_len").mean, base_tok, concurrency=c)
+    return (econ.to_json() | {"pays": econ.pays} if econ is not None else None), ref.launch
+
+
+def build_report(
+    events: Iterable[Event], header: dict[str, Any] | None = None, title: str = ""
+) -> SessionReport:
+    """Fold a session's events (any iterable: a recording is streamed) into a :class:`SessionReport`.
+    Secrets are redacted before anything is folded: two passes over the few report events."""
+    kept = redact_events(report_events(events))
+    book = RunBook()
+    commands: dict[int, list[str]] = {}
+    conc: dict[tuple[int, int], int | None] = {}
+    changes = 0
+    for ev in kept:
+        book.apply(ev)
+        if isinstance(ev, LaunchStarted):
+            commands[ev.launch] = [str(a) for a in ev.command]
+        elif isinstance(ev, BenchmarkStarted):
+            c = ev.workload.get("concurrency") if isinstance(ev.workload, dict) else None
+            conc[(ev.launch, ev.bench)] = (
+                c if isinstance(c, int) and not isinstance(c, bool) and c > 0 else None
+            )
+        elif isinstance(ev, ConfigChanged):
+            changes += 1
+    records: list[RunRecord] = []
+    for n in sorted(book.runs):
+        run = book.runs[n]
+        verdict, reasons = book.verdict_for(n)
+        deltas = {
+            name: {"pct": d.pct, "flagged": d.flagged, "better": d.better}
+            for name, d in book.deltas(n).items()
+        }
+        econ, econ_vs = _economics_for(run, book, conc)
+        _tok, c = _per_request_tok_s(run, conc)
+        benches = [_bench_dict(b, conc.get((b.launch, b.bench))) for b in run.results]
+        records.append(
+            RunRecord(
+                run=run,
+                is_baseline=n == book.baseline,
+                baseline_diff=book.diff(n),
+                verdict=None if verdict == RunVerdict.NONE else str(verdict),
+                reasons=reasons,
+                alarms=book.alarms(n),
+                warnings=book.warnings(n),
+                deltas=deltas,
+                command=commands.get(n, []),
+                concurrency=c,
+                economics=econ,
+                economics_vs=econ_vs,
+                benches=benches,
+            )
+        )
+    started = min((r.started_wall for r in book.runs.values() if r.started_wall is not None), default=None)
+    return SessionReport(
+        records=records,
+        baseline=book.baseline,
+        header=dict(header or {}),
+        config_changes=changes,
+        started_wall=started,
+        title=title or "eagletui session",
+    )
+
+
+def _bench_dict(b: BenchmarkResult, concurrency: int | None) -> dict[str, Any]:
+    return {
+        "bench": b.bench,
+        "runner": b.runner,
+        "tok_s": b.output_throughput,
+        "accept_len": b.accept_length,
+        "ttft_p50_ms": _median(b.stats, "ttft_ms"),
+        "itl_p50_ms": _median(b.stats, "itl_ms"),
+        "requests": b.requests,
+        "failed": b.failed,
+        "duration_s": b.duration_s,
+        "concurrency": concurrency,
+        "workload_fingerprint": b.workload_fingerprint,
+        "error": b.error or None,
+    }
+
+
+def _diff_text(rec: RunRecord) -> str:
+    if rec.is_baseline:
+        return "baseline"
+    return format_diff(rec.baseline_diff) or "="
+
+
+# -- JSON ----------------------------------------------------------------------------------------
+
+
+def report_json(report: SessionReport) -> dict[str, Any]:
+    """The JSON document (docs/export-json.md)."""
+    h = report.header
+    runs = []
+    for rec in report.records:
+        r = rec.run
+        runs.append(
+            {
+                "launch": r.launch,
+                "baseline": rec.is_baseline,
+                "started": _iso(r.started_wall) or None,
+                "target": r.target,
+                "model": r.model,
+                "tp": r.tp,
+                "outcome": str(r.outcome),
+                "failure": r.failure,
+                "failure_kind": r.failure_kind,
+                "diff_vs_baseline": rec.baseline_diff,
+                "diff_text": _diff_text(rec),
+                "changes": r.diff,
+                "args": dict(r.config.get("args") or {}) if isinstance(r.config, dict) else {},
+                "env": r.env,
+                "command": rec.command,
+                "command_line": rec.command_line,
+                "phases_s": dict(r.phases),
+                "ready_after_s": r.ready_after,
+                "tok_s": _metric_dict(r.metric("tok_s")),
+                "accept_len": _metric_dict(r.metric("accept_len")),
+                "ttft_ms": _metric_dict(r.metric("ttft_ms")),
+                "delta_pct": {k: v["pct"] for k, v in rec.deltas.items()},
+                "delta_significant": {k: v["flagged"] for k, v in rec.deltas.items()},
+                "verdict": rec.verdict,
+                "reasons": rec.reasons,
+                "alarms": rec.alarms,
+                "warnings": rec.warnings,
+                "concurrency": rec.concurrency,
+                "economics": rec.economics,
+                "economics_vs": rec.economics_vs,
+                "benchmarks": rec.benches,
+            }
+        )
+    return {
+        "format": JSON_FORMAT,
+        "version": JSON_VERSION,
+        "session": {
+            "title": report.title,
+            "target": h.get("target"),
+            "profile": h.get("profile"),
+            "created": h.get("created"),
+            "launches": len(report.records),
+            "config_changes": report.config_changes,
+        },
+        "baseline": report.baseline,
+        "runs": runs,
+    }
+
+
+def render_json(report: SessionReport) -> str:
+    return json.dumps(report_json(report), indent=2, ensure_ascii=False, default=str) + "\n"
+
+
+# -- CSV -----------------------------------------------------------------------------------------
+
+REPORT_CSV_COLUMNS: tuple[str, ...] = (
+    "launch",
+    "baseline",
+    "started",
+    "target",
+    "model",
+    "tp",
+    "diff_vs_baseline",
+    "outcome",
+    "failure",
+    "ready_after_s",
+    *(f"{p}_s" for p in PHASES if p != "ready"),
+    "repeats",
+    "tok_s",
+    "tok_s_stdev",
+    "accept_len",
+    "ttft_p50_ms",
+    "delta_tok_s_pct",
+    "delta_accept_len_pct",
+    "delta_ttft_ms_pct",
+    "verdict",
+    "reasons",
+    "alarms",
+    "concurrency",
+    "speedup",
+    "break_even_accept_len",
+    "cycle_ms",
+    "needed_cycle_ms",
+    "economics_vs",
+    "env",
+    "command",
+)
+
+
+def render_csv(report: SessionReport) -> str:
+    import io
+
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(REPORT_CSV_COLUMNS)
+    for rec in report.records:
+        r = rec.run
+        e = rec.economics or {}
+        tok = r.metric("tok_s")
+        row: list[Any] = [
+            r.launch,
+            "yes" if rec.is_baseline else "",
+            _iso(r.started_wall),
+            r.target,
+            r.model,
+            r.tp if r.tp is not None else "",
+            _diff_text(rec),
+            str(r.outcome),
+            r.failure or "",
+            _round(r.ready_after),
+            *(_phase_s(r, p) for p in PHASES if p != "ready"),
+            len(r.good_results),
+            _round(tok.mean),
+            _round(tok.stdev),
+            _round(r.metric("accept_len").mean),
+            _round(r.metric("ttft_ms").mean),
+            *(_round(rec.deltas[k]["pct"]) for k in ("tok_s", "accept_len", "ttft_ms")),
+            rec.verdict or "",
+            "; ".join(rec.reasons),
+            "; ".join(rec.alarms),
+            rec.concurrency if rec.concurrency is not None else "",
+            e.get("speedup", ""),
+            e.get("break_even_accept_len", ""),
+            e.get("cycle_ms", ""),
+            e.get("needed_cycle_ms", ""),
+            rec.economics_vs if rec.economics_vs is not None else "",
+            " ".join(f"{k}={v}" for k, v in sorted(r.env.items())),
+            shlex.join(rec.command),
+        ]
+        w.writerow([_safe_cell(c) for c in row])
+    return buf.getvalue()
+
+
+# -- Markdown ------------------------------------------------------------------------------------
+
+
+def _pct(d: dict[str, Any]) -> str:
+    pct = d.get("pct")
+    if pct is None:
+        return "–"
+    mark = "" if d.get("flagged") else " ~"  # ~: inside the noise band
+    return f"{pct:+.1f}%{mark}"
+
+
+def _secs(v: float | None) -> str:
+    return "–" if v is None else f"{v:.1f}s"
+
+
+def _fence(text: str) -> str:
+    """A fenced block that no backtick run inside ``text`` can close."""
+    longest, run = 0, 0
+    for ch in text:
+        run = run + 1 if ch == "`" else 0
+        longest = max(longest, run)
+    fence = "`" * max(3, longest + 1)
+    return f"{fence}sh\n{text}\n{fence}"
+
+
+def render_markdown(report: SessionReport) -> str:
+    """Ready to paste into a report: an overview table, then one section per run with its command."""
+    out = [f"# {_md(report.title)}", ""]
+    h = report.header
+    facts = []
+    if h.get("target"):
+        facts.append(f"target `{_md(h['target'])}`")
+    if report.started_wall is not None:
+        facts.append(f"from {_iso(report.started_wall)}")
+    facts.append(f"{len(report.records)} launch(es), {report.config_changes} config change(s)")
+    if report.baseline is not None:
+        facts.append(f"baseline #{report.baseline}")
+    out += [", ".join(facts) + ".", ""]
+    if not report.records:
         out.append("No launches recorded.")
         return "\n".join(out) + "\n"
-
-    out += ["## Overview", "", "| launch | outcome | ready after | tok/s | accept len | TTFT p50 (ms) |"]
-    out.append("|---:|---|---:|---:|---:|---:|")
-    for r in runs:
-        ok = [b for b in r.results if not b.error]
-        b = ok[-1] if ok else None
+    out += [
+        "## Runs",
+        "",
+        "| # | change vs baseline | outcome | ready | tok/s | Δ tok/s | accept | Δ accept | TTFT p50 ms | verdict | speedup |",
+        "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|",
+    ]
+    for rec in report.records:
+        r = rec.run
+        sp = (rec.economics or {}).get("speedup")
         out.append(
-            f"| {r.launch} | {_md(r.outcome)} | {_num(_round(r.ready_after))}s | "
-            f"{_num(b.output_throughput if b else None)} | {_num(b.accept_length if b else None, 2)} | "
-            f"{_num(_median(b.stats, 'ttft_ms') if b else None)} |"
+            f"| {r.launch}{' ★' if rec.is_baseline else ''} | {_md(_diff_text(rec))} | {_md(r.outcome)} | "
+            f"{_secs(r.ready_after)} | {_md(r.metric('tok_s').text(1))} | {_pct(rec.deltas['tok_s'])} | "
+            f"{_md(r.metric('accept_len').text(2))} | {_pct(rec.deltas['accept_len'])} | "
+            f"{_md(r.metric('ttft_ms').text(1))} | {_md(rec.verdict or '–')} | "
+            f"{f'{sp:.2f}×' if isinstance(sp, int | float) else '–'} |"
+        )
+    out += ["", "★ baseline; Δ vs the baseline, `~` = within the run-to-run noise.", ""]
+    for rec in report.records:
+        out += _md_run(rec)
+    return "\n".join(out)
+
+
+def _md_run(rec: RunRecord) -> list[str]:
+    r = rec.run
+    out = [
+        f"## Launch {r.launch}"
+        + (f" on `{_md(r.target)}`" if r.target else "")
+        + (" (baseline)" if rec.is_baseline else ""),
+        "",
+    ]
+    if r.started_wall is not None:
+        out.append(f"- started: {_iso(r.started_wall)}")
+    if r.model:
+        out.append(f"- model: `{_md(r.model)}`" + (f", tp {r.tp}" if r.tp is not None else ""))
+    out.append(f"- outcome: **{_md(r.outcome)}**" + (f" ({_md(r.failure)})" if r.failure else ""))
+    if not rec.is_baseline:
+        out.append(f"- vs baseline: {_md(_diff_text(rec))}")
+    if r.diff:
+        out.append(f"- changed from the launch before: {_md(format_diff(r.diff))}")
+    if r.env:
+        out.append("- env: " + " ".join(f"`{_md(k)}={_md(v)}`" for k, v in sorted(r.env.items())))
+    if rec.verdict and r.failure:
+        out.append(f"- verdict: **{rec.verdict}** (the launch failed)")  # the reason is the outcome above
+    elif rec.verdict:
+        out.append(
+            f"- verdict: **{rec.verdict}**" + (f": {_md('; '.join(rec.reasons))}" if rec.reasons else "")
+        )
+    for a in rec.alarms:
+        out.append(f"- ⚠ {_md(a)}")
+    for w in rec.warnings:
+        out.append(f"- note: {_md(w)}")
+    if rec.economics:
+        e = rec.economics
+        verdict = "pays" if e.get("speedup", 0) > 1 else "does not pay"
+        conc = f" at concurrency {e['concurrency']}" if e.get("concurrency") else ""
+        out.append(
+            f"- economics vs no-spec #{rec.economics_vs}{conc}: speedup {e['speedup']:.2f}× ({verdict}); "
+            f"accept {e['accept_len']:.2f} vs break-even {e['break_even_accept_len']:.2f}; "
+            f"cycle {e['cycle_ms']:.1f} ms vs needed ≤ {e['needed_cycle_ms']:.1f} ms"
         )
     out.append("")
-
-    for r in runs:
-        out += [f"## Launch {r.launch}" + (f" on `{_md(r.target)}`" if r.target else ""), ""]
-        args = r.args
-        if r.started_wall is not None:
-            out.append(f"- started: {_iso(r.started_wall)}")
-        if r.model:
-            out.append(f"- model: `{_md(r.model)}`" + (f", tp {r.tp}" if r.tp is not None else ""))
-        out.append(f"- outcome: **{_md(r.outcome)}**" + (f" ({_md(r.failure)})" if r.failure else ""))
-        if r.diff:
-            out.append(f"- changes: {_md(_fmt_changes(r.diff))}")
-        if args:
-            out.append(
-                "- args: " + " ".join(f"`{_md(k)}={_md(_fmt_flag(v))}`" for k, v in sorted(args.items()))
-            )
-        if r.env:
-            out.append("- env: " + " ".join(f"`{_md(k)}={_md(v)}`" for k, v in sorted(r.env.items())))
+    if rec.command or r.env:
+        out += ["Launch command (secrets redacted):", "", _fence(rec.command_line), ""]
+    if r.phases:
+        out += ["| phase | seconds |", "|---|---:|"]
+        ordered = [p for p in PHASES if p in r.phases] + [p for p in r.phases if p not in PHASES]
+        out += [f"| {_md(p)} | {_num(_phase_s(r, p))} |" for p in ordered]
         out.append("")
-        if r.phases:
-            out += ["| phase | seconds |", "|---|---:|"]
-            ordered = [p for p in PHASES if p in r.phases] + [p for p in r.phases if p not in PHASES]
-            out += [f"| {_md(p)} | {_num(_phase_s(r, p))} |" for p in ordered]
-            out.append("")
-        if r.results:
-            out += [
-                "| bench | runner | tok/s | accept len | TTFT p50 | ITL p50 | requests | failed | duration |",
-                "|---:|---|---:|---:|---:|---:|---:|---:|---:|",
-            ]
-            for b in r.results:
-                out.append(
-                    f"| {b.bench} | {_md(b.runner)} | {_num(b.output_throughput)} | {_num(b.accept_length, 2)} | "
-                    f"{_num(_median(b.stats, 'ttft_ms'))} | {_num(_median(b.stats, 'itl_ms'))} | {b.requests} | "
-                    f"{b.failed} | {_num(b.duration_s)}s |" + (f" error: {_md(b.error)}" if b.error else "")
-                )
-            out.append("")
-    return "\n".join(out)
+    if rec.benches:
+        out += [
+            "| bench | runner | conc | tok/s | accept len | TTFT p50 | ITL p50 | requests | failed | duration |",
+            "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
+        ]
+        for b in rec.benches:
+            out.append(
+                f"| {b['bench']} | {_md(b['runner'])} | {_num(b['concurrency'])} | {_num(b['tok_s'])} | "
+                f"{_num(b['accept_len'], 2)} | {_num(b['ttft_p50_ms'])} | {_num(b['itl_p50_ms'])} | "
+                f"{b['requests']} | {b['failed']} | {_num(b['duration_s'])}s |"
+                + (f" error: {_md(b['error'])}" if b["error"] else "")
+            )
+        out.append("")
+    return out
+
+
+def render(report: SessionReport, fmt: str) -> str:
+    if fmt == "md":
+        return render_markdown(report)
+    if fmt == "csv":
+        return render_csv(report)
+    if fmt == "json":
+        return render_json(report)
+    raise ValueError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
+
+
+def write_private(path: str | Path, text: str) -> Path:
+    """Write ``text`` to ``path`` as 0600 (an existing file is narrowed to 0600 first): exports hold
+    run configs and host names, the user's business like the recording they come from."""
+    p = Path(path)
+    fd = os.open(p, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
+            fd = -1
+            fh.write(text)
+    finally:
+        if fd >= 0:
+            os.close(fd)
+    return p
+
+
+def export_path(directory: str | Path, stem: str, fmt: str) -> Path:
+    """A fresh ``<stem>-export.<ext>`` in ``directory`` (``-2``, ``-3`` … rather than overwrite)."""
+    d = Path(directory)
+    ext = {"md": "md", "csv": "csv", "json": "json"}[fmt]
+    p = d / f"{stem}-export.{ext}"
+    n = 2
+    while p.exists():
+        p = d / f"{stem}-export-{n}.{ext}"
+        n += 1
+    return p
+
+
+def export_stem(model: object, driver: object) -> str:
+    """The name an export from the UI is filed under: the recording's (being written, or replayed),
+    else the target and the time."""
+    from eagletui.session.catalog import session_name
+    from eagletui.session.format import target_slug
+
+    path = getattr(getattr(model, "recorder", None), "path", None)
+    if path is None:
+        src = getattr(getattr(driver, "source", None), "source", None)  # StreamReplayer → ReplaySource
+        path = getattr(src, "path", None)
+    if path is not None:
+        return session_name(Path(path))
+    state = getattr(model, "state", None)
+    target = str(getattr(state, "target", "") or "session")
+    return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{target_slug(target)}"

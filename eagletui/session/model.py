@@ -29,6 +29,7 @@ from eagletui.core.profile import Verdict
 from eagletui.core.runs import RunBook
 from eagletui.core.staged import StagedConfig
 from eagletui.core.state import SessionState
+from eagletui.session.export import REPORT_TYPES
 
 if TYPE_CHECKING:
     from eagletui.core.profile import Profile
@@ -79,6 +80,7 @@ class SessionModel:
         learn_history: bool = True,
     ) -> None:
         self.profile = profile
+        self.target = target
         self.state = SessionState(target=target)
         self.runbook = RunBook(verdict=profile.verdict if profile else None)
         self.staged = StagedConfig(profile)
@@ -92,6 +94,9 @@ class SessionModel:
         self._observers: list[Observer] = []
         self._problem_observers: list[ProblemObserver] = []
         self._runbook_failed: set[str] = set()  # event types already reported: one toast, not 20,000
+        self._reset_observers: list[Callable[[], None]] = []
+        #: the launch/phase/benchmark/config events, for an export of the session (a few per launch)
+        self.report_events: list[Event] = []
 
     # ------------------------------------------------------------------ observers
 
@@ -99,6 +104,25 @@ class SessionModel:
         """Call ``observer(event)`` after each event is folded; returns the unsubscribe function."""
         self._observers.append(observer)
         return lambda: self._observers.remove(observer) if observer in self._observers else None
+
+    def on_reset(self, observer: Callable[[], None]) -> Callable[[], None]:
+        """Call ``observer()`` after :meth:`reset`: whatever shows the old state must clear itself
+        (the log view, the charts' caches). Returns the unsubscribe function."""
+        self._reset_observers.append(observer)
+        return lambda: self._reset_observers.remove(observer) if observer in self._reset_observers else None
+
+    def reset(self) -> None:
+        """Forget everything folded so far: a fresh state and run book, ready for a replay's seek to
+        fold its catch-up events into. The profile, staged config, recorder and history stay (a seek
+        rebuilds what was shown, it is not a new session); the verdict thresholds are the profile's
+        again (a replay re-adopts the recorded ones from its launch events)."""
+        self.state = SessionState(target=self.target)
+        self.runbook = RunBook(verdict=self.profile.verdict if self.profile else None)
+        self.report_events = []
+        self.events_seen = 0
+        self._runbook_failed.clear()
+        for obs in list(self._reset_observers):
+            obs()
 
     def on_problem(self, observer: ProblemObserver) -> None:
         """Hand problems to ``observer``, the ones that happened before it subscribed first."""
@@ -135,6 +159,8 @@ class SessionModel:
             if error:
                 self.recorder = None
                 self._problem("record", str(error))
+        if ev.type in REPORT_TYPES:
+            self.report_events.append(ev)
         if isinstance(ev, ServerReady):
             self._record_history()
         elif isinstance(ev, LaunchStarted):

@@ -443,6 +443,9 @@ class StreamReplayer:
                     if self._speed == "instant" and since_yield >= 200:
                         since_yield = 0
                         await asyncio.sleep(0)
+                        if self._gen != gen:  # a seek while we yielded the loop: ev is from before it
+                            restarted = True
+                            break
                     yield ev
                     if self._gen != gen:
                         restarted = True

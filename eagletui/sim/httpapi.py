@@ -589,7 +589,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
     prompts: list[tuple[str | None, list[int] | None]]
     if isinstance(text, list):
         prompts = [(t, None) for t in text]
-    elif batch:
+    elif batch and isinstance(ids, list):
         prompts = [(None, i) for i in ids]
     else:
         prompts = [(text if text is not None else None, ids)]

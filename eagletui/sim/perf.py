@@ -96,6 +96,10 @@ class HostPreset:
         ("attention", 0.12),
         ("other", 0.13),
     )
+    #: What the host's GPUs report: the name in nvidia-smi and profiler traces, and the total memory
+    #: torch sees (``torch.cuda.mem_get_info``, GiB), from which every ``avail mem=`` in the log counts down.
+    gpu_name: str = "NVIDIA H200"
+    gpu_total_gb: float = 139.81
 
 
 HOSTS: dict[str, HostPreset] = {
@@ -117,6 +121,9 @@ HOSTS: dict[str, HostPreset] = {
         nccl_gain=0.18 / 0.78,
         fusion_comm_saving=(1 - 1 / 1.06) / 0.78,
         no_custom_ar_factor=1.0,
+        # 97887 MiB in nvidia-smi; torch reports a total of 94.97 GiB
+        gpu_name="NVIDIA RTX PRO 6000 Blackwell Server Edition",
+        gpu_total_gb=94.97,
     ),
     # 8 × H200 with NVLink: the one-shot custom all-reduce makes communication ~15 % of a step and the
     # draft extend is cheap, so EAGLE-3 wins ≈ 2× single-stream with a good drafter and less as the batch
@@ -135,6 +142,9 @@ HOSTS: dict[str, HostPreset] = {
         nccl_gain=1.0,
         fusion_comm_saving=0.2,
         no_custom_ar_factor=1.8,
+        # 143771 MiB in nvidia-smi; torch reports 139.81 GiB (shared/fixtures/sglang-0.5.17-h200)
+        gpu_name="NVIDIA H200",
+        gpu_total_gb=139.81,
     ),
 }
 DEFAULT_HOST = "pcie-rtx6000"

@@ -407,9 +407,7 @@ class SimProfiler:
             "deviceProperties": [
                 {
                     "id": rank,
-                    "name": "NVIDIA H200"
-                    if self.cfg.host == "h200-nvlink"
-                    else "NVIDIA RTX PRO 6000 Blackwell Server Edition",
+                    "name": self.cfg.preset.gpu_name,
                 }
             ],
             "distributedInfo": {"backend": "nccl", "rank": rank, "world_size": self.tp},

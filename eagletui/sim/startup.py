@@ -19,7 +19,7 @@ from typing import Any
 from eagletui.sim import perf
 from eagletui.sim.logfmt import ERROR, SimLog, shard_frame, tqdm_frame
 
-GPU_TOTAL_GB = 139.81
+GPU_TOTAL_GB = 139.81  # an H200; a launch uses its host preset's ``gpu_total_gb``
 PKG = "/usr/local/lib/python3.12/dist-packages"
 DEFAULT_BS = [1, 2, 4, 8, 12, *range(16, 257, 8)]
 #: Prefill CUDA-graph token buckets (the real launch in shared/fixtures/sglang-0.5.17-h200 captured these 58
@@ -77,6 +77,7 @@ class Plan:
     graph_gb: dict[str, float] = field(default_factory=dict)
     startup_time: float = 0.0
     startup_available_gb: float = 0.0
+    gpu_total_gb: float = GPU_TOTAL_GB  # per GPU, from the --sim-host preset
 
 
 def resolve(args: Any, env: dict[str, str]) -> Plan:
@@ -125,7 +126,7 @@ def resolve(args: Any, env: dict[str, str]) -> Plan:
     mla = arch == "DeepseekV3ForCausalLM"
     mem_fraction = args.mem_fraction_static if args.mem_fraction_static is not None else 0.88
     args.mem_fraction_static = mem_fraction
-    kv_budget = GPU_TOTAL_GB * mem_fraction - weight_gb - draft_gb - 0.75
+    kv_budget = cfg.preset.gpu_total_gb * mem_fraction - weight_gb - draft_gb - 0.75
     per_tok_target = 576 * 61 * 2 if mla else 4.7e3 * params_b / tp
     per_tok_draft = (2 * 8 * 128 * 2 / max(1, min(tp, 8))) if spec else 0.0
     max_total = max(0, int(kv_budget * 1e9 / (per_tok_target + per_tok_draft)))
@@ -190,6 +191,7 @@ def resolve(args: Any, env: dict[str, str]) -> Plan:
         capture_need_gb=capture_need,
         mla=mla,
         resolution_msgs=msgs,
+        gpu_total_gb=cfg.preset.gpu_total_gb,
     )
     plan.server_args = build_server_args(plan)
     return plan
@@ -258,11 +260,11 @@ _TB_HEAD = [
 ]
 
 
-def oom_message(rank: int, alloc_gib: float, free_mib: float) -> str:
-    used = GPU_TOTAL_GB - free_mib / 1024
+def oom_message(rank: int, alloc_gib: float, free_mib: float, total_gb: float = GPU_TOTAL_GB) -> str:
+    used = total_gb - free_mib / 1024
     return (
         f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {alloc_gib:.2f} GiB. GPU {rank} has a "
-        f"total capacity of {GPU_TOTAL_GB:.2f} GiB of which {free_mib:.2f} MiB is free. Including non-PyTorch "
+        f"total capacity of {total_gb:.2f} GiB of which {free_mib:.2f} MiB is free. Including non-PyTorch "
         f"memory, this process has {used:.2f} GiB memory in use. Of the allocated memory {used - 1.9:.2f} GiB "
         "is allocated by PyTorch, and 1.12 GiB is reserved by PyTorch but unallocated. If reserved but "
         "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
@@ -271,7 +273,7 @@ def oom_message(rank: int, alloc_gib: float, free_mib: float) -> str:
     )
 
 
-def tb_oom_load(rank: int) -> str:
+def tb_oom_load(rank: int, total_gb: float = GPU_TOTAL_GB) -> str:
     lines = [
         "Traceback (most recent call last):",
         *_TB_HEAD,
@@ -286,7 +288,7 @@ def tb_oom_load(rank: int) -> str:
         f'  File "{PKG}/torch/utils/_device.py", line 104, in __torch_function__',
         "    return func(*args, **kwargs)",
         "           ^^^^^^^^^^^^^^^^^^^^^",
-        oom_message(rank, 1.75, 412.0),
+        oom_message(rank, 1.75, 412.0, total_gb),
     ]
     return "\n".join(lines)
 
@@ -300,8 +302,8 @@ CAPTURE_SOLUTIONS = (
 )
 
 
-def tb_oom_capture(rank: int) -> str:
-    oom = oom_message(rank, 2.0, 788.0)
+def tb_oom_capture(rank: int, total_gb: float = GPU_TOTAL_GB) -> str:
+    oom = oom_message(rank, 2.0, 788.0, total_gb)
     lines = [
         "Traceback (most recent call last):",
         f'  File "{PKG}/sglang/srt/model_executor/runner_backend_utils/__init__.py", line 112, in capture',
@@ -409,7 +411,7 @@ class Startup:
             lambda r: f"Init parallel ends. elapsed={time.monotonic() - t + self.rng.random() * 0.05:.2f} s"
         )
         # --- target + draft weights -----------------------------------------------------------------
-        self.avail = [GPU_TOTAL_GB - 1.3 - 0.05 * self.rng.random() for _ in range(p.tp)]
+        self.avail = [p.gpu_total_gb - 1.3 - 0.05 * self.rng.random() for _ in range(p.tp)]
         size = (p.params_b / 1000.0) ** 0.9
         load_s = 20 + 400 * size
         t = time.monotonic()
@@ -497,7 +499,7 @@ class Startup:
         p, log = self.p, self.log
         for r in self.ranks():
             log.line(
-                f"Memory baseline taken. mem usage={GPU_TOTAL_GB - self.avail[r] - 0.6 + 0.05 * self.rng.random():.2f} GB",
+                f"Memory baseline taken. mem usage={self.p.gpu_total_gb - self.avail[r] - 0.6 + 0.05 * self.rng.random():.2f} GB",
                 rank=r,
             )
         for r in self.ranks():
@@ -524,7 +526,7 @@ class Startup:
             el = time.monotonic() - t_start
             if typ == 0:
                 if fail_at is not None and idx == fail_at:
-                    self.fail(3 % p.tp, tb_oom_load(3 % p.tp))
+                    self.fail(3 % p.tp, tb_oom_load(3 % p.tp, p.gpu_total_gb))
                 if idx in (0, shards) or time.monotonic() - last_frame >= 0.1:
                     log.frame(shard_frame(desc, idx, shards, el))
                     last_frame = time.monotonic()
@@ -553,6 +555,7 @@ class Startup:
         stop_at: int | None = None,
         hang: bool = False,
         label: str = "Capturing batches (bs={n} avail_mem={avail:.2f} GB)",
+        step_gb: float | None = None,
     ) -> None:
         log = self.log
         t = time.monotonic()
@@ -568,7 +571,8 @@ class Startup:
                     await self.hang()
                 return
             await self.sleep(per_bs_s * (0.8 + 0.4 * self.rng.random()))
-            avail -= 0.01 + 0.002 * bs
+            # batch sizes: a little per graph; prefill shapes (up to 8192 tokens): the capture's share
+            avail -= step_gb if step_gb is not None else 0.01 + 0.002 * bs
         log.frame(tqdm_frame(desc, n, n, time.monotonic() - t))
         log.frame(tqdm_frame(desc, n, n, time.monotonic() - t))
         log.close_bar()
@@ -603,7 +607,7 @@ class Startup:
             p.capture_bs, per_bs_s * size, self.avail[0], stop_at, p.fail == "hang-capture"
         )
         if oom:
-            self.fail(0, tb_oom_capture(0))
+            self.fail(0, tb_oom_capture(0, p.gpu_total_gb))
         mem = p.capture_need_gb * (0.9 + 0.1 * self.rng.random())
         el = time.monotonic() - t
         p.timings["graph:decode" if name == "decode" else f"graph:target_{name}"] = el
@@ -634,7 +638,13 @@ class Startup:
             if _version_tuple(p.args.sim_version) >= (0, 5, 23)
             else "Capturing num tokens (num_tokens={n} avail_mem={avail:.2f} GB)"
         )
-        await self.capture_bar(p.prefill_tokens, per_shape_s, self.avail[0], label=label)
+        await self.capture_bar(
+            p.prefill_tokens,
+            per_shape_s,
+            self.avail[0],
+            label=label,
+            step_gb=mem / max(1, len(p.prefill_tokens)),
+        )
         el = time.monotonic() - t
         key = "prefill" if role == "target" else "draft_prefill"
         p.timings[f"graph:{key}"] = el

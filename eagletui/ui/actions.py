@@ -46,9 +46,23 @@ ACTIONS: list[tuple[str, str, str, str, str]] = [
     ("tab_charts", "2", "tab('charts')", "Charts", "Charts tab (narrow terminals)"),
     ("tab_tune", "3", "tab('tune')", "Tune", "Tune tab"),
     ("tab_runs", "4", "tab('runs')", "Runs", "Runs tab"),
+    ("tab_queue", "5", "tab('queue')", "Queue", "Sweep queue tab"),
     ("replay_pause", "space", "replay_pause", "Pause", "Replay: pause / resume"),
-    ("replay_faster", "right_square_bracket", "replay_speed(2)", "Faster", "Replay: twice as fast"),
-    ("replay_slower", "left_square_bracket", "replay_speed(0.5)", "Slower", "Replay: half as fast"),
+    ("replay_faster", "plus,equals_sign", "replay_speed(2)", "Faster", "Replay: twice as fast"),
+    ("replay_slower", "minus", "replay_speed(0.5)", "Slower", "Replay: half as fast"),
+    ("replay_back", "left", "replay_seek(-10)", "-10 s", "Replay: back 10 s"),
+    ("replay_forward", "right", "replay_seek(10)", "+10 s", "Replay: forward 10 s"),
+    (
+        "replay_prev",
+        "left_square_bracket",
+        "replay_step(-1)",
+        "Prev",
+        "Replay: previous launch or config change",
+    ),
+    ("replay_next", "right_square_bracket", "replay_step(1)", "Next", "Replay: next launch or config change"),
+    ("replay_start", "home", "replay_to_end(0)", "Start", "Replay: to the start"),
+    ("replay_end", "end", "replay_to_end(1)", "End", "Replay: to the end"),
+    ("export", "E", "export", "Export", "Export the runs as Markdown to the sessions dir"),
     ("help", "f1,question_mark", "help", "Help", "Help: all keys"),
     ("quit", "q", "app.quit_app", "Quit", "Quit (the server keeps running, except in the demo)"),
 ]
@@ -70,11 +84,27 @@ FOOTER_SHOWN = {
     "quit",
 }
 
+#: Bound ahead of the focused pane: in a replay ←/→ and Home/End move the replay from any tab. Their
+#: actions raise SkipAction outside a replay (or in a text box), so the pane gets the key as before.
+PRIORITY = {"replay_back", "replay_forward", "replay_start", "replay_end"}
+
 #: Actions that need a capability of the driver: hidden from the key bar when it lacks it (a replay
 #: cannot launch or benchmark; only a replay can pause or change speed).
 NEEDS_LAUNCH = frozenset({"relaunch", "stop", "apply"})
 NEEDS_BENCH = frozenset({"bench"})
-NEEDS_REPLAY = frozenset({"replay_pause", "replay_speed(2)", "replay_speed(0.5)"})
+NEEDS_REPLAY = frozenset(
+    {
+        "replay_pause",
+        "replay_speed(2)",
+        "replay_speed(0.5)",
+        "replay_seek(-10)",
+        "replay_seek(10)",
+        "replay_step(-1)",
+        "replay_step(1)",
+        "replay_to_end(0)",
+        "replay_to_end(1)",
+    }
+)
 
 
 def hidden_actions(*, can_launch: bool, can_bench: bool, is_replay: bool) -> frozenset[str]:
@@ -94,6 +124,7 @@ PANE_KEYS: list[tuple[str, str, str]] = [
     ("←/→ enter", "Tune tab: step the selected toggle", "tune.next"),
     ("x", "Tune tab: discard pending changes", "tune.discard"),
     ("enter", "Runs tab: run details", ""),
+    ("w x R A < >", "Queue tab: start/resume the sweep, skip, retry, abort, reorder", "queue.start"),
     ("end", "Log: follow the tail", "log.follow"),
     ("ctrl+p", "Command palette", ""),
 ]
@@ -104,13 +135,20 @@ _KEY_NAMES = {
     "left_square_bracket": "[",
     "right_square_bracket": "]",
     "space": "Space",
+    "plus": "+",
+    "minus": "-",
+    "equals_sign": "=",
+    "left": "←",
+    "right": "→",
+    "home": "Home",
+    "end": "End",
     "f1": "F1",
 }
 
 
 def bindings() -> list[BindingType]:
     return [
-        Binding(key, action, label, id=bid, show=bid in FOOTER_SHOWN, tooltip=desc)
+        Binding(key, action, label, id=bid, show=bid in FOOTER_SHOWN, tooltip=desc, priority=bid in PRIORITY)
         for bid, key, action, label, desc in ACTIONS
     ]
 

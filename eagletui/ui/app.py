@@ -25,6 +25,7 @@ from textual.screen import Screen
 from eagletui.core.events import Event
 from eagletui.session.drivers import Driver, LiveDriver, ReplayDriver, make_driver
 from eagletui.session.model import SessionModel
+from eagletui.ui import textual_patches
 from eagletui.ui.actions import EagleCommands
 from eagletui.ui.gcpolicy import IdleCollector
 from eagletui.ui.notify import MAX_TOASTS, TOAST_TIMEOUT, Announcer
@@ -83,8 +84,9 @@ class EagleApp(App):
         self.model.subscribe(self.announcer.on_event)
         self.model.on_problem(self.announcer.on_problem)
         self._theme_names: list[str] = []
-        self._css_speedups = StylesheetSpeedups()
-        self.collector = IdleCollector()
+        # Textual internals and the GC policy: one switch, tested Textual versions only.
+        self._css_speedups = StylesheetSpeedups() if textual_patches.enabled() else None
+        self.collector = IdleCollector(active=textual_patches.enabled())
         self._requested_theme = theme_name
         self._quitting = False
         keymap = self.keymap_config()
@@ -232,8 +234,11 @@ class EagleApp(App):
         """Textual's restyle, with refreshes coalesced and parsed themes reused (see ``restyle``), then
         the colours the app paints itself. Those are read here, not in ``watch_theme``: the theme's
         variables are only computed during the restyle, so reading them earlier got the old theme's."""
-        with self._css_speedups.applied(self.stylesheet):
+        if self._css_speedups is None:
             super().refresh_css(animate)
+        else:
+            with self._css_speedups.applied(self.stylesheet):
+                super().refresh_css(animate)
         with contextlib.suppress(NoMatches):
             self.main.query_one(LogView).refresh_styles()
             for chart in self.main.query(MetricChart):

@@ -28,8 +28,11 @@ class IdleCollector:
 
     _owner: IdleCollector | None = None
 
-    def __init__(self, *, quiet: float = 1.0, min_gap: float = 5.0, max_gap: float = 60.0) -> None:
+    def __init__(
+        self, *, quiet: float = 1.0, min_gap: float = 5.0, max_gap: float = 60.0, active: bool = True
+    ) -> None:
         self.quiet, self.min_gap, self.max_gap = quiet, min_gap, max_gap
+        self.enabled = active  # off (textual_patches switch): Python's own GC policy, untouched
         self._saved: tuple[int, ...] | None = None
         self._froze = False
         self._last_input = 0.0
@@ -41,7 +44,7 @@ class IdleCollector:
         return self._saved is not None
 
     def start(self) -> None:
-        if self._saved is not None or IdleCollector._owner is not None:
+        if not self.enabled or self._saved is not None or IdleCollector._owner is not None:
             return
         IdleCollector._owner = self
         gc.collect()

@@ -105,7 +105,10 @@ class Announcer:
             self.app.notify(ev.message, severity="error" if ev.level == "error" else "warning")
 
     def on_problem(self, problem: Problem) -> None:
-        self.app.notify(problem.message, title=problem.source, severity=problem.severity)
+        # A stopped recording or history is lasting news: it stays until read, not 5 s.
+        title = _PROBLEM_TITLES.get(problem.source, problem.source)
+        timeout = 30 if problem.severity == "error" else None
+        self.app.notify(problem.message, title=title, severity=problem.severity, timeout=timeout)
 
     def announce(
         self, what: str, title: str, body: str, severity: str = "information", desktop_body: str | None = None
@@ -124,3 +127,7 @@ class Announcer:
         out = notification_output(channels, f"eagletui: {title}", desktop_body or body, config.desktop_kind)
         if out:
             terminal.write(out)
+
+
+#: The session model's problem sources, as a toast title says them.
+_PROBLEM_TITLES = {"record": "recording", "runs": "runs table", "history": "phase history"}

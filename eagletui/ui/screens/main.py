@@ -13,9 +13,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
+from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical
@@ -29,17 +31,19 @@ from eagletui.core.redact import Redactor
 from eagletui.core.staged import NothingStaged
 from eagletui.core.state import ServerState
 from eagletui.core.textsafe import inert
-from eagletui.session.drivers import LiveDriver
+from eagletui.session.drivers import LiveDriver, ReplayDriver
 from eagletui.ui import actions
 from eagletui.ui.repaint import Repainter
 from eagletui.ui.screens.modals import ConfirmScreen, DiffScreen, HelpScreen, TextScreen, diff_text
-from eagletui.ui.widgets.charts import AcceptChart, RequestTokSChart, TokSChart, TtftChart
+from eagletui.ui.widgets.charts import AcceptChart, MetricChart, RequestTokSChart, TokSChart, TtftChart
 from eagletui.ui.widgets.keybar import KeyBar
 from eagletui.ui.widgets.logview import FILTER_NAMES, RANKS, LogView
 from eagletui.ui.widgets.phases import PhasePanel
+from eagletui.ui.widgets.queue import SweepQueueView
 from eagletui.ui.widgets.runs import RunsTable, command_line
 from eagletui.ui.widgets.status import GpuStrip, StatusHeader
 from eagletui.ui.widgets.tabbar import TabBar
+from eagletui.ui.widgets.timeline import Timeline, clock
 from eagletui.ui.widgets.tuning import TuningPanel
 from eagletui.ui.words import phase_label
 
@@ -49,8 +53,8 @@ if TYPE_CHECKING:
     from eagletui.ui.app import EagleApp
 
 NARROW_WIDTH = 140
-TABS = [("log", "Log"), ("charts", "Charts"), ("tune", "Tune"), ("runs", "Runs")]
-PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-table"}  # tab → widget id
+TABS = [("log", "Log"), ("charts", "Charts"), ("tune", "Tune"), ("runs", "Runs"), ("queue", "Queue")]
+PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-table", "queue": "sweep-queue"}
 FILTERS = FILTER_NAMES
 
 
@@ -97,6 +101,7 @@ class MainScreen(Screen):
                 yield TtftChart(id="chart-ttft", classes="chart in-tab")
             yield TuningPanel(staged=self.model.staged, id="tuning", classes="pane")
             yield RunsTable(id="runs-table", classes="pane")
+            yield SweepQueueView(id="sweep-queue", classes="pane")
             yield SearchInput(placeholder="search the log (Enter: find, Esc: cancel)", id="search-input")
         yield KeyBar()
 
@@ -105,6 +110,7 @@ class MainScreen(Screen):
         self.model.subscribe(self.painter.on_event)
         self.query_one(TuningPanel).refresh_rows()
         self.layout_for(self.app.size.width)
+        self._mount_replay_seeking()
         self._run_driver()
 
     # ------------------------------------------------------------------ the driver's host
@@ -165,7 +171,12 @@ class MainScreen(Screen):
             return
         self._show_tab(tab)
         # Keys go to the pane's content (←/→ step a toggle, Enter opens a run), not to the tab bar.
-        panes: dict[str, type[Widget]] = {"log": LogView, "tune": TuningPanel, "runs": RunsTable}
+        panes: dict[str, type[Widget]] = {
+            "log": LogView,
+            "tune": TuningPanel,
+            "runs": RunsTable,
+            "queue": SweepQueueView,
+        }
         target = panes.get(tab)
         if target is not None:
             self.query_one(target).focus()
@@ -451,6 +462,82 @@ class MainScreen(Screen):
         new = min(1000.0, max(0.125, float(speed) * factor))
         source.set_speed(new)
         self.app.notify(f"replay speed ×{new:g}")
+
+    # ------------------------------------------------------------------ replay seeking
+
+    def _mount_replay_seeking(self) -> None:
+        """A seekable replay gets the timeline; a model reset (a seek) clears what the panes show."""
+        self.model.on_reset(self._model_reset)
+        d = self.driver
+        if isinstance(d, ReplayDriver) and d.can_seek:
+            self.mount(Timeline(d.source, id="timeline"), after=self.query_one(StatusHeader))
+
+    def _model_reset(self) -> None:
+        """The model starts over (a replay seek): the log empties and the charts and the runs table
+        forget what they last drew, so the catch-up events refill them from scratch."""
+        with contextlib.suppress(NoMatches):
+            self.query_one(LogView).clear()
+            for chart in self.query(MetricChart):
+                chart._seen = ()
+            self.query_one(RunsTable)._last = None
+        self.painter.force_charts = True
+        self.painter.dirty = True
+
+    def _seekable(self) -> ReplayDriver:
+        """The replay driver, or SkipAction: outside a replay (or in a text box) the key is the pane's."""
+        d = self.driver
+        if not isinstance(d, ReplayDriver) or not d.can_seek or isinstance(self.app.focused, Input):
+            raise SkipAction()
+        return d
+
+    def _replay_moved(self) -> None:
+        with contextlib.suppress(NoMatches):
+            self.query_one(Timeline).update_now()
+
+    def action_replay_seek(self, seconds: float) -> None:
+        d = self._seekable()
+        d.seek_by(self.model, self, float(seconds))
+        self._replay_moved()
+
+    def action_replay_step(self, step: int) -> None:
+        d = self._seekable()
+        if not d.seek(self.model, self, step=int(step)):
+            where = "later" if step > 0 else "earlier"
+            self.app.notify(f"no {where} launch or config change", title="replay")
+            return
+        self._replay_moved()
+        src: Any = d.source
+        at = [m for m in src.marks if m.kind in d.STEP_KINDS and abs(m.t - src.position) < 1e-6]
+        label = at[-1].label if at else "moved"
+        self.app.notify(f"{label} at {clock(src.position)}", title="replay")
+
+    def action_replay_to_end(self, end: int) -> None:
+        d = self._seekable()
+        src: Any = d.source
+        d.seek(self.model, self, time=src.duration if end else 0.0)
+        self._replay_moved()
+
+    # ------------------------------------------------------------------ export
+
+    def action_export(self) -> None:
+        """The runs table as a Markdown report (secrets redacted, 0600) in the sessions dir."""
+        from eagletui.config import default_sessions_dir, private_app_dir
+        from eagletui.session.export import build_report, export_path, export_stem, render, write_private
+
+        cfg = self.app.user_config
+        directory = Path(getattr(cfg, "sessions_dir", "") or default_sessions_dir()).expanduser()
+        profile = self.model.profile
+        header = {"target": self.model.state.target, "profile": getattr(profile, "name", None)}
+        stem = export_stem(self.model, self.driver)
+        try:
+            private_app_dir(directory)
+            report = build_report(self.model.report_events, header=header, title=f"eagletui session {stem}")
+            path = write_private(export_path(directory, stem, "md"), render(report, "md"))
+        except OSError as exc:
+            self.app.notify(f"export failed: {exc}", title="export", severity="error")
+            return
+        n = len(report.records)
+        self.app.notify(f"{n} run{'s' if n != 1 else ''} → {path}", title="exported", timeout=15)
 
     # ------------------------------------------------------------------ panes and modals
 

@@ -53,7 +53,8 @@ class RunsTable(DataTable):
     BINDINGS = [
         # in the key bar while the Runs tab has the focus: the table scrolls sideways, Enter opens a run
         Binding("enter", "select_cursor", "Details", show=True, key_display="Enter"),
-        Binding("right", "cursor_right", "Scroll", show=True, key_display="←/→"),
+        # "l" too: → is also a (priority) replay key, and the key bar lists one binding per key
+        Binding("right,l", "cursor_right", "Scroll", show=True, key_display="←/→"),
     ]
 
     class RunSelected(Message):

@@ -1,0 +1,64 @@
+"""Failure kinds and phase names in words a user reads, not the identifiers the classifier uses.
+
+The classifier, recordings and ``--json`` output keep the stable identifiers (``port_in_use``,
+``load_target``); everything that prints a sentence for a person goes through these two functions so
+"PORT_IN_USE in warmup" never reaches a terminal.
+"""
+
+from __future__ import annotations
+
+from eagletui.core.events import FAILURE_KINDS, PHASES
+
+#: Phase names as a noun phrase that reads after "during".
+_PHASE_TEXT: dict[str, str] = {
+    "launch": "launch",
+    "dist_init": "distributed init",
+    "load_target": "target weight loading",
+    "load_draft": "draft weight loading",
+    "kv_cache": "KV cache allocation",
+    "capture_target": "CUDA graph capture (target)",
+    "capture_draft": "CUDA graph capture (draft)",
+    "warmup": "warmup",
+    "ready": "ready",
+}
+
+#: What went wrong, as the subject of a sentence; ``{port}`` is filled in when known.
+_FAILURE_TEXT: dict[str, str] = {
+    "oom": "out of GPU memory",
+    "nccl": "NCCL (GPU communication) failed",
+    "exception": "a server process raised an exception",
+    "port_in_use": "port {port} already in use",
+    "bad_args": "the server rejected its command-line flags",
+    "hang": "the server hung (watchdog timeout)",
+    "died": "the server died",
+    "signal": "the server was torn down by a signal",
+    "stale": "the server log stopped updating",
+}
+
+assert set(_PHASE_TEXT) == set(PHASES) and set(_FAILURE_TEXT) == set(FAILURE_KINDS)
+
+
+def _humanize(identifier: str) -> str:
+    return identifier.replace("_", " ").replace("-", " ").strip().lower() or "unknown"
+
+
+def phase_label(phase: str | None) -> str:
+    """``load_target`` → ``target weight loading``; an unknown name is spelled out, never shouted."""
+    if not phase:
+        return "unknown phase"
+    return _PHASE_TEXT.get(phase, _humanize(phase))
+
+
+def describe_failure(kind: str, phase: str | None = None, *, port: int | None = None) -> str:
+    """``("port_in_use", "warmup")`` → ``port 30000 already in use during warmup`` (with ``port``),
+    ``("died", "ready")`` → ``the server died while ready``. Unknown kinds are spelled out."""
+    text = _FAILURE_TEXT.get(kind)
+    if text is None:
+        text = f"server failure: {_humanize(kind)}"
+    elif "{port}" in text:
+        text = text.format(port=port) if port else "a port is already in use"
+    if not phase:
+        return text
+    if phase == "ready":
+        return f"{text} while ready"
+    return f"{text} during {phase_label(phase)}"
