@@ -80,7 +80,9 @@ def test_tp8_phase_order_new_and_old() -> None:
     for stem in ("ok_0513_tp8", "ok_0516_tp8"):
         s = parse_path(str(FIXTURES / f"{stem}.log"))
         names = [p["name"] for p in s["phases"]]
-        assert names == list(PHASES), stem
+        # The prefill CUDA graph is captured at startup from 0.5.16 on (breakable backend).
+        want = [p for p in PHASES if p != "capture_prefill" or stem == "ok_0516_tp8"]
+        assert names == want, stem
         assert all(p["seconds"] is not None for p in s["phases"]), stem
         cap = next(p for p in s["phases"] if p["name"] == "capture_target")
         assert cap["total"] == 8 and cap["done"] == 8

@@ -35,10 +35,9 @@ from eagletui.core.sglang_lines import (
     exception_line,
     ts_seconds,
 )
-from eagletui.core.triage import TERMINAL_TAGS, hint_for, match_failure
+from eagletui.core.triage import NCCL_IN_TRACEBACK, TERMINAL_TAGS, hint_for, match_failure, sglang_evidence
 
 PHASE_INDEX = {p: i for i, p in enumerate(ev.PHASES)}
-_STARTUP = ("launch", "dist_init", "load_target", "load_draft", "kv_cache", "capture_target", "capture_draft")
 _DRAFT_TYPES = ("Eagle", "EAGLE", "NextN", "MTP", "Draft")
 _STOP_MARKS = ("SIGTERM", "signum=15", "Received signal 15", "KeyboardInterrupt")
 
@@ -152,35 +151,38 @@ class VersionGuess:
         return None
 
 
-# (substring, lower bound, upper bound) checked on phase/error lines only.
+# (substring, lower bound, upper bound) checked on phase/error lines only. Bounds come from sampled
+# releases (sglang-observables.md): a lower bound is the first sampled release with the form, an upper
+# bound the last patch before the next sampled release without it (a real 0.5.17 still prints
+# ``server_args=ServerArgs(`` although 0.5.16 was the last sampled one that did).
 _VERSION_MARKS: tuple[tuple[str, tuple[int, int, int] | None, tuple[int, int, int] | None], ...] = (
     ("Init nccl begin", None, (0, 3, 99)),
     ("Init torch distributed begin", (0, 4, 0), (0, 5, 20)),
     ("Init torch distributed ends. elapsed=", (0, 5, 10), (0, 5, 20)),
-    ("Init torch distributed ends. mem usage", (0, 4, 6), (0, 5, 5)),
+    ("Init torch distributed ends. mem usage", (0, 4, 6), (0, 5, 9)),
     ("Init parallel", (0, 5, 21), None),
     ("Memory baseline taken", (0, 5, 21), None),
     ("server_args={", (0, 5, 20), None),
-    ("server_args=ServerArgs(", None, (0, 5, 16)),
+    ("server_args=ServerArgs(", None, (0, 5, 19)),
     ("Load weight end. elapsed=", (0, 5, 10), None),
-    ("Load weight end. type=", None, (0, 5, 5)),
+    ("Load weight end. type=", None, (0, 5, 9)),
     ("KV Cache is allocated. dtype:", (0, 5, 13), None),
-    ("KV Cache is allocated. #tokens", (0, 4, 6), (0, 5, 10)),
+    ("KV Cache is allocated. #tokens", (0, 4, 6), (0, 5, 12)),
     ("Capture target ", (0, 5, 16), None),
     ("Capture draft decode CUDA graph", (0, 5, 16), None),
     ("Capture draft extend CUDA graph", (0, 5, 16), None),
-    ("Capture cuda graph begin", None, (0, 5, 13)),
-    ("Capture draft cuda graph", (0, 4, 6), (0, 5, 13)),
-    ("Capture draft extend cuda graph", (0, 4, 10), (0, 5, 13)),
-    ("Capture piecewise CUDA graph", (0, 5, 10), (0, 5, 13)),
+    ("Capture cuda graph begin", None, (0, 5, 15)),
+    ("Capture draft cuda graph", (0, 4, 6), (0, 5, 15)),
+    ("Capture draft extend cuda graph", (0, 4, 10), (0, 5, 15)),
+    ("Capture piecewise CUDA graph", (0, 5, 10), (0, 5, 15)),
     ("Engine startup timings", (0, 5, 20), None),
     ("kill_process_tree called", (0, 5, 13), None),
     ("scheduler died during initialization", (0, 5, 10), None),
-    ("scheduler is dead", (0, 4, 6), (0, 5, 5)),
+    ("scheduler is dead", (0, 4, 6), (0, 5, 9)),
     ("Received sigquit", (0, 4, 6), None),
     ("sglang serve: error", (0, 5, 20), None),
     ("Capturing batches (bs=", (0, 4, 10), None),
-    ("Capturing batches (avail_mem", (0, 4, 6), (0, 4, 6)),
+    ("Capturing batches (avail_mem", (0, 4, 6), (0, 4, 9)),
     ("Capturing prefill shape", (0, 5, 16), None),
 )
 
@@ -237,6 +239,11 @@ class PhaseMachine:
         self.group_open = False
         self.group_has_cand = False
         self.group_exc: str | None = None
+        self.group_last = ""
+        # Evidence that this is SGLang's output (see sglang_evidence); until then failure lines are
+        # held back, so a README or a mail that mentions "NCCL error" reads "unknown", not "failed".
+        self.sglang_ctx = False
+        self.held: list[tuple[tuple[str, int, str], Rec]] = []
         self.load_count: dict[str, int] = {}
         self.bar_load_phase: str | None = None
         self.bar_capture_phase: str | None = None
@@ -479,9 +486,16 @@ class PhaseMachine:
             return
         if st.status == READY and tag == "leaked_semaphore" and st.stopped is not None:
             return
+        if not self.sglang_ctx:
+            if len(self.held) < 64:
+                self.held.append((fm, rec))
+            return
         msg = rec.msg.strip()
         if self.emitted_prio >= 0:
-            if self.emitted_prio < 50 <= prio:
+            # A reported cascade marker gives way to a root cause; a reported root cause gives way to
+            # a more specific one only from its own traceback (siblings' NCCL noise is a consequence).
+            same_group = self.group_open and self.group_has_cand and prio > self.emitted_prio
+            if self.emitted_prio < 50 <= prio or same_group:
                 self.cand = Candidate(kind, prio, tag, msg, rec.text.strip(), st.phase)
                 self.group_has_cand = self.group_open
                 self._emit_failure(out)
@@ -491,6 +505,12 @@ class PhaseMachine:
             self.group_has_cand = self.group_open
         if tag in TERMINAL_TAGS:
             self._emit_failure(out)
+
+    def _set_ctx(self, out: list[ev.Event]) -> None:
+        self.sglang_ctx = True
+        held, self.held = self.held, []
+        for fm, rec in held:
+            self._consider(fm, rec, out)
 
     def _emit_failure(self, out: list[ev.Event]) -> None:
         c = self.cand
@@ -515,7 +535,12 @@ class PhaseMachine:
         if not self.group_open:
             return
         self.group_open = False
-        if self.group_exc and not self.group_has_cand and self.st.status not in (READY, STOPPED):
+        if (
+            self.group_exc
+            and self.sglang_ctx
+            and not self.group_has_cand
+            and self.st.status not in (READY, STOPPED)
+        ):
             if self.emitted_prio < 0 and (self.cand is None or self.cand.prio < 50):
                 self.cand = Candidate(
                     "exception", 50, "exception", self.group_exc, self.group_exc, self.st.phase
@@ -528,12 +553,16 @@ class PhaseMachine:
     def on_record(self, rec: Rec, out: list[ev.Event]) -> None:
         tag = rec.tag
         kind = rec.kind
+        if not self.sglang_ctx and (rec.prefixed or kind == PROGRESS or sglang_evidence(rec.msg)):
+            self._set_ctx(out)
         # --- traceback grouping: unprefixed lines after an error record belong to it.
         if rec.prefixed or kind in (HTTP, PROGRESS):
             self._close_group(out)
         elif self.group_open:
             if kind in (OTHER, WARNING, ERROR, TRACEBACK):
                 rec.kind = TRACEBACK
+                if rec.msg.strip():
+                    self.group_last = rec.msg.strip()
                 if exception_line(rec.msg):
                     self.group_exc = rec.msg.strip()
                     c = self.cand
@@ -541,13 +570,20 @@ class PhaseMachine:
                         c.message, c.line = self.group_exc, self.group_exc
                 if tag == "fail":
                     self._consider(rec.data["failure"], rec, out)
-                    if self.cand is not None and self.group_has_cand and self.group_exc:
-                        pass
+                elif (
+                    self.group_has_cand
+                    and self.cand is not None
+                    and self.cand.kind == "exception"
+                    and ("NCCL" in rec.msg or "nccl" in rec.msg)
+                ):
+                    # The exception's own traceback says NCCL: that is the root cause.
+                    self._consider(NCCL_IN_TRACEBACK, rec, out)
                 return
         if tag == "traceback_start" or (kind == ERROR and rec.msg.rstrip().endswith(":")):
             self.group_open = True
             self.group_has_cand = False
             self.group_exc = None
+            self.group_last = rec.msg.strip()
 
         st = self.st
         if rec.ts_text:
@@ -588,7 +624,7 @@ class PhaseMachine:
 
         # A launch starts with the first line that is SGLang's (a [time …] prefix or a known kind), not with
         # any text at all: a file of something else stays "unknown".
-        sglang_like = bool(rec.ts_text) or kind != OTHER
+        sglang_like = self.sglang_ctx and (bool(rec.ts_text) or kind != OTHER)
         if not self.activity and sglang_like and kind not in (HTTP,) and tag not in ("fail",):
             self.activity = True
             if st.launches == 0:
@@ -694,7 +730,7 @@ class PhaseMachine:
                 self._start("kv_cache", r, ts, tt, out)
             self._rank_done("kv_cache", r, ts, tt, out)
         elif tag == "capture_begin":
-            name = "capture_draft" if rec.data.get("draft") else "capture_target"
+            name = _capture_phase(rec.data)
             info = self._phase(name)
             if info.finished:
                 return
@@ -703,7 +739,7 @@ class PhaseMachine:
             if rec.tp in (0, None):
                 self.bar_capture_phase = name
         elif tag == "capture_end":
-            name = "capture_draft" if rec.data.get("draft") else "capture_target"
+            name = _capture_phase(rec.data)
             info = self._phase(name)
             if info.finished:
                 return
@@ -790,14 +826,14 @@ class PhaseMachine:
 
     def _decode_version(self, msg: str) -> None:
         if msg.startswith("Decode batch."):
-            self.ver.bound(ub=(0, 5, 1))
+            self.ver.bound(ub=(0, 5, 4))
         elif msg.startswith("Decode batch"):
             self.ver.bound(lb=(0, 5, 5))
-            self.ver.bound(**({"ub": (0, 5, 5)} if msg.endswith(", ") else {"lb": (0, 5, 10)}))
+            self.ver.bound(**({"ub": (0, 5, 9)} if msg.endswith(", ") else {"lb": (0, 5, 10)}))
         if "graph: " in msg:
             self.ver.bound(lb=(0, 4, 10))
         elif msg.startswith("Decode batch."):
-            self.ver.bound(ub=(0, 4, 6))
+            self.ver.bound(ub=(0, 4, 9))
         if "accept rate" in msg:
             self.ver.bound(lb=(0, 5, 5))
         elif "accept len" in msg:
@@ -833,6 +869,23 @@ class PhaseMachine:
 
     def finish(self, out: list[ev.Event]) -> None:
         """End of input: close an open traceback group and report a pending failure."""
+        st = self.st
+        if (
+            self.group_open
+            and self.group_exc is None
+            and not self.group_has_cand
+            and self.sglang_ctx
+            and self.activity
+            and st.status == LOADING
+            and self.emitted_prio < 0
+            and (self.cand is None or self.cand.prio < 50)
+        ):
+            # The log ends inside a traceback during startup: the process is dying (or died before
+            # its last lines were flushed). An exception, with the last line seen as the key line.
+            last = self.group_last or "Traceback (most recent call last):"
+            self.cand = Candidate(
+                "exception", 50, "exception", "log ends inside a traceback: " + last, last, st.phase
+            )
         self._close_group(out)
         if self.emitted_prio < 0 and self.cand is not None:
             c = self.cand
@@ -853,6 +906,20 @@ class PhaseMachine:
 
 
 # Phases every rank goes through (their completion waits for all known ranks).
-_PER_RANK = frozenset({"dist_init", "load_target", "load_draft", "kv_cache", "capture_target"})
+_PER_RANK = frozenset(
+    {"dist_init", "load_target", "load_draft", "kv_cache", "capture_prefill", "capture_target"}
+)
+
+
+def _capture_phase(data: dict[str, Any]) -> str:
+    """The phase of a ``Capture … CUDA graph`` line: every draft graph is ``capture_draft``; the
+    target's prefill graph (0.5.16+, and the piecewise graph of 0.5.10–0.5.13) is ``capture_prefill``;
+    the target's decode/verify graph is ``capture_target``."""
+    if data.get("draft"):
+        return "capture_draft"
+    if data.get("what") in ("prefill", "piecewise"):
+        return "capture_prefill"
+    return "capture_target"
+
 
 __all__ = ["PhaseMachine", "MachineState", "PhaseInfo", "DecodeRows", "parse_server_args", "match_failure"]

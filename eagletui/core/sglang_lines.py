@@ -121,6 +121,12 @@ PREFILL_FAST_RE = re.compile(
     r"#cached-token: (\d+), (?:cache hit rate: [\d.]+%, )?(?:token usage: [\d.]+, )?"
     r"(?:#running-req: (\d+), )?#queue-req: (\d+)"
 )
+# Any Prefill layout (hybrid pools print ``full token usage: …, swa token usage: …`` or ``mamba usage:``
+# where plain models print ``token usage:``): the middle is read key by key, like DECODE_RE's.
+PREFILL_RE = re.compile(
+    r"Prefill batch(?:\(mixed #running-req: \d+\))?(?: \[\d+\])?[.,] #new-seq: (\d+), #new-token: (\d+), "
+    r"#cached-token: (\d+), (.*?)#queue-req: (\d+)"
+)
 _INPUT_TPUT_RE = re.compile(r"input throughput \(token/s\): ([\d.]+)")
 # A whole serving line for the live fast path (LogInterpreter._live): PREFIX_RE matched at the start,
 # then DECODE_FAST_RE or PREFILL_FAST_RE matched on the message. The prefix always ends at the line's
@@ -191,6 +197,23 @@ MSG_RULES: tuple[tuple[str, str, str], ...] = (
 )
 
 _UVICORN_LEVELS = ("INFO:     ", "ERROR:    ", "WARNING:  ", "DEBUG:    ", "CRITICAL: ")
+_UVICORN_FIRST = frozenset(lvl[0] for lvl in _UVICORN_LEVELS)
+
+# Prefixes other programs put in front of every line of the server's output, in any nesting: docker
+# compose (``sglang-1  | ``), container runtimes and log shippers (an RFC 3339 timestamp, CRI's
+# ``stdout F ``), journald/syslog (``Aug 01 23:43:43 host python3[123]: ``), ``kubectl logs --prefix``
+# (``[pod/name/container] ``) and a wrapper's own logging (``INFO sglang: ``, ``INFO:root:``). SGLang's
+# own record start is found by PREFIX_RE.search; this is only for lines that have none (tracebacks,
+# argparse output, warnings) so that what follows the foreign prefix is read as if it stood alone.
+FOREIGN_PREFIX_RE = re.compile(
+    r"(?:"
+    r"[\w.-]{1,64} *\| ?"
+    r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?:? +(?:(?:stdout|stderr) [FP] )?"
+    r"|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} [\w.-]+ [\w.@/-]+(?:\[\d+\])?: "
+    r"|\[pod/[^\]\s]{1,200}\] "
+    r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::[\w.]{1,64}:| [\w.]{1,64}: )"
+    r")+"
+)
 _BAR_MARKS = ("% Completed |", "%|", "it/s]", "s/it]")
 _SHARD_WORDS = (
     "checkpoint shards",
@@ -287,6 +310,9 @@ def tp_of(ranks: str) -> int | None:
 
 
 def _classify_msg(rec: Rec, msg: str) -> None:
+    if msg[:1] in _UVICORN_FIRST and msg.startswith(_UVICORN_LEVELS):
+        _uvicorn(rec, msg)
+        return
     if msg.startswith("Decode batch"):
         rec.kind, rec.tag = DECODE, "decode"
         rec.data = parse_decode(msg) or {}
@@ -394,28 +420,17 @@ def _classify_unprefixed(text: str, head: str, frame: bool) -> Rec:
         if ui >= 0:
             break
     if ui >= 0:
-        body = head[ui:]
         rec.msg = text[ui:]
-        if "HTTP/1." in body and '" ' in body:
-            rec.kind, rec.tag = HTTP, "access"
-            if "POST /generate" in body:
-                rec.tag = "access_generate"
-            return rec
-        rec.kind = HTTP
-        if "Uvicorn running on" in body:
-            rec.tag = "http_up"
-            rec.data = {"url": body.split("running on ", 1)[1].split(" ", 1)[0]}
-        elif "Application startup complete" in body:
-            rec.tag = "http_startup"
-        elif "Shutting down" in body or "Finished server process" in body or "Application shutdown" in body:
-            rec.tag = "http_shutdown"
-        if body.startswith("ERROR"):
-            rec.kind = ERROR
-            _classify_tail(rec, body)
-            rec.kind = ERROR
-        elif body.startswith("WARNING"):
-            rec.kind = WARNING
+        _uvicorn(rec, head[ui:])
         return rec
+    # Another program's prefix in front of a continuation line (docker compose, a log shipper,
+    # journald, kubectl --prefix, a wrapper's logger): read what follows it.
+    fp = FOREIGN_PREFIX_RE.match(head)
+    if fp is not None and fp.end() < len(head):
+        text = text[fp.end() :]
+        head = head[fp.end() :]
+        rec.msg = text
+        stripped = head.lstrip()
     if stripped.startswith("Traceback (most recent call last)"):
         rec.kind, rec.tag = TRACEBACK, "traceback_start"
         return rec
@@ -429,10 +444,40 @@ def _classify_unprefixed(text: str, head: str, frame: bool) -> Rec:
     if stripped.startswith("usage: "):
         rec.kind, rec.tag = ERROR, "usage"
         return rec
+    if stripped[:1] in "KkSsAaBb[/" or ": line " in stripped[:80]:
+        from eagletui.core.triage import shell_death
+
+        if shell_death(stripped):
+            rec.kind, rec.tag = ERROR, "fail"
+            rec.data = {"failure": ("died", 45, "process_killed")}
+            return rec
     _classify_tail(rec, head)
     if rec.kind == OTHER and _EXC_LINE_RE.match(stripped):
         rec.tag = "exc_line"
     return rec
+
+
+def _uvicorn(rec: Rec, body: str) -> None:
+    """A uvicorn line (``INFO:     …`` etc.), bare or behind SGLang's ``[timestamp]`` (0.4.6+)."""
+    if "HTTP/1." in body and '" ' in body:
+        rec.kind, rec.tag = HTTP, "access"
+        if "POST /generate" in body:
+            rec.tag = "access_generate"
+        return
+    rec.kind = HTTP
+    if "Uvicorn running on" in body:
+        rec.tag = "http_up"
+        rec.data = {"url": body.split("running on ", 1)[1].split(" ", 1)[0]}
+    elif "Application startup complete" in body:
+        rec.tag = "http_startup"
+    elif "Shutting down" in body or "Finished server process" in body or "Application shutdown" in body:
+        rec.tag = "http_shutdown"
+    if body.startswith("ERROR"):
+        rec.kind = ERROR
+        _classify_tail(rec, body)
+        rec.kind = ERROR
+    elif body.startswith("WARNING"):
+        rec.kind = WARNING
 
 
 def exception_line(text: str) -> bool:
@@ -492,10 +537,21 @@ def _parse_decode(msg: str) -> dict[str, Any] | None:
 
 
 def parse_prefill(msg: str) -> dict[str, Any] | None:
+    """Fields of a ``Prefill batch`` line, or None if it is not complete."""
     m = PREFILL_FAST_RE.match(msg)
     if m is None:
-        return None
-    g = m.groups()
+        m = PREFILL_RE.match(msg)
+        if m is None:
+            return None
+        mid: dict[str, str] = {}
+        for part in m.group(4).split(", "):
+            k, _, v = part.partition(": ")
+            if v:
+                mid[k] = v
+        run = _int(mid.get("#running-req"))
+        g = (m.group(1), m.group(2), m.group(3), str(run) if run is not None else None, m.group(5))
+    else:
+        g = m.groups()
     tput = None
     if "input throughput" in msg:
         t = _INPUT_TPUT_RE.search(msg)

@@ -31,6 +31,10 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("ncclUnhandledCudaError", "nccl", 78, "nccl_error"),
     ("ncclInternalError", "nccl", 78, "nccl_error"),
     ("ncclSystemError", "nccl", 78, "nccl_error"),
+    ("ncclRemoteError", "nccl", 78, "nccl_error"),
+    ("ncclInvalidUsage", "nccl", 78, "nccl_error"),
+    ("NCCL Error", "nccl", 78, "nccl_error"),
+    ("NCCL communicator was aborted", "nccl", 78, "nccl_error"),
     ("watchdog timeout", "hang", 76, "watchdog"),
     ("Watchdog timeout", "hang", 76, "watchdog"),
     ("Capture cuda graph failed", "exception", 65, "capture_failed"),
@@ -40,11 +44,14 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("warmup error", "exception", 62, "warmup"),
     ("hit an exception", "exception", 60, "exception"),
     ("scheduler died during initialization", "died", 40, "scheduler_died"),
+    ("Child process unexpectedly failed", "died", 40, "subprocess_crashed"),
+    ("Fatal Python error", "died", 42, "process_killed"),
     ("scheduler is dead", "died", 40, "scheduler_died"),
     ("crashed with exit code", "died", 40, "subprocess_crashed"),
     (" terminated with ", "died", 38, "subprocess_crashed"),
     ("Initialization failed", "exception", 35, "init_failed"),
     ("leaked semaphore", "died", 20, "leaked_semaphore"),
+    ("leaked shared_memory", "died", 20, "leaked_semaphore"),
     ("Received sigquit", "signal", 25, "sigquit"),
     ("SIGQUIT received", "signal", 25, "sigquit"),
     ("kill_process_tree called", "signal", 24, "kill_tree"),
@@ -75,6 +82,9 @@ _PREFILTER = (
     "kill_process_tree",
     "Inductor",
     "dynamo",
+    "shared_memory",
+    "Child process",
+    "Fatal Python",
 )
 
 #: Lines that end a crash sequence: once seen, the failure is reported.
@@ -92,8 +102,40 @@ TERMINAL_TAGS = frozenset(
         "argparse",
         "watchdog",
         "leaked_semaphore",
+        "process_killed",
     }
 )
+
+#: A line of the failing exception's own traceback mentions NCCL (phase machine, in-group upgrade).
+NCCL_IN_TRACEBACK: tuple[str, int, str] = ("nccl", 78, "nccl_error")
+
+# What the shell or the kernel prints when the process is killed or crashes without a word of its own:
+# bash ``Killed`` / ``bash: line 1: 4242 Killed  python3 …``, zsh ``[1]    4242 killed     python3 …``,
+# ``Segmentation fault (core dumped)``, ``Aborted``, ``Bus error``.
+_SHELL_DEATH_RE = re.compile(
+    r"(?:\[\d+\][+-]? +\d+ +|\S+: line \d+: +\d+ +)?"
+    r"(?:[Kk]illed|[Ss]egmentation fault|[Aa]borted|[Bb]us error)(?: +\(core dumped\))?(?: {2,}\S.*| *$)"
+)
+# Structural signs that a text is SGLang's output even without a ``[time]`` record: a traceback frame
+# or a Python warning located in sglang's package, argparse output of sglang's launcher.
+_SGLANG_EVIDENCE_RE = re.compile(
+    r"\s*File \"[^\"]*sglang[^\"]*\", line \d+"
+    r"|\S*sglang\S*\.py:\d+: \w*Warning: "
+    r"|usage: (?:sglang|\S*launch_server|\S*sglang\S*) "
+    r"|(?:sglang \w+|\S*launch_server(?:\.py)?): error: "
+)
+
+
+def sglang_evidence(msg: str) -> bool:
+    """True for a line that only SGLang's own output would hold (see _SGLANG_EVIDENCE_RE)."""
+    head = msg[:400]
+    return ("sglang" in head or "launch_server" in head) and _SGLANG_EVIDENCE_RE.match(head) is not None
+
+
+def shell_death(text: str) -> bool:
+    """True for a shell's or the C runtime's note that the process was killed or crashed."""
+    return _SHELL_DEATH_RE.fullmatch(text[:400].strip()) is not None
+
 
 _MEM_FRACTION_RE = re.compile(r"mem_fraction_static=([\d.]+)")
 _AMBIGUOUS_RE = re.compile(r"ambiguous option: (--[\w-]+)")
@@ -113,6 +155,13 @@ def version_at_least(version: str | None, target: tuple[int, int, int]) -> bool 
     """Compare a version guess such as ``"0.5.16"`` or ``">=0.5.16"`` with ``target``; None if unknown."""
     if not version:
         return None
+    if "," in version:  # a range ">=a,<=b": decided when the whole range lies on one side
+        lo, _, hi = version.partition(",")
+        if version_at_least(lo, target) is True:
+            return True
+        if version_at_least(hi, target) is False:
+            return False
+        return None
     v = version.lstrip(">=<~ ")
     try:
         parts = tuple(int(p) for p in re.findall(r"\d+", v)[:3])
@@ -122,7 +171,7 @@ def version_at_least(version: str | None, target: tuple[int, int, int]) -> bool 
         return None
     parts = parts + (0,) * (3 - len(parts))
     if version.startswith("<"):
-        return False if parts <= target else None
+        return False if parts < target else None
     if version.startswith(">="):
         return True if parts >= target else None
     return parts >= target
@@ -214,7 +263,7 @@ def hint_for(kind: str, tag: str, phase: str | None, version: str | None, text: 
             return "The warmup request failed: check the traceback above; --skip-server-warmup only hides it."
         return "A server process raised an exception: read the exception above (key line)."
     if kind == "died":
-        if "-9" in text:
+        if "-9" in text or "illed" in text:
             return "A process was SIGKILLed (exit -9), usually by the host OOM killer: check `dmesg -T | grep -i oom`."
         return (
             "The server process ended without an error line: likely killed from outside (OOM killer, "
