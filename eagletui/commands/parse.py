@@ -47,7 +47,9 @@ def parse_stream(fh: IO[bytes], sink: Callable[[list[Any]], None] | None = None)
         sink(items)
     summ.add(items)
     summ.set_version(interp.version)
-    return summ.result()
+    result = summ.result()
+    result["url"] = interp.state.url or None
+    return result
 
 
 def parse_path(path: str) -> dict[str, Any]:

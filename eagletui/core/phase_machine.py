@@ -97,6 +97,8 @@ class MachineState:
     decode_count: int = 0
     decode_history: deque[ev.DecodeStats] = field(default_factory=lambda: deque(maxlen=DECODE_HISTORY))
     ranks: set[str] = field(default_factory=set)
+    #: The HTTP address from uvicorn's ``Uvicorn running on …`` line ("" until seen).
+    url: str = ""
 
 
 class DecodeRows:
@@ -773,7 +775,7 @@ class PhaseMachine:
             if st.status == LOADING and self.activity:
                 self._start_warmup(ts, rec.ts_text, out)
             if tag == "http_up":
-                self.url = rec.data.get("url", "")
+                st.url = rec.data.get("url", "")
         elif tag == "http_shutdown":
             self._stop(rec.msg.strip(), out)
 
@@ -802,7 +804,7 @@ class PhaseMachine:
         st.phase = "ready"
         st.status = READY
         out.append(ev.PhaseStarted(phase="ready", launch=st.launch, log_time=tt))
-        out.append(ev.ServerReady(url=getattr(self, "url", ""), launch=st.launch))
+        out.append(ev.ServerReady(url=st.url, launch=st.launch))
 
     def _serving_seen(self, rec: Rec, out: list[ev.Event]) -> None:
         """Decode/Prefill lines without a ready line: the log starts mid-serving."""
