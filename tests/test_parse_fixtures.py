@@ -145,7 +145,9 @@ def _per_line_summary(data: bytes, step: int) -> tuple[dict, list[float]]:
     gens += [e.gen_throughput for e in evs if e.type == "decode_stats"]
     summ.add(evs)
     summ.set_version(interp.version)
-    return summ.result(), gens
+    result = summ.result()
+    result["url"] = interp.state.url or None
+    return result, gens
 
 
 def _bulk_summary(data: bytes, step: int) -> tuple[dict, list[float]]:

@@ -33,9 +33,18 @@ from eagletui.core.sglang_lines import (
     WARNING,
     Rec,
     exception_line,
+    frame_phase,
+    message_phase,
     ts_seconds,
 )
-from eagletui.core.triage import NCCL_IN_TRACEBACK, TERMINAL_TAGS, hint_for, match_failure, sglang_evidence
+from eagletui.core.triage import (
+    NCCL_IN_TRACEBACK,
+    OWN_TAGS,
+    TERMINAL_TAGS,
+    hint_for,
+    match_failure,
+    sglang_evidence,
+)
 
 PHASE_INDEX = {p: i for i, p in enumerate(ev.PHASES)}
 _DRAFT_TYPES = ("Eagle", "EAGLE", "NextN", "MTP", "Draft")
@@ -228,6 +237,11 @@ class PhaseMachine:
 
     def __init__(self, launch: int = 0) -> None:
         self.st = MachineState(launch=launch)
+        # Evidence that this is SGLang's output (see sglang_evidence), kept across launches; until
+        # then failure lines are held back, so a README or a mail that mentions "NCCL error" reads
+        # "unknown", not "failed".
+        self.sglang_ctx = False
+        self.prose = False  # markdown seen (a README, an issue body): never a log excerpt
         self._reset_timeline(launch)
 
     # ------------------------------------------------------------------ timeline
@@ -242,9 +256,9 @@ class PhaseMachine:
         self.group_has_cand = False
         self.group_exc: str | None = None
         self.group_last = ""
-        # Evidence that this is SGLang's output (see sglang_evidence); until then failure lines are
-        # held back, so a README or a mail that mentions "NCCL error" reads "unknown", not "failed".
-        self.sglang_ctx = False
+        self.group_hint: str | None = None  # startup phase family the group's frames point to
+        self.group_draft = False
+        self.emit_at_close = False
         self.held: list[tuple[tuple[str, int, str], Rec]] = []
         self.load_count: dict[str, int] = {}
         self.bar_load_phase: str | None = None
@@ -500,7 +514,10 @@ class PhaseMachine:
             if self.emitted_prio < 50 <= prio or same_group:
                 self.cand = Candidate(kind, prio, tag, msg, rec.text.strip(), st.phase)
                 self.group_has_cand = self.group_open
-                self._emit_failure(out)
+                if self.group_open:
+                    self.emit_at_close = True  # once its traceback has told the phase and the exception
+                else:
+                    self._emit_failure(out)
             return
         if self.cand is None or prio > self.cand.prio:
             self.cand = Candidate(kind, prio, tag, msg, rec.text.strip(), st.phase)
@@ -518,6 +535,9 @@ class PhaseMachine:
         c = self.cand
         if c is None:
             return
+        fam = message_phase(c.message) or message_phase(c.line)
+        if fam is not None:
+            self._phase_from_frames(fam, self.group_draft, out)
         self.emitted_prio = c.prio
         st = self.st
         st.status = FAILED
@@ -537,6 +557,9 @@ class PhaseMachine:
         if not self.group_open:
             return
         self.group_open = False
+        if self.group_hint and self.sglang_ctx and (self.group_has_cand or self.group_exc):
+            self._phase_from_frames(self.group_hint, self.group_draft, out)
+        self.group_hint, self.group_draft = None, False
         if (
             self.group_exc
             and self.sglang_ctx
@@ -549,14 +572,51 @@ class PhaseMachine:
                 )
         self.group_exc = None
         self.group_has_cand = False
+        if self.emit_at_close:
+            self.emit_at_close = False
+            self._emit_failure(out)
+
+    def _phase_from_frames(self, family: str, draft: bool, out: list[ev.Event]) -> None:
+        """A failing traceback's frames say which startup phase it died in: start that phase if the
+        log has not reached it (an excerpt, or a runner that prints no begin line)."""
+        st = self.st
+        if st.status not in (LOADING, UNKNOWN, FAILED) or "ready" in st.phases:
+            return
+        if family == "load":
+            name = "load_draft" if draft else "load_target"
+        elif family == "capture":
+            name = "capture_draft" if draft else "capture_target"
+        else:
+            name = family
+        if PHASE_INDEX[name] <= PHASE_INDEX.get(st.phase or "", -1):
+            return
+        self.activity = True
+        if st.launches == 0:
+            st.launches = 1
+        self._start(name, None, self.last_ts, self.last_ts_text, out)
+        if name.startswith("load"):
+            self.bar_load_phase = name
+        elif name.startswith("capture"):
+            self.bar_capture_phase = name
+        if self.cand is not None:
+            self.cand.phase = name
 
     # ------------------------------------------------------------------ main entry
 
     def on_record(self, rec: Rec, out: list[ev.Event]) -> None:
         tag = rec.tag
         kind = rec.kind
-        if not self.sglang_ctx and (rec.prefixed or kind == PROGRESS or sglang_evidence(rec.msg)):
-            self._set_ctx(out)
+        # tqdm bars and uvicorn lines are not SGLang's alone (vLLM prints the very same shard bar).
+        if not self.sglang_ctx:
+            if (
+                rec.prefixed
+                or sglang_evidence(rec.msg)
+                or (tag == "fail" and rec.data["failure"][2] in OWN_TAGS)
+            ):
+                self._set_ctx(out)
+            elif kind == OTHER and not self.prose:
+                m = rec.msg.lstrip()
+                self.prose = m.startswith(("```", "# ", "## ", "### ")) or m.count("`") >= 2
         # --- traceback grouping: unprefixed lines after an error record belong to it.
         if rec.prefixed or kind in (HTTP, PROGRESS):
             self._close_group(out)
@@ -565,10 +625,19 @@ class PhaseMachine:
                 rec.kind = TRACEBACK
                 if rec.msg.strip():
                     self.group_last = rec.msg.strip()
+                if tag == "frame":
+                    fam, draft = frame_phase(rec.msg)
+                    if fam is not None:
+                        self.group_hint = fam
+                    self.group_draft = self.group_draft or draft
                 if exception_line(rec.msg):
                     self.group_exc = rec.msg.strip()
                     c = self.cand
-                    if c is not None and self.group_has_cand and self.emitted_prio < 0:
+                    if (
+                        c is not None
+                        and self.group_has_cand
+                        and (self.emitted_prio < 0 or self.emit_at_close)
+                    ):
                         c.message, c.line = self.group_exc, self.group_exc
                 if tag == "fail":
                     self._consider(rec.data["failure"], rec, out)
@@ -581,11 +650,13 @@ class PhaseMachine:
                     # The exception's own traceback says NCCL: that is the root cause.
                     self._consider(NCCL_IN_TRACEBACK, rec, out)
                 return
-        if tag == "traceback_start" or (kind == ERROR and rec.msg.rstrip().endswith(":")):
+        if tag in ("traceback_start", "frame") or (kind == ERROR and rec.msg.rstrip().endswith(":")):
+            # A frame with no traceback open: the text starts inside one (an excerpt, a cut log).
             self.group_open = True
             self.group_has_cand = False
             self.group_exc = None
             self.group_last = rec.msg.strip()
+            self.group_hint, self.group_draft = frame_phase(rec.msg) if tag == "frame" else (None, False)
 
         st = self.st
         if rec.ts_text:
@@ -627,7 +698,8 @@ class PhaseMachine:
         # A launch starts with the first line that is SGLang's (a [time …] prefix or a known kind), not with
         # any text at all: a file of something else stays "unknown".
         sglang_like = self.sglang_ctx and (bool(rec.ts_text) or kind != OTHER)
-        if not self.activity and sglang_like and kind not in (HTTP,) and tag not in ("fail",):
+        lifecycle = kind == HTTP and rec.prefixed and tag not in ("access", "access_generate")
+        if not self.activity and sglang_like and (kind != HTTP or lifecycle) and tag != "fail":
             self.activity = True
             if st.launches == 0:
                 st.launches = 1
@@ -642,6 +714,8 @@ class PhaseMachine:
             info.start_ts, info.start_text = ts, rec.ts_text
 
         if kind == "phase" or tag.startswith("bar_"):
+            if not self.sglang_ctx:
+                return
             self._version_marks(rec.msg)
             self._on_phase(rec, tag, ts, out)
         elif tag == "fail":
@@ -781,7 +855,7 @@ class PhaseMachine:
 
     def _stop(self, reason: str, out: list[ev.Event]) -> None:
         st = self.st
-        if st.status in (FAILED, STOPPED) or self.emitted_prio >= 0:
+        if st.status in (FAILED, STOPPED) or self.emitted_prio >= 0 or not self.sglang_ctx:
             return
         if self.cand is not None and self.cand.prio >= 50:
             self._emit_failure(out)
@@ -871,6 +945,10 @@ class PhaseMachine:
 
     def finish(self, out: list[ev.Event]) -> None:
         """End of input: close an open traceback group and report a pending failure."""
+        if self.held and not self.sglang_ctx and not self.prose:
+            # Nothing but error lines and no prose around them: an excerpt of a log (the part someone
+            # pasted), so its failure lines count.
+            self._set_ctx(out)
         st = self.st
         if (
             self.group_open

@@ -20,9 +20,11 @@ SCAN_LIMIT = 8192
 
 # sglang's own prefix, optionally preceded by a Ray actor tag; searched anywhere in the line because
 # docker-compose, journald or a Python logging handler may have written their own prefix in front.
+# The date is ``YYYY-MM-DD`` (srt, 0.4.0+), ``MM-DD`` (the multimodal_gen diffusion runtime) or absent
+# (0.3.x).
 PREFIX_RE = re.compile(
     r"(?:\((?P<actor>\w+) pid=(?P<pid>\d+)(?:,\s*ip=[\d.]+)?\)\s*)?"
-    r"\[(?P<date>\d{4}-\d{2}-\d{2} )?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<ms>\d{3}))?"
+    r"\[(?P<date>(?:\d{4}-)?\d{2}-\d{2} )?(?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<ms>\d{3}))?"
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?"
 )
 
@@ -138,7 +140,11 @@ SERVING_LINE_RE = re.compile(
 )
 
 # argparse's "prog: error: ..." (prog may be "sglang serve" or a script path).
-_ARGPARSE_RE = re.compile(r"^[\w./ -]{1,80}: error: ")
+# Only argparse's own messages count: a compiler's "collect2: error: ld returned 1" is not a bad flag.
+_ARGPARSE_RE = re.compile(
+    r"^[\w./ -]{1,80}: error: (?:unrecognized arguments|the following arguments are required|argument |"
+    r"ambiguous option|invalid choice|expected |one of the arguments|unrecognized )"
+)
 _EXC_LINE_RE = re.compile(
     r"^(?:[A-Za-z_][\w.]*\.)?(?:[A-Z]\w*(?:Error|Exception|Exit|Interrupt|Failure|Failed))(?:: |$)"
 )
@@ -231,12 +237,18 @@ def is_bar(text: str) -> bool:
     return any(m in head for m in _BAR_MARKS)
 
 
-def split_glued(segment: str) -> list[str]:
-    """Cut log lines of other ranks off an unterminated bar frame they were appended to.
+# The end of a tqdm frame: ``[elapsed<remaining, rate]`` (``[00:16<15:54, 16.75s/it]``, ``[00:00<?, ?it/s]``).
+_BAR_TAIL_RE = re.compile(r"\[[\d:]{4,12}<[\d:?]{1,12}(?:, {0,4}[^\[\]\n]{0,40})?\]")
 
-    Eight processes share one stderr file; a tqdm frame without its newline gets the next rank's
-    whole log line glued behind it. Only bar frames are cut, so a docker/journald prefix in front of a
-    normal line stays with it.
+
+def split_glued(segment: str) -> list[str]:
+    """Cut what other processes wrote after an unterminated bar frame off it.
+
+    Eight processes share one stderr file; a tqdm frame without its newline gets the next writer's
+    whole line glued behind it: another rank's log record, a Python warning, a traceback line. A frame
+    ends with its ``[elapsed<remaining, rate]`` tail (or, failing that, where SGLang's next record
+    starts), so anything after the tail is a line of its own. Only bar frames are cut, so a
+    docker/journald prefix in front of a normal line stays with it.
     """
     out: list[str] = []
     rest = segment
@@ -245,11 +257,15 @@ def split_glued(segment: str) -> list[str]:
         if not is_bar(head):
             out.append(rest)
             return out
-        m = PREFIX_RE.search(head, 1)
-        if m is None:
-            out.append(rest)
-            return out
-        start = m.start()
+        t = _BAR_TAIL_RE.search(head)
+        if t is not None and t.end() < len(rest):
+            start = t.end()
+        else:
+            m = PREFIX_RE.search(head, 1)
+            if m is None:
+                out.append(rest)
+                return out
+            start = m.start()
         bar = rest[:start]
         if not is_bar(bar):
             out.append(rest)
@@ -267,6 +283,10 @@ def classify(text: str, frame: bool = False) -> Rec:
     if m is None and "[" in head and not head.startswith(_UVICORN_LEVELS):
         m = PREFIX_RE.search(head)
     if m is None:
+        if "sglang" in head[:160]:
+            p = PYLOG_RE.match(head)
+            if p is not None:
+                return _classify_pylog(text, p, frame)
         return _classify_unprefixed(text, head, frame)
     msg = text[m.end() :]
     ranks = m.group("ranks").strip()
@@ -286,6 +306,31 @@ def classify(text: str, frame: bool = False) -> Rec:
         frame=frame,
     )
     _classify_msg(rec, msg[:SCAN_LIMIT])
+    return rec
+
+
+# SGLang's loggers (``sglang.srt.…``) under another program's Python logging format, e.g.
+# ``2026-06-07 10:59:31,659 [INFO] sglang.srt.managers.scheduler: Decode batch, …`` or
+# ``2026-06-07 10:59:31,659 - sglang.srt.managers.scheduler - INFO - …``: the record is SGLang's, the
+# time the wrapper's.
+PYLOG_RE = re.compile(
+    r"(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<ms>\d{3})\d*)?"
+    r"[^\n]{0,40}?\bsglang(?:\.\w+)*(?:: | - (?:[A-Z]+ - )?)"
+)
+
+
+def _classify_pylog(text: str, m: re.Match[str], frame: bool) -> Rec:
+    ms = m.group("ms")
+    rec = Rec(
+        text=text,
+        msg=text[m.end() :],
+        ts_text=m.group("date") + " " + m.group("time") + ("." + ms if ms else ""),
+        has_date=True,
+        has_ms=ms is not None,
+        prefixed=True,
+        frame=frame,
+    )
+    _classify_msg(rec, rec.msg[:SCAN_LIMIT])
     return rec
 
 
@@ -434,6 +479,9 @@ def _classify_unprefixed(text: str, head: str, frame: bool) -> Rec:
     if stripped.startswith("Traceback (most recent call last)"):
         rec.kind, rec.tag = TRACEBACK, "traceback_start"
         return rec
+    if stripped.startswith('File "') and '", line ' in stripped:
+        rec.kind, rec.tag = TRACEBACK, "frame"
+        return rec
     if _ARGPARSE_RE.match(stripped):
         rec.kind, rec.tag = ERROR, "fail"
         from eagletui.core.triage import match_failure
@@ -478,6 +526,58 @@ def _uvicorn(rec: Rec, body: str) -> None:
         rec.kind = ERROR
     elif body.startswith("WARNING"):
         rec.kind = WARNING
+
+
+# Where in the startup a traceback frame is (innermost match wins): (needle, phase family). Function
+# names and module paths of sglang's own startup code, stable across 0.4 – 0.5.23.
+FRAME_PHASES: tuple[tuple[str, str], ...] = (
+    ("in init_torch_distributed", "dist_init"),
+    ("in initialize_model_parallel", "dist_init"),
+    ("in init_distributed_environment", "dist_init"),
+    ("in init_parallel", "dist_init"),
+    ("in load_model", "load"),
+    ("in load_weights", "load"),
+    ("/model_loader/", "load"),
+    ("in init_memory_pool", "kv_cache"),
+    ("in profile_max_num_token", "kv_cache"),
+    ("prefill_cuda_graph_runner.py", "capture_prefill"),
+    ("piecewise_cuda_graph_runner.py", "capture_prefill"),
+    ("cuda_graph_runner.py", "capture"),
+    ("cuda_graph_setup.py", "capture"),
+    ("in init_device_graphs", "capture"),
+    ("in init_cuda_graphs", "capture"),
+    ("in _execute_server_warmup", "warmup"),
+    ("in _wait_and_warmup", "warmup"),
+)
+_DRAFT_FRAMES = ("eagle_worker", "EAGLEWorker", "draft_worker", "draft_model_runner", "/speculative/")
+
+
+def frame_phase(line: str) -> tuple[str | None, bool]:
+    """(phase family, is the draft's) a traceback frame line points to; (None, False) if nothing."""
+    head = line[:1000]
+    fam = None
+    for needle, f in FRAME_PHASES:
+        if needle in head:
+            fam = f
+            break
+    return fam, any(d in head for d in _DRAFT_FRAMES)
+
+
+# Failure messages that name the startup step they come from.
+MESSAGE_PHASES: tuple[tuple[str, str], ...] = (
+    ("Capture cuda graph failed", "capture"),
+    ("Not enough memory. Please try to increase --mem-fraction-static", "kv_cache"),
+    ("warmup error", "warmup"),
+)
+
+
+def message_phase(text: str) -> str | None:
+    """The phase family a failure message names (see MESSAGE_PHASES), else None."""
+    head = text[:2000]
+    for needle, fam in MESSAGE_PHASES:
+        if needle in head:
+            return fam
+    return None
 
 
 def exception_line(text: str) -> bool:
@@ -614,6 +714,16 @@ def ts_seconds(ts_text: str) -> float | None:
                 if len(_DATE_CACHE) < 4096:
                     _DATE_CACHE[date] = day
             t = ts_text[11:]
+        elif len(ts_text) >= 14 and ts_text[2] == "-":  # MM-DD (no year): a leap year, so 02-29 exists
+            date = ts_text[:5]
+            day = _DATE_CACHE.get(date)
+            if day is None:
+                import datetime as _dt
+
+                day = _dt.date(2000, int(date[:2]), int(date[3:5])).toordinal()
+                if len(_DATE_CACHE) < 4096:
+                    _DATE_CACHE[date] = day
+            t = ts_text[6:]
         else:
             day = 0
             t = ts_text

@@ -26,6 +26,7 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("Port is already in use", "port_in_use", 86, "internal_port"),
     (" is not available in ", "port_in_use", 86, "internal_port"),
     ("Watchdog caught collective operation timeout", "nccl", 80, "collective_timeout"),
+    ("failure detected by watchdog", "nccl", 79, "collective_timeout"),
     ("NCCL error", "nccl", 78, "nccl_error"),
     ("DistBackendError", "nccl", 78, "nccl_error"),
     ("ncclUnhandledCudaError", "nccl", 78, "nccl_error"),
@@ -106,6 +107,24 @@ TERMINAL_TAGS = frozenset(
     }
 )
 
+#: Failures worded by SGLang itself: the line alone shows that the text is SGLang's output.
+OWN_TAGS = frozenset(
+    {
+        "kv_too_small",
+        "mem_unbalanced",
+        "internal_port",
+        "capture_failed",
+        "warmup",
+        "exception",
+        "scheduler_died",
+        "subprocess_crashed",
+        "init_failed",
+        "sigquit",
+        "kill_tree",
+        "watchdog",
+    }
+)
+
 #: A line of the failing exception's own traceback mentions NCCL (phase machine, in-group upgrade).
 NCCL_IN_TRACEBACK: tuple[str, int, str] = ("nccl", 78, "nccl_error")
 
@@ -148,6 +167,9 @@ def match_failure(msg: str) -> tuple[str, int, str] | None:
     for sub, kind, prio, tag in FAILURE_RULES:
         if sub in msg:
             return kind, prio, tag
+    if "ProcessGroupNCCL" in msg and "]:[E" in msg:
+        # PyTorch c10d at error level: ``[rank1]:[E909 08:45:30.12 ProcessGroupNCCL.cpp:2252] …``.
+        return "nccl", 77, "nccl_error"
     return None
 
 
