@@ -377,3 +377,190 @@ def test_fast_event_builders_match_the_constructors() -> None:
     assert strip(c) == strip(ref_c)
     # A class that no longer looks as expected gets the plain constructor.
     assert log_interpreter._slot_setters(ev.LogLine, ("text", "kind")) is None
+
+
+# ----------------------------------------------------------------- real-world behaviour (issue 14)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "logs"
+REAL_0517 = Path("/work/shared/fixtures/sglang-0.5.17-h200")
+
+
+def _parse_text(text: str) -> dict:
+    import io
+
+    from eagletui.commands.parse import parse_stream
+
+    return parse_stream(io.BytesIO(text.encode()))
+
+
+def _reading(s: dict) -> tuple:
+    f = s["failure"]
+    return (
+        s["state"],
+        s["phase"],
+        [(p["name"], p["start"], p["end"], p["done"], p["total"]) for p in s["phases"]],
+        f and (f["kind"], f["phase"]),
+        s["decode"]["count"],
+        s["launch"] and s["launch"]["version"],
+        s["url"],
+    )
+
+
+# A log shipper's/orchestrator's prefix in front of every physical line.
+_PREFIX_STYLES = {
+    "cri": "2026-08-01T23:43:43.123456789Z stdout F ",
+    "compose": "sglang-1  | ",
+    "wrapper_logger": "INFO sglang: ",
+    "kubectl": "[pod/sglang-0/server] ",
+    "journald": "Aug 01 23:43:43 gpu-host python3[4242]: ",
+}
+
+
+def test_foreign_prefixes_parse_the_same() -> None:
+    """A log rewritten into each real prefix style reads exactly as the original."""
+    for stem in ("stopped_0523", "fail_oom_capture_0513", "fail_exception_0510", "ok_0516_glued_bar"):
+        text = (FIXTURES / f"{stem}.log").read_text()
+        ref = _reading(_parse_text(text))
+        for style, pfx in _PREFIX_STYLES.items():
+            lines = text.split("\n")
+            rewritten = "\n".join(pfx + ln if ln else ln for ln in lines)
+            assert _reading(_parse_text(rewritten)) == ref, (stem, style)
+
+
+def test_timestamped_uvicorn_lines_give_url_and_stop() -> None:
+    text = (
+        "[2026-08-01 23:43:30] server_args={'tp_size': 1}\n"
+        "[2026-08-01 23:43:40] max_total_num_tokens=1000, max_prefill_tokens=16384\n"
+        "[2026-08-01 23:43:43] INFO:     Started server process [4242]\n"
+        "[2026-08-01 23:43:43] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)\n"
+        '[2026-08-01 23:43:44] INFO:     127.0.0.1:54321 - "POST /generate HTTP/1.1" 200 OK\n'
+        "[2026-08-01 23:43:45] The server is fired up and ready to roll!\n"
+        "[2026-08-01 23:50:00] INFO:     Shutting down\n"
+        "[2026-08-01 23:50:00] INFO:     Finished server process [4242]\n"
+    )
+    s = _parse_text(text)
+    assert (s["state"], s["url"]) == ("stopped", "http://0.0.0.0:30000")
+    assert [p["name"] for p in s["phases"]][-2:] == ["warmup", "ready"]
+    r = classify('[2026-08-01 23:43:44] INFO:     127.0.0.1:54321 - "GET /health HTTP/1.1" 200 OK')
+    assert (r.kind, r.tag, r.prefixed) == ("http", "access", True)
+
+
+def test_silent_death_reads_died() -> None:
+    head = (
+        "[2026-08-01 21:51:16] Load weight begin. avail mem=70.00 GB\n"
+        "Multi-thread loading shards:  96% Completed | 47/49 [09:32<00:14,  7.50s/it]"
+    )
+    noise = (
+        "/usr/lib/python3.12/multiprocessing/resource_tracker.py:279: UserWarning: resource_tracker: There "
+        "appear to be 1 leaked semaphore objects to clean up at shutdown\n"
+        "  warnings.warn('resource_tracker: There appear to be %d '\n"
+    )
+    for glue in ("\n", ""):  # on its own line, or glued behind the unterminated bar frame
+        s = _parse_text(head + glue + noise)
+        assert (s["state"], s["failure"]["kind"], s["phase"]) == ("failed", "died", "load_target"), glue
+    for death in (
+        "Killed",
+        "bash: line 1:  4242 Killed   python3 -m sglang.launch_server",
+        "Segmentation fault (core dumped)",
+    ):
+        s = _parse_text(head + "\n" + death + "\n")
+        assert (s["state"], s["failure"]["kind"]) == ("failed", "died"), death
+
+
+def test_root_cause_beats_the_sigquit_cascade_in_any_order() -> None:
+    exc = (
+        "[2026-02-27 15:27:13 TP3] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/x/sglang/srt/model_executor/model_runner.py", line 766, in init_torch_distributed\n'
+        '  File "/x/sglang/srt/distributed/device_communicators/pynccl_wrapper.py", line 374, in NCCL_CHECK\n'
+        "RuntimeError: NCCL communicator was aborted on rank 3.\n"
+    )
+    quit_ = (
+        "[2026-02-27 15:27:13] Received sigquit from a child process. It usually means the child failed.\n"
+    )
+    start = "[2026-02-27 15:27:00 TP3] Init torch distributed begin.\n"
+    for text in (start + exc + quit_, start + quit_ + exc):
+        s = _parse_text(text)
+        assert (s["state"], s["failure"]["kind"], s["failure"]["phase"]) == ("failed", "nccl", "dist_init")
+        assert "NCCL communicator was aborted" in s["failure"]["message"]
+    # An exception whose own traceback does not mention NCCL stays an exception, whatever follows.
+    plain = exc.replace("NCCL communicator was aborted on rank 3.", "boom").replace("pynccl_wrapper", "x")
+    plain = plain.replace("NCCL_CHECK", "f")
+    s = _parse_text(start + quit_ + plain)
+    assert s["failure"]["kind"] == "exception"
+
+
+def test_traceback_in_progress_at_the_end_is_a_failure() -> None:
+    text = (
+        "[2026-08-01 21:51:16 TP0] Load weight begin. avail mem=70.00 GB\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/sglang/srt/model_loader/loader.py", line 362, in load_model\n'
+        "    model.load_weights(self._get_all_weights(model_config, model))\n"
+    )
+    s = _parse_text(text)
+    assert (s["state"], s["failure"]["kind"], s["phase"]) == ("failed", "exception", "load_target")
+    # A finished traceback that the log then moves past is not a failure.
+    s = _parse_text(
+        text + "ValueError: retried\n[2026-08-01 21:51:20 TP0] Load weight end. type=X, avail mem=1 GB\n"
+    )
+    assert s["state"] == "loading"
+
+
+def test_hybrid_prefill_lines_are_parsed() -> None:
+    from eagletui.core.sglang_lines import parse_prefill
+
+    for usage in (
+        "full token usage: 0.10, swa token usage: 0.20, ",
+        "full token usage: 0.10, mamba usage: 0.30, ",
+    ):
+        d = parse_prefill(
+            f"Prefill batch, #new-seq: 2, #new-token: 100, #cached-token: 7, {usage}#running-req: 3, "
+            "#queue-req: 1, #pending-token: 0, cuda graph: True, input throughput (token/s): 55.50"
+        )
+        assert d == {
+            "new_seq": 2,
+            "new_token": 100,
+            "cached_token": 7,
+            "running_req": 3,
+            "queue_req": 1,
+            "input_throughput": 55.5,
+        }
+
+
+def test_prose_mentioning_failures_is_unknown() -> None:
+    readme = Path(__file__).parents[1] / "README.md"
+    for text in (
+        readme.read_text(),
+        "# Troubleshooting\n\nIf you see `NCCL error` or `CUDA out of memory`, lower the batch size.\n",
+    ):
+        s = _parse_text(text)
+        assert (s["state"], s["failure"]) == ("unknown", None)
+    # The same error line pasted on its own (a log excerpt) is a failure.
+    s = _parse_text(
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error\n"
+    )
+    assert s["failure"]["kind"] == "nccl"
+    s = _parse_text("collect2: error: ld returned 1 exit status\n")
+    assert s["failure"] is None or s["failure"]["kind"] != "bad_args"
+
+
+def test_real_0517_logs() -> None:
+    """The real sglang 0.5.17 H200 run: full launch with every capture phase → ready → stopped."""
+    if not REAL_0517.is_dir():
+        import pytest
+
+        pytest.skip("shared real fixtures not present")
+    from eagletui.commands.parse import parse_path
+
+    s = parse_path(str(REAL_0517 / "eagle3-cudagraph-serve-profile-sigterm.log"))
+    names = [p["name"] for p in s["phases"]]
+    assert names == list(ev.PHASES)
+    assert all(p["seconds"] is not None for p in s["phases"])
+    assert (s["state"], s["failure"], s["url"]) == ("stopped", None, "http://127.0.0.1:30000")
+    caps = {p["name"]: (p["done"], p["total"]) for p in s["phases"] if p["name"].startswith("capture")}
+    assert caps == {"capture_prefill": (58, 58), "capture_target": (8, 8), "capture_draft": (8, 8)}
+    assert s["launch"]["version"] == ">=0.5.16,<=0.5.19"  # 0.5.17: both bounds hold
+    s = parse_path(str(REAL_0517 / "crash-draft-model-init.log"))
+    assert (s["state"], s["failure"]["kind"], s["phase"]) == ("failed", "exception", "load_draft")
+    assert s["failure"]["message"].startswith("AttributeError: 'LlamaConfig'")
+    s = parse_path(str(REAL_0517 / "ambiguous-flag-pp.txt"))
+    assert (s["state"], s["failure"]["kind"]) == ("failed", "bad_args")

@@ -198,7 +198,7 @@ class LogInterpreter:
             return
         if len(seg) > MAX_LINE:
             seg = seg[:MAX_LINE]
-        if after_cr or "it/s]" in seg[:SCAN_LIMIT] or "%|" in seg[:SCAN_LIMIT]:
+        if after_cr or is_bar(seg):
             pieces = split_glued(seg)
             for j, piece in enumerate(pieces):
                 frame = (after_cr and j == 0) or is_bar(piece)

@@ -568,7 +568,7 @@ class PhaseMachine:
         ):
             if self.emitted_prio < 0 and (self.cand is None or self.cand.prio < 50):
                 self.cand = Candidate(
-                    "exception", 50, "exception", self.group_exc, self.group_exc, self.st.phase
+                    "exception", 50, "bare_traceback", self.group_exc, self.group_exc, self.st.phase
                 )
         self.group_exc = None
         self.group_has_cand = False
@@ -716,6 +716,9 @@ class PhaseMachine:
         if kind == "phase" or tag.startswith("bar_"):
             if not self.sglang_ctx:
                 return
+            c = self.cand
+            if c is not None and c.tag == "bare_traceback" and self.emitted_prio < 0 and kind == "phase":
+                self.cand = None  # the startup went on after that traceback: it was not fatal
             self._version_marks(rec.msg)
             self._on_phase(rec, tag, ts, out)
         elif tag == "fail":
