@@ -41,6 +41,7 @@ from eagletui.core.triage import (
     NCCL_IN_TRACEBACK,
     OWN_TAGS,
     TERMINAL_TAGS,
+    comm_backend_mention,
     hint_for,
     match_failure,
     sglang_evidence,
@@ -645,9 +646,9 @@ class PhaseMachine:
                     self.group_has_cand
                     and self.cand is not None
                     and self.cand.kind == "exception"
-                    and ("NCCL" in rec.msg or "nccl" in rec.msg)
+                    and comm_backend_mention(rec.msg)
                 ):
-                    # The exception's own traceback says NCCL: that is the root cause.
+                    # The exception's own traceback says NCCL (or Gloo/HCCL): that is the root cause.
                     self._consider(NCCL_IN_TRACEBACK, rec, out)
                 return
         if tag in ("traceback_start", "frame") or (kind == ERROR and rec.msg.rstrip().endswith(":")):
@@ -717,7 +718,7 @@ class PhaseMachine:
             if not self.sglang_ctx:
                 return
             c = self.cand
-            if c is not None and c.tag == "bare_traceback" and self.emitted_prio < 0 and kind == "phase":
+            if c is not None and c.tag == "bare_traceback" and self.emitted_prio < 0:
                 self.cand = None  # the startup went on after that traceback: it was not fatal
             self._version_marks(rec.msg)
             self._on_phase(rec, tag, ts, out)
@@ -730,6 +731,13 @@ class PhaseMachine:
             self._consider(rec.data["failure"], rec, out)
         elif kind == HTTP:
             self._on_http(rec, tag, ts, out)
+        elif (
+            rec.prefixed
+            and self.cand is not None
+            and self.cand.tag == "bare_traceback"
+            and "retry" in rec.msg
+        ):
+            self.cand = None  # "retry() failed once … Will delay 0.96s and retry": recovered
         elif any(m in rec.msg for m in _STOP_MARKS):
             self._stop(rec.msg.strip(), out)
 

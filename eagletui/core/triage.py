@@ -37,6 +37,7 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("NCCL Error", "nccl", 78, "nccl_error"),
     ("NCCL communicator was aborted", "nccl", 78, "nccl_error"),
     ("watchdog timeout", "hang", 76, "watchdog"),
+    ("failed to start within the timeout", "hang", 70, "start_timeout"),
     ("Watchdog timeout", "hang", 76, "watchdog"),
     ("Capture cuda graph failed", "exception", 65, "capture_failed"),
     ("BackendCompilerFailed", "exception", 64, "compile"),
@@ -86,6 +87,7 @@ _PREFILTER = (
     "shared_memory",
     "Child process",
     "Fatal Python",
+    "timeout",
 )
 
 #: Lines that end a crash sequence: once seen, the failure is reported.
@@ -143,6 +145,12 @@ _SGLANG_EVIDENCE_RE = re.compile(
     r"|usage: (?:sglang|\S*launch_server|\S*sglang\S*) "
     r"|(?:sglang \w+|\S*launch_server(?:\.py)?): error: "
 )
+
+
+def comm_backend_mention(msg: str) -> bool:
+    """A line naming a collective-communication backend (NCCL; Gloo; HCCL on Ascend NPUs)."""
+    head = msg[:1000]
+    return any(w in head for w in ("NCCL", "nccl", "Gloo", "gloo", "HCCL", "hccl"))
 
 
 def sglang_evidence(msg: str) -> bool:
@@ -267,6 +275,13 @@ def hint_for(kind: str, tag: str, phase: str | None, version: str | None, text: 
         return (
             "NCCL failed: rerun with NCCL_DEBUG=INFO; try --disable-custom-all-reduce, NCCL_P2P_DISABLE=1 "
             "or NCCL_IB_DISABLE=1 to isolate the transport."
+        )
+    if kind == "hang" and tag == "start_timeout":
+        where = f" (it was in {phase})" if phase else ""
+        return (
+            f"The launcher stopped waiting before the server was ready{where}: a rank that never reports "
+            "a phase is stuck (multi-node: check that every node reached the same phase and can reach "
+            "--dist-init-addr), or the timeout is too short for this model's load."
         )
     if kind == "hang":
         return (
