@@ -6,8 +6,8 @@ from pathlib import Path
 
 from eagletui.core import events as ev
 from eagletui.core import log_interpreter
+from eagletui.core.formats.sglang.lines import classify, parse_decode, split_glued
 from eagletui.core.log_interpreter import LogInterpreter
-from eagletui.core.sglang_lines import classify, parse_decode, split_glued
 
 
 def test_prefix_variants() -> None:
@@ -377,6 +377,18 @@ def test_fast_event_builders_match_the_constructors() -> None:
     assert strip(c) == strip(ref_c)
     # A class that no longer looks as expected gets the plain constructor.
     assert log_interpreter._slot_setters(ev.LogLine, ("text", "kind")) is None
+    # The one template serves any event class, with constants for fixed fields; a class whose fields
+    # the parameters do not cover is refused at import time, not at the first line.
+    build = log_interpreter._builder(
+        ev.LogLine, ("seq", "text", "launch"), {"kind": "x", "rank": 1, "frame": True}
+    )
+    assert strip(build(3, "t", 4)) == strip(
+        ev.LogLine(text="t", kind="x", rank=1, seq=3, frame=True, launch=4)
+    )
+    import pytest
+
+    with pytest.raises(ValueError):
+        log_interpreter._builder(ev.LogLine, ("text",))
 
 
 # ----------------------------------------------------------------- real-world behaviour (issue 14)
@@ -506,7 +518,7 @@ def test_traceback_in_progress_at_the_end_is_a_failure() -> None:
 
 
 def test_hybrid_prefill_lines_are_parsed() -> None:
-    from eagletui.core.sglang_lines import parse_prefill
+    from eagletui.core.formats.sglang.lines import parse_prefill
 
     for usage in (
         "full token usage: 0.10, swa token usage: 0.20, ",

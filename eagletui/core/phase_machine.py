@@ -8,21 +8,21 @@ started it is done *and* the log has moved on (a different phase's line, or a gl
 the ``max_total_num_tokens=`` summary). That keeps a phase with several begin/end pairs (prefill then
 verify graphs) from flickering finished/started.
 
-Pure: consumes :class:`~eagletui.core.sglang_lines.Rec`, returns events; no I/O, no clock reads
-beyond the events' own default timestamps.
+Server-neutral: it consumes :class:`~eagletui.core.logformat.Rec` records and switches on the tags of
+:mod:`eagletui.core.logformat`; every server-specific rule (failure table, hints, version marks, draft
+model classes) comes from its :class:`~eagletui.core.logformat.LogFormat`. Pure: returns events; no
+I/O, no clock reads beyond the events' own default timestamps.
 """
 
 from __future__ import annotations
 
-import ast
-import re
 from array import array
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
 from eagletui.core import events as ev
-from eagletui.core.sglang_lines import (
+from eagletui.core.logformat import (
     DECODE,
     ERROR,
     HTTP,
@@ -31,25 +31,13 @@ from eagletui.core.sglang_lines import (
     PROGRESS,
     TRACEBACK,
     WARNING,
+    LogFormat,
     Rec,
-    exception_line,
-    frame_phase,
-    message_phase,
-    ts_seconds,
-)
-from eagletui.core.triage import (
-    NCCL_IN_TRACEBACK,
-    OWN_TAGS,
-    TERMINAL_TAGS,
-    comm_backend_mention,
-    hint_for,
-    match_failure,
-    sglang_evidence,
+    VersionGuess,
+    get_format,
 )
 
 PHASE_INDEX = {p: i for i, p in enumerate(ev.PHASES)}
-_DRAFT_TYPES = ("Eagle", "EAGLE", "NextN", "MTP", "Draft")
-_STOP_MARKS = ("SIGTERM", "signum=15", "Received signal 15", "KeyboardInterrupt")
 
 LOADING, READY, FAILED, STOPPED, UNKNOWN = "loading", "ready", "failed", "stopped", "unknown"
 
@@ -130,113 +118,11 @@ class DecodeRows:
         self.last = last
 
 
-class VersionGuess:
-    """Bounds on the sglang version from formats seen; only used for wording hints and the summary."""
-
-    __slots__ = ("lb", "ub", "exact")
-
-    def __init__(self) -> None:
-        self.lb: tuple[int, int, int] | None = None
-        self.ub: tuple[int, int, int] | None = None
-        self.exact: str | None = None
-
-    def bound(self, lb: tuple[int, int, int] | None = None, ub: tuple[int, int, int] | None = None) -> None:
-        if lb is not None and (self.lb is None or lb > self.lb) and (self.ub is None or lb <= self.ub):
-            self.lb = lb
-        if ub is not None and (self.ub is None or ub < self.ub) and (self.lb is None or ub >= self.lb):
-            self.ub = ub
-
-    def label(self) -> str | None:
-        if self.exact:
-            return self.exact
-        fmt = ".".join
-        if self.lb and self.ub:
-            if self.lb == self.ub:
-                return fmt(map(str, self.lb))
-            if self.lb[:2] == self.ub[:2] == (0, 3):
-                return "0.3.x"
-            return f">={fmt(map(str, self.lb))},<={fmt(map(str, self.ub))}"
-        if self.lb:
-            return ">=" + fmt(map(str, self.lb))
-        if self.ub:
-            return "<=" + fmt(map(str, self.ub))
-        return None
-
-
-# (substring, lower bound, upper bound) checked on phase/error lines only. Bounds come from sampled
-# releases (sglang-observables.md): a lower bound is the first sampled release with the form, an upper
-# bound the last patch before the next sampled release without it (a real 0.5.17 still prints
-# ``server_args=ServerArgs(`` although 0.5.16 was the last sampled one that did).
-_VERSION_MARKS: tuple[tuple[str, tuple[int, int, int] | None, tuple[int, int, int] | None], ...] = (
-    ("Init nccl begin", None, (0, 3, 99)),
-    ("Init torch distributed begin", (0, 4, 0), (0, 5, 20)),
-    ("Init torch distributed ends. elapsed=", (0, 5, 10), (0, 5, 20)),
-    ("Init torch distributed ends. mem usage", (0, 4, 6), (0, 5, 9)),
-    ("Init parallel", (0, 5, 21), None),
-    ("Memory baseline taken", (0, 5, 21), None),
-    ("server_args={", (0, 5, 20), None),
-    ("server_args=ServerArgs(", None, (0, 5, 19)),
-    ("Load weight end. elapsed=", (0, 5, 10), None),
-    ("Load weight end. type=", None, (0, 5, 9)),
-    ("KV Cache is allocated. dtype:", (0, 5, 13), None),
-    ("KV Cache is allocated. #tokens", (0, 4, 6), (0, 5, 12)),
-    ("Capture target ", (0, 5, 16), None),
-    ("Capture draft decode CUDA graph", (0, 5, 16), None),
-    ("Capture draft extend CUDA graph", (0, 5, 16), None),
-    ("Capture cuda graph begin", None, (0, 5, 15)),
-    ("Capture draft cuda graph", (0, 4, 6), (0, 5, 15)),
-    ("Capture draft extend cuda graph", (0, 4, 10), (0, 5, 15)),
-    ("Capture piecewise CUDA graph", (0, 5, 10), (0, 5, 15)),
-    ("Engine startup timings", (0, 5, 20), None),
-    ("kill_process_tree called", (0, 5, 13), None),
-    ("scheduler died during initialization", (0, 5, 10), None),
-    ("scheduler is dead", (0, 4, 6), (0, 5, 9)),
-    ("Received sigquit", (0, 4, 6), None),
-    ("sglang serve: error", (0, 5, 20), None),
-    ("Capturing batches (bs=", (0, 4, 10), None),
-    ("Capturing batches (avail_mem", (0, 4, 6), (0, 4, 9)),
-    ("Capturing prefill shape", (0, 5, 16), None),
-)
-
-_TYPE_IN_ARGS_RE = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,()\[\]{}]+)")
-
-
-def parse_server_args(raw: str) -> dict[str, Any]:
-    """``{'k': v}`` (0.5.20+) or ``ServerArgs(k=v, …)`` (older) → dict; best effort, never raises."""
-    raw = raw.strip()[:500_000]
-    try:
-        if raw.startswith("{"):
-            val = ast.literal_eval(raw)
-            if isinstance(val, dict):
-                return {str(k): v for k, v in val.items()}
-        elif raw.startswith("ServerArgs("):
-            node = ast.parse(raw, mode="eval").body
-            if isinstance(node, ast.Call):
-                out: dict[str, Any] = {}
-                for kw in node.keywords:
-                    if kw.arg is None:
-                        continue
-                    try:
-                        out[kw.arg] = ast.literal_eval(kw.value)
-                    except (ValueError, SyntaxError, TypeError):
-                        out[kw.arg] = ast.unparse(kw.value)
-                return out
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        pass
-    out2: dict[str, Any] = {}
-    for k, v in _TYPE_IN_ARGS_RE.findall(raw[:100_000]):
-        v = v.strip()
-        try:
-            out2[k] = ast.literal_eval(v)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            out2[k] = v
-    return out2
-
-
 class PhaseMachine:
     """The fold. :meth:`on_record` and :meth:`finish` return the events the record caused."""
 
-    def __init__(self, launch: int = 0) -> None:
+    def __init__(self, launch: int = 0, fmt: LogFormat | None = None) -> None:
+        self.fmt = fmt if fmt is not None else get_format()
         self.st = MachineState(launch=launch)
         # Evidence that this is SGLang's output (see sglang_evidence), kept across launches; until
         # then failure lines are held back, so a README or a mail that mentions "NCCL error" reads
@@ -303,7 +189,7 @@ class PhaseMachine:
 
         Calling it again with the ``ts_text`` last accepted changes nothing (live fast path relies on it).
         """
-        t = ts_seconds(ts_text)
+        t = self.fmt.ts_seconds(ts_text)
         if t is None:
             return None
         if not has_date:
@@ -523,7 +409,7 @@ class PhaseMachine:
         if self.cand is None or prio > self.cand.prio:
             self.cand = Candidate(kind, prio, tag, msg, rec.text.strip(), st.phase)
             self.group_has_cand = self.group_open
-        if tag in TERMINAL_TAGS:
+        if tag in self.fmt.terminal_tags:
             self._emit_failure(out)
 
     def _set_ctx(self, out: list[ev.Event]) -> None:
@@ -536,7 +422,7 @@ class PhaseMachine:
         c = self.cand
         if c is None:
             return
-        fam = message_phase(c.message) or message_phase(c.line)
+        fam = self.fmt.message_phase(c.message) or self.fmt.message_phase(c.line)
         if fam is not None:
             self._phase_from_frames(fam, self.group_draft, out)
         self.emitted_prio = c.prio
@@ -546,7 +432,7 @@ class PhaseMachine:
         fail = ev.ServerFailed(
             kind=c.kind,
             message=c.message[:2000],
-            hint=hint_for(c.kind, c.tag, c.phase, version, c.line + " " + c.message),
+            hint=self.fmt.hint_for(c.kind, c.tag, c.phase, version, c.line + " " + c.message),
             line=c.line[:4000],
             phase=c.phase,
             launch=st.launch,
@@ -611,8 +497,8 @@ class PhaseMachine:
         if not self.sglang_ctx:
             if (
                 rec.prefixed
-                or sglang_evidence(rec.msg)
-                or (tag == "fail" and rec.data["failure"][2] in OWN_TAGS)
+                or self.fmt.evidence(rec.msg)
+                or (tag == "fail" and rec.data["failure"][2] in self.fmt.own_tags)
             ):
                 self._set_ctx(out)
             elif kind == OTHER and not self.prose:
@@ -627,11 +513,11 @@ class PhaseMachine:
                 if rec.msg.strip():
                     self.group_last = rec.msg.strip()
                 if tag == "frame":
-                    fam, draft = frame_phase(rec.msg)
+                    fam, draft = self.fmt.frame_phase(rec.msg)
                     if fam is not None:
                         self.group_hint = fam
                     self.group_draft = self.group_draft or draft
-                if exception_line(rec.msg):
+                if self.fmt.exception_line(rec.msg):
                     self.group_exc = rec.msg.strip()
                     c = self.cand
                     if (
@@ -646,10 +532,10 @@ class PhaseMachine:
                     self.group_has_cand
                     and self.cand is not None
                     and self.cand.kind == "exception"
-                    and comm_backend_mention(rec.msg)
+                    and self.fmt.comm_backend_mention(rec.msg)
                 ):
                     # The exception's own traceback says NCCL (or Gloo/HCCL): that is the root cause.
-                    self._consider(NCCL_IN_TRACEBACK, rec, out)
+                    self._consider(self.fmt.comm_failure, rec, out)
                 return
         if tag in ("traceback_start", "frame") or (kind == ERROR and rec.msg.rstrip().endswith(":")):
             # A frame with no traceback open: the text starts inside one (an excerpt, a cut log).
@@ -657,7 +543,9 @@ class PhaseMachine:
             self.group_has_cand = False
             self.group_exc = None
             self.group_last = rec.msg.strip()
-            self.group_hint, self.group_draft = frame_phase(rec.msg) if tag == "frame" else (None, False)
+            self.group_hint, self.group_draft = (
+                self.fmt.frame_phase(rec.msg) if tag == "frame" else (None, False)
+            )
 
         st = self.st
         if rec.ts_text:
@@ -738,29 +626,19 @@ class PhaseMachine:
             and "retry" in rec.msg
         ):
             self.cand = None  # "retry() failed once … Will delay 0.96s and retry": recovered
-        elif any(m in rec.msg for m in _STOP_MARKS):
+        elif any(m in rec.msg for m in self.fmt.stop_marks):
             self._stop(rec.msg.strip(), out)
 
     def _version_from_prefix(self, rec: Rec) -> None:
-        if not rec.ts_text:
-            return
-        if rec.has_date:
-            self.ver.bound(lb=(0, 4, 0))
-        else:
-            self.ver.bound(lb=(0, 3, 0), ub=(0, 3, 99))
-        if rec.has_ms:
-            self.ver.bound(lb=(0, 5, 10))
+        self.fmt.version_from_prefix(rec, self.ver)
 
     def _version_marks(self, msg: str) -> None:
-        head = msg[:300]
-        for sub, lb, ub in _VERSION_MARKS:
-            if sub in head:
-                self.ver.bound(lb, ub)
+        self.fmt.version_marks(msg, self.ver)
 
     def _on_server_args(self, rec: Rec, ts: float | None, out: list[ev.Event]) -> None:
         st = self.st
         self._version_marks(rec.msg)
-        args = parse_server_args(rec.data.get("raw", ""))
+        args = self.fmt.parse_server_args(rec.data.get("raw", ""))
         st.args = args
         tp = args.get("tp_size")
         if isinstance(tp, int) and tp > 0:
@@ -801,7 +679,7 @@ class PhaseMachine:
             n = self.load_count.get(r, 1)
             name = "load_target" if n <= 1 else "load_draft"
             typ = rec.data.get("type", "")
-            if n <= 1 and typ and any(d in typ for d in _DRAFT_TYPES) and "load_target" in st.phases:
+            if n <= 1 and typ and any(d in typ for d in self.fmt.draft_types) and "load_target" in st.phases:
                 name = "load_draft"
             self._rank_done(name, r, ts, tt, out)
         elif tag == "kv_alloc":
@@ -872,6 +750,7 @@ class PhaseMachine:
             self._emit_failure(out)
             return
         st.status = STOPPED
+        self.cand = None  # cascade markers before a deliberate stop were the stop's own noise
         stop = ev.ServerStopped(reason=reason[:500], launch=st.launch)
         st.stopped = stop
         out.append(stop)
@@ -912,19 +791,7 @@ class PhaseMachine:
             self.add_decode(rec.data, out)
 
     def _decode_version(self, msg: str) -> None:
-        if msg.startswith("Decode batch."):
-            self.ver.bound(ub=(0, 5, 4))
-        elif msg.startswith("Decode batch"):
-            self.ver.bound(lb=(0, 5, 5))
-            self.ver.bound(**({"ub": (0, 5, 9)} if msg.endswith(", ") else {"lb": (0, 5, 10)}))
-        if "graph: " in msg:
-            self.ver.bound(lb=(0, 4, 10))
-        elif msg.startswith("Decode batch."):
-            self.ver.bound(ub=(0, 4, 9))
-        if "accept rate" in msg:
-            self.ver.bound(lb=(0, 5, 5))
-        elif "accept len" in msg:
-            self.ver.bound(lb=(0, 4, 6))
+        self.fmt.decode_version(msg, self.ver)
 
     def add_decode(self, d: dict[str, Any], out: list[ev.Event]) -> None:
         st = self.st
@@ -980,7 +847,9 @@ class PhaseMachine:
         self._close_group(out)
         if self.emitted_prio < 0 and self.cand is not None:
             c = self.cand
-            if not (self.st.status == READY and c.prio < 50 and c.tag != "leaked_semaphore"):
+            if not (
+                self.st.status == READY and c.prio < 50 and c.tag not in ("leaked_semaphore", "child_failed")
+            ):
                 self._emit_failure(out)
         # Phases whose every rank reported done are complete even if nothing followed them.
         for name, info in self.st.phases.items():
@@ -1013,4 +882,4 @@ def _capture_phase(data: dict[str, Any]) -> str:
     return "capture_target"
 
 
-__all__ = ["PhaseMachine", "MachineState", "PhaseInfo", "DecodeRows", "parse_server_args", "match_failure"]
+__all__ = ["PhaseMachine", "MachineState", "PhaseInfo", "DecodeRows"]
