@@ -17,6 +17,7 @@ PHASE_LABELS = {
     "load_target": "base weights",
     "load_draft": "draft weights",
     "kv_cache": "KV cache",
+    "capture_prefill": "graphs prefill",
     "capture_target": "graphs target",
     "capture_draft": "graphs draft",
     "warmup": "warmup",
@@ -51,10 +52,10 @@ BAR_WIDTH = 16
 
 
 class PhaseTable(TextView):
-    """All phase rows as one renderable: nine bars without ~60 widgets to lay out and restyle."""
+    """All phase rows as one renderable: one bar per phase without ~60 widgets to lay out and restyle."""
 
-    DEFAULT_CSS = """
-    PhaseTable { height: 9; text-wrap: nowrap; text-overflow: ellipsis; }
+    DEFAULT_CSS = f"""
+    PhaseTable {{ height: {len(PHASES)}; text-wrap: nowrap; text-overflow: ellipsis; }}
     """
 
 
