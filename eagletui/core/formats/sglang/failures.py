@@ -149,10 +149,16 @@ _SGLANG_EVIDENCE_RE = re.compile(
 )
 
 
+# A collective-communication backend named in an error message (NCCL; Gloo; HCCL on Ascend NPUs), not
+# an identifier that merely contains it (``nccl_port``).
+_COMM_RE = re.compile(r"NCCL|HCCL|Gloo|(?<![\w])(?:nccl|gloo|hccl)(?![a-z_])")
+
+
 def comm_backend_mention(msg: str) -> bool:
-    """A line naming a collective-communication backend (NCCL; Gloo; HCCL on Ascend NPUs)."""
-    head = msg[:1000]
-    return any(w in head for w in ("NCCL", "nccl", "Gloo", "gloo", "HCCL", "hccl"))
+    """A traceback's message line (not a frame or its source line) naming a collective backend."""
+    if msg.startswith("    ") or msg.lstrip().startswith('File "'):
+        return False
+    return _COMM_RE.search(msg[:1000]) is not None
 
 
 def sglang_evidence(msg: str) -> bool:
