@@ -68,7 +68,7 @@ class LogInterpreter:
 
     # ------------------------------------------------------------------ input
 
-    def feed_bytes(self, chunk: bytes) -> list[ev.Event]:
+    def feed_bytes(self, chunk: bytes | bytearray) -> list[ev.Event]:
         return self.feed(self._decoder.decode(chunk))
 
     def feed(self, text: str) -> list[ev.Event]:
@@ -397,7 +397,7 @@ class LogInterpreter:
             and self.fmt.serving_scan_re is not None
         )
 
-    def _bulk(self, text: str | bytes, pos: int, end: int, out: list[Any]) -> None:
+    def _bulk(self, text: str | bytes | bytearray, pos: int, end: int, out: list[Any]) -> None:
         """Complete lines ``text[pos:end]`` (``end`` just after a newline), serving runs in bulk."""
         binary = not isinstance(text, str)
         nl_b, cr_b = (b"\n", b"\r") if binary else ("\n", "\r")
@@ -492,7 +492,7 @@ def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...] | None:
     out = []
     for name in ("wall", "mono") + names:
         desc = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
-        if type(desc) is not _MEMBER:
+        if desc is None or type(desc) is not _MEMBER:
             return None
         out.append(desc.__set__)
     return (fields[0].default_factory, fields[1].default_factory, *out)

@@ -23,7 +23,6 @@ Tags a format may give a record (the machine switches on these, nothing else):
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -104,46 +103,54 @@ class LogFormat(Protocol):
     """One server's log format. Implementations are plain objects (see formats/sglang/__init__.py)."""
 
     name: str
-    #: Line cutting and classification.
-    classify: Callable[..., Rec]
-    split_glued: Callable[[str], list[str]]
-    is_bar: Callable[[str], bool]
-    tp_of: Callable[[str], int | None]
-    ts_seconds: Callable[[str], float | None]
-    exception_line: Callable[[str], bool]
-    parse_decode: Callable[[str], dict[str, Any] | None]
-    parse_prefill: Callable[[str], dict[str, Any] | None]
-    #: Where a failing traceback's frame / a failure message puts the failure in the startup.
-    frame_phase: Callable[[str], tuple[str | None, bool]]
-    message_phase: Callable[[str], str | None]
-    #: Failures: the table, the rule tags that end a crash sequence, the ones worded by the server
-    #: itself (evidence that a text is this server's log), and the hint for a failure.
-    match_failure: Callable[[str], Failure | None]
+    #: Failures: rule tags that end a crash sequence, rule tags worded by the server itself (evidence
+    #: that a text is this server's log), the failure a backend named in a traceback stands for.
     terminal_tags: frozenset[str]
     own_tags: frozenset[str]
-    evidence: Callable[[str], bool]
-    comm_backend_mention: Callable[[str], bool]
     comm_failure: Failure
-    hint_for: Callable[..., str]
-    #: Versions: bounds from a record's prefix, from a line's wording, from a Decode line's layout;
-    #: the launch arguments of a ``server_args`` record.
-    version_from_prefix: Callable[[Rec, VersionGuess], None]
-    version_marks: Callable[[str, VersionGuess], None]
-    decode_version: Callable[[str, VersionGuess], None]
-    parse_server_args: Callable[[str], dict[str, Any]]
-    #: Model classes of draft models, text that means a deliberate stop.
+    #: Model classes of draft models; text that means a deliberate stop.
     draft_types: tuple[str, ...]
     stop_marks: tuple[str, ...]
-    #: The serving fast paths (eagletui parse, the live tail): markers and patterns of the lines that
-    #: make up almost all of a serving log; ``None`` turns the fast path off.
+    #: The serving fast paths (eagletui parse, the live tail): the pattern of a whole serving line and
+    #: its group indices, the markers of Decode/Prefill/access lines; ``serving_scan_re`` None turns
+    #: the bulk fast path off.
     serving_line_re: Any
     serving_groups: Any
-    serving_scan_re: Callable[[str, bool], Any] | None
     input_throughput_re: Any
     decode_marker: str
     prefill_marker: str
     access_prefix: str
     access_marker: str
+
+    # Line cutting and classification.
+    def classify(self, text: str, frame: bool = False) -> Rec: ...
+    def split_glued(self, segment: str) -> list[str]: ...
+    def is_bar(self, text: str) -> bool: ...
+    def tp_of(self, ranks: str) -> int | None: ...
+    def ts_seconds(self, ts_text: str) -> float | None: ...
+    def exception_line(self, text: str) -> bool: ...
+    def parse_decode(self, msg: str) -> dict[str, Any] | None: ...
+    def parse_prefill(self, msg: str) -> dict[str, Any] | None: ...
+    def serving_scan_re(self, sample: str, binary: bool = False) -> Any: ...
+
+    # Where a failing traceback's frame / a failure message puts the failure in the startup.
+    def frame_phase(self, line: str) -> tuple[str | None, bool]: ...
+    def message_phase(self, text: str) -> str | None: ...
+
+    # Failures.
+    def match_failure(self, msg: str) -> Failure | None: ...
+    def evidence(self, msg: str) -> bool: ...
+    def comm_backend_mention(self, msg: str) -> bool: ...
+    def hint_for(
+        self, kind: str, tag: str, phase: str | None, version: str | None, text: str = ""
+    ) -> str: ...
+
+    # Versions: bounds from a record's prefix, a line's wording, a Decode line's layout; the launch
+    # arguments of a ``server_args`` record.
+    def version_from_prefix(self, rec: Rec, ver: VersionGuess) -> None: ...
+    def version_marks(self, msg: str, ver: VersionGuess) -> None: ...
+    def decode_version(self, msg: str, ver: VersionGuess) -> None: ...
+    def parse_server_args(self, raw: str) -> dict[str, Any]: ...
 
 
 def formats() -> list[LogFormat]:

@@ -16,12 +16,10 @@ I/O, no clock reads beyond the events' own default timestamps.
 
 from __future__ import annotations
 
-from array import array
-from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 from eagletui.core import events as ev
+from eagletui.core.failure_fold import FailureFold
 from eagletui.core.logformat import (
     DECODE,
     ERROR,
@@ -36,89 +34,20 @@ from eagletui.core.logformat import (
     VersionGuess,
     get_format,
 )
-
-PHASE_INDEX = {p: i for i, p in enumerate(ev.PHASES)}
-
-LOADING, READY, FAILED, STOPPED, UNKNOWN = "loading", "ready", "failed", "stopped", "unknown"
-
-#: Decode events kept in :attr:`MachineState.decode_history`.
-DECODE_HISTORY = 1024
-
-
-@dataclass(slots=True)
-class PhaseInfo:
-    """One phase of the current timeline; per-rank sets are keyed by the prefix's rank text."""
-
-    name: str
-    start_ts: float | None = None
-    start_text: str = ""
-    end_ts: float | None = None
-    end_text: str = ""
-    finished: bool = False
-    started: set[str] = field(default_factory=set)
-    done: set[str] = field(default_factory=set)
-    open: dict[str, int] = field(default_factory=dict)
-    rank_start: dict[str, float] = field(default_factory=dict)
-    rank_end: dict[str, float] = field(default_factory=dict)
-    progress_done: int = 0
-    progress_total: int = 0
-    unit: str = ""
-    label: str = ""
-    seconds: float | None = None
-    spread: float | None = None
-    slowest_rank: int | None = None
+from eagletui.core.phase_model import (
+    FAILED,
+    LOADING,
+    READY,
+    STOPPED,
+    Candidate,
+    DecodeRows,
+    MachineState,
+    PhaseInfo,
+)
+from eagletui.core.phase_timeline import Timeline
 
 
-@dataclass(slots=True)
-class Candidate:
-    kind: str
-    prio: int
-    tag: str
-    message: str
-    line: str
-    phase: str | None
-
-
-@dataclass
-class MachineState:
-    """Read-only view for callers (``LogInterpreter.state``); mutate only through the machine."""
-
-    launch: int = 0
-    status: str = UNKNOWN
-    phase: str | None = None
-    phases: dict[str, PhaseInfo] = field(default_factory=dict)
-    failure: ev.ServerFailed | None = None
-    stopped: ev.ServerStopped | None = None
-    version: str | None = None
-    args: dict[str, Any] | None = None
-    launches: int = 0
-    decode_count: int = 0
-    decode_history: deque[ev.DecodeStats] = field(default_factory=lambda: deque(maxlen=DECODE_HISTORY))
-    ranks: set[str] = field(default_factory=set)
-    #: The HTTP address from uvicorn's ``Uvicorn running on …`` line ("" until seen).
-    url: str = ""
-
-
-class DecodeRows:
-    """Several consecutive Decode lines in one item, for offline summaries only (not an Event).
-
-    :meth:`LogInterpreter.feed_bulk` yields this instead of one :class:`~eagletui.core.events.DecodeStats`
-    per line: ``gen``/``acc`` hold every line's gen throughput and (where printed) accept length in
-    order, ``last`` is the full event of the last line. Never recorded or shown by the UI.
-    """
-
-    __slots__ = ("launch", "count", "gen", "acc", "last")
-    type = "decode_rows"
-
-    def __init__(self, launch: int, gen: array, acc: array, last: ev.DecodeStats) -> None:
-        self.launch = launch
-        self.count = len(gen)
-        self.gen = gen
-        self.acc = acc
-        self.last = last
-
-
-class PhaseMachine:
+class PhaseMachine(Timeline, FailureFold):
     """The fold. :meth:`on_record` and :meth:`finish` return the events the record caused."""
 
     def __init__(self, launch: int = 0, fmt: LogFormat | None = None) -> None:
@@ -176,317 +105,6 @@ class PhaseMachine:
     def _new_launch(self, out: list[ev.Event]) -> None:
         self._close_group(out)
         self._reset_timeline(self.st.launch + 1)
-
-    # ------------------------------------------------------------------ helpers
-
-    def _ts(self, rec: Rec) -> float | None:
-        if not rec.ts_text:
-            return None
-        return self.ts_of(rec.ts_text, rec.has_date)
-
-    def ts_of(self, ts_text: str, has_date: bool) -> float | None:
-        """Seconds for a non-empty prefix timestamp; advances the machine's clock like a record would.
-
-        Calling it again with the ``ts_text`` last accepted changes nothing (live fast path relies on it).
-        """
-        t = self.fmt.ts_seconds(ts_text)
-        if t is None:
-            return None
-        if not has_date:
-            # 0.3.x prints time of day only: carry midnight wraps forward.
-            t += self.day_offset
-            if self.last_ts is not None and t < self.last_ts - 43200:
-                self.day_offset += 86400.0
-                t += 86400.0
-        self.last_ts = t
-        self.last_ts_text = ts_text
-        return t
-
-    def _rank_int(self, key: str) -> int | None:
-        i = key.find("TP")
-        if i < 0:
-            return 0 if key == "" else None
-        j = i + 2
-        while j < len(key) and key[j].isdigit():
-            j += 1
-        try:
-            return int(key[i + 2 : j])
-        except ValueError:
-            return None
-
-    def _world(self, info: PhaseInfo) -> int:
-        n = len(self.st.ranks | info.started)
-        if self.tp_size:
-            n = max(n, self.tp_size)
-        return n
-
-    def _phase(self, name: str) -> PhaseInfo:
-        info = self.st.phases.get(name)
-        if info is None:
-            info = PhaseInfo(name=name)
-            self.st.phases[name] = info
-        return info
-
-    def _start(
-        self, name: str, rank: str | None, ts: float | None, ts_text: str, out: list[ev.Event]
-    ) -> None:
-        info = self._phase(name)
-        if info.finished:
-            return
-        first = not info.started and info.start_ts is None and not info.start_text
-        if rank is not None:
-            info.started.add(rank)
-            info.done.discard(rank)
-            if ts is not None and rank not in info.rank_start:
-                info.rank_start[rank] = ts
-        if first:
-            info.start_ts, info.start_text = ts, ts_text
-            self.st.phase = name
-            if self.st.status == UNKNOWN:
-                self.st.status = LOADING
-            out.append(
-                ev.PhaseStarted(
-                    phase=name,
-                    rank=None if rank is None else self._rank_int(rank),
-                    launch=self.st.launch,
-                    log_time=ts_text,
-                )
-            )
-        elif info.start_ts is None and ts is not None:
-            info.start_ts, info.start_text = ts, ts_text
-        # A record for this phase: other phases waiting for "the log moved on" can close now.
-        self._settle(exclude=name, out=out)
-
-    def _rank_done(self, name: str, rank: str, ts: float | None, ts_text: str, out: list[ev.Event]) -> None:
-        info = self.st.phases.get(name)
-        if info is None or info.finished:
-            if info is None:
-                self._start(name, rank, ts, ts_text, out)
-                info = self.st.phases[name]
-            else:
-                return
-        info.started.add(rank)
-        info.done.add(rank)
-        if ts is not None:
-            info.rank_end[rank] = ts
-            if info.end_ts is None or ts >= info.end_ts:
-                info.end_ts, info.end_text = ts, ts_text
-        pending = sorted(info.started - info.done)
-        slow = pending[-1] if pending else self._slowest(info)
-        out.append(
-            ev.PhaseProgress(
-                phase=name,
-                done=info.progress_done,
-                total=info.progress_total,
-                unit=info.unit,
-                label=info.label,
-                rank=self._rank_int(rank),
-                ranks_done=len(info.done),
-                ranks_total=max(len(info.started), self._world(info) if name in _PER_RANK else 1),
-                slowest_rank=None if slow is None else self._rank_int(slow),
-                launch=self.st.launch,
-            )
-        )
-
-    def _slowest(self, info: PhaseInfo) -> str | None:
-        if not info.rank_end:
-            return None
-        return max(info.rank_end, key=lambda r: (info.rank_end[r], r))
-
-    def _settle(self, exclude: str | None, out: list[ev.Event]) -> None:
-        """Finish phases whose started ranks are all done, now that another phase's line arrived."""
-        for name, info in self.st.phases.items():
-            if name == exclude or info.finished or name in ("warmup", "ready"):
-                continue
-            if info.started and info.started <= info.done and not any(info.open.values()):
-                if name in _PER_RANK and len(info.done) < self._world(info) and name != "capture_draft":
-                    # Some known rank has not reported this phase yet: it may still do so.
-                    if not self._others_moved_on(name):
-                        continue
-                self._finish(name, None, "", out)
-
-    def _others_moved_on(self, name: str) -> bool:
-        idx = PHASE_INDEX[name]
-        info = self.st.phases[name]
-        for r in self.st.ranks - info.started:
-            if not any(
-                PHASE_INDEX[p] > idx and r in pi.started
-                for p, pi in self.st.phases.items()
-                if p in PHASE_INDEX
-            ):
-                return False
-        return True
-
-    def _finish(self, name: str, ts: float | None, ts_text: str, out: list[ev.Event]) -> None:
-        info = self.st.phases.get(name)
-        if info is None or info.finished:
-            return
-        if info.end_ts is None and ts is not None:
-            info.end_ts, info.end_text = ts, ts_text
-        elif info.end_ts is None and ts_text:
-            info.end_text = ts_text
-        info.finished = True
-        if info.start_ts is not None and info.end_ts is not None:
-            info.seconds = round(max(0.0, info.end_ts - info.start_ts), 3)
-        if len(info.rank_end) > 1:
-            ends = list(info.rank_end.values())
-            info.spread = round(max(ends) - min(ends), 3)
-        slow = self._slowest(info) if len(info.rank_end) > 1 else None
-        info.slowest_rank = None if slow is None else self._rank_int(slow)
-        out.append(
-            ev.PhaseFinished(
-                phase=name,
-                seconds=info.seconds,
-                launch=self.st.launch,
-                log_time=info.end_text,
-                start_log_time=info.start_text,
-                spread=info.spread,
-                slowest_rank=info.slowest_rank,
-                done=info.progress_done,
-                total=info.progress_total,
-            )
-        )
-
-    def _close_startup(
-        self, ts: float | None, ts_text: str, out: list[ev.Event], upto: str = "capture_draft"
-    ) -> None:
-        """A global milestone: every startup phase up to ``upto`` is over, end lines or not."""
-        limit = PHASE_INDEX[upto]
-        for name in list(self.st.phases):
-            if PHASE_INDEX.get(name, 99) <= limit:
-                self._finish(name, ts, ts_text, out)
-
-    def _progress(self, name: str, done: int, total: int, unit: str, label: str, out: list[ev.Event]) -> None:
-        key = (name, done, total, label)
-        if key == self.last_progress:
-            return
-        self.last_progress = key
-        info = self._phase(name)
-        if not info.started and not info.finished and info.start_ts is None and not info.start_text:
-            self._start(name, None, None, "", out)
-        info.progress_done, info.progress_total, info.unit, info.label = done, total, unit, label
-        out.append(
-            ev.PhaseProgress(
-                phase=name,
-                done=done,
-                total=total,
-                unit=unit,
-                label=label,
-                rank=0,
-                ranks_done=len(info.done),
-                ranks_total=len(info.started) if name not in _PER_RANK else self._world(info),
-                slowest_rank=None,
-                launch=self.st.launch,
-            )
-        )
-
-    # ------------------------------------------------------------------ failures
-
-    def _consider(self, fm: tuple[str, int, str], rec: Rec, out: list[ev.Event]) -> None:
-        kind, prio, tag = fm
-        st = self.st
-        if st.status == STOPPED and prio < 50:
-            return
-        if st.status == READY and tag == "leaked_semaphore" and st.stopped is not None:
-            return
-        if not self.sglang_ctx:
-            if len(self.held) < 64:
-                self.held.append((fm, rec))
-            return
-        msg = rec.msg.strip()
-        if self.emitted_prio >= 0:
-            # A reported cascade marker gives way to a root cause; a reported root cause gives way to
-            # a more specific one only from its own traceback (siblings' NCCL noise is a consequence).
-            same_group = self.group_open and self.group_has_cand and prio > self.emitted_prio
-            if self.emitted_prio < 50 <= prio or same_group:
-                self.cand = Candidate(kind, prio, tag, msg, rec.text.strip(), st.phase)
-                self.group_has_cand = self.group_open
-                if self.group_open:
-                    self.emit_at_close = True  # once its traceback has told the phase and the exception
-                else:
-                    self._emit_failure(out)
-            return
-        if self.cand is None or prio > self.cand.prio:
-            self.cand = Candidate(kind, prio, tag, msg, rec.text.strip(), st.phase)
-            self.group_has_cand = self.group_open
-        if tag in self.fmt.terminal_tags:
-            self._emit_failure(out)
-
-    def _set_ctx(self, out: list[ev.Event]) -> None:
-        self.sglang_ctx = True
-        held, self.held = self.held, []
-        for fm, rec in held:
-            self._consider(fm, rec, out)
-
-    def _emit_failure(self, out: list[ev.Event]) -> None:
-        c = self.cand
-        if c is None:
-            return
-        fam = self.fmt.message_phase(c.message) or self.fmt.message_phase(c.line)
-        if fam is not None:
-            self._phase_from_frames(fam, self.group_draft, out)
-        self.emitted_prio = c.prio
-        st = self.st
-        st.status = FAILED
-        version = self.ver.label()
-        fail = ev.ServerFailed(
-            kind=c.kind,
-            message=c.message[:2000],
-            hint=self.fmt.hint_for(c.kind, c.tag, c.phase, version, c.line + " " + c.message),
-            line=c.line[:4000],
-            phase=c.phase,
-            launch=st.launch,
-        )
-        st.failure = fail
-        out.append(fail)
-
-    def _close_group(self, out: list[ev.Event]) -> None:
-        if not self.group_open:
-            return
-        self.group_open = False
-        if self.group_hint and self.sglang_ctx and (self.group_has_cand or self.group_exc):
-            self._phase_from_frames(self.group_hint, self.group_draft, out)
-        self.group_hint, self.group_draft = None, False
-        if (
-            self.group_exc
-            and self.sglang_ctx
-            and not self.group_has_cand
-            and self.st.status not in (READY, STOPPED)
-        ):
-            if self.emitted_prio < 0 and (self.cand is None or self.cand.prio < 50):
-                self.cand = Candidate(
-                    "exception", 50, "bare_traceback", self.group_exc, self.group_exc, self.st.phase
-                )
-        self.group_exc = None
-        self.group_has_cand = False
-        if self.emit_at_close:
-            self.emit_at_close = False
-            self._emit_failure(out)
-
-    def _phase_from_frames(self, family: str, draft: bool, out: list[ev.Event]) -> None:
-        """A failing traceback's frames say which startup phase it died in: start that phase if the
-        log has not reached it (an excerpt, or a runner that prints no begin line)."""
-        st = self.st
-        if st.status not in (LOADING, UNKNOWN, FAILED) or "ready" in st.phases:
-            return
-        if family == "load":
-            name = "load_draft" if draft else "load_target"
-        elif family == "capture":
-            name = "capture_draft" if draft else "capture_target"
-        else:
-            name = family
-        if PHASE_INDEX[name] <= PHASE_INDEX.get(st.phase or "", -1):
-            return
-        self.activity = True
-        if st.launches == 0:
-            st.launches = 1
-        self._start(name, None, self.last_ts, self.last_ts_text, out)
-        if name.startswith("load"):
-            self.bar_load_phase = name
-        elif name.startswith("capture"):
-            self.bar_capture_phase = name
-        if self.cand is not None:
-            self.cand.phase = name
 
     # ------------------------------------------------------------------ main entry
 
@@ -865,12 +483,6 @@ class PhaseMachine:
         return self.ver.label()
 
 
-# Phases every rank goes through (their completion waits for all known ranks).
-_PER_RANK = frozenset(
-    {"dist_init", "load_target", "load_draft", "kv_cache", "capture_prefill", "capture_target"}
-)
-
-
 def _capture_phase(data: dict[str, Any]) -> str:
     """The phase of a ``Capture … CUDA graph`` line: every draft graph is ``capture_draft``; the
     target's prefill graph (0.5.16+, and the piecewise graph of 0.5.10–0.5.13) is ``capture_prefill``;
@@ -882,4 +494,4 @@ def _capture_phase(data: dict[str, Any]) -> str:
     return "capture_target"
 
 
-__all__ = ["PhaseMachine", "MachineState", "PhaseInfo", "DecodeRows"]
+__all__ = ["PhaseMachine", "MachineState", "PhaseInfo", "DecodeRows", "Candidate", "READY", "LOADING"]

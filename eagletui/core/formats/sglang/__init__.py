@@ -39,8 +39,8 @@ class SGLangFormat:
     version_marks = staticmethod(versions.version_marks)
     decode_version = staticmethod(versions.decode_version)
     parse_server_args = staticmethod(versions.parse_server_args)
-    draft_types = versions.DRAFT_TYPES
-    stop_marks = versions.STOP_MARKS
+    draft_types: tuple[str, ...] = versions.DRAFT_TYPES
+    stop_marks: tuple[str, ...] = versions.STOP_MARKS
 
     serving_line_re = lines.SERVING_LINE_RE
     serving_groups = lines.SERVING_GROUPS

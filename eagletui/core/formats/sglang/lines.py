@@ -650,7 +650,13 @@ def parse_prefill(msg: str) -> dict[str, Any] | None:
             if v:
                 mid[k] = v
         run = _int(mid.get("#running-req"))
-        g = (m.group(1), m.group(2), m.group(3), str(run) if run is not None else None, m.group(5))
+        g: tuple[str | None, ...] = (
+            m.group(1),
+            m.group(2),
+            m.group(3),
+            None if run is None else str(run),
+            m.group(5),
+        )
     else:
         g = m.groups()
     tput = None
@@ -659,11 +665,11 @@ def parse_prefill(msg: str) -> dict[str, Any] | None:
         if t:
             tput = _float(t.group(1))
     return {
-        "new_seq": int(g[0]),
-        "new_token": int(g[1]),
-        "cached_token": int(g[2]),
+        "new_seq": int(g[0] or 0),
+        "new_token": int(g[1] or 0),
+        "cached_token": int(g[2] or 0),
         "running_req": int(g[3]) if g[3] else 0,
-        "queue_req": int(g[4]),
+        "queue_req": int(g[4] or 0),
         "input_throughput": tput,
     }
 
@@ -698,7 +704,7 @@ def ts_seconds(ts_text: str) -> float | None:
     if ts_text[:17] == key and (n == 19 or (n == 23 and ts_text[19] == ".")):
         # Same minute as last time: the same arithmetic as below, without re-reading date and hour.
         try:
-            secs = hm + int(ts_text[17:19])
+            secs: float = hm + int(ts_text[17:19])
             if n == 23:
                 secs += int(ts_text[20:23]) / 1000.0
         except ValueError:
@@ -729,7 +735,7 @@ def ts_seconds(ts_text: str) -> float | None:
             day = 0
             t = ts_text
         hm = int(t[0:2]) * 3600 + int(t[3:5]) * 60
-        secs = hm + int(t[6:8])
+        secs = float(hm + int(t[6:8]))
         if len(t) > 9 and t[8] == ".":
             secs += int(t[9:12]) / 1000.0
         if day and (n == 19 or n == 23):
