@@ -1,14 +1,16 @@
 """SGLang's log format (0.3.x – 0.5.23): the :class:`~eagletui.core.logformat.LogFormat` of
 ``python -m sglang.launch_server`` / ``sglang serve`` output.
 
-* :mod:`.lines` — cutting and classifying lines (prefixes, tqdm frames, Decode/Prefill, uvicorn);
+* :mod:`.lines` — cutting and classifying lines (tqdm frames, foreign prefixes, uvicorn, failures);
+* :mod:`.prefix` — the ``[date time ranks]`` record start, TP rank, timestamps;
+* :mod:`.serving` — Decode/Prefill fields and the serving fast-path patterns;
 * :mod:`.failures` — the failure table, priorities, hints naming flags of the guessed version;
 * :mod:`.versions` — which releases print which wording.
 """
 
 from __future__ import annotations
 
-from eagletui.core.formats.sglang import failures, lines, versions
+from eagletui.core.formats.sglang import failures, lines, prefix, serving, versions
 from eagletui.core.logformat import Failure
 
 
@@ -19,11 +21,11 @@ class SGLangFormat:
     classify = staticmethod(lines.classify)
     split_glued = staticmethod(lines.split_glued)
     is_bar = staticmethod(lines.is_bar)
-    tp_of = staticmethod(lines.tp_of)
-    ts_seconds = staticmethod(lines.ts_seconds)
+    tp_of = staticmethod(prefix.tp_of)
+    ts_seconds = staticmethod(prefix.ts_seconds)
     exception_line = staticmethod(lines.exception_line)
-    parse_decode = staticmethod(lines.parse_decode)
-    parse_prefill = staticmethod(lines.parse_prefill)
+    parse_decode = staticmethod(serving.parse_decode)
+    parse_prefill = staticmethod(serving.parse_prefill)
     frame_phase = staticmethod(lines.frame_phase)
     message_phase = staticmethod(lines.message_phase)
 
@@ -42,10 +44,10 @@ class SGLangFormat:
     draft_types: tuple[str, ...] = versions.DRAFT_TYPES
     stop_marks: tuple[str, ...] = versions.STOP_MARKS
 
-    serving_line_re = lines.SERVING_LINE_RE
-    serving_groups = lines.SERVING_GROUPS
-    serving_scan_re = staticmethod(lines.serving_scan_re)
-    input_throughput_re = lines.INPUT_THROUGHPUT_RE
+    serving_line_re = serving.SERVING_LINE_RE
+    serving_groups = serving.SERVING_GROUPS
+    serving_scan_re = staticmethod(serving.serving_scan_re)
+    input_throughput_re = serving.INPUT_THROUGHPUT_RE
     decode_marker = "] Decode batch"
     prefill_marker = "] Prefill batch"
     access_prefix = "INFO:     "
