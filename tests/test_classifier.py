@@ -576,3 +576,49 @@ def test_real_0517_logs() -> None:
     assert s["failure"]["message"].startswith("AttributeError: 'LlamaConfig'")
     s = parse_path(str(REAL_0517 / "ambiguous-flag-pp.txt"))
     assert (s["state"], s["failure"]["kind"]) == ("failed", "bad_args")
+
+
+def test_prefill_graph_capture_failure_names_the_prefill_flags() -> None:
+    text = (
+        "[2026-08-01 21:51:16 TP0] Capture target prefill CUDA graph begin. backend=breakable, "
+        "num_tokens=[4, 8], avail mem=11.78 GB\n"
+        "[2026-08-01 21:51:20 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "Fail when using backend: breakable for prefill runner.\n"
+        "[2026-08-01 21:51:20] Received sigquit from a child process. It usually means the child failed.\n"
+    )
+    s = _parse_text(text)
+    f = s["failure"]
+    assert (f["kind"], f["phase"]) == ("oom", "capture_prefill")
+    assert "--cuda-graph-backend-prefill=disabled" in f["hint"]
+
+
+def test_a_second_log_format_plugs_in() -> None:
+    """The seam: a format object is all the interpreter needs (here a toy server's wording)."""
+    from eagletui.core.formats.sglang import SGLangFormat
+    from eagletui.core.logformat import PHASE, Rec
+
+    class Toy(SGLangFormat):
+        name = "toy"
+
+        @staticmethod
+        def classify(text: str, frame: bool = False) -> Rec:
+            words = {"LOADING WEIGHTS": "load_begin", "WEIGHTS LOADED": "load_end", "SERVING": "ready"}
+            for w, tag in words.items():
+                if text.endswith(w):
+                    return Rec(
+                        text=text, msg=w, kind=PHASE, tag=tag, ts_text=text[:19], has_date=True, prefixed=True
+                    )
+            return SGLangFormat.classify(text, frame)
+
+    interp = LogInterpreter(emit_lines=False, fmt=Toy())
+    out = (
+        interp.feed(
+            "2026-01-01 12:00:00 LOADING WEIGHTS\n2026-01-01 12:00:09 WEIGHTS LOADED\n2026-01-01 12:00:10 SERVING\n"
+        )
+        + interp.flush()
+    )
+    assert interp.state.status == "ready"
+    assert [e.phase for e in out if isinstance(e, ev.PhaseFinished)][:2] == ["launch", "load_target"]
+    load = interp.state.phases["load_target"]
+    assert load.seconds == 9.0

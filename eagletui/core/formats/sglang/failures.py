@@ -40,6 +40,12 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("failed to start within the timeout", "hang", 70, "start_timeout"),
     ("Watchdog timeout", "hang", 76, "watchdog"),
     ("Capture cuda graph failed", "exception", 65, "capture_failed"),
+    (
+        "for prefill runner",
+        "exception",
+        65,
+        "capture_failed",
+    ),  # "Fail when using backend: X for prefill runner."
     ("BackendCompilerFailed", "exception", 64, "compile"),
     ("InductorError", "exception", 64, "compile"),
     ("torch._dynamo.exc", "exception", 64, "compile"),
@@ -240,6 +246,11 @@ def hint_for(kind: str, tag: str, phase: str | None, version: str | None, text: 
                 "GPUs have different free memory: another process holds memory on some GPUs "
                 "(check nvidia-smi and kill leftovers of a previous launch)."
             )
+        if phase == "capture_prefill" or "for prefill runner" in text:
+            return (
+                "OOM while capturing the prefill CUDA graph: lower --cuda-graph-max-bs-prefill or "
+                "--mem-fraction-static, or disable it with --cuda-graph-backend-prefill=disabled."
+            )
         if phase in ("capture_target", "capture_draft") or "Capture cuda graph failed" in text:
             return (
                 f"OOM while capturing CUDA graphs: lower {graph_bs_flag(version)} (e.g. 16) or lower "
@@ -299,6 +310,11 @@ def hint_for(kind: str, tag: str, phase: str | None, version: str | None, text: 
     if kind == "exception":
         if tag == "compile":
             return "torch.compile failed: drop --enable-torch-compile or lower --torch-compile-max-bs."
+        if phase == "capture_prefill":
+            return (
+                "The prefill CUDA graph capture failed: disable it with --cuda-graph-backend-prefill=disabled "
+                "(it is on by default since 0.5.16), or read the exception above."
+            )
         if tag == "capture_failed":
             return (
                 f"CUDA graph capture failed: lower {graph_bs_flag(version)} or --mem-fraction-static; "

@@ -414,6 +414,7 @@ def frame_phase(line: str) -> tuple[str | None, bool]:
 
 # Failure messages that name the startup step they come from.
 MESSAGE_PHASES: tuple[tuple[str, str], ...] = (
+    ("for prefill runner", "capture_prefill"),
     ("Capture cuda graph failed", "capture"),
     ("Not enough memory. Please try to increase --mem-fraction-static", "kv_cache"),
     ("warmup error", "warmup"),
