@@ -275,7 +275,9 @@ def _live_serving_log(n: int) -> bytes:
                 f"input throughput (token/s): {i}.25, "
             )
         elif k == 3:
-            lines.append(f'INFO:     127.0.0.1:{40000 + i} - "POST /generate HTTP/1.1" 200 OK')
+            # Bare (another program's uvicorn) and behind SGLang's timestamp (how SGLang prints it).
+            stamp = ("" if i % 2 else f"[2026-03-14 {sec}] ") if i % 7 else t
+            lines.append(stamp + f'INFO:     127.0.0.1:{40000 + i} - "POST /generate HTTP/1.1" 200 OK')
         elif k == 4:
             lines.append(
                 t

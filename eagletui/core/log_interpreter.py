@@ -255,7 +255,8 @@ class LogInterpreter:
         gp_seq, gp_tok, gp_cached, gp_run, gp_q = G.p_seq, G.p_tok, G.p_cached, G.p_run, G.p_queue
         g_date, g_time, g_ms, g_ranks = G.date, G.time, G.ms, G.ranks
         tput_re = fmt.input_throughput_re
-        is_bar, access = fmt.is_bar, fmt.access_prefix
+        is_bar, access, access_marker = fmt.is_bar, fmt.access_prefix, fmt.access_marker
+        prefix_match = fmt.record_prefix_re.match
         log_line, decode_stats, prefill_stats = _log_line, _decode_stats, _prefill_stats
         rank_tp = _RANK_TP
         after_cr = self._after_cr
@@ -283,7 +284,26 @@ class LogInterpreter:
                     continue
             elif pre_ok and (line[:1] == "[" or line[:1] == "("):
                 mt = serving_match(line)
-                if mt is not None:
+                if mt is None and http_ok and m.activity:
+                    # uvicorn's access line behind the server's own timestamp: classify reads the prefix,
+                    # then the uvicorn body; folded, it only moves the clock.
+                    pm = prefix_match(line)
+                    if (
+                        pm is not None
+                        and not pm.group("ranks")
+                        and line.startswith(access, pm.end())
+                        and access_marker in line
+                        and '" ' in line
+                        and not (careful and is_bar(line))
+                    ):
+                        date, tm, ms = pm.group("date"), pm.group("time"), pm.group("ms")
+                        ts_text = (date or "") + tm + ("." + ms if ms else "")
+                        if ts_text != m.last_ts_text:
+                            m.ts_of(ts_text, date is not None)
+                        seq += 1
+                        append(log_line(line, "http", None, seq, launch))
+                        continue
+                elif mt is not None:
                     g = mt.groups()
                     try:
                         if g[gd_run] is not None:

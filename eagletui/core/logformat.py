@@ -116,6 +116,8 @@ class LogFormat(Protocol):
     #: the bulk fast path off.
     serving_line_re: Any
     serving_groups: Any
+    #: The server's own record start (groups ``date``, ``time``, ``ms``, ``ranks``).
+    record_prefix_re: Any
     input_throughput_re: Any
     decode_marker: str
     prefill_marker: str

@@ -46,6 +46,7 @@ class SGLangFormat:
 
     serving_line_re = serving.SERVING_LINE_RE
     serving_groups = serving.SERVING_GROUPS
+    record_prefix_re = prefix.PREFIX_RE
     serving_scan_re = staticmethod(serving.serving_scan_re)
     input_throughput_re = serving.INPUT_THROUGHPUT_RE
     decode_marker = "] Decode batch"
