@@ -427,6 +427,9 @@ _PREFIX_STYLES = {
     "wrapper_logger": "INFO sglang: ",
     "kubectl": "[pod/sglang-0/server] ",
     "journald": "Aug 01 23:43:43 gpu-host python3[4242]: ",
+    "journald_iso": "2026-08-01T23:43:43+0000 gpu-host python3[4242]: ",
+    "compose_colour": "\x1b[36msglang-1  |\x1b[0m ",
+    "kubectl_timestamps": "2026-08-01T23:43:43.123456789Z ",
 }
 
 
@@ -439,6 +442,10 @@ def test_foreign_prefixes_parse_the_same() -> None:
             lines = text.split("\n")
             rewritten = "\n".join(pfx + ln if ln else ln for ln in lines)
             assert _reading(_parse_text(rewritten)) == ref, (stem, style)
+        # Windows line ends, and SGLang's own records wrapped in colour codes (a colouring wrapper).
+        assert _reading(_parse_text(text.replace("\n", "\r\n"))) == ref, (stem, "crlf")
+        coloured = "\n".join(f"\x1b[32m{ln}\x1b[0m" if ln.startswith("[") else ln for ln in text.split("\n"))
+        assert _reading(_parse_text(coloured)) == ref, (stem, "ansi")
 
 
 def test_timestamped_uvicorn_lines_give_url_and_stop() -> None:

@@ -85,6 +85,7 @@ FOREIGN_PREFIX_RE = re.compile(
     r"[\w.-]{1,64} *\| ?"
     r"|\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:[.,]\d{1,9})?(?:Z|[+-]\d{2}:?\d{2})?:? +(?:(?:stdout|stderr) [FP] )?"
     r"|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} [\w.-]+ [\w.@/-]+(?:\[\d+\])?: "
+    r"|[\w.-]{1,64} [\w.@/-]{1,64}\[\d+\]: "
     r"|\[pod/[^\]\s]{1,200}\] "
     r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::[\w.]{1,64}:| [\w.]{1,64}: )"
     r")+"
@@ -143,8 +144,14 @@ def split_glued(segment: str) -> list[str]:
         rest = rest[start:]
 
 
+# Colour (SGR) sequences a wrapper, a coloured logging formatter or docker compose wrap around lines.
+_SGR_RE = re.compile(r"\x1b\[[0-9;]{0,32}m")
+
+
 def classify(text: str, frame: bool = False) -> Rec:
-    """Classify one logical line (no ``\\r``/``\\n`` inside)."""
+    """Classify one logical line (no ``\\r``/``\\n`` inside). Colour codes are dropped first."""
+    if "\x1b[" in text[:SCAN_LIMIT]:
+        text = _SGR_RE.sub("", text)
     head = text if len(text) <= SCAN_LIMIT else text[:SCAN_LIMIT]
     m = None
     if head[:1] in ("[", "("):
