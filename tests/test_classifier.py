@@ -548,9 +548,10 @@ def test_hybrid_prefill_lines_are_parsed() -> None:
 
 
 def test_prose_mentioning_failures_is_unknown() -> None:
-    readme = Path(__file__).parents[1] / "README.md"
+    root = Path(__file__).parents[1]
     for text in (
-        readme.read_text(),
+        (root / "README.md").read_text(),
+        (root / "docs" / "parse-json.md").read_text(),  # quotes log records in tables and inline code
         "# Troubleshooting\n\nIf you see `NCCL error` or `CUDA out of memory`, lower the batch size.\n",
     ):
         s = _parse_text(text)
@@ -560,6 +561,11 @@ def test_prose_mentioning_failures_is_unknown() -> None:
         "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error\n"
     )
     assert s["failure"]["kind"] == "nccl"
+    # A log pasted into an issue body (markdown): the fenced block is read, the prose around it is not.
+    log = (FIXTURES / "fail_oom_capture_0513.log").read_text()
+    issue = f"# [Bug] OOM\n\nI see `NCCL error` sometimes. Log:\n\n```\n{log}```\n\n- tp=8, `--port 30000`\n"
+    s = _parse_text(issue)
+    assert (s["state"], s["failure"]["kind"]) == ("failed", "oom")
     s = _parse_text("collect2: error: ld returned 1 exit status\n")
     assert s["failure"] is None or s["failure"]["kind"] != "bad_args"
 

@@ -57,7 +57,8 @@ class PhaseMachine(Timeline, FailureFold):
         # then failure lines are held back, so a README or a mail that mentions "NCCL error" reads
         # "unknown", not "failed".
         self.sglang_ctx = False
-        self.prose = False  # markdown seen (a README, an issue body): never a log excerpt
+        self.prose = False  # markdown seen (a README, an issue body): only fenced blocks are log text
+        self.in_fence = False
         self._reset_timeline(launch)
 
     # ------------------------------------------------------------------ timeline
@@ -111,6 +112,14 @@ class PhaseMachine(Timeline, FailureFold):
     def on_record(self, rec: Rec, out: list[ev.Event]) -> None:
         tag = rec.tag
         kind = rec.kind
+        # Markdown (a README, an issue body): only its fenced code blocks are log text.
+        if not rec.prefixed and rec.msg.lstrip().startswith("```"):
+            self.in_fence = not self.in_fence
+            if not self.sglang_ctx:
+                self.prose = True
+            return
+        if self.prose and not self.in_fence:
+            return
         # tqdm bars and uvicorn lines are not SGLang's alone (vLLM prints the very same shard bar).
         if not self.sglang_ctx:
             if (
@@ -121,7 +130,9 @@ class PhaseMachine(Timeline, FailureFold):
                 self._set_ctx(out)
             elif kind == OTHER and not self.prose:
                 m = rec.msg.lstrip()
-                self.prose = m.startswith(("```", "# ", "## ", "### ")) or m.count("`") >= 2
+                if m.startswith(("# ", "## ", "### ")) or m.count("`") >= 2:
+                    self.prose = True
+                    return
         # --- traceback grouping: unprefixed lines after an error record belong to it.
         if rec.prefixed or kind in (HTTP, PROGRESS):
             self._close_group(out)

@@ -158,6 +158,8 @@ def classify(text: str, frame: bool = False) -> Rec:
         m = PREFIX_RE.match(head)
     if m is None and "[" in head and not head.startswith(_UVICORN_LEVELS):
         m = PREFIX_RE.search(head)
+        if m is not None and "`" in head[: m.start()]:
+            m = None  # a record quoted in prose (markdown inline code), not one the server wrote
     if m is None:
         if "sglang" in head[:160]:
             p = PYLOG_RE.match(head)
