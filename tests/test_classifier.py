@@ -430,6 +430,8 @@ _PREFIX_STYLES = {
     "journald_iso": "2026-08-01T23:43:43+0000 gpu-host python3[4242]: ",
     "compose_colour": "\x1b[36msglang-1  |\x1b[0m ",
     "kubectl_timestamps": "2026-08-01T23:43:43.123456789Z ",
+    "cri_offset": "2025-07-25T07:53:08.21748708+08:00 stdout F ",
+    "ray_worker": "(WorkerDict pid=859188) ",
 }
 
 
@@ -637,3 +639,16 @@ def test_a_second_log_format_plugs_in() -> None:
     assert [e.phase for e in out if isinstance(e, ev.PhaseFinished)][:2] == ["launch", "load_target"]
     load = interp.state.phases["load_target"]
     assert load.seconds == 9.0
+
+
+def test_cuda_fault_noticed_by_the_nccl_watchdog_is_an_exception() -> None:
+    text = (
+        "[2026-01-01 12:00:00 TP1] Decode batch, #running-req: 1, #token: 9, token usage: 0.00, "
+        "gen throughput (token/s): 9.00, #queue-req: 0\n"
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "  what():  [PG ID 2 PG GUID 3 Rank 1] Process group watchdog thread terminated with exception: "
+        "CUDA error: an illegal memory access was encountered\n"
+        "Fatal Python error: Aborted\n"
+    )
+    f = _parse_text(text)["failure"]
+    assert (f["kind"], "CUDA_LAUNCH_BLOCKING" in f["hint"]) == ("exception", True)

@@ -17,6 +17,9 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("OutOfMemoryError", "oom", 90, "cuda_oom"),
     ("CUDA error: out of memory", "oom", 90, "cuda_oom"),
     ("memory capacity is unbalanced", "oom", 85, "mem_unbalanced"),
+    # A CUDA kernel fault (illegal memory access, device-side assert, …), also when the NCCL watchdog
+    # is the one that notices it ("… watchdog thread terminated with exception: CUDA error: …").
+    ("CUDA error: ", "exception", 79, "cuda_error"),
     ("error: ambiguous option", "bad_args", 88, "ambiguous_option"),
     ("error: unrecognized arguments", "bad_args", 88, "argparse"),
     ("error: argument ", "bad_args", 88, "argparse"),
@@ -308,6 +311,12 @@ def hint_for(kind: str, tag: str, phase: str | None, version: str | None, text: 
             "or kernel; raise --watchdog-timeout only if batches are legitimately slow."
         )
     if kind == "exception":
+        if tag == "cuda_error":
+            return (
+                "A CUDA kernel faulted (illegal memory access / device-side assert): usually a kernel bug of "
+                "the attention backend, CUDA graphs or a quantized path. Rerun with CUDA_LAUNCH_BLOCKING=1, "
+                "and try another --attention-backend or disable CUDA graphs to isolate it."
+            )
         if tag == "compile":
             return "torch.compile failed: drop --enable-torch-compile or lower --torch-compile-max-bs."
         if phase == "capture_prefill":

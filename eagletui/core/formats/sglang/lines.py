@@ -77,7 +77,7 @@ _UVICORN_FIRST = frozenset(lvl[0] for lvl in _UVICORN_LEVELS)
 # Prefixes other programs put in front of every line of the server's output, in any nesting: docker
 # compose (``sglang-1  | ``), container runtimes and log shippers (an RFC 3339 timestamp, CRI's
 # ``stdout F ``), journald/syslog (``Aug 01 23:43:43 host python3[123]: ``), ``kubectl logs --prefix``
-# (``[pod/name/container] ``) and a wrapper's own logging (``INFO sglang: ``, ``INFO:root:``). SGLang's
+# (``[pod/name/container] ``), Ray's log forwarding (``(WorkerDict pid=4242) ``) and a wrapper's own logging (``INFO sglang: ``, ``INFO:root:``). SGLang's
 # own record start is found by PREFIX_RE.search; this is only for lines that have none (tracebacks,
 # argparse output, warnings) so that what follows the foreign prefix is read as if it stood alone.
 FOREIGN_PREFIX_RE = re.compile(
@@ -87,6 +87,7 @@ FOREIGN_PREFIX_RE = re.compile(
     r"|[A-Z][a-z]{2} [ \d]\d \d{2}:\d{2}:\d{2} [\w.-]+ [\w.@/-]+(?:\[\d+\])?: "
     r"|[\w.-]{1,64} [\w.@/-]{1,64}\[\d+\]: "
     r"|\[pod/[^\]\s]{1,200}\] "
+    r"|\(\w{1,64} pid=\d+(?:, ip=[\d.]+)?\) "
     r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::[\w.]{1,64}:| [\w.]{1,64}: )"
     r")+"
 )
