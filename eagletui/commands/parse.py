@@ -18,6 +18,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from eagletui.core.log_interpreter import LogInterpreter
+from eagletui.core.logformat import LogFormat, formats, get_format
 from eagletui.core.summary import Summarizer
 from eagletui.core.textsafe import inert, json_inert
 
@@ -97,13 +98,15 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def parse_stream(fh: IO[bytes] | Any, sink: Callable[[list[Any]], None] | None = None) -> dict[str, Any]:
+def parse_stream(
+    fh: IO[bytes] | Any, sink: Callable[[list[Any]], None] | None = None, fmt: LogFormat | None = None
+) -> dict[str, Any]:
     """Summary of one stream. ``sink`` (benchmarks, tests) sees every batch of items folded.
 
     A :class:`Truncated` raised by the stream ends the reading: the summary covers what came before
     and carries the reason in ``truncated``.
     """
-    interp = LogInterpreter(launch=1, emit_lines=False)
+    interp = LogInterpreter(launch=1, emit_lines=False, fmt=fmt)
     summ = Summarizer()
     buf = bytearray(CHUNK)  # reused: feed_bulk_bytes keeps no reference to it
     readinto = getattr(fh, "readinto", None)
@@ -137,7 +140,9 @@ def parse_stream(fh: IO[bytes] | Any, sink: Callable[[list[Any]], None] | None =
     return result
 
 
-def parse_path(path: str, max_bytes: int = MAX_DECOMPRESSED, max_ratio: float = MAX_RATIO) -> dict[str, Any]:
+def parse_path(
+    path: str, max_bytes: int = MAX_DECOMPRESSED, max_ratio: float = MAX_RATIO, fmt: LogFormat | None = None
+) -> dict[str, Any]:
     """Summary of one file (``-`` = stdin, ``.gz`` transparently, within the decompression bounds).
 
     Raises OSError if the file cannot be opened, including a closed stdin.
@@ -150,15 +155,15 @@ def parse_path(path: str, max_bytes: int = MAX_DECOMPRESSED, max_ratio: float = 
             stdin.fileno()
         except (OSError, ValueError) as exc:
             raise OSError("standard input is closed") from exc
-        return parse_stream(stdin.buffer)
+        return parse_stream(stdin.buffer, fmt=fmt)
     if path.endswith(".gz"):
         fh = _BoundedGzip(path, max_bytes, max_ratio)
         try:
-            return parse_stream(fh)
+            return parse_stream(fh, fmt=fmt)
         finally:
             fh.close()
     with open(path, "rb") as f:
-        return parse_stream(f)
+        return parse_stream(f, fmt=fmt)
 
 
 def _fmt_s(v: float | None) -> str:
@@ -276,12 +281,17 @@ def main(argv: list[str]) -> int:
         metavar="MB",
         help=f"stop reading a .gz log after this many MB of decompressed data (default {MAX_DECOMPRESSED >> 20})",
     )
+    names = [f.name for f in formats()]
+    ap.add_argument(
+        "--format", choices=names, default=names[0], help=f"the server's log format (default {names[0]})"
+    )
     ns = ap.parse_args(argv)
+    fmt = get_format(ns.format)
     results: list[dict[str, Any]] = []
     status = 0
     for path in ns.logs:
         try:
-            s = parse_path(path, max_bytes=max(1, ns.max_decompressed) << 20)
+            s = parse_path(path, max_bytes=max(1, ns.max_decompressed) << 20, fmt=fmt)
         except OSError as exc:
             print(f"eagletui parse: cannot read {inert(path)}: {inert(str(exc))}", file=sys.stderr)
             return 2
