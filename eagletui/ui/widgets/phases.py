@@ -21,11 +21,15 @@ PHASE_LABELS = {
     "load_target": "base weights",
     "load_draft": "draft weights",
     "kv_cache": "KV cache",
+    "capture_prefill": "graphs prefill",
     "capture_target": "graphs target",
     "capture_draft": "graphs draft",
     "warmup": "warmup",
     "ready": "ready",
 }
+
+#: The longest label and a space: the bars start in one column whatever the label.
+LABEL_WIDTH = max(len(label) for label in PHASE_LABELS.values()) + 1
 
 STATUS_MARK = {
     PhaseStatus.PENDING: "·",
@@ -61,10 +65,10 @@ BAR_WIDTH = 16
 
 
 class PhaseTable(TextView):
-    """All phase rows as one renderable: nine bars without ~60 widgets to lay out and restyle."""
+    """All phase rows as one renderable: one bar per phase without ~60 widgets to lay out and restyle."""
 
-    DEFAULT_CSS = """
-    PhaseTable { height: 9; text-wrap: nowrap; text-overflow: ellipsis; }
+    DEFAULT_CSS = f"""
+    PhaseTable {{ height: {len(PHASES)}; text-wrap: nowrap; text-overflow: ellipsis; }}
     """
 
 
@@ -164,7 +168,7 @@ class PhasePanel(Vertical):
         colour = colours.get(status, dim)
         out.append(f"{STATUS_MARK.get(status, '?')} ", style=colour)
         out.append(
-            f"{PHASE_LABELS[phase]:<14}",
+            f"{PHASE_LABELS[phase]:<{LABEL_WIDTH}}",
             style=f"bold {colour}" if status in (PhaseStatus.ACTIVE, PhaseStatus.FAILED) else colour,
         )
         if st is None or status == PhaseStatus.PENDING:
