@@ -37,8 +37,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def generate(path: Path, n_lines: int, seed: int = 7) -> int:
-    """Write the log streaming (bounded memory); returns the number of Decode lines."""
+def generate(path: Path, n_lines: int, seed: int = 7, uvicorn_ts: bool = False) -> int:
+    """Write the log streaming (bounded memory); returns the number of Decode lines.
+
+    ``uvicorn_ts``: uvicorn lines as a real SGLang server writes them, behind its own
+    ``[YYYY-MM-DD HH:MM:SS]`` timestamp (the default keeps the bare form the baseline was measured on).
+    """
     rnd = random.Random(seed)
     t = 12 * 3600
     n = 0
@@ -90,15 +94,16 @@ def generate(path: Path, n_lines: int, seed: int = 7) -> int:
             f"[{stamp()} TP0] max_total_num_tokens=480000, chunked_prefill_size=8192, max_prefill_tokens=16384, "
             "max_running_requests=48, context_len=131072, available_gpu_mem=19.40 GB"
         )
+        uv = (lambda: f"[{stamp()}] ") if uvicorn_ts else (lambda: "")
         head += [
-            "INFO:     Started server process [4242]",
-            "INFO:     Waiting for application startup.",
-            "INFO:     Application startup complete.",
-            "INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
-            'INFO:     127.0.0.1:51234 - "GET /get_model_info HTTP/1.1" 200 OK',
+            f"{uv()}INFO:     Started server process [4242]",
+            f"{uv()}INFO:     Waiting for application startup.",
+            f"{uv()}INFO:     Application startup complete.",
+            f"{uv()}INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)",
+            f'{uv()}INFO:     127.0.0.1:51234 - "GET /get_model_info HTTP/1.1" 200 OK',
             f"[{stamp()} TP0] Prefill batch, #new-seq: 1, #new-token: 7, #cached-token: 0, token usage: 0.00, "
             "#running-req: 0, #queue-req: 0, ",
-            'INFO:     127.0.0.1:51236 - "POST /generate HTTP/1.1" 200 OK',
+            f'{uv()}INFO:     127.0.0.1:51236 - "POST /generate HTTP/1.1" 200 OK',
             f"[{stamp()}] The server is fired up and ready to roll!",
         ]
         f.write("\n".join(head) + "\n")
@@ -125,7 +130,7 @@ def generate(path: Path, n_lines: int, seed: int = 7) -> int:
                 )
             else:
                 buf.append(
-                    f'INFO:     127.0.0.1:{rnd.randint(30000, 60000)} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+                    f'{uv()}INFO:     127.0.0.1:{rnd.randint(30000, 60000)} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
                 )
             n += 1
             if len(buf) >= 10000:
@@ -155,13 +160,14 @@ def run_ours(path: str, rows_out: str) -> dict:
             elif e.type == "decode_stats":
                 gens.append(e.gen_throughput)
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     with open(path, "rb") as fh:
         result = parse_stream(fh, sink)
-    dt = time.perf_counter() - t0
+    dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     Path(rows_out).write_text(json.dumps(gens))
     return {
         "seconds": dt,
+        "cpu_seconds": cpu,
         "peak_rss_mb": _peak_rss_mb(),
         "base_rss_mb": base,
         "state": result["state"],
@@ -189,6 +195,11 @@ def main() -> int:
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--sglang-parser", default=os.environ.get("SGLANG_LOG_PARSER", ""))
     ap.add_argument("--keep", default="", help="write the log here and keep it")
+    ap.add_argument(
+        "--uvicorn-ts",
+        action="store_true",
+        help="uvicorn lines behind SGLang's timestamp, as real servers print them (default: bare, the baseline)",
+    )
     ap.add_argument("--_child", nargs=3, help=argparse.SUPPRESS)
     ns = ap.parse_args()
     if ns._child:
@@ -199,7 +210,7 @@ def main() -> int:
 
     tmp = Path(tempfile.mkdtemp(prefix="eagletui-bench-"))
     log = Path(ns.keep) if ns.keep else tmp / "bench.log"
-    decodes = generate(log, ns.lines)
+    decodes = generate(log, ns.lines, uvicorn_ts=ns.uvicorn_ts)
     file_mb = log.stat().st_size / 1e6
     with log.open("rb") as fh:
         n_lines = sum(buf.count(b"\n") for buf in iter(lambda: fh.read(1 << 20), b""))
@@ -222,9 +233,12 @@ def main() -> int:
         f"(interpreter baseline {ours['base_rss_mb']:.0f} MB), state={ours['state']}, decode={ours['decode_count']}"
     )
     report = {
+        "uvicorn_ts": ns.uvicorn_ts,
         "lines": n_lines,
         "file_mb": round(file_mb, 1),
         "lines_per_s": round(lps),
+        # CPU time of the parse alone: comparable across runs on a busy shared machine, unlike wall time.
+        "lines_per_cpu_s": round(n_lines / max(ours["cpu_seconds"], 1e-9)),
         "seconds": round(ours["seconds"], 3),
         "peak_rss_mb": round(ours["peak_rss_mb"], 1),
         "sglang_lines_per_s": None,

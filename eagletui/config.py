@@ -7,6 +7,7 @@ a TUI that refuses to start. Every bad or unknown entry is reported and the defa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tomllib
@@ -90,9 +91,12 @@ class UserConfig:
     sessions_dir: str = field(default_factory=default_sessions_dir)
     record: bool = True
     history_path: str = field(default_factory=default_history_path)
+    #: where this config was read from (and where a chosen theme is saved); not a key of the file.
+    #: None: built in code (tests, defaults), so nothing is ever written back.
+    path: str | None = field(default=None, compare=False, metadata={"internal": True})
 
 
-_TOP_KEYS = {f.name for f in fields(UserConfig)}
+_TOP_KEYS = {f.name for f in fields(UserConfig) if not f.metadata.get("internal")}
 _NOTIFY_KEYS = set(NOTIFY_EVENTS) | {"desktop_kind"}
 
 
@@ -120,7 +124,7 @@ def _typename(v: Any) -> str:
 def load_user_config(path: str | Path | None = None) -> tuple[UserConfig, list[str]]:
     """Read the preferences file (default :func:`config_path`); a missing file is not a problem."""
     p = Path(path).expanduser() if path is not None else config_path()
-    cfg = UserConfig()
+    cfg = UserConfig(path=str(p))
     try:
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -272,3 +276,54 @@ def write_default_config(path: str | Path | None = None, *, overwrite: bool = Fa
         raise FileExistsError(f"{p} already exists")
     private_app_dir(p.parent)
     return write_private(p, default_config_text())
+
+
+class ConfigWriteError(Exception):
+    """The preferences file could not be updated; the file is left as it was."""
+
+
+_THEME_LINE = re.compile(r"^\s*theme\s*=.*$")
+
+
+def save_theme(name: str, path: str | Path | None = None) -> Path:
+    """Remember ``name`` as the theme in the preferences file: its top-level ``theme = …`` line is
+    replaced (or added before the first table), every other line and comment kept. The file is
+    written 0600 and atomically (a temporary file renamed over it), so a crash mid-write leaves the
+    old file; a file that is not valid TOML is not touched (the user's own edits are never lost)."""
+    p = Path(path).expanduser() if path is not None else config_path()
+    try:
+        text = p.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = default_config_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigWriteError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        line, col, msg = decode_error_position(exc, text)
+        raise ConfigWriteError(f"{p}:{line}:{col}: invalid TOML ({msg}): theme not saved") from exc
+    lines = text.splitlines(keepends=True)
+    new_line = f"theme = {_toml_str(name)}\n"
+    first_table = next((i for i, ln in enumerate(lines) if ln.lstrip().startswith("[")), len(lines))
+    at = next((i for i in range(first_table) if _THEME_LINE.match(lines[i])), None)
+    if at is not None:
+        lines[at] = new_line
+    else:
+        lines.insert(first_table, new_line + ("\n" if first_table < len(lines) else ""))
+    out = "".join(lines)
+    if tomllib.loads(out).get("theme") != name:  # never write a file that would not say what we meant
+        raise ConfigWriteError(f"{p}: could not place the theme line; theme not saved")
+    private_app_dir(p.parent)
+    tmp = p.with_name(f".{p.name}.{os.getpid()}.tmp")
+    try:
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(out)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, p)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise ConfigWriteError(f"{p}: cannot write: {exc.strerror or exc}") from exc
+    return p

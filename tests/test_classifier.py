@@ -6,8 +6,8 @@ from pathlib import Path
 
 from eagletui.core import events as ev
 from eagletui.core import log_interpreter
+from eagletui.core.formats.sglang.lines import classify, parse_decode, split_glued
 from eagletui.core.log_interpreter import LogInterpreter
-from eagletui.core.sglang_lines import classify, parse_decode, split_glued
 
 
 def test_prefix_variants() -> None:
@@ -275,7 +275,9 @@ def _live_serving_log(n: int) -> bytes:
                 f"input throughput (token/s): {i}.25, "
             )
         elif k == 3:
-            lines.append(f'INFO:     127.0.0.1:{40000 + i} - "POST /generate HTTP/1.1" 200 OK')
+            # Bare (another program's uvicorn) and behind SGLang's timestamp (how SGLang prints it).
+            stamp = ("" if i % 2 else f"[2026-03-14 {sec}] ") if i % 7 else t
+            lines.append(stamp + f'INFO:     127.0.0.1:{40000 + i} - "POST /generate HTTP/1.1" 200 OK')
         elif k == 4:
             lines.append(
                 t
@@ -377,3 +379,276 @@ def test_fast_event_builders_match_the_constructors() -> None:
     assert strip(c) == strip(ref_c)
     # A class that no longer looks as expected gets the plain constructor.
     assert log_interpreter._slot_setters(ev.LogLine, ("text", "kind")) is None
+    # The one template serves any event class, with constants for fixed fields; a class whose fields
+    # the parameters do not cover is refused at import time, not at the first line.
+    build = log_interpreter._builder(
+        ev.LogLine, ("seq", "text", "launch"), {"kind": "x", "rank": 1, "frame": True}
+    )
+    assert strip(build(3, "t", 4)) == strip(
+        ev.LogLine(text="t", kind="x", rank=1, seq=3, frame=True, launch=4)
+    )
+    import pytest
+
+    with pytest.raises(ValueError):
+        log_interpreter._builder(ev.LogLine, ("text",))
+
+
+# ----------------------------------------------------------------- real-world behaviour (issue 14)
+
+FIXTURES = Path(__file__).parent / "fixtures" / "logs"
+REAL_0517 = Path("/work/shared/fixtures/sglang-0.5.17-h200")
+
+
+def _parse_text(text: str) -> dict:
+    import io
+
+    from eagletui.commands.parse import parse_stream
+
+    return parse_stream(io.BytesIO(text.encode()))
+
+
+def _reading(s: dict) -> tuple:
+    f = s["failure"]
+    return (
+        s["state"],
+        s["phase"],
+        [(p["name"], p["start"], p["end"], p["done"], p["total"]) for p in s["phases"]],
+        f and (f["kind"], f["phase"]),
+        s["decode"]["count"],
+        s["launch"] and s["launch"]["version"],
+        s["url"],
+    )
+
+
+# A log shipper's/orchestrator's prefix in front of every physical line.
+_PREFIX_STYLES = {
+    "cri": "2026-08-01T23:43:43.123456789Z stdout F ",
+    "compose": "sglang-1  | ",
+    "wrapper_logger": "INFO sglang: ",
+    "kubectl": "[pod/sglang-0/server] ",
+    "journald": "Aug 01 23:43:43 gpu-host python3[4242]: ",
+    "journald_iso": "2026-08-01T23:43:43+0000 gpu-host python3[4242]: ",
+    "compose_colour": "\x1b[36msglang-1  |\x1b[0m ",
+    "kubectl_timestamps": "2026-08-01T23:43:43.123456789Z ",
+    "cri_offset": "2025-07-25T07:53:08.21748708+08:00 stdout F ",
+    "ray_worker": "(WorkerDict pid=859188) ",
+}
+
+
+def test_foreign_prefixes_parse_the_same() -> None:
+    """A log rewritten into each real prefix style reads exactly as the original."""
+    for stem in ("stopped_0523", "fail_oom_capture_0513", "fail_exception_0510", "ok_0516_glued_bar"):
+        text = (FIXTURES / f"{stem}.log").read_text()
+        ref = _reading(_parse_text(text))
+        for style, pfx in _PREFIX_STYLES.items():
+            lines = text.split("\n")
+            rewritten = "\n".join(pfx + ln if ln else ln for ln in lines)
+            assert _reading(_parse_text(rewritten)) == ref, (stem, style)
+        # Windows line ends, and SGLang's own records wrapped in colour codes (a colouring wrapper).
+        assert _reading(_parse_text(text.replace("\n", "\r\n"))) == ref, (stem, "crlf")
+        coloured = "\n".join(f"\x1b[32m{ln}\x1b[0m" if ln.startswith("[") else ln for ln in text.split("\n"))
+        assert _reading(_parse_text(coloured)) == ref, (stem, "ansi")
+
+
+def test_timestamped_uvicorn_lines_give_url_and_stop() -> None:
+    text = (
+        "[2026-08-01 23:43:30] server_args={'tp_size': 1}\n"
+        "[2026-08-01 23:43:40] max_total_num_tokens=1000, max_prefill_tokens=16384\n"
+        "[2026-08-01 23:43:43] INFO:     Started server process [4242]\n"
+        "[2026-08-01 23:43:43] INFO:     Uvicorn running on http://0.0.0.0:30000 (Press CTRL+C to quit)\n"
+        '[2026-08-01 23:43:44] INFO:     127.0.0.1:54321 - "POST /generate HTTP/1.1" 200 OK\n'
+        "[2026-08-01 23:43:45] The server is fired up and ready to roll!\n"
+        "[2026-08-01 23:50:00] INFO:     Shutting down\n"
+        "[2026-08-01 23:50:00] INFO:     Finished server process [4242]\n"
+    )
+    s = _parse_text(text)
+    assert (s["state"], s["url"]) == ("stopped", "http://0.0.0.0:30000")
+    assert [p["name"] for p in s["phases"]][-2:] == ["warmup", "ready"]
+    r = classify('[2026-08-01 23:43:44] INFO:     127.0.0.1:54321 - "GET /health HTTP/1.1" 200 OK')
+    assert (r.kind, r.tag, r.prefixed) == ("http", "access", True)
+
+
+def test_silent_death_reads_died() -> None:
+    head = (
+        "[2026-08-01 21:51:16] Load weight begin. avail mem=70.00 GB\n"
+        "Multi-thread loading shards:  96% Completed | 47/49 [09:32<00:14,  7.50s/it]"
+    )
+    noise = (
+        "/usr/lib/python3.12/multiprocessing/resource_tracker.py:279: UserWarning: resource_tracker: There "
+        "appear to be 1 leaked semaphore objects to clean up at shutdown\n"
+        "  warnings.warn('resource_tracker: There appear to be %d '\n"
+    )
+    for glue in ("\n", ""):  # on its own line, or glued behind the unterminated bar frame
+        s = _parse_text(head + glue + noise)
+        assert (s["state"], s["failure"]["kind"], s["phase"]) == ("failed", "died", "load_target"), glue
+    for death in (
+        "Killed",
+        "bash: line 1:  4242 Killed   python3 -m sglang.launch_server",
+        "Segmentation fault (core dumped)",
+    ):
+        s = _parse_text(head + "\n" + death + "\n")
+        assert (s["state"], s["failure"]["kind"]) == ("failed", "died"), death
+
+
+def test_root_cause_beats_the_sigquit_cascade_in_any_order() -> None:
+    exc = (
+        "[2026-02-27 15:27:13 TP3] Scheduler hit an exception: Traceback (most recent call last):\n"
+        '  File "/x/sglang/srt/model_executor/model_runner.py", line 766, in init_torch_distributed\n'
+        '  File "/x/sglang/srt/distributed/device_communicators/pynccl_wrapper.py", line 374, in NCCL_CHECK\n'
+        "RuntimeError: NCCL communicator was aborted on rank 3.\n"
+    )
+    quit_ = (
+        "[2026-02-27 15:27:13] Received sigquit from a child process. It usually means the child failed.\n"
+    )
+    start = "[2026-02-27 15:27:00 TP3] Init torch distributed begin.\n"
+    for text in (start + exc + quit_, start + quit_ + exc):
+        s = _parse_text(text)
+        assert (s["state"], s["failure"]["kind"], s["failure"]["phase"]) == ("failed", "nccl", "dist_init")
+        assert "NCCL communicator was aborted" in s["failure"]["message"]
+    # An exception whose own traceback does not mention NCCL stays an exception, whatever follows.
+    plain = exc.replace("NCCL communicator was aborted on rank 3.", "boom").replace("pynccl_wrapper", "x")
+    plain = plain.replace("NCCL_CHECK", "f")
+    s = _parse_text(start + quit_ + plain)
+    assert s["failure"]["kind"] == "exception"
+
+
+def test_traceback_in_progress_at_the_end_is_a_failure() -> None:
+    text = (
+        "[2026-08-01 21:51:16 TP0] Load weight begin. avail mem=70.00 GB\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/sglang/srt/model_loader/loader.py", line 362, in load_model\n'
+        "    model.load_weights(self._get_all_weights(model_config, model))\n"
+    )
+    s = _parse_text(text)
+    assert (s["state"], s["failure"]["kind"], s["phase"]) == ("failed", "exception", "load_target")
+    # A finished traceback that the log then moves past is not a failure.
+    s = _parse_text(
+        text + "ValueError: retried\n[2026-08-01 21:51:20 TP0] Load weight end. type=X, avail mem=1 GB\n"
+    )
+    assert s["state"] == "loading"
+
+
+def test_hybrid_prefill_lines_are_parsed() -> None:
+    from eagletui.core.formats.sglang.lines import parse_prefill
+
+    for usage in (
+        "full token usage: 0.10, swa token usage: 0.20, ",
+        "full token usage: 0.10, mamba usage: 0.30, ",
+    ):
+        d = parse_prefill(
+            f"Prefill batch, #new-seq: 2, #new-token: 100, #cached-token: 7, {usage}#running-req: 3, "
+            "#queue-req: 1, #pending-token: 0, cuda graph: True, input throughput (token/s): 55.50"
+        )
+        assert d == {
+            "new_seq": 2,
+            "new_token": 100,
+            "cached_token": 7,
+            "running_req": 3,
+            "queue_req": 1,
+            "input_throughput": 55.5,
+        }
+
+
+def test_prose_mentioning_failures_is_unknown() -> None:
+    root = Path(__file__).parents[1]
+    for text in (
+        (root / "README.md").read_text(),
+        (root / "docs" / "parse-json.md").read_text(),  # quotes log records in tables and inline code
+        "# Troubleshooting\n\nIf you see `NCCL error` or `CUDA out of memory`, lower the batch size.\n",
+    ):
+        s = _parse_text(text)
+        assert (s["state"], s["failure"]) == ("unknown", None)
+    # The same error line pasted on its own (a log excerpt) is a failure.
+    s = _parse_text(
+        "torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1970, unhandled system error\n"
+    )
+    assert s["failure"]["kind"] == "nccl"
+    # A log pasted into an issue body (markdown): the fenced block is read, the prose around it is not.
+    log = (FIXTURES / "fail_oom_capture_0513.log").read_text()
+    issue = f"# [Bug] OOM\n\nI see `NCCL error` sometimes. Log:\n\n```\n{log}```\n\n- tp=8, `--port 30000`\n"
+    s = _parse_text(issue)
+    assert (s["state"], s["failure"]["kind"]) == ("failed", "oom")
+    s = _parse_text("collect2: error: ld returned 1 exit status\n")
+    assert s["failure"] is None or s["failure"]["kind"] != "bad_args"
+
+
+def test_real_0517_logs() -> None:
+    """The real sglang 0.5.17 H200 run: full launch with every capture phase → ready → stopped."""
+    if not REAL_0517.is_dir():
+        import pytest
+
+        pytest.skip("shared real fixtures not present")
+    from eagletui.commands.parse import parse_path
+
+    s = parse_path(str(REAL_0517 / "eagle3-cudagraph-serve-profile-sigterm.log"))
+    names = [p["name"] for p in s["phases"]]
+    assert names == list(ev.PHASES)
+    assert all(p["seconds"] is not None for p in s["phases"])
+    assert (s["state"], s["failure"], s["url"]) == ("stopped", None, "http://127.0.0.1:30000")
+    caps = {p["name"]: (p["done"], p["total"]) for p in s["phases"] if p["name"].startswith("capture")}
+    assert caps == {"capture_prefill": (58, 58), "capture_target": (8, 8), "capture_draft": (8, 8)}
+    assert s["launch"]["version"] == ">=0.5.16,<=0.5.19"  # 0.5.17: both bounds hold
+    s = parse_path(str(REAL_0517 / "crash-draft-model-init.log"))
+    assert (s["state"], s["failure"]["kind"], s["phase"]) == ("failed", "exception", "load_draft")
+    assert s["failure"]["message"].startswith("AttributeError: 'LlamaConfig'")
+    s = parse_path(str(REAL_0517 / "ambiguous-flag-pp.txt"))
+    assert (s["state"], s["failure"]["kind"]) == ("failed", "bad_args")
+
+
+def test_prefill_graph_capture_failure_names_the_prefill_flags() -> None:
+    text = (
+        "[2026-08-01 21:51:16 TP0] Capture target prefill CUDA graph begin. backend=breakable, "
+        "num_tokens=[4, 8], avail mem=11.78 GB\n"
+        "[2026-08-01 21:51:20 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.\n"
+        "Fail when using backend: breakable for prefill runner.\n"
+        "[2026-08-01 21:51:20] Received sigquit from a child process. It usually means the child failed.\n"
+    )
+    s = _parse_text(text)
+    f = s["failure"]
+    assert (f["kind"], f["phase"]) == ("oom", "capture_prefill")
+    assert "--cuda-graph-backend-prefill=disabled" in f["hint"]
+
+
+def test_a_second_log_format_plugs_in() -> None:
+    """The seam: a format object is all the interpreter needs (here a toy server's wording)."""
+    from eagletui.core.formats.sglang import SGLangFormat
+    from eagletui.core.logformat import PHASE, Rec
+
+    class Toy(SGLangFormat):
+        name = "toy"
+
+        @staticmethod
+        def classify(text: str, frame: bool = False) -> Rec:
+            words = {"LOADING WEIGHTS": "load_begin", "WEIGHTS LOADED": "load_end", "SERVING": "ready"}
+            for w, tag in words.items():
+                if text.endswith(w):
+                    return Rec(
+                        text=text, msg=w, kind=PHASE, tag=tag, ts_text=text[:19], has_date=True, prefixed=True
+                    )
+            return SGLangFormat.classify(text, frame)
+
+    interp = LogInterpreter(emit_lines=False, fmt=Toy())
+    out = (
+        interp.feed(
+            "2026-01-01 12:00:00 LOADING WEIGHTS\n2026-01-01 12:00:09 WEIGHTS LOADED\n2026-01-01 12:00:10 SERVING\n"
+        )
+        + interp.flush()
+    )
+    assert interp.state.status == "ready"
+    assert [e.phase for e in out if isinstance(e, ev.PhaseFinished)][:2] == ["launch", "load_target"]
+    load = interp.state.phases["load_target"]
+    assert load.seconds == 9.0
+
+
+def test_cuda_fault_noticed_by_the_nccl_watchdog_is_an_exception() -> None:
+    text = (
+        "[2026-01-01 12:00:00 TP1] Decode batch, #running-req: 1, #token: 9, token usage: 0.00, "
+        "gen throughput (token/s): 9.00, #queue-req: 0\n"
+        "terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        "  what():  [PG ID 2 PG GUID 3 Rank 1] Process group watchdog thread terminated with exception: "
+        "CUDA error: an illegal memory access was encountered\n"
+        "Fatal Python error: Aborted\n"
+    )
+    f = _parse_text(text)["failure"]
+    assert (f["kind"], "CUDA_LAUNCH_BLOCKING" in f["hint"]) == ("exception", True)

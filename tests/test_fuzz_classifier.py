@@ -128,6 +128,10 @@ _TS = st.sampled_from(
         "sglang-1  | [2026-03-14 12:00:05] ",
         "journal python[12]: [2026-03-14 12:00:06 TP0] ",
         "x] ",
+        "[2026-03-14 12:00:09] ",  # the main process (uvicorn lines behind SGLang's timestamp)
+        "2026-03-14T12:00:10.123456789Z stdout F [2026-03-14 12:00:10 TP0] ",
+        "\x1b[32m[2026-03-14 12:00:11 TP0] ",
+        "`[2026-03-14 12:00:12 TP0]` ",
         "é" * 200 + "[2026-03-14 12:00:07 TP0] ",
         "y" * 361 + "[2026-03-14 12:00:08 TP0] ",  # the marker just inside / outside the 400 window
         "y" * 362 + "[2026-03-14 12:00:08 TP0] ",
@@ -193,6 +197,10 @@ _STATE_LINES = st.sampled_from(
         "Init torch distributed begin.",
         "Capturing batches (bs=4 avail_mem=1 GB):  50%|##| 1/2 [00:00<00:00, 1it/s]\rCapturing batches",
         "\r",
+        "```",
+        "# Heading",
+        "Killed",
+        "resource_tracker: There appear to be 1 leaked semaphore objects to clean up at shutdown",
     ]
 )
 _DECODE_LINE = st.builds(lambda p, d: p + d, _TS, _DECODE)

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import subprocess
+import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -80,7 +84,9 @@ def test_tp8_phase_order_new_and_old() -> None:
     for stem in ("ok_0513_tp8", "ok_0516_tp8"):
         s = parse_path(str(FIXTURES / f"{stem}.log"))
         names = [p["name"] for p in s["phases"]]
-        assert names == list(PHASES), stem
+        # The prefill CUDA graph is captured at startup from 0.5.16 on (breakable backend).
+        want = [p for p in PHASES if p != "capture_prefill" or stem == "ok_0516_tp8"]
+        assert names == want, stem
         assert all(p["seconds"] is not None for p in s["phases"]), stem
         cap = next(p for p in s["phases"] if p["name"] == "capture_target")
         assert cap["total"] == 8 and cap["done"] == 8
@@ -118,10 +124,143 @@ def test_cli_unreadable(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     assert "cannot read" in capsys.readouterr().err
 
 
-def test_no_textual_import() -> None:
-    import subprocess
-    import sys
+# ------------------------------------------------------------------ hostile input (issues 11, 13)
 
+ROOT = Path(__file__).parents[1]
+
+
+def _cli(args: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "eagletui", "parse", *args], capture_output=True, text=True, env=env, **kw
+    )
+
+
+def test_cli_corrupt_and_truncated_gzip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A damaged .gz: a clear message, the part read before it summarised, exit 1, no traceback."""
+    import random
+
+    rnd = random.Random(3)
+    serving = "".join(
+        f"[2026-03-14 12:02:{i % 60:02d} TP0] Decode batch, #running-req: {rnd.randint(1, 48)}, #token: "
+        f"{rnd.randint(1, 90000)}, token usage: 0.{rnd.randint(10, 99)}, gen throughput (token/s): "
+        f"{rnd.uniform(1000, 5000):.2f}, #queue-req: {rnd.randint(0, 9)}\n"
+        for i in range(20000)
+    )
+    data = gzip.compress((FIXTURES / "ok_0516_tp8.log").read_bytes() + serving.encode())
+    corrupt = bytearray(data)
+    for i in range(len(corrupt) // 2, len(corrupt) // 2 + 64):
+        corrupt[i] ^= 0x5A
+    (tmp_path / "corrupt.log.gz").write_bytes(bytes(corrupt))
+    (tmp_path / "cut.log.gz").write_bytes(data[: len(data) // 2])
+    for name, word in (("corrupt.log.gz", "corrupt"), ("cut.log.gz", "ends early")):
+        assert main([str(tmp_path / name), "--json"]) == 1, name
+        cap = capsys.readouterr()
+        assert word in cap.err, name
+        out = json.loads(cap.out)
+        assert word in out["truncated"] and out["state"] != "unknown", name
+
+
+def test_cli_stdin_closed() -> None:
+    r = _cli(["-"], stdin=subprocess.DEVNULL)  # empty stdin is fine
+    assert r.returncode == 0 and "state: unknown" in r.stdout
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    r = subprocess.run(
+        ["sh", "-c", 'exec "$0" -m eagletui parse - <&-', sys.executable],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
+    assert r.returncode == 2, r.stderr
+    assert "standard input is closed" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_cli_decompression_bomb_and_cap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """200 MB of newlines in 200 KB of gzip stops at the ratio bound; a real log obeys the size cap."""
+    bomb = tmp_path / "bomb.log.gz"
+    comp = zlib.compressobj(9, zlib.DEFLATED, 31)  # gzip container
+    with bomb.open("wb") as f:
+        block = b"\n" * (16 << 20)
+        for _ in range(12):
+            f.write(comp.compress(block))
+        f.write(comp.flush())
+    assert bomb.stat().st_size < 1 << 20
+    assert main([str(bomb)]) == 1
+    cap = capsys.readouterr()
+    assert "decompression bomb" in cap.err and "incomplete:" in cap.out
+    # The size cap, with the option (MB): a 2 MB log read with a 1 MB budget.
+    big = tmp_path / "big.log.gz"
+    text = (FIXTURES / "ok_0523_tp8.log").read_bytes()
+    big.write_bytes(gzip.compress(text * (2 * (1 << 20) // len(text) + 1)))
+    assert main([str(big), "--max-decompressed", "1", "--json"]) == 1
+    cap = capsys.readouterr()
+    assert "--max-decompressed" in json.loads(cap.out)["truncated"]
+
+
+def test_cli_output_is_inert(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Escape sequences in the log (OSC 0 title, OSC 52 clipboard, a C1 CSI) never reach the terminal."""
+    evil = "\x1b]0;pwned\x07\x1b]52;c;ZXZpbA==\x07\u009b31m\u202e"
+    log = tmp_path / "evil.log"
+    log.write_text(
+        f"[2026-01-01 12:00:00] server_args={{'model_path': 'm{evil}', 'tp_size': 1}}\n"
+        "[2026-01-01 12:00:01 TP0] Load weight begin. avail mem=70.00 GB\n"
+        f"[2026-01-01 12:00:02 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+        f"RuntimeError: boom{evil}\n"
+        "[2026-01-01 12:00:02] Received sigquit from a child process. It usually means the child failed.\n",
+        encoding="utf-8",
+    )
+    for args in ([str(log)], [str(log), "--json"]):
+        assert main(args) == 0
+        out = capsys.readouterr().out
+        for bad in ("\x1b", "\x07", "\x9b", "\u202e"):
+            assert bad not in out, (args, repr(bad))
+    assert "RuntimeError: boom␛]0;pwned␇" in main_text(log, capsys)
+    assert main([str(log), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["failure"]["message"] == "RuntimeError: boom" + evil  # JSON keeps the data, escaped
+
+
+def main_text(log: Path, capsys: pytest.CaptureFixture[str]) -> str:
+    assert main([str(log)]) == 0
+    return capsys.readouterr().out
+
+
+def test_cli_text_table(capsys: pytest.CaptureFixture[str]) -> None:
+    """No "accept len None"; the dur/spread columns line up whatever the slowest-rank text."""
+    out = main_text(FIXTURES / "ok_030_tp8.log", capsys)  # 0.3.x prints no accept len
+    assert "None" not in out
+    out = main_text(FIXTURES / "ok_0523_tp8.log", capsys)
+    lines = out.splitlines()
+    head = next(i for i, ln in enumerate(lines) if ln.startswith("phase "))
+    header = lines[head]
+    rows = lines[head + 1 : next(i for i, ln in enumerate(lines) if ln.startswith("state:"))]
+    for col in ("dur", "spread"):
+        end = header.index(col) + len(col)
+        for row in rows:
+            if row[header.index(col) : end].strip():
+                assert row[end - 1] != " " and row[end : end + 1] in ("", " "), (col, row)
+
+
+def test_cli_broken_pipe_is_quiet() -> None:
+    """``parse --json … | head`` ends without a BrokenPipeError traceback."""
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    files = [str(FIXTURES / "ok_0523_tp8.log")] * 80  # far more than a pipe buffer of JSON
+    for extra in (["--json"], []):
+        p = subprocess.Popen(
+            [sys.executable, "-m", "eagletui", "parse", *extra, *files],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+        )
+        assert p.stdout is not None and p.stderr is not None
+        p.stdout.readline()
+        p.stdout.close()
+        err = p.stderr.read().decode()
+        p.wait(timeout=60)
+        assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_no_textual_import() -> None:
     code = "import sys, eagletui.commands.parse; print('textual' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == "False"
@@ -143,7 +282,9 @@ def _per_line_summary(data: bytes, step: int) -> tuple[dict, list[float]]:
     gens += [e.gen_throughput for e in evs if e.type == "decode_stats"]
     summ.add(evs)
     summ.set_version(interp.version)
-    return summ.result(), gens
+    result = summ.result()
+    result["url"] = interp.state.url or None
+    return result, gens
 
 
 def _bulk_summary(data: bytes, step: int) -> tuple[dict, list[float]]:

@@ -75,9 +75,37 @@ def test_pin_baseline_changes_reference():
         book.pin_baseline(9)
 
 
-def test_single_sample_noise_band_is_one_percent():
-    assert not delta(Metric(100.5, None, 1), Metric(100.0, None, 1)).flagged
-    assert delta(Metric(101.5, None, 1), Metric(100.0, None, 1)).flagged
+def test_single_sample_noise_band_is_two_percent():
+    assert not delta(Metric(101.5, None, 1), Metric(100.0, None, 1)).flagged
+    assert not delta(Metric(98.7, None, 1), Metric(100.0, None, 1)).flagged
+    assert delta(Metric(102.5, None, 1), Metric(100.0, None, 1)).flagged
+
+
+def test_verdict_judges_the_speedup_only_outside_the_noise_band():
+    """Pinning run 2 must not fail run 1 for being 1.3 % slower when min_speedup is 1.0 (issue 13)."""
+    book = RunBook(Verdict(min_speedup=1.0))
+    launch(book, 1)
+    result(book, 1, 98.7)
+    launch(book, 2)
+    result(book, 2, 100.0)
+    book.pin_baseline(2)
+    verdict, reasons = book.verdict_for(1)
+    assert verdict == "pass" and any("noise" in r for r in reasons), reasons
+    # with repeats, the band is the combined spread: −6 % against a ±10 % baseline is noise too
+    book = RunBook(Verdict(min_speedup=1.0))
+    launch(book, 1)
+    for i, t in enumerate((100.0, 110.0, 90.0)):
+        result(book, 1, t, bench=i)
+    launch(book, 2)
+    for i, t in enumerate((94.0, 104.0, 84.0)):
+        result(book, 2, t, bench=10 + i)
+    assert book.verdict_for(2)[0] == "pass"
+    # a real shortfall still fails
+    launch(book, 3)
+    for i, t in enumerate((50.0, 51.0, 49.0)):
+        result(book, 3, t, bench=20 + i)
+    verdict, reasons = book.verdict_for(3)
+    assert verdict == "fail" and any("speedup 0.50× < 1×" in r for r in reasons), reasons
 
 
 def test_repeats_report_mean_stdev_and_noise_band():

@@ -70,7 +70,7 @@ async def test_narrow_terminal_has_a_charts_tab_and_the_essential_keys() -> None
         assert charts.display and charts.region.height > 10 and not app.query_one(LogView).display
         keys = app.query_one(KeyBar)
         shown = [hint.description for *_, hint in keys._spans]
-        assert shown[-2:] == ["Help", "Quit"] and "Relaunch" in shown  # dropped from the middle, not the ends
+        assert shown[-2:] == ["Help", "Quit"] and "Diff" in shown  # dropped from the middle, not the ends
         assert keys.render().cell_len <= NARROW[0]
 
 
@@ -78,7 +78,7 @@ async def test_key_bar_follows_focus_and_a_click_presses_the_key() -> None:
     async with replayed(WIDE) as (app, pilot):
         bar = app.query_one(KeyBar)
         shown = {hint.description for hint in bar.hints}
-        assert {"Relaunch", "Bench", "Follow", "Help", "Quit"} <= shown
+        assert {"Diff", "Pause", "Follow", "Help", "Quit"} <= shown  # a replay: no Relaunch/Bench
         assert bar.palette is not None and bar.palette.key == "ctrl+p"
         await pilot.click(KeyBar, offset=(_hint_x(bar, "Help"), 0))
         await pilot.pause()
@@ -86,11 +86,11 @@ async def test_key_bar_follows_focus_and_a_click_presses_the_key() -> None:
 
 
 async def test_key_bar_shows_remapped_keys() -> None:
-    cfg = UserConfig(record=False, keymap={"bench": "f5", "help": "f2"})
+    cfg = UserConfig(record=False, keymap={"diff": "f5", "help": "f2"})
     async with replayed(WIDE, user_config=cfg) as (app, pilot):
         bar = app.query_one(KeyBar)
         keys = {hint.description: hint.key for hint in bar.hints}
-        assert keys["Bench"] == "f5" and keys["Help"] == "f2"
+        assert keys["Diff"] == "f5" and keys["Help"] == "f2"
         await pilot.click(KeyBar, offset=(_hint_x(bar, "Help"), 0))  # the click presses the new key
         await pilot.pause()
         assert isinstance(app.screen, HelpScreen)

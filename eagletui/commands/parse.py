@@ -11,32 +11,118 @@ from __future__ import annotations
 import argparse
 import gzip
 import json
+import os
 import sys
+import zlib
 from collections.abc import Callable
 from typing import IO, Any
 
 from eagletui.core.log_interpreter import LogInterpreter
+from eagletui.core.logformat import LogFormat, formats, get_format
 from eagletui.core.redact import Redactor
 from eagletui.core.summary import Summarizer
+from eagletui.core.textsafe import inert, json_inert
 
 #: Read size. Serving lines are matched a block at a time (LogInterpreter.feed_bulk), so large blocks
 #: keep the per-call overhead negligible; memory stays around a few blocks.
 CHUNK = 8 << 20
+#: A compressed log may expand to at most this many bytes (``--max-decompressed``)...
+MAX_DECOMPRESSED = 32 << 30
+#: ...and, once past BOMB_FLOOR bytes, to at most this many times its compressed size: text logs
+#: compress 5–50×, gzip's ceiling is ~1030× (a file of newlines), so 500× is a decompression bomb.
+MAX_RATIO = 500
+BOMB_FLOOR = 64 << 20
+_STEP = 64 << 10
 
 
-def parse_stream(fh: IO[bytes], sink: Callable[[list[Any]], None] | None = None) -> dict[str, Any]:
-    """Summary of one stream. ``sink`` (benchmarks, tests) sees every batch of items folded."""
-    interp = LogInterpreter(launch=1, emit_lines=False)
+class Truncated(Exception):
+    """Reading stopped early; ``reason`` says why. What was read before is still summarised."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class _BoundedGzip:
+    """Stream a gzip file (never whole), stopping at the size and ratio bounds and on corrupt data."""
+
+    def __init__(self, path: str, max_bytes: int, max_ratio: float) -> None:
+        self._raw = open(path, "rb")  # closed in close()
+        self._gz = gzip.GzipFile(fileobj=self._raw, mode="rb")
+        self.max_bytes, self.max_ratio = max_bytes, max_ratio
+        self.out = 0
+        self._error: str | None = None
+
+    def readinto(self, buf: bytearray) -> int:
+        if self._error is not None:
+            raise Truncated(self._error)
+        room = self.max_bytes - self.out
+        if room <= 0:
+            raise Truncated(
+                f"stopped after {_size(self.out)} of decompressed data (limit {_size(self.max_bytes)}, "
+                "--max-decompressed)"
+            )
+        view = memoryview(buf)[: min(len(buf), room)]
+        n = 0
+        while n < len(view):  # in steps, so the data before a corrupt spot is kept
+            try:
+                got = self._gz.readinto(view[n : n + _STEP])
+            except (zlib.error, EOFError, gzip.BadGzipFile) as exc:
+                what = "ends early (truncated)" if isinstance(exc, EOFError) else f"is corrupt ({exc})"
+                self._error = f"the gzip data {what} after {_size(self.out + n)}"
+                if n:
+                    break
+                raise Truncated(self._error) from None
+            if not got:
+                break
+            n += got
+        self.out += n
+        if self.out > BOMB_FLOOR:
+            packed = max(1, self._raw.tell())
+            if self.out > self.max_ratio * packed:
+                raise Truncated(
+                    f"stopped: {_size(packed)} of gzip expanded to {_size(self.out)} "
+                    f"(more than {self.max_ratio:g}x; a decompression bomb, not a log?)"
+                )
+        return n
+
+    def close(self) -> None:
+        self._gz.close()
+        self._raw.close()
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+def parse_stream(
+    fh: IO[bytes] | Any, sink: Callable[[list[Any]], None] | None = None, fmt: LogFormat | None = None
+) -> dict[str, Any]:
+    """Summary of one stream. ``sink`` (benchmarks, tests) sees every batch of items folded.
+
+    A :class:`Truncated` raised by the stream ends the reading: the summary covers what came before
+    and carries the reason in ``truncated``.
+    """
+    interp = LogInterpreter(launch=1, emit_lines=False, fmt=fmt)
     summ = Summarizer()
     buf = bytearray(CHUNK)  # reused: feed_bulk_bytes keeps no reference to it
     readinto = getattr(fh, "readinto", None)
+    truncated: str | None = None
     while True:
-        if readinto is not None:
-            n = readinto(buf)
-            chunk: bytes | bytearray = buf if n == CHUNK else buf[:n]
-        else:
-            chunk = fh.read(CHUNK)
-            n = len(chunk)
+        try:
+            if readinto is not None:
+                n = readinto(buf)
+                chunk: bytes | bytearray = buf if n == CHUNK else buf[:n]
+            else:
+                chunk = fh.read(CHUNK)
+                n = len(chunk)
+        except Truncated as exc:
+            truncated = exc.reason
+            break
         if not n:
             break
         items = interp.feed_bulk_bytes(chunk)
@@ -48,26 +134,58 @@ def parse_stream(fh: IO[bytes], sink: Callable[[list[Any]], None] | None = None)
         sink(items)
     summ.add(items)
     summ.set_version(interp.version)
-    return summ.result()
+    result = summ.result()
+    result["url"] = interp.state.url or None
+    if truncated is not None:
+        result["truncated"] = truncated
+    return result
 
 
-def parse_path(path: str) -> dict[str, Any]:
-    """Summary of one file (``-`` = stdin, ``.gz`` transparently). Raises OSError if unreadable."""
+def parse_path(
+    path: str, max_bytes: int = MAX_DECOMPRESSED, max_ratio: float = MAX_RATIO, fmt: LogFormat | None = None
+) -> dict[str, Any]:
+    """Summary of one file (``-`` = stdin, ``.gz`` transparently, within the decompression bounds).
+
+    Raises OSError if the file cannot be opened, including a closed stdin.
+    """
     if path == "-":
-        return parse_stream(sys.stdin.buffer)
+        stdin = sys.stdin
+        if stdin is None or getattr(stdin, "buffer", None) is None:
+            raise OSError("standard input is closed")
+        try:
+            stdin.fileno()
+        except (OSError, ValueError) as exc:
+            raise OSError("standard input is closed") from exc
+        return parse_stream(stdin.buffer, fmt=fmt)
     if path.endswith(".gz"):
-        with gzip.open(path, "rb") as fh:
-            return parse_stream(fh)  # type: ignore[arg-type]
-    with open(path, "rb") as fh:
-        return parse_stream(fh)
+        fh = _BoundedGzip(path, max_bytes, max_ratio)
+        try:
+            return parse_stream(fh, fmt=fmt)
+        finally:
+            fh.close()
+    with open(path, "rb") as f:
+        return parse_stream(f, fmt=fmt)
 
 
 def _fmt_s(v: float | None) -> str:
     return "—" if v is None else f"{v:.1f}s"
 
 
+def _table(rows: list[list[str]], right: set[int]) -> list[str]:
+    """Columns as wide as their widest cell (numbers right-aligned), two spaces apart."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = []
+    for r in rows:
+        cells = [
+            c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        ]
+        out.append("  ".join(cells).rstrip())
+    return out
+
+
 def render(path: str, s: dict[str, Any]) -> str:
-    lines = [f"== {path}"]
+    """The text summary. Everything that came from the log goes through :func:`inert`."""
+    lines = [f"== {inert(path)}"]
     launch = s.get("launch")
     if launch:
         a = launch["args"]
@@ -84,30 +202,37 @@ def render(path: str, s: dict[str, Any]) -> str:
             "max_running_requests",
             "attention_backend",
         )
-        cfg = ", ".join(f"{k}={a[k]}" for k in keys if a.get(k) is not None)
-        lines.append(f"launch: sglang {launch['version'] or '?'}  {cfg}")
+        cfg = ", ".join(f"{k}={inert(str(a[k]))}" for k in keys if a.get(k) is not None)
+        lines.append(f"launch: sglang {inert(launch['version'] or '?')}  {cfg}")
     if s.get("launches", 0) > 1:
         lines.append(f"launches in file: {s['launches']} (showing the last)")
+    if s.get("url"):
+        lines.append(f"url: {inert(s['url'])}")
     if s["phases"]:
-        lines.append(f"{'phase':<15} {'start':<24} {'end':<24} {'dur':>8} {'spread':>8}  progress")
+        rows = [["phase", "start", "end", "dur", "spread", "slowest", "progress"]]
         for p in s["phases"]:
-            prog = f"{p['done']}/{p['total']}" if p.get("total") else ""
             spread = p.get("spread")
-            sp = "" if spread is None else f"{spread:.1f}s"
-            if p.get("slowest_rank") is not None and spread:
-                sp += f" (TP{p['slowest_rank']})"
-            lines.append(
-                f"{p['name']:<15} {p['start'] or '—':<24} {p['end'] or '—':<24} "
-                f"{_fmt_s(p['seconds']):>8} {sp:>8}  {prog}"
+            slow = p.get("slowest_rank")
+            rows.append(
+                [
+                    p["name"],
+                    inert(p["start"] or "—"),
+                    inert(p["end"] or "—"),
+                    _fmt_s(p["seconds"]),
+                    "" if spread is None else f"{spread:.1f}s",
+                    f"TP{slow}" if slow is not None and spread else "",
+                    f"{p['done']}/{p['total']}" if p.get("total") else "",
+                ]
             )
+        lines += _table(rows, right={3, 4})
     lines.append(f"state: {s['state']}  (last phase: {s['phase'] or '—'})")
     f = s.get("failure")
     if f:
-        lines.append(f"failure: {f['kind']}: {f['message']}")
+        lines.append(f"failure: {f['kind']}: {inert(f['message'])}")
         if f.get("line") and f["line"] != f["message"]:
-            lines.append(f"  key line: {f['line'][:300]}")
+            lines.append(f"  key line: {inert(f['line'][:300])}")
         if f.get("hint"):
-            lines.append(f"  hint: {f['hint']}")
+            lines.append(f"  hint: {inert(f['hint'])}")
     d = s["decode"]
     if d["count"]:
         g = d["gen_throughput"]
@@ -119,25 +244,61 @@ def render(path: str, s: dict[str, Any]) -> str:
             a = d["accept_len"]
             lines.append(f"  accept len median {a['median']:.2f} p90 {a['p90']:.2f} max {a['max']:.2f}")
         last = d["last"]
+        acc = "" if last["accept_len"] is None else f", accept len {last['accept_len']:.2f}"
         lines.append(
-            f"  last: {last['gen_throughput']:.1f} tok/s, accept len {last['accept_len']}, "
-            f"running {last['running_req']}, queued {last['queue_req']}"
+            f"  last: {last['gen_throughput']:.1f} tok/s{acc}, running {last['running_req']}, "
+            f"queued {last['queue_req']}"
         )
+    if s.get("truncated"):
+        lines.append(f"incomplete: {inert(s['truncated'])}")
     return "\n".join(lines)
+
+
+def _write(text: str) -> bool:
+    """Print to stdout; False if the reader went away (``parse … | head``), without a traceback."""
+    try:
+        sys.stdout.write(text + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # Python would report the broken pipe again when it flushes stdout at exit: point stdout at
+        # /dev/null first (the recipe in the signal module's documentation).
+        try:
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        except (OSError, ValueError):
+            pass
+        return False
+    return True
 
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(prog="eagletui parse", description="Summarize SGLang server logs.")
     ap.add_argument("logs", nargs="+", metavar="LOG", help="log file, .gz file, or - for stdin")
     ap.add_argument("--json", action="store_true", help="machine-readable output (docs/parse-json.md)")
+    ap.add_argument(
+        "--max-decompressed",
+        type=int,
+        default=MAX_DECOMPRESSED >> 20,
+        metavar="MB",
+        help=f"stop reading a .gz log after this many MB of decompressed data (default {MAX_DECOMPRESSED >> 20})",
+    )
+    names = [f.name for f in formats()]
+    ap.add_argument(
+        "--format", choices=names, default=names[0], help=f"the server's log format (default {names[0]})"
+    )
     ns = ap.parse_args(argv)
+    fmt = get_format(ns.format)
     results: list[dict[str, Any]] = []
+    status = 0
     for path in ns.logs:
         try:
-            s = parse_path(path)
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
-            print(f"eagletui parse: cannot read {path}: {exc}", file=sys.stderr)
+            s = parse_path(path, max_bytes=max(1, ns.max_decompressed) << 20, fmt=fmt)
+        except OSError as exc:
+            print(f"eagletui parse: cannot read {inert(path)}: {inert(str(exc))}", file=sys.stderr)
             return 2
+        if s.get("truncated"):
+            print(f"eagletui parse: {inert(path)}: {inert(s['truncated'])}", file=sys.stderr)
+            status = 1
         s["file"] = path
         results.append(s)
     # Summaries get pasted into issues and CI logs: the server-args line may carry --api-key's value
@@ -147,10 +308,10 @@ def main(argv: list[str]) -> int:
     results = redactor.value(results)
     if ns.json:
         out: Any = results[0] if len(results) == 1 else results
-        print(json.dumps(out, indent=2, ensure_ascii=False))
+        ok = _write(json_inert(json.dumps(out, indent=2, ensure_ascii=False)))
     else:
-        print("\n\n".join(render(r["file"], r) for r in results))
-    return 0
+        ok = _write("\n\n".join(render(r["file"], r) for r in results))
+    return status if ok else 0
 
 
 if __name__ == "__main__":

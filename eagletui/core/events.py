@@ -23,6 +23,7 @@ PHASES: tuple[str, ...] = (
     "load_target",
     "load_draft",
     "kv_cache",
+    "capture_prefill",
     "capture_target",
     "capture_draft",
     "warmup",

@@ -1,7 +1,8 @@
 """Public entry point: SGLang server log bytes/text in, typed events out.
 
 Framing lives here (UTF-8 split across chunks, ``\\r`` tqdm frames, lines glued behind unterminated
-frames, unbounded lines); classification is :mod:`eagletui.core.sglang_lines`, the fold is
+frames, unbounded lines); classification is the server's :class:`~eagletui.core.logformat.LogFormat`
+(SGLang's by default: :mod:`eagletui.core.formats.sglang`), the fold is
 :mod:`eagletui.core.phase_machine`. A segment (text up to ``\\r`` or ``\\n``) is handled as soon as
 its terminator arrives, so the events do not depend on how the input was chunked and a live bar
 advances before its final newline.
@@ -16,25 +17,22 @@ from __future__ import annotations
 
 import codecs
 import dataclasses
+import re
 from array import array
 from operator import itemgetter
 from typing import Any
 
 from eagletui.core import events as ev
+from eagletui.core.logformat import SCAN_LIMIT, LogFormat, get_format
 from eagletui.core.phase_machine import READY, DecodeRows, MachineState, PhaseMachine
-from eagletui.core.sglang_lines import (
-    _INPUT_TPUT_RE,
-    SCAN_LIMIT,
-    SERVING_LINE_RE,
-    _float,
-    classify,
-    is_bar,
-    parse_decode,
-    parse_prefill,
-    serving_scan_re,
-    split_glued,
-    tp_of,
-)
+
+
+def _float(s: str | None) -> float | None:
+    try:
+        return float(s) if s else None
+    except ValueError:
+        return None
+
 
 #: A single line longer than this keeps only its head (a log without newlines must not eat memory).
 MAX_LINE = 1 << 20
@@ -47,9 +45,10 @@ FAST_LIVE = True
 class LogInterpreter:
     """Incremental SGLang log interpreter (see the module docstring)."""
 
-    def __init__(self, launch: int = 1, emit_lines: bool = True) -> None:
+    def __init__(self, launch: int = 1, emit_lines: bool = True, fmt: LogFormat | None = None) -> None:
         self.emit_lines = emit_lines
-        self._m = PhaseMachine(launch)
+        self.fmt = fmt = fmt if fmt is not None else get_format()
+        self._m = PhaseMachine(launch, fmt)
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending: list[str] = []
         self._pending_len = 0
@@ -69,7 +68,7 @@ class LogInterpreter:
 
     # ------------------------------------------------------------------ input
 
-    def feed_bytes(self, chunk: bytes) -> list[ev.Event]:
+    def feed_bytes(self, chunk: bytes | bytearray) -> list[ev.Event]:
         return self.feed(self._decoder.decode(chunk))
 
     def feed(self, text: str) -> list[ev.Event]:
@@ -126,7 +125,7 @@ class LogInterpreter:
         """Like :meth:`feed` for offline summaries: large chunks (megabytes) are cheapest.
 
         While the server is serving, runs of Decode/Prefill/HTTP-access lines are matched by one regex
-        (:func:`~eagletui.core.sglang_lines.serving_scan_re`) instead of line by line; each run's
+        (the format's ``serving_scan_re``) instead of line by line; each run's
         Decode lines come back as one :class:`~eagletui.core.phase_machine.DecodeRows` and Prefill lines
         give no event. Every other line (startup, errors, tracebacks, bars, unusual formats) goes
         through the same per-line path as :meth:`feed`, in file order, so the summary is the same as
@@ -153,9 +152,10 @@ class LogInterpreter:
             text = "".join(self._pending)
             self._pending = []
             self._pending_len = 0
-            for seg in split_glued(text):
+            fmt = self.fmt
+            for seg in fmt.split_glued(text):
                 if seg:
-                    rec = classify(seg, self._after_cr or is_bar(seg))
+                    rec = fmt.classify(seg, self._after_cr or fmt.is_bar(seg))
                     if rec.kind in ("decode", "prefill"):
                         rec.data = {}  # an unterminated stats line may be cut mid-number
                     self._emit(rec, out)
@@ -198,13 +198,14 @@ class LogInterpreter:
             return
         if len(seg) > MAX_LINE:
             seg = seg[:MAX_LINE]
-        if after_cr or "it/s]" in seg[:SCAN_LIMIT] or "%|" in seg[:SCAN_LIMIT]:
-            pieces = split_glued(seg)
+        fmt = self.fmt
+        if after_cr or fmt.is_bar(seg):
+            pieces = fmt.split_glued(seg)
             for j, piece in enumerate(pieces):
-                frame = (after_cr and j == 0) or is_bar(piece)
-                self._emit(classify(piece, frame), out)
+                frame = (after_cr and j == 0) or fmt.is_bar(piece)
+                self._emit(fmt.classify(piece, frame), out)
         else:
-            self._emit(classify(seg, False), out)
+            self._emit(fmt.classify(seg, False), out)
 
     def _emit(self, rec, out: list[ev.Event]) -> None:
         n = len(out)
@@ -238,7 +239,24 @@ class LogInterpreter:
         launch = st.launch
         seq = self._seq
         append = out.append
-        serving_match = SERVING_LINE_RE.match
+        fmt = self.fmt
+        serving_match = fmt.serving_line_re.match
+        G = fmt.serving_groups
+        gd_run, gd_tok, gd_use, gd_acc, gd_rate, gd_graph, gd_gen, gd_q = (
+            G.d_run,
+            G.d_tok,
+            G.d_usage,
+            G.d_acc,
+            G.d_rate,
+            G.d_graph,
+            G.d_gen,
+            G.d_queue,
+        )
+        gp_seq, gp_tok, gp_cached, gp_run, gp_q = G.p_seq, G.p_tok, G.p_cached, G.p_run, G.p_queue
+        g_date, g_time, g_ms, g_ranks = G.date, G.time, G.ms, G.ranks
+        tput_re = fmt.input_throughput_re
+        is_bar, access, access_marker = fmt.is_bar, fmt.access_prefix, fmt.access_marker
+        prefix_match = fmt.record_prefix_re.match
         log_line, decode_stats, prefill_stats = _log_line, _decode_stats, _prefill_stats
         rank_tp = _RANK_TP
         after_cr = self._after_cr
@@ -256,7 +274,7 @@ class LogInterpreter:
                 # classify: no prefix search after a uvicorn level; not a bar; "INFO:     " found first.
                 if (
                     http_ok
-                    and line.startswith("INFO:     ")
+                    and line.startswith(access)
                     and "HTTP/1." in line
                     and '" ' in line
                     and not (careful and is_bar(line))
@@ -266,37 +284,56 @@ class LogInterpreter:
                     continue
             elif pre_ok and (line[:1] == "[" or line[:1] == "("):
                 mt = serving_match(line)
-                if mt is not None:
+                if mt is None and http_ok and m.activity:
+                    # uvicorn's access line behind the server's own timestamp: classify reads the prefix,
+                    # then the uvicorn body; folded, it only moves the clock.
+                    pm = prefix_match(line)
+                    if (
+                        pm is not None
+                        and not pm.group("ranks")
+                        and line.startswith(access, pm.end())
+                        and access_marker in line
+                        and '" ' in line
+                        and not (careful and is_bar(line))
+                    ):
+                        date, tm, ms = pm.group("date"), pm.group("time"), pm.group("ms")
+                        ts_text = (date or "") + tm + ("." + ms if ms else "")
+                        if ts_text != m.last_ts_text:
+                            m.ts_of(ts_text, date is not None)
+                        seq += 1
+                        append(log_line(line, "http", None, seq, launch))
+                        continue
+                elif mt is not None:
                     g = mt.groups()
                     try:
-                        if g[6] is not None:
+                        if g[gd_run] is not None:
                             if not dec_ok:
                                 g = None
                             else:
                                 e = decode_stats(
-                                    float(g[12]),
-                                    int(g[6]),
-                                    int(g[13]),
-                                    float(g[9]) if g[9] else None,
-                                    float(g[10]) if g[10] else None,
-                                    float(g[8]),
-                                    int(g[7]),
-                                    None if g[11] is None else g[11] == "True",
+                                    float(g[gd_gen]),
+                                    int(g[gd_run]),
+                                    int(g[gd_q]),
+                                    float(g[gd_acc]) if g[gd_acc] else None,
+                                    float(g[gd_rate]) if g[gd_rate] else None,
+                                    float(g[gd_use]),
+                                    int(g[gd_tok]),
+                                    None if g[gd_graph] is None else g[gd_graph] == "True",
                                     launch,
                                 )
                                 kind = "decode"
                         else:
                             tput = None
                             if "input throughput" in line:  # never in the prefix: search the whole line
-                                t = _INPUT_TPUT_RE.search(line)
+                                t = tput_re.search(line)
                                 if t:
                                     tput = _float(t.group(1))
                             e = prefill_stats(
-                                int(g[14]),
-                                int(g[15]),
-                                int(g[16]),
-                                int(g[17]) if g[17] else 0,
-                                int(g[18]),
+                                int(g[gp_seq]),
+                                int(g[gp_tok]),
+                                int(g[gp_cached]),
+                                int(g[gp_run]) if g[gp_run] else 0,
+                                int(g[gp_q]),
                                 tput,
                                 launch,
                             )
@@ -305,13 +342,13 @@ class LogInterpreter:
                         g = None
                     if g is not None:
                         seq += 1
-                        date, tm, ms, ranks = g[2], g[3], g[4], g[5]
+                        date, tm, ms, ranks = g[g_date], g[g_time], g[g_ms], g[g_ranks]
                         ts_text = (date or "") + tm + ("." + ms if ms else "")
                         if ts_text != m.last_ts_text:  # the same text again changes nothing
                             m.ts_of(ts_text, date is not None)
                         tp = rank_tp.get(ranks, -1)
                         if tp == -1:
-                            tp = _rank_tp(ranks)
+                            tp = _rank_tp(ranks, fmt.tp_of)
                         # LogLine first: the UI shows cause, then effect (as _emit orders them).
                         append(log_line(line, kind, tp, seq, launch))
                         if kind == "decode":
@@ -346,19 +383,23 @@ class LogInterpreter:
             return
         m = self._m
         if not self._after_cr and m.st.status is READY and not m.group_open and m.decode_version_checked:
-            # Serving fast path; SERVING_SCAN_RE encodes exactly these decisions.
-            if line.startswith("INFO:     ") and "HTTP/1." in line:
+            # Serving fast path; the format's serving_scan_re encodes exactly these decisions.
+            fmt = self.fmt
+            if line.startswith(fmt.access_prefix) and fmt.access_marker in line:
                 return
-            i = line.find("] Decode batch", 0, 400)
-            j = line.find("] Prefill batch", 0, 400)
+            f = line.find("]", 0, 386)
+            if f >= 0 and line.startswith(fmt.access_prefix, f + 2) and fmt.access_marker in line:
+                return  # an access line behind the server's own timestamp (uvicorn as SGLang sets it up)
+            i = line.find(fmt.decode_marker, 0, 400)
+            j = line.find(fmt.prefill_marker, 0, 400)
             if i >= 0 and (j < 0 or i < j):
-                d = parse_decode(line[i + 2 : i + 2 + SCAN_LIMIT])
+                d = fmt.parse_decode(line[i + 2 : i + 2 + SCAN_LIMIT])
                 if d is not None:
                     m.add_decode(d, out)
                     return
             elif j >= 0:
                 # Serving noise for the summary whether or not its fields parse.
-                d = parse_prefill(line[j + 2 : j + 2 + SCAN_LIMIT])
+                d = fmt.parse_prefill(line[j + 2 : j + 2 + SCAN_LIMIT])
                 if d is not None:
                     out.append(ev.PrefillStats(launch=m.st.launch, **d))
                 return
@@ -368,9 +409,15 @@ class LogInterpreter:
     def _fast(self) -> bool:
         """The serving fast path applies (the same conditions as in :meth:`_line`)."""
         m = self._m
-        return not self._after_cr and m.st.status is READY and not m.group_open and m.decode_version_checked
+        return (
+            not self._after_cr
+            and m.st.status is READY
+            and not m.group_open
+            and m.decode_version_checked
+            and self.fmt.serving_scan_re is not None
+        )
 
-    def _bulk(self, text: str | bytes, pos: int, end: int, out: list[Any]) -> None:
+    def _bulk(self, text: str | bytes | bytearray, pos: int, end: int, out: list[Any]) -> None:
         """Complete lines ``text[pos:end]`` (``end`` just after a newline), serving runs in bulk."""
         binary = not isinstance(text, str)
         nl_b, cr_b = (b"\n", b"\r") if binary else ("\n", "\r")
@@ -387,6 +434,11 @@ class LogInterpreter:
                     pos = self._scan(text, pos, limit, binary, out)
                     continue
             nl = find(nl_b, pos, end)  # type: ignore[arg-type]
+            if nl == pos:
+                # A run of empty lines folds like one (a 2 GB file of newlines takes a second, not minutes).
+                pos = (_NL_RUN_B if binary else _NL_RUN).match(text, pos).end()  # type: ignore[union-attr,arg-type]
+                self._line("", out)
+                continue
             line = text[pos:nl]
             self._line(line.decode("utf-8", "replace") if binary else line, out)  # type: ignore[union-attr,arg-type]
             pos = nl + 1
@@ -394,11 +446,12 @@ class LogInterpreter:
     def _scan(self, text: Any, pos: int, limit: int, binary: bool, out: list[Any]) -> int:
         """Fold ``text[pos:limit]`` (no ``\\r``) while the fast path holds; returns where it stopped."""
         nl_b = b"\n" if binary else "\n"
-        i = text.find(b"] Decode batch" if binary else "] Decode batch", pos, min(limit, pos + 65536))
+        marker = self.fmt.decode_marker
+        i = text.find(marker.encode() if binary else marker, pos, min(limit, pos + 65536))
         if i >= 0:
             sample = text[i + 2 : i + 400]
             self._scan_sample = sample.decode("utf-8", "replace") if binary else sample
-        pat = serving_scan_re(self._scan_sample, binary)
+        pat = self.fmt.serving_scan_re(self._scan_sample, binary)  # type: ignore[misc]
         found = pat.findall(text, pos, limit)
         if not any(map(_OTHER, found)):  # only serving lines (and empty ones, which are no-ops)
             self._rows(found, binary, out)
@@ -431,7 +484,7 @@ class LogInterpreter:
             if g[0]:
                 break
         msg = g[0]
-        d = parse_decode(msg.decode() if binary else msg)
+        d = self.fmt.parse_decode(msg.decode() if binary else msg)
         assert d is not None  # the scan patterns accept a subset of DECODE_FAST_RE
         m = self._m
         launch = m.st.launch
@@ -459,7 +512,7 @@ def _slot_setters(cls: type, names: tuple[str, ...]) -> tuple[Any, ...] | None:
     out = []
     for name in ("wall", "mono") + names:
         desc = next((k.__dict__[name] for k in cls.__mro__ if name in k.__dict__), None)
-        if type(desc) is not _MEMBER:
+        if desc is None or type(desc) is not _MEMBER:
             return None
         out.append(desc.__set__)
     return (fields[0].default_factory, fields[1].default_factory, *out)
@@ -469,160 +522,74 @@ _MEMBER = type(ev.LogLine.__dict__["text"])
 _new = object.__new__
 
 
-def _log_line_builder() -> Any:
-    cls = ev.LogLine
-    s = _slot_setters(cls, ("text", "kind", "rank", "seq", "frame", "launch"))
+def _builder(cls: type, params: tuple[str, ...], fixed: dict[str, Any] | None = None) -> Any:
+    """A positional constructor for ``cls``: ``build(*params)`` with ``fixed`` fields set to constants.
+
+    Generated from one template (exec of a few lines) so every event class gets the same fast code:
+    the wall/mono factories called first, in field order, then one slot setter per field. Falls back
+    to the plain keyword constructor when the class does not look as expected (see _slot_setters).
+    """
+    fixed = fixed or {}
+    names = tuple(f.name for f in dataclasses.fields(cls))[2:]
+    if set(params) | set(fixed) != set(names) or set(params) & set(fixed):
+        raise ValueError(f"{cls.__name__}: params {params} + fixed {tuple(fixed)} != fields {names}")
+    s = _slot_setters(cls, names)
     if s is None:
-        return lambda text, kind, rank, seq, launch: cls(
-            text=text, kind=kind, rank=rank, seq=seq, frame=False, launch=launch
-        )
-    now_wall, now_mono, s_wall, s_mono, s_text, s_kind, s_rank, s_seq, s_frame, s_launch = s
 
-    def log_line(text: str, kind: str, rank: int | None, seq: int, launch: int) -> ev.LogLine:
-        o = _new(cls)
-        s_wall(o, now_wall())
-        s_mono(o, now_mono())
-        s_text(o, text)
-        s_kind(o, kind)
-        s_rank(o, rank)
-        s_seq(o, seq)
-        s_frame(o, False)
-        s_launch(o, launch)
-        return o
+        def build(*args: Any) -> Any:
+            return cls(**dict(zip(params, args, strict=True)), **fixed)
 
-    return log_line
-
-
-_DECODE_FIELDS = (
-    "gen_throughput",
-    "running_req",
-    "queue_req",
-    "accept_len",
-    "accept_rate",
-    "token_usage",
-    "num_tokens",
-    "cuda_graph",
-    "launch",
-)
+        return build
+    env: dict[str, Any] = {"_new": _new, "_cls": cls, "_now_wall": s[0], "_now_mono": s[1]}
+    env["_s_wall"], env["_s_mono"] = s[2], s[3]
+    body = ["    o = _new(_cls)", "    _s_wall(o, _now_wall())", "    _s_mono(o, _now_mono())"]
+    for name, setter in zip(names, s[4:], strict=True):
+        env["_s_" + name] = setter
+        if name in fixed:
+            env["_v_" + name] = fixed[name]
+            body.append(f"    _s_{name}(o, _v_{name})")
+        else:
+            body.append(f"    _s_{name}(o, {name})")
+    src = f"def build({', '.join(params)}):\n" + "\n".join(body) + "\n    return o\n"
+    exec(compile(src, f"<{cls.__name__} builder>", "exec"), env)  # a fixed template, no outside text
+    return env["build"]
 
 
-def _decode_builder() -> Any:
-    cls = ev.DecodeStats
-    s = _slot_setters(cls, _DECODE_FIELDS)
-    if s is None:
-        return lambda gen, run, queue, acc_len, acc_rate, usage, tokens, graph, launch: cls(
-            gen_throughput=gen,
-            running_req=run,
-            queue_req=queue,
-            accept_len=acc_len,
-            accept_rate=acc_rate,
-            token_usage=usage,
-            num_tokens=tokens,
-            cuda_graph=graph,
-            launch=launch,
-        )
+# Argument orders as the fast paths call them.
+_log_line = _builder(ev.LogLine, ("text", "kind", "rank", "seq", "launch"), {"frame": False})
+_decode_stats = _builder(
+    ev.DecodeStats,
     (
-        now_wall,
-        now_mono,
-        s_wall,
-        s_mono,
-        s_gen,
-        s_run,
-        s_queue,
-        s_acl,
-        s_acr,
-        s_use,
-        s_tok,
-        s_graph,
-        s_launch,
-    ) = s
-
-    def decode_stats(
-        gen: float,
-        run: int,
-        queue: int,
-        acc_len: float | None,
-        acc_rate: float | None,
-        usage: float,
-        tokens: int,
-        graph: bool | None,
-        launch: int,
-    ) -> ev.DecodeStats:
-        o = _new(cls)
-        s_wall(o, now_wall())
-        s_mono(o, now_mono())
-        s_gen(o, gen)
-        s_run(o, run)
-        s_queue(o, queue)
-        s_acl(o, acc_len)
-        s_acr(o, acc_rate)
-        s_use(o, usage)
-        s_tok(o, tokens)
-        s_graph(o, graph)
-        s_launch(o, launch)
-        return o
-
-    return decode_stats
-
-
-_PREFILL_FIELDS = (
-    "new_seq",
-    "new_token",
-    "cached_token",
-    "running_req",
-    "queue_req",
-    "input_throughput",
-    "launch",
+        "gen_throughput",
+        "running_req",
+        "queue_req",
+        "accept_len",
+        "accept_rate",
+        "token_usage",
+        "num_tokens",
+        "cuda_graph",
+        "launch",
+    ),
+)
+_prefill_stats = _builder(
+    ev.PrefillStats,
+    ("new_seq", "new_token", "cached_token", "running_req", "queue_req", "input_throughput", "launch"),
 )
 
 
-def _prefill_builder() -> Any:
-    cls = ev.PrefillStats
-    s = _slot_setters(cls, _PREFILL_FIELDS)
-    if s is None:
-        return lambda seqs, tokens, cached, run, queue, tput, launch: cls(
-            new_seq=seqs,
-            new_token=tokens,
-            cached_token=cached,
-            running_req=run,
-            queue_req=queue,
-            input_throughput=tput,
-            launch=launch,
-        )
-    now_wall, now_mono, s_wall, s_mono, s_seqs, s_tok, s_cached, s_run, s_queue, s_tput, s_launch = s
-
-    def prefill_stats(
-        seqs: int, tokens: int, cached: int, run: int, queue: int, tput: float | None, launch: int
-    ) -> ev.PrefillStats:
-        o = _new(cls)
-        s_wall(o, now_wall())
-        s_mono(o, now_mono())
-        s_seqs(o, seqs)
-        s_tok(o, tokens)
-        s_cached(o, cached)
-        s_run(o, run)
-        s_queue(o, queue)
-        s_tput(o, tput)
-        s_launch(o, launch)
-        return o
-
-    return prefill_stats
-
-
-_log_line, _decode_stats, _prefill_stats = _log_line_builder(), _decode_builder(), _prefill_builder()
-
-
-# TP rank of a prefix's raw rank text (PREFIX_RE group "ranks"), as classify reads it.
+# TP rank of a prefix's raw rank text (the serving pattern's "ranks" group), as classify reads it.
 _RANK_TP: dict[str, int | None] = {}
 
 
-def _rank_tp(raw: str) -> int | None:
+def _rank_tp(raw: str, tp_of: Any) -> int | None:
     ranks = raw.strip()
     tp = tp_of(ranks) if ranks else None
     if len(_RANK_TP) < 4096:
         _RANK_TP[raw] = tp
     return tp
 
+
+_NL_RUN, _NL_RUN_B = re.compile("\n+"), re.compile(b"\n+")
 
 # Groups of a serving_scan_re match (findall tuple): Decode message, accept len, gen throughput, other.
 _ACCEPT, _GEN, _OTHER = itemgetter(1), itemgetter(2), itemgetter(3)

@@ -8,21 +8,19 @@ started it is done *and* the log has moved on (a different phase's line, or a gl
 the ``max_total_num_tokens=`` summary). That keeps a phase with several begin/end pairs (prefill then
 verify graphs) from flickering finished/started.
 
-Pure: consumes :class:`~eagletui.core.sglang_lines.Rec`, returns events; no I/O, no clock reads
-beyond the events' own default timestamps.
+Server-neutral: it consumes :class:`~eagletui.core.logformat.Rec` records and switches on the tags of
+:mod:`eagletui.core.logformat`; every server-specific rule (failure table, hints, version marks, draft
+model classes) comes from its :class:`~eagletui.core.logformat.LogFormat`. Pure: returns events; no
+I/O, no clock reads beyond the events' own default timestamps.
 """
 
 from __future__ import annotations
 
-import ast
-import re
-from array import array
-from collections import deque
-from dataclasses import dataclass, field
 from typing import Any
 
 from eagletui.core import events as ev
-from eagletui.core.sglang_lines import (
+from eagletui.core.failure_fold import FailureFold
+from eagletui.core.logformat import (
     DECODE,
     ERROR,
     HTTP,
@@ -31,199 +29,36 @@ from eagletui.core.sglang_lines import (
     PROGRESS,
     TRACEBACK,
     WARNING,
+    LogFormat,
     Rec,
-    exception_line,
-    ts_seconds,
+    VersionGuess,
+    get_format,
 )
-from eagletui.core.triage import TERMINAL_TAGS, hint_for, match_failure
-
-PHASE_INDEX = {p: i for i, p in enumerate(ev.PHASES)}
-_STARTUP = ("launch", "dist_init", "load_target", "load_draft", "kv_cache", "capture_target", "capture_draft")
-_DRAFT_TYPES = ("Eagle", "EAGLE", "NextN", "MTP", "Draft")
-_STOP_MARKS = ("SIGTERM", "signum=15", "Received signal 15", "KeyboardInterrupt")
-
-LOADING, READY, FAILED, STOPPED, UNKNOWN = "loading", "ready", "failed", "stopped", "unknown"
-
-#: Decode events kept in :attr:`MachineState.decode_history`.
-DECODE_HISTORY = 1024
-
-
-@dataclass(slots=True)
-class PhaseInfo:
-    """One phase of the current timeline; per-rank sets are keyed by the prefix's rank text."""
-
-    name: str
-    start_ts: float | None = None
-    start_text: str = ""
-    end_ts: float | None = None
-    end_text: str = ""
-    finished: bool = False
-    started: set[str] = field(default_factory=set)
-    done: set[str] = field(default_factory=set)
-    open: dict[str, int] = field(default_factory=dict)
-    rank_start: dict[str, float] = field(default_factory=dict)
-    rank_end: dict[str, float] = field(default_factory=dict)
-    progress_done: int = 0
-    progress_total: int = 0
-    unit: str = ""
-    label: str = ""
-    seconds: float | None = None
-    spread: float | None = None
-    slowest_rank: int | None = None
-
-
-@dataclass(slots=True)
-class Candidate:
-    kind: str
-    prio: int
-    tag: str
-    message: str
-    line: str
-    phase: str | None
-
-
-@dataclass
-class MachineState:
-    """Read-only view for callers (``LogInterpreter.state``); mutate only through the machine."""
-
-    launch: int = 0
-    status: str = UNKNOWN
-    phase: str | None = None
-    phases: dict[str, PhaseInfo] = field(default_factory=dict)
-    failure: ev.ServerFailed | None = None
-    stopped: ev.ServerStopped | None = None
-    version: str | None = None
-    args: dict[str, Any] | None = None
-    launches: int = 0
-    decode_count: int = 0
-    decode_history: deque[ev.DecodeStats] = field(default_factory=lambda: deque(maxlen=DECODE_HISTORY))
-    ranks: set[str] = field(default_factory=set)
-
-
-class DecodeRows:
-    """Several consecutive Decode lines in one item, for offline summaries only (not an Event).
-
-    :meth:`LogInterpreter.feed_bulk` yields this instead of one :class:`~eagletui.core.events.DecodeStats`
-    per line: ``gen``/``acc`` hold every line's gen throughput and (where printed) accept length in
-    order, ``last`` is the full event of the last line. Never recorded or shown by the UI.
-    """
-
-    __slots__ = ("launch", "count", "gen", "acc", "last")
-    type = "decode_rows"
-
-    def __init__(self, launch: int, gen: array, acc: array, last: ev.DecodeStats) -> None:
-        self.launch = launch
-        self.count = len(gen)
-        self.gen = gen
-        self.acc = acc
-        self.last = last
-
-
-class VersionGuess:
-    """Bounds on the sglang version from formats seen; only used for wording hints and the summary."""
-
-    __slots__ = ("lb", "ub", "exact")
-
-    def __init__(self) -> None:
-        self.lb: tuple[int, int, int] | None = None
-        self.ub: tuple[int, int, int] | None = None
-        self.exact: str | None = None
-
-    def bound(self, lb: tuple[int, int, int] | None = None, ub: tuple[int, int, int] | None = None) -> None:
-        if lb is not None and (self.lb is None or lb > self.lb) and (self.ub is None or lb <= self.ub):
-            self.lb = lb
-        if ub is not None and (self.ub is None or ub < self.ub) and (self.lb is None or ub >= self.lb):
-            self.ub = ub
-
-    def label(self) -> str | None:
-        if self.exact:
-            return self.exact
-        fmt = ".".join
-        if self.lb and self.ub:
-            if self.lb == self.ub:
-                return fmt(map(str, self.lb))
-            if self.lb[:2] == self.ub[:2] == (0, 3):
-                return "0.3.x"
-            return f">={fmt(map(str, self.lb))},<={fmt(map(str, self.ub))}"
-        if self.lb:
-            return ">=" + fmt(map(str, self.lb))
-        if self.ub:
-            return "<=" + fmt(map(str, self.ub))
-        return None
-
-
-# (substring, lower bound, upper bound) checked on phase/error lines only.
-_VERSION_MARKS: tuple[tuple[str, tuple[int, int, int] | None, tuple[int, int, int] | None], ...] = (
-    ("Init nccl begin", None, (0, 3, 99)),
-    ("Init torch distributed begin", (0, 4, 0), (0, 5, 20)),
-    ("Init torch distributed ends. elapsed=", (0, 5, 10), (0, 5, 20)),
-    ("Init torch distributed ends. mem usage", (0, 4, 6), (0, 5, 5)),
-    ("Init parallel", (0, 5, 21), None),
-    ("Memory baseline taken", (0, 5, 21), None),
-    ("server_args={", (0, 5, 20), None),
-    ("server_args=ServerArgs(", None, (0, 5, 16)),
-    ("Load weight end. elapsed=", (0, 5, 10), None),
-    ("Load weight end. type=", None, (0, 5, 5)),
-    ("KV Cache is allocated. dtype:", (0, 5, 13), None),
-    ("KV Cache is allocated. #tokens", (0, 4, 6), (0, 5, 10)),
-    ("Capture target ", (0, 5, 16), None),
-    ("Capture draft decode CUDA graph", (0, 5, 16), None),
-    ("Capture draft extend CUDA graph", (0, 5, 16), None),
-    ("Capture cuda graph begin", None, (0, 5, 13)),
-    ("Capture draft cuda graph", (0, 4, 6), (0, 5, 13)),
-    ("Capture draft extend cuda graph", (0, 4, 10), (0, 5, 13)),
-    ("Capture piecewise CUDA graph", (0, 5, 10), (0, 5, 13)),
-    ("Engine startup timings", (0, 5, 20), None),
-    ("kill_process_tree called", (0, 5, 13), None),
-    ("scheduler died during initialization", (0, 5, 10), None),
-    ("scheduler is dead", (0, 4, 6), (0, 5, 5)),
-    ("Received sigquit", (0, 4, 6), None),
-    ("sglang serve: error", (0, 5, 20), None),
-    ("Capturing batches (bs=", (0, 4, 10), None),
-    ("Capturing batches (avail_mem", (0, 4, 6), (0, 4, 6)),
-    ("Capturing prefill shape", (0, 5, 16), None),
+from eagletui.core.phase_model import (
+    FAILED,
+    LOADING,
+    READY,
+    STOPPED,
+    Candidate,
+    DecodeRows,
+    MachineState,
+    PhaseInfo,
 )
-
-_TYPE_IN_ARGS_RE = re.compile(r"(\w+)=('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|[^,()\[\]{}]+)")
-
-
-def parse_server_args(raw: str) -> dict[str, Any]:
-    """``{'k': v}`` (0.5.20+) or ``ServerArgs(k=v, …)`` (older) → dict; best effort, never raises."""
-    raw = raw.strip()[:500_000]
-    try:
-        if raw.startswith("{"):
-            val = ast.literal_eval(raw)
-            if isinstance(val, dict):
-                return {str(k): v for k, v in val.items()}
-        elif raw.startswith("ServerArgs("):
-            node = ast.parse(raw, mode="eval").body
-            if isinstance(node, ast.Call):
-                out: dict[str, Any] = {}
-                for kw in node.keywords:
-                    if kw.arg is None:
-                        continue
-                    try:
-                        out[kw.arg] = ast.literal_eval(kw.value)
-                    except (ValueError, SyntaxError, TypeError):
-                        out[kw.arg] = ast.unparse(kw.value)
-                return out
-    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-        pass
-    out2: dict[str, Any] = {}
-    for k, v in _TYPE_IN_ARGS_RE.findall(raw[:100_000]):
-        v = v.strip()
-        try:
-            out2[k] = ast.literal_eval(v)
-        except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
-            out2[k] = v
-    return out2
+from eagletui.core.phase_timeline import Timeline
 
 
-class PhaseMachine:
+class PhaseMachine(Timeline, FailureFold):
     """The fold. :meth:`on_record` and :meth:`finish` return the events the record caused."""
 
-    def __init__(self, launch: int = 0) -> None:
+    def __init__(self, launch: int = 0, fmt: LogFormat | None = None) -> None:
+        self.fmt = fmt if fmt is not None else get_format()
         self.st = MachineState(launch=launch)
+        # Evidence that this is SGLang's output (see sglang_evidence), kept across launches; until
+        # then failure lines are held back, so a README or a mail that mentions "NCCL error" reads
+        # "unknown", not "failed".
+        self.sglang_ctx = False
+        self.prose = False  # markdown seen (a README, an issue body): only fenced blocks are log text
+        self.in_fence = False
         self._reset_timeline(launch)
 
     # ------------------------------------------------------------------ timeline
@@ -237,6 +72,11 @@ class PhaseMachine:
         self.group_open = False
         self.group_has_cand = False
         self.group_exc: str | None = None
+        self.group_last = ""
+        self.group_hint: str | None = None  # startup phase family the group's frames point to
+        self.group_draft = False
+        self.emit_at_close = False
+        self.held: list[tuple[tuple[str, int, str], Rec]] = []
         self.load_count: dict[str, int] = {}
         self.bar_load_phase: str | None = None
         self.bar_capture_phase: str | None = None
@@ -267,287 +107,74 @@ class PhaseMachine:
         self._close_group(out)
         self._reset_timeline(self.st.launch + 1)
 
-    # ------------------------------------------------------------------ helpers
-
-    def _ts(self, rec: Rec) -> float | None:
-        if not rec.ts_text:
-            return None
-        return self.ts_of(rec.ts_text, rec.has_date)
-
-    def ts_of(self, ts_text: str, has_date: bool) -> float | None:
-        """Seconds for a non-empty prefix timestamp; advances the machine's clock like a record would.
-
-        Calling it again with the ``ts_text`` last accepted changes nothing (live fast path relies on it).
-        """
-        t = ts_seconds(ts_text)
-        if t is None:
-            return None
-        if not has_date:
-            # 0.3.x prints time of day only: carry midnight wraps forward.
-            t += self.day_offset
-            if self.last_ts is not None and t < self.last_ts - 43200:
-                self.day_offset += 86400.0
-                t += 86400.0
-        self.last_ts = t
-        self.last_ts_text = ts_text
-        return t
-
-    def _rank_int(self, key: str) -> int | None:
-        i = key.find("TP")
-        if i < 0:
-            return 0 if key == "" else None
-        j = i + 2
-        while j < len(key) and key[j].isdigit():
-            j += 1
-        try:
-            return int(key[i + 2 : j])
-        except ValueError:
-            return None
-
-    def _world(self, info: PhaseInfo) -> int:
-        n = len(self.st.ranks | info.started)
-        if self.tp_size:
-            n = max(n, self.tp_size)
-        return n
-
-    def _phase(self, name: str) -> PhaseInfo:
-        info = self.st.phases.get(name)
-        if info is None:
-            info = PhaseInfo(name=name)
-            self.st.phases[name] = info
-        return info
-
-    def _start(
-        self, name: str, rank: str | None, ts: float | None, ts_text: str, out: list[ev.Event]
-    ) -> None:
-        info = self._phase(name)
-        if info.finished:
-            return
-        first = not info.started and info.start_ts is None and not info.start_text
-        if rank is not None:
-            info.started.add(rank)
-            info.done.discard(rank)
-            if ts is not None and rank not in info.rank_start:
-                info.rank_start[rank] = ts
-        if first:
-            info.start_ts, info.start_text = ts, ts_text
-            self.st.phase = name
-            if self.st.status == UNKNOWN:
-                self.st.status = LOADING
-            out.append(
-                ev.PhaseStarted(
-                    phase=name,
-                    rank=None if rank is None else self._rank_int(rank),
-                    launch=self.st.launch,
-                    log_time=ts_text,
-                )
-            )
-        elif info.start_ts is None and ts is not None:
-            info.start_ts, info.start_text = ts, ts_text
-        # A record for this phase: other phases waiting for "the log moved on" can close now.
-        self._settle(exclude=name, out=out)
-
-    def _rank_done(self, name: str, rank: str, ts: float | None, ts_text: str, out: list[ev.Event]) -> None:
-        info = self.st.phases.get(name)
-        if info is None or info.finished:
-            if info is None:
-                self._start(name, rank, ts, ts_text, out)
-                info = self.st.phases[name]
-            else:
-                return
-        info.started.add(rank)
-        info.done.add(rank)
-        if ts is not None:
-            info.rank_end[rank] = ts
-            if info.end_ts is None or ts >= info.end_ts:
-                info.end_ts, info.end_text = ts, ts_text
-        pending = sorted(info.started - info.done)
-        slow = pending[-1] if pending else self._slowest(info)
-        out.append(
-            ev.PhaseProgress(
-                phase=name,
-                done=info.progress_done,
-                total=info.progress_total,
-                unit=info.unit,
-                label=info.label,
-                rank=self._rank_int(rank),
-                ranks_done=len(info.done),
-                ranks_total=max(len(info.started), self._world(info) if name in _PER_RANK else 1),
-                slowest_rank=None if slow is None else self._rank_int(slow),
-                launch=self.st.launch,
-            )
-        )
-
-    def _slowest(self, info: PhaseInfo) -> str | None:
-        if not info.rank_end:
-            return None
-        return max(info.rank_end, key=lambda r: (info.rank_end[r], r))
-
-    def _settle(self, exclude: str | None, out: list[ev.Event]) -> None:
-        """Finish phases whose started ranks are all done, now that another phase's line arrived."""
-        for name, info in self.st.phases.items():
-            if name == exclude or info.finished or name in ("warmup", "ready"):
-                continue
-            if info.started and info.started <= info.done and not any(info.open.values()):
-                if name in _PER_RANK and len(info.done) < self._world(info) and name != "capture_draft":
-                    # Some known rank has not reported this phase yet: it may still do so.
-                    if not self._others_moved_on(name):
-                        continue
-                self._finish(name, None, "", out)
-
-    def _others_moved_on(self, name: str) -> bool:
-        idx = PHASE_INDEX[name]
-        info = self.st.phases[name]
-        for r in self.st.ranks - info.started:
-            if not any(
-                PHASE_INDEX[p] > idx and r in pi.started
-                for p, pi in self.st.phases.items()
-                if p in PHASE_INDEX
-            ):
-                return False
-        return True
-
-    def _finish(self, name: str, ts: float | None, ts_text: str, out: list[ev.Event]) -> None:
-        info = self.st.phases.get(name)
-        if info is None or info.finished:
-            return
-        if info.end_ts is None and ts is not None:
-            info.end_ts, info.end_text = ts, ts_text
-        elif info.end_ts is None and ts_text:
-            info.end_text = ts_text
-        info.finished = True
-        if info.start_ts is not None and info.end_ts is not None:
-            info.seconds = round(max(0.0, info.end_ts - info.start_ts), 3)
-        if len(info.rank_end) > 1:
-            ends = list(info.rank_end.values())
-            info.spread = round(max(ends) - min(ends), 3)
-        slow = self._slowest(info) if len(info.rank_end) > 1 else None
-        info.slowest_rank = None if slow is None else self._rank_int(slow)
-        out.append(
-            ev.PhaseFinished(
-                phase=name,
-                seconds=info.seconds,
-                launch=self.st.launch,
-                log_time=info.end_text,
-                start_log_time=info.start_text,
-                spread=info.spread,
-                slowest_rank=info.slowest_rank,
-                done=info.progress_done,
-                total=info.progress_total,
-            )
-        )
-
-    def _close_startup(
-        self, ts: float | None, ts_text: str, out: list[ev.Event], upto: str = "capture_draft"
-    ) -> None:
-        """A global milestone: every startup phase up to ``upto`` is over, end lines or not."""
-        limit = PHASE_INDEX[upto]
-        for name in list(self.st.phases):
-            if PHASE_INDEX.get(name, 99) <= limit:
-                self._finish(name, ts, ts_text, out)
-
-    def _progress(self, name: str, done: int, total: int, unit: str, label: str, out: list[ev.Event]) -> None:
-        key = (name, done, total, label)
-        if key == self.last_progress:
-            return
-        self.last_progress = key
-        info = self._phase(name)
-        if not info.started and not info.finished and info.start_ts is None and not info.start_text:
-            self._start(name, None, None, "", out)
-        info.progress_done, info.progress_total, info.unit, info.label = done, total, unit, label
-        out.append(
-            ev.PhaseProgress(
-                phase=name,
-                done=done,
-                total=total,
-                unit=unit,
-                label=label,
-                rank=0,
-                ranks_done=len(info.done),
-                ranks_total=len(info.started) if name not in _PER_RANK else self._world(info),
-                slowest_rank=None,
-                launch=self.st.launch,
-            )
-        )
-
-    # ------------------------------------------------------------------ failures
-
-    def _consider(self, fm: tuple[str, int, str], rec: Rec, out: list[ev.Event]) -> None:
-        kind, prio, tag = fm
-        st = self.st
-        if st.status == STOPPED and prio < 50:
-            return
-        if st.status == READY and tag == "leaked_semaphore" and st.stopped is not None:
-            return
-        msg = rec.msg.strip()
-        if self.emitted_prio >= 0:
-            if self.emitted_prio < 50 <= prio:
-                self.cand = Candidate(kind, prio, tag, msg, rec.text.strip(), st.phase)
-                self.group_has_cand = self.group_open
-                self._emit_failure(out)
-            return
-        if self.cand is None or prio > self.cand.prio:
-            self.cand = Candidate(kind, prio, tag, msg, rec.text.strip(), st.phase)
-            self.group_has_cand = self.group_open
-        if tag in TERMINAL_TAGS:
-            self._emit_failure(out)
-
-    def _emit_failure(self, out: list[ev.Event]) -> None:
-        c = self.cand
-        if c is None:
-            return
-        self.emitted_prio = c.prio
-        st = self.st
-        st.status = FAILED
-        version = self.ver.label()
-        fail = ev.ServerFailed(
-            kind=c.kind,
-            message=c.message[:2000],
-            hint=hint_for(c.kind, c.tag, c.phase, version, c.line + " " + c.message),
-            line=c.line[:4000],
-            phase=c.phase,
-            launch=st.launch,
-        )
-        st.failure = fail
-        out.append(fail)
-
-    def _close_group(self, out: list[ev.Event]) -> None:
-        if not self.group_open:
-            return
-        self.group_open = False
-        if self.group_exc and not self.group_has_cand and self.st.status not in (READY, STOPPED):
-            if self.emitted_prio < 0 and (self.cand is None or self.cand.prio < 50):
-                self.cand = Candidate(
-                    "exception", 50, "exception", self.group_exc, self.group_exc, self.st.phase
-                )
-        self.group_exc = None
-        self.group_has_cand = False
-
     # ------------------------------------------------------------------ main entry
 
     def on_record(self, rec: Rec, out: list[ev.Event]) -> None:
         tag = rec.tag
         kind = rec.kind
+        # Markdown (a README, an issue body): only its fenced code blocks are log text.
+        if not rec.prefixed and rec.msg.lstrip().startswith("```"):
+            self.in_fence = not self.in_fence
+            if not self.sglang_ctx:
+                self.prose = True
+            return
+        if self.prose and not self.in_fence:
+            return
+        # tqdm bars and uvicorn lines are not SGLang's alone (vLLM prints the very same shard bar).
+        if not self.sglang_ctx:
+            if (
+                rec.prefixed
+                or self.fmt.evidence(rec.msg)
+                or (tag == "fail" and rec.data["failure"][2] in self.fmt.own_tags)
+            ):
+                self._set_ctx(out)
+            elif kind == OTHER and not self.prose:
+                m = rec.msg.lstrip()
+                if m.startswith(("# ", "## ", "### ")) or m.count("`") >= 2:
+                    self.prose = True
+                    return
         # --- traceback grouping: unprefixed lines after an error record belong to it.
         if rec.prefixed or kind in (HTTP, PROGRESS):
             self._close_group(out)
         elif self.group_open:
             if kind in (OTHER, WARNING, ERROR, TRACEBACK):
                 rec.kind = TRACEBACK
-                if exception_line(rec.msg):
+                if rec.msg.strip():
+                    self.group_last = rec.msg.strip()
+                if tag == "frame":
+                    fam, draft = self.fmt.frame_phase(rec.msg)
+                    if fam is not None:
+                        self.group_hint = fam
+                    self.group_draft = self.group_draft or draft
+                if self.fmt.exception_line(rec.msg):
                     self.group_exc = rec.msg.strip()
                     c = self.cand
-                    if c is not None and self.group_has_cand and self.emitted_prio < 0:
+                    if (
+                        c is not None
+                        and self.group_has_cand
+                        and (self.emitted_prio < 0 or self.emit_at_close)
+                    ):
                         c.message, c.line = self.group_exc, self.group_exc
                 if tag == "fail":
                     self._consider(rec.data["failure"], rec, out)
-                    if self.cand is not None and self.group_has_cand and self.group_exc:
-                        pass
+                elif (
+                    self.group_has_cand
+                    and self.cand is not None
+                    and self.cand.kind == "exception"
+                    and self.fmt.comm_backend_mention(rec.msg)
+                ):
+                    # The exception's own traceback says NCCL (or Gloo/HCCL): that is the root cause.
+                    self._consider(self.fmt.comm_failure, rec, out)
                 return
-        if tag == "traceback_start" or (kind == ERROR and rec.msg.rstrip().endswith(":")):
+        if tag in ("traceback_start", "frame") or (kind == ERROR and rec.msg.rstrip().endswith(":")):
+            # A frame with no traceback open: the text starts inside one (an excerpt, a cut log).
             self.group_open = True
             self.group_has_cand = False
             self.group_exc = None
+            self.group_last = rec.msg.strip()
+            self.group_hint, self.group_draft = (
+                self.fmt.frame_phase(rec.msg) if tag == "frame" else (None, False)
+            )
 
         st = self.st
         if rec.ts_text:
@@ -588,8 +215,9 @@ class PhaseMachine:
 
         # A launch starts with the first line that is SGLang's (a [time …] prefix or a known kind), not with
         # any text at all: a file of something else stays "unknown".
-        sglang_like = bool(rec.ts_text) or kind != OTHER
-        if not self.activity and sglang_like and kind not in (HTTP,) and tag not in ("fail",):
+        sglang_like = self.sglang_ctx and (bool(rec.ts_text) or kind != OTHER)
+        lifecycle = kind == HTTP and rec.prefixed and tag not in ("access", "access_generate")
+        if not self.activity and sglang_like and (kind != HTTP or lifecycle) and tag != "fail":
             self.activity = True
             if st.launches == 0:
                 st.launches = 1
@@ -604,6 +232,11 @@ class PhaseMachine:
             info.start_ts, info.start_text = ts, rec.ts_text
 
         if kind == "phase" or tag.startswith("bar_"):
+            if not self.sglang_ctx:
+                return
+            c = self.cand
+            if c is not None and c.tag == "bare_traceback" and self.emitted_prio < 0:
+                self.cand = None  # the startup went on after that traceback: it was not fatal
             self._version_marks(rec.msg)
             self._on_phase(rec, tag, ts, out)
         elif tag == "fail":
@@ -615,29 +248,26 @@ class PhaseMachine:
             self._consider(rec.data["failure"], rec, out)
         elif kind == HTTP:
             self._on_http(rec, tag, ts, out)
-        elif any(m in rec.msg for m in _STOP_MARKS):
+        elif (
+            rec.prefixed
+            and self.cand is not None
+            and self.cand.tag == "bare_traceback"
+            and "retry" in rec.msg
+        ):
+            self.cand = None  # "retry() failed once … Will delay 0.96s and retry": recovered
+        elif any(m in rec.msg for m in self.fmt.stop_marks):
             self._stop(rec.msg.strip(), out)
 
     def _version_from_prefix(self, rec: Rec) -> None:
-        if not rec.ts_text:
-            return
-        if rec.has_date:
-            self.ver.bound(lb=(0, 4, 0))
-        else:
-            self.ver.bound(lb=(0, 3, 0), ub=(0, 3, 99))
-        if rec.has_ms:
-            self.ver.bound(lb=(0, 5, 10))
+        self.fmt.version_from_prefix(rec, self.ver)
 
     def _version_marks(self, msg: str) -> None:
-        head = msg[:300]
-        for sub, lb, ub in _VERSION_MARKS:
-            if sub in head:
-                self.ver.bound(lb, ub)
+        self.fmt.version_marks(msg, self.ver)
 
     def _on_server_args(self, rec: Rec, ts: float | None, out: list[ev.Event]) -> None:
         st = self.st
         self._version_marks(rec.msg)
-        args = parse_server_args(rec.data.get("raw", ""))
+        args = self.fmt.parse_server_args(rec.data.get("raw", ""))
         st.args = args
         tp = args.get("tp_size")
         if isinstance(tp, int) and tp > 0:
@@ -678,7 +308,7 @@ class PhaseMachine:
             n = self.load_count.get(r, 1)
             name = "load_target" if n <= 1 else "load_draft"
             typ = rec.data.get("type", "")
-            if n <= 1 and typ and any(d in typ for d in _DRAFT_TYPES) and "load_target" in st.phases:
+            if n <= 1 and typ and any(d in typ for d in self.fmt.draft_types) and "load_target" in st.phases:
                 name = "load_draft"
             self._rank_done(name, r, ts, tt, out)
         elif tag == "kv_alloc":
@@ -694,7 +324,7 @@ class PhaseMachine:
                 self._start("kv_cache", r, ts, tt, out)
             self._rank_done("kv_cache", r, ts, tt, out)
         elif tag == "capture_begin":
-            name = "capture_draft" if rec.data.get("draft") else "capture_target"
+            name = _capture_phase(rec.data)
             info = self._phase(name)
             if info.finished:
                 return
@@ -703,7 +333,7 @@ class PhaseMachine:
             if rec.tp in (0, None):
                 self.bar_capture_phase = name
         elif tag == "capture_end":
-            name = "capture_draft" if rec.data.get("draft") else "capture_target"
+            name = _capture_phase(rec.data)
             info = self._phase(name)
             if info.finished:
                 return
@@ -737,18 +367,19 @@ class PhaseMachine:
             if st.status == LOADING and self.activity:
                 self._start_warmup(ts, rec.ts_text, out)
             if tag == "http_up":
-                self.url = rec.data.get("url", "")
+                st.url = rec.data.get("url", "")
         elif tag == "http_shutdown":
             self._stop(rec.msg.strip(), out)
 
     def _stop(self, reason: str, out: list[ev.Event]) -> None:
         st = self.st
-        if st.status in (FAILED, STOPPED) or self.emitted_prio >= 0:
+        if st.status in (FAILED, STOPPED) or self.emitted_prio >= 0 or not self.sglang_ctx:
             return
         if self.cand is not None and self.cand.prio >= 50:
             self._emit_failure(out)
             return
         st.status = STOPPED
+        self.cand = None  # cascade markers before a deliberate stop were the stop's own noise
         stop = ev.ServerStopped(reason=reason[:500], launch=st.launch)
         st.stopped = stop
         out.append(stop)
@@ -766,7 +397,7 @@ class PhaseMachine:
         st.phase = "ready"
         st.status = READY
         out.append(ev.PhaseStarted(phase="ready", launch=st.launch, log_time=tt))
-        out.append(ev.ServerReady(url=getattr(self, "url", ""), launch=st.launch))
+        out.append(ev.ServerReady(url=st.url, launch=st.launch))
 
     def _serving_seen(self, rec: Rec, out: list[ev.Event]) -> None:
         """Decode/Prefill lines without a ready line: the log starts mid-serving."""
@@ -789,19 +420,7 @@ class PhaseMachine:
             self.add_decode(rec.data, out)
 
     def _decode_version(self, msg: str) -> None:
-        if msg.startswith("Decode batch."):
-            self.ver.bound(ub=(0, 5, 1))
-        elif msg.startswith("Decode batch"):
-            self.ver.bound(lb=(0, 5, 5))
-            self.ver.bound(**({"ub": (0, 5, 5)} if msg.endswith(", ") else {"lb": (0, 5, 10)}))
-        if "graph: " in msg:
-            self.ver.bound(lb=(0, 4, 10))
-        elif msg.startswith("Decode batch."):
-            self.ver.bound(ub=(0, 4, 6))
-        if "accept rate" in msg:
-            self.ver.bound(lb=(0, 5, 5))
-        elif "accept len" in msg:
-            self.ver.bound(lb=(0, 4, 6))
+        self.fmt.decode_version(msg, self.ver)
 
     def add_decode(self, d: dict[str, Any], out: list[ev.Event]) -> None:
         st = self.st
@@ -833,10 +452,33 @@ class PhaseMachine:
 
     def finish(self, out: list[ev.Event]) -> None:
         """End of input: close an open traceback group and report a pending failure."""
+        if self.held and not self.sglang_ctx and not self.prose:
+            # Nothing but error lines and no prose around them: an excerpt of a log (the part someone
+            # pasted), so its failure lines count.
+            self._set_ctx(out)
+        st = self.st
+        if (
+            self.group_open
+            and self.group_exc is None
+            and not self.group_has_cand
+            and self.sglang_ctx
+            and self.activity
+            and st.status == LOADING
+            and self.emitted_prio < 0
+            and (self.cand is None or self.cand.prio < 50)
+        ):
+            # The log ends inside a traceback during startup: the process is dying (or died before
+            # its last lines were flushed). An exception, with the last line seen as the key line.
+            last = self.group_last or "Traceback (most recent call last):"
+            self.cand = Candidate(
+                "exception", 50, "exception", "log ends inside a traceback: " + last, last, st.phase
+            )
         self._close_group(out)
         if self.emitted_prio < 0 and self.cand is not None:
             c = self.cand
-            if not (self.st.status == READY and c.prio < 50 and c.tag != "leaked_semaphore"):
+            if not (
+                self.st.status == READY and c.prio < 50 and c.tag not in ("leaked_semaphore", "child_failed")
+            ):
                 self._emit_failure(out)
         # Phases whose every rank reported done are complete even if nothing followed them.
         for name, info in self.st.phases.items():
@@ -852,7 +494,15 @@ class PhaseMachine:
         return self.ver.label()
 
 
-# Phases every rank goes through (their completion waits for all known ranks).
-_PER_RANK = frozenset({"dist_init", "load_target", "load_draft", "kv_cache", "capture_target"})
+def _capture_phase(data: dict[str, Any]) -> str:
+    """The phase of a ``Capture … CUDA graph`` line: every draft graph is ``capture_draft``; the
+    target's prefill graph (0.5.16+, and the piecewise graph of 0.5.10–0.5.13) is ``capture_prefill``;
+    the target's decode/verify graph is ``capture_target``."""
+    if data.get("draft"):
+        return "capture_draft"
+    if data.get("what") in ("prefill", "piecewise"):
+        return "capture_prefill"
+    return "capture_target"
 
-__all__ = ["PhaseMachine", "MachineState", "PhaseInfo", "DecodeRows", "parse_server_args", "match_failure"]
+
+__all__ = ["PhaseMachine", "MachineState", "PhaseInfo", "DecodeRows", "Candidate", "READY", "LOADING"]

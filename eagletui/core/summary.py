@@ -13,7 +13,7 @@ from typing import Any
 
 from eagletui.core import events as ev
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2  # 2: capture_prefill split out of capture_target (docs/parse-json.md)
 
 
 def _dist(values: array) -> dict[str, float] | None:

@@ -16,6 +16,7 @@ _PHASE_TEXT: dict[str, str] = {
     "load_target": "target weight loading",
     "load_draft": "draft weight loading",
     "kv_cache": "KV cache allocation",
+    "capture_prefill": "prefill CUDA graph capture",
     "capture_target": "CUDA graph capture (target)",
     "capture_draft": "CUDA graph capture (draft)",
     "warmup": "warmup",

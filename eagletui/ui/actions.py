@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from textual.binding import Binding, BindingType
-from textual.command import Hit, Hits, Provider
+from textual.command import DiscoveryHit, Hit, Hits, Provider
 
 if TYPE_CHECKING:
     from textual.app import App
@@ -78,6 +78,9 @@ FOOTER_SHOWN = {
     "search",
     "follow",
     "theme",
+    "replay_pause",
+    "replay_faster",
+    "replay_slower",
     "help",
     "quit",
 }
@@ -85,6 +88,37 @@ FOOTER_SHOWN = {
 #: Bound ahead of the focused pane: in a replay ←/→ and Home/End move the replay from any tab. Their
 #: actions raise SkipAction outside a replay (or in a text box), so the pane gets the key as before.
 PRIORITY = {"replay_back", "replay_forward", "replay_start", "replay_end"}
+
+#: Actions that need a capability of the driver: hidden from the key bar when it lacks it (a replay
+#: cannot launch or benchmark; only a replay can pause or change speed).
+NEEDS_LAUNCH = frozenset({"relaunch", "stop", "apply"})
+NEEDS_BENCH = frozenset({"bench"})
+NEEDS_REPLAY = frozenset(
+    {
+        "replay_pause",
+        "replay_speed(2)",
+        "replay_speed(0.5)",
+        "replay_seek(-10)",
+        "replay_seek(10)",
+        "replay_step(-1)",
+        "replay_step(1)",
+        "replay_to_end(0)",
+        "replay_to_end(1)",
+    }
+)
+
+
+def hidden_actions(*, can_launch: bool, can_bench: bool, is_replay: bool) -> frozenset[str]:
+    """The key bar's actions that would only answer "not available" with this driver."""
+    hidden: set[str] = set()
+    if not can_launch:
+        hidden |= NEEDS_LAUNCH
+    if not can_bench:
+        hidden |= NEEDS_BENCH
+    if not is_replay:
+        hidden |= NEEDS_REPLAY
+    return frozenset(hidden)
+
 
 #: Keys of the panes, listed in F1 help after the table above (bound by the widgets themselves).
 PANE_KEYS: list[tuple[str, str, str]] = [
@@ -134,13 +168,24 @@ def help_rows(keymap: dict[str, str]) -> list[tuple[str, str, str]]:
 class EagleCommands(Provider):
     """Every action in the command palette, so nothing needs a key to be reachable."""
 
+    async def discover(self) -> Hits:
+        """The palette with nothing typed lists our actions (not only Textual's built-ins)."""
+        app = self.app
+        for bid, key, action, _label, desc in ACTIONS:
+            yield DiscoveryHit(desc, _runner(app, action), help=f"key: {key_names(key)}  id: {bid}")
+
     async def search(self, query: str) -> Hits:
         matcher = self.matcher(query)
         app = self.app
         for bid, key, action, _label, desc in ACTIONS:
             score = matcher.match(desc)
             if score > 0:
-                yield Hit(score, matcher.highlight(desc), _runner(app, action), help=f"key: {key}  id: {bid}")
+                yield Hit(
+                    score,
+                    matcher.highlight(desc),
+                    _runner(app, action),
+                    help=f"key: {key_names(key)}  id: {bid}",
+                )
 
 
 def _runner(app: App, action: str) -> Callable[[], Awaitable[None]]:

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from textual import events, work
-from textual.app import App
+from textual.app import App, SystemCommand
 from textual.css.query import NoMatches
+from textual.notifications import Notify
+from textual.screen import Screen
 
 from eagletui.core.events import Event
 from eagletui.session.drivers import Driver, LiveDriver, ReplayDriver, make_driver
@@ -26,7 +28,7 @@ from eagletui.session.model import SessionModel
 from eagletui.ui import textual_patches
 from eagletui.ui.actions import EagleCommands
 from eagletui.ui.gcpolicy import IdleCollector
-from eagletui.ui.notify import Announcer
+from eagletui.ui.notify import MAX_TOASTS, TOAST_TIMEOUT, Announcer
 from eagletui.ui.restyle import StylesheetSpeedups
 from eagletui.ui.screens.main import MainScreen
 from eagletui.ui.screens.modals import ConfirmScreen
@@ -146,9 +148,20 @@ class EagleApp(App):
         never let a control sequence in them reach the terminal (core.textsafe.inert)."""
         from eagletui.core.textsafe import inert_lines
 
+        default = TOAST_TIMEOUT.get(severity, 4.0)
+        # information is glanced at: never longer than 4 s, whatever the caller asked
+        timeout = min(4.0, timeout or default) if severity == "information" else (timeout or default)
         super().notify(
             inert_lines(message), title=inert_lines(title), severity=severity, timeout=timeout, markup=markup
         )
+
+    def _on_notify(self, event: Notify) -> None:
+        """At most :data:`MAX_TOASTS` on screen: a new toast pushes the oldest out."""
+        self._notifications.add(event.notification)
+        shown = list(self._notifications)
+        for old in shown[: max(0, len(shown) - MAX_TOASTS)]:
+            del self._notifications[old]
+        self._refresh_notifications()
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         from eagletui.ui.themes import APP_VARIABLE_DEFAULTS
@@ -189,7 +202,33 @@ class EagleApp(App):
         names = [n for n in self._theme_names if n in self.available_themes] or ["textual-dark"]
         idx = names.index(self.theme) if self.theme in names else -1
         self.theme = names[(idx + 1) % len(names)]
-        self.notify(f"theme: {self.theme}")
+        saved = self.save_theme(self.theme)
+        self.notify(f"theme: {self.theme}" + (f" (saved to {saved})" if saved else ""))
+
+    def save_theme(self, name: str) -> str | None:
+        """Remember the theme in the user's config file (the one it was read from); a config built in
+        code (tests) has no file and nothing is written. Returns the path written, if any."""
+        from eagletui.config import ConfigWriteError, save_theme
+
+        path = getattr(self.user_config, "path", None)
+        if not path:
+            return None
+        try:
+            written = str(save_theme(name, path))
+        except ConfigWriteError as exc:
+            self.notify(str(exc), title="theme not saved", severity="warning")
+            return None
+        if self.user_config is not None:
+            self.user_config.theme = name
+        return written
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        """Textual's palette commands without its Theme picker (``t`` and our palette entry cycle the
+        themes and save the choice; two theme switches that disagree confuse) nor its Quit."""
+        for command in super().get_system_commands(screen):
+            # Textual's Quit exits at once: ours (in the palette as "Quit") closes the driver first
+            if command.title.lower() not in ("theme", "change theme", "quit"):
+                yield command
 
     def refresh_css(self, animate: bool = True) -> None:
         """Textual's restyle, with refreshes coalesced and parsed themes reused (see ``restyle``), then
@@ -243,6 +282,19 @@ class EagleApp(App):
             self.push_screen(ConfirmScreen("A benchmark is running. Quit anyway? (y/n)"), answer)
             return
         self._quit_worker()
+
+    async def action_quit(self) -> None:
+        """ctrl+q (Textual's own quit binding) takes the same path as q: the driver is closed (the demo
+        server stopped, the transport and its child processes let go) before the event loop ends."""
+        self.action_quit_app()
+
+    def action_help_quit(self) -> None:
+        """ctrl+c copies on the main screen; elsewhere Textual's hint, in plain text (our notify shows
+        no markup, so Textual's own "[b]ctrl+q[/b]" would reach the user raw)."""
+        for key, active in self.active_bindings.items():
+            if active.binding.action in ("quit", "app.quit", "app.quit_app"):
+                self.notify(f"Press {key} to quit the app", title="Do you want to quit?", timeout=3)
+                return
 
     def quit_now(self) -> None:
         """Quit without asking (SIGTERM/SIGHUP/SIGINT, see commands._ui.run_app): the path q takes."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from eagletui.config import DESKTOP_KINDS, NotifyChannels, NotifyConfig
 from eagletui.core.events import BenchmarkResult, Event, Notice, ServerFailed, ServerReady
+from eagletui.ui.words import describe_failure
 
 if TYPE_CHECKING:
     from eagletui.session.model import Problem
@@ -61,6 +62,11 @@ def notification_output(channels: NotifyChannels, title: str, body: str, kind: s
     return out
 
 
+#: Seconds a toast stays: information is read at a glance; a warning or error needs a moment longer.
+TOAST_TIMEOUT = {"information": 3.0, "warning": 5.0, "error": 7.0}
+#: Toasts on screen at once: a third pushes the oldest out (they cover the log's right edge).
+MAX_TOASTS = 2
+
 _MILESTONES = frozenset({ServerReady, ServerFailed, BenchmarkResult, Notice})
 
 
@@ -78,7 +84,16 @@ class Announcer:
         if isinstance(ev, ServerReady):
             self.announce("ready", "server ready", f"launch #{self.app.model.state.current} is ready")
         elif isinstance(ev, ServerFailed):
-            self.announce("failed", f"server failed: {ev.kind}", ev.hint or ev.message, severity="error")
+            # The failure box under the phases shows the hint and the evidence: the toast only points
+            # there (a desktop notification, seen away from the screen, carries the hint).
+            what = describe_failure(ev.kind, ev.phase)
+            self.announce(
+                "failed",
+                f"launch #{ev.launch or self.app.model.state.current} failed",
+                f"{what}: see the failure box",
+                severity="error",
+                desktop_body=f"{what}. {ev.hint}" if ev.hint else what,
+            )
         elif isinstance(ev, BenchmarkResult):
             msg = f"{ev.output_throughput:.1f} tok/s"
             if ev.accept_length:
@@ -87,7 +102,7 @@ class Announcer:
                 msg += f" ({ev.error})"
             self.announce("bench_done", "benchmark done", msg)
         elif isinstance(ev, Notice) and ev.level in ("warning", "error"):
-            self.app.notify(ev.message, severity="error" if ev.level == "error" else "warning", timeout=6)
+            self.app.notify(ev.message, severity="error" if ev.level == "error" else "warning")
 
     def on_problem(self, problem: Problem) -> None:
         # A stopped recording or history is lasting news: it stays until read, not 5 s.
@@ -95,7 +110,9 @@ class Announcer:
         timeout = 30 if problem.severity == "error" else None
         self.app.notify(problem.message, title=title, severity=problem.severity, timeout=timeout)
 
-    def announce(self, what: str, title: str, body: str, severity: str = "information") -> None:
+    def announce(
+        self, what: str, title: str, body: str, severity: str = "information", desktop_body: str | None = None
+    ) -> None:
         """Toast, bell and desktop notification as the user config's channels for ``what`` say."""
         app = self.app
         if not app.driver.toasts_milestones:
@@ -103,11 +120,11 @@ class Announcer:
         config = getattr(app.user_config, "notifications", None) or NotifyConfig()
         channels = getattr(config, what, None) or NotifyChannels()
         if channels.toast:
-            app.notify(body, title=title, severity=severity, timeout=6)
+            app.notify(body, title=title, severity=severity, timeout=TOAST_TIMEOUT.get(severity, 4))
         terminal = app._driver  # Textual's terminal driver: the bell and OSC sequences go straight out
         if not app.driver.rings_bells or app.is_headless or terminal is None:
             return
-        out = notification_output(channels, f"eagletui: {title}", body, config.desktop_kind)
+        out = notification_output(channels, f"eagletui: {title}", desktop_body or body, config.desktop_kind)
         if out:
             terminal.write(out)
 

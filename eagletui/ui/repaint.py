@@ -93,6 +93,8 @@ class Repainter:
             replay=screen.driver.is_replay,
             follow=log.follow,
             bench=state.bench_running is not None,
+            log_filter=log.filter_label(),
+            search=f"/{log.search} {log.hit_label()}" if log.search else None,
         )
         self.gpus.show(state)
         due = time.monotonic() - self._last_chart >= CHART_SLOT_S
@@ -112,7 +114,7 @@ class Repainter:
             chart.sync(state, baseline_value(runbook, chart.baseline_metric))
         self.force_charts = False
         self.runs.show(runbook, state)
-        set_label(self.compare, compare_text(runbook))
+        set_label(self.compare, compare_text(runbook, state.bench_running))
         nccl = state.nccl_line() or "NCCL: toggle NCCL_DEBUG=INFO to see how the ranks talk"
         if nccl != self._nccl:  # the Tune pane's title line
             self._nccl = nccl
@@ -129,13 +131,18 @@ def baseline_value(runbook: RunBook, metric: str | None) -> float | None:
     return base.metric(metric).mean if base is not None and metric else None
 
 
-def compare_text(runbook: RunBook) -> Text:
-    """Current run vs the baseline in one line, beside the charts."""
+def compare_text(runbook: RunBook, bench_running: int | None = None) -> Text:
+    """Current run vs the baseline in one line, beside the charts (and whether a benchmark runs)."""
     t = Text(no_wrap=True, overflow="ellipsis")
     launch = max((n for n, r in runbook.runs.items() if r.good_results), default=None)
     if launch is None:
-        t.append("no benchmark yet: press b when the server is ready", style="dim")
+        if bench_running is not None:
+            t.append(f"benchmark #{bench_running} running: results when it finishes", style="bold")
+        else:
+            t.append("no benchmark yet: press b when the server is ready", style="dim")
         return t
+    if bench_running is not None:
+        t.append(f"⟳ bench #{bench_running}  ", style="bold")
     row = runbook.row(launch)
     t.append(f"run #{launch}: ", style="bold")
     t.append(f"{row.tok_s.text(1)} tok/s")

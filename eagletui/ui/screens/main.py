@@ -10,7 +10,9 @@ questions from the driver come through :meth:`dispatch`, :meth:`notify` and :met
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -28,21 +30,23 @@ from eagletui.core.events import Event
 from eagletui.core.redact import Redactor
 from eagletui.core.staged import NothingStaged
 from eagletui.core.state import ServerState
+from eagletui.core.textsafe import inert
 from eagletui.session.drivers import LiveDriver, ReplayDriver
 from eagletui.ui import actions
 from eagletui.ui.repaint import Repainter
-from eagletui.ui.screens.modals import ConfirmScreen, HelpScreen, TextScreen, diff_text
+from eagletui.ui.screens.modals import ConfirmScreen, DiffScreen, HelpScreen, TextScreen, diff_text
 from eagletui.ui.widgets.charts import AcceptChart, MetricChart, RequestTokSChart, TokSChart, TtftChart
 from eagletui.ui.widgets.keybar import KeyBar
-from eagletui.ui.widgets.logview import RANKS, LogView
+from eagletui.ui.widgets.logview import FILTER_NAMES, RANKS, LogView
 from eagletui.ui.widgets.phases import PhasePanel
 from eagletui.ui.widgets.queue import SweepQueueView
-from eagletui.ui.widgets.runs import RunsTable
+from eagletui.ui.widgets.runs import RunsTable, command_line
 from eagletui.ui.widgets.status import GpuStrip, StatusHeader
 from eagletui.ui.widgets.stepbars import step_bars
 from eagletui.ui.widgets.tabbar import TabBar
 from eagletui.ui.widgets.timeline import Timeline, clock
 from eagletui.ui.widgets.tuning import TuningPanel
+from eagletui.ui.words import phase_label
 
 if TYPE_CHECKING:
     from eagletui.session.drivers import Driver
@@ -52,16 +56,15 @@ if TYPE_CHECKING:
 NARROW_WIDTH = 140
 TABS = [("log", "Log"), ("charts", "Charts"), ("tune", "Tune"), ("runs", "Runs"), ("queue", "Queue")]
 PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-table", "queue": "sweep-queue"}
-FILTERS: dict[str, set[str] | None] = {
-    "errors": {"error", "traceback", "warning"},
-    "phase": {"phase", "progress"},
-    "decode": {"decode", "prefill"},
-    "all": None,
-}
+FILTERS = FILTER_NAMES
 
 
 class MainScreen(Screen):
-    BINDINGS: ClassVar[list[BindingType]] = actions.bindings()
+    BINDINGS: ClassVar[list[BindingType]] = [
+        *actions.bindings(),
+        # the README's "ctrl+c copies" (Textual binds ctrl+c to a "press ctrl+q to quit" hint)
+        Binding("ctrl+c", "copy_log", "Copy", show=False),
+    ]
     app: EagleApp
 
     def __init__(self, model: SessionModel, driver: Driver, *, scrollback: int = 100_000) -> None:
@@ -70,6 +73,10 @@ class MainScreen(Screen):
         self.driver = driver
         self.scrollback = scrollback
         self.painter = Repainter(self)
+        #: keys the key bar leaves out: they would only answer "not available" with this driver
+        self.hidden_actions = actions.hidden_actions(
+            can_launch=driver.can_launch, can_bench=driver.can_bench, is_replay=driver.is_replay
+        )
 
     def compose(self) -> ComposeResult:
         # Flat on purpose: every container repaints its whole area on a full repaint (a theme switch),
@@ -210,10 +217,68 @@ class MainScreen(Screen):
             return False
         return True
 
+    def _loading_question(self, doing: str) -> str | None:
+        """A question when ``doing`` would throw away a launch still loading (a real one takes ~10
+        minutes: one stray key must not cost that); None when nothing is in progress."""
+        la = self.model.state.launch
+        if la is None or la.status not in (ServerState.LAUNCHING, ServerState.LOADING):
+            return None
+        active = next((p for p in la.phases.values() if p.status == "active"), None)
+        where = f" ({phase_label(active.name)})" if active is not None else ""
+        return f"Launch #{self.model.state.current} is still loading{where}.\n{doing} anyway? (y/n)"
+
+    def _guarded(self, d: LiveDriver, doing: str, then: Callable[[], None]) -> None:
+        """Run ``then`` (a relaunch, stop or apply) now, or after a yes when it would throw work away:
+        a launch still loading, or a running benchmark (cancelled first, then ``then`` runs)."""
+        if d.control_busy:
+            self.app.notify("a launch or stop is already in progress", severity="warning")
+            return
+        if d.benchmarking:
+            bench = self.model.state.bench_running
+            running = (
+                f"Benchmark{f' #{bench}' if bench is not None else ''} is running.\n"
+                f"Cancel it and {doing[:1].lower() + doing[1:]}? (y/n)"
+            )
+
+            def cancel_then(yes: bool | None) -> None:
+                if yes:
+                    self._after_benchmark(d, then)
+
+            self.app.push_screen(ConfirmScreen(running), cancel_then)
+            return
+        question = self._loading_question(doing)
+        if question is None:
+            then()
+            return
+
+        def answer(yes: bool | None) -> None:
+            if yes:
+                then()
+
+        self.app.push_screen(ConfirmScreen(question), answer)
+
+    @work(exclusive=False, group="control", exit_on_error=False)
+    async def _after_benchmark(self, d: LiveDriver, then: Callable[[], None]) -> None:
+        """Cancel the benchmark, wait (≤ 15 s) until its run is closed, then go on."""
+        task = d.bench_task
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
+                await asyncio.wait_for(asyncio.shield(task), timeout=15)
+        if d.benchmarking:
+            self.app.notify("the benchmark did not stop: try again", severity="warning")
+            return
+        then()
+
     def action_relaunch(self) -> None:
         d = self._live()
-        if d is not None and self._control_free(d):
-            self._launch_worker(d, None, None)
+        if d is not None:
+
+            def relaunch() -> None:
+                if self._control_free(d):
+                    self._launch_worker(d, None, None)
+
+            self._guarded(d, "Relaunch", relaunch)
 
     @work(exclusive=False, group="control", exit_on_error=False)
     async def _launch_worker(self, d: LiveDriver, profile: Any, applied: dict[str, Any] | None) -> None:
@@ -221,9 +286,14 @@ class MainScreen(Screen):
 
     def action_stop(self) -> None:
         d = self._live()
-        if d is not None and self._control_free(d):
-            d.control_busy = True  # taken now: a second key press before the worker starts is refused
-            self._stop_worker(d)
+        if d is not None:
+
+            def stop() -> None:
+                if self._control_free(d):
+                    d.control_busy = True  # taken now: a second key press before the worker starts is refused
+                    self._stop_worker(d)
+
+            self._guarded(d, "Stop the server", stop)
 
     @work(exclusive=False, group="control", exit_on_error=False)
     async def _stop_worker(self, d: LiveDriver) -> None:
@@ -236,7 +306,7 @@ class MainScreen(Screen):
         if d.control_busy:
             self.app.notify("a launch or stop is in progress", severity="warning")
         elif self.model.state.server_state != ServerState.READY:
-            self.app.notify("the server is not ready yet", severity="warning")
+            self.app.notify(bench_refusal(self.model.state.server_state), severity="warning")
         elif d.benchmarking:
             self.app.notify("a benchmark is already running", severity="warning")
         else:
@@ -253,10 +323,9 @@ class MainScreen(Screen):
             self.app.notify("no profile", severity="warning")
             return
         diff = staged.diff()
-        argv = Redactor.for_profile(new).argv(new.argv()) if diff else None  # shown: no key in clear
-        self.app.push_screen(
-            TextScreen("pending changes (running → pending)", diff_text(diff, argv), "diff-screen")
-        )
+        # the whole command, its environment first (env toggles are changes too); no key in clear
+        command = command_line(new.argv(), new.env, Redactor.for_profile(new)) if diff else None
+        self.app.push_screen(DiffScreen("pending changes (running → pending)", diff_text(diff, command)))
 
     def action_apply(self) -> None:
         d = self._live()
@@ -268,13 +337,16 @@ class MainScreen(Screen):
         except NothingStaged:
             self.app.notify("nothing to apply: no pending changes", severity="warning")
             return
-        if not self._control_free(d):
-            return
         from eagletui.core.profile import format_diff
 
-        self.app.notify(format_diff(staged.diff()), title="applying")
-        # Staged changes are cleared only once the relaunch has started: a refused preflight keeps them.
-        self._launch_worker(d, new, staged.pending)
+        def apply() -> None:
+            if not self._control_free(d):
+                return
+            self.app.notify(format_diff(staged.diff()), title="applying")
+            # Staged changes are cleared only once the relaunch has started: a refused preflight keeps them.
+            self._launch_worker(d, new, staged.pending)
+
+        self._guarded(d, "Relaunch with the pending changes", apply)
 
     def action_pin_baseline(self) -> None:
         launch = self.query_one(RunsTable).selected_launch() or self.model.state.current
@@ -321,11 +393,14 @@ class MainScreen(Screen):
     @on(Input.Submitted, "#search-input")
     def _search_submitted(self, event: Input.Submitted) -> None:
         log = self.query_one(LogView)
-        hits = log.set_search(event.value)
+        log.set_search(event.value)
         event.input.display = False
         log.focus()
+        self.painter.dirty = True
         self.app.notify(
-            f"{hits} hit{'s' if hits != 1 else ''} for {event.value!r}" if event.value else "search cleared"
+            f"{log.hit_label()} for {event.value!r}  (n / N: next / previous)"
+            if event.value
+            else "search cleared"
         )
 
     def search_cancel(self) -> None:
@@ -335,10 +410,17 @@ class MainScreen(Screen):
             self.query_one(LogView).focus()
 
     def action_search_next(self) -> None:
-        self.query_one(LogView).next_hit(1)
+        self._step_hit(1)
 
     def action_search_prev(self) -> None:
-        self.query_one(LogView).next_hit(-1)
+        self._step_hit(-1)
+
+    def _step_hit(self, step: int) -> None:
+        log = self.query_one(LogView)
+        log.next_hit(step)
+        self.painter.dirty = True
+        if log.search:
+            self.app.notify(f"{log.hit_label()} for {log.search!r}", timeout=1.5)
 
     def action_copy_log(self) -> None:
         text = self.query_one(LogView).selected_text()
@@ -355,9 +437,17 @@ class MainScreen(Screen):
 
     def action_filter(self, which: str) -> None:
         log = self.query_one(LogView)
-        log.set_filter(FILTERS[which], log.filter_rank)
+        # 0 ("all") shows every line: the rank filter goes too, or "all" would hide TP0's lines
+        log.set_filter(FILTERS[which], None if which == "all" else log.filter_rank)
         self._show_tab("log")
-        self.app.notify(f"log filter: {which}")
+        self._filter_shown(log)
+        self.app.notify(f"log filter: {log.filter_label() or 'all'}", timeout=2)
+
+    def _filter_shown(self, log: LogView) -> None:
+        """The active filter stays in sight: on the Log tab's label and in the status line."""
+        label = log.filter_label()
+        self.query_one(TabBar).set_label("log", f"Log ⧩ {label}" if label else "Log")
+        self.painter.dirty = True
 
     def action_rank_filter(self) -> None:
         log = self.query_one(LogView)
@@ -369,7 +459,8 @@ class MainScreen(Screen):
         current = log.filter_rank
         nxt = order[(order.index(current) + 1) % len(order)] if current in order else order[0]
         log.set_filter(log.filter_kinds, nxt)
-        self.app.notify(f"log rank filter: {'all' if nxt is None else f'TP{nxt}'}")
+        self._filter_shown(log)
+        self.app.notify(f"log rank filter: {'all' if nxt is None else f'TP{nxt}'}", timeout=2)
 
     @on(LogView.FollowChanged)
     def _follow_changed(self, event: LogView.FollowChanged) -> None:
@@ -476,7 +567,9 @@ class MainScreen(Screen):
 
     def action_help(self) -> None:
         keymap = self.app.keymap_config()
-        self.app.push_screen(HelpScreen(actions.help_rows(keymap)))
+        # the file the config was read from (a config built in code has none: plain "config.toml")
+        path = getattr(self.app.user_config, "path", None) or ""
+        self.app.push_screen(HelpScreen(actions.help_rows(keymap), inert(path)))
 
     @on(TuningPanel.PendingChanged)
     def _pending_changed(self, event: TuningPanel.PendingChanged) -> None:
@@ -487,6 +580,17 @@ class MainScreen(Screen):
     def _run_selected(self, event: RunsTable.RunSelected) -> None:
         body = self.query_one(RunsTable).details(self.model.runbook, self.model.state, event.launch)
         self.app.push_screen(TextScreen(f"run #{event.launch}", body, "run-details"))
+
+
+def bench_refusal(state: str) -> str:
+    """Why ``b`` cannot benchmark now, with the key that gets there."""
+    if state in (ServerState.STOPPED, ServerState.EXITED):
+        return f"the server is {state}: press r to launch"
+    if state == ServerState.FAILED:
+        return "the server failed: press r to relaunch"
+    if state == ServerState.IDLE:
+        return "no server running: press r to launch"
+    return "the server is not ready yet"
 
 
 class SearchInput(Input):

@@ -28,9 +28,10 @@ class _Modal(ModalScreen):
 
 
 class HelpScreen(_Modal):
-    def __init__(self, bindings: list[tuple[str, str, str]]) -> None:
+    def __init__(self, bindings: list[tuple[str, str, str]], config_file: str = "") -> None:
         super().__init__()
         self.rows = bindings
+        self.config_file = config_file or "config.toml"
 
     def compose(self) -> ComposeResult:
         t = Text()
@@ -42,7 +43,8 @@ class HelpScreen(_Modal):
                 t.append(f"   [{bid}]", style="dim")
             t.append("\n")
         t.append(
-            '\nKeys can be remapped in config.toml: [keymap] id = "key" (ids in brackets).\n', style="dim"
+            f'\nKeys can be remapped in {self.config_file}: [keymap] id = "key" (ids in brackets).\n',
+            style="dim",
         )
         t.append("ctrl+p opens the command palette with every action.", style="dim")
         with Vertical():
@@ -64,6 +66,20 @@ class TextScreen(_Modal):
             yield Label(self.title_text, classes="title", markup=False)
             with VerticalScroll():
                 yield Static(self.body, id="text-body", markup=False)
+
+
+class DiffScreen(TextScreen):
+    """The pending changes; ``a`` applies them from here (the text says so), Escape closes."""
+
+    BINDINGS = [Binding("a", "apply", "Apply")]
+
+    def __init__(self, title: str, body: Text | str) -> None:
+        super().__init__(title, body, "diff-screen")
+
+    def action_apply(self) -> None:
+        # Close first: the apply may ask (ConfirmScreen) or toast, and both belong over the main screen.
+        self.dismiss(None)
+        self.app.call_later(self.app.run_action, "apply", self.app.default_screen)
 
 
 class ConfirmScreen(_Modal):
@@ -89,7 +105,7 @@ class ConfirmScreen(_Modal):
         self.dismiss(event.button.id == "yes")
 
 
-def diff_text(diff: dict[str, Any], argv: list[str] | None) -> Text:
+def diff_text(diff: dict[str, Any], command: str | list[str] | None) -> Text:
     t = Text()
     if not diff:
         t.append("No pending changes. Stage some in the Tune tab (←/→ on a toggle).\n", style="dim")
@@ -102,10 +118,10 @@ def diff_text(diff: dict[str, Any], argv: list[str] | None) -> Text:
         t.append(f"{_v(old)}", style="red")
         t.append(" → ")
         t.append(f"{_v(new)}\n", style="green")
-    if argv:
+    if command:
         import shlex
 
         t.append("\nnew command:\n", style="bold")
-        t.append(shlex.join(argv) + "\n", style="dim")
+        t.append((command if isinstance(command, str) else shlex.join(command)) + "\n", style="dim")
     t.append("\na applies (preflight, stop, relaunch); escape closes.", style="dim")
     return t

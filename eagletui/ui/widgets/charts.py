@@ -3,6 +3,7 @@ and the app calls :meth:`MetricChart.sync` from a coalescing timer, so bursts co
 
 from __future__ import annotations
 
+import math
 from typing import ClassVar
 
 from textual.strip import Strip
@@ -43,6 +44,7 @@ class MetricChart(PlotextPlot):
         self._seen: tuple = ()
         self.points = 0
         self._plot_version = 0  # bumped by every replot
+        self.y_labels: list[str] = []  # the y tick labels of the last replot, every one drawn
         self._strips_key: tuple | None = None
         self._strips: list[Strip] = []
 
@@ -97,39 +99,63 @@ class MetricChart(PlotextPlot):
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        plt.title(self.title)
         colour = _rgb(self.app, self.colour_var, (80, 160, 255))
         starts = [s.points[0][0] for s in (samples, rolling, live) if s is not None and s.points]
         t0 = min(starts) if starts else 0.0  # only used when some series has points
         n = 0
+        # No plotext legend: it is drawn inside the plot, over the data. The series are named in the
+        # title line instead.
+        names: list[str] = []
+        xs_all: list[float] = []
+        ys_all: list[float] = []
         if samples is not None and samples.points:
             pts = self._thin(samples.points)
             xs = [t - t0 for t, _ in pts]
             ys = [v for _, v in pts]
-            plt.scatter(xs, ys, color=colour, marker="dot", label="per request")
+            plt.scatter(xs, ys, color=colour, marker="dot")
+            names.append("• per request")
             n += len(xs)
+            xs_all += xs
+            ys_all += ys
             if len(ys) >= 2:
                 window = 5
                 roll = [
                     sum(ys[max(0, i - window + 1) : i + 1]) / len(ys[max(0, i - window + 1) : i + 1])
                     for i in range(len(ys))
                 ]
-                plt.plot(xs, roll, color=colour, label="rolling")
+                plt.plot(xs, roll, color=colour)
+                names.append("─ rolling")
         for series, colour_var, fallback, label in (
             (rolling, "accent", (255, 160, 0), "per second"),
             (live, "secondary", (120, 200, 120), "server"),
         ):
             if series is not None and series.points:
                 pts = self._thin(series.points)
-                plt.plot(
-                    [t - t0 for t, _ in pts],
-                    [v for _, v in pts],
-                    color=_rgb(self.app, colour_var, fallback),
-                    label=label,
-                )
+                xs = [t - t0 for t, _ in pts]
+                ys = [v for _, v in pts]
+                plt.plot(xs, ys, color=_rgb(self.app, colour_var, fallback))
+                names.append(f"─ {label}")
                 n += len(pts)
+                xs_all += xs
+                ys_all += ys
         if self.baseline is not None and n:
             plt.hline(self.baseline, color=_rgb(self.app, "chart-baseline", (200, 200, 200)))
+            names.append("┄ baseline")
+            ys_all.append(self.baseline)
+        plt.title(f"{self.title}   {'  '.join(names)}" if names else self.title)
+        if n:
+            # time starts at 0: plotext centres a lone point on −1…1, which reads as negative seconds
+            plt.xlim(0.0, max(1.0, max(xs_all)))
+            lo, hi = min(ys_all), max(ys_all)
+            if hi - lo < 1e-9:
+                pad = abs(hi) * 0.1 or 1.0
+                lo, hi = lo - pad, hi + pad
+            lo = max(0.0, lo) if min(ys_all) >= 0 else lo
+            ticks = y_ticks(lo, hi, max(2, min(5, (self.size.height or 10) // 3)))
+            plt.ylim(ticks[0], ticks[-1])
+            # every tick labelled (plotext drops a label where two would touch)
+            self.y_labels = tick_labels(ticks)
+            plt.yticks(ticks, self.y_labels)
         plt.xlabel("s")
         plt.ylabel(self.ylabel)
         self._plot_version += 1
@@ -139,6 +165,28 @@ class MetricChart(PlotextPlot):
             + (len(live.points) if live else 0)
         )
         self.refresh()
+
+
+def y_ticks(lo: float, hi: float, count: int) -> list[float]:
+    """``count`` evenly spaced ticks on a 1/2/5 × 10ⁿ step covering ``lo``…``hi``."""
+    span = max(hi - lo, 1e-9)
+    raw = span / max(1, count - 1)
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    start = math.floor(lo / step) * step
+    ticks = [start]
+    while ticks[-1] < hi - 1e-9:
+        ticks.append(ticks[-1] + step)
+    return [round(t, 10) for t in ticks]
+
+
+def tick_labels(ticks: list[float]) -> list[str]:
+    """As many decimals as the tick step needs (100, 100.5, 101: not 100, 100, 101)."""
+    step = abs(ticks[1] - ticks[0]) if len(ticks) > 1 else 1.0
+    decimals = max(0, -math.floor(math.log10(step))) if step > 0 else 0
+    if all(abs(t) >= 10_000 for t in ticks if t) and step >= 1000:
+        return [f"{t / 1000:.0f}k" for t in ticks]
+    return [f"{t:.{decimals}f}" for t in ticks]
 
 
 class TokSChart(MetricChart):

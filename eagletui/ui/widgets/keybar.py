@@ -76,8 +76,9 @@ class KeyBar(Widget):
         if app.ENABLE_COMMAND_PALETTE and app.COMMAND_PALETTE_BINDING in active:
             _node, binding, enabled, _tooltip = active[app.COMMAND_PALETTE_BINDING]
             palette = KeyHint(binding.key, app.get_key_display(binding), binding.description, enabled)
+        hidden: frozenset[str] = getattr(screen, "hidden_actions", frozenset())
         for _node, binding, enabled, _tooltip in active.values():
-            if not binding.show or binding.action in seen_actions:
+            if not binding.show or binding.action in seen_actions or binding.action in hidden:
                 continue
             seen_actions.add(binding.action)
             hints.append(KeyHint(binding.key, app.get_key_display(binding), binding.description, enabled))

@@ -161,6 +161,15 @@ class LogView(ScrollView, can_focus=True):
         self.filter_rank = rank
         self._refilter()
 
+    def filter_label(self) -> str | None:
+        """The active filter in words (``errors · TP1``), None when every line shows."""
+        parts: list[str] = []
+        if self.filter_kinds is not None:
+            parts.append(next((n for n, k in FILTER_NAMES.items() if k == self.filter_kinds), "custom"))
+        if self.filter_rank is not None:
+            parts.append(f"TP{self.filter_rank}")
+        return " · ".join(parts) or None
+
     def _refilter(self) -> None:
         if self.filter_kinds is None and self.filter_rank is None:
             self._visible = None
@@ -194,6 +203,14 @@ class LogView(ScrollView, can_focus=True):
         )
         if self.hit_index >= len(self.hits):
             self.hit_index = len(self.hits) - 1
+
+    def hit_label(self) -> str:
+        """Which search hit is shown: ``hit 3/8`` (``no hits``; empty when there is no search)."""
+        if not self.search:
+            return ""
+        if not self.hits:
+            return "no hits"
+        return f"hit {self.hit_index + 1}/{len(self.hits)}"
 
     def next_hit(self, step: int = 1) -> None:
         if not self.hits:
@@ -290,6 +307,12 @@ class LogView(ScrollView, can_focus=True):
         rows = self.view_rows
         width = self.size.width
         if index >= len(rows):
+            if index == 0 and self._visible is not None and self.rows:
+                # a filter that hides everything: say so, instead of a blank pane
+                note = f"no lines match filter {self.filter_label()} (0 resets)"
+                return Strip([Segment(note, self._styles.get("dim", Style(dim=True)))]).extend_cell_length(
+                    width, self.rich_style
+                )
             return Strip.blank(width, self.rich_style)
         row = rows[index]
         base = self._styles.get(row[KIND], Style())
@@ -333,6 +356,15 @@ class LogView(ScrollView, can_focus=True):
 
 
 _NUMBERS = re.compile(r"\d+(?:\.\d+)?")
+
+
+#: The log filters by name (keys e, p, c, 0): the screen's keys and the filter indicator share them.
+FILTER_NAMES: dict[str, set[str] | None] = {
+    "errors": {"error", "traceback", "warning"},
+    "phase": {"phase", "progress"},
+    "decode": {"decode", "prefill"},
+    "all": None,
+}
 
 
 def _same_bar(a: str, b: str) -> bool:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.containers import Vertical
@@ -11,6 +13,7 @@ from eagletui.core.events import PHASES
 from eagletui.core.state import LaunchState, PhaseStatus, ServerState
 from eagletui.core.textsafe import inert, inert_lines
 from eagletui.ui.widgets.textview import TextView
+from eagletui.ui.words import describe_failure
 
 PHASE_LABELS = {
     "launch": "launch",
@@ -18,11 +21,15 @@ PHASE_LABELS = {
     "load_target": "base weights",
     "load_draft": "draft weights",
     "kv_cache": "KV cache",
+    "capture_prefill": "graphs prefill",
     "capture_target": "graphs target",
     "capture_draft": "graphs draft",
     "warmup": "warmup",
     "ready": "ready",
 }
+
+#: The longest label and a space: the bars start in one column whatever the label.
+LABEL_WIDTH = max(len(label) for label in PHASE_LABELS.values()) + 1
 
 STATUS_MARK = {
     PhaseStatus.PENDING: "·",
@@ -58,10 +65,10 @@ BAR_WIDTH = 16
 
 
 class PhaseTable(TextView):
-    """All phase rows as one renderable: nine bars without ~60 widgets to lay out and restyle."""
+    """All phase rows as one renderable: one bar per phase without ~60 widgets to lay out and restyle."""
 
-    DEFAULT_CSS = """
-    PhaseTable { height: 9; text-wrap: nowrap; text-overflow: ellipsis; }
+    DEFAULT_CSS = f"""
+    PhaseTable {{ height: {len(PHASES)}; text-wrap: nowrap; text-overflow: ellipsis; }}
     """
 
 
@@ -107,55 +114,98 @@ class PhasePanel(Vertical):
         }
         dim = v.get("phase-pending", "grey50")
         warn = v.get("warning", "yellow")
+        # Narrow terminal: the done and pending phases fold into one line and only the active or
+        # failed ones get a bar, so the log below keeps its rows (at 80×24: 2–3 lines, not 9).
+        compact = self.screen.has_class("narrow")
         out = Text(no_wrap=True, overflow="ellipsis")
-        for i, phase in enumerate(PHASES):
+        lines = 0
+        if compact:
+            counts: dict[str, int] = {}
+            for phase in PHASES:
+                status = la.phases[phase].status if la else PhaseStatus.PENDING
+                counts[status] = counts.get(status, 0) + 1
+            words = {
+                PhaseStatus.DONE: "done",
+                PhaseStatus.SKIPPED: "skipped",
+                PhaseStatus.PENDING: "to go",
+            }
+            parts = [(s, f"{STATUS_MARK[s]} {counts[s]} {w}") for s, w in words.items() if counts.get(s)]
+            for j, (status, part) in enumerate(parts):
+                out.append("  " if j else "", style=dim)
+                out.append(part, style=colours.get(status, dim))
+            out.append(f"  of {len(PHASES)} phases", style=dim)
+            lines = 1
+        for phase in PHASES:
             st = la.phases[phase] if la else None
             status = st.status if st else PhaseStatus.PENDING
-            colour = colours.get(status, dim)
-            if i:
+            if compact and status not in (PhaseStatus.ACTIVE, PhaseStatus.FAILED):
+                continue
+            if lines:
                 out.append("\n")
-            out.append(f"{STATUS_MARK.get(status, '?')} ", style=colour)
-            out.append(
-                f"{PHASE_LABELS[phase]:<14}",
-                style=f"bold {colour}" if status in (PhaseStatus.ACTIVE, PhaseStatus.FAILED) else colour,
-            )
-            if st is None or status == PhaseStatus.PENDING:
-                out.append_text(_bar(0.0, colour, dim, now))
-                continue
-            if st.total:
-                frac: float | None = min(st.done, st.total) / st.total
-                units = f"{st.done}/{st.total} {st.unit}".strip()
-            elif status in (PhaseStatus.DONE, PhaseStatus.SKIPPED):
-                frac = 1.0 if status == PhaseStatus.DONE else 0.0
-                units = ""
-            elif status == PhaseStatus.FAILED:
-                frac, units = 0.0, ""
-            else:
-                frac, units = None, st.label[:13]
-            out.append_text(
-                _bar(frac, colours[PhaseStatus.DONE] if status == PhaseStatus.DONE else colour, dim, now)
-            )
-            out.append(f"  {units:<14}")
-            elapsed = st.elapsed(now)
-            if elapsed is not None and phase != "ready":
-                out.append(f"{fmt_secs(elapsed):>6}")
-            if status != PhaseStatus.ACTIVE:
-                continue
-            est = estimates.get(phase)
-            if est is not None:
-                remaining = est[0] - (elapsed or 0.0)
-                if st.total and st.done and elapsed:
-                    remaining = elapsed / st.done * (st.total - st.done)
-                if elapsed is not None and elapsed > est[1] > 0:
-                    out.append("  ⚠ overdue", style=f"bold {warn}")
-                else:
-                    out.append(f"  ETA {fmt_secs(max(0.0, remaining))}")
-            elif st.total and st.done and elapsed:
-                out.append(f"  ETA {fmt_secs(elapsed / st.done * (st.total - st.done))}")
-            if st.slowest_rank is not None and st.ranks_total and st.ranks_done < st.ranks_total:
-                out.append(f"  slow TP{st.slowest_rank}", style=warn)
+            lines += 1
+            self._row(out, phase, st, now, estimates, colours, dim, warn)
+        table = self.query_one(PhaseTable)
+        height = lines if compact else len(PHASES)
+        if getattr(table, "_eagle_height", None) != height:
+            table._eagle_height = height  # type: ignore[attr-defined]
+            table.styles.height = height
         self.query_one(PhaseTable).set_text(out)
         self._summary(la, now, estimates)
+
+    @staticmethod
+    def _row(
+        out: Text,
+        phase: str,
+        st: Any,
+        now: float,
+        estimates: dict[str, tuple[float, float]],
+        colours: dict[str, str],
+        dim: str,
+        warn: str,
+    ) -> None:
+        """One phase: mark, name, bar, units, elapsed, ETA (or overdue) and the slowest rank."""
+        status = st.status if st else PhaseStatus.PENDING
+        colour = colours.get(status, dim)
+        out.append(f"{STATUS_MARK.get(status, '?')} ", style=colour)
+        out.append(
+            f"{PHASE_LABELS[phase]:<{LABEL_WIDTH}}",
+            style=f"bold {colour}" if status in (PhaseStatus.ACTIVE, PhaseStatus.FAILED) else colour,
+        )
+        if st is None or status == PhaseStatus.PENDING:
+            out.append_text(_bar(0.0, colour, dim, now))
+            return
+        if st.total:
+            frac: float | None = min(st.done, st.total) / st.total
+            units = f"{st.done}/{st.total} {st.unit}".strip()
+        elif status in (PhaseStatus.DONE, PhaseStatus.SKIPPED):
+            frac = 1.0 if status == PhaseStatus.DONE else 0.0
+            units = ""
+        elif status == PhaseStatus.FAILED:
+            frac, units = 0.0, ""
+        else:
+            frac, units = None, st.label[:13]
+        out.append_text(
+            _bar(frac, colours[PhaseStatus.DONE] if status == PhaseStatus.DONE else colour, dim, now)
+        )
+        out.append(f"  {units:<14}")
+        elapsed = st.elapsed(now)
+        if elapsed is not None and phase != "ready":
+            out.append(f"{fmt_secs(elapsed):>6}")
+        if status != PhaseStatus.ACTIVE:
+            return
+        est = estimates.get(phase)
+        if est is not None:
+            remaining = est[0] - (elapsed or 0.0)
+            if st.total and st.done and elapsed:
+                remaining = elapsed / st.done * (st.total - st.done)
+            if elapsed is not None and elapsed > est[1] > 0:
+                out.append("  ⚠ overdue", style=f"bold {warn}")
+            else:
+                out.append(f"  ETA {fmt_secs(max(0.0, remaining))}")
+        elif st.total and st.done and elapsed:
+            out.append(f"  ETA {fmt_secs(elapsed / st.done * (st.total - st.done))}")
+        if st.slowest_rank is not None and st.ranks_total and st.ranks_done < st.ranks_total:
+            out.append(f"  slow TP{st.slowest_rank}", style=warn)
 
     def _summary(self, la: LaunchState | None, now: float, estimates: dict[str, tuple[float, float]]) -> None:
         summary = self.query_one("#phase-summary", Static)
@@ -199,9 +249,8 @@ class PhasePanel(Vertical):
             # kind and phase, the hint, then the evidence: what to do must fit even when space is short
             # (in a narrow terminal this box replaces the phase bars). The log keeps the whole text.
             text = Text()
-            text.append(f"✘ {inert(str(f.kind)).upper()}", style="bold")
-            if f.phase:
-                text.append(f" in {inert(PHASE_LABELS.get(f.phase, str(f.phase)))}", style="bold")
+            what = describe_failure(str(f.kind), f.phase)
+            text.append(f"✘ {inert(what[:1].upper() + what[1:])}", style="bold")
             text.append(f"  {_clip(f.message, 160)}")
             if f.hint:
                 text.append("\nhint: ", style="bold")

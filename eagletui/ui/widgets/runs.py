@@ -2,17 +2,21 @@
 
 from __future__ import annotations
 
-import json
+import posixpath
 import shlex
 from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
+from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
 
+from eagletui.core.redact import Redactor
+from eagletui.core.state import PhaseStatus
 from eagletui.core.textsafe import inert
-from eagletui.ui.widgets.phases import fmt_secs
+from eagletui.ui.widgets.phases import PHASE_LABELS, fmt_secs
 from eagletui.ui.widgets.stepbars import step_bars
+from eagletui.ui.words import describe_failure
 
 if TYPE_CHECKING:
     from eagletui.core.runs import RunBook
@@ -42,7 +46,18 @@ def _delta_cell(d: Any) -> Text:
     return Text(text, style="bold green" if d.better else "bold red")
 
 
+#: The config column is capped (the rest is in the run's details): a cut shows as "…".
+CONFIG_WIDTH = 44
+
+
 class RunsTable(DataTable):
+    BINDINGS = [
+        # in the key bar while the Runs tab has the focus: the table scrolls sideways, Enter opens a run
+        Binding("enter", "select_cursor", "Details", show=True, key_display="Enter"),
+        # "l" too: → is also a (priority) replay key, and the key bar lists one binding per key
+        Binding("right,l", "cursor_right", "Scroll", show=True, key_display="←/→"),
+    ]
+
     class RunSelected(Message):
         def __init__(self, launch: int) -> None:
             super().__init__()
@@ -54,7 +69,7 @@ class RunsTable(DataTable):
 
     def on_mount(self) -> None:
         for c in COLUMNS:
-            self.add_column(c, key=c)
+            self.add_column(c, key=c, width=CONFIG_WIDTH if c == COLUMNS[-1] else None)
 
     def show(self, runbook: RunBook | None, state: SessionState) -> None:
         if runbook is None:
@@ -71,7 +86,10 @@ class RunsTable(DataTable):
             if r.alarms:
                 verdict.append(" ⚠", style="bold yellow")
             label = Text(f"{r.launch}{'★' if r.is_baseline else ''}")
-            diff = Text(inert(r.diff if not r.failure else f"{r.diff}  ✘ {r.failure}"))
+            failed = self._failure_words(state, r.launch) if r.failure else ""
+            diff = Text(
+                inert(r.diff if not failed else f"{r.diff}  ✘ {failed}"), no_wrap=True, overflow="ellipsis"
+            )
             if r.warnings:
                 diff.append(" ≠workload", style="yellow")
             self.add_row(
@@ -90,6 +108,12 @@ class RunsTable(DataTable):
         if self.row_count:
             self.move_cursor(row=min(max(cursor, 0), self.row_count - 1))
 
+    @staticmethod
+    def _failure_words(state: SessionState, launch: int) -> str:
+        la = state.launches.get(launch)
+        f = la.failure if la is not None else None
+        return describe_failure(str(f.kind), f.phase) if f is not None else "failed"
+
     def selected_launch(self) -> int | None:
         if not self.row_count:
             return None
@@ -105,47 +129,129 @@ class RunsTable(DataTable):
             self.post_message(self.RunSelected(int(event.row_key.value)))
 
     def details(self, runbook: RunBook | None, state: SessionState, launch: int) -> Text:
-        t = Text()
+        """What one run was and did, to read (not a JSON dump): results, what differs from the
+        baseline, every phase with its duration (a failed run marks where it failed), the command to
+        reproduce it (environment included, secrets redacted), where its files are."""
         run = runbook.runs.get(launch) if runbook is not None else None
         la = state.launches.get(launch)
         if run is None and la is None:
             return Text("no data for this run")
         cfg = (run.config if run else None) or (la.config if la else {})
-        t.append("config\n", style="bold")
-        t.append(json.dumps(cfg, indent=2, default=str) + "\n")
-        if la is not None and la.command:
-            t.append("\nlaunch command\n", style="bold")
-            t.append(inert(shlex.join(la.command)) + "\n")
-        if la is not None:
-            t.append("\nphases\n", style="bold")
-            for name, st in la.phases.items():
-                if st.seconds is not None:
-                    t.append(f"  {name:15} {fmt_secs(st.seconds)}\n")
-            if la.failure:
-                f = la.failure
-                t.append(
-                    f"\nfailure: {inert(f.kind)}: {inert(f.message)}\nhint: {inert(f.hint)}\n", style="red"
-                )
-        if runbook is not None and run is not None:
-            r = runbook.row(launch)
-            t.append("\nbenchmark\n", style="bold")
+        t = Text()
+        row = runbook.row(launch) if runbook is not None and run is not None else None
+        if row is not None:
             t.append(
-                f"  tok/s {r.tok_s.text(1)}   accept {r.accept_len.text(2)}   TTFT p50 {r.ttft_ms.text(0)} ms   repeats {r.repeats}\n"
+                f"verdict {row.verdict}",
+                style={"pass": "bold green", "fail": "bold red"}.get(row.verdict, "dim"),
             )
-            for res in run.results:
+            if row.reasons:
+                t.append("  " + inert("; ".join(row.reasons)))
+            t.append("\n")
+            if row.economics:
+                t.append(inert(row.economics) + "\n", style="bold")
+            for a in (*row.alarms, *row.warnings):
+                t.append(f"⚠ {inert(a)}\n", style="yellow")
+            t.append("\nresults\n", style="bold")
+            for name, label, digits in (
+                ("tok_s", "tok/s", 1),
+                ("accept_len", "accept", 2),
+                ("ttft_ms", "TTFT ms", 0),
+            ):
+                metric = getattr(row, name)
+                t.append(f"  {label:9} {metric.text(digits):>14}")
+                d = row.deltas.get(name)
+                if d is not None and d.pct is not None:
+                    style = ("green" if d.better else "red") if d.flagged else "dim"
+                    t.append(f"  {d.pct:+.1f}%", style=style)
+                    if not d.flagged:
+                        t.append(" (noise)", style="dim")
+                t.append("\n")
+            t.append(f"  repeats   {row.repeats:>14}\n")
+            for res in run.results if run else ():
                 for name, dist in (res.stats or {}).items():
                     if isinstance(dist, dict):
                         vals = "  ".join(
-                            f"{k} {v:.2f}" for k, v in dist.items() if isinstance(v, int | float)
+                            f"{k} {v:.1f}" for k, v in dist.items() if isinstance(v, int | float)
                         )
-                        t.append(f"  {name:10} {vals}\n")
-            t.append(f"\nverdict: {r.verdict}  " + inert("; ".join(r.reasons)) + "\n")
-            if r.economics:
-                t.append(inert(r.economics) + "\n", style="bold")
-            if run.step_profile:
-                t.append("\nstep profile\n", style="bold").append(step_bars(runbook, launch))
-            for a in r.alarms:
-                t.append(f"⚠ {a}\n", style="yellow")
-            for w in r.warnings:
-                t.append(f"⚠ {w}\n", style="yellow")
+                        t.append(f"  {inert(str(name)):9} {vals}\n", style="dim")
+        if run is not None and run.step_profile and runbook is not None:
+            t.append("\nstep profile\n", style="bold").append_text(step_bars(runbook, launch))
+        t.append("\nconfig vs baseline", style="bold")
+        base = runbook.baseline if runbook is not None else None
+        if base == launch:
+            t.append("\n  this run is the baseline\n")
+        else:
+            t.append(f" #{base}\n" if base is not None else "\n")
+            diff = runbook.diff(launch) if runbook is not None and run is not None else {}
+            if not diff:
+                t.append(
+                    "  same config as the baseline\n" if base is not None else "  no baseline\n", style="dim"
+                )
+            for key, change in diff.items():
+                kind, _, name = str(key).partition(":")
+                old, new = (
+                    (list(change) + [None, None])[:2] if isinstance(change, list | tuple) else (None, change)
+                )
+                t.append(f"  {kind:4} {inert(name)}  ")
+                t.append(inert(_show(old)), style="red")
+                t.append(" → ")
+                t.append(inert(_show(new)) + "\n", style="green")
+        if la is not None:
+            t.append_text(phase_lines(la))
+        if la is not None and la.command:
+            t.append("\nlaunch command (secrets redacted)\n", style="bold")
+            t.append(inert(command_line(la.command, (cfg or {}).get("env") or {})) + "\n")
+        if la is not None and la.log_path:
+            t.append("\nrun dir  ", style="bold")
+            t.append(inert(posixpath.dirname(la.log_path)) + "\n")
+            t.append("log      ", style="bold")
+            t.append(inert(la.log_path) + "\n")
         return t
+
+
+def _show(value: Any) -> str:
+    return "unset" if value is None else str(value)
+
+
+def command_line(argv: Any, env: dict[str, Any], redactor: Redactor | None = None) -> str:
+    """``K=V … argv`` as one shell line to reproduce a launch: env first, everything quoted, and every
+    secret (secret-named env, secret flags, token-shaped values) replaced by ``***``."""
+    r = redactor or Redactor()
+    red_env = r.env({str(k): v for k, v in env.items()})
+    red_argv = r.argv([str(a) for a in argv])
+    parts = [f"{k}={shlex.quote(str(v))}" for k, v in sorted(red_env.items())]
+    return " ".join([*parts, shlex.join(str(a) for a in red_argv)])
+
+
+def phase_lines(la: Any) -> Text:
+    """Every phase with its duration; for a failed run the phase it failed in is marked and the ones
+    after it say they were not reached."""
+    t = Text()
+    t.append("\nphases\n", style="bold")
+    failed_at = la.failure.phase if la.failure is not None else None
+    for name, st in la.phases.items():
+        label = f"{PHASE_LABELS.get(name, name):<15}"
+        status = st.status
+        if status == PhaseStatus.FAILED or (failed_at == name and status != PhaseStatus.DONE):
+            t.append(f"  ✘ {label}", style="bold red")
+            t.append(f" {fmt_secs(st.seconds) or '':>6}  ← failed here\n", style="bold red")
+        elif status == PhaseStatus.DONE:
+            t.append(f"  ✔ {label} {fmt_secs(st.seconds) if st.seconds is not None else '':>6}\n")
+        elif status == PhaseStatus.SKIPPED:
+            t.append(f"  – {label}   skipped\n", style="dim")
+        elif status == PhaseStatus.ACTIVE:
+            t.append(f"  ▶ {label}   in progress\n")
+        else:
+            t.append(
+                f"  · {label}   {'not reached' if la.failure or la.status != 'loading' else 'pending'}\n",
+                style="dim",
+            )
+    if la.failure is not None:
+        f = la.failure
+        t.append(f"\nfailure: {inert(describe_failure(str(f.kind), f.phase))}\n", style="bold red")
+        if f.message:
+            t.append(f"  {inert(f.message)}\n")
+        if f.hint:
+            t.append("hint: ", style="bold")
+            t.append(inert(f.hint) + "\n")
+    return t

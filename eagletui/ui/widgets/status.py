@@ -8,6 +8,7 @@ from textual.widgets import Static
 from eagletui.core.state import SessionState
 from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.textview import TextView
+from eagletui.ui.words import phase_label
 
 
 class StatusHeader(TextView):
@@ -20,7 +21,17 @@ class StatusHeader(TextView):
     def __init__(self, **kwargs) -> None:
         super().__init__(Text("eagletui"), **kwargs)
 
-    def show(self, state: SessionState, *, recording: bool, replay: bool, follow: bool, bench: bool) -> None:
+    def show(
+        self,
+        state: SessionState,
+        *,
+        recording: bool,
+        replay: bool,
+        follow: bool,
+        bench: bool,
+        log_filter: str | None = None,
+        search: str | None = None,
+    ) -> None:
         v = self.app.theme_variables
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("eagletui ", style="bold")
@@ -51,9 +62,13 @@ class StatusHeader(TextView):
             t.append(f"  launch #{la.launch}")
             phase = la.current_phase
             if phase and server in ("loading", "launching"):
-                t.append(f" · {phase}")
+                t.append(f" · {phase_label(phase)}")
         if bench:
             t.append("  ⏱ benchmarking", style=v.get("accent", "cyan"))
+        if log_filter:
+            t.append(f"  ⧩ log filter: {log_filter} (0 resets)", style=v.get("warning", "yellow"))
+        if search:
+            t.append(f"  {inert(search)}", style=v.get("accent", "cyan"))
         if not follow:
             t.append("  ⏸ log paused", style="dim")
         if recording:

@@ -27,13 +27,29 @@ def show_value(v: Any) -> str:
     return str(v)
 
 
+def next_option(options: list[Any], current: Any, step: int, *, numeric: bool = False) -> Any:
+    """The value ``step`` places from ``current`` in ``options`` (wrapping at the ends).
+
+    A number off the grid (48 on a ``min = 1, step = 8`` grid) first snaps to the nearest grid value
+    in the direction of the step (→ 49, ← 41) instead of jumping to an end of the range."""
+    if current in options:
+        return options[(options.index(current) + step) % len(options)]
+    if numeric and isinstance(current, (int, float)) and not isinstance(current, bool):
+        if step > 0:
+            above = [o for o in options if o > current]
+            return above[0] if above else options[0]
+        below = [o for o in options if o < current]
+        return below[-1] if below else options[-1]
+    return options[0] if step > 0 else options[-1]
+
+
 class TuningPanel(DataTable):
     BINDINGS = [
-        # Not in the footer (listed in F1 help): a footer that changes with focus is rebuilt every switch.
-        Binding("right,plus,equals_sign,l", "step(1)", "Next value", id="tune.next", show=False),
+        # In the key bar while the Tune tab has the focus (the key bar repaints only when its keys change).
+        Binding("right,plus,equals_sign,l", "step(1)", "Step", id="tune.next", show=True, key_display="←/→"),
         Binding("left,minus,h", "step(-1)", "Prev value", id="tune.prev", show=False),
-        Binding("enter,space", "step(1)", "Cycle", show=False),
-        Binding("x,backspace", "discard", "Discard", id="tune.discard", show=False),
+        Binding("enter,space", "cycle", "Cycle", show=True, key_display="Enter"),
+        Binding("x,backspace", "discard", "Discard", id="tune.discard", show=True, key_display="x"),
     ]
 
     class PendingChanged(Message):
@@ -101,6 +117,10 @@ class TuningPanel(DataTable):
             return None
         return self.profile.toggles[self.cursor_row]
 
+    def action_cycle(self) -> None:
+        """Enter: the next value (its own action so the key bar lists it beside ←/→)."""
+        self.action_step(1)
+
     def action_step(self, step: int) -> None:
         t = self.current_toggle
         if t is None:
@@ -109,12 +129,9 @@ class TuningPanel(DataTable):
         if not options:
             self.app.notify(f"{t.name}: no stepper for this toggle; edit the profile", severity="warning")
             return
-        current = self.staged.value(t)
-        try:
-            idx = options.index(current)
-        except ValueError:
-            idx = -1 if step > 0 else 0
-        self.set_pending(t, options[(idx + step) % len(options)])
+        self.set_pending(
+            t, next_option(options, self.staged.value(t), step, numeric=t.type in ("int", "float"))
+        )
 
     def set_pending(self, t: Toggle, value: Any) -> bool:
         """Stage a value; an invalid one is refused inline with the reason."""

@@ -1,0 +1,111 @@
+"""Issue 13 on the real simulator: keys that would throw a loading launch away ask first; the log
+says what a stopped server needs."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from eagletui.commands.demo import build_app, write_demo_profile
+from eagletui.config import UserConfig
+from eagletui.core.profile import load_profile
+from eagletui.ui.screens.modals import ConfirmScreen
+from tests.test_ui_demo import wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def slow_profile(tmp_path: Path, time_scale: float = 0.1):
+    prof = load_profile(write_demo_profile(tmp_path, time_scale=time_scale))
+    prof.bench = dataclasses.replace(prof.bench, num_prompts=6, concurrency=3, max_new_tokens=24, warmup=1)
+    return prof
+
+
+async def test_stop_and_relaunch_ask_while_a_launch_is_loading(tmp_path: Path) -> None:
+    app = build_app(slow_profile(tmp_path), UserConfig(record=False), preflight=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert await wait_for(pilot, lambda: app.state.server_state == "loading", 40), app.state.server_state
+        for key in ("s", "r"):
+            await pilot.press(key)
+            await pilot.pause()
+            assert isinstance(app.screen, ConfirmScreen), key
+            assert "still loading" in app.screen.question
+            await pilot.press("n")
+            await pilot.pause(0.3)
+            assert app.state.server_state == "loading" and app.state.current == 1
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("y")
+        assert await wait_for(pilot, lambda: app.state.server_state == "stopped", 20), app.state.server_state
+        await pilot.press("b")
+        await pilot.pause()
+        toasts = [n.message for n in app._notifications]
+        assert any("the server is stopped: press r to launch" in m for m in toasts), toasts
+        await pilot.press("q")
+        await pilot.pause(1)
+
+
+async def test_ctrl_q_closes_the_driver_like_q(tmp_path: Path) -> None:
+    """ctrl+q went straight to Textual's exit: the demo server and the log tail outlived the loop
+    ("Loop ... that handles pid ... is closed" on exit). It takes q's path now."""
+    from tests.test_ui_demo import pid_alive
+
+    app = build_app(slow_profile(tmp_path, 0.004), UserConfig(record=False), preflight=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40), app.state.server_state
+        pid = app.workspace.run.pid
+        await pilot.press("ctrl+q")
+        await pilot.pause(2)
+    assert not pid_alive(pid), "ctrl+q left the demo server running"
+
+
+async def test_stop_during_a_benchmark_asks_then_cancels_it_and_stops(tmp_path: Path) -> None:
+    prof = slow_profile(tmp_path, 0.004)
+    prof.bench = dataclasses.replace(prof.bench, num_prompts=400, concurrency=1, max_new_tokens=256)
+    app = build_app(prof, UserConfig(record=False), preflight=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40), app.state.server_state
+        await pilot.press("b")
+        assert await wait_for(
+            pilot, lambda: app.driver.benchmarking and app.state.bench_running is not None, 10
+        )
+        await pilot.press("s")
+        await pilot.pause()
+        assert isinstance(app.screen, ConfirmScreen) and "Benchmark" in app.screen.question
+        await pilot.press("n")
+        await pilot.pause(0.3)
+        assert app.driver.benchmarking and app.state.server_state == "ready"
+        await pilot.press("s")
+        await pilot.pause()
+        await pilot.press("y")
+        assert await wait_for(pilot, lambda: app.state.server_state == "stopped", 30), app.state.server_state
+        assert not app.driver.benchmarking
+        assert app.state.bench_results and app.state.bench_results[-1].error  # the run was closed, aborted
+        await pilot.press("q")
+        await pilot.pause(1)
+
+
+async def test_quit_during_a_benchmark_closes_its_run_before_the_loop_ends(tmp_path: Path) -> None:
+    """q (after its question) during a benchmark: the cancelled benchmark unwinds while the app still
+    runs, so its aborted result reaches the recording and no task is left behind at exit."""
+    from eagletui.session.format import read_session
+    from eagletui.session.record import Recorder
+
+    prof = slow_profile(tmp_path, 0.004)
+    prof.bench = dataclasses.replace(prof.bench, num_prompts=400, concurrency=1, max_new_tokens=256)
+    rec = Recorder(tmp_path / "s.jsonl", target="local", profile_name="demo")
+    app = build_app(prof, UserConfig(record=False), recorder=rec, preflight=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40), app.state.server_state
+        await pilot.press("b")
+        assert await wait_for(pilot, lambda: app.driver.benchmarking, 10)
+        await pilot.press("q")
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause(3)
+    assert app.driver.bench_task is None
+    _header, events, _warnings = read_session(tmp_path / "s.jsonl")
+    results = [e for e in events if e.type == "bench_result"]
+    assert results and results[-1].error == "benchmark aborted", results
