@@ -177,7 +177,8 @@ async def _repeats(
     """``repeats`` benchmarks at each of ``concurrencies`` (the profile's own when None) against the
     server ``ws`` follows."""
     results: list[BenchmarkResult] = []
-    for conc in concurrencies or [None]:
+    levels: list[int | None] = list(concurrencies) if concurrencies else [None]
+    for conc in levels:
         prof = ws.running_profile or ws.profile
         if conc is not None:
             prof.bench = dataclasses.replace(prof.bench, concurrency=conc)
