@@ -22,6 +22,7 @@ from eagletui.core.events import (
     LogLine,
     Notice,
     ProcessExited,
+    ProfileCaptured,
     ServerStopped,
 )
 from eagletui.core.profile import Profile, config_diff
@@ -414,6 +415,64 @@ class Workspace:
                 yield line
 
         return run
+
+    # ------------------------------------------------------------------ step profile
+
+    async def profile_step(
+        self, *, num_steps: int = 5, local_dir: str | None = None, timeout: float = 180.0
+    ) -> ProfileCaptured:
+        """Profile a few decode steps of the server we follow through its own ``/start_profile`` (traces
+        written in the run dir on the host, fetched here size-bounded), summarise each rank's kernels by
+        category and emit (and return) a :class:`ProfileCaptured`; a failure is the event's ``error``."""
+        import tempfile
+        from pathlib import Path
+
+        from eagletui.config import data_dir
+        from eagletui.profiler import TraceError, summarize_file
+        from eagletui.profiler.live import ProfileError, ProfileRequest, capture
+        from eagletui.profiler.summary import step_breakdown
+
+        run = self.run
+        if self.transport is None or run is None:
+            raise WorkspaceError("no server to profile: launch or attach first")
+        profile = self.running_profile or self.profile
+        tp = profile.args.get(
+            "--tp", profile.args.get("--tp-size", run.config.get("tp") if run.config else 1)
+        )
+        try:
+            ranks = max(1, int(tp))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            ranks = 1
+        api_key = profile.args.get("--api-key")
+        if local_dir is None:
+            root = data_dir() / "profiles"
+            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            local_dir = tempfile.mkdtemp(prefix=f"launch{run.launch}-", dir=root)  # 0700
+
+        def say(msg: str) -> None:
+            self.emit(Notice(level="info", message=f"profile: {msg}", source="profile"))
+
+        try:
+            paths = await capture(
+                self.transport,
+                await self.base_url(),
+                python=profile.python,
+                host_dir=run.run_dir or "/tmp/eagletui-profiles",
+                local_dir=Path(local_dir),
+                ranks=ranks,
+                request=ProfileRequest(num_steps=num_steps),
+                api_key=str(api_key) if api_key not in (None, True, False) else None,
+                timeout=timeout,
+                on_step=say,
+            )
+            summaries = [summarize_file(p) for p in paths]
+            event = ProfileCaptured(
+                launch=run.launch, files=tuple(str(p) for p in paths), summary=step_breakdown(summaries)
+            )
+        except (ProfileError, TraceError, OSError) as exc:
+            event = ProfileCaptured(launch=run.launch, error=str(exc))
+        self.emit(event)
+        return event
 
     # ------------------------------------------------------------------ shutdown
 

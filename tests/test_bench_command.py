@@ -94,3 +94,81 @@ def test_bench_launch_that_fails_reports_the_phase_machines_verdict(tmp_path, ca
     assert out.out == ""  # no result document for a launch that never served
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+@pytest.mark.slow
+def test_bench_vs_no_spec_on_pcie_preset_says_speculation_loses(tmp_path, capsys):
+    """The one-command answer: spec run, relaunch without --speculative-*, economics. On the PCIe preset
+    the all-reduce-bound verify makes EAGLE-3 slower than plain decoding."""
+    port = _free_port()
+    prof = _profile(tmp_path, port, 'sim-host = "pcie-rtx6000"')
+    rc = main(["local", "--profile", prof, "--vs-no-spec", "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    data = json.loads(out.out)
+    assert data["config"]["args"]["--speculative-algorithm"] == "EAGLE3"
+    nospec = data["no_spec"]
+    assert not any(k.startswith("--speculative-") for k in nospec["config"]["args"])
+    assert nospec["config"]["args"]["--tp"] == 8 and nospec["accept_length"] is None
+    econ = data["economics"]
+    assert set(econ) >= {
+        "speedup",
+        "accept_len",
+        "cycle_ms",
+        "baseline_step_ms",
+        "break_even_accept_len",
+        "needed_cycle_ms",
+    }
+    assert econ["speedup"] < 1.0 and econ["break_even_accept_len"] > econ["accept_len"]
+    assert econ["needed_cycle_ms"] < econ["cycle_ms"] and econ["concurrency"] == 3
+    assert "needs accept ≥" in econ["sentence"]
+    assert "relaunching without the speculative flags" in out.err
+    with socket.socket() as s:
+        assert s.connect_ex(("127.0.0.1", port)) != 0
+
+
+def test_bench_vs_no_spec_needs_a_spec_profile(tmp_path, capsys):
+    p = tmp_path / "plain.toml"
+    p.write_text('name = "plain"\n[server.args]\nmodel-path = "m"\n')
+    assert main(["local", "--profile", str(p), "--vs-no-spec"]) == 2
+    assert "--speculative-algorithm" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_vs_no_spec_on_h200_nvlink_says_speculation_pays(tmp_path, capsys):
+    rc = main(
+        [
+            "local",
+            "--profile",
+            _profile(tmp_path, _free_port(), 'sim-host = "h200-nvlink"'),
+            "--vs-no-spec",
+            "--json",
+        ]
+    )
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    econ = json.loads(out.out)["economics"]
+    assert econ["speedup"] > 1.0 and econ["break_even_accept_len"] < econ["accept_len"]
+    assert "pays" in econ["sentence"]
+
+
+@pytest.mark.slow
+def test_bench_vs_no_spec_over_several_concurrencies(tmp_path, capsys):
+    """Economics per concurrency both runs measured, and where speculation stops paying (None: it pays
+    at every concurrency measured on the NVLink preset)."""
+    prof = _profile(tmp_path, _free_port(), 'sim-host = "h200-nvlink"')
+    rc = main(["local", "--profile", prof, "--vs-no-spec", "--concurrency", "2,1", "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    data = json.loads(out.out)
+    assert [c["concurrency"] for c in data["by_concurrency"]] == [1, 2]
+    assert [c["concurrency"] for c in data["no_spec"]["by_concurrency"]] == [1, 2]
+    econ = data["economics"]
+    assert [p["concurrency"] for p in econ["points"]] == [1, 2]
+    assert all(p["speedup"] > 1.0 for p in econ["points"]) and econ["crossover"] is None
+    assert "pays at every concurrency measured (1–2)" in econ["sentence"]
+
+
+def test_bench_concurrency_list_is_checked(tmp_path, capsys):
+    assert main(["local", "--profile", _profile(tmp_path, 1), "--concurrency", "4,x"]) == 2
+    assert main(["local", "--profile", _profile(tmp_path, 1), "--concurrency", "0"]) == 2

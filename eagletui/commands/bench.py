@@ -24,6 +24,7 @@ from typing import Any
 
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core import events as ev
+from eagletui.core.economics import crossover
 from eagletui.core.events import BenchmarkResult, Event
 from eagletui.core.profile import Profile, ProfileError, load_profile
 from eagletui.core.redact import Redactor
@@ -163,12 +164,58 @@ def _print_human(summary: dict[str, Any]) -> None:
         print(f"  error: {inert(summary['error'])}")
 
 
+def without_speculation(profile: Profile) -> Profile:
+    """The same profile with every ``--speculative-*`` server arg removed (everything else kept): the
+    no-spec reference a spec run must beat."""
+    args = {k: v for k, v in profile.args.items() if not k.startswith("--speculative-")}
+    return dataclasses.replace(profile, args=args, name=f"{profile.name} (no spec)")
+
+
+async def _repeats(
+    ws: Workspace, repeats: int, redactor: Redactor, concurrencies: list[int] | None = None
+) -> list[BenchmarkResult]:
+    """``repeats`` benchmarks at each of ``concurrencies`` (the profile's own when None) against the
+    server ``ws`` follows."""
+    results: list[BenchmarkResult] = []
+    levels: list[int | None] = list(concurrencies) if concurrencies else [None]
+    for conc in levels:
+        prof = ws.running_profile or ws.profile
+        if conc is not None:
+            prof.bench = dataclasses.replace(prof.bench, concurrency=conc)
+            _say(f"concurrency {conc}")
+        for i in range(repeats):
+            r = await ws.benchmark()
+            results.append(r)
+            _say(
+                f"repeat {i + 1}/{repeats}: {r.output_throughput:.1f} tok/s"
+                + (f", accept {r.accept_length:.2f}" if r.accept_length else "")
+                + (f" ({redactor.text(r.error)})" if r.error else "")
+            )
+    return results
+
+
+def _by_concurrency(model: SessionModel, launch: int) -> list[dict[str, Any]]:
+    run = model.runbook.runs.get(launch)
+    if run is None:
+        return []
+    out = []
+    for conc, rs in sorted(run.by_concurrency().items()):
+        tok, _, _ = mean_stdev([r.output_throughput for r in rs])
+        acc, _, _ = mean_stdev([r.accept_length for r in rs])
+        out.append({"concurrency": conc, "output_throughput": tok, "accept_length": acc, "runs": len(rs)})
+    return out
+
+
 async def _amain(ns: argparse.Namespace) -> int:
     try:
         profile = load_profile(ns.profile)
     except ProfileError as exc:
         _say(str(exc))
         return EXIT_USAGE
+    if ns.vs_no_spec and not profile.args.get("--speculative-algorithm"):
+        _say("eagletui: --vs-no-spec needs a profile with --speculative-algorithm")
+        return EXIT_USAGE
+    ns.launch = ns.launch or ns.vs_no_spec  # we relaunch: only a server we started may be stopped
     target = ns.target or profile.target
     repeats = ns.repeats or profile.bench.repeats
     redactor = Redactor.for_profile(profile)
@@ -202,23 +249,55 @@ async def _amain(ns: argparse.Namespace) -> int:
                     _say("---- last log lines ----\n" + tail)
                 return EXIT_LAUNCH_FAILED
             _say("server ready")
-        results: list[BenchmarkResult] = []
-        for i in range(repeats):
-            r = await ws.benchmark()
-            results.append(r)
-            _say(
-                f"repeat {i + 1}/{repeats}: {r.output_throughput:.1f} tok/s"
-                + (f", accept {r.accept_length:.2f}" if r.accept_length else "")
-                + (f" ({redactor.text(r.error)})" if r.error else "")
-            )
+        results = await _repeats(ws, repeats, redactor, ns.concurrency)
+        spec_launch = model.state.launch.launch if model.state.launch is not None else 0
         # Errors may echo the key (``Invalid API key provided: …``): what is printed is scrubbed.
         summary = redactor.value(summarize_repeats(results, profile, target))
+        if ns.concurrency and len(ns.concurrency) > 1:
+            summary["by_concurrency"] = _by_concurrency(model, spec_launch)
+        base_summary: dict[str, Any] | None = None
+        if ns.vs_no_spec:
+            nospec = without_speculation(profile)
+            _say("relaunching without the speculative flags")
+            try:
+                await ws.launch(nospec)
+            except Exception as exc:
+                _say(f"eagletui: no-spec launch failed: {exc}")
+                return EXIT_LAUNCH_FAILED
+            why = await wait_ready(model, profile.ready_timeout_s)
+            if why:
+                _say(f"eagletui: no-spec server {why}")
+                return EXIT_LAUNCH_FAILED
+            _say("no-spec server ready")
+            base_results = await _repeats(ws, repeats, redactor, ns.concurrency)
+            base_summary = redactor.value(summarize_repeats(base_results, nospec, target))
+            if ns.concurrency and len(ns.concurrency) > 1 and model.state.launch is not None:
+                base_summary["by_concurrency"] = _by_concurrency(model, model.state.launch.launch)
+            summary["no_spec"] = base_summary
+        econ = model.runbook.economics(spec_launch)
+        if econ is not None:
+            points = model.runbook.economics_points(spec_launch)
+            summary["economics"] = {
+                **econ.to_json(),
+                "crossover": crossover(points) if len(points) > 1 else None,
+                "points": [e.to_json() for _, e in points],
+                "sentence": model.runbook.economics_sentence(spec_launch),
+            }
         if ns.json:
             print(json.dumps(summary, indent=2))
         else:
             _print_human(summary)
+            if base_summary is not None:
+                print("without speculation:")
+                _print_human(base_summary)
+            if econ is not None:
+                print(summary["economics"]["sentence"])
         # no tokens measured (NaN/zero counts, every stream empty) fails the gate like a failed request
-        ok = summary["requests"] > 0 and summary["failed"] == 0 and summary["output_throughput"] > 0
+        ok = all(
+            s["requests"] > 0 and s["failed"] == 0 and s["output_throughput"] > 0
+            for s in (summary, base_summary)
+            if s is not None
+        )
         return EXIT_OK if ok else EXIT_BENCH_FAILED
     finally:
         if launched and ws.run is not None and ws.run.owned:
@@ -231,6 +310,16 @@ async def _amain(ns: argparse.Namespace) -> int:
         model.close()
 
 
+def _concurrency_list(text: str) -> list[int]:
+    try:
+        values = [int(x) for x in text.split(",") if x.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a list of integers: {text!r}") from None
+    if not values or any(not 1 <= v <= 10_000 for v in values):
+        raise argparse.ArgumentTypeError("concurrencies must be between 1 and 10000")
+    return sorted(set(values))
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="eagletui bench", description="Benchmark a server headlessly.")
     p.add_argument(
@@ -241,6 +330,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--launch", action="store_true", help="launch the server first and stop it afterwards")
     p.add_argument("--repeats", type=int, default=None, help="benchmark runs (default: bench.repeats)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.add_argument(
+        "--concurrency",
+        type=_concurrency_list,
+        default=None,
+        metavar="N[,N…]",
+        help="benchmark at each of these concurrencies (default: bench.concurrency); with --vs-no-spec "
+        "the economics say where speculation stops paying",
+    )
+    p.add_argument(
+        "--vs-no-spec",
+        action="store_true",
+        help="then relaunch without the --speculative-* flags, benchmark again and print the economics "
+        "(implies --launch)",
+    )
     return p
 
 

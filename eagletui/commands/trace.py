@@ -12,8 +12,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
+from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.profiler import RankSummary, TraceError, report_json, summarize_file
 from eagletui.profiler.categories import ORDER
 
@@ -27,8 +29,19 @@ def build_parser() -> argparse.ArgumentParser:
         description="Summarise torch-profiler traces (SGLang /start_profile output) by kernel category.",
     )
     p.add_argument(
-        "files", nargs="+", metavar="FILE", help="trace files (.trace.json or .trace.json.gz), one per rank"
+        "files", nargs="*", metavar="FILE", help="trace files (.trace.json or .trace.json.gz), one per rank"
     )
+    p.add_argument(
+        "--capture",
+        metavar="TARGET",
+        default=None,
+        help='profile the running server on TARGET ("local" or an SSH target) instead of reading files',
+    )
+    p.add_argument("--profile", default=None, help="profile TOML of the running server (with --capture)")
+    p.add_argument("--steps", type=int, default=5, help="decode steps to profile (with --capture)")
+    p.add_argument("--out", default=None, help="where the fetched traces go (default: the data dir)")
+    p.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the traces")
+    add_ssh_options(p)
     p.add_argument(
         "--json", action="store_true", help="print the JSON report (docs/trace-json.md) instead of text"
     )
@@ -141,8 +154,85 @@ def render_text(ranks: list[RankSummary], base: list[RankSummary] | None) -> str
     return "\n".join(lines)
 
 
+async def capture_running(args: argparse.Namespace) -> list[str]:
+    """Profile the newest live eagletui-launched server of ``--profile`` on ``--capture`` and fetch its
+    DECODE traces here; returns their local paths. Raises ``CaptureError`` with a message for the user."""
+    import tempfile
+
+    from eagletui.config import data_dir
+    from eagletui.core.profile import ProfileError, load_profile
+    from eagletui.profiler.live import ProfileError as LiveError
+    from eagletui.profiler.live import ProfileRequest, capture
+    from eagletui.remote.control import ServerControl
+    from eagletui.remote.transport import open_transport
+
+    try:
+        profile = load_profile(args.profile)
+    except ProfileError as exc:
+        raise CaptureError(str(exc)) from None
+    try:
+        transport = await open_transport(args.capture, ssh_options(args))
+    except Exception as exc:
+        raise CaptureError(f"cannot reach {args.capture}: {exc}") from None
+    try:
+        control = ServerControl(transport, runs_dir=profile.runs_dir, python=profile.python)
+        live = [r for r in await control.list_runs() if r.alive]
+        if not live:
+            raise CaptureError(f"no running server of this profile on {args.capture} ({profile.runs_dir})")
+        run = live[0]
+        tp_value = (run.config or {}).get("tp") or profile.args.get("--tp", profile.args.get("--tp-size", 1))
+        try:
+            tp = max(1, int(str(tp_value)))
+        except ValueError:
+            tp = 1
+        port = await transport.forward_port(run.port or profile.port)
+        out = args.out
+        if out is None:
+            root = data_dir() / "profiles"
+            root.mkdir(parents=True, exist_ok=True, mode=0o700)
+            out = tempfile.mkdtemp(prefix=f"{run.run_id}-", dir=root)
+        api_key = profile.args.get("--api-key")
+        print(f"eagletui trace: profiling run {run.run_id} (pid {run.pid}, tp {tp})", file=sys.stderr)
+        paths = await capture(
+            transport,
+            f"http://127.0.0.1:{port}",
+            python=profile.python,
+            host_dir=run.run_dir,
+            local_dir=Path(out),
+            ranks=tp,
+            request=ProfileRequest(num_steps=args.steps),
+            api_key=str(api_key) if api_key not in (None, True, False) else None,
+            timeout=args.timeout,
+            on_step=lambda m: print(f"  {m}", file=sys.stderr),
+        )
+        print(f"eagletui trace: traces in {out}", file=sys.stderr)
+        return [str(p) for p in paths]
+    except LiveError as exc:
+        raise CaptureError(str(exc)) from None
+    finally:
+        await transport.close()
+
+
+class CaptureError(Exception):
+    pass
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if args.capture is not None:
+        if not args.profile:
+            print("eagletui trace: --capture needs --profile", file=sys.stderr)
+            return 2
+        import asyncio
+
+        try:
+            args.files = asyncio.run(capture_running(args))
+        except CaptureError as exc:
+            print(f"eagletui trace: {_inert(str(exc))}", file=sys.stderr)
+            return 1
+    elif not args.files:
+        print("eagletui trace: give trace FILEs, or --capture TARGET --profile P", file=sys.stderr)
+        return 2
     ranks, errors = _load(args.files)
     base: list[RankSummary] | None = None
     if args.baseline:

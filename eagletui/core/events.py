@@ -375,4 +375,21 @@ class BenchmarkResult(Event):
     error: str = ""
 
 
+# -------------------------------------------------------------------------------------- step profiles
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProfileCaptured(Event):
+    """A step profile taken from the running server (``/start_profile``) and summarised. ``summary`` is
+    :func:`eagletui.profiler.summary.step_breakdown`'s dict (``ranks``, ``steps``, ``step_ms``,
+    ``categories`` ms per step, ``skew_ms``); ``files`` are the fetched traces on this machine; an
+    ``error`` says why no profile came back (then ``summary`` is empty)."""
+
+    type: ClassVar[str] = "profile_captured"
+    launch: int = 0
+    files: tuple[str, ...] = ()
+    summary: dict[str, Any] = field(default_factory=dict)
+    error: str = ""
+
+
 ALL_EVENT_TYPES: tuple[type[Event], ...] = tuple(_REGISTRY.values())

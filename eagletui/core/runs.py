@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from eagletui.core.economics import Economics, crossover, economics
 from eagletui.core.events import (
     BenchmarkResult,
     BenchmarkStarted,
@@ -25,6 +26,7 @@ from eagletui.core.events import (
     PhaseFinished,
     PhaseStarted,
     ProcessExited,
+    ProfileCaptured,
     ServerFailed,
     ServerReady,
     ServerStopped,
@@ -120,6 +122,10 @@ class Run:
     started_mono: float | None = None
     ready_after: float | None = None  # seconds from launch to ready (monotonic clock)
     phase_starts: dict[str, float] = field(default_factory=dict, repr=False)  # phase → mono
+    #: bench number → the workload's concurrency (``BenchmarkStarted.workload``), for per-request tok/s
+    bench_concurrency: dict[int, int] = field(default_factory=dict)
+    #: the last step profile captured against this launch (``ProfileCaptured.summary``)
+    step_profile: dict[str, Any] | None = None
 
     @property
     def ready(self) -> bool:
@@ -162,6 +168,17 @@ class Run:
         algo = args.get("--speculative-algorithm")
         return bool(algo) and algo is not False
 
+    def concurrency_of(self, result: BenchmarkResult) -> int:
+        """The concurrency a result was measured at (1 when the workload did not say)."""
+        c = self.bench_concurrency.get(result.bench)
+        return c if isinstance(c, int) and c > 0 else 1
+
+    def by_concurrency(self) -> dict[int, list[BenchmarkResult]]:
+        out: dict[int, list[BenchmarkResult]] = {}
+        for r in self.good_results:
+            out.setdefault(self.concurrency_of(r), []).append(r)
+        return out
+
     @property
     def fingerprint(self) -> str:
         fps = [r.workload_fingerprint for r in self.good_results if r.workload_fingerprint]
@@ -200,6 +217,9 @@ class RunRow:
     warnings: tuple[str, ...]
     failure: str | None
     repeats: int
+    #: one sentence: is speculation worth it vs the no-spec reference (None: not a spec run, or no
+    #: comparable no-spec run yet)
+    economics: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -308,10 +328,27 @@ class RunBook:
             run.failure = run.failure or f"exited with code {event.code}"
 
     def _on_bench_started(self, event: BenchmarkStarted) -> None:
-        self._run(event.launch)
+        run = self._run(event.launch)
+        conc = (event.workload or {}).get("concurrency")
+        if isinstance(conc, int) and not isinstance(conc, bool) and conc > 0:
+            run.bench_concurrency[event.bench] = conc
 
     def _on_bench_result(self, event: BenchmarkResult) -> None:
         self._run(event.launch).results.append(event)
+
+    def _on_profile(self, event: ProfileCaptured) -> None:
+        if event.summary and not event.error:
+            self._run(event.launch).step_profile = dict(event.summary)
+
+    def step_profiles(self, launch: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None, int | None]:
+        """(this run's step profile, the baseline run's, the baseline's launch) for the step bars; the
+        baseline part is None when the baseline has no profile or is this run."""
+        run = self.runs.get(launch)
+        mine = run.step_profile if run is not None else None
+        base = self.base_run()
+        if base is None or base is run or base.step_profile is None:
+            return mine, None, None
+        return mine, base.step_profile, base.launch
 
     def pin_baseline(self, launch: int) -> None:
         if launch not in self.runs:
@@ -348,6 +385,88 @@ class RunBook:
             return base
         candidates = [r for r in self.runs.values() if not r.is_spec and r.config and r.good_results]
         return max(candidates, key=lambda r: r.launch) if candidates else None
+
+    def nospec_reference(self, launch: int) -> Run | None:
+        """The no-spec run a spec run's economics are computed against: the pinned baseline if it is a
+        no-spec run of the same host and model, else the latest such run; None for a no-spec run."""
+        run = self.runs[launch]
+        if not run.is_spec:
+            return None
+
+        def fits(other: Run) -> bool:
+            return (
+                other is not run
+                and not other.is_spec
+                and bool(other.config)
+                and bool(other.good_results)
+                and (not run.target or not other.target or other.target == run.target)
+                and (not run.model or not other.model or other.model == run.model)
+            )
+
+        base = self.base_run()
+        if base is not None and fits(base):
+            return base
+        candidates = [r for r in self.runs.values() if fits(r)]
+        return max(candidates, key=lambda r: r.launch) if candidates else None
+
+    def economics_points(self, launch: int) -> list[tuple[int, Economics]]:
+        """(concurrency, economics) for every concurrency both the spec run and its no-spec reference
+        measured; tok/s is per request (output throughput ÷ concurrency)."""
+        run = self.runs[launch]
+        ref = self.nospec_reference(launch)
+        if ref is None:
+            return []
+        mine, theirs = run.by_concurrency(), ref.by_concurrency()
+        out: list[tuple[int, Economics]] = []
+        for conc in sorted(set(mine) & set(theirs)):
+            tok, _, _ = mean_stdev([r.output_throughput / conc for r in mine[conc]])
+            acc, _, _ = mean_stdev([r.accept_length for r in mine[conc]])
+            btok, _, _ = mean_stdev([r.output_throughput / conc for r in theirs[conc]])
+            e = economics(tok, acc, btok, concurrency=conc)
+            if e is not None:
+                out.append((conc, e))
+        return out
+
+    def economics(self, launch: int) -> Economics | None:
+        """The economics at the concurrency the run was last benchmarked at (else the lowest known)."""
+        points = self.economics_points(launch)
+        if not points:
+            return None
+        run = self.runs[launch]
+        last = run.concurrency_of(run.good_results[-1])
+        return dict(points).get(last, points[0][1])
+
+    def economics_sentence(self, launch: int) -> str | None:
+        """One line: the verdict, what would make speculation pay, and where it stops paying."""
+        e = self.economics(launch)
+        ref = self.nospec_reference(launch)
+        if e is None or ref is None:
+            return None
+        text = e.sentence()
+        if e.concurrency and e.concurrency > 1:
+            text += f" at concurrency {e.concurrency}"
+        text += f" vs no-spec #{ref.launch}"
+        points = self.economics_points(launch)
+        if len(points) > 1:
+            c = crossover(points)
+            lo, hi = points[0][0], points[-1][0]
+            if c is None:
+                text += f"; pays at every concurrency measured ({lo}–{hi})"
+            elif not any(p.pays for _, p in points):
+                text += f"; pays at no concurrency measured ({lo}–{hi})"
+            else:
+                text += f"; stops paying at concurrency {c}"
+        return text
+
+    def latest_economics(self) -> tuple[int, str] | None:
+        """(launch, sentence) of the newest spec run whose economics are known: after benchmarking the
+        no-spec run, the comparison line still says what it means for the spec run."""
+        for n in sorted(self.runs, reverse=True):
+            if self.runs[n].is_spec and self.runs[n].good_results:
+                sentence = self.economics_sentence(n)
+                if sentence:
+                    return n, sentence
+        return None
 
     def warnings(self, launch: int) -> list[str]:
         run = self.runs[launch]
@@ -452,6 +571,7 @@ class RunBook:
             warnings=tuple(self.warnings(launch)),
             failure=run.failure,
             repeats=len(run.good_results),
+            economics=self.economics_sentence(launch),
         )
 
     def rows(self) -> list[RunRow]:
@@ -469,4 +589,5 @@ _FOLD: dict[type, Callable[[RunBook, Any], None]] = {
     ProcessExited: RunBook._on_exited,
     BenchmarkStarted: RunBook._on_bench_started,
     BenchmarkResult: RunBook._on_bench_result,
+    ProfileCaptured: RunBook._on_profile,
 }

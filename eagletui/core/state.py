@@ -34,6 +34,7 @@ from eagletui.core.events import (
     ServerReady,
     ServerStopped,
 )
+from eagletui.core.nccl import NcclFold
 
 SERIES_LIMIT = 2000
 
@@ -114,6 +115,8 @@ class LaunchState:
     ready_at: float | None = None
     stale_for: float | None = None
     version: str | None = None
+    #: NCCL_DEBUG=INFO lines of this launch, folded (only lines containing "NCCL INFO" reach it)
+    nccl: NcclFold = field(default_factory=NcclFold)
 
     @property
     def current_phase(self) -> str | None:
@@ -180,6 +183,13 @@ class SessionState:
     @property
     def launch(self) -> LaunchState | None:
         return self.launches.get(self.current)
+
+    def nccl_line(self) -> str | None:
+        """The current launch's NCCL summary in one line; None until it logged ``NCCL INFO`` lines."""
+        la = self.launch
+        if la is None or not la.nccl.summary.seen:
+            return None
+        return la.nccl.summary.one_line()
 
     @property
     def server_state(self) -> ServerState:
@@ -361,6 +371,8 @@ def _on_stale(s: SessionState, ev: LogStale) -> None:
 def _on_log(s: SessionState, ev: LogLine) -> None:
     s.log_lines += 1
     la = s.launches.get(ev.launch or s.current)
+    if la is not None and "NCCL INFO" in ev.text:
+        la.nccl.add(ev.text)
     if la is not None and la.stale_for is not None:
         la.stale_for = None
 

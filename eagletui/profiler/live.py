@@ -118,12 +118,20 @@ async def drive_load(
     requests: int = 8,
     max_new_tokens: int = 96,
     api_key: str | None = None,
+    stagger_s: float = 0.05,
+    waves: int | None = None,
 ) -> int:
-    """A few concurrent greedy requests so the server runs prefill and decode batches; returns the
-    number that completed. Answers are read with a bound and thrown away."""
+    """Concurrent greedy requests so the server runs prefill and decode batches, in waves until
+    cancelled (or ``waves`` of them); returns the number that completed. Answers are read with a bound
+    and thrown away.
+
+    The starts are staggered: with ``profile_by_stage`` the EXTEND stage only ends after ``num_steps``
+    prefill *batches*, and one burst of requests is admitted as one batch, so the DECODE stage (the one
+    we want) would never begin."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     async def one(i: int) -> bool:
+        await asyncio.sleep(i * stagger_s)
         body = {
             "text": f"Profile request {i}: write a long story about a lighthouse keeper.",
             "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0, "ignore_eos": True},
@@ -135,8 +143,15 @@ async def drive_load(
         except (aiohttp.ClientError, TimeoutError):
             return False
 
-    done = await asyncio.gather(*(one(i) for i in range(requests)))
-    return sum(done)
+    completed = 0
+    wave = 0
+    while waves is None or wave < waves:
+        done = await asyncio.gather(*(one(i) for i in range(requests)))
+        completed += sum(done)
+        wave += 1
+        if not any(done):
+            await asyncio.sleep(0.5)  # the server refuses: do not spin
+    return completed
 
 
 async def list_traces(

@@ -356,3 +356,26 @@ def skew(ranks: list[RankSummary]) -> dict[str, Any] | None:
 
 def report_json(ranks: list[RankSummary]) -> dict[str, Any]:
     return {"schema": SCHEMA, "ranks": [r.to_json() for r in ranks], "skew": skew(ranks)}
+
+
+def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
+    """A small, recordable summary of one profile: GPU kernel ms **per decode step** by category,
+    averaged over the ranks (per step where the trace marks steps, else over the whole trace as one),
+    plus the rank skew. What the step bars draw and a ``ProfileCaptured`` event carries."""
+    if not ranks:
+        return {}
+    per_rank: list[dict[str, float]] = []
+    steps_seen: list[int] = []
+    for r in ranks:
+        n = len(r.steps) if r.steps else 1
+        steps_seen.append(len(r.steps) if r.steps else 0)
+        per_rank.append({c.label: r.ms(c.label) / n for c in ORDER})
+    cats = {c.label: sum(d[c.label] for d in per_rank) / len(per_rank) for c in ORDER}
+    sk = skew(ranks)
+    return {
+        "ranks": len(ranks),
+        "steps": min(steps_seen),
+        "step_ms": round(sum(cats.values()), 4),
+        "categories": {k: round(v, 4) for k, v in cats.items()},
+        "skew_ms": sk["max_wait_ms"] if sk else 0.0,
+    }

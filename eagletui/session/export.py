@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eagletui.core.economics import economics, per_request
+from eagletui.core.economics import crossover, economics, per_request
 from eagletui.core.events import (
     PHASES,
     BenchmarkResult,
@@ -285,30 +285,26 @@ def _per_request_tok_s(run: Run, conc: dict[tuple[int, int], int | None]) -> tup
 def _economics_for(
     run: Run, book: RunBook, conc: dict[tuple[int, int], int | None]
 ) -> tuple[dict[str, Any] | None, int | None]:
-    """A spec run against the latest no-spec run with results (same workload where known): the
-    arithmetic of :mod:`eagletui.core.economics` on per-request tok/s. The run model's own economics
-    are used when it has them."""
-    own = getattr(run, "economics", None)  # an Economics the run model may carry (same arithmetic)
-    if own is not None and callable(getattr(own, "to_json", None)) and hasattr(own, "pays"):
-        return own.to_json() | {"pays": bool(own.pays)}, getattr(run, "economics_vs", None)
-    if not run.is_spec or not run.good_results:
+    """The run book's economics of a spec run (the same numbers as the runs table: per-request tok/s
+    against the pinned no-spec baseline or the latest no-spec run of the same host and model, at the
+    concurrency both measured), with ``pays``, the crossover across concurrencies and the sentence.
+    Runs whose benchmarks did not say their concurrency fall back to the plain arithmetic."""
+    econ = book.economics(run.launch)
+    ref = book.nospec_reference(run.launch)
+    if econ is not None and ref is not None:
+        points = book.economics_points(run.launch)
+        extra = {
+            "pays": econ.pays,
+            "crossover": crossover(points) if len(points) > 1 else None,
+            "sentence": book.economics_sentence(run.launch),
+        }
+        return econ.to_json() | extra, ref.launch
+    if not run.is_spec or not run.good_results or ref is None:
         return None, None
-    refs = [
-        r
-        for r in book.runs.values()
-        if r is not run
-        and not r.is_spec
-        and r.config
-        and r.good_results
-        and book.comparable(r.launch, run.launch)
-    ]
-    if not refs:
-        return None, None
-    ref = max(refs, key=lambda r: r.launch)
     spec_tok, c = _per_request_tok_s(run, conc)
     base_tok, _ = _per_request_tok_s(ref, conc)
-    econ = economics(spec_tok, run.metric("accept_len").mean, base_tok, concurrency=c)
-    return (econ.to_json() | {"pays": econ.pays} if econ is not None else None), ref.launch
+    plain = economics(spec_tok, run.metric("accept_len").mean, base_tok, concurrency=c)
+    return (plain.to_json() | {"pays": plain.pays} if plain is not None else None), ref.launch
 
 
 def build_report(

@@ -221,6 +221,46 @@ def build_server_args(plan: Plan) -> dict[str, Any]:
     return d
 
 
+def nccl_info_lines(p: Plan, pid: int) -> list[str]:
+    """What ``NCCL_DEBUG=INFO`` prints at communicator init, in NCCL 2.28's shapes (as in
+    shared/fixtures/gpu/nccl-debug-info-tp2.log), following the host preset and the NCCL env: PCIe hosts
+    talk over SHM (P2P where ``NCCL_P2P_LEVEL=SYS``), NVLink hosts over P2P/CUMEM with NVLS channels
+    when ``--enable-nccl-nvls``; ``NCCL_MIN_NCHANNELS`` raises the channel count."""
+    env = p.env
+    nvlink = "nvlink" in p.cfg.host
+    via = "P2P/CUMEM" if nvlink or env.get("NCCL_P2P_LEVEL") == "SYS" else "SHM/direct/direct"
+    if env.get("NCCL_P2P_DISABLE") == "1":
+        via = "SHM/direct/direct"
+    try:
+        min_ch = int(env.get("NCCL_MIN_NCHANNELS") or 0)
+    except ValueError:
+        min_ch = 0
+    coll = max(16 if nvlink else 4, min_ch)
+    nvls = 16 if nvlink and getattr(p.args, "enable_nccl_nvls", False) else 0
+    out: list[str] = []
+    for r in range(p.tp):
+        head = f"simhost:{pid + r}:{pid + r} [{r}] NCCL INFO "
+        out.append(head + "NCCL version 2.28.9+cuda13.0")
+        for name in ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_P2P_LEVEL", "NCCL_P2P_DISABLE"):
+            if env.get(name):
+                out.append(head + f"{name} set by environment to {env[name]}.")
+        out.append(head + "Using network Socket")
+        peer = (r + 1) % p.tp
+        for ch in range(min(coll, 2)):
+            out.append(head + f"Channel {ch:02d}/0 : {r}[{r}] -> {peer}[{peer}] via {via}")
+        out.append(
+            head + f"{coll} coll channels, {coll} collnet channels, {nvls} nvls channels, "
+            f"32 p2p channels, 32 p2p channels per peer"
+        )
+        out.append(
+            head + f"ncclCommInitRankConfig comm 0x{0x2C4245A0 + r:x} rank {r} nranks {p.tp} cudaDev {r} "
+            f"nvmlDev {r} busId {0x60 + 0x10 * r:x} commId 0xdde4c43f6860c5a3 - Init COMPLETE"
+        )
+        total = (0.9 if nvlink else 1.6) + 0.01 * r
+        out.append(head + f"Init timings - ncclCommInitRankConfig: rank {r} nranks {p.tp} total {total:.2f}")
+    return out
+
+
 def _version_tuple(v: str) -> tuple[int, ...]:
     out = []
     for part in str(v).split(".")[:3]:
@@ -403,6 +443,9 @@ class Startup:
         # --- init parallel ------------------------------------------------------------------------
         t = time.monotonic()
         self.all_ranks(lambda r: "Init parallel begin.")
+        if (p.env.get("NCCL_DEBUG") or "").upper() in ("INFO", "TRACE"):
+            for line in nccl_info_lines(p, os.getpid()):
+                log.raw(line + "\n")
         await self.sleep(8)
         if p.fail == "nccl":
             self.fail(min(5, p.tp - 1), tb_nccl(min(5, p.tp - 1)))

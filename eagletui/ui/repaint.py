@@ -42,6 +42,7 @@ class Repainter:
         self._chart_cursor = -1
         self._chart_rounds = 0
         self.log: LogView | None = None
+        self._nccl = ""
 
     def attach(self) -> None:
         """Look the widgets up once (a query per tick would cost more than the tick)."""
@@ -49,6 +50,7 @@ class Repainter:
         self.log = q(LogView)
         self.phases, self.status, self.gpus = q(PhasePanel), q(StatusHeader), q(GpuStrip)
         self.runs, self.compare = q(RunsTable), q("#compare", Static)
+        self.tuning = q("#tuning")
 
     # ------------------------------------------------------------------ marking
 
@@ -113,6 +115,10 @@ class Repainter:
         self.force_charts = False
         self.runs.show(runbook, state)
         set_label(self.compare, compare_text(runbook, state.bench_running))
+        nccl = state.nccl_line() or "NCCL: toggle NCCL_DEBUG=INFO to see how the ranks talk"
+        if nccl != self._nccl:  # the Tune pane's title line
+            self._nccl = nccl
+            self.tuning.border_title = Text(nccl)
         # other charts may still be stale: keep ticking until each had its turn since the last event
         self._chart_rounds -= len(todo)
         if self._chart_rounds > 0:
@@ -149,6 +155,11 @@ def compare_text(runbook: RunBook, bench_running: int | None = None) -> Text:
     elif runbook.baseline is not None:
         t.append(f"  vs #{runbook.baseline}", style="dim")
     t.append(f"  {row.verdict}", style={"pass": "bold green", "fail": "bold red"}.get(row.verdict, "dim"))
-    if row.alarms:
+    econ = (launch, row.economics) if row.economics else runbook.latest_economics()
+    if econ is not None:  # a second line, wrapped: the verdict on speculation and what would change it
+        t.no_wrap, t.overflow = False, "fold"
+        e = runbook.economics(econ[0])
+        t.append(f"\n#{econ[0]} {econ[1]}", style="bold green" if e is not None and e.pays else "bold red")
+    elif row.alarms:
         t.append(f"  ⚠ {row.alarms[0]}", style="yellow")
     return t

@@ -42,6 +42,7 @@ from eagletui.ui.widgets.phases import PhasePanel
 from eagletui.ui.widgets.queue import SweepQueueView
 from eagletui.ui.widgets.runs import RunsTable, command_line
 from eagletui.ui.widgets.status import GpuStrip, StatusHeader
+from eagletui.ui.widgets.stepbars import step_bars
 from eagletui.ui.widgets.tabbar import TabBar
 from eagletui.ui.widgets.timeline import Timeline, clock
 from eagletui.ui.widgets.tuning import TuningPanel
@@ -355,6 +356,29 @@ class MainScreen(Screen):
         except KeyError as exc:
             self.app.notify(str(exc), severity="warning")
         self.painter.dirty = True
+
+    def action_profile_step(self) -> None:
+        d = self._live()
+        if d is None or not self._control_free(d):
+            return
+        if self.model.state.server_state != ServerState.READY:
+            self.app.notify("the server is not ready yet", severity="warning")
+            return
+        self.app.notify("profiling a few decode steps (/start_profile) …", title="profile")
+        self._profile_worker(d)
+
+    @work(exclusive=True, group="profile", exit_on_error=False)
+    async def _profile_worker(self, d: LiveDriver) -> None:
+        try:
+            ev = await d.workspace.profile_step()  # type: ignore[union-attr]  # _live() checked it
+        except Exception as exc:
+            ev = None
+            self.app.notify(str(exc), title="profile failed", severity="error")
+        if ev is not None and ev.error:
+            self.app.notify(ev.error, title="profile failed", severity="error", timeout=15)
+        elif ev is not None:
+            body = step_bars(self.model.runbook, ev.launch)
+            self.app.push_screen(TextScreen(f"step profile of run #{ev.launch}", body, "step-profile"))
 
     # ------------------------------------------------------------------ the log
 

@@ -15,6 +15,7 @@ from eagletui.core.redact import Redactor
 from eagletui.core.state import PhaseStatus
 from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.phases import PHASE_LABELS, fmt_secs
+from eagletui.ui.widgets.stepbars import step_bars
 from eagletui.ui.words import describe_failure
 
 if TYPE_CHECKING:
@@ -146,6 +147,8 @@ class RunsTable(DataTable):
             if row.reasons:
                 t.append("  " + inert("; ".join(row.reasons)))
             t.append("\n")
+            if row.economics:
+                t.append(inert(row.economics) + "\n", style="bold")
             for a in (*row.alarms, *row.warnings):
                 t.append(f"⚠ {inert(a)}\n", style="yellow")
             t.append("\nresults\n", style="bold")
@@ -171,6 +174,8 @@ class RunsTable(DataTable):
                             f"{k} {v:.1f}" for k, v in dist.items() if isinstance(v, int | float)
                         )
                         t.append(f"  {inert(str(name)):9} {vals}\n", style="dim")
+        if run is not None and run.step_profile and runbook is not None:
+            t.append("\nstep profile\n", style="bold").append_text(step_bars(runbook, launch))
         t.append("\nconfig vs baseline", style="bold")
         base = runbook.baseline if runbook is not None else None
         if base == launch:

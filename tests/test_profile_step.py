@@ -1,0 +1,133 @@
+"""The step profiler end to end: Workspace.profile_step against the real simulator (a real process that
+serves /start_profile and writes torch-format traces per rank), the ProfileCaptured event folded into the
+run book, recorded and replayed, and the step bars beside the baseline run's."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import pytest
+
+from eagletui.commands.bench import wait_ready
+from eagletui.commands.demo import free_port
+from eagletui.core.events import Event, ProfileCaptured
+from eagletui.core.profile import load_profile
+from eagletui.core.runs import RunBook
+from eagletui.session.model import SessionModel
+from eagletui.workspace import Workspace
+
+
+def _profile(tmp_path, port: int, extra: str = "") -> str:
+    p = tmp_path / "sim.toml"
+    p.write_text(
+        f"""
+name = "simtest"
+[target]
+python = "{sys.executable}"
+workdir = "{tmp_path}"
+[server]
+command = ["{{python}}", "-m", "eagletui.sim"]
+port = {port}
+runs_dir = "{tmp_path}/runs"
+ready_timeout_s = 60
+[server.args]
+model-path = "moonshotai/Kimi-K2.5"
+tp = 8
+speculative-algorithm = "EAGLE3"
+speculative-draft-model-path = "lmsys/Kimi-K2.5-poor-EAGLE3"
+speculative-num-steps = 3
+speculative-eagle-topk = 1
+speculative-num-draft-tokens = 4
+sim-time-scale = 0.003
+sim-speed = 20
+sim-host = "pcie-rtx6000"
+{extra}
+"""
+    )
+    return str(p)
+
+
+async def _profile_once(tmp_path, extra: str = "") -> tuple[ProfileCaptured, SessionModel]:
+    profile = load_profile(_profile(tmp_path, free_port(), extra))
+    model = SessionModel(target="local", profile=profile, learn_history=False)
+    ws = Workspace(profile, model.dispatch, target="local", preflight=False)
+    await ws.connect()
+    try:
+        await ws.launch()
+        assert await wait_ready(model, 60) == ""
+        ev = await ws.profile_step(num_steps=3, local_dir=str(tmp_path / "traces"), timeout=60)
+    finally:
+        await ws.close(stop_server=True)
+        model.close()
+    return ev, model
+
+
+@pytest.mark.slow
+def test_profile_step_on_pcie_preset_shows_communication_dominating(tmp_path):
+    ev, model = asyncio.run(_profile_once(tmp_path))
+    assert ev.error == "", ev.error
+    assert len(ev.files) == 8  # one DECODE trace per tp rank
+    s = ev.summary
+    assert s["ranks"] == 8 and s["step_ms"] > 0
+    cats = s["categories"]
+    assert set(cats) == {"communication", "gemm", "attention", "moe", "other"}
+    assert cats["communication"] == max(cats.values())  # all-reduce over PCIe dominates the step
+    run = model.runbook.runs[ev.launch]
+    assert run.step_profile == s
+    # recorded and replayed: the same run book state
+    book = RunBook()
+    book.apply(Event.from_dict(ev.to_dict()))
+    assert book.runs[ev.launch].step_profile == s
+
+
+def test_profile_step_without_a_server_is_a_clear_error(tmp_path):
+    from eagletui.workspace import WorkspaceError
+
+    profile = load_profile(_profile(tmp_path, free_port()))
+    ws = Workspace(profile, lambda e: None, target="local", preflight=False)
+    with pytest.raises(WorkspaceError, match="no server to profile"):
+        asyncio.run(ws.profile_step())
+
+
+@pytest.mark.slow
+def test_trace_capture_headless_against_the_running_server(tmp_path, capsys):
+    """``eagletui trace --capture local --profile P --json``: finds the running run of the profile, takes
+    the profile through /start_profile, fetches every rank's DECODE trace and prints the JSON report."""
+    import json
+
+    from eagletui.commands import trace
+
+    path = _profile(tmp_path, free_port())
+
+    async def go() -> int:
+        profile = load_profile(path)
+        model = SessionModel(target="local", profile=profile, learn_history=False)
+        ws = Workspace(profile, model.dispatch, target="local", preflight=False)
+        await ws.connect()
+        try:
+            await ws.launch()
+            assert await wait_ready(model, 60) == ""
+            argv = ["--capture", "local", "--profile", path, "--steps", "3", "--out", str(tmp_path / "t")]
+            return await asyncio.to_thread(trace.main, [*argv, "--json", "--timeout", "60"])
+        finally:
+            await ws.close(stop_server=True)
+            model.close()
+
+    rc = asyncio.run(go())
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    rep = json.loads(out.out)
+    assert len(rep["ranks"]) == 8 and rep["skew"] is not None
+    comm = rep["ranks"][0]["categories"]["communication"]
+    assert comm["share"] == max(c["share"] for c in rep["ranks"][0]["categories"].values())
+    assert len(list((tmp_path / "t").glob("*-DECODE.trace.json.gz"))) == 8
+
+
+def test_trace_capture_without_a_running_server(tmp_path, capsys):
+    from eagletui.commands import trace
+
+    rc = trace.main(["--capture", "local", "--profile", _profile(tmp_path, free_port())])
+    assert rc == 1 and "no running server" in capsys.readouterr().err
+    assert trace.main(["--capture", "local"]) == 2
+    assert trace.main([]) == 2

@@ -1,0 +1,36 @@
+"""Pilot test of the real app on the real simulator: P takes a step profile of the running server and
+shows the step bars, with communication dominating on the default PCIe preset."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eagletui.commands.demo import build_app
+from eagletui.config import UserConfig
+from tests.test_ui_demo import fast_profile, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+async def test_P_profiles_the_running_server_and_shows_step_bars(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("EAGLETUI_DATA_DIR", str(tmp_path / "data"))
+    prof = fast_profile(tmp_path)
+    app = build_app(prof, UserConfig(record=False, history_path=str(tmp_path / "h.jsonl")), preflight=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40), app.state.server_state
+        await pilot.press("P")
+        book = app.runbook
+        launch = app.state.current
+        assert await wait_for(pilot, lambda: book.runs[launch].step_profile is not None, 60)
+        cats = book.runs[launch].step_profile["categories"]
+        assert cats["communication"] == max(cats.values())
+        assert await wait_for(pilot, lambda: app.screen.id == "step-profile", 5), app.screen
+        from textual.widgets import Static
+
+        await pilot.pause(0.2)
+        body = app.screen.query_one("#text-body", Static).render()
+        text = body.plain if hasattr(body, "plain") else str(body)
+        assert "communication" in text and "ms/step" in text and f"#{launch}" in text
+        assert (tmp_path / "data" / "profiles").is_dir()  # traces kept under the data dir
