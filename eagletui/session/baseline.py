@@ -23,7 +23,7 @@ from eagletui.core.events import GpuStats
 from eagletui.core.runs import METRICS, Run, delta
 from eagletui.core.stats import mean_stdev
 from eagletui.session.catalog import resolve, session_name
-from eagletui.session.export import summarize_runs
+from eagletui.session.export import SessionReport, summarize_runs
 from eagletui.session.format import SessionError
 from eagletui.session.index import ReplaySource
 
@@ -63,7 +63,8 @@ def parse_ref(text: str) -> tuple[str, int]:
     return session, launch
 
 
-def _gpu_of(source: ReplaySource) -> str:
+def gpu_of(source: ReplaySource) -> str:
+    """The GPU type of a recording: the first ``nvidia-smi`` sample near its start ("" if none)."""
     for i, (_line, _t, ev) in enumerate(source.events_from(0)):
         if isinstance(ev, GpuStats) and ev.gpus:
             name = ev.gpus[0].get("name") if isinstance(ev.gpus[0], dict) else None
@@ -81,7 +82,7 @@ def load_run(text: str, directories: list[Path]) -> ForeignRun:
     try:
         with ReplaySource.open(path) as source:
             runs = summarize_runs([ev for _line, _t, ev in source.context])
-            gpu = _gpu_of(source)
+            gpu = gpu_of(source)
     except (SessionError, OSError) as exc:
         raise BaselineError(f"baseline {text}: {exc}") from None
     by_launch = {r.launch: r for r in runs}
@@ -134,3 +135,23 @@ def warning(cmp: dict[str, Any]) -> str | None:
     if cmp.get("comparable", True):
         return None
     return f"baseline {cmp['session']}:{cmp['run']} is not like for like: " + "; ".join(cmp["reasons"])
+
+
+def attach(report: SessionReport, base: ForeignRun, *, gpu: str = "") -> SessionReport:
+    """``export --baseline``: every benchmarked run of ``report`` (measured on ``gpu``, when known)
+    also compared with ``base``."""
+    b = base.run
+    report.external = {
+        "session": base.session,
+        "run": b.launch,
+        "file": str(base.path),
+        "model": b.model,
+        "tp": b.tp,
+        "gpu": base.gpu or None,
+        "tok_s": b.metric("tok_s").mean,
+        "accept_len": b.metric("accept_len").mean,
+    }
+    for rec in report.records:
+        if rec.run.good_results:
+            rec.vs_external = compare(rec.run, base, gpu=gpu)
+    return report
