@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from eagletui.core.compare import comparability
-from eagletui.core.events import BenchmarkResult
-from eagletui.core.runs import Run
+from eagletui.core.events import BenchmarkResult, LaunchStarted
+from eagletui.core.runs import Run, RunBook
 
 
 def run(model="meta/Llama-3.1-8B", tp=8, fp="w1", gpu=None, detected=None, n=1) -> Run:
@@ -57,3 +57,25 @@ def test_model_and_tp_from_the_servers_own_args_line():
     a = run(detected={"model_path": "m/A", "tp_size": 8})
     b = run(detected={"model_path": "m/A", "tp_size": 4})
     assert comparability(a, b) == ["different tp (8 vs 4)"]
+
+
+def test_runbook_pins_a_run_of_another_session_and_warns_when_not_like_for_like():
+    book = RunBook()
+    for ev in (
+        LaunchStarted(launch=1, target="box", config={"model": "meta/Llama-3.1-8B", "tp": 8, "args": {}}),
+        BenchmarkResult(bench=1, launch=1, output_throughput=120.0, requests=10, workload_fingerprint="w1"),
+    ):
+        book.apply(ev)
+    assert book.baseline == 1 and book.baseline_label == "#1"
+    old = run(tp=4)  # 100 tok/s, an earlier session's tp=4 run
+    book.pin_external(old, "old-session:3")
+    assert book.base_run() is old and book.baseline is None and book.baseline_label == "old-session:3"
+    row = book.row(1)
+    assert not row.is_baseline and row.deltas["tok_s"].pct == 20.0
+    assert row.warnings == ("not like for like vs old-session:3: different tp (8 vs 4)",)
+    book.apply(
+        BenchmarkResult(bench=2, launch=1, output_throughput=121.0, requests=10, workload_fingerprint="w1")
+    )
+    assert book.baseline is None  # a new event does not take the pin back
+    book.pin_baseline(1)
+    assert book.base_run() is book.runs[1] and book.external is None and book.baseline_label == "#1"

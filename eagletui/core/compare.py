@@ -11,9 +11,10 @@ Pure: reads :class:`~eagletui.core.runs.Run` fields, no I/O.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eagletui.core.runs import Run
+if TYPE_CHECKING:  # runs.py imports this module: the guard is part of its warnings
+    from eagletui.core.runs import Run
 
 
 def _norm(value: Any) -> str:
