@@ -155,3 +155,40 @@ def attach(report: SessionReport, base: ForeignRun, *, gpu: str = "") -> Session
         if rec.run.good_results:
             rec.vs_external = compare(rec.run, base, gpu=gpu)
     return report
+
+
+#: The history view looks through this many recordings at most (newest first).
+HISTORY_MAX_SESSIONS = 30
+
+
+def history(
+    directory: Path,
+    *,
+    target: str,
+    model: str,
+    exclude: Path | None = None,
+    limit: int = HISTORY_MAX_SESSIONS,
+) -> list[ForeignRun]:
+    """Benchmarked runs of earlier sessions in ``directory`` on the same target and model (an
+    unrecorded target or model matches anything), newest session first: what the UI's history view
+    offers as baselines. A recording that cannot be read is skipped (``eagletui sessions`` says why)."""
+    from eagletui.session.catalog import list_sessions
+
+    out: list[ForeignRun] = []
+    skip = exclude.resolve() if exclude is not None else None
+    for entry in list_sessions(directory, cache=True, limit=limit):
+        s = entry.summary
+        if s is None or (skip is not None and entry.path.resolve() == skip):
+            continue
+        if (target and s.target and s.target != target) or (model and s.model and s.model != model):
+            continue
+        try:
+            with ReplaySource.open(entry.path) as source:
+                runs = summarize_runs([ev for _line, _t, ev in source.context])
+                gpu = gpu_of(source)
+        except (SessionError, OSError):
+            continue
+        for run in runs:
+            if run.good_results and (not model or not run.model or run.model == model):
+                out.append(ForeignRun(session=entry.name, path=entry.path, run=run, gpu=gpu))
+    return out
