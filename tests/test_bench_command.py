@@ -172,3 +172,50 @@ def test_bench_vs_no_spec_over_several_concurrencies(tmp_path, capsys):
 def test_bench_concurrency_list_is_checked(tmp_path, capsys):
     assert main(["local", "--profile", _profile(tmp_path, 1), "--concurrency", "4,x"]) == 2
     assert main(["local", "--profile", _profile(tmp_path, 1), "--concurrency", "0"]) == 2
+
+
+def _baseline_recording(path, *, tp: int, spec: bool = False, tok: float = 50.0):
+    """An earlier session's recording: one launch of the sim's model, benchmarked at concurrency 3."""
+    from eagletui.core import events as ev
+    from eagletui.session.record import Recorder
+
+    args = {"--speculative-algorithm": "EAGLE3"} if spec else {}
+    cfg = {"target": "local", "model": "moonshotai/Kimi-K2.5", "tp": tp, "args": args}
+    with Recorder(path, target="local", profile_name="old") as rec:
+        rec.write(ev.LaunchStarted(launch=1, target="local", config=cfg, wall=1.8e9, mono=1.0))
+        rec.write(ev.ServerReady(launch=1, wall=1.8e9 + 1, mono=2.0))
+        rec.write(
+            ev.BenchmarkStarted(bench=1, launch=1, workload={"concurrency": 3}, wall=1.8e9 + 2, mono=3.0)
+        )
+        rec.write(
+            ev.BenchmarkResult(bench=1, launch=1, output_throughput=tok, requests=6, wall=1.8e9 + 3, mono=4.0)
+        )
+    return path
+
+
+def test_bench_baseline_errors_before_connecting(tmp_path, capsys):
+    prof = _profile(tmp_path, _free_port())
+    assert main(["local", "--profile", prof, "--baseline", "no-colon"]) == 2
+    assert "SESSION:RUN" in capsys.readouterr().err
+    assert main(["local", "--profile", prof, "--baseline", "no-such-session-xyz:1"]) == 2
+    assert "no session 'no-such-session-xyz'" in capsys.readouterr().err
+    rec = _baseline_recording(tmp_path / "old.jsonl", tp=8)
+    assert main(["local", "--profile", prof, "--baseline", f"{rec}:5"]) == 2
+    assert "no run 5 in session old (runs: 1)" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_bench_baseline_from_an_earlier_session_warns_when_not_like_for_like(tmp_path, capsys):
+    """A no-spec tp=4 run of an earlier session as the baseline: Δ and economics against it, and the
+    guard says the comparison is not like for like."""
+    rec = _baseline_recording(tmp_path / "old.jsonl", tp=4)
+    prof = _profile(tmp_path, _free_port())
+    rc = main(["local", "--profile", prof, "--launch", "--baseline", f"{rec}:1", "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    b = json.loads(out.out)["baseline"]
+    assert b["session"] == "old" and b["run"] == 1 and b["tok_s"] == 50.0
+    assert b["delta_pct"] is not None and b["comparable"] is False
+    assert b["reasons"] == ["different tp (8 vs 4)"]
+    assert "economics" in b and "vs no-spec old:1" in b["economics"]["sentence"]
+    assert "not like for like: different tp (8 vs 4)" in out.err

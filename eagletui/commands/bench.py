@@ -31,6 +31,7 @@ from eagletui.core.redact import Redactor
 from eagletui.core.state import ServerState
 from eagletui.core.stats import mean_stdev
 from eagletui.core.textsafe import inert, inert_lines
+from eagletui.session.baseline import warning as baseline_warning
 from eagletui.session.model import Problem, SessionModel
 from eagletui.workspace import Workspace
 
@@ -216,6 +217,12 @@ async def _amain(ns: argparse.Namespace) -> int:
         _say("eagletui: --vs-no-spec needs a profile with --speculative-algorithm")
         return EXIT_USAGE
     ns.launch = ns.launch or ns.vs_no_spec  # we relaunch: only a server we started may be stopped
+    foreign = None
+    if ns.baseline:
+        foreign = _load_baseline(ns.baseline)
+        if isinstance(foreign, str):
+            _say(f"eagletui: {foreign}")
+            return EXIT_USAGE
     target = ns.target or profile.target
     repeats = ns.repeats or profile.bench.repeats
     redactor = Redactor.for_profile(profile)
@@ -283,6 +290,11 @@ async def _amain(ns: argparse.Namespace) -> int:
                 "points": [e.to_json() for _, e in points],
                 "sentence": model.runbook.economics_sentence(spec_launch),
             }
+        if foreign is not None:
+            summary["baseline"] = _vs_baseline(model, spec_launch, profile, results, foreign)
+            note = baseline_warning(summary["baseline"])
+            if note:
+                _say(f"eagletui: warning: {note}")
         if ns.json:
             print(json.dumps(summary, indent=2))
         else:
@@ -292,6 +304,8 @@ async def _amain(ns: argparse.Namespace) -> int:
                 _print_human(base_summary)
             if econ is not None:
                 print(summary["economics"]["sentence"])
+            if foreign is not None:
+                _print_baseline(summary["baseline"])
         # no tokens measured (NaN/zero counts, every stream empty) fails the gate like a failed request
         ok = all(
             s["requests"] > 0 and s["failed"] == 0 and s["output_throughput"] > 0
@@ -308,6 +322,45 @@ async def _amain(ns: argparse.Namespace) -> int:
                 _say(f"eagletui: stopping the server failed: {exc}")
         await ws.close()
         model.close()
+
+
+def _load_baseline(text: str) -> Any:
+    """The ``--baseline SESSION:RUN`` run (a :class:`~eagletui.session.baseline.ForeignRun`), or why not."""
+    from eagletui.commands._ui import load_config
+    from eagletui.commands.replay import session_dirs
+    from eagletui.session.baseline import load_run
+
+    try:
+        return load_run(text, session_dirs(load_config()))
+    except LookupError as exc:
+        return str(exc.args[0]) if exc.args else str(exc)
+
+
+def _vs_baseline(
+    model: SessionModel, launch: int, profile: Profile, results: list[BenchmarkResult], foreign: Any
+) -> dict[str, Any]:
+    """The ``baseline`` block: this run (as the run book folded it) against the earlier session's."""
+    from eagletui.core.runs import Run
+    from eagletui.session.baseline import compare
+
+    run = model.runbook.runs.get(launch)
+    if run is None or not run.good_results:  # no launch of ours to fold onto: the results alone
+        run = Run(launch=launch, config=profile.snapshot(), results=list(results))
+    gpus = model.state.gpus
+    gpu = gpus[0].get("name") if gpus and isinstance(gpus[0], dict) else ""
+    return compare(run, foreign, gpu=gpu if isinstance(gpu, str) else "")
+
+
+def _print_baseline(b: dict[str, Any]) -> None:
+    pct = b.get("delta_pct")
+    tok = b.get("tok_s")
+    delta_text = f"{pct:+.1f} %" if pct is not None else "Δ —"
+    print(
+        f"vs baseline {inert(str(b['session']))}:{b['run']} ({tok:.1f} tok/s): {delta_text}"
+        + ("" if b["comparable"] else " (not like for like)")
+    )
+    if "economics" in b:
+        print(inert(b["economics"]["sentence"]))
 
 
 def _concurrency_list(text: str) -> list[int]:
@@ -343,6 +396,13 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="then relaunch without the --speculative-* flags, benchmark again and print the economics "
         "(implies --launch)",
+    )
+    p.add_argument(
+        "--baseline",
+        metavar="SESSION:RUN",
+        default=None,
+        help="compare with run RUN of an earlier session (a file, or a name as in 'eagletui sessions'): "
+        "Δ, economics against a no-spec run, and a warning when it is not like for like",
     )
     return p
 

@@ -28,11 +28,17 @@ def build_parser() -> argparse.ArgumentParser:
         "in the sessions dir: see 'eagletui sessions'",
     )
     p.add_argument("--format", "-f", choices=FORMATS, default="md", help="md (default), csv or json")
+    p.add_argument(
+        "--baseline",
+        metavar="SESSION:RUN",
+        default=None,
+        help="also compare every run with run RUN of another session (Δ, and whether it is like for like)",
+    )
     p.add_argument("-o", "--output", metavar="OUT", help="write here (0600) instead of stdout")
     return p
 
 
-def export_file(name: str, fmt: str, cfg: object = None) -> str:
+def export_file(name: str, fmt: str, cfg: object = None, baseline: str | None = None) -> str:
     """The report text for session ``name`` (a path or a name in the sessions dirs); raises
     ``LookupError``/``OSError``/``SessionError`` with a message for the user."""
     from eagletui.commands.replay import session_dirs
@@ -40,6 +46,11 @@ def export_file(name: str, fmt: str, cfg: object = None) -> str:
     from eagletui.session.export import build_report, render
     from eagletui.session.index import ReplaySource
 
+    foreign = None
+    if baseline:
+        from eagletui.session.baseline import load_run
+
+        foreign = load_run(baseline, session_dirs(cfg))  # BaselineError is a LookupError
     path = resolve(name, session_dirs(cfg))
     with ReplaySource.open(path) as source:
         report = build_report(
@@ -50,6 +61,14 @@ def export_file(name: str, fmt: str, cfg: object = None) -> str:
             title=f"eagletui session {session_name(path)}",
         )
         warnings = list(source.warnings)
+        if foreign is not None:
+            from eagletui.session.baseline import attach, gpu_of, warning
+
+            attach(report, foreign, gpu=gpu_of(source))
+            for rec in report.records:
+                note = warning(rec.vs_external or {"comparable": True})
+                if note:
+                    warnings.append(f"run {rec.launch}: {note}")
     from eagletui.core.textsafe import inert
 
     for w in warnings:
@@ -64,7 +83,7 @@ def main(argv: list[str]) -> int:
     from eagletui.session.format import SessionError
 
     try:
-        text = export_file(args.file, args.format, load_config())
+        text = export_file(args.file, args.format, load_config(), args.baseline)
     except (LookupError, SessionError, OSError) as exc:
         msg = exc.args[0] if isinstance(exc, LookupError) and exc.args else str(exc)
         sys.stderr.write(f"eagletui: {inert(str(msg))}\n")

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from eagletui.core.compare import comparability
 from eagletui.core.economics import Economics, crossover, economics
 from eagletui.core.events import (
     BenchmarkResult,
@@ -259,6 +260,9 @@ class RunBook:
         self.verdict = verdict or Verdict()
         self.runs: dict[int, Run] = {}
         self.baseline: int | None = None
+        #: a run of another session pinned as the baseline (``external_label`` says which: SESSION:RUN)
+        self.external: Run | None = None
+        self.external_label = ""
 
     # ------------------------------------------------------------------ folding
 
@@ -273,7 +277,7 @@ class RunBook:
         if handler is None:
             return
         handler(self, event)
-        if self.baseline is None and self.runs:
+        if self.baseline is None and self.external is None and self.runs:
             self.baseline = min(self.runs)
 
     def _on_launch_started(self, event: LaunchStarted) -> None:
@@ -354,10 +358,27 @@ class RunBook:
         if launch not in self.runs:
             raise KeyError(f"no run for launch {launch}")
         self.baseline = launch
+        self.external, self.external_label = None, ""
+
+    def pin_external(self, run: Run, label: str) -> None:
+        """Pin a run of another session (folded from its recording) as the baseline: every run's Δ,
+        diff, verdict and economics are then against it, and :meth:`warnings` say when it is not like
+        for like. :meth:`pin_baseline` goes back to a run of this session."""
+        self.external, self.external_label = run, label
+        self.baseline = None
+
+    @property
+    def baseline_label(self) -> str:
+        """``#N`` for a run of this session, ``SESSION:RUN`` for a pinned earlier one, "" for none."""
+        if self.external is not None:
+            return self.external_label
+        return f"#{self.baseline}" if self.baseline is not None else ""
 
     # ------------------------------------------------------------------ analysis
 
     def base_run(self) -> Run | None:
+        if self.external is not None:
+            return self.external
         return self.runs.get(self.baseline) if self.baseline is not None else None
 
     def diff(self, launch: int) -> dict[str, list[Any]]:
@@ -375,8 +396,7 @@ class RunBook:
         return {name: delta(run.metric(name), base.metric(name), hib) for name, hib in METRICS.items()}
 
     def comparable(self, a: int, b: int) -> bool:
-        fa, fb = self.runs[a].fingerprint, self.runs[b].fingerprint
-        return not fa or not fb or fa == fb
+        return _same_workload(self.runs[a], self.runs[b])
 
     def _nospec_reference(self, run: Run) -> Run | None:
         """The no-spec run a spec run must beat: the baseline if it is one, else the latest no-spec run."""
@@ -445,7 +465,7 @@ class RunBook:
         text = e.sentence()
         if e.concurrency and e.concurrency > 1:
             text += f" at concurrency {e.concurrency}"
-        text += f" vs no-spec #{ref.launch}"
+        text += f" vs no-spec {self.external_label if ref is self.external else f'#{ref.launch}'}"
         points = self.economics_points(launch)
         if len(points) > 1:
             c = crossover(points)
@@ -475,7 +495,11 @@ class RunBook:
         if len(fps) > 1:
             out.append("repeats used different workloads")
         base = self.base_run()
-        if base is not None and base is not run and not self.comparable(launch, base.launch):
+        if base is not None and base is self.external:
+            reasons = comparability(run, base) if run.good_results else []
+            if reasons:
+                out.append(f"not like for like vs {self.external_label}: " + "; ".join(reasons))
+        elif base is not None and base is not run and not _same_workload(run, base):
             out.append(f"workload differs from baseline #{base.launch}: Δ not comparable")
         return out
 
@@ -490,7 +514,7 @@ class RunBook:
             tok = run.metric("tok_s").mean
             if ref is not None and tok is not None:
                 ref_tok = ref.metric("tok_s").mean
-                if ref_tok and tok < ref_tok and self.comparable(launch, ref.launch):
+                if ref_tok and tok < ref_tok and _same_workload(run, ref):
                     out.append(
                         f"spec run slower than no-spec #{ref.launch} ({tok:.0f} < {ref_tok:.0f} tok/s)"
                     )
@@ -520,12 +544,7 @@ class RunBook:
                 passes.append(f"accept len {acc:.2f} ≥ {v.min_accept_len:g}")
         if v.min_speedup is not None:
             base = self.base_run()
-            if (
-                base is not None
-                and base is not run
-                and base.good_results
-                and self.comparable(launch, base.launch)
-            ):
+            if base is not None and base is not run and base.good_results and _same_workload(run, base):
                 btok = base.metric("tok_s").mean
                 if btok and tok is not None:
                     speedup = tok / btok
@@ -576,6 +595,11 @@ class RunBook:
 
     def rows(self) -> list[RunRow]:
         return [self.row(n) for n in sorted(self.runs)]
+
+
+def _same_workload(a: Run, b: Run) -> bool:
+    fa, fb = a.fingerprint, b.fingerprint
+    return not fa or not fb or fa == fb
 
 
 _FOLD: dict[type, Callable[[RunBook, Any], None]] = {

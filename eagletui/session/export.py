@@ -231,6 +231,8 @@ class RunRecord:
     economics: dict[str, Any] | None
     economics_vs: int | None
     benches: list[dict[str, Any]] = field(default_factory=list)
+    #: Δ and the like-for-like guard vs a run of another session (``export --baseline``), else None
+    vs_external: dict[str, Any] | None = None
 
     @property
     def launch(self) -> int:
@@ -254,6 +256,8 @@ class SessionReport:
     config_changes: int = 0
     started_wall: float | None = None
     title: str = "eagletui session"
+    #: the run of another session every run is also compared with (``export --baseline``)
+    external: dict[str, Any] | None = None
 
 
 def report_events(events: Iterable[Event]) -> list[Event]:
@@ -432,6 +436,7 @@ def report_json(report: SessionReport) -> dict[str, Any]:
                 "economics": rec.economics,
                 "economics_vs": rec.economics_vs,
                 "benchmarks": rec.benches,
+                **({"vs_baseline": rec.vs_external} if report.external is not None else {}),
             }
         )
     return {
@@ -447,6 +452,7 @@ def report_json(report: SessionReport) -> dict[str, Any]:
         },
         "baseline": report.baseline,
         "runs": runs,
+        **({"external_baseline": report.external} if report.external is not None else {}),
     }
 
 
@@ -490,12 +496,21 @@ REPORT_CSV_COLUMNS: tuple[str, ...] = (
 )
 
 
+#: Appended to the CSV with ``export --baseline SESSION:RUN``.
+EXTERNAL_CSV_COLUMNS: tuple[str, ...] = (
+    "vs_baseline_delta_tok_s_pct",
+    "vs_baseline_comparable",
+    "vs_baseline_reasons",
+)
+
+
 def render_csv(report: SessionReport) -> str:
     import io
 
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(REPORT_CSV_COLUMNS)
+    ext = report.external is not None
+    w.writerow(REPORT_CSV_COLUMNS + (EXTERNAL_CSV_COLUMNS if ext else ()))
     for rec in report.records:
         r = rec.run
         e = rec.economics or {}
@@ -530,6 +545,13 @@ def render_csv(report: SessionReport) -> str:
             " ".join(f"{k}={v}" for k, v in sorted(r.env.items())),
             shlex.join(rec.command),
         ]
+        if ext:
+            v = rec.vs_external or {}
+            row += [
+                _round(v.get("delta_pct")),
+                "" if not v else ("yes" if v.get("comparable") else "no"),
+                "; ".join(v.get("reasons") or []),
+            ]
         w.writerow([_safe_cell(c) for c in row])
     return buf.getvalue()
 
@@ -592,9 +614,37 @@ def render_markdown(report: SessionReport) -> str:
             f"{f'{sp:.2f}×' if isinstance(sp, int | float) else '–'} |"
         )
     out += ["", "★ baseline; Δ vs the baseline, `~` = within the run-to-run noise.", ""]
+    if report.external is not None:
+        out += _md_external(report)
     for rec in report.records:
         out += _md_run(rec)
     return "\n".join(out)
+
+
+def _md_external(report: SessionReport) -> list[str]:
+    """The runs against the run of another session given with ``--baseline``, with the guard."""
+    x = report.external or {}
+    ref = f"{x.get('session')}:{x.get('run')}"
+    out = [
+        f"## vs {_md(ref)}",
+        "",
+        f"Baseline: run {_md(x.get('run'))} of session `{_md(x.get('session'))}`, "
+        f"{_num(x.get('tok_s'))} tok/s.",
+        "",
+        "| # | tok/s | Δ tok/s | Δ accept | like for like |",
+        "|---:|---:|---:|---:|---|",
+    ]
+    for rec in report.records:
+        v = rec.vs_external
+        if not v:
+            continue
+        d = v.get("deltas_pct") or {}
+        like = "yes" if v.get("comparable") else "no: " + "; ".join(v.get("reasons") or [])
+        out.append(
+            f"| {rec.launch} | {_md(rec.run.metric('tok_s').text(1))} | {_pct({'pct': d.get('tok_s'), 'flagged': True})} | "
+            f"{_pct({'pct': d.get('accept_len'), 'flagged': True})} | {_md(like)} |"
+        )
+    return [*out, ""]
 
 
 def _md_run(rec: RunRecord) -> list[str]:

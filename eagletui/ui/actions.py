@@ -25,6 +25,13 @@ ACTIONS: list[tuple[str, str, str, str, str]] = [
     ("apply", "a", "apply", "Apply", "Apply pending toggles: preflight, stop, relaunch"),
     ("diff", "d", "diff", "Diff", "Show pending changes (running vs pending)"),
     ("pin", "m", "pin_baseline", "Baseline", "Pin the selected run (or the latest) as baseline"),
+    (
+        "history",
+        "H",
+        "history",
+        "History",
+        "Earlier sessions' runs on this target and model: pin one as baseline",
+    ),
     ("profile_step", "P", "profile_step", "Profile", "Profile a few decode steps: GPU time by category"),
     ("search", "slash", "search", "Search", "Search the log"),
     ("search_next", "n", "search_next", "Next hit", "Next search hit"),

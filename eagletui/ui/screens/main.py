@@ -357,6 +357,47 @@ class MainScreen(Screen):
             self.app.notify(str(exc), severity="warning")
         self.painter.dirty = True
 
+    def action_history(self) -> None:
+        """Runs of earlier sessions on this target and model; the chosen one becomes the baseline."""
+        from eagletui.config import default_sessions_dir
+        from eagletui.ui.screens.history import HistoryScreen
+
+        cfg = self.app.user_config
+        directory = Path(getattr(cfg, "sessions_dir", "") or default_sessions_dir()).expanduser()
+        book = self.model.runbook
+        current = book.runs.get(self.query_one(RunsTable).selected_launch() or self.model.state.current)
+        # the recording being written (or replayed) is this session, not an earlier one
+        here = getattr(self.model.recorder, "path", None) or getattr(
+            getattr(self.driver, "source", None), "path", None
+        )
+
+        def pin(chosen: Any) -> None:
+            if chosen is None:
+                return
+            book.pin_external(chosen.run, chosen.ref)
+            self.painter.dirty = True
+            from eagletui.core.compare import comparability
+
+            why = comparability(current, chosen.run, gpu_b=chosen.gpu) if current is not None else []
+            if why:
+                self.app.notify(
+                    inert(f"{chosen.ref} is the baseline — not like for like: " + "; ".join(why)),
+                    title="baseline",
+                    severity="warning",
+                    timeout=15,
+                )
+            else:
+                self.app.notify(inert(f"{chosen.ref} is the baseline"), title="baseline")
+
+        screen = HistoryScreen(
+            directory,
+            target=str(self.model.state.target or ""),
+            model=current.model if current is not None else "",
+            exclude=Path(str(here)) if here else None,
+            current=current,
+        )
+        self.app.push_screen(screen, pin)
+
     def action_profile_step(self) -> None:
         d = self._live()
         if d is None or not self._control_free(d):
