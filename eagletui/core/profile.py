@@ -9,14 +9,23 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import importlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagletui.core.redact import REDACTED as REDACTED
 from eagletui.core.redact import Redactor, is_secret_env
 from eagletui.core.redact import is_secret_flag as is_secret_flag
+
+if TYPE_CHECKING:  # the lazy re-exports at the end of this module, for type checkers
+    from eagletui.core.profile_launch import LaunchCommand as LaunchCommand
+    from eagletui.core.profile_launch import default_toggles as default_toggles
+    from eagletui.core.profile_launch import parse_launch_command as parse_launch_command
+    from eagletui.core.profile_load import load_profile as load_profile
+    from eagletui.core.profile_load import parse_profile as parse_profile
+    from eagletui.core.profile_load import profile_from_dict as profile_from_dict
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FLAG_RE = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
@@ -322,11 +331,23 @@ def format_diff(diff: dict[str, list[Any]], limit: int | None = None) -> str:
     return " ".join(parts)
 
 
-# The loader and the launch-command parser live in their own modules (they import the types above);
-# they are re-exported here so ``from eagletui.core.profile import load_profile`` keeps working.
-from eagletui.core.profile_launch import LaunchCommand as LaunchCommand  # noqa: E402
-from eagletui.core.profile_launch import default_toggles as default_toggles  # noqa: E402
-from eagletui.core.profile_launch import parse_launch_command as parse_launch_command  # noqa: E402
-from eagletui.core.profile_load import load_profile as load_profile  # noqa: E402
-from eagletui.core.profile_load import parse_profile as parse_profile  # noqa: E402
-from eagletui.core.profile_load import profile_from_dict as profile_from_dict  # noqa: E402
+# The loader and the launch-command parser live in their own modules, which import the types above.
+# They are re-exported here lazily (PEP 562), so ``from eagletui.core.profile import load_profile`` keeps
+# working and either module can also be imported first without a circular-import error.
+_MOVED = {
+    "LaunchCommand": "eagletui.core.profile_launch",
+    "default_toggles": "eagletui.core.profile_launch",
+    "parse_launch_command": "eagletui.core.profile_launch",
+    "load_profile": "eagletui.core.profile_load",
+    "parse_profile": "eagletui.core.profile_load",
+    "profile_from_dict": "eagletui.core.profile_load",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _MOVED.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
