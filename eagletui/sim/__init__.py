@@ -11,6 +11,7 @@ Modules (imported lazily; this package imports nothing heavy):
 * :mod:`eagletui.sim.httpapi` — aiohttp application (SGLang HTTP API + ``/sim/stats``);
 * :mod:`eagletui.sim.serverstate` — what the HTTP handlers share (plan, engine, log, flags);
 * :mod:`eagletui.sim.metrics` — the ``/metrics`` Prometheus text;
+* :mod:`eagletui.sim.answers` — ``meta_info``, ``usage`` and finish reasons of generation answers;
 * :mod:`eagletui.sim.serverinfo` — the ``/server_info`` and ``/model_info`` answers;
 * :mod:`eagletui.sim.profiler` — ``/start_profile`` traces following the cost model;
 * :mod:`eagletui.sim.server` — process orchestration, signals, exit codes.

@@ -12,6 +12,10 @@ from typing import Any
 from aiohttp import web
 
 from eagletui.sim import perf
+from eagletui.sim.answers import _finish as _finish
+from eagletui.sim.answers import _gen_result as _gen_result
+from eagletui.sim.answers import _usage as _usage
+from eagletui.sim.answers import meta_info as meta_info
 from eagletui.sim.engine import SimRequest, count_prompt_tokens
 from eagletui.sim.metrics import SCHED_LABELS as SCHED_LABELS
 from eagletui.sim.metrics import metrics_text as metrics_text
@@ -278,53 +282,6 @@ def _new(
     return req
 
 
-def meta_info(st: ServerState, r: SimRequest, n: int, final: bool, first: bool = False) -> dict[str, Any]:
-    """meta_info as the real server sends it (shared/fixtures/sglang-0.5.17-h200/generate.jsonl): the
-    ``spec_*`` fields, latencies and timestamps only in the FINAL answer/chunk, and the ``spec_*`` ones only
-    when the request had verify steps (sglang/srt/managers/tokenizer_manager.py adds them when
-    ``spec_verify_ct > 0``)."""
-    plan = st.plan
-    now = time.time()
-    fwd = r.received_wall + 0.0005
-    m: dict[str, Any] = {
-        "id": r.rid,
-        "finish_reason": r.finish_reason() if final else None,
-        "prompt_tokens": r.prompt_tokens,
-        "weight_version": "default",
-        "num_retractions": 0,
-        "forward_entry_time": fwd,
-        "prefill_finished_time": r.prefill_wall or fwd,
-        "queue_time": max(0.0, (r.prefill_wall or fwd) - fwd) if r.prefill_wall else 0.0,
-        "reasoning_tokens": 0,
-        "completion_tokens": n,
-        "cached_tokens": r.cached_tokens,
-        "cached_tokens_details": {"device": r.cached_tokens, "host": 0},
-        "dp_rank": None,
-    }
-    if final:
-        m["e2e_latency"] = (r.last_token_t or time.monotonic()) - r.created
-        if plan.spec and r.verify_ct > 0:
-            drafts = sum(i * c for i, c in enumerate(r.accept_hist))
-            proposed = r.verify_ct * max(plan.ndt - 1, 1)
-            m["spec_accept_rate"] = drafts / proposed if proposed else 0.0
-            m["spec_accept_length"] = n / r.verify_ct
-            m["spec_num_correct_drafts"] = drafts
-            m["spec_num_proposed_drafts"] = proposed
-            m["spec_verify_ct"] = r.verify_ct
-            m["spec_accepted_drafts"] = drafts
-            m["spec_proposed_drafts"] = proposed
-            m["spec_correct_drafts_histogram"] = list(r.accept_hist)
-            m["spec_accept_histogram"] = list(r.accept_hist)
-        m["request_received_ts"] = r.received_wall
-        m["api_server_dispatch_finish_ts"] = r.received_wall + 0.0003
-        m["request_finished_ts"] = r.finished_wall or now
-        span = (r.last_token_t or 0.0) - (r.first_token_t or 0.0)
-        m["decode_throughput"] = (n - 1) / span if span > 0 and n > 1 else 0.0
-    if final or first:
-        m["response_sent_to_client_ts"] = now
-    return m
-
-
 async def _updates(r: SimRequest):
     """Yield (completion_tokens, final) as the engine produces tokens; coalesces backlog."""
     while True:
@@ -352,10 +309,6 @@ async def _sse(request: web.Request) -> web.StreamResponse:
 
 async def _send(resp: web.StreamResponse, obj: Any) -> None:
     await resp.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
-
-
-def _gen_result(st: ServerState, r: SimRequest, n: int, final: bool, first: bool = False) -> dict[str, Any]:
-    return {"text": r.text(n), "output_ids": r.output_ids[:n], "meta_info": meta_info(st, r, n, final, first)}
 
 
 async def generate(request: web.Request) -> web.StreamResponse:
@@ -426,21 +379,6 @@ async def generate(request: web.Request) -> web.StreamResponse:
         for t in tasks:
             t.cancel()
     return resp
-
-
-def _usage(r: SimRequest) -> dict[str, Any]:
-    return {
-        "prompt_tokens": r.prompt_tokens,
-        "completion_tokens": r.completion_tokens,
-        "total_tokens": r.prompt_tokens + r.completion_tokens,
-        "prompt_tokens_details": None,
-        "reasoning_tokens": 0,
-    }
-
-
-def _finish(r: SimRequest) -> str:
-    fr = r.finish_reason() or {}
-    return "length" if fr.get("type") == "length" else "stop"
 
 
 async def _openai(request: web.Request, chat: bool) -> web.StreamResponse:
