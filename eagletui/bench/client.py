@@ -34,6 +34,15 @@ from typing import Any, TypeGuard
 
 import aiohttp
 
+from eagletui.bench.httplimits import KIB as KIB
+from eagletui.bench.httplimits import MIB as MIB
+from eagletui.bench.httplimits import HttpLimits as HttpLimits
+from eagletui.bench.httplimits import ResponseTooLarge as ResponseTooLarge
+from eagletui.bench.httplimits import _size as _size
+from eagletui.bench.httplimits import read_bounded as read_bounded
+from eagletui.bench.metrics import _get_metrics as _get_metrics
+from eagletui.bench.metrics import _metrics_accept_len as _metrics_accept_len
+from eagletui.bench.metrics import parse_metrics as parse_metrics
 from eagletui.bench.prompts import PromptSetError, Workload, build_workload
 from eagletui.bench.stats import summarize
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
@@ -41,80 +50,7 @@ from eagletui.core.profile import BenchSettings
 
 _CT_RE = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
 _CT_KEY = b'"completion_tokens"'
-_METRIC_RE = re.compile(r"^(sglang:[a-z_]+?)(?:_total)?(?:\{[^}]*\})?\s+([-+0-9.eEinfa]+)\s*$")
-_VERIFY_METRICS = ("sglang:spec_verify_calls", "sglang:spec_verify_ct")
-_GEN_METRIC = "sglang:generation_tokens"
 TICK_S = 1.0
-
-KIB = 1024
-MIB = 1024 * KIB
-
-
-@dataclass(frozen=True, slots=True)
-class HttpLimits:
-    """Timeouts and read bounds for every request the client makes.
-
-    ``read_s`` is the longest silence (not one byte) tolerated from the server; ``idle_s`` the longest
-    wait for the next complete ``data:`` event of a stream, which also catches a server that trickles
-    bytes without ever finishing a line. Both are generous (5 min) because at a concurrency above the
-    server's running-request limit a request waits in its queue before its first byte; they end a
-    dead stream long before ``total_s``, which bounds one request end to end (``bench.timeout_s``).
-    """
-
-    connect_s: float = 10.0
-    read_s: float = 300.0
-    idle_s: float = 300.0
-    total_s: float = 1800.0
-    #: an error page is kept only this far (its first 200 characters go into the message)
-    max_error_body: int = 64 * KIB
-    #: one SSE line (an sglang chunk is the cumulative text so far: long outputs make long lines)
-    max_line: int = 1 * MIB
-    #: small JSON/text answers: /v1/models, /flush_cache
-    max_json: int = 4 * MIB
-    #: Prometheus text of /metrics (histograms × TP ranks can be large, but not this large)
-    max_metrics: int = 16 * MIB
-
-    @classmethod
-    def for_settings(cls, settings: BenchSettings) -> HttpLimits:
-        total = getattr(settings, "timeout_s", None)
-        if (
-            isinstance(total, int | float)
-            and not isinstance(total, bool)
-            and math.isfinite(total)
-            and total > 0
-        ):
-            return cls(total_s=float(total))
-        return cls()
-
-    def timeout(self, total: float | None = None) -> aiohttp.ClientTimeout:
-        return aiohttp.ClientTimeout(
-            total=self.total_s if total is None else total, sock_connect=self.connect_s, sock_read=self.read_s
-        )
-
-
-class ResponseTooLarge(Exception):
-    """An answer exceeded its bound; the request fails with this message instead of growing memory."""
-
-
-async def read_bounded(resp: aiohttp.ClientResponse, limit: int, *, truncate: bool = False) -> bytes:
-    """The body, up to ``limit`` bytes. Past it: the first ``limit`` bytes if ``truncate``, else
-    :class:`ResponseTooLarge`. Either way nothing beyond ``limit`` (+ one network chunk) is held."""
-    declared = resp.content_length
-    if declared is not None and declared > limit and not truncate:
-        raise ResponseTooLarge(f"answer of {declared} bytes exceeds the {_size(limit)} limit")
-    out = bytearray()
-    while len(out) <= limit:
-        chunk = await resp.content.read(min(64 * KIB, limit + 1 - len(out)))
-        if not chunk:
-            return bytes(out)
-        out += chunk
-    if truncate:
-        return bytes(out[:limit])
-    raise ResponseTooLarge(f"answer exceeds the {_size(limit)} limit")
-
-
-def _size(n: int) -> str:
-    return f"{n // MIB} MiB" if n >= MIB and n % MIB == 0 else f"{n // KIB} KiB" if n % KIB == 0 else f"{n} B"
 
 
 @dataclass(slots=True)
@@ -347,51 +283,6 @@ def _count(value: Any) -> TypeGuard[float]:
     return (
         isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
     )
-
-
-def parse_metrics(text: str) -> dict[str, float]:
-    """Sum Prometheus samples per metric name (over label sets: tp ranks, models) for counter deltas."""
-    out: dict[str, float] = {}
-    for line in text.splitlines():
-        if not line or line[0] == "#":
-            continue
-        m = _METRIC_RE.match(line)
-        if not m:
-            continue
-        try:
-            value = float(m.group(2))
-        except ValueError:
-            continue
-        out[m.group(1)] = out.get(m.group(1), 0.0) + value
-    return out
-
-
-async def _get_metrics(
-    session: aiohttp.ClientSession, base: str, limits: HttpLimits | None = None
-) -> dict[str, float] | None:
-    """Counters from /metrics, or None (not served, too slow, or larger than ``max_metrics``)."""
-    lim = limits or HttpLimits()
-    try:
-        async with session.get(base + "/metrics", timeout=lim.timeout(total=10)) as resp:
-            if resp.status != 200:
-                return None
-            raw = await read_bounded(resp, lim.max_metrics)
-            return parse_metrics(raw.decode("utf-8", "replace"))
-    except Exception:
-        return None
-
-
-def _metrics_accept_len(before: dict[str, float] | None, after: dict[str, float] | None) -> float | None:
-    """Accept length of just this run from counter deltas (tokens ÷ verify rounds)."""
-    if not before or not after:
-        return None
-    for name in _VERIFY_METRICS:
-        if name in before and name in after:
-            dv = after[name] - before[name]
-            dt = after.get(_GEN_METRIC, 0.0) - before.get(_GEN_METRIC, 0.0)
-            if dv > 0 and dt > 0:
-                return dt / dv
-    return None
 
 
 async def flush_cache(

@@ -41,18 +41,15 @@ import shutil
 import tempfile
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from eagletui.core.events import (
     BenchmarkResult,
-    ConfigChanged,
     Event,
     LaunchStarted,
-    ProcessExited,
     ServerFailed,
-    ServerReady,
 )
 from eagletui.session.format import (
     _GZIP_MAGIC,
@@ -63,33 +60,19 @@ from eagletui.session.format import (
     LogCodec,
     SessionError,
     _chunks,
-    _is_number,
     _parse_header,
     self_contained,
 )
+from eagletui.session.timeline import CONTEXT_TYPES as CONTEXT_TYPES
+from eagletui.session.timeline import TIMELINE_TYPES as TIMELINE_TYPES
+from eagletui.session.timeline import Mark as Mark
+from eagletui.session.timeline import Position as Position
+from eagletui.session.timeline import Summary as Summary
+from eagletui.session.timeline import _clock_of as _clock_of
+from eagletui.session.timeline import _label as _label
+from eagletui.session.timeline import _model_of as _model_of
+from eagletui.session.timeline import _step as _step
 
-#: Event types that make the timeline (``marks``), with the kind of mark each is.
-TIMELINE_TYPES: dict[str, str] = {
-    "launch_started": "launch",
-    "config_changed": "config",
-    "server_ready": "ready",
-    "server_failed": "failure",
-    "process_exited": "exit",
-    "bench_result": "result",
-}
-#: Event types a seek re-feeds from before the target (besides the recent window): what the session
-#: state needs to stand at a point (which launch, its phases, its benchmarks) without the whole past.
-CONTEXT_TYPES = frozenset(
-    {
-        *TIMELINE_TYPES,
-        "launch_detected",
-        "phase_started",
-        "phase_finished",
-        "server_stopped",
-        "bench_started",
-        "connection",
-    }
-)
 #: A context event's line (the recorder writes ``type`` first). Not anchored with ``^``/re.M: that
 #: disables the literal-prefix search and makes the scan ten times slower.
 _TYPE_RE = re.compile(rb'\n\{"type":"(?:' + b"|".join(t.encode() for t in sorted(CONTEXT_TYPES)) + rb')"')
@@ -114,26 +97,6 @@ _CACHE_BLOCKS = 12
 SEEK_WINDOW = 2000
 
 
-@dataclass(frozen=True, slots=True)
-class Mark:
-    """A point on the timeline: ``kind`` is launch, config, ready, failure, exit or result."""
-
-    kind: str
-    t: float  # seconds from the start of the recording
-    line: int  # event line number (0 = the first line after the header)
-    launch: int
-    label: str
-    event: Event = field(repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    """Where playback stands: ``line`` is the next event line to play, ``t`` the time there."""
-
-    line: int
-    t: float
-
-
 @dataclass(slots=True)
 class _Block:
     offset: int  # byte offset of its first line
@@ -141,88 +104,6 @@ class _Block:
     t: float  # time of the event before its first one (or of the first one itself)
     clock: tuple[float, float] | None  # (mono, wall) of that event; None = the first block
     codec: LogCodec | None  # codec state to start from; None = a fresh self-contained codec
-
-
-@dataclass(slots=True)
-class Summary:
-    """What ``eagletui sessions`` lists about a recording (all from the index pass)."""
-
-    created: str = ""
-    target: str = ""
-    profile: str = ""
-    model: str = ""
-    duration: float = 0.0
-    events: int = 0
-    launches: int = 0
-    failures: int = 0
-    best_tok_s: float | None = None
-    best_accept: float | None = None
-    best_launch: int | None = None
-    baseline_tok_s: float | None = None  # of the first launch's best result (the runs table's baseline)
-    baseline_launch: int | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
-
-
-#: Decoded clocks are kept to the microsecond between keyframes and exact at them, so the monotonic
-#: clock can seem to step back by a rounding there: that is no step, not a reason to trust the wall
-#: clock (kept to half a millisecond) instead.
-_CLOCK_ROUNDING = 1e-5
-
-
-def _step(prev: tuple[float, float] | None, mono: float, wall: float) -> float:
-    if prev is None:
-        return 0.0
-    step = mono - prev[0]
-    if step < -_CLOCK_ROUNDING:
-        step = wall - prev[1]
-    return max(0.0, step)
-
-
-def _clock_of(data: Any) -> tuple[float, float] | None:
-    """``(mono, wall)`` of a seek-point line, or None if the line is not one (a nested ``"@":1``)."""
-    mark = LogCodec.SEEK_MARK
-    if isinstance(data, dict):
-        if data.get(mark) == 1 and isinstance(data.get("type"), str):
-            mono, wall = data.get("mono"), data.get("wall")
-            if _is_number(mono) and _is_number(wall):
-                return float(mono), float(wall)
-    elif isinstance(data, list) and len(data) == 4 and isinstance(data[3], dict) and data[3].get(mark) == 1:
-        mono, wall = data[3].get("mono"), data[3].get("wall")
-        if _is_number(mono) and _is_number(wall):
-            return float(mono), float(wall)
-    return None
-
-
-def _label(ev: Event) -> str:
-    if isinstance(ev, LaunchStarted):
-        return f"launch {ev.launch}"
-    if isinstance(ev, ConfigChanged):
-        names = ", ".join(sorted(ev.changes)[:3])
-        return f"config: {names}" + (" …" if len(ev.changes) > 3 else "")
-    if isinstance(ev, ServerReady):
-        return "ready"
-    if isinstance(ev, ServerFailed):
-        return f"failed: {ev.kind}"
-    if isinstance(ev, ProcessExited):
-        return f"exited {ev.code if ev.code is not None else f'signal {ev.signal}'}"
-    if isinstance(ev, BenchmarkResult):
-        acc = f" · accept {ev.accept_length:.2f}" if ev.accept_length is not None else ""
-        return f"bench {ev.output_throughput:.1f} tok/s{acc}" if not ev.error else f"bench error: {ev.error}"
-    return ev.type
-
-
-def _model_of(config: Any) -> str:
-    if not isinstance(config, dict):
-        return ""
-    args = config.get("args")
-    for holder in [config, *([args] if isinstance(args, dict) else [])]:
-        for key in ("model", "model_path", "model-path", "--model-path", "--model"):
-            v = holder.get(key)
-            if isinstance(v, str) and v:
-                return v
-    return ""
 
 
 class ReplaySource:

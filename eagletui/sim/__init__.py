@@ -6,8 +6,13 @@ Modules (imported lazily; this package imports nothing heavy):
 * :mod:`eagletui.sim.perf` — pure performance model, :func:`eagletui.sim.perf.expected`;
 * :mod:`eagletui.sim.logfmt` — SGLang 0.5.23 log line and tqdm frame formatting;
 * :mod:`eagletui.sim.startup` — the startup log sequence and failure injection;
+* :mod:`eagletui.sim.crashes` — the scheduler tracebacks and SIGKILL of a failed launch;
 * :mod:`eagletui.sim.engine` — continuous-batching scheduler loop and ground-truth counters;
 * :mod:`eagletui.sim.httpapi` — aiohttp application (SGLang HTTP API + ``/sim/stats``);
+* :mod:`eagletui.sim.serverstate` — what the HTTP handlers share (plan, engine, log, flags);
+* :mod:`eagletui.sim.metrics` — the ``/metrics`` Prometheus text;
+* :mod:`eagletui.sim.answers` — ``meta_info``, ``usage`` and finish reasons of generation answers;
+* :mod:`eagletui.sim.serverinfo` — the ``/server_info`` and ``/model_info`` answers;
 * :mod:`eagletui.sim.profiler` — ``/start_profile`` traces following the cost model;
 * :mod:`eagletui.sim.server` — process orchestration, signals, exit codes.
 """

@@ -12,28 +12,23 @@ from typing import Any
 from aiohttp import web
 
 from eagletui.sim import perf
-from eagletui.sim.engine import Engine, Histogram, SimRequest, count_prompt_tokens
-from eagletui.sim.startup import GRAPH_PHASES, Plan
+from eagletui.sim.answers import _finish as _finish
+from eagletui.sim.answers import _gen_result as _gen_result
+from eagletui.sim.answers import _usage as _usage
+from eagletui.sim.answers import meta_info as meta_info
+from eagletui.sim.engine import SimRequest, count_prompt_tokens
+from eagletui.sim.metrics import SCHED_LABELS as SCHED_LABELS
+from eagletui.sim.metrics import metrics_text as metrics_text
+from eagletui.sim.serverinfo import model_info_dict as model_info_dict
+from eagletui.sim.serverinfo import server_info_dict as server_info_dict
+from eagletui.sim.serverinfo import startup_time_dict as startup_time_dict
+from eagletui.sim.serverstate import STATE as STATE
+from eagletui.sim.serverstate import ServerState as ServerState
 
 FLUSH_OK = (
     "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, "
     "the operation will not be performed.)\n"
 )
-
-
-class ServerState:
-    def __init__(self, plan: Plan, engine: Engine, log: Any) -> None:
-        self.plan = plan
-        self.engine = engine
-        self.log = log
-        self.ready = False  # warmup done
-        self.shutting_down = False
-        self.started_wall = time.time()
-        self.flush_pending = False
-        self.gc_frozen = False
-
-
-STATE = web.AppKey("state", ServerState)
 
 
 def _json(data: Any, status: int = 200) -> web.Response:
@@ -61,80 +56,12 @@ async def health(request: web.Request) -> web.Response:
     return web.Response(status=200)
 
 
-def model_info_dict(plan: Plan) -> dict[str, Any]:
-    a = plan.args
-    return {
-        "model_path": a.model_path,
-        "served_model_name": plan.served_model_name,
-        "tokenizer_path": a.tokenizer_path or a.model_path,
-        "is_generation": True,
-        "preferred_sampling_params": None,
-        "weight_version": "default",
-        "load_format": a.load_format,
-        "reasoning_parser": a.reasoning_parser,
-        "tool_call_parser": a.tool_call_parser,
-        "disaggregation_mode": "null",
-        "has_image_understanding": False,
-        "has_audio_understanding": False,
-        "model_type": "kimi_k2"
-        if plan.arch == "DeepseekV3ForCausalLM"
-        else plan.arch.split("For")[0].lower(),
-        "architectures": [plan.arch],
-    }
-
-
 async def model_info(request: web.Request) -> web.Response:
     return _json(model_info_dict(request.app[STATE].plan))
 
 
 async def server_info(request: web.Request) -> web.Response:
-    st = request.app[STATE]
-    plan, eng = st.plan, st.engine
-    args = dict(plan.server_args)
-    internal: dict[str, Any] = dict(args)
-    # Shape of the real answer (shared/fixtures/sglang-0.5.17-h200/server_info.json): the server args at
-    # the top level plus status/max_total_num_tokens/max_req_input_len/startup_time/internal_states/
-    # version/kv_events; internal_states[0] = the scheduler's copy of the args plus its live state.
-    internal.update(
-        max_speculative_num_draft_tokens=plan.ndt if plan.spec else None,
-        last_gen_throughput=eng.last_gen_throughput,
-        memory_usage={
-            "weight": round(plan.weight_gb + plan.draft_gb, 2),
-            "kvcache": round(plan.kv_gb + plan.draft_kv_gb, 2),
-            "startup_available": round(plan.startup_available_gb, 3),
-            "token_capacity": plan.max_total_tokens,
-            "token_capacity_swa": None,
-            "graph": {k: round(plan.graph_gb.get(k, 0.0), 3) for k in GRAPH_PHASES},
-        },
-        startup_time=startup_time_dict(plan),
-        effective_max_running_requests_per_dp=plan.max_running,
-    )
-    if plan.spec and eng.avg_spec_accept_length is not None:
-        internal["avg_spec_accept_length"] = eng.avg_spec_accept_length
-    out = dict(args)
-    out.update(
-        status="ready" if st.ready else "starting",
-        max_total_num_tokens=plan.max_total_tokens,
-        max_req_input_len=plan.context_len - 6,
-        startup_time=startup_time_dict(plan),
-        internal_states=[internal],
-        version=plan.args.sim_version,
-        kv_events=None,
-    )
-    return _json(out)
-
-
-def startup_time_dict(plan: Plan) -> dict[str, Any]:
-    """``build_engine_startup_time`` (sglang/srt/entrypoints/engine.py): the phases of
-    ``Engine startup timings`` with ``cuda_graph`` as a dict of all six capture phases."""
-    t = plan.timings
-    return {
-        "load_weight": t.get("load_weight", 0.0),
-        "kv_cache_allocation": t.get("kv_cache_allocation", 0.0),
-        "scheduler_e2e": t.get("scheduler_e2e", 0.0),
-        "cuda_graph": {k: t.get(f"graph:{k}", 0.0) for k in GRAPH_PHASES},
-        "tokenizer_e2e": t.get("tokenizer_e2e", 0.0),
-    }
+    return _json(server_info_dict(request.app[STATE]))
 
 
 async def v1_models(request: web.Request) -> web.Response:
@@ -295,151 +222,6 @@ async def sim_stats(request: web.Request) -> web.Response:
     return _json(data)
 
 
-SCHED_LABELS = ("engine_type", "model_name", "moe_ep_rank", "pp_rank", "tp_rank")
-
-
-def _fmt_labels(labels: dict[str, str]) -> str:
-    # prometheus_client's multiprocess collector (sglang sets PROMETHEUS_MULTIPROC_DIR) sorts label names.
-    return ",".join(f'{k}="{labels[k]}"' for k in sorted(labels))
-
-
-def metrics_text(st: ServerState) -> str:
-    """``/metrics`` in the shape of the real one (shared/fixtures/sglang-0.5.17-h200/metrics.txt): scheduler
-    gauges labelled ``engine_type, model_name, moe_ep_rank, pp_rank, tp_rank``; tokenizer counters and
-    histograms labelled ``engine_type, model_name`` (+ ``is_streaming``), counted when a request finishes
-    (sglang/srt/observability/metrics_collector.py:observe_one_finished_request), so
-    ``generation_tokens_total / spec_verify_calls_total`` ≈ the accept length. Multiprocess mode: the
-    HELP/TYPE lines name counters with ``_total`` and there are no ``_created`` samples (as recorded)."""
-    eng, plan = st.engine, st.plan
-    model = plan.served_model_name
-    base = {"engine_type": "unified", "model_name": model}
-    sched = {**base, "moe_ep_rank": "0", "pp_rank": "0", "tp_rank": "0"}
-    gen = eng.last_gen_throughput if time.monotonic() - eng._last_log_t < 10 or eng.busy else 0.0
-    out: list[str] = []
-
-    def head(name: str, kind: str, help_: str) -> None:
-        out.append(f"# HELP {name} {help_}")
-        out.append(f"# TYPE {name} {kind}")
-
-    def sample(name: str, labels: dict[str, str], value: float) -> None:
-        out.append(f"{name}{{{_fmt_labels(labels)}}} {float(value)}")
-
-    def gauge(name: str, value: float, help_: str, labels: dict[str, str] | None = None) -> None:
-        head(name, "gauge", help_)
-        sample(name, labels or sched, value)
-
-    # A labelled family without samples yet is left out, as prometheus_client's multiprocess collector does.
-    def by_streaming(name: str, values: dict[str, int], help_: str) -> None:
-        if not values:
-            return
-        head(name, "counter", help_)
-        for key in sorted(values):
-            sample(name, {**base, "is_streaming": key}, values[key])
-
-    def histogram(name: str, hist: Histogram, help_: str) -> None:
-        if not hist.counts:
-            return
-        head(name, "histogram", help_)
-        for key in sorted(hist.counts):
-            labels = {**base, "is_streaming": key}
-            counts = hist.counts[key]
-            sample(f"{name}_sum", labels, hist.sums.get(key, 0.0))
-            cum = 0
-            for b, c in zip(hist.buckets, counts, strict=False):
-                cum += c
-                sample(f"{name}_bucket", {**labels, "le": str(float(b))}, cum)
-            sample(f"{name}_bucket", {**labels, "le": "+Inf"}, sum(counts))
-            sample(f"{name}_count", labels, sum(counts))
-
-    head("sglang:startup_time_seconds", "gauge", "Engine startup duration by phase in seconds.")
-    t = plan.timings
-    for phase in ("load_weight", "kv_cache_allocation", "scheduler_e2e", "tokenizer_e2e"):
-        sample("sglang:startup_time_seconds", {**base, "phase": phase}, t.get(phase, 0.0))
-    head(
-        "sglang:startup_cuda_graph_time_seconds", "gauge", "CUDA graph capture duration by phase in seconds."
-    )
-    for phase in GRAPH_PHASES:
-        sample(
-            "sglang:startup_cuda_graph_time_seconds", {**base, "phase": phase}, t.get(f"graph:{phase}", 0.0)
-        )
-    histogram("sglang:time_to_first_token_seconds", eng.ttft, "Histogram of time to first token in seconds.")
-    histogram(
-        "sglang:e2e_request_latency_seconds", eng.e2e, "Histogram of End-to-end request latency in seconds"
-    )
-    if eng.graph_passes:
-        head(
-            "sglang:cuda_graph_passes_total",
-            "counter",
-            "Total number of forward passes categorized by CUDA graph.",
-        )
-    for mode in sorted(eng.graph_passes):
-        sample("sglang:cuda_graph_passes_total", {**sched, "mode": mode}, eng.graph_passes[mode])
-    by_streaming("sglang:prompt_tokens_total", eng.prompt_tokens_total, "Number of prefill tokens processed.")
-    by_streaming(
-        "sglang:generation_tokens_total", eng.gen_tokens_total, "Number of generation tokens processed."
-    )
-    if plan.spec and eng.verify_calls_total:
-        head(
-            "sglang:spec_verify_calls_total", "counter", "Number of speculative decoding verification calls."
-        )
-        sample("sglang:spec_verify_calls_total", base, eng.verify_calls_total)
-    by_streaming("sglang:num_requests_total", eng.requests_total, "Number of requests processed.")
-    if eng.cached_tokens_total:
-        head(
-            "sglang:cached_tokens_total",
-            "counter",
-            "Number of cached prompt tokens by source (device/host/storage).",
-        )
-        sample("sglang:cached_tokens_total", {**base, "cache_source": "device"}, eng.cached_tokens_total)
-    gauge(
-        "sglang:max_total_num_tokens",
-        plan.max_total_tokens,
-        "Maximum total number of tokens in the KV cache pool.",
-    )
-    gauge(
-        "sglang:weight_memory_usage_gb", plan.weight_gb + plan.draft_gb, "Memory used by model weights in GB."
-    )
-    gauge(
-        "sglang:kv_cache_memory_usage_gb",
-        plan.kv_gb + plan.draft_kv_gb,
-        "Memory used by the KV cache pools in GB.",
-    )
-    head("sglang:graph_memory_usage_gb", "gauge", "Memory used by captured device graphs in GB.")
-    for phase in GRAPH_PHASES:
-        sample("sglang:graph_memory_usage_gb", {**sched, "phase": phase}, plan.graph_gb.get(phase, 0.0))
-    gauge("sglang:page_size", plan.args.page_size or 1, "KV cache page size in tokens.")
-    gauge("sglang:context_len", plan.context_len, "Maximum context length.")
-    gauge("sglang:num_running_reqs", len(eng.running), "The number of running requests.")
-    gauge("sglang:num_queue_reqs", len(eng.waiting), "The number of requests in the waiting queue.")
-    gauge("sglang:num_grammar_queue_reqs", 0, "The number of requests in the grammar waiting queue.")
-    gauge("sglang:gen_throughput", gen, "The generation throughput (token/s).")
-    used, usage = eng.token_usage()
-    gauge("sglang:token_usage", usage, "The token usage.")
-    gauge("sglang:num_used_tokens", used, "The number of used tokens.")
-    if plan.spec:
-        gauge(
-            "sglang:spec_accept_length",
-            eng.last_accept_len or 0.0,
-            "Mean acceptance length of speculative decoding (accepted drafts + bonus token per forward).",
-        )
-        gauge(
-            "sglang:spec_accept_rate",
-            eng.last_accept_rate or 0.0,
-            "Speculative acceptance rate (`accepted drafts / proposed drafts` in batch).",
-        )
-        gauge("sglang:spec_num_steps", plan.steps, "Currently active speculative_num_steps.")
-        gauge(
-            "sglang:spec_num_draft_tokens",
-            plan.ndt,
-            "Currently active speculative_num_draft_tokens (decouples from steps under topk>1).",
-        )
-    gauge("sglang:utilization", 1.0 if eng.busy else 0.0, "The utilization.")
-    gauge(
-        "sglang:is_cuda_graph", 1.0 if plan.cfg.cuda_graph else 0.0, "Whether the batch is using CUDA graph."
-    )
-    return "\n".join(out) + "\n"
-
-
 async def metrics(request: web.Request) -> web.Response:
     return web.Response(text=metrics_text(request.app[STATE]), content_type="text/plain", charset="utf-8")
 
@@ -500,53 +282,6 @@ def _new(
     return req
 
 
-def meta_info(st: ServerState, r: SimRequest, n: int, final: bool, first: bool = False) -> dict[str, Any]:
-    """meta_info as the real server sends it (shared/fixtures/sglang-0.5.17-h200/generate.jsonl): the
-    ``spec_*`` fields, latencies and timestamps only in the FINAL answer/chunk, and the ``spec_*`` ones only
-    when the request had verify steps (sglang/srt/managers/tokenizer_manager.py adds them when
-    ``spec_verify_ct > 0``)."""
-    plan = st.plan
-    now = time.time()
-    fwd = r.received_wall + 0.0005
-    m: dict[str, Any] = {
-        "id": r.rid,
-        "finish_reason": r.finish_reason() if final else None,
-        "prompt_tokens": r.prompt_tokens,
-        "weight_version": "default",
-        "num_retractions": 0,
-        "forward_entry_time": fwd,
-        "prefill_finished_time": r.prefill_wall or fwd,
-        "queue_time": max(0.0, (r.prefill_wall or fwd) - fwd) if r.prefill_wall else 0.0,
-        "reasoning_tokens": 0,
-        "completion_tokens": n,
-        "cached_tokens": r.cached_tokens,
-        "cached_tokens_details": {"device": r.cached_tokens, "host": 0},
-        "dp_rank": None,
-    }
-    if final:
-        m["e2e_latency"] = (r.last_token_t or time.monotonic()) - r.created
-        if plan.spec and r.verify_ct > 0:
-            drafts = sum(i * c for i, c in enumerate(r.accept_hist))
-            proposed = r.verify_ct * max(plan.ndt - 1, 1)
-            m["spec_accept_rate"] = drafts / proposed if proposed else 0.0
-            m["spec_accept_length"] = n / r.verify_ct
-            m["spec_num_correct_drafts"] = drafts
-            m["spec_num_proposed_drafts"] = proposed
-            m["spec_verify_ct"] = r.verify_ct
-            m["spec_accepted_drafts"] = drafts
-            m["spec_proposed_drafts"] = proposed
-            m["spec_correct_drafts_histogram"] = list(r.accept_hist)
-            m["spec_accept_histogram"] = list(r.accept_hist)
-        m["request_received_ts"] = r.received_wall
-        m["api_server_dispatch_finish_ts"] = r.received_wall + 0.0003
-        m["request_finished_ts"] = r.finished_wall or now
-        span = (r.last_token_t or 0.0) - (r.first_token_t or 0.0)
-        m["decode_throughput"] = (n - 1) / span if span > 0 and n > 1 else 0.0
-    if final or first:
-        m["response_sent_to_client_ts"] = now
-    return m
-
-
 async def _updates(r: SimRequest):
     """Yield (completion_tokens, final) as the engine produces tokens; coalesces backlog."""
     while True:
@@ -574,10 +309,6 @@ async def _sse(request: web.Request) -> web.StreamResponse:
 
 async def _send(resp: web.StreamResponse, obj: Any) -> None:
     await resp.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
-
-
-def _gen_result(st: ServerState, r: SimRequest, n: int, final: bool, first: bool = False) -> dict[str, Any]:
-    return {"text": r.text(n), "output_ids": r.output_ids[:n], "meta_info": meta_info(st, r, n, final, first)}
 
 
 async def generate(request: web.Request) -> web.StreamResponse:
@@ -648,21 +379,6 @@ async def generate(request: web.Request) -> web.StreamResponse:
         for t in tasks:
             t.cancel()
     return resp
-
-
-def _usage(r: SimRequest) -> dict[str, Any]:
-    return {
-        "prompt_tokens": r.prompt_tokens,
-        "completion_tokens": r.completion_tokens,
-        "total_tokens": r.prompt_tokens + r.completion_tokens,
-        "prompt_tokens_details": None,
-        "reasoning_tokens": 0,
-    }
-
-
-def _finish(r: SimRequest) -> str:
-    fr = r.finish_reason() or {}
-    return "length" if fr.get("type") == "length" else "stop"
 
 
 async def _openai(request: web.Request, chat: bool) -> web.StreamResponse:

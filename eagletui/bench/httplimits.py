@@ -1,0 +1,87 @@
+"""Bounds for every HTTP exchange the benchmark client has with a server: :class:`HttpLimits` (timeouts,
+size caps) and :func:`read_bounded`.
+
+A server under test may stall, trickle bytes or answer with a huge error page; every request the client
+makes reads through these so that ends one request with a clear error instead of hanging ``bench`` or
+eating the memory. Its own module because the streaming client, the ``/metrics`` reader and the cache
+flush all use it. :mod:`eagletui.bench.client` re-exports these names.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import aiohttp
+
+from eagletui.core.profile import BenchSettings
+
+KIB = 1024
+MIB = 1024 * KIB
+
+
+@dataclass(frozen=True, slots=True)
+class HttpLimits:
+    """Timeouts and read bounds for every request the client makes.
+
+    ``read_s`` is the longest silence (not one byte) tolerated from the server; ``idle_s`` the longest
+    wait for the next complete ``data:`` event of a stream, which also catches a server that trickles
+    bytes without ever finishing a line. Both are generous (5 min) because at a concurrency above the
+    server's running-request limit a request waits in its queue before its first byte; they end a
+    dead stream long before ``total_s``, which bounds one request end to end (``bench.timeout_s``).
+    """
+
+    connect_s: float = 10.0
+    read_s: float = 300.0
+    idle_s: float = 300.0
+    total_s: float = 1800.0
+    #: an error page is kept only this far (its first 200 characters go into the message)
+    max_error_body: int = 64 * KIB
+    #: one SSE line (an sglang chunk is the cumulative text so far: long outputs make long lines)
+    max_line: int = 1 * MIB
+    #: small JSON/text answers: /v1/models, /flush_cache
+    max_json: int = 4 * MIB
+    #: Prometheus text of /metrics (histograms × TP ranks can be large, but not this large)
+    max_metrics: int = 16 * MIB
+
+    @classmethod
+    def for_settings(cls, settings: BenchSettings) -> HttpLimits:
+        total = getattr(settings, "timeout_s", None)
+        if (
+            isinstance(total, int | float)
+            and not isinstance(total, bool)
+            and math.isfinite(total)
+            and total > 0
+        ):
+            return cls(total_s=float(total))
+        return cls()
+
+    def timeout(self, total: float | None = None) -> aiohttp.ClientTimeout:
+        return aiohttp.ClientTimeout(
+            total=self.total_s if total is None else total, sock_connect=self.connect_s, sock_read=self.read_s
+        )
+
+
+class ResponseTooLarge(Exception):
+    """An answer exceeded its bound; the request fails with this message instead of growing memory."""
+
+
+async def read_bounded(resp: aiohttp.ClientResponse, limit: int, *, truncate: bool = False) -> bytes:
+    """The body, up to ``limit`` bytes. Past it: the first ``limit`` bytes if ``truncate``, else
+    :class:`ResponseTooLarge`. Either way nothing beyond ``limit`` (+ one network chunk) is held."""
+    declared = resp.content_length
+    if declared is not None and declared > limit and not truncate:
+        raise ResponseTooLarge(f"answer of {declared} bytes exceeds the {_size(limit)} limit")
+    out = bytearray()
+    while len(out) <= limit:
+        chunk = await resp.content.read(min(64 * KIB, limit + 1 - len(out)))
+        if not chunk:
+            return bytes(out)
+        out += chunk
+    if truncate:
+        return bytes(out[:limit])
+    raise ResponseTooLarge(f"answer exceeds the {_size(limit)} limit")
+
+
+def _size(n: int) -> str:
+    return f"{n // MIB} MiB" if n >= MIB and n % MIB == 0 else f"{n // KIB} KiB" if n % KIB == 0 else f"{n} B"

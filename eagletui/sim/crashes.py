@@ -1,0 +1,157 @@
+"""How the simulated server dies: SGLang's scheduler tracebacks (CUDA OOM at load or graph capture, not
+enough memory for the KV cache, an NCCL failure) and the ``kill_process_tree`` SIGKILL that follows.
+
+The tracebacks are long verbatim text that mirrors the real server's, so they live apart from the
+startup sequence (:mod:`eagletui.sim.startup`) that decides when to print them; startup re-exports them.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+
+from eagletui.sim.logfmt import ERROR, SimLog
+
+GPU_TOTAL_GB = 139.81  # an H200; a launch uses its host preset's ``gpu_total_gb``
+PKG = "/usr/local/lib/python3.12/dist-packages"
+
+
+def die_by_sigkill(log: SimLog) -> None:
+    pid = os.getpid()
+    log.line(f"kill_process_tree called: parent_pid={pid}, include_parent=True, pid={pid}", level=ERROR)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.kill(pid, signal.SIGKILL)
+
+
+def sigquit_from_child(log: SimLog) -> None:
+    log.line("Received sigquit from a child process. It usually means the child failed.", level=ERROR)
+    die_by_sigkill(log)
+
+
+_TB_HEAD = [
+    f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 3261, in run_scheduler_process',
+    "    scheduler = Scheduler(",
+    "                ^^^^^^^^^^",
+    f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 391, in __init__',
+    "    self.init_model_worker()",
+    f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 598, in init_model_worker',
+    "    self.tp_worker = TpModelWorker(",
+    "                     ^^^^^^^^^^^^^^",
+    f'  File "{PKG}/sglang/srt/managers/tp_worker.py", line 247, in __init__',
+    "    self.model_runner = ModelRunner(",
+    "                        ^^^^^^^^^^^^",
+    f'  File "{PKG}/sglang/srt/model_executor/model_runner.py", line 371, in __init__',
+    "    self.initialize(min_per_gpu_memory)",
+    f'  File "{PKG}/sglang/srt/model_executor/model_runner.py", line 455, in initialize',
+]
+
+
+def oom_message(rank: int, alloc_gib: float, free_mib: float, total_gb: float = GPU_TOTAL_GB) -> str:
+    used = total_gb - free_mib / 1024
+    return (
+        f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {alloc_gib:.2f} GiB. GPU {rank} has a "
+        f"total capacity of {total_gb:.2f} GiB of which {free_mib:.2f} MiB is free. Including non-PyTorch "
+        f"memory, this process has {used:.2f} GiB memory in use. Of the allocated memory {used - 1.9:.2f} GiB "
+        "is allocated by PyTorch, and 1.12 GiB is reserved by PyTorch but unallocated. If reserved but "
+        "unallocated memory is large try setting PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True to avoid "
+        "fragmentation.  See documentation for Memory Management  "
+        "(https://pytorch.org/docs/stable/notes/cuda.html#environment-variables)"
+    )
+
+
+def tb_oom_load(rank: int, total_gb: float = GPU_TOTAL_GB) -> str:
+    lines = [
+        "Traceback (most recent call last):",
+        *_TB_HEAD,
+        "    self.load_model()",
+        f'  File "{PKG}/sglang/srt/model_executor/model_runner.py", line 902, in load_model',
+        "    self.model = get_model(",
+        "                 ^^^^^^^^^^",
+        f'  File "{PKG}/sglang/srt/model_loader/loader.py", line 642, in load_model',
+        "    self.load_weights_and_postprocess(",
+        f'  File "{PKG}/sglang/srt/model_loader/loader.py", line 671, in load_weights_and_postprocess',
+        "    model.load_weights(weights)",
+        f'  File "{PKG}/torch/utils/_device.py", line 104, in __torch_function__',
+        "    return func(*args, **kwargs)",
+        "           ^^^^^^^^^^^^^^^^^^^^^",
+        oom_message(rank, 1.75, 412.0, total_gb),
+    ]
+    return "\n".join(lines)
+
+
+CAPTURE_SOLUTIONS = (
+    "Possible solutions:\n"
+    "1. set --mem-fraction-static to a smaller value (e.g., 0.8 or 0.7)\n"
+    "2. set --cuda-graph-max-bs-decode to a smaller value (e.g., 16)\n"
+    "3. disable decode CUDA graph by --cuda-graph-backend-decode=disabled. (Not recommended. Huge performance loss)\n"
+    "Open an issue on GitHub https://github.com/sgl-project/sglang/issues/new/choose \n"
+)
+
+
+def tb_oom_capture(rank: int, total_gb: float = GPU_TOTAL_GB) -> str:
+    oom = oom_message(rank, 2.0, 788.0, total_gb)
+    lines = [
+        "Traceback (most recent call last):",
+        f'  File "{PKG}/sglang/srt/model_executor/runner_backend_utils/__init__.py", line 112, in capture',
+        "    self.capture_one_batch_size(bs, forward, num_tokens_per_req)",
+        f'  File "{PKG}/torch/cuda/graphs.py", line 186, in __exit__',
+        "    self.cuda_graph.capture_end()",
+        oom,
+        "",
+        "During handling of the above exception, another exception occurred:",
+        "",
+        "Traceback (most recent call last):",
+        *_TB_HEAD,
+        "    self.init_cuda_graphs()",
+        f'  File "{PKG}/sglang/srt/model_executor/model_runner_components/cuda_graph_setup.py", line 87, in init_cuda_graphs',
+        "    runner.capture()",
+        f'  File "{PKG}/sglang/srt/model_executor/runner_backend_utils/__init__.py", line 118, in capture',
+        "    raise Exception(",
+        f"Exception: Capture cuda graph failed: {oom.split(': ', 1)[1]}",
+        CAPTURE_SOLUTIONS.rstrip("\n"),
+    ]
+    return "\n".join(lines)
+
+
+def tb_not_enough_memory(mem_fraction: float) -> str:
+    return "\n".join(
+        [
+            "Traceback (most recent call last):",
+            *_TB_HEAD,
+            "    self.init_memory_pool(min_per_gpu_memory)",
+            f'  File "{PKG}/sglang/srt/model_executor/pool_configurator.py", line 214, in configure',
+            "    raise RuntimeError(",
+            "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
+            f"Current value: mem_fraction_static={mem_fraction}",
+        ]
+    )
+
+
+def tb_nccl(rank: int) -> str:
+    return "\n".join(
+        [
+            "Traceback (most recent call last):",
+            f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 3261, in run_scheduler_process',
+            "    scheduler = Scheduler(",
+            "                ^^^^^^^^^^",
+            f'  File "{PKG}/sglang/srt/distributed/bootstrap.py", line 142, in init_parallel_runtime',
+            "    initialize_model_parallel(",
+            f'  File "{PKG}/sglang/srt/distributed/parallel_state.py", line 1530, in initialize_model_parallel',
+            "    _TP = init_model_parallel_group(",
+            f'  File "{PKG}/torch/distributed/distributed_c10d.py", line 4807, in barrier',
+            "    work = group.barrier(opts=opts)",
+            "           ^^^^^^^^^^^^^^^^^^^^^^^^",
+            "torch.distributed.DistBackendError: NCCL error in: /pytorch/torch/csrc/distributed/c10d/"
+            "ProcessGroupNCCL.cpp:3356, unhandled system error (run with NCCL_DEBUG=INFO for details), "
+            "NCCL version 2.27.3",
+            "ncclSystemError: System call (e.g. socket, malloc) or external library call failed or device error. ",
+            "Last error:",
+            f"socketProgress: Connection closed by remote peer 127.0.0.1<{40000 + rank}>",
+        ]
+    )
+
+
+def scheduler_exception(log: SimLog, rank: int, tb: str) -> None:
+    log.line(f"Scheduler hit an exception: {tb}", rank=rank, level=ERROR)
