@@ -8,6 +8,7 @@ real, measured ones so they agree with the timestamps.
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import time
 from dataclasses import dataclass, field
