@@ -54,42 +54,35 @@ def relative_times(events: Sequence[Event], max_gap: float | None = None) -> lis
     return out
 
 
-class Replayer:
-    """Plays events on a virtual clock that runs at ``speed`` times real time and can be paused,
-    re-speeded and repositioned while ``play()`` is iterating."""
+class _VirtualClock:
+    """The play clock both replayers share: a position that runs at ``speed`` times real time from an
+    anchor, and pause, resume and re-speed that move the anchor. Subclasses provide ``duration`` and
+    ``finished`` and set ``_playing`` while ``play()`` iterates."""
 
-    def __init__(
-        self,
-        events: Sequence[Event],
-        *,
-        max_gap: float | None = None,
-        clock: Callable[[], float] = time.monotonic,
-    ):
-        self.events: list[Event] = list(events)
-        self.times = relative_times(self.events, max_gap)
+    _clock: Callable[[], float]
+    _pos: float
+    _anchor: float
+    _speed: Speed
+    _paused: bool
+    _playing: bool
+    _wake: asyncio.Event | None
+
+    def _init_clock(self, clock: Callable[[], float]) -> None:
         self._clock = clock
-        self._index = 0
         self._pos = 0.0  # virtual position at the anchor
         self._anchor = clock()
-        self._speed: Speed = 1.0
+        self._speed = 1.0
         self._paused = False
         self._playing = False
-        self._wake: asyncio.Event | None = None
-
-    # -- inspection -----------------------------------------------------------------------------
+        self._wake = None
 
     @property
     def duration(self) -> float:
-        return self.times[-1] if self.times else 0.0
-
-    @property
-    def index(self) -> int:
-        """Index of the next event to be played."""
-        return self._index
+        raise NotImplementedError
 
     @property
     def finished(self) -> bool:
-        return self._index >= len(self.events)
+        raise NotImplementedError
 
     @property
     def paused(self) -> bool:
@@ -109,12 +102,6 @@ class Replayer:
     @property
     def fraction(self) -> float:
         return self.position / self.duration if self.duration else (1.0 if self.finished else 0.0)
-
-    def events_until(self, t: float) -> list[Event]:
-        """Every event at or before ``t`` seconds: what a state builder must fold to stand at ``t``."""
-        return self.events[: bisect.bisect_right(self.times, t)]
-
-    # -- control --------------------------------------------------------------------------------
 
     def _reanchor(self) -> None:
         self._pos = self.position
@@ -146,6 +133,44 @@ class Replayer:
         self._reanchor()
         self._speed = speed
         self._poke()
+
+
+class Replayer(_VirtualClock):
+    """Plays events on a virtual clock that runs at ``speed`` times real time and can be paused,
+    re-speeded and repositioned while ``play()`` is iterating."""
+
+    def __init__(
+        self,
+        events: Sequence[Event],
+        *,
+        max_gap: float | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ):
+        self.events: list[Event] = list(events)
+        self.times = relative_times(self.events, max_gap)
+        self._init_clock(clock)
+        self._index = 0
+
+    # -- inspection -----------------------------------------------------------------------------
+
+    @property
+    def duration(self) -> float:
+        return self.times[-1] if self.times else 0.0
+
+    @property
+    def index(self) -> int:
+        """Index of the next event to be played."""
+        return self._index
+
+    @property
+    def finished(self) -> bool:
+        return self._index >= len(self.events)
+
+    def events_until(self, t: float) -> list[Event]:
+        """Every event at or before ``t`` seconds: what a state builder must fold to stand at ``t``."""
+        return self.events[: bisect.bisect_right(self.times, t)]
+
+    # -- control --------------------------------------------------------------------------------
 
     def seek(self, fraction: float | None = None, *, time: float | None = None) -> list[Event]:
         """Move to a fraction of the duration (or to ``time`` seconds); returns the events up to
@@ -219,7 +244,7 @@ class Replayer:
             self._playing = False
 
 
-class StreamReplayer:
+class StreamReplayer(_VirtualClock):
     """:class:`Replayer`'s interface over an indexed :class:`~eagletui.session.index.ReplaySource`:
     the recording is read a block at a time as playback reaches it, never held whole, so a
     million-event session plays, pauses and seeks like a small one.
@@ -245,17 +270,11 @@ class StreamReplayer:
         self.source = source
         self.max_gap = max_gap
         self.window = SEEK_WINDOW if window is None else window
-        self._clock = clock
+        self._init_clock(clock)
         self._cursor = Position(0, 0.0)
         self._pending: list[Event] = []
         self._gen = 0  # bumped by every seek: a play loop on an older generation starts over
-        self._pos = 0.0
-        self._anchor = clock()
-        self._speed: Speed = 1.0
-        self._paused = False
-        self._playing = False
         self._finished = False
-        self._wake: asyncio.Event | None = None
 
     # -- inspection -----------------------------------------------------------------------------
 
@@ -278,55 +297,7 @@ class StreamReplayer:
     def finished(self) -> bool:
         return self._finished or self._cursor.line >= self.source.events_count
 
-    @property
-    def paused(self) -> bool:
-        return self._paused
-
-    @property
-    def speed(self) -> Speed:
-        return self._speed
-
-    @property
-    def position(self) -> float:
-        if self._paused or not self._playing or self._speed == "instant":
-            return self._pos
-        return min(self.duration, self._pos + (self._clock() - self._anchor) * float(self._speed))
-
-    @property
-    def fraction(self) -> float:
-        return self.position / self.duration if self.duration else (1.0 if self.finished else 0.0)
-
     # -- control --------------------------------------------------------------------------------
-
-    def _reanchor(self) -> None:
-        self._pos = self.position
-        self._anchor = self._clock()
-
-    def _poke(self) -> None:
-        if self._wake is not None:
-            self._wake.set()
-
-    def pause(self) -> None:
-        if not self._paused:
-            self._reanchor()
-            self._paused = True
-            self._poke()
-
-    def resume(self) -> None:
-        if self._paused:
-            self._anchor = self._clock()
-            self._paused = False
-            self._poke()
-
-    def toggle_pause(self) -> bool:
-        self.resume() if self._paused else self.pause()
-        return self._paused
-
-    def set_speed(self, speed: Speed) -> None:
-        speed = _check_speed(speed)
-        self._reanchor()
-        self._speed = speed
-        self._poke()
 
     def _target(self, fraction: float | None, time_s: float | None, launch: int | None, mark: Any) -> Any:
         given = [x for x in (fraction, time_s, launch, mark) if x is not None]
