@@ -105,7 +105,7 @@ def test_a_failed_launch_is_reported(capsys: pytest.CaptureFixture[str]) -> None
     assert rc == 0
     [run] = json.loads(out)["runs"]
     assert run["outcome"] == "failed" and run["failure_kind"] == "oom"
-    assert run["verdict"] == "fail" and run["reasons"][0].startswith("launch failed: oom")
+    assert run["verdict"] == "fail" and run["reasons"][0].startswith("launch failed: out of GPU memory")
     assert run["phases_s"] and run["tok_s"]["mean"] is None and run["economics"] is None
     rc, md, _ = _export(capsys, str(CRASH))
     assert "| 1 ★ | baseline | failed |" in md and "- outcome: **failed** (oom" in md

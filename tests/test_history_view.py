@@ -57,6 +57,10 @@ async def test_history_lists_earlier_runs_and_enter_pins_one(tmp_path: Path) -> 
         assert book.external is not None and book.baseline_label == "tp4:1" and book.baseline is None
         warned = [w for n in book.runs for w in book.row(n).warnings]
         assert any("not like for like vs tp4:1: different tp (8 vs 4)" in w for w in warned)
+        from eagletui.ui.repaint import compare_text
+
+        line = compare_text(book).plain
+        assert "vs tp4:1" in line, line  # the comparison line names the pinned run of the other session
         # m goes back to a run of this session
         book.pin_baseline(1)
         assert book.external is None

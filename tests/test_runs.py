@@ -153,7 +153,9 @@ def test_failed_launch_and_failed_bench_verdicts():
     book = RunBook()
     launch(book, 1)
     book.apply(ServerFailed(kind="oom", message="CUDA out of memory", launch=1))
-    assert book.row(1).verdict == "fail" and "oom" in book.row(1).reasons[0]
+    assert (
+        book.row(1).verdict == "fail" and "out of GPU memory (CUDA out of memory)" in book.row(1).reasons[0]
+    )
     launch(book, 2)
     book.apply(BenchmarkResult(bench=5, launch=2, failed=4, error="4 request(s) failed: HTTP 500"))
     row = book.row(2)

@@ -34,6 +34,7 @@ from eagletui.core.events import (
 )
 from eagletui.core.profile import Verdict, config_diff, format_diff, normalize_flag
 from eagletui.core.stats import mean_stdev, stat
+from eagletui.core.wording import describe_failure
 
 #: The server flags people tune between runs, spelled as in profiles: each gets a column in the
 #: exports, and all but the memory fraction key the phase-duration history (they change how long
@@ -117,6 +118,7 @@ class Run:
     phases: dict[str, float] = field(default_factory=dict)
     failure: str | None = None
     failure_kind: str | None = None
+    failure_phase: str | None = None
     outcome: RunOutcome = RunOutcome.RUNNING
     results: list[BenchmarkResult] = field(default_factory=list)
     started_wall: float | None = None
@@ -318,6 +320,7 @@ class RunBook:
         run = self._run(event.launch)
         run.outcome = RunOutcome.FAILED
         run.failure_kind = event.kind
+        run.failure_phase = event.phase
         run.failure = f"{event.kind}: {event.message}" if event.message else event.kind
 
     def _on_stopped(self, event: ServerStopped) -> None:
@@ -525,6 +528,10 @@ class RunBook:
         run = self.runs[launch]
         v = self.verdict
         if run.failure:
+            if run.failure_kind:  # in words ("out of GPU memory during …"), then the server's message
+                what = describe_failure(run.failure_kind, run.failure_phase)
+                message = run.failure.partition(": ")[2]
+                return RunVerdict.FAIL, [f"launch failed: {what}" + (f" ({message})" if message else "")]
             return RunVerdict.FAIL, [f"launch failed: {run.failure}"]
         if not run.good_results:
             if run.results:

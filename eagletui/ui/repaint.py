@@ -152,8 +152,8 @@ def compare_text(runbook: RunBook, bench_running: int | None = None) -> Text:
     t.append(f"  accept {row.accept_len.text(2)}")
     if row.is_baseline:
         t.append("  ★ baseline", style="bold")
-    elif runbook.baseline is not None:
-        t.append(f"  vs #{runbook.baseline}", style="dim")
+    elif runbook.baseline_label:  # #N of this session, or SESSION:RUN pinned from the history view
+        t.append(f"  vs {runbook.baseline_label}", style="dim")
     t.append(f"  {row.verdict}", style={"pass": "bold green", "fail": "bold red"}.get(row.verdict, "dim"))
     econ = (launch, row.economics) if row.economics else runbook.latest_economics()
     if econ is not None:  # a second line, wrapped: the verdict on speculation and what would change it
