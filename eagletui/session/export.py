@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import csv
 import datetime as _dt
-import json
 import os
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagletui.core.economics import crossover, economics, per_request
 from eagletui.core.events import (
@@ -29,6 +28,18 @@ from eagletui.core.events import (
 from eagletui.core.profile import format_diff
 from eagletui.core.redact import Redactor
 from eagletui.core.runs import KEY_FLAGS, Run, RunBook, RunVerdict
+
+if TYPE_CHECKING:
+    from eagletui.session.export_render import (
+        EXTERNAL_CSV_COLUMNS as EXTERNAL_CSV_COLUMNS,
+    )
+    from eagletui.session.export_render import (
+        REPORT_CSV_COLUMNS as REPORT_CSV_COLUMNS,
+    )
+    from eagletui.session.export_render import render as render
+    from eagletui.session.export_render import render_csv as render_csv
+    from eagletui.session.export_render import render_json as render_json
+    from eagletui.session.export_render import render_markdown as render_markdown
 
 
 def redact_events(events: list[Event], redactor: Redactor | None = None) -> list[Event]:
@@ -179,6 +190,8 @@ def _num(v: Any, digits: int = 1) -> str:
 
 def export_markdown(events: list[Event], title: str = "eagletui session") -> str:
     """A human summary of ``events``: the report of ``eagletui export --format md``."""
+    from eagletui.session.export_render import render_markdown
+
     return render_markdown(build_report(events, title=title))
 
 
@@ -456,269 +469,6 @@ def report_json(report: SessionReport) -> dict[str, Any]:
     }
 
 
-def render_json(report: SessionReport) -> str:
-    return json.dumps(report_json(report), indent=2, ensure_ascii=False, default=str) + "\n"
-
-
-# -- CSV -----------------------------------------------------------------------------------------
-
-REPORT_CSV_COLUMNS: tuple[str, ...] = (
-    "launch",
-    "baseline",
-    "started",
-    "target",
-    "model",
-    "tp",
-    "diff_vs_baseline",
-    "outcome",
-    "failure",
-    "ready_after_s",
-    *(f"{p}_s" for p in PHASES if p != "ready"),
-    "repeats",
-    "tok_s",
-    "tok_s_stdev",
-    "accept_len",
-    "ttft_p50_ms",
-    "delta_tok_s_pct",
-    "delta_accept_len_pct",
-    "delta_ttft_ms_pct",
-    "verdict",
-    "reasons",
-    "alarms",
-    "concurrency",
-    "speedup",
-    "break_even_accept_len",
-    "cycle_ms",
-    "needed_cycle_ms",
-    "economics_vs",
-    "env",
-    "command",
-)
-
-
-#: Appended to the CSV with ``export --baseline SESSION:RUN``.
-EXTERNAL_CSV_COLUMNS: tuple[str, ...] = (
-    "vs_baseline_delta_tok_s_pct",
-    "vs_baseline_comparable",
-    "vs_baseline_reasons",
-)
-
-
-def render_csv(report: SessionReport) -> str:
-    import io
-
-    buf = io.StringIO()
-    w = csv.writer(buf, lineterminator="\n")
-    ext = report.external is not None
-    w.writerow(REPORT_CSV_COLUMNS + (EXTERNAL_CSV_COLUMNS if ext else ()))
-    for rec in report.records:
-        r = rec.run
-        e = rec.economics or {}
-        tok = r.metric("tok_s")
-        row: list[Any] = [
-            r.launch,
-            "yes" if rec.is_baseline else "",
-            _iso(r.started_wall),
-            r.target,
-            r.model,
-            r.tp if r.tp is not None else "",
-            _diff_text(rec),
-            str(r.outcome),
-            r.failure or "",
-            _round(r.ready_after),
-            *(_phase_s(r, p) for p in PHASES if p != "ready"),
-            len(r.good_results),
-            _round(tok.mean),
-            _round(tok.stdev),
-            _round(r.metric("accept_len").mean),
-            _round(r.metric("ttft_ms").mean),
-            *(_round(rec.deltas[k]["pct"]) for k in ("tok_s", "accept_len", "ttft_ms")),
-            rec.verdict or "",
-            "; ".join(rec.reasons),
-            "; ".join(rec.alarms),
-            rec.concurrency if rec.concurrency is not None else "",
-            e.get("speedup", ""),
-            e.get("break_even_accept_len", ""),
-            e.get("cycle_ms", ""),
-            e.get("needed_cycle_ms", ""),
-            rec.economics_vs if rec.economics_vs is not None else "",
-            " ".join(f"{k}={v}" for k, v in sorted(r.env.items())),
-            shlex.join(rec.command),
-        ]
-        if ext:
-            v = rec.vs_external or {}
-            row += [
-                _round(v.get("delta_pct")),
-                "" if not v else ("yes" if v.get("comparable") else "no"),
-                "; ".join(v.get("reasons") or []),
-            ]
-        w.writerow([_safe_cell(c) for c in row])
-    return buf.getvalue()
-
-
-# -- Markdown ------------------------------------------------------------------------------------
-
-
-def _pct(d: dict[str, Any]) -> str:
-    pct = d.get("pct")
-    if pct is None:
-        return "–"
-    mark = "" if d.get("flagged") else " ~"  # ~: inside the noise band
-    return f"{pct:+.1f}%{mark}"
-
-
-def _secs(v: float | None) -> str:
-    return "–" if v is None else f"{v:.1f}s"
-
-
-def _fence(text: str) -> str:
-    """A fenced block that no backtick run inside ``text`` can close."""
-    longest, run = 0, 0
-    for ch in text:
-        run = run + 1 if ch == "`" else 0
-        longest = max(longest, run)
-    fence = "`" * max(3, longest + 1)
-    return f"{fence}sh\n{text}\n{fence}"
-
-
-def render_markdown(report: SessionReport) -> str:
-    """Ready to paste into a report: an overview table, then one section per run with its command."""
-    out = [f"# {_md(report.title)}", ""]
-    h = report.header
-    facts = []
-    if h.get("target"):
-        facts.append(f"target `{_md(h['target'])}`")
-    if report.started_wall is not None:
-        facts.append(f"from {_iso(report.started_wall)}")
-    facts.append(f"{len(report.records)} launch(es), {report.config_changes} config change(s)")
-    if report.baseline is not None:
-        facts.append(f"baseline #{report.baseline}")
-    out += [", ".join(facts) + ".", ""]
-    if not report.records:
-        out.append("No launches recorded.")
-        return "\n".join(out) + "\n"
-    out += [
-        "## Runs",
-        "",
-        "| # | change vs baseline | outcome | ready | tok/s | Δ tok/s | accept | Δ accept | TTFT p50 ms | verdict | speedup |",
-        "|---:|---|---|---:|---:|---:|---:|---:|---:|---|---:|",
-    ]
-    for rec in report.records:
-        r = rec.run
-        sp = (rec.economics or {}).get("speedup")
-        out.append(
-            f"| {r.launch}{' ★' if rec.is_baseline else ''} | {_md(_diff_text(rec))} | {_md(r.outcome)} | "
-            f"{_secs(r.ready_after)} | {_md(r.metric('tok_s').text(1))} | {_pct(rec.deltas['tok_s'])} | "
-            f"{_md(r.metric('accept_len').text(2))} | {_pct(rec.deltas['accept_len'])} | "
-            f"{_md(r.metric('ttft_ms').text(1))} | {_md(rec.verdict or '–')} | "
-            f"{f'{sp:.2f}×' if isinstance(sp, int | float) else '–'} |"
-        )
-    out += ["", "★ baseline; Δ vs the baseline, `~` = within the run-to-run noise.", ""]
-    if report.external is not None:
-        out += _md_external(report)
-    for rec in report.records:
-        out += _md_run(rec)
-    return "\n".join(out)
-
-
-def _md_external(report: SessionReport) -> list[str]:
-    """The runs against the run of another session given with ``--baseline``, with the guard."""
-    x = report.external or {}
-    ref = f"{x.get('session')}:{x.get('run')}"
-    out = [
-        f"## vs {_md(ref)}",
-        "",
-        f"Baseline: run {_md(x.get('run'))} of session `{_md(x.get('session'))}`, "
-        f"{_num(x.get('tok_s'))} tok/s.",
-        "",
-        "| # | tok/s | Δ tok/s | Δ accept | like for like |",
-        "|---:|---:|---:|---:|---|",
-    ]
-    for rec in report.records:
-        v = rec.vs_external
-        if not v:
-            continue
-        d = v.get("deltas_pct") or {}
-        like = "yes" if v.get("comparable") else "no: " + "; ".join(v.get("reasons") or [])
-        out.append(
-            f"| {rec.launch} | {_md(rec.run.metric('tok_s').text(1))} | {_pct({'pct': d.get('tok_s'), 'flagged': True})} | "
-            f"{_pct({'pct': d.get('accept_len'), 'flagged': True})} | {_md(like)} |"
-        )
-    return [*out, ""]
-
-
-def _md_run(rec: RunRecord) -> list[str]:
-    r = rec.run
-    out = [
-        f"## Launch {r.launch}"
-        + (f" on `{_md(r.target)}`" if r.target else "")
-        + (" (baseline)" if rec.is_baseline else ""),
-        "",
-    ]
-    if r.started_wall is not None:
-        out.append(f"- started: {_iso(r.started_wall)}")
-    if r.model:
-        out.append(f"- model: `{_md(r.model)}`" + (f", tp {r.tp}" if r.tp is not None else ""))
-    out.append(f"- outcome: **{_md(r.outcome)}**" + (f" ({_md(r.failure)})" if r.failure else ""))
-    if not rec.is_baseline:
-        out.append(f"- vs baseline: {_md(_diff_text(rec))}")
-    if r.diff:
-        out.append(f"- changed from the launch before: {_md(format_diff(r.diff))}")
-    if r.env:
-        out.append("- env: " + " ".join(f"`{_md(k)}={_md(v)}`" for k, v in sorted(r.env.items())))
-    if rec.verdict and r.failure:
-        out.append(f"- verdict: **{rec.verdict}** (the launch failed)")  # the reason is the outcome above
-    elif rec.verdict:
-        out.append(
-            f"- verdict: **{rec.verdict}**" + (f": {_md('; '.join(rec.reasons))}" if rec.reasons else "")
-        )
-    for a in rec.alarms:
-        out.append(f"- ⚠ {_md(a)}")
-    for w in rec.warnings:
-        out.append(f"- note: {_md(w)}")
-    if rec.economics:
-        e = rec.economics
-        verdict = "pays" if e.get("speedup", 0) > 1 else "does not pay"
-        conc = f" at concurrency {e['concurrency']}" if e.get("concurrency") else ""
-        out.append(
-            f"- economics vs no-spec #{rec.economics_vs}{conc}: speedup {e['speedup']:.2f}× ({verdict}); "
-            f"accept {e['accept_len']:.2f} vs break-even {e['break_even_accept_len']:.2f}; "
-            f"cycle {e['cycle_ms']:.1f} ms vs needed ≤ {e['needed_cycle_ms']:.1f} ms"
-        )
-    out.append("")
-    if rec.command or r.env:
-        out += ["Launch command (secrets redacted):", "", _fence(rec.command_line), ""]
-    if r.phases:
-        out += ["| phase | seconds |", "|---|---:|"]
-        ordered = [p for p in PHASES if p in r.phases] + [p for p in r.phases if p not in PHASES]
-        out += [f"| {_md(p)} | {_num(_phase_s(r, p))} |" for p in ordered]
-        out.append("")
-    if rec.benches:
-        out += [
-            "| bench | runner | conc | tok/s | accept len | TTFT p50 | ITL p50 | requests | failed | duration |",
-            "|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|",
-        ]
-        for b in rec.benches:
-            out.append(
-                f"| {b['bench']} | {_md(b['runner'])} | {_num(b['concurrency'])} | {_num(b['tok_s'])} | "
-                f"{_num(b['accept_len'], 2)} | {_num(b['ttft_p50_ms'])} | {_num(b['itl_p50_ms'])} | "
-                f"{b['requests']} | {b['failed']} | {_num(b['duration_s'])}s |"
-                + (f" error: {_md(b['error'])}" if b["error"] else "")
-            )
-        out.append("")
-    return out
-
-
-def render(report: SessionReport, fmt: str) -> str:
-    if fmt == "md":
-        return render_markdown(report)
-    if fmt == "csv":
-        return render_csv(report)
-    if fmt == "json":
-        return render_json(report)
-    raise ValueError(f"unknown export format {fmt!r} (one of {', '.join(FORMATS)})")
-
-
 def write_private(path: str | Path, text: str) -> Path:
     """Write ``text`` to ``path`` as 0600 (an existing file is narrowed to 0600 first): exports hold
     run configs and host names, the user's business like the recording they come from."""
@@ -762,3 +512,17 @@ def export_stem(model: object, driver: object) -> str:
     state = getattr(model, "state", None)
     target = str(getattr(state, "target", "") or "session")
     return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{target_slug(target)}"
+
+
+#: Defined in :mod:`eagletui.session.export_render` (which imports this module), served from here too.
+_RENDER_NAMES = frozenset(
+    {"render", "render_csv", "render_json", "render_markdown", "REPORT_CSV_COLUMNS", "EXTERNAL_CSV_COLUMNS"}
+)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _RENDER_NAMES:
+        from eagletui.session import export_render
+
+        return getattr(export_render, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
