@@ -134,6 +134,33 @@ class _VirtualClock:
         self._speed = speed
         self._poke()
 
+    async def _sleep_until(
+        self, due: float, moved: Callable[[], bool], *, max_gap: float | None = None
+    ) -> bool:
+        """Sleep until virtual time reaches ``due`` (pauses, speed changes and seeks wake it); False
+        when ``moved()`` says a seek took the cursor elsewhere meanwhile. With ``max_gap`` an idle
+        stretch longer than that is skipped instead of waited out."""
+        assert self._wake is not None
+        while True:
+            if moved():
+                return False
+            if self._paused:
+                self._wake.clear()
+                await self._wake.wait()
+                continue
+            if self._speed == "instant":
+                return True
+            if max_gap is not None and due - self.position > max_gap:
+                self._pos, self._anchor = due - max_gap, self._clock()  # skip the idle stretch
+            remaining = (due - self.position) / float(self._speed)
+            if remaining <= 0:
+                return True
+            self._wake.clear()
+            try:
+                await asyncio.wait_for(self._wake.wait(), timeout=remaining)
+            except TimeoutError:
+                pass
+
 
 class Replayer(_VirtualClock):
     """Plays events on a virtual clock that runs at ``speed`` times real time and can be paused,
@@ -194,25 +221,8 @@ class Replayer(_VirtualClock):
 
     async def _wait_until_due(self, due: float) -> bool:
         """Sleep until virtual time reaches ``due``; False if a seek moved the cursor meanwhile."""
-        assert self._wake is not None
         index = self._index
-        while True:
-            if self._index != index:
-                return False
-            if self._paused:
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            if self._speed == "instant":
-                return True
-            remaining = (due - self.position) / float(self._speed)
-            if remaining <= 0:
-                return True
-            self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=remaining)
-            except TimeoutError:
-                pass
+        return await self._sleep_until(due, lambda: self._index != index)
 
     async def play(self, speed: Speed | None = None) -> AsyncIterator[Event]:
         """Yield the remaining events as they fall due. With ``"instant"`` nothing sleeps, but the
@@ -360,26 +370,7 @@ class StreamReplayer(_VirtualClock):
     # -- playback -------------------------------------------------------------------------------
 
     async def _wait_until_due(self, due: float, gen: int) -> bool:
-        assert self._wake is not None
-        while True:
-            if self._gen != gen:
-                return False
-            if self._paused:
-                self._wake.clear()
-                await self._wake.wait()
-                continue
-            if self._speed == "instant":
-                return True
-            if self.max_gap is not None and due - self.position > self.max_gap:
-                self._pos, self._anchor = due - self.max_gap, self._clock()  # skip the idle stretch
-            remaining = (due - self.position) / float(self._speed)
-            if remaining <= 0:
-                return True
-            self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=remaining)
-            except TimeoutError:
-                pass
+        return await self._sleep_until(due, lambda: self._gen != gen, max_gap=self.max_gap)
 
     async def play(self, speed: Speed | None = None) -> AsyncIterator[Event]:
         """Yield events as they fall due, reading the file a block at a time."""
