@@ -29,7 +29,10 @@ def _sample_value(type_str: str, name: str) -> Any:
     if t.startswith("dict"):
         return {"k": 1, "nested": {"x": [1, 2]}}
     if t.startswith("tuple"):
-        return ({"index": 0, "name": "H100"},) if name == "gpus" else ("python", "-m", "sglang.launch_server")
+        if name == "gpus":
+            return ({"index": 0, "name": "H100"},)
+        inner = t[len("tuple[") :].split(",", 1)[0].strip()
+        return {"float": (0.5, 0.25), "int": (1, 2)}.get(inner, ("python", "-m", "sglang.launch_server"))
     return {"str": f"{name}-value", "int": 7, "float": 1.25, "bool": True}.get(t, f"{name}-value")
 
 

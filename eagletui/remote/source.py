@@ -24,6 +24,7 @@ from eagletui.remote.transport import Transport, TransportError
 PHASE_STALE_FACTOR: dict[str | None, float | None] = {
     "load_target": 2.0,
     "load_draft": 2.0,
+    "compile": 2.0,
     "warmup": 2.0,
     "ready": None,
 }
