@@ -9,8 +9,9 @@ only if the server has it), then its line here.
 from __future__ import annotations
 
 from eagletui.core.formats.sglang import SGLANG
+from eagletui.core.formats.vllm import VLLM
 from eagletui.core.logformat import LogFormat
 
-FORMATS: list[LogFormat] = [SGLANG]
+FORMATS: list[LogFormat] = [SGLANG, VLLM]
 
 __all__ = ["FORMATS"]
