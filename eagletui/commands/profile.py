@@ -32,6 +32,7 @@ from eagletui.core.redact import Redactor
 EXAMPLES: dict[str, str] = {
     "demo": "demo.toml",
     "demo-sweep": "demo-sweep.toml",
+    "demo-vllm": "demo-vllm.toml",
     "kimi": "kimi-k25-eagle3.toml",
 }
 
@@ -181,8 +182,12 @@ def flag_table_for_profile(prof: Any) -> Any:
     from eagletui.core.server_flags import FlagTable, bundled_table
     from eagletui.remote.preflight import server_module
 
-    if server_module(prof) == "eagletui.sim":
-        from eagletui.sim.cli import build_parser as sim_parser
+    module = server_module(prof)
+    if module in ("eagletui.sim", "eagletui.sim.vllm"):
+        if module == "eagletui.sim":
+            from eagletui.sim.cli import build_parser as sim_parser
+        else:
+            from eagletui.sim.vllm import build_parser as sim_parser
 
         p = sim_parser()
         return FlagTable(
@@ -190,7 +195,8 @@ def flag_table_for_profile(prof: Any) -> Any:
             allow_abbrev=p.allow_abbrev,
             source="the simulator's parser",
         )
-    return bundled_table()
+    # no table of vLLM's flags ships with eagletui: only the host's own parser can tell (preflight)
+    return bundled_table() if prof.kind.flag_module == "sglang" else None
 
 
 def _cmd_check(ns: argparse.Namespace) -> int:
@@ -219,7 +225,11 @@ def _cmd_check(ns: argparse.Namespace) -> int:
             "ok": not lint.errors,
             "argv": argv,
             "env": env,
-            "flags": {"checked": lint.flags_checked, "against": table.source, "expanded": lint.notes},
+            "flags": {
+                "checked": lint.flags_checked,
+                "against": table.source if table is not None else None,
+                "expanded": lint.notes,
+            },
             "errors": [as_dict(e) for e in lint.errors],
             "warnings": [as_dict(w) for w in lint.warnings],
         }
@@ -232,7 +242,13 @@ def _cmd_check(ns: argparse.Namespace) -> int:
         out.append(f"warning: {warn}")
     verdict = f"{len(lint.errors)} error(s)" if lint.errors else "ok"
     out.append(f"{prof.path}: {verdict} ({prof.name}, target {prof.target}, {len(prof.toggles)} toggles)")
-    out.append(f"flags: {lint.flags_checked} checked against {table.source}")
+    if table is None:
+        out.append(
+            f"flags: not checked: no table of {prof.kind.label}'s flags ships with eagletui "
+            "(eagletui connect asks the host's own parser)"
+        )
+    else:
+        out.append(f"flags: {lint.flags_checked} checked against {table.source}")
     out += [f"flags: {note}" for note in lint.notes]
     out += [f"env  {key}={value}" for key, value in env.items()]
     out.append("argv " + json.dumps(argv))

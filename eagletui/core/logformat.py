@@ -289,6 +289,11 @@ class LogFormat(ABC):
 
     # ------------------------------------------------------------------ optional, defaulted
 
+    def facts_from_args(self, args: dict[str, Any]) -> LaunchFacts:
+        """Launch facts from an args dict already parsed (a recording made before events carried
+        facts); default: none known."""
+        return LaunchFacts(raw=dict(args))
+
     def reader(self) -> LineReader:
         """A fresh per-interpreter reader (override for state across lines)."""
         return LineReader(self)

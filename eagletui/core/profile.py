@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from eagletui.core.redact import REDACTED as REDACTED
 from eagletui.core.redact import Redactor, is_secret_env
 from eagletui.core.redact import is_secret_flag as is_secret_flag
+from eagletui.core.servers import ServerKind, server_kind
 
 if TYPE_CHECKING:  # the lazy re-exports at the end of this module, for type checkers
     from eagletui.core.profile_launch import LaunchCommand as LaunchCommand
@@ -195,6 +196,8 @@ class Profile:
 
     name: str = "profile"
     path: str | None = None
+    #: the server program (:mod:`eagletui.core.servers`): its log format, flags and benchmark API
+    server: str = "sglang"
     target: str = "local"
     workdir: str = "~"
     python: str = "python3"
@@ -230,6 +233,14 @@ class Profile:
                 argv.extend([flag, _fmt_value(value)])
         return argv
 
+    @property
+    def kind(self) -> ServerKind:
+        """The server kind (a name this eagletui does not know reads as the default)."""
+        try:
+            return server_kind(self.server)
+        except KeyError:
+            return server_kind()
+
     def api_key(self) -> str | None:
         """The key clients must send (``Authorization: Bearer …``) to a server launched with ``--api-key``."""
         v = self.args.get("--api-key")
@@ -241,10 +252,12 @@ class Profile:
         Only real secrets (``--api-key``, credential env names, token-shaped values) are hidden:
         ``--speculative-num-draft-tokens`` stays a number so diffs, history keys and relaunches work."""
         r = Redactor.for_profile(self)
+        kind = self.kind
         return {
             "target": self.target,
-            "model": r.text(str(self.args.get("--model-path", ""))),
-            "tp": self.args.get("--tp", self.args.get("--tp-size", 1)),
+            "server": kind.name,
+            "model": r.text(kind.model(self.args)),
+            "tp": kind.tp(self.args),
             "command": r.argv(list(self.command)),
             "args": r.args({k: v for k, v in self.args.items() if v is not None and v is not False}),
             "env": r.env(self.env),

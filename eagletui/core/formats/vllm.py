@@ -420,7 +420,12 @@ def _int(v: Any) -> int | None:
 
 
 def launch_facts(raw: Any) -> LaunchFacts:
+    """Launch facts of a ``non-default args`` dict or an engine config line (vLLM's names in raw)."""
     args = parse_args_text(raw) if isinstance(raw, str) else {}
+    return facts_from_args(args, non_default=isinstance(raw, str) and raw.strip().startswith("{"))
+
+
+def facts_from_args(args: dict[str, Any], non_default: bool = True) -> LaunchFacts:
     spec = args.get("speculative_config")
     if isinstance(spec, str) and spec.strip().startswith("{"):
         import json
@@ -436,7 +441,6 @@ def launch_facts(raw: Any) -> LaunchFacts:
         algo = "draft_model"
     model = args.get("model") or args.get("model_tag")
     draft = spec.get("model")
-    non_default = isinstance(raw, str) and raw.strip().startswith("{")
     tp = _int(args.get("tensor_parallel_size"))
     return LaunchFacts(
         model=model if isinstance(model, str) and model else None,
@@ -788,6 +792,9 @@ class VLLMFormat(LogFormat):
 
     def parse_server_args(self, raw: Any) -> LaunchFacts:
         return launch_facts(raw)
+
+    def facts_from_args(self, args: dict[str, Any]) -> LaunchFacts:
+        return facts_from_args(args)
 
     def reader(self) -> LineReader:
         return _Reader(self)

@@ -27,6 +27,9 @@ class SGLangFormat(LogFormat):
     def parse_server_args(self, raw: Any) -> LaunchFacts:
         return versions.launch_facts(raw if isinstance(raw, str) else "")
 
+    def facts_from_args(self, args: dict[str, Any]) -> LaunchFacts:
+        return versions.facts_from_args(args)
+
     split_glued = staticmethod(lines.split_glued)
     is_bar = staticmethod(lines.is_bar)
     bar_marks = lines.BAR_MARKS

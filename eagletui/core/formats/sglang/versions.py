@@ -83,7 +83,11 @@ def parse_server_args(raw: str) -> dict[str, Any]:
 
 def launch_facts(raw: str) -> LaunchFacts:
     """The launch facts of a ``server_args=`` record in eagletui's words (SGLang's names in ``raw``)."""
-    args = parse_server_args(raw)
+    return facts_from_args(parse_server_args(raw))
+
+
+def facts_from_args(args: dict[str, Any]) -> LaunchFacts:
+    """Launch facts from SGLang's server-args names (``model_path``, ``tp_size``, …)."""
     ver = args.get("version")
     return LaunchFacts(
         model=_str(args.get("model_path")),
