@@ -157,13 +157,25 @@ class Run:
         return str(self.config.get("server") or "") if isinstance(self.config, dict) else ""
 
     @property
+    def facts(self) -> dict[str, Any]:
+        """What the server's launch line said in eagletui's words (from its own args when the event
+        carried no facts: a recording made before they existed, a run built by hand)."""
+        if self.detected_facts or not self.detected_args:
+            return self.detected_facts
+        try:
+            fmt = get_format(self.server or None)
+        except KeyError:
+            fmt = get_format()
+        return fmt.facts_from_args(self.detected_args).facts()
+
+    @property
     def model(self) -> str:
-        return str(self.config.get("model") or "") or str(self.detected_facts.get("model") or "")
+        return str(self.config.get("model") or "") or str(self.facts.get("model") or "")
 
     @property
     def tp(self) -> Any:
         tp = self.config.get("tp")
-        return tp if tp is not None else self.detected_facts.get("tp")
+        return tp if tp is not None else self.facts.get("tp")
 
     @property
     def phase_total_s(self) -> float | None:
@@ -185,7 +197,7 @@ class Run:
             except KeyError:
                 kind = server_kind()
             return kind.is_spec({normalize_flag(k, strict=False): v for k, v in args.items()})
-        return bool(self.detected_facts.get("spec_algorithm"))
+        return bool(self.facts.get("spec_algorithm"))
 
     def concurrency_of(self, result: BenchmarkResult) -> int:
         """The concurrency a result was measured at (1 when the workload did not say)."""
@@ -312,14 +324,7 @@ class RunBook:
             run.started_wall, run.started_mono = event.wall, event.mono
         for k, v in (event.args or {}).items():
             run.detected_args.setdefault(k, v)
-        facts = event.facts
-        if not facts and event.args:  # recorded before events carried facts: the format reads its args
-            try:
-                fmt = get_format(event.server or None)
-            except KeyError:
-                fmt = get_format()
-            facts = fmt.facts_from_args(event.args).facts()
-        for k, v in (facts or {}).items():
+        for k, v in (event.facts or {}).items():
             run.detected_facts.setdefault(k, v)
         if not run.config and event.args:
             run.config = {"args": {normalize_flag(k, strict=False): v for k, v in event.args.items()}}
