@@ -19,6 +19,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+import weakref
 import zlib
 from pathlib import Path
 from typing import Any
@@ -316,11 +317,16 @@ async def shows(page: Any, text: str, since: int = 0, timeout: float = 30) -> No
     await wait_for(lambda: _contains(page, text, since), f"{text!r} on the screen", timeout)
 
 
+_focused: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
 async def press(page: Any, key: str) -> int:
     """Click the terminal (keys reach xterm only once it has focus), then press; returns the update
     count before the key, for :func:`shows` ``since``."""
     before = await updates(page)
-    await page.mouse.click(VIEWPORT["width"] // 2, VIEWPORT["height"] // 2)
+    if page not in _focused:  # once: more clicks would count as double clicks and select text
+        await page.mouse.click(VIEWPORT["width"] // 2, VIEWPORT["height"] // 2)
+        _focused.add(page)
     await page.keyboard.press(key)
     return before
 
