@@ -51,8 +51,9 @@ class FollowDriver(Driver):
         return False  # the owner's tab rings; every view ringing too is noise
 
     def refusal(self) -> str:
-        who = self.presence.owner_label() if self.presence is not None else "the session's owner"
-        return f"read-only view: {who} controls this session"
+        if self.presence is None:
+            return "read-only view: this follows a recording; the eagletui writing it has the controls"
+        return f"read-only view: {self.presence.owner_label()} controls this session"
 
     def now(self, model: SessionModel, clock: Callable[[], float]) -> float:
         # a view of a replay measures elapsed times to the replay's clock, a live one to now
