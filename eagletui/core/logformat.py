@@ -272,6 +272,9 @@ class LogFormat(ABC):
     fast: FastPath | None = None
     #: the HTTP server comes up before the server is warm (a warmup phase runs between the two)
     http_warmup: bool = True
+    #: classify already tags failure lines (``fail``); otherwise the phase machine asks
+    #: :meth:`match_failure` about every untagged line itself
+    classifies_failures: bool = False
 
     # ------------------------------------------------------------------ required
 

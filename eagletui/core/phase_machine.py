@@ -27,6 +27,7 @@ from eagletui.core.logformat import (
     OTHER,
     PREFILL,
     PROGRESS,
+    SCAN_LIMIT,
     TRACEBACK,
     WARNING,
     LogFormat,
@@ -87,7 +88,7 @@ class PhaseMachine(Timeline, FailureFold):
         self.day_offset = 0.0
         self.activity = False
         self.decode_version_checked = False
-        self.tp_size: int | None = None
+        self.launch_tp: int | None = None
         self.rank_num: dict[str, int | None] = {}
 
     def serving_noop(self) -> tuple[bool, bool, bool]:
@@ -111,6 +112,15 @@ class PhaseMachine(Timeline, FailureFold):
     # ------------------------------------------------------------------ main entry
 
     def on_record(self, rec: Rec, out: list[ev.Event]) -> None:
+        if (
+            not self.fmt.classifies_failures
+            and not rec.tag
+            and rec.kind in (OTHER, ERROR, WARNING, TRACEBACK)
+        ):
+            # the format's classify leaves failures to its table (the base class's promise)
+            fm = self.fmt.match_failure(rec.msg[:SCAN_LIMIT])
+            if fm is not None:
+                rec.kind, rec.tag, rec.data = ERROR, "fail", {"failure": fm}
         tag = rec.tag
         kind = rec.kind
         # Markdown (a README, an issue body): only its fenced code blocks are log text.
@@ -182,7 +192,7 @@ class PhaseMachine(Timeline, FailureFold):
         if rec.ts_text:
             ts = self._ts(rec)
         else:
-            # Foreign lines (uvicorn, tqdm) carry no time: the last sglang timestamp is the best bound.
+            # Foreign lines (uvicorn, tqdm) carry no time: the last record timestamp is the best bound.
             ts = self.last_ts
             rec.ts_text = self.last_ts_text
         if rec.prefixed:
@@ -282,7 +292,7 @@ class PhaseMachine(Timeline, FailureFold):
         st.args = facts.raw
         st.facts = facts.facts()
         if facts.tp:
-            self.tp_size = facts.tp
+            self.launch_tp = facts.tp
         if facts.version:
             self.ver.exact = facts.version
         st.launches += 1
@@ -346,7 +356,7 @@ class PhaseMachine(Timeline, FailureFold):
         elif tag == "compile_info":
             ci = st.phases.get("compile")
             if ci is not None and not ci.finished and ts is not None and r is not None and r in ci.done:
-                # the profiling run after the compile belongs to it (vLLM logs only its end)
+                # the profiling run after the compile belongs to it (a server may log only its end)
                 ci.rank_end[r] = ts
                 if ci.end_ts is None or ts >= ci.end_ts:
                     ci.end_ts, ci.end_text = ts, tt
@@ -386,7 +396,7 @@ class PhaseMachine(Timeline, FailureFold):
             self._progress(name, d["done"], d["total"], "shards", d["label"], out)
         elif tag == "bar_capture":
             d = rec.data
-            # A bar that names its graph starts that phase itself (vLLM prints no begin line).
+            # A bar that names its graph starts that phase itself (for servers that print no begin line).
             named = "what" in d or "draft" in d
             name = _capture_phase(d) if named else self.bar_capture_phase or "capture_target"
             if "elapsed" in d:

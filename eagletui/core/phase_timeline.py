@@ -24,7 +24,7 @@ class Timeline:
     last_ts: float | None
     last_ts_text: str
     day_offset: float
-    tp_size: int | None
+    launch_tp: int | None
     last_progress: tuple[str, int, int, str] | None
     rank_num: dict[str, int | None]
 
@@ -63,8 +63,8 @@ class Timeline:
 
     def _world(self, info: PhaseInfo) -> int:
         n = len(self.st.ranks | info.started)
-        if self.tp_size:
-            n = max(n, self.tp_size)
+        if self.launch_tp:
+            n = max(n, self.launch_tp)
         return n
 
     def _phase(self, name: str) -> PhaseInfo:

@@ -787,6 +787,7 @@ class VLLMFormat(LogFormat):
     #: the API server starts after the engine is warm: no warmup phase between "up" and "ready"
     http_warmup = False
 
+    classifies_failures = True
     classify = staticmethod(classify)
     match_failure = staticmethod(match_failure)
 

@@ -21,6 +21,7 @@ class SGLangFormat(LogFormat):
 
     name = "sglang"
     label = "SGLang"
+    classifies_failures = True
     classify = staticmethod(lines.classify)
     match_failure = staticmethod(failures.match_failure)
 
