@@ -17,11 +17,7 @@ from eagletui.core.events import ALL_EVENT_TYPES, Event
 from eagletui.session.format import FORMAT_NAME, FORMAT_VERSION, read_session, session_filename, target_slug
 from eagletui.session.record import Recorder, Redactor
 
-
-@pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EAGLETUI_CONFIG_DIR", str(tmp_path / "cfg"))
-    monkeypatch.setenv("EAGLETUI_DATA_DIR", str(tmp_path / "data"))
+pytestmark = pytest.mark.usefixtures("isolated_dirs")  # tests/conftest.py
 
 
 def _sample_value(type_str: str, name: str) -> Any:

@@ -1,4 +1,4 @@
-"""Line classifier and interpreter framing."""
+"""SGLang's line classifier (core/formats/sglang) and the interpreter's framing (chunks, frames, glued lines)."""
 
 from __future__ import annotations
 
