@@ -343,3 +343,22 @@ def test_the_bar_only_capture_phases_start_once_and_take_the_bars_clock() -> Non
     assert all(e.log_time for e in starts)
     done = {e.phase: e for e in out if isinstance(e, ev.PhaseFinished)}
     assert done["capture_prefill"].seconds == 4.0 and done["capture_target"].seconds == 5.0
+
+
+def test_without_format_parse_tries_the_other_formats_only_for_what_the_default_cannot_read(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    vllm_log = FIXTURES / "ready-0251-mtp-qwen38-dgxspark.log"
+    not_a_log = (
+        Path(__file__).parent / "fixtures" / "real" / "unknown-client-capability-probe-not-server-log.log"
+    )
+    sglang_log = Path(__file__).parent / "fixtures" / "real" / "serve-eagle3-accept-issue11948.log"
+    assert parse_main(["--json", str(vllm_log), str(not_a_log), str(sglang_log)]) == 0
+    out = capsys.readouterr()
+    got = json.loads(out.out)
+    assert [g["state"] for g in got] == ["ready", "unknown", "ready"]
+    assert got[0]["launch"]["server"] == "vllm"
+    assert "read as vllm (no --format given)" in out.err and out.err.count("read as") == 1
+    # an explicit --format is never second-guessed
+    assert parse_main(["--json", "--format", "sglang", str(vllm_log)]) == 0
+    assert json.loads(capsys.readouterr().out)["state"] == "unknown"

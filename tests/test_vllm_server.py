@@ -197,3 +197,19 @@ def test_bench_launches_a_vllm_profile_and_prints_the_economics(
     assert data["accept_length"] is not None and data["accept_length"] > 1.2
     assert data["no_spec"]["accept_length"] is None
     assert data["economics"]["speedup"] > 0
+
+
+def test_a_pasted_vllm_command_becomes_a_vllm_profile(tmp_path: Path) -> None:
+    from eagletui.commands.profile import main as profile_main
+
+    path = tmp_path / "v.toml"
+    cmd = (
+        f"vllm serve meta-llama/Llama-3.1-8B-Instruct --tensor-parallel-size 2 --speculative-config '{SPEC}'"
+    )
+    assert profile_main(["init", str(path), "--from-command", cmd]) == 0
+    prof = parse_profile(path.read_text(), path)
+    assert prof.server == "vllm" and prof.command == ("vllm", "serve") and prof.port == 8000
+    assert prof.args["--model"] == "meta-llama/Llama-3.1-8B-Instruct" and VLLM.is_spec(prof.args)
+    names = {t.name for t in prof.toggles}
+    assert "--speculative-config" in names and "--gpu-memory-utilization" in names
+    assert not any(n.startswith("--speculative-num") for n in names)  # SGLang's knobs are not vLLM's

@@ -273,6 +273,17 @@ def _spec_line(sp: dict[str, Any]) -> str:
     return out
 
 
+def _other_format(path: str, limit: int, first: dict[str, Any]) -> dict[str, Any]:
+    """No --format and the default format recognised nothing: the first other format that does, said
+    on stderr (a file no format reads stays the default's "unknown")."""
+    for other in formats()[1:]:
+        s = parse_path(path, max_bytes=limit, fmt=other)
+        if s["state"] != "unknown":
+            print(f"eagletui parse: {inert(path)}: read as {other.name} (no --format given)", file=sys.stderr)
+            return s
+    return first
+
+
 def _write(text: str) -> bool:
     """Print to stdout; False if the reader went away (``parse … | head``), without a traceback."""
     try:
@@ -305,15 +316,21 @@ def main(argv: list[str]) -> int:
     )
     names = [f.name for f in formats()]
     ap.add_argument(
-        "--format", choices=names, default=names[0], help=f"the server's log format (default {names[0]})"
+        "--format",
+        choices=names,
+        default=None,
+        help=f"the server's log format (default: {names[0]}, or the first format that recognises a file {names[0]} does not)",
     )
     ns = ap.parse_args(argv)
     fmt = get_format(ns.format)
     results: list[dict[str, Any]] = []
     status = 0
     for path in ns.logs:
+        limit = max(1, ns.max_decompressed) << 20
         try:
-            s = parse_path(path, max_bytes=max(1, ns.max_decompressed) << 20, fmt=fmt)
+            s = parse_path(path, max_bytes=limit, fmt=fmt)
+            if ns.format is None and s["state"] == "unknown" and path != "-":
+                s = _other_format(path, limit, s)
         except OSError as exc:
             print(f"eagletui parse: cannot read {inert(path)}: {inert(str(exc))}", file=sys.stderr)
             return 2

@@ -28,6 +28,7 @@ from eagletui.core.profile import (
     parse_profile,
 )
 from eagletui.core.redact import Redactor
+from eagletui.core.servers import server_kind
 
 EXAMPLES: dict[str, str] = {
     "demo": "demo.toml",
@@ -79,8 +80,9 @@ def render_profile(cmd: LaunchCommand, name: str, source: str = "") -> str:
         _kv("python", cmd.python, "interpreter on the target; {python} in server.command expands to it"),
         "",
         "[server]",
+        _kv("kind", cmd.kind, "the server program: its log format, flags and benchmark API"),
         _kv("command", cmd.command),
-        _kv("port", cmd.port or 30000),
+        _kv("port", cmd.port or server_kind(cmd.kind).port),
         _kv("host", cmd.host or "127.0.0.1", "keep loopback on remote hosts: eagletui forwards the port"),
         _kv("runs_dir", "~/.eagletui/runs"),
         _kv("ready_timeout_s", 3600, "large checkpoints take minutes to load and capture"),
@@ -104,7 +106,7 @@ def render_profile(cmd: LaunchCommand, name: str, source: str = "") -> str:
         '# Tunables shown in the TUI. env = … or arg = …; type choice (choices, "" = unset),',
         "# bool, int/float (min/max/step) or str.",
     ]
-    for t in default_toggles(cmd.args, cmd.env):
+    for t in default_toggles(cmd.args, cmd.env, cmd.kind):
         out += ["", "[[toggles]]"]
         out += [_kv(k, v) for k, v in t.items()]
     out += [
