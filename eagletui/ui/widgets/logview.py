@@ -125,10 +125,15 @@ class LogView(ScrollView, can_focus=True):
     def add_events(self, events: list[LogLine]) -> None:
         """Buffer lines; they are merged into the view on the next :meth:`flush` (coalesced repaint)."""
         for ev in events:
-            if ev.frame and self._pending and self._pending[-1][KIND] == "progress" and ev.kind == "progress":
-                self._pending[-1] = row_of(ev)
-                continue
-            self._pending.append(row_of(ev))
+            row = row_of(ev)
+            if ev.frame and self._pending and ev.kind == "progress":
+                last = self._pending[-1]
+                if last[KIND] == "progress" and _same_bar(
+                    last[TEXT][last[PREFIX] :], row[TEXT][row[PREFIX] :]
+                ):
+                    self._pending[-1] = row  # the next frame of the same bar
+                    continue
+            self._pending.append(row)
 
     def add_marker(self, text: str) -> None:
         self._pending.append(make_row(text, "phase", None))
@@ -142,7 +147,11 @@ class LogView(ScrollView, can_focus=True):
             if rows:
                 last = rows[-1]
                 kind = row[KIND]
-                if kind == "progress" and last[KIND] == "progress" and _same_bar(last[TEXT], row[TEXT]):
+                if (
+                    kind == "progress"
+                    and last[KIND] == "progress"
+                    and _same_bar(last[TEXT][last[PREFIX] :], row[TEXT][row[PREFIX] :])
+                ):
                     rows[-1] = row  # a tqdm frame replaces the previous frame of the same bar
                     continue
                 rank, last_ranks = row[RANK], last[RANKS]
