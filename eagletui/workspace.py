@@ -32,7 +32,8 @@ from eagletui.remote.transport import NotOurProcess, SSHOptions
 
 if TYPE_CHECKING:
     from eagletui.bench.bench_serving import RunLines
-    from eagletui.remote.control import ForeignServer, RunInfo, ServerControl
+    from eagletui.remote.control import ForeignServer, RunInfo
+    from eagletui.remote.launcher import Launcher
     from eagletui.remote.preflight import Check
     from eagletui.remote.source import LiveSource
     from eagletui.remote.transport import Transport
@@ -82,7 +83,7 @@ class Workspace:
         self.stale_after = stale_after
         self.preflight_enabled = preflight
         self.transport: Transport | None = None
-        self.control: ServerControl | None = None
+        self.control: Launcher | None = None  # where the server runs: a process, a job
         self.run: RunInfo | None = None  # the server we follow
         self.launch_no = 0
         self.bench_no = 0
@@ -104,14 +105,12 @@ class Workspace:
     # ------------------------------------------------------------------ connection
 
     async def connect(self) -> None:
-        from eagletui.remote.control import ServerControl
+        from eagletui.remote.launcher import make_launcher
         from eagletui.remote.transport import open_transport
 
         self.emit(ConnectionState(state="connecting", target=self.target))
         self.transport = await open_transport(self.target, self.ssh, on_state=self.emit)
-        self.control = ServerControl(
-            self.transport, runs_dir=self.profile.runs_dir, python=self.profile.python
-        )
+        self.control = make_launcher(self.profile, self.transport)
         self._gpu_task = asyncio.create_task(self._gpu_loop())
 
     async def _gpu_loop(self) -> None:
@@ -271,13 +270,18 @@ class Workspace:
         return True
 
     async def _preflight(self, profile: Profile) -> None:
-        from eagletui.remote.preflight import run_preflight_with_flags, server_module
+        from eagletui.remote.preflight import OwnServer, run_preflight_with_flags, server_module
 
-        assert self.transport is not None
+        assert self.transport is not None and self.control is not None
         module = server_module(profile)
+        own = None
+        if self.run is not None and self.run.owned:
+            # our running server is stopped before the relaunch: its GPU memory is not in the way
+            pids = frozenset(int(m["pid"]) for m in await self.control.members(self.run) if "pid" in m)
+            own = OwnServer(pids, f"launch #{self.run.launch}") if pids else None
         # The host's parser is asked once per server module; the flag rule is argparse's (prefixes count).
         checks, learned = await run_preflight_with_flags(
-            self.transport, profile, self._known_flags.get(module)
+            self.transport, profile, self._known_flags.get(module), own
         )
         if learned is not None:
             self._known_flags[module] = learned

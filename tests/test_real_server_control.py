@@ -297,3 +297,183 @@ async def test_preflight_port_check_ignores_time_wait_after_a_stop(
         listener.listen()
         port = {c.name: c for c in await run_preflight(LocalTransport(), prof)}["port"]
         assert port.status == "fail" and "in use" in port.message
+
+
+def sim_toml(tmp: Path, port: int, *, env: str = "", name: str = "simtest", model: str = "") -> str:
+    p = tmp / f"{name}.toml"
+    p.write_text(
+        f"""
+name = "{name}"
+[target]
+python = "{PY}"
+workdir = "{REPO}"
+[server]
+command = ["{{python}}", "-m", "eagletui.sim"]
+port = {port}
+host = "127.0.0.1"
+runs_dir = "{tmp}/runs"
+ready_timeout_s = 60
+[server.args]
+model-path = "{model or "meta-llama/Llama-3.1-8B-Instruct"}"
+tp = 2
+speculative-algorithm = "EAGLE3"
+speculative-draft-model-path = "lmsys/EAGLE3-LLaMA3.1-Instruct-8B"
+enable-metrics = true
+sim-time-scale = 0.01
+[server.env]
+PYTHONPATH = "{REPO}"
+{env}
+[bench]
+num_prompts = 4
+concurrency = 2
+max_new_tokens = 32
+warmup = 1
+"""
+    )
+    return str(p)
+
+
+async def launched(profile_path: str, control: ServerControl) -> RunInfo:
+    from eagletui.core.profile import load_profile
+
+    run = await control.launch(load_profile(profile_path), launch=1)
+    await until_ready(run)
+    return run
+
+
+async def test_trace_capture_reports_a_server_that_dies_after_the_profile(tmp_path: Path, capsys) -> None:
+    """sglang 0.5.17's scheduler segfaulted in the torch profiler's destructor 0-2 s after "Profiling
+    done" and eagletui printed the breakdown and exited 0. Now it watches the server and says."""
+    from eagletui.commands import trace
+
+    port = free_port()
+    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
+    prof = sim_toml(tmp_path, port, env='EAGLETUI_SIM_FAIL = "segv-after-profile"')
+    run = await launched(prof, control)
+    argv = ["--capture", "local", "--profile", prof, "--steps", "3", "--out", str(tmp_path / "tr"), "--watch", "10"]
+    rc = await asyncio.to_thread(trace.main, argv)
+    out = capsys.readouterr()
+    assert rc == 3, out.err
+    assert "the server died after the capture" in out.err, out.err
+    assert "kernel time" in out.out  # the traces fetched before the death are still shown
+    assert await control.liveness(run) == "dead"
+
+    # a healthy server: the same capture says so and exits 0
+    prof2 = sim_toml(tmp_path, free_port(), name="healthy")
+    run2 = await launched(prof2, control)
+    argv2 = ["--capture", "local", "--profile", prof2, "--steps", "3", "--out", str(tmp_path / "t2"), "--watch", "2"]
+    rc = await asyncio.to_thread(trace.main, argv2)
+    out = capsys.readouterr()
+    assert rc == 0 and "the server is still alive" in out.err, out.err
+    await control.stop(run2, grace=10)
+
+
+async def test_reattach_follows_only_this_profiles_run(tmp_path: Path) -> None:
+    """Profile B (other port, other model) must not take profile A's server, nor stop it."""
+    from eagletui.core.events import Notice
+    from eagletui.core.profile import load_profile
+    from eagletui.workspace import Workspace
+
+    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
+    prof_a = sim_toml(tmp_path, free_port(), name="a")
+    run_a = await launched(prof_a, control)
+    prof_b = sim_toml(tmp_path, free_port(), name="b", model="Qwen/Qwen2.5-7B-Instruct")
+    seen: list = []
+    ws = Workspace(load_profile(prof_b), seen.append, target="local", preflight=False)
+    await ws.connect()
+    try:
+        assert await ws.attach_newest() is False
+        warn = [e.message for e in seen if isinstance(e, Notice) and e.source == "attach"]
+        assert warn and run_a.run_id in warn[0] and "not this profile's" in warn[0] and "port" in warn[0], warn
+        assert ws.run is None
+    finally:
+        await ws.close()
+    seen.clear()
+    ws = Workspace(load_profile(prof_a), seen.append, target="local", preflight=False)
+    await ws.connect()
+    try:
+        assert await ws.attach_newest() is True
+        msg = [e.message for e in seen if isinstance(e, Notice) and e.source == "attach"][0]
+        assert f"reattached to run {run_a.run_id}" in msg and "same port" in msg and "asks first" in msg
+        assert await ws.needs_consent() is True  # not launched in this session
+    finally:
+        await ws.close()
+    assert await control.liveness(run_a) == "alive"
+    await control.stop(run_a, grace=10)
+
+
+TAMPER = r"""
+import json, os, sys, time
+rd = os.path.join(sys.argv[1], os.environ["EAGLETUI_RUN_ID"])
+print("The server is fired up and ready to roll!", flush=True)
+time.sleep(1.0)
+rec = json.load(open(os.path.join(rd, "pid")))
+rec["start_time"] = "1"  # the run record no longer names this process: the stop must refuse
+json.dump(rec, open(os.path.join(rd, "pid"), "w"))
+time.sleep(60)
+"""
+
+
+def test_bench_exits_non_zero_when_its_stop_fails(tmp_path: Path, capsys) -> None:
+    """``stopping the server failed … exits 0`` was a silent success that left the server running."""
+    from eagletui.commands.bench import main
+
+    script = tmp_path / "tamper.py"
+    script.write_text(TAMPER)
+    p = tmp_path / "t.toml"
+    p.write_text(
+        f"""
+name = "tamper"
+[target]
+python = "{PY}"
+workdir = "{tmp_path}"
+[server]
+command = ["{PY}", "{script}", "{tmp_path}/runs"]
+port = {free_port()}
+runs_dir = "{tmp_path}/runs"
+ready_timeout_s = 20
+[bench]
+num_prompts = 1
+"""
+    )
+    rc = main(["local", "--profile", str(p), "--launch", "--json"])
+    out = capsys.readouterr()
+    assert rc == 4, out.err
+    assert "stopping the server failed" in out.err
+    import json as _json
+
+    doc = _json.loads(out.out)
+    assert doc["stop"]["ok"] is False and "refusing" in doc["stop"]["error"]
+    # clean up the process the test made unstoppable for eagletui
+    for p_ in hostside.pids():
+        if str(script) in (hostside.cmdline(p_) or []):
+            os.kill(p_, signal.SIGKILL)
+
+
+async def test_apply_preflight_does_not_warn_about_our_own_server(
+    tmp_path: Path, control: ServerControl, monkeypatch
+) -> None:
+    """The preflight of an apply warned "GPU memory is in use: pid 832 sglang::scheduler" about eagletui's
+    own server, the one the relaunch stops first. Only other processes' memory is a warning."""
+    from eagletui.remote.preflight import OwnServer
+
+    run = await control.launch(sim_profile(tmp_path), launch=1)
+    await until_ready(run)
+    scheduler = children_of(run.pid)[0]
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    smi = bindir / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\ncase \"$1\" in\n"
+        "  --query-gpu*) printf '0, NVIDIA H200, 81000, 143771, 97, 612.40\\n' ;;\n"
+        f"  --query-compute-apps*) printf 'GPU-abc, {scheduler}, sglang::scheduler, 80990\\n' ;;\nesac\n"
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ['PATH']}")
+    prof = sim_profile(tmp_path, port=free_port())
+    pids = frozenset(m["pid"] for m in await control.members(run))
+    checks = {c.name: c for c in await run_preflight(LocalTransport(), prof, OwnServer(pids, "launch #1"))}
+    assert checks["gpus free"].status == "pass" and "only launch #1 holds GPU memory" in checks["gpus free"].message
+    checks = {c.name: c for c in await run_preflight(LocalTransport(), prof)}
+    assert checks["gpus free"].status == "warn" and f"pid {scheduler} sglang::scheduler" in checks["gpus free"].message
+    await control.stop(run, grace=10)

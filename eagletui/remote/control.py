@@ -27,6 +27,7 @@ from typing import Any
 
 from eagletui.core.profile import Profile, validate_env_name
 from eagletui.core.redact import Redactor
+from eagletui.remote.launcher import Launcher
 from eagletui.remote.transport import NotOurProcess, Transport, TransportError, host_program
 
 
@@ -164,7 +165,11 @@ def new_run_id(launch: int) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-L{launch}-{secrets.token_hex(3)}"
 
 
-class ServerControl:
+class ServerControl(Launcher):
+    """A server as a detached process on the transport's host (see :mod:`eagletui.remote.launcher`)."""
+
+    kind = "process"
+
     def __init__(
         self,
         transport: Transport,

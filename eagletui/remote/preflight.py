@@ -280,7 +280,7 @@ async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
         return [Check("python", "fail", f"unexpected output from the host check: {res.stdout[-200:]!r}")]
 
 
-async def _gpu_check(transport: Transport, profile: Profile) -> list[Check]:
+async def _gpu_check(transport: Transport, profile: Profile, ours: OwnServer | None = None) -> list[Check]:
     try:
         res, apps = await asyncio.gather(
             transport.run(QUERY, timeout=GPU_QUERY_BUDGET_S),
@@ -315,15 +315,39 @@ async def _gpu_check(transport: Transport, profile: Profile) -> list[Check]:
         names = sorted({g["name"] for g in gpus})
         checks.append(Check("gpus", "pass", f"{len(gpus)} × {', '.join(names)}"))
     holders = _memory_holders(apps.stdout if apps.exit_status == 0 else "")
+    mine = [h for h in holders if ours is not None and h[0] in ours.pids]
+    others = [h for h in holders if h not in mine]
     busy = [g for g in gpus if (g["mem_used_mb"] or 0) > 1024]
-    if holders or busy:
-        desc = "; ".join(holders) or ", ".join(
+    if others or (busy and not holders):
+        desc = "; ".join(_holder_text(h) for h in others) or ", ".join(
             f"GPU {g['index']}: {g['mem_used_mb']:.0f} MiB used" for g in busy
         )
         checks.append(Check("gpus free", "warn", f"GPU memory is in use: {desc}"))
+    elif mine and ours is not None:
+        mib = sum(h[2] for h in mine)
+        checks.append(
+            Check(
+                "gpus free",
+                "pass",
+                f"only {ours.label} holds GPU memory ({len(mine)} process(es), {mib:.0f} MiB); it is stopped "
+                "before the launch",
+            )
+        )
     elif gpus:
         checks.append(Check("gpus free", "pass", "no processes hold GPU memory"))
     return checks
+
+
+@dataclass(frozen=True)
+class OwnServer:
+    """eagletui's own running server, which a relaunch stops first: its GPU memory is no obstacle."""
+
+    pids: frozenset[int]
+    label: str  # "launch #2"
+
+
+def _holder_text(h: tuple[int, str, float]) -> str:
+    return f"pid {h[0]} {h[1]} ({h[2]:.0f} MiB)"
 
 
 def _tp(profile: Profile) -> int:
@@ -335,12 +359,17 @@ def _needs(profile: Profile) -> str:
     return f"{server_module(profile)} needs {tp} GPU{'s' if tp != 1 else ''} (--tp-size {tp})"
 
 
-def _memory_holders(text: str) -> list[str]:
+def _memory_holders(text: str) -> list[tuple[int, str, float]]:
+    """(pid, process name, MiB) per line of ``nvidia-smi --query-compute-apps``; junk lines skipped."""
     out = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 4 and parts[1].isdigit():
-            out.append(f"pid {parts[1]} {parts[2]} ({parts[3]} MiB)")
+            try:
+                mib = float(parts[3])
+            except ValueError:
+                mib = 0.0
+            out.append((int(parts[1]), parts[2], mib if mib == mib else 0.0))
     return out
 
 
@@ -351,9 +380,9 @@ def _int(v: Any) -> int | None:
         return None
 
 
-async def run_preflight(transport: Transport, profile: Profile) -> list[Check]:
+async def run_preflight(transport: Transport, profile: Profile, ours: OwnServer | None = None) -> list[Check]:
     ssh, host, gpu = await asyncio.gather(
-        _ssh_check(transport), _host_checks(transport, profile), _gpu_check(transport, profile)
+        _ssh_check(transport), _host_checks(transport, profile), _gpu_check(transport, profile, ours)
     )
     return [ssh, *host, *gpu]
 
@@ -400,7 +429,7 @@ def flag_checks(
 
 
 async def run_preflight_with_flags(
-    transport: Transport, profile: Profile, learned: FlagTable | None = None
+    transport: Transport, profile: Profile, learned: FlagTable | None = None, ours: OwnServer | None = None
 ) -> tuple[list[Check], FlagTable | None]:
     """The host checks plus the flag check; asks the host's parser (in parallel) unless ``learned`` is
     given. Returns the checks and the table the host answered (None if it did not), for reuse."""
@@ -410,10 +439,10 @@ async def run_preflight_with_flags(
     why_not = ""
     if learned is None:
         checks, (learned, why_not) = await asyncio.gather(
-            run_preflight(transport, profile), host_flags(transport, profile.python, module)
+            run_preflight(transport, profile, ours), host_flags(transport, profile.python, module)
         )
     else:
-        checks = await run_preflight(transport, profile)
+        checks = await run_preflight(transport, profile, ours)
     table = flag_table_for(module, learned)
     flags = launch_flags(profile)
     values = {f: profile.args[f] for f in flags}

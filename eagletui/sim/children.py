@@ -71,6 +71,10 @@ def _child(title: str) -> None:
             signal.signal(sig, signal.SIG_DFL)
         signal.set_wakeup_fd(-1)
         _prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+        with contextlib.suppress(ImportError, OSError, ValueError):
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # an injected SIGSEGV leaves no core file
         if os.getppid() == 1:  # the parent died before the death signal was armed
             os._exit(0)
         set_proc_title(title)

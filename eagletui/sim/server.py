@@ -17,6 +17,7 @@ Exit behaviour (like SGLang 0.5.23):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import signal
@@ -189,6 +190,10 @@ async def _amain(args: Any) -> int:
         except Exception as e:
             log.line(f"Initialization failed. warmup error: {e!r}", level=ERROR)
             startup.die_by_sigkill(log)
+    if plan.fail == "segv-after-profile":
+        engine.profiler.on_done = lambda: loop.call_later(
+            min(1.0, max(0.05, 1.0 * plan.scale)), _segfault_a_scheduler, log, children
+        )
     state.ready = True
     log.line("The server is fired up and ready to roll!")
     loop.add_signal_handler(
@@ -264,6 +269,20 @@ async def _running_phase_sigquit(log: SimLog, children: Children, scale: float) 
         log.line("No live scheduler processes found; skipping py-spy and CUDA coredump.", level=ERROR)
     children.kill_all()
     startup.die_by_sigkill(log)
+
+
+def _segfault_a_scheduler(log: SimLog, children: Children) -> None:
+    """``EAGLETUI_SIM_FAIL=segv-after-profile``: scheduler 0 dies of SIGSEGV after a profile, as one
+    did on sglang 0.5.17; the subprocess watchdog then tears the server down."""
+    from eagletui.sim.crashes import profiler_segfault
+
+    if not children.pids:
+        return
+    victim = children.pids[0]
+    for line in profiler_segfault(victim):
+        log.raw(line)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(victim, signal.SIGSEGV)
 
 
 def _alive(pid: int) -> bool:
