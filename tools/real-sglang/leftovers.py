@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-from eagletui.remote import hostside  # noqa: E402
+from eagletui.remote import hostside
 
 step = sys.argv[1]
 found = {}

@@ -14,9 +14,9 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from eagletui.core.events import Notice  # noqa: E402
-from eagletui.core.profile import load_profile  # noqa: E402
-from eagletui.workspace import Workspace  # noqa: E402
+from eagletui.core.events import Notice
+from eagletui.core.profile import load_profile
+from eagletui.workspace import Workspace
 
 
 def check(name, ok, detail=""):

@@ -18,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-from eagletui.remote import hostside  # noqa: E402
+from eagletui.remote import hostside
 
 P, OUT = sys.argv[1], sys.argv[2]
 TM = os.environ.get("TMUX_BIN", "tmux")
