@@ -34,10 +34,8 @@ class ServerKind:
     spec_prefixes: tuple[str, ...]
     #: the benchmark API: ``sglang`` (native /generate) or ``openai`` (/v1/completions)
     api: str
-    #: the Python module whose parser decides its flags on the host (``known_flags``), and how long
-    #: building that parser may take there (importing vLLM imports torch)
+    #: the Python module whose parser decides its flags on the host (``known_flags``)
     flag_module: str
-    flag_timeout_s: float = 25.0
     #: the flag that caps the context length (checked against the model's config)
     context_flag: str = ""
 
@@ -113,7 +111,6 @@ VLLM = ServerKind(
     spec_prefixes=("--speculative-", "--num-speculative-tokens"),
     api="openai",
     flag_module="vllm",
-    flag_timeout_s=90.0,
     context_flag="--max-model-len",
 )
 
