@@ -241,6 +241,13 @@ def render(path: str, s: dict[str, Any]) -> str:
     sp = s.get("spec")
     if sp:
         lines.append(_spec_line(sp))
+    for d in s.get("diagnosis") or []:
+        mark = "⚠ " if d.get("level") == "warn" else ""
+        lines.append(f"why: {mark}{inert(str(d.get('text', '')))}")
+        if d.get("evidence"):
+            lines.append(f"  from: {inert(str(d['evidence']))}")
+        if d.get("hint"):
+            lines.append(f"  hint: {inert(str(d['hint']))}")
     if s.get("truncated"):
         lines.append(f"incomplete: {inert(s['truncated'])}")
     return "\n".join(lines)

@@ -237,6 +237,36 @@ class LaunchDetected(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchNote(Event):
+    """A fact the server's log (or its launch arguments) stated that is no phase: which all-reduce it set
+    up and why not another, which weight loader it used, which batch sizes it captured, a step change of
+    adaptive speculation, a progress bar's count with its elapsed time. ``topic``/``key``/``value`` are the
+    note vocabulary of :mod:`eagletui.core.logformat` (``value`` plain JSON); ``line`` is the line it came
+    from (cut), ``log_time`` that line's timestamp text. Emitted once per distinct fact and launch."""
+
+    type: ClassVar[str] = "launch_note"
+    topic: str
+    key: str
+    value: Any = None
+    line: str = ""
+    log_time: str = ""
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HostFacts(Event):
+    """What the preflight measured on the host for the launch that follows it: ``facts`` holds
+    ``checkpoint`` (the weights' bytes and shard count from the checkpoint's safetensors index, the share
+    already in the page cache), ``storage`` (a bounded read probe: MB read, seconds, MB/s, whether the
+    pages were cached) and ``topology`` (``nvidia-smi topo -m``: the link between each pair of GPUs), each
+    absent when it could not be measured, with a ``why`` when known."""
+
+    type: ClassVar[str] = "host_facts"
+    facts: dict[str, Any] = field(default_factory=dict)
+    target: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class LaunchBlocked(Event):
     """A launch (or relaunch) that did not happen, and why: a failed preflight, a refused lock, a stop
     that failed, a run of another profile on the port. It stays on screen until the next launch

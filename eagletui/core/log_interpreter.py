@@ -485,14 +485,17 @@ class LogInterpreter:
             self._scan_sample = sample.decode("utf-8", "replace") if binary else sample
         pat = fp.scan_re(self._scan_sample, binary)
         found = pat.findall(text, pos, limit)
+        # lines that ran without a CUDA graph are rare: look for them only where the range holds one
+        mark = fp.eager_marker
+        eager = bool(mark) and text.find(mark.encode() if binary else mark, pos, limit) >= 0
         if not any(map(_OTHER, found)):  # only serving lines (and empty ones, which are no-ops)
-            self._rows(found, binary, out)
+            self._rows(found, binary, out, eager)
             return limit
         start = 0
         for i, other in enumerate(map(_OTHER, found)):
             if not other:
                 continue
-            self._rows(found[start:i], binary, out)
+            self._rows(found[start:i], binary, out, eager)
             start = i + 1
             # Where the line is: it differs from every serving line (the pattern decides a line by
             # its own text), so its first full-line occurrence from pos is this one.
@@ -504,10 +507,12 @@ class LogInterpreter:
             self._line(other.decode("utf-8", "replace") if binary else other, out)
             if not self._fast():
                 return pos
-        self._rows(found[start:], binary, out)
+        self._rows(found[start:], binary, out, eager)
         return limit
 
-    def _rows(self, found: list[tuple[Any, ...]], binary: bool, out: list[Any]) -> None:
+    def _rows(
+        self, found: list[tuple[Any, ...]], binary: bool, out: list[Any], eager_lines: bool = False
+    ) -> None:
         """Decode lines among :meth:`_scan` matches (others have empty groups) → one DecodeRows."""
         gen = array("d", map(float, filter(None, map(_GEN, found))))
         if not gen:
@@ -523,7 +528,16 @@ class LogInterpreter:
         m = self._m
         launch = m.st.launch
         acc = array("d", map(float, filter(None, map(_ACCEPT, found))))
-        m.add_decode_rows(DecodeRows(launch, gen, acc, ev.DecodeStats(launch=launch, **d)), out)
+        eager = array("i")
+        mark = fp.eager_marker
+        if eager_lines and mark:
+            bmark = mark.encode() if binary else mark
+            for g in found:
+                if g[0] and bmark in g[0]:
+                    e = fp.parse_decode(g[0].decode() if binary else g[0])
+                    if e is not None:
+                        eager.append(int(e.get("running_req") or 0))
+        m.add_decode_rows(DecodeRows(launch, gen, acc, ev.DecodeStats(launch=launch, **d), eager), out)
 
 
 # ------------------------------------------------------------------ event construction (fast path)

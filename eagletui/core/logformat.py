@@ -20,6 +20,26 @@ Tags a format may give a record (the machine switches on these, nothing else):
 * HTTP: ``http_up`` (``data["url"]``), ``http_startup``, ``http_shutdown``, ``access``, ``access_generate``;
 * failures: ``fail`` (``data["failure"]`` = ``(kind, priority, rule tag)``), ``traceback_start``,
   ``frame`` (a traceback frame line), ``exc_line``, ``usage``.
+
+Notes (:meth:`LogFormat.notes`, :meth:`LogFormat.notes_from_args`): facts a line or the launch's args
+state that are no phase, as ``(topic, key, value)`` with a plain-JSON value; the phase machine emits each
+once per launch as a :class:`~eagletui.core.events.LaunchNote`, and the server-neutral diagnoses
+(:mod:`eagletui.core.diagnosis`) read them. The vocabulary (a format states only what its server says):
+
+* ``allreduce``: ``custom`` ``{"on": bool, "reason": "pcie" | "multi_node" | "world_size" | "no_p2p" |
+  "setup_failed" | "flag", "impl": name}``; ``fusion`` ``{"on": bool, "backend": str | None, "reason": str}``;
+  ``pcie_ipc`` ``{"on": bool, "reason": str}``; ``nccl`` ``{"version": str}``; ``flags`` (from the args)
+  ``{"custom_off", "fusion", "fusion_backend", "nvls", "symm_mem", "torch_symm_mem", "mscclpp"}``;
+* ``load``: ``loader`` ``{"mode": "multithread" | "single" | "fastsafetensors" | "other", "desc": bar
+  text}``; ``config`` (args) ``{"threads": int | None, "multithread": bool | None, "prefetch": bool,
+  "load_format": str}``; ``fallback`` ``{"reason": "prefetch"}``; ``end`` ``{"elapsed": s, "draft": bool}``;
+* ``capture``: ``sizes`` ``{"draft": bool, "what": str, "bs": [int]}``; ``config`` (args) ``{"max_bs": int |
+  None, "bs": [int] | None, "disabled": bool}``;
+* ``adaptive``: ``config`` (args) ``{"on": bool, "config": path | None}``; ``init`` ``{"steps": int,
+  "candidates": [int]}``; ``update`` ``{"from": int, "to": int, "ema": float}``.
+
+The phase machine adds ``load``/``capture`` ``bar`` notes itself (tqdm is no one server's): ``{"phase",
+"done", "total", "elapsed", "label"}`` whenever a bar's count moves.
 """
 
 from __future__ import annotations
@@ -81,6 +101,8 @@ class Rec:
 Version = tuple[int, int, int]
 #: ``(kind, priority, rule tag)`` of a failure line; the highest priority is the root cause.
 Failure = tuple[str, int, str]
+#: ``(topic, key, value)``: a fact a line or the launch's args state (see the module docstring).
+Note = tuple[str, str, Any]
 
 
 class VersionGuess:
@@ -204,6 +226,9 @@ class FastPath:
     #: an optional field searched in the whole line, and its pattern (group 1: the number)
     input_marker: str = ""
     input_re: Any = None
+    #: what a stats line holds when its step ran without a CUDA graph ("" : the server prints no such
+    #: flag); the bulk path reads the running batch size of those lines only
+    eager_marker: str = ""
 
     def rank_of(self, ranks: str) -> int | None:
         """The rank number of a matched line's (stripped) rank text, as ``classify`` reads it."""
@@ -345,6 +370,22 @@ class LogFormat(ABC):
     def decode_version(self, msg: str, ver: VersionGuess) -> None:
         """Bounds on the version from the first stats line's layout."""
         return None
+
+    def notes(self, rec: Rec) -> list[Note]:
+        """Facts a (non-serving) record states, in the note vocabulary; default: none."""
+        return []
+
+    def notes_from_args(self, facts: LaunchFacts) -> list[Note]:
+        """Facts the launch's own arguments state (the configured loader, capture sizes, all-reduce
+        switches, adaptive speculation), in the note vocabulary; default: none."""
+        return []
+
+    def advice(self, topic: str, version: str | None, ctx: dict[str, Any]) -> str:
+        """The hint for a diagnosis ``topic`` in this server's words, naming only flags and variables
+        ``version`` has (``ctx`` carries the numbers the hint may quote); "" when the server has none.
+        Topics: ``loader_threads``, ``loader_prefetch``, ``capture_sizes``, ``allreduce_alternatives``,
+        ``draft_mismatch``, ``draft_context``, ``chat_template``, ``spec_settings``, ``adaptive_config``."""
+        return ""
 
 
 def formats() -> list[LogFormat]:

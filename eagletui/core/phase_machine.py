@@ -20,6 +20,7 @@ from typing import Any
 
 from eagletui.core import events as ev
 from eagletui.core.failure_fold import FailureFold
+from eagletui.core.formats.progress import bar_elapsed
 from eagletui.core.logformat import (
     DECODE,
     ERROR,
@@ -35,6 +36,7 @@ from eagletui.core.logformat import (
     VersionGuess,
     get_format,
 )
+from eagletui.core.nccl import NcclFold
 from eagletui.core.phase_model import (
     FAILED,
     LOADING,
@@ -90,6 +92,8 @@ class PhaseMachine(Timeline, FailureFold):
         self.decode_version_checked = False
         self.launch_tp: int | None = None
         self.rank_num: dict[str, int | None] = {}
+        self.notes_seen: set[tuple[str, str, str]] = set()
+        self.nccl = NcclFold()  # NCCL_DEBUG=INFO lines of this launch (NCCL's own format, no server's)
 
     def serving_noop(self) -> tuple[bool, bool, bool]:
         """(prefill, decode, access): whether a prefixed Prefill line / prefixed Decode line / uvicorn
@@ -107,6 +111,7 @@ class PhaseMachine(Timeline, FailureFold):
 
     def _new_launch(self, out: list[ev.Event]) -> None:
         self._close_group(out)
+        self._nccl_note(out)
         self._reset_timeline(self.st.launch + 1)
 
     # ------------------------------------------------------------------ main entry
@@ -233,6 +238,11 @@ class PhaseMachine(Timeline, FailureFold):
         if kind == PREFILL:
             self._on_prefill(rec, ts, out)
             return
+        if "NCCL INFO" in rec.msg[:SCAN_LIMIT] and self.nccl.add(rec.msg[:SCAN_LIMIT]):
+            return
+        if self.server_ctx and (rec.prefixed or kind == PROGRESS):
+            for topic, key, value in self.fmt.notes(rec):
+                self._note(topic, key, value, rec.msg, rec.ts_text, out)
 
         # A launch starts with the first line that is the server's (a record prefix or a known kind),
         # not with any text at all: a file of something else stays "unknown".
@@ -299,6 +309,53 @@ class PhaseMachine(Timeline, FailureFold):
         self.activity = True
         out.append(self._detected(facts.raw, st.facts))
         self._start("launch", None, ts, rec.ts_text, out)
+        for topic, key, value in self.fmt.notes_from_args(facts):
+            self._note(topic, key, value, "", rec.ts_text, out)
+
+    #: Distinct notes kept per launch (a log that repeats a warning forever adds nothing after this).
+    MAX_NOTES = 4096
+
+    def _note(self, topic: str, key: str, value: Any, line: str, tt: str, out: list[ev.Event]) -> None:
+        """One :class:`~eagletui.core.events.LaunchNote` per distinct fact and launch."""
+        ident = (topic, key, repr(value))
+        if ident in self.notes_seen or len(self.notes_seen) >= self.MAX_NOTES:
+            return
+        self.notes_seen.add(ident)
+        out.append(
+            ev.LaunchNote(
+                topic=topic, key=key, value=value, line=line.strip()[:500], log_time=tt, launch=self.st.launch
+            )
+        )
+
+    def _nccl_note(self, out: list[ev.Event]) -> None:
+        """What the launch's ``NCCL INFO`` lines said, once they said something new (at ready and at the end)."""
+        if self.nccl.summary.seen:
+            self._note("nccl", "summary", self.nccl.summary.to_json(), "", self.last_ts_text, out)
+
+    def _bar_note(self, topic: str, phase: str, rec: Rec, out: list[ev.Event]) -> None:
+        """A progress bar's count with the elapsed time its frame shows (tqdm's ``[mm:ss<``)."""
+        d = rec.data
+        value = {
+            "phase": phase,
+            "done": d.get("done"),
+            "total": d.get("total"),
+            "elapsed": bar_elapsed(rec.msg[:SCAN_LIMIT]),
+            "label": d.get("label", ""),
+        }
+        ident = (topic, "bar", f"{phase}:{value['done']}/{value['total']}")
+        if ident in self.notes_seen or len(self.notes_seen) >= self.MAX_NOTES:
+            return
+        self.notes_seen.add(ident)
+        out.append(
+            ev.LaunchNote(
+                topic=topic,
+                key="bar",
+                value=value,
+                line="",
+                log_time=self.last_ts_text,
+                launch=self.st.launch,
+            )
+        )
 
     def _detected(self, args: dict[str, Any], facts: dict[str, Any]) -> ev.LaunchDetected:
         return ev.LaunchDetected(
@@ -394,6 +451,7 @@ class PhaseMachine(Timeline, FailureFold):
             name = self.bar_load_phase or "load_target"
             d = rec.data
             self._progress(name, d["done"], d["total"], "shards", d["label"], out)
+            self._bar_note("load", name, rec, out)
         elif tag == "bar_capture":
             d = rec.data
             # A bar that names its graph starts that phase itself (for servers that print no begin line).
@@ -402,6 +460,7 @@ class PhaseMachine(Timeline, FailureFold):
             if "elapsed" in d:
                 self._phase(name).bar_elapsed = d["elapsed"]
             self._progress(name, d["done"], d["total"], "bs", d["label"], out)
+            self._bar_note("capture", name, rec, out)
         elif tag in ("summary", "timings"):
             self._close_startup(ts, tt, out)
         elif tag == "ready":
@@ -449,6 +508,7 @@ class PhaseMachine(Timeline, FailureFold):
         info.seconds = 0.0 if ts is not None else None
         st.phase = "ready"
         st.status = READY
+        self._nccl_note(out)
         out.append(ev.PhaseStarted(phase="ready", launch=st.launch, log_time=tt))
         out.append(ev.ServerReady(url=st.url, launch=st.launch))
 
@@ -540,6 +600,7 @@ class PhaseMachine(Timeline, FailureFold):
                 "exception", 50, "exception", "log ends inside a traceback: " + last, last, st.phase
             )
         self._close_group(out)
+        self._nccl_note(out)
         if self.emitted_prio < 0 and self.cand is not None:
             c = self.cand
             if not (

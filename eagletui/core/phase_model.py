@@ -94,12 +94,16 @@ class DecodeRows:
     order, ``last`` is the full event of the last line. Never recorded or shown by the UI.
     """
 
-    __slots__ = ("launch", "count", "gen", "acc", "last")
+    __slots__ = ("launch", "count", "gen", "acc", "last", "eager")
     type = "decode_rows"
 
-    def __init__(self, launch: int, gen: array, acc: array, last: ev.DecodeStats) -> None:
+    def __init__(
+        self, launch: int, gen: array, acc: array, last: ev.DecodeStats, eager: array | None = None
+    ) -> None:
         self.launch = launch
         self.count = len(gen)
         self.gen = gen
         self.acc = acc
         self.last = last
+        #: the running batch size of each line of the run that ran without a CUDA graph
+        self.eager = eager if eager is not None else array("i")

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from eagletui.core.diagnosis import Diagnoser
 from eagletui.core.events import (
     PHASES,
     BenchmarkResult,
@@ -180,6 +181,8 @@ class SessionState:
     version: int = 0
     #: why the last launch attempt did not happen; cleared when a launch starts
     blocked: LaunchBlocked | None = None
+    #: what each launch's log, host, benchmarks and profiles say about why (core/diagnosis.py)
+    diagnoser: Diagnoser = field(default_factory=Diagnoser)
 
     # ------------------------------------------------------------------ queries
 
@@ -208,6 +211,7 @@ class SessionState:
         handler = _HANDLERS.get(type(ev))
         if handler is not None:
             handler(self, ev)
+        self.diagnoser.add_one(ev)
 
     def apply_all(self, events: list[Event]) -> None:
         for ev in events:

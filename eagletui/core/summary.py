@@ -12,8 +12,9 @@ from collections.abc import Iterable
 from typing import Any
 
 from eagletui.core import events as ev
+from eagletui.core.diagnosis import Diagnoser
 
-SCHEMA_VERSION = 3  # 3: the compile phase, launch facts and server, the spec section (docs/parse-json.md)
+SCHEMA_VERSION = 4  # 4: the diagnosis list; 3: the compile phase, launch facts and server, the spec section
 
 
 def _dist(values: array) -> dict[str, float] | None:
@@ -33,6 +34,8 @@ class Summarizer:
     def __init__(self) -> None:
         self._launch: int | None = None
         self.launches = 0
+        #: every launch's notes, phases and decode lines, for the ``diagnosis`` list (docs/diagnosis.md)
+        self.diagnoser = Diagnoser()
         self._reset()
 
     def _reset(self) -> None:
@@ -65,10 +68,12 @@ class Summarizer:
 
     def add(self, events: Iterable[Any]) -> None:
         """Fold events (and :class:`~eagletui.core.phase_machine.DecodeRows` from ``feed_bulk``)."""
+        diag = self.diagnoser.add_one
         for e in events:
             t = e.type
             if t == "log":
                 continue
+            diag(e)
             if t == "decode_stats":
                 assert isinstance(e, ev.DecodeStats)
                 if e.launch != self._launch:
@@ -202,7 +207,16 @@ class Summarizer:
             if self.args is None
             else {"version": self.version, "args": self.args, "facts": self.facts, "server": self.server},
             "launches": self.launches,
+            "diagnosis": self._diagnosis(),
         }
+
+    def _diagnosis(self) -> list[dict[str, Any]]:
+        if self._launch is None:
+            return []
+        o = self.diagnoser.launches.get(self._launch)
+        if o is not None and self.version and not o.version:
+            o.version = self.version
+        return [d.to_json() for d in self.diagnoser.diagnoses(self._launch)]
 
     def _spec_result(self) -> dict[str, Any] | None:
         """The speculative-decoding reports (vLLM): acceptance per report and the last one whole."""

@@ -13,8 +13,10 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.widgets import Static
 
+from eagletui.core.diagnosis import why_line
 from eagletui.core.events import Event, LaunchStarted, LogLine
 from eagletui.core.state import LaunchStatus
+from eagletui.core.textsafe import inert
 from eagletui.session.presence import Presence
 from eagletui.ui.widgets import charts as charts_registry
 from eagletui.ui.widgets.charts import MetricChart
@@ -24,6 +26,7 @@ from eagletui.ui.widgets.runs import RunsTable
 from eagletui.ui.widgets.status import GpuStrip, StatusHeader
 
 if TYPE_CHECKING:
+    from eagletui.core.diagnosis import Diagnoser
     from eagletui.core.runs import RunBook
     from eagletui.ui.screens.main import MainScreen
 
@@ -130,7 +133,7 @@ class Repainter:
             chart.sync(state, baseline_value(runbook, chart.baseline_metric))
         self.force_charts = False
         self.runs.show(runbook, state)
-        set_label(self.compare, compare_text(runbook, state.bench_running))
+        set_label(self.compare, compare_text(runbook, state.bench_running, state.diagnoser))
         nccl = state.nccl_line() or "NCCL: toggle NCCL_DEBUG=INFO to see how the ranks talk"
         if nccl != self._nccl:  # the Tune pane's title line
             self._nccl = nccl
@@ -147,8 +150,11 @@ def baseline_value(runbook: RunBook, metric: str | None) -> float | None:
     return base.metric(metric).mean if base is not None and metric else None
 
 
-def compare_text(runbook: RunBook, bench_running: int | None = None) -> Text:
-    """Current run vs the baseline in one line, beside the charts (and whether a benchmark runs)."""
+def compare_text(
+    runbook: RunBook, bench_running: int | None = None, diagnoser: Diagnoser | None = None
+) -> Text:
+    """Current run vs the baseline in one line, beside the charts (and whether a benchmark runs); under
+    it the economics, and a "why" line: the run's most important diagnosis (core/diagnosis.py)."""
     t = Text(no_wrap=True, overflow="ellipsis")
     launch = max((n for n, r in runbook.runs.items() if r.good_results), default=None)
     if launch is None:
@@ -178,4 +184,8 @@ def compare_text(runbook: RunBook, bench_running: int | None = None) -> Text:
         t.append(f"\n#{econ[0]} {econ[1]}", style="bold green" if e is not None and e.pays else "bold red")
     elif row.alarms:
         t.append(f"  ⚠ {row.alarms[0]}", style="yellow")
+    why = why_line(diagnoser.diagnoses(launch)) if diagnoser is not None else ""
+    if why:
+        t.no_wrap, t.overflow = False, "fold"
+        t.append("\n" + inert(why), style="yellow")
     return t

@@ -20,6 +20,7 @@ from eagletui.ui.widgets.stepbars import step_bars
 from eagletui.ui.words import describe_failure
 
 if TYPE_CHECKING:
+    from eagletui.core.diagnosis import Diagnosis
     from eagletui.core.runs import RunBook
     from eagletui.core.state import SessionState
 
@@ -177,6 +178,7 @@ class RunsTable(DataTable):
                         t.append(f"  {inert(str(name)):9} {vals}\n", style="dim")
         if run is not None and run.step_profile and runbook is not None:
             t.append("\nstep profile\n", style="bold").append_text(step_bars(runbook, launch))
+        t.append_text(why_lines(state.diagnoser.diagnoses(launch)))
         t.append("\nconfig vs baseline", style="bold")
         base = runbook.baseline if runbook is not None else None
         if base == launch:
@@ -210,6 +212,22 @@ class RunsTable(DataTable):
             t.append("log      ", style="bold")
             t.append(inert(la.log_path) + "\n")
         return t
+
+
+def why_lines(diags: list[Diagnosis]) -> Text:
+    """The run's diagnoses: what, on what evidence, and what to do (docs/diagnosis.md)."""
+    t = Text()
+    if not diags:
+        return t
+    t.append("\nwhy\n", style="bold")
+    for d in diags:
+        warn = d.level == "warn"
+        t.append(("⚠ " if warn else "• ") + inert(d.text) + "\n", style="yellow" if warn else "")
+        if d.evidence:
+            t.append("    " + inert(d.evidence) + "\n", style="dim")
+        if d.hint:
+            t.append("    → " + inert(d.hint) + "\n", style="cyan")
+    return t
 
 
 def _show(value: Any) -> str:

@@ -5,14 +5,19 @@
 * :mod:`.prefix` — the ``[date time ranks]`` record start, TP rank, timestamps;
 * :mod:`.serving` — Decode/Prefill fields and the serving fast path;
 * :mod:`.failures` — the failure table, priorities, hints naming flags of the guessed version;
-* :mod:`.versions` — which releases print which wording, and the launch facts of ``server_args``.
+* :mod:`.versions` — which releases print which wording, and the launch facts of ``server_args``;
+* :mod:`.notes` — what startup lines and launch args say that is no phase (all-reduce, loader, capture
+  sizes, adaptive speculation);
+* :mod:`.advice` — the diagnoses' hints, naming only flags of the running version.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from eagletui.core.formats.sglang import advice as _advice
 from eagletui.core.formats.sglang import failures, lines, prefix, serving, versions
+from eagletui.core.formats.sglang import notes as _notes
 from eagletui.core.logformat import Failure, LaunchFacts, LogFormat
 
 
@@ -53,6 +58,9 @@ class SGLangFormat(LogFormat):
     stop_marks: tuple[str, ...] = versions.STOP_MARKS
 
     fast = serving.FAST_PATH
+    notes = staticmethod(_notes.notes)
+    notes_from_args = staticmethod(_notes.notes_from_args)
+    advice = staticmethod(_advice.advice)
     summary_keys = (
         "model_path",
         "tp_size",

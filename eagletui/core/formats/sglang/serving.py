@@ -279,6 +279,7 @@ class SGLangFastPath(FastPath):
     marker_skip = 2
     input_marker = "input throughput"
     input_re = INPUT_THROUGHPUT_RE
+    eager_marker = " graph: False, "
     rank_of = staticmethod(tp_of)
     scan_re = staticmethod(serving_scan_re)
     parse_decode = staticmethod(parse_decode)
