@@ -18,6 +18,7 @@ from eagletui.core.events import (
     ConfigChanged,
     ConnectionState,
     Event,
+    HostFacts,
     LaunchStarted,
     LogLine,
     Notice,
@@ -266,7 +267,7 @@ class Workspace:
         return True
 
     async def _preflight(self, profile: Profile) -> None:
-        from eagletui.remote.preflight import OwnServer, run_preflight_with_flags, server_module
+        from eagletui.remote.preflight import OwnServer, host_facts, run_preflight_with_flags, server_module
 
         assert self.transport is not None and self.control is not None
         module = server_module(profile)
@@ -295,6 +296,9 @@ class Workspace:
                 for c in checks
             ]
         self.server_version = server_version_from(checks) or self.server_version
+        facts = host_facts(checks)
+        if facts:  # what the diagnoses of the launch that follows rest on (core/diagnosis.py)
+            self.emit(HostFacts(facts=facts, target=self.target))
         failed = [c for c in checks if c.status == "fail"]
         warned = [c for c in checks if c.status in ("warn", "unknown")]
         summary = f"preflight: {len(checks) - len(failed) - len(warned)} pass, {len(warned)} warn, {len(failed)} fail"

@@ -145,11 +145,12 @@ def test_startup_log_phases_in_order_and_sigterm() -> None:
         )
         assert {r for r, m in recs if "server_args=" in m or READY in m} == {""}
         assert re.search(r"\[\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{3} TP0\]", text)
-        # tqdm bars: \r frames on one physical line
-        shard_lines = [ln for ln in text.split("\n") if "Loading safetensors checkpoint shards" in ln]
+        # tqdm bars: \r frames on one physical line; the default loader is the multithreaded one
+        # (model_loader/loader.py: enable_multithread_load defaults to True; the real 0.5.17 logs of
+        # tests/fixtures/real-sglang-0.5.17-run1 print "Multi-thread loading shards")
+        shard_lines = [ln for ln in text.split("\n") if "Multi-thread loading shards" in ln]
         assert any(
-            ln.startswith("\rLoading safetensors checkpoint shards:   0% Completed | 0/12 [")
-            for ln in shard_lines
+            ln.startswith("\rMulti-thread loading shards:   0% Completed | 0/12 [") for ln in shard_lines
         )
         assert any("100% Completed | 12/12 [" in ln for ln in shard_lines)
         cap = [ln for ln in text.split("\n") if "Capturing batches (bs=48 avail_mem=" in ln]

@@ -19,20 +19,28 @@ from typing import Any
 from eagletui.core.diagnosis import Diagnosis, LaunchObs
 
 COLLAPSE = 0.6
-#: Decode lines on each side of a change that judge it.
+#: Decode samples on each side of a change that judge it.
 WINDOW = 8
 
 
-def _segment(
-    samples: list[tuple[int, int, float, float | None]], lo: int, hi: int
-) -> tuple[float, float] | None:
-    """(mean running batch, mean gen tok/s per running request) of the decode lines in ``(lo, hi]``."""
-    rows = [(r, g) for i, r, g, _ in samples if lo < i <= hi and r > 0 and g > 0]
-    if not rows:
+def _segment(rows: list[tuple[int, int, float, float | None]]) -> tuple[float, float] | None:
+    """(mean running batch, mean gen tok/s per running request) of these decode samples."""
+    ok = [(r, g) for _, r, g, _ in rows if r > 0 and g > 0]
+    if not ok:
         return None
-    run = sum(r for r, _ in rows) / len(rows)
-    per = sum(g / r for r, g in rows) / len(rows)
+    run = sum(r for r, _ in ok) / len(ok)
+    per = sum(g / r for r, g in ok) / len(ok)
     return run, per
+
+
+def _around(
+    samples: list[tuple[int, int, float, float | None]], at: int
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """The segments of at most :data:`WINDOW` samples (decode lines, or bulk runs of them) just before
+    and just after decode line ``at``."""
+    before = [s for s in samples if s[0] <= at][-WINDOW:]
+    after = [s for s in samples if s[0] > at][:WINDOW]
+    return _segment(before), _segment(after)
 
 
 def _running_at(samples: list[tuple[int, int, float, float | None]], at: int) -> int | None:
@@ -90,8 +98,7 @@ def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
         )
     )
     for a, b, _bs, at, t in steps_seq:
-        before = _segment(o.samples, at - WINDOW, at)
-        after = _segment(o.samples, at, at + WINDOW)
+        before, after = _around(o.samples, at)
         if before is None or after is None:
             continue
         if after[1] < COLLAPSE * before[1]:

@@ -114,13 +114,16 @@ def allreduce_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     ipc = o.env.get("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE", "").strip().lower() in ("1", "true", "yes", "on")
     ipc_failed = o.note("allreduce", "pcie_ipc") is not None
     # --- the path
-    link = _link_words(fabric, kinds, topo, gpus)
+    device = str(fl.get("device") or "cuda")
+    link = _link_words(fabric, kinds, topo, gpus, device)
     if ipc and not ipc_failed:
         path = f"FlashInfer's PCIe-IPC all-reduce for decode-sized messages ({link}), NCCL for larger ones"
     elif custom_on:
         path = f"the custom all-reduce ({link}) for decode-sized messages, NCCL for larger ones"
         if custom is None and reason is None:
             evidence.append("nothing in the log disabled the custom all-reduce")
+    elif device != "cuda":
+        path = f"the {device} collective library over {link}"
     else:
         how = f"NCCL {algo.lower()}" if algo else "NCCL (ring/tree as NCCL tunes it)"
         if proto:
@@ -144,6 +147,7 @@ def allreduce_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
             "tp": tp,
             "custom_on": custom_on,
             "fusion_on": fusion_on,
+            "device": device,
         },
     )
     level = "warn" if (share is not None and share >= 0.4) or (reason == "pcie" and tp > 2) else "info"
@@ -170,7 +174,7 @@ def allreduce_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     ]
 
 
-def _link_words(fabric: str | None, kinds: list[str], topo: Topology, gpus: list[int]) -> str:
+def _link_words(fabric: str | None, kinds: list[str], topo: Topology, gpus: list[int], device: str = "cuda") -> str:
     """``NVLink`` / ``PCIe (SHM through host memory)`` / ``PCIe P2P`` … from the topology and NCCL."""
     if fabric == "nvlink":
         return "NVLink" + (" (P2P)" if "P2P" in kinds else "")
@@ -179,12 +183,16 @@ def _link_words(fabric: str | None, kinds: list[str], topo: Topology, gpus: list
     if fabric == "partial_nvlink":
         base = "NVLink between some pairs and " + base
     if kinds:
+        if "NET" in kinds:
+            return base + ", NET transport for some peers (through the network stack: the ring's slowest hop)"
+        if "SHM" in kinds and "P2P" in kinds:
+            return base + ", P2P for some peers and SHM transport (through host memory) for others: the ring's slowest hop"
         if kinds[0] == "SHM":
             return base + ", SHM transport (through host memory)"
         if kinds[0] == "P2P":
             return base + ", P2P transport"
-        if kinds[0] == "NET":
-            return base + ", NET transport (through the network stack)"
     if fabric is None and not kinds:
-        return "an interconnect the log and host do not name (run the preflight; NCCL_DEBUG=INFO)"
+        if device != "cuda":
+            return "an interconnect the log and host do not name"
+        return "an interconnect the log and host do not name (the preflight's nvidia-smi topo -m and NCCL_DEBUG=INFO tell)"
     return base

@@ -190,7 +190,7 @@ def _weight_load(o: LaunchObs, fmt: Any, ld: dict[str, Any]) -> list[Diagnosis]:
     )
     if bar_s is not None and end_s is not None and end_s > bar_s:
         tail = end_s - bar_s
-        if tail >= max(3.0, 0.1 * end_s):
+        if tail >= max(3.0, 0.05 * end_s):
             out.append(
                 Diagnosis(
                     kind="load_tail",

@@ -218,6 +218,9 @@ class Diagnoser:
             if e.facts:
                 o.facts = dict(e.facts)
         elif t == "launch_note":
+            if e.topic == "launch" and e.key == "version" and isinstance(e.value, str):
+                o.version = e.value
+                return
             key = (e.topic, e.key)
             lst = o.notes.setdefault(key, [])
             if len(lst) < 2000:
@@ -287,6 +290,9 @@ def diagnose(o: LaunchObs) -> list[Diagnosis]:
     from eagletui.core.diag_launch import launch_diagnoses
 
     fmt = _format(o.server)
+    host_ver = as_dict(o.host.get("server")).get("version")
+    if isinstance(host_ver, str) and host_ver:
+        o.version = host_ver  # the host's own answer beats a guess from the log's wording
     out: list[Diagnosis] = []
     for rule in (launch_diagnoses, allreduce_diagnoses, draft_diagnoses, adaptive_diagnoses):
         try:

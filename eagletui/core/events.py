@@ -451,6 +451,10 @@ class BenchmarkResult(Event):
     stats: dict[str, Any] = field(default_factory=dict)
     workload_fingerprint: str = ""
     error: str = ""
+    #: accept length by prompt-length bucket (``prompt_len``: ``[{lo, hi, accept, n}]``, tokens) and by
+    #: prompt category (``category``: ``{name: {accept, n}}``), pooled Σ completion ÷ Σ verify per group,
+    #: from each request's ``prompt_tokens``/``completion_tokens``/``spec_verify_ct`` (issue 25)
+    accept_by: dict[str, Any] = field(default_factory=dict)
 
 
 # -------------------------------------------------------------------------------------- step profiles

@@ -94,6 +94,7 @@ class PhaseMachine(Timeline, FailureFold):
         self.rank_num: dict[str, int | None] = {}
         self.notes_seen: set[tuple[str, str, str]] = set()
         self.nccl = NcclFold()  # NCCL_DEBUG=INFO lines of this launch (NCCL's own format, no server's)
+        self.ver_noted: str | None = None
 
     def serving_noop(self) -> tuple[bool, bool, bool]:
         """(prefill, decode, access): whether a prefixed Prefill line / prefixed Decode line / uvicorn
@@ -269,6 +270,7 @@ class PhaseMachine(Timeline, FailureFold):
             if c is not None and c.tag == "bare_traceback" and self.emitted_prio < 0:
                 self.cand = None  # the startup went on after that traceback: it was not fatal
             self._version_marks(rec.msg)
+            self._version_note(out)
             self._on_phase(rec, tag, ts, out)
         elif tag == "fail":
             self._version_marks(rec.msg)
@@ -326,6 +328,21 @@ class PhaseMachine(Timeline, FailureFold):
                 topic=topic, key=key, value=value, line=line.strip()[:500], log_time=tt, launch=self.st.launch
             )
         )
+
+    def _version_note(self, out: list[ev.Event]) -> None:
+        """The version guess each time the log's wording sharpens it (the hints name its flags)."""
+        label = self.ver.label()
+        if label and label != self.ver_noted:
+            self.ver_noted = label
+            out.append(
+                ev.LaunchNote(
+                    topic="launch",
+                    key="version",
+                    value=label,
+                    log_time=self.last_ts_text,
+                    launch=self.st.launch,
+                )
+            )
 
     def _nccl_note(self, out: list[ev.Event]) -> None:
         """What the launch's ``NCCL INFO`` lines said, once they said something new (at ready and at the end)."""
@@ -529,6 +546,7 @@ class PhaseMachine(Timeline, FailureFold):
         if not self.decode_version_checked:
             self.decode_version_checked = True
             self._decode_version(rec.msg)
+            self._version_note(out)
         if rec.data:
             self.add_decode(rec.data, out)
 

@@ -214,8 +214,8 @@ class Summarizer:
         if self._launch is None:
             return []
         o = self.diagnoser.launches.get(self._launch)
-        if o is not None and self.version and not o.version:
-            o.version = self.version
+        if o is not None and self.version:
+            o.version = self.version  # the final guess: at least as sharp as the one at the args line
         return [d.to_json() for d in self.diagnoser.diagnoses(self._launch)]
 
     def _spec_result(self) -> dict[str, Any] | None:

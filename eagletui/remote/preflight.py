@@ -30,6 +30,9 @@ Status = Literal["pass", "warn", "fail", "unknown"]
 #: eight GPUs answers slowly, and a check that times out is reported as unknown, never as failed.
 HOST_CHECK_BUDGET_S = 60.0
 GPU_QUERY_BUDGET_S = 30.0
+#: Seconds the checkpoint probe of the host checks may take (the page-cache scan and a read of at most
+#: 256 MiB of the least cached shard, half each); it reads what the launch is about to load anyway.
+PROBE_S = 3.0
 
 
 @dataclass(frozen=True)
@@ -39,14 +42,17 @@ class Check:
     message: str
     #: the server's version, on the "server module" check when the host could tell it
     version: str | None = None
+    #: what the check measured, for the diagnoses (``checkpoint``, ``storage``, ``models``, ``topology``:
+    #: see :class:`eagletui.core.events.HostFacts`)
+    data: dict[str, Any] | None = None
 
 
 HOST_SCRIPT = r"""
 import json, os, re, shutil, socket, sys
 spec = json.load(sys.stdin)
 out = []
-def add(name, status, msg, version=None):
-    out.append([name, status, msg] + ([version] if version else []))
+def add(name, status, msg, version=None, data=None):
+    out.append([name, status, msg] + ([version] if version or data else []) + ([data] if data else []))
 add("python", "pass", "%s %s" % (sys.executable, sys.version.split()[0]))
 mod = spec["module"]
 def locate(name):
@@ -180,6 +186,155 @@ if tcfg and dcfg:
     else:
         add("draft compatibility", "pass", "hidden size %s, vocab %s%s" % (
             t.get("hidden_size"), tv, (", draft vocab %s" % dd) if dd else ""))
+def cfg_facts(c):
+    if not c:
+        return None
+    t = text_cfg(c)
+    def num(k):
+        v = t.get(k)
+        return v if isinstance(v, int) and not isinstance(v, bool) else None
+    return {"arch": ",".join(c.get("architectures") or []) or None, "hidden": num("hidden_size"),
+            "vocab": num("vocab_size"), "draft_vocab": num("draft_vocab_size"),
+            "max_position": num("max_position_embeddings")}
+models = {"target": cfg_facts(tcfg), "draft": cfg_facts(dcfg)}
+if tcfg or dcfg:
+    add("model configs", "pass", "config.json of the %s" % " and the ".join(k for k in ("target", "draft") if models[k]), None, {"models": models})
+NET_FS = ("nfs", "nfs4", "lustre", "cifs", "smb3", "gpfs", "beegfs", "ceph", "glusterfs", "9p", "fuse")
+def fs_type(path):
+    best, kind = "", None
+    try:
+        rp = os.path.realpath(path)
+        for ln in open("/proc/mounts").read().splitlines()[:4096]:
+            f = ln.split()
+            if len(f) >= 3 and (rp == f[1] or rp.startswith(f[1].rstrip("/") + "/")) and len(f[1]) >= len(best):
+                best, kind = f[1], f[2]
+    except OSError:
+        pass
+    return kind
+def shard_files(d):
+    idx = os.path.join(d, "model.safetensors.index.json")
+    files, declared = [], None
+    if os.path.isfile(idx) and os.path.getsize(idx) < (64 << 20):
+        try:
+            j = json.load(open(idx))
+            wm = j.get("weight_map") or {}
+            files = sorted(set(v for v in wm.values() if isinstance(v, str)))
+            declared = (j.get("metadata") or {}).get("total_size")
+        except (OSError, ValueError, AttributeError):
+            files = []
+    if not files:
+        try:
+            files = sorted(n for n in os.listdir(d) if n.endswith(".safetensors"))
+        except OSError:
+            files = []
+    return [os.path.join(d, os.path.basename(f)) for f in files[:8192]], declared
+def resident_fraction(path, size, libc, page):
+    import ctypes
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        res, off = 0, 0
+        while off < size:
+            n = min(1 << 30, size - off)
+            addr = libc.mmap(None, n, 1, 1, fd, off)
+            if addr is None or addr == ctypes.c_void_p(-1).value:
+                return None
+            try:
+                vec = (ctypes.c_ubyte * ((n + page - 1) // page))()
+                if libc.mincore(ctypes.c_void_p(addr), n, vec) != 0:
+                    return None
+                raw = bytes(vec)
+                res += len(raw) - raw.count(b"\x00")
+            finally:
+                libc.munmap(ctypes.c_void_p(addr), n)
+            off += n
+        pages = (size + page - 1) // page
+        return float(res) / pages if pages else 1.0
+    finally:
+        os.close(fd)
+def probe_checkpoint(d, budget):
+    import time
+    t0 = time.time()
+    files, declared = shard_files(d)
+    if not files:
+        return None, None
+    sizes = []
+    for f in files:
+        try:
+            sizes.append(os.path.getsize(f))
+        except OSError:
+            sizes.append(0)
+    total = sum(sizes)
+    fs = fs_type(d)
+    ck = {"path": d, "shards": len(files), "bytes": total or declared, "declared_bytes": declared, "fs": fs,
+          "network": bool(fs) and any(fs.startswith(k) for k in NET_FS)}
+    try:
+        import ctypes
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+        libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+        libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+        page = os.sysconf("SC_PAGE_SIZE")
+    except (OSError, AttributeError, ValueError):
+        libc = None
+    fracs = {}
+    if libc is not None:
+        # every shard while the time lasts, in an order that spreads over the checkpoint when it runs out
+        n = len(files)
+        order = sorted(range(n), key=lambda k: (k * 7919) % n)
+        for i in order:
+            if time.time() - t0 > budget / 2:
+                break
+            if sizes[i] <= 0:
+                continue
+            try:
+                fr = resident_fraction(files[i], sizes[i], libc, page)
+            except OSError:
+                fr = None
+            if fr is not None:
+                fracs[i] = fr
+    if fracs:
+        sb = sum(sizes[i] for i in fracs)
+        ck["cached"] = sum(fracs[i] * sizes[i] for i in fracs) / sb if sb else None
+        ck["sampled_bytes"] = sb
+    st = None
+    cands = [i for i in range(len(files)) if sizes[i] > 0]
+    if cands:
+        i = min(cands, key=lambda k: (fracs.get(k, 0.5), -sizes[k]))
+        want = min(sizes[i], 256 << 20)
+        got, t1 = 0, time.time()
+        try:
+            with open(files[i], "rb", buffering=0) as fh:
+                while got < want and time.time() - t1 < budget / 2:
+                    b = fh.read(min(16 << 20, want - got))
+                    if not b:
+                        break
+                    got += len(b)
+        except OSError as e:
+            st = {"why": "cannot read %s: %s" % (files[i], e)}
+        dt = max(time.time() - t1, 1e-6)
+        if st is None and got:
+            st = {"file": os.path.basename(files[i]), "mb": got / 1e6, "seconds": dt, "mbps": got / 1e6 / dt,
+                  "cached": fracs.get(i, 0.0) >= 0.9, "fs": fs, "network": ck["network"]}
+    return ck, st
+def gb(n):
+    return "%.1f GB" % (n / 1e9) if n else "? GB"
+mdir = spec.get("model") or ""
+if spec.get("probe", True) and mdir and local_like(mdir) and os.path.isdir(os.path.expanduser(mdir)):
+    try:
+        ck, st = probe_checkpoint(os.path.expanduser(mdir), float(spec.get("probe_s") or 3.0))
+    except Exception as e:
+        ck, st = None, {"why": "%s: %s" % (type(e).__name__, e)}
+    if ck:
+        cached = ck.get("cached")
+        add("checkpoint", "pass", "%d shards, %s%s%s" % (ck["shards"], gb(ck["bytes"]),
+            "" if cached is None else ", %.0f %% in the page cache" % (100 * cached),
+            " on %s" % ck["fs"] if ck.get("fs") else ""), None, {"checkpoint": ck})
+    if st and st.get("mbps"):
+        add("storage read", "pass", "%.0f MB in %.2f s: %.0f MB/s%s" % (st["mb"], st["seconds"], st["mbps"],
+            " (page cache: not the storage's rate)" if st.get("cached") else ""), None, {"storage": st})
+    elif st:
+        add("storage read", "warn", st.get("why") or "no read", None, {"storage": st})
 def free_under(p):
     d = os.path.abspath(os.path.expanduser(p))
     while d and not os.path.exists(d):
@@ -269,6 +424,7 @@ async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
         "context_length": profile.args.get(kind.context_flag) if kind.context_flag else None,
         "runs_dir": profile.runs_dir,
         "workdir": profile.workdir,
+        "probe_s": PROBE_S,
         # the launch's own env decides where the Hugging Face cache is
         "env": {
             k: str(v) for k, v in profile.env.items() if k in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME")
@@ -293,9 +449,56 @@ async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
         last = res.stderr.strip().splitlines()[-1:] or [f"exit status {res.exit_status}"]
         return [Check("python", "fail", f"{profile.python} does not run on the host: {last[0]}")]
     try:
-        return [Check(n, s, m, *(rest[:1] or [None])) for n, s, m, *rest in json.loads(res.stdout)]
+        return [_check(row) for row in json.loads(res.stdout)]
     except (ValueError, TypeError):
         return [Check("python", "fail", f"unexpected output from the host check: {res.stdout[-200:]!r}")]
+
+
+#: Bounds on what a host check's ``data`` may hold (a hostile host answers with anything).
+MAX_DATA_CHARS = 200_000
+
+
+def _check(row: Any) -> Check:
+    """One ``[name, status, message, version?, data?]`` row of the host script's answer."""
+    n, st, m, *rest = row
+    version = rest[0] if rest and isinstance(rest[0], str) else None
+    data = rest[1] if len(rest) > 1 and isinstance(rest[1], dict) else None
+    if data is not None and len(json.dumps(data)) > MAX_DATA_CHARS:
+        data = None
+    return Check(str(n), st, str(m), version, data)
+
+
+def host_facts(checks: list[Check]) -> dict[str, Any]:
+    """The measurements of the checks (``checkpoint``, ``storage``, ``models``, ``topology``) in one dict,
+    as :class:`~eagletui.core.events.HostFacts` carries them."""
+    out: dict[str, Any] = {}
+    for c in checks:
+        if c.data:
+            for k, v in c.data.items():
+                if k in ("checkpoint", "storage", "models", "topology"):
+                    out[k] = v
+    version = host_version(checks)
+    if version:
+        out["server"] = {"version": version}  # the hints name flags of this version
+    return out
+
+
+async def _topology_check(transport: Transport, profile: Profile) -> list[Check]:
+    """``nvidia-smi topo -m``: the link between each pair of GPUs (nothing when nvidia-smi is absent)."""
+    from eagletui.core.topology import parse_topo
+
+    try:
+        res = await transport.run(["nvidia-smi", "topo", "-m"], timeout=GPU_QUERY_BUDGET_S)
+    except (TimeoutError, TransportError, OSError):
+        return []
+    if res.exit_status != 0:
+        return []
+    topo = parse_topo(res.stdout[:200_000])
+    if not topo.seen:
+        return []
+    tp = _tp(profile)
+    gpus = topo.gpus[:tp] if len(topo.gpus) >= tp else topo.gpus
+    return [Check("topology", "pass", topo.describe(gpus), None, {"topology": topo.to_json()})]
 
 
 async def _gpu_check(transport: Transport, profile: Profile, ours: OwnServer | None = None) -> list[Check]:
@@ -399,10 +602,13 @@ def _int(v: Any) -> int | None:
 
 
 async def run_preflight(transport: Transport, profile: Profile, ours: OwnServer | None = None) -> list[Check]:
-    ssh, host, gpu = await asyncio.gather(
-        _ssh_check(transport), _host_checks(transport, profile), _gpu_check(transport, profile, ours)
+    ssh, host, gpu, topo = await asyncio.gather(
+        _ssh_check(transport),
+        _host_checks(transport, profile),
+        _gpu_check(transport, profile, ours),
+        _topology_check(transport, profile),
     )
-    return [ssh, *host, *gpu]
+    return [ssh, *host, *gpu, *topo]
 
 
 def host_version(checks: list[Check]) -> str | None:

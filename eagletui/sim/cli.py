@@ -252,6 +252,20 @@ def add_sim_args(parser: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--sim-speed", type=float, default=1.0, help="multiplier on token speed (default 1)")
     g.add_argument("--sim-shards", type=int, default=None, help="target checkpoint shard count")
+    g.add_argument(
+        "--sim-load-s",
+        type=float,
+        default=None,
+        help="seconds (before --sim-time-scale) the target's shards take with 8 loader threads "
+        "(default from the model size; one thread takes 3x)",
+    )
+    g.add_argument(
+        "--sim-draft-context",
+        type=int,
+        default=None,
+        help="positions the draft was trained on: past them a request's acceptance falls to a third "
+        "(default: no limit)",
+    )
     g.add_argument("--sim-params-b", type=float, default=None, help="model size in billions of params")
     g.add_argument("--sim-version", default=DEFAULT_VERSION, help="reported sglang version")
     g.add_argument(

@@ -10,6 +10,7 @@ which is exactly what the HTTP layer sends.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import random
 import time
@@ -19,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eagletui.sim import perf
+from eagletui.sim.adaptive import AdaptiveSteps
 from eagletui.sim.logfmt import SimLog
 
 WORDS = (
@@ -222,10 +224,28 @@ class Engine:
         self._last_log_t = time.monotonic()
         self._rid = itertools.count()
         self.task: asyncio.Task | None = None
+        # CUDA graphs cover batches up to the largest captured size; a larger batch runs eagerly and its
+        # Decode line says ``cuda graph: False`` (SGLang's can_run_cuda_graph)
+        self.graph_bs = sorted(set(getattr(args, "cuda_graph_bs_decode", None) or [])) or None
+        self.graph_max_bs = int(max(self.graph_bs) if self.graph_bs else getattr(args, "cuda_graph_max_bs_decode", 0) or 0)
+        self.last_graph = cfg.cuda_graph
+        #: positions the draft was trained on (``--sim-draft-context``): past them acceptance falls
+        self.draft_context = int(getattr(args, "sim_draft_context", None) or 0)
+        self.adaptive: AdaptiveSteps | None = None
+        if cfg.spec and cfg.topk == 1 and getattr(args, "speculative_adaptive", False):
+            self.adaptive = AdaptiveSteps(
+                cfg.num_steps, getattr(args, "speculative_adaptive_config", None), self.graph_bs
+            )
 
     # --- public -------------------------------------------------------------------------------------
 
     def start(self) -> None:
+        if self.adaptive is not None:
+            first = self.adaptive.slots[self.adaptive.keys[0]]
+            self.log.line(
+                f"AdaptiveSpeculativeParams initialized: steps={first.steps}, candidate_steps={first.candidates}",
+                rank=0,
+            )
         self._last_log_t = time.monotonic()
         self.task = asyncio.get_running_loop().create_task(self.run())
 
@@ -378,10 +398,27 @@ class Engine:
             self._emit(r, 1, decode=False)
         self._reap()
 
-    async def _decode(self) -> None:
+    def _iteration_cfg(self, bs: int) -> perf.PerfConfig:
+        """This iteration's configuration: adaptive speculation's step count for the batch, eager when the
+        batch is larger than every captured graph."""
         cfg = self.cfg
+        if self.adaptive is not None:
+            steps = self.adaptive.steps_for(bs)
+            cfg = dataclasses.replace(cfg, spec=steps > 0, num_steps=max(1, steps), num_draft_tokens=max(2, steps + 1))
+        if cfg.cuda_graph and self.graph_max_bs and bs > self.graph_max_bs:
+            cfg = dataclasses.replace(cfg, cuda_graph=False)
+        return cfg
+
+    def _accept_len(self, cfg: perf.PerfConfig, r: SimRequest) -> int:
+        if self.draft_context and r.prompt_tokens + r.completion_tokens > self.draft_context:
+            return perf.sample_accept_len(dataclasses.replace(cfg, draft_p=cfg.draft_p / 3.0), self.rng)
+        return perf.sample_accept_len(cfg, self.rng)
+
+    async def _decode(self) -> None:
         bs = len(self.running)
-        raw = [perf.sample_accept_len(cfg, self.rng) for _ in range(bs)]
+        cfg = self._iteration_cfg(bs)
+        self.last_graph = cfg.cuda_graph
+        raw = [self._accept_len(cfg, r) for r in self.running]
         mean_raw = sum(raw) / bs
         dt = perf.iteration_ms(cfg, bs, mean_raw) / 1000.0 * perf.noise(self.rng)
         prof = self.profiler is not None and self.profiler.begin("DECODE")
@@ -418,6 +455,13 @@ class Engine:
         if cfg.spec:
             self.cum_accept_tokens += produced
             self.cum_accept_count += len(batch)
+        if self.adaptive is not None:
+            moved = self.adaptive.on_verify([max(0, n - 1) for n in raw] if cfg.spec else [0] * len(raw), bs)
+            if moved is not None:
+                self.log.line(
+                    f"Adaptive spec params updated: steps {moved[0]} -> {moved[1]} (ema_accept_len={moved[2]:.2f})",
+                    rank=0,
+                )
         if self.decode_ct % self.interval == 0:
             self._log_decode()
         self._reap()
@@ -490,7 +534,7 @@ class Engine:
         it = f" [{self.forward_ct}]" if self.log_iters else ""
         self.log.line(
             f"Decode batch{it}, #running-req: {len(self.running)}, #token: {used}, token usage: {usage:.2f}, "
-            f"{spec}cuda graph: {self.cfg.cuda_graph}, gen throughput (token/s): {self.last_gen_throughput:.2f}, "
+            f"{spec}cuda graph: {self.last_graph}, gen throughput (token/s): {self.last_gen_throughput:.2f}, "
             f"#queue-req: {len(self.waiting)}",
             rank=0,
         )

@@ -8,6 +8,7 @@ real, measured ones so they agree with the timestamps.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import time
@@ -26,7 +27,7 @@ from eagletui.sim.crashes import tb_nccl as tb_nccl
 from eagletui.sim.crashes import tb_not_enough_memory as tb_not_enough_memory
 from eagletui.sim.crashes import tb_oom_capture as tb_oom_capture
 from eagletui.sim.crashes import tb_oom_load as tb_oom_load
-from eagletui.sim.logfmt import ERROR, SimLog, shard_frame, tqdm_frame
+from eagletui.sim.logfmt import ERROR, WARNING, SimLog, shard_frame, tqdm_frame
 
 DEFAULT_BS = [1, 2, 4, 8, 12, *range(16, 257, 8)]
 #: Prefill CUDA-graph token buckets (the real launch in shared/fixtures/sglang-0.5.17-h200 captured these 58
@@ -85,6 +86,13 @@ class Plan:
     startup_time: float = 0.0
     startup_available_gb: float = 0.0
     gpu_total_gb: float = GPU_TOTAL_GB  # per GPU, from the --sim-host preset
+    #: the weight loader (model_loader/loader.py): threads unless asked for one, or checkpoint prefetch
+    #: (0.5.16+) without an explicit thread setting
+    multithread_load: bool = True
+    load_threads: int = 8
+    #: seconds (virtual) of the target's shard loading, and its tail after the last shard (share of it)
+    load_s: float = 0.0
+    load_tail: float = 0.06
 
 
 def resolve(args: Any, env: dict[str, str]) -> Plan:
@@ -151,7 +159,7 @@ def resolve(args: Any, env: dict[str, str]) -> Plan:
         capture_bs = [b for b in DEFAULT_BS if b <= max_bs] or [1]
         if capture_bs[-1] < max_bs and max_bs <= 256:
             capture_bs.append(max_bs)
-    shards = args.sim_shards or max(1, round(4.05 * params_b**0.4))
+    shards = args.sim_shards or _index_shards(args.model_path) or max(1, round(4.05 * params_b**0.4))
     served = args.served_model_name or args.model_path
     args.served_model_name = served
     context_len = args.context_length or 131072
@@ -200,8 +208,48 @@ def resolve(args: Any, env: dict[str, str]) -> Plan:
         resolution_msgs=msgs,
         gpu_total_gb=cfg.preset.gpu_total_gb,
     )
+    extra = _extra_config(getattr(args, "model_loader_extra_config", None))
+    explicit = {"enable_multithread_load", "num_threads"} & set(extra)
+    mt = extra.get("enable_multithread_load", True) is not False
+    if getattr(args, "weight_loader_prefetch_checkpoints", False) and not explicit:
+        mt = False
+    threads = extra.get("num_threads", 8)
+    threads = threads if isinstance(threads, int) and 0 < threads <= 256 else 8
+    plan.multithread_load, plan.load_threads = mt, threads
+    size = (params_b / 1000.0) ** 0.9
+    base = float(args.sim_load_s) if getattr(args, "sim_load_s", None) else 20 + 400 * size
+    # one thread reads and maps the shards in turn (3× slower here); more threads help with diminishing
+    # returns (the storage's own rate bounds them)
+    plan.load_s = base * (3.0 if not mt else max(0.5, (8.0 / threads) ** 0.5))
     plan.server_args = build_server_args(plan)
     return plan
+
+
+def _index_shards(model_path: str | None) -> int | None:
+    """The shard count of a local checkpoint's safetensors index (a test's fake checkpoint), else None."""
+    if not model_path or not os.path.isdir(model_path):
+        return None
+    idx = os.path.join(model_path, "model.safetensors.index.json")
+    try:
+        if os.path.getsize(idx) > (16 << 20):
+            return None
+        with open(idx) as f:
+            wm = json.load(f).get("weight_map") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    files = {v for v in wm.values() if isinstance(v, str)} if isinstance(wm, dict) else set()
+    return len(files) or None
+
+
+def _extra_config(v: Any) -> dict[str, Any]:
+    """``--model-loader-extra-config`` (a JSON object as text); {} when absent or not an object."""
+    if isinstance(v, dict):
+        return v
+    try:
+        val = json.loads(v) if isinstance(v, str) and v.strip() else {}
+    except ValueError:
+        return {}
+    return val if isinstance(val, dict) else {}
 
 
 def build_server_args(plan: Plan) -> dict[str, Any]:
@@ -313,6 +361,17 @@ class Startup:
         if (p.env.get("NCCL_DEBUG") or "").upper() in ("INFO", "TRACE"):
             for line in nccl_info_lines(p, os.getpid()):
                 log.raw(line + "\n")
+        if p.tp > 1:
+            self.all_ranks(lambda r: "sglang is using nccl==2.28.9")
+            if "nvlink" not in p.cfg.host and p.tp > 2 and not getattr(p.args, "disable_custom_all_reduce", False):
+                # custom_all_reduce_utils.can_use_custom_all_reduce_with_nvlink, every rank, at WARNING
+                for r in self.ranks():
+                    log.line(
+                        "CustomAllreduce is disabled because it's not supported on more than two PCIe-only "
+                        "GPUs. To silence this warning, specify disable_custom_all_reduce=True explicitly.",
+                        rank=r,
+                        level=WARNING,
+                    )
         await self.sleep(8)
         if p.fail == "nccl":
             self.fail(min(5, p.tp - 1), tb_nccl(min(5, p.tp - 1)))
@@ -322,8 +381,7 @@ class Startup:
         )
         # --- target + draft weights -----------------------------------------------------------------
         self.avail = [p.gpu_total_gb - 1.3 - 0.05 * self.rng.random() for _ in range(p.tp)]
-        size = (p.params_b / 1000.0) ** 0.9
-        load_s = 20 + 400 * size
+        load_s = p.load_s
         t = time.monotonic()
         await self.load_model(
             "target",
@@ -422,10 +480,11 @@ class Startup:
         for d in per:
             marks.append(marks[-1] + d * scale_fix)
         events: list[tuple[float, int, int]] = [(m, 0, i) for i, m in enumerate(marks)]
+        tail = 1.0 + p.load_tail
         for r in range(1, p.tp):
-            events.append((total_s * (0.97 + 0.05 * self.rng.random()), 1, r))
+            events.append((total_s * tail * (0.97 + 0.05 * self.rng.random()), 1, r))
         events.sort()
-        desc = "Loading safetensors checkpoint shards"
+        desc = "Multi-thread loading shards" if p.multithread_load else "Loading safetensors checkpoint shards"
         fail_at = max(1, int(shards * 0.4)) if p.fail == "oom-load" and kind == "target" else None
         last_frame = -1.0
         done_ranks: list[int] = []
@@ -443,7 +502,10 @@ class Startup:
                 if idx == shards:
                     log.frame(shard_frame(desc, idx, shards, el))
                     log.close_bar()
-                    self.end_load(0, el, type_name, gb, quant)
+                    # after the last shard: post-processing and host-to-device copies (the load's tail)
+                    await self.sleep(total_s * p.load_tail)
+                    now_v += total_s * p.load_tail
+                    self.end_load(0, time.monotonic() - t_start, type_name, gb, quant)
                     done_ranks.append(0)
             else:
                 self.end_load(idx, el, type_name, gb, quant)

@@ -60,8 +60,15 @@ def _threads(ctx: dict[str, Any]) -> int:
     return n if isinstance(n, int) and 1 < n <= 64 else 16
 
 
+#: The oldest release whose flags these hints were checked against; older ones get no flag names.
+CHECKED_FROM = (0, 5, 13)
+
+
 def advice(topic: str, version: str | None, ctx: dict[str, Any]) -> str:
     """See :meth:`eagletui.core.logformat.LogFormat.advice`."""
+    old = _at_least(version, CHECKED_FROM) is False
+    if old and topic in ("loader_threads", "loader_prefetch"):
+        return "SGLang 0.5.13 and newer load the shards with 8 threads by default (this log's version is older)"
     if topic == "loader_threads":
         n = _threads(ctx)
         extra = f'--model-loader-extra-config \'{{"enable_multithread_load": true, "num_threads": {n}}}\''
@@ -126,6 +133,8 @@ def _allreduce(version: str | None, ctx: dict[str, Any]) -> str:
     ``partial_nvlink``, ``pcie``; ``ctx["tp"]``; ``ctx["custom_on"]``, ``ctx["fusion_on"]``)."""
     fabric = ctx.get("fabric")
     tp = ctx.get("tp") or 0
+    if ctx.get("device") not in (None, "cuda"):
+        return ""  # NPU/XPU/ROCm hosts have other collectives; none of these apply
     out: list[str] = []
     if fabric in ("pcie", "partial_nvlink") and tp > 2:
         ipc = _at_least(version, (0, 5, 21))
@@ -142,6 +151,6 @@ def _allreduce(version: str | None, ctx: dict[str, Any]) -> str:
             out.append("the custom all-reduce (drop --disable-custom-all-reduce)")
         out.append("--enable-nccl-nvls (NVSwitch hosts)")
         out.append("--enable-torch-symm-mem")
-    if not ctx.get("fusion_on"):
+    if not ctx.get("fusion_on") and _at_least(version, CHECKED_FROM) is not False:
         out.append(f"{fusion_flag(version)} (fuses the all-reduce into the RMSNorm; SM90/SM10x GPUs)")
     return "; ".join(out)

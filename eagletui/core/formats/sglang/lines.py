@@ -264,7 +264,10 @@ def _phase_fields(rec: Rec, msg: str) -> None:
             d["elapsed"] = float(e.group(1) or e.group(2))
         rec.data = d
     elif tag == "server_args":
-        rec.data = {"raw": msg[msg.find("server_args=") + len("server_args=") :]}
+        # the whole record, not the scan window: a 0.5.23 args dict runs to ~17k characters, and the
+        # fields after the first 8k (tp_size among them, in some orders) are facts too
+        full = rec.msg[:500_000]
+        rec.data = {"raw": full[full.find("server_args=") + len("server_args=") :]}
 
 
 def _classify_tail(rec: Rec, msg: str) -> None:

@@ -254,6 +254,7 @@ def notes_from_args(facts: LaunchFacts) -> list[Note]:
                 "symm_mem": _truthy(a.get("enable_symm_mem")),
                 "torch_symm_mem": _truthy(a.get("enable_torch_symm_mem")),
                 "mscclpp": _truthy(a.get("enable_mscclpp")),
+                "device": str(a.get("device") or "cuda"),
             },
         )
     )
