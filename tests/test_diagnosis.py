@@ -107,7 +107,9 @@ def test_nvlink_host_uses_the_custom_allreduce_with_real_h200_nccl_lines() -> No
     args = "[2026-12-01 08:11:37] server_args=ServerArgs(model_path='m', tp_size=2)\n"
     ready = "[2026-12-01 08:12:44] The server is fired up and ready to roll!\n"
     for version_line in ("", "[2026-12-01 08:11:40 TP0] Init torch distributed begin.\n"):
-        ar = kinds(diagnose(args + version_line + nccl + ready, host={"topology": topo.to_json()}))["allreduce"]
+        ar = kinds(diagnose(args + version_line + nccl + ready, host={"topology": topo.to_json()}))[
+            "allreduce"
+        ]
         assert "the custom all-reduce (NVLink (P2P))" in ar.text
         assert "nothing in the log disabled the custom all-reduce" in ar.evidence
         assert "NCCL 2.28.9" in ar.evidence and "P2P/CUMEM" in ar.evidence
@@ -122,7 +124,8 @@ def test_single_gpu_has_no_allreduce_line() -> None:
 def test_communication_share_from_a_step_profile_goes_beside_the_verdict() -> None:
     text = (REAL / "pcie-l4x4-customar-0434.log").read_text()
     prof = ev.ProfileCaptured(
-        launch=1, summary={"categories": {"communication": {"ms": 24.0}, "gemm": {"ms": 4.0}, "other": {"ms": 2.0}}}
+        launch=1,
+        summary={"categories": {"communication": {"ms": 24.0}, "gemm": {"ms": 4.0}, "other": {"ms": 2.0}}},
     )
     ar = kinds(diagnose(text, after=[prof]))["allreduce"]
     assert "communication is 80 % of a decode step" in ar.text and "step profile" in ar.evidence
@@ -250,8 +253,16 @@ def test_real_random_weight_draft_gets_accept_one_with_its_causes() -> None:
         assert "--speculative-algorithm EAGLE3" in one.hint
 
 
-def _bench(accept: float, hist: list[int] | None = None, by: dict[str, Any] | None = None) -> ev.BenchmarkResult:
-    kw: dict[str, Any] = {"bench": 1, "launch": 1, "output_throughput": 100.0, "accept_length": accept, "requests": 24}
+def _bench(
+    accept: float, hist: list[int] | None = None, by: dict[str, Any] | None = None
+) -> ev.BenchmarkResult:
+    kw: dict[str, Any] = {
+        "bench": 1,
+        "launch": 1,
+        "output_throughput": 100.0,
+        "accept_length": accept,
+        "requests": 24,
+    }
     if hist is not None:
         kw["accept"] = {"histogram": hist}
     if by is not None:
@@ -271,8 +282,12 @@ EAGLE_ARGS = (
 
 
 def test_eagle3_draft_run_as_eagle_is_named() -> None:
-    host = {"models": {"target": {"arch": "LlamaForCausalLM", "vocab": 128256, "hidden": 4096},
-                       "draft": {"arch": "LlamaForCausalLMEagle3", "vocab": 128256, "hidden": 4096}}}
+    host = {
+        "models": {
+            "target": {"arch": "LlamaForCausalLM", "vocab": 128256, "hidden": 4096},
+            "draft": {"arch": "LlamaForCausalLMEagle3", "vocab": 128256, "hidden": 4096},
+        }
+    }
     one = kinds(diagnose(EAGLE_ARGS, host=host, after=[_bench(1.01, hist=[990, 10])]))["draft_accept_one"]
     assert "an EAGLE-3 draft (LlamaForCausalLMEagle3) runs as --speculative-algorithm EAGLE" in one.text
     assert "accept 1.01 over 24 requests (benchmark)" in one.evidence
@@ -280,7 +295,9 @@ def test_eagle3_draft_run_as_eagle_is_named() -> None:
 
 
 def test_vocab_mismatch_is_named() -> None:
-    host = {"models": {"target": {"vocab": 151936}, "draft": {"arch": "LlamaForCausalLMEagle3", "vocab": 32000}}}
+    host = {
+        "models": {"target": {"vocab": 151936}, "draft": {"arch": "LlamaForCausalLMEagle3", "vocab": 32000}}
+    }
     args = EAGLE_ARGS.replace("'EAGLE'", "'EAGLE3'")
     one = kinds(diagnose(args, host=host, after=[_bench(1.0)]))["draft_accept_one"]
     assert "the vocabularies differ (target 151936, draft 32000)" in one.text
@@ -321,7 +338,9 @@ def test_bare_prompts_get_the_prompt_format_note() -> None:
 
 
 def test_adaptive_steps_over_time_and_a_collapse() -> None:
-    args = EAGLE_ARGS.replace("speculative_num_draft_tokens=6)", "speculative_num_draft_tokens=6, speculative_adaptive=True)")
+    args = EAGLE_ARGS.replace(
+        "speculative_num_draft_tokens=6)", "speculative_num_draft_tokens=6, speculative_adaptive=True)"
+    )
     init = "[2026-12-01 08:01:00 TP0] AdaptiveSpeculativeParams initialized: steps=5, candidate_steps=[1, 3, 5, 7]\n"
     fast = "".join(
         f"[2026-12-01 08:02:{i:02d} TP0] Decode batch, #running-req: 8, #token: 9, token usage: 0.01, accept len: "
@@ -346,12 +365,17 @@ def test_notes_read_the_wheels_wording() -> None:
     def note(msg: str) -> list[Any]:
         return SGLANG.notes(SGLANG.classify("[2026-12-01 08:00:00 TP0] " + msg))
 
-    assert note("CustomAllReduceV2 is disabled because your platform lacks GPU P2P capability or P2P test failed.")[0][2] == {
+    assert note(
+        "CustomAllReduceV2 is disabled because your platform lacks GPU P2P capability or P2P test failed."
+    )[0][2] == {
         "on": False,
         "reason": "no_p2p",
         "impl": "CustomAllReduceV2",
     }
-    assert note("CustomAllreduce is disabled because this process group spans across nodes.")[0][2]["reason"] == "multi_node"
+    assert (
+        note("CustomAllreduce is disabled because this process group spans across nodes.")[0][2]["reason"]
+        == "multi_node"
+    )
     on = note(
         "FlashInfer AllReduce Fusion enabled and workspace initialized: backend=trtllm, rank=0, world_size=8, "
         "max_token_num=2048, hidden_dim=7168"
@@ -374,7 +398,11 @@ def test_diagnoses_travel_in_parse_json(tmp_path: Path) -> None:
 
 def test_hostile_notes_and_facts_do_not_break_the_fold() -> None:
     d = Diagnoser()
-    d.add_one(ev.HostFacts(facts={"checkpoint": "x", "storage": [1], "topology": {"links": {"a-b": 3}}, "models": 7}))
+    d.add_one(
+        ev.HostFacts(
+            facts={"checkpoint": "x", "storage": [1], "topology": {"links": {"a-b": 3}}, "models": 7}
+        )
+    )
     d.add_one(ev.LaunchDetected(launch=1, facts={"tp": 4, "spec_algorithm": "EAGLE3"}, server="sglang"))
     for topic, key, value in (
         ("allreduce", "custom", "off"),

@@ -314,9 +314,17 @@ async def _amain(ns: argparse.Namespace) -> int:
                 code = EXIT_STOP_FAILED
         await ws.close()
         model.close()
+    if "diagnosis" not in summary and model.state.launch is not None:
+        # a launch that failed still says what its log showed (a slow load before the OOM, …)
+        summary["diagnosis"] = diagnosis_json(model, model.state.launch.launch, redactor)
     if ns.json:
         print(json.dumps(summary, indent=2))
     return code
+
+
+def diagnosis_json(model: SessionModel, launch: int, redactor: Redactor) -> list[dict[str, Any]]:
+    """The launch's diagnoses (docs/diagnosis.md) as the JSON contract carries them, scrubbed."""
+    return list(redactor.value([d.to_json() for d in model.state.diagnoser.diagnoses(launch)]))
 
 
 async def _measure(
@@ -368,6 +376,9 @@ async def _measure(
             "points": [e.to_json() for _, e in points],
             "sentence": model.runbook.economics_sentence(spec_launch),
         }
+    summary["diagnosis"] = diagnosis_json(model, spec_launch, redactor)
+    if base_summary is not None and model.state.launch is not None:
+        base_summary["diagnosis"] = diagnosis_json(model, model.state.launch.launch, redactor)
     if foreign is not None:
         summary["baseline"] = _vs_baseline(model, spec_launch, profile, results, foreign)
         note = baseline_warning(summary["baseline"])
@@ -380,6 +391,8 @@ async def _measure(
             _print_human(base_summary)
         if econ is not None:
             print(summary["economics"]["sentence"])
+        for d in summary["diagnosis"]:
+            print(inert(f"why: {d['text']}" + (f" → {d['hint']}" if d.get("hint") else "")))
         if foreign is not None:
             _print_baseline(summary["baseline"])
     # no tokens measured (NaN/zero counts, every stream empty) fails the gate like a failed request

@@ -174,7 +174,9 @@ def allreduce_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     ]
 
 
-def _link_words(fabric: str | None, kinds: list[str], topo: Topology, gpus: list[int], device: str = "cuda") -> str:
+def _link_words(
+    fabric: str | None, kinds: list[str], topo: Topology, gpus: list[int], device: str = "cuda"
+) -> str:
     """``NVLink`` / ``PCIe (SHM through host memory)`` / ``PCIe P2P`` … from the topology and NCCL."""
     if fabric == "nvlink":
         return "NVLink" + (" (P2P)" if "P2P" in kinds else "")
@@ -186,7 +188,10 @@ def _link_words(fabric: str | None, kinds: list[str], topo: Topology, gpus: list
         if "NET" in kinds:
             return base + ", NET transport for some peers (through the network stack: the ring's slowest hop)"
         if "SHM" in kinds and "P2P" in kinds:
-            return base + ", P2P for some peers and SHM transport (through host memory) for others: the ring's slowest hop"
+            return (
+                base
+                + ", P2P for some peers and SHM transport (through host memory) for others: the ring's slowest hop"
+            )
         if kinds[0] == "SHM":
             return base + ", SHM transport (through host memory)"
         if kinds[0] == "P2P":

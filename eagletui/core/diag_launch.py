@@ -318,11 +318,18 @@ def _capture(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
         )
     cfg = o.note("capture", "config")
     disabled = bool(cfg is not None and isinstance(cfg.value, dict) and cfg.value.get("disabled"))
-    if o.eager_lines and largest is not None:
-        above = {bs: n for bs, n in o.eager_running.items() if bs > largest}
+    eager_running = dict(o.eager_running)
+    if not eager_running:  # a report without the stats lines: the notes say which batch sizes ran eager
+        for n in o.note_list("capture", "eager"):
+            r = n.value.get("running") if isinstance(n.value, dict) else None
+            if isinstance(r, int) and r > 0:
+                eager_running[r] = 0
+    if eager_running and largest is not None:
+        above = {bs: n for bs, n in eager_running.items() if bs > largest}
         if above:
             lo, hi = min(above), max(above)
             n_above = sum(above.values())
+            lines = f"{n_above} of {o.decode_lines} decode lines" if n_above else "decode steps"
             want = _round_up(hi)
             extra = ""
             if per_size is not None:
@@ -337,20 +344,20 @@ def _capture(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
                 Diagnosis(
                     kind="cuda_graph_eager",
                     text=(
-                        f"{n_above} of {o.decode_lines} decode lines ran without a CUDA graph at running batch {span}, "
+                        f"{lines} ran without a CUDA graph at running batch {span}, "
                         f"above the largest captured size {largest}: those steps are eager (slower)"
                     ),
-                    evidence=f"'cuda graph: False' in {n_above} Decode lines with #running-req {span} (log)",
+                    evidence=f"'cuda graph: False' in {n_above or 'the'} Decode lines with #running-req {span} (log)",
                     hint=fmt.advice("capture_sizes", o.version, {"want": want}) + extra,
                     level="warn",
                     data={"largest": largest, "eager_lines": n_above, "running": sorted(above), "want": want},
                 )
             )
-    elif o.eager_lines and disabled:
+    elif (o.eager_lines or eager_running) and disabled:
         out.append(
             Diagnosis(
                 kind="cuda_graph_eager",
-                text=f"{o.eager_lines} decode lines ran without CUDA graphs: the launch disabled them",
+                text="decode ran without CUDA graphs: the launch disabled them",
                 evidence="'cuda graph: False' in Decode lines; graphs disabled in the launch's args (log)",
                 level="info",
                 data={"eager_lines": o.eager_lines},
@@ -358,6 +365,7 @@ def _capture(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
         )
     if (
         not o.eager_lines
+        and not eager_running
         and largest is not None
         and largest >= 32
         and o.decode_lines >= 20

@@ -365,6 +365,10 @@ class LogInterpreter:
                         if kind == "decode":
                             ndec += 1
                             hist(e)
+                            append(e)
+                            if e.cuda_graph is False:  # rare: a step that ran without a CUDA graph
+                                m.note_eager(e.running_req, out)
+                            continue
                         append(e)
                         continue
             # The per-line path.
@@ -426,6 +430,8 @@ class LogInterpreter:
                 d = fp.parse_decode(line[i + skip : i + skip + SCAN_LIMIT])
                 if d is not None:
                     m.add_decode(d, out)
+                    if d.get("cuda_graph") is False:
+                        m.note_eager(int(d.get("running_req") or 0), out)
                     return
             elif j >= 0:
                 # Serving noise for the summary whether or not its fields parse.
@@ -538,6 +544,8 @@ class LogInterpreter:
                     if e is not None:
                         eager.append(int(e.get("running_req") or 0))
         m.add_decode_rows(DecodeRows(launch, gen, acc, ev.DecodeStats(launch=launch, **d), eager), out)
+        for running in eager:
+            m.note_eager(running, out)
 
 
 # ------------------------------------------------------------------ event construction (fast path)

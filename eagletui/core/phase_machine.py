@@ -539,6 +539,11 @@ class PhaseMachine(Timeline, FailureFold):
         self.activity = True
         self._on_ready(None, rec.ts_text, out)
 
+    def note_eager(self, running: int, out: list[Any]) -> None:
+        """A decode step at ``running`` requests ran without a CUDA graph: one note per batch size (the
+        recording and the exports keep the evidence without keeping every stats line)."""
+        self._note("capture", "eager", {"running": running}, "", self.last_ts_text, out)
+
     def _on_decode(self, rec: Rec, out: list[ev.Event]) -> None:
         st = self.st
         if st.status != READY:
@@ -549,6 +554,8 @@ class PhaseMachine(Timeline, FailureFold):
             self._version_note(out)
         if rec.data:
             self.add_decode(rec.data, out)
+            if rec.data.get("cuda_graph") is False:
+                self.note_eager(int(rec.data.get("running_req") or 0), out)
 
     def _on_spec(self, rec: Rec, out: list[ev.Event]) -> None:
         """A speculative-decoding report; the format's reader may have paired it with the stats line

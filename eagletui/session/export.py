@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eagletui.core.diagnosis import Diagnoser
 from eagletui.core.economics import crossover, economics, per_request
 from eagletui.core.events import (
     PHASES,
@@ -216,6 +217,11 @@ REPORT_TYPES: frozenset[str] = frozenset(
         "bench_started",
         "bench_result",
         "config_changed",
+        # what the diagnoses rest on (core/diagnosis.py): the log's notes, the preflight's host facts and
+        # the step profiles; the stats lines stay out (their evidence is in the notes)
+        "launch_note",
+        "host_facts",
+        "profile_captured",
     }
 )
 
@@ -246,6 +252,8 @@ class RunRecord:
     benches: list[dict[str, Any]] = field(default_factory=list)
     #: Δ and the like-for-like guard vs a run of another session (``export --baseline``), else None
     vs_external: dict[str, Any] | None = None
+    #: the run's diagnoses (docs/diagnosis.md), as ``parse --json`` and ``bench --json`` carry them
+    diagnosis: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def launch(self) -> int:
@@ -331,6 +339,8 @@ def build_report(
     Secrets are redacted before anything is folded: two passes over the few report events."""
     kept = redact_events(report_events(events))
     book = RunBook()
+    diag = Diagnoser()
+    diag.add(kept)
     commands: dict[int, list[str]] = {}
     conc: dict[tuple[int, int], int | None] = {}
     changes = 0
@@ -371,6 +381,7 @@ def build_report(
                 economics=econ,
                 economics_vs=econ_vs,
                 benches=benches,
+                diagnosis=[d.to_json() for d in diag.diagnoses(n)],
             )
         )
     started = min((r.started_wall for r in book.runs.values() if r.started_wall is not None), default=None)
@@ -449,6 +460,7 @@ def report_json(report: SessionReport) -> dict[str, Any]:
                 "economics": rec.economics,
                 "economics_vs": rec.economics_vs,
                 "benchmarks": rec.benches,
+                "diagnosis": rec.diagnosis,
                 **({"vs_baseline": rec.vs_external} if report.external is not None else {}),
             }
         )

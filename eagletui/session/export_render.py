@@ -68,6 +68,7 @@ REPORT_CSV_COLUMNS: tuple[str, ...] = (
     "economics_vs",
     "env",
     "command",
+    "why",
 )
 
 
@@ -118,6 +119,7 @@ def render_csv(report: SessionReport) -> str:
             rec.economics_vs if rec.economics_vs is not None else "",
             " ".join(f"{k}={v}" for k, v in sorted(r.env.items())),
             shlex.join(rec.command),
+            " | ".join(str(d.get("text", "")) for d in rec.diagnosis),
         ]
         if ext:
             v = rec.vs_external or {}
@@ -260,6 +262,17 @@ def _md_run(rec: RunRecord) -> list[str]:
             f"cycle {e['cycle_ms']:.1f} ms vs needed ≤ {e['needed_cycle_ms']:.1f} ms"
         )
     out.append("")
+    if rec.diagnosis:
+        out += ["Why (docs/diagnosis.md):", ""]
+        for d in rec.diagnosis:
+            mark = "⚠ " if d.get("level") == "warn" else ""
+            line = f"- {mark}{_md(str(d.get('text', '')))}"
+            if d.get("evidence"):
+                line += f" — from {_md(str(d['evidence']))}"
+            if d.get("hint"):
+                line += f" — hint: {_md(str(d['hint']))}"
+            out.append(line)
+        out.append("")
     if rec.command or r.env:
         out += ["Launch command (secrets redacted):", "", _fence(rec.command_line), ""]
     if r.phases:

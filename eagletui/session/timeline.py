@@ -43,6 +43,10 @@ CONTEXT_TYPES = frozenset(
         "launch_blocked",
         "bench_started",
         "connection",
+        # the diagnoses' evidence (a seek must not forget why a launch was slow)
+        "launch_note",
+        "host_facts",
+        "profile_captured",
     }
 )
 
