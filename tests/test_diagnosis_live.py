@@ -96,7 +96,7 @@ def test_slow_one_thread_load_names_the_read_rate_and_the_loader_hint(tmp_path) 
     prof_path = sim_profile_toml(
         tmp_path,
         port,
-        args=f"model-loader-extra-config = '{{\"enable_multithread_load\": false}}'\nsim-load-s = 400\n",
+        args="model-loader-extra-config = '{\"enable_multithread_load\": false}'\nsim-load-s = 400\n",
     )
     text = (
         Path(prof_path).read_text().replace('model-path = "moonshotai/Kimi-K2.5"', f'model-path = "{ckpt}"')
