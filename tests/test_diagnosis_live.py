@@ -220,3 +220,33 @@ def test_exports_carry_the_diagnoses(tmp_path) -> None:
     assert "Why (docs/diagnosis.md):" in md and "custom all-reduce off" in md
     csv_text = render(report, "csv")
     assert csv_text.splitlines()[0].endswith(",why") and "custom all-reduce off" in csv_text
+
+
+@pytest.mark.slow
+def test_accept_by_prompt_length_and_category_on_the_simulator(tmp_path, capsys) -> None:
+    """Prompts past the draft's context (--sim-draft-context) accept less: the benchmark's groups show
+    it, and the diagnosis says it with the numbers (MT-bench-style ``category`` lines)."""
+    short = "Tell me a short joke about ducks."
+    long = " ".join(["word"] * 600)
+    lines = [json.dumps({"prompt": short, "category": "writing"}) for _ in range(6)]
+    lines += [json.dumps({"prompt": long + f" {i}", "category": "extraction"}) for i in range(6)]
+    prompts = tmp_path / "mt.jsonl"
+    prompts.write_text("\n".join(lines) + "\n")
+    port = free_port()
+    rest = (
+        f'[bench]\nprompts = "{prompts}"\nnum_prompts = 12\nconcurrency = 4\nmax_new_tokens = 64\n'
+        "warmup = 1\nignore_eos = true"
+    )
+    prof = sim_profile_toml(tmp_path, port, args="sim-draft-context = 300\n", rest=rest)
+    rc = bench_main(["local", "--profile", prof, "--launch", "--json"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    data = json.loads(out.out)
+    d = _kinds(data["diagnosis"])
+    ctx = d["draft_context"]
+    assert (
+        "accept falls with prompt length" in ctx["text"]
+        and "max_position_embeddings unknown" in ctx["evidence"]
+    )
+    cat = d["draft_by_category"]
+    assert "fits writing best and extraction worst" in cat["text"]

@@ -47,6 +47,7 @@ from eagletui.bench.httplimits import read_bounded as read_bounded
 from eagletui.bench.metrics import _get_metrics as _get_metrics
 from eagletui.bench.metrics import _metrics_accept_len as _metrics_accept_len
 from eagletui.bench.metrics import parse_metrics as parse_metrics
+from eagletui.bench.accept_by import accept_groups
 from eagletui.bench.prompts import PromptSetError, Workload, build_workload
 from eagletui.bench.stats import summarize
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
@@ -69,6 +70,10 @@ class RequestResult:
     output_tokens: int = 0
     verify_ct: int | None = None
     itls: list[float] = field(default_factory=list)
+    #: the server's own count of the prompt's tokens (``meta_info.prompt_tokens``), and which prompt of
+    #: the workload this was (its category: :mod:`eagletui.bench.accept_by`)
+    prompt_tokens: int | None = None
+    index: int = -1
 
     @property
     def ttft(self) -> float | None:
@@ -267,6 +272,9 @@ async def stream_generate(
         res.error = f"invalid completion_tokens {ct!r} in the final chunk"
         return res
     res.output_tokens = int(ct)
+    pt = meta.get("prompt_tokens")
+    if _count(pt) and pt < 1 << 31:
+        res.prompt_tokens = int(pt)
     if res.output_tokens > last_ct and live is not None:
         live.tokens += res.output_tokens - last_ct
     if res.output_tokens <= 0:
@@ -389,13 +397,14 @@ async def _run_pool(
     limits: HttpLimits | None = None,
 ) -> list[RequestResult]:
     results: list[RequestResult] = []
-    it = iter(payloads)
+    it = iter(enumerate(payloads))
 
     async def worker() -> None:
-        for payload in it:
+        for i, payload in it:
             if stop is not None and stop.is_set():
                 return
             r = await stream_generate(session, url, payload, live, limits)
+            r.index = i
             results.append(r)
             if on_done is not None:
                 on_done(r)
@@ -620,4 +629,7 @@ def _summarize(
         stats=stats,
         workload_fingerprint=workload.fingerprint,
         error="; ".join(errors),
+        accept_by=accept_groups(
+            (r.prompt_tokens, workload.category(r.index), r.output_tokens, r.verify_ct) for r in ok
+        ),
     )

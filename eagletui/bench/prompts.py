@@ -49,7 +49,22 @@ def _prompt_from(obj: Any) -> str | None:
 
 
 def parse_jsonl(text: str, origin: str = "<prompts>") -> list[str]:
-    prompts: list[str] = []
+    return [p for p, _ in parse_jsonl_categories(text, origin)]
+
+
+def _category(obj: Any) -> str:
+    """A prompt line's own category (MT-bench's ``category``, ``type``, ``task``), "" when it has none."""
+    if isinstance(obj, dict):
+        for key in ("category", "type", "task"):
+            v = obj.get(key)
+            if isinstance(v, str) and v.strip():
+                return v.strip()[:64]
+    return ""
+
+
+def parse_jsonl_categories(text: str, origin: str = "<prompts>") -> list[tuple[str, str]]:
+    """(prompt, category) per line; the category is "" where the line names none."""
+    prompts: list[tuple[str, str]] = []
     for n, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line:
@@ -61,7 +76,7 @@ def parse_jsonl(text: str, origin: str = "<prompts>") -> list[str]:
         prompt = _prompt_from(obj)
         if prompt is None:
             raise PromptSetError(f"{origin}:{n}: no prompt/text/messages field")
-        prompts.append(prompt)
+        prompts.append((prompt, _category(obj)))
     if not prompts:
         raise PromptSetError(f"{origin}: no prompts")
     return prompts
@@ -69,9 +84,14 @@ def parse_jsonl(text: str, origin: str = "<prompts>") -> list[str]:
 
 def load_prompt_set(name: str) -> list[str]:
     """A built-in set name (chat/code/long) or a path to a JSONL file."""
+    return [p for p, _ in load_prompt_set_categories(name)]
+
+
+def load_prompt_set_categories(name: str) -> list[tuple[str, str]]:
+    """(prompt, category) of a set: a line's own category, else the set's name (``chat``, a file's stem)."""
     if name in BUILTIN_SETS:
         text = resources.files("eagletui.bench").joinpath("data", f"{name}.jsonl").read_text(encoding="utf-8")
-        return parse_jsonl(text, f"builtin:{name}")
+        return [(p, c or name) for p, c in parse_jsonl_categories(text, f"builtin:{name}")]
     path = Path(name).expanduser()
     if path.exists() and not path.is_file():  # a FIFO would block the open, /dev/zero never end
         raise PromptSetError(f"prompt set {name!r}: not a regular file")
@@ -88,7 +108,7 @@ def load_prompt_set(name: str) -> list[str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PromptSetError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    return parse_jsonl(text, str(path))
+    return [(p, c or path.stem) for p, c in parse_jsonl_categories(text, str(path))]
 
 
 @dataclass(frozen=True)
@@ -100,6 +120,11 @@ class Workload:
     source: str
     fingerprint: str
     extra: dict[str, Any] = field(default_factory=dict)
+    #: each prompt's category (parallel to ``prompts``; empty: none known)
+    categories: tuple[str, ...] = ()
+
+    def category(self, index: int) -> str:
+        return self.categories[index] if 0 <= index < len(self.categories) else ""
 
     def describe(self) -> dict[str, Any]:
         """The JSON-safe summary stored in BenchmarkStarted.workload (prompts themselves are omitted)."""
@@ -125,18 +150,19 @@ def fingerprint(prompts: list[str] | tuple[str, ...], sampling: dict[str, Any], 
 
 def build_workload(settings: BenchSettings) -> Workload:
     """Resolve the profile's [bench] into concrete prompts; same settings → same prompts, same order."""
-    pool = load_prompt_set(settings.prompts)
+    pool = load_prompt_set_categories(settings.prompts)
     rng = random.Random(settings.seed)
     order = list(pool)
     rng.shuffle(order)
-    prompts = [order[i % len(order)] for i in range(settings.num_prompts)]
+    picked = [order[i % len(order)] for i in range(settings.num_prompts)]
+    prompts = [p for p, _ in picked]
     # Warmup takes prompts from the far end of the shuffled pool so it rarely pre-fills the prefix cache
     # for the first measured requests (the cache is flushed anyway when the server allows it).
     # At least one full round at the benchmark's concurrency: the first batches of a new size pay
     # the kernels' JIT (triton on a real server: TTFT p90 717 ms cold vs ~20 ms warm, sglang 0.5.17 on
     # an H200), and one request at concurrency 1 warms none of the larger shapes.
     n_warm = max(settings.warmup, settings.concurrency) if settings.warmup > 0 else 0
-    warmup = [order[-1 - (i % len(order))] for i in range(n_warm)]
+    warmup = [order[-1 - (i % len(order))][0] for i in range(n_warm)]
     sampling = {
         "max_new_tokens": settings.max_new_tokens,
         "temperature": settings.temperature,
@@ -150,4 +176,5 @@ def build_workload(settings: BenchSettings) -> Workload:
         source=settings.prompts,
         fingerprint=fingerprint(prompts, sampling, settings.concurrency),
         extra={"seed": settings.seed},
+        categories=tuple(c for _, c in picked),
     )
