@@ -38,6 +38,7 @@ from typing import Any, TypeGuard
 
 import aiohttp
 
+from eagletui.bench.accept_by import accept_groups
 from eagletui.bench.httplimits import KIB as KIB
 from eagletui.bench.httplimits import MIB as MIB
 from eagletui.bench.httplimits import HttpLimits as HttpLimits
@@ -47,7 +48,6 @@ from eagletui.bench.httplimits import read_bounded as read_bounded
 from eagletui.bench.metrics import _get_metrics as _get_metrics
 from eagletui.bench.metrics import _metrics_accept_len as _metrics_accept_len
 from eagletui.bench.metrics import parse_metrics as parse_metrics
-from eagletui.bench.accept_by import accept_groups
 from eagletui.bench.prompts import PromptSetError, Workload, build_workload
 from eagletui.bench.stats import summarize
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
