@@ -34,6 +34,8 @@ EXAMPLES: dict[str, str] = {
     "demo-sweep": "demo-sweep.toml",
     "kimi": "kimi-k25-eagle3.toml",
 }
+#: Examples that run the bundled simulator on this machine: written with a free port, not a fixed one.
+SIMULATOR_EXAMPLES = frozenset({"demo", "demo-sweep"})
 
 _TEMPLATE_COMMAND = (
     "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 1 "
@@ -140,6 +142,10 @@ def _cmd_init(ns: argparse.Namespace) -> int:
     try:
         if ns.example:
             text = example_text(ns.example)
+            if ns.example in SIMULATOR_EXAMPLES:
+                from eagletui.commands.demo import with_free_port
+
+                text = with_free_port(text)
         else:
             source = ns.from_command or _TEMPLATE_COMMAND
             cmd = parse_launch_command(source)
