@@ -67,11 +67,14 @@ def test_bench_local_launch_json_against_simulator(tmp_path, capsys):
 
 
 def test_bench_unreachable_server_fails_cleanly(tmp_path, capsys):
-    rc = main(["local", "--profile", _profile(tmp_path, _free_port()), "--json"])
+    """Issue 20 item 9: no server at the port is said as such, with --launch suggested, and no
+    request is fired (it used to report "6 request(s) failed: connection failed")."""
+    prof = _profile(tmp_path, port := _free_port())
+    rc = main(["local", "--profile", prof, "--json"])
     out = capsys.readouterr()
-    assert rc == 1
-    data = json.loads(out.out)
-    assert data["failed"] == 6 and "connection" in data["error"].lower()
+    assert rc == 3
+    assert f"no server answers at port {port} on local" in out.err and "--launch" in out.err
+    assert "request(s) failed" not in out.err and out.out == ""
 
 
 def test_bench_bad_profile(tmp_path, capsys):

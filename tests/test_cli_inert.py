@@ -50,7 +50,9 @@ def _hostile_session(tmp: Path) -> Path:
             command=("python", "-m", "sglang.launch_server", f"--model-path=m{C1_CSI}"),
             config={"target": target, "model": f"m{OSC_CLIP}", "args": {"--tp": 8}, "env": {}},
         ),
-        ServerFailed(kind="oom", message=f"CUDA out of memory{OSC_CLIP}{BIDI}\r", phase="load_target", launch=1),
+        ServerFailed(
+            kind="oom", message=f"CUDA out of memory{OSC_CLIP}{BIDI}\r", phase="load_target", launch=1
+        ),
         ProcessExited(code=1, launch=1),
         BenchmarkStarted(bench=1, launch=1, runner="builtin"),
         BenchmarkResult(bench=1, launch=1, runner="builtin", error=f"HTTP 500: {OSC_TITLE}{C1_CSI}"),

@@ -256,6 +256,11 @@ async def _amain(ns: argparse.Namespace) -> int:
                     _say("---- last log lines ----\n" + tail)
                 return EXIT_LAUNCH_FAILED
             _say("server ready")
+        else:
+            missing = await _no_server(ws, profile, target)
+            if missing:
+                _say(missing)
+                return EXIT_LAUNCH_FAILED
         results = await _repeats(ws, repeats, redactor, ns.concurrency)
         spec_launch = model.state.launch.launch if model.state.launch is not None else 0
         # Errors may echo the key (``Invalid API key provided: …``): what is printed is scrubbed.
@@ -322,6 +327,31 @@ async def _amain(ns: argparse.Namespace) -> int:
                 _say(f"eagletui: stopping the server failed: {exc}")
         await ws.close()
         model.close()
+
+
+async def _no_server(ws: Workspace, profile: Profile, target: str) -> str:
+    """Without ``--launch``: "" when a server answers at the profile's port, else what to tell the
+    user (no server answers there, and ``--launch`` starts one) instead of firing every request."""
+    from eagletui.bench.probe import no_server_answer
+
+    if profile.bench.runner != "builtin":  # bench_serving / a command reach the server their own way
+        return ""
+    try:
+        url = await ws.base_url()
+    except Exception as exc:
+        return f"eagletui: cannot reach port {profile.port} on {target}: {exc}"
+    why = await no_server_answer(url)
+    if why is None:
+        return ""
+    return (
+        f"eagletui: no server answers at port {profile.port} on {target} ({why}).\n"
+        f"  Start it with 'eagletui bench {target} --profile {_profile_arg(profile)} --launch' "
+        "(launches it, benchmarks, stops it), or check the profile's [server] port."
+    )
+
+
+def _profile_arg(profile: Profile) -> str:
+    return str(profile.path) if getattr(profile, "path", None) else "PROFILE"
 
 
 def _load_baseline(text: str) -> Any:
