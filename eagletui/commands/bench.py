@@ -62,6 +62,9 @@ class PhasePrinter:
                 _say(f"  {e.phase}: {e.done}/{e.total} {e.unit} {e.label}".rstrip())
         elif isinstance(e, ev.ServerFailed):
             _say(f"  server failed ({e.kind}): {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""))
+        elif isinstance(e, ev.Notice) and (e.source == "bench" or e.level in ("warning", "error")):
+            # the benchmark's waiting/stall lines, and what the UI would toast (a source that stopped)
+            _say(f"  {e.message}" if e.source == "bench" else f"eagletui: {e.level}: {e.message}")
         elif isinstance(e, ev.BenchmarkSample) and self.samples and e.scope == "tick" and e.tok_s is not None:
             acc = f", accept {e.accept_len:.2f}" if e.accept_len else ""
             _say(f"  t={e.t:5.1f}s {e.tok_s:9.1f} tok/s{acc}")
@@ -332,7 +335,7 @@ async def _amain(ns: argparse.Namespace) -> int:
 async def _no_server(ws: Workspace, profile: Profile, target: str) -> str:
     """Without ``--launch``: "" when a server answers at the profile's port, else what to tell the
     user (no server answers there, and ``--launch`` starts one) instead of firing every request."""
-    from eagletui.bench.probe import no_server_answer
+    from eagletui.bench.probe import Silent, no_server_answer
 
     if profile.bench.runner != "builtin":  # bench_serving / a command reach the server their own way
         return ""
@@ -342,6 +345,9 @@ async def _no_server(ws: Workspace, profile: Profile, target: str) -> str:
         return f"eagletui: cannot reach port {profile.port} on {target}: {exc}"
     why = await no_server_answer(url)
     if why is None:
+        return ""
+    if isinstance(why, Silent):  # busy or stalled, not absent: the benchmark's stall watch decides
+        _say(f"eagletui: warning: port {profile.port} on {target}: {why}; benchmarking anyway")
         return ""
     return (
         f"eagletui: no server answers at port {profile.port} on {target} ({why}).\n"
