@@ -459,6 +459,7 @@ async def _run_workload(
                 session, url, warm, workload.concurrency, _Live(), None, stop, lim, emit, "warm-up"
             )
             if warm_watch.reason:  # the server stalled in the warm-up: nothing to measure
+                warm_watch.reason += " (in the warm-up)"
                 return _stalled(
                     _summarize(
                         [], 1e-9, workload, bench=bench, launch=launch, stopped=True, metrics_accept=None

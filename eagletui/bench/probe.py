@@ -17,7 +17,7 @@ from __future__ import annotations
 import aiohttp
 
 #: A loaded server answers /health in milliseconds; one that accepts and never answers is not serving.
-PROBE_TIMEOUT_S = 10.0
+PROBE_TIMEOUT_S = 5.0
 
 
 class Silent(str):

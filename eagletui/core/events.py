@@ -314,6 +314,9 @@ class GpuStats(Event):
 
     type: ClassVar[str] = "gpu_stats"
     gpus: tuple[dict[str, Any], ...] = ()
+    #: set when no sample could be read (``nvidia-smi`` hung or failed): why; the last good sample
+    #: stands, shown as stale with its age
+    stale: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

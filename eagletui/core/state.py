@@ -174,6 +174,9 @@ class SessionState:
     bench_running: int | None = None
     bench_results: list[BenchmarkResult] = field(default_factory=list)
     gpus: tuple[dict[str, Any], ...] = ()
+    #: wall time of the last good GPU sample, and why the newest read failed ("" when it did not)
+    gpus_wall: float | None = None
+    gpu_stale: str = ""
     notices: deque[Notice] = field(default_factory=lambda: deque(maxlen=200))
     log_lines: int = 0
     version: int = 0
@@ -393,7 +396,10 @@ def _on_connection(s: SessionState, ev: ConnectionState) -> None:
 
 
 def _on_gpu(s: SessionState, ev: GpuStats) -> None:
-    s.gpus = ev.gpus
+    if ev.stale:  # the read failed: the last sample stands, marked stale
+        s.gpu_stale = ev.stale
+        return
+    s.gpus, s.gpus_wall, s.gpu_stale = ev.gpus, ev.wall, ""
 
 
 def _on_notice(s: SessionState, ev: Notice) -> None:

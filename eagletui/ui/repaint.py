@@ -96,7 +96,7 @@ class Repainter:
             log_filter=log.filter_label(),
             search=f"/{log.search} {log.hit_label()}" if log.search else None,
         )
-        self.gpus.show(state)
+        self.gpus.show(state, screen.now())
         due = time.monotonic() - self._last_chart >= CHART_SLOT_S
         if not (due or self.force_charts):
             self.dirty = True
