@@ -73,7 +73,10 @@ def _phase_s(run: Run, phase: str) -> Any:
 def _iso(wall: float | None) -> str:
     if wall is None:
         return ""
-    return _dt.datetime.fromtimestamp(wall).astimezone().isoformat(timespec="seconds")
+    try:
+        return _dt.datetime.fromtimestamp(wall).astimezone().isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):  # a clock no calendar holds: say so, never raise
+        return f"(bad time {wall!r})"
 
 
 def _median(stats: dict[str, Any], name: str) -> Any:
