@@ -21,7 +21,12 @@ EXAMPLE = ROOT / "sessions" / "example-demo.jsonl"
 def _eagletui(*argv: str, tmp: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "EAGLETUI_CONFIG_DIR": str(tmp / "config"), "EAGLETUI_DATA_DIR": str(tmp / "data")}
     return subprocess.run(
-        [sys.executable, "-m", "eagletui", *argv], capture_output=True, text=True, timeout=timeout, cwd=tmp, env=env
+        [sys.executable, "-m", "eagletui", *argv],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=tmp,
+        env=env,
     )
 
 
@@ -114,3 +119,83 @@ async def test_replay_folds_the_rest_and_draws_it(tmp_path: Path, case: str) -> 
         assert good and all(0 < x < 1e6 for x in good), good
         means = [run.metric("tok_s").mean for run in app.runbook.runs.values()]
         assert sum(m is not None and 0 < m < 1e6 for m in means) >= 2, means  # the runs table has numbers
+
+
+# -- sweep queues ---------------------------------------------------------------------------------
+
+
+def _queue(tmp: Path, edit) -> Path:
+    from eagletui.commands.profile import example_text
+    from eagletui.core.profile import parse_profile
+    from eagletui.session.sweep import SweepQueue
+
+    prof = parse_profile(example_text("demo-sweep"), "d.toml")
+    assert prof.sweep is not None
+    q = SweepQueue.plan(prof.sweep, target="local", profile_path="d.toml")
+    path = tmp / "q.json"
+    q.save(path)
+    d = json.loads(path.read_text())
+    edit(d)
+    path.write_text(json.dumps(d))
+    return path
+
+
+QUEUE_CASES = {
+    "negative-repeats": (
+        lambda d: d.update(repeats=-3),
+        "repeats must be an integer from 1 to 1000, got int -3",
+    ),
+    "list-run-id": (lambda d: d["variants"][1].update(run_id=[1]), "variants[1].run_id must be a string"),
+    "string-attempts": (lambda d: d["variants"][2].update(attempts="many"), "variants[2].attempts must be"),
+    "nested-queue": (
+        lambda d: d["variants"].__setitem__(0, json.loads(json.dumps(d))),
+        "variants[0].index is missing",
+    ),
+    "list-setting": (
+        lambda d: d["variants"][0]["settings"].update(NCCL_ALGO=[["x"]]),
+        "variants[0].settings['NCCL_ALGO'] must be a string, number or boolean",
+    ),
+    "nan-repeat": (
+        lambda d: d["variants"][0].update(state="done", repeats=[{"tok_s": float("nan")}]),
+        "variants[0].repeats[0].tok_s must be a finite number",
+    ),
+    "bad-state": (lambda d: d["variants"][0].update(state="exploded"), "variants[0].state must be one of"),
+}
+
+
+@pytest.mark.parametrize("case", list(QUEUE_CASES))
+def test_a_damaged_sweep_queue_is_refused_naming_the_field(tmp_path: Path, case: str) -> None:
+    from eagletui.session.sweep import SweepError, SweepQueue
+
+    edit, why = QUEUE_CASES[case]
+    path = _queue(tmp_path, edit)
+    with pytest.raises(SweepError) as ei:
+        SweepQueue.load(path)
+    assert str(ei.value).startswith(f"{path}: damaged sweep queue: ") and why in str(ei.value), ei.value
+
+
+def test_a_deeply_nested_sweep_queue_is_refused(tmp_path: Path) -> None:
+    from eagletui.session.sweep import SweepError, SweepQueue
+
+    path = tmp_path / "q.json"
+    path.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SweepError, match="nested too deep"):
+        SweepQueue.load(path)
+
+
+def test_sweep_resume_with_a_damaged_queue_launches_nothing(tmp_path: Path) -> None:
+    """The queue of `eagletui sweep` itself, found by its path: exit 2 with the reason, no server."""
+    from eagletui.commands.profile import example_text
+    from eagletui.session.sweep import queue_path
+
+    prof = tmp_path / "s.toml"
+    prof.write_text(example_text("demo-sweep").replace("~/.eagletui/runs", str(tmp_path / "runs")))
+    qdir = tmp_path / "queues"
+    qpath = queue_path("local", str(prof), qdir)
+    qpath.parent.mkdir(parents=True, exist_ok=True)
+    good = _queue(tmp_path, lambda d: d.update(repeats=-3))
+    qpath.write_text(good.read_text())
+    proc = _eagletui("sweep", "--profile", str(prof), "--queue-dir", str(qdir), "--resume", tmp=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert "damaged sweep queue: repeats must be an integer from 1 to 1000" in proc.stderr
+    assert "Traceback" not in proc.stderr and not (tmp_path / "runs").exists()
