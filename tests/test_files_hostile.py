@@ -199,3 +199,64 @@ def test_sweep_resume_with_a_damaged_queue_launches_nothing(tmp_path: Path) -> N
     assert proc.returncode == 2, proc.stderr
     assert "damaged sweep queue: repeats must be an integer from 1 to 1000" in proc.stderr
     assert "Traceback" not in proc.stderr and not (tmp_path / "runs").exists()
+
+
+# -- profiler traces ------------------------------------------------------------------------------
+
+
+def _trace(tmp: Path, name: str, kernel_dur, step_dur=1000.0, deep: str = "") -> Path:
+    events = [
+        {
+            "ph": "X",
+            "cat": "kernel",
+            "name": "ncclDevKernel_AllReduce",
+            "ts": 100,
+            "dur": kernel_dur,
+            "tid": 7,
+        },
+        {"ph": "X", "cat": "kernel", "name": "gemm_kernel", "ts": 200, "dur": 50, "tid": 7},
+        {
+            "ph": "X",
+            "cat": "gpu_user_annotation",
+            "name": "ProfilerStep#1",
+            "ts": 0,
+            "dur": step_dur,
+            "tid": 7,
+        },
+    ]
+    body = json.dumps({"traceEvents": events})
+    if deep:
+        body = body.replace('{"traceEvents": [', '{"traceEvents": [' + deep + ", ", 1)
+    path = tmp / f"{name}-TP-0.trace.json"
+    path.write_text(body)
+    return path
+
+
+TRACE_CASES = {
+    "nan-dur": dict(kernel_dur=float("nan")),
+    "nan-string-dur": dict(kernel_dur="nan"),
+    "inf-string-dur": dict(kernel_dur="inf"),
+    "x-dur": dict(kernel_dur="x"),
+    "negative-dur": dict(kernel_dur=-5),
+    "huge-dur": dict(kernel_dur=1e308),
+    "nan-step": dict(kernel_dur=10, step_dur=float("nan")),
+    "negative-step": dict(kernel_dur=10, step_dur=-1),
+    "deep-event": dict(kernel_dur=10, deep='{"a": ' * 100_000 + "1" + "}" * 100_000),
+    "deep-args": dict(kernel_dur=10, deep='{"cat": "kernel", "args": ' + "[" * 100_000 + "]" * 100_000 + "}"),
+}
+
+
+@pytest.mark.parametrize("case", list(TRACE_CASES))
+@pytest.mark.parametrize("mode", ["text", "json"])
+def test_trace_skips_the_bad_event_and_summarises_the_rest(tmp_path: Path, case: str, mode: str) -> None:
+    path = _trace(tmp_path, case, **TRACE_CASES[case])
+    proc = _eagletui("trace", str(path), *(["--json"] if mode == "json" else []), tmp=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert f"{path}: 1 event(s) skipped" in proc.stderr, proc.stderr
+    if mode == "json":
+        [rank] = json.loads(proc.stdout)["ranks"]
+        assert rank["skipped"] == 1 and rank["kernels"] >= 1
+        assert all(v["ms"] == v["ms"] and v["ms"] < 1e6 for v in rank["categories"].values())
+    else:
+        assert "gemm" in proc.stdout

@@ -65,7 +65,14 @@ def _load(files: list[str]) -> tuple[list[RankSummary], list[str]]:
     errors: list[str] = []
     for f in files:
         try:
-            ranks.append(summarize_file(f))
+            r = summarize_file(f)
+            ranks.append(r)
+            if r.skipped:
+                print(
+                    f"eagletui trace: {_inert(f)}: {r.skipped} event(s) skipped (a ts or dur that is not "
+                    "a finite, non-negative number, or nested too deep to read); the rest is summarised",
+                    file=sys.stderr,
+                )
         except TraceError as exc:
             errors.append(str(exc))
         except OSError as exc:
