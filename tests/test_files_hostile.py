@@ -260,3 +260,32 @@ def test_trace_skips_the_bad_event_and_summarises_the_rest(tmp_path: Path, case:
         assert all(v["ms"] == v["ms"] and v["ms"] < 1e6 for v in rank["categories"].values())
     else:
         assert "gemm" in proc.stdout
+
+
+# -- TOML -----------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("deep", ["[" * 5000 + "]" * 5000, "{a = " * 3000 + "1" + "}" * 3000])
+def test_profile_check_on_a_deeply_nested_toml_names_the_place(tmp_path: Path, deep: str) -> None:
+    prof = tmp_path / "p.toml"
+    prof.write_text(f'name = "x"\n\n[server.args]\nmodel-path = "m"\nfoo = {deep}\n')
+    proc = _eagletui("profile", "check", str(prof), tmp=tmp_path)
+    assert proc.returncode != 0 and "Traceback" not in proc.stderr, proc.stderr
+    assert f"{prof}:5:" in proc.stdout + proc.stderr and "nested deeper than 64" in proc.stdout + proc.stderr
+
+
+def test_a_deep_user_config_is_a_problem_not_a_crash(tmp_path: Path) -> None:
+    from eagletui.config import load_user_config as load_config
+
+    cfg = tmp_path / "config.toml"
+    cfg.write_text("theme = " + "[" * 5000 + "]" * 5000 + "\n")
+    _cfg, problems = load_config(cfg)
+    assert problems and f"{cfg}:1:" in problems[0] and "nested deeper" in problems[0]
+
+
+def test_ordinary_profiles_still_load() -> None:
+    from eagletui.commands.profile import EXAMPLES, example_text
+    from eagletui.core.profile import parse_profile
+
+    for name in EXAMPLES:
+        parse_profile(example_text(name), f"{name}.toml")

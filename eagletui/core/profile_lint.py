@@ -15,6 +15,7 @@ from typing import Any
 
 from eagletui.core.profile import Profile, ProfileError, normalize_flag
 from eagletui.core.server_flags import FlagTable, check_server_flags, check_values
+from eagletui.core.tomlpos import loads as toml_loads
 from eagletui.core.tomlpos import locate, locate_in_array
 
 
@@ -36,7 +37,7 @@ def toggle_position(text: str, index: int, key: str) -> tuple[int | None, int | 
 def _arg_keys(text: str) -> dict[str, str]:
     """Normalised flag → the key as written under ``[server.args]`` (``tp`` for ``--tp``)."""
     try:
-        data = tomllib.loads(text)
+        data = toml_loads(text)
     except tomllib.TOMLDecodeError:
         return {}
     raw = data.get("server", {}).get("args", {}) if isinstance(data.get("server"), dict) else {}
