@@ -90,6 +90,7 @@ class Repainter:
         self.status.show(
             state,
             recording=self.model.recorder is not None,
+            recording_paused=self.model.recording_paused,
             replay=screen.driver.is_replay,
             follow=log.follow,
             bench=state.bench_running is not None,

@@ -33,6 +33,7 @@ class StatusHeader(TextView):
         bench: bool,
         log_filter: str | None = None,
         search: str | None = None,
+        recording_paused: str | None = None,
     ) -> None:
         v = self.app.theme_variables
         t = Text(no_wrap=True, overflow="ellipsis")
@@ -73,7 +74,10 @@ class StatusHeader(TextView):
             t.append(f"  {inert(search)}", style=v.get("accent", "cyan"))
         if not follow:
             t.append("  ⏸ log paused", style="dim")
-        if recording:
+        if recording and recording_paused:
+            # until it resumes: the session is not being recorded (disk full), said where REC stood
+            t.append("  ⏸ REC paused: disk full", style=f"bold {v.get('warning', 'yellow')}")
+        elif recording:
             t.append("  ● REC", style=f"bold {v.get('error', 'red')}")
         self.set_text(t)
 
