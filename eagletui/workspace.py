@@ -452,12 +452,18 @@ class Workspace:
         def say(msg: str) -> None:
             self.emit(Notice(level="info", message=f"profile: {msg}", source="profile"))
 
+        scratch = None
         try:
+            host_dir = run.run_dir
+            if not host_dir:  # a server we follow without a run dir of ours: a private dir, never a
+                # predictable /tmp name another local user could have made first
+                host_dir = scratch = await self._private_host_dir()
+                say(f"traces go to {scratch} on the host (private, removed after fetching)")
             paths = await capture(
                 self.transport,
                 await self.base_url(),
                 python=profile.python,
-                host_dir=run.run_dir or "/tmp/eagletui-profiles",
+                host_dir=host_dir,
                 local_dir=Path(local_dir),
                 ranks=ranks,
                 request=ProfileRequest(num_steps=num_steps),
@@ -469,10 +475,26 @@ class Workspace:
             event = ProfileCaptured(
                 launch=run.launch, files=tuple(str(p) for p in paths), summary=step_breakdown(summaries)
             )
-        except (ProfileError, TraceError, OSError) as exc:
+        except (ProfileError, TraceError, OSError, WorkspaceError) as exc:
             event = ProfileCaptured(launch=run.launch, error=str(exc))
+        finally:
+            if scratch is not None:
+                with contextlib.suppress(Exception):
+                    await self.transport.run(["rm", "-rf", "--", scratch], timeout=30)
         self.emit(event)
         return event
+
+    async def _private_host_dir(self) -> str:
+        """A fresh directory on the host that only this user can enter (``mktemp -d``: 0700, a random
+        name under ``$TMPDIR`` or /tmp)."""
+        assert self.transport is not None
+        res = await self.transport.run(["mktemp", "-d", "-t", "eagletui-profile.XXXXXXXXXX"], timeout=30)
+        path = res.stdout.strip()
+        if res.exit_status != 0 or not path.startswith("/") or "\n" in path:
+            raise WorkspaceError(
+                f"cannot make a private directory on the host for the traces: {res.stderr.strip()}"
+            )
+        return path
 
     # ------------------------------------------------------------------ shutdown
 
