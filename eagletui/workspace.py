@@ -24,6 +24,7 @@ from eagletui.core.events import (
     ProcessExited,
     ProfileCaptured,
     ServerStopped,
+    TaskFailed,
 )
 from eagletui.core.profile import Profile, config_diff
 from eagletui.core.redact import Redactor
@@ -105,15 +106,17 @@ class Workspace:
         self.control = ServerControl(
             self.transport, runs_dir=self.profile.runs_dir, python=self.profile.python
         )
-        self._gpu_task = asyncio.create_task(self._gpu_loop())
+        from eagletui.remote import tasks
+
+        self._gpu_task = tasks.start(self._gpu_loop(), "gpu poll", self.emit)
 
     async def _gpu_loop(self) -> None:
+        """GPU samples until closed; an error ends it as a ``TaskFailed`` (``gpu poll``), not silently."""
         assert self.transport is not None
-        with contextlib.suppress(Exception):
-            from eagletui.remote.gpu import gpu_events
+        from eagletui.remote.gpu import gpu_events
 
-            async for ev in gpu_events(self.transport):
-                self.emit(ev)
+        async for ev in gpu_events(self.transport):
+            self.emit(ev)
 
     async def attach_newest(self) -> bool:
         """Reattach to eagletui's newest live run on the host (log backfilled from its start)."""
@@ -281,7 +284,7 @@ class Workspace:
         assert self.transport is not None and self.control is not None
         self._stop_source()
         self._source = LiveSource(self.transport, self.control, run, stale_after=self.stale_after)
-        self._source_task = asyncio.create_task(self._pump(self._source))
+        self._source_task = asyncio.create_task(self._pump(self._source), name="log source")
 
     async def _pump(self, source: LiveSource) -> None:
         try:
@@ -295,7 +298,9 @@ class Workspace:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a broken source must not take the UI down; say what happened
-            self.emit(Notice(level="error", message=f"log source stopped: {exc}", source="tail"))
+            from eagletui.remote.tasks import failure_text
+
+            self.emit(TaskFailed(task="log source", message=failure_text(exc), launch=source.run.launch))
 
     def _stop_source(self) -> None:
         if self._source is not None:

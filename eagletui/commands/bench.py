@@ -62,6 +62,8 @@ class PhasePrinter:
                 _say(f"  {e.phase}: {e.done}/{e.total} {e.unit} {e.label}".rstrip())
         elif isinstance(e, ev.ServerFailed):
             _say(f"  server failed ({e.kind}): {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""))
+        elif isinstance(e, ev.TaskFailed):
+            _say(f"eagletui: {e.task} stopped: {e.message}")
         elif isinstance(e, ev.Notice) and (e.source == "bench" or e.level in ("warning", "error")):
             # the benchmark's waiting/stall lines, and what the UI would toast (a source that stopped)
             _say(f"  {e.message}" if e.source == "bench" else f"eagletui: {e.level}: {e.message}")

@@ -329,6 +329,19 @@ class Notice(Event):
     source: str = ""
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskFailed(Event):
+    """A background task ended with an error and no longer runs: a UI worker (``driver``, ``launch``,
+    ``bench``, …) or a task of the live source (``log tail``, ``process watch``, ``gpu poll``,
+    ``log source``). ``task`` names it; the status line says it stopped until it runs again (a new
+    launch restarts the log tail and the process watch)."""
+
+    type: ClassVar[str] = "task_failed"
+    task: str
+    message: str
+    launch: int = 0
+
+
 # -------------------------------------------------------------------------------------- benchmarks
 
 

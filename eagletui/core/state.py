@@ -33,6 +33,7 @@ from eagletui.core.events import (
     ServerFailed,
     ServerReady,
     ServerStopped,
+    TaskFailed,
 )
 from eagletui.core.nccl import NcclFold
 
@@ -177,6 +178,8 @@ class SessionState:
     #: wall time of the last good GPU sample, and why the newest read failed ("" when it did not)
     gpus_wall: float | None = None
     gpu_stale: str = ""
+    #: background tasks that ended with an error and have not run again: name → what happened
+    failed_tasks: dict[str, str] = field(default_factory=dict)
     notices: deque[Notice] = field(default_factory=lambda: deque(maxlen=200))
     log_lines: int = 0
     version: int = 0
@@ -226,6 +229,8 @@ class SessionState:
 
 
 def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
+    for task in _PER_LAUNCH_TASKS:
+        s.failed_tasks.pop(task, None)
     la = LaunchState(
         launch=ev.launch,
         started=ev.wall,
@@ -406,6 +411,14 @@ def _on_notice(s: SessionState, ev: Notice) -> None:
     s.notices.append(ev)
 
 
+#: Tasks a new launch starts again (a new live source): their earlier failure is over.
+_PER_LAUNCH_TASKS = ("log tail", "process watch", "log source")
+
+
+def _on_task_failed(s: SessionState, ev: TaskFailed) -> None:
+    s.failed_tasks[ev.task] = ev.message
+
+
 def _on_bench_started(s: SessionState, ev: BenchmarkStarted) -> None:
     s.bench_running = ev.bench
     s.bench_tok_s.clear()
@@ -452,6 +465,7 @@ _HANDLERS: dict[type, Any] = {
     ConnectionState: _on_connection,
     GpuStats: _on_gpu,
     Notice: _on_notice,
+    TaskFailed: _on_task_failed,
     BenchmarkStarted: _on_bench_started,
     BenchmarkSample: _on_bench_sample,
     BenchmarkResult: _on_bench_result,

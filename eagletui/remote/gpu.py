@@ -40,7 +40,7 @@ def parse_query(text: str) -> list[dict[str, Any]]:
     gpus = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) < 6 or not parts[0].isdigit():
+        if len(parts) < 6 or not (parts[0].isascii() and parts[0].isdigit()):  # "²".isdigit() is True
             continue
         used, total, util, power = (_num(p) for p in parts[2:6])
         gpus.append(

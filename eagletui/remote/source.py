@@ -257,8 +257,13 @@ class LiveSource:
                 )
 
     async def events(self) -> AsyncIterator[Event]:
-        tail_task = asyncio.create_task(self._tail_loop())
-        watch_task = asyncio.create_task(self._watch_loop())
+        from eagletui.remote import tasks
+
+        launch = self.run.launch
+        # a failure of either is a TaskFailed in the stream (recorded, shown), never a silent stop;
+        # the log can stop while the process watch goes on, but without the watch the source ends
+        tail_task = tasks.start(self._tail_loop(), "log tail", self._queue.put_nowait, launch=launch)
+        watch_task = tasks.start(self._watch_loop(), "process watch", self._queue.put_nowait, launch=launch)
         self._tasks = [tail_task, watch_task]
         watch_task.add_done_callback(lambda _t: self._queue.put_nowait(None))
         try:

@@ -47,6 +47,7 @@ from eagletui.ui.widgets.tabbar import TabBar
 from eagletui.ui.widgets.timeline import Timeline, clock
 from eagletui.ui.widgets.tuning import TuningPanel
 from eagletui.ui.words import phase_label
+from eagletui.ui.workers import WorkerFailures
 
 if TYPE_CHECKING:
     from eagletui.session.drivers import Driver
@@ -59,7 +60,7 @@ PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-t
 FILTERS = FILTER_NAMES
 
 
-class MainScreen(Screen):
+class MainScreen(WorkerFailures, Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
         *actions.bindings(),
         # the README's "ctrl+c copies" (Textual binds ctrl+c to a "press ctrl+q to quit" hint)
@@ -133,7 +134,7 @@ class MainScreen(Screen):
     def settled(self) -> None:
         self.repaint_now()
 
-    @work(exclusive=True, group="driver", exit_on_error=False)
+    @work(exclusive=True, group="driver", name="driver", exit_on_error=False)
     async def _run_driver(self) -> None:
         await self.driver.run(self.model, self)
 
@@ -257,7 +258,7 @@ class MainScreen(Screen):
 
         self.app.push_screen(ConfirmScreen(question), answer)
 
-    @work(exclusive=False, group="control", exit_on_error=False)
+    @work(exclusive=False, group="control", name="cancel benchmark", exit_on_error=False)
     async def _after_benchmark(self, d: LiveDriver, then: Callable[[], None]) -> None:
         """Cancel the benchmark, wait (≤ 15 s) until its run is closed, then go on."""
         task = d.bench_task
@@ -280,7 +281,7 @@ class MainScreen(Screen):
 
             self._guarded(d, "Relaunch", relaunch)
 
-    @work(exclusive=False, group="control", exit_on_error=False)
+    @work(exclusive=False, group="control", name="launch", exit_on_error=False)
     async def _launch_worker(self, d: LiveDriver, profile: Any, applied: dict[str, Any] | None) -> None:
         await d.launch(profile, self.model, self, applied)
 
@@ -295,7 +296,7 @@ class MainScreen(Screen):
 
             self._guarded(d, "Stop the server", stop)
 
-    @work(exclusive=False, group="control", exit_on_error=False)
+    @work(exclusive=False, group="control", name="stop", exit_on_error=False)
     async def _stop_worker(self, d: LiveDriver) -> None:
         await d.stop(self)
 
@@ -312,7 +313,7 @@ class MainScreen(Screen):
         else:
             self._bench_worker(d)
 
-    @work(exclusive=False, group="bench", exit_on_error=False)
+    @work(exclusive=False, group="bench", name="benchmark", exit_on_error=False)
     async def _bench_worker(self, d: LiveDriver) -> None:
         await d.benchmark(self.model, self)
 
@@ -408,7 +409,7 @@ class MainScreen(Screen):
         self.app.notify("profiling a few decode steps (/start_profile) …", title="profile")
         self._profile_worker(d)
 
-    @work(exclusive=True, group="profile", exit_on_error=False)
+    @work(exclusive=True, group="profile", name="step profile", exit_on_error=False)
     async def _profile_worker(self, d: LiveDriver) -> None:
         try:
             ev = await d.workspace.profile_step()  # type: ignore[union-attr]  # _live() checked it

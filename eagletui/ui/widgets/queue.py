@@ -33,6 +33,7 @@ from eagletui.session.sweep import (
     queue_path,
     spec_fingerprint,
 )
+from eagletui.ui.workers import WorkerFailures
 
 _STYLE = {PENDING: "dim", LAUNCHING: "bold", BENCHMARKING: "bold", DONE: "", FAILED: "red", SKIPPED: "dim"}
 
@@ -94,7 +95,7 @@ NO_SWEEP_HINT = (
 )
 
 
-class SweepQueueView(Widget, can_focus=True):
+class SweepQueueView(WorkerFailures, Widget, can_focus=True):
     DEFAULT_CSS = """
     SweepQueueView { display: none; height: 1fr; padding: 0 1; }
     """
@@ -256,7 +257,7 @@ class SweepQueueView(Widget, can_focus=True):
             self.notify("this profile has no [sweep] table", severity="warning")
             return
         self.queue.aborted = False
-        self.run_worker(self._run(d), group="sweep", exclusive=True, exit_on_error=False)
+        self.run_worker(self._run(d), name="sweep", group="sweep", exclusive=True, exit_on_error=False)
 
     async def _run(self, d: Any) -> None:
         host = self._host()

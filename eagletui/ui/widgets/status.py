@@ -66,6 +66,10 @@ class StatusHeader(TextView):
             phase = la.current_phase
             if phase and server in ("loading", "launching"):
                 t.append(f" · {phase_label(phase)}")
+        if state.failed_tasks:  # what stopped, in sight until it runs again (never "idle" over it)
+            t.append(
+                f"  ⚠ stopped: {inert(', '.join(state.failed_tasks))}", style=f"bold {v.get('error', 'red')}"
+            )
         if bench:
             t.append("  ⏱ benchmarking", style=v.get("accent", "cyan"))
         if log_filter:
