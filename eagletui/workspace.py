@@ -322,6 +322,8 @@ class Workspace:
         if not run.owned:
             raise WorkspaceError("this server was not started by eagletui; it is followed read-only")
         assert self.control is not None
+        if self._source is not None:
+            self._source.expect_exit()
         code, sig = await self.control.stop(run)
         # Let the tail drain the last lines before it is stopped.
         await asyncio.sleep(0.2)

@@ -32,6 +32,7 @@ from eagletui.core.events import (
     ServerReady,
     ServerStopped,
 )
+from eagletui.core.failure_fold import exit_failure
 from eagletui.core.profile import Verdict, config_diff, format_diff, normalize_flag
 from eagletui.core.stats import mean_stdev, stat
 from eagletui.core.wording import describe_failure
@@ -330,9 +331,19 @@ class RunBook:
 
     def _on_exited(self, event: ProcessExited) -> None:
         run = self._run(event.launch)
-        if run.outcome in (RunOutcome.RUNNING, RunOutcome.READY) and event.code not in (0, None):
+        if run.outcome not in (RunOutcome.RUNNING, RunOutcome.READY):
+            return
+        # a death no log line explained (the live triage's verdict, for recordings made before it)
+        fail = exit_failure(
+            event.code, event.signal, phase=None, ready=run.outcome == RunOutcome.READY, launch=event.launch
+        )
+        if fail is not None:
             run.outcome = RunOutcome.FAILED
-            run.failure = run.failure or f"exited with code {event.code}"
+            run.failure_kind = run.failure_kind or fail.kind
+            plain = event.signal is None and event.code not in (None, 0)
+            run.failure = run.failure or (
+                f"exited with code {event.code}" if plain else f"{fail.kind}: {fail.message}"
+            )
 
     def _on_bench_started(self, event: BenchmarkStarted) -> None:
         run = self._run(event.launch)

@@ -7,6 +7,7 @@ wants elapsed times).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -35,6 +36,7 @@ from eagletui.core.events import (
     ServerStopped,
     TaskFailed,
 )
+from eagletui.core.failure_fold import exit_failure
 from eagletui.core.nccl import NcclFold
 
 SERIES_LIMIT = 2000
@@ -363,6 +365,14 @@ def _on_stopped(s: SessionState, ev: ServerStopped) -> None:
 def _on_exited(s: SessionState, ev: ProcessExited) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     la.exit_code, la.exit_signal = ev.code, ev.signal
+    if la.status in _RUNNING and la.failure is None:
+        # a recording from before the live triage: the same verdict, from the same place
+        fail = exit_failure(
+            ev.code, ev.signal, phase=la.current_phase, ready=la.status == ServerState.READY, launch=la.launch
+        )
+        if fail is not None:
+            _on_failed(s, dataclasses.replace(fail, wall=ev.wall, mono=ev.mono))
+            return
     if la.status in _RUNNING:
         la.status = ServerState.EXITED
         for ph in la.phases.values():

@@ -153,6 +153,7 @@ class LiveSource:
         self._link_up = True
         self._stale_sent = False
         self._stopped = False
+        self._exit_expected = False
         self._tasks: list[asyncio.Task[Any]] = []
         self.tail = LogTail(
             transport,
@@ -244,6 +245,12 @@ class LiveSource:
                 with contextlib.suppress(TransportError, OSError):
                     code, sig = await self.control.exit_info(self.run)
                 self.run.alive = False
+                if self._exit_expected:
+                    return  # stopped by eagletui: the workspace reports the stop and the exit itself
+                # a death no log line explained (a SIGKILL prints nothing) is triaged here, at any phase
+                triage = getattr(self.interp, "process_exited", None)
+                if triage is not None:
+                    self._emit(triage(code, sig))
                 self._queue.put_nowait(
                     ProcessExited(code=code, signal=sig, pid=self.run.pid, launch=self.run.launch)
                 )
@@ -280,6 +287,11 @@ class LiveSource:
                     yield ev
         finally:
             self.stop()
+
+    def expect_exit(self) -> None:
+        """eagletui is stopping this server: its exit is a stop, reported by the workspace, not a
+        death to triage (the watch may see it dead before the stop returns)."""
+        self._exit_expected = True
 
     def stop(self) -> None:
         self._stopped = True
