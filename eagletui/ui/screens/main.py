@@ -550,11 +550,25 @@ class MainScreen(WorkerFailures, Screen):
         self.painter.dirty = True
 
     def _seekable(self) -> ReplayDriver:
-        """The replay driver, or SkipAction: outside a replay (or in a text box) the key is the pane's."""
+        """The replay driver, or SkipAction: outside a replay (or in a text box) the key is the pane's.
+
+        At ``instant`` speed a seek pauses the replay first: playing on from the target would race to
+        the end again at once, and the key would seem to do nothing."""
         d = self.driver
         if not isinstance(d, ReplayDriver) or not d.can_seek or isinstance(self.app.focused, Input):
             raise SkipAction()
+        src: Any = d.source
+        if getattr(src, "speed", None) == "instant" and not src.paused:
+            src.pause()
+            self._paused_for_seek = True
         return d
+
+    def _say_paused_for_seek(self) -> None:
+        if getattr(self, "_paused_for_seek", False):
+            self._paused_for_seek = False
+            src: Any = getattr(self.driver, "source", None)
+            where = clock(src.position) if src is not None else ""
+            self.app.notify(f"paused at {where} to seek (instant speed): Space plays on", title="replay")
 
     def _replay_moved(self) -> None:
         with contextlib.suppress(NoMatches):
@@ -564,6 +578,7 @@ class MainScreen(WorkerFailures, Screen):
         d = self._seekable()
         d.seek_by(self.model, self, float(seconds))
         self._replay_moved()
+        self._say_paused_for_seek()
 
     def action_replay_step(self, step: int) -> None:
         d = self._seekable()
@@ -576,12 +591,14 @@ class MainScreen(WorkerFailures, Screen):
         at = [m for m in src.marks if m.kind in d.STEP_KINDS and abs(m.t - src.position) < 1e-6]
         label = at[-1].label if at else "moved"
         self.app.notify(f"{label} at {clock(src.position)}", title="replay")
+        self._say_paused_for_seek()
 
     def action_replay_to_end(self, end: int) -> None:
         d = self._seekable()
         src: Any = d.source
         d.seek(self.model, self, time=src.duration if end else 0.0)
         self._replay_moved()
+        self._say_paused_for_seek()
 
     # ------------------------------------------------------------------ export
 
