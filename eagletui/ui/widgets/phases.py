@@ -234,6 +234,9 @@ class PhasePanel(Vertical):
                         continue
                     remaining += max(0.0, est[0] - (st.elapsed(now) or 0.0))
                 line.append(f"  ETA ready {fmt_secs(remaining)}")
+            elif any(st.status == PhaseStatus.ACTIVE and st.total and st.done for st in la.phases.values()):
+                # the phase row shows an ETA from its own progress: say where it comes from
+                line.append("  first launch: ETA from progress only", style="dim")
             else:
                 line.append("  first launch: no estimate", style="dim")
         if la.stale_for:

@@ -80,7 +80,7 @@ class StatusHeader(TextView):
         if bench:
             t.append("  ⏱ benchmarking", style=v.get("accent", "cyan"))
         if log_filter:
-            t.append(f"  ⧩ log filter: {log_filter} (0 resets)", style=v.get("warning", "yellow"))
+            t.append(f"  ⧩ log filter: {log_filter} (key 0: all lines)", style=v.get("warning", "yellow"))
         if search:
             t.append(f"  {inert(search)}", style=v.get("accent", "cyan"))
         if not follow:
