@@ -11,7 +11,7 @@ Pure: folds events, no I/O, no UI, so a replayed recording rebuilds exactly the 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -203,6 +203,17 @@ class Run:
         return Metric(m, s, n)
 
 
+def launch_to_ready(started: float | None, ready: float, phase_seconds: Iterable[float]) -> float | None:
+    """Seconds from launch to ready: the one definition the phase panel, the runs table and the
+    export show. The gap between the launch and the ready event, or the phases' own durations when
+    they add up to more (a reattached run's launch event is when eagletui attached, and the log's
+    timestamps measure a phase better than when its lines were read)."""
+    total = math.fsum(phase_seconds)
+    if started is None:
+        return total or None
+    return max(ready - started, total)
+
+
 @dataclass(frozen=True)
 class RunRow:
     """Plain data for one table row (and JSON output)."""
@@ -314,8 +325,10 @@ class RunBook:
     def _on_ready(self, event: ServerReady) -> None:
         run = self._run(event.launch)
         run.outcome = RunOutcome.READY
-        if run.started_mono is not None:
-            run.ready_after = event.mono - run.started_mono
+        for phase, start in run.phase_starts.items():  # still open at ready: it ended there (as on screen)
+            if phase not in run.phases and phase != "ready":
+                run.phases[phase] = max(0.0, event.mono - start)
+        run.ready_after = launch_to_ready(run.started_mono, event.mono, run.phases.values())
 
     def _on_failed(self, event: ServerFailed) -> None:
         run = self._run(event.launch)
@@ -597,7 +610,8 @@ class RunBook:
             launch=launch,
             is_baseline=launch == self.baseline,
             diff="baseline" if launch == self.baseline else (format_diff(self.diff(launch), limit=4) or "="),
-            phase_total_s=run.phase_total_s,
+            # ready: launch → ready, as the panel and the export say; else how far its phases got
+            phase_total_s=run.ready_after if run.ready_after is not None else run.phase_total_s,
             tok_s=run.metric("tok_s"),
             accept_len=run.metric("accept_len"),
             ttft_ms=run.metric("ttft_ms"),

@@ -38,6 +38,7 @@ from eagletui.core.events import (
 )
 from eagletui.core.failure_fold import exit_failure
 from eagletui.core.nccl import NcclFold
+from eagletui.core.runs import launch_to_ready
 
 SERIES_LIMIT = 2000
 
@@ -116,6 +117,8 @@ class LaunchState:
     exit_code: int | None = None
     exit_signal: int | None = None
     ready_at: float | None = None
+    #: launch → ready in seconds (core.runs.launch_to_ready: what the runs table and export say)
+    ready_after: float | None = None
     stale_for: float | None = None
     version: str | None = None
     #: NCCL_DEBUG=INFO lines of this launch, folded (only lines containing "NCCL INFO" reach it)
@@ -336,6 +339,7 @@ def _on_ready(s: SessionState, ev: ServerReady) -> None:
     ready.seconds = 0.0
     la.status = ServerState.READY
     la.ready_at = ev.wall
+    la.ready_after = launch_to_ready(la.started, ev.wall, la.phase_durations().values())
     la.stale_for = None
 
 

@@ -268,6 +268,8 @@ class PhasePanel(Vertical):
 def launch_elapsed(la: LaunchState, now: float) -> float | None:
     """Launch to ready (or to now while loading). A reattached run's ``started`` is when we attached,
     so once it is ready its phases, timed from the log, are the better measure."""
+    if la.ready_after is not None:  # the runs table's and the export's number (core.runs.launch_to_ready)
+        return la.ready_after
     durations = la.phase_durations()
     if la.ready_at is not None and la.started is not None:
         return max(la.ready_at - la.started, sum(durations.values()))

@@ -32,7 +32,7 @@ COLUMNS = (
     "TTFT ms",
     "Δ TTFT",
     "verdict",
-    "phases",
+    "ready",
     "config vs baseline",
 )
 
