@@ -102,6 +102,7 @@ class MainScreen(WorkerFailures, Screen):
                 yield RequestTokSChart(id="chart-req", classes="chart in-tab")
                 yield TtftChart(id="chart-ttft", classes="chart in-tab")
             yield TuningPanel(staged=self.model.staged, id="tuning", classes="pane")
+            yield Static("", id="tune-help", classes="tab-extra")
             yield RunsTable(id="runs-table", classes="pane")
             yield SweepQueueView(id="sweep-queue", classes="pane")
             yield SearchInput(placeholder="search the log (Enter: find, Esc: cancel)", id="search-input")
@@ -190,6 +191,11 @@ class MainScreen(WorkerFailures, Screen):
         self.set_class(tab != "log", "-full-pane")
         for name, pane in PANES.items():
             self.query_one(f"#{pane}").display = name == tab
+        self.query_one("#tune-help").display = tab == "tune"
+        if tab == "tune":
+            from eagletui.ui.widgets.tuning import help_line
+
+            self.query_one("#tune-help", Static).update(help_line(self.query_one(TuningPanel).current_toggle))
         if tab != "log":
             self.query_one("#search-input", Input).display = False  # it belongs to the log
 
@@ -629,6 +635,12 @@ class MainScreen(WorkerFailures, Screen):
         # the file the config was read from (a config built in code has none: plain "config.toml")
         path = getattr(self.app.user_config, "path", None) or ""
         self.app.push_screen(HelpScreen(actions.help_rows(keymap), inert(path)))
+
+    @on(TuningPanel.Selected)
+    def _toggle_selected(self, event: TuningPanel.Selected) -> None:
+        from eagletui.ui.widgets.tuning import help_line
+
+        self.query_one("#tune-help", Static).update(help_line(event.toggle))
 
     @on(TuningPanel.PendingChanged)
     def _pending_changed(self, event: TuningPanel.PendingChanged) -> None:
