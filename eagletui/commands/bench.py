@@ -22,6 +22,7 @@ import sys
 import time
 from typing import Any
 
+from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core import events as ev
 from eagletui.core.economics import crossover
@@ -412,7 +413,7 @@ def _concurrency_list(text: str) -> list[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="eagletui bench", description="Benchmark a server headlessly.")
+    p = ArgumentParser(prog="eagletui bench", description="Benchmark a server headlessly.")
     p.add_argument(
         "target", nargs="?", default=None, help='"local" or an SSH target (default: the profile\'s)'
     )

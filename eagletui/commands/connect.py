@@ -14,12 +14,14 @@ import dataclasses
 import sys
 from typing import Any
 
+from eagletui.commands._args import ArgumentParser
+
 
 def build_parser() -> argparse.ArgumentParser:
     from eagletui.commands._ssh import add_ssh_options
     from eagletui.commands._ui import add_ui_options
 
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="eagletui connect",
         description="Connect to [user@]host[:port], an ~/.ssh/config alias, or 'local'; reattach to a running "
         "server eagletui started there (with the profile it was launched with), or launch the profile's "

@@ -13,6 +13,8 @@ import sys
 import tempfile
 from pathlib import Path
 
+from eagletui.commands._args import ArgumentParser
+
 
 def free_port() -> int:
     with socket.socket() as s:
@@ -47,9 +49,7 @@ def write_demo_profile(directory: Path, *, port: int | None = None, time_scale: 
 def build_parser() -> argparse.ArgumentParser:
     from eagletui.commands._ui import add_ui_options
 
-    p = argparse.ArgumentParser(
-        prog="eagletui demo", description="Run the SGLang simulator and tune it in the UI."
-    )
+    p = ArgumentParser(prog="eagletui demo", description="Run the SGLang simulator and tune it in the UI.")
     p.add_argument(
         "--time-scale",
         type=float,

@@ -28,6 +28,7 @@ import shlex
 import sys
 from typing import Any
 
+from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core.profile import ProfileError, load_profile
 from eagletui.core.redact import Redactor
@@ -236,7 +237,7 @@ async def _run(
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="eagletui sweep", description="Run a profile's [sweep] unattended.")
+    p = ArgumentParser(prog="eagletui sweep", description="Run a profile's [sweep] unattended.")
     p.add_argument(
         "target", nargs="?", default=None, help='"local" or an SSH target (default: the profile\'s)'
     )

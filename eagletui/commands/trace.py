@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.profiler import RankSummary, TraceError, report_json, summarize_file
 from eagletui.profiler.categories import ORDER
@@ -24,7 +25,7 @@ _GLYPHS = {"communication": "█", "gemm": "▓", "attention": "▒", "moe": "�
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="eagletui trace",
         description="Summarise torch-profiler traces (SGLang /start_profile output) by kernel category.",
     )
