@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -117,9 +118,8 @@ def _cached_repo(hub: Path, repo: str, total: int | None, present: int) -> None:
     snap = root / "snapshots" / "0123abcd"
     snap.mkdir(parents=True)
     if total is not None:
-        (snap / "model.safetensors.index.json").write_text(
-            '{"metadata": {"total_size": %d}, "weight_map": {}}' % total
-        )
+        index = {"metadata": {"total_size": total}, "weight_map": {}}
+        (snap / "model.safetensors.index.json").write_text(json.dumps(index))
     (root / "blobs").mkdir()
     (root / "blobs" / "aaaa").write_bytes(b"\0" * present)
 

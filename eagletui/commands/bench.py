@@ -48,17 +48,25 @@ def _say(msg: str) -> None:
 class PhasePrinter:
     """The headless sink: what the UI would paint, as lines on stderr, in event order."""
 
-    def __init__(self, *, samples: bool) -> None:
+    def __init__(
+        self, *, samples: bool, phases: bool = True, progress_every: float = PROGRESS_EVERY_S
+    ) -> None:
         self.samples = samples  # per-second benchmark lines (not with --json: stdout stays clean)
+        #: a line per phase start and end; without, only throttled progress (a sweep's one line per
+        #: variant says how long the phases took)
+        self.phases = phases
+        self.progress_every = progress_every
         self._last_progress = 0.0
 
     def __call__(self, e: Event) -> None:
         if isinstance(e, ev.PhaseStarted):
-            _say(f"  phase {e.phase} …")
+            if self.phases:
+                _say(f"  phase {e.phase} …")
         elif isinstance(e, ev.PhaseFinished) and e.seconds is not None:
-            _say(f"  phase {e.phase} done in {e.seconds:.1f}s")
+            if self.phases:
+                _say(f"  phase {e.phase} done in {e.seconds:.1f}s")
         elif isinstance(e, ev.PhaseProgress) and e.total:
-            if time.monotonic() - self._last_progress > PROGRESS_EVERY_S:
+            if time.monotonic() - self._last_progress > self.progress_every:
                 self._last_progress = time.monotonic()
                 _say(f"  {e.phase}: {e.done}/{e.total} {e.unit} {e.label}".rstrip())
         elif isinstance(e, ev.ServerFailed):
