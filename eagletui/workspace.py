@@ -118,11 +118,12 @@ class Workspace:
         async for ev in gpu_events(self.transport):
             self.emit(ev)
 
-    async def attach_newest(self) -> bool:
-        """Reattach to eagletui's newest live run on the host (log backfilled from its start)."""
+    async def attach_newest(self, port: int | None = None) -> bool:
+        """Reattach to eagletui's newest live run on the host (log backfilled from its start); with
+        ``port``, only to one serving on that port."""
         assert self.control is not None, "connect() first"
         runs = await self.control.list_runs()
-        live = [r for r in runs if r.alive and r.owned]
+        live = [r for r in runs if r.alive and r.owned and (port is None or int(r.port or 0) == port)]
         if not live:
             return False
         run = live[0]

@@ -27,3 +27,9 @@ def pytest_configure(config):
     mode = config.getoption("--faults")
     if mode:
         os.environ["EAGLETUI_FAULTS"] = mode
+    # Commands the tests run record sessions (the UI, and headless bench since issue 20): into a
+    # throw-away data dir, never the user's own (a test that cares sets its own, as before).
+    if "EAGLETUI_DATA_DIR" not in os.environ:
+        import tempfile
+
+        os.environ["EAGLETUI_DATA_DIR"] = tempfile.mkdtemp(prefix="eagletui-test-data-")

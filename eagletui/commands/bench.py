@@ -242,7 +242,8 @@ async def _amain(ns: argparse.Namespace) -> int:
     redactor = Redactor.for_profile(profile)
     # One repeat per Workspace.benchmark() call: each gets its own progress line here.
     profile.bench = dataclasses.replace(profile.bench, repeats=1)
-    model = SessionModel(target=target, profile=profile, learn_history=False)
+    recorder = _recorder(ns, target, profile)
+    model = SessionModel(target=target, profile=profile, recorder=recorder, learn_history=False)
     model.subscribe(PhasePrinter(samples=not ns.json))
     model.on_problem(PhasePrinter.problem)
     ws = Workspace(profile, model.dispatch, target=target, preflight=False, ssh=ssh_options(ns))
@@ -275,6 +276,7 @@ async def _amain(ns: argparse.Namespace) -> int:
             if missing:
                 _say(missing)
                 return EXIT_LAUNCH_FAILED
+            await _adopt_running_server(ws, model, profile, target)
         results = await _repeats(ws, repeats, redactor, ns.concurrency)
         spec_launch = model.state.launch.launch if model.state.launch is not None else 0
         # Errors may echo the key (``Invalid API key provided: …``): what is printed is scrubbed.
@@ -314,6 +316,10 @@ async def _amain(ns: argparse.Namespace) -> int:
             note = baseline_warning(summary["baseline"])
             if note:
                 _say(f"eagletui: warning: {note}")
+        if recorder is not None:  # what --baseline SESSION:RUN and 'eagletui sessions' know it by
+            from eagletui.session.catalog import session_name
+
+            summary["session"] = {"name": session_name(recorder.path), "run": spec_launch}
         if ns.json:
             print(json.dumps(summary, indent=2))
         else:
@@ -341,6 +347,8 @@ async def _amain(ns: argparse.Namespace) -> int:
                 _say(f"eagletui: stopping the server failed: {exc}")
         await ws.close()
         model.close()
+        if recorder is not None and recorder.events_written:
+            _say(f"session recorded to {recorder.path}")
 
 
 async def _no_server(ws: Workspace, profile: Profile, target: str) -> str:
@@ -369,6 +377,35 @@ async def _no_server(ws: Workspace, profile: Profile, target: str) -> str:
 
 def _profile_arg(profile: Profile) -> str:
     return str(profile.path) if getattr(profile, "path", None) else "PROFILE"
+
+
+def _recorder(ns: argparse.Namespace, target: str, profile: Profile) -> Any:
+    """The session recording of a headless run (as the UI records one), so it is listed by
+    ``eagletui sessions`` and can be a later ``--baseline SESSION:RUN``; None with ``--no-record``."""
+    if ns.no_record:
+        return None
+    from eagletui.commands._ui import load_config, make_recorder
+
+    cfg = load_config()
+    if ns.record:
+        cfg.sessions_dir = ns.record
+        cfg.record = True
+    return make_recorder(cfg, target, profile)
+
+
+async def _adopt_running_server(ws: Workspace, model: SessionModel, profile: Profile, target: str) -> None:
+    """Without ``--launch`` the results need a launch to belong to (runs are numbered from 1): the run
+    eagletui started on this port when there is one (reattached, with its recorded config), else the
+    server that answers, recorded as an external launch with the profile's config."""
+    try:
+        if await ws.attach_newest(port=profile.port):
+            return
+    except Exception as exc:  # no run list: the server still answers, benchmark it as external
+        _say(f"eagletui: cannot list eagletui's runs on {target}: {exc}")
+    ws.launch_no = max(ws.launch_no, 1)
+    config = {**profile.snapshot(), "external": True}  # not launched here: its config is the profile's
+    model.dispatch(ev.LaunchStarted(launch=ws.launch_no, target=target, config=config))
+    model.dispatch(ev.ServerReady(launch=ws.launch_no))
 
 
 def _load_baseline(text: str) -> Any:
@@ -430,6 +467,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--launch", action="store_true", help="launch the server first and stop it afterwards")
     p.add_argument("--repeats", type=int, default=None, help="benchmark runs (default: bench.repeats)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.add_argument(
+        "--record",
+        default=None,
+        metavar="DIR",
+        help="sessions dir for the recording (default: the data dir's); see 'eagletui sessions'",
+    )
+    p.add_argument("--no-record", action="store_true", help="do not record the session")
     p.add_argument(
         "--concurrency",
         type=_concurrency_list,

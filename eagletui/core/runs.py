@@ -328,7 +328,11 @@ class RunBook:
         for phase, start in run.phase_starts.items():  # still open at ready: it ended there (as on screen)
             if phase not in run.phases and phase != "ready":
                 run.phases[phase] = max(0.0, event.mono - start)
-        run.ready_after = launch_to_ready(run.started_mono, event.mono, run.phases.values())
+        run.ready_after = (
+            None  # a server that was already running when benchmarked: its launch was not seen
+            if run.config.get("external")
+            else launch_to_ready(run.started_mono, event.mono, run.phases.values())
+        )
 
     def _on_failed(self, event: ServerFailed) -> None:
         run = self._run(event.launch)

@@ -339,7 +339,11 @@ def _on_ready(s: SessionState, ev: ServerReady) -> None:
     ready.seconds = 0.0
     la.status = ServerState.READY
     la.ready_at = ev.wall
-    la.ready_after = launch_to_ready(la.started, ev.wall, la.phase_durations().values())
+    la.ready_after = (
+        None
+        if la.config.get("external")
+        else launch_to_ready(la.started, ev.wall, la.phase_durations().values())
+    )
     la.stale_for = None
 
 
