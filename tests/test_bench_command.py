@@ -74,7 +74,9 @@ def test_bench_unreachable_server_fails_cleanly(tmp_path, capsys):
     out = capsys.readouterr()
     assert rc == 3
     assert f"no server answers at port {port} on local" in out.err and "--launch" in out.err
-    assert "request(s) failed" not in out.err and out.out == ""
+    assert "request(s) failed" not in out.err
+    data = json.loads(out.out)  # the JSON contract: a document with the error, never empty
+    assert data["error"].startswith(f"no server answers at port {port}") and "requests" not in data
 
 
 def test_bench_bad_profile(tmp_path, capsys):
@@ -94,7 +96,13 @@ def test_bench_launch_that_fails_reports_the_phase_machines_verdict(tmp_path, ca
     assert rc == 3, out.err
     assert "eagletui: server failed (oom)" in out.err and "hint:" in out.err
     assert "  phase load_target …" in out.err  # phase lines on stderr, in order, before the verdict
-    assert out.out == ""  # no result document for a launch that never served
+    # the JSON contract carries the failed launch (issue 18 item 7): kind, key line, hint, phase, exit
+    doc = json.loads(out.out)
+    f = doc["launch_failure"]
+    assert f["stage"] == "launch" and f["kind"] == "oom" and f["phase"] == "load_target", f
+    assert "OutOfMemoryError" in f["line"] and f["hint"] and f["exit_signal"] == 9, f
+    assert "requests" not in doc and doc["error"].startswith("launch failed")
+    assert doc["stop"]["ok"] is True  # nothing was left running
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
 
