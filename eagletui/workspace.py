@@ -377,6 +377,8 @@ class Workspace:
         try:
             out = await self.control.stop(run)
         except (NotOurProcess, StopFailed) as exc:
+            if self._source is not None:
+                self._source.expect_exit(False)
             self.emit(Notice(level="error", message=f"stop failed: {exc}", source="stop"))
             raise WorkspaceError(str(exc), stage="stop") from None
         # Let the tail drain the last lines before it is stopped.

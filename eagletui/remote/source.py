@@ -289,10 +289,11 @@ class LiveSource:
         finally:
             self.stop()
 
-    def expect_exit(self) -> None:
+    def expect_exit(self, expected: bool = True) -> None:
         """eagletui is stopping this server: its exit is a stop, reported by the workspace, not a
-        death to triage (the watch may see it dead before the stop returns)."""
-        self._exit_expected = True
+        death to triage (the watch may see it dead before the stop returns). ``False`` when the
+        stop failed: a later death is the watch's to report again."""
+        self._exit_expected = expected
 
     def stop(self) -> None:
         self._stopped = True
