@@ -158,13 +158,16 @@ def test_profile_step_without_a_run_dir_uses_a_private_host_dir(tmp_path):
 
         ws = Workspace(profile, emit, target="local", preflight=False)
         await ws.connect()
+        run_dir = ""
         try:
             await ws.launch()
             assert await wait_ready(model, 60) == ""
             assert ws.run is not None
-            ws.run.run_dir = ""  # as for a server followed read-only
+            run_dir, ws.run.run_dir = ws.run.run_dir, ""  # as for a server followed read-only
             ev = await ws.profile_step(num_steps=3, local_dir=str(tmp_path / "traces"), timeout=60)
         finally:
+            if ws.run is not None and run_dir:
+                ws.run.run_dir = run_dir  # the stop needs the run's record to prove the server ours
             await ws.close(stop_server=True)
             model.close()
         return ev, said, modes
