@@ -7,6 +7,7 @@ constructor can fail with "AST constructor recursion depth mismatch" while pytes
 """
 
 import hypothesis  # noqa: F401
+import pytest
 
 
 def pytest_addoption(parser):
@@ -27,9 +28,11 @@ def pytest_configure(config):
     mode = config.getoption("--faults")
     if mode:
         os.environ["EAGLETUI_FAULTS"] = mode
-    # Commands the tests run record sessions (the UI, and headless bench since issue 20): into a
-    # throw-away data dir, never the user's own (a test that cares sets its own, as before).
-    if "EAGLETUI_DATA_DIR" not in os.environ:
-        import tempfile
 
-        os.environ["EAGLETUI_DATA_DIR"] = tempfile.mkdtemp(prefix="eagletui-test-data-")
+
+@pytest.fixture(autouse=True)
+def _private_data_dir(tmp_path_factory, monkeypatch):
+    """Commands the tests run record sessions (the UI, and headless bench since issue 20): into a
+    throw-away data dir of each test's own, never the user's (a test that sets its own still wins),
+    so one test's recordings never turn up in another's session lookup."""
+    monkeypatch.setenv("EAGLETUI_DATA_DIR", str(tmp_path_factory.mktemp("data")))
