@@ -36,3 +36,11 @@ def _private_data_dir(tmp_path_factory, monkeypatch):
     throw-away data dir of each test's own, never the user's (a test that sets its own still wins),
     so one test's recordings never turn up in another's session lookup."""
     monkeypatch.setenv("EAGLETUI_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+
+
+@pytest.fixture
+def isolated_dirs(tmp_path, monkeypatch):
+    """eagletui's config and data directories under the test's tmp_path (never the user's), for tests
+    that write config, themes, history or sessions: ``pytestmark = pytest.mark.usefixtures("isolated_dirs")``."""
+    monkeypatch.setenv("EAGLETUI_CONFIG_DIR", str(tmp_path / "cfg"))
+    monkeypatch.setenv("EAGLETUI_DATA_DIR", str(tmp_path / "data"))
