@@ -83,6 +83,7 @@ def render_profile(cmd: LaunchCommand, name: str, source: str = "") -> str:
         _kv("host", cmd.host or "127.0.0.1", "keep loopback on remote hosts: eagletui forwards the port"),
         _kv("runs_dir", "~/.eagletui/runs"),
         _kv("ready_timeout_s", 3600, "large checkpoints take minutes to load and capture"),
+        '# version = "0.5.17"   # the sglang release on the host: picks the flag table `profile check` uses',
         "",
         "[server.args]",
         "# One key per server flag (without the leading --); true = bare flag, a list = several values.",
@@ -167,7 +168,7 @@ def _cmd_init(ns: argparse.Namespace) -> int:
         from eagletui.core.profile_lint import lint_profile
 
         prof = parse_profile(text, path)
-        lint = lint_profile(prof, text, flag_table_for_profile(prof))
+        lint = lint_profile(prof, text, flag_table_for_profile(prof), prof.server_version)
         for problem in lint.errors + lint.warnings:
             print(f"warning: {problem}", file=sys.stderr)
         if lint.errors:
@@ -177,8 +178,11 @@ def _cmd_init(ns: argparse.Namespace) -> int:
 
 def flag_table_for_profile(prof: Any) -> Any:
     """The parser the profile's server will meet, learned without a host: the simulator's own parser
-    for ``-m eagletui.sim`` (it ships with eagletui), otherwise the bundled sglang 0.5.23 table."""
-    from eagletui.core.server_flags import FlagTable, bundled_table
+    for ``-m eagletui.sim`` (it ships with eagletui), otherwise the real flag table of the sglang release
+    the profile declares (``[server] version``), else of the newest shipped release (its ``source`` says
+    which decided)."""
+    from eagletui.core.flagtables import table_for
+    from eagletui.core.server_flags import FlagTable
     from eagletui.remote.preflight import server_module
 
     if server_module(prof) == "eagletui.sim":
@@ -190,7 +194,7 @@ def flag_table_for_profile(prof: Any) -> Any:
             allow_abbrev=p.allow_abbrev,
             source="the simulator's parser",
         )
-    return bundled_table()
+    return table_for(None, prof.server_version)
 
 
 def _cmd_check(ns: argparse.Namespace) -> int:
@@ -206,7 +210,7 @@ def _cmd_check(ns: argparse.Namespace) -> int:
         print(f"eagletui: cannot read {ns.file}: {exc}", file=sys.stderr)
         return 1
     table = flag_table_for_profile(prof)
-    lint = lint_profile(prof, text, table)
+    lint = lint_profile(prof, text, table, prof.server_version)
     # Shown on a terminal or piped into CI logs: --api-key and credential env values never in clear.
     redactor = Redactor.for_profile(prof)
     argv = redactor.argv(prof.argv())
@@ -219,7 +223,12 @@ def _cmd_check(ns: argparse.Namespace) -> int:
             "ok": not lint.errors,
             "argv": argv,
             "env": env,
-            "flags": {"checked": lint.flags_checked, "against": table.source, "expanded": lint.notes},
+            "flags": {
+                "checked": lint.flags_checked,
+                "against": table.source,
+                "table_version": table.version,
+                "expanded": lint.notes,
+            },
             "errors": [as_dict(e) for e in lint.errors],
             "warnings": [as_dict(w) for w in lint.warnings],
         }

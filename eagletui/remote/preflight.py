@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from eagletui.core.flagtables import table_for
 from eagletui.core.profile import Profile
-from eagletui.core.server_flags import FlagTable, bundled_table, check_server_flags, check_values
+from eagletui.core.server_flags import FlagTable, check_server_flags, check_values
 from eagletui.remote.gpu import APPS_QUERY, QUERY, missing_nvidia_smi, parse_query
 from eagletui.remote.transport import Transport, TransportError
 
@@ -316,12 +317,16 @@ def launch_flags(profile: Profile) -> list[str]:
     return [k for k, v in profile.args.items() if v is not None and v is not False]
 
 
-def flag_table_for(module: str, learned: FlagTable | None) -> FlagTable | None:
-    """The host's parser when it answered; for sglang otherwise the bundled 0.5.23 table. The simulator
-    has ``--sim-*`` options sglang lacks, so without its own answer nothing is checked for it."""
+def flag_table_for(
+    module: str, learned: FlagTable | None, version: str | None = None, declared: str | None = None
+) -> FlagTable | None:
+    """The host's parser when it answered; for sglang otherwise the shipped flag table of the host's
+    release (``version``, as the host check found it), else of the profile's ``[server] version``, else
+    of the newest release (:func:`eagletui.core.flagtables.table_for`; its ``source`` says which). The
+    simulator has ``--sim-*`` options sglang lacks, so without its own answer nothing is checked for it."""
     if learned is not None:
         return learned
-    return None if module.startswith("eagletui") else bundled_table()
+    return None if module.startswith("eagletui") else table_for(version, declared)
 
 
 def flag_checks(
@@ -356,7 +361,10 @@ async def run_preflight_with_flags(
         )
     else:
         checks = await run_preflight(transport, profile)
-    table = flag_table_for(module, learned)
+    table = flag_table_for(module, learned, host_version(checks), profile.server_version)
     flags = launch_flags(profile)
     values = {f: profile.args[f] for f in flags}
-    return [*checks, *flag_checks(flags, table, host_version(checks), values)], learned
+    return [
+        *checks,
+        *flag_checks(flags, table, host_version(checks) or profile.server_version, values),
+    ], learned
