@@ -381,9 +381,11 @@ class BenchmarkResult(Event):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProfileCaptured(Event):
     """A step profile taken from the running server (``/start_profile``) and summarised. ``summary`` is
-    :func:`eagletui.profiler.summary.step_breakdown`'s dict (``ranks``, ``steps``, ``step_ms``,
-    ``categories`` ms per step, ``skew_ms``); ``files`` are the fetched traces on this machine; an
-    ``error`` says why no profile came back (then ``summary`` is empty)."""
+    :func:`eagletui.profiler.summary.step_breakdown`'s dict (``ranks``, ``steps`` = decode cycles seen,
+    ``unit`` "cycle" (draft + verify + draft extend) or "step", ``step_ms`` and ``categories`` = kernel ms
+    per cycle, ``parts``, ``prefill_batches``, ``skew_ms``; recordings made before issue 18 lack ``unit``,
+    ``parts`` and ``prefill_batches``); ``files`` are the fetched traces on this machine; an ``error`` says
+    why no profile came back (then ``summary`` is empty)."""
 
     type: ClassVar[str] = "profile_captured"
     launch: int = 0
