@@ -14,7 +14,8 @@ Tags a format may give a record (the machine switches on these, nothing else):
   (``data["type"]``: the model class), ``load_commit``, ``kv_alloc``/``kv_info``, ``pool_end``,
   ``capture_begin``/``capture_end``/``capture_info`` (``data["draft"]``, ``data["what"]``: prefill,
   verify, decode, extend, piecewise), ``bar_shards``/``bar_capture`` (``data`` done/total/label),
-  ``summary``, ``timings``, ``ready``;
+  ``summary``, ``timings`` (``data["phase_seconds"]``: phase → the server's own measure of it, seconds,
+  for phases whose lines cannot time them; ``data["timings"]``: the raw values), ``ready``;
 * serving: ``decode``/``prefill`` (``data``: the stats fields of :mod:`eagletui.core.events`);
 * HTTP: ``http_up`` (``data["url"]``), ``http_startup``, ``http_shutdown``, ``access``, ``access_generate``;
 * failures: ``fail`` (``data["failure"]`` = ``(kind, priority, rule tag)``), ``traceback_start``,

@@ -88,6 +88,7 @@ class PhaseMachine(Timeline, FailureFold):
         self.activity = False
         self.decode_version_checked = False
         self.tp_size: int | None = None
+        self.server_timings: dict[str, object] = {}
 
     def serving_noop(self) -> tuple[bool, bool, bool]:
         """(prefill, decode, access): whether a prefixed Prefill line / prefixed Decode line / uvicorn
@@ -351,6 +352,13 @@ class PhaseMachine(Timeline, FailureFold):
             self._progress(name, d["done"], d["total"], "bs", d["label"], out)
         elif tag in ("summary", "timings"):
             self._close_startup(ts, tt, out)
+            if tag == "timings":
+                raw = rec.data.get("timings")
+                if isinstance(raw, dict):
+                    self.server_timings = raw
+                secs = rec.data.get("phase_seconds")
+                if isinstance(secs, dict):
+                    self._server_durations(secs, out)
         elif tag == "ready":
             self._on_ready(ts, tt, out)
 
@@ -397,6 +405,7 @@ class PhaseMachine(Timeline, FailureFold):
         st.phase = "ready"
         st.status = READY
         out.append(ev.PhaseStarted(phase="ready", launch=st.launch, log_time=tt))
+        self._account(ts, out)
         out.append(ev.ServerReady(url=st.url, launch=st.launch))
 
     def _serving_seen(self, rec: Rec, out: list[ev.Event]) -> None:

@@ -48,6 +48,7 @@ class PhaseInfo:
     seconds: float | None = None
     spread: float | None = None
     slowest_rank: int | None = None
+    source: str = ""  # "server": ``seconds`` is the server's own measure (see PhaseFinished.source)
 
 
 @dataclass(slots=True)

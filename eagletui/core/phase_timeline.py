@@ -26,6 +26,7 @@ class Timeline:
     day_offset: float
     tp_size: int | None
     last_progress: tuple[str, int, int, str] | None
+    server_timings: dict[str, object]
 
     # ------------------------------------------------------------------ helpers
 
@@ -205,6 +206,83 @@ class Timeline:
         for name in list(self.st.phases):
             if PHASE_INDEX.get(name, 99) <= limit:
                 self._finish(name, ts, ts_text, out)
+
+    def _server_durations(self, seconds: dict[str, float], out: list[ev.Event]) -> None:
+        """The server's own measure of finished phases (SGLang's ``Engine startup timings``). A phase
+        takes it where the log's span is shorter: a span can miss time spent before a phase's first line
+        (the KV pool's only line is printed when allocation ends: 0.0 s by the log, 1.54 s by SGLang's
+        timer) but not invent time. The phase is finished again with the corrected seconds, its start
+        moved back to match (the accounting of :meth:`_account` then sees no gap before it)."""
+        for name, secs in seconds.items():
+            info = self.st.phases.get(name)
+            if info is None or not info.finished or not isinstance(secs, (int, float)) or secs != secs:
+                continue
+            secs = round(min(max(float(secs), 0.0), 1e7), 3)
+            if info.seconds is not None and info.seconds >= secs:
+                continue
+            info.seconds = secs
+            info.source = "server"
+            if info.end_ts is not None:
+                # back to where the server's timer says it began, but not before an earlier phase
+                # ended (whole-second timestamps can make the log's span shorter than the timer)
+                idx = PHASE_INDEX.get(name, 99)
+                before = [
+                    p.end_ts
+                    for n, p in self.st.phases.items()
+                    if PHASE_INDEX.get(n, 99) < idx and p.end_ts is not None and p.end_ts <= info.end_ts
+                ]
+                start = max([info.end_ts - secs, *before])
+                if info.start_ts is None or start < info.start_ts:
+                    info.start_ts = start
+            out.append(
+                ev.PhaseFinished(
+                    phase=name,
+                    seconds=secs,
+                    launch=self.st.launch,
+                    log_time=info.end_text,
+                    start_log_time=info.start_text,
+                    spread=info.spread,
+                    slowest_rank=info.slowest_rank,
+                    done=info.progress_done,
+                    total=info.progress_total,
+                    source="server",
+                )
+            )
+
+    def _account(self, ready_ts: float | None, out: list[ev.Event]) -> None:
+        """At ready: from the first server line to ready, the seconds some phase covers and every
+        stretch no phase covers (a gap of at least half a second, named by its neighbours)."""
+        launch = self.st.phases.get("launch")
+        if launch is None or launch.start_ts is None or ready_ts is None:
+            return
+        t0, t1 = launch.start_ts, ready_ts
+        spans = sorted(
+            (max(i.start_ts, t0), PHASE_INDEX.get(name, 99), min(i.end_ts, t1), name)
+            for name, i in self.st.phases.items()
+            if name != "ready" and i.start_ts is not None and i.end_ts is not None and i.end_ts >= i.start_ts
+        )
+        covered = 0.0
+        gaps: list[dict[str, object]] = []
+        cursor, last = t0, "launch"
+        for start, _order, end, name in spans:
+            if start > cursor:
+                if start - cursor >= 0.5:
+                    gaps.append({"after": last, "before": name, "seconds": round(start - cursor, 3)})
+                cursor = start
+            if end >= cursor:
+                covered += end - cursor
+                cursor, last = end, name
+        if t1 - cursor >= 0.5:
+            gaps.append({"after": last, "before": "ready", "seconds": round(t1 - cursor, 3)})
+        out.append(
+            ev.StartupAccounted(
+                launch=self.st.launch,
+                seconds=round(t1 - t0, 3),
+                in_phases=round(covered, 3),
+                gaps=tuple(gaps),
+                server=dict(self.server_timings),
+            )
+        )
 
     def _progress(self, name: str, done: int, total: int, unit: str, label: str, out: list[ev.Event]) -> None:
         key = (name, done, total, label)

@@ -31,6 +31,7 @@ from eagletui.core.events import (
     ServerFailed,
     ServerReady,
     ServerStopped,
+    StartupAccounted,
 )
 from eagletui.core.profile import Verdict, config_diff, format_diff, normalize_flag
 from eagletui.core.stats import mean_stdev, stat
@@ -129,6 +130,22 @@ class Run:
     bench_concurrency: dict[int, int] = field(default_factory=dict)
     #: the last step profile captured against this launch (``ProfileCaptured.summary``)
     step_profile: dict[str, Any] | None = None
+    #: eagletui started this process (``LaunchStarted``): its start is known, not only its first line
+    launched: bool = False
+    #: seconds from the process start to its first log line (imports; not in the log), launched runs only
+    before_first_line: float | None = None
+    #: where the startup's seconds went by the log's clock (``StartupAccounted``: seconds, in_phases,
+    #: gaps, server)
+    startup: dict[str, Any] | None = None
+
+    @property
+    def in_no_phase(self) -> float | None:
+        """Startup seconds no phase accounts for (gaps between phases, by the log's clock)."""
+        st = self.startup or {}
+        secs, covered = st.get("seconds"), st.get("in_phases")
+        if not isinstance(secs, int | float) or not isinstance(covered, int | float):
+            return None
+        return round(max(0.0, secs - covered), 3)
 
     @property
     def ready(self) -> bool:
@@ -289,6 +306,7 @@ class RunBook:
         run.config = dict(cfg)
         run.diff = dict(event.diff or {})
         run.started_wall, run.started_mono = event.wall, event.mono
+        run.launched = True
 
     def _on_launch_detected(self, event: LaunchDetected) -> None:
         run = self._run(event.launch)
@@ -300,15 +318,31 @@ class RunBook:
             run.config = {"args": {normalize_flag(k, strict=False): v for k, v in event.args.items()}}
 
     def _on_phase_started(self, event: PhaseStarted) -> None:
-        self._run(event.launch).phase_starts.setdefault(event.phase, event.mono)
+        run = self._run(event.launch)
+        run.phase_starts.setdefault(event.phase, event.mono)
+        if event.phase == "launch" and run.launched and run.started_mono is not None:
+            if run.before_first_line is None:
+                run.before_first_line = round(max(0.0, event.mono - run.started_mono), 3)
 
     def _on_phase_finished(self, event: PhaseFinished) -> None:
         run = self._run(event.launch)
         secs = event.seconds
         if secs is None and event.phase in run.phase_starts:
             secs = event.mono - run.phase_starts[event.phase]  # the log gave no duration: measure it
+        if event.phase == "launch" and run.launched and run.started_mono is not None and not event.source:
+            # the log times launch from its first line; the process started earlier (imports)
+            secs = max(float(secs or 0.0), event.mono - run.started_mono)
         if secs is not None:
-            run.phases[event.phase] = float(secs)
+            run.phases[event.phase] = round(float(secs), 3)
+
+    def _on_startup(self, event: StartupAccounted) -> None:
+        run = self._run(event.launch)
+        run.startup = {
+            "seconds": event.seconds,
+            "in_phases": event.in_phases,
+            "gaps": [dict(g) for g in event.gaps],
+            "server": dict(event.server),
+        }
 
     def _on_ready(self, event: ServerReady) -> None:
         run = self._run(event.launch)
@@ -621,4 +655,5 @@ _FOLD: dict[type, Callable[[RunBook, Any], None]] = {
     BenchmarkStarted: RunBook._on_bench_started,
     BenchmarkResult: RunBook._on_bench_result,
     ProfileCaptured: RunBook._on_profile,
+    StartupAccounted: RunBook._on_startup,
 }

@@ -7,6 +7,7 @@ wants elapsed times).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -33,6 +34,7 @@ from eagletui.core.events import (
     ServerFailed,
     ServerReady,
     ServerStopped,
+    StartupAccounted,
 )
 from eagletui.core.nccl import NcclFold
 
@@ -115,6 +117,12 @@ class LaunchState:
     ready_at: float | None = None
     stale_for: float | None = None
     version: str | None = None
+    #: eagletui started this process (LaunchStarted): ``started`` is the process start, not a first line
+    launched: bool = False
+    #: seconds from the process start to its first log line (imports; not in the log), launched only
+    before_first_line: float | None = None
+    #: where the startup's seconds went by the log's clock (StartupAccounted: seconds, in_phases, gaps)
+    startup: dict[str, Any] | None = None
     #: NCCL_DEBUG=INFO lines of this launch, folded (only lines containing "NCCL INFO" reach it)
     nccl: NcclFold = field(default_factory=NcclFold)
 
@@ -233,6 +241,7 @@ def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
     )
     la.phases["launch"].status = PhaseStatus.ACTIVE
     la.phases["launch"].started = ev.wall
+    la.launched = True
     s.launches[ev.launch] = la
     s.current = ev.launch
     s.target = ev.target or s.target
@@ -269,6 +278,8 @@ def _on_phase_started(s: SessionState, ev: PhaseStarted) -> None:
     ph = la.phases.get(ev.phase)
     if ph is None:
         return
+    if ev.phase == "launch" and la.launched and la.started is not None and la.before_first_line is None:
+        la.before_first_line = round(max(0.0, ev.wall - la.started), 3)
     # Earlier phases that never reported an end are implicitly over once a later one starts,
     # except in the overlapped orders (draft load while target captures), which report their ends.
     idx = PHASES.index(ev.phase)
@@ -301,6 +312,16 @@ def _on_phase_finished(s: SessionState, ev: PhaseFinished) -> None:
     ph = la.phases.get(ev.phase)
     if ph is None:
         return
+    if ev.source and ph.status == PhaseStatus.DONE and ev.seconds is not None:
+        # the server's own measure of a phase already finished: only its length changes
+        ph.seconds = ev.seconds
+        if ph.finished is not None and ph.started is not None:
+            ph.started = min(ph.started, ph.finished - ev.seconds)
+        return
+    if ev.phase == "launch" and la.launched and ph.started is not None:
+        # the log times launch from its first line; eagletui saw the process start (imports)
+        secs = max(ev.seconds or 0.0, ev.wall - ph.started)
+        ev = dataclasses.replace(ev, seconds=round(secs, 3))
     if ph.started is None:
         ph.started = ev.wall - (ev.seconds or 0.0)
     ph.status = PhaseStatus.DONE
@@ -308,6 +329,11 @@ def _on_phase_finished(s: SessionState, ev: PhaseFinished) -> None:
     ph.seconds = ev.seconds if ev.seconds is not None else ev.wall - ph.started
     if ph.total and ph.done < ph.total:
         ph.done = ph.total
+
+
+def _on_startup(s: SessionState, ev: StartupAccounted) -> None:
+    la = s._launch_for(ev.launch, ev.wall)
+    la.startup = {"seconds": ev.seconds, "in_phases": ev.in_phases, "gaps": [dict(g) for g in ev.gaps]}
 
 
 def _on_ready(s: SessionState, ev: ServerReady) -> None:
@@ -436,6 +462,7 @@ _HANDLERS: dict[type, Any] = {
     PhaseStarted: _on_phase_started,
     PhaseProgress: _on_phase_progress,
     PhaseFinished: _on_phase_finished,
+    StartupAccounted: _on_startup,
     ServerReady: _on_ready,
     ServerFailed: _on_failed,
     ServerStopped: _on_stopped,

@@ -46,6 +46,7 @@ class Summarizer:
         self.last: ev.DecodeStats | None = None
         self.gen = array("d")
         self.acc = array("d")
+        self.startup: dict[str, Any] | None = None
 
     def _touch(self, launch: int) -> None:
         if self._launch is None:
@@ -115,10 +116,23 @@ class Summarizer:
                 if e.start_log_time and not p["start"]:
                     p["start"] = e.start_log_time
                 p["seconds"] = e.seconds
+                p["source"] = e.source or "log"
                 p["spread"] = e.spread
                 p["slowest_rank"] = e.slowest_rank
                 if e.total:
                     p["done"], p["total"] = e.done, e.total
+            elif isinstance(e, ev.StartupAccounted):
+                in_phases = e.in_phases
+                self.startup = {
+                    "seconds": e.seconds,
+                    "in_phases": in_phases,
+                    "in_no_phase": None
+                    if e.seconds is None or in_phases is None
+                    else round(max(0.0, e.seconds - in_phases), 3),
+                    "gaps": [dict(g) for g in e.gaps],
+                    "before_first_line": None,  # not in the log: only a launcher knows the process start
+                    "server": dict(e.server) or None,
+                }
             elif isinstance(e, ev.ServerReady):
                 if self.state != "failed":
                     self.state = "ready"
@@ -169,6 +183,7 @@ class Summarizer:
             },
             "launch": None if self.args is None else {"version": self.version, "args": self.args},
             "launches": self.launches,
+            "startup": self.startup,
         }
 
 
@@ -178,6 +193,7 @@ def _new_phase(name: str) -> dict[str, Any]:
         "start": None,
         "end": None,
         "seconds": None,
+        "source": None,
         "done": None,
         "total": None,
         "spread": None,

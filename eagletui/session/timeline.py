@@ -39,6 +39,7 @@ CONTEXT_TYPES = frozenset(
         "launch_detected",
         "phase_started",
         "phase_finished",
+        "startup_accounted",
         "server_stopped",
         "bench_started",
         "connection",

@@ -226,12 +226,12 @@ def version_at_least(version: str | None, target: tuple[int, int, int]) -> bool 
 
 def graph_bs_flag(version: str | None) -> str:
     """The flag that caps the decode CUDA-graph batch size in this version."""
-    new = version_at_least(version, (0, 5, 14))  # the first release whose parser has it (its flag table)
+    new = version_at_least(version, (0, 5, 16))
     if new is True:
         return "--cuda-graph-max-bs-decode"
     if new is False:
         return "--cuda-graph-max-bs"
-    return "--cuda-graph-max-bs (≤0.5.13) / --cuda-graph-max-bs-decode (≥0.5.14)"
+    return "--cuda-graph-max-bs (≤0.5.13) / --cuda-graph-max-bs-decode (≥0.5.16)"
 
 
 def hint_for(kind: str, tag: str, phase: str | None, version: str | None, text: str = "") -> str:
