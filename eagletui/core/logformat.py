@@ -145,7 +145,14 @@ class LogFormat(Protocol):
     def evidence(self, msg: str) -> bool: ...
     def comm_backend_mention(self, msg: str) -> bool: ...
     def hint_for(
-        self, kind: str, tag: str, phase: str | None, version: str | None, text: str = ""
+        self,
+        kind: str,
+        tag: str,
+        phase: str | None,
+        version: str | None,
+        text: str = "",
+        args: dict[str, Any] | None = None,
+        draft: bool = False,
     ) -> str: ...
 
     # Versions: bounds from a record's prefix, a line's wording, a Decode line's layout; the launch

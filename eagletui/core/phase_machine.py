@@ -34,6 +34,7 @@ from eagletui.core.logformat import (
     VersionGuess,
     get_format,
 )
+from eagletui.core.native_crash import CrashSite
 from eagletui.core.phase_model import (
     FAILED,
     LOADING,
@@ -89,6 +90,7 @@ class PhaseMachine(Timeline, FailureFold):
         self.decode_version_checked = False
         self.tp_size: int | None = None
         self.server_timings: dict[str, object] = {}
+        self.crash: CrashSite | None = None  # a native crash being read (its stack says where)
 
     def serving_noop(self) -> tuple[bool, bool, bool]:
         """(prefill, decode, access): whether a prefixed Prefill line / prefixed Decode line / uvicorn
@@ -113,6 +115,8 @@ class PhaseMachine(Timeline, FailureFold):
     def on_record(self, rec: Rec, out: list[ev.Event]) -> None:
         tag = rec.tag
         kind = rec.kind
+        if self.crash is not None and not self.crash.done and tag != "fail":
+            self.crash.feed(rec.msg)
         # Markdown (a README, an issue body): only its fenced code blocks are log text.
         if not rec.prefixed and rec.msg.lstrip().startswith("```"):
             self.in_fence = not self.in_fence

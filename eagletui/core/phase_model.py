@@ -59,6 +59,7 @@ class Candidate:
     message: str
     line: str
     phase: str | None
+    draft: bool = False  # its traceback's frames are the draft model's (the speculative worker)
 
 
 @dataclass

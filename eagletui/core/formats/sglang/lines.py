@@ -459,7 +459,16 @@ FRAME_PHASES: tuple[tuple[str, str], ...] = (
     ("in _execute_server_warmup", "warmup"),
     ("in _wait_and_warmup", "warmup"),
 )
-_DRAFT_FRAMES = ("eagle_worker", "EAGLEWorker", "draft_worker", "draft_model_runner", "/speculative/")
+# speculative_hook: the draft's config is read while the server args are checked (0.5.17+,
+# arg_groups/speculative_hook.py handle_speculative_decoding), before any server_args line.
+_DRAFT_FRAMES = (
+    "eagle_worker",
+    "EAGLEWorker",
+    "draft_worker",
+    "draft_model_runner",
+    "/speculative/",
+    "speculative_hook",
+)
 
 
 def frame_phase(line: str) -> tuple[str | None, bool]:
