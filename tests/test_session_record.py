@@ -29,7 +29,11 @@ def _sample_value(type_str: str, name: str) -> Any:
     if t.startswith("dict"):
         return {"k": 1, "nested": {"x": [1, 2]}}
     if t.startswith("tuple"):
-        return ({"index": 0, "name": "H100"},) if name == "gpus" else ("python", "-m", "sglang.launch_server")
+        if name == "gpus":
+            return ({"index": 0, "name": "H100"},)
+        if t.startswith("tuple[dict"):
+            return ({"k": 1, "name": f"{name}-value"},)
+        return ("python", "-m", "sglang.launch_server")
     return {"str": f"{name}-value", "int": 7, "float": 1.25, "bool": True}.get(t, f"{name}-value")
 
 

@@ -32,16 +32,14 @@ def test_parse_uses_sglang_s_own_timings_and_names_the_gaps() -> None:
     d = parse_path(str(LOG))
     phases = {p["name"]: p for p in d["phases"]}
     assert phases["kv_cache"]["seconds"] == 1.54 and phases["kv_cache"]["source"] == "server"
-    assert phases["capture_prefill"]["seconds"] == 30.11  # the timer's 30.11 beats the log's 30
-    assert phases["capture_target"]["seconds"] == 3.0 and phases["capture_target"]["source"] == "log"
-    assert phases["capture_draft"]["seconds"] == 6.43  # draft prefill + decode + extend graphs
+    # within the timestamps' one-second resolution the log's own span stands (30.11 by SGLang's timer)
+    assert phases["capture_prefill"]["seconds"] == 30.0 and phases["capture_prefill"]["source"] == "log"
     st = d["startup"]
     assert st["seconds"] == 75.0  # first line 08:11:33 → ready 08:12:48
     assert st["gaps"] == [{"after": "dist_init", "before": "load_target", "seconds": 2.0}]
     assert st["in_no_phase"] == round(st["seconds"] - st["in_phases"], 3)
     assert 2.0 <= st["in_no_phase"] < 3.0
     assert st["before_first_line"] is None  # not in a log file
-    assert st["server"]["kv_cache_allocation"] == 1.54 and st["server"]["cuda_graph"]["target_verify"] == 2.81
 
 
 def test_the_timings_line_of_every_version_that_prints_it() -> None:
@@ -112,6 +110,7 @@ def test_the_live_session_accounts_for_every_second() -> None:
     assert run.ready_after == 93.0  # 08:11:15 → 08:12:48
     accounted = sum(v for k, v in run.phases.items() if k != "ready") + (run.in_no_phase or 0.0)
     assert abs(accounted - run.ready_after) < 1.0  # every second is somewhere
+    assert sum(p.seconds or 0.0 for p in la.phases.values()) + (run.in_no_phase or 0.0) == accounted
     note = startup_note(la)
     assert "18.0s before the first log line" in note
     assert "between phases (most: dist init → base weights)" in note

@@ -55,8 +55,7 @@ class PhasePrinter:
         if isinstance(e, ev.PhaseStarted):
             _say(f"  phase {e.phase} …")
         elif isinstance(e, ev.PhaseFinished) and e.seconds is not None:
-            own = " (SGLang's own timing)" if e.source == "server" else ""
-            _say(f"  phase {e.phase} done in {e.seconds:.1f}s{own}")
+            _say(f"  phase {e.phase} done in {e.seconds:.1f}s")
         elif isinstance(e, ev.PhaseProgress) and e.total:
             if time.monotonic() - self._last_progress > PROGRESS_EVERY_S:
                 self._last_progress = time.monotonic()

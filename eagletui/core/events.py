@@ -175,10 +175,6 @@ class PhaseFinished(Event):
     #: Last progress seen in the phase (tqdm ``n/total``), 0/0 if none.
     done: int = 0
     total: int = 0
-    #: Where ``seconds`` comes from: "" the log's timestamps; "server" the server's own measure (SGLang's
-    #: ``Engine startup timings`` line, when the phase's lines cannot time it: the KV pool's only line is
-    #: printed when allocation ends). A phase may be finished twice: the second event corrects ``seconds``.
-    source: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -186,17 +182,19 @@ class StartupAccounted(Event):
     """Where a startup's seconds went, by the log's clock, emitted at ready: ``seconds`` from the first
     server line to the ready line, ``in_phases`` the part some phase covers, ``gaps`` every stretch of at
     least half a second that no phase covers (``{"after": phase, "before": phase, "seconds": s}``, in
-    order) and ``server`` the server's own startup timings where it prints them (SGLang ≥ 0.5.17:
-    load_weight, kv_cache_allocation, scheduler_e2e, tokenizer_e2e, cuda_graph). The time before the
-    first server line (the interpreter's imports) is not in the log: the folds that saw the process
-    start (``LaunchStarted``) add it."""
+    order). ``phases``: the phases whose length the server measured itself and the log's span missed
+    by half a second or more (SGLang ≥ 0.5.17's ``Engine startup timings``: the KV pool's only line is
+    printed when allocation ends, so the log says 0.0 s where SGLang's timer says 1.54 s); folds replace
+    those phases' seconds with these. The time before the first server line (the interpreter's imports)
+    is not in the log: the folds that saw the process start (``LaunchStarted``) add it. Kept small: one
+    per launch, in every recording."""
 
     type: ClassVar[str] = "startup_accounted"
     launch: int = 0
     seconds: float | None = None
     in_phases: float | None = None
     gaps: tuple[dict[str, Any], ...] = ()
-    server: dict[str, Any] = field(default_factory=dict)
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

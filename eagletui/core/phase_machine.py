@@ -89,7 +89,7 @@ class PhaseMachine(Timeline, FailureFold):
         self.activity = False
         self.decode_version_checked = False
         self.tp_size: int | None = None
-        self.server_timings: dict[str, object] = {}
+        self.server_phases: dict[str, float] = {}  # phase → the server's own measure, where it won
         self.crash: CrashSite | None = None  # a native crash being read (its stack says where)
 
     def serving_noop(self) -> tuple[bool, bool, bool]:
@@ -356,13 +356,9 @@ class PhaseMachine(Timeline, FailureFold):
             self._progress(name, d["done"], d["total"], "bs", d["label"], out)
         elif tag in ("summary", "timings"):
             self._close_startup(ts, tt, out)
-            if tag == "timings":
-                raw = rec.data.get("timings")
-                if isinstance(raw, dict):
-                    self.server_timings = raw
-                secs = rec.data.get("phase_seconds")
-                if isinstance(secs, dict):
-                    self._server_durations(secs, out)
+            secs = rec.data.get("phase_seconds") if tag == "timings" else None
+            if isinstance(secs, dict):
+                self._server_durations(secs)
         elif tag == "ready":
             self._on_ready(ts, tt, out)
 

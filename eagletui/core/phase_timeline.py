@@ -26,7 +26,7 @@ class Timeline:
     day_offset: float
     tp_size: int | None
     last_progress: tuple[str, int, int, str] | None
-    server_timings: dict[str, object]
+    server_phases: dict[str, float]
 
     # ------------------------------------------------------------------ helpers
 
@@ -207,24 +207,24 @@ class Timeline:
             if PHASE_INDEX.get(name, 99) <= limit:
                 self._finish(name, ts, ts_text, out)
 
-    def _server_durations(self, seconds: dict[str, float], out: list[ev.Event]) -> None:
+    def _server_durations(self, seconds: dict[str, float]) -> None:
         """The server's own measure of finished phases (SGLang's ``Engine startup timings``). A phase
-        takes it where the log's span is shorter: a span can miss time spent before a phase's first line
-        (the KV pool's only line is printed when allocation ends: 0.0 s by the log, 1.54 s by SGLang's
-        timer) but not invent time. The phase is finished again with the corrected seconds, its start
-        moved back to match (the accounting of :meth:`_account` then sees no gap before it)."""
+        takes it where the log's span is shorter by half a second or more: a span can miss time spent
+        before a phase's first line (the KV pool's only line is printed when allocation ends: 0.0 s by
+        the log, 1.54 s by SGLang's timer) but not invent time; a smaller difference is the timestamps'
+        resolution. The phase's start moves back to match (not before an earlier phase ended), so
+        :meth:`_account` sees no gap before it; the corrections travel in its event."""
         for name, secs in seconds.items():
             info = self.st.phases.get(name)
             if info is None or not info.finished or not isinstance(secs, (int, float)) or secs != secs:
                 continue
             secs = round(min(max(float(secs), 0.0), 1e7), 3)
-            if info.seconds is not None and info.seconds >= secs:
+            if info.seconds is not None and info.seconds + 0.5 > secs:
                 continue
             info.seconds = secs
             info.source = "server"
+            self.server_phases[name] = secs
             if info.end_ts is not None:
-                # back to where the server's timer says it began, but not before an earlier phase
-                # ended (whole-second timestamps can make the log's span shorter than the timer)
                 idx = PHASE_INDEX.get(name, 99)
                 before = [
                     p.end_ts
@@ -234,20 +234,6 @@ class Timeline:
                 start = max([info.end_ts - secs, *before])
                 if info.start_ts is None or start < info.start_ts:
                     info.start_ts = start
-            out.append(
-                ev.PhaseFinished(
-                    phase=name,
-                    seconds=secs,
-                    launch=self.st.launch,
-                    log_time=info.end_text,
-                    start_log_time=info.start_text,
-                    spread=info.spread,
-                    slowest_rank=info.slowest_rank,
-                    done=info.progress_done,
-                    total=info.progress_total,
-                    source="server",
-                )
-            )
 
     def _account(self, ready_ts: float | None, out: list[ev.Event]) -> None:
         """At ready: from the first server line to ready, the seconds some phase covers and every
@@ -280,7 +266,7 @@ class Timeline:
                 seconds=round(t1 - t0, 3),
                 in_phases=round(covered, 3),
                 gaps=tuple(gaps),
-                server=dict(self.server_timings),
+                phases=dict(self.server_phases),
             )
         )
 

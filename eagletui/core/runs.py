@@ -134,8 +134,7 @@ class Run:
     launched: bool = False
     #: seconds from the process start to its first log line (imports; not in the log), launched runs only
     before_first_line: float | None = None
-    #: where the startup's seconds went by the log's clock (``StartupAccounted``: seconds, in_phases,
-    #: gaps, server)
+    #: where the startup's seconds went by the log's clock (``StartupAccounted``: seconds, in_phases, gaps)
     startup: dict[str, Any] | None = None
 
     @property
@@ -329,7 +328,7 @@ class RunBook:
         secs = event.seconds
         if secs is None and event.phase in run.phase_starts:
             secs = event.mono - run.phase_starts[event.phase]  # the log gave no duration: measure it
-        if event.phase == "launch" and run.launched and run.started_mono is not None and not event.source:
+        if event.phase == "launch" and run.launched and run.started_mono is not None:
             # the log times launch from its first line; the process started earlier (imports)
             secs = max(float(secs or 0.0), event.mono - run.started_mono)
         if secs is not None:
@@ -341,8 +340,10 @@ class RunBook:
             "seconds": event.seconds,
             "in_phases": event.in_phases,
             "gaps": [dict(g) for g in event.gaps],
-            "server": dict(event.server),
         }
+        for name, secs in (event.phases or {}).items():
+            if name in run.phases and isinstance(secs, int | float):
+                run.phases[name] = round(float(secs), 3)  # the server's own measure (see the event)
 
     def _on_ready(self, event: ServerReady) -> None:
         run = self._run(event.launch)

@@ -312,12 +312,6 @@ def _on_phase_finished(s: SessionState, ev: PhaseFinished) -> None:
     ph = la.phases.get(ev.phase)
     if ph is None:
         return
-    if ev.source and ph.status == PhaseStatus.DONE and ev.seconds is not None:
-        # the server's own measure of a phase already finished: only its length changes
-        ph.seconds = ev.seconds
-        if ph.finished is not None and ph.started is not None:
-            ph.started = min(ph.started, ph.finished - ev.seconds)
-        return
     if ev.phase == "launch" and la.launched and ph.started is not None:
         # the log times launch from its first line; eagletui saw the process start (imports)
         secs = max(ev.seconds or 0.0, ev.wall - ph.started)
@@ -334,6 +328,14 @@ def _on_phase_finished(s: SessionState, ev: PhaseFinished) -> None:
 def _on_startup(s: SessionState, ev: StartupAccounted) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     la.startup = {"seconds": ev.seconds, "in_phases": ev.in_phases, "gaps": [dict(g) for g in ev.gaps]}
+    for name, secs in (ev.phases or {}).items():
+        ph = la.phases.get(name)
+        if ph is None or ph.status != PhaseStatus.DONE or not isinstance(secs, int | float):
+            continue
+        # the server's own measure of a finished phase: only its length changes
+        ph.seconds = float(secs)
+        if ph.finished is not None and ph.started is not None:
+            ph.started = min(ph.started, ph.finished - float(secs))
 
 
 def _on_ready(s: SessionState, ev: ServerReady) -> None:

@@ -116,12 +116,16 @@ class Summarizer:
                 if e.start_log_time and not p["start"]:
                     p["start"] = e.start_log_time
                 p["seconds"] = e.seconds
-                p["source"] = e.source or "log"
+                p["source"] = "log"
                 p["spread"] = e.spread
                 p["slowest_rank"] = e.slowest_rank
                 if e.total:
                     p["done"], p["total"] = e.done, e.total
             elif isinstance(e, ev.StartupAccounted):
+                for name, secs in (e.phases or {}).items():
+                    fixed = self.phases.get(name)
+                    if fixed is not None and isinstance(secs, int | float):
+                        fixed["seconds"], fixed["source"] = secs, "server"
                 in_phases = e.in_phases
                 self.startup = {
                     "seconds": e.seconds,
@@ -131,7 +135,6 @@ class Summarizer:
                     else round(max(0.0, e.seconds - in_phases), 3),
                     "gaps": [dict(g) for g in e.gaps],
                     "before_first_line": None,  # not in the log: only a launcher knows the process start
-                    "server": dict(e.server) or None,
                 }
             elif isinstance(e, ev.ServerReady):
                 if self.state != "failed":

@@ -441,7 +441,6 @@ def report_json(report: SessionReport) -> dict[str, Any]:
                     "before_first_line_s": r.before_first_line,
                     "in_no_phase_s": r.in_no_phase,
                     "gaps": list((r.startup or {}).get("gaps") or []),
-                    "server": (r.startup or {}).get("server") or None,
                 },
                 "tok_s": _metric_dict(r.metric("tok_s")),
                 "accept_len": _metric_dict(r.metric("accept_len")),
