@@ -41,6 +41,7 @@ CONTEXT_TYPES = frozenset(
         "phase_finished",
         "startup_accounted",
         "server_stopped",
+        "launch_blocked",
         "bench_started",
         "connection",
     }
