@@ -200,7 +200,7 @@ def render_text(ranks: list[RankSummary], base: list[RankSummary] | None) -> str
             lines += _cycle_lines(r)
             cats = r.per_cycle() or {}
             lines.append(f"  [{stacked_bar(cats, scale if by_cycle else sum(cats.values())):<{BAR_WIDTH}}]")
-            lines.append(f"  whole trace: {r.kernel_ms:.3f} ms of kernels in {r.kernels} kernels{graph}")
+            lines.append(f"  kernel time {r.kernel_ms:10.3f} ms  in {r.kernels} kernels{graph} (the whole trace)")
             lines.append("")
             continue
         lines.append(f"  kernel time {r.kernel_ms:10.3f} ms  in {r.kernels} kernels{graph}")
