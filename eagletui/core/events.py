@@ -183,7 +183,7 @@ class StartupAccounted(Event):
     server line to the ready line, ``in_phases`` the part some phase covers, ``gaps`` every stretch of at
     least half a second that no phase covers (``{"after": phase, "before": phase, "seconds": s}``, in
     order). ``phases``: the phases whose length the server measured itself and the log's span missed
-    by half a second or more (SGLang ≥ 0.5.17's ``Engine startup timings``: the KV pool's only line is
+    by more than its timestamps' resolution (SGLang ≥ 0.5.17's ``Engine startup timings``: the KV pool's only line is
     printed when allocation ends, so the log says 0.0 s where SGLang's timer says 1.54 s); folds replace
     those phases' seconds with these. The time before the first server line (the interpreter's imports)
     is not in the log: the folds that saw the process start (``LaunchStarted``) add it. Kept small: one

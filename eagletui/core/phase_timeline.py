@@ -6,6 +6,7 @@ clock fields); split out so each module stays readable.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from eagletui.core import events as ev
@@ -14,6 +15,9 @@ from eagletui.core.phase_model import _PER_RANK, LOADING, PHASE_INDEX, UNKNOWN, 
 
 if TYPE_CHECKING:
     from eagletui.core.logformat import LogFormat
+
+
+_SUBSECOND = re.compile(r"\d[.,]\d{1,6}$")
 
 
 class Timeline:
@@ -209,17 +213,19 @@ class Timeline:
 
     def _server_durations(self, seconds: dict[str, float]) -> None:
         """The server's own measure of finished phases (SGLang's ``Engine startup timings``). A phase
-        takes it where the log's span is shorter by half a second or more: a span can miss time spent
-        before a phase's first line (the KV pool's only line is printed when allocation ends: 0.0 s by
-        the log, 1.54 s by SGLang's timer) but not invent time; a smaller difference is the timestamps'
-        resolution. The phase's start moves back to match (not before an earlier phase ended), so
+        takes it where the log's span is shorter by more than the timestamps' resolution (half a second
+        for whole-second stamps, 50 ms for millisecond ones): a span can miss time spent before a
+        phase's first line (the KV pool's only line is printed when allocation ends: 0.0 s by the log,
+        1.54 s by SGLang's timer) but not invent time. The phase's start moves back to match (not before an earlier phase ended), so
         :meth:`_account` sees no gap before it; the corrections travel in its event."""
         for name, secs in seconds.items():
             info = self.st.phases.get(name)
             if info is None or not info.finished or not isinstance(secs, (int, float)) or secs != secs:
                 continue
             secs = round(min(max(float(secs), 0.0), 1e7), 3)
-            if info.seconds is not None and info.seconds + 0.5 > secs:
+            # the log's resolution: whole seconds, or milliseconds where the timestamps carry them
+            resolution = 0.05 if _SUBSECOND.search(info.end_text or "") else 0.5
+            if info.seconds is not None and info.seconds + resolution > secs:
                 continue
             info.seconds = secs
             info.source = "server"
