@@ -200,7 +200,9 @@ def render_text(ranks: list[RankSummary], base: list[RankSummary] | None) -> str
             lines += _cycle_lines(r)
             cats = r.per_cycle() or {}
             lines.append(f"  [{stacked_bar(cats, scale if by_cycle else sum(cats.values())):<{BAR_WIDTH}}]")
-            lines.append(f"  kernel time {r.kernel_ms:10.3f} ms  in {r.kernels} kernels{graph} (the whole trace)")
+            lines.append(
+                f"  kernel time {r.kernel_ms:10.3f} ms  in {r.kernels} kernels{graph} (the whole trace)"
+            )
             lines.append("")
             continue
         lines.append(f"  kernel time {r.kernel_ms:10.3f} ms  in {r.kernels} kernels{graph}")
@@ -314,7 +316,9 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
         death = await watch_after_capture(control, transport, run, log_from, args.watch)
         if failed is not None or death is not None:
             raise CaptureError(
-                "; ".join(x for x in (failed, death) if x), files=[str(p) for p in paths], died=death is not None
+                "; ".join(x for x in (failed, death) if x),
+                files=[str(p) for p in paths],
+                died=death is not None,
             )
         print("  the server is still alive", file=sys.stderr)
         return [str(p) for p in paths]
@@ -335,7 +339,9 @@ async def log_size(transport: Any, path: str) -> int:
 DEATH_LOG_BYTES = 512 * 1024
 
 
-async def watch_after_capture(control: Any, transport: Any, run: Any, log_from: int, seconds: float) -> str | None:
+async def watch_after_capture(
+    control: Any, transport: Any, run: Any, log_from: int, seconds: float
+) -> str | None:
     """None while the server stays alive and its log shows no failure for ``seconds``; else what
     happened: the triage of the log written since the capture began, with the exit when it is known."""
     import asyncio
@@ -352,8 +358,15 @@ async def watch_after_capture(control: Any, transport: Any, run: Any, log_from: 
     text = ""
     try:
         res = await transport.run(
-            ["sh", "-c", 'tail -c +"$1" "$2" | head -c "$3"', "sh", str(log_from + 1), run.log_path,
-             str(DEATH_LOG_BYTES)],
+            [
+                "sh",
+                "-c",
+                'tail -c +"$1" "$2" | head -c "$3"',
+                "sh",
+                str(log_from + 1),
+                run.log_path,
+                str(DEATH_LOG_BYTES),
+            ],
             timeout=20,
         )
         text = res.stdout
