@@ -1,4 +1,4 @@
-"""Failure folding of the phase machine: candidates by priority, traceback groups, SGLang context.
+"""Failure folding of the phase machine: candidates by priority, traceback groups, server context.
 
 A crashing tp=8 server prints a cascade (root cause on one rank, SIGQUIT/kill lines from the parent,
 NCCL noise from siblings); the most specific candidate wins, a report waits until the failing
@@ -43,7 +43,7 @@ class FailureFold:
     group_hint: str | None
     group_draft: bool
     emit_at_close: bool
-    sglang_ctx: bool
+    server_ctx: bool
     held: list[tuple[Failure, Rec]]
     activity: bool
     last_ts: float | None
@@ -72,7 +72,7 @@ class FailureFold:
                 self.crash = CrashSite(what, rec.msg)  # the lines after it say where
             elif self.crash is not None:
                 self.crash.feed(rec.msg)
-        if not self.sglang_ctx:
+        if not self.server_ctx:
             if len(self.held) < 64:
                 self.held.append((fm, rec))
             return
@@ -96,7 +96,7 @@ class FailureFold:
             self._emit_failure(out)
 
     def _set_ctx(self, out: list[ev.Event]) -> None:
-        self.sglang_ctx = True
+        self.server_ctx = True
         held, self.held = self.held, []
         for fm, rec in held:
             self._consider(fm, rec, out)
@@ -117,7 +117,7 @@ class FailureFold:
         fail = ev.ServerFailed(
             kind=c.kind,
             message=c.message[:2000],
-            hint=self.fmt.hint_for(
+            hint=self.fmt.hint_for_launch(
                 c.kind, c.tag, c.phase, version, c.line + " " + c.message, args=st.args, draft=c.draft
             ),
             line=c.line[:4000],
@@ -131,7 +131,7 @@ class FailureFold:
         if not self.group_open:
             return
         self.group_open = False
-        if self.group_hint and self.sglang_ctx and (self.group_has_cand or self.group_exc):
+        if self.group_hint and self.server_ctx and (self.group_has_cand or self.group_exc):
             self._phase_from_frames(self.group_hint, self.group_draft, out)
         draft = self.group_draft
         self.group_hint, self.group_draft = None, False
@@ -139,7 +139,7 @@ class FailureFold:
             self.cand.draft = True
         if (
             self.group_exc
-            and self.sglang_ctx
+            and self.server_ctx
             and not self.group_has_cand
             and self.st.status not in (READY, STOPPED)
         ):

@@ -22,7 +22,7 @@ DECODE_HISTORY = 1024
 
 # Phases every rank goes through (their completion waits for all known ranks).
 _PER_RANK = frozenset(
-    {"dist_init", "load_target", "load_draft", "kv_cache", "capture_prefill", "capture_target"}
+    {"dist_init", "load_target", "load_draft", "compile", "kv_cache", "capture_prefill", "capture_target"}
 )
 
 
@@ -48,7 +48,11 @@ class PhaseInfo:
     seconds: float | None = None
     spread: float | None = None
     slowest_rank: int | None = None
-    source: str = ""  # "server": ``seconds`` is the server's own measure (see PhaseFinished.source)
+    #: started by a progress bar (no begin line): done when the bar is full and the log moves on;
+    #: the bar's own elapsed time is then the phase's duration
+    bar: bool = False
+    bar_elapsed: float | None = None
+    source: str = ""  # "server": ``seconds`` is the server's own measure (StartupAccounted.phases)
 
 
 @dataclass(slots=True)
@@ -74,6 +78,8 @@ class MachineState:
     stopped: ev.ServerStopped | None = None
     version: str | None = None
     args: dict[str, Any] | None = None
+    #: the launch in eagletui's words (LaunchFacts.facts()), beside the server's own ``args``
+    facts: dict[str, Any] | None = None
     launches: int = 0
     decode_count: int = 0
     decode_history: deque[ev.DecodeStats] = field(default_factory=lambda: deque(maxlen=DECODE_HISTORY))
