@@ -230,21 +230,20 @@ def test_profile_check_of_the_real_0_5_17_profile_follows_its_declared_release(t
     assert "sglang 0.5.13–0.5.19 accept it" in out
 
 
-def test_the_real_host_reported_its_version_as_the_preflight_reads_it() -> None:
-    """The preflight found 0.5.17 on the real host; that string picks the 0.5.17 table."""
-    from eagletui.remote.preflight import Check, flag_table_for, host_version
+def test_the_real_host_s_version_picks_its_table() -> None:
+    """The preflight found sglang 0.5.17 on the real host; that version picks the 0.5.17 table."""
+    from eagletui.remote.preflight import flag_table_for
 
-    checks = [
-        Check(c["name"], c["status"], c["message"])
-        for c in json.loads((REAL / "a-preflight-alias.json").read_text())
-    ]
-    version = host_version(checks)
-    assert version == "0.5.17"
+    checks = json.loads((REAL / "a-preflight-alias.json").read_text())
+    module = next(c for c in checks if c["name"] == "server module")
+    assert "(version 0.5.17)" in module["message"]
     prof = load_profile(REAL / "profile-alias.toml")
-    table = flag_table_for("sglang.launch_server", None, version, prof.server_version)
+    table = flag_table_for("sglang.launch_server", None, "0.5.17", prof.server_version)
     assert table is not None and table.source == "sglang 0.5.17's flags (host)"
-    r = check_server_flags(["--cuda-graph-max-bs"], table, version)
+    r = check_server_flags(["--cuda-graph-max-bs"], table, "0.5.17")
     assert not r.errors and "deprecated in sglang 0.5.17" in r.warnings[0]
+    # a vLLM module has no shipped table: only its host's parser can tell
+    assert flag_table_for("vllm", None, "0.11.0", None) is None
 
 
 # --------------------------------------------------------------------------- the extraction script

@@ -186,30 +186,21 @@ class PhaseFinished(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class StartupAccounted(Event):
-    """Where a startup's seconds went, by the log's clock, emitted at ready: ``seconds`` from the first
-    server line to the ready line, ``in_phases`` the part some phase covers, ``gaps`` every stretch of at
-    least half a second that no phase covers (``{"after": phase, "before": phase, "seconds": s}``, in
-    order). ``phases``: the phases whose length the server measured itself and the log's span missed
-    by more than its timestamps' resolution (SGLang ≥ 0.5.17's ``Engine startup timings``: the KV pool's only line is
-    printed when allocation ends, so the log says 0.0 s where SGLang's timer says 1.54 s); folds replace
-    those phases' seconds with these. The time before the first server line (the interpreter's imports)
-    is not in the log: the folds that saw the process start (``LaunchStarted``) add it. Kept small: one
-    per launch, in every recording."""
-
-    type: ClassVar[str] = "startup_accounted"
-    launch: int = 0
-    seconds: float | None = None
-    in_phases: float | None = None
-    gaps: tuple[dict[str, Any], ...] = ()
-    phases: dict[str, float] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
 class ServerReady(Event):
     type: ClassVar[str] = "server_ready"
     url: str = ""
     launch: int = 0
+    #: Where the startup's seconds that no phase holds went, by the log's clock: every stretch between
+    #: the first server line and ready that no phase covers and that is longer than the timestamps'
+    #: resolution, as ``(after, before, seconds)``, ``after``/``before`` the neighbouring phases'
+    #: indices in :data:`PHASES`, in order (the model's construction between dist_init and
+    #: load_target). The time before the first line (imports) is not in the log: the folds that saw
+    #: the process start (LaunchStarted) add it.
+    gaps: tuple[tuple[int, int, float], ...] = ()
+    #: Phases whose length the server measured itself and the log's span missed by more than its
+    #: timestamps' resolution (SGLang ≥ 0.5.17's ``Engine startup timings``): folds take these seconds.
+    #: Both fields stay small: a ready event is in every recording.
+    phase_fixes: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

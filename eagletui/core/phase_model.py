@@ -52,7 +52,7 @@ class PhaseInfo:
     #: the bar's own elapsed time is then the phase's duration
     bar: bool = False
     bar_elapsed: float | None = None
-    source: str = ""  # "server": ``seconds`` is the server's own measure (StartupAccounted.phases)
+    source: str = ""  # "server": ``seconds`` is the server's own measure (ServerReady.phase_fixes)
 
 
 @dataclass(slots=True)

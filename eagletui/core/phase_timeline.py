@@ -224,19 +224,19 @@ class Timeline:
                 self._finish(name, ts, ts_text, out)
 
     def _server_durations(self, seconds: dict[str, float]) -> None:
-        """The server's own measure of finished phases (SGLang's ``Engine startup timings``). A phase
-        takes it where the log's span is shorter by more than the timestamps' resolution (half a second
-        for whole-second stamps, 50 ms for millisecond ones): a span can miss time spent before a
-        phase's first line (the KV pool's only line is printed when allocation ends: 0.0 s by the log,
-        1.54 s by SGLang's timer) but not invent time. The phase's start moves back to match (not before an earlier phase ended), so
-        :meth:`_account` sees no gap before it; the corrections travel in its event."""
+        """The server's own measure of finished phases (its startup-timings line, ``phase_seconds``). A phase
+        takes it where the log's span is shorter by more than the timestamps' resolution (a second for
+        whole-second stamps, 50 ms for millisecond ones): a span can miss time spent before a
+        phase's first line (a KV pool whose only line is printed when allocation ends) but not invent
+        time. The phase's start moves back to match (not before an earlier phase ended), so
+        :meth:`_account` sees no gap before it; the corrections travel in the ready event."""
         for name, secs in seconds.items():
             info = self.st.phases.get(name)
             if info is None or not info.finished or not isinstance(secs, (int, float)) or secs != secs:
                 continue
             secs = round(min(max(float(secs), 0.0), 1e7), 3)
-            # the log's resolution: whole seconds, or milliseconds where the timestamps carry them
-            resolution = 0.05 if _SUBSECOND.search(info.end_text or "") else 0.5
+            # the log's resolution: a whole-second span is the true length ± 1 s; milliseconds: ± 50 ms
+            resolution = 0.05 if _SUBSECOND.search(info.end_text or "") else 1.0
             if info.seconds is not None and info.seconds + resolution > secs:
                 continue
             info.seconds = secs
@@ -253,40 +253,30 @@ class Timeline:
                 if info.start_ts is None or start < info.start_ts:
                     info.start_ts = start
 
-    def _account(self, ready_ts: float | None, out: list[ev.Event]) -> None:
-        """At ready: from the first server line to ready, the seconds some phase covers and every
-        stretch no phase covers (a gap of at least half a second, named by its neighbours)."""
+    def _account(self, ready_ts: float | None) -> tuple[tuple[int, int, float], ...]:
+        """At ready: every stretch between the first server line and ready that no phase covers and
+        that is longer than the timestamps' resolution, as (after, before, seconds): its neighbours'
+        indices in :data:`~eagletui.core.events.PHASES` (compact: it is in every recording)."""
         launch = self.st.phases.get("launch")
         if launch is None or launch.start_ts is None or ready_ts is None:
-            return
+            return ()
         t0, t1 = launch.start_ts, ready_ts
         spans = sorted(
             (max(i.start_ts, t0), PHASE_INDEX.get(name, 99), min(i.end_ts, t1), name)
             for name, i in self.st.phases.items()
             if name != "ready" and i.start_ts is not None and i.end_ts is not None and i.end_ts >= i.start_ts
         )
-        covered = 0.0
-        gaps: list[dict[str, object]] = []
+        least = 0.05 if _SUBSECOND.search(launch.start_text or "") else 1.0
+        gaps: list[tuple[int, int, float]] = []
         cursor, last = t0, "launch"
         for start, _order, end, name in spans:
-            if start > cursor:
-                if start - cursor >= 0.5:
-                    gaps.append({"after": last, "before": name, "seconds": round(start - cursor, 3)})
-                cursor = start
+            if start - cursor >= least:
+                gaps.append((PHASE_INDEX[last], PHASE_INDEX.get(name, 99), round(start - cursor, 3)))
             if end >= cursor:
-                covered += end - cursor
-                cursor, last = end, name
-        if t1 - cursor >= 0.5:
-            gaps.append({"after": last, "before": "ready", "seconds": round(t1 - cursor, 3)})
-        out.append(
-            ev.StartupAccounted(
-                launch=self.st.launch,
-                seconds=round(t1 - t0, 3),
-                in_phases=round(covered, 3),
-                gaps=tuple(gaps),
-                phases=dict(self.server_phases),
-            )
-        )
+                cursor, last = max(cursor, end), name
+        if t1 - cursor >= least:
+            gaps.append((PHASE_INDEX[last], PHASE_INDEX["ready"], round(t1 - cursor, 3)))
+        return tuple(gaps)
 
     def _progress(self, name: str, done: int, total: int, unit: str, label: str, out: list[ev.Event]) -> None:
         key = (name, done, total, label)

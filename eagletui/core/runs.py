@@ -31,12 +31,12 @@ from eagletui.core.events import (
     ServerFailed,
     ServerReady,
     ServerStopped,
-    StartupAccounted,
 )
 from eagletui.core.logformat import get_format
 from eagletui.core.profile import Verdict, config_diff, format_diff, normalize_flag
 from eagletui.core.servers import server_kind
 from eagletui.core.stats import mean_stdev, stat
+from eagletui.core.summary import startup_gaps
 from eagletui.core.wording import describe_failure
 
 #: The server flags people tune between runs, spelled as in profiles: each gets a column in the
@@ -138,17 +138,15 @@ class Run:
     launched: bool = False
     #: seconds from the process start to its first log line (imports; not in the log), launched runs only
     before_first_line: float | None = None
-    #: where the startup's seconds went by the log's clock (``StartupAccounted``: seconds, in_phases, gaps)
+    #: where the startup's seconds went by the log's clock (``ServerReady.gaps``: ``{"gaps": [...]}``)
     startup: dict[str, Any] | None = None
 
     @property
     def in_no_phase(self) -> float | None:
-        """Startup seconds no phase accounts for (gaps between phases, by the log's clock)."""
-        st = self.startup or {}
-        secs, covered = st.get("seconds"), st.get("in_phases")
-        if not isinstance(secs, int | float) or not isinstance(covered, int | float):
+        """Startup seconds no phase accounts for (the gaps between phases, by the log's clock)."""
+        if self.startup is None:
             return None
-        return round(max(0.0, secs - covered), 3)
+        return round(sum(g["seconds"] for g in self.startup.get("gaps") or []), 3)
 
     @property
     def ready(self) -> bool:
@@ -366,20 +364,13 @@ class RunBook:
         if secs is not None:
             run.phases[event.phase] = round(float(secs), 3)
 
-    def _on_startup(self, event: StartupAccounted) -> None:
-        run = self._run(event.launch)
-        run.startup = {
-            "seconds": event.seconds,
-            "in_phases": event.in_phases,
-            "gaps": [dict(g) for g in event.gaps],
-        }
-        for name, secs in (event.phases or {}).items():
-            if name in run.phases and isinstance(secs, int | float):
-                run.phases[name] = round(float(secs), 3)  # the server's own measure (see the event)
-
     def _on_ready(self, event: ServerReady) -> None:
         run = self._run(event.launch)
         run.outcome = RunOutcome.READY
+        run.startup = {"gaps": startup_gaps(event.gaps)}
+        for name, secs in (event.phase_fixes or {}).items():
+            if name in run.phases and isinstance(secs, int | float):
+                run.phases[name] = round(float(secs), 3)  # the server's own measure (see the event)
         if run.started_mono is not None:
             run.ready_after = event.mono - run.started_mono
 
@@ -688,5 +679,4 @@ _FOLD: dict[type, Callable[[RunBook, Any], None]] = {
     BenchmarkStarted: RunBook._on_bench_started,
     BenchmarkResult: RunBook._on_bench_result,
     ProfileCaptured: RunBook._on_profile,
-    StartupAccounted: RunBook._on_startup,
 }

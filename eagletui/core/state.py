@@ -35,9 +35,9 @@ from eagletui.core.events import (
     ServerFailed,
     ServerReady,
     ServerStopped,
-    StartupAccounted,
 )
 from eagletui.core.nccl import NcclFold
+from eagletui.core.summary import startup_gaps
 
 SERIES_LIMIT = 2000
 
@@ -122,7 +122,7 @@ class LaunchState:
     launched: bool = False
     #: seconds from the process start to its first log line (imports; not in the log), launched only
     before_first_line: float | None = None
-    #: where the startup's seconds went by the log's clock (StartupAccounted: seconds, in_phases, gaps)
+    #: where the startup's seconds went by the log's clock (ServerReady.gaps: ``{"gaps": [...]}``)
     startup: dict[str, Any] | None = None
     #: NCCL_DEBUG=INFO lines of this launch, folded (only lines containing "NCCL INFO" reach it)
     nccl: NcclFold = field(default_factory=NcclFold)
@@ -333,19 +333,6 @@ def _on_phase_finished(s: SessionState, ev: PhaseFinished) -> None:
         ph.done = ph.total
 
 
-def _on_startup(s: SessionState, ev: StartupAccounted) -> None:
-    la = s._launch_for(ev.launch, ev.wall)
-    la.startup = {"seconds": ev.seconds, "in_phases": ev.in_phases, "gaps": [dict(g) for g in ev.gaps]}
-    for name, secs in (ev.phases or {}).items():
-        ph = la.phases.get(name)
-        if ph is None or ph.status != PhaseStatus.DONE or not isinstance(secs, int | float):
-            continue
-        # the server's own measure of a finished phase: only its length changes
-        ph.seconds = float(secs)
-        if ph.finished is not None and ph.started is not None:
-            ph.started = min(ph.started, ph.finished - float(secs))
-
-
 def _on_ready(s: SessionState, ev: ServerReady) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     for name in PHASES[:-1]:
@@ -356,6 +343,15 @@ def _on_ready(s: SessionState, ev: ServerReady) -> None:
             ph.seconds = ph.seconds if ph.seconds is not None else ev.wall - (ph.started or ev.wall)
         elif ph.status == PhaseStatus.PENDING:
             ph.status = PhaseStatus.SKIPPED
+    la.startup = {"gaps": startup_gaps(ev.gaps)}
+    for name, secs in (ev.phase_fixes or {}).items():
+        fixed = la.phases.get(name)
+        if fixed is None or fixed.status != PhaseStatus.DONE or not isinstance(secs, int | float):
+            continue
+        # the server's own measure of a finished phase: only its length changes
+        fixed.seconds = float(secs)
+        if fixed.finished is not None and fixed.started is not None:
+            fixed.started = min(fixed.started, fixed.finished - float(secs))
     ready = la.phases["ready"]
     ready.status = PhaseStatus.DONE
     ready.started = ready.finished = ev.wall
@@ -472,7 +468,6 @@ _HANDLERS: dict[type, Any] = {
     PhaseStarted: _on_phase_started,
     PhaseProgress: _on_phase_progress,
     PhaseFinished: _on_phase_finished,
-    StartupAccounted: _on_startup,
     ServerReady: _on_ready,
     ServerFailed: _on_failed,
     ServerStopped: _on_stopped,

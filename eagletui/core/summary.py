@@ -138,22 +138,17 @@ class Summarizer:
                 p["slowest_rank"] = e.slowest_rank
                 if e.total:
                     p["done"], p["total"] = e.done, e.total
-            elif isinstance(e, ev.StartupAccounted):
-                for name, secs in (e.phases or {}).items():
+            elif isinstance(e, ev.ServerReady):
+                for name, secs in (e.phase_fixes or {}).items():
                     fixed = self.phases.get(name)
                     if fixed is not None and isinstance(secs, int | float):
                         fixed["seconds"], fixed["source"] = secs, "server"
-                in_phases = e.in_phases
+                gaps = startup_gaps(e.gaps)
                 self.startup = {
-                    "seconds": e.seconds,
-                    "in_phases": in_phases,
-                    "in_no_phase": None
-                    if e.seconds is None or in_phases is None
-                    else round(max(0.0, e.seconds - in_phases), 3),
-                    "gaps": [dict(g) for g in e.gaps],
+                    "gaps": gaps,
+                    "in_no_phase": round(float(sum(g["seconds"] for g in gaps)), 3),
                     "before_first_line": None,  # not in the log: only a launcher knows the process start
                 }
-            elif isinstance(e, ev.ServerReady):
                 if self.state != "failed":
                     self.state = "ready"
             elif isinstance(e, ev.ServerFailed):
@@ -239,6 +234,27 @@ class Summarizer:
                 "steps": e.steps,
             },
         }
+
+
+def startup_gaps(gaps: Any) -> list[dict[str, Any]]:
+    """``ServerReady.gaps`` (phase indices) as ``[{"after", "before", "seconds"}]`` with phase names;
+    malformed entries are skipped."""
+    out = []
+    n = len(ev.PHASES)
+    for g in gaps or ():
+        if not (isinstance(g, list | tuple) and len(g) == 3):
+            continue
+        a, b, secs = g
+        if (
+            isinstance(a, int)
+            and isinstance(b, int)
+            and 0 <= a < n
+            and 0 <= b < n
+            and isinstance(secs, int | float)
+            and not isinstance(secs, bool)
+        ):
+            out.append({"after": ev.PHASES[a], "before": ev.PHASES[b], "seconds": float(secs)})
+    return out
 
 
 def _new_phase(name: str) -> dict[str, Any]:

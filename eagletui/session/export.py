@@ -209,7 +209,6 @@ REPORT_TYPES: frozenset[str] = frozenset(
         "launch_detected",
         "phase_started",
         "phase_finished",
-        "startup_accounted",
         "server_ready",
         "server_failed",
         "server_stopped",

@@ -39,7 +39,6 @@ CONTEXT_TYPES = frozenset(
         "launch_detected",
         "phase_started",
         "phase_finished",
-        "startup_accounted",
         "server_stopped",
         "launch_blocked",
         "bench_started",
