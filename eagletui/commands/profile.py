@@ -87,7 +87,9 @@ def render_profile(cmd: LaunchCommand, name: str, source: str = "") -> str:
         _kv("runs_dir", "~/.eagletui/runs"),
         _kv("ready_timeout_s", 3600, "large checkpoints take minutes to load and capture"),
         *(
-            ['# version = "0.5.17"   # the sglang release on the host: picks the flag table `profile check` uses']
+            [
+                '# version = "0.5.17"   # the sglang release on the host: picks the flag table `profile check` uses'
+            ]
             if cmd.kind == "sglang"
             else []
         ),
