@@ -37,6 +37,7 @@ from eagletui.core.logformat import get_format
 from eagletui.core.profile import Verdict, config_diff, format_diff, normalize_flag
 from eagletui.core.servers import server_kind
 from eagletui.core.stats import mean_stdev, stat
+from eagletui.core.summary import startup_gaps
 from eagletui.core.wording import describe_failure
 
 #: The server flags people tune between runs, spelled as in profiles: each gets a column in the
@@ -134,6 +135,19 @@ class Run:
     bench_concurrency: dict[int, int] = field(default_factory=dict)
     #: the last step profile captured against this launch (``ProfileCaptured.summary``)
     step_profile: dict[str, Any] | None = None
+    #: eagletui started this process (``LaunchStarted``): its start is known, not only its first line
+    launched: bool = False
+    #: seconds from the process start to its first log line (imports; not in the log), launched runs only
+    before_first_line: float | None = None
+    #: where the startup's seconds went by the log's clock (``ServerReady.gaps``: ``{"gaps": [...]}``)
+    startup: dict[str, Any] | None = None
+
+    @property
+    def in_no_phase(self) -> float | None:
+        """Startup seconds no phase accounts for (the gaps between phases, by the log's clock)."""
+        if self.startup is None:
+            return None
+        return round(sum(g["seconds"] for g in self.startup.get("gaps") or []), 3)
 
     @property
     def ready(self) -> bool:
@@ -329,6 +343,7 @@ class RunBook:
         run.config = dict(cfg)
         run.diff = dict(event.diff or {})
         run.started_wall, run.started_mono = event.wall, event.mono
+        run.launched = True
 
     def _on_launch_detected(self, event: LaunchDetected) -> None:
         run = self._run(event.launch)
@@ -344,15 +359,22 @@ class RunBook:
                 run.config["server"] = event.server
 
     def _on_phase_started(self, event: PhaseStarted) -> None:
-        self._run(event.launch).phase_starts.setdefault(event.phase, event.mono)
+        run = self._run(event.launch)
+        run.phase_starts.setdefault(event.phase, event.mono)
+        if event.phase == "launch" and run.launched and run.started_mono is not None:
+            if run.before_first_line is None:
+                run.before_first_line = round(max(0.0, event.mono - run.started_mono), 3)
 
     def _on_phase_finished(self, event: PhaseFinished) -> None:
         run = self._run(event.launch)
         secs = event.seconds
         if secs is None and event.phase in run.phase_starts:
             secs = event.mono - run.phase_starts[event.phase]  # the log gave no duration: measure it
+        if event.phase == "launch" and run.launched and run.started_mono is not None:
+            # the log times launch from its first line; the process started earlier (imports)
+            secs = max(float(secs or 0.0), event.mono - run.started_mono)
         if secs is not None:
-            run.phases[event.phase] = float(secs)
+            run.phases[event.phase] = round(float(secs), 3)
 
     def _on_ready(self, event: ServerReady) -> None:
         run = self._run(event.launch)
@@ -360,6 +382,10 @@ class RunBook:
         for phase, start in run.phase_starts.items():  # still open at ready: it ended there (as on screen)
             if phase not in run.phases and phase != "ready":
                 run.phases[phase] = max(0.0, event.mono - start)
+        run.startup = {"gaps": startup_gaps(event.gaps)}
+        for name, secs in (event.phase_fixes or {}).items():
+            if name in run.phases and isinstance(secs, int | float):
+                run.phases[name] = round(float(secs), 3)  # the server's own measure (see the event)
         run.ready_after = (
             None  # a server that was already running when benchmarked: its launch was not seen
             if run.config.get("external")
