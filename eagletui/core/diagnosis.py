@@ -326,11 +326,18 @@ def _format(name: str) -> Any:
         return _NoFormat()
 
 
+#: Kinds worth the line under the comparison without being warnings: they explain the numbers compared.
+WHY_KINDS = ("prediction_check", "next_launch", "allreduce", "draft_positions", "draft_by_category", "adaptive_steps")
+
+
 def why_line(diags: list[Diagnosis]) -> str:
-    """The one "why" line under the comparison: the most important diagnosis, shortened."""
-    if not diags:
+    """The one "why" line under the comparison: the first warning, else the first diagnosis that explains
+    the compared numbers (a prediction, the all-reduce path, the drafter's fit); "" when there is none (a
+    launch's load and capture times are in the run's details, not under the comparison)."""
+    pick = [d for d in diags if d.level == "warn"] or [d for k in WHY_KINDS for d in diags if d.kind == k]
+    if not pick:
         return ""
-    d = diags[0]
+    d = pick[0]
     out = f"why: {d.text}"
     if d.hint:
         out += f" → {d.hint}"
