@@ -21,6 +21,7 @@ no I/O, no clock. ``docs/diagnosis.md`` lists every kind, its trigger and its so
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -339,9 +340,18 @@ def why_line(diags: list[Diagnosis]) -> str:
         return ""
     d = pick[0]
     out = f"why: {d.text}"
-    if d.hint:
-        out += f" → {d.hint}"
-    return out
+    if d.hint:  # the first suggestion only, when it fits: the run's details hold the rest
+        first = re.sub(r" \([^()]*\)$", "", d.hint.split("; ")[0])
+        more = f" → {first}" + (" …" if first != d.hint else "")
+        if len(out) + len(more) <= WHY_MAX:
+            out += more
+        else:
+            out += " (details: Runs tab)"
+    return out if len(out) <= WHY_MAX + 40 else out[: WHY_MAX + 39] + "…"
+
+
+#: The why line stays short enough for two lines of the compare box (details hold the whole text).
+WHY_MAX = 150
 
 
 def as_dict(v: Any) -> dict[str, Any]:

@@ -186,6 +186,10 @@ def compare_text(
             t.append(f"benchmark #{bench_running} running: results when it finishes", style="bold")
         else:
             t.append(no_benchmark_text(server_state, can_bench=can_bench), style="dim")
+        why = why_line(diagnoser.diagnoses()) if diagnoser is not None else ""
+        if why:  # what the launch already says, before any benchmark (the all-reduce path, a slow load)
+            t.no_wrap, t.overflow = False, "fold"
+            t.append("\n" + inert(why), style="yellow")
         return t
     if bench_running is not None:
         t.append(f"⟳ bench #{bench_running}  ", style="bold")
