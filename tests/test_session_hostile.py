@@ -204,7 +204,9 @@ def test_compact_log_rows_round_trip(tmp_path: Path) -> None:
 def test_recording_of_a_real_log_stays_proportional(tmp_path: Path) -> None:
     """Every event the interpreter makes of a real sglang 0.5.17 log, recorded. The log text itself
     takes at most 1.2x the log; the structured events on top (a PhaseProgress per tqdm frame, a
-    DecodeStats per decode line) keep the whole under 1.6x (it was 3.3x with full dicts)."""
+    DecodeStats per decode line, the diagnoses' notes: about 0.8 KB per launch, here 20 launches of a
+    tiny model's short log) keep the whole under 1.65x (it was 3.3x with full dicts, 1.60x before the
+    notes)."""
     if not REAL_LOG.exists():
         pytest.skip("shared fixture not available")
     log = REAL_LOG.read_bytes() * 20
@@ -218,7 +220,7 @@ def test_recording_of_a_real_log_stays_proportional(tmp_path: Path) -> None:
             rec.write(e)
     rows = [line for line in path.read_bytes().splitlines(keepends=True) if line.startswith(b"[")]
     assert sum(map(len, rows)) <= 1.2 * len(log), sum(map(len, rows)) / len(log)
-    assert path.stat().st_size <= 1.6 * len(log), path.stat().st_size / len(log)
+    assert path.stat().st_size <= 1.65 * len(log), path.stat().st_size / len(log)
     _, events, warnings = read_session(path)
     assert warnings == [] and len(events) == rec.events_written
 

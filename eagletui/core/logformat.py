@@ -40,8 +40,9 @@ once per launch as a :class:`~eagletui.core.events.LaunchNote`, and the server-n
 * ``adaptive``: ``config`` (args) ``{"on": bool, "config": path | None}``; ``init`` ``{"steps": int,
   "candidates": [int]}``; ``update`` ``{"from": int, "to": int, "ema": float}``.
 
-The phase machine adds ``load``/``capture`` ``bar`` notes itself (tqdm is no one server's): ``{"phase",
-"done", "total", "elapsed", "label"}`` whenever a bar's count moves.
+The phase machine adds ``load`` ``bar`` notes itself (tqdm is no one server's): ``{"phase", "done",
+"total", "elapsed", "label"}`` at a shard bar's first and last frame; and ``capture`` ``eager``
+``{"running": n}`` for the first decode step at each batch size that ran without a CUDA graph.
 """
 
 from __future__ import annotations

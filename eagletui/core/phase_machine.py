@@ -247,8 +247,11 @@ class PhaseMachine(Timeline, FailureFold):
         if "NCCL INFO" in rec.msg[:SCAN_LIMIT] and self.nccl.add(rec.msg[:SCAN_LIMIT]):
             return
         if self.server_ctx and (rec.prefixed or kind == PROGRESS):
+            # the line is the evidence of a note from a plain message (a warning); a phase line's notes
+            # (capture sizes, the loader of a bar) need no copy of it: the phase itself shows it
+            line = "" if tag else rec.msg
             for topic, key, value in self.fmt.notes(rec):
-                self._note(topic, key, value, rec.msg, rec.ts_text, out)
+                self._note(topic, key, value, line, rec.ts_text, out)
 
         # A launch starts with the first line that is the server's (a record prefix or a known kind),
         # not with any text at all: a file of something else stays "unknown".
@@ -275,7 +278,6 @@ class PhaseMachine(Timeline, FailureFold):
             if c is not None and c.tag == "bare_traceback" and self.emitted_prio < 0:
                 self.cand = None  # the startup went on after that traceback: it was not fatal
             self._version_marks(rec.msg)
-            self._version_note(out)
             self._on_phase(rec, tag, ts, out)
         elif tag == "fail":
             self._version_marks(rec.msg)
@@ -306,7 +308,8 @@ class PhaseMachine(Timeline, FailureFold):
         st = self.st
         self._version_marks(rec.msg)
         facts = self.fmt.parse_server_args(rec.data.get("raw", ""))
-        st.args = facts.raw
+        args = _bounded_args(facts.raw)
+        st.args = args
         st.facts = facts.facts()
         if facts.tp:
             self.launch_tp = facts.tp
@@ -314,7 +317,8 @@ class PhaseMachine(Timeline, FailureFold):
             self.ver.exact = facts.version
         st.launches += 1
         self.activity = True
-        out.append(self._detected(facts.raw, st.facts))
+        out.append(self._detected(args, st.facts))
+        self.ver_noted = self.ver.label()  # the LaunchDetected says it; a note only when it sharpens
         self._start("launch", None, ts, rec.ts_text, out)
         for topic, key, value in self.fmt.notes_from_args(facts):
             self._note(topic, key, value, "", rec.ts_text, out)
@@ -330,12 +334,12 @@ class PhaseMachine(Timeline, FailureFold):
         self.notes_seen.add(ident)
         out.append(
             ev.LaunchNote(
-                topic=topic, key=key, value=value, line=line.strip()[:500], log_time=tt, launch=self.st.launch
+                topic=topic, key=key, value=value, line=line.strip()[:240], log_time=tt, launch=self.st.launch
             )
         )
 
     def _version_note(self, out: list[ev.Event]) -> None:
-        """The version guess each time the log's wording sharpens it (the hints name its flags)."""
+        """The version guess at ready and at the end, when it changed (the hints name its flags)."""
         label = self.ver.label()
         if label and label != self.ver_noted:
             self.ver_noted = label
@@ -355,8 +359,11 @@ class PhaseMachine(Timeline, FailureFold):
             self._note("nccl", "summary", self.nccl.summary.to_json(), "", self.last_ts_text, out)
 
     def _bar_note(self, topic: str, phase: str, rec: Rec, out: list[ev.Event]) -> None:
-        """A progress bar's count with the elapsed time its frame shows (tqdm's ``[mm:ss<``)."""
+        """A progress bar's last frame with the elapsed time it shows (tqdm's ``[mm:ss<``): the weight
+        load's read rate and its tail rest on it (the frames before are the phase's progress)."""
         d = rec.data
+        if not d.get("total") or d.get("done") != d.get("total") or phase == "load_draft":
+            return  # the target's last frame is the one that times its load
         value = {
             "phase": phase,
             "done": d.get("done"),
@@ -484,7 +491,6 @@ class PhaseMachine(Timeline, FailureFold):
             if "elapsed" in d:
                 self._phase(name).bar_elapsed = d["elapsed"]
             self._progress(name, d["done"], d["total"], "bs", d["label"], out)
-            self._bar_note("capture", name, rec, out)
         elif tag in ("summary", "timings"):
             self._close_startup(ts, tt, out)
             secs = rec.data.get("phase_seconds") if tag == "timings" else None
@@ -553,6 +559,7 @@ class PhaseMachine(Timeline, FailureFold):
         st.phase = "ready"
         st.status = READY
         self._nccl_note(out)
+        self._version_note(out)
         out.append(ev.PhaseStarted(phase="ready", launch=st.launch, log_time=tt))
         out.append(
             ev.ServerReady(
@@ -582,7 +589,6 @@ class PhaseMachine(Timeline, FailureFold):
         if not self.decode_version_checked:
             self.decode_version_checked = True
             self._decode_version(rec.msg)
-            self._version_note(out)
         if rec.data:
             self.add_decode(rec.data, out)
             if rec.data.get("cuda_graph") is False:
@@ -657,6 +663,7 @@ class PhaseMachine(Timeline, FailureFold):
             )
         self._close_group(out)
         self._nccl_note(out)
+        self._version_note(out)
         if self.emitted_prio < 0 and self.cand is not None:
             c = self.cand
             if not (
@@ -675,6 +682,23 @@ class PhaseMachine(Timeline, FailureFold):
 
     def version_label(self) -> str | None:
         return self.ver.label()
+
+
+#: The server's own args carried by a LaunchDetected (and so recorded once per launch, beside the log line
+#: itself) keep at most about this many characters of their repr, in the server's order (a 0.5.23 args
+#: dict runs to 17k characters). The launch facts and notes are read from the whole line.
+ARGS_RECORD_CHARS = 8192
+
+
+def _bounded_args(args: dict[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    used = 0
+    for k, v in args.items():
+        used += len(k) + len(repr(v)) + 4
+        if used > ARGS_RECORD_CHARS:
+            break
+        out[k] = v
+    return out
 
 
 def _capture_phase(data: dict[str, Any]) -> str:

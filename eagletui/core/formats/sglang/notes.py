@@ -95,22 +95,18 @@ def notes(rec: Rec) -> list[Note]:
     if tag == "load_end":
         el = rec.data.get("elapsed")
         typ = str(rec.data.get("type", ""))
-        return [("load", "end", {"elapsed": el, "draft": "Eagle" in typ or "MTP" in typ or "NextN" in typ})]
+        if el is None or "Eagle" in typ or "MTP" in typ or "NextN" in typ:
+            return []  # the target's own elapsed is what the load's tail is measured against
+        return [("load", "end", {"elapsed": el, "draft": False})]
     msg = rec.msg[:SCAN_LIMIT]
     if tag == "capture_begin":
         m = _BS_LIST_RE.search(msg)
         if m is None:
             return []
         bs = _ints(m.group(1))
-        if not bs:
-            return []
-        return [
-            (
-                "capture",
-                "sizes",
-                {"draft": bool(rec.data.get("draft")), "what": rec.data.get("what", ""), "bs": bs},
-            )
-        ]
+        if not bs or rec.data.get("draft"):
+            return []  # the target's decode/verify sizes are the ones a running batch is checked against
+        return [("capture", "sizes", {"draft": False, "what": rec.data.get("what", ""), "bs": bs})]
     if not any(mark in msg for mark in _MARKS):
         return []
     out: list[Note] = []
@@ -225,46 +221,39 @@ def notes_from_args(facts: LaunchFacts) -> list[Note]:
                 disabled = True
     if a.get("cuda_graph_backend_decode") == "disabled":
         disabled = True
-    out.append(("capture", "config", {"max_bs": max_bs, "bs": bs, "disabled": disabled}))
+    cap = {k: v for k, v in (("max_bs", max_bs), ("bs", bs), ("disabled", disabled)) if v}
+    if cap:
+        out.append(("capture", "config", cap))
     extra = _extra_config(a.get("model_loader_extra_config"))
     threads = _pos_int(extra.get("num_threads"))
     mt = extra.get("enable_multithread_load")
-    out.append(
-        (
-            "load",
-            "config",
-            {
-                "threads": threads,
-                "multithread": mt if isinstance(mt, bool) else None,
-                "prefetch": _truthy(a.get("weight_loader_prefetch_checkpoints")),
-                "load_format": str(a.get("load_format") or "auto"),
-            },
-        )
-    )
+    # only what differs from the defaults is said (a note is recorded once per launch: kept small)
+    fmt_name = str(a.get("load_format") or "auto")
+    load = {
+        "threads": threads,
+        "multithread": mt if isinstance(mt, bool) else None,
+        "prefetch": _truthy(a.get("weight_loader_prefetch_checkpoints")),
+        "load_format": fmt_name if fmt_name != "auto" else None,
+    }
+    load = {k: v for k, v in load.items() if v is not None and v is not False}
+    if load:
+        out.append(("load", "config", load))
     backend = a.get("flashinfer_allreduce_fusion_backend")
-    out.append(
-        (
-            "allreduce",
-            "flags",
-            {
-                "custom_off": _truthy(a.get("disable_custom_all_reduce")),
-                "fusion": _truthy(a.get("enable_flashinfer_allreduce_fusion")) or bool(backend),
-                "fusion_backend": str(backend) if backend else None,
-                "nvls": _truthy(a.get("enable_nccl_nvls")),
-                "symm_mem": _truthy(a.get("enable_symm_mem")),
-                "torch_symm_mem": _truthy(a.get("enable_torch_symm_mem")),
-                "mscclpp": _truthy(a.get("enable_mscclpp")),
-                "device": str(a.get("device") or "cuda"),
-            },
-        )
-    )
-    if "speculative_adaptive" in a:
+    device = str(a.get("device") or "cuda")
+    flags = {
+        "custom_off": _truthy(a.get("disable_custom_all_reduce")),
+        "fusion": _truthy(a.get("enable_flashinfer_allreduce_fusion")) or bool(backend),
+        "fusion_backend": str(backend) if backend else None,
+        "nvls": _truthy(a.get("enable_nccl_nvls")),
+        "symm_mem": _truthy(a.get("enable_symm_mem")),
+        "torch_symm_mem": _truthy(a.get("enable_torch_symm_mem")),
+        "mscclpp": _truthy(a.get("enable_mscclpp")),
+        "device": device if device != "cuda" else None,
+    }
+    flags = {k: v for k, v in flags.items() if v}
+    if flags:
+        out.append(("allreduce", "flags", flags))
+    if _truthy(a.get("speculative_adaptive")):
         conf = a.get("speculative_adaptive_config")
-        out.append(
-            (
-                "adaptive",
-                "config",
-                {"on": _truthy(a.get("speculative_adaptive")), "config": str(conf) if conf else None},
-            )
-        )
+        out.append(("adaptive", "config", {"on": True, "config": str(conf) if conf else None}))
     return out
