@@ -416,3 +416,16 @@ def test_hostile_notes_and_facts_do_not_break_the_fold() -> None:
     out = d.diagnoses(1)
     assert all(isinstance(x, Diagnosis) for x in out)
     json.dumps([x.to_json() for x in out])
+
+
+def test_a_format_that_reads_no_allreduce_lines_gets_no_verdict_from_silence() -> None:
+    """vLLM's format reads no all-reduce lines: a tp>1 vLLM log gets no "nothing disabled it" verdict."""
+    from eagletui.core.logformat import get_format
+
+    logs = sorted((HERE / "vllm").glob("*.log"))
+    assert logs
+    for p in logs:
+        it = LogInterpreter(launch=1, emit_lines=False, fmt=get_format("vllm"))
+        d = Diagnoser()
+        d.add(it.feed_bulk(p.read_text(errors="replace")) + it.flush())
+        assert all(x.kind != "allreduce" for x in d.diagnoses(1)), p.name

@@ -314,6 +314,8 @@ def _with_launch(d: Diagnosis, launch: int) -> Diagnosis:
 class _NoFormat:
     """Advice of a server eagletui has no format for: none."""
 
+    note_topics: frozenset[str] = frozenset()
+
     def advice(self, topic: str, version: str | None, ctx: dict[str, Any]) -> str:
         return ""
 

@@ -303,6 +303,9 @@ class LogFormat(ABC):
     #: classify already tags failure lines (``fail``); otherwise the phase machine asks
     #: :meth:`match_failure` about every untagged line itself
     classifies_failures: bool = False
+    #: the note topics :meth:`notes` reads (the diagnoses conclude from a note's absence only for these:
+    #: "nothing disabled the custom all-reduce" needs a format that would have said so)
+    note_topics: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------ required
 

@@ -59,6 +59,7 @@ class SGLangFormat(LogFormat):
     stop_marks: tuple[str, ...] = versions.STOP_MARKS
 
     fast = serving.FAST_PATH
+    note_topics = frozenset({"allreduce", "load", "capture", "adaptive"})
     notes = staticmethod(_notes.notes)
     notes_from_args = staticmethod(_notes.notes_from_args)
     advice = staticmethod(_advice.advice)
