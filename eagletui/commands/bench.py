@@ -28,6 +28,8 @@ from eagletui.core.economics import crossover
 from eagletui.core.events import BenchmarkResult, Event
 from eagletui.core.profile import Profile, ProfileError, load_profile
 from eagletui.core.redact import Redactor
+from eagletui.core.spec import speculates
+from eagletui.core.spec import without_speculation as no_spec_args
 from eagletui.core.state import ServerState
 from eagletui.core.stats import mean_stdev
 from eagletui.core.textsafe import inert, inert_lines
@@ -166,10 +168,9 @@ def _print_human(summary: dict[str, Any]) -> None:
 
 
 def without_speculation(profile: Profile) -> Profile:
-    """The same profile with every ``--speculative-*`` server arg removed (everything else kept): the
-    no-spec reference a spec run must beat."""
-    args = {k: v for k, v in profile.args.items() if not k.startswith("--speculative-")}
-    return dataclasses.replace(profile, args=args, name=f"{profile.name} (no spec)")
+    """The profile's no-spec counterpart (:func:`eagletui.core.spec.without_speculation`: every
+    ``--speculative-*`` flag removed, everything else kept): the reference a spec run must beat."""
+    return dataclasses.replace(profile, args=no_spec_args(profile.args), name=f"{profile.name} (no spec)")
 
 
 async def _repeats(
@@ -213,7 +214,7 @@ async def _amain(ns: argparse.Namespace) -> int:
     except ProfileError as exc:
         _say(str(exc))
         return EXIT_USAGE
-    if ns.vs_no_spec and not profile.args.get("--speculative-algorithm"):
+    if ns.vs_no_spec and not speculates(profile.args):
         _say("eagletui: --vs-no-spec needs a profile with --speculative-algorithm")
         return EXIT_USAGE
     ns.launch = ns.launch or ns.vs_no_spec  # we relaunch: only a server we started may be stopped

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eagletui.core import events as ev
+from eagletui.core.spec import speculates
 from eagletui.core.state import ServerState
 from eagletui.core.stats import mean_stdev
 from eagletui.core.sweep import (
@@ -342,7 +343,7 @@ def _is_spec(profile: Profile, v: VariantState) -> bool:
         p = variant_profile(profile, Variant(v.name, v.settings))
     except ValueError:
         return False
-    return bool(p.args.get("--speculative-algorithm"))
+    return speculates(p.args)
 
 
 def _r(x: float | None, digits: int) -> float | None:

@@ -108,7 +108,8 @@ class TuningPanel(DataTable):
             pending = Text(show_value(self.staged.staged_value(t.key)), style="bold reverse")
             name.stylize("bold")
         else:
-            pending = Text("")
+            implied, value = self.staged.implied(t)  # goes (or comes back) with --speculative-algorithm
+            pending = Text(show_value(value), style="italic") if implied else Text("")
         return name, Text(show_value(running)), pending, Text(t.help, style="dim")
 
     @property
