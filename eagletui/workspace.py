@@ -93,6 +93,9 @@ class Workspace:
         #: A launch whose answer was lost and that the host could not yet be asked about: it may be
         #: loading, so nothing is launched until reconcile() has found out what became of it.
         self.unreconciled: LaunchOutcomeUnknown | None = None
+        #: set while the transport's link to the host is up (a local one never goes down)
+        self.link = asyncio.Event()
+        self.link.set()
 
     # ------------------------------------------------------------------ connection
 
@@ -101,11 +104,20 @@ class Workspace:
         from eagletui.remote.transport import open_transport
 
         self.emit(ConnectionState(state="connecting", target=self.target))
-        self.transport = await open_transport(self.target, self.ssh, on_state=self.emit)
+        self.transport = await open_transport(self.target, self.ssh, on_state=self._on_link_state)
         self.control = ServerControl(
             self.transport, runs_dir=self.profile.runs_dir, python=self.profile.python
         )
         self._gpu_task = asyncio.create_task(self._gpu_loop())
+
+    def _on_link_state(self, ev: ConnectionState) -> None:
+        """The transport's own link state (not the log tail's): a benchmark draws no prompt while the
+        link is down (:func:`eagletui.bench.client._link_up`), and the event goes on to the session."""
+        if ev.state == "connected":
+            self.link.set()
+        elif ev.state in ("lost", "reconnecting"):
+            self.link.clear()
+        self.emit(ev)
 
     async def _gpu_loop(self) -> None:
         assert self.transport is not None
@@ -361,6 +373,7 @@ class Workspace:
                         emit=self.emit,
                         stop=stop,
                         api_key=str(api_key) if api_key not in (None, True, False) else None,
+                        link=self.link,
                     )
                     if result.error or (stop is not None and stop.is_set()):
                         break
