@@ -183,7 +183,7 @@ class Run:
     def phase_total_s(self) -> float | None:
         return math.fsum(self.phases.values()) if self.phases else None
 
-    def _problems(self) -> list[tuple[BenchmarkResult, tuple[str, ...]]]:
+    def result_problems(self) -> list[tuple[BenchmarkResult, tuple[str, ...]]]:
         """Each result with why it cannot count (a result added without the fold is judged here)."""
         out = []
         for i, r in enumerate(self.results):
@@ -196,20 +196,20 @@ class Run:
     @property
     def good_results(self) -> list[BenchmarkResult]:
         """Results that count: they measured something and passed the validity gate."""
-        return [r for r, p in self._problems() if not p]
+        return [r for r, p in self.result_problems() if not p]
 
     @property
     def invalid_reasons(self) -> list[str]:
         """Why the run's results cannot count, when none can (empty while one does, or none exist)."""
         if not self.results or self.good_results:
             return []
-        return list(self._problems()[-1][1])
+        return list(self.result_problems()[-1][1])
 
     def excluded(self) -> list[str]:
         """One line per result left out of the numbers while others count."""
         if not self.good_results:
             return []
-        return [f"benchmark {r.bench} left out: {'; '.join(p)}" for r, p in self._problems() if p]
+        return [f"benchmark {r.bench} left out: {'; '.join(p)}" for r, p in self.result_problems() if p]
 
     @property
     def is_spec(self) -> bool:

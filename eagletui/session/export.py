@@ -372,7 +372,7 @@ def build_report(
         }
         econ, econ_vs = _economics_for(run, book)
         head = run.headline()
-        benches = [_bench_dict(b, run, p) for b, p in run._problems()]
+        benches = [_bench_dict(b, run, p) for b, p in run.result_problems()]
         records.append(
             RunRecord(
                 run=run,
