@@ -645,6 +645,8 @@ class RunBook:
         """``pass``/``fail``/``invalid``/``—`` (nothing to judge) with the reasons behind it."""
         run = self.runs[launch]
         v = self.verdict
+        if run.results and not run.good_results:  # measured and nothing counts (a crash mid-run too)
+            return RunVerdict.INVALID, run.invalid_reasons or ["benchmark failed"]
         if run.failure:
             if run.failure_kind:  # in words ("out of GPU memory during …"), then the server's message
                 what = describe_failure(run.failure_kind, run.failure_phase)
@@ -652,8 +654,6 @@ class RunBook:
                 return RunVerdict.FAIL, [f"launch failed: {what}" + (f" ({message})" if message else "")]
             return RunVerdict.FAIL, [f"launch failed: {run.failure}"]
         if not run.good_results:
-            if run.results:
-                return RunVerdict.INVALID, run.invalid_reasons or ["benchmark failed"]
             return RunVerdict.NONE, []
         fails: list[str] = []
         passes: list[str] = []
