@@ -301,7 +301,9 @@ async def stream_generate(
     vc = meta.get("spec_verify_ct")
     if _count(vc) and vc > 0:
         if vc > res.output_tokens:  # every verify yields at least the target's own token
-            res.error = f"impossible count from the server: spec_verify_ct {int(vc):,} > {res.output_tokens:,} tokens"
+            res.error = (
+                f"impossible count from the server: spec_verify_ct {int(vc):,} > {res.output_tokens:,} tokens"
+            )
             return res
         res.verify_ct = int(vc)
         _spec_detail(res, meta)

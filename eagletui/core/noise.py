@@ -59,6 +59,14 @@ class Band:
             return f"{head}: assumed {width}" if width else head
         return f"{width} ({NOISE_SIGMAS:g}σ of {self.n_a}+{self.n_b} runs)"
 
+    def short(self) -> str:
+        """The band in a few words, for a column: ``±3.1 %`` or ``±5.0 % assumed, 1 run``."""
+        pct = self.pct
+        width = "" if self.half is None else (f"±{pct:.1f} %" if pct is not None else f"±{self.half:.3g}")
+        if not self.measured:
+            return f"{width} assumed, 1 run" if width else "1 run"
+        return width
+
 
 def band(sd_a: float | None, n_a: int, sd_b: float | None, n_b: int, *, base: float | None = None) -> Band:
     """The band for comparing a measurement (``sd_a`` over ``n_a`` runs) with another (``sd_b``, ``n_b``)

@@ -724,7 +724,8 @@ class RunBook:
             return
         speedup = tok.mean / btok.mean
         short, b = short_of(tok, btok, need)
-        noise = b.text() + ("" if b.measured else f"; {SUGGEST_REPEATS}")
+        said = any(SUGGEST_REPEATS in r for r in (*passes, *fails, *invalid))
+        noise = b.text() + ("" if b.measured or said else f"; {SUGGEST_REPEATS}")
         if speedup >= need:
             passes.append(f"speedup {speedup:.2f}× ≥ {need:g}× {name} ({noise})")
         elif short:

@@ -111,7 +111,7 @@ def diff_text(diff: dict[str, Any], command: str | list[str] | None) -> Text:
         t.append("No pending changes. Stage some in the Tune tab (←/→ on a toggle).\n", style="dim")
     for key, (old, new) in diff.items():
         kind, _, name = key.partition(":")
-        if True in (old, new):  # a switch flag: absent means off, not "unset"
+        if old is True or new is True:  # a switch flag: absent means off (not `in`: 1 == True)
             old, new = bool(old), bool(new)
         t.append(f"{kind:4} ", style="dim")
         t.append(f"{name}  ", style="bold")

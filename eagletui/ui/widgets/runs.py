@@ -175,7 +175,7 @@ class RunsTable(DataTable):
                     style = ("green" if d.better else "red") if d.flagged else "dim"
                     t.append(f"  {d.pct:+.1f}%", style=style)
                     if d.band is not None:
-                        t.append(f" ({inert(d.band.text())})", style="dim")
+                        t.append(f" (noise {inert(d.band.short())})", style="dim")
                 t.append("\n")
             t.append(f"  repeats   {row.repeats:>14}\n")
             if run is not None:

@@ -141,8 +141,9 @@ class TuningPanel(DataTable):
             self.error = error
             self.app.notify(error, title="refused", severity="error")
             return False
-        self.update_cell(t.key, "pending", self._cells(t)[2], update_width=True)
         self.update_cell(t.key, "toggle", self._cells(t)[0])
+        for other in self.profile.toggles if self.profile else ():  # the flags that go with the algorithm
+            self.update_cell(other.key, "pending", self._cells(other)[2], update_width=True)
         self.post_message(self.PendingChanged(self.staged.pending))
         return True
 
