@@ -12,6 +12,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("eagletui.commands.demo", "run the bundled SGLang simulator and open the UI on it"),
     "connect": ("eagletui.commands.connect", "open the UI on a host: [user@]host[:port] or 'local'"),
     "replay": ("eagletui.commands.replay", "replay a recorded session in the UI"),
+    "serve": ("eagletui.commands.serve", "serve demo, connect or replay to a browser (127.0.0.1, token)"),
     "sessions": ("eagletui.commands.sessions", "list recorded sessions (start, model, launches, best tok/s)"),
     "export": ("eagletui.commands.export", "export a recorded session's runs as Markdown, CSV or JSON"),
     "parse": ("eagletui.commands.parse", "classify SGLang log files: phases, failure, decode stats"),

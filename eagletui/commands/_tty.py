@@ -1,5 +1,9 @@
 """The UI commands need a terminal on both ends: without one Textual runs headless, spins a core
-and writes escape codes into a pipe or file. Say so up front instead."""
+and writes escape codes into a pipe or file. Say so up front instead.
+
+A browser is a terminal too: under ``eagletui serve`` (or a plain ``textual-serve``) the app runs on
+pipes with ``TEXTUAL_DRIVER`` naming Textual's web driver, which speaks a framed protocol to the
+server over those pipes. That is not a pipe to refuse."""
 
 from __future__ import annotations
 
@@ -11,10 +15,18 @@ OVERRIDE_ENV = "EAGLETUI_ALLOW_NO_TTY"
 
 _SCRIPTABLE = "for scripts use 'eagletui bench' / 'eagletui parse'"
 
+#: ``TEXTUAL_DRIVER`` values that draw in a browser over stdin/stdout pipes (textual-serve's, ours).
+WEB_DRIVERS = frozenset({"textual.drivers.web_driver:WebDriver", "eagletui.web.driver:EagleWebDriver"})
+
+
+def web_driver() -> bool:
+    """True when Textual will draw through a web driver (the pipes are its protocol, not a mistake)."""
+    return os.environ.get("TEXTUAL_DRIVER", "").strip() in WEB_DRIVERS
+
 
 def no_terminal_message(command: str) -> str | None:
     """The error to print when stdin or stdout is not a terminal, or None when the UI may start."""
-    if os.environ.get(OVERRIDE_ENV, "") not in ("", "0"):
+    if os.environ.get(OVERRIDE_ENV, "") not in ("", "0") or web_driver():
         return None
     missing = [name for name, f in (("stdin", sys.stdin), ("stdout", sys.stdout)) if not _isatty(f)]
     if not missing:

@@ -107,9 +107,14 @@ def run_app(app: Any, on_force: Callable[[], None] | None = None) -> int | None:
     for sig in QUIT_SIGNALS:
         with contextlib.suppress(ValueError, OSError):  # not the main thread (tests): no handlers
             previous[sig] = signal.signal(sig, on_signal)
+    from eagletui.commands._served import attach_owner_feed
+
+    feed = attach_owner_feed(app)  # under eagletui serve: what the read-only tabs follow
     try:
         app.run()
     finally:
+        if feed is not None:
+            feed.end("the tab that controlled it closed or quit")
         for sig, handler in previous.items():
             with contextlib.suppress(ValueError, OSError):
                 signal.signal(sig, handler)

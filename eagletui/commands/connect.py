@@ -39,7 +39,13 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def ask_host_key_on_terminal(host: str, fingerprint: str) -> bool:
-    """OpenSSH's question, asked before the UI owns the terminal."""
+    """OpenSSH's question, asked before the UI owns the terminal. Behind a browser tab there is no
+    terminal to ask on (stdin is the web driver's protocol): ``eagletui serve`` asked already."""
+    from eagletui.commands._tty import web_driver
+
+    if web_driver():
+        sys.stderr.write(f"eagletui: unknown host key for {host!r} ({fingerprint}): not trusted\n")
+        return False
     sys.stderr.write(
         f"The authenticity of host {host!r} can't be established.\n"
         f"Its key fingerprint is {fingerprint}.\n"

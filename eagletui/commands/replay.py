@@ -144,6 +144,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--speed", type=parse_speed, default=10.0, help="replay speed: 1 = real time, 10 (default), instant"
     )
+    p.add_argument(
+        "--follow",
+        action="store_true",
+        help="follow a session file as it grows, read-only (one another eagletui is recording, or "
+        "what 'eagletui serve' gives a second tab): everything so far at once, then each new event",
+    )
     add_ui_options(p)
     return p
 
@@ -155,6 +161,8 @@ def main(argv: list[str]) -> int:
     from eagletui.session.drivers import ReplayDriver
 
     cfg = load_config()
+    if args.follow:
+        return follow(args, cfg)
     opened = open_replay(args, cfg)
     if isinstance(opened, str):
         sys.stderr.write(f"eagletui: {inert(opened)}\n")
@@ -181,3 +189,53 @@ def main(argv: list[str]) -> int:
     finally:
         source.close()  # a gzip recording's temp copy goes with it
     return 128 + signum if signum else 0
+
+
+def follow(args: argparse.Namespace, cfg: Any) -> int:
+    """``replay --follow``: a read-only view of a session that is still being written."""
+    from eagletui.commands._tty import require_terminal
+    from eagletui.core.textsafe import inert
+    from eagletui.session.catalog import Ambiguous, NotFound, resolve
+    from eagletui.session.feed import FeedFollower
+    from eagletui.session.follow import FollowDriver
+    from eagletui.session.presence import Presence
+
+    if args.at is not None or args.launch is not None:
+        sys.stderr.write("eagletui replay: --follow starts at the live end: no --at or --launch\n")
+        return 2
+    try:
+        path = resolve(args.file, session_dirs(cfg))
+    except (Ambiguous, NotFound) as exc:
+        sys.stderr.write(f"eagletui: {inert(str(exc))}\n")
+        return 2
+    if rc := require_terminal("replay"):
+        return rc
+    from eagletui.commands._ui import run_app
+    from eagletui.ui.app import EagleApp
+
+    follower = FeedFollower(path)
+    app = EagleApp(
+        profile=None,
+        target=_peek_target(path),
+        driver=FollowDriver(follower, presence=Presence.from_env()),
+        user_config=cfg,
+        theme_name=args.theme,
+    )
+    try:
+        signum = run_app(app)
+    finally:
+        follower.close()
+    return 128 + signum if signum else 0
+
+
+def _peek_target(path: Any) -> str:
+    """The recording's target for the header, before the follower reads it (it may not be there yet)."""
+    import json
+
+    try:
+        with open(path, "rb") as fh:
+            header = json.loads(fh.readline(64 * 1024).decode("utf-8", errors="replace"))
+    except (OSError, ValueError):
+        return "follow"
+    target = header.get("target") if isinstance(header, dict) else None
+    return target if isinstance(target, str) and target else "follow"

@@ -73,6 +73,12 @@ class Driver:
         return not self.is_replay
 
     @property
+    def learns_history(self) -> bool:
+        """Whether this driver's launches are new phase-duration samples for the ETA (a replay's are
+        history already; a read-only view's are the owner's, who records them)."""
+        return not self.is_replay
+
+    @property
     def toasts_milestones(self) -> bool:
         """Ready/failed/benchmark toasts (an instant replay would bury the screen in them)."""
         return True

@@ -118,6 +118,11 @@ class Recorder:
             if self._fd is not None:
                 self.events_written += 1
 
+    def write_control(self, data: dict[str, Any]) -> None:
+        """A line that is not an event (a feed's control line, :mod:`eagletui.session.feed`): written
+        as given, outside the codec (its state is untouched). Strings are redacted like an event's."""
+        self._write_line({k: (self.redactor.text(v) if isinstance(v, str) else v) for k, v in data.items()})
+
     def _write_line(self, data: Any) -> None:
         with self._lock:
             if self._fd is not None:

@@ -78,7 +78,7 @@ class EagleApp(App):
             profile=profile,
             recorder=recorder,
             history=history,
-            learn_history=not self.driver.is_replay,
+            learn_history=self.driver.learns_history,
         )
         self.announcer = Announcer(self)
         self.model.subscribe(self.announcer.on_event)

@@ -16,6 +16,7 @@ from textual.widgets import Static
 from eagletui.core.events import Event, LaunchStarted, LogLine
 from eagletui.core.state import LaunchStatus
 from eagletui.core.textsafe import inert
+from eagletui.session.presence import Presence
 from eagletui.ui.widgets.charts import MetricChart
 from eagletui.ui.widgets.logview import LogView
 from eagletui.ui.widgets.phases import PhasePanel, set_label
@@ -44,6 +45,9 @@ class Repainter:
         self._chart_rounds = 0
         self.log: LogView | None = None
         self._nccl = ""
+        #: who controls the session, when ``eagletui serve`` started this app behind a browser tab
+        self.presence = Presence.from_env()
+        self._control: str | None = None
 
     def attach(self) -> None:
         """Look the widgets up once (a query per tick would cost more than the tick)."""
@@ -83,6 +87,10 @@ class Repainter:
         state = self.model.state
         la = state.launch
         active = la is not None and la.status in _ACTIVE
+        control = self.presence.label() if self.presence is not None else None
+        if control != self._control:  # a tab came or went (eagletui serve)
+            self._control = control
+            self.dirty = True
         if not self.dirty and not active:
             return
         self.dirty = False
@@ -96,6 +104,8 @@ class Repainter:
             bench=state.bench_running is not None,
             log_filter=log.filter_label(),
             search=f"/{log.search} {log.hit_label()}" if log.search else None,
+            control=control,
+            read_only=self.presence is not None and self.presence.read_only,
         )
         self.gpus.show(state)
         due = time.monotonic() - self._last_chart >= CHART_SLOT_S

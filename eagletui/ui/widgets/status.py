@@ -31,7 +31,11 @@ class StatusHeader(TextView):
         bench: bool,
         log_filter: str | None = None,
         search: str | None = None,
+        control: str | None = None,
+        read_only: bool = False,
     ) -> None:
+        """``control``: who controls a served session (``eagletui serve``), shown right after the
+        connection so a read-only view says so before anything else."""
         v = self.app.theme_variables
         t = Text(no_wrap=True, overflow="ellipsis")
         t.append("eagletui ", style="bold")
@@ -46,6 +50,9 @@ class StatusHeader(TextView):
         if replay:
             label, conn_style = "replay", v.get("secondary", "magenta")
         t.append(f"● {label} ", style=conn_style)
+        if control:
+            style = f"bold {v.get('warning', 'yellow')}" if read_only else v.get("success", "green")
+            t.append(f"{inert(control)}  ", style=style)
         server = state.server_state
         colour = {
             "ready": v.get("success", "green"),

@@ -1,0 +1,231 @@
+"""The HTTP side of ``eagletui serve``: one page, its static files and one websocket per tab, all
+behind an access token in the path.
+
+Every URL lives under ``/<token>/``: the page, ``static/…`` and ``ws``. A request without the token
+(or with a wrong one) gets a 404 that says what is missing, and the comparison is constant-time. The
+token in the path rather than a query or a cookie means the page can use relative URLs only — the
+browser resolves them against whatever address it used (an ``ssh -L`` port, a reverse proxy's path),
+so the server never writes a host, port or scheme into the page (textual-serve's ``public_url``
+does, which is what breaks a tunnel on another port) — and no cookie is shared with other services
+on ``localhost``. Responses forbid framing, referrers and caching, and the content security policy
+allows nothing but this origin: the stock textual-serve page's web font from an outside host is
+replaced by the copy textual-serve ships, served from here.
+
+The front end (``textual.js``, ``xterm.css``, the Roboto Mono font) is textual-serve's; the process
+behind each tab is :class:`~eagletui.web.appproc.AppProcess`; who gets control is
+:class:`~eagletui.web.floor.Floor`'s decision.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import json
+import logging
+from collections.abc import Sequence
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+from aiohttp import WSMsgType, web
+
+from eagletui.web.appproc import AppProcess
+from eagletui.web.floor import Floor, HandoverTimeout
+from eagletui.web.page import render_page
+
+log = logging.getLogger("eagletui.serve")
+
+#: No request, script, style, font or frame from anywhere but this origin. Styles may be inline:
+#: xterm.js sets them from script.
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; font-src 'self'; "
+    "img-src 'self' data:; connect-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'"
+)
+HEADERS = {
+    "Content-Security-Policy": CSP,
+    "Referrer-Policy": "no-referrer",
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+    "Cross-Origin-Resource-Policy": "same-origin",
+}
+#: A tab's messages are keys, mouse and resizes: tiny. Anything past this is not a tab.
+MAX_WS_MESSAGE = 256 * 1024
+MAX_TERMINAL = 1000  # columns or rows a tab may ask for
+
+NO_TOKEN = (
+    "eagletui serve: not found. Open the URL that 'eagletui serve' printed: it holds the access token.\n"
+)
+
+
+def static_files() -> dict[str, tuple[Path, str]]:
+    """Served name → (file, content type): textual-serve's front end and eagletui's page files."""
+    import textual_serve
+
+    ts = Path(textual_serve.__file__).resolve().parent / "static"
+    ours = Path(str(files("eagletui.web").joinpath("static")))
+    return {
+        "textual.js": (ts / "js" / "textual.js", "text/javascript"),
+        "xterm.css": (ts / "css" / "xterm.css", "text/css"),
+        "RobotoMono.ttf": (ts / "fonts" / "RobotoMono-VariableFont_wght.ttf", "font/ttf"),
+        "RobotoMono-Italic.ttf": (ts / "fonts" / "RobotoMono-Italic-VariableFont_wght.ttf", "font/ttf"),
+        "eagletui.js": (ours / "eagletui.js", "text/javascript"),
+        "eagletui.css": (ours / "eagletui.css", "text/css"),
+    }
+
+
+def _int_in(value: Any, default: int) -> int:
+    try:
+        n = int(value)
+    except (TypeError, ValueError):
+        return default
+    return n if 1 <= n <= MAX_TERMINAL else default
+
+
+class WebServer:
+    """The aiohttp application for one served session."""
+
+    def __init__(self, floor: Floor, *, token: str, title: str) -> None:
+        self.floor = floor
+        self.token = token
+        self.title = title
+        self.static = static_files()
+        self.apps: set[AppProcess] = set()
+        self._prefix = f"/{token}/"
+
+    def make_app(self) -> web.Application:
+        app = web.Application(middlewares=[self._headers], client_max_size=64 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.handle)
+        app.on_shutdown.append(self._on_shutdown)
+        return app
+
+    @web.middleware
+    async def _headers(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        response = await handler(request)
+        if not response.prepared:  # a websocket is prepared already
+            response.headers.update(HEADERS)
+        return response
+
+    def _authorised(self, path: str) -> str | None:
+        """The rest of the path after ``/<token>/``, or None when the token is missing or wrong."""
+        segment, _, rest = path.lstrip("/").partition("/")
+        if not hmac.compare_digest(segment.encode(), self.token.encode()):
+            return None
+        return rest if path.startswith(self._prefix) else ""
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        rest = self._authorised(request.path)
+        if rest is None:
+            return web.Response(status=404, text=NO_TOKEN)
+        if not request.path.startswith(self._prefix):  # /<token> without its slash
+            # relative, so a reverse proxy's path stays in front of it
+            return web.Response(status=302, headers={"Location": f"{self.token}/"})
+        if request.method not in ("GET", "HEAD"):
+            return web.Response(status=405, text="eagletui serve: only GET\n")
+        if rest == "":
+            size = _int_in(request.query.get("fontsize"), 16)
+            return web.Response(text=render_page(self.title, size), content_type="text/html")
+        if rest == "ws":
+            return await self.handle_websocket(request)
+        if rest == "visits.json":
+            return web.Response(text=json.dumps(self.floor.state()), content_type="application/json")
+        if rest.startswith("static/"):
+            found = self.static.get(rest.removeprefix("static/"))
+            if found is not None:
+                path, content_type = found
+                return web.FileResponse(path, headers={"Content-Type": content_type})
+        return web.Response(status=404, text="eagletui serve: no such page\n")
+
+    async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
+        ws = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_WS_MESSAGE)
+        await ws.prepare(request)
+        width = _int_in(request.query.get("width"), 80)
+        height = _int_in(request.query.get("height"), 24)
+        try:
+            visit = await self.floor.arrive()
+        except HandoverTimeout as exc:
+            await ws.send_bytes(f"eagletui serve: {exc}; reload to try again\r\n".encode())
+            await ws.close()
+            return ws
+        proc = AppProcess(
+            self.floor.argv(visit), self.floor.env(visit), send_bytes=ws.send_bytes, close=ws.close
+        )
+        self.apps.add(proc)
+        try:
+            await proc.start(width, height)
+            visit.pid = proc.pid
+            self.floor.publish()
+            log.info("tab #%d: %s (pid %s)", visit.number, visit.role, proc.pid)
+            await self._pump_input(ws, proc)
+        except Exception as exc:  # the tab must not take the server down
+            log.error("tab #%d: %s", visit.number, exc)
+        finally:
+            self.floor.leaving(visit)
+            await proc.stop()
+            self.apps.discard(proc)
+            self.floor.left(visit)
+            if not proc.started and proc.stderr_tail:
+                tail = proc.stderr_tail.decode("utf-8", errors="replace").strip().splitlines()[-5:]
+                log.error("tab #%d: the app did not start: %s", visit.number, " | ".join(tail))
+            log.info("tab #%d: closed (exit %s)", visit.number, proc.returncode)
+            with contextlib.suppress(Exception):
+                await ws.close()
+        return ws
+
+    async def _pump_input(self, ws: web.WebSocketResponse, proc: AppProcess) -> None:
+        """The tab's keys, mouse and size go to its app; a ping is answered."""
+        async for message in ws:
+            if message.type != WSMsgType.TEXT:
+                continue
+            try:
+                envelope = json.loads(message.data)
+            except ValueError:
+                continue
+            if not isinstance(envelope, list) or not envelope or not isinstance(envelope[0], str):
+                continue
+            kind, data = envelope[0], envelope[1] if len(envelope) > 1 else None
+            if kind == "stdin" and isinstance(data, str):
+                await proc.send_input(data)
+            elif kind == "resize" and isinstance(data, dict):
+                await proc.resize(_int_in(data.get("width"), 80), _int_in(data.get("height"), 24))
+            elif kind == "ping":
+                await ws.send_json(["pong", data if isinstance(data, str | int | float) else None])
+            elif kind in ("focus", "blur"):
+                await proc.send_meta({"type": kind})
+
+    async def _on_shutdown(self, _app: web.Application) -> None:
+        """The server stops: every tab's app quits (the demo's simulator with it), in parallel."""
+        await self.stop_all()
+
+    async def stop_all(self) -> None:
+        apps = list(self.apps)
+        if apps:
+            await asyncio.gather(*(p.stop() for p in apps), return_exceptions=True)
+
+
+async def serve(
+    floor: Floor,
+    *,
+    token: str,
+    title: str,
+    host: str,
+    port: int,
+    stop: asyncio.Event,
+    ready: Any = None,
+) -> None:
+    """Listen until ``stop`` is set; ``ready(port)`` is called once listening (the port may be 0)."""
+    server = WebServer(floor, token=token, title=title)
+    runner = web.AppRunner(server.make_app(), access_log=None, handle_signals=False)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, host=host, port=port, reuse_address=False)
+        await site.start()
+        sockets: Sequence[Any] = getattr(site._server, "sockets", None) or []
+        bound = sockets[0].getsockname()[1] if sockets else port
+        if ready is not None:
+            ready(bound)
+        await stop.wait()
+        await server.stop_all()
+    finally:
+        await runner.cleanup()

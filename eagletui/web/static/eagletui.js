@@ -1,0 +1,27 @@
+// eagletui serve: the page's own script (textual.js, loaded before it, draws the terminal).
+//
+// Every URL is resolved against the address the browser used, so the page works on whatever port an
+// `ssh -L` tunnel forwards and under a reverse proxy's path: the server writes no host, port or
+// scheme into the page. The web font is eagletui's own copy (no outside request), and the terminal
+// starts once it has loaded so xterm measures the right cell size.
+(function () {
+  "use strict";
+  for (const el of document.querySelectorAll(".textual-terminal")) {
+    const url = new URL(el.dataset.sessionWebsocketUrl || "ws", document.baseURI);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    url.search = "";
+    url.hash = "";
+    el.dataset.sessionWebsocketUrl = url.href;
+  }
+  const start = window.onload;
+  window.onload = function (event) {
+    const font = document.fonts ? document.fonts.load("16px 'Roboto Mono'") : Promise.resolve();
+    const patience = new Promise(function (resolve) { setTimeout(resolve, 3000); });
+    Promise.race([font, patience]).catch(function () {}).then(function () {
+      if (typeof start === "function") { start(event); }
+    });
+  };
+  for (const button of document.querySelectorAll("button.reload")) {
+    button.addEventListener("click", function () { window.location.reload(); });
+  }
+})();

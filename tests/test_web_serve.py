@@ -1,0 +1,132 @@
+"""``eagletui serve`` without a browser: what it refuses, the token on every URL, the headers, the
+page's URLs (all relative), and what a tab's socket gets without the token. A real server process
+and real HTTP requests."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from eagletui.commands.serve import loopback
+from tests.browser import ROOT, Serve
+
+
+def _get(url: str) -> tuple[int, dict[str, str], bytes]:
+    req = urllib.request.Request(url)
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(req, timeout=10) as r:
+            return r.status, dict(r.headers), r.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, dict(exc.headers), exc.read()
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):  # type: ignore[no-untyped-def]
+        return None
+
+
+def _serve_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "eagletui", "serve", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
+
+
+@pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.7", "gpu-host.example"])
+def test_refuses_to_listen_beyond_loopback_without_the_flag(host: str) -> None:
+    r = _serve_cli("--host", host, "replay", "demo-eagle3")
+    assert r.returncode == 2
+    assert "beyond loopback" in r.stderr and "--allow-remote" in r.stderr
+    assert "http://" not in r.stdout  # nothing was served
+
+
+def test_loopback_addresses() -> None:
+    assert all(loopback(h) for h in ("127.0.0.1", "127.3.4.5", "::1", "[::1]", "localhost"))
+    assert not any(loopback(h) for h in ("0.0.0.0", "::", "10.0.0.1", "example.org", ""))
+
+
+def test_a_bad_command_is_refused_in_the_terminal_before_listening() -> None:
+    r = _serve_cli("replay", "no-such-session")
+    assert r.returncode == 2
+    assert "no session 'no-such-session'" in r.stderr
+    r = _serve_cli("replay", "demo-eagle3", "--follow")
+    assert r.returncode == 2 and "--follow" in r.stderr
+    r = _serve_cli("top")
+    assert r.returncode == 2 and "invalid choice" in r.stderr
+
+
+@pytest.fixture
+def server(tmp_path: Path):
+    s = Serve(["replay", "demo-eagle3", "--speed", "instant"], tmp_path)
+    yield s
+    s.stop()
+    assert s.proc.returncode == 0
+
+
+def test_every_url_needs_the_token(server: Serve) -> None:
+    base = f"http://127.0.0.1:{server.port}"
+    token = server.path.strip("/")
+    assert re.fullmatch(r"[A-Za-z0-9_-]{32}", token), "the token is 24 random bytes, URL-safe"
+    for path in ("/", "/ws", "/static/textual.js", "/visits.json", f"/{token[:-1]}x/", f"/x{token}/"):
+        status, _h, body = _get(base + path)
+        assert status == 404, path
+        assert b"access token" in body
+    status, headers, _ = _get(f"{base}/{token}")
+    assert status == 302 and headers["Location"] == f"{token}/"  # relative: a proxy's path stays
+    status, _h, _ = _get(f"{base}/{token}/static/../visits.json")
+    assert status in (200, 404)  # normalised by the client or refused, never a file outside static
+    status, _h, _ = _get(f"{base}/{token}/static/app_index.html")
+    assert status == 404  # only the listed files
+
+
+def test_the_page_uses_relative_urls_and_forbids_other_origins(server: Serve) -> None:
+    status, headers, body = _get(server.url)
+    assert status == 200
+    page = body.decode()
+    csp = headers["Content-Security-Policy"]
+    assert "default-src 'none'" in csp and "connect-src 'self'" in csp and "font-src 'self'" in csp
+    assert headers["Referrer-Policy"] == "no-referrer" and headers["X-Frame-Options"] == "DENY"
+    assert "127.0.0.1" not in page and str(server.port) not in page
+    assert not re.search(r"""(src|href)=["'](https?:|//|/)""", page), "an absolute URL in the page"
+    assert "googleapis" not in page
+    for name in ("textual.js", "xterm.css", "eagletui.css", "eagletui.js", "RobotoMono.ttf"):
+        status, headers, data = _get(server.url + "static/" + name)
+        assert status == 200 and data, name
+        assert b"fonts.googleapis" not in data and b"fonts.gstatic" not in data, name
+
+
+def test_the_title_is_escaped(tmp_path: Path) -> None:
+    s = Serve(["--title", "<script>x</script>", "replay", "demo-eagle3"], tmp_path)
+    try:
+        _status, _h, body = _get(s.url)
+        assert b"<script>x</script>" not in body and b"&lt;script&gt;" in body
+    finally:
+        s.stop()
+
+
+def test_a_websocket_without_the_token_is_refused(server: Serve) -> None:
+    import asyncio
+
+    import aiohttp
+
+    async def attempt(path: str) -> int:
+        async with aiohttp.ClientSession() as session:
+            try:
+                async with session.ws_connect(f"ws://127.0.0.1:{server.port}{path}"):
+                    return 101
+            except aiohttp.WSServerHandshakeError as exc:
+                return exc.status
+
+    assert asyncio.run(attempt("/ws")) == 404
+    assert asyncio.run(attempt("/not-the-token/ws")) == 404
+    assert server.visits()["visits"] == []  # no app was started for them
