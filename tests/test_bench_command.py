@@ -12,7 +12,7 @@ from eagletui.commands.bench import main
 from eagletui.commands.demo import free_port as _free_port
 
 
-def _profile(tmp_path, port: int, extra_args: str = "") -> str:
+def _profile(tmp_path, port: int, extra_args: str = "", speed: float = 20) -> str:
     p = tmp_path / "sim.toml"
     p.write_text(
         f"""
@@ -35,7 +35,7 @@ speculative-eagle-topk = 1
 speculative-num-draft-tokens = 4
 enable-metrics = true
 sim-time-scale = 0.003
-sim-speed = 20
+sim-speed = {speed}
 {extra_args}
 [bench]
 num_prompts = 6
@@ -143,7 +143,7 @@ def test_bench_vs_no_spec_on_h200_nvlink_says_speculation_pays(tmp_path, capsys)
         [
             "local",
             "--profile",
-            _profile(tmp_path, _free_port(), 'sim-host = "h200-nvlink"'),
+            _profile(tmp_path, _free_port(), 'sim-host = "h200-nvlink"', speed=4),
             "--vs-no-spec",
             "--json",
         ]
@@ -159,7 +159,7 @@ def test_bench_vs_no_spec_on_h200_nvlink_says_speculation_pays(tmp_path, capsys)
 def test_bench_vs_no_spec_over_several_concurrencies(tmp_path, capsys):
     """Economics per concurrency both runs measured, and where speculation stops paying (None: it pays
     at every concurrency measured on the NVLink preset)."""
-    prof = _profile(tmp_path, _free_port(), 'sim-host = "h200-nvlink"')
+    prof = _profile(tmp_path, _free_port(), 'sim-host = "h200-nvlink"', speed=4)
     rc = main(["local", "--profile", prof, "--vs-no-spec", "--concurrency", "2,1", "--json"])
     out = capsys.readouterr()
     assert rc == 0, out.err
