@@ -24,7 +24,7 @@ from eagletui.core.events import BenchmarkResult
 from eagletui.core.noise import Band
 from eagletui.core.profile import normalize_flag
 from eagletui.core.stats import mean_stdev, stat
-from eagletui.core.validity import result_problems
+from eagletui.core.validity import result_problems as judge_result
 
 
 @dataclass(frozen=True)
@@ -190,7 +190,7 @@ class Run:
             if i < len(self.problems):
                 out.append((r, self.problems[i]))
             else:
-                out.append((r, tuple(result_problems(r, spec=self.is_spec))))
+                out.append((r, tuple(judge_result(r, spec=self.is_spec))))
         return out
 
     @property
