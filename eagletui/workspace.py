@@ -27,12 +27,13 @@ from eagletui.core.events import (
 )
 from eagletui.core.profile import Profile, config_diff
 from eagletui.core.redact import Redactor
-from eagletui.remote.control import LaunchOutcomeUnknown, LaunchRefused, Liveness
-from eagletui.remote.transport import SSHOptions
+from eagletui.remote.control import LaunchOutcomeUnknown, LaunchRefused, Liveness, StopFailed, StopOutcome
+from eagletui.remote.transport import NotOurProcess, SSHOptions
 
 if TYPE_CHECKING:
     from eagletui.bench.bench_serving import RunLines
-    from eagletui.remote.control import ForeignServer, RunInfo, ServerControl
+    from eagletui.remote.control import ForeignServer, RunInfo
+    from eagletui.remote.launcher import Launcher
     from eagletui.remote.preflight import Check
     from eagletui.remote.source import LiveSource
     from eagletui.remote.transport import Transport
@@ -53,7 +54,13 @@ def server_version_from(checks: list[Check]) -> str | None:
 
 
 class WorkspaceError(Exception):
-    """A command could not be carried out; the message is for the user."""
+    """A command could not be carried out; the message is for the user. ``stage`` says what stopped a
+    launch (``preflight``, ``refused``, ``stop``), ``checks`` the failed preflight lines."""
+
+    def __init__(self, message: str, *, stage: str = "other", checks: tuple[str, ...] = ()) -> None:
+        super().__init__(message)
+        self.stage = stage
+        self.checks = checks
 
 
 class Workspace:
@@ -76,7 +83,7 @@ class Workspace:
         self.stale_after = stale_after
         self.preflight_enabled = preflight
         self.transport: Transport | None = None
-        self.control: ServerControl | None = None
+        self.control: Launcher | None = None  # where the server runs: a process, a job
         self.run: RunInfo | None = None  # the server we follow
         self.launch_no = 0
         self.bench_no = 0
@@ -93,6 +100,7 @@ class Workspace:
         #: A launch whose answer was lost and that the host could not yet be asked about: it may be
         #: loading, so nothing is launched until reconcile() has found out what became of it.
         self.unreconciled: LaunchOutcomeUnknown | None = None
+        self.last_stop: StopOutcome | None = None  # how the last stop ended (bench --json reports it)
         #: set while the transport's link to the host is up (a local one never goes down)
         self.link = asyncio.Event()
         self.link.set()
@@ -100,14 +108,12 @@ class Workspace:
     # ------------------------------------------------------------------ connection
 
     async def connect(self) -> None:
-        from eagletui.remote.control import ServerControl
+        from eagletui.remote.launcher import make_launcher
         from eagletui.remote.transport import open_transport
 
         self.emit(ConnectionState(state="connecting", target=self.target))
         self.transport = await open_transport(self.target, self.ssh, on_state=self._on_link_state)
-        self.control = ServerControl(
-            self.transport, runs_dir=self.profile.runs_dir, python=self.profile.python
-        )
+        self.control = make_launcher(self.profile, self.transport)
         self._gpu_task = asyncio.create_task(self._gpu_loop())
 
     def _on_link_state(self, ev: ConnectionState) -> None:
@@ -128,24 +134,61 @@ class Workspace:
                 self.emit(ev)
 
     async def attach_newest(self) -> bool:
-        """Reattach to eagletui's newest live run on the host (log backfilled from its start)."""
+        """Reattach to eagletui's newest live run of *this* profile on the host (log backfilled from its
+        start). Runs of other profiles (another port, command or model) are named and left alone."""
+        from eagletui.remote.reattach import run_differences
+
         assert self.control is not None, "connect() first"
         runs = await self.control.list_runs()
         live = [r for r in runs if r.alive and r.owned]
         if not live:
             return False
-        run = live[0]
+        mine = [r for r in live if not run_differences(r, self.profile)]
+        for other in (r for r in live if r not in mine):
+            whose = f" of profile {other.profile!r}" if other.profile else ""
+            self.emit(
+                Notice(
+                    level="warning",
+                    message=f"run {other.run_id}{whose} (pid {other.pid}) is running on this host but is "
+                    f"not this profile's (it differs in {'; '.join(run_differences(other, self.profile))}): "
+                    "not following it, and it will not be stopped",
+                    source="attach",
+                )
+            )
+        if not mine:
+            return False
+        run = mine[0]
+        run.launched_here = False
         self.launch_no = max(self.launch_no, run.launch)
         self.run = run
         config = run.config or self.profile.snapshot()
         self.running_config = config
         self.running_profile = self.profile
+        whose = f"profile {run.profile!r}" if run.profile else "an unnamed profile"
         self.emit(
-            Notice(level="info", message=f"reattached to run {run.run_id} (pid {run.pid})", source="attach")
+            Notice(
+                level="info",
+                message=f"reattached to run {run.run_id} (pid {run.pid}, launched with {whose}): same port "
+                f"{self.profile.port}, command and model as {self.profile.name!r}; it was not launched in "
+                "this session, so stopping or relaunching it asks first",
+                source="attach",
+            )
         )
         self._announce(run, config)
         self._follow(run)
         return True
+
+    async def needs_consent(self) -> bool:
+        """Stopping the followed server needs the user's yes: eagletui started it, but not this session
+        (another session may rely on it), and it is not known to have exited."""
+        run = self.run
+        if run is None or not run.owned or run.launched_here or self.control is None:
+            return False
+        return await self.control.liveness(run, confirm=False) is not Liveness.DEAD
+
+    def consent_given(self) -> None:
+        if self.run is not None:
+            self.run.launched_here = True
 
     async def discover_foreign(self) -> list[ForeignServer]:
         """SGLang servers on the host that eagletui did not start (followed read-only if the user wants)."""
@@ -182,10 +225,10 @@ class Workspace:
         if self.preflight_enabled:
             await self._preflight(profile)
         if self.run is not None and self.run.owned:
-            # A crashed server is gone already; "stopping" it could hit a reused pid and be refused.
-            # Unknown (the check failed) is not dead: the host-side stop checks again before signalling.
-            if await self.control.liveness(self.run) is not Liveness.DEAD:
-                await self._stop_current(reason="relaunch")
+            # Always through the host's stop, even when the leader is known dead: its children may
+            # outlive it (holding the port and GPU memory), and only the host can tell which are the
+            # run's. A run with nothing left answers "gone" at the cost of one round trip.
+            await self._stop_current(reason="relaunch")
         self.launch_no += 1
         new_config = profile.snapshot()
         diff = config_diff(self.running_config, new_config) if self.running_config else {}
@@ -194,7 +237,7 @@ class Workspace:
         try:
             run = await self.control.launch(profile, launch=self.launch_no)
         except LaunchRefused as exc:
-            raise WorkspaceError(str(exc)) from None
+            raise WorkspaceError(str(exc), stage="refused") from None
         except LaunchOutcomeUnknown as exc:
             self.unreconciled = exc
             raise WorkspaceError(str(exc)) from None
@@ -221,6 +264,7 @@ class Workspace:
         self.unreconciled = None
         if run is None or not run.alive:
             return False
+        run.launched_here = True  # the lost launch was ours, from this session
         self.launch_no = max(self.launch_no, run.launch)
         self.run = run
         config = run.config or self.profile.snapshot()
@@ -238,13 +282,18 @@ class Workspace:
         return True
 
     async def _preflight(self, profile: Profile) -> None:
-        from eagletui.remote.preflight import run_preflight_with_flags, server_module
+        from eagletui.remote.preflight import OwnServer, run_preflight_with_flags, server_module
 
-        assert self.transport is not None
+        assert self.transport is not None and self.control is not None
         module = server_module(profile)
+        own = None
+        if self.run is not None and self.run.owned:
+            # our running server is stopped before the relaunch: its GPU memory is not in the way
+            pids = frozenset(int(m["pid"]) for m in await self.control.members(self.run) if "pid" in m)
+            own = OwnServer(pids, f"launch #{self.run.launch}") if pids else None
         # The host's parser is asked once per server module; the flag rule is argparse's (prefixes count).
         checks, learned = await run_preflight_with_flags(
-            self.transport, profile, self._known_flags.get(module)
+            self.transport, profile, self._known_flags.get(module), own
         )
         if learned is not None:
             self._known_flags[module] = learned
@@ -263,14 +312,15 @@ class Workspace:
             ]
         self.server_version = server_version_from(checks) or self.server_version
         failed = [c for c in checks if c.status == "fail"]
-        warned = [c for c in checks if c.status == "warn"]
+        warned = [c for c in checks if c.status in ("warn", "unknown")]
         summary = f"preflight: {len(checks) - len(failed) - len(warned)} pass, {len(warned)} warn, {len(failed)} fail"
         details = "; ".join(f"{c.name}: {c.message}" for c in failed + warned)
         # Warnings are recorded with the launch but not toasted: the same ones repeat on every relaunch.
         level = "error" if failed else "info"
         self.emit(Notice(level=level, message=f"{summary}. {details}".strip(), source="preflight"))
         if failed:
-            raise WorkspaceError("preflight failed: " + "; ".join(f"{c.name}: {c.message}" for c in failed))
+            lines = tuple(f"{c.name}: {c.message}" for c in failed)
+            raise WorkspaceError("preflight failed: " + "; ".join(lines), stage="preflight", checks=lines)
 
     def _announce(self, run: RunInfo, config: dict[str, Any], diff: dict[str, Any] | None = None) -> None:
         self.emit(
@@ -329,12 +379,22 @@ class Workspace:
         if not run.owned:
             raise WorkspaceError("this server was not started by eagletui; it is followed read-only")
         assert self.control is not None
-        code, sig = await self.control.stop(run)
+        try:
+            out = await self.control.stop(run)
+        except (NotOurProcess, StopFailed) as exc:
+            self.emit(Notice(level="error", message=f"stop failed: {exc}", source="stop"))
+            raise WorkspaceError(str(exc), stage="stop") from None
         # Let the tail drain the last lines before it is stopped.
         await asyncio.sleep(0.2)
         self._stop_source()
-        self.emit(ServerStopped(reason=reason, launch=run.launch))
-        self.emit(ProcessExited(code=code, signal=sig, pid=run.pid, launch=run.launch))
+        self.last_stop = out
+        if out.ended_by == "gone":
+            # It had exited by itself; the watcher may not have seen it yet and is stopped now.
+            self.emit(ProcessExited(code=out.code, signal=out.signal, pid=run.pid, launch=run.launch))
+            return
+        self.emit(Notice(level="info", message=f"launch #{run.launch} {out.describe()}", source="stop"))
+        self.emit(ServerStopped(reason=reason, launch=run.launch, ended_by=out.ended_by))
+        self.emit(ProcessExited(code=out.code, signal=out.signal, pid=run.pid, launch=run.launch))
 
     # ------------------------------------------------------------------ benchmark
 

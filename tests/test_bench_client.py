@@ -106,7 +106,7 @@ async def test_builtin_measures_tokens_accept_and_events(fake):
     assert res.accept_length == pytest.approx(3.0)
     assert res.output_throughput == pytest.approx(8 * 30 / res.duration_s)
     assert fs.flushes == 1
-    assert len(fs.requests) == 9  # warmup + main
+    assert len(fs.requests) == 12  # warmup (one round at concurrency 4) + main
     assert all(r["stream"] and r["sampling_params"]["max_new_tokens"] == 30 for r in fs.requests)
     assert isinstance(events[0], BenchmarkStarted) and events[0].bench == 7
     assert events[0].workload_fingerprint == res.workload_fingerprint
@@ -196,7 +196,10 @@ def test_workload_is_deterministic_and_fingerprinted():
     d = build_workload(_settings(seed=3, max_new_tokens=31))
     assert a.prompts == b.prompts and a.fingerprint == b.fingerprint
     assert a.fingerprint != c.fingerprint and a.fingerprint != d.fingerprint
-    assert len(a.prompts) == 8 and len(a.warmup_prompts) == 1
+    # one warm-up round at the benchmark's concurrency (4): the larger batch shapes pay their JIT there
+    assert len(a.prompts) == 8 and len(a.warmup_prompts) == 4
+    assert len(build_workload(_settings(concurrency=1)).warmup_prompts) == 1
+    assert build_workload(_settings(warmup=0)).warmup_prompts == ()
 
 
 @pytest.mark.parametrize("name", ["chat", "code", "long"])

@@ -91,7 +91,13 @@ def test_bench_launch_that_fails_reports_the_phase_machines_verdict(tmp_path, ca
     assert rc == 3, out.err
     assert "eagletui: server failed (oom)" in out.err and "hint:" in out.err
     assert "  phase load_target …" in out.err  # phase lines on stderr, in order, before the verdict
-    assert out.out == ""  # no result document for a launch that never served
+    # the JSON contract carries the failed launch (issue 18 item 7): kind, key line, hint, phase, exit
+    doc = json.loads(out.out)
+    f = doc["launch_failure"]
+    assert f["stage"] == "launch" and f["kind"] == "oom" and f["phase"] == "load_target", f
+    assert "OutOfMemoryError" in f["line"] and f["hint"] and f["exit_signal"] == 9, f
+    assert "requests" not in doc and doc["error"].startswith("launch failed")
+    assert doc["stop"]["ok"] is True  # nothing was left running
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0
 

@@ -110,8 +110,8 @@ async def test_launch_tail_stop(tmp_path: Path, control: ServerControl) -> None:
     data = await collect(LogTail(control.transport, run.log_path, python=PY), b"line 000200")
     check_sequence(data.rsplit(b"\n", 1)[0], 0)
 
-    code, sig = await control.stop(run, grace=5)
-    assert (code, sig) == (None, 15)
+    out = await control.stop(run, grace=5)
+    assert out.exit == (None, 15) and out.ended_by == "leader"
     assert await control.liveness(run) == "dead"
     assert await control.exit_status(run) == 128 + 15
 

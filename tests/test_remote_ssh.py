@@ -114,7 +114,7 @@ async def test_launch_tail_stop_over_ssh(sshd_server: SshdServer, tmp_path: Path
         assert await control.liveness(run) == "alive"
         data = await collect(LogTail(t, run.log_path, python=PY), b"line 000100")
         check_sequence(data.rsplit(b"\n", 1)[0], 0)
-        assert await control.stop(run, grace=5) == (None, 15)
+        assert (await control.stop(run, grace=5)).exit == (None, 15)
         assert await control.liveness(run) == "dead"
     finally:
         await t.close()
@@ -202,7 +202,7 @@ async def test_server_survives_disconnect_and_reattach(sshd_server: SshdServer, 
                 if seen == 60:
                     break
         src.stop()
-        assert await c2.stop(found, grace=5) == (None, 15)
+        assert (await c2.stop(found, grace=5)).exit == (None, 15)
         assert not (await c2.list_runs())[0].alive
     finally:
         await t2.close()
@@ -263,7 +263,7 @@ async def test_forward_port_and_exit_event(sshd_server: SshdServer, tmp_path: Pa
 
         async def stop_soon() -> tuple[int | None, int | None]:
             await asyncio.sleep(0.3)
-            return await control.stop(run, grace=5)
+            return (await control.stop(run, grace=5)).exit
 
         stopper = asyncio.create_task(stop_soon())
         events = [ev async for ev in src.events()]

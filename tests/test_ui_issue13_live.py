@@ -109,3 +109,23 @@ async def test_quit_during_a_benchmark_closes_its_run_before_the_loop_ends(tmp_p
     _header, events, _warnings = read_session(tmp_path / "s.jsonl")
     results = [e for e in events if e.type == "bench_result"]
     assert results and results[-1].error == "benchmark aborted", results
+
+
+async def test_a_failed_preflight_stays_on_screen_until_the_next_launch(tmp_path: Path) -> None:
+    """On the real server a preflight that failed left a toast, and the phase panel said "no launch yet"
+    for minutes. Why nothing launched now stays in the phase panel until the user acts."""
+    from textual.widgets import Static
+
+    prof = slow_profile(tmp_path)
+    prof.args["--model-path"] = str(tmp_path / "no-such-model")
+    app = build_app(prof, UserConfig(record=False), preflight=True)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert await wait_for(pilot, lambda: app.state.blocked is not None, 40)
+        assert app.state.blocked.stage == "preflight"
+        assert any("no-such-model" in c and c.startswith("model:") for c in app.state.blocked.checks)
+        await pilot.pause(16)  # the toast is gone by now (15 s); the reason is not
+        box = str(app.screen.query_one("#phase-failure", Static).render())
+        assert "Not launched: the preflight failed" in box and "no-such-model" in box, box
+        assert app.state.launch is None  # nothing was started
+        await pilot.press("q")
+        await pilot.pause(1)

@@ -38,7 +38,7 @@ from eagletui.session.baseline import warning as baseline_warning
 from eagletui.session.model import Problem, SessionModel
 from eagletui.workspace import Workspace
 
-EXIT_OK, EXIT_BENCH_FAILED, EXIT_USAGE, EXIT_LAUNCH_FAILED = 0, 1, 2, 3
+EXIT_OK, EXIT_BENCH_FAILED, EXIT_USAGE, EXIT_LAUNCH_FAILED, EXIT_STOP_FAILED = 0, 1, 2, 3, 4
 PROGRESS_EVERY_S = 2.0
 
 
@@ -88,6 +88,21 @@ async def wait_ready(model: SessionModel, timeout: float, poll: float = 0.1) -> 
             return "the server process exited before it was ready"
         await asyncio.sleep(poll)
     return f"not ready after {timeout:.0f}s"
+
+
+#: How long a failed launch's exit status is waited for (SGLang kills its tree right after the error).
+EXIT_RECORD_WAIT_S = 15.0
+
+
+async def wait_exit(model: SessionModel, timeout: float, poll: float = 0.1) -> bool:
+    """Until the current launch's process exit is known (True), or ``timeout`` (a hung server)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        la = model.state.launch
+        if la is not None and (la.exit_code is not None or la.exit_signal is not None):
+            return True
+        await asyncio.sleep(poll)
+    return False
 
 
 async def _log_tail(ws: Workspace, n: int = 20) -> str:
@@ -275,6 +290,43 @@ async def _repeats(
     return results
 
 
+def launch_failure(model: SessionModel, why: str, *, stage: str = "launch") -> dict[str, Any]:
+    """The JSON contract's record of a launch that did not reach ready: the triage of the current
+    launch (kind, key line, hint, phase) and its exit, or just why when nothing was launched."""
+    la = model.state.launch
+    out: dict[str, Any] = {"stage": stage, "error": why}
+    if la is not None:
+        out["launch"] = la.launch
+        out["exit_code"], out["exit_signal"] = la.exit_code, la.exit_signal
+        f = la.failure
+        if f is not None:
+            out.update(kind=f.kind, message=f.message, line=f.line, hint=f.hint, phase=f.phase)
+    return out
+
+
+async def _launch_and_wait(
+    ws: Workspace, model: SessionModel, profile: Profile, redactor: Redactor, label: str
+) -> dict[str, Any] | None:
+    """Launch ``profile`` (stopping what we run first) and wait until ready: None, or the failure."""
+    try:
+        await ws.launch(profile)
+    except Exception as exc:
+        _say(f"eagletui: {label}launch failed: {exc}")
+        stage = getattr(exc, "stage", "launch")
+        return redactor.value(launch_failure(model, str(exc), stage="stop" if stage == "stop" else "launch"))
+    _say(f"{label}launched on {ws.target}; log: {ws.run.log_path if ws.run else '?'}")
+    why = await wait_ready(model, profile.ready_timeout_s)
+    if why:
+        _say(f"eagletui: {label}server {why}")
+        await wait_exit(model, EXIT_RECORD_WAIT_S)  # the log says why; the exit comes a moment later
+        tail = redactor.text(await _log_tail(ws))
+        if tail:
+            _say("---- last log lines ----\n" + tail)
+        return redactor.value(launch_failure(model, why))
+    _say(f"{label}server ready")
+    return None
+
+
 async def _amain(ns: argparse.Namespace) -> int:
     try:
         profile = load_profile(ns.profile)
@@ -306,99 +358,113 @@ async def _amain(ns: argparse.Namespace) -> int:
         _say(f"eagletui: cannot reach {target}: {exc}")
         await ws.close()
         return EXIT_LAUNCH_FAILED
-    launched = False
+    # Everything measured goes into ``summary`` as it is measured, so a failure later (the no-spec
+    # relaunch, the stop) still prints what came before it: the JSON contract never comes back empty.
+    summary: dict[str, Any] = {"target": target, "profile": profile.name}
+    code = EXIT_OK
     try:
-        if ns.launch:
-            try:
-                await ws.launch()
-            except Exception as exc:
-                _say(f"eagletui: launch failed: {exc}")
-                return EXIT_LAUNCH_FAILED
-            launched = True
-            _say(f"launched on {target}; log: {ws.run.log_path if ws.run else '?'}")
-            why = await wait_ready(model, profile.ready_timeout_s)
-            if why:
-                _say(f"eagletui: server {why}")
-                tail = redactor.text(await _log_tail(ws))
-                if tail:
-                    _say("---- last log lines ----\n" + tail)
-                return EXIT_LAUNCH_FAILED
-            _say("server ready")
-        results = await _repeats(ws, repeats, redactor, ns.concurrency)
-        spec_launch = model.state.launch.launch if model.state.launch is not None else 0
-        book = model.runbook
-        # Errors may echo the key (``Invalid API key provided: …``): what is printed is scrubbed.
-        summary = redactor.value(summarize_repeats(results, profile, target, book.runs.get(spec_launch)))
-        base_summary: dict[str, Any] | None = None
-        if ns.vs_no_spec:
-            nospec = without_speculation(profile)
-            _say("relaunching without the speculative flags")
-            try:
-                await ws.launch(nospec)
-            except Exception as exc:
-                _say(f"eagletui: no-spec launch failed: {exc}")
-                return EXIT_LAUNCH_FAILED
-            why = await wait_ready(model, profile.ready_timeout_s)
-            if why:
-                _say(f"eagletui: no-spec server {why}")
-                return EXIT_LAUNCH_FAILED
-            _say("no-spec server ready")
-            base_results = await _repeats(ws, repeats, redactor, ns.concurrency)
-            base_launch = model.state.launch.launch if model.state.launch is not None else -1
-            base_summary = redactor.value(
-                summarize_repeats(base_results, nospec, target, book.runs.get(base_launch))
-            )
-            summary["no_spec"] = base_summary
-        econ = book.economics(spec_launch) if spec_launch in book.runs else None
-        ref = book.reference(spec_launch) if spec_launch in book.runs else None
-        if econ is not None and ref is not None:
-            points = book.economics_points(spec_launch)
-            summary["economics"] = {
-                **econ.to_json(),
-                "crossover": crossover(points) if len(points) > 1 else None,
-                "crossover_text": crossover_text(points),
-                "points": [e.to_json() for _, e in points],
-                "by_concurrency": [r.to_json() for r in book.concurrency_table(spec_launch)],
-                "vs": ref.label,
-                "like_for_like": ref.like_for_like,
-                "differences": list(ref.differences),
-                "sentence": book.economics_sentence(spec_launch),
-            }
-        if foreign is not None:
-            summary["baseline"] = _vs_baseline(model, spec_launch, profile, results, foreign)
-            note = baseline_warning(summary["baseline"])
-            if note:
-                _say(f"eagletui: warning: {note}")
-        if ns.json:
-            print(json.dumps(summary, indent=2))
-        else:
-            _print_human(summary)
-            if base_summary is not None:
-                print("without speculation:")
-                _print_human(base_summary)
-            if "economics" in summary:
-                print_table(summary["economics"]["by_concurrency"], summary["economics"]["vs"])
-                if summary["economics"]["crossover_text"]:
-                    print(f"  {summary['economics']['crossover_text']}")
-                print(inert(summary["economics"]["sentence"]))
-            if foreign is not None:
-                _print_baseline(summary["baseline"])
-        # the validity gate (no tokens, failed requests, impossible counts, …) and any failed request
-        ok = all(
-            s["requests"] > 0 and s["failed"] == 0 and not s["invalid"] and s["by_concurrency"]
-            for s in (summary, base_summary)
-            if s is not None
-        )
-        return EXIT_OK if ok else EXIT_BENCH_FAILED
+        code = await _measure(ns, ws, model, profile, target, repeats, redactor, foreign, summary)
     finally:
-        if launched and ws.run is not None and ws.run.owned:
+        if ws.run is not None and ws.run.owned and ws.run.launched_here:
             _say("stopping the server")
             try:
                 await ws.stop()
+                out = ws.last_stop
+                summary["stop"] = {"ok": True}
+                if out is not None:
+                    summary["stop"].update(ended_by=out.ended_by, seconds=out.seconds)
+                    _say(f"the server {out.describe()}")
             except Exception as exc:
+                # A server left running holds the port and the GPUs: never a silent success.
                 _say(f"eagletui: stopping the server failed: {exc}")
+                summary["stop"] = {"ok": False, "error": redactor.text(str(exc))}
+                code = EXIT_STOP_FAILED
         await ws.close()
         model.close()
+    if ns.json:
+        print(json.dumps(summary, indent=2))
+    return code
+
+
+async def _measure(
+    ns: argparse.Namespace,
+    ws: Workspace,
+    model: SessionModel,
+    profile: Profile,
+    target: str,
+    repeats: int,
+    redactor: Redactor,
+    foreign: Any,
+    summary: dict[str, Any],
+) -> int:
+    """Launch, benchmark, (relaunch without speculation, benchmark), fill ``summary``: the exit status."""
+    if ns.launch:
+        failed = await _launch_and_wait(ws, model, profile, redactor, "")
+        if failed is not None:
+            summary["launch_failure"] = failed
+            summary["error"] = f"launch failed: {failed['error']}"
+            return EXIT_LAUNCH_FAILED
+    results = await _repeats(ws, repeats, redactor, ns.concurrency)
+    spec_launch = model.state.launch.launch if model.state.launch is not None else 0
+    book = model.runbook
+    # Errors may echo the key (``Invalid API key provided: …``): what is printed is scrubbed.
+    summary.update(redactor.value(summarize_repeats(results, profile, target, book.runs.get(spec_launch))))
+    summary["warmup"] = "a round of requests at each concurrency before measuring (kernel JIT)"
+    base_summary: dict[str, Any] | None = None
+    if ns.vs_no_spec:
+        nospec = without_speculation(profile)
+        _say("relaunching without the speculative flags")
+        summary["order"] = ["spec", "no_spec"]
+        failed = await _launch_and_wait(ws, model, nospec, redactor, "no-spec ")
+        if failed is not None:
+            summary["no_spec"] = {"launch_failure": failed}
+            summary["error"] = f"no-spec launch failed: {failed['error']}"
+            return EXIT_LAUNCH_FAILED
+        base_results = await _repeats(ws, repeats, redactor, ns.concurrency)
+        base_launch = model.state.launch.launch if model.state.launch is not None else -1
+        base_summary = redactor.value(
+            summarize_repeats(base_results, nospec, target, book.runs.get(base_launch))
+        )
+        summary["no_spec"] = base_summary
+    econ = book.economics(spec_launch) if spec_launch in book.runs else None
+    ref = book.reference(spec_launch) if spec_launch in book.runs else None
+    if econ is not None and ref is not None:
+        points = book.economics_points(spec_launch)
+        summary["economics"] = {
+            **econ.to_json(),
+            "crossover": crossover(points) if len(points) > 1 else None,
+            "crossover_text": crossover_text(points),
+            "points": [e.to_json() for _, e in points],
+            "by_concurrency": [r.to_json() for r in book.concurrency_table(spec_launch)],
+            "vs": ref.label,
+            "like_for_like": ref.like_for_like,
+            "differences": list(ref.differences),
+            "sentence": book.economics_sentence(spec_launch),
+        }
+    if foreign is not None:
+        summary["baseline"] = _vs_baseline(model, spec_launch, profile, results, foreign)
+        note = baseline_warning(summary["baseline"])
+        if note:
+            _say(f"eagletui: warning: {note}")
+    if not ns.json:
+        _print_human(summary)
+        if base_summary is not None:
+            print("without speculation:")
+            _print_human(base_summary)
+        if "economics" in summary:
+            print_table(summary["economics"]["by_concurrency"], summary["economics"]["vs"])
+            if summary["economics"]["crossover_text"]:
+                print(f"  {summary['economics']['crossover_text']}")
+            print(inert(summary["economics"]["sentence"]))
+        if foreign is not None:
+            _print_baseline(summary["baseline"])
+    # the validity gate (no tokens, failed requests, impossible counts, …) and any failed request
+    ok = all(
+        s["requests"] > 0 and s["failed"] == 0 and not s["invalid"] and s["by_concurrency"]
+        for s in (summary, base_summary)
+        if s is not None
+    )
+    return EXIT_OK if ok else EXIT_BENCH_FAILED
 
 
 def _load_baseline(text: str) -> Any:

@@ -10,7 +10,7 @@ import sys
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.commands._stdout import write_stdout
 
-SYMBOL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL"}
+SYMBOL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "unknown": "????"}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -27,7 +27,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--json",
         action="store_true",
-        help="print the checks as a JSON list of {name, status, message} (status: pass|warn|fail)",
+        help="print the checks as a JSON list of {name, status, message} (status: pass|warn|fail|unknown)",
     )
     return p
 
@@ -61,7 +61,10 @@ async def _run(args: argparse.Namespace) -> int:
         lines = [f"{SYMBOL[c.status]}  {c.name:<{width}}  {inert(c.message)}" for c in checks]
         fails = sum(c.status == "fail" for c in checks)
         warns = sum(c.status == "warn" for c in checks)
-        lines.append(f"{target}: {len(checks) - fails - warns} passed, {warns} warnings, {fails} failed")
+        unknown = sum(c.status == "unknown" for c in checks)
+        unsure = f", {unknown} could not be checked" if unknown else ""
+        passed = len(checks) - fails - warns - unknown
+        lines.append(f"{target}: {passed} passed, {warns} warnings, {fails} failed{unsure}")
         out = "\n".join(lines) + "\n"
     write_stdout(out)
     return 1 if any(c.status == "fail" for c in checks) else 0

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,18 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--steps", type=int, default=5, help="decode steps to profile (with --capture)")
     p.add_argument("--out", default=None, help="where the fetched traces go (default: the data dir)")
     p.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the traces")
+    p.add_argument(
+        "--watch",
+        type=float,
+        default=15.0,
+        help="seconds to watch the server after a capture before calling it healthy (with --capture)",
+    )
+    p.add_argument(
+        "--with-stack",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="ask the profiler for Python stacks (default: the server's own default)",
+    )
     add_ssh_options(p)
     p.add_argument(
         "--json", action="store_true", help="print the JSON report (docs/trace-json.md) instead of text"
@@ -163,7 +176,8 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
     from eagletui.core.profile import ProfileError, load_profile
     from eagletui.profiler.live import ProfileError as LiveError
     from eagletui.profiler.live import ProfileRequest, capture
-    from eagletui.remote.control import ServerControl
+    from eagletui.remote.launcher import make_launcher
+    from eagletui.remote.reattach import run_differences
     from eagletui.remote.transport import open_transport
 
     try:
@@ -175,11 +189,18 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
     except Exception as exc:
         raise CaptureError(f"cannot reach {args.capture}: {exc}") from None
     try:
-        control = ServerControl(transport, runs_dir=profile.runs_dir, python=profile.python)
-        live = [r for r in await control.list_runs() if r.alive]
-        if not live:
-            raise CaptureError(f"no running server of this profile on {args.capture} ({profile.runs_dir})")
-        run = live[0]
+        control = make_launcher(profile, transport)
+        live = [r for r in await control.list_runs() if r.alive and r.owned]
+        mine = [r for r in live if not run_differences(r, profile)]
+        if not mine:
+            others = "; ".join(
+                f"run {r.run_id} differs in {', '.join(run_differences(r, profile))}" for r in live[:3]
+            )
+            raise CaptureError(
+                f"no running server of this profile on {args.capture} ({profile.runs_dir})"
+                + (f" ({others})" if others else "")
+            )
+        run = mine[0]
         tp_value = (run.config or {}).get("tp") or profile.args.get("--tp", profile.args.get("--tp-size", 1))
         try:
             tp = max(1, int(str(tp_value)))
@@ -193,28 +214,109 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
             out = tempfile.mkdtemp(prefix=f"{run.run_id}-", dir=root)
         api_key = profile.args.get("--api-key")
         print(f"eagletui trace: profiling run {run.run_id} (pid {run.pid}, tp {tp})", file=sys.stderr)
-        paths = await capture(
-            transport,
-            f"http://127.0.0.1:{port}",
-            python=profile.python,
-            host_dir=run.run_dir,
-            local_dir=Path(out),
-            ranks=tp,
-            request=ProfileRequest(num_steps=args.steps),
-            api_key=str(api_key) if api_key not in (None, True, False) else None,
-            timeout=args.timeout,
-            on_step=lambda m: print(f"  {m}", file=sys.stderr),
-        )
-        print(f"eagletui trace: traces in {out}", file=sys.stderr)
+        log_from = await log_size(transport, run.log_path)
+        paths: list[Path] = []
+        failed: str | None = None
+        try:
+            paths = await capture(
+                transport,
+                f"http://127.0.0.1:{port}",
+                python=profile.python,
+                host_dir=run.run_dir,
+                local_dir=Path(out),
+                ranks=tp,
+                request=ProfileRequest(num_steps=args.steps, with_stack=args.with_stack),
+                api_key=str(api_key) if api_key not in (None, True, False) else None,
+                timeout=args.timeout,
+                on_step=lambda m: print(f"  {m}", file=sys.stderr),
+            )
+            print(f"eagletui trace: traces in {out}", file=sys.stderr)
+        except LiveError as exc:
+            failed = str(exc)
+        # A profiler can take the server down after "Profiling done" (sglang 0.5.17: the scheduler
+        # segfaulted in the torch profiler's destructor 0-2 s later): watch it before saying "done".
+        print(f"  watching the server for {args.watch:.0f} s after the capture", file=sys.stderr)
+        death = await watch_after_capture(control, transport, run, log_from, args.watch)
+        if failed is not None or death is not None:
+            raise CaptureError(
+                "; ".join(x for x in (failed, death) if x), files=[str(p) for p in paths], died=death is not None
+            )
+        print("  the server is still alive", file=sys.stderr)
         return [str(p) for p in paths]
-    except LiveError as exc:
-        raise CaptureError(str(exc)) from None
     finally:
         await transport.close()
 
 
+async def log_size(transport: Any, path: str) -> int:
+    """Bytes in the server log now (where a later failure will start), 0 when it cannot be told."""
+    try:
+        res = await transport.run(["stat", "-c", "%s", path], timeout=15)
+        return int(res.stdout.strip() or 0)
+    except (ValueError, OSError, TimeoutError, Exception):
+        return 0
+
+
+#: At most this much of the server log after the capture is read to triage a death.
+DEATH_LOG_BYTES = 512 * 1024
+
+
+async def watch_after_capture(control: Any, transport: Any, run: Any, log_from: int, seconds: float) -> str | None:
+    """None while the server stays alive and its log shows no failure for ``seconds``; else what
+    happened: the triage of the log written since the capture began, with the exit when it is known."""
+    import asyncio
+
+    from eagletui.remote.control import Liveness
+
+    deadline = time.monotonic() + max(0.0, seconds)
+    dead = False
+    while time.monotonic() < deadline:
+        if await control.liveness(run, confirm=False) is Liveness.DEAD:
+            dead = True
+            break
+        await asyncio.sleep(0.5)
+    text = ""
+    try:
+        res = await transport.run(
+            ["sh", "-c", 'tail -c +"$1" "$2" | head -c "$3"', "sh", str(log_from + 1), run.log_path,
+             str(DEATH_LOG_BYTES)],
+            timeout=20,
+        )
+        text = res.stdout
+    except Exception:  # the log could not be read: the liveness answer still stands
+        text = ""
+    failure = triage_text(text)
+    if not dead and failure is None:
+        return None
+    what = "the server died after the capture" if dead else "the server is failing after the capture"
+    if dead:
+        code, sig = await control.exit_info(run)
+        if sig is not None or code is not None:
+            what += f" (exit {'signal ' + str(sig) if sig is not None else code})"
+    if failure is not None:
+        what += f": {failure}"
+    return what
+
+
+def triage_text(text: str) -> str | None:
+    """The first failure the log interpreter finds in ``text`` (kind: message; hint), or None."""
+    from eagletui.core import events as ev
+    from eagletui.core.log_interpreter import LogInterpreter
+
+    interp = LogInterpreter(launch=1, emit_lines=False)
+    events = interp.feed(text) + interp.flush()
+    for e in events:
+        if isinstance(e, ev.ServerFailed):
+            return f"{e.kind}: {e.message}" + (f" (hint: {e.hint})" if e.hint else "")
+    return None
+
+
 class CaptureError(Exception):
-    pass
+    """A capture that failed, or a server that died after it (``died``); ``files``: traces fetched."""
+
+    def __init__(self, message: str, *, files: list[str] | None = None, died: bool = False) -> None:
+        super().__init__(message)
+        self.files = files or []
+        self.died = died
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,10 +331,19 @@ def main(argv: list[str] | None = None) -> int:
             args.files = asyncio.run(capture_running(args))
         except CaptureError as exc:
             print(f"eagletui trace: {_inert(str(exc))}", file=sys.stderr)
-            return 1
+            if not exc.files:
+                return 3 if exc.died else 1
+            # the traces came before the death: show them, and still fail
+            args.files = exc.files
+            rc = _report(args)
+            return 3 if exc.died else (rc or 1)
     elif not args.files:
         print("eagletui trace: give trace FILEs, or --capture TARGET --profile P", file=sys.stderr)
         return 2
+    return _report(args)
+
+
+def _report(args: argparse.Namespace) -> int:
     ranks, errors = _load(args.files)
     base: list[RankSummary] | None = None
     if args.baseline:

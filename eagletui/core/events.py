@@ -204,6 +204,9 @@ class ServerStopped(Event):
     type: ClassVar[str] = "server_stopped"
     reason: str = ""
     launch: int = 0
+    #: which step of eagletui's stop ended it: ``leader`` (SIGTERM to the main process), ``group``,
+    #: ``kill``; empty when the server stopped by itself
+    ended_by: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -218,6 +221,20 @@ class LaunchDetected(Event):
     args: dict[str, Any] = field(default_factory=dict)
     version: str | None = None
     launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class LaunchBlocked(Event):
+    """A launch (or relaunch) that did not happen, and why: a failed preflight, a refused lock, a stop
+    that failed, a run of another profile on the port. It stays on screen until the next launch
+    starts, so the reason is never a toast that vanished while the user looked away."""
+
+    type: ClassVar[str] = "launch_blocked"
+    reason: str = ""
+    #: what stopped it: ``preflight``, ``refused``, ``stop``, ``other``
+    stage: str = "other"
+    #: the failed preflight checks, one ``name: message`` each, when ``stage`` is ``preflight``
+    checks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

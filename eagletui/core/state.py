@@ -21,6 +21,7 @@ from eagletui.core.events import (
     DecodeStats,
     Event,
     GpuStats,
+    LaunchBlocked,
     LaunchDetected,
     LaunchStarted,
     LogLine,
@@ -177,6 +178,8 @@ class SessionState:
     notices: deque[Notice] = field(default_factory=lambda: deque(maxlen=200))
     log_lines: int = 0
     version: int = 0
+    #: why the last launch attempt did not happen; cleared when a launch starts
+    blocked: LaunchBlocked | None = None
 
     # ------------------------------------------------------------------ queries
 
@@ -240,6 +243,11 @@ def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
     s.accept_len.clear()
     s.last_decode = None
     s.bench_running = None
+    s.blocked = None
+
+
+def _on_blocked(s: SessionState, ev: LaunchBlocked) -> None:
+    s.blocked = ev
 
 
 def _on_launch_detected(s: SessionState, ev: LaunchDetected) -> None:
@@ -446,6 +454,7 @@ _HANDLERS: dict[type, Any] = {
     ConnectionState: _on_connection,
     GpuStats: _on_gpu,
     Notice: _on_notice,
+    LaunchBlocked: _on_blocked,
     BenchmarkStarted: _on_bench_started,
     BenchmarkSample: _on_bench_sample,
     BenchmarkResult: _on_bench_result,

@@ -55,8 +55,11 @@ class ProfileRequest:
 
     num_steps: int = 5
     activities: tuple[str, ...] = ("CPU", "GPU")
-    with_stack: bool = False  # stacks make traces ~10× bigger; op names are enough for the categories
-    record_shapes: bool = False
+    #: None: leave it to the server (SGLang: True). On sglang 0.5.17 a capture with ``with_stack: false``
+    #: and ``record_shapes: false`` was followed by a segfault in the profiler's destructor; the server's
+    #: defaults stayed healthy (see docs/real-sglang.md for the runs that decided this).
+    with_stack: bool | None = None
+    record_shapes: bool | None = None
     profile_id: str = field(default_factory=lambda: f"eagletui-{int(time.time())}-{secrets.token_hex(3)}")
 
     def body(self, output_dir: str) -> dict[str, Any]:
@@ -65,9 +68,9 @@ class ProfileRequest:
             "num_steps": self.num_steps,
             "activities": list(self.activities),
             "profile_by_stage": True,
-            "with_stack": self.with_stack,
-            "record_shapes": self.record_shapes,
             "profile_id": self.profile_id,
+            **({"with_stack": self.with_stack} if self.with_stack is not None else {}),
+            **({"record_shapes": self.record_shapes} if self.record_shapes is not None else {}),
         }
 
 

@@ -2,8 +2,13 @@
 
 A launch is detached from the connection that started it (own session, stdin from /dev/null, output to
 a log file), so the TUI can quit, lose Wi-Fi or crash and the 10-minute model load carries on; a
-later session finds it again through the run directory. Identity is pid + kernel start time + an
-``EAGLETUI_RUN_ID`` in the process environment, checked on the host right before any signal.
+later session finds it again through the run directory.
+
+Identity is checked on the host right before any signal (:mod:`eagletui.remote.hostside`): the leader
+by pid + kernel start time (and the ``EAGLETUI_RUN_ID`` in its environment), its processes by what the
+kernel keeps and a server cannot rewrite — the session the leader was started in, and the parent chain
+to the leader or to eagletui's waiter, the subreaper of the server's tree. An environment is only one
+proof among these: SGLang's ``setproctitle`` wipes its children's.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from typing import Any
 
 from eagletui.core.profile import Profile, validate_env_name
 from eagletui.core.redact import Redactor
+from eagletui.remote.launcher import Launcher
 from eagletui.remote.transport import NotOurProcess, Transport, TransportError, host_program
 
 
@@ -48,6 +54,10 @@ class RunInfo:
     owned: bool = True
     alive: bool = True
     config: dict[str, Any] = field(default_factory=dict)  # the launch's redacted snapshot, for reattach
+    profile: str = ""  # the name of the profile it was launched with (reattach says whose run it is)
+    #: launched by this eagletui process; a run found on the host (reattached) is stopped only when the
+    #: user agrees, since another session may be using it
+    launched_here: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -87,6 +97,40 @@ class ForeignServer:
         )
 
 
+@dataclass(frozen=True)
+class StopOutcome:
+    """How a stop ended: the exit the waiter recorded and which step of the escalation ended it."""
+
+    code: int | None
+    signal: int | None
+    #: ``leader`` (SIGTERM to the leader: the server's own shutdown), ``group`` (SIGTERM to every
+    #: process of the run), ``kill`` (SIGKILL), ``gone`` (nothing of the run was running)
+    ended_by: str
+    seconds: float | None = None
+    steps: tuple[dict[str, Any], ...] = ()
+    port_busy: bool = False
+
+    @property
+    def exit(self) -> tuple[int | None, int | None]:
+        return self.code, self.signal
+
+    def describe(self) -> str:
+        took = f" in {self.seconds:.1f} s" if self.seconds is not None else ""
+        how = {
+            "leader": "SIGTERM to the server's main process (its own shutdown)",
+            "group": "SIGTERM to every process of the run (its own shutdown did not finish in time)",
+            "kill": "SIGKILL, after SIGTERM was ignored",
+        }.get(self.ended_by, self.ended_by)
+        if self.ended_by == "gone":
+            return "had already exited (nothing of it was running)"
+        busy = "; the port is still held" if self.port_busy else ""
+        return f"stopped{took} by {how}{busy}"
+
+
+class StopFailed(TransportError):
+    """Processes of the run survived the whole escalation (SIGKILL included): the stop failed."""
+
+
 class LaunchError(TransportError):
     pass
 
@@ -121,7 +165,11 @@ def new_run_id(launch: int) -> str:
     return f"{time.strftime('%Y%m%d-%H%M%S')}-L{launch}-{secrets.token_hex(3)}"
 
 
-class ServerControl:
+class ServerControl(Launcher):
+    """A server as a detached process on the transport's host (see :mod:`eagletui.remote.launcher`)."""
+
+    kind = "process"
+
     def __init__(
         self,
         transport: Transport,
@@ -181,6 +229,7 @@ class ServerControl:
                 "launch": launch,
                 "owned": True,
                 "config": profile.snapshot(),
+                "profile": profile.name,
             },
         }
         spec["client"] = client_name()
@@ -219,6 +268,8 @@ class ServerControl:
             argv=argv,
             port=profile.port,
             launch=launch,
+            profile=profile.name,
+            launched_here=True,
         )
 
     async def _reconcile_launch(
@@ -241,6 +292,7 @@ class ServerControl:
         run.argv = argv
         run.launch = launch
         run.port = profile.port
+        run.launched_here = True
         return run
 
     async def reconcile(self, run_id: str, runs_dir: str | None = None) -> RunInfo | None:
@@ -321,7 +373,17 @@ class ServerControl:
         res = await self.transport.run(["cat", f"{run.run_dir}/exit_code"], timeout=15)
         return _int(res.stdout) if res.exit_status == 0 else None
 
-    async def stop(self, run: RunInfo, *, grace: float = 15.0) -> tuple[int | None, int | None]:
+    async def stop(
+        self, run: RunInfo, *, grace: float = 30.0, group_wait: float = 10.0, kill_wait: float = 10.0
+    ) -> StopOutcome:
+        """Stop ``run`` the way its server shuts itself down, escalating only as far as needed.
+
+        SIGTERM to the leader alone (``grace`` s: SGLang drains, stops its schedulers and kills its
+        own tree), then SIGTERM to every process of the run still alive (``group_wait`` s), then
+        SIGKILL (``kill_wait`` s). Only processes the host proves are this run's are signalled
+        (:func:`eagletui.remote.hostside.run_members`). :class:`StopFailed` when something survives,
+        :class:`NotOurProcess` when the record does not match: a stop never fails silently.
+        """
         if not run.owned:
             raise NotOurProcess(f"pid {run.pid} was not started by eagletui; refusing to signal it")
         res = await self._host(
@@ -333,23 +395,53 @@ class ServerControl:
             str(float(grace)),
             str(int(run.port or 0)),
             run.run_id,
-            timeout=grace + 60,
+            str(float(group_wait)),
+            str(float(kill_wait)),
+            timeout=grace + group_wait + kill_wait + 60,
         )
         try:
             out = json.loads(res.stdout)
+            if not isinstance(out, dict):
+                raise ValueError(out)
         except ValueError:
             raise TransportError(
-                f"stop failed on {self.transport.target}: {res.stderr.strip()[-500:]}"
+                f"stop failed on {self.transport.target}: {res.stderr.strip()[-500:] or res.stdout[-500:]}"
             ) from None
-        if out.get("result") == "not_ours":
+        result = out.get("result")
+        if result == "not_ours":
             raise NotOurProcess(f"refusing to signal pid {run.pid}: {out.get('reason')}")
-        if out.get("result") == "unknown":
+        if result == "unknown":
             raise TransportError(f"cannot tell whether pid {run.pid} is running: {out.get('reason')}")
+        if result == "failed":
+            left = ", ".join(
+                f"pid {d.get('pid')} {d.get('name', '?')} (state {d.get('state', '?')})"
+                for d in out.get("left") or []
+                if isinstance(d, dict)
+            )
+            raise StopFailed(f"the server of run {run.run_id} did not stop: {out.get('reason')}: {left}")
+        if result not in ("stopped", "gone"):
+            raise TransportError(f"stop on {self.transport.target}: unexpected answer {out!r:.300}")
         run.alive = False
-        code, sig = out.get("code"), out.get("signal")
-        if sig is not None:
-            return None, int(sig)
-        return code, None
+        sig = out.get("signal")
+        code = out.get("code")
+        return StopOutcome(
+            code=None if sig is not None else _int(str(code)),
+            signal=_int(str(sig)) if sig is not None else None,
+            ended_by=str(out.get("ended_by") or result),
+            seconds=out.get("seconds") if isinstance(out.get("seconds"), (int, float)) else None,
+            steps=tuple(d for d in out.get("steps") or [] if isinstance(d, dict)),
+            port_busy=bool(out.get("port_busy")),
+        )
+
+    async def members(self, run: RunInfo) -> list[dict[str, Any]]:
+        """The run's live processes as the host proves them ([{pid, proof, name}]); [] if unknown."""
+        if not run.owned or not run.run_dir:
+            return []
+        try:
+            res = await self._host("members", run.run_dir, run.run_id, timeout=20)
+        except (TransportError, TimeoutError, OSError):
+            return []
+        return _json_rows(res.stdout, "run members") if res.exit_status == 0 else []
 
     async def list_runs(self) -> list[RunInfo]:
         res = await self._host("list", self.runs_dir, timeout=30)

@@ -132,6 +132,186 @@ def launcher_of_run(run_id):
     return out
 
 
+# ------------------------------------------------------------------------- ownership
+#
+# Which processes are a run's, proven without trusting a name or an environment that the process can
+# rewrite. SGLang renames its children with setproctitle, which on Linux overwrites the environ area
+# (/proc/PID/environ of ``sglang::scheduler`` reads as NUL bytes), so ``EAGLETUI_RUN_ID`` cannot be
+# the only proof. What the kernel keeps for us instead:
+#
+# * the leader: pid + start time recorded by our waiter the moment it started it (unique for the
+#   host's uptime), and its environ when it still carries the run id;
+# * its session: the leader was started with setsid(), so its session id is its pid, and a session
+#   is only inherited through fork; the kernel does not hand that pid out again while any member of
+#   the session lives;
+# * the parent chain: every descendant of the verified leader, or of the verified waiter, which is
+#   the subreaper of the server's tree (orphans are re-parented to it, not to init).
+#
+# A session member is accepted while the leader is alive and verified, or when it started before the
+# leader's recorded exit: once the session has emptied, its number may be handed out again.
+
+
+PR_SET_CHILD_SUBREAPER = 36
+
+
+def become_subreaper():
+    """Make this process the reaper of its orphaned descendants (Linux >= 3.4); False where it can't."""
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        return libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError, ImportError):
+        return False
+
+
+def uptime_ticks():
+    """Now, in the clock ticks /proc/PID/stat counts start times in (None if it cannot be read)."""
+    try:
+        with open("/proc/uptime") as f:
+            up = float(f.read().split()[0])
+        return int(up * os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _reap(server_pid, write):
+    """Wait for every child (the server, then the orphans a subreaper inherits); record the server's
+    exit the moment it happens: code, signal and the tick it died at (bounds the session proof)."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+        except InterruptedError:
+            continue
+        if pid != server_pid:
+            continue
+        ticks = uptime_ticks()
+        if ticks is not None:
+            write("exit_ticks", str(ticks))
+        if os.WIFSIGNALED(status):
+            write("exit_signal", str(os.WTERMSIG(status)))
+            write("exit_code", str(128 + os.WTERMSIG(status)))
+        else:
+            write("exit_code", str(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 255))
+
+
+def proc_table():
+    """{pid: stat fields} of every live process (zombies left out: they hold nothing and take no signal)."""
+    table = {}
+    for p in pids():
+        verdict, fields = read_stat(p)
+        if verdict == ALIVE and fields[0] not in ("Z", "X"):
+            table[p] = fields
+    return table
+
+
+def _int0(v):
+    try:
+        return int(v)
+    except (TypeError, ValueError):
+        return 0
+
+
+def run_members(rec, rid, rd, table=None):
+    """[(pid, proof)] of the run whose pid record is ``rec``: the processes eagletui may signal.
+
+    ``proof`` says why each one is ours: ``leader``, ``child`` (parent chain to the verified leader or
+    waiter), ``session`` or ``environ``. The waiter itself is never a member: it only records the exit.
+    """
+    if table is None:
+        table = proc_table()
+    me = os.getpid()
+    leader = _int0(rec.get("pid"))
+    lstart = str(rec.get("start_time", ""))
+    lst = _int0(lstart)
+    roots = set()
+    s = table.get(leader)
+    leader_ok = s is not None and s[19] == lstart
+    if leader_ok:
+        roots.add(leader)
+    waiter = _int0(rec.get("waiter_pid"))
+    ws = table.get(waiter)
+    if waiter and ws is not None and ws[19] == str(rec.get("waiter_start", "")):
+        roots.add(waiter)
+    else:
+        waiter = 0
+    sid = _int0(rec.get("sid")) or leader
+    limit = None
+    if not leader_ok:
+        # The leader is gone: its session may have emptied and its number been reused, so a session
+        # member counts only if it started before the leader died (the waiter recorded when); without
+        # that record only the parent chain to the waiter or the environment can prove it.
+        try:
+            with open(os.path.join(rd, "exit_ticks")) as f:
+                limit = int(f.read().strip())
+        except (OSError, ValueError):
+            limit = -1
+
+    def descends(p):
+        seen = 0
+        cur = p
+        start = _int0(table[p][19])
+        while seen < 256:
+            parent = _int0(table[cur][1])
+            if parent in roots:
+                return True
+            ps = table.get(parent)
+            if ps is None or parent <= 1:
+                return False
+            pstart = _int0(ps[19])
+            if pstart > start:  # a re-used pid in the chain: not an ancestor
+                return False
+            cur, start, seen = parent, pstart, seen + 1
+        return False
+
+    out = []
+    for p, f in table.items():
+        if p in (me, waiter):
+            continue
+        start = _int0(f[19])
+        if start < lst:
+            continue  # older than the run: never ours, whatever it claims
+        if p == leader and leader_ok:
+            out.append((p, "leader"))
+        elif descends(p):
+            out.append((p, "child"))
+        elif _int0(f[3]) == sid and (leader_ok or (limit is not None and 0 <= start <= limit)):
+            out.append((p, "session"))
+        elif environ_has(p, RUN_ID_VAR, rid) is True:
+            out.append((p, "environ"))
+    return out
+
+
+def signal_proc(pid, start_time, sig):
+    """Send ``sig`` to (pid, start time) only: with a pidfd the check and the signal name the same
+    process; without one the window between them is a few microseconds. False if it is gone."""
+    fd = None
+    if hasattr(os, "pidfd_open"):
+        try:
+            fd = os.pidfd_open(pid)
+        except ProcessLookupError:
+            return False
+        except OSError:
+            fd = None  # no pidfd here (old kernel, sandbox): plain kill after the check
+    try:
+        verdict, s = read_stat(pid)
+        if verdict != ALIVE or s[19] != str(start_time) or s[0] in ("Z", "X"):
+            return False
+        try:
+            if fd is not None:
+                signal.pidfd_send_signal(fd, sig)
+            else:
+                os.kill(pid, sig)
+        except ProcessLookupError:
+            return False
+        return True
+    finally:
+        if fd is not None:
+            os.close(fd)
+
+
 # ------------------------------------------------------------------------------ helpers
 
 
@@ -351,6 +531,7 @@ def _start(spec, runs, run_id):
         try:
             os.close(r)
             os.setsid()
+            subreaper = become_subreaper()
             dn = os.open(os.devnull, os.O_RDWR)
             for fd in (0, 1, 2):
                 os.dup2(dn, fd)
@@ -375,18 +556,25 @@ def _start(spec, runs, run_id):
                 os._exit(0)
             logf.close()
             st = read_stat(p.pid)[1]
-            ident = {"pid": p.pid, "pgid": int(st[2]), "start_time": st[19]}
+            me = read_stat(os.getpid())[1] or [""] * 20
+            ident = {
+                "pid": p.pid,
+                "pgid": int(st[2]),
+                "sid": int(st[3]),
+                "start_time": st[19],
+                # the waiter: the server's parent and (where the kernel allows) the subreaper of
+                # everything the server starts, so an orphaned child is still provably ours
+                "waiter_pid": os.getpid(),
+                "waiter_start": me[19],
+                "subreaper": subreaper,
+            }
             info.update(ident)
             w("pid", json.dumps(ident))
             run = dict(spec["run"], run_dir=rd, log_path=log, **ident)
             w("run.json", json.dumps(run))
             os.write(wp, json.dumps(info).encode())
             os.close(wp)
-            rc = p.wait()
-            if rc < 0:
-                w("exit_signal", str(-rc))
-                rc = 128 - rc
-            w("exit_code", str(rc))
+            _reap(p.pid, w)
         finally:
             os._exit(0)
     os.close(wp)
@@ -432,15 +620,6 @@ def op_find(args):
     _out({"state": "absent"})
 
 
-def _members(pgid):
-    res = []
-    for p in pids():
-        verdict, s = read_stat(p)
-        if verdict == ALIVE and int(s[2]) == pgid and s[0] not in "ZX":
-            res.append(p)
-    return res
-
-
 def listening(port):
     for name in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
@@ -455,64 +634,123 @@ def listening(port):
     return False
 
 
-def op_stop(args):
-    """argv: run_dir pid pgid start_time grace port run_id. Signal only a group that is all ours."""
-    rd, pid, pgid, st0 = args[0], int(args[1]), int(args[2]), args[3]
-    grace, port, rid = float(args[4]), int(args[5]), args[6]
+def _load_record(rd, pid, pgid, st0):
+    """The run's pid record if it names (pid, pgid, start time), else (None, reason)."""
     rec = _load(os.path.join(rd, "pid"))
     if not isinstance(rec, dict):
-        return _out({"result": "not_ours", "reason": f"no eagletui run record in {rd}"})
+        return None, f"no eagletui run record in {rd}"
     if (rec.get("pid"), rec.get("pgid"), str(rec.get("start_time"))) != (pid, pgid, st0):
-        return _out(
-            {"result": "not_ours", "reason": f"pid/pgid/start time differ from the run record in {rd}"}
-        )
+        return None, f"pid/pgid/start time differ from the run record in {rd}"
+    return rec, ""
+
+
+def _leader_check(rec, rid):
+    """None if the leader may be signalled (or is gone), else why not. The leader's environ is the
+    launch's own (SGLang renames only its children); a different run id there is a refusal."""
+    pid, st0 = int(rec["pid"]), str(rec["start_time"])
     verdict, s = read_stat(pid)
     if verdict == UNKNOWN:
-        return _out({"result": "unknown", "reason": f"cannot read /proc/{pid}/stat"})
-    if verdict == ALIVE and s[0] not in "ZX":
-        if s[19] != st0:
-            return _out(
-                {
-                    "result": "not_ours",
-                    "reason": f"pid {pid} was reused by another process (start time differs)",
-                }
-            )
-        if environ_has(pid, RUN_ID_VAR, rid) is not True:
-            return _out({"result": "not_ours", "reason": f"pid {pid} does not carry this run's {RUN_ID_VAR}"})
-    m = _members(pgid)
-    for p in m:
-        if environ_has(p, RUN_ID_VAR, rid) is not True:
-            return _out(
-                {
-                    "result": "not_ours",
-                    "reason": f"process group {pgid} contains pid {p} not started by this run",
-                }
-            )
-    if not m:
-        code, sig = exit_info(rd)
-        return _out({"result": "gone", "code": code, "signal": sig})
+        return "unknown", f"cannot read /proc/{pid}/stat"
+    if verdict == DEAD or s[0] in ("Z", "X") or s[19] != st0:
+        return None, ""  # gone (a reused pid is someone else's: it is simply not a member)
+    has = environ_has(pid, RUN_ID_VAR, rid)
+    if has is False and _environ_names_other_run(pid, rid):
+        return "not_ours", f"pid {pid} carries another run's {RUN_ID_VAR}"
+    return None, ""
 
-    def gone():
-        try:
-            os.killpg(pgid, 0)
-        except ProcessLookupError:
-            return True
-        return not _members(pgid)
 
-    os.killpg(pgid, signal.SIGTERM)
+def _environ_names_other_run(pid, rid):
+    try:
+        with open(f"/proc/{int(pid)}/environ", "rb") as f:
+            env = f.read().split(b"\0")
+    except OSError:
+        return False
+    key = (RUN_ID_VAR + "=").encode()
+    return any(e.startswith(key) and e != key + rid.encode() for e in env)
+
+
+def _wait_gone(rec, rid, rd, seconds, leader_only=False):
+    """Poll until the run has no member left (or only the leader is watched): True when gone."""
     t = time.time()
-    while time.time() - t < grace and not gone():
-        time.sleep(0.05)
-    killed = False
-    if not gone():
-        killed = True
-        try:
-            os.killpg(pgid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        t = time.time()
-        while time.time() - t < 10 and not gone():
-            time.sleep(0.05)
+    while True:
+        members = run_members(rec, rid, rd)
+        if leader_only:
+            members = [m for m in members if m[1] == "leader"]
+        if not members:
+            return True
+        if time.time() - t >= seconds:
+            return False
+        time.sleep(0.1)
+
+
+def _signal_members(rec, rid, rd, sig):
+    table = proc_table()
+    n = 0
+    for p, _why in run_members(rec, rid, rd, table):
+        if signal_proc(p, table[p][19], sig):
+            n += 1
+    return n
+
+
+def op_stop(args):
+    """argv: run_dir pid pgid start_time grace port run_id [group_wait kill_wait].
+
+    SGLang's own shutdown first: SIGTERM to the leader alone (it drains, asks its schedulers to exit
+    and kills its tree), up to ``grace`` seconds. Then SIGTERM to every member still alive, then
+    SIGKILL; ``ended_by`` says which step ended it (``leader``, ``group``, ``kill``, or ``gone`` when
+    nothing was running). Only proven members (:func:`run_members`) are ever signalled. A run that
+    outlives SIGKILL is ``failed``, with what is left: never reported as stopped.
+    """
+    rd, pid, pgid, st0 = args[0], int(args[1]), int(args[2]), args[3]
+    grace, port, rid = float(args[4]), int(args[5]), args[6]
+    group_wait = float(args[7]) if len(args) > 7 else 10.0
+    kill_wait = float(args[8]) if len(args) > 8 else 10.0
+    rec, why = _load_record(rd, pid, pgid, st0)
+    if rec is None:
+        return _out({"result": "not_ours", "reason": why})
+    bad, why = _leader_check(rec, rid)
+    if bad:
+        return _out({"result": bad, "reason": why})
+    t0 = time.time()
+    members = run_members(rec, rid, rd)
+    if not members:
+        code, sig = exit_info(rd)
+        return _out({"result": "gone", "ended_by": "gone", "code": code, "signal": sig, "members": []})
+    proofs = sorted(set(w for _, w in members))
+    steps = []
+    ended = ""
+    leader = [p for p, w in members if w == "leader"]
+    if leader:
+        signal_proc(pid, st0, signal.SIGTERM)
+        steps.append({"step": "leader", "signal": "SIGTERM", "at": round(time.time() - t0, 2)})
+        # Give the server its own shutdown; once the leader is gone, its tree gets a short moment
+        # to follow (SGLang kills its children itself, then itself).
+        if _wait_gone(rec, rid, rd, grace, leader_only=True) and _wait_gone(rec, rid, rd, 3.0):
+            ended = "leader"
+    if not ended:
+        n = _signal_members(rec, rid, rd, signal.SIGTERM)
+        steps.append({"step": "group", "signal": "SIGTERM", "processes": n, "at": round(time.time() - t0, 2)})
+        if _wait_gone(rec, rid, rd, group_wait):
+            ended = "group"
+    if not ended:
+        n = _signal_members(rec, rid, rd, signal.SIGKILL)
+        steps.append({"step": "kill", "signal": "SIGKILL", "processes": n, "at": round(time.time() - t0, 2)})
+        if _wait_gone(rec, rid, rd, kill_wait):
+            ended = "kill"
+    if not ended:
+        table = proc_table()
+        left = []
+        for p, w in run_members(rec, rid, rd, table):
+            left.append({"pid": p, "state": table[p][0], "proof": w, "name": _comm(p)})
+        return _out(
+            {
+                "result": "failed",
+                "reason": f"{len(left)} process(es) of the run survived SIGKILL",
+                "left": left,
+                "steps": steps,
+                "seconds": round(time.time() - t0, 2),
+            }
+        )
     t = time.time()
     while port and time.time() - t < 15 and listening(port):
         time.sleep(0.1)
@@ -523,12 +761,35 @@ def op_stop(args):
     _out(
         {
             "result": "stopped",
+            "ended_by": ended,
+            "steps": steps,
+            "proofs": proofs,
+            "members": len(members),
+            "seconds": round(time.time() - t0, 2),
             "code": code,
             "signal": sig,
-            "killed": killed,
+            "killed": ended == "kill",
             "port_busy": bool(port) and listening(port),
         }
     )
+
+
+def _comm(pid):
+    try:
+        with open(f"/proc/{int(pid)}/comm") as f:
+            return f.read().strip()
+    except OSError:
+        return "?"
+
+
+def op_members(args):
+    """argv: run_dir run_id → the run's live processes ([{pid, proof, name}]): the preflight of a
+    relaunch leaves them out of "GPU memory is in use" (they are stopped first)."""
+    rd, rid = args[0], args[1]
+    rec = _load(os.path.join(rd, "pid"))
+    if not isinstance(rec, dict):
+        return _out([])
+    _out([{"pid": p, "proof": w, "name": _comm(p)} for p, w in run_members(rec, rid, rd)])
 
 
 def op_list(args):
@@ -619,6 +880,7 @@ OPS = {
     "launch": op_launch,
     "find": op_find,
     "stop": op_stop,
+    "members": op_members,
     "list": op_list,
     "discover": op_discover,
 }

@@ -68,14 +68,27 @@ def table_from_answer(stdout: str) -> FlagTable | None:
     )
 
 
-async def host_flags(transport: Any, python: str, module: str, timeout: float = 25.0) -> FlagTable | None:
-    """The server's option strings on the host; None when they cannot be learned (the caller then falls
-    back to the bundled table, or checks nothing: a missing answer alone must not block a launch)."""
+#: Building sglang's parser imports ``sglang.srt.server_args`` (torch with it): ~20 s on a GPU host
+#: measured with sglang 0.5.17, more on network storage. Only the first launch of a session waits.
+HOST_FLAGS_BUDGET_S = 90.0
+
+
+async def host_flags(
+    transport: Any, python: str, module: str, timeout: float = HOST_FLAGS_BUDGET_S
+) -> tuple[FlagTable | None, str]:
+    """The server's option strings on the host, or None and why not (the caller then falls back to a
+    bundled table, or checks nothing: a missing answer alone must not block a launch)."""
     try:
         res = await transport.run([python, "-c", HOST_SCRIPT, module], timeout=timeout)
-    except (TransportError, TimeoutError, OSError):
-        return None
-    return table_from_answer(res.stdout)
+    except TimeoutError:
+        return None, f"the host's parser did not answer within {timeout:.0f} s"
+    except (TransportError, OSError) as exc:
+        return None, f"the host's parser could not be run ({exc or type(exc).__name__})"
+    table = table_from_answer(res.stdout)
+    if table is None:
+        tail = (res.stdout.strip().splitlines() or res.stderr.strip().splitlines() or [""])[-1]
+        return None, f"the host's parser gave no flag list ({tail[:200]})"
+    return table, ""
 
 
 def unknown_flags(flags: list[str], known: set[str] | FlagTable | None) -> list[str]:

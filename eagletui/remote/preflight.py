@@ -22,7 +22,14 @@ from eagletui.core.server_flags import FlagTable, bundled_table, check_server_fl
 from eagletui.remote.gpu import APPS_QUERY, QUERY, missing_nvidia_smi, parse_query
 from eagletui.remote.transport import Transport, TransportError
 
-Status = Literal["pass", "warn", "fail"]
+#: ``unknown``: the check could not be made (it timed out, the host did not answer): not a failure,
+#: and not a pass either. A launch is blocked only by ``fail``.
+Status = Literal["pass", "warn", "fail", "unknown"]
+
+#: Seconds the host-side checks may take. Generous on purpose: a big host with network storage and
+#: eight GPUs answers slowly, and a check that times out is reported as unknown, never as failed.
+HOST_CHECK_BUDGET_S = 60.0
+GPU_QUERY_BUDGET_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -33,23 +40,34 @@ class Check:
 
 
 HOST_SCRIPT = r"""
-import importlib.util, json, os, re, shutil, socket, sys
+import json, os, re, shutil, socket, sys
 spec = json.load(sys.stdin)
 out = []
 def add(name, status, msg):
     out.append([name, status, msg])
 add("python", "pass", "%s %s" % (sys.executable, sys.version.split()[0]))
 mod = spec["module"]
+def locate(name):
+    # Where NAME's code is, without importing it or any parent package: find_spec("a.b") imports "a",
+    # and "import sglang" takes 17-19 s on a GPU host (torch, triton, ...). PathFinder only looks.
+    from importlib.machinery import PathFinder
+    parts = name.split(".")
+    found = PathFinder.find_spec(parts[0])
+    for part in parts[1:]:
+        if found is None or not found.submodule_search_locations:
+            return None
+        found = PathFinder.find_spec(part, list(found.submodule_search_locations))
+    return found
 try:
-    found = importlib.util.find_spec(mod)
-except (ImportError, ValueError):
+    found = locate(mod)
+except (ImportError, ValueError, OSError):
     found = None
 if found is None:
     add("server module", "fail", "%s is not importable with %s" % (mod, sys.executable))
 elif mod == "eagletui.sim":
     ver = "?"
     try:
-        cli = importlib.util.find_spec("eagletui.sim.cli")
+        cli = locate("eagletui.sim.cli")
         m = re.search(r"DEFAULT_VERSION\s*=\s*['\"]([^'\"]+)", open(cli.origin).read())
         ver = m.group(1) if m else "?"
     except Exception:
@@ -62,21 +80,46 @@ else:
         ver = version(mod.split(".")[0])
     except Exception:
         pass
-    add("server module", "pass", "%s importable (version %s)" % (mod, ver or "unknown"))
+    where = os.path.dirname(found.origin) if found.origin else ", ".join(found.submodule_search_locations or [])
+    add("server module", "pass", "%s importable (version %s, %s)" % (mod, ver or "unknown", where))
 port = spec["port"]
+def listeners(port):
+    # Listening sockets on PORT from /proc/net/tcp{,6} (state 0A), or None where /proc says nothing.
+    # A TIME_WAIT socket left by the last server is not a listener: uvicorn binds with SO_REUSEADDR.
+    seen, tw = None, 0
+    for name in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            lines = open(name).read().splitlines()[1:]
+        except OSError:
+            continue
+        seen = seen or []
+        for ln in lines:
+            f = ln.split()
+            if len(f) < 4 or int(f[1].rsplit(":", 1)[1], 16) != port:
+                continue
+            if f[3] == "0A":
+                seen.append(f[1])
+            elif f[3] == "06":
+                tw += 1
+    return seen, tw
+held, tw = listeners(port)
 busy = False
-for fam, addr in ((socket.AF_INET, "127.0.0.1"), (socket.AF_INET, spec.get("host") or "0.0.0.0")):
-    s = socket.socket(fam, socket.SOCK_STREAM)
-    try:
-        s.bind((addr, port))
-    except OSError as e:
-        busy = str(e)
-    finally:
-        s.close()
+if held is None:
+    for addr in ("127.0.0.1", spec.get("host") or "0.0.0.0"):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((addr, port))
+        except OSError as e:
+            busy = str(e)
+        finally:
+            s.close()
+elif held:
+    busy = "a socket is listening on it"
 if busy:
     add("port", "fail", "port %d is already in use on the host (%s)" % (port, busy))
 else:
-    add("port", "pass", "port %d is free" % port)
+    add("port", "pass", "port %d is free%s" % (port, " (%d connection(s) of an earlier server in TIME_WAIT, harmless)" % tw if tw else ""))
 def local_like(p):
     return p.startswith(("/", "~", "./", "../")) or os.path.isdir(os.path.expanduser(p))
 def cfg_of(label, p):
@@ -214,25 +257,39 @@ async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
         },
     }
     try:
-        res = await transport.run([profile.python, "-c", HOST_SCRIPT], input=json.dumps(spec), timeout=20)
-    except (TransportError, TimeoutError, OSError) as exc:
-        return [Check("python", "fail", f"cannot run {profile.python} on the host: {exc}")]
+        res = await transport.run(
+            [profile.python, "-c", HOST_SCRIPT], input=json.dumps(spec), timeout=HOST_CHECK_BUDGET_S
+        )
+    except TimeoutError:
+        return [
+            Check(
+                "python",
+                "unknown",
+                f"the host checks ({profile.python}: server module, port, model paths, disk) timed out "
+                f"after {HOST_CHECK_BUDGET_S:.0f} s",
+            )
+        ]
+    except (TransportError, OSError) as exc:
+        return [Check("python", "fail", f"cannot run {profile.python} on the host: {exc or type(exc).__name__}")]
     if res.exit_status != 0:
-        why = res.stderr.strip().splitlines()[-1:] or [f"exit status {res.exit_status}"]
-        return [Check("python", "fail", f"{profile.python} does not run on the host: {why[0]}")]
+        last = res.stderr.strip().splitlines()[-1:] or [f"exit status {res.exit_status}"]
+        return [Check("python", "fail", f"{profile.python} does not run on the host: {last[0]}")]
     try:
         return [Check(n, s, m) for n, s, m in json.loads(res.stdout)]
     except (ValueError, TypeError):
         return [Check("python", "fail", f"unexpected output from the host check: {res.stdout[-200:]!r}")]
 
 
-async def _gpu_check(transport: Transport, profile: Profile) -> list[Check]:
+async def _gpu_check(transport: Transport, profile: Profile, ours: OwnServer | None = None) -> list[Check]:
     try:
         res, apps = await asyncio.gather(
-            transport.run(QUERY, timeout=15), transport.run(APPS_QUERY, timeout=15)
+            transport.run(QUERY, timeout=GPU_QUERY_BUDGET_S),
+            transport.run(APPS_QUERY, timeout=GPU_QUERY_BUDGET_S),
         )
-    except (TransportError, TimeoutError, OSError) as exc:
-        return [Check("gpus", "warn", f"cannot query GPUs: {exc}")]
+    except TimeoutError:
+        return [Check("gpus", "unknown", f"nvidia-smi timed out after {GPU_QUERY_BUDGET_S:.0f} s")]
+    except (TransportError, OSError) as exc:
+        return [Check("gpus", "warn", f"cannot query GPUs: {exc or type(exc).__name__}")]
     simulated = server_module(profile) == "eagletui.sim"
     if res.exit_status != 0:
         if missing_nvidia_smi(res.exit_status, res.stderr):
@@ -258,15 +315,39 @@ async def _gpu_check(transport: Transport, profile: Profile) -> list[Check]:
         names = sorted({g["name"] for g in gpus})
         checks.append(Check("gpus", "pass", f"{len(gpus)} × {', '.join(names)}"))
     holders = _memory_holders(apps.stdout if apps.exit_status == 0 else "")
+    mine = [h for h in holders if ours is not None and h[0] in ours.pids]
+    others = [h for h in holders if h not in mine]
     busy = [g for g in gpus if (g["mem_used_mb"] or 0) > 1024]
-    if holders or busy:
-        desc = "; ".join(holders) or ", ".join(
+    if others or (busy and not holders):
+        desc = "; ".join(_holder_text(h) for h in others) or ", ".join(
             f"GPU {g['index']}: {g['mem_used_mb']:.0f} MiB used" for g in busy
         )
         checks.append(Check("gpus free", "warn", f"GPU memory is in use: {desc}"))
+    elif mine and ours is not None:
+        mib = sum(h[2] for h in mine)
+        checks.append(
+            Check(
+                "gpus free",
+                "pass",
+                f"only {ours.label} holds GPU memory ({len(mine)} process(es), {mib:.0f} MiB); it is stopped "
+                "before the launch",
+            )
+        )
     elif gpus:
         checks.append(Check("gpus free", "pass", "no processes hold GPU memory"))
     return checks
+
+
+@dataclass(frozen=True)
+class OwnServer:
+    """eagletui's own running server, which a relaunch stops first: its GPU memory is no obstacle."""
+
+    pids: frozenset[int]
+    label: str  # "launch #2"
+
+
+def _holder_text(h: tuple[int, str, float]) -> str:
+    return f"pid {h[0]} {h[1]} ({h[2]:.0f} MiB)"
 
 
 def _tp(profile: Profile) -> int:
@@ -278,12 +359,17 @@ def _needs(profile: Profile) -> str:
     return f"{server_module(profile)} needs {tp} GPU{'s' if tp != 1 else ''} (--tp-size {tp})"
 
 
-def _memory_holders(text: str) -> list[str]:
+def _memory_holders(text: str) -> list[tuple[int, str, float]]:
+    """(pid, process name, MiB) per line of ``nvidia-smi --query-compute-apps``; junk lines skipped."""
     out = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) >= 4 and parts[1].isdigit():
-            out.append(f"pid {parts[1]} {parts[2]} ({parts[3]} MiB)")
+            try:
+                mib = float(parts[3])
+            except ValueError:
+                mib = 0.0
+            out.append((int(parts[1]), parts[2], mib if mib == mib else 0.0))
     return out
 
 
@@ -294,9 +380,9 @@ def _int(v: Any) -> int | None:
         return None
 
 
-async def run_preflight(transport: Transport, profile: Profile) -> list[Check]:
+async def run_preflight(transport: Transport, profile: Profile, ours: OwnServer | None = None) -> list[Check]:
     ssh, host, gpu = await asyncio.gather(
-        _ssh_check(transport), _host_checks(transport, profile), _gpu_check(transport, profile)
+        _ssh_check(transport), _host_checks(transport, profile), _gpu_check(transport, profile, ours)
     )
     return [ssh, *host, *gpu]
 
@@ -343,20 +429,24 @@ def flag_checks(
 
 
 async def run_preflight_with_flags(
-    transport: Transport, profile: Profile, learned: FlagTable | None = None
+    transport: Transport, profile: Profile, learned: FlagTable | None = None, ours: OwnServer | None = None
 ) -> tuple[list[Check], FlagTable | None]:
     """The host checks plus the flag check; asks the host's parser (in parallel) unless ``learned`` is
     given. Returns the checks and the table the host answered (None if it did not), for reuse."""
     from eagletui.remote.known_flags import host_flags
 
     module = server_module(profile)
+    why_not = ""
     if learned is None:
-        checks, learned = await asyncio.gather(
-            run_preflight(transport, profile), host_flags(transport, profile.python, module)
+        checks, (learned, why_not) = await asyncio.gather(
+            run_preflight(transport, profile, ours), host_flags(transport, profile.python, module)
         )
     else:
-        checks = await run_preflight(transport, profile)
+        checks = await run_preflight(transport, profile, ours)
     table = flag_table_for(module, learned)
     flags = launch_flags(profile)
     values = {f: profile.args[f] for f in flags}
-    return [*checks, *flag_checks(flags, table, host_version(checks), values)], learned
+    out = flag_checks(flags, table, host_version(checks), values)
+    if why_not and table is not None and table is not learned:
+        out = [Check(c.name, c.status, f"{c.message} ({why_not})") if c.status == "pass" else c for c in out]
+    return [*checks, *out], learned

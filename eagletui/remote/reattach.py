@@ -34,6 +34,25 @@ class RecordedProfile:
     dropped_secrets: list[str] = field(default_factory=list)
 
 
+def run_differences(run: RunInfo, profile: Profile) -> list[str]:
+    """What makes ``run`` another profile's server: port, launch command or model (empty: it is this
+    profile's run, possibly with other toggles applied). Flags and env may differ: an applied toggle
+    is still this profile's run."""
+    snap = run.config if isinstance(run.config, dict) else {}
+    mine = profile.snapshot()
+    out = []
+    port = snap.get("port") if isinstance(snap.get("port"), int) else run.port
+    if port and port != profile.port:
+        out.append(f"port {port} (the profile's is {profile.port})")
+    command = snap.get("command")
+    if isinstance(command, list) and command and command != mine["command"]:
+        out.append(f"command {' '.join(map(str, command))[:120]!r}")
+    model = snap.get("model")
+    if isinstance(model, str) and model and model != mine["model"]:
+        out.append(f"model {model!r} (the profile's is {mine['model']!r})")
+    return out
+
+
 async def newest_live_run(
     transport: Transport, runs_dir: str = DEFAULT_RUNS_DIR, python: str = "python3"
 ) -> RunInfo | None:

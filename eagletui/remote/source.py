@@ -15,7 +15,8 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from eagletui.core.events import ConnectionState, Event, LogLine, LogStale, Notice, ProcessExited
-from eagletui.remote.control import Liveness, RunInfo, ServerControl
+from eagletui.remote.control import Liveness, RunInfo
+from eagletui.remote.launcher import Launcher
 from eagletui.remote.tail import LogTail
 from eagletui.remote.transport import Transport, TransportError
 
@@ -130,7 +131,7 @@ class LiveSource:
     def __init__(
         self,
         transport: Transport,
-        control: ServerControl,
+        control: Launcher,
         run: RunInfo,
         *,
         stale_after: float = 120.0,

@@ -21,7 +21,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
-from eagletui.core.events import BenchmarkResult, Event, Notice
+from eagletui.core.events import BenchmarkResult, Event, LaunchBlocked, Notice
 
 if TYPE_CHECKING:
     from eagletui.core.profile import Profile
@@ -268,6 +268,8 @@ class LiveDriver(Driver):
         ws = self.workspace
         if ws is None:
             return False
+        if not await self._consent(ws, host, "Stop it and launch again"):
+            return False
         ok = False
         self.control_busy = True
         try:
@@ -275,9 +277,11 @@ class LiveDriver(Driver):
             ok = True
         except WorkspaceError as exc:
             host.notify(str(exc), title="launch refused", severity="error", timeout=15)
+            host.dispatch(LaunchBlocked(reason=str(exc), stage=exc.stage, checks=exc.checks))
         except Exception as exc:
             host.notify(f"{type(exc).__name__}: {exc}", title="launch failed", severity="error", timeout=15)
             host.dispatch(Notice(level="error", message=f"launch failed: {exc}", source="launch"))
+            host.dispatch(LaunchBlocked(reason=f"{type(exc).__name__}: {exc}"))
         finally:
             self.control_busy = False
         if ok and applied is not None:
@@ -287,15 +291,34 @@ class LiveDriver(Driver):
         host.config_changed()
         return ok
 
+    async def _consent(self, ws: Workspace, host: DriverHost, action: str) -> bool:
+        """A server eagletui started but not in this session (reattached) is stopped only on a yes."""
+        if not await ws.needs_consent():
+            return True
+        run = ws.run
+        assert run is not None
+        question = (
+            f"Run {run.run_id} (pid {run.pid}) was launched by eagletui, but not in this session: another "
+            f"session may be using it.\n\n{action}? (y/n)"
+        )
+        if await host.ask(question):
+            ws.consent_given()
+            return True
+        host.notify(f"run {run.run_id} left running", title="not stopped")
+        return False
+
     async def stop(self, host: DriverHost) -> None:
         if self.workspace is None:
+            return
+        if not await self._consent(self.workspace, host, "Stop it"):
             return
         self.control_busy = True
         try:
             await self.workspace.stop()
             host.notify("server stopped", title="stop")
         except Exception as exc:
-            host.notify(str(exc), title="stop", severity="error")
+            host.notify(str(exc), title="stop failed", severity="error", timeout=30)
+            host.dispatch(LaunchBlocked(reason=str(exc), stage="stop"))
         finally:
             self.control_busy = False
 

@@ -40,6 +40,7 @@ CONTEXT_TYPES = frozenset(
         "phase_started",
         "phase_finished",
         "server_stopped",
+        "launch_blocked",
         "bench_started",
         "connection",
     }

@@ -16,3 +16,13 @@ Modules (imported lazily; this package imports nothing heavy):
 * :mod:`eagletui.sim.profiler` — ``/start_profile`` traces following the cost model;
 * :mod:`eagletui.sim.server` — process orchestration, signals, exit codes.
 """
+
+# A real ``import sglang`` takes 17-19 s on a GPU host (torch, triton, CUDA libraries), even warm:
+# the simulator can be told to be as slow, so tests see a preflight that imports what it only needs
+# to find. Only when asked: nothing else pays for it.
+import os as _os
+
+if _os.environ.get("EAGLETUI_SIM_IMPORT_DELAY"):
+    import time as _time
+
+    _time.sleep(float(_os.environ["EAGLETUI_SIM_IMPORT_DELAY"]))

@@ -155,3 +155,25 @@ def tb_nccl(rank: int) -> str:
 
 def scheduler_exception(log: SimLog, rank: int, tb: str) -> None:
     log.line(f"Scheduler hit an exception: {tb}", rank=rank, level=ERROR)
+
+
+def profiler_segfault(pid: int) -> list[str]:
+    """What a scheduler prints when the torch profiler's result is destroyed on a bad pointer (seen on
+    sglang 0.5.17 + torch 2.11 on an H200, 0-2 s after ``Profiling done``): Python's faulthandler
+    block with the native frame, then the process dies by SIGSEGV."""
+    return [
+        "Fatal Python error: Segmentation fault",
+        "",
+        f"Thread 0x{pid:012x} (most recent call first):",
+        f'  File "{PKG}/torch/profiler/profiler.py", line 786 in __exit__',
+        f'  File "{PKG}/sglang/srt/utils/profile_utils.py", line 331 in stop',
+        f'  File "{PKG}/sglang/srt/managers/scheduler_components/profiler_manager.py", line 262 in stop_profile',
+        f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 1188 in event_loop_overlap',
+        "",
+        "Extension modules: numpy._core._multiarray_umath, torch._C, torch._C._fft, sgl_kernel.common_ops "
+        "(total: 64)",
+        f"*** SIGSEGV (@0x0) received by PID {pid}; stack trace: ***",
+        "    @     0x7f3c1e4a1520 (unknown)",
+        "    @     0x7f3b2c3f6d41 torch::autograd::profiler::ProfilerResult::~ProfilerResult()",
+        "    @     0x7f3b2c3f7a10 std::_Sp_counted_base<>::_M_release()",
+    ]

@@ -96,6 +96,9 @@ class ProfileError(Exception):
 class SimProfiler:
     """Profiling state of one simulated server (all TP ranks)."""
 
+    #: called after each "Profiling done" (the server uses it to inject a post-profile crash)
+    on_done: Any = None
+
     def __init__(self, cfg: perf.PerfConfig, log: Any, tp: int, ep: int, seed: int = 0) -> None:
         self.cfg = cfg
         self.log = log
@@ -185,6 +188,8 @@ class SimProfiler:
         self._ranks_log("Stop profiling" + (f"-{stage}" if stage else "") + "...")
         paths = self.write(s, stage)
         self._ranks_log(f"Profiling done. Traces are saved to: {s.output_dir}")
+        if self.on_done is not None:
+            self.on_done()
         if s.by_stage and stage in s.pending:
             s.pending.remove(stage)
         if final or not s.by_stage or not s.pending:

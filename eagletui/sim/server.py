@@ -17,12 +17,14 @@ Exit behaviour (like SGLang 0.5.23):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import signal
 import sys
 from typing import Any
 
+from eagletui.sim.children import Children
 from eagletui.sim.cli import DEFAULT_TIME_SCALE
 from eagletui.sim.logfmt import ERROR, WARNING, SimLog
 
@@ -78,6 +80,10 @@ async def _amain(args: Any) -> int:
     env = dict(os.environ)
     env["_SIM_ARGV"] = " ".join(sys.argv[1:])
     plan = startup.resolve(args, env)
+    # SGLang starts its schedulers and detokenizer first, then loads weights in them: fork them now,
+    # before any signal handler is installed (they keep the default dispositions, as SGLang's do).
+    children = Children(plan.tp)
+    children.start()
     log = SimLog(
         plan.tp, ep_size=plan.ep, log_level=args.log_level, log_level_http=args.log_level_http, env=env
     )
@@ -145,6 +151,8 @@ async def _amain(args: Any) -> int:
         poll = min(5.0, max(0.05, 5.0 * plan.scale))  # 5 s in sglang; scaled like the rest of the launch
         while True:
             await asyncio.sleep(poll)
+            if children.stopping:
+                return  # a child died first: the SIGQUIT path tears the server down instead
             rids = [r.rid for r in (*engine.waiting, *engine.running) if not r.internal]
             log.line(
                 f"Gracefully exiting... Remaining number of requests {len(rids)}. "
@@ -152,10 +160,29 @@ async def _amain(args: Any) -> int:
             )
             if not rids:
                 break
+        # ShutdownReq: the schedulers exit; child exits are expected now, not crashes.
+        children.stopping = True
         log.line(f"kill_process_tree called: parent_pid={pid}, include_parent=False, pid={pid}")
+        children.kill_all()
         stop.set()
 
     loop.create_task(sigterm_watchdog())
+
+    async def subprocess_watchdog() -> None:
+        """SGLang's SubprocessWatchdog: a child that died while serving tears the server down."""
+        interval = min(1.0, max(0.01, 1.0 * plan.scale))  # 1 s in sglang, 5× the SIGTERM poll
+        while not children.stopping:
+            await asyncio.sleep(interval)
+            crashed = children.crashed()
+            if crashed is not None and not children.stopping:
+                name, cpid, code = crashed
+                log.line(
+                    f"Subprocess {name} (pid={cpid}) crashed with exit code {code}. "
+                    "Triggering SIGQUIT for cleanup...",
+                    level=ERROR,
+                )
+                await _running_phase_sigquit(log, children, plan.scale)
+                return
 
     if not args.skip_server_warmup:
         try:
@@ -163,9 +190,16 @@ async def _amain(args: Any) -> int:
         except Exception as e:
             log.line(f"Initialization failed. warmup error: {e!r}", level=ERROR)
             startup.die_by_sigkill(log)
+    if plan.fail == "segv-after-profile":
+        engine.profiler.on_done = lambda: loop.call_later(
+            min(1.0, max(0.05, 1.0 * plan.scale)), _segfault_a_scheduler, log, children
+        )
     state.ready = True
     log.line("The server is fired up and ready to roll!")
-    loop.add_signal_handler(signal.SIGQUIT, lambda: _running_phase_sigquit(log))
+    loop.add_signal_handler(
+        signal.SIGQUIT, lambda: loop.create_task(_running_phase_sigquit(log, children, plan.scale))
+    )
+    loop.create_task(subprocess_watchdog())
 
     if plan.fail == "crash-after-ready":
         delay = float(
@@ -174,11 +208,17 @@ async def _amain(args: Any) -> int:
 
         async def crash() -> None:
             await asyncio.sleep(delay)
-            log.line(
-                f"Subprocess scheduler_3 (pid={pid + 4}) crashed with exit code -9. Triggering SIGQUIT for cleanup...",
-                level=ERROR,
-            )
-            _running_phase_sigquit(log)
+            # a scheduler killed from outside (the host's OOM killer, say): the watchdog notices
+            schedulers = children.pids[:-1]
+            if schedulers:
+                os.kill(schedulers[min(3, len(schedulers) - 1)], signal.SIGKILL)
+            else:
+                log.line(
+                    f"Subprocess scheduler_3 (pid={pid + 4}) crashed with exit code -9. Triggering SIGQUIT "
+                    "for cleanup...",
+                    level=ERROR,
+                )
+                await _running_phase_sigquit(log, children, plan.scale)
 
         loop.create_task(crash())
 
@@ -197,6 +237,7 @@ async def _amain(args: Any) -> int:
     if sigterm.is_set():
         # sglang/launch_server.py: ``finally: kill_process_tree(os.getpid(), include_parent=False)``
         log.line(f"kill_process_tree called: parent_pid={pid}, include_parent=False, pid={pid}")
+    children.kill_all()
     return 0
 
 
@@ -212,9 +253,41 @@ def _on_sigterm(log: SimLog, state: Any, sigterm: asyncio.Event) -> None:
     sigterm.set()
 
 
-def _running_phase_sigquit(log: SimLog) -> None:
-    """tokenizer_manager.py SignalHandler.running_phase_sigquit_handler (``loop.add_signal_handler``)."""
+async def _running_phase_sigquit(log: SimLog, children: Children, scale: float) -> None:
+    """tokenizer_manager.py SignalHandler.running_phase_sigquit_handler (``loop.add_signal_handler``):
+    the crash diagnostics (``dump_requests_before_crash``: a 5 s settle, scaled), then
+    ``kill_process_tree`` of the children and itself (SIGKILL)."""
     from eagletui.sim import startup
 
+    if children.stopping:
+        return
+    children.stopping = True
     log.line("SIGQUIT received. signum=None, frame=None. It usually means one child failed.", level=ERROR)
+    log.line("Sleeping 5 seconds before crash diagnostics to let GPU activity settle.")
+    await asyncio.sleep(min(5.0, max(0.05, 5.0 * scale)))
+    if not [p for p in children.pids if p not in children.status and _alive(p)]:
+        log.line("No live scheduler processes found; skipping py-spy and CUDA coredump.", level=ERROR)
+    children.kill_all()
     startup.die_by_sigkill(log)
+
+
+def _segfault_a_scheduler(log: SimLog, children: Children) -> None:
+    """``EAGLETUI_SIM_FAIL=segv-after-profile``: scheduler 0 dies of SIGSEGV after a profile, as one
+    did on sglang 0.5.17; the subprocess watchdog then tears the server down."""
+    from eagletui.sim.crashes import profiler_segfault
+
+    if not children.pids:
+        return
+    victim = children.pids[0]
+    for line in profiler_segfault(victim):
+        log.raw(line)
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(victim, signal.SIGSEGV)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return not done

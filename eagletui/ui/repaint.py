@@ -95,7 +95,7 @@ class Repainter:
             return
         self.dirty = False
         screen = self.screen
-        self.phases.show(la, screen.now(), self.model.estimates())
+        self.phases.show(la, screen.now(), self.model.estimates(), blocked=state.blocked)
         self.status.show(
             state,
             recording=self.model.recorder is not None,

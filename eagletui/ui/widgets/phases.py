@@ -9,7 +9,7 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from eagletui.core.events import PHASES
+from eagletui.core.events import PHASES, LaunchBlocked
 from eagletui.core.state import LaunchState, PhaseStatus, ServerState
 from eagletui.core.textsafe import inert, inert_lines
 from eagletui.ui.widgets.textview import TextView
@@ -101,7 +101,12 @@ class PhasePanel(Vertical):
         yield Static("", id="phase-failure")
 
     def show(
-        self, la: LaunchState | None, now: float, estimates: dict[str, tuple[float, float]] | None = None
+        self,
+        la: LaunchState | None,
+        now: float,
+        estimates: dict[str, tuple[float, float]] | None = None,
+        *,
+        blocked: LaunchBlocked | None = None,
     ) -> None:
         estimates = estimates or {}
         v = self.app.theme_variables
@@ -151,6 +156,27 @@ class PhasePanel(Vertical):
             table.styles.height = height
         self.query_one(PhaseTable).set_text(out)
         self._summary(la, now, estimates)
+        if blocked is not None:
+            self._blocked(blocked)
+
+    def _blocked(self, b: LaunchBlocked) -> None:
+        """Why the last launch attempt did not happen, until the next one starts (never only a toast)."""
+        self.add_class("failed")
+        text = Text()
+        what = {
+            "preflight": "Not launched: the preflight failed",
+            "refused": "Not launched: the host refused the launch",
+            "stop": "The server could not be stopped",
+        }.get(b.stage, "Not launched")
+        text.append(f"✘ {what}", style="bold")
+        for c in b.checks[:6] or (b.reason,):
+            text.append("\n" + _clip(c, 200))
+        text.append("\nhint: ", style="bold")
+        if b.stage == "stop":
+            text.append("the server keeps running; the log tab has the stop's notice")
+        else:
+            text.append("fix it, then r launches again (3: the toggles)")
+        set_label(self.query_one("#phase-failure", Static), text)
 
     @staticmethod
     def _row(

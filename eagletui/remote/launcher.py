@@ -1,0 +1,86 @@
+"""Where a server runs: the one interface the engine launches, watches and stops servers through.
+
+Two answers to "where": a detached process on a host reached by a transport
+(:class:`~eagletui.remote.control.ServerControl`: its own session, a waiter that records the exit,
+ownership proven on the host before any signal), and — added beside it, not inside it — a job of a
+batch scheduler (Slurm: ``sbatch``/``squeue``/``scancel`` over the same transport). Everything above
+this line (the :class:`~eagletui.workspace.Workspace`, the log source, ``bench``, ``sweep``, the UI)
+talks to a :class:`Launcher` and never asks which one it has.
+
+The contract every launcher keeps, whatever runs the server:
+
+* ``launch`` never starts a second server where one of ours runs on the same port, and a launch whose
+  answer was lost raises :class:`~eagletui.remote.control.LaunchOutcomeUnknown` (found later by
+  ``reconcile``), never "nothing happened";
+* ``liveness`` says ``DEAD`` only on a clear answer; a failed check is ``UNKNOWN``;
+* ``stop`` signals only what this launcher started, proven by what survives the server's own doings,
+  escalates as gently as the server allows, returns a :class:`~eagletui.remote.control.StopOutcome`
+  saying which step ended it, and raises (``StopFailed``, ``NotOurProcess``) rather than report a
+  stop that did not happen;
+* ``list_runs`` lists this launcher's runs, newest first, for reattach.
+
+Optional capabilities have defaults here: a launcher that cannot discover servers it did not start
+returns none; one that cannot list the processes of a run returns none.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from eagletui.core.profile import Profile
+    from eagletui.remote.control import ForeignServer, Liveness, RunInfo, StopOutcome
+    from eagletui.remote.transport import Transport
+
+
+class Launcher(ABC):
+    """Launch, watch and stop servers of one target; see the module docstring for the contract."""
+
+    #: what ``eagletui`` shows for where the server runs ("process", "slurm job")
+    kind: str = "process"
+    transport: Transport
+    runs_dir: str
+    #: the interpreter host-side helpers run with (the profile's python once a launch happened)
+    python: str
+    #: why the last liveness check said what it said (shown while checks keep failing)
+    last_check_detail: str = ""
+
+    @abstractmethod
+    async def launch(
+        self, profile: Profile, *, launch: int, args_override: dict[str, Any] | None = None
+    ) -> RunInfo: ...
+
+    @abstractmethod
+    async def liveness(self, run: RunInfo, *, confirm: bool = True) -> Liveness: ...
+
+    @abstractmethod
+    async def exit_info(self, run: RunInfo) -> tuple[int | None, int | None]:
+        """(exit code, signal) as recorded when the server ended; (None, None) while unknown."""
+
+    @abstractmethod
+    async def stop(self, run: RunInfo, *, grace: float = 30.0) -> StopOutcome: ...
+
+    @abstractmethod
+    async def list_runs(self) -> list[RunInfo]: ...
+
+    @abstractmethod
+    async def reconcile(self, run_id: str, runs_dir: str | None = None) -> RunInfo | None: ...
+
+    # ------------------------------------------------------------------ optional, defaulted
+
+    async def members(self, run: RunInfo) -> list[dict[str, Any]]:
+        """The run's live processes ([{pid, proof, name}]), where the launcher can tell."""
+        return []
+
+    async def discover_foreign(self) -> list[ForeignServer]:
+        """Servers on the target that this launcher did not start (followed read-only)."""
+        return []
+
+
+def make_launcher(profile: Profile, transport: Transport) -> Launcher:
+    """The launcher a profile asks for. Today every profile runs its server as a detached process; a
+    profile section choosing another (``[slurm]``) is resolved here and nowhere else."""
+    from eagletui.remote.control import ServerControl
+
+    return ServerControl(transport, runs_dir=profile.runs_dir, python=profile.python)

@@ -1,0 +1,91 @@
+#!/bin/bash
+# Device side: eagletui's live paths end to end against a real sglang 0.5.17 + EAGLE-3 server on the lent
+# GPU machine (tiny random-weight Llama, built here). One command per part; each part fits one device call.
+#
+#   bash tools/real-sglang/device.sh 1   # preflight (fresh machine), bench --launch, preflight right after
+#                                        # the stop, bench --vs-no-spec --concurrency 1,4, a failed launch's
+#                                        # JSON, a two-variant sweep
+#   bash tools/real-sglang/device.sh 2   # the TUI in tmux (connect, b, a toggle, a, r), trace --capture
+#                                        # twice on the running server (server default and old eagletui
+#                                        # profiler arguments), s, q; reattach by profile
+#
+# Needs .real/ carried (tools/real-sglang/build.sh makes it). After every step it lists what eagletui
+# started that is still alive; $OUT gets report.md, report.json and partN.tar.gz (every run's server
+# log, every command's stdout/stderr/JSON, the TUI screens).
+PART=${1:-1}
+R=$(pwd); S=$R/.real; W=/tmp/etr; T0=$(date +%s)
+mkdir -p $W/out $W/prof
+OUTD=$W/out/part$PART; rm -rf $OUTD; mkdir -p $OUTD
+el(){ echo $(( $(date +%s) - T0 )); }
+log(){ echo "[$(el)s] $*" | tee -a $OUTD/steps.txt; }
+export PYTHONPATH=$R:/tmp/site HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 SGLANG_IS_FLASHINFER_AVAILABLE=false \
+  TVM_FFI_CACHE_DIR=/tmp/tvmffi SGLANG_TORCH_PROFILER_DIR=$W/prof PYTHONUNBUFFERED=1 \
+  NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 \
+  EAGLETUI_CONFIG_DIR=$W/cfg EAGLETUI_DATA_DIR=$W/data XDG_DATA_HOME=$W/xdg XDG_CONFIG_HOME=$W/xdgc \
+  TERM=xterm-256color
+[ -z "$CUDA_HOME" ] && command -v nvcc >/dev/null && export CUDA_HOME=$(dirname "$(dirname "$(command -v nvcc)")")
+if [ -n "$DRYRUN" ]; then
+  # here, on the simulator: the same steps, to catch the script's own mistakes before a device call
+  export PYTHONPATH=$R TMUX_BIN=$(command -v tmux); : "${OUT:=$W/dryrun-out}"; mkdir -p "$OUT"
+  HOME=$W/home; export HOME; mkdir -p $HOME
+elif [ ! -f /tmp/site/.done ]; then
+  log "setup: unpack sglang 0.5.17 overlay, eagletui's wheels"
+  mkdir -p /tmp/site && tar -C /tmp/site -xJf $S/sglang_overlay.tar.xz
+  python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+    $S/whl/*.whl 2>&1 | tail -2
+  # flashinfer's JIT sources are not carried: RMSNorm takes SGLang's native path
+  python3 - <<'PY' >>$OUTD/steps.txt 2>&1
+p = "/tmp/site/sglang/srt/layers/layernorm.py"; s = open(p).read()
+sig = "    ) -> Union[torch.Tensor, Tuple[torch.Tensor, torch.Tensor]]:\n"
+i = s.index("    def forward_cuda(\n"); j = s.index(sig, i) + len(sig)
+s = s[:j] + "        return self.forward_native(x, residual, post_residual_addition)\n" + s[j:]
+open(p, "w").write(s); print("patched layernorm")
+PY
+  touch /tmp/site/.done
+fi
+if [ -z "$DRYRUN" ]; then
+  [ -f /tmp/sgw/tiny/draft/model.safetensors ] || { log "setup: tiny model"; mkdir -p /tmp/sgw; \
+    WEIGHTS=1 python3 $S/make_tiny.py /tmp/sgw/tiny >>$OUTD/steps.txt 2>&1; }
+  export TMUX_BIN=$S/tmux/tmux LD_LIBRARY_PATH=$S/tmux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+    TERMINFO_DIRS=$S/tmux/terminfo:/usr/share/terminfo:/lib/terminfo
+  chmod +x $TMUX_BIN 2>/dev/null
+  P=$W/tiny.toml; cp $R/tools/real-sglang/tiny-eagle3.toml $P
+else
+  P=$W/tiny.toml; sed "s#\"REPO\"#\"$R\"#" $R/tools/real-sglang/sim-dryrun.toml > $P
+fi
+PS=$W/sweep.toml; { cat $P; printf '\n[sweep]\nrepeats = 1\n[[sweep.variants]]\nname = "steps 3"\nset = { "speculative-num-steps" = 3 }\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n'; } > $PS
+PB=$W/baddraft.toml; sed 's#^speculative-draft-model-path = .*#speculative-draft-model-path = "/tmp/sgw/tiny/no-such-draft"#; s/^ready_timeout_s = 240/ready_timeout_s = 120/' $P > $PB
+PO=$W/other.toml; sed 's/^name = .*/name = "other-port"/; s/^port = 30000/port = 30001/' $P > $PO
+E(){ python3 -m eagletui "$@"; }
+# step NAME TIMEOUT CMD... : run, keep stdout/stderr, record rc and seconds, then list leftovers
+step(){ local n=$1 t=$2; shift 2; local s=$(date +%s.%N)
+  log "$n: $*"
+  timeout $t "$@" > $OUTD/$n.out 2> $OUTD/$n.err; local rc=$?
+  local d=$(python3 -c "import time;print(round(time.time()-$s,1))")
+  echo "{\"step\":\"$n\",\"rc\":$rc,\"seconds\":$d,\"at\":$(el)}" >> $OUTD/steps.jsonl
+  log "$n: rc=$rc in ${d}s"
+  python3 $R/tools/real-sglang/leftovers.py "$n" ${DRYRUN:+--runs-only} >> $OUTD/leftovers.jsonl 2>&1
+  tail -1 $OUTD/leftovers.jsonl | cut -c1-300 | tee -a $OUTD/steps.txt
+}
+nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv > $OUTD/nvidia-smi.txt 2>&1
+python3 -c "import importlib.metadata as m; print('sglang', m.version('sglang'), 'torch', m.version('torch'), 'textual', m.version('textual'))" > $OUTD/versions.txt 2>&1
+git -C $R log -1 --format='%H %s' > $OUTD/commit.txt 2>/dev/null || echo "no git" > $OUTD/commit.txt
+
+if [ "$PART" = 1 ]; then
+  step a-preflight-fresh 150 python3 -m eagletui preflight local --profile $P --json
+  step b-bench-launch 330 python3 -m eagletui bench local --profile $P --launch --json
+  step c-preflight-after-stop 150 python3 -m eagletui preflight local --profile $P --json
+  step d-vs-no-spec 420 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --json
+  [ $(el) -lt 400 ] && step g-bad-draft 150 python3 -m eagletui bench local --profile $PB --launch --json
+  [ $(el) -lt 430 ] && step f-sweep 300 python3 -m eagletui sweep local --profile $PS --json --no-record
+else
+  step t0-tui 420 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
+  [ $(el) -lt 500 ] && step h-reattach-other-profile 60 python3 $R/tools/real-sglang/reattach_check.py $P $PO
+fi
+E sessions --json > $OUTD/sessions.json 2>&1
+python3 $R/tools/real-sglang/leftovers.py end --kill ${DRYRUN:+--runs-only} >> $OUTD/leftovers.jsonl 2>&1
+cp -r ~/.eagletui/runs $OUTD/runs 2>/dev/null
+python3 $R/tools/real-sglang/report.py $OUTD $PART > $OUT/report.md 2> $OUTD/report.err
+cp $OUTD/report.json $OUT/ 2>/dev/null
+tar -C $W/out -czf $OUT/part$PART.tar.gz part$PART
+log "done"; cp $OUTD/steps.txt $OUT/

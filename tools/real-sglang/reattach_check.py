@@ -1,0 +1,56 @@
+"""Reattach follows only the run of its own profile (issue 18 item 3), on the real server:
+
+    python3 tools/real-sglang/reattach_check.py PROFILE_A PROFILE_B
+
+launches A's server, asks a workspace of B (another port) to reattach (it must not, and must name A's
+run), then one of A (it must, and must say a stop asks first), then stops A's server. One JSON line per
+check on stdout.
+"""
+
+import asyncio
+import json
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+from eagletui.core.events import Notice
+from eagletui.core.profile import load_profile
+from eagletui.workspace import Workspace
+
+
+def check(name, ok, detail=""):
+    print(json.dumps({"check": name, "ok": bool(ok), "detail": str(detail)[:1500]}), flush=True)
+
+
+async def main(pa: str, pb: str) -> None:
+    seen: list = []
+    a = Workspace(load_profile(pa), seen.append, target="local", preflight=False)
+    await a.connect()
+    await a.launch()
+    log = Path(a.run.log_path)
+    t = time.monotonic()
+    while b"ready to roll" not in log.read_bytes() and time.monotonic() - t < 240:
+        await asyncio.sleep(1)
+    check("reattach: A's server ready", b"ready to roll" in log.read_bytes(), a.run.run_id)
+    notes: list = []
+    b = Workspace(load_profile(pb), notes.append, target="local", preflight=False)
+    await b.connect()
+    got = await b.attach_newest()
+    msgs = [e.message for e in notes if isinstance(e, Notice)]
+    check("reattach: profile B (port 30001) does not take A's run", not got and any(a.run.run_id in m for m in msgs), msgs)
+    await b.close()
+    notes.clear()
+    a2 = Workspace(load_profile(pa), notes.append, target="local", preflight=False)
+    await a2.connect()
+    got = await a2.attach_newest()
+    msgs = [e.message for e in notes if isinstance(e, Notice)]
+    check("reattach: profile A follows its run and says why", got and a2.run.run_id == a.run.run_id, msgs)
+    check("reattach: stopping a run of another session asks first", await a2.needs_consent(), "")
+    await a2.close()
+    await a.stop()
+    check("reattach: A stopped by its launcher", a.last_stop is not None and a.last_stop.ended_by == "leader", a.last_stop)
+    await a.close()
+
+
+asyncio.run(main(sys.argv[1], sys.argv[2]))

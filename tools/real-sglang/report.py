@@ -1,0 +1,130 @@
+"""The real-server run as a report: every step's exit status and time, the checks issue 18 asks for, the
+figures (tok/s, accept, how each stop ended, how long), and whatever eagletui left alive.
+
+    python3 tools/real-sglang/report.py OUTDIR PART > report.md      (writes OUTDIR/report.json too)
+"""
+
+import json
+import os
+import sys
+
+OUT, PART = sys.argv[1], sys.argv[2]
+
+
+def jl(name):
+    rows = []
+    try:
+        for line in open(os.path.join(OUT, name)):
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    rows.append(json.loads(line))
+                except ValueError:
+                    pass
+    except OSError:
+        pass
+    return rows
+
+
+def doc(step):
+    try:
+        text = open(os.path.join(OUT, f"{step}.out")).read()
+        return json.loads(text) if text.strip() else None
+    except (OSError, ValueError):
+        return None
+
+
+steps = {s["step"]: s for s in jl("steps.jsonl")}
+left = {r["step"]: r for r in jl("leftovers.jsonl")}
+checks = []
+
+
+def check(name, ok, detail=""):
+    checks.append({"check": name, "ok": bool(ok), "detail": detail})
+
+
+def rc(step):
+    return steps.get(step, {}).get("rc")
+
+
+def clean_after(step):
+    r = left.get(step)
+    check(f"{step}: nothing eagletui started is left running", r is not None and not r["alive"], r and r["alive"])
+
+
+def stop_of(d):
+    return (d or {}).get("stop") or {}
+
+
+figures = {}
+if PART == "1":
+    a = doc("a-preflight-fresh") or []
+    by = {c["name"]: c for c in a} if isinstance(a, list) else {}
+    check("preflight on a fresh machine passes", rc("a-preflight-fresh") == 0, [f"{c['name']}: {c['status']}" for c in a])
+    check("preflight finds sglang 0.5.17 without importing it", "0.5.17" in by.get("server module", {}).get("message", ""), by.get("server module"))
+    figures["preflight_fresh_s"] = steps.get("a-preflight-fresh", {}).get("seconds")
+    b = doc("b-bench-launch")
+    check("bench --launch exits 0", rc("b-bench-launch") == 0, (b or {}).get("error"))
+    check("bench --launch stopped its server (SIGTERM to the leader)", stop_of(b).get("ok") and stop_of(b).get("ended_by") == "leader", stop_of(b))
+    figures["bench_launch"] = {k: (b or {}).get(k) for k in ("output_throughput", "accept_length", "requests", "failed")}
+    figures["bench_launch_stop"] = stop_of(b)
+    clean_after("b-bench-launch")
+    c = doc("c-preflight-after-stop") or []
+    port = {x["name"]: x for x in c}.get("port", {}) if isinstance(c, list) else {}
+    check("preflight right after a stop: the port is free", port.get("status") == "pass", port)
+    d = doc("d-vs-no-spec")
+    check("--vs-no-spec --concurrency 1,4 exits 0", rc("d-vs-no-spec") == 0, (d or {}).get("error"))
+    ns = (d or {}).get("no_spec") or {}
+    check("--vs-no-spec measured both halves", bool(d and d.get("requests") and ns.get("requests")), {"spec": (d or {}).get("output_throughput"), "no_spec": ns.get("output_throughput")})
+    check("--vs-no-spec stopped its last server", stop_of(d).get("ok"), stop_of(d))
+    figures["vs_no_spec"] = {
+        "spec": (d or {}).get("by_concurrency") or (d or {}).get("output_throughput"),
+        "no_spec": ns.get("by_concurrency") or ns.get("output_throughput"),
+        "economics": ((d or {}).get("economics") or {}).get("sentence"),
+        "stop": stop_of(d),
+    }
+    clean_after("d-vs-no-spec")
+    if "g-bad-draft" in steps:
+        g = doc("g-bad-draft")
+        lf = (g or {}).get("launch_failure") or {}
+        check("a failed launch exits 3 with its triage in the JSON", rc("g-bad-draft") == 3 and bool(lf.get("kind")), lf)
+        figures["bad_draft"] = {k: lf.get(k) for k in ("kind", "phase", "hint", "exit_code", "exit_signal")}
+        clean_after("g-bad-draft")
+    if "f-sweep" in steps:
+        f = doc("f-sweep")
+        variants = (f or {}).get("variants") or (f or {}).get("results") or []
+        check("a two-variant sweep finishes", rc("f-sweep") in (0, 1) and f is not None, {"rc": rc("f-sweep"), "keys": sorted((f or {}).keys())})
+        figures["sweep"] = {"rc": rc("f-sweep"), "variants": len(variants) if isinstance(variants, list) else variants}
+        clean_after("f-sweep")
+else:
+    for row in jl("tui.jsonl") + jl("h-reattach-other-profile.out"):
+        check(row["check"], row["ok"], row.get("detail", ""))
+    for tag in ("default", "no-stack"):
+        try:
+            err = open(os.path.join(OUT, f"trace-{tag}.err")).read()
+        except OSError:
+            continue
+        figures[f"trace_{tag}"] = {
+            "died": "died after the capture" in err or "failing after the capture" in err,
+            "alive": "still alive" in err,
+            "tail": err[-400:],
+        }
+    clean_after("t0-tui")
+    if "h-reattach-other-profile" in steps:
+        clean_after("h-reattach-other-profile")
+end = left.get("end") or {}
+check("at the end: nothing eagletui started is alive", not end.get("alive"), end.get("alive"))
+report = {"part": PART, "steps": list(steps.values()), "checks": checks, "figures": figures, "leftovers": list(left.values())}
+json.dump(report, open(os.path.join(OUT, "report.json"), "w"), indent=1, default=str)
+for name in ("versions.txt", "commit.txt", "nvidia-smi.txt"):
+    try:
+        print(f"- {name}: {open(os.path.join(OUT, name)).read().strip()}")
+    except OSError:
+        pass
+print(f"\n## part {PART}: {sum(c['ok'] for c in checks)}/{len(checks)} checks pass\n")
+for c in checks:
+    print(f"- {'PASS' if c['ok'] else 'FAIL'} {c['check']}" + ("" if c["ok"] else f" — {str(c['detail'])[:300]}"))
+print("\n| step | rc | seconds |\n|---|---|---|")
+for s in steps.values():
+    print(f"| {s['step']} | {s['rc']} | {s['seconds']} |")
+print("\n```json\n" + json.dumps(figures, indent=1, default=str)[:6000] + "\n```")
