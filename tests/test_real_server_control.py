@@ -477,3 +477,29 @@ async def test_apply_preflight_does_not_warn_about_our_own_server(
     checks = {c.name: c for c in await run_preflight(LocalTransport(), prof)}
     assert checks["gpus free"].status == "warn" and f"pid {scheduler} sglang::scheduler" in checks["gpus free"].message
     await control.stop(run, grace=10)
+
+
+REAL_RUN = REPO / "tests" / "fixtures" / "real-sglang-0.5.17-run1"
+
+
+@pytest.mark.parametrize("log", sorted((REAL_RUN / "logs").glob("*.log")), ids=lambda p: p.stem)
+def test_real_server_logs_of_eagletui_stops_read_as_clean_shutdowns(log: Path) -> None:
+    """The real 0.5.17 logs of servers eagletui stopped: SGLang's own shutdown path, read as "stopped";
+    before the fix every one ended in the crash wording of a group SIGTERM (shared/fixtures/...)."""
+    text = log.read_text()
+    out = subprocess.run(
+        [PY, "-m", "eagletui", "parse", str(log), "--json"], capture_output=True, text=True, cwd=REPO, timeout=60
+    )
+    assert out.returncode in (0, 1), out.stderr
+    import json
+
+    doc = json.loads(out.stdout)
+    doc = doc[0] if isinstance(doc, list) else doc
+    if "no-such-draft" in text:
+        assert doc["state"] == "failed" and doc["failure"]["kind"] == "exception"
+        return
+    assert "SIGTERM received" in text and "Gracefully exiting" in text
+    assert "crashed with exit code" not in text and "SIGQUIT received" not in text
+    assert doc["state"] == "stopped", doc["state"]
+    rec = json.loads(log.with_suffix(".pid").read_text())
+    assert rec["sid"] == rec["pid"] and rec["waiter_pid"] and rec["subreaper"] is True

@@ -1,4 +1,5 @@
-"""Built-in streaming benchmark client for SGLang's native ``/generate`` endpoint.
+"""Built-in streaming benchmark client: SGLang's native ``/generate`` or an OpenAI-compatible server's
+``/v1/completions`` (vLLM), chosen by the server kind's ``api``.
 
 Why our own client: the TUI needs numbers while the run is going (per-request samples and a per-second
 tick for live charts) and an accept length that belongs to *this* run, neither of which
@@ -9,7 +10,10 @@ tick for live charts) and an accept length that belongs to *this* run, neither o
 * output tok/s: Σ ``meta_info.completion_tokens`` ÷ wall time of the main run (warmup excluded).
 * accept length: Σ completion_tokens ÷ Σ ``spec_verify_ct`` from the final chunks' ``meta_info``; if the
   server does not report per-request verify counts, the delta of the ``/metrics`` counters over the main
-  run. The server's cumulative ``avg_spec_accept_length`` is never used: it mixes in warmup and earlier runs.
+  run (vLLM: ``1 + Δvllm:spec_decode_num_accepted_tokens ÷ Δvllm:spec_decode_num_drafts``). The server's
+  cumulative ``avg_spec_accept_length`` is never used: it mixes in warmup and earlier runs.
+* the OpenAI API streams ``usage`` in every chunk (``stream_options.continuous_usage_stats``), so the
+  same ``completion_tokens`` count drives TTFT and ITL there.
   The result's ``accept`` says which formula the number is and holds the same run by the other definitions
   (:mod:`eagletui.core.accept`), the correct-draft count and ``spec_correct_drafts_histogram`` summed.
 * step time: where the server keeps its own step-time record (``SGLANG_RECORD_STEP_TIME=1``:
@@ -282,6 +286,9 @@ async def stream_generate(
         err = final["error"]
         res.error = str(err.get("message", err) if isinstance(err, dict) else err)[:200]
         return res
+    if final.get("object") == "error":  # vLLM's error chunk
+        res.error = str(final.get("message", "error"))[:200]
+        return res
     meta = final.get("meta_info")
     meta = meta if isinstance(meta, dict) else {}
     ct = meta.get("completion_tokens", last_ct)
@@ -339,13 +346,21 @@ def _count(value: Any) -> TypeGuard[float]:
 
 
 async def flush_cache(
-    session: aiohttp.ClientSession, base: str, attempts: int = 5, limits: HttpLimits | None = None
+    session: aiohttp.ClientSession,
+    base: str,
+    attempts: int = 5,
+    limits: HttpLimits | None = None,
+    api: str = "sglang",
 ) -> bool:
-    """POST /flush_cache, retrying while the server says it is busy (it only flushes when idle)."""
+    """POST /flush_cache (vLLM: /reset_prefix_cache, served in its dev mode only), retrying while the
+    server says it is busy (it only flushes when idle). False when the server cannot flush."""
     lim = limits or HttpLimits()
+    path = "/reset_prefix_cache" if api == "openai" else "/flush_cache"
     for i in range(attempts):
         try:
-            async with session.post(base + "/flush_cache", timeout=lim.timeout(total=30)) as resp:
+            async with session.post(base + path, timeout=lim.timeout(total=30)) as resp:
+                if api == "openai" and resp.status in (404, 405):
+                    return False
                 await read_bounded(resp, lim.max_json, truncate=True)
                 if resp.status == 200:
                     return True
@@ -395,8 +410,44 @@ async def _link_up(link: asyncio.Event | None, timeout: float) -> bool:
     return True
 
 
-def make_payload(prompt: str, sampling: dict[str, Any]) -> bytes:
+#: Benchmark APIs (``ServerKind.api``): the request path of one streamed generation.
+API_PATHS = {"sglang": "/generate", "openai": "/v1/completions"}
+
+
+def make_payload(prompt: str, sampling: dict[str, Any], api: str = "sglang", model: str = "") -> bytes:
+    """One streaming request body: SGLang's ``/generate`` or OpenAI ``/v1/completions`` (vLLM takes
+    ``ignore_eos`` as an extension; usage comes with every chunk so tokens can be counted as they come)."""
+    if api == "openai":
+        body: dict[str, Any] = {
+            "model": model,
+            "prompt": prompt,
+            "max_tokens": sampling.get("max_new_tokens", 256),
+            "temperature": sampling.get("temperature", 0.0),
+            "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        }
+        if sampling.get("ignore_eos"):
+            body["ignore_eos"] = True
+        return json.dumps(body).encode()
     return json.dumps({"text": prompt, "sampling_params": sampling, "stream": True}).encode()
+
+
+async def served_model(
+    session: aiohttp.ClientSession, base: str, fallback: str = "", limits: HttpLimits | None = None
+) -> str:
+    """The model name an OpenAI-compatible server serves (``GET /v1/models``), else ``fallback``."""
+    lim = limits or HttpLimits()
+    try:
+        async with session.get(base + "/v1/models", timeout=lim.timeout(total=10)) as resp:
+            if resp.status != 200:
+                return fallback
+            data = json.loads(await read_bounded(resp, lim.max_json))
+    except Exception:
+        return fallback
+    models = data.get("data") if isinstance(data, dict) else None
+    first = models[0] if isinstance(models, list) and models and isinstance(models[0], dict) else {}
+    name = first.get("id")
+    return name if isinstance(name, str) and name and len(name) < 1024 else fallback
 
 
 async def _run_pool(
@@ -457,13 +508,17 @@ async def run_builtin(
     stop: asyncio.Event | None = None,
     api_key: str | None = None,
     limits: HttpLimits | None = None,
+    api: str = "sglang",
+    model: str = "",
     link: asyncio.Event | None = None,
 ) -> BenchmarkResult:
     """Run the profile's workload against ``base_url`` and return the result; never raises for server
     trouble (connection refused, HTTP errors, timeouts), which is reported in ``failed``/``error``.
     ``api_key`` is sent as a bearer token, as a server started with ``--api-key`` requires.
     ``limits`` defaults to :meth:`HttpLimits.for_settings` (``bench.timeout_s`` bounds one request,
-    ``max_new_tokens`` every count); while ``link`` is clear no prompt is drawn."""
+    ``max_new_tokens`` every count); while ``link`` is clear no prompt is drawn.
+    ``api`` is the server kind's (``sglang`` or ``openai``); ``model`` the name to request when the
+    server does not list one."""
     base = base_url.rstrip("/")
     try:
         workload = build_workload(settings)
@@ -491,6 +546,8 @@ async def run_builtin(
         stop=stop,
         api_key=api_key,
         limits=limits or HttpLimits.for_settings(settings),
+        api=api,
+        model=model,
         link=link,
     )
     emit(result)
@@ -508,9 +565,11 @@ async def _run_workload(
     stop: asyncio.Event | None,
     api_key: str | None = None,
     limits: HttpLimits | None = None,
+    api: str = "sglang",
+    model: str = "",
     link: asyncio.Event | None = None,
 ) -> BenchmarkResult:
-    url = base + "/generate"
+    url = base + API_PATHS.get(api, "/generate")
     lim = limits or HttpLimits.for_settings(settings)
     timeout = lim.timeout()
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
@@ -520,15 +579,17 @@ async def _run_workload(
     async with aiohttp.ClientSession(
         connector=connector, timeout=timeout, auto_decompress=False, headers=headers
     ) as session:
+        if api == "openai":
+            model = await served_model(session, base, model, lim)
         if workload.warmup_prompts:
-            warm = [make_payload(p, workload.sampling) for p in workload.warmup_prompts]
+            warm = [make_payload(p, workload.sampling, api, model) for p in workload.warmup_prompts]
             await _run_pool(session, url, warm, workload.concurrency, None, None, stop, lim)
-            await flush_cache(session, base, limits=lim)
+            await flush_cache(session, base, limits=lim, api=api)
         await _prime_connections(session, base, workload.concurrency, lim)
         metrics_before = await _get_metrics(session, base, lim)
         steps_before = await _step_times(session, base, workload.concurrency, lim)
 
-        payloads = [make_payload(p, workload.sampling) for p in workload.prompts]
+        payloads = [make_payload(p, workload.sampling, api, model) for p in workload.prompts]
 
         def on_done(r: RequestResult) -> None:
             if not r.ok:

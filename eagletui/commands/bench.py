@@ -29,7 +29,6 @@ from eagletui.core.events import BenchmarkResult, Event
 from eagletui.core.profile import Profile, ProfileError, load_profile
 from eagletui.core.redact import Redactor
 from eagletui.core.run import Group, Run
-from eagletui.core.spec import speculates
 from eagletui.core.spec import without_speculation as no_spec_args
 from eagletui.core.state import ServerState
 from eagletui.core.stats import mean_stdev
@@ -262,9 +261,10 @@ def print_table(rows: list[dict[str, Any]], ref: str) -> None:
 
 
 def without_speculation(profile: Profile) -> Profile:
-    """The profile's no-spec counterpart (:func:`eagletui.core.spec.without_speculation`: every
-    ``--speculative-*`` flag removed, everything else kept): the reference a spec run must beat."""
-    return dataclasses.replace(profile, args=no_spec_args(profile.args), name=f"{profile.name} (no spec)")
+    """The same profile with every speculation flag of its server kind removed (everything else kept,
+    :func:`eagletui.core.spec.without_speculation`): the no-spec reference a spec run must beat."""
+    args = no_spec_args(profile.args, profile.kind)
+    return dataclasses.replace(profile, args=args, name=f"{profile.name} (no spec)")
 
 
 async def _repeats(
@@ -333,8 +333,9 @@ async def _amain(ns: argparse.Namespace) -> int:
     except ProfileError as exc:
         _say(str(exc))
         return EXIT_USAGE
-    if ns.vs_no_spec and not speculates(profile.args):
-        _say("eagletui: --vs-no-spec needs a profile with --speculative-algorithm")
+    if ns.vs_no_spec and not profile.kind.is_spec(profile.args):
+        flags = " or ".join(profile.kind.spec_flags)
+        _say(f"eagletui: --vs-no-spec needs a profile with {flags}")
         return EXIT_USAGE
     ns.launch = ns.launch or ns.vs_no_spec  # we relaunch: only a server we started may be stopped
     foreign = None
@@ -537,7 +538,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--vs-no-spec",
         action="store_true",
-        help="then relaunch without the --speculative-* flags, benchmark again and print the economics "
+        help="then relaunch without the speculation flags, benchmark again and print the economics "
         "(implies --launch)",
     )
     p.add_argument(

@@ -32,6 +32,7 @@ from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core.profile import ProfileError, load_profile
 from eagletui.core.redact import Redactor
 from eagletui.core.textsafe import inert, inert_lines
+from eagletui.core.toggle_kinds import split_key
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_LAUNCH_FAILED = 0, 1, 2, 3
 
@@ -74,7 +75,7 @@ def print_human(report: dict[str, Any]) -> None:
     if report["ranking"]:
         print("ranked: " + " > ".join(inert(n) for n in report["ranking"]))
     for e in report["effects"]:
-        name = e["factor"].partition(":")[2].lstrip("-")
+        name = split_key(e["factor"])[1].lstrip("-")
         # the band printed is the one the rule used (twice the effect's error), and its reading
         print(f"effect of {name} {show(e['from'])}→{show(e['to'])}: {e['delta_pct']:+.1f}% ({e['band']})")
     if report["best"]:

@@ -80,7 +80,7 @@ def _shown(value: Any) -> str:
 
 def launch_key(run: Run) -> dict[str, Any]:
     """What makes a launch this launch, minus its speculation: target, model, command, every
-    speed-relevant server flag but the ``--speculative-*`` family (:mod:`eagletui.core.spec`) and
+    speed-relevant server flag but the speculation family of its server kind (:mod:`eagletui.core.spec`) and
     every speed-relevant environment variable. Two launches with equal keys differ at most in
     speculation: the one a spec run's economics may be computed against."""
     from eagletui.core.spec import is_spec_flag
@@ -92,7 +92,12 @@ def launch_key(run: Run) -> dict[str, Any]:
     args: dict[str, Any] = {}
     for k, v in raw.items():
         flag = "--" + str(k).strip().lstrip("-").replace("_", "-")
-        if not is_spec_flag(flag) and flag not in SPEED_NEUTRAL_ARGS and v is not None and v is not False:
+        if (
+            not is_spec_flag(flag, run.kind)
+            and flag not in SPEED_NEUTRAL_ARGS
+            and v is not None
+            and v is not False
+        ):
             args[flag] = v
     env = {k: v for k, v in run.env.items() if k not in SPEED_NEUTRAL_ENV}
     cmd = cfg.get("command")

@@ -21,8 +21,10 @@ from typing import Any
 from eagletui.core import spec as specflags
 from eagletui.core.cycle import SpecSettings
 from eagletui.core.events import BenchmarkResult
+from eagletui.core.logformat import get_format
 from eagletui.core.noise import Band
 from eagletui.core.profile import normalize_flag
+from eagletui.core.servers import ServerKind, server_kind
 from eagletui.core.stats import mean_stdev, stat
 from eagletui.core.validity import result_problems as judge_result
 
@@ -127,8 +129,10 @@ class Run:
     launch: int
     target: str = ""
     config: dict[str, Any] = field(default_factory=dict)
-    #: the server's own args line (``LaunchDetected``), as logged (``model_path``, ``tp_size``)
+    #: the server's own args line (``LaunchDetected``), as logged in the server's own names
     detected_args: dict[str, Any] = field(default_factory=dict)
+    #: the same launch in eagletui's words (``LaunchFacts``: model, tp, spec_algorithm, …)
+    detected_facts: dict[str, Any] = field(default_factory=dict)
     diff: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
     failure: str | None = None
@@ -171,13 +175,38 @@ class Run:
         return dict(self.config.get("env") or {}) if isinstance(self.config, dict) else {}
 
     @property
+    def server(self) -> str:
+        """The server kind of the launch (its profile's, else the log format that read it)."""
+        return str(self.config.get("server") or "") if isinstance(self.config, dict) else ""
+
+    @property
+    def kind(self) -> ServerKind:
+        """The launch's :class:`~eagletui.core.servers.ServerKind` (the default one when unknown)."""
+        try:
+            return server_kind(self.server)
+        except KeyError:
+            return server_kind()
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        """What the server's launch line said in eagletui's words (from its own args when the event
+        carried no facts: a recording made before they existed, a run built by hand)."""
+        if self.detected_facts or not self.detected_args:
+            return self.detected_facts
+        try:
+            fmt = get_format(self.server or None)
+        except KeyError:
+            fmt = get_format()
+        return fmt.facts_from_args(self.detected_args).facts()
+
+    @property
     def model(self) -> str:
-        return str(self.config.get("model") or "") or str(self.detected_args.get("model_path", ""))
+        return str(self.config.get("model") or "") or str(self.facts.get("model") or "")
 
     @property
     def tp(self) -> Any:
         tp = self.config.get("tp")
-        return tp if tp is not None else self.detected_args.get("tp_size")
+        return tp if tp is not None else self.facts.get("tp")
 
     @property
     def phase_total_s(self) -> float | None:
@@ -213,8 +242,14 @@ class Run:
 
     @property
     def is_spec(self) -> bool:
-        """Does this launch speculate (:func:`eagletui.core.spec.speculates`)?"""
-        return specflags.speculates(self.args)
+        """Whether the launch speculates: its profile's flags as its server kind reads them (the one
+        definition, :mod:`eagletui.core.spec`), else what the server's launch line said."""
+        args = self.config.get("args", {}) if isinstance(self.config, dict) else {}
+        if args:
+            return specflags.speculates(
+                {normalize_flag(k, strict=False): v for k, v in args.items()}, self.kind
+            )
+        return bool(self.facts.get("spec_algorithm"))
 
     @property
     def spec_settings(self) -> SpecSettings | None:

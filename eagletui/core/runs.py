@@ -278,8 +278,12 @@ class RunBook:
             run.started_wall, run.started_mono = event.wall, event.mono
         for k, v in (event.args or {}).items():
             run.detected_args.setdefault(k, v)
+        for k, v in (event.facts or {}).items():
+            run.detected_facts.setdefault(k, v)
         if not run.config and event.args:
             run.config = {"args": {normalize_flag(k, strict=False): v for k, v in event.args.items()}}
+            if event.server:
+                run.config["server"] = event.server
 
     def _on_phase_started(self, event: PhaseStarted) -> None:
         self._run(event.launch).phase_starts.setdefault(event.phase, event.mono)

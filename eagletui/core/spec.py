@@ -1,19 +1,21 @@
 """What "without speculation" means: the one definition every part of eagletui uses.
 
 A tuner asks "is EAGLE-3 worth it here?", so a spec run is judged against the same launch without
-speculative decoding. That launch must be the same everywhere: the Tune tab's toggle (unsetting
-``--speculative-algorithm``), ``bench --vs-no-spec``, a sweep variant that unsets the algorithm and the
-rule that picks a spec run's no-spec reference. Here it is, once:
+speculative decoding. That launch must be the same everywhere: the Tune tab's toggle (unsetting the
+speculation flag), ``bench --vs-no-spec``, a sweep variant that unsets it and the rule that picks a spec
+run's no-spec reference. Here it is, once, in the words of the launch's server kind
+(:class:`~eagletui.core.servers.ServerKind`; SGLang when none is given):
 
-* a launch **speculates** when ``--speculative-algorithm`` is set to an algorithm (not unset, ``false``,
-  ``""`` or ``NONE``);
-* its **no-spec counterpart** is the same launch with **every** ``--speculative-*`` flag removed (the
-  draft model, ``-num-steps``, ``-eagle-topk``, ``-num-draft-tokens``, and the rest of the family):
-  a draft path left behind without an algorithm is a different command line to compare against, and
-  SGLang versions differ in what they do with it.
+* a launch **speculates** when one of the kind's speculation flags is set to something (not unset,
+  ``false``, ``""``, ``none``/``null``): SGLang's ``--speculative-algorithm``;
+* its **no-spec counterpart** is the same launch with **every** flag of the kind's speculation family
+  removed (SGLang: every ``--speculative-*``, the draft model, ``-num-steps``, ``-eagle-topk``,
+  ``-num-draft-tokens`` and the rest): a draft path left behind without an algorithm is a different
+  command line to compare against, and server versions differ in what they do with it.
 
 Flags are spelled as in profiles (``--speculative-num-steps``); names read back from logs
-(``speculative_num_steps``) are normalised first. Pure: no I/O.
+(``speculative_num_steps``) are normalised first. The settings helpers below (steps, topk, draft tokens,
+the most one verify can accept) are SGLang's EAGLE flags. Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -21,14 +23,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-SPEC_PREFIX = "--speculative-"
-ALGORITHM = "--speculative-algorithm"
+from eagletui.core.servers import ServerKind, server_kind
+
 STEPS = "--speculative-num-steps"
 TOPK = "--speculative-eagle-topk"
 DRAFT_TOKENS = "--speculative-num-draft-tokens"
 DRAFT_MODEL = "--speculative-draft-model-path"
-
-_OFF = ("", "none", "null", "false", "0")
 
 
 def flag_name(name: Any) -> str:
@@ -36,35 +36,37 @@ def flag_name(name: Any) -> str:
     return "--" + str(name).strip().lstrip("-").replace("_", "-")
 
 
-def is_spec_flag(name: Any) -> bool:
-    """Is this flag one of the speculative family (removed in the no-spec counterpart)?"""
-    return flag_name(name).startswith(SPEC_PREFIX)
+def _kind(kind: ServerKind | str | None) -> ServerKind:
+    if isinstance(kind, ServerKind):
+        return kind
+    try:
+        return server_kind(kind)
+    except KeyError:
+        return server_kind()
 
 
-def algorithm(args: Mapping[str, Any]) -> str | None:
-    """The speculative algorithm these server args turn on (``EAGLE3``), None when they speculate not."""
-    value: Any = None
-    for key, v in args.items():
-        if flag_name(key) == ALGORITHM:
-            value = v
-    if value is None or value is False or value is True:
-        return None
-    text = str(value).strip()
-    return None if text.lower() in _OFF else text
+def is_spec_flag(name: Any, kind: ServerKind | str | None = None) -> bool:
+    """Is this flag one of the kind's speculation family (removed in the no-spec counterpart)?"""
+    return flag_name(name).startswith(_kind(kind).spec_prefixes)
 
 
-def speculates(args: Mapping[str, Any]) -> bool:
-    return algorithm(args) is not None
+def _normal(args: Mapping[str, Any]) -> dict[str, Any]:
+    return {flag_name(k): v for k, v in args.items()}
 
 
-def without_speculation(args: Mapping[str, Any]) -> dict[str, Any]:
-    """The same args with every ``--speculative-*`` flag removed (keys keep their spelling)."""
-    return {k: v for k, v in args.items() if not is_spec_flag(k)}
+def speculates(args: Mapping[str, Any], kind: ServerKind | str | None = None) -> bool:
+    """Do these server args turn speculation on (:meth:`ServerKind.is_spec`)?"""
+    return _kind(kind).is_spec(_normal(args))
 
 
-def spec_flags(args: Mapping[str, Any]) -> dict[str, Any]:
-    """Only the ``--speculative-*`` flags (set ones: ``None``/``False`` are absent)."""
-    return {k: v for k, v in args.items() if is_spec_flag(k) and v is not None and v is not False}
+def without_speculation(args: Mapping[str, Any], kind: ServerKind | str | None = None) -> dict[str, Any]:
+    """The same args with every flag of the speculation family removed (keys keep their spelling)."""
+    return {k: v for k, v in args.items() if not is_spec_flag(k, kind)}
+
+
+def spec_flags(args: Mapping[str, Any], kind: ServerKind | str | None = None) -> dict[str, Any]:
+    """Only the speculation family's flags (set ones: ``None``/``False`` are absent)."""
+    return {k: v for k, v in args.items() if is_spec_flag(k, kind) and v is not None and v is not False}
 
 
 def _int(args: Mapping[str, Any], flag: str) -> int | None:

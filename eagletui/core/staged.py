@@ -5,8 +5,9 @@ see exactly what will change. This object is the one source of truth for what is
 panel renders it and calls :meth:`StagedConfig.stage`; the screen's diff/apply actions read
 :meth:`diff` and :meth:`apply`; headless callers (a sweep) can use it with no UI at all.
 
-Speculation is one switch: unsetting ``--speculative-algorithm`` stages the launch's no-spec
-counterpart (every ``--speculative-*`` flag goes, :mod:`eagletui.core.spec`), and setting it again
+Speculation is one switch: unsetting the server kind's speculation flag (SGLang's
+``--speculative-algorithm``) stages the launch's no-spec counterpart (its whole flag family goes,
+:mod:`eagletui.core.spec`), and setting it again
 brings back the speculative flags the last speculating launch had, so a drafter comparison can go
 spec → no-spec → spec without retyping the draft model.
 
@@ -19,7 +20,7 @@ from typing import Any
 
 from eagletui.core.flags import check_flags
 from eagletui.core.profile import Profile, Toggle, config_diff
-from eagletui.core.spec import ALGORITHM, spec_flags, speculates, without_speculation
+from eagletui.core.spec import spec_flags, speculates, without_speculation
 
 
 class NothingStaged(Exception):
@@ -44,8 +45,11 @@ class StagedConfig:
         self._remember(profile)
 
     def _remember(self, profile: Profile | None) -> None:
-        if profile is not None and speculates(profile.args):
-            self._spec_memory = {k: v for k, v in spec_flags(profile.args).items() if k != ALGORITHM}
+        if profile is not None and speculates(profile.args, profile.kind):
+            switches = set(profile.kind.spec_flags)
+            self._spec_memory = {
+                k: v for k, v in spec_flags(profile.args, profile.kind).items() if k not in switches
+            }
 
     # ------------------------------------------------------------------ queries
 
@@ -74,9 +78,10 @@ class StagedConfig:
         if self.profile is None:
             return None
         new = self.profile.with_values(self._pending)
-        if not speculates(new.args):
-            new.args = without_speculation(new.args)  # the one meaning of "no spec"
-        elif not speculates(self.profile.args):
+        kind = self.profile.kind
+        if not speculates(new.args, kind):
+            new.args = without_speculation(new.args, kind)  # the one meaning of "no spec"
+        elif not speculates(self.profile.args, kind):
             for key, value in self._spec_memory.items():
                 if f"arg:{key}" not in self._pending:
                     new.args.setdefault(key, value)

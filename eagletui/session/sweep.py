@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from eagletui.core import events as ev
-from eagletui.core.spec import speculates
 from eagletui.core.state import ServerState
 from eagletui.core.stats import mean_stdev
 from eagletui.core.sweep import (
@@ -362,7 +361,7 @@ def _is_spec(profile: Profile, v: VariantState) -> bool:
         p = variant_profile(profile, Variant(v.name, v.settings))
     except ValueError:
         return False
-    return speculates(p.args)
+    return p.kind.is_spec(p.args)
 
 
 def _r(x: float | None, digits: int) -> float | None:

@@ -80,7 +80,7 @@ if [ "$PART" = 1 ]; then
   [ $(el) -lt 430 ] && step f-sweep 300 python3 -m eagletui sweep local --profile $PS --json --no-record
 else
   step t0-tui 420 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
-  [ $(el) -lt 500 ] && step h-reattach-other-profile 60 python3 $R/tools/real-sglang/reattach_check.py $P $PO
+  [ $(el) -lt 420 ] && step h-reattach-other-profile 180 python3 $R/tools/real-sglang/reattach_check.py $P $PO
 fi
 E sessions --json > $OUTD/sessions.json 2>&1
 python3 $R/tools/real-sglang/leftovers.py end --kill ${DRYRUN:+--runs-only} >> $OUTD/leftovers.jsonl 2>&1
