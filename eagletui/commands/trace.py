@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.profiler import RankSummary, TraceError, report_json, summarize_file
 from eagletui.profiler.categories import ORDER
@@ -25,7 +26,7 @@ _GLYPHS = {"communication": "█", "gemm": "▓", "attention": "▒", "moe": "�
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="eagletui trace",
         description="Summarise torch-profiler traces (SGLang /start_profile output) by kernel category.",
     )
@@ -78,7 +79,14 @@ def _load(files: list[str]) -> tuple[list[RankSummary], list[str]]:
     errors: list[str] = []
     for f in files:
         try:
-            ranks.append(summarize_file(f))
+            r = summarize_file(f)
+            ranks.append(r)
+            if r.skipped:
+                print(
+                    f"eagletui trace: {_inert(f)}: {r.skipped} event(s) skipped (a ts or dur that is not "
+                    "a finite, non-negative number, or nested too deep to read); the rest is summarised",
+                    file=sys.stderr,
+                )
         except TraceError as exc:
             errors.append(str(exc))
         except OSError as exc:
@@ -239,7 +247,9 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
         death = await watch_after_capture(control, transport, run, log_from, args.watch)
         if failed is not None or death is not None:
             raise CaptureError(
-                "; ".join(x for x in (failed, death) if x), files=[str(p) for p in paths], died=death is not None
+                "; ".join(x for x in (failed, death) if x),
+                files=[str(p) for p in paths],
+                died=death is not None,
             )
         print("  the server is still alive", file=sys.stderr)
         return [str(p) for p in paths]
@@ -260,7 +270,9 @@ async def log_size(transport: Any, path: str) -> int:
 DEATH_LOG_BYTES = 512 * 1024
 
 
-async def watch_after_capture(control: Any, transport: Any, run: Any, log_from: int, seconds: float) -> str | None:
+async def watch_after_capture(
+    control: Any, transport: Any, run: Any, log_from: int, seconds: float
+) -> str | None:
     """None while the server stays alive and its log shows no failure for ``seconds``; else what
     happened: the triage of the log written since the capture began, with the exit when it is known."""
     import asyncio
@@ -277,8 +289,15 @@ async def watch_after_capture(control: Any, transport: Any, run: Any, log_from: 
     text = ""
     try:
         res = await transport.run(
-            ["sh", "-c", 'tail -c +"$1" "$2" | head -c "$3"', "sh", str(log_from + 1), run.log_path,
-             str(DEATH_LOG_BYTES)],
+            [
+                "sh",
+                "-c",
+                'tail -c +"$1" "$2" | head -c "$3"',
+                "sh",
+                str(log_from + 1),
+                run.log_path,
+                str(DEATH_LOG_BYTES),
+            ],
             timeout=20,
         )
         text = res.stdout

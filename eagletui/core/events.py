@@ -362,6 +362,9 @@ class GpuStats(Event):
 
     type: ClassVar[str] = "gpu_stats"
     gpus: tuple[dict[str, Any], ...] = ()
+    #: set when no sample could be read (``nvidia-smi`` hung or failed): why; the last good sample
+    #: stands, shown as stale with its age
+    stale: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -372,6 +375,19 @@ class Notice(Event):
     level: str = "info"
     message: str = ""
     source: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskFailed(Event):
+    """A background task ended with an error and no longer runs: a UI worker (``driver``, ``launch``,
+    ``bench``, …) or a task of the live source (``log tail``, ``process watch``, ``gpu poll``,
+    ``log source``). ``task`` names it; the status line says it stopped until it runs again (a new
+    launch restarts the log tail and the process watch)."""
+
+    type: ClassVar[str] = "task_failed"
+    task: str
+    message: str
+    launch: int = 0
 
 
 # -------------------------------------------------------------------------------------- benchmarks

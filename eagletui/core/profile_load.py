@@ -31,6 +31,7 @@ from eagletui.core.redact import resolve_flag
 from eagletui.core.servers import SERVER_KINDS, kind_of_command, server_kind
 from eagletui.core.sglang_flagtable import SAME_DEST
 from eagletui.core.tomlpos import decode_error_position, locate, locate_in_array
+from eagletui.core.tomlpos import loads as toml_loads
 
 _TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict", "sweep"}
 _TARGET_KEYS = {"host", "workdir", "python"}
@@ -57,7 +58,7 @@ def load_profile(path: str | Path) -> Profile:
 
 def parse_profile(text: str, path: str | Path | None = None) -> Profile:
     try:
-        data = tomllib.loads(text)
+        data = toml_loads(text)
     except tomllib.TOMLDecodeError as exc:
         line, col, msg = decode_error_position(exc, text)
         raise ProfileError(f"invalid TOML: {msg}", path, line, col) from None

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -50,6 +50,7 @@ from eagletui.core.events import (
     ServerReady,
     ServerStopped,
 )
+from eagletui.core.failure_fold import exit_failure
 from eagletui.core.noise import SUGGEST_REPEATS, Band, band, outside
 from eagletui.core.profile import Verdict, config_diff, format_diff, normalize_flag
 from eagletui.core.run import Delta, Group, Metric, Run, RunOutcome, RunVerdict
@@ -152,6 +153,17 @@ class ConcurrencyRow:
 
 def _metric_json(m: Metric) -> dict[str, Any]:
     return {"mean": m.mean, "stdev": m.stdev, "n": m.n}
+
+
+def launch_to_ready(started: float | None, ready: float, phase_seconds: Iterable[float]) -> float | None:
+    """Seconds from launch to ready: the one definition the phase panel, the runs table and the
+    export show. The gap between the launch and the ready event, or the phases' own durations when
+    they add up to more (a reattached run's launch event is when eagletui attached, and the log's
+    timestamps measure a phase better than when its lines were read)."""
+    total = math.fsum(phase_seconds)
+    if started is None:
+        return total or None
+    return max(ready - started, total)
 
 
 @dataclass(frozen=True)
@@ -299,8 +311,14 @@ class RunBook:
     def _on_ready(self, event: ServerReady) -> None:
         run = self._run(event.launch)
         run.outcome = RunOutcome.READY
-        if run.started_mono is not None:
-            run.ready_after = event.mono - run.started_mono
+        for phase, start in run.phase_starts.items():  # still open at ready: it ended there (as on screen)
+            if phase not in run.phases and phase != "ready":
+                run.phases[phase] = max(0.0, event.mono - start)
+        run.ready_after = (
+            None  # a server that was already running when benchmarked: its launch was not seen
+            if run.config.get("external")
+            else launch_to_ready(run.started_mono, event.mono, run.phases.values())
+        )
 
     def _on_failed(self, event: ServerFailed) -> None:
         run = self._run(event.launch)
@@ -321,9 +339,19 @@ class RunBook:
         self._interrupt(
             event.launch, "process_exited", f"code {event.code}" if event.code is not None else ""
         )
-        if run.outcome in (RunOutcome.RUNNING, RunOutcome.READY) and event.code not in (0, None):
+        if run.outcome not in (RunOutcome.RUNNING, RunOutcome.READY):
+            return
+        # a death no log line explained (the live triage's verdict, for recordings made before it)
+        fail = exit_failure(
+            event.code, event.signal, phase=None, ready=run.outcome == RunOutcome.READY, launch=event.launch
+        )
+        if fail is not None:
             run.outcome = RunOutcome.FAILED
-            run.failure = run.failure or f"exited with code {event.code}"
+            run.failure_kind = run.failure_kind or fail.kind
+            plain = event.signal is None and event.code not in (None, 0)
+            run.failure = run.failure or (
+                f"exited with code {event.code}" if plain else f"{fail.kind}: {fail.message}"
+            )
 
     def _on_connection(self, event: ConnectionState) -> bool:
         if event.state != "lost":
@@ -749,7 +777,8 @@ class RunBook:
             launch=launch,
             is_baseline=is_base,
             diff="baseline" if is_base else (format_diff(self.diff(launch), limit=4) or "="),
-            phase_total_s=run.phase_total_s,
+            # ready: launch → ready, as the panel and the export say; else how far its phases got
+            phase_total_s=run.ready_after if run.ready_after is not None else run.phase_total_s,
             tok_s=run.metric("tok_s"),
             accept_len=run.metric("accept_len"),
             ttft_ms=run.metric("ttft_ms"),

@@ -7,6 +7,7 @@ wants elapsed times).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -34,8 +35,11 @@ from eagletui.core.events import (
     ServerFailed,
     ServerReady,
     ServerStopped,
+    TaskFailed,
 )
+from eagletui.core.failure_fold import exit_failure
 from eagletui.core.nccl import NcclFold
+from eagletui.core.runs import launch_to_ready
 
 SERIES_LIMIT = 2000
 
@@ -114,6 +118,8 @@ class LaunchState:
     exit_code: int | None = None
     exit_signal: int | None = None
     ready_at: float | None = None
+    #: launch → ready in seconds (core.runs.launch_to_ready: what the runs table and export say)
+    ready_after: float | None = None
     stale_for: float | None = None
     version: str | None = None
     #: NCCL_DEBUG=INFO lines of this launch, folded (only lines containing "NCCL INFO" reach it)
@@ -175,6 +181,11 @@ class SessionState:
     bench_running: int | None = None
     bench_results: list[BenchmarkResult] = field(default_factory=list)
     gpus: tuple[dict[str, Any], ...] = ()
+    #: wall time of the last good GPU sample, and why the newest read failed ("" when it did not)
+    gpus_wall: float | None = None
+    gpu_stale: str = ""
+    #: background tasks that ended with an error and have not run again: name → what happened
+    failed_tasks: dict[str, str] = field(default_factory=dict)
     notices: deque[Notice] = field(default_factory=lambda: deque(maxlen=200))
     log_lines: int = 0
     version: int = 0
@@ -226,6 +237,8 @@ class SessionState:
 
 
 def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
+    for task in _PER_LAUNCH_TASKS:
+        s.failed_tasks.pop(task, None)
     la = LaunchState(
         launch=ev.launch,
         started=ev.wall,
@@ -334,6 +347,11 @@ def _on_ready(s: SessionState, ev: ServerReady) -> None:
     ready.seconds = 0.0
     la.status = ServerState.READY
     la.ready_at = ev.wall
+    la.ready_after = (
+        None
+        if la.config.get("external")
+        else launch_to_ready(la.started, ev.wall, la.phase_durations().values())
+    )
     la.stale_for = None
 
 
@@ -363,6 +381,14 @@ def _on_stopped(s: SessionState, ev: ServerStopped) -> None:
 def _on_exited(s: SessionState, ev: ProcessExited) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     la.exit_code, la.exit_signal = ev.code, ev.signal
+    if la.status in _RUNNING and la.failure is None:
+        # a recording from before the live triage: the same verdict, from the same place
+        fail = exit_failure(
+            ev.code, ev.signal, phase=la.current_phase, ready=la.status == ServerState.READY, launch=la.launch
+        )
+        if fail is not None:
+            _on_failed(s, dataclasses.replace(fail, wall=ev.wall, mono=ev.mono))
+            return
     if la.status in _RUNNING:
         la.status = ServerState.EXITED
         for ph in la.phases.values():
@@ -401,11 +427,22 @@ def _on_connection(s: SessionState, ev: ConnectionState) -> None:
 
 
 def _on_gpu(s: SessionState, ev: GpuStats) -> None:
-    s.gpus = ev.gpus
+    if ev.stale:  # the read failed: the last sample stands, marked stale
+        s.gpu_stale = ev.stale
+        return
+    s.gpus, s.gpus_wall, s.gpu_stale = ev.gpus, ev.wall, ""
 
 
 def _on_notice(s: SessionState, ev: Notice) -> None:
     s.notices.append(ev)
+
+
+#: Tasks a new launch starts again (a new live source): their earlier failure is over.
+_PER_LAUNCH_TASKS = ("log tail", "process watch", "log source")
+
+
+def _on_task_failed(s: SessionState, ev: TaskFailed) -> None:
+    s.failed_tasks[ev.task] = ev.message
 
 
 def _on_bench_started(s: SessionState, ev: BenchmarkStarted) -> None:
@@ -454,6 +491,7 @@ _HANDLERS: dict[type, Any] = {
     ConnectionState: _on_connection,
     GpuStats: _on_gpu,
     Notice: _on_notice,
+    TaskFailed: _on_task_failed,
     LaunchBlocked: _on_blocked,
     BenchmarkStarted: _on_bench_started,
     BenchmarkSample: _on_bench_sample,

@@ -56,6 +56,8 @@ class RankSummary:
     kernels: int
     events: int
     top_kernels: list[tuple[str, str, float, int]] = field(default_factory=list)
+    #: events skipped for a bad ``ts``/``dur`` (NaN, inf, "x", negative): said, never a traceback
+    skipped: int = 0
 
     def share(self, cat: str) -> float:
         total = self.kernel_ms
@@ -70,6 +72,7 @@ class RankSummary:
             "rank": self.rank,
             "kernel_ms": round(self.kernel_ms, 4),
             "kernels": self.kernels,
+            "skipped": self.skipped,
             "categories": {
                 c.label: {
                     "ms": round(self.ms(c.label), 4),
@@ -102,6 +105,8 @@ class RankFold:
         self.file = file
         self.rank = rank
         self.events = 0
+        #: events skipped for a timestamp or duration that is not a finite, non-negative number
+        self.skipped = 0
         # per kernel
         self.k_ts = array("d")
         self.k_dur = array("d")
@@ -136,6 +141,7 @@ class RankFold:
             dur = _num(ev.get("dur"))
             ts = _num(ev.get("ts"))
             if dur is None or ts is None or dur < 0:
+                self.skipped += 1
                 return
             name = str(ev.get("name", ""))
             args: dict[str, Any] = ev["args"] if isinstance(ev.get("args"), dict) else {}
@@ -156,7 +162,10 @@ class RankFold:
                 if ext >= 0:
                     self.op_cat[ext] = int(c)
             ts, dur, tid = _num(ev.get("ts")), _num(ev.get("dur")), _int(ev.get("tid"))
-            if ts is not None and dur is not None:
+            if ts is None or dur is None or dur < 0:
+                if "dur" in ev or "ts" in ev:
+                    self.skipped += 1
+            else:
                 starts, ends, cats = self.ranges.setdefault(tid, (array("d"), array("d"), array("b")))
                 starts.append(ts)
                 ends.append(ts + dur)
@@ -177,8 +186,10 @@ class RankFold:
         if cat == "gpu_user_annotation":
             name = str(ev.get("name", ""))
             ts, dur = _num(ev.get("ts")), _num(ev.get("dur"))
-            if ts is not None and dur is not None and _STEP.search(name):
+            if ts is not None and dur is not None and dur >= 0 and _STEP.search(name):
                 self.steps.append((ts, ts + dur, name))
+            elif _STEP.search(name):
+                self.skipped += 1
 
     def result(self) -> RankSummary:
         n = len(self.k_ts)
@@ -203,6 +214,7 @@ class RankFold:
             steps=self._steps(cats, labels),
             kernels=n,
             events=self.events,
+            skipped=self.skipped,
             top_kernels=[(self.name_list[k], labels[c], v[0] / 1000.0, int(v[1])) for (k, c), v in top],
         )
 
@@ -295,16 +307,22 @@ def _telling_part(name: str) -> str:
     return f"{stem} {m.group('func')}"
 
 
+#: A timestamp or duration in µs past this (3000 years; torch writes epoch µs, ~1.8e15) is not from
+#: a profiler: the event is skipped.
+MAX_US = 1e17
+
+
 def _num(v: Any) -> float | None:
+    """A finite number of µs (a numeric string too), or None: NaN, inf, "x" and 1e308 are unknown."""
     if isinstance(v, bool):
         return None
-    if isinstance(v, (int, float)):
-        return float(v) if v == v else None
     if isinstance(v, str):
         try:
-            return float(v)
+            v = float(v)
         except ValueError:
             return None
+    if isinstance(v, (int, float)):
+        return float(v) if -MAX_US <= v <= MAX_US else None  # NaN compares false
     return None
 
 

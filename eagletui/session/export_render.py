@@ -16,6 +16,7 @@ from typing import Any
 
 from eagletui.core.events import PHASES
 from eagletui.core.profile import format_diff
+from eagletui.core.textsafe import inert_lines, json_inert
 from eagletui.session.export import (
     FORMATS,
     RunRecord,
@@ -32,7 +33,8 @@ from eagletui.session.export import (
 
 
 def render_json(report: SessionReport) -> str:
-    return json.dumps(report_json(report), indent=2, ensure_ascii=False, default=str) + "\n"
+    # ensure_ascii=False leaves DEL, C1 and bidi controls raw: written as \\uXXXX instead
+    return json_inert(json.dumps(report_json(report), indent=2, ensure_ascii=False, default=str)) + "\n"
 
 
 # -- CSV -----------------------------------------------------------------------------------------
@@ -187,7 +189,13 @@ def _fence(text: str) -> str:
 
 
 def render_markdown(report: SessionReport) -> str:
-    """Ready to paste into a report: an overview table, then one section per run with its command."""
+    """Ready to paste into a report: an overview table, then one section per run with its command.
+    Read by people, in a terminal as often as not: every control character from the server's text
+    (a failure message, a target name) is shown inert, as the UI shows it (``core.textsafe``)."""
+    return inert_lines(_markdown(report))
+
+
+def _markdown(report: SessionReport) -> str:
     out = [f"# {_md(report.title)}", ""]
     h = report.header
     facts = []

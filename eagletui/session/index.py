@@ -48,8 +48,12 @@ from typing import Any
 from eagletui.core.events import (
     Event,
     LaunchStarted,
+    ProcessExited,
     ServerFailed,
+    ServerReady,
+    ServerStopped,
 )
+from eagletui.core.failure_fold import exit_is_failure
 from eagletui.core.runs import RunBook
 from eagletui.session.format import (
     _GZIP_MAGIC,
@@ -532,13 +536,27 @@ class ReplaySource:
             duration=self.duration,
             events=self.events_count,
         )
+        failed: set[int] = set()
+        ready: set[int] = set()
+        stopped: set[int] = set()
+        # launches that failed, as the run book judges them: a failure line, or a death no line
+        # explained (a recording made before the live triage has only its ProcessExited)
+        for _line, _t, ev in self.context:
+            if isinstance(ev, ServerFailed):
+                failed.add(ev.launch)
+            elif isinstance(ev, ServerReady):
+                ready.add(ev.launch)
+            elif isinstance(ev, ServerStopped):
+                stopped.add(ev.launch)
+            elif isinstance(ev, ProcessExited) and ev.launch not in stopped | failed:
+                if exit_is_failure(ev.code, ev.signal, ready=ev.launch in ready):
+                    failed.add(ev.launch)
+        s.failures = len(failed)
         for m in self.marks:
             ev = m.event
             if isinstance(ev, LaunchStarted):
                 s.launches += 1
                 s.model = _model_of(ev.config) or s.model
-            elif isinstance(ev, ServerFailed):
-                s.failures += 1
         # the runs table's own fold over the context events: the same baseline, validity and pairing
         book = RunBook()
         for _line, _t, ev in self.context:

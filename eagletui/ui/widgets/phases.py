@@ -261,6 +261,9 @@ class PhasePanel(Vertical):
                         continue
                     remaining += max(0.0, est[0] - (st.elapsed(now) or 0.0))
                 line.append(f"  ETA ready {fmt_secs(remaining)}")
+            elif any(st.status == PhaseStatus.ACTIVE and st.total and st.done for st in la.phases.values()):
+                # the phase row shows an ETA from its own progress: say where it comes from
+                line.append("  first launch: ETA from progress only", style="dim")
             else:
                 line.append("  first launch: no estimate", style="dim")
         if la.stale_for:
@@ -292,6 +295,8 @@ class PhasePanel(Vertical):
 def launch_elapsed(la: LaunchState, now: float) -> float | None:
     """Launch to ready (or to now while loading). A reattached run's ``started`` is when we attached,
     so once it is ready its phases, timed from the log, are the better measure."""
+    if la.ready_after is not None:  # the runs table's and the export's number (core.runs.launch_to_ready)
+        return la.ready_after
     durations = la.phase_durations()
     if la.ready_at is not None and la.started is not None:
         return max(la.ready_at - la.started, sum(durations.values()))

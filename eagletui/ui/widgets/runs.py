@@ -33,7 +33,7 @@ COLUMNS = (
     "TTFT ms",
     "Δ TTFT",
     "verdict",
-    "phases",
+    "ready",
     "config vs baseline",
 )
 
