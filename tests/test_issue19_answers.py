@@ -498,3 +498,21 @@ def test_an_h200_decodes_faster_than_an_rtx_pro_6000_at_every_batch_size() -> No
     )
     readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
     assert f"about {ratio:.1f}×" in readme
+
+
+def test_the_cycle_model_takes_its_split_from_the_step_profile() -> None:
+    """The profiler's draft / verify / draft extend GPU time per cycle splits the measured cycle."""
+    s = Session()
+    s.launch(1, NOSPEC)
+    s.result(1, 330.0)
+    s.launch(2, SPEC)
+    s.result(2, 240.0, 3.2)
+    parts = {"draft": {"gpu_ms": 3.0}, "verify": {"gpu_ms": 10.0}, "draft_extend": {"gpu_ms": 37.0}}
+    s.events.append(ev.ProfileCaptured(launch=2, summary={"unit": "cycle", "steps": 5, "parts": parts}))
+    e = s.book().economics(2)
+    cycle = 1000 * 3.2 / (240 / 4)
+    assert e.parts.source == "step profile's split of the measured cycle"
+    assert e.parts.verify_ms == pytest.approx(cycle * 10 / 50)
+    assert e.parts.draft_step_ms == pytest.approx(cycle * 3 / 50 / 3)
+    assert e.parts.per_token_ms == pytest.approx(cycle * 37 / 50 / 3.2)
+    assert e.parts.cycle_ms(e.settings, 3.2) == pytest.approx(cycle)

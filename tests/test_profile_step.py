@@ -46,6 +46,7 @@ def test_profile_step_on_pcie_preset_shows_communication_dominating(tmp_path):
     assert len(ev.files) == 8  # one DECODE trace per tp rank
     s = ev.summary
     assert s["ranks"] == 8 and s["step_ms"] > 0
+    assert s["steps"] == 3 and s["unit"] == "cycle"  # three decode cycles, as asked
     cats = s["categories"]
     assert set(cats) == {"communication", "gemm", "attention", "moe", "other"}
     assert cats["communication"] == max(cats.values())  # all-reduce over PCIe dominates the step
@@ -95,6 +96,11 @@ def test_trace_capture_headless_against_the_running_server(tmp_path, capsys):
     assert rc == 0, out.err
     rep = json.loads(out.out)
     assert len(rep["ranks"]) == 8 and rep["skew"] is not None
+    # --steps 3 means three decode cycles (draft + verify + draft extend), prefill kept out
+    for r in rep["ranks"]:
+        assert r["decode"]["cycles"] == 3 and r["decode"]["kind"] == "spec", r["decode"]
+        assert set(r["decode"]["parts"]) == {"draft", "verify", "draft_extend"}
+        assert r["graph_kernels"] > 0 and r["decode"]["categories"]["attention"] > 0
     comm = rep["ranks"][0]["categories"]["communication"]
     assert comm["share"] == max(c["share"] for c in rep["ranks"][0]["categories"].values())
     assert len(list((tmp_path / "t").glob("*-DECODE.trace.json.gz"))) == 8

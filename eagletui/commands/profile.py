@@ -88,6 +88,13 @@ def render_profile(cmd: LaunchCommand, name: str, source: str = "") -> str:
         _kv("host", cmd.host or "127.0.0.1", "keep loopback on remote hosts: eagletui forwards the port"),
         _kv("runs_dir", "~/.eagletui/runs"),
         _kv("ready_timeout_s", 3600, "large checkpoints take minutes to load and capture"),
+        *(
+            [
+                '# version = "0.5.17"   # the sglang release on the host: picks the flag table `profile check` uses'
+            ]
+            if cmd.kind == "sglang"
+            else []
+        ),
         "",
         "[server.args]",
         "# One key per server flag (without the leading --); true = bare flag, a list = several values.",
@@ -176,7 +183,7 @@ def _cmd_init(ns: argparse.Namespace) -> int:
         from eagletui.core.profile_lint import lint_profile
 
         prof = parse_profile(text, path)
-        lint = lint_profile(prof, text, flag_table_for_profile(prof))
+        lint = lint_profile(prof, text, flag_table_for_profile(prof), prof.server_version)
         for problem in lint.errors + lint.warnings:
             print(f"warning: {problem}", file=sys.stderr)
         if lint.errors:
@@ -186,8 +193,11 @@ def _cmd_init(ns: argparse.Namespace) -> int:
 
 def flag_table_for_profile(prof: Any) -> Any:
     """The parser the profile's server will meet, learned without a host: the simulator's own parser
-    for ``-m eagletui.sim`` (it ships with eagletui), otherwise the bundled sglang 0.5.23 table."""
-    from eagletui.core.server_flags import FlagTable, bundled_table
+    for ``-m eagletui.sim`` (it ships with eagletui), otherwise the real flag table of the sglang release
+    the profile declares (``[server] version``), else of the newest shipped release (its ``source`` says
+    which decided)."""
+    from eagletui.core.flagtables import table_for
+    from eagletui.core.server_flags import FlagTable
     from eagletui.remote.preflight import server_module
 
     module = server_module(prof)
@@ -204,7 +214,7 @@ def flag_table_for_profile(prof: Any) -> Any:
             source="the simulator's parser",
         )
     # no table of vLLM's flags ships with eagletui: only the host's own parser can tell (preflight)
-    return bundled_table() if prof.kind.flag_module == "sglang" else None
+    return table_for(None, prof.server_version) if prof.kind.flag_module == "sglang" else None
 
 
 def _cmd_check(ns: argparse.Namespace) -> int:
@@ -228,7 +238,7 @@ def _cmd_check(ns: argparse.Namespace) -> int:
         return 1
     prof = loaded
     table = flag_table_for_profile(prof)
-    lint = lint_profile(prof, text, table)
+    lint = lint_profile(prof, text, table, prof.server_version)
     if not ns.json:  # what keeps it from loading, on stderr as before; the flag checks follow
         for err in load_errors:
             print(str(err), file=sys.stderr)
@@ -248,6 +258,7 @@ def _cmd_check(ns: argparse.Namespace) -> int:
             "flags": {
                 "checked": lint.flags_checked,
                 "against": table.source if table is not None else None,
+                "table_version": table.version if table is not None else None,
                 "expanded": lint.notes,
             },
             "errors": [as_dict(e) for e in lint.errors],

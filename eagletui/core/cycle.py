@@ -237,6 +237,17 @@ def fit_parts(
         if _finite(d) and _finite(v) and d >= 0 and v > 0:
             e = profile.get("per_token_ms")
             return CycleParts(float(d), float(v), float(e) if _finite(e) and e >= 0 else 0.0, "step profile")
+        shares = profile.get("shares")
+        if isinstance(shares, dict) and _finite(cycle_ms) and cycle_ms > 0 and _finite(accept) and accept >= 1:
+            ds, vs, es = (shares.get(k) for k in ("draft", "verify", "draft_extend"))
+            if _finite(ds) and _finite(vs) and _finite(es) and vs > 0 and ds >= 0 and es >= 0:
+                total = ds + vs + es
+                return CycleParts(
+                    cycle_ms * ds / total / settings.steps,
+                    cycle_ms * vs / total,
+                    cycle_ms * es / total / accept,  # the draft extend runs over the accepted tokens
+                    "step profile's split of the measured cycle",
+                )
     if not (_finite(cycle_ms) and _finite(accept) and _finite(nospec_step_ms)):
         return None
     if cycle_ms <= 0 or nospec_step_ms <= 0 or accept < 1:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from eagletui.core import events as ev
 from eagletui.core.logformat import Failure, Rec, VersionGuess
+from eagletui.core.native_crash import CrashSite, crash_kind
 from eagletui.core.phase_model import (
     FAILED,
     LOADING,
@@ -119,6 +120,7 @@ class FailureFold:
     last_ts_text: str
     bar_load_phase: str | None
     bar_capture_phase: str | None
+    crash: CrashSite | None
 
     def _start(
         self, name: str, rank: str | None, ts: float | None, ts_text: str, out: list[ev.Event]
@@ -148,6 +150,12 @@ class FailureFold:
             return
         if st.status == READY and tag == "leaked_semaphore" and st.stopped is not None:
             return
+        if tag == "native_crash":
+            what = crash_kind(rec.msg)
+            if self.crash is None and what:
+                self.crash = CrashSite(what, rec.msg)  # the lines after it say where
+            elif self.crash is not None:
+                self.crash.feed(rec.msg)
         if not self.server_ctx:
             if len(self.held) < 64:
                 self.held.append((fm, rec))
@@ -185,13 +193,17 @@ class FailureFold:
         if fam is not None:
             self._phase_from_frames(fam, self.group_draft, out)
         self.emitted_prio = c.prio
+        if c.tag == "native_crash" and self.crash is not None:
+            c.message = self.crash.describe()
         st = self.st
         st.status = FAILED
         version = self.ver.label()
         fail = ev.ServerFailed(
             kind=c.kind,
             message=c.message[:2000],
-            hint=self.fmt.hint_for(c.kind, c.tag, c.phase, version, c.line + " " + c.message),
+            hint=self.fmt.hint_for_launch(
+                c.kind, c.tag, c.phase, version, c.line + " " + c.message, args=st.args, draft=c.draft
+            ),
             line=c.line[:4000],
             phase=c.phase,
             launch=st.launch,
@@ -205,7 +217,10 @@ class FailureFold:
         self.group_open = False
         if self.group_hint and self.server_ctx and (self.group_has_cand or self.group_exc):
             self._phase_from_frames(self.group_hint, self.group_draft, out)
+        draft = self.group_draft
         self.group_hint, self.group_draft = None, False
+        if self.cand is not None and self.group_has_cand and draft:
+            self.cand.draft = True
         if (
             self.group_exc
             and self.server_ctx
@@ -214,7 +229,13 @@ class FailureFold:
         ):
             if self.emitted_prio < 0 and (self.cand is None or self.cand.prio < 50):
                 self.cand = Candidate(
-                    "exception", 50, "bare_traceback", self.group_exc, self.group_exc, self.st.phase
+                    "exception",
+                    50,
+                    "bare_traceback",
+                    self.group_exc,
+                    self.group_exc,
+                    self.st.phase,
+                    draft=draft,
                 )
         self.group_exc = None
         self.group_has_cand = False

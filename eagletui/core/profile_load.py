@@ -35,7 +35,20 @@ from eagletui.core.tomlpos import loads as toml_loads
 
 _TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict", "sweep"}
 _TARGET_KEYS = {"host", "workdir", "python"}
-_SERVER_KEYS = {"kind", "command", "port", "host", "runs_dir", "log_dir", "args", "env", "ready_timeout_s"}
+_SERVER_KEYS = {
+    "kind",
+    "command",
+    "port",
+    "host",
+    "runs_dir",
+    "log_dir",
+    "args",
+    "env",
+    "ready_timeout_s",
+    "version",
+}
+#: ``[server] version``: a release as pip spells it (``0.5.17``, ``0.5.13.post1``, ``0.5.24rc0``).
+_VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?(?:(?:\.post|\.dev|rc|a|b)\d+)*(?:\+[0-9A-Za-z.]+)?")
 _TOGGLE_KEYS = {"env", "arg", "type", "choices", "min", "max", "step", "help"}
 _BENCH_KEYS = set(BenchSettings.__dataclass_fields__)
 _VERDICT_KEYS = set(Verdict.__dataclass_fields__)
@@ -200,6 +213,15 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
         server.get("ready_timeout_s", 3600.0), (int, float), "server.ready_timeout_s", text, path, "server"
     )
     prof.ready_timeout_s = float(_in_range(timeout, "server.ready_timeout_s", text, path, "server"))
+    if "version" in server:
+        version = _expect(server["version"], str, "server.version", text, path, "server").strip()
+        if not _VERSION_RE.fullmatch(version):
+            raise ProfileError(
+                f'server.version must be a release such as "0.5.17", got {version[:40]!r}',
+                path,
+                *_locate(text, "version", "server"),
+            )
+        prof.server_version = version
 
     args = _expect(server.get("args", {}), dict, "server.args", text, path, "server")
     for key, value in args.items():

@@ -156,6 +156,19 @@ class Run:
     log_accepts: dict[int, list[float]] = field(default_factory=dict, repr=False)
     #: the last step profile captured against this launch (``ProfileCaptured.summary``)
     step_profile: dict[str, Any] | None = None
+    #: eagletui started this process (``LaunchStarted``): its start is known, not only its first line
+    launched: bool = False
+    #: seconds from the process start to its first log line (imports; not in the log), launched runs only
+    before_first_line: float | None = None
+    #: where the startup's seconds went by the log's clock (``ServerReady.gaps``: ``{"gaps": [...]}``)
+    startup: dict[str, Any] | None = None
+
+    @property
+    def in_no_phase(self) -> float | None:
+        """Startup seconds no phase accounts for (the gaps between phases, by the log's clock)."""
+        if self.startup is None:
+            return None
+        return round(sum(g["seconds"] for g in self.startup.get("gaps") or []), 3)
 
     @property
     def ready(self) -> bool:

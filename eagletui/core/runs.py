@@ -54,6 +54,7 @@ from eagletui.core.failure_fold import exit_failure
 from eagletui.core.noise import SUGGEST_REPEATS, Band, band, outside
 from eagletui.core.profile import Verdict, config_diff, format_diff, normalize_flag
 from eagletui.core.run import Delta, Group, Metric, Run, RunOutcome, RunVerdict
+from eagletui.core.summary import startup_gaps
 from eagletui.core.validity import interruption, result_problems
 
 __all__ = [
@@ -269,6 +270,7 @@ class RunBook:
         run.config = dict(cfg)
         run.diff = dict(event.diff or {})
         run.started_wall, run.started_mono = event.wall, event.mono
+        run.launched = True
         if self._adopt and isinstance(cfg.get("verdict"), dict):
             # a recording judges its runs with the thresholds its launches carried
             with contextlib.suppress(TypeError, ValueError):
@@ -298,15 +300,22 @@ class RunBook:
                 run.config["server"] = event.server
 
     def _on_phase_started(self, event: PhaseStarted) -> None:
-        self._run(event.launch).phase_starts.setdefault(event.phase, event.mono)
+        run = self._run(event.launch)
+        run.phase_starts.setdefault(event.phase, event.mono)
+        if event.phase == "launch" and run.launched and run.started_mono is not None:
+            if run.before_first_line is None:
+                run.before_first_line = round(max(0.0, event.mono - run.started_mono), 3)
 
     def _on_phase_finished(self, event: PhaseFinished) -> None:
         run = self._run(event.launch)
         secs = event.seconds
         if secs is None and event.phase in run.phase_starts:
             secs = event.mono - run.phase_starts[event.phase]  # the log gave no duration: measure it
+        if event.phase == "launch" and run.launched and run.started_mono is not None:
+            # the log times launch from its first line; the process started earlier (imports)
+            secs = max(float(secs or 0.0), event.mono - run.started_mono)
         if secs is not None:
-            run.phases[event.phase] = float(secs)
+            run.phases[event.phase] = round(float(secs), 3)
 
     def _on_ready(self, event: ServerReady) -> None:
         run = self._run(event.launch)
@@ -314,6 +323,10 @@ class RunBook:
         for phase, start in run.phase_starts.items():  # still open at ready: it ended there (as on screen)
             if phase not in run.phases and phase != "ready":
                 run.phases[phase] = max(0.0, event.mono - start)
+        run.startup = {"gaps": startup_gaps(event.gaps)}
+        for name, secs in (event.phase_fixes or {}).items():
+            if name in run.phases and isinstance(secs, int | float):
+                run.phases[name] = round(float(secs), 3)  # the server's own measure (see the event)
         run.ready_after = (
             None  # a server that was already running when benchmarked: its launch was not seen
             if run.config.get("external")
@@ -803,12 +816,22 @@ def _concs(run: Run) -> str:
 
 
 def _profile_parts(profile: dict[str, Any] | None) -> dict[str, Any] | None:
-    """A step profile's split of a speculative cycle, where the profiler provides one (``cycle`` with
-    ``draft_step_ms``/``verify_ms``/``per_token_ms``); None otherwise."""
-    if not isinstance(profile, dict):
+    """A step profile's split of a speculative cycle (:func:`eagletui.profiler.summary.step_breakdown`:
+    ``parts`` draft / verify / draft_extend, GPU ms per cycle) as shares for the cycle model; None when
+    the profile has no complete speculative cycle."""
+    if not isinstance(profile, dict) or profile.get("unit") != "cycle":
         return None
-    parts = profile.get("cycle")
-    return parts if isinstance(parts, dict) else None
+    parts = profile.get("parts")
+    if not isinstance(parts, dict):
+        return None
+    shares: dict[str, float] = {}
+    for stage in ("draft", "verify", "draft_extend"):
+        d = parts.get(stage)
+        ms = d.get("gpu_ms") if isinstance(d, dict) else None
+        if not isinstance(ms, int | float) or isinstance(ms, bool) or not math.isfinite(ms) or ms < 0:
+            return None
+        shares[stage] = float(ms)
+    return {"shares": shares} if shares["verify"] > 0 else None
 
 
 _FOLD: dict[type, Callable[[RunBook, Any], bool | None]] = {

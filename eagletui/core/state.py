@@ -40,6 +40,7 @@ from eagletui.core.events import (
 from eagletui.core.failure_fold import exit_failure
 from eagletui.core.nccl import NcclFold
 from eagletui.core.runs import launch_to_ready
+from eagletui.core.summary import startup_gaps
 
 SERIES_LIMIT = 2000
 
@@ -122,6 +123,12 @@ class LaunchState:
     ready_after: float | None = None
     stale_for: float | None = None
     version: str | None = None
+    #: eagletui started this process (LaunchStarted): ``started`` is the process start, not a first line
+    launched: bool = False
+    #: seconds from the process start to its first log line (imports; not in the log), launched only
+    before_first_line: float | None = None
+    #: where the startup's seconds went by the log's clock (ServerReady.gaps: ``{"gaps": [...]}``)
+    startup: dict[str, Any] | None = None
     #: NCCL_DEBUG=INFO lines of this launch, folded (only lines containing "NCCL INFO" reach it)
     nccl: NcclFold = field(default_factory=NcclFold)
 
@@ -249,6 +256,7 @@ def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
     )
     la.phases["launch"].status = PhaseStatus.ACTIVE
     la.phases["launch"].started = ev.wall
+    la.launched = True
     s.launches[ev.launch] = la
     s.current = ev.launch
     s.target = ev.target or s.target
@@ -290,6 +298,8 @@ def _on_phase_started(s: SessionState, ev: PhaseStarted) -> None:
     ph = la.phases.get(ev.phase)
     if ph is None:
         return
+    if ev.phase == "launch" and la.launched and la.started is not None and la.before_first_line is None:
+        la.before_first_line = round(max(0.0, ev.wall - la.started), 3)
     # Earlier phases that never reported an end are implicitly over once a later one starts,
     # except in the overlapped orders (draft load while target captures), which report their ends.
     idx = PHASES.index(ev.phase)
@@ -322,6 +332,10 @@ def _on_phase_finished(s: SessionState, ev: PhaseFinished) -> None:
     ph = la.phases.get(ev.phase)
     if ph is None:
         return
+    if ev.phase == "launch" and la.launched and ph.started is not None:
+        # the log times launch from its first line; eagletui saw the process start (imports)
+        secs = max(ev.seconds or 0.0, ev.wall - ph.started)
+        ev = dataclasses.replace(ev, seconds=round(secs, 3))
     if ph.started is None:
         ph.started = ev.wall - (ev.seconds or 0.0)
     ph.status = PhaseStatus.DONE
@@ -341,6 +355,15 @@ def _on_ready(s: SessionState, ev: ServerReady) -> None:
             ph.seconds = ph.seconds if ph.seconds is not None else ev.wall - (ph.started or ev.wall)
         elif ph.status == PhaseStatus.PENDING:
             ph.status = PhaseStatus.SKIPPED
+    la.startup = {"gaps": startup_gaps(ev.gaps)}
+    for name, secs in (ev.phase_fixes or {}).items():
+        fixed = la.phases.get(name)
+        if fixed is None or fixed.status != PhaseStatus.DONE or not isinstance(secs, int | float):
+            continue
+        # the server's own measure of a finished phase: only its length changes
+        fixed.seconds = float(secs)
+        if fixed.finished is not None and fixed.started is not None:
+            fixed.started = min(fixed.started, fixed.finished - float(secs))
     ready = la.phases["ready"]
     ready.status = PhaseStatus.DONE
     ready.started = ready.finished = ev.wall

@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from eagletui.core.flagtables import table_for
 from eagletui.core.profile import Profile
-from eagletui.core.server_flags import FlagTable, bundled_table, check_server_flags, check_values
+from eagletui.core.server_flags import FlagTable, check_server_flags, check_values
 from eagletui.remote.gpu import APPS_QUERY, QUERY, missing_nvidia_smi, parse_query
 from eagletui.remote.transport import Transport, TransportError
 
@@ -560,13 +561,17 @@ def launch_flags(profile: Profile) -> list[str]:
     return [k for k, v in profile.args.items() if v is not None and v is not False]
 
 
-def flag_table_for(module: str, learned: FlagTable | None) -> FlagTable | None:
-    """The host's parser when it answered; for sglang otherwise the bundled 0.5.23 table. The simulator
-    has ``--sim-*`` options sglang lacks, and no table of vLLM's flags is bundled, so without their own
-    answer nothing is checked for them."""
+def flag_table_for(
+    module: str, learned: FlagTable | None, version: str | None = None, declared: str | None = None
+) -> FlagTable | None:
+    """The host's parser when it answered; for sglang otherwise the shipped flag table of the host's
+    release (``version``, as the host check found it), else of the profile's ``[server] version``, else
+    of the newest release (:func:`eagletui.core.flagtables.table_for`; its ``source`` says which). The
+    simulator has ``--sim-*`` options sglang lacks, and no table of vLLM's flags ships, so without
+    their own answer nothing is checked for them."""
     if learned is not None:
         return learned
-    return bundled_table() if module.split(".")[0] == "sglang" else None
+    return table_for(version, declared) if module.split(".")[0] == "sglang" else None
 
 
 def flag_checks(
@@ -602,7 +607,7 @@ async def run_preflight_with_flags(
         )
     else:
         checks = await run_preflight(transport, profile, ours)
-    table = flag_table_for(module, learned)
+    table = flag_table_for(module, learned, host_version(checks), profile.server_version)
     flags = launch_flags(profile)
     if table is None and module == "vllm":
         # no bundled table: without the host's own parser the flags are not checked, and it says so
@@ -610,7 +615,7 @@ async def run_preflight_with_flags(
         return [*checks, Check("flags", "warn", why)], learned
     values = {f: profile.args[f] for f in flags}
     # the version notes of core.flags are SGLang's: another server's version must not select them
-    version = host_version(checks) if profile.kind.flag_module == "sglang" else None
+    version = (host_version(checks) or profile.server_version) if profile.kind.flag_module == "sglang" else None
     out = flag_checks(flags, table, version, values)
     if why_not and table is not None and table is not learned:
         out = [Check(c.name, c.status, f"{c.message} ({why_not})") if c.status == "pass" else c for c in out]

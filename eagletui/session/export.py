@@ -471,6 +471,11 @@ def report_json(report: SessionReport) -> dict[str, Any]:
                 "command_line": rec.command_line,
                 "phases_s": dict(r.phases),
                 "ready_after_s": r.ready_after,
+                "startup": {
+                    "before_first_line_s": r.before_first_line,
+                    "in_no_phase_s": r.in_no_phase,
+                    "gaps": list((r.startup or {}).get("gaps") or []),
+                },
                 "tok_s": _metric_dict(r.metric("tok_s")),
                 "accept_len": _metric_dict(r.metric("accept_len")),
                 "ttft_ms": _metric_dict(r.metric("ttft_ms")),

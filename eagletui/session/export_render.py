@@ -51,6 +51,8 @@ REPORT_CSV_COLUMNS: tuple[str, ...] = (
     "failure",
     "ready_after_s",
     *(f"{p}_s" for p in PHASES if p != "ready"),
+    "before_first_line_s",
+    "in_no_phase_s",
     "repeats",
     "tok_s",
     "tok_s_stdev",
@@ -113,6 +115,8 @@ def render_csv(report: SessionReport) -> str:
             r.failure or "",
             _round(r.ready_after),
             *(_phase_s(r, p) for p in PHASES if p != "ready"),
+            _round(r.before_first_line),
+            _round(r.in_no_phase),
             len(r.good_results),
             _round(tok.mean),
             _round(tok.stdev),
@@ -369,6 +373,12 @@ def _md_run(rec: RunRecord) -> list[str]:
         out += ["| phase | seconds |", "|---|---:|"]
         ordered = [p for p in PHASES if p in r.phases] + [p for p in r.phases if p not in PHASES]
         out += [f"| {_md(p)} | {_num(_phase_s(r, p))} |" for p in ordered]
+        if r.before_first_line is not None:
+            out.append(f"| (before the first log line: imports) | {_num(r.before_first_line)} |")
+        for g in (r.startup or {}).get("gaps") or []:
+            out.append(
+                f"| (between {_md(str(g.get('after')))} and {_md(str(g.get('before')))}) | {_num(g.get('seconds'))} |"
+            )
         out.append("")
     if rec.benches:
         out += [
