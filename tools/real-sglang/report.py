@@ -66,7 +66,7 @@ def stop_of(d):
 
 
 figures = {}
-if PART == "1":
+if PART in ("1", "final"):
     a = doc("a-preflight-fresh") or []
     by = {c["name"]: c for c in a} if isinstance(a, list) else {}
     check("preflight on a fresh machine passes", rc("a-preflight-fresh") == 0, [f"{c['name']}: {c['status']}" for c in a])
@@ -82,18 +82,19 @@ if PART == "1":
     c = doc("c-preflight-after-stop") or []
     port = {x["name"]: x for x in c}.get("port", {}) if isinstance(c, list) else {}
     check("preflight right after a stop: the port is free", port.get("status") == "pass", port)
-    d = doc("d-vs-no-spec")
-    check("--vs-no-spec --concurrency 1,4 exits 0 (1: only the drafter's accept ≈ 1 is invalid)", measured(d, rc("d-vs-no-spec")), (d or {}).get("error") or (d or {}).get("invalid"))
-    ns = (d or {}).get("no_spec") or {}
-    check("--vs-no-spec measured both halves", bool(d and d.get("requests") and ns.get("requests")), {"spec": (d or {}).get("output_throughput"), "no_spec": ns.get("output_throughput")})
-    check("--vs-no-spec stopped its last server", stop_of(d).get("ok"), stop_of(d))
-    figures["vs_no_spec"] = {
-        "spec": (d or {}).get("by_concurrency") or (d or {}).get("output_throughput"),
-        "no_spec": ns.get("by_concurrency") or ns.get("output_throughput"),
-        "economics": ((d or {}).get("economics") or {}).get("sentence"),
-        "stop": stop_of(d),
-    }
-    clean_after("d-vs-no-spec")
+    if "d-vs-no-spec" in steps or PART == "1":
+        d = doc("d-vs-no-spec")
+        check("--vs-no-spec --concurrency 1,4 exits 0 (1: only the drafter's accept ≈ 1 is invalid)", measured(d, rc("d-vs-no-spec")), (d or {}).get("error") or (d or {}).get("invalid"))
+        ns = (d or {}).get("no_spec") or {}
+        check("--vs-no-spec measured both halves", bool(d and d.get("requests") and ns.get("requests")), {"spec": (d or {}).get("output_throughput"), "no_spec": ns.get("output_throughput")})
+        check("--vs-no-spec stopped its last server", stop_of(d).get("ok"), stop_of(d))
+        figures["vs_no_spec"] = {
+            "spec": (d or {}).get("by_concurrency") or (d or {}).get("output_throughput"),
+            "no_spec": ns.get("by_concurrency") or ns.get("output_throughput"),
+            "economics": ((d or {}).get("economics") or {}).get("sentence"),
+            "stop": stop_of(d),
+        }
+        clean_after("d-vs-no-spec")
     if "g-bad-draft" in steps:
         g = doc("g-bad-draft")
         lf = (g or {}).get("launch_failure") or {}
@@ -106,7 +107,7 @@ if PART == "1":
         check("a two-variant sweep finishes", rc("f-sweep") in (0, 1) and f is not None, {"rc": rc("f-sweep"), "keys": sorted((f or {}).keys())})
         figures["sweep"] = {"rc": rc("f-sweep"), "variants": len(variants) if isinstance(variants, list) else variants}
         clean_after("f-sweep")
-else:
+if PART in ("2", "final"):
     for row in jl("tui.jsonl") + jl("h-reattach-other-profile.out"):
         check(row["check"], row["ok"], row.get("detail", ""))
     for tag in ("default", "no-stack"):
