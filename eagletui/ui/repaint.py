@@ -180,7 +180,8 @@ def compare_text(
     """Current run vs the baseline in one line, beside the charts (and whether a benchmark runs); under
     it the economics, and a "why" line: the run's most important diagnosis (core/diagnosis.py)."""
     t = Text(no_wrap=True, overflow="ellipsis")
-    launch = max((n for n, r in runbook.runs.items() if r.good_results), default=None)
+    # the newest benchmarked run, valid or not: an invalid one must say so here, not hide behind the last good
+    launch = max((n for n, r in runbook.runs.items() if r.results), default=None)
     if launch is None:
         if bench_running is not None:
             t.append(f"benchmark #{bench_running} running: results when it finishes", style="bold")
@@ -203,8 +204,13 @@ def compare_text(
     if row.is_baseline:
         t.append("  ★ baseline", style="bold")
     elif runbook.baseline_label:  # #N of this session, or SESSION:RUN pinned from the history view
-        t.append(f"  vs {runbook.baseline_label}", style="dim")
-    t.append(f"  {row.verdict}", style={"pass": "bold green", "fail": "bold red"}.get(row.verdict, "dim"))
+        t.append(f"  vs baseline {runbook.baseline_label}", style="dim")
+    t.append(
+        f"  {row.verdict}",
+        style={"pass": "bold green", "fail": "bold red", "invalid": "bold yellow"}.get(row.verdict, "dim"),
+    )
+    if row.verdict == "invalid" and row.reasons:
+        t.append(f": {inert(row.reasons[0])}", style="yellow")
     econ = (launch, row.economics) if row.economics else runbook.latest_economics()
     if econ is not None:  # a second line, wrapped: the verdict on speculation and what would change it
         t.no_wrap, t.overflow = False, "fold"
