@@ -511,8 +511,10 @@ def test_the_cycle_model_takes_its_split_from_the_step_profile() -> None:
     s.events.append(ev.ProfileCaptured(launch=2, summary={"unit": "cycle", "steps": 5, "parts": parts}))
     e = s.book().economics(2)
     cycle = 1000 * 3.2 / (240 / 4)
-    assert e.parts.source == "step profile's split of the measured cycle"
-    assert e.parts.verify_ms == pytest.approx(cycle * 10 / 50)
-    assert e.parts.draft_step_ms == pytest.approx(cycle * 3 / 50 / 3)
-    assert e.parts.per_token_ms == pytest.approx(cycle * 37 / 50 / 3.2)
+    # the GPU spans, and the gap to the measured cycle once per forward (3 drafts, verify, extend)
+    gap = (cycle - 50) / 5
+    assert e.parts.source == "step profile's spans + the gap to the measured cycle per forward"
+    assert e.parts.verify_ms == pytest.approx(10 + gap)
+    assert e.parts.draft_step_ms == pytest.approx(3 / 3 + gap)
+    assert e.parts.per_token_ms == pytest.approx((37 + gap) / 3.2)
     assert e.parts.cycle_ms(e.settings, 3.2) == pytest.approx(cycle)

@@ -414,7 +414,9 @@ async def _amain(ns: argparse.Namespace) -> int:
 
 def diagnosis_json(model: SessionModel, launch: int, redactor: Redactor) -> list[dict[str, Any]]:
     """The launch's diagnoses (docs/diagnosis.md) as the JSON contract carries them, scrubbed."""
-    return list(redactor.value([d.to_json() for d in model.state.diagnoser.diagnoses(launch)]))
+    from eagletui.core.predict import explain
+
+    return list(redactor.value([d.to_json() for d in explain(model.state.diagnoser, model.runbook, launch)]))
 
 
 async def _measure(
@@ -482,6 +484,10 @@ async def _measure(
             "sentence": book.economics_sentence(spec_launch),
         }
     summary["diagnosis"] = diagnosis_json(model, spec_launch, redactor)
+    nxt = next((d for d in summary["diagnosis"] if d["kind"] == "next_launch"), None)
+    if nxt is not None and nxt["data"].get("adaptive_config"):
+        # the best step count per measured concurrency, as --speculative-adaptive-config takes it
+        summary["adaptive_config"] = nxt["data"]["adaptive_config"]
     if base_summary is not None and model.state.launch is not None:
         base_summary["diagnosis"] = diagnosis_json(model, model.state.launch.launch, redactor)
     if foreign is not None:

@@ -235,6 +235,7 @@ async def _run(
             except (asyncio.CancelledError, KeyboardInterrupt):
                 interrupted = True
                 raise
+            predictions.extend(_prediction_rows(model, target))
             return True
         finally:
             if interrupted:
@@ -260,16 +261,37 @@ async def _run(
                 say(f"session recorded to {recorder.path}")
 
     ns_targets = [ns.target] if ns.target else []
+    predictions: list[dict[str, Any]] = []
     reached = await asyncio.gather(*(worker(t) for t in targets))
     if not any(reached):
         return EXIT_LAUNCH_FAILED
     report = Redactor.for_profile(profile).value(queue.report(profile.verdict, profile))
     report["queue"] = str(qpath)
+    if predictions:
+        # each variant the cycle model predicted from an earlier one, predicted vs measured (issue 25)
+        report["predictions"] = predictions
     if ns.json:
         print(json.dumps(report, indent=2, default=str))
     else:
         print_human(report)
+        for p in predictions:
+            print(
+                f"  predicted {p['setting']} at concurrency {p['concurrency']} from launch {p['predicted_from']}: "
+                f"{p['predicted_tok_s']:.1f} tok/s, measured {p['measured_tok_s']:.1f} ({p['error_pct']:+.1f} %)"
+            )
     return exit_status(report)
+
+
+def _prediction_rows(model: Any, target: str) -> list[dict[str, Any]]:
+    """Predicted vs measured for every run of this host's session that an earlier one predicted."""
+    from eagletui.core.predict import checks
+
+    book = model.runbook
+    out = []
+    for n in sorted(book.runs):
+        for ck in checks(book, n):
+            out.append({"target": target, **ck.to_json()})
+    return out
 
 
 def build_parser() -> argparse.ArgumentParser:

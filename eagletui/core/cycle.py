@@ -238,16 +238,16 @@ def fit_parts(
             e = profile.get("per_token_ms")
             return CycleParts(float(d), float(v), float(e) if _finite(e) and e >= 0 else 0.0, "step profile")
         shares = profile.get("shares")
-        if isinstance(shares, dict) and _finite(cycle_ms) and cycle_ms > 0 and _finite(accept) and accept >= 1:
+        if (
+            isinstance(shares, dict)
+            and _finite(cycle_ms)
+            and cycle_ms > 0
+            and _finite(accept)
+            and accept >= 1
+        ):
             ds, vs, es = (shares.get(k) for k in ("draft", "verify", "draft_extend"))
             if _finite(ds) and _finite(vs) and _finite(es) and vs > 0 and ds >= 0 and es >= 0:
-                total = ds + vs + es
-                return CycleParts(
-                    cycle_ms * ds / total / settings.steps,
-                    cycle_ms * vs / total,
-                    cycle_ms * es / total / accept,  # the draft extend runs over the accepted tokens
-                    "step profile's split of the measured cycle",
-                )
+                return _split(settings, cycle_ms, accept, float(ds), float(vs), float(es))
     if not (_finite(cycle_ms) and _finite(accept) and _finite(nospec_step_ms)):
         return None
     if cycle_ms <= 0 or nospec_step_ms <= 0 or accept < 1:
@@ -262,6 +262,27 @@ def fit_parts(
         per_token, verify, how = 0.0, min(nospec_step_ms, cycle_ms), "cycle held fixed in the accept length"
     draft = max(0.0, (cycle_ms - verify - per_token * accept) / settings.steps)
     return CycleParts(draft, verify, per_token, f"estimate: verify ≈ one no-spec step; {how}")
+
+
+def _split(
+    settings: SpecSettings, cycle_ms: float, accept: float, draft: float, verify: float, extend: float
+) -> CycleParts:
+    """The measured cycle split by a step profile's GPU ms per cycle of its draft, verify and draft
+    extend parts. The profile sees the GPU's spans; the measured cycle is longer by what runs between
+    them (scheduling, kernel launches, copies to the host), once per forward: a cycle runs ``steps``
+    draft forwards, one verify and one draft extend, so each gets ``(cycle − Σ spans) ÷ (steps + 2)`` on
+    top of its span (a small model's cycle is mostly this gap, a large one's mostly the spans). Spans
+    longer than the measured cycle (a profile of a slower moment) are scaled down to it. The draft
+    extend runs over the accepted tokens, so its part is per token. The measured cycle is reproduced."""
+    total = draft + verify + extend
+    scale = min(1.0, cycle_ms / total) if total > 0 else 1.0
+    gap = max(0.0, cycle_ms - total) / (settings.steps + 2)
+    return CycleParts(
+        draft * scale / settings.steps + gap,
+        verify * scale + gap,
+        (extend * scale + gap) / accept,
+        "step profile's spans + the gap to the measured cycle per forward",
+    )
 
 
 # ------------------------------------------------------------------------------------ prediction

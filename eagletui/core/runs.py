@@ -590,7 +590,7 @@ class RunBook:
                     settings=settings,
                     rates=rates,
                     other=self._other_drafter(run, g),
-                    profile=_profile_parts(run.step_profile),
+                    profile=profile_parts(run.step_profile),
                 )
             out.append(ConcurrencyRow(g.concurrency, g.metric("tok_s"), nospec, acc, econ, b))
         return out
@@ -815,7 +815,7 @@ def _concs(run: Run) -> str:
     return ",".join(str(c) for c in cs) or "?"
 
 
-def _profile_parts(profile: dict[str, Any] | None) -> dict[str, Any] | None:
+def profile_parts(profile: dict[str, Any] | None) -> dict[str, Any] | None:
     """A step profile's split of a speculative cycle (:func:`eagletui.profiler.summary.step_breakdown`:
     ``parts`` draft / verify / draft_extend, GPU ms per cycle) as shares for the cycle model; None when
     the profile has no complete speculative cycle."""

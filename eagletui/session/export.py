@@ -25,6 +25,7 @@ from eagletui.core.events import (
     Event,
     LaunchStarted,
 )
+from eagletui.core.predict import explain
 from eagletui.core.profile import format_diff
 from eagletui.core.redact import Redactor
 from eagletui.core.runs import KEY_FLAGS, Run, RunBook, RunVerdict
@@ -410,7 +411,7 @@ def build_report(
                 by_concurrency=[r.to_json() for r in book.concurrency_table(n)] if run.is_spec else [],
                 accept=book.accept_definitions(n) | {"per_position_delta_pp": book.position_deltas(n)},
                 has_baseline=book.base_run() is not None,
-                diagnosis=[d.to_json() for d in diag.diagnoses(n)],
+                diagnosis=[d.to_json() for d in explain(diag, book, n)],
             )
         )
     started = min((r.started_wall for r in book.runs.values() if r.started_wall is not None), default=None)

@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from eagletui.core.diagnosis import why_line
 from eagletui.core.events import Event, LaunchStarted, LogLine
+from eagletui.core.predict import explain
 from eagletui.core.state import LaunchStatus, ServerState
 from eagletui.core.textsafe import inert
 from eagletui.session.presence import Presence
@@ -218,7 +219,7 @@ def compare_text(
         t.append(f"\n#{econ[0]} {econ[1]}", style="bold green" if e is not None and e.pays else "bold red")
     elif row.alarms:
         t.append(f"  ⚠ {row.alarms[0]}", style="yellow")
-    why = why_line(diagnoser.diagnoses(launch)) if diagnoser is not None else ""
+    why = why_line(explain(diagnoser, runbook, launch)) if diagnoser is not None else ""
     if why:
         t.no_wrap, t.overflow = False, "fold"
         t.append("\n" + inert(why), style="yellow")

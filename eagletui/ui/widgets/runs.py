@@ -11,6 +11,7 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
 
+from eagletui.core.predict import explain
 from eagletui.core.redact import Redactor
 from eagletui.core.state import PhaseStatus
 from eagletui.core.textsafe import inert
@@ -196,7 +197,7 @@ class RunsTable(DataTable):
             t.append_text(concurrency_lines(runbook, launch))
         if run is not None and run.step_profile and runbook is not None:
             t.append("\nstep profile\n", style="bold").append_text(step_bars(runbook, launch))
-        t.append_text(why_lines(state.diagnoser.diagnoses(launch)))
+        t.append_text(why_lines(explain(state.diagnoser, runbook, launch)))
         t.append("\nconfig vs baseline", style="bold")
         base = runbook.baseline if runbook is not None else None
         if base == launch:
