@@ -276,8 +276,13 @@ async def amain(quick: bool) -> list[dict[str, Any]]:
 
 
 def main() -> int:
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true")
+    ap = argparse.ArgumentParser(description="Prediction error of the next-launch model on the simulator.")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("EAGLETUI_BENCH_QUICK", "") not in ("", "0"),
+        help="short mode for CI (also EAGLETUI_BENCH_QUICK=1): concurrencies 1 and 8, 96 tokens",
+    )
     ns = ap.parse_args()
     rows = asyncio.run(amain(ns.quick))
     print(
