@@ -18,9 +18,7 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -29,8 +27,8 @@ import aiohttp
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._simproc import SimProcess
 from eagletui.bench.client import run_builtin
-from eagletui.commands.demo import free_port
 from eagletui.core.profile import BenchSettings
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -43,13 +41,8 @@ def proc_cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLK_TCK
 
 
-def sim_argv(port: int, speed: float, max_running: int) -> list[str]:
+def sim_flags(speed: float, max_running: int) -> list[str]:
     return [
-        sys.executable,
-        "-m",
-        "eagletui.sim",
-        "--port",
-        str(port),
         "--model-path",
         "moonshotai/Kimi-K2.5",
         "--tp",
@@ -76,49 +69,19 @@ def sim_argv(port: int, speed: float, max_running: int) -> list[str]:
     ]
 
 
-class Sim:
-    def __init__(self, speed: float, max_running: int = 256) -> None:
-        self.port = free_port()
-        self.log = tempfile.NamedTemporaryFile(prefix="eagletui-sim-", suffix=".log", delete=False)
-        self.proc = subprocess.Popen(
-            sim_argv(self.port, speed, max_running),
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=str(Path(__file__).resolve().parents[1]),
-        )
-        self.url = f"http://127.0.0.1:{self.port}"
+def sim_argv(port: int, speed: float, max_running: int) -> list[str]:
+    return [sys.executable, "-m", "eagletui.sim", "--port", str(port), *sim_flags(speed, max_running)]
 
-    async def wait_ready(self, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        async with aiohttp.ClientSession() as s:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"simulator exited ({self.proc.returncode}); log: {self.log.name}")
-                try:
-                    async with s.get(self.url + "/health", timeout=aiohttp.ClientTimeout(total=2)) as r:
-                        if r.status == 200:
-                            return
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.2)
-        raise TimeoutError(f"simulator not ready after {timeout}s; log: {self.log.name}")
+
+class Sim(SimProcess):
+    def __init__(self, speed: float, max_running: int = 256) -> None:
+        super().__init__(sim_flags(speed, max_running))
 
     async def stats(self) -> dict[str, Any]:
         async with aiohttp.ClientSession() as s, s.get(self.url + "/sim/stats") as r:
             data = await r.json()
         data.pop("per_request", None)
         return data
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, 15)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, 9)
-        os.unlink(self.log.name)
 
 
 def pct(measured: float | None, truth: float | None) -> float | None:

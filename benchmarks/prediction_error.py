@@ -19,25 +19,19 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
 import sys
-import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-import aiohttp
-
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks._simproc import SimProcess
 from eagletui.bench.client import run_builtin
-from eagletui.commands.demo import free_port
 from eagletui.core import events as ev
 from eagletui.core.predict import checks, forecasts
 from eagletui.core.profile import BenchSettings
 from eagletui.core.runs import RunBook
 
-REPO = Path(__file__).resolve().parents[1]
 BASE_ARGS = {
     "--model-path": "moonshotai/Kimi-K2.5",
     "--tp": 8,
@@ -59,44 +53,9 @@ def argv(args: dict[str, Any]) -> list[str]:
     return out
 
 
-class Sim:
+class Sim(SimProcess):
     def __init__(self, args: dict[str, Any]) -> None:
-        self.port = free_port()
-        self.log = tempfile.NamedTemporaryFile(prefix="eagletui-pred-", suffix=".log", delete=False)
-        cmd = [sys.executable, "-m", "eagletui.sim", "--port", str(self.port), *argv(args)]
-        self.proc = subprocess.Popen(
-            cmd,
-            stdout=self.log,
-            stderr=subprocess.STDOUT,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,
-            cwd=REPO,
-        )
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    async def wait_ready(self, timeout: float = 120.0) -> None:
-        deadline = time.monotonic() + timeout
-        async with aiohttp.ClientSession() as s:
-            while time.monotonic() < deadline:
-                if self.proc.poll() is not None:
-                    raise RuntimeError(f"simulator exited; log {self.log.name}")
-                try:
-                    async with s.get(self.url + "/health", timeout=aiohttp.ClientTimeout(total=2)) as r:
-                        if r.status == 200:
-                            return
-                except aiohttp.ClientError:
-                    pass
-                await asyncio.sleep(0.2)
-        raise TimeoutError(self.log.name)
-
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, 15)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, 9)
-        os.unlink(self.log.name)
+        super().__init__(argv(args), prefix="eagletui-pred-")
 
 
 async def launch(

@@ -181,18 +181,9 @@ _NOT_WORKING = "the drafter is not working"
 def timed_groups(run: Run) -> list[Group]:
     """The run's settings from every result that timed its cycles truly: the valid ones and those the
     gate left out only because the drafter accepted nothing (random weights: accept ≈ 1)."""
-    out: list[Group] = []
-    for r, problems in run.result_problems():
-        if any(not p.startswith(_NOT_WORKING) for p in problems):
-            continue
-        conc, fp = run.concurrency_of(r), r.workload_fingerprint or ""
-        for g in out:
-            if g.concurrency == conc and g.fingerprint == fp:
-                g.results.append(r)
-                break
-        else:
-            out.append(Group(conc, fp, [r]))
-    return out
+    return run.group(
+        r for r, problems in run.result_problems() if all(p.startswith(_NOT_WORKING) for p in problems)
+    )
 
 
 def _reference(book: RunBook, run: Run) -> Run | None:

@@ -14,6 +14,7 @@ Pure: no I/O.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -275,8 +276,12 @@ class Run:
 
     def groups(self) -> list[Group]:
         """The valid results by setting, in the order the settings were first measured."""
+        return self.group(self.good_results)
+
+    def group(self, results: Iterable[BenchmarkResult]) -> list[Group]:
+        """``results`` of this run by setting (concurrency, workload), in the order first measured."""
         out: list[Group] = []
-        for r in self.good_results:
+        for r in results:
             conc, fp = self.concurrency_of(r), r.workload_fingerprint or ""
             for g in out:
                 if g.concurrency == conc and g.fingerprint == fp:

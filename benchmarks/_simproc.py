@@ -1,0 +1,58 @@
+"""The SGLang simulator in a subprocess on a free port, for the benchmarks that measure against it
+(``bench_client_accuracy.py``, ``prediction_error.py``): started in its own session so a stop ends it and
+its children, its log in a temporary file named in every error."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+
+from eagletui.commands.demo import free_port
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+class SimProcess:
+    def __init__(self, flags: list[str], prefix: str = "eagletui-sim-") -> None:
+        self.port = free_port()
+        self.log = tempfile.NamedTemporaryFile(prefix=prefix, suffix=".log", delete=False)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "eagletui.sim", "--port", str(self.port), *flags],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+            cwd=REPO,
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    async def wait_ready(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        async with aiohttp.ClientSession() as s:
+            while time.monotonic() < deadline:
+                if self.proc.poll() is not None:
+                    raise RuntimeError(f"simulator exited ({self.proc.returncode}); log: {self.log.name}")
+                try:
+                    async with s.get(self.url + "/health", timeout=aiohttp.ClientTimeout(total=2)) as r:
+                        if r.status == 200:
+                            return
+                except aiohttp.ClientError:
+                    pass
+                await asyncio.sleep(0.2)
+        raise TimeoutError(f"simulator not ready after {timeout}s; log: {self.log.name}")
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            os.killpg(self.proc.pid, 15)
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                os.killpg(self.proc.pid, 9)
+        os.unlink(self.log.name)
