@@ -311,6 +311,9 @@ async def _amain(ns: argparse.Namespace) -> int:
                 _say(f"eagletui: stopping the server failed: {exc}")
                 summary["stop"] = {"ok": False, "error": redactor.text(str(exc))}
                 code = EXIT_STOP_FAILED
+        job = ws.job_report()
+        if job is not None:
+            summary["job"] = job  # a Slurm launch: its job id and the state it ended in
         await ws.close()
         model.close()
     if ns.json:

@@ -11,6 +11,7 @@ from eagletui.core.events import FAILURE_KINDS, PHASES
 
 #: Phase names as a noun phrase that reads after "during".
 _PHASE_TEXT: dict[str, str] = {
+    "queued": "the wait in the Slurm queue",
     "launch": "launch",
     "dist_init": "distributed init",
     "load_target": "target weight loading",

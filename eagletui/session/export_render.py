@@ -14,7 +14,7 @@ import json
 import shlex
 from typing import Any
 
-from eagletui.core.events import PHASES
+from eagletui.core.events import LOG_PHASES, PHASES
 from eagletui.core.profile import format_diff
 from eagletui.session.export import (
     FORMATS,
@@ -48,7 +48,7 @@ REPORT_CSV_COLUMNS: tuple[str, ...] = (
     "outcome",
     "failure",
     "ready_after_s",
-    *(f"{p}_s" for p in PHASES if p != "ready"),
+    *(f"{p}_s" for p in LOG_PHASES if p != "ready"),
     "repeats",
     "tok_s",
     "tok_s_stdev",
@@ -100,7 +100,7 @@ def render_csv(report: SessionReport) -> str:
             str(r.outcome),
             r.failure or "",
             _round(r.ready_after),
-            *(_phase_s(r, p) for p in PHASES if p != "ready"),
+            *(_phase_s(r, p) for p in LOG_PHASES if p != "ready"),
             len(r.good_results),
             _round(tok.mean),
             _round(tok.stdev),
