@@ -194,6 +194,13 @@ def exit_note(app: Any, target: str, port: int | None = None) -> str:
         return ""
     if not run.owned:
         return f"the server (pid {run.pid}) on {target} was followed read-only and keeps running\n"
+    if run.job_id:
+        # a Slurm job is found again through its profile's [slurm] section (the cluster it runs on)
+        path = ws.profile.path if ws is not None and ws.profile.path else "PROFILE"
+        return (
+            f"the server (run {run.run_id}, Slurm job {run.job_id}) keeps running on {target}; "
+            f"'eagletui connect {target} --profile {path}' reattaches\n"
+        )
     return (
         f"the server (run {run.run_id}) keeps running on {target}; 'eagletui connect {target}' reattaches\n"
     )

@@ -139,7 +139,8 @@ def job_facts(fields):
         "job_id": fields.get("JobId", ""),
         "name": fields.get("JobName", ""),
         "state": state,
-        "reason": reason.replace("_", " ") if reason.startswith("ReqNodeNotAvail") else reason,
+        # -o (one line) writes the reason's spaces as underscores: "Nodes_required_for_job_are_DOWN,..."
+        "reason": reason.replace("_", " "),
         "exit_code": code,
         "signal": sig,
         "exit_raw": fields.get("ExitCode", ""),

@@ -44,7 +44,7 @@ from eagletui.core.events import (
     ServerReady,
 )
 from eagletui.remote.control import Liveness, RunInfo
-from eagletui.remote.slurm import as_dict
+from eagletui.remote.slurm import ACTIVE_STATES, as_dict
 from eagletui.remote.source import UNKNOWN_NOTICE_AFTER, LineLimiter, LiveSource, make_interpreter
 from eagletui.remote.tail import LogTail
 from eagletui.remote.transport import Transport, TransportError
@@ -145,7 +145,9 @@ class JobSource(LiveSource):
                 self._failed_node = node.name
                 self._reported_failure = True
                 node.failed = True
-                out.append(dataclasses.replace(e, node=node.name) if self.multi else e)
+                if self.multi:  # every report quotes the message: it names the node
+                    e = dataclasses.replace(e, node=node.name, message=f"node {node.name}: {e.message}")
+                out.append(e)
                 if self.multi:
                     out.append(self._progress(node, e.phase or node.phase, "failed"))
                 continue
@@ -241,8 +243,9 @@ class JobSource(LiveSource):
             str(n[0]) for n in out.get("nodes") or [] if isinstance(n, list) and n
         )
         position = out.get("position") if isinstance(out.get("position"), int) else None
-        code = job.get("exit_code") if isinstance(job.get("exit_code"), int) else None
-        sig = job.get("signal") if isinstance(job.get("signal"), int) else None
+        ended = str(job.get("state") or "") not in ACTIVE_STATES
+        code = job.get("exit_code") if ended and isinstance(job.get("exit_code"), int) else None
+        sig = job.get("signal") if ended and isinstance(job.get("signal"), int) else None
         source = "scontrol" if out.get("state") == "found" else str(job.get("source") or "recorded")
         key = (job.get("state"), job.get("reason"), position, nodes, code, sig)
         if key == self._last_status:
