@@ -96,7 +96,9 @@ class SlurmCase:
     def slug(self) -> str:
         return re.sub(r"[^A-Za-z0-9_.-]+", "_", self.name).strip("_")[:24]
 
-    def wait_jobs(self, count: int, state: str = "RUNNING", timeout: float = 60) -> list[tuple[str, str, str]]:
+    def wait_jobs(
+        self, count: int, state: str = "RUNNING", timeout: float = 60
+    ) -> list[tuple[str, str, str]]:
         deadline = time.monotonic() + timeout
         jobs: list[tuple[str, str, str]] = []
         while time.monotonic() < deadline:
@@ -184,7 +186,9 @@ _counter = 0
 
 
 @pytest.fixture(name="slurm")
-def slurm_fixture(slurm_cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[SlurmCase]:
+def slurm_fixture(
+    slurm_cluster: Cluster, tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[SlurmCase]:
     global _counter
     _counter += 1
     base = re.sub(r"[^a-z0-9]+", "", request.node.name.lower().replace("test_", ""))[:14]

@@ -133,8 +133,12 @@ async def test_a_failing_node_is_named_and_the_job_fails(slurm: SlurmCase) -> No
     prof = slurm.profile(nodes=2, env='EAGLETUI_SIM_FAIL = "oom-load"\nEAGLETUI_SIM_FAIL_NODE = "1"')
     async with session(prof) as (ws, model, events):
         await ws.launch()
-        la_done = lambda: (la := model.state.launch) is not None and la.exit_code is not None or (  # noqa: E731
-            la is not None and la.exit_signal is not None
+        la_done = lambda: (
+            (la := model.state.launch) is not None
+            and la.exit_code is not None
+            or (  # noqa: E731
+                la is not None and la.exit_signal is not None
+            )
         )
         await _until(la_done, 90, "the failed job's exit")
         la = model.state.launch
@@ -195,18 +199,26 @@ async def test_a_pending_job_shows_why_and_where_it_waits(slurm: SlurmCase) -> N
 
 
 async def test_never_cancels_a_job_it_did_not_submit(slurm: SlurmCase, tmp_path: Path) -> None:
-    res = slurm.cluster.run("sbatch", "--parsable", f"--job-name=eagletui-{slurm.slug}-other", "--wrap", "sleep 120")
+    res = slurm.cluster.run(
+        "sbatch", "--parsable", f"--job-name=eagletui-{slurm.slug}-other", "--wrap", "sleep 120"
+    )
     other = res.stdout.strip().split(";")[0]
     prof = load_profile(slurm.profile())
-    launcher = SlurmLauncher(LocalTransport(), prof.slurm, runs_dir=str(tmp_path / "runs"), python=prof.python)
+    launcher = SlurmLauncher(
+        LocalTransport(), prof.slurm, runs_dir=str(tmp_path / "runs"), python=prof.python
+    )
     # a record that names another job id, a right id with the wrong name, an unowned run: all refused
     rd = tmp_path / "runs" / "fake"
     rd.mkdir(parents=True)
     (rd / "run.json").write_text(json.dumps({"job_id": "999999", "job_name": "x", "launcher": "slurm"}))
-    base = dict(run_id="fake", run_dir=str(rd), log_path="", pid=0, pgid=0, start_time="", argv=[], port=0, launch=1)
+    base = dict(
+        run_id="fake", run_dir=str(rd), log_path="", pid=0, pgid=0, start_time="", argv=[], port=0, launch=1
+    )
     with pytest.raises(NotOurProcess):
         await launcher.stop(RunInfo(**base, job_id=other, job_name="x", launcher="slurm"))
-    (rd / "run.json").write_text(json.dumps({"job_id": other, "job_name": "eagletui-x-fake", "launcher": "slurm"}))
+    (rd / "run.json").write_text(
+        json.dumps({"job_id": other, "job_name": "eagletui-x-fake", "launcher": "slurm"})
+    )
     with pytest.raises(NotOurProcess, match="now named"):
         await launcher.stop(RunInfo(**base, job_id=other, job_name="eagletui-x-fake", launcher="slurm"))
     with pytest.raises(NotOurProcess):
@@ -258,7 +270,11 @@ async def test_a_job_ended_by_slurm_after_ready_is_a_failure(slurm: SlurmCase) -
     async with session(prof) as (ws, model, events):
         await ws.launch()
         await _until(lambda: _ready(model), 90, "ready")
-        await _until(lambda: model.state.launch.exit_code is not None or model.state.launch.exit_signal is not None, 60, "exit")
+        await _until(
+            lambda: model.state.launch.exit_code is not None or model.state.launch.exit_signal is not None,
+            60,
+            "exit",
+        )
         la = model.state.launch
         assert la.status == ServerState.FAILED and la.failure is not None
         assert la.job is not None and la.job.state == "FAILED"
@@ -273,12 +289,20 @@ def test_slurm_forgets_but_eagletui_remembers(slurm: SlurmCase, tmp_path: Path) 
     rd.mkdir()
     os.environ["SLURM_CONF"] = slurm.conf
     try:
-        assert hostslurm.job_state(str(rd), "987654", slurm.conf) == {"state": "gone", "job": None, "nodes": []}
+        assert hostslurm.job_state(str(rd), "987654", slurm.conf) == {
+            "state": "gone",
+            "job": None,
+            "nodes": [],
+        }
         (rd / "batch.log").write_text(
             "slurmstepd-n1: error: *** JOB 987654 ON n1 CANCELLED AT 2026-12-01T11:57:33 DUE TO TIME LIMIT ***\n"
         )
         out = hostslurm.job_state(str(rd), "987654", slurm.conf)
-        assert out["state"] == "gone" and out["job"]["state"] == "TIMEOUT" and out["job"]["source"] == "batch log"
+        assert (
+            out["state"] == "gone"
+            and out["job"]["state"] == "TIMEOUT"
+            and out["job"]["source"] == "batch log"
+        )
         (rd / "job_state.json").write_text(json.dumps({"job_id": "987654", "state": "NODE_FAIL"}))
         out = hostslurm.job_state(str(rd), "987654", slurm.conf)
         assert out["job"]["state"] == "NODE_FAIL" and out["job"]["source"] == "recorded"

@@ -72,6 +72,8 @@ class RunInfo:
     batch_log: str = ""
     #: how many nodes the job asked for (1: a single-node server)
     num_nodes: int = 1
+    #: the sweep job slot that submitted it (0 outside a parallel sweep)
+    slot: int = 0
 
     @property
     def handle(self) -> str:

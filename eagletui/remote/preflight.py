@@ -270,7 +270,9 @@ async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
             )
         ]
     except (TransportError, OSError) as exc:
-        return [Check("python", "fail", f"cannot run {profile.python} on the host: {exc or type(exc).__name__}")]
+        return [
+            Check("python", "fail", f"cannot run {profile.python} on the host: {exc or type(exc).__name__}")
+        ]
     if res.exit_status != 0:
         last = res.stderr.strip().splitlines()[-1:] or [f"exit status {res.exit_status}"]
         return [Check("python", "fail", f"{profile.python} does not run on the host: {last[0]}")]

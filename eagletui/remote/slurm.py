@@ -217,6 +217,7 @@ class SlurmLauncher(Launcher):
             node_logs=[f"{rd}/node-{i}.log" for i in range(n)],
             batch_log=f"{rd}/batch.log",
             num_nodes=n,
+            slot=int(rec.get("slot") or 0),
         )
         return run
 

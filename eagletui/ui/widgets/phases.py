@@ -314,7 +314,6 @@ class PhasePanel(Vertical):
         else:
             self.remove_class("failed")
 
-
     def _node_rows(self, la: LaunchState | None, now: float, colours: dict[str, str], warn: str) -> None:
         """A multi-node server: where each node is, and the straggler by name."""
         box = self.query_one("#phase-nodes", Static)
@@ -328,7 +327,9 @@ class PhasePanel(Vertical):
             names = la.job.nodes if la.job is not None else ()
             text.append(", ".join(inert(n) for n in names) or f"{la.node_count} (not started)", style="dim")
         for i, n in enumerate(la.nodes.values()):
-            status = {"ready": PhaseStatus.DONE, "failed": PhaseStatus.FAILED}.get(n.status, PhaseStatus.ACTIVE)
+            status = {"ready": PhaseStatus.DONE, "failed": PhaseStatus.FAILED}.get(
+                n.status, PhaseStatus.ACTIVE
+            )
             text.append("  " if i else "")
             text.append(f"{STATUS_MARK[status]} {inert(n.name)} ", style=colours.get(status, ""))
             if n.status == "ready":
