@@ -40,6 +40,7 @@ from eagletui.core.events import (
     ServerStopped,
 )
 from eagletui.core.nccl import NcclFold
+from eagletui.core.wording import pending_reason_short
 
 SERIES_LIMIT = 2000
 
@@ -403,8 +404,8 @@ def _on_job_status(s: SessionState, ev: JobStatus) -> None:
     queued = la.phases["queued"]
     if queued.status == PhaseStatus.ACTIVE:
         # the row's short text: the pending reason's first word and the queue position
-        word = ev.reason.split(",")[0].split("(")[0].strip()[:9]
-        queued.label = f"{word} #{ev.position}".strip() if ev.position else word
+        word = pending_reason_short(ev.reason) if ev.state == "PENDING" else ev.state.lower()[:11]
+        queued.label = f"{word} #{ev.position}" if ev.position else word
     if ev.state == "PENDING":
         if queued.status == PhaseStatus.PENDING and la.status in (ServerState.QUEUED, ServerState.LAUNCHING):
             queued.status, queued.started = PhaseStatus.ACTIVE, job.submitted or ev.wall

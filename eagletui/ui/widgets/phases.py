@@ -261,7 +261,7 @@ class PhasePanel(Vertical):
                 line.append(f", position {job.position}")
             waited = job.waited(now)
             if waited is not None:
-                line.append(f", waiting {fmt_secs(waited)}")
+                line.append(f", waiting {fmt_secs(waited).strip()}")
             set_label(summary, line)
             self.remove_class("failed")
             return
