@@ -49,15 +49,11 @@ def _url_host(host: str) -> str:
 
 
 def server_version_from(checks: list[Check]) -> str | None:
-    """The sglang (or simulator-compatible) version the preflight found on the host."""
-    import re
+    """The server (or simulator-compatible) version the preflight found on the host (a field of its
+    check: :func:`eagletui.remote.preflight.host_version`)."""
+    from eagletui.remote.preflight import host_version
 
-    for c in checks:
-        if c.name == "server module" and c.status == "pass":
-            m = re.search(r"(?:version|sglang-compat) (\d+\.\d+(?:\.\d+)?)", c.message)
-            if m:
-                return m.group(1)
-    return None
+    return host_version(checks)
 
 
 class WorkspaceError(Exception):
@@ -355,7 +351,10 @@ class Workspace:
     def _follow(self, run: RunInfo) -> None:
         assert self.transport is not None and self.control is not None
         self._stop_source()
-        self._source = self.control.live_source(self.transport, run, stale_after=self.stale_after)
+        profile = self.running_profile or self.profile
+        self._source = self.control.live_source(
+            self.transport, run, stale_after=self.stale_after, log_format=profile.kind.log_format
+        )
         self._source_task = asyncio.create_task(self._pump(self._source))
 
     async def _pump(self, source: LiveSource) -> None:
@@ -473,6 +472,10 @@ class Workspace:
                         emit=self.emit,
                         stop=stop,
                         api_key=str(api_key) if api_key not in (None, True, False) else None,
+                        api=profile.kind.api,
+                        model=str(
+                            profile.args.get("--served-model-name") or profile.kind.model(profile.args)
+                        ),
                     )
                     if result.error or (stop is not None and stop.is_set()):
                         break

@@ -58,6 +58,11 @@ def _ready(model: SessionModel) -> bool:
     return la is not None and la.status == ServerState.READY
 
 
+def _exited(model: SessionModel) -> bool:
+    la = model.state.launch
+    return la is not None and (la.exit_code is not None or la.exit_signal is not None)
+
+
 def _mode(path: Path) -> int:
     return stat.S_IMODE(path.stat().st_mode)
 
@@ -133,14 +138,7 @@ async def test_a_failing_node_is_named_and_the_job_fails(slurm: SlurmCase) -> No
     prof = slurm.profile(nodes=2, env='EAGLETUI_SIM_FAIL = "oom-load"\nEAGLETUI_SIM_FAIL_NODE = "1"')
     async with session(prof) as (ws, model, events):
         await ws.launch()
-        la_done = lambda: (
-            (la := model.state.launch) is not None
-            and la.exit_code is not None
-            or (  # noqa: E731
-                la is not None and la.exit_signal is not None
-            )
-        )
-        await _until(la_done, 90, "the failed job's exit")
+        await _until(lambda: _exited(model), 90, "the failed job's exit")
         la = model.state.launch
         assert la is not None and la.failure is not None
         assert la.failure.kind == "oom" and la.failure.node == "n2", la.failure
@@ -270,11 +268,7 @@ async def test_a_job_ended_by_slurm_after_ready_is_a_failure(slurm: SlurmCase) -
     async with session(prof) as (ws, model, events):
         await ws.launch()
         await _until(lambda: _ready(model), 90, "ready")
-        await _until(
-            lambda: model.state.launch.exit_code is not None or model.state.launch.exit_signal is not None,
-            60,
-            "exit",
-        )
+        await _until(lambda: _exited(model), 60, "exit")
         la = model.state.launch
         assert la.status == ServerState.FAILED and la.failure is not None
         assert la.job is not None and la.job.state == "FAILED"

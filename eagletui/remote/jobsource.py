@@ -87,8 +87,12 @@ class JobSource(LiveSource):
         *,
         stale_after: float = 120.0,
         poll_interval: float = 2.0,
+        log_format: str | None = None,
     ) -> None:
-        super().__init__(transport, control, run, stale_after=stale_after, poll_interval=poll_interval)
+        super().__init__(
+            transport, control, run, stale_after=stale_after, poll_interval=poll_interval, log_format=log_format
+        )
+        self.log_format = log_format
         self.multi = run.num_nodes > 1
         self.nodes: list[NodeLog] = []
         self._started = asyncio.Event()
@@ -120,7 +124,8 @@ class JobSource(LiveSource):
                 on_reset=self._on_reset,
                 python=self.control.python,
             )
-            self.nodes.append(NodeLog(i, self._node_name(i), path, tail, make_interpreter(self.run.launch)))
+            interp = make_interpreter(self.run.launch, self.log_format)
+            self.nodes.append(NodeLog(i, self._node_name(i), path, tail, interp))
         self.interp = self.nodes[0].interp  # the head node's phase decides staleness
         self._started.set()
 

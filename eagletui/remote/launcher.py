@@ -88,12 +88,15 @@ class Launcher(ABC):
         login node has no GPUs and does not bind the port: the job's node does)."""
         return checks
 
-    def live_source(self, transport: Transport, run: RunInfo, *, stale_after: float) -> LiveSource:
-        """The event source that follows ``run``: its log tail and this launcher's liveness (a Slurm job
-        has several logs and a queue to wait in: :class:`~eagletui.remote.jobsource.JobSource`)."""
+    def live_source(
+        self, transport: Transport, run: RunInfo, *, stale_after: float, log_format: str | None = None
+    ) -> LiveSource:
+        """The event source that follows ``run``: its log tail (read in ``log_format``) and this
+        launcher's liveness (a Slurm job has several logs and a queue to wait in:
+        :class:`~eagletui.remote.jobsource.JobSource`)."""
         from eagletui.remote.source import LiveSource
 
-        return LiveSource(transport, self, run, stale_after=stale_after)
+        return LiveSource(transport, self, run, stale_after=stale_after, log_format=log_format)
 
 
 def make_launcher(profile: Profile, transport: Transport, *, slot: int = 0) -> Launcher:

@@ -384,10 +384,19 @@ class SlurmLauncher(Launcher):
 
     # ------------------------------------------------------------------ optional capabilities
 
-    def live_source(self, transport: Transport, run: RunInfo, *, stale_after: float) -> LiveSource:
+    def live_source(
+        self, transport: Transport, run: RunInfo, *, stale_after: float, log_format: str | None = None
+    ) -> LiveSource:
         from eagletui.remote.jobsource import JobSource
 
-        return JobSource(transport, self, run, stale_after=stale_after, poll_interval=self.settings.poll_s)
+        return JobSource(
+            transport,
+            self,
+            run,
+            stale_after=stale_after,
+            poll_interval=self.settings.poll_s,
+            log_format=log_format,
+        )
 
     async def check(self) -> dict[str, Any]:
         """What the preflight asks the login node: sbatch's version and the partition's state."""

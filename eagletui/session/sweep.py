@@ -343,7 +343,7 @@ def _is_spec(profile: Profile, v: VariantState) -> bool:
         p = variant_profile(profile, Variant(v.name, v.settings))
     except ValueError:
         return False
-    return bool(p.args.get("--speculative-algorithm"))
+    return p.kind.is_spec(p.args)
 
 
 def _r(x: float | None, digits: int) -> float | None:
