@@ -227,11 +227,15 @@ class Cluster:
             return None
         except PermissionError:
             return pid
-        # a zombie or another program under a reused pid is not our daemon
-        with contextlib.suppress(OSError):
-            comm = Path(f"/proc/{pid}/comm").read_text().strip()
-            if not comm.startswith(("munged", "slurmctld", "slurmd")):
-                return None
+        # a zombie (killed, not yet reaped: in a container nobody may reap it) or another program under
+        # a reused pid is not our daemon
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        comm, _, rest = stat.partition("(")[2].rpartition(")")
+        if rest.split()[:1] in (["Z"], ["X"]) or not comm.startswith(("munged", "slurmctld", "slurmd")):
+            return None
         return pid
 
     def _pidfiles(self) -> dict[str, Path]:
