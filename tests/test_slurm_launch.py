@@ -302,3 +302,23 @@ def test_slurm_forgets_but_eagletui_remembers(slurm: SlurmCase, tmp_path: Path) 
         assert out["job"]["state"] == "NODE_FAIL" and out["job"]["source"] == "recorded"
     finally:
         os.environ.pop("SLURM_CONF", None)
+
+
+async def test_a_slow_node_is_named_the_straggler(slurm: SlurmCase) -> None:
+    prof = slurm.profile(nodes=2, env='EAGLETUI_SIM_NODE_SLOW = "1:6"', scale="0.01")
+    async with session(prof) as (ws, model, events):
+        await ws.launch()
+        seen: list[tuple[str, str, float]] = []
+
+        def lagging() -> bool:
+            la = model.state.launch
+            lag = la.straggler(time.time()) if la is not None else None
+            if lag is not None and lag[2] >= 1.0:
+                seen.append(lag)
+            return bool(seen) or _ready(model)
+
+        await _until(lagging, 120, "a straggler or ready")
+        assert seen and seen[0][0] == "n2", seen  # node 1 (n2) is six times slower
+        await _until(lambda: _ready(model), 120, "ready")
+        await ws.stop()
+    assert slurm.jobs() == []

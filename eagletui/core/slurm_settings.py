@@ -164,9 +164,9 @@ def _option(raw: Any, key: str, text: str, path: Any) -> str:
     name = opt.split("=", 1)[0]
     # a short option may carry its value without a space (-N2, -pgpu): compare its first two characters
     short = name[:2] if not name.startswith("--") else name
-    why = _OWN_OPTIONS.get(name) or _OWN_OPTIONS.get(short)
-    if why:
-        raise _err(f"slurm.{key}: {name} is eagletui's to set ({why})", text, path, key)
+    own = name if name in _OWN_OPTIONS else short if short in _OWN_OPTIONS else ""
+    if own:
+        raise _err(f"slurm.{key}: {own} is eagletui's to set ({_OWN_OPTIONS[own]})", text, path, key)
     return opt
 
 
