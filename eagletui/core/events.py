@@ -315,6 +315,8 @@ class JobStatus(Event):
     exit_code: int | None = None
     signal: int | None = None
     source: str = "scontrol"
+    #: seconds it waited (Slurm's SubmitTime → StartTime) once it started; None while unknown
+    queued_s: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

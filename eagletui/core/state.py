@@ -115,7 +115,7 @@ class JobView:
     state: str = "PENDING"
     reason: str = ""
     position: int | None = None
-    submitted: float | None = None  # wall clock of the submit
+    submitted: float | None = None  # wall clock of the submit (or of the reattach)
     started: float | None = None  # when it was first seen running
     ended: float | None = None
     nodes: tuple[str, ...] = ()
@@ -415,7 +415,9 @@ def _on_job_status(s: SessionState, ev: JobStatus) -> None:
         job.position = None
         if queued.status == PhaseStatus.ACTIVE:
             queued.status, queued.finished = PhaseStatus.DONE, ev.wall
-            queued.seconds = max(0.0, ev.wall - (queued.started or ev.wall))
+            # Slurm's own count when it gave one (exact, and right for a job reattached while running)
+            waited = ev.queued_s if ev.queued_s is not None else ev.wall - (queued.started or ev.wall)
+            queued.seconds = max(0.0, waited)
             launch = la.phases["launch"]
             if launch.status == PhaseStatus.PENDING:
                 launch.status, launch.started = PhaseStatus.ACTIVE, ev.wall
@@ -498,8 +500,16 @@ def _on_failed(s: SessionState, ev: ServerFailed) -> None:
             ph.finished = ev.wall
 
 
+def _nodes_down(la: LaunchState) -> None:
+    """The server is gone: no node of it is ready or working any more (a failed one stays failed)."""
+    for node in la.nodes.values():
+        if node.status != "failed":
+            node.status = "stopped"
+
+
 def _on_stopped(s: SessionState, ev: ServerStopped) -> None:
     la = s._launch_for(ev.launch, ev.wall)
+    _nodes_down(la)
     if la.status != ServerState.FAILED:
         la.status = ServerState.STOPPED
     for ph in la.phases.values():
@@ -511,6 +521,7 @@ def _on_stopped(s: SessionState, ev: ServerStopped) -> None:
 def _on_exited(s: SessionState, ev: ProcessExited) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     la.exit_code, la.exit_signal = ev.code, ev.signal
+    _nodes_down(la)
     if la.status in _RUNNING:
         la.status = ServerState.EXITED
         for ph in la.phases.values():

@@ -127,6 +127,17 @@ def split_user(value):
     return m.group(1), int(m.group(2))
 
 
+def _seconds_between(start, end):
+    """Seconds from one scontrol time (``2026-12-01T11:56:17``, the controller's local time) to another;
+    None when either is unknown. Both are in the same zone, so their difference needs none."""
+    try:
+        a = time.mktime(time.strptime(start, "%Y-%m-%dT%H:%M:%S"))
+        b = time.mktime(time.strptime(end, "%Y-%m-%dT%H:%M:%S"))
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return b - a if b >= a else None
+
+
 def job_facts(fields):
     """The parts of a job record eagletui uses, with plain types."""
     state = (fields.get("JobState") or "").split("+")[0].upper()
@@ -153,6 +164,10 @@ def job_facts(fields):
         "run_time": fields.get("RunTime", ""),
         "time_limit": fields.get("TimeLimit", ""),
         "submit_time": fields.get("SubmitTime", ""),
+        # how long it waited in the queue, by Slurm's clock (a reattach learns it here too)
+        "queued_s": _seconds_between(fields.get("SubmitTime"), fields.get("StartTime"))
+        if state not in ("PENDING", "")
+        else None,
         "start_time": fields.get("StartTime", ""),
         "end_time": fields.get("EndTime", ""),
     }

@@ -252,6 +252,7 @@ class JobSource(LiveSource):
         code = job.get("exit_code") if ended and isinstance(job.get("exit_code"), int) else None
         sig = job.get("signal") if ended and isinstance(job.get("signal"), int) else None
         source = "scontrol" if out.get("state") == "found" else str(job.get("source") or "recorded")
+        queued_s = job.get("queued_s") if isinstance(job.get("queued_s"), int | float) else None
         key = (job.get("state"), job.get("reason"), position, nodes, code, sig)
         if key == self._last_status:
             return None
@@ -266,6 +267,7 @@ class JobSource(LiveSource):
             exit_code=code,
             signal=sig,
             source=source,
+            queued_s=queued_s,
         )
 
     async def _drain_tail(self, settle: float = 0.3, limit: float = 5.0) -> None:

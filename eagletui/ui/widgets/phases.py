@@ -328,13 +328,17 @@ class PhasePanel(Vertical):
             names = la.job.nodes if la.job is not None else ()
             text.append(", ".join(inert(n) for n in names) or f"{la.node_count} (not started)", style="dim")
         for i, n in enumerate(la.nodes.values()):
-            status = {"ready": PhaseStatus.DONE, "failed": PhaseStatus.FAILED}.get(
-                n.status, PhaseStatus.ACTIVE
-            )
+            status = {
+                "ready": PhaseStatus.DONE,
+                "failed": PhaseStatus.FAILED,
+                "stopped": PhaseStatus.PENDING,
+            }.get(n.status, PhaseStatus.ACTIVE)
             text.append("  " if i else "")
             text.append(f"{STATUS_MARK[status]} {inert(n.name)} ", style=colours.get(status, ""))
             if n.status == "ready":
                 text.append("ready", style=colours["done"])
+            elif n.status == "stopped":
+                text.append("stopped", style=colours["pending"])
             else:
                 text.append(PHASE_LABELS.get(n.phase, inert(n.phase)) or "starting")
                 if n.total:
