@@ -322,3 +322,22 @@ async def test_a_slow_node_is_named_the_straggler(slurm: SlurmCase) -> None:
         await _until(lambda: _ready(model), 120, "ready")
         await ws.stop()
     assert slurm.jobs() == []
+
+
+async def test_the_preflight_asks_slurm_not_the_login_nodes_gpus(slurm: SlurmCase) -> None:
+    async with session(slurm.profile(nodes=2)) as (ws, _model, _events):
+        checks = await ws.control.adapt_preflight([])
+        by = {c.name: c for c in checks}
+        assert by["slurm"].status == "pass" and "partition debug: 2 node(s)" in by["slurm"].message
+    async with session(slurm.profile(nodes=3)) as (ws, _model, _events):
+        by = {c.name: c for c in await ws.control.adapt_preflight([])}
+        assert by["slurm"].status == "fail" and "asks for 3 nodes" in by["slurm"].message
+    async with session(slurm.profile(partition="nosuch")) as (ws, _model, _events):
+        by = {c.name: c for c in await ws.control.adapt_preflight([])}
+        assert by["slurm"].status == "fail" and "does not exist" in by["slurm"].message
+        # and if it were submitted all the same, Slurm's refusal is the launch's error
+        from eagletui.remote.control import LaunchError
+
+        with pytest.raises(LaunchError, match="Slurm did not take the job: .*invalid partition"):
+            await ws.launch()
+    assert slurm.jobs() == []
