@@ -24,6 +24,7 @@ from eagletui.remote.transport import NotOurProcess
 from eagletui.session.model import SessionModel
 from eagletui.workspace import Workspace
 from tests.conftest_slurm import SlurmCase, slurm_cluster_fixture, slurm_fixture  # noqa: F401
+from tests.sshd import sshd_server_fixture  # noqa: F401
 
 pytestmark = pytest.mark.slow
 
@@ -84,6 +85,8 @@ def test_bench_launch_json_runs_the_simulator_as_a_job(slurm: SlurmCase, capsys)
     assert job["id"].isdigit() and job["name"].startswith(f"eagletui-{slurm.slug}-")
     assert job["state"] == "CANCELLED" and job["signal"] == 15  # our scancel ended it
     assert job["nodes"] == ["n1"] or job["nodes"] == ["n2"]
+    assert f"job {job['id']} RUNNING on {job['nodes'][0]}" in out.err  # the job's progress on stderr
+    assert f"job {job['id']} CANCELLED" in out.err or "stopped" in out.err
     assert data["output_throughput"] > 0 and data["requests"] == 6 and data["failed"] == 0
     assert data["stop"]["ok"] and data["stop"]["ended_by"] == "scancel"
     assert slurm.jobs() == []  # scancel waited until the job had left
@@ -340,4 +343,21 @@ async def test_the_preflight_asks_slurm_not_the_login_nodes_gpus(slurm: SlurmCas
 
         with pytest.raises(LaunchError, match="Slurm did not take the job: .*invalid partition"):
             await ws.launch()
+    assert slurm.jobs() == []
+
+
+@pytest.mark.sshd
+def test_bench_through_the_login_node_over_ssh(slurm: SlurmCase, capsys, sshd_server) -> None:
+    """The login node reached over SSH: sbatch there, the benchmark through the SSH tunnel to the head
+    node's address as Slurm reports it, scancel there."""
+    from eagletui.commands.bench import main
+
+    prof = slurm.profile(nodes=2)
+    ssh = ["--ssh-config", str(sshd_server.config_file), "--known-hosts", str(sshd_server.known_hosts)]
+    rc = main([sshd_server.alias, "--profile", str(prof), "--launch", "--json", *ssh])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    data = json.loads(out.out)
+    assert data["job"]["nodes"] == ["n1", "n2"] and data["job"]["state"] == "CANCELLED"
+    assert data["requests"] == 6 and data["failed"] == 0 and data["output_throughput"] > 0
     assert slurm.jobs() == []

@@ -62,6 +62,8 @@ class PhasePrinter:
                 _say(f"  {e.phase}: {e.done}/{e.total} {e.unit} {e.label}".rstrip())
         elif isinstance(e, ev.ServerFailed):
             _say(f"  server failed ({e.kind}): {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""))
+        elif isinstance(e, ev.JobStatus):
+            _say(f"  {job_line(e)}")
         elif isinstance(e, ev.BenchmarkSample) and self.samples and e.scope == "tick" and e.tok_s is not None:
             acc = f", accept {e.accept_len:.2f}" if e.accept_len else ""
             _say(f"  t={e.t:5.1f}s {e.tok_s:9.1f} tok/s{acc}")
@@ -69,6 +71,20 @@ class PhasePrinter:
     @staticmethod
     def problem(p: Problem) -> None:
         _say(f"eagletui: {p.message}")
+
+
+def job_line(e: ev.JobStatus) -> str:
+    """A Slurm job's state as the headless commands print it: why it waits, where it runs, how it ended."""
+    text = f"job {e.job_id} {e.state}"
+    if e.reason:
+        text += f" ({e.reason})"
+    if e.position:
+        text += f", position {e.position} in the queue"
+    if e.nodes and e.state not in ("PENDING",):
+        text += f" on {', '.join(e.nodes)}"
+    if e.exit_code is not None or e.signal is not None:
+        text += f", exit {e.exit_code}" if e.exit_code is not None else f", signal {e.signal}"
+    return text
 
 
 async def wait_ready(model: SessionModel, timeout: float, poll: float = 0.1) -> str:

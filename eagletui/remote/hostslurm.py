@@ -265,7 +265,7 @@ def me():
 def read_nodes(rd):
     """[[name, address], ...] as the batch script wrote them at job start (nodes.txt), or []."""
     out = []
-    for line in _read(os.path.join(rd, "nodes.txt")).splitlines():
+    for line in _read(os.path.join(rd, "nodes.txt")).splitlines()[:4096]:  # a job has at most this many
         parts = line.split()
         if len(parts) >= 2:
             out.append([parts[0], parts[1]])
