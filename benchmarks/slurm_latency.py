@@ -87,7 +87,11 @@ async def _launch_to_ready(prof) -> tuple[float, float]:
 
 def _job_start(cluster: Cluster) -> float:
     t0 = time.perf_counter()
-    jid = cluster.run("sbatch", "--parsable", "--wrap", "sleep 30", "-o", "/dev/null").stdout.strip().split(";")[0]
+    jid = (
+        cluster.run("sbatch", "--parsable", "--wrap", "sleep 30", "-o", "/dev/null")
+        .stdout.strip()
+        .split(";")[0]
+    )
     try:
         while True:
             state = cluster.run("squeue", "-h", "-j", jid, "-o", "%T").stdout.strip()

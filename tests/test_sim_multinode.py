@@ -66,9 +66,15 @@ def test_sigterm_on_node_1_waits_for_node_0() -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["--tp", "6", "--nnodes", "4", "--dist-init-addr", "127.0.0.1:1"], "tp_size must be divisible by number of nodes"),
+        (
+            ["--tp", "6", "--nnodes", "4", "--dist-init-addr", "127.0.0.1:1"],
+            "tp_size must be divisible by number of nodes",
+        ),
         (["--nnodes", "2"], "--dist-init-addr is required when --nnodes > 1"),
-        (["--nnodes", "2", "--node-rank", "2", "--dist-init-addr", "h:1"], "node_rank 2 must be in [0, nnodes=2)"),
+        (
+            ["--nnodes", "2", "--node-rank", "2", "--dist-init-addr", "h:1"],
+            "node_rank 2 must be in [0, nnodes=2)",
+        ),
     ],
 )
 def test_bad_multi_node_flags_end_like_sglang(args: list[str], message: str) -> None:

@@ -361,3 +361,26 @@ def test_bench_through_the_login_node_over_ssh(slurm: SlurmCase, capsys, sshd_se
     assert data["job"]["nodes"] == ["n1", "n2"] and data["job"]["state"] == "CANCELLED"
     assert data["requests"] == 6 and data["failed"] == 0 and data["output_throughput"] > 0
     assert slurm.jobs() == []
+
+
+async def test_a_submit_whose_answer_was_lost_is_found_not_submitted_again(slurm: SlurmCase) -> None:
+    """sbatch ran on the login node but the answer never came back (the link dropped): the launcher asks
+    what became of the run and follows its job; nothing is submitted twice."""
+    from eagletui.remote.transport import ConnectionLost
+
+    class LosesTheSubmitAnswer(LocalTransport):
+        async def run(self, argv, *, timeout=30, input=None):
+            res = await super().run(argv, timeout=timeout, input=input)
+            if isinstance(argv, list) and "slurm_submit" in argv:
+                raise ConnectionLost("the link dropped before the answer")
+            return res
+
+    prof = load_profile(slurm.profile())
+    launcher = SlurmLauncher(LosesTheSubmitAnswer(), prof.slurm, runs_dir=prof.runs_dir, python=prof.python)
+    run = await launcher.launch(prof, launch=1)
+    try:
+        assert run.job_id and run.launched_here
+        assert [j[0] for j in slurm.jobs()] == [run.job_id]  # one job, the one that was lost
+    finally:
+        await launcher.stop(run)
+    assert slurm.jobs() == []

@@ -62,7 +62,17 @@ def _job_ids(tmp: Path) -> dict[str, str]:
 
 
 def _start_sweep(prof: Path) -> subprocess.Popen:
-    cmd = [sys.executable, "-m", "eagletui", "sweep", "local", "--profile", str(prof), "--json", "--no-preflight"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "eagletui",
+        "sweep",
+        "local",
+        "--profile",
+        str(prof),
+        "--json",
+        "--no-preflight",
+    ]
     return subprocess.Popen(
         cmd, env=dict(os.environ), stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True
     )
@@ -112,7 +122,9 @@ def test_resume_after_the_client_is_killed_follows_the_running_jobs(
         deadline = time.monotonic() + 90
         while time.monotonic() < deadline and proc.poll() is None:
             vs = _queue(data_dir).get("variants", [])
-            if len(vs) == 2 and all(v.get("run_id") and v.get("state") in ("launching", "benchmarking") for v in vs):
+            if len(vs) == 2 and all(
+                v.get("run_id") and v.get("state") in ("launching", "benchmarking") for v in vs
+            ):
                 break
             time.sleep(0.02)
         else:

@@ -167,7 +167,13 @@ def test_scontrol_lines_parse_with_spaces_and_underscores() -> None:
 
 @pytest.mark.parametrize(
     ("text", "want"),
-    [("3:0", (3, None)), ("0:15", (None, 15)), ("0:0", (0, None)), ("137:0", (137, None)), ("x", (None, None))],
+    [
+        ("3:0", (3, None)),
+        ("0:15", (None, 15)),
+        ("0:0", (0, None)),
+        ("137:0", (137, None)),
+        ("x", (None, None)),
+    ],
 )
 def test_exit_codes_split_as_slurm_writes_them(text: str, want: tuple) -> None:
     assert hostslurm.split_exit(text) == want
@@ -187,7 +193,10 @@ def test_a_forgotten_job_is_known_from_the_record_then_the_logs(tmp_path: Path) 
     (rd / "job_state.json").write_text(json.dumps({"job_id": "12", "state": "NODE_FAIL"}))
     rec = hostslurm.recorded_end(str(rd), "12")
     assert rec["state"] == "NODE_FAIL" and rec["source"] == "recorded"
-    assert hostslurm.recorded_end(str(rd), "13") is None or hostslurm.recorded_end(str(rd), "13")["state"] != "NODE_FAIL"
+    assert (
+        hostslurm.recorded_end(str(rd), "13") is None
+        or hostslurm.recorded_end(str(rd), "13")["state"] != "NODE_FAIL"
+    )
 
 
 # ------------------------------------------------------------------------------ the fold
@@ -299,7 +308,9 @@ def test_the_first_failing_node_is_the_root_cause_and_the_rest_its_cascade() -> 
     src = _source()
     n1, n2 = src.nodes
     start = b"[2026-12-01 12:00:00 TP0] Init parallel begin.\n"
-    out = src._route(n1, n1.interp.feed_bytes(start)) + src._route(n2, n2.interp.feed_bytes(start.replace(b"TP0", b"TP4")))
+    out = src._route(n1, n1.interp.feed_bytes(start)) + src._route(
+        n2, n2.interp.feed_bytes(start.replace(b"TP0", b"TP4"))
+    )
     out += src._route(n2, n2.interp.feed_bytes(OOM_TB.encode()))
     out += src._route(n1, n1.interp.feed_bytes(NCCL_TB.encode()))  # node 1's peers vanished: cascade
     out += src._route(n1, n1.interp.flush()) + src._route(n2, n2.interp.flush())

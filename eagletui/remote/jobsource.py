@@ -56,7 +56,6 @@ if TYPE_CHECKING:
 SRUN_TASK_RE = re.compile(
     r"srun: error: (\S+): tasks? [\d,-]+: (Exited with exit code (\d+)|Killed|Terminated)"
 )
-SLURM_KILL_RE = re.compile(r"\*\*\* (?:JOB|STEP) \S+ ON (\S+) CANCELLED")
 #: Polls a running job may go without node names before its logs are tailed by rank alone.
 NODES_WAIT_POLLS = 5
 
@@ -90,7 +89,12 @@ class JobSource(LiveSource):
         log_format: str | None = None,
     ) -> None:
         super().__init__(
-            transport, control, run, stale_after=stale_after, poll_interval=poll_interval, log_format=log_format
+            transport,
+            control,
+            run,
+            stale_after=stale_after,
+            poll_interval=poll_interval,
+            log_format=log_format,
         )
         self.log_format = log_format
         self.multi = run.num_nodes > 1
@@ -350,7 +354,12 @@ class JobSource(LiveSource):
             js = str(job.get("state") or "")
             if js and js != "PENDING":
                 self._running_polls += 1
-                if self.run.nodes or self._running_polls >= NODES_WAIT_POLLS or state is Liveness.DEAD:
+                ran = bool(self.run.nodes or job.get("nodelist"))  # a job cancelled while pending never did
+                if (
+                    self.run.nodes
+                    or self._running_polls >= NODES_WAIT_POLLS
+                    or (state is Liveness.DEAD and ran)
+                ):
                     self._start_nodes()
             if state is Liveness.DEAD:
                 await self._finish(job)
