@@ -201,7 +201,13 @@ async def test_a_pending_job_shows_why_and_where_it_waits(slurm: SlurmCase) -> N
 
 async def test_never_cancels_a_job_it_did_not_submit(slurm: SlurmCase, tmp_path: Path) -> None:
     res = slurm.cluster.run(
-        "sbatch", "--parsable", f"--job-name=eagletui-{slurm.slug}-other", "--wrap", "sleep 120"
+        "sbatch",
+        "--parsable",
+        f"--job-name=eagletui-{slurm.slug}-other",
+        "-o",
+        "/dev/null",
+        "--wrap",
+        "sleep 120",
     )
     other = res.stdout.strip().split(";")[0]
     prof = load_profile(slurm.profile())

@@ -112,6 +112,10 @@ class JobSource(LiveSource):
 
     # ------------------------------------------------------------------ routing
 
+    def _stopping(self) -> bool:
+        """eagletui is cancelling this job (the workspace said so, or the launcher is at it)."""
+        return self._exit_expected or self.run.run_id in self.control.cancelling
+
     def _node_name(self, index: int) -> str:
         if index < len(self.run.nodes):
             return self.run.nodes[index]
@@ -147,7 +151,7 @@ class JobSource(LiveSource):
                 out.append(self._line(e, node.name if self.multi else ""))
                 continue
             if isinstance(e, ServerFailed):
-                if self.run.run_id in self.control.cancelling:
+                if self._stopping():
                     continue  # scancel signalled every process: the children's deaths are our stop
                 if self._failed_node is not None and self._failed_node != node.name:
                     continue  # the cascade of the first node's failure, not a second root cause
@@ -295,8 +299,7 @@ class JobSource(LiveSource):
     def _final_failure(self, job: dict[str, Any]) -> ServerFailed | None:
         """Slurm's word on a job that ended badly, when no node's log said why."""
         state = str(job.get("state") or "")
-        cancelled_by_us = self.run.run_id in self.control.cancelling
-        if self._reported_failure or cancelled_by_us:
+        if self._reported_failure or self._stopping():
             return None
         if state not in JOB_FAILED_STATES and state != "CANCELLED":
             return None
@@ -393,6 +396,9 @@ class JobSource(LiveSource):
         self.batch.stop()
         if self._batch_buf:
             self._emit(self._batch_lines(b"\n"))
+        if self._exit_expected:
+            self.run.alive = False
+            return  # stopped by eagletui: the workspace reports the stop and the exit itself
         failure = self._final_failure(job) if job else None
         if failure is not None:
             self._queue.put_nowait(failure)

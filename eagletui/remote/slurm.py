@@ -330,6 +330,13 @@ class SlurmLauncher(Launcher):
             raise NotOurProcess(f"{run.handle} was not submitted by eagletui; refusing to cancel it")
         timeout = max(grace, 5.0) + CANCEL_MARGIN_S
         self.cancelling.add(run.run_id)
+        try:
+            return await self._cancel(run, timeout)
+        except BaseException:
+            self.cancelling.discard(run.run_id)  # it runs on: a later death is a death again
+            raise
+
+    async def _cancel(self, run: RunInfo, timeout: float) -> StopOutcome:
         out = await self._json(
             "slurm_cancel",
             run.run_dir,

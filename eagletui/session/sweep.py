@@ -65,6 +65,22 @@ QUEUE_VERSION = 1
 MAX_QUEUE_BYTES = 4 * 1024 * 1024
 
 
+def _slowest_phases(model: SessionModel) -> str:
+    """`` (load_target 1.8s, warmup 0.6s, …)``: the launch's phases in one line, slowest first (a
+    sweep prints one line per variant, not a line per phase)."""
+    from eagletui.core.wording import phase_label
+
+    la = model.state.launch
+    if la is None:
+        return ""
+    durations = sorted(
+        ((p, s) for p, s in la.phase_durations().items() if s >= 0.05 and p != "ready"), key=lambda x: -x[1]
+    )
+    if not durations:
+        return ""
+    return " (" + ", ".join(f"{phase_label(p)} {s:.1f}s" for p, s in durations[:3]) + ")"
+
+
 class SweepError(Exception):
     """A queue that cannot be used (damaged, from another sweep, locked by a running sweep)."""
 
@@ -141,6 +157,11 @@ class SweepQueue:
     def from_dict(cls, d: dict[str, Any]) -> SweepQueue:
         if not isinstance(d, dict) or d.get("version") != QUEUE_VERSION:
             raise SweepError("not a sweep queue of this eagletui version")
+        from eagletui.session.sweep_check import queue_problem
+
+        problem = queue_problem(d)
+        if problem is not None:
+            raise SweepError(f"damaged sweep queue: {problem}")
         try:
             names = VariantState.__dataclass_fields__
             vs = [VariantState(**{k: v for k, v in x.items() if k in names}) for x in d["variants"]]
@@ -190,9 +211,15 @@ class SweepQueue:
         if len(raw) > MAX_QUEUE_BYTES:
             raise SweepError(f"{path}: too large for a sweep queue")
         try:
-            q = cls.from_dict(json.loads(raw))
+            data = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             raise SweepError(f"{path}: not JSON: {exc}") from None
+        except RecursionError:
+            raise SweepError(f"{path}: not a sweep queue: nested too deep to read") from None
+        try:
+            q = cls.from_dict(data)
+        except SweepError as exc:
+            raise SweepError(f"{path}: {exc}") from None
         q.path = path
         return q
 
@@ -570,7 +597,10 @@ class SweepRunner:
             v.launch_s = total or (time.monotonic() - t0)
         v.state, v.phase = BENCHMARKING, "benchmark"
         self._changed()
-        self.say(f"  ready after {v.launch_s:.1f}s; benchmarking × {q.repeats - len(v.repeats)}")
+        self.say(
+            f"  ready after {v.launch_s:.1f}s{_slowest_phases(self.model)}; "
+            f"benchmarking × {q.repeats - len(v.repeats)}"
+        )
         t1 = time.monotonic()
         while len(v.repeats) < q.repeats:
             r = await self.ws.benchmark()

@@ -13,7 +13,6 @@ runs it in a worker over the screen's live workspace and session model.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any
 
@@ -34,6 +33,7 @@ from eagletui.session.sweep import (
     queue_path,
     spec_fingerprint,
 )
+from eagletui.ui.workers import WorkerFailures
 
 _STYLE = {PENDING: "dim", LAUNCHING: "bold", BENCHMARKING: "bold", DONE: "", FAILED: "red", SKIPPED: "dim"}
 
@@ -87,7 +87,15 @@ def title_text(queue: SweepQueue | None, running: bool, now: float | None = None
     )
 
 
-class SweepQueueView(Widget, can_focus=True):
+#: Under the title when the profile has no sweep: where to start.
+NO_SWEEP_HINT = (
+    "A [sweep] table lists toggles × values (or variants) and repeats; eagletui then runs apply → relaunch\n"
+    "→ ready → benchmark for each, unattended, and ranks them. Start from the example:\n"
+    "  eagletui profile init my-sweep.toml --example demo-sweep"
+)
+
+
+class SweepQueueView(WorkerFailures, Widget, can_focus=True):
     DEFAULT_CSS = """
     SweepQueueView { display: none; height: 1fr; padding: 0 1; }
     """
@@ -140,9 +148,8 @@ class SweepQueueView(Widget, can_focus=True):
             self.queue = self.load()
         except Exception:  # no screen model yet (tests) or a profile without a path: an empty view
             self.queue = None
-        # The tab is only offered to a profile with a [sweep] (key 5 still shows why there is none).
-        with contextlib.suppress(Exception):
-            self.screen.query_one("#tabbar").set_hidden("queue", self.queue is None)  # type: ignore[attr-defined]
+        # The tab is always in the bar (key 5, as the README's key table says): without a [sweep] its
+        # pane says how to get one, instead of a key that leads to a tab nobody can see.
 
     # ------------------------------------------------------------------ render
 
@@ -151,6 +158,7 @@ class SweepQueueView(Widget, can_focus=True):
         out = Text(title_text(q, self.running), style="bold")
         out.append("\n")
         if q is None:
+            out.append(NO_SWEEP_HINT, style="dim")
             return out
         phase_eta = self._launch_eta()
         for pos, i in enumerate(q.order):
@@ -249,7 +257,7 @@ class SweepQueueView(Widget, can_focus=True):
             self.notify("this profile has no [sweep] table", severity="warning")
             return
         self.queue.aborted = False
-        self.run_worker(self._run(d), group="sweep", exclusive=True, exit_on_error=False)
+        self.run_worker(self._run(d), name="sweep", group="sweep", exclusive=True, exit_on_error=False)
 
     async def _run(self, d: Any) -> None:
         host = self._host()
