@@ -343,3 +343,21 @@ def test_slurm_names_the_node_when_no_log_does() -> None:
     t = src._final_failure({"state": "TIMEOUT", "exit_raw": "0:15"})
     assert t is not None and "time limit" in t.hint
     assert src._final_failure({"state": "COMPLETED", "exit_code": 0}) is None
+
+
+def test_the_runs_table_counts_a_jobs_launch_from_its_start_not_its_submit() -> None:
+    from eagletui.core.runs import RunBook
+
+    book = RunBook()
+    t, m = 5000.0, 100.0
+    for e in [
+        ev.LaunchStarted(launch=1, target="login", job_id="3", wall=t, mono=m),
+        ev.JobStatus(launch=1, job_id="3", state="PENDING", reason="Priority", wall=t + 1, mono=m + 1),
+        ev.JobStatus(launch=1, job_id="3", state="RUNNING", nodes=("n1",), queued_s=60.0, wall=t + 60, mono=m + 60),
+        ev.PhaseStarted(launch=1, phase="launch", wall=t + 62, mono=m + 62),
+        ev.ServerReady(launch=1, wall=t + 90, mono=m + 90),
+    ]:
+        book.apply(e)
+    run = book.runs[1]
+    assert run.job_id == "3" and run.queued_s == 60.0
+    assert run.ready_after is not None and run.ready_after == pytest.approx(30.0, abs=0.01)  # not 90

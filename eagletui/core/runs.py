@@ -19,9 +19,11 @@ from typing import Any
 from eagletui.core.compare import comparability
 from eagletui.core.economics import Economics, crossover, economics
 from eagletui.core.events import (
+    JOB_RUNNING_STATES,
     BenchmarkResult,
     BenchmarkStarted,
     Event,
+    JobStatus,
     LaunchDetected,
     LaunchStarted,
     PhaseFinished,
@@ -129,6 +131,11 @@ class Run:
     results: list[BenchmarkResult] = field(default_factory=list)
     started_wall: float | None = None
     started_mono: float | None = None
+    #: a Slurm launch: its job, and how long it waited in the queue before the launch (and its clock)
+    #: started; the wait is no launch time
+    job_id: str = ""
+    queued_s: float | None = None
+    job_started: bool = False
     ready_after: float | None = None  # seconds from launch to ready (monotonic clock)
     phase_starts: dict[str, float] = field(default_factory=dict, repr=False)  # phase → mono
     #: bench number → the workload's concurrency (``BenchmarkStarted.workload``), for per-request tok/s
@@ -344,6 +351,18 @@ class RunBook:
         run.diff = dict(event.diff or {})
         run.started_wall, run.started_mono = event.wall, event.mono
         run.launched = True
+
+    def _on_job_status(self, event: JobStatus) -> None:
+        run = self._run(event.launch)
+        run.job_id = event.job_id or run.job_id
+        if not run.job_started and (event.state in JOB_RUNNING_STATES or event.nodes):
+            # the job runs: the launch starts now (the phase panel's clock does the same)
+            run.job_started = True
+            waited = event.queued_s
+            if waited is None and run.started_mono is not None:
+                waited = max(0.0, event.mono - run.started_mono)
+            run.queued_s = waited
+            run.started_wall, run.started_mono = event.wall, event.mono
 
     def _on_launch_detected(self, event: LaunchDetected) -> None:
         run = self._run(event.launch)
@@ -698,6 +717,7 @@ def _same_workload(a: Run, b: Run) -> bool:
 
 _FOLD: dict[type, Callable[[RunBook, Any], None]] = {
     LaunchStarted: RunBook._on_launch_started,
+    JobStatus: RunBook._on_job_status,
     LaunchDetected: RunBook._on_launch_detected,
     PhaseStarted: RunBook._on_phase_started,
     PhaseFinished: RunBook._on_phase_finished,

@@ -221,7 +221,7 @@ class LaunchState:
     def straggler(self, now: float) -> tuple[str, str, float] | None:
         """The node furthest behind while another has moved on: (node, its phase, seconds since the
         first node finished that phase). None on one node, or while all keep pace."""
-        nodes = [n for n in self.nodes.values() if n.status != "failed"]
+        nodes = [n for n in self.nodes.values() if n.status not in ("failed", "stopped")]
         if len(nodes) < 2:
             return None
         top = max(n.rank for n in nodes)
