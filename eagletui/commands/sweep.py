@@ -76,10 +76,9 @@ def print_human(report: dict[str, Any]) -> None:
     if report["ranking"]:
         print("ranked: " + " > ".join(inert(n) for n in report["ranking"]))
     for e in report["effects"]:
-        noise = f" ± {e['noise_pct']:.1f}" if e["noise_pct"] is not None else ""
-        clear = {True: "", False: " (within noise)", None: ""}[e["clear"]]
         name = split_key(e["factor"])[1].lstrip("-")
-        print(f"effect of {name} {show(e['from'])}→{show(e['to'])}: {e['delta_pct']:+.1f}%{noise}{clear}")
+        # the band printed is the one the rule used (twice the effect's error), and its reading
+        print(f"effect of {name} {show(e['from'])}→{show(e['to'])}: {e['delta_pct']:+.1f}% ({e['band']})")
     if report["best"]:
         print(f"best: {inert(report['best']['name'])} at {report['best']['tok_s']:.1f} tok/s")
 

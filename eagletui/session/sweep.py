@@ -62,6 +62,8 @@ PENDING, LAUNCHING, BENCHMARKING, DONE, FAILED, SKIPPED = (
 )
 IN_FLIGHT = (LAUNCHING, BENCHMARKING)
 QUEUE_VERSION = 1
+#: Extra benchmarks a variant may run in place of invalid repeats before it is marked failed.
+MAX_RERUNS = 2
 MAX_QUEUE_BYTES = 4 * 1024 * 1024
 
 
@@ -105,7 +107,12 @@ class VariantState:
 
     @property
     def good(self) -> list[dict[str, Any]]:
-        return [r for r in self.repeats if not r.get("error") and (r.get("tok_s") or 0) > 0]
+        """Repeats that count: measured, no error, and valid by the run book's gate."""
+        return [
+            r
+            for r in self.repeats
+            if not r.get("error") and not r.get("invalid") and (r.get("tok_s") or 0) > 0
+        ]
 
     def tok_s(self) -> tuple[float | None, float | None, int]:
         return mean_stdev([r["tok_s"] for r in self.good])
@@ -314,12 +321,24 @@ class SweepQueue:
         ranking, each factor's main effect and the best combination."""
         measured = self.measured()
         base = measured[0].tok_s if measured else None
+        base_m = measured[0] if measured else None
         rows = []
         for v, m in zip(self.variants, measured, strict=True):
             accept, ttft = v.accept(), v.ttft_ms()
             if v.state == DONE:
                 spec_on = _is_spec(profile, v) if profile is not None else accept is not None
-                verdict_s, reasons = judge(m.tok_s, accept, ttft, base, verdict, is_spec=spec_on)
+                verdict_s, reasons = judge(
+                    m.tok_s,
+                    accept,
+                    ttft,
+                    base if v.index else None,
+                    verdict,
+                    is_spec=spec_on,
+                    stdev=m.stdev,
+                    n=m.n,
+                    base_stdev=base_m.stdev if base_m is not None else None,
+                    base_n=base_m.n if base_m is not None else 1,
+                )
             elif v.state == FAILED and v.failure_kind == "benchmark":
                 verdict_s, reasons = "fail", [v.failure]
             elif v.state == FAILED:
@@ -529,6 +548,16 @@ class SweepRunner:
             k: d for k, d in config_diff(run.config, prof.snapshot()).items() if k != "target"
         }
 
+    def _problems(self, r: ev.BenchmarkResult) -> list[str]:
+        """Why the run book holds ``r`` invalid (the same gate as the runs table); [] when it counts."""
+        run = self.model.runbook.runs.get(r.launch)
+        if run is None:
+            return []
+        for res, problems in run.result_problems():
+            if res is r or (res.bench == r.bench and res.launch == r.launch):
+                return list(problems)
+        return []
+
     async def run(self) -> SweepQueue:
         """Work through the queue until nothing is left (or it is aborted)."""
         try:
@@ -602,8 +631,11 @@ class SweepRunner:
             f"benchmarking × {q.repeats - len(v.repeats)}"
         )
         t1 = time.monotonic()
-        while len(v.repeats) < q.repeats:
+        # an invalid repeat (the validity gate: failed requests, a dead server, a dropped link …) does
+        # not count and is run again, at most MAX_RERUNS times a variant
+        while len(v.good) < q.repeats and len(v.repeats) < q.repeats + MAX_RERUNS:
             r = await self.ws.benchmark()
+            problems = self._problems(r)
             v.repeats.append(
                 {
                     "tok_s": r.output_throughput,
@@ -612,10 +644,12 @@ class SweepRunner:
                     "requests": r.requests,
                     "failed": r.failed,
                     "error": r.error,
+                    "invalid": problems,
                 }
             )
             acc = f", accept {r.accept_length:.2f}" if r.accept_length else ""
-            self.say(f"  repeat {len(v.repeats)}/{q.repeats}: {r.output_throughput:.1f} tok/s{acc}")
+            bad = f"; invalid ({'; '.join(problems)}), run again" if problems else ""
+            self.say(f"  repeat {len(v.good)}/{q.repeats}: {r.output_throughput:.1f} tok/s{acc}{bad}")
             self._changed()
         v.bench_s = (v.bench_s or 0.0) + (time.monotonic() - t1)
         v.state, v.phase = DONE, ""
@@ -623,7 +657,14 @@ class SweepRunner:
             v.state, v.failure_kind, v.failure = (
                 FAILED,
                 "benchmark",
-                "; ".join(sorted({str(r.get("error") or "no tokens") for r in v.repeats}))[:500],
+                "; ".join(
+                    sorted(
+                        {
+                            str(r.get("error") or "; ".join(r.get("invalid") or []) or "no tokens")
+                            for r in v.repeats
+                        }
+                    )
+                )[:500],
             )
         mean, _sd, _n = v.tok_s()
         if mean is not None:
