@@ -45,6 +45,7 @@ from eagletui.core.sweep import (
     ranked,
     variant_profile,
 )
+from eagletui.session.sweep_jobs import job_slots, resume_variant, slot_profile
 
 if TYPE_CHECKING:
     from eagletui.core.profile import Profile
@@ -492,8 +493,11 @@ class SweepRunner:
         say: Say | None = None,
         on_change: Callable[[], None] | None = None,
         worker: str | None = None,
+        slot: int = 0,
     ) -> None:
         self.profile = profile
+        #: a Slurm sweep's job slot (eagletui.session.sweep_jobs): its port offset and its jobs
+        self.slot = slot
         #: who claims variants in the shared queue: the host (two runners on one host need two names)
         self.worker = worker or workspace.target
         self.queue = queue
@@ -573,6 +577,11 @@ class SweepRunner:
             v.state, v.failure_kind, v.failure = FAILED, "config", str(exc)
             self._changed()
             return
+        if job_slots(self.profile):
+            # variants are Slurm jobs: each slot its own port; a variant in flight is followed by its job
+            prof = slot_profile(prof, self.slot)
+            if v.state in IN_FLIGHT and not self._matches(v, prof):
+                self._reattached = await resume_variant(self.ws, v, prof)
         resumed = v.state in IN_FLIGHT and self._matches(v, prof)
         v.target = self.worker  # claimed before the first await: another host's runner skips it
         self._reattached = False  # a reattached run is used once, by the variant it belongs to
