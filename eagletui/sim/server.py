@@ -84,6 +84,7 @@ async def _amain(args: Any) -> int:
     # before any signal handler is installed (they keep the default dispositions, as SGLang's do).
     children = Children(plan.tp)
     children.start()
+    lease = _gpu_lease(args, env, plan.tp, children)
     log = SimLog(
         plan.tp, ep_size=plan.ep, log_level=args.log_level, log_level_http=args.log_level_http, env=env
     )
@@ -91,7 +92,7 @@ async def _amain(args: Any) -> int:
     # During startup a signal simply kills the launcher (SIGINT is treated like SIGTERM).
     loop.add_signal_handler(signal.SIGINT, _die_by_sigterm)
 
-    await startup.Startup(plan, log).run()
+    await startup.Startup(plan, log, lease).run()
 
     engine = Engine(
         args,
@@ -137,6 +138,8 @@ async def _amain(args: Any) -> int:
         log.uvicorn("Waiting for application shutdown.")
         log.uvicorn("Application shutdown complete.")
         await runner.cleanup()
+        if lease is not None:
+            lease.exited()
         return 1
     log.uvicorn(f"Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
     engine.start()
@@ -238,7 +241,24 @@ async def _amain(args: Any) -> int:
         # sglang/launch_server.py: ``finally: kill_process_tree(os.getpid(), include_parent=False)``
         log.line(f"kill_process_tree called: parent_pid={pid}, include_parent=False, pid={pid}")
     children.kill_all()
+    if lease is not None:
+        lease.exited()  # held for --sim-gpu-release-s more seconds
     return 0
+
+
+def _gpu_lease(args: Any, env: dict[str, str], tp: int, children: Children) -> Any:
+    """The simulated GPU memory this server holds (EAGLETUI_SIM_GPU_DIR set): scheduler ``r`` on GPU ``r``."""
+    from eagletui.sim import gpumem
+
+    d = gpumem.gpu_dir(env)
+    if d is None:
+        return None
+    pids = children.pids[:tp] or [os.getpid()] * tp
+    names = children.titles[:tp] if children.pids else [f"sglang::scheduler_TP{r}" for r in range(tp)]
+    try:
+        return gpumem.Lease.open(d, list(zip(pids, names, range(tp), strict=False)), args.sim_gpu_release_s)
+    except OSError:
+        return None
 
 
 def _on_sigterm(log: SimLog, state: Any, sigterm: asyncio.Event) -> None:
