@@ -336,14 +336,21 @@ async def _run_pool(
     on_done: Callable[[RequestResult], None] | None,
     stop: asyncio.Event | None,
     limits: HttpLimits | None = None,
+    arrivals: tuple[float, ...] = (),
 ) -> list[RequestResult]:
+    """Send ``payloads`` with at most ``concurrency`` in flight; with ``arrivals`` (seconds from now,
+    one per payload) none is sent before its time (an open-loop request rate, capped by concurrency)."""
     results: list[RequestResult] = []
-    it = iter(payloads)
+    start = time.perf_counter()
+    it = iter(zip(payloads, arrivals or [0.0] * len(payloads), strict=False))
 
     async def worker() -> None:
-        for payload in it:
+        for payload, at in it:
             if stop is not None and stop.is_set():
                 return
+            wait = start + at - time.perf_counter()
+            if wait > 0:
+                await asyncio.sleep(wait)
             r = await stream_generate(session, url, payload, live, limits)
             results.append(r)
             if on_done is not None:
@@ -489,7 +496,9 @@ async def _run_workload(
         t0 = time.perf_counter()
         tick_task = asyncio.create_task(ticker())
         try:
-            results = await _run_pool(session, url, payloads, workload.concurrency, live, on_done, stop, lim)
+            results = await _run_pool(
+                session, url, payloads, workload.concurrency, live, on_done, stop, lim, workload.arrivals
+            )
         finally:
             tick_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
