@@ -15,7 +15,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("eagletui.commands.serve", "serve demo, connect or replay to a browser (127.0.0.1, token)"),
     "sessions": ("eagletui.commands.sessions", "list recorded sessions (start, model, launches, best tok/s)"),
     "export": ("eagletui.commands.export", "export a recorded session's runs as Markdown, CSV or JSON"),
-    "parse": ("eagletui.commands.parse", "classify SGLang log files: phases, failure, decode stats"),
+    "parse": (
+        "eagletui.commands.parse",
+        "classify server log files (SGLang, vLLM): phases, failure, decode stats",
+    ),
     "bench": ("eagletui.commands.bench", "headless benchmark (optionally launch first)"),
     "sweep": ("eagletui.commands.sweep", "run a profile's [sweep] unattended: variants, ranking, effects"),
     "preflight": ("eagletui.commands.preflight", "run the pre-launch checks for a profile"),

@@ -43,15 +43,11 @@ Emit = Callable[[Event], None]
 
 
 def server_version_from(checks: list[Check]) -> str | None:
-    """The sglang (or simulator-compatible) version the preflight found on the host."""
-    import re
+    """The server (or simulator-compatible) version the preflight found on the host (a field of its
+    check: :func:`eagletui.remote.preflight.host_version`)."""
+    from eagletui.remote.preflight import host_version
 
-    for c in checks:
-        if c.name == "server module" and c.status == "pass":
-            m = re.search(r"(?:version|sglang-compat) (\d+\.\d+(?:\.\d+)?)", c.message)
-            if m:
-                return m.group(1)
-    return None
+    return host_version(checks)
 
 
 class WorkspaceError(Exception):
@@ -331,7 +327,14 @@ class Workspace:
 
         assert self.transport is not None and self.control is not None
         self._stop_source()
-        self._source = LiveSource(self.transport, self.control, run, stale_after=self.stale_after)
+        profile = self.running_profile or self.profile
+        self._source = LiveSource(
+            self.transport,
+            self.control,
+            run,
+            stale_after=self.stale_after,
+            log_format=profile.kind.log_format,
+        )
         self._source_task = asyncio.create_task(self._pump(self._source))
 
     async def _pump(self, source: LiveSource) -> None:
@@ -425,6 +428,10 @@ class Workspace:
                         emit=self.emit,
                         stop=stop,
                         api_key=str(api_key) if api_key not in (None, True, False) else None,
+                        api=profile.kind.api,
+                        model=str(
+                            profile.args.get("--served-model-name") or profile.kind.model(profile.args)
+                        ),
                     )
                     if result.error or (stop is not None and stop.is_set()):
                         break

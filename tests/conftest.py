@@ -7,6 +7,7 @@ constructor can fail with "AST constructor recursion depth mismatch" while pytes
 """
 
 import hypothesis  # noqa: F401
+import pytest
 
 
 def pytest_addoption(parser):
@@ -27,3 +28,11 @@ def pytest_configure(config):
     mode = config.getoption("--faults")
     if mode:
         os.environ["EAGLETUI_FAULTS"] = mode
+
+
+@pytest.fixture
+def isolated_dirs(tmp_path, monkeypatch):
+    """eagletui's config and data directories under the test's tmp_path (never the user's), for tests
+    that write config, themes, history or sessions: ``pytestmark = pytest.mark.usefixtures("isolated_dirs")``."""
+    monkeypatch.setenv("EAGLETUI_CONFIG_DIR", str(tmp_path / "cfg"))
+    monkeypatch.setenv("EAGLETUI_DATA_DIR", str(tmp_path / "data"))

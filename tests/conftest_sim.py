@@ -93,3 +93,45 @@ class SimProc:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def sim_profile_toml(
+    tmp_path: Path,
+    port: int,
+    *,
+    name: str = "simtest",
+    filename: str = "sim.toml",
+    draft: str = "lmsys/Kimi-K2.5-EAGLE3",
+    args: str = "",
+    rest: str = "",
+) -> str:
+    """Write the profile most end-to-end tests launch: the simulator as Kimi-K2.5 + EAGLE-3 at tp=8,
+    the whole launch in a fraction of a second. ``args`` goes on in ``[server.args]``, ``rest`` after
+    it (``[bench]``, ``[[toggles]]``, ``[sweep]``…). Returns the file's path."""
+    p = tmp_path / filename
+    p.write_text(
+        f"""
+name = "{name}"
+[target]
+python = "{sys.executable}"
+workdir = "{tmp_path}"
+[server]
+command = ["{{python}}", "-m", "eagletui.sim"]
+port = {port}
+runs_dir = "{tmp_path}/runs"
+ready_timeout_s = 60
+[server.args]
+model-path = "moonshotai/Kimi-K2.5"
+tp = 8
+speculative-algorithm = "EAGLE3"
+speculative-draft-model-path = "{draft}"
+speculative-num-steps = 3
+speculative-eagle-topk = 1
+speculative-num-draft-tokens = 4
+sim-time-scale = 0.003
+sim-speed = 20
+{args}
+{rest}
+"""
+    )
+    return str(p)

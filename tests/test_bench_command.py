@@ -4,47 +4,17 @@ from __future__ import annotations
 
 import json
 import socket
-import sys
 
 import pytest
 
 from eagletui.commands.bench import main
 from eagletui.commands.demo import free_port as _free_port
+from tests.conftest_sim import sim_profile_toml
 
 
 def _profile(tmp_path, port: int, extra_args: str = "") -> str:
-    p = tmp_path / "sim.toml"
-    p.write_text(
-        f"""
-name = "simtest"
-[target]
-python = "{sys.executable}"
-workdir = "{tmp_path}"
-[server]
-command = ["{{python}}", "-m", "eagletui.sim"]
-port = {port}
-runs_dir = "{tmp_path}/runs"
-ready_timeout_s = 60
-[server.args]
-model-path = "moonshotai/Kimi-K2.5"
-tp = 8
-speculative-algorithm = "EAGLE3"
-speculative-draft-model-path = "lmsys/Kimi-K2.5-EAGLE3"
-speculative-num-steps = 3
-speculative-eagle-topk = 1
-speculative-num-draft-tokens = 4
-enable-metrics = true
-sim-time-scale = 0.003
-sim-speed = 20
-{extra_args}
-[bench]
-num_prompts = 6
-concurrency = 3
-max_new_tokens = 48
-warmup = 1
-"""
-    )
-    return str(p)
+    rest = "[bench]\nnum_prompts = 6\nconcurrency = 3\nmax_new_tokens = 48\nwarmup = 1"
+    return sim_profile_toml(tmp_path, port, args="enable-metrics = true\n" + extra_args, rest=rest)
 
 
 @pytest.mark.slow

@@ -8,11 +8,7 @@ import pytest
 
 from eagletui import config as c
 
-
-@pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EAGLETUI_CONFIG_DIR", str(tmp_path / "cfg"))
-    monkeypatch.setenv("EAGLETUI_DATA_DIR", str(tmp_path / "data"))
+pytestmark = pytest.mark.usefixtures("isolated_dirs")  # tests/conftest.py
 
 
 def _write(text: str) -> Path:

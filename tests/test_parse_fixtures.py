@@ -85,7 +85,7 @@ def test_tp8_phase_order_new_and_old() -> None:
         s = parse_path(str(FIXTURES / f"{stem}.log"))
         names = [p["name"] for p in s["phases"]]
         # The prefill CUDA graph is captured at startup from 0.5.16 on (breakable backend).
-        want = [p for p in PHASES if p != "capture_prefill" or stem == "ok_0516_tp8"]
+        want = [p for p in PHASES if (p != "capture_prefill" or stem == "ok_0516_tp8") and p != "compile"]
         assert names == want, stem
         assert all(p["seconds"] is not None for p in s["phases"]), stem
         cap = next(p for p in s["phases"] if p["name"] == "capture_target")

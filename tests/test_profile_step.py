@@ -5,7 +5,6 @@ run book, recorded and replayed, and the step bars beside the baseline run's."""
 from __future__ import annotations
 
 import asyncio
-import sys
 
 import pytest
 
@@ -16,36 +15,13 @@ from eagletui.core.profile import load_profile
 from eagletui.core.runs import RunBook
 from eagletui.session.model import SessionModel
 from eagletui.workspace import Workspace
+from tests.conftest_sim import sim_profile_toml
 
 
 def _profile(tmp_path, port: int, extra: str = "") -> str:
-    p = tmp_path / "sim.toml"
-    p.write_text(
-        f"""
-name = "simtest"
-[target]
-python = "{sys.executable}"
-workdir = "{tmp_path}"
-[server]
-command = ["{{python}}", "-m", "eagletui.sim"]
-port = {port}
-runs_dir = "{tmp_path}/runs"
-ready_timeout_s = 60
-[server.args]
-model-path = "moonshotai/Kimi-K2.5"
-tp = 8
-speculative-algorithm = "EAGLE3"
-speculative-draft-model-path = "lmsys/Kimi-K2.5-poor-EAGLE3"
-speculative-num-steps = 3
-speculative-eagle-topk = 1
-speculative-num-draft-tokens = 4
-sim-time-scale = 0.003
-sim-speed = 20
-sim-host = "pcie-rtx6000"
-{extra}
-"""
+    return sim_profile_toml(
+        tmp_path, port, draft="lmsys/Kimi-K2.5-poor-EAGLE3", args='sim-host = "pcie-rtx6000"\n' + extra
     )
-    return str(p)
 
 
 async def _profile_once(tmp_path, extra: str = "") -> tuple[ProfileCaptured, SessionModel]:

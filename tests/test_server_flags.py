@@ -82,6 +82,8 @@ def _profile_flags() -> list[str]:
     flags: list[str] = []
     for path in PROFILES:
         prof = load_profile(path)
+        if prof.server != "sglang":
+            continue  # another server's flags are not SGLang's parser's to judge
         flags += list(prof.args)
         flags += [t.name for t in prof.toggles if t.kind == "arg"]
     return sorted(set(flags))

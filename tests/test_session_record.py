@@ -17,11 +17,7 @@ from eagletui.core.events import ALL_EVENT_TYPES, Event
 from eagletui.session.format import FORMAT_NAME, FORMAT_VERSION, read_session, session_filename, target_slug
 from eagletui.session.record import Recorder, Redactor
 
-
-@pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EAGLETUI_CONFIG_DIR", str(tmp_path / "cfg"))
-    monkeypatch.setenv("EAGLETUI_DATA_DIR", str(tmp_path / "data"))
+pytestmark = pytest.mark.usefixtures("isolated_dirs")  # tests/conftest.py
 
 
 def _sample_value(type_str: str, name: str) -> Any:
@@ -29,7 +25,10 @@ def _sample_value(type_str: str, name: str) -> Any:
     if t.startswith("dict"):
         return {"k": 1, "nested": {"x": [1, 2]}}
     if t.startswith("tuple"):
-        return ({"index": 0, "name": "H100"},) if name == "gpus" else ("python", "-m", "sglang.launch_server")
+        if name == "gpus":
+            return ({"index": 0, "name": "H100"},)
+        inner = t[len("tuple[") :].split(",", 1)[0].strip()
+        return {"float": (0.5, 0.25), "int": (1, 2)}.get(inner, ("python", "-m", "sglang.launch_server"))
     return {"str": f"{name}-value", "int": 7, "float": 1.25, "bool": True}.get(t, f"{name}-value")
 
 

@@ -11,7 +11,10 @@ import pytest
 from eagletui.core.profile import load_profile
 from eagletui.sim.cli import build_parser
 
-PROFILES = sorted((Path(__file__).resolve().parents[1] / "eagletui" / "profiles").glob("*.toml"))
+ALL_PROFILES = sorted((Path(__file__).resolve().parents[1] / "eagletui" / "profiles").glob("*.toml"))
+#: the shipped SGLang profiles (a vLLM profile meets vLLM's parser: test_vllm_profiles_parse below)
+PROFILES = [p for p in ALL_PROFILES if load_profile(p).server == "sglang"]
+VLLM_PROFILES = [p for p in ALL_PROFILES if load_profile(p).server == "vllm"]
 
 
 def _server_args(argv: list[str]) -> list[str]:
@@ -44,6 +47,25 @@ def test_profile_and_toggles_parse_under_0523(path: Path) -> None:
             args = dict(prof.args)
             args[toggle.name] = value
             _parse(parser, _server_args(prof.argv(args)))
+
+
+@pytest.mark.parametrize("path", VLLM_PROFILES, ids=[p.stem for p in VLLM_PROFILES])
+def test_vllm_profiles_parse_under_the_vllm_simulators_parser(path: Path) -> None:
+    from eagletui.sim.vllm import build_parser as vllm_parser
+
+    prof = load_profile(path)
+    parser = vllm_parser()
+    argv = prof.argv()
+    ns = parser.parse_args(argv[argv.index("serve") + 1 :])
+    assert ns.model and ns.speculative_config
+    for toggle in prof.toggles:
+        if toggle.kind != "arg":
+            continue
+        for value in toggle.options():
+            args = dict(prof.args)
+            args[toggle.name] = value
+            argv = prof.argv(args)
+            parser.parse_args(argv[argv.index("serve") + 1 :])
 
 
 def test_parser_refuses_what_0523_refuses(capsys: pytest.CaptureFixture[str]) -> None:

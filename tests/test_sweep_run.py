@@ -17,34 +17,17 @@ import pytest
 
 from eagletui.commands.demo import free_port
 from eagletui.commands.sweep import main
+from tests.conftest_sim import sim_profile_toml
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def _profile(tmp_path: Path, port: int, sweep: str, repeats: int = 1) -> str:
-    p = tmp_path / "sweep.toml"
-    p.write_text(
-        f"""
-name = "sweeptest"
-[target]
-python = "{sys.executable}"
-workdir = "{tmp_path}"
-[server]
-command = ["{{python}}", "-m", "eagletui.sim"]
-port = {port}
-runs_dir = "{tmp_path}/runs"
-ready_timeout_s = 60
-[server.args]
-model-path = "moonshotai/Kimi-K2.5"
-tp = 8
-speculative-algorithm = "EAGLE3"
-speculative-draft-model-path = "lmsys/Kimi-K2.5-EAGLE3"
-speculative-num-steps = 3
-speculative-eagle-topk = 1
-speculative-num-draft-tokens = 4
-sim-time-scale = 0.003
-sim-speed = 20
-[server.env]
+    rest = SWEEP_REST.replace("{repeats}", str(repeats)).replace("{sweep}", sweep)
+    return sim_profile_toml(tmp_path, port, name="sweeptest", filename="sweep.toml", rest=rest)
+
+
+SWEEP_REST = """[server.env]
 NCCL_ALGO = "Ring"
 SGLANG_LOG_MS = "1"
 [[toggles]]
@@ -67,8 +50,6 @@ min_accept_len = 2.0
 repeats = {repeats}
 {sweep}
 """
-    )
-    return str(p)
 
 
 MATRIX = (

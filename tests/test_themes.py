@@ -12,11 +12,7 @@ from textual.widgets import Static
 
 from eagletui.ui import themes as th
 
-
-@pytest.fixture(autouse=True)
-def _isolated_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("EAGLETUI_CONFIG_DIR", str(tmp_path / "cfg"))
-    monkeypatch.setenv("EAGLETUI_DATA_DIR", str(tmp_path / "data"))
+pytestmark = pytest.mark.usefixtures("isolated_dirs")  # tests/conftest.py
 
 
 SHIPPED = {"eagletui-dark", "eagletui-light", "eagletui-high-contrast"}

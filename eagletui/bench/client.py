@@ -1,4 +1,5 @@
-"""Built-in streaming benchmark client for SGLang's native ``/generate`` endpoint.
+"""Built-in streaming benchmark client: SGLang's native ``/generate`` or an OpenAI-compatible server's
+``/v1/completions`` (vLLM), chosen by the server kind's ``api``.
 
 Why our own client: the TUI needs numbers while the run is going (per-request samples and a per-second
 tick for live charts) and an accept length that belongs to *this* run, neither of which
@@ -9,7 +10,10 @@ tick for live charts) and an accept length that belongs to *this* run, neither o
 * output tok/s: Σ ``meta_info.completion_tokens`` ÷ wall time of the main run (warmup excluded).
 * accept length: Σ completion_tokens ÷ Σ ``spec_verify_ct`` from the final chunks' ``meta_info``; if the
   server does not report per-request verify counts, the delta of the ``/metrics`` counters over the main
-  run. The server's cumulative ``avg_spec_accept_length`` is never used: it mixes in warmup and earlier runs.
+  run (vLLM: ``1 + Δvllm:spec_decode_num_accepted_tokens ÷ Δvllm:spec_decode_num_drafts``). The server's
+  cumulative ``avg_spec_accept_length`` is never used: it mixes in warmup and earlier runs.
+* the OpenAI API streams ``usage`` in every chunk (``stream_options.continuous_usage_stats``), so the
+  same ``completion_tokens`` count drives TTFT and ITL there.
 
 Speed matters (the client must not be the bottleneck at tens of thousands of tok/s): SSE bytes are split
 on newlines and only an integer is pulled out of each chunk with a compiled regex; the final chunk alone
@@ -253,6 +257,9 @@ async def stream_generate(
         err = final["error"]
         res.error = str(err.get("message", err) if isinstance(err, dict) else err)[:200]
         return res
+    if final.get("object") == "error":  # vLLM's error chunk
+        res.error = str(final.get("message", "error"))[:200]
+        return res
     meta = final.get("meta_info")
     meta = meta if isinstance(meta, dict) else {}
     ct = meta.get("completion_tokens", last_ct)
@@ -286,13 +293,21 @@ def _count(value: Any) -> TypeGuard[float]:
 
 
 async def flush_cache(
-    session: aiohttp.ClientSession, base: str, attempts: int = 5, limits: HttpLimits | None = None
+    session: aiohttp.ClientSession,
+    base: str,
+    attempts: int = 5,
+    limits: HttpLimits | None = None,
+    api: str = "sglang",
 ) -> bool:
-    """POST /flush_cache, retrying while the server says it is busy (it only flushes when idle)."""
+    """POST /flush_cache (vLLM: /reset_prefix_cache, served in its dev mode only), retrying while the
+    server says it is busy (it only flushes when idle). False when the server cannot flush."""
     lim = limits or HttpLimits()
+    path = "/reset_prefix_cache" if api == "openai" else "/flush_cache"
     for i in range(attempts):
         try:
-            async with session.post(base + "/flush_cache", timeout=lim.timeout(total=30)) as resp:
+            async with session.post(base + path, timeout=lim.timeout(total=30)) as resp:
+                if api == "openai" and resp.status in (404, 405):
+                    return False
                 await read_bounded(resp, lim.max_json, truncate=True)
                 if resp.status == 200:
                     return True
@@ -323,8 +338,44 @@ async def _prime_connections(
     await asyncio.gather(*(one() for _ in range(max(1, n))))
 
 
-def make_payload(prompt: str, sampling: dict[str, Any]) -> bytes:
+#: Benchmark APIs (``ServerKind.api``): the request path of one streamed generation.
+API_PATHS = {"sglang": "/generate", "openai": "/v1/completions"}
+
+
+def make_payload(prompt: str, sampling: dict[str, Any], api: str = "sglang", model: str = "") -> bytes:
+    """One streaming request body: SGLang's ``/generate`` or OpenAI ``/v1/completions`` (vLLM takes
+    ``ignore_eos`` as an extension; usage comes with every chunk so tokens can be counted as they come)."""
+    if api == "openai":
+        body: dict[str, Any] = {
+            "model": model,
+            "prompt": prompt,
+            "max_tokens": sampling.get("max_new_tokens", 256),
+            "temperature": sampling.get("temperature", 0.0),
+            "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        }
+        if sampling.get("ignore_eos"):
+            body["ignore_eos"] = True
+        return json.dumps(body).encode()
     return json.dumps({"text": prompt, "sampling_params": sampling, "stream": True}).encode()
+
+
+async def served_model(
+    session: aiohttp.ClientSession, base: str, fallback: str = "", limits: HttpLimits | None = None
+) -> str:
+    """The model name an OpenAI-compatible server serves (``GET /v1/models``), else ``fallback``."""
+    lim = limits or HttpLimits()
+    try:
+        async with session.get(base + "/v1/models", timeout=lim.timeout(total=10)) as resp:
+            if resp.status != 200:
+                return fallback
+            data = json.loads(await read_bounded(resp, lim.max_json))
+    except Exception:
+        return fallback
+    models = data.get("data") if isinstance(data, dict) else None
+    first = models[0] if isinstance(models, list) and models and isinstance(models[0], dict) else {}
+    name = first.get("id")
+    return name if isinstance(name, str) and name and len(name) < 1024 else fallback
 
 
 async def _run_pool(
@@ -386,11 +437,15 @@ async def run_builtin(
     stop: asyncio.Event | None = None,
     api_key: str | None = None,
     limits: HttpLimits | None = None,
+    api: str = "sglang",
+    model: str = "",
 ) -> BenchmarkResult:
     """Run the profile's workload against ``base_url`` and return the result; never raises for server
     trouble (connection refused, HTTP errors, timeouts), which is reported in ``failed``/``error``.
     ``api_key`` is sent as a bearer token, as a server started with ``--api-key`` requires.
-    ``limits`` defaults to :meth:`HttpLimits.for_settings` (``bench.timeout_s`` bounds one request)."""
+    ``limits`` defaults to :meth:`HttpLimits.for_settings` (``bench.timeout_s`` bounds one request).
+    ``api`` is the server kind's (``sglang`` or ``openai``); ``model`` the name to request when the
+    server does not list one."""
     base = base_url.rstrip("/")
     try:
         workload = build_workload(settings)
@@ -418,6 +473,8 @@ async def run_builtin(
         stop=stop,
         api_key=api_key,
         limits=limits or HttpLimits.for_settings(settings),
+        api=api,
+        model=model,
     )
     emit(result)
     return result
@@ -434,8 +491,10 @@ async def _run_workload(
     stop: asyncio.Event | None,
     api_key: str | None = None,
     limits: HttpLimits | None = None,
+    api: str = "sglang",
+    model: str = "",
 ) -> BenchmarkResult:
-    url = base + "/generate"
+    url = base + API_PATHS.get(api, "/generate")
     lim = limits or HttpLimits.for_settings(settings)
     timeout = lim.timeout()
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
@@ -445,14 +504,16 @@ async def _run_workload(
     async with aiohttp.ClientSession(
         connector=connector, timeout=timeout, auto_decompress=False, headers=headers
     ) as session:
+        if api == "openai":
+            model = await served_model(session, base, model, lim)
         if workload.warmup_prompts:
-            warm = [make_payload(p, workload.sampling) for p in workload.warmup_prompts]
+            warm = [make_payload(p, workload.sampling, api, model) for p in workload.warmup_prompts]
             await _run_pool(session, url, warm, workload.concurrency, None, None, stop, lim)
-            await flush_cache(session, base, limits=lim)
+            await flush_cache(session, base, limits=lim, api=api)
         await _prime_connections(session, base, workload.concurrency, lim)
         metrics_before = await _get_metrics(session, base, lim)
 
-        payloads = [make_payload(p, workload.sampling) for p in workload.prompts]
+        payloads = [make_payload(p, workload.sampling, api, model) for p in workload.prompts]
 
         def on_done(r: RequestResult) -> None:
             if not r.ok:

@@ -1,5 +1,5 @@
-"""Reading SGLang's Prometheus ``/metrics`` around a benchmark run: counter sums and the accept length
-of just that run from their deltas.
+"""Reading a server's Prometheus ``/metrics`` around a benchmark run: counter sums and the accept length
+of just that run from their deltas (SGLang's verify counters, vLLM's ``vllm:spec_decode_*``).
 
 The fallback for servers that do not report per-request verify counts in ``meta_info`` (see
 :mod:`eagletui.bench.client`); kept apart because it is text parsing, not streaming.
@@ -14,9 +14,13 @@ import aiohttp
 
 from eagletui.bench.httplimits import HttpLimits, read_bounded
 
-_METRIC_RE = re.compile(r"^(sglang:[a-z_]+?)(?:_total)?(?:\{[^}]*\})?\s+([-+0-9.eEinfa]+)\s*$")
+_METRIC_RE = re.compile(r"^((?:sglang|vllm):[a-z_]+?)(?:_total)?(?:\{[^}]*\})?\s+([-+0-9.eEinfa]+)\s*$")
 _VERIFY_METRICS = ("sglang:spec_verify_calls", "sglang:spec_verify_ct")
 _GEN_METRIC = "sglang:generation_tokens"
+#: vLLM counts drafts (one per request per verify step) and accepted draft tokens: a step yields the
+#: accepted tokens plus one (the bonus token), so the accept length is 1 + accepted / drafts.
+_VLLM_DRAFTS = "vllm:spec_decode_num_drafts"
+_VLLM_ACCEPTED = "vllm:spec_decode_num_accepted_tokens"
 
 
 def parse_metrics(text: str) -> dict[str, float]:
@@ -54,6 +58,13 @@ async def _get_metrics(
 def _metrics_accept_len(before: dict[str, float] | None, after: dict[str, float] | None) -> float | None:
     """Accept length of just this run from counter deltas (tokens ÷ verify rounds)."""
     if not before or not after:
+        return None
+    if _VLLM_DRAFTS in after and _VLLM_ACCEPTED in after:
+        dd = after[_VLLM_DRAFTS] - before.get(_VLLM_DRAFTS, 0.0)
+        da = after[_VLLM_ACCEPTED] - before.get(_VLLM_ACCEPTED, 0.0)
+        # bounded: no more accepted than drafted tokens can be believed (65 = a 64-token draft + bonus)
+        if dd > 0 and 0 <= da <= 64 * dd:
+            return 1.0 + da / dd
         return None
     for name in _VERIFY_METRICS:
         if name in before and name in after:

@@ -181,9 +181,9 @@ def _print_human(summary: dict[str, Any]) -> None:
 
 
 def without_speculation(profile: Profile) -> Profile:
-    """The same profile with every ``--speculative-*`` server arg removed (everything else kept): the
-    no-spec reference a spec run must beat."""
-    args = {k: v for k, v in profile.args.items() if not k.startswith("--speculative-")}
+    """The same profile with every speculation flag of its server kind removed (everything else kept):
+    the no-spec reference a spec run must beat."""
+    args = profile.kind.without_spec(profile.args)
     return dataclasses.replace(profile, args=args, name=f"{profile.name} (no spec)")
 
 
@@ -265,8 +265,9 @@ async def _amain(ns: argparse.Namespace) -> int:
     except ProfileError as exc:
         _say(str(exc))
         return EXIT_USAGE
-    if ns.vs_no_spec and not profile.args.get("--speculative-algorithm"):
-        _say("eagletui: --vs-no-spec needs a profile with --speculative-algorithm")
+    if ns.vs_no_spec and not profile.kind.is_spec(profile.args):
+        flags = " or ".join(profile.kind.spec_flags)
+        _say(f"eagletui: --vs-no-spec needs a profile with {flags}")
         return EXIT_USAGE
     ns.launch = ns.launch or ns.vs_no_spec  # we relaunch: only a server we started may be stopped
     foreign = None
@@ -460,7 +461,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--vs-no-spec",
         action="store_true",
-        help="then relaunch without the --speculative-* flags, benchmark again and print the economics "
+        help="then relaunch without the speculation flags, benchmark again and print the economics "
         "(implies --launch)",
     )
     p.add_argument(

@@ -1,4 +1,4 @@
-"""``eagletui parse LOG… [--json]``: offline interpretation of SGLang server logs.
+"""``eagletui parse LOG… [--json] [--format NAME]``: offline interpretation of server logs.
 
 Streams each file in large blocks through :meth:`LogInterpreter.feed_bulk` (LogLine events off,
 serving lines matched in bulk) and folds the rest with :class:`Summarizer`, so memory stays flat on
@@ -189,21 +189,10 @@ def render(path: str, s: dict[str, Any]) -> str:
     launch = s.get("launch")
     if launch:
         a = launch["args"]
-        keys = (
-            "model_path",
-            "tp_size",
-            "speculative_algorithm",
-            "speculative_draft_model_path",
-            "speculative_num_steps",
-            "speculative_eagle_topk",
-            "speculative_num_draft_tokens",
-            "mem_fraction_static",
-            "cuda_graph_max_bs",
-            "max_running_requests",
-            "attention_backend",
-        )
+        server = launch.get("server") or ""
+        keys = _summary_keys(server)
         cfg = ", ".join(f"{k}={inert(str(a[k]))}" for k in keys if a.get(k) is not None)
-        lines.append(f"launch: sglang {inert(launch['version'] or '?')}  {cfg}")
+        lines.append(f"launch: {inert(server or '?')} {inert(launch['version'] or '?')}  {cfg}")
     if s.get("launches", 0) > 1:
         lines.append(f"launches in file: {s['launches']} (showing the last)")
     if s.get("url"):
@@ -249,9 +238,50 @@ def render(path: str, s: dict[str, Any]) -> str:
             f"  last: {last['gen_throughput']:.1f} tok/s{acc}, running {last['running_req']}, "
             f"queued {last['queue_req']}"
         )
+    sp = s.get("spec")
+    if sp:
+        lines.append(_spec_line(sp))
     if s.get("truncated"):
         lines.append(f"incomplete: {inert(s['truncated'])}")
     return "\n".join(lines)
+
+
+def _summary_keys(server: str) -> tuple[str, ...]:
+    try:
+        return get_format(server).summary_keys if server else ()
+    except KeyError:
+        return ()
+
+
+def _spec_line(sp: dict[str, Any]) -> str:
+    """The server's own speculative-decoding reports in one line (or two)."""
+    out = f"spec decoding: {sp['count']} reports"
+    acc = sp.get("accept_len")
+    last = sp.get("last") or {}
+    if acc:
+        out += f"; mean acceptance length median {acc['median']:.2f} p90 {acc['p90']:.2f}"
+    if last.get("accept_len") is not None:
+        out += f" (last {last['accept_len']:.2f})"
+    if last.get("accept_rate") is not None:
+        out += f"; draft acceptance {100 * last['accept_rate']:.1f}%"
+    if sp.get("drafted"):
+        out += f"; {sp['accepted']}/{sp['drafted']} drafted tokens accepted"
+    pos = last.get("per_position") or []
+    if pos:
+        shown = " ".join(f"{p:.2f}" for p in pos[:16]) + (" …" if len(pos) > 16 else "")
+        out += f"\n  per position (last): {shown}"
+    return out
+
+
+def _other_format(path: str, limit: int, first: dict[str, Any]) -> dict[str, Any]:
+    """No --format and the default format recognised nothing: the first other format that does, said
+    on stderr (a file no format reads stays the default's "unknown")."""
+    for other in formats()[1:]:
+        s = parse_path(path, max_bytes=limit, fmt=other)
+        if s["state"] != "unknown":
+            print(f"eagletui parse: {inert(path)}: read as {other.name} (no --format given)", file=sys.stderr)
+            return s
+    return first
 
 
 def _write(text: str) -> bool:
@@ -272,7 +302,9 @@ def _write(text: str) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="eagletui parse", description="Summarize SGLang server logs.")
+    ap = argparse.ArgumentParser(
+        prog="eagletui parse", description="Summarize server logs (phases, failures, serving)."
+    )
     ap.add_argument("logs", nargs="+", metavar="LOG", help="log file, .gz file, or - for stdin")
     ap.add_argument("--json", action="store_true", help="machine-readable output (docs/parse-json.md)")
     ap.add_argument(
@@ -284,15 +316,21 @@ def main(argv: list[str]) -> int:
     )
     names = [f.name for f in formats()]
     ap.add_argument(
-        "--format", choices=names, default=names[0], help=f"the server's log format (default {names[0]})"
+        "--format",
+        choices=names,
+        default=None,
+        help=f"the server's log format (default: {names[0]}, or the first format that recognises a file {names[0]} does not)",
     )
     ns = ap.parse_args(argv)
     fmt = get_format(ns.format)
     results: list[dict[str, Any]] = []
     status = 0
     for path in ns.logs:
+        limit = max(1, ns.max_decompressed) << 20
         try:
-            s = parse_path(path, max_bytes=max(1, ns.max_decompressed) << 20, fmt=fmt)
+            s = parse_path(path, max_bytes=limit, fmt=fmt)
+            if ns.format is None and s["state"] == "unknown" and path != "-":
+                s = _other_format(path, limit, s)
         except OSError as exc:
             print(f"eagletui parse: cannot read {inert(path)}: {inert(str(exc))}", file=sys.stderr)
             return 2

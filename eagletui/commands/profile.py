@@ -28,10 +28,12 @@ from eagletui.core.profile import (
     parse_profile,
 )
 from eagletui.core.redact import Redactor
+from eagletui.core.servers import server_kind
 
 EXAMPLES: dict[str, str] = {
     "demo": "demo.toml",
     "demo-sweep": "demo-sweep.toml",
+    "demo-vllm": "demo-vllm.toml",
     "kimi": "kimi-k25-eagle3.toml",
 }
 
@@ -78,8 +80,9 @@ def render_profile(cmd: LaunchCommand, name: str, source: str = "") -> str:
         _kv("python", cmd.python, "interpreter on the target; {python} in server.command expands to it"),
         "",
         "[server]",
+        _kv("kind", cmd.kind, "the server program: its log format, flags and benchmark API"),
         _kv("command", cmd.command),
-        _kv("port", cmd.port or 30000),
+        _kv("port", cmd.port or server_kind(cmd.kind).port),
         _kv("host", cmd.host or "127.0.0.1", "keep loopback on remote hosts: eagletui forwards the port"),
         _kv("runs_dir", "~/.eagletui/runs"),
         _kv("ready_timeout_s", 3600, "large checkpoints take minutes to load and capture"),
@@ -103,7 +106,7 @@ def render_profile(cmd: LaunchCommand, name: str, source: str = "") -> str:
         '# Tunables shown in the TUI. env = … or arg = …; type choice (choices, "" = unset),',
         "# bool, int/float (min/max/step) or str.",
     ]
-    for t in default_toggles(cmd.args, cmd.env):
+    for t in default_toggles(cmd.args, cmd.env, cmd.kind):
         out += ["", "[[toggles]]"]
         out += [_kv(k, v) for k, v in t.items()]
     out += [
@@ -181,8 +184,12 @@ def flag_table_for_profile(prof: Any) -> Any:
     from eagletui.core.server_flags import FlagTable, bundled_table
     from eagletui.remote.preflight import server_module
 
-    if server_module(prof) == "eagletui.sim":
-        from eagletui.sim.cli import build_parser as sim_parser
+    module = server_module(prof)
+    if module in ("eagletui.sim", "eagletui.sim.vllm"):
+        if module == "eagletui.sim":
+            from eagletui.sim.cli import build_parser as sim_parser
+        else:
+            from eagletui.sim.vllm import build_parser as sim_parser
 
         p = sim_parser()
         return FlagTable(
@@ -190,7 +197,8 @@ def flag_table_for_profile(prof: Any) -> Any:
             allow_abbrev=p.allow_abbrev,
             source="the simulator's parser",
         )
-    return bundled_table()
+    # no table of vLLM's flags ships with eagletui: only the host's own parser can tell (preflight)
+    return bundled_table() if prof.kind.flag_module == "sglang" else None
 
 
 def _cmd_check(ns: argparse.Namespace) -> int:
@@ -219,7 +227,11 @@ def _cmd_check(ns: argparse.Namespace) -> int:
             "ok": not lint.errors,
             "argv": argv,
             "env": env,
-            "flags": {"checked": lint.flags_checked, "against": table.source, "expanded": lint.notes},
+            "flags": {
+                "checked": lint.flags_checked,
+                "against": table.source if table is not None else None,
+                "expanded": lint.notes,
+            },
             "errors": [as_dict(e) for e in lint.errors],
             "warnings": [as_dict(w) for w in lint.warnings],
         }
@@ -232,7 +244,13 @@ def _cmd_check(ns: argparse.Namespace) -> int:
         out.append(f"warning: {warn}")
     verdict = f"{len(lint.errors)} error(s)" if lint.errors else "ok"
     out.append(f"{prof.path}: {verdict} ({prof.name}, target {prof.target}, {len(prof.toggles)} toggles)")
-    out.append(f"flags: {lint.flags_checked} checked against {table.source}")
+    if table is None:
+        out.append(
+            f"flags: not checked: no table of {prof.kind.label}'s flags ships with eagletui "
+            "(eagletui connect asks the host's own parser)"
+        )
+    else:
+        out.append(f"flags: {lint.flags_checked} checked against {table.source}")
     out += [f"flags: {note}" for note in lint.notes]
     out += [f"env  {key}={value}" for key, value in env.items()]
     out.append("argv " + json.dumps(argv))

@@ -36,6 +36,7 @@ from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core.profile import ProfileError, load_profile
 from eagletui.core.redact import Redactor
 from eagletui.core.textsafe import inert, inert_lines
+from eagletui.core.toggle_kinds import split_key
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_LAUNCH_FAILED = 0, 1, 2, 3
 
@@ -101,7 +102,7 @@ def print_human(report: dict[str, Any]) -> None:
     for e in report["effects"]:
         noise = f" ± {e['noise_pct']:.1f}" if e["noise_pct"] is not None else ""
         clear = {True: "", False: " (within noise)", None: ""}[e["clear"]]
-        name = e["factor"].partition(":")[2].lstrip("-")
+        name = split_key(e["factor"])[1].lstrip("-")
         print(f"effect of {name} {show(e['from'])}→{show(e['to'])}: {e['delta_pct']:+.1f}%{noise}{clear}")
     if report.get("drift"):
         print(inert(report["drift"]["text"]))

@@ -22,6 +22,7 @@ PHASES: tuple[str, ...] = (
     "dist_init",
     "load_target",
     "load_draft",
+    "compile",
     "kv_cache",
     "capture_prefill",
     "capture_target",
@@ -112,7 +113,8 @@ class LogLine(Event):
     """One logical log line (a ``\\r`` tqdm frame counts as its own line, flagged ``frame=True``).
 
     ``kind`` is the classifier's tag: ``phase``, ``progress``, ``decode``, ``prefill``, ``error``,
-    ``warning``, ``http``, ``traceback``, ``other``. ``rank`` is the TP rank from the prefix, if any.
+    ``warning``, ``http``, ``traceback``, ``other``. ``rank`` is the writer's rank number (None: the line
+    is not a rank's, or has no prefix).
     ``seq`` numbers lines from the start of the launch's log, so the UI can tell gaps and duplicates.
     """
 
@@ -123,6 +125,12 @@ class LogLine(Event):
     seq: int = 0
     frame: bool = False
     launch: int = 0
+    #: where the server's record prefix ends in ``text`` (0: none) and where its rank label sits
+    #: (``text[rank_start:rank_end]``; both 0: none), as the log format parsed them: the log view
+    #: collapses ranks with these
+    prefix_end: int = 0
+    rank_start: int = 0
+    rank_end: int = 0
 
 
 # ------------------------------------------------------------------------------------------ phases
@@ -214,13 +222,18 @@ class LaunchDetected(Event):
     """The log shows a new server start (server-args line, or dist init after a terminal state).
 
     Emitted by the classifier; it starts a new phase timeline. ``args`` is what the server-args line
-    said (flag name with underscores → value), ``version`` the sglang version when it can be told.
+    said in the server's own names (flag name with underscores → value), ``facts`` the same launch in
+    eagletui's words (:class:`~eagletui.core.logformat.LaunchFacts`: ``model``, ``tp``,
+    ``spec_algorithm``, …), ``version`` the server's version when it can be told and ``server`` the
+    log format that read it.
     """
 
     type: ClassVar[str] = "launch_detected"
     args: dict[str, Any] = field(default_factory=dict)
     version: str | None = None
     launch: int = 0
+    facts: dict[str, Any] = field(default_factory=dict)
+    server: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -272,6 +285,24 @@ class DecodeStats(Event):
     token_usage: float | None = None
     num_tokens: int | None = None
     cuda_graph: bool | None = None
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SpecDecodeStats(Event):
+    """One speculative-decoding report of the server over its last interval (vLLM's ``SpecDecoding
+    metrics`` line): mean accepted tokens per verify step (bonus token included), the fraction of
+    drafted tokens accepted, the counts, and the acceptance rate of each draft position."""
+
+    type: ClassVar[str] = "spec_decode_stats"
+    accept_len: float | None = None
+    accept_rate: float | None = None
+    accepted: int | None = None
+    drafted: int | None = None
+    per_position: tuple[float, ...] = ()
+    steps: int | None = None
+    #: the counts are totals since the server started (vLLM V0), not the interval's
+    cumulative: bool = False
     launch: int = 0
 
 

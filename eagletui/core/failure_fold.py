@@ -1,4 +1,4 @@
-"""Failure folding of the phase machine: candidates by priority, traceback groups, SGLang context.
+"""Failure folding of the phase machine: candidates by priority, traceback groups, server context.
 
 A crashing tp=8 server prints a cascade (root cause on one rank, SIGQUIT/kill lines from the parent,
 NCCL noise from siblings); the most specific candidate wins, a report waits until the failing
@@ -42,7 +42,7 @@ class FailureFold:
     group_hint: str | None
     group_draft: bool
     emit_at_close: bool
-    sglang_ctx: bool
+    server_ctx: bool
     held: list[tuple[Failure, Rec]]
     activity: bool
     last_ts: float | None
@@ -64,7 +64,7 @@ class FailureFold:
             return
         if st.status == READY and tag == "leaked_semaphore" and st.stopped is not None:
             return
-        if not self.sglang_ctx:
+        if not self.server_ctx:
             if len(self.held) < 64:
                 self.held.append((fm, rec))
             return
@@ -88,7 +88,7 @@ class FailureFold:
             self._emit_failure(out)
 
     def _set_ctx(self, out: list[ev.Event]) -> None:
-        self.sglang_ctx = True
+        self.server_ctx = True
         held, self.held = self.held, []
         for fm, rec in held:
             self._consider(fm, rec, out)
@@ -119,12 +119,12 @@ class FailureFold:
         if not self.group_open:
             return
         self.group_open = False
-        if self.group_hint and self.sglang_ctx and (self.group_has_cand or self.group_exc):
+        if self.group_hint and self.server_ctx and (self.group_has_cand or self.group_exc):
             self._phase_from_frames(self.group_hint, self.group_draft, out)
         self.group_hint, self.group_draft = None, False
         if (
             self.group_exc
-            and self.sglang_ctx
+            and self.server_ctx
             and not self.group_has_cand
             and self.st.status not in (READY, STOPPED)
         ):

@@ -19,6 +19,7 @@ from typing import Any
 from eagletui.core.private_files import private_dir
 from eagletui.core.profile import normalize_flag
 from eagletui.core.runs import KEY_FLAGS
+from eagletui.core.servers import SERVER_KINDS, server_kind
 
 #: Server flags that change how long loading or graph capture takes (the tuned flags but the memory
 #: fraction). Part of the key: changing it would orphan every stored history.
@@ -37,6 +38,9 @@ def _norm(value: Any) -> str | None:
     return str(value)
 
 
+_KINDS = {k.name for k in SERVER_KINDS}
+
+
 def history_key(snapshot: Mapping[str, Any]) -> str:
     """A stable string key from a config snapshot (``{"target","model","tp","args","env"}``).
 
@@ -44,10 +48,11 @@ def history_key(snapshot: Mapping[str, Any]) -> str:
     Flag spellings (``tp_size``, ``--tp-size``) and value types (``3`` vs ``"3"``) are normalised.
     """
     args = {normalize_flag(k, strict=False): v for k, v in (snapshot.get("args") or {}).items()}
+    kind = server_kind(snapshot.get("server") if snapshot.get("server") in _KINDS else None)
     tp = snapshot.get("tp")
     if tp is None:
-        tp = args.get("--tp", args.get("--tp-size", 1))
-    model = snapshot.get("model") or args.get("--model-path") or ""
+        tp = kind.tp(args)
+    model = snapshot.get("model") or kind.model(args)
     flags = {f: n for f in TIMING_FLAGS if (n := _norm(args.get(f))) is not None}
     key = {
         "target": str(snapshot.get("target") or ""),

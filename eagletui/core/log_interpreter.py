@@ -1,9 +1,10 @@
-"""Public entry point: SGLang server log bytes/text in, typed events out.
+"""Public entry point: server log bytes/text in, typed events out.
 
-Framing lives here (UTF-8 split across chunks, ``\\r`` tqdm frames, lines glued behind unterminated
+Framing lives here (UTF-8 split across chunks, ``\\r`` progress frames, lines glued behind unterminated
 frames, unbounded lines); classification is the server's :class:`~eagletui.core.logformat.LogFormat`
-(SGLang's by default: :mod:`eagletui.core.formats.sglang`), the fold is
-:mod:`eagletui.core.phase_machine`. A segment (text up to ``\\r`` or ``\\n``) is handled as soon as
+(through its per-interpreter :class:`~eagletui.core.logformat.LineReader`), the fold is
+:mod:`eagletui.core.phase_machine`. Nothing here knows a server's wording: the serving fast paths
+take their patterns and literals from the format's :class:`~eagletui.core.logformat.FastPath`. A segment (text up to ``\\r`` or ``\\n``) is handled as soon as
 its terminator arrives, so the events do not depend on how the input was chunked and a live bar
 advances before its final newline.
 
@@ -43,12 +44,20 @@ FAST_LIVE = True
 
 
 class LogInterpreter:
-    """Incremental SGLang log interpreter (see the module docstring)."""
+    """Incremental log interpreter for one server's output (see the module docstring)."""
 
     def __init__(self, launch: int = 1, emit_lines: bool = True, fmt: LogFormat | None = None) -> None:
         self.emit_lines = emit_lines
         self.fmt = fmt = fmt if fmt is not None else get_format()
+        self.reader = fmt.reader()
+        self._classify = self.reader.classify
         self._m = PhaseMachine(launch, fmt)
+        fp = fmt.fast
+        self._fp = fp
+        self._bulk_ok = fp is not None and fp.scan_re("", False) is not None
+        # one scan of a chunk spares each line the tests for "\r" and bar marks
+        self._bar_marks = ("\r", *fmt.bar_marks)
+        self._rank_cache: dict[str, int | None] = {}
         self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
         self._pending: list[str] = []
         self._pending_len = 0
@@ -86,10 +95,8 @@ class LogInterpreter:
         lines = text.split("\n")
         tail = lines.pop()
         if self.emit_lines:
-            if FAST_LIVE:
-                # One scan of the chunk spares each line the tests for "\r" and bar marks.
-                careful = "\r" in text or "%|" in text or "it/s]" in text or "s/it]" in text
-                careful = careful or "% Completed |" in text  # _BAR_MARKS
+            if FAST_LIVE and self._fp is not None and self._fp.line_re is not None:
+                careful = any(mark in text for mark in self._bar_marks)
                 self._live(lines, careful, out)
             else:
                 for line in lines:
@@ -155,10 +162,12 @@ class LogInterpreter:
             fmt = self.fmt
             for seg in fmt.split_glued(text):
                 if seg:
-                    rec = fmt.classify(seg, self._after_cr or fmt.is_bar(seg))
+                    rec = self._classify(seg, self._after_cr or fmt.is_bar(seg))
                     if rec.kind in ("decode", "prefill"):
                         rec.data = {}  # an unterminated stats line may be cut mid-number
                     self._emit(rec, out)
+        for rec in self.reader.flush():  # what the reader held back (a stats line awaiting its pair)
+            self._m.on_record(rec, out)
         if not self._finished:
             self._finished = True
             self._m.finish(out)
@@ -203,9 +212,9 @@ class LogInterpreter:
             pieces = fmt.split_glued(seg)
             for j, piece in enumerate(pieces):
                 frame = (after_cr and j == 0) or fmt.is_bar(piece)
-                self._emit(fmt.classify(piece, frame), out)
+                self._emit(self._classify(piece, frame), out)
         else:
-            self._emit(fmt.classify(seg, False), out)
+            self._emit(self._classify(seg, False), out)
 
     def _emit(self, rec, out: list[ev.Event]) -> None:
         n = len(out)
@@ -216,10 +225,13 @@ class LogInterpreter:
             line = ev.LogLine(
                 text=text,
                 kind=rec.kind,
-                rank=rec.tp,
+                rank=rec.tp if rec.rank_actor else None,
                 seq=self._seq,
                 frame=rec.frame,
                 launch=self._m.st.launch,
+                prefix_end=min(rec.prefix_end, len(text)),
+                rank_start=min(rec.rank_span[0], len(text)),
+                rank_end=min(rec.rank_span[1], len(text)),
             )
             # The line goes before what it caused, so a UI shows cause then effect.
             out.insert(n, line)
@@ -227,38 +239,36 @@ class LogInterpreter:
     def _live(self, lines: list[str], careful: bool, out: list[Any]) -> None:
         """Complete lines with LogLine events (``feed``): the per-line path, plus a serving fast path.
 
-        While :meth:`PhaseMachine.serving_noop` says so, a Decode/Prefill line with sglang's prefix at
-        the start of the line or a uvicorn access line is folded here directly: the same LogLine and
-        stats events, and the same machine updates (clock, decode history), as :meth:`_segment` →
-        ``classify`` → ``on_record`` would give. Anything else, or anything that does not parse exactly
-        as the fast checks expect, takes the per-line path, after which the conditions are re-read.
+        While :meth:`PhaseMachine.serving_noop` says so, a stats line that the format's fast path
+        matches whole (``FastPath.line_re``) or an HTTP access line is folded here directly: the same
+        LogLine and stats events, and the same machine updates (clock, decode history), as
+        :meth:`_segment` → ``classify`` → ``on_record`` would give. Anything else, or anything that
+        does not parse exactly as the fast checks expect, takes the per-line path, after which the
+        conditions are re-read.
         """
+        fp = self._fp
+        assert fp is not None
         m = self._m
         st = m.st
         pre_ok, dec_ok, http_ok = m.serving_noop()
         launch = st.launch
         seq = self._seq
         append = out.append
-        fmt = self.fmt
-        serving_match = fmt.serving_line_re.match
-        G = fmt.serving_groups
-        gd_run, gd_tok, gd_use, gd_acc, gd_rate, gd_graph, gd_gen, gd_q = (
-            G.d_run,
-            G.d_tok,
-            G.d_usage,
-            G.d_acc,
-            G.d_rate,
-            G.d_graph,
-            G.d_gen,
-            G.d_queue,
-        )
-        gp_seq, gp_tok, gp_cached, gp_run, gp_q = G.p_seq, G.p_tok, G.p_cached, G.p_run, G.p_queue
-        g_date, g_time, g_ms, g_ranks = G.date, G.time, G.ms, G.ranks
-        tput_re = fmt.input_throughput_re
-        is_bar, access, access_marker = fmt.is_bar, fmt.access_prefix, fmt.access_marker
-        prefix_match = fmt.record_prefix_re.match
+        serving_match = fp.line_re.match
+        dix, pix = fp.decode_ix, fp.prefill_ix
+        if dix is not None:
+            gd_run, gd_tok, gd_use, gd_acc, gd_rate, gd_graph, gd_gen, gd_q = dix
+        if pix is not None:
+            gp_seq, gp_tok, gp_cached, gp_run, gp_q = pix
+        g_date, g_time, g_ms, g_ranks = fp.prefix_ix
+        tput_re, input_marker = fp.input_re, fp.input_marker
+        is_bar = self.fmt.is_bar
+        access, access_marker, access_tail = fp.access_prefix, fp.access_marker, fp.access_tail
+        access_first = access[:1]
+        line_first = fp.line_first
+        prefix_match = fp.prefix_re.match if fp.prefix_re is not None else None
         log_line, decode_stats, prefill_stats = _log_line, _decode_stats, _prefill_stats
-        rank_tp = _RANK_TP
+        rank_cache = self._rank_cache
         after_cr = self._after_cr
         limit = SCAN_LIMIT
         hist = st.decode_history.append
@@ -268,45 +278,38 @@ class LogInterpreter:
                 pass
             elif not line:
                 continue
-            elif careful and ("\r" in line or "it/s]" in line or "%|" in line):
+            elif careful and ("\r" in line or is_bar(line)):
                 pass  # frames and bars (_segment)
-            elif line[:1] == "I":
-                # classify: no prefix search after a uvicorn level; not a bar; "INFO:     " found first.
-                if (
-                    http_ok
-                    and line.startswith(access)
-                    and "HTTP/1." in line
-                    and '" ' in line
-                    and not (careful and is_bar(line))
-                ):
+            elif access and line[:1] == access_first and line.startswith(access):
+                # An access line without the server's prefix: not a bar, no record prefix to read.
+                if http_ok and access_marker in line and access_tail in line:
                     seq += 1
-                    append(log_line(line, "http", None, seq, launch))
+                    append(log_line(line, "http", None, seq, launch, 0, 0, 0))
                     continue
-            elif pre_ok and (line[:1] == "[" or line[:1] == "("):
+            elif pre_ok and line[:1] in line_first:
                 mt = serving_match(line)
-                if mt is None and http_ok and m.activity:
-                    # uvicorn's access line behind the server's own timestamp: classify reads the prefix,
-                    # then the uvicorn body; folded, it only moves the clock.
+                if mt is None and http_ok and m.activity and prefix_match is not None and access:
+                    # An access line behind the server's own timestamp: classify reads the prefix, then
+                    # the access body; folded, it only moves the clock.
                     pm = prefix_match(line)
                     if (
                         pm is not None
                         and not pm.group("ranks")
                         and line.startswith(access, pm.end())
                         and access_marker in line
-                        and '" ' in line
-                        and not (careful and is_bar(line))
+                        and access_tail in line
                     ):
                         date, tm, ms = pm.group("date"), pm.group("time"), pm.group("ms")
                         ts_text = (date or "") + tm + ("." + ms if ms else "")
                         if ts_text != m.last_ts_text:
                             m.ts_of(ts_text, date is not None)
                         seq += 1
-                        append(log_line(line, "http", None, seq, launch))
+                        append(log_line(line, "http", None, seq, launch, pm.end(), 0, 0))
                         continue
                 elif mt is not None:
                     g = mt.groups()
                     try:
-                        if g[gd_run] is not None:
+                        if dix is not None and g[gd_run] is not None:
                             if not dec_ok:
                                 g = None
                             else:
@@ -322,9 +325,9 @@ class LogInterpreter:
                                     launch,
                                 )
                                 kind = "decode"
-                        else:
+                        elif pix is not None:
                             tput = None
-                            if "input throughput" in line:  # never in the prefix: search the whole line
+                            if input_marker and input_marker in line:  # searched in the whole line
                                 t = tput_re.search(line)
                                 if t:
                                     tput = _float(t.group(1))
@@ -338,6 +341,8 @@ class LogInterpreter:
                                 launch,
                             )
                             kind = "prefill"
+                        else:
+                            g = None
                     except ValueError:  # parse_decode gives None (not a decode record); int() limits
                         g = None
                     if g is not None:
@@ -346,11 +351,17 @@ class LogInterpreter:
                         ts_text = (date or "") + tm + ("." + ms if ms else "")
                         if ts_text != m.last_ts_text:  # the same text again changes nothing
                             m.ts_of(ts_text, date is not None)
-                        tp = rank_tp.get(ranks, -1)
-                        if tp == -1:
-                            tp = _rank_tp(ranks, fmt.tp_of)
+                        r1 = mt.end(g_ranks + 1)
+                        pend = r1 + 2 if line[r1 + 1 : r1 + 2] == " " else r1 + 1
+                        if ranks:
+                            tp = rank_cache.get(ranks, -1)
+                            if tp == -1:
+                                tp = self._rank_of(ranks)
+                            r0 = mt.start(g_ranks + 1) + 1
+                        else:
+                            tp, r0, r1 = None, 0, 0
                         # LogLine first: the UI shows cause, then effect (as _emit orders them).
-                        append(log_line(line, kind, tp, seq, launch))
+                        append(log_line(line, kind, tp, seq, launch, pend, r0, r1))
                         if kind == "decode":
                             ndec += 1
                             hist(e)
@@ -376,30 +387,49 @@ class LogInterpreter:
         if ndec:
             st.decode_count += ndec
 
+    def _rank_of(self, raw: str) -> int | None:
+        """The rank number of a fast-path line's raw rank text, as ``classify`` reads it (cached)."""
+        fp = self._fp
+        assert fp is not None
+        ranks = raw.strip()
+        tp = fp.rank_of(ranks) if ranks else None
+        if len(self._rank_cache) < 4096:
+            self._rank_cache[raw] = tp
+        return tp
+
     def _line(self, line: str, out: list[Any]) -> None:
         """One complete line without LogLine events (``feed`` and ``feed_bulk``)."""
         if "\r" in line:
             self._frames(line, out)
             return
         m = self._m
-        if not self._after_cr and m.st.status is READY and not m.group_open and m.decode_version_checked:
-            # Serving fast path; the format's serving_scan_re encodes exactly these decisions.
-            fmt = self.fmt
-            if line.startswith(fmt.access_prefix) and fmt.access_marker in line:
-                return
-            f = line.find("]", 0, 386)
-            if f >= 0 and line.startswith(fmt.access_prefix, f + 2) and fmt.access_marker in line:
-                return  # an access line behind the server's own timestamp (uvicorn as SGLang sets it up)
-            i = line.find(fmt.decode_marker, 0, 400)
-            j = line.find(fmt.prefill_marker, 0, 400)
+        fp = self._fp
+        if (
+            fp is not None
+            and not self._after_cr
+            and m.st.status is READY
+            and not m.group_open
+            and m.decode_version_checked
+        ):
+            # Serving fast path; the format's scan_re encodes exactly these decisions.
+            access, access_marker = fp.access_prefix, fp.access_marker
+            if access:
+                if line.startswith(access) and access_marker in line:
+                    return
+                f = line.find(fp.prefix_close, 0, fp.prefix_window)
+                if f >= 0 and line.startswith(access, f + fp.prefix_gap) and access_marker in line:
+                    return  # an access line behind the server's own timestamp
+            window, skip = fp.marker_window, fp.marker_skip
+            i = line.find(fp.decode_marker, 0, window) if fp.decode_marker else -1
+            j = line.find(fp.prefill_marker, 0, window) if fp.prefill_marker else -1
             if i >= 0 and (j < 0 or i < j):
-                d = fmt.parse_decode(line[i + 2 : i + 2 + SCAN_LIMIT])
+                d = fp.parse_decode(line[i + skip : i + skip + SCAN_LIMIT])
                 if d is not None:
                     m.add_decode(d, out)
                     return
             elif j >= 0:
                 # Serving noise for the summary whether or not its fields parse.
-                d = fmt.parse_prefill(line[j + 2 : j + 2 + SCAN_LIMIT])
+                d = fp.parse_prefill(line[j + skip : j + skip + SCAN_LIMIT])
                 if d is not None:
                     out.append(ev.PrefillStats(launch=m.st.launch, **d))
                 return
@@ -407,14 +437,14 @@ class LogInterpreter:
         self._after_cr = False
 
     def _fast(self) -> bool:
-        """The serving fast path applies (the same conditions as in :meth:`_line`)."""
+        """The bulk serving path applies (the same conditions as in :meth:`_line`)."""
         m = self._m
         return (
-            not self._after_cr
+            self._bulk_ok
+            and not self._after_cr
             and m.st.status is READY
             and not m.group_open
             and m.decode_version_checked
-            and self.fmt.serving_scan_re is not None
         )
 
     def _bulk(self, text: str | bytes | bytearray, pos: int, end: int, out: list[Any]) -> None:
@@ -446,12 +476,14 @@ class LogInterpreter:
     def _scan(self, text: Any, pos: int, limit: int, binary: bool, out: list[Any]) -> int:
         """Fold ``text[pos:limit]`` (no ``\\r``) while the fast path holds; returns where it stopped."""
         nl_b = b"\n" if binary else "\n"
-        marker = self.fmt.decode_marker
+        fp = self._fp
+        assert fp is not None
+        marker, skip = fp.decode_marker, fp.marker_skip
         i = text.find(marker.encode() if binary else marker, pos, min(limit, pos + 65536))
         if i >= 0:
-            sample = text[i + 2 : i + 400]
+            sample = text[i + skip : i + fp.marker_window]
             self._scan_sample = sample.decode("utf-8", "replace") if binary else sample
-        pat = self.fmt.serving_scan_re(self._scan_sample, binary)  # type: ignore[misc]
+        pat = fp.scan_re(self._scan_sample, binary)
         found = pat.findall(text, pos, limit)
         if not any(map(_OTHER, found)):  # only serving lines (and empty ones, which are no-ops)
             self._rows(found, binary, out)
@@ -484,8 +516,10 @@ class LogInterpreter:
             if g[0]:
                 break
         msg = g[0]
-        d = self.fmt.parse_decode(msg.decode() if binary else msg)
-        assert d is not None  # the scan patterns accept a subset of DECODE_FAST_RE
+        fp = self._fp
+        assert fp is not None
+        d = fp.parse_decode(msg.decode() if binary else msg)
+        assert d is not None  # a scan pattern accepts only lines its parse_decode reads
         m = self._m
         launch = m.st.launch
         acc = array("d", map(float, filter(None, map(_ACCEPT, found))))
@@ -556,7 +590,11 @@ def _builder(cls: type, params: tuple[str, ...], fixed: dict[str, Any] | None = 
 
 
 # Argument orders as the fast paths call them.
-_log_line = _builder(ev.LogLine, ("text", "kind", "rank", "seq", "launch"), {"frame": False})
+_log_line = _builder(
+    ev.LogLine,
+    ("text", "kind", "rank", "seq", "launch", "prefix_end", "rank_start", "rank_end"),
+    {"frame": False},
+)
 _decode_stats = _builder(
     ev.DecodeStats,
     (
@@ -575,18 +613,6 @@ _prefill_stats = _builder(
     ev.PrefillStats,
     ("new_seq", "new_token", "cached_token", "running_req", "queue_req", "input_throughput", "launch"),
 )
-
-
-# TP rank of a prefix's raw rank text (the serving pattern's "ranks" group), as classify reads it.
-_RANK_TP: dict[str, int | None] = {}
-
-
-def _rank_tp(raw: str, tp_of: Any) -> int | None:
-    ranks = raw.strip()
-    tp = tp_of(ranks) if ranks else None
-    if len(_RANK_TP) < 4096:
-        _RANK_TP[raw] = tp
-    return tp
 
 
 _NL_RUN, _NL_RUN_B = re.compile("\n+"), re.compile(b"\n+")

@@ -1,9 +1,9 @@
 """Multi-rank fold from classified log records to typed events.
 
-Eight scheduler processes log the same milestones in arbitrary interleaving, two SGLang generations
-order the EAGLE phases differently (≤0.5.13: target load→pool→graphs, then the draft; ≥0.5.16: both
-loads→pools→target graphs→draft graphs) and some milestones have no end line in old versions. The
-machine therefore tracks each phase per rank and declares a phase finished only when every rank that
+Eight rank processes log the same milestones in arbitrary interleaving, server generations order the
+EAGLE phases differently (target load→pool→graphs, then the draft; or both loads→pools→target
+graphs→draft graphs) and some milestones have no end line, or only a progress bar. The machine
+therefore tracks each phase per rank and declares a phase finished only when every rank that
 started it is done *and* the log has moved on (a different phase's line, or a global milestone such as
 the ``max_total_num_tokens=`` summary). That keeps a phase with several begin/end pairs (prefill then
 verify graphs) from flickering finished/started.
@@ -27,6 +27,7 @@ from eagletui.core.logformat import (
     OTHER,
     PREFILL,
     PROGRESS,
+    SCAN_LIMIT,
     TRACEBACK,
     WARNING,
     LogFormat,
@@ -53,10 +54,10 @@ class PhaseMachine(Timeline, FailureFold):
     def __init__(self, launch: int = 0, fmt: LogFormat | None = None) -> None:
         self.fmt = fmt if fmt is not None else get_format()
         self.st = MachineState(launch=launch)
-        # Evidence that this is SGLang's output (see sglang_evidence), kept across launches; until
-        # then failure lines are held back, so a README or a mail that mentions "NCCL error" reads
-        # "unknown", not "failed".
-        self.sglang_ctx = False
+        # Evidence that this is the server's output (a record prefix, or the format's evidence), kept
+        # across launches; until then failure lines are held back, so a README or a mail that mentions
+        # "NCCL error" reads "unknown", not "failed".
+        self.server_ctx = False
         self.prose = False  # markdown seen (a README, an issue body): only fenced blocks are log text
         self.in_fence = False
         self._reset_timeline(launch)
@@ -87,7 +88,8 @@ class PhaseMachine(Timeline, FailureFold):
         self.day_offset = 0.0
         self.activity = False
         self.decode_version_checked = False
-        self.tp_size: int | None = None
+        self.launch_tp: int | None = None
+        self.rank_num: dict[str, int | None] = {}
 
     def serving_noop(self) -> tuple[bool, bool, bool]:
         """(prefill, decode, access): whether a prefixed Prefill line / prefixed Decode line / uvicorn
@@ -110,18 +112,27 @@ class PhaseMachine(Timeline, FailureFold):
     # ------------------------------------------------------------------ main entry
 
     def on_record(self, rec: Rec, out: list[ev.Event]) -> None:
+        if (
+            not self.fmt.classifies_failures
+            and not rec.tag
+            and rec.kind in (OTHER, ERROR, WARNING, TRACEBACK)
+        ):
+            # the format's classify leaves failures to its table (the base class's promise)
+            fm = self.fmt.match_failure(rec.msg[:SCAN_LIMIT])
+            if fm is not None:
+                rec.kind, rec.tag, rec.data = ERROR, "fail", {"failure": fm}
         tag = rec.tag
         kind = rec.kind
         # Markdown (a README, an issue body): only its fenced code blocks are log text.
         if not rec.prefixed and rec.msg.lstrip().startswith("```"):
             self.in_fence = not self.in_fence
-            if not self.sglang_ctx:
+            if not self.server_ctx:
                 self.prose = True
             return
         if self.prose and not self.in_fence:
             return
-        # tqdm bars and uvicorn lines are not SGLang's alone (vLLM prints the very same shard bar).
-        if not self.sglang_ctx:
+        # Progress bars and uvicorn lines are no one server's alone (several print the same shard bar).
+        if not self.server_ctx:
             if (
                 rec.prefixed
                 or self.fmt.evidence(rec.msg)
@@ -133,8 +144,9 @@ class PhaseMachine(Timeline, FailureFold):
                 if m.startswith(("# ", "## ", "### ")) or m.count("`") >= 2:
                     self.prose = True
                     return
-        # --- traceback grouping: unprefixed lines after an error record belong to it.
-        if rec.prefixed or kind in (HTTP, PROGRESS):
+        # --- traceback grouping: unprefixed lines after an error record belong to it (and prefixed
+        # ones the format marks as its continuation).
+        if (rec.prefixed and not rec.cont) or kind in (HTTP, PROGRESS):
             self._close_group(out)
         elif self.group_open:
             if kind in (OTHER, WARNING, ERROR, TRACEBACK):
@@ -180,12 +192,18 @@ class PhaseMachine(Timeline, FailureFold):
         if rec.ts_text:
             ts = self._ts(rec)
         else:
-            # Foreign lines (uvicorn, tqdm) carry no time: the last sglang timestamp is the best bound.
+            # Foreign lines (uvicorn, tqdm) carry no time: the last record timestamp is the best bound.
             ts = self.last_ts
             rec.ts_text = self.last_ts_text
         if rec.prefixed:
-            if rec.ranks and rec.ranks not in st.ranks and tag not in ("decode", "prefill"):
+            if (
+                rec.ranks
+                and rec.rank_actor
+                and rec.ranks not in st.ranks
+                and tag not in ("decode", "prefill")
+            ):
                 st.ranks.add(rec.ranks)
+                self.rank_num[rec.ranks] = rec.tp
             if not self.prefix_checked:
                 self.prefix_checked = True
                 self._version_from_prefix(rec)
@@ -204,8 +222,11 @@ class PhaseMachine(Timeline, FailureFold):
             st = self.st
             self._version_from_prefix(rec)
             st.launches += 1
-            out.append(ev.LaunchDetected(args={}, version=self.ver.label(), launch=st.launch))
+            out.append(self._detected({}, {}))
 
+        if tag == "spec":
+            self._on_spec(rec, out)
+            return
         if kind == DECODE:
             self._on_decode(rec, out)
             return
@@ -213,11 +234,11 @@ class PhaseMachine(Timeline, FailureFold):
             self._on_prefill(rec, ts, out)
             return
 
-        # A launch starts with the first line that is SGLang's (a [time …] prefix or a known kind), not with
-        # any text at all: a file of something else stays "unknown".
-        sglang_like = self.sglang_ctx and (bool(rec.ts_text) or kind != OTHER)
+        # A launch starts with the first line that is the server's (a record prefix or a known kind),
+        # not with any text at all: a file of something else stays "unknown".
+        server_like = self.server_ctx and (bool(rec.ts_text) or kind != OTHER)
         lifecycle = kind == HTTP and rec.prefixed and tag not in ("access", "access_generate")
-        if not self.activity and sglang_like and (kind != HTTP or lifecycle) and tag != "fail":
+        if not self.activity and server_like and (kind != HTTP or lifecycle) and tag != "fail":
             self.activity = True
             if st.launches == 0:
                 st.launches = 1
@@ -232,7 +253,7 @@ class PhaseMachine(Timeline, FailureFold):
             info.start_ts, info.start_text = ts, rec.ts_text
 
         if kind == "phase" or tag.startswith("bar_"):
-            if not self.sglang_ctx:
+            if not self.server_ctx:
                 return
             c = self.cand
             if c is not None and c.tag == "bare_traceback" and self.emitted_prio < 0:
@@ -267,35 +288,42 @@ class PhaseMachine(Timeline, FailureFold):
     def _on_server_args(self, rec: Rec, ts: float | None, out: list[ev.Event]) -> None:
         st = self.st
         self._version_marks(rec.msg)
-        args = self.fmt.parse_server_args(rec.data.get("raw", ""))
-        st.args = args
-        tp = args.get("tp_size")
-        if isinstance(tp, int) and tp > 0:
-            self.tp_size = tp
-        ver = args.get("version") if isinstance(args.get("version"), str) else None
-        if ver:
-            self.ver.exact = ver
+        facts = self.fmt.parse_server_args(rec.data.get("raw", ""))
+        st.args = facts.raw
+        st.facts = facts.facts()
+        if facts.tp:
+            self.launch_tp = facts.tp
+        if facts.version:
+            self.ver.exact = facts.version
         st.launches += 1
         self.activity = True
-        out.append(ev.LaunchDetected(args=args, version=self.ver.label(), launch=st.launch))
+        out.append(self._detected(facts.raw, st.facts))
         self._start("launch", None, ts, rec.ts_text, out)
+
+    def _detected(self, args: dict[str, Any], facts: dict[str, Any]) -> ev.LaunchDetected:
+        return ev.LaunchDetected(
+            args=args, facts=facts, version=self.ver.label(), launch=self.st.launch, server=self.fmt.name
+        )
 
     def _on_phase(self, rec: Rec, tag: str, ts: float | None, out: list[ev.Event]) -> None:
         st = self.st
-        r = rec.ranks
+        r: str | None = rec.ranks if rec.rank_actor else None  # None: a global line (not a rank's)
+        rk = "" if r is None else r  # the key of per-rank counters
         tt = rec.ts_text
         if tag == "dist_begin":
-            if self.load_count.get(r):
+            if self.load_count.get(rk):
                 return  # ≤0.5.13 draft runner re-logs dist init before its weights
             self._finish("launch", ts, tt, out)
             self._start("dist_init", r, ts, tt, out)
         elif tag == "dist_end":
-            if self.load_count.get(r):
+            if self.load_count.get(rk):
                 return
             self._rank_done("dist_init", r, ts, tt, out)
         elif tag == "load_begin":
-            n = self.load_count.get(r, 0) + 1
-            self.load_count[r] = n
+            n = self.load_count.get(rk, 0) + 1
+            if rec.data.get("draft"):
+                n = max(n, 2)  # the format says it is the draft's (its target load may be cut off)
+            self.load_count[rk] = n
             self._finish("launch", ts, tt, out)
             di = st.phases.get("dist_init")
             if n == 1 and di is not None and r in di.started and r not in di.done:
@@ -305,12 +333,33 @@ class PhaseMachine(Timeline, FailureFold):
             if rec.tp in (0, None):
                 self.bar_load_phase = name
         elif tag == "load_end":
-            n = self.load_count.get(r, 1)
+            n = self.load_count.get(rk, 1)
             name = "load_target" if n <= 1 else "load_draft"
             typ = rec.data.get("type", "")
             if n <= 1 and typ and any(d in typ for d in self.fmt.draft_types) and "load_target" in st.phases:
                 name = "load_draft"
             self._rank_done(name, r, ts, tt, out)
+        elif tag == "compile_begin":
+            info = self._phase("compile")
+            if info.finished:
+                return
+            info.open[rk] = info.open.get(rk, 0) + 1
+            self._start("compile", r, ts, tt, out)
+        elif tag == "compile_end":
+            info = self._phase("compile")
+            if info.finished:
+                return
+            n = info.open.get(rk, 0) - 1
+            info.open[rk] = max(0, n)
+            if n <= 0:
+                self._rank_done("compile", r, ts, tt, out)
+        elif tag == "compile_info":
+            ci = st.phases.get("compile")
+            if ci is not None and not ci.finished and ts is not None and r is not None and r in ci.done:
+                # the profiling run after the compile belongs to it (a server may log only its end)
+                ci.rank_end[r] = ts
+                if ci.end_ts is None or ts >= ci.end_ts:
+                    ci.end_ts, ci.end_text = ts, tt
         elif tag == "kv_alloc":
             kv = st.phases.get("kv_cache")
             if kv is not None and kv.finished:
@@ -328,7 +377,7 @@ class PhaseMachine(Timeline, FailureFold):
             info = self._phase(name)
             if info.finished:
                 return
-            info.open[r] = info.open.get(r, 0) + 1
+            info.open[rk] = info.open.get(rk, 0) + 1
             self._start(name, r, ts, tt, out)
             if rec.tp in (0, None):
                 self.bar_capture_phase = name
@@ -337,8 +386,8 @@ class PhaseMachine(Timeline, FailureFold):
             info = self._phase(name)
             if info.finished:
                 return
-            n = info.open.get(r, 0) - 1
-            info.open[r] = max(0, n)
+            n = info.open.get(rk, 0) - 1
+            info.open[rk] = max(0, n)
             if n <= 0:
                 self._rank_done(name, r, ts, tt, out)
         elif tag == "bar_shards":
@@ -346,8 +395,12 @@ class PhaseMachine(Timeline, FailureFold):
             d = rec.data
             self._progress(name, d["done"], d["total"], "shards", d["label"], out)
         elif tag == "bar_capture":
-            name = self.bar_capture_phase or "capture_target"
             d = rec.data
+            # A bar that names its graph starts that phase itself (for servers that print no begin line).
+            named = "what" in d or "draft" in d
+            name = _capture_phase(d) if named else self.bar_capture_phase or "capture_target"
+            if "elapsed" in d:
+                self._phase(name).bar_elapsed = d["elapsed"]
             self._progress(name, d["done"], d["total"], "bs", d["label"], out)
         elif tag in ("summary", "timings"):
             self._close_startup(ts, tt, out)
@@ -364,7 +417,7 @@ class PhaseMachine(Timeline, FailureFold):
     def _on_http(self, rec: Rec, tag: str, ts: float | None, out: list[ev.Event]) -> None:
         st = self.st
         if tag in ("http_up", "http_startup", "access_generate", "access"):
-            if st.status == LOADING and self.activity:
+            if st.status == LOADING and self.activity and self.fmt.http_warmup:
                 self._start_warmup(ts, rec.ts_text, out)
             if tag == "http_up":
                 st.url = rec.data.get("url", "")
@@ -373,7 +426,7 @@ class PhaseMachine(Timeline, FailureFold):
 
     def _stop(self, reason: str, out: list[ev.Event]) -> None:
         st = self.st
-        if st.status in (FAILED, STOPPED) or self.emitted_prio >= 0 or not self.sglang_ctx:
+        if st.status in (FAILED, STOPPED) or self.emitted_prio >= 0 or not self.server_ctx:
             return
         if self.cand is not None and self.cand.prio >= 50:
             self._emit_failure(out)
@@ -419,6 +472,19 @@ class PhaseMachine(Timeline, FailureFold):
         if rec.data:
             self.add_decode(rec.data, out)
 
+    def _on_spec(self, rec: Rec, out: list[ev.Event]) -> None:
+        """A speculative-decoding report; the format's reader may have paired it with the stats line
+        of the same interval (``data["decode"]``)."""
+        st = self.st
+        if st.status != READY:
+            self._serving_seen(rec, out)
+        d = rec.data
+        if d.get("decode"):
+            self.add_decode(d["decode"], out)
+        spec = d.get("spec")
+        if spec:
+            out.append(ev.SpecDecodeStats(launch=st.launch, **spec))
+
     def _decode_version(self, msg: str) -> None:
         self.fmt.decode_version(msg, self.ver)
 
@@ -452,7 +518,7 @@ class PhaseMachine(Timeline, FailureFold):
 
     def finish(self, out: list[ev.Event]) -> None:
         """End of input: close an open traceback group and report a pending failure."""
-        if self.held and not self.sglang_ctx and not self.prose:
+        if self.held and not self.server_ctx and not self.prose:
             # Nothing but error lines and no prose around them: an excerpt of a log (the part someone
             # pasted), so its failure lines count.
             self._set_ctx(out)
@@ -461,7 +527,7 @@ class PhaseMachine(Timeline, FailureFold):
             self.group_open
             and self.group_exc is None
             and not self.group_has_cand
-            and self.sglang_ctx
+            and self.server_ctx
             and self.activity
             and st.status == LOADING
             and self.emitted_prio < 0

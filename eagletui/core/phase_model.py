@@ -22,7 +22,7 @@ DECODE_HISTORY = 1024
 
 # Phases every rank goes through (their completion waits for all known ranks).
 _PER_RANK = frozenset(
-    {"dist_init", "load_target", "load_draft", "kv_cache", "capture_prefill", "capture_target"}
+    {"dist_init", "load_target", "load_draft", "compile", "kv_cache", "capture_prefill", "capture_target"}
 )
 
 
@@ -48,6 +48,10 @@ class PhaseInfo:
     seconds: float | None = None
     spread: float | None = None
     slowest_rank: int | None = None
+    #: started by a progress bar (no begin line): done when the bar is full and the log moves on;
+    #: the bar's own elapsed time is then the phase's duration
+    bar: bool = False
+    bar_elapsed: float | None = None
 
 
 @dataclass(slots=True)
@@ -72,6 +76,8 @@ class MachineState:
     stopped: ev.ServerStopped | None = None
     version: str | None = None
     args: dict[str, Any] | None = None
+    #: the launch in eagletui's words (LaunchFacts.facts()), beside the server's own ``args``
+    facts: dict[str, Any] | None = None
     launches: int = 0
     decode_count: int = 0
     decode_history: deque[ev.DecodeStats] = field(default_factory=lambda: deque(maxlen=DECODE_HISTORY))

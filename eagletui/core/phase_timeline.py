@@ -24,8 +24,9 @@ class Timeline:
     last_ts: float | None
     last_ts_text: str
     day_offset: float
-    tp_size: int | None
+    launch_tp: int | None
     last_progress: tuple[str, int, int, str] | None
+    rank_num: dict[str, int | None]
 
     # ------------------------------------------------------------------ helpers
 
@@ -52,22 +53,18 @@ class Timeline:
         self.last_ts_text = ts_text
         return t
 
-    def _rank_int(self, key: str) -> int | None:
-        i = key.find("TP")
-        if i < 0:
-            return 0 if key == "" else None
-        j = i + 2
-        while j < len(key) and key[j].isdigit():
-            j += 1
-        try:
-            return int(key[i + 2 : j])
-        except ValueError:
+    def _rank_int(self, key: str | None) -> int | None:
+        """The rank number of a rank key, as the format parsed it ("" is the only rank: 0)."""
+        if key is None:
             return None
+        if key == "":
+            return 0
+        return self.rank_num.get(key)
 
     def _world(self, info: PhaseInfo) -> int:
         n = len(self.st.ranks | info.started)
-        if self.tp_size:
-            n = max(n, self.tp_size)
+        if self.launch_tp:
+            n = max(n, self.launch_tp)
         return n
 
     def _phase(self, name: str) -> PhaseInfo:
@@ -105,9 +102,11 @@ class Timeline:
         elif info.start_ts is None and ts is not None:
             info.start_ts, info.start_text = ts, ts_text
         # A record for this phase: other phases waiting for "the log moved on" can close now.
-        self._settle(exclude=name, out=out)
+        self._settle(exclude=name, out=out, ts=ts, ts_text=ts_text)
 
-    def _rank_done(self, name: str, rank: str, ts: float | None, ts_text: str, out: list[ev.Event]) -> None:
+    def _rank_done(
+        self, name: str, rank: str | None, ts: float | None, ts_text: str, out: list[ev.Event]
+    ) -> None:
         info = self.st.phases.get(name)
         if info is None or info.finished:
             if info is None:
@@ -115,6 +114,10 @@ class Timeline:
                 info = self.st.phases[name]
             else:
                 return
+        if rank is None:
+            # A global end line (not a rank's): the phase is over for everyone.
+            self._finish(name, ts, ts_text, out)
+            return
         info.started.add(rank)
         info.done.add(rank)
         if ts is not None:
@@ -143,10 +146,17 @@ class Timeline:
             return None
         return max(info.rank_end, key=lambda r: (info.rank_end[r], r))
 
-    def _settle(self, exclude: str | None, out: list[ev.Event]) -> None:
-        """Finish phases whose started ranks are all done, now that another phase's line arrived."""
+    def _settle(
+        self, exclude: str | None, out: list[ev.Event], ts: float | None = None, ts_text: str = ""
+    ) -> None:
+        """Finish phases whose started ranks are all done, now that another phase's line arrived
+        (at ``ts``: the end of a phase that only a progress bar showed)."""
         for name, info in self.st.phases.items():
             if name == exclude or info.finished or name in ("warmup", "ready"):
+                continue
+            if info.bar and not info.started:
+                if info.progress_total and info.progress_done >= info.progress_total:
+                    self._finish(name, ts, ts_text, out)
                 continue
             if info.started and info.started <= info.done and not any(info.open.values()):
                 if name in _PER_RANK and len(info.done) < self._world(info) and name != "capture_draft":
@@ -176,7 +186,9 @@ class Timeline:
         elif info.end_ts is None and ts_text:
             info.end_text = ts_text
         info.finished = True
-        if info.start_ts is not None and info.end_ts is not None:
+        if info.bar and not info.started and info.bar_elapsed is not None:
+            info.seconds = round(info.bar_elapsed, 3)  # only the bar saw it: its clock is the best
+        elif info.start_ts is not None and info.end_ts is not None:
             info.seconds = round(max(0.0, info.end_ts - info.start_ts), 3)
         if len(info.rank_end) > 1:
             ends = list(info.rank_end.values())
@@ -212,8 +224,11 @@ class Timeline:
             return
         self.last_progress = key
         info = self._phase(name)
-        if not info.started and not info.finished and info.start_ts is None and not info.start_text:
-            self._start(name, None, None, "", out)
+        if not (info.finished or info.started or info.start_ts is not None or info.start_text or info.bar):
+            # The bar is the phase's first sign (some servers print no begin line): it starts now, at
+            # the last time the log told (bars carry none of their own), once.
+            info.bar = True
+            self._start(name, None, self.last_ts, self.last_ts_text, out)
         info.progress_done, info.progress_total, info.unit, info.label = done, total, unit, label
         out.append(
             ev.PhaseProgress(

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 from eagletui.core.redact import REDACTED as REDACTED
 from eagletui.core.redact import Redactor, is_secret_env
 from eagletui.core.redact import is_secret_flag as is_secret_flag
+from eagletui.core.servers import ServerKind, server_kind
+from eagletui.core.toggle_kinds import ARG, ENV, TOGGLE_KINDS, split_key
 
 if TYPE_CHECKING:  # the lazy re-exports at the end of this module, for type checkers
     from eagletui.core.profile_launch import LaunchCommand as LaunchCommand
@@ -109,7 +111,7 @@ class Toggle:
 
     @property
     def key(self) -> str:
-        return f"{self.kind}:{self.name}"
+        return TOGGLE_KINDS[self.kind].key(self.name)
 
     def validate(self, value: Any) -> Any:
         """Return the canonical value or raise ``ValueError`` with a reason fit for an inline message."""
@@ -196,6 +198,8 @@ class Profile:
 
     name: str = "profile"
     path: str | None = None
+    #: the server program (:mod:`eagletui.core.servers`): its log format, flags and benchmark API
+    server: str = "sglang"
     target: str = "local"
     workdir: str = "~"
     python: str = "python3"
@@ -231,6 +235,14 @@ class Profile:
                 argv.extend([flag, _fmt_value(value)])
         return argv
 
+    @property
+    def kind(self) -> ServerKind:
+        """The server kind (a name this eagletui does not know reads as the default)."""
+        try:
+            return server_kind(self.server)
+        except KeyError:
+            return server_kind()
+
     def api_key(self) -> str | None:
         """The key clients must send (``Authorization: Bearer …``) to a server launched with ``--api-key``."""
         v = self.args.get("--api-key")
@@ -242,10 +254,12 @@ class Profile:
         Only real secrets (``--api-key``, credential env names, token-shaped values) are hidden:
         ``--speculative-num-draft-tokens`` stays a number so diffs, history keys and relaunches work."""
         r = Redactor.for_profile(self)
+        kind = self.kind
         return {
             "target": self.target,
-            "model": r.text(str(self.args.get("--model-path", ""))),
-            "tp": self.args.get("--tp", self.args.get("--tp-size", 1)),
+            "server": kind.name,
+            "model": r.text(kind.model(self.args)),
+            "tp": kind.tp(self.args),
             "command": r.argv(list(self.command)),
             "args": r.args({k: v for k, v in self.args.items() if v is not None and v is not False}),
             "env": r.env(self.env),
@@ -274,20 +288,16 @@ class Profile:
         """A copy with toggle values (``env:NAME`` / ``arg:--flag`` → value; None = unset) applied."""
         new = copy.deepcopy(self)
         for key, value in values.items():
-            kind, _, name = key.partition(":")
-            if kind == "env":
-                validate_env_name(name)
-                if value is None or value is False:
-                    new.env.pop(name, None)
-                else:
-                    new.env[name] = "1" if value is True else _fmt_value(value)
-            elif kind == "arg":
-                if value is None or value is False:
-                    new.args.pop(name, None)
-                else:
-                    new.args[name] = value
-            else:
+            kind, name = split_key(key)
+            if kind is None:
                 raise ProfileError(f"unknown toggle key {key!r}")
+            if kind is ENV:
+                validate_env_name(name)
+            target: dict[str, Any] = new.env if kind is ENV else new.args  # type: ignore[assignment]
+            if value is None or value is False:
+                target.pop(name, None)
+            else:
+                target[name] = kind.stored(value)
         return new
 
     def toggle(self, key: str) -> Toggle | None:
@@ -303,12 +313,12 @@ def _fmt_value(value: Any) -> str:
 def config_diff(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[Any]]:
     """Diff two snapshots as ``{"arg:--flag": [old, new], "env:NAME": [old, new]}`` (None = absent)."""
     out: dict[str, list[Any]] = {}
-    for section, prefix in (("args", "arg:"), ("env", "env:")):
-        a = old.get(section, {}) or {}
-        b = new.get(section, {}) or {}
+    for kind in (ARG, ENV):
+        a = old.get(kind.section, {}) or {}
+        b = new.get(kind.section, {}) or {}
         for key in sorted(set(a) | set(b)):
             if a.get(key) != b.get(key):
-                out[prefix + key] = [a.get(key), b.get(key)]
+                out[kind.key(key)] = [a.get(key), b.get(key)]
     for key in ("target", "command"):
         if old.get(key) != new.get(key) and key in old and key in new:
             out[key] = [old.get(key), new.get(key)]
@@ -319,8 +329,8 @@ def format_diff(diff: dict[str, list[Any]], limit: int | None = None) -> str:
     """Short one-line form for tables: ``NCCL_ALGO=Tree --speculative-num-steps 3→5 --enable-x on``."""
     parts: list[str] = []
     for key, (a, b) in diff.items():
-        kind, _, name = key.partition(":")
-        sep = "=" if kind == "env" else " "
+        kind, name = split_key(key)
+        sep = kind.sep if kind is not None else " "
         if b is None or b is False:
             parts.append(f"{name} {'off' if a is True else 'unset'}")
         elif a is None or a is False:

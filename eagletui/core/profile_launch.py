@@ -20,6 +20,7 @@ from eagletui.core.profile import (
     validate_env_name,
 )
 from eagletui.core.redact import is_switch
+from eagletui.core.servers import kind_of_command, server_kind
 
 _PY_RE = re.compile(r"^(?:.*/)?python(?:\d+(?:\.\d+)?)?$")
 _NUM_INT_RE = re.compile(r"^[+-]?\d+$")
@@ -37,6 +38,8 @@ class LaunchCommand:
     port: int | None = None
     host: str | None = None
     warnings: list[str] = field(default_factory=list)
+    #: the server kind the command runs (``sglang``, ``vllm``; :mod:`eagletui.core.servers`)
+    kind: str = "sglang"
 
 
 def _scalar(text: str) -> ScalarValue:
@@ -84,7 +87,11 @@ def parse_launch_command(text: str) -> LaunchCommand:
         python = rest[0]
         command = ["{python}", "-m", rest[2]]
         rest = rest[3:]
-    elif rest[0].endswith("sglang") and len(rest) >= 2 and rest[1] == "serve":
+    elif (
+        (rest[0].endswith("sglang") or rest[0].rsplit("/", 1)[-1] == "vllm")
+        and len(rest) >= 2
+        and rest[1] == "serve"
+    ):
         command = rest[:2]
         rest = rest[2:]
     else:
@@ -93,13 +100,15 @@ def parse_launch_command(text: str) -> LaunchCommand:
         rest = rest[n:]
     if not command:
         raise ProfileError("the launch command has no program before its flags")
-    out = LaunchCommand(command=command, python=python, env=env)
+    found = kind_of_command(command)
+    out = LaunchCommand(command=command, python=python, env=env, kind=(found or server_kind()).name)
+    model_flag = server_kind(out.kind).model_flag
     k = 0
     while k < len(rest):
         tok = rest[k]
         if not tok.startswith("--"):
-            if "--model-path" not in out.args:
-                out.args["--model-path"] = tok  # `sglang serve MODEL` style positional
+            if model_flag not in out.args:
+                out.args[model_flag] = tok  # `sglang serve MODEL` / `vllm serve MODEL` positional
             else:
                 out.warnings.append(f"ignored stray argument {tok!r}")
             k += 1
@@ -135,11 +144,14 @@ def parse_launch_command(text: str) -> LaunchCommand:
     return out
 
 
-def default_toggles(args: dict[str, Any], env: dict[str, str]) -> list[dict[str, Any]]:
+def default_toggles(args: dict[str, Any], env: dict[str, str], kind: str = "sglang") -> list[dict[str, Any]]:
     """Sensible starting tunables for an EAGLE tp=N server, seeded with the command's own values."""
 
     def choices(current: Any, base: list[str]) -> list[str]:
         return base if current is None or str(current) in base else [str(current), *base]
+
+    if kind == "vllm":
+        return _vllm_toggles(args, env, choices)
 
     out: list[dict[str, Any]] = [
         {
@@ -190,4 +202,27 @@ def default_toggles(args: dict[str, Any], env: dict[str, str]) -> list[dict[str,
                 "help": "FlashInfer all-reduce fusion backend (0.5.20+)",
             }
         )
+    return out
+
+
+def _vllm_toggles(args: dict[str, Any], env: dict[str, str], choices: Any) -> list[dict[str, Any]]:
+    """vLLM's: NCCL, speculation on/off (the baseline) with the command's config, memory, batch size."""
+    out: list[dict[str, Any]] = [
+        {
+            "env": "NCCL_ALGO",
+            "choices": choices(env.get("NCCL_ALGO"), ["Ring", "Tree", "NVLS"]),
+            "help": "NCCL collective algorithm",
+        },
+    ]
+    spec = args.get("--speculative-config")
+    if isinstance(spec, str) and spec:
+        out.append(
+            {
+                "arg": "speculative-config",
+                "choices": [spec],
+                "help": "unset = no speculative decoding (the baseline)",
+            }
+        )
+    out.append({"arg": "gpu-memory-utilization", "type": "float", "min": 0.5, "max": 0.95, "step": 0.05})
+    out.append({"arg": "max-num-seqs", "type": "int", "min": 8, "max": 512, "step": 8})
     return out

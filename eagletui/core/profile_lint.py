@@ -76,7 +76,10 @@ def toggle_problems(prof: Profile, text: str) -> list[ProfileError]:
 def flag_problems(
     prof: Profile, text: str, table: FlagTable | None, version: str | None = None
 ) -> tuple[list[ProfileError], list[ProfileError], list[str], int]:
-    """argparse's verdict on every flag of ``[server.args]`` and of the toggles, located in the file."""
+    """argparse's verdict on every flag of ``[server.args]`` and of the toggles, located in the file.
+    Nothing is checked for a server whose parser is unknown here (the version notes are SGLang's)."""
+    if table is None and prof.kind.flag_module != "sglang":
+        return [], [], [], 0
     where: dict[str, tuple[int | None, int | None]] = {}
     keys = _arg_keys(text)
     for flag in prof.args:

@@ -28,12 +28,13 @@ from eagletui.core.profile import (
     normalize_flag,
 )
 from eagletui.core.redact import resolve_flag
+from eagletui.core.servers import SERVER_KINDS, kind_of_command, server_kind
 from eagletui.core.sglang_flagtable import SAME_DEST
 from eagletui.core.tomlpos import decode_error_position, locate, locate_in_array
 
 _TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict", "sweep"}
 _TARGET_KEYS = {"host", "workdir", "python"}
-_SERVER_KEYS = {"command", "port", "host", "runs_dir", "log_dir", "args", "env", "ready_timeout_s"}
+_SERVER_KEYS = {"kind", "command", "port", "host", "runs_dir", "log_dir", "args", "env", "ready_timeout_s"}
 _TOGGLE_KEYS = {"env", "arg", "type", "choices", "min", "max", "step", "help"}
 _BENCH_KEYS = set(BenchSettings.__dataclass_fields__)
 _VERDICT_KEYS = set(Verdict.__dataclass_fields__)
@@ -149,7 +150,19 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
 
     server = _expect(data.get("server", {}), dict, "server", text, path, None)
     _check_keys(server, _SERVER_KEYS, "[server]", text, path, "server")
-    cmd = server.get("command", "{python} -m sglang.launch_server")
+    kind_name = _expect(server.get("kind", ""), str, "server.kind", text, path, "server")
+    if kind_name:
+        try:
+            kind = server_kind(kind_name)
+        except KeyError:
+            known = ", ".join(k.name for k in SERVER_KINDS)
+            line, col = _locate(text, "kind", "server")
+            raise ProfileError(
+                f"server.kind must be one of {known}, not {kind_name!r}", path, line, col
+            ) from None
+    else:
+        kind = None
+    cmd = server.get("command", " ".join((kind or server_kind()).command))
     if isinstance(cmd, str):
         try:
             prof.command = tuple(shlex.split(cmd))
@@ -163,7 +176,10 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
         raise ProfileError("server.command must be a string or a list of strings", path, line, col)
     if not prof.command:
         raise ProfileError("server.command is empty", path, *_locate(text, "command", "server"))
-    port = _expect(server.get("port", 30000), int, "server.port", text, path, "server")
+    # without server.kind the command says which server it runs (a custom command: the default)
+    kind = kind or kind_of_command(prof.command) or server_kind()
+    prof.server = kind.name
+    port = _expect(server.get("port", kind.port), int, "server.port", text, path, "server")
     prof.port = _in_range(port, "server.port", text, path, "server")
     prof.host = str(_expect(server.get("host", "127.0.0.1"), str, "server.host", text, path, "server"))
     if "runs_dir" in server and "log_dir" in server:

@@ -224,9 +224,11 @@ def _unquote(value: str) -> str:
 @functools.lru_cache(maxsize=4096)
 def _is_secret_key(key: str) -> bool:
     """A dict key whose value is secret: ``--api-key``, ``api_key``, ``env:HF_TOKEN``, ``arg:--api-key``."""
-    kind, sep, rest = key.partition(":")
-    if sep and kind in ("env", "arg"):
-        key = rest
+    from eagletui.core.toggle_kinds import split_key
+
+    kind, name = split_key(key)
+    if kind is not None:
+        return kind.is_secret(name)
     if key.startswith("--"):
         return is_secret_flag(key)
     return is_secret_name(key)

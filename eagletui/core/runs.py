@@ -32,7 +32,9 @@ from eagletui.core.events import (
     ServerReady,
     ServerStopped,
 )
+from eagletui.core.logformat import get_format
 from eagletui.core.profile import Verdict, config_diff, format_diff, normalize_flag
+from eagletui.core.servers import server_kind
 from eagletui.core.stats import mean_stdev, stat
 from eagletui.core.wording import describe_failure
 
@@ -112,8 +114,10 @@ class Run:
     launch: int
     target: str = ""
     config: dict[str, Any] = field(default_factory=dict)
-    #: the server's own args line (``LaunchDetected``), as logged (``model_path``, ``tp_size``)
+    #: the server's own args line (``LaunchDetected``), as logged in the server's own names
     detected_args: dict[str, Any] = field(default_factory=dict)
+    #: the same launch in eagletui's words (``LaunchFacts``: model, tp, spec_algorithm, …)
+    detected_facts: dict[str, Any] = field(default_factory=dict)
     diff: dict[str, Any] = field(default_factory=dict)
     phases: dict[str, float] = field(default_factory=dict)
     failure: str | None = None
@@ -148,13 +152,30 @@ class Run:
         return dict(self.config.get("env") or {}) if isinstance(self.config, dict) else {}
 
     @property
+    def server(self) -> str:
+        """The server kind of the launch (its profile's, else the log format that read it)."""
+        return str(self.config.get("server") or "") if isinstance(self.config, dict) else ""
+
+    @property
+    def facts(self) -> dict[str, Any]:
+        """What the server's launch line said in eagletui's words (from its own args when the event
+        carried no facts: a recording made before they existed, a run built by hand)."""
+        if self.detected_facts or not self.detected_args:
+            return self.detected_facts
+        try:
+            fmt = get_format(self.server or None)
+        except KeyError:
+            fmt = get_format()
+        return fmt.facts_from_args(self.detected_args).facts()
+
+    @property
     def model(self) -> str:
-        return str(self.config.get("model") or "") or str(self.detected_args.get("model_path", ""))
+        return str(self.config.get("model") or "") or str(self.facts.get("model") or "")
 
     @property
     def tp(self) -> Any:
         tp = self.config.get("tp")
-        return tp if tp is not None else self.detected_args.get("tp_size")
+        return tp if tp is not None else self.facts.get("tp")
 
     @property
     def phase_total_s(self) -> float | None:
@@ -167,9 +188,16 @@ class Run:
 
     @property
     def is_spec(self) -> bool:
+        """Whether the launch speculates: its profile's flags as its server kind reads them, else what
+        the server's launch line said."""
         args = self.config.get("args", {}) if isinstance(self.config, dict) else {}
-        algo = args.get("--speculative-algorithm")
-        return bool(algo) and algo is not False
+        if args:
+            try:
+                kind = server_kind(self.server)
+            except KeyError:
+                kind = server_kind()
+            return kind.is_spec({normalize_flag(k, strict=False): v for k, v in args.items()})
+        return bool(self.facts.get("spec_algorithm"))
 
     def concurrency_of(self, result: BenchmarkResult) -> int:
         """The concurrency a result was measured at (1 when the workload did not say)."""
@@ -296,8 +324,12 @@ class RunBook:
             run.started_wall, run.started_mono = event.wall, event.mono
         for k, v in (event.args or {}).items():
             run.detected_args.setdefault(k, v)
+        for k, v in (event.facts or {}).items():
+            run.detected_facts.setdefault(k, v)
         if not run.config and event.args:
             run.config = {"args": {normalize_flag(k, strict=False): v for k, v in event.args.items()}}
+            if event.server:
+                run.config["server"] = event.server
 
     def _on_phase_started(self, event: PhaseStarted) -> None:
         self._run(event.launch).phase_starts.setdefault(event.phase, event.mono)

@@ -13,7 +13,7 @@ from typing import Any
 
 from eagletui.core import events as ev
 
-SCHEMA_VERSION = 2  # 2: capture_prefill split out of capture_target (docs/parse-json.md)
+SCHEMA_VERSION = 3  # 3: the compile phase, launch facts and server, the spec section (docs/parse-json.md)
 
 
 def _dist(values: array) -> dict[str, float] | None:
@@ -41,7 +41,14 @@ class Summarizer:
         self.phases: dict[str, dict[str, Any]] = {}
         self.failure: dict[str, Any] | None = None
         self.args: dict[str, Any] | None = None
+        self.facts: dict[str, Any] = {}
+        self.server: str | None = None
         self.version: str | None = None
+        self.spec_count = 0
+        self.spec_last: ev.SpecDecodeStats | None = None
+        self.spec_acc = array("d")
+        self.spec_drafted = 0
+        self.spec_accepted = 0
         self.decode_count = 0
         self.last: ev.DecodeStats | None = None
         self.gen = array("d")
@@ -86,6 +93,12 @@ class Summarizer:
                 continue
             if t == "prefill_stats":
                 continue
+            if t == "spec_decode_stats":
+                assert isinstance(e, ev.SpecDecodeStats)
+                if e.launch != self._launch:
+                    self._touch(e.launch)
+                self._spec(e)
+                continue
             launch = getattr(e, "launch", None)
             if isinstance(launch, int):
                 if t == "launch_detected" and self._launch is not None and launch == self._launch:
@@ -95,6 +108,10 @@ class Summarizer:
             if isinstance(e, ev.LaunchDetected):
                 if e.args:
                     self.args = dict(e.args)
+                if e.facts:
+                    self.facts = dict(e.facts)
+                if e.server:
+                    self.server = e.server
                 self.version = e.version
             elif isinstance(e, ev.PhaseStarted):
                 self.phase = e.phase
@@ -135,6 +152,19 @@ class Summarizer:
                 if self.state != "failed":
                     self.state = "stopped"
 
+    def _spec(self, e: ev.SpecDecodeStats) -> None:
+        self.spec_count += 1
+        self.spec_last = e
+        if e.accept_len is not None:
+            self.spec_acc.append(e.accept_len)
+        # interval counts (vLLM V1) add up; V0 printed running totals, which the last one holds
+        if e.drafted is not None and e.accepted is not None:
+            if e.cumulative:
+                self.spec_drafted, self.spec_accepted = e.drafted, e.accepted
+            else:
+                self.spec_drafted += e.drafted
+                self.spec_accepted += e.accepted
+
     def set_version(self, version: str | None) -> None:
         """The interpreter's final version guess (it sharpens after the LaunchDetected event)."""
         if version:
@@ -167,8 +197,29 @@ class Summarizer:
                 "gen_throughput": _dist(self.gen),
                 "accept_len": _dist(self.acc),
             },
-            "launch": None if self.args is None else {"version": self.version, "args": self.args},
+            "spec": self._spec_result(),
+            "launch": None
+            if self.args is None
+            else {"version": self.version, "args": self.args, "facts": self.facts, "server": self.server},
             "launches": self.launches,
+        }
+
+    def _spec_result(self) -> dict[str, Any] | None:
+        """The speculative-decoding reports (vLLM): acceptance per report and the last one whole."""
+        e = self.spec_last
+        if e is None:
+            return None
+        return {
+            "count": self.spec_count,
+            "accept_len": _dist(self.spec_acc),
+            "drafted": self.spec_drafted,
+            "accepted": self.spec_accepted,
+            "last": {
+                "accept_len": e.accept_len,
+                "accept_rate": e.accept_rate,
+                "per_position": list(e.per_position),
+                "steps": e.steps,
+            },
         }
 
 

@@ -15,6 +15,7 @@ _PHASE_TEXT: dict[str, str] = {
     "dist_init": "distributed init",
     "load_target": "target weight loading",
     "load_draft": "draft weight loading",
+    "compile": "torch.compile",
     "kv_cache": "KV cache allocation",
     "capture_prefill": "prefill CUDA graph capture",
     "capture_target": "CUDA graph capture (target)",

@@ -823,11 +823,19 @@ def op_list(args):
 
 def is_server_argv(argv):
     for i, a in enumerate(argv):
-        if a in ("sglang.launch_server", "eagletui.sim") and i > 0 and argv[i - 1] == "-m":
+        if (
+            i > 0
+            and argv[i - 1] == "-m"
+            and (
+                a in ("sglang.launch_server", "eagletui.sim", "eagletui.sim.vllm")
+                or a.startswith("vllm.entrypoints")
+            )
+        ):
             return True
-        if os.path.basename(a) == "sglang" and i + 1 < len(argv) and argv[i + 1] == "serve":
+        if os.path.basename(a) in ("sglang", "vllm") and i + 1 < len(argv) and argv[i + 1] == "serve":
             return True
-    return False
+    # vLLM retitles its processes (setproctitle): "VLLM::EngineCore", "VLLM::Worker_TP0"
+    return bool(argv) and argv[0].startswith("VLLM::")
 
 
 def op_discover(args):

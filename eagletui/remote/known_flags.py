@@ -2,8 +2,9 @@
 
 A misspelt flag (``--speculative-num-stepz``) or an ambiguous prefix (``--pp``) otherwise costs a
 relaunch that dies in argparse. The parser is built on the host from the installed server (sglang's
-``ServerArgs.add_cli_args`` on a plain ``ArgumentParser``, exactly as ``prepare_server_args`` does, or
-the simulator's ``build_parser``), so the answer is right for whatever version is installed there. The
+``ServerArgs.add_cli_args`` on a plain ``ArgumentParser``, exactly as ``prepare_server_args`` does;
+vLLM's ``make_arg_parser`` on its ``FlexibleArgumentParser``, as ``vllm serve`` builds it; or the
+simulator's ``build_parser``), so the answer is right for whatever version is installed there. The
 rule applied to the answer (exact, unique prefix, ambiguous, unknown) is argparse's own and lives in
 :mod:`eagletui.core.server_flags`.
 """
@@ -25,6 +26,17 @@ try:
     if mod == "eagletui.sim":
         from eagletui.sim.cli import build_parser
         p = build_parser()
+    elif mod == "eagletui.sim.vllm":
+        from eagletui.sim.vllm import build_parser
+        p = build_parser()
+    elif mod == "vllm":
+        # vllm serve's own parser (FlexibleArgumentParser moved to argparse_utils in 0.11)
+        try:
+            from vllm.utils.argparse_utils import FlexibleArgumentParser
+        except ImportError:
+            from vllm.utils import FlexibleArgumentParser
+        from vllm.entrypoints.openai.cli_args import make_arg_parser
+        p = make_arg_parser(FlexibleArgumentParser())
     else:
         from sglang.srt.server_args import ServerArgs
         p = argparse.ArgumentParser()

@@ -37,14 +37,16 @@ class Check:
     name: str
     status: Status
     message: str
+    #: the server's version, on the "server module" check when the host could tell it
+    version: str | None = None
 
 
 HOST_SCRIPT = r"""
 import json, os, re, shutil, socket, sys
 spec = json.load(sys.stdin)
 out = []
-def add(name, status, msg):
-    out.append([name, status, msg])
+def add(name, status, msg, version=None):
+    out.append([name, status, msg] + ([version] if version else []))
 add("python", "pass", "%s %s" % (sys.executable, sys.version.split()[0]))
 mod = spec["module"]
 def locate(name):
@@ -64,6 +66,15 @@ except (ImportError, ValueError, OSError):
     found = None
 if found is None:
     add("server module", "fail", "%s is not importable with %s" % (mod, sys.executable))
+elif mod == "eagletui.sim.vllm":
+    ver = "?"
+    try:
+        src = open(locate("eagletui.sim.vllm").origin).read()
+        m = re.search(r"^VERSION\s*=\s*['\"]([^'\"]+)", src, re.M)
+        ver = m.group(1) if m else "?"
+    except Exception:
+        pass
+    add("server module", "pass", "vLLM simulator eagletui.sim.vllm importable (vllm-compat %s)" % ver, ver if ver != "?" else None)
 elif mod == "eagletui.sim":
     ver = "?"
     try:
@@ -72,7 +83,7 @@ elif mod == "eagletui.sim":
         ver = m.group(1) if m else "?"
     except Exception:
         pass
-    add("server module", "pass", "simulator eagletui.sim importable (sglang-compat %s)" % ver)
+    add("server module", "pass", "simulator eagletui.sim importable (sglang-compat %s)" % ver, ver if ver != "?" else None)
 else:
     ver = None
     try:
@@ -81,7 +92,7 @@ else:
     except Exception:
         pass
     where = os.path.dirname(found.origin) if found.origin else ", ".join(found.submodule_search_locations or [])
-    add("server module", "pass", "%s importable (version %s, %s)" % (mod, ver or "unknown", where))
+    add("server module", "pass", "%s importable (version %s, %s)" % (mod, ver or "unknown", where), ver)
 port = spec["port"]
 def listeners(port):
     # Listening sockets on PORT from /proc/net/tcp{,6} (state 0A), or None where /proc says nothing.
@@ -214,12 +225,18 @@ sys.stdout.write(json.dumps(out))
 
 
 def server_module(profile: Profile) -> str:
-    """The module the launch command runs (``-m X``), defaulting to sglang for custom commands."""
+    """The module the launch command runs (``-m X``), else the server kind's package (custom commands)."""
     cmd = list(profile.command)
     for i, part in enumerate(cmd[:-1]):
         if part == "-m":
             return cmd[i + 1]
-    return "sglang"
+    return profile.kind.flag_module
+
+
+def flag_module(profile: Profile) -> str:
+    """Whose parser decides the launch's flags: the simulator's, or the server kind's."""
+    module = server_module(profile)
+    return module if module.startswith("eagletui") else profile.kind.flag_module
 
 
 def connection_check_name(target: str) -> str:
@@ -242,13 +259,14 @@ async def _ssh_check(transport: Transport) -> Check:
 
 
 async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
+    kind = profile.kind
     spec = {
         "module": server_module(profile),
         "port": profile.port,
         "host": profile.host,
-        "model": str(profile.args.get("--model-path", "") or ""),
-        "draft": str(profile.args.get("--speculative-draft-model-path", "") or ""),
-        "context_length": profile.args.get("--context-length"),
+        "model": kind.model(profile.args),
+        "draft": kind.draft(profile.args),
+        "context_length": profile.args.get(kind.context_flag) if kind.context_flag else None,
         "runs_dir": profile.runs_dir,
         "workdir": profile.workdir,
         # the launch's own env decides where the Hugging Face cache is
@@ -275,7 +293,7 @@ async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
         last = res.stderr.strip().splitlines()[-1:] or [f"exit status {res.exit_status}"]
         return [Check("python", "fail", f"{profile.python} does not run on the host: {last[0]}")]
     try:
-        return [Check(n, s, m) for n, s, m in json.loads(res.stdout)]
+        return [Check(n, s, m, *(rest[:1] or [None])) for n, s, m, *rest in json.loads(res.stdout)]
     except (ValueError, TypeError):
         return [Check("python", "fail", f"unexpected output from the host check: {res.stdout[-200:]!r}")]
 
@@ -290,7 +308,7 @@ async def _gpu_check(transport: Transport, profile: Profile, ours: OwnServer | N
         return [Check("gpus", "unknown", f"nvidia-smi timed out after {GPU_QUERY_BUDGET_S:.0f} s")]
     except (TransportError, OSError) as exc:
         return [Check("gpus", "warn", f"cannot query GPUs: {exc or type(exc).__name__}")]
-    simulated = server_module(profile) == "eagletui.sim"
+    simulated = server_module(profile).startswith("eagletui.sim")
     if res.exit_status != 0:
         if missing_nvidia_smi(res.exit_status, res.stderr):
             if simulated:
@@ -388,12 +406,13 @@ async def run_preflight(transport: Transport, profile: Profile, ours: OwnServer 
 
 
 def host_version(checks: list[Check]) -> str | None:
-    """The sglang (or simulator-compatible) version the host check found, e.g. ``0.5.23``."""
+    """The server (or simulator-compatible) version the host check found, e.g. ``0.5.23``: a field of
+    the "server module" check, never read back out of its wording."""
     for c in checks:
-        if c.name == "server module" and c.status == "pass":
-            m = re.search(r"(?:version|sglang-compat) (\d+\.\d+(?:\.\d+)?)", c.message)
+        if c.name == "server module" and c.status == "pass" and c.version:
+            m = re.match(r"\d+\.\d+(?:\.\d+)?", c.version)
             if m:
-                return m.group(1)
+                return m.group(0)
     return None
 
 
@@ -404,10 +423,11 @@ def launch_flags(profile: Profile) -> list[str]:
 
 def flag_table_for(module: str, learned: FlagTable | None) -> FlagTable | None:
     """The host's parser when it answered; for sglang otherwise the bundled 0.5.23 table. The simulator
-    has ``--sim-*`` options sglang lacks, so without its own answer nothing is checked for it."""
+    has ``--sim-*`` options sglang lacks, and no table of vLLM's flags is bundled, so without their own
+    answer nothing is checked for them."""
     if learned is not None:
         return learned
-    return None if module.startswith("eagletui") else bundled_table()
+    return bundled_table() if module.split(".")[0] == "sglang" else None
 
 
 def flag_checks(
@@ -435,7 +455,7 @@ async def run_preflight_with_flags(
     given. Returns the checks and the table the host answered (None if it did not), for reuse."""
     from eagletui.remote.known_flags import host_flags
 
-    module = server_module(profile)
+    module = flag_module(profile)
     why_not = ""
     if learned is None:
         checks, (learned, why_not) = await asyncio.gather(
@@ -445,8 +465,14 @@ async def run_preflight_with_flags(
         checks = await run_preflight(transport, profile, ours)
     table = flag_table_for(module, learned)
     flags = launch_flags(profile)
+    if table is None and module == "vllm":
+        # no bundled table: without the host's own parser the flags are not checked, and it says so
+        why = f"could not ask the host's vllm parser ({why_not or profile.python}): the flags are not checked before launch"
+        return [*checks, Check("flags", "warn", why)], learned
     values = {f: profile.args[f] for f in flags}
-    out = flag_checks(flags, table, host_version(checks), values)
+    # the version notes of core.flags are SGLang's: another server's version must not select them
+    version = host_version(checks) if profile.kind.flag_module == "sglang" else None
+    out = flag_checks(flags, table, version, values)
     if why_not and table is not None and table is not learned:
         out = [Check(c.name, c.status, f"{c.message} ({why_not})") if c.status == "pass" else c for c in out]
     return [*checks, *out], learned

@@ -25,6 +25,7 @@ from eagletui.remote.transport import Transport, TransportError
 PHASE_STALE_FACTOR: dict[str | None, float | None] = {
     "load_target": 2.0,
     "load_draft": 2.0,
+    "compile": 2.0,
     "warmup": 2.0,
     "ready": None,
 }
@@ -119,12 +120,14 @@ class _LineSplitter:
         return out
 
 
-def make_interpreter(launch: int) -> Any:
+def make_interpreter(launch: int, log_format: str | None = None) -> Any:
+    """The interpreter for one launch's log, in the server's log format (the default when None)."""
     try:
         from eagletui.core.log_interpreter import LogInterpreter
+        from eagletui.core.logformat import get_format
     except ImportError:
         return _LineSplitter(launch)
-    return LogInterpreter(launch=launch)
+    return LogInterpreter(launch=launch, fmt=get_format(log_format))
 
 
 class LiveSource:
@@ -136,13 +139,14 @@ class LiveSource:
         *,
         stale_after: float = 120.0,
         poll_interval: float = 1.0,
+        log_format: str | None = None,
     ):
         self.transport = transport
         self.control = control
         self.run = run
         self.stale_after = stale_after
         self.poll_interval = poll_interval
-        self.interp = make_interpreter(run.launch)
+        self.interp = make_interpreter(run.launch, log_format)
         self.limiter = LineLimiter()
         # Unbounded for the rare control events (link state, notices, exit), which come from
         # callbacks that cannot wait; log events wait in _put until the consumer has caught up.

@@ -26,7 +26,8 @@ class LogCodec:
       ``[dmono_us, text, kind, extras]``: ``kind`` omitted when ``"other"``; ``extras`` holds only what
       the reader cannot predict: ``wall`` when it is more than half a millisecond away from ``mono`` +
       the last wall-mono offset, ``seq`` when it is not the previous line's + 1, ``rank``/``launch``
-      when they change, ``frame`` when true.
+      when they change, ``frame`` when true, ``p`` (``[prefix_end, rank start, rank end]``, the log
+      format's offsets) when they change (at a keyframe: when they are not zero).
     * Other events stay dicts with the clock as ``du`` (microseconds since the previous event, plus
       ``wall`` when not predictable) and without the fields that hold their default. An event marked
       ``"~": 1`` holds only the fields that differ from the previous event of its type.
@@ -54,13 +55,17 @@ class LogCodec:
     SEEK_POINT = 1024  # a multiple of KEYFRAME
     SEEK_MARK = "@"
 
-    def __init__(self, *, self_contained: bool = False) -> None:
+    def __init__(self, *, self_contained: bool = False, offsets: bool = True) -> None:
         self.self_contained = self_contained
+        # False for a file recorded before log rows carried offsets: the reader derives them
+        self.offsets = offsets
         self.mono = 0.0
         self.offset = 0.0  # wall - mono
         self.seq = 0
         self.rank: int | None = None
         self.launch = 0
+        # prefix end and rank span of the last line of each (rank, kind): a rank's prefix keeps its length
+        self.pspan: dict[tuple[Any, Any], tuple[int, int, int]] = {}
         self.n = 0  # events encoded (writer)
         self._bases: dict[str, dict[str, Any]] = {}  # type -> every field of its last event
         self._since: dict[str, int] = {}  # writer: events of the type since it last stood alone
@@ -115,6 +120,16 @@ class LogCodec:
             self.launch = launch
         if frame:
             extras["frame"] = frame
+        pspan = _pspan(data)
+        if pspan is None:  # not offsets into this text: written as they are
+            for name in _P_FIELDS:
+                extras[name] = data.get(name, 0)
+        else:
+            slot = (rank, data.get("kind", "other"))
+            if pspan != (_NO_P if key else self.pspan.get(slot, _NO_P)):
+                extras["p"] = list(pspan)
+            if len(self.pspan) < 4096 or slot in self.pspan:
+                self.pspan[slot] = pspan
         for k, v in data.items():  # fields a newer LogLine may carry: kept, never dropped
             if k not in _LOG_KNOWN:
                 extras[k] = v
@@ -164,6 +179,7 @@ class LogCodec:
         self._bases.clear()
         self._since.clear()
         self.seq, self.rank, self.launch = 0, None, 0
+        self.pspan.clear()
 
     # -- reader ---------------------------------------------------------------------------------
 
@@ -235,15 +251,74 @@ class LogCodec:
             raise ValueError(f"field 'seq' must be an integer, got {_kind_of(seq)}")
         rank = extras.get("rank", self.rank)
         launch = extras.get("launch", self.launch)
+        raw_p = any(name in extras for name in _P_FIELDS)
+        pspan = _NO_P
+        if not raw_p:
+            slot = (rank, kind)
+            if "p" in extras:
+                p = extras.pop("p")
+            else:
+                p = _NO_P if "mono" in extras else self.pspan.get(slot, _NO_P)
+            if not (
+                isinstance(p, list | tuple)
+                and len(p) == 3
+                and all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= len(text) for x in p)
+            ):
+                p = _NO_P  # damaged or hostile offsets: the line shows, only its ranks do not collapse
+            pspan = (p[0], p[1], p[2])
+            if len(self.pspan) < 4096 or slot in self.pspan:
+                self.pspan[slot] = pspan
         data = {**extras, "type": "log", "wall": wall, "mono": mono, "text": text, "kind": kind}
         data.update(seq=seq, rank=rank, launch=launch, frame=extras.get("frame", False))
+        if not raw_p:
+            data.update(zip(_P_FIELDS, pspan, strict=True))
         self.mono, self.seq, self.rank = mono, seq + 1, rank if _is_int_or_none(rank) else self.rank
         if isinstance(launch, int) and not isinstance(launch, bool):
             self.launch = launch
         return data
 
 
-_LOG_KNOWN = frozenset({"type", "wall", "mono", "text", "kind", "rank", "seq", "frame", "launch"})
+_LOG_KNOWN = frozenset(
+    {
+        "type",
+        "wall",
+        "mono",
+        "text",
+        "kind",
+        "rank",
+        "seq",
+        "frame",
+        "launch",
+        "prefix_end",
+        "rank_start",
+        "rank_end",
+    }
+)
+_NO_P = (0, 0, 0)
+_P_FIELDS = ("prefix_end", "rank_start", "rank_end")
+
+
+def derived_offsets(text: str) -> tuple[int, int, int]:
+    """The offsets a recording made before log rows carried them would have had: its lines are the
+    default format's (older eagletui read SGLang only), classified again."""
+    from eagletui.core.logformat import get_format
+
+    rec = get_format().classify(text[:65536])
+    pe, (a, b) = rec.prefix_end, rec.rank_span
+    n = len(text)
+    return (pe, a, b) if 0 <= pe <= n and 0 <= a <= b <= n else _NO_P
+
+
+def _pspan(data: dict[str, Any]) -> tuple[int, int, int] | None:
+    """``(prefix_end, rank start, rank end)`` of a log event dict, None unless they are offsets into
+    its text (then the writer keeps the fields as they are)."""
+    out = (data.get("prefix_end", 0), data.get("rank_start", 0), data.get("rank_end", 0))
+    n = len(data["text"])
+    if all(isinstance(x, int) and not isinstance(x, bool) and 0 <= x <= n for x in out):
+        return out
+    return None
+
+
 _DEFAULTS: dict[str, dict[str, Any]] = {}
 
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eagletui.core.events import Event, LogLine, event_type
-from eagletui.session.codec import LogCodec, _is_number, _kind_of
+from eagletui.session.codec import LogCodec, _is_number, _kind_of, derived_offsets
 
 # -- per-event validation -------------------------------------------------------------------------
 #
@@ -131,12 +131,16 @@ def _log_line(data: dict[str, Any]) -> LogLine | None:
     kind and seq; when the rest is well-typed too the LogLine is built directly (the general path
     gives the same event, three times slower). None: let the general path say what is wrong."""
     rank, launch, frame, wall, mono = data["rank"], data["launch"], data["frame"], data["wall"], data["mono"]
+    pe, r0, r1 = data.get("prefix_end", 0), data.get("rank_start", 0), data.get("rank_end", 0)
     if (
         (rank is None or type(rank) is int)
         and type(launch) is int
         and type(frame) is bool
         and _is_number(wall)
         and _is_number(mono)
+        and type(pe) is int
+        and type(r0) is int
+        and type(r1) is int
     ):
         return LogLine(
             text=data["text"],
@@ -147,8 +151,21 @@ def _log_line(data: dict[str, Any]) -> LogLine | None:
             launch=launch,
             wall=wall,
             mono=mono,
+            prefix_end=pe,
+            rank_start=r0,
+            rank_end=r1,
         )
     return None
+
+
+def _with_offsets(line: LogLine) -> LogLine:
+    """A log line of a recording made before lines carried the format's offsets, with them derived."""
+    if line.prefix_end or line.rank_end:
+        return line
+    pe, a, b = derived_offsets(line.text)
+    if not (pe or b):
+        return line
+    return dataclasses.replace(line, prefix_end=pe, rank_start=a, rank_end=b)
 
 
 class LineDecoder:
@@ -175,7 +192,7 @@ class LineDecoder:
                 return None, f"line {lineno}: bad log line ({exc}), ignored"
             line = _log_line(data_obj)
             if line is not None:
-                return line, None
+                return (line if codec.offsets else _with_offsets(line)), None
         if not isinstance(data_obj, dict) or not isinstance(data_obj.get("type"), str):
             codec.damaged()
             return None, f"line {lineno}: not an event, ignored"
@@ -193,7 +210,10 @@ class LineDecoder:
             codec.damaged()
             return None, f"line {lineno}: bad {data_obj['type']} event ({problem}), ignored"
         try:
-            return _from_dict(data_obj), None
+            event = _from_dict(data_obj)
         except (TypeError, ValueError) as exc:
             codec.damaged()
             return None, f"line {lineno}: bad {data_obj['type']} event ({exc}), ignored"
+        if not codec.offsets and type(event) is LogLine:
+            event = _with_offsets(event)
+        return event, None

@@ -71,7 +71,17 @@ def make_header(target: str, profile_name: str, created: _dt.datetime | None = N
         "profile": profile_name,
         "eagletui": __version__,
         SELF_CONTAINED_KEY: LogCodec.SEEK_POINT,
+        OFFSETS_KEY: 1,
     }
+
+
+#: Header key saying that log rows carry the log format's prefix offsets (``p``); files without it
+#: (older recordings, all of SGLang) get them derived from the text when read.
+OFFSETS_KEY = "log_offsets"
+
+
+def has_offsets(header: dict[str, Any]) -> bool:
+    return header.get(OFFSETS_KEY) == 1
 
 
 def self_contained(header: dict[str, Any]) -> bool:
@@ -270,7 +280,7 @@ def read_session(
 
     events: list[Event] = []
     skipped = 0
-    decoder = LineDecoder(LogCodec(self_contained=self_contained(header)))
+    decoder = LineDecoder(LogCodec(self_contained=self_contained(header), offsets=has_offsets(header)))
     for lineno, raw, complete in lines:
         event, problem = decoder.decode(lineno, raw, complete)
         if event is not None:

@@ -61,6 +61,7 @@ from eagletui.session.format import (
     SessionError,
     _chunks,
     _parse_header,
+    has_offsets,
     self_contained,
 )
 from eagletui.session.timeline import CONTEXT_TYPES as CONTEXT_TYPES
@@ -348,7 +349,7 @@ class ReplaySource:
     def _full_pass(self, start: int) -> None:
         """The slow pass for files without seek points: decode every line once, keeping a snapshot of
         the codec every SEEK_POINT lines so later reads can start there."""
-        codec = LogCodec(self_contained=False)
+        codec = LogCodec(self_contained=False, offsets=has_offsets(self.header))
         decoder = LineDecoder(codec)
         prev: tuple[float, float] | None = None
         t = 0.0
@@ -377,7 +378,11 @@ class ReplaySource:
         b = self._blocks[k]
         nxt = self._blocks[k + 1].line if k + 1 < len(self._blocks) else None
         stop = nxt if stop_line is None else (stop_line if nxt is None else min(nxt, stop_line))
-        codec = LogCodec(self_contained=True) if b.codec is None else copy.copy(b.codec)
+        codec = (
+            LogCodec(self_contained=True, offsets=has_offsets(self.header))
+            if b.codec is None
+            else copy.copy(b.codec)
+        )
         if b.codec is not None:
             codec._bases = dict(b.codec._bases)
         decoder = LineDecoder(codec)

@@ -249,7 +249,9 @@ class SweepQueue:
                     prof = variant_profile(profile, Variant(vstate.name, vstate.settings))
                 except ValueError:
                     continue
-                vstate.cost = list(cost_of(prof.args))
+                cost = cost_of(prof.args)
+                # speculation on or off as the server kind defines it (SGLang's flags, vLLM's JSON)
+                vstate.cost = [1 if prof.kind.is_spec(prof.args) else 0, *cost[1:]]
                 vstate.launch_key = history_key(prof.snapshot())
         policy = spec.repeat_policy
         return cls(
@@ -671,7 +673,7 @@ def _is_spec(profile: Profile, v: VariantState) -> bool:
         p = variant_profile(profile, Variant(v.name, v.settings))
     except ValueError:
         return False
-    return cost_of(p.args)[0] == 1
+    return p.kind.is_spec(p.args)
 
 
 def spec_fingerprint(spec: SweepSpec) -> str:

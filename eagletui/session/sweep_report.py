@@ -10,6 +10,7 @@ first complete ETA compared with the time the sweep took.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from eagletui.core.confidence import estimate, fmt_sure
@@ -252,6 +253,11 @@ def _crossover(q: SweepQueue, decisions: list[Any], profile: Profile | None) -> 
             args_of[v.index] = dict(p.args)
             env_of[v.index] = dict(p.env)
     xo = crossover(decisions, levels, factor, args_of, env_of if profile is not None else None)
+    kind = getattr(getattr(profile, "kind", None), "name", "sglang")
+    if kind != "sglang" and xo.adaptive_config is not None:
+        xo = dataclasses.replace(
+            xo, adaptive_config=None, launch_args=None, why_not=f"--speculative-adaptive-config is SGLang's; this is {kind}"
+        )
     names = {v.index: v.name for v in q.variants}
     table = []
     for i, row in enumerate(xo.rows):

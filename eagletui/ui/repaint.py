@@ -16,6 +16,7 @@ from textual.widgets import Static
 from eagletui.core.events import Event, LaunchStarted, LogLine
 from eagletui.core.state import LaunchStatus
 from eagletui.session.presence import Presence
+from eagletui.ui.widgets import charts as charts_registry
 from eagletui.ui.widgets.charts import MetricChart
 from eagletui.ui.widgets.logview import LogView
 from eagletui.ui.widgets.phases import PhasePanel, set_label
@@ -26,7 +27,12 @@ if TYPE_CHECKING:
     from eagletui.core.runs import RunBook
     from eagletui.ui.screens.main import MainScreen
 
-CHARTS_SHOWN = 4  # in the wide left column or in the Charts tab, never both
+
+def charts_shown() -> int:
+    """Charts on screen: the registry's, in the wide left column or in the Charts tab, never both."""
+    return len(charts_registry.CHARTS)
+
+
 CHART_SLOT_S = 0.25
 _ACTIVE = (LaunchStatus.LAUNCHING, LaunchStatus.LOADING)
 
@@ -60,7 +66,7 @@ class Repainter:
 
     def on_event(self, ev: Event) -> None:
         """The model's observer: the log gets its lines now (cheap), everything else on the tick."""
-        self._chart_rounds = CHARTS_SHOWN
+        self._chart_rounds = charts_shown()
         log = self.log
         if log is not None:
             if type(ev) is LogLine:
@@ -72,7 +78,7 @@ class Repainter:
     def replot_all_soon(self) -> None:
         """Give every visible chart its turn of the coalesced replot, even if no event comes (a theme
         change or a resize while idle would otherwise leave some charts as they were)."""
-        self._chart_rounds = max(self._chart_rounds, CHARTS_SHOWN)
+        self._chart_rounds = max(self._chart_rounds, charts_shown())
         self.dirty = True
 
     # ------------------------------------------------------------------ painting

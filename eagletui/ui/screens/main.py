@@ -35,7 +35,7 @@ from eagletui.session.drivers import LiveDriver, ReplayDriver
 from eagletui.ui import actions
 from eagletui.ui.repaint import Repainter
 from eagletui.ui.screens.modals import ConfirmScreen, DiffScreen, HelpScreen, TextScreen, diff_text
-from eagletui.ui.widgets.charts import AcceptChart, MetricChart, RequestTokSChart, TokSChart, TtftChart
+from eagletui.ui.widgets.charts import MetricChart, tab_charts, tab_grid_rows, wide_charts, wide_grid_rows
 from eagletui.ui.widgets.keybar import KeyBar
 from eagletui.ui.widgets.logview import FILTER_NAMES, RANKS, LogView
 from eagletui.ui.widgets.phases import PhasePanel
@@ -86,20 +86,16 @@ class MainScreen(Screen):
             yield PhasePanel(id="phases")
             yield GpuStrip(id="gpus")
             yield Static("", id="compare")
-            with Grid(id="wide-charts", classes="charts"):
-                yield TokSChart(id="chart-toks-wide", classes="chart wide")
-                yield AcceptChart(id="chart-accept-wide", classes="chart wide")
-                yield RequestTokSChart(id="chart-req-wide", classes="chart")
-                yield TtftChart(id="chart-ttft-wide", classes="chart")
+            with Grid(id="wide-charts", classes="charts") as wide:
+                wide.styles.grid_rows = wide_grid_rows()
+                yield from wide_charts()
         with Vertical(id="tabs"):
             yield TabBar(TABS, active="log", id="tabbar")
             # the panes: one shown at a time (see _show_tab)
             yield LogView(max_lines=self.scrollback, id="logview", classes="pane")
-            with Grid(id="charts", classes="pane charts"):
-                yield TokSChart(id="chart-toks", classes="chart in-tab")
-                yield AcceptChart(id="chart-accept", classes="chart in-tab")
-                yield RequestTokSChart(id="chart-req", classes="chart in-tab")
-                yield TtftChart(id="chart-ttft", classes="chart in-tab")
+            with Grid(id="charts", classes="pane charts") as tab:
+                tab.styles.grid_rows = tab_grid_rows()
+                yield from tab_charts()
             yield TuningPanel(staged=self.model.staged, id="tuning", classes="pane")
             yield RunsTable(id="runs-table", classes="pane")
             yield SweepQueueView(id="sweep-queue", classes="pane")

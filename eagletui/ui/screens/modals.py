@@ -11,6 +11,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from eagletui.core.toggle_kinds import split_key
 from eagletui.ui.widgets.tuning import show_value as _v
 
 
@@ -110,10 +111,12 @@ def diff_text(diff: dict[str, Any], command: str | list[str] | None) -> Text:
     if not diff:
         t.append("No pending changes. Stage some in the Tune tab (←/→ on a toggle).\n", style="dim")
     for key, (old, new) in diff.items():
-        kind, _, name = key.partition(":")
+        kind, name = split_key(key)
+        label = kind.name if kind is not None else name  # "target", "command": no kind, no name
+        name = name if kind is not None else ""
         if True in (old, new):  # a switch flag: absent means off, not "unset"
             old, new = bool(old), bool(new)
-        t.append(f"{kind:4} ", style="dim")
+        t.append(f"{label:4} ", style="dim")
         t.append(f"{name}  ", style="bold")
         t.append(f"{_v(old)}", style="red")
         t.append(" → ")

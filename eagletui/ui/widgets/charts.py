@@ -1,9 +1,15 @@
 """Live charts. Each chart owns a snapshot of its series and replots only when a series' version moved,
-and the app calls :meth:`MetricChart.sync` from a coalescing timer, so bursts cost one replot."""
+and the app calls :meth:`MetricChart.sync` from a coalescing timer, so bursts cost one replot.
+
+:data:`CHARTS` is the registry: the one tuple that both compose sites (the wide left column and the
+Charts tab), the repaint's round-robin and the wide grid's rows are made from. A new chart is a
+:class:`MetricChart` subclass and its line in :data:`CHARTS` (plus its series in ``core/state.py``)."""
 
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import ClassVar
 
 from textual.strip import Strip
@@ -227,3 +233,44 @@ class TtftChart(MetricChart):
 
     def series_for(self, state: SessionState):
         return state.bench_ttft, None, None
+
+
+@dataclass(frozen=True)
+class ChartSpec:
+    """One chart of the main screen: its class, the key its widget ids are made of, and whether it
+    spans the wide layout's two columns (narrow ones sit side by side)."""
+
+    cls: Callable[..., MetricChart]  # a MetricChart subclass, built with the widget's id and classes
+    key: str
+    wide: bool = False
+
+
+#: Every chart, in screen order (see the module docstring).
+CHARTS: tuple[ChartSpec, ...] = (
+    ChartSpec(TokSChart, "toks", wide=True),
+    ChartSpec(AcceptChart, "accept", wide=True),
+    ChartSpec(RequestTokSChart, "req"),
+    ChartSpec(TtftChart, "ttft"),
+)
+
+
+def wide_charts() -> Iterator[MetricChart]:
+    """The charts of the wide layout's left column."""
+    for spec in CHARTS:
+        yield spec.cls(id=f"chart-{spec.key}-wide", classes="chart wide" if spec.wide else "chart")
+
+
+def tab_charts() -> Iterator[MetricChart]:
+    """The charts of the Charts tab (the narrow layout), a two-column grid."""
+    for spec in CHARTS:
+        yield spec.cls(id=f"chart-{spec.key}", classes="chart in-tab")
+
+
+def wide_grid_rows() -> str:
+    """The wide grid's rows: one per wide chart, one per pair of narrow ones (``1fr 1fr 1fr``)."""
+    rows = sum(1 for c in CHARTS if c.wide) + (sum(1 for c in CHARTS if not c.wide) + 1) // 2
+    return " ".join(["1fr"] * max(1, rows))
+
+
+def tab_grid_rows() -> str:
+    return " ".join(["1fr"] * max(1, (len(CHARTS) + 1) // 2))

@@ -44,25 +44,40 @@ def printable(text: str) -> str:
     return text.replace("\t", "    ")
 
 
-# One line of the pane: (text, kind, rank, count, ranks), where count > 1 means identical lines from
-# several ranks collapsed into one. A plain tuple of strings and ints on purpose: CPython's collector
-# stops tracking such tuples, so a full 100,000-row scrollback adds nothing to a full collection. As
-# objects (dataclass or NamedTuple, both stay tracked) every gen-2 collection walked all the rows and
-# paused the app for ~70 ms, several times a second during a burst.
-Row = tuple[str, str, "int | None", int, tuple[int, ...]]
+# One line of the pane: (text, kind, rank, count, ranks, prefix end, rank span), where count > 1 means
+# identical lines from several ranks collapsed into one; the prefix end and the rank label's span are
+# the log format's (LogLine), so the pane knows no server's prefix. A plain tuple of strings and ints
+# on purpose: CPython's collector stops tracking such tuples, so a full 100,000-row scrollback adds
+# nothing to a full collection. As objects (dataclass or NamedTuple, both stay tracked) every gen-2
+# collection walked all the rows and paused the app for ~70 ms, several times a second during a burst.
+Row = tuple[str, str, "int | None", int, tuple[int, ...], int, tuple[int, int]]
 # Field positions in a Row; Final literals so a type checker knows each field's type.
 TEXT: Final = 0
 KIND: Final = 1
 RANK: Final = 2
 COUNT: Final = 3
 RANKS: Final = 4
+PREFIX: Final = 5
+SPAN: Final = 6
+_NO_SPAN = (0, 0)
 
 
-def make_row(text: str, kind: str, rank: int | None) -> Row:
-    return (text, kind, rank, 1, () if rank is None else (rank,))
+def make_row(
+    text: str, kind: str, rank: int | None, prefix_end: int = 0, rank_span: tuple[int, int] = _NO_SPAN
+) -> Row:
+    return (text, kind, rank, 1, () if rank is None else (rank,), prefix_end, rank_span)
 
 
-_RANK_PREFIX = re.compile(r"^(\[[^\]]*?) (?:DP\d+ )?TP(\d+)(\])")
+def row_of(ev: LogLine) -> Row:
+    """A pane row for a log line; the format's offsets follow the text through :func:`printable`."""
+    raw = ev.text
+    text = printable(raw)
+    pe, span = ev.prefix_end, (ev.rank_start, ev.rank_end)
+    if len(text) != len(raw) and (pe or span != _NO_SPAN):
+        pe = len(printable(raw[:pe]))
+        if span != _NO_SPAN:
+            span = (len(printable(raw[: span[0]])), len(printable(raw[: span[1]])))
+    return make_row(text, ev.kind, ev.rank, pe, span)
 
 
 class LogView(ScrollView, can_focus=True):
@@ -110,10 +125,15 @@ class LogView(ScrollView, can_focus=True):
     def add_events(self, events: list[LogLine]) -> None:
         """Buffer lines; they are merged into the view on the next :meth:`flush` (coalesced repaint)."""
         for ev in events:
-            if ev.frame and self._pending and self._pending[-1][KIND] == "progress" and ev.kind == "progress":
-                self._pending[-1] = make_row(printable(ev.text), ev.kind, ev.rank)
-                continue
-            self._pending.append(make_row(printable(ev.text), ev.kind, ev.rank))
+            row = row_of(ev)
+            if ev.frame and self._pending and ev.kind == "progress":
+                last = self._pending[-1]
+                if last[KIND] == "progress" and _same_bar(
+                    last[TEXT][last[PREFIX] :], row[TEXT][row[PREFIX] :]
+                ):
+                    self._pending[-1] = row  # the next frame of the same bar
+                    continue
+            self._pending.append(row)
 
     def add_marker(self, text: str) -> None:
         self._pending.append(make_row(text, "phase", None))
@@ -127,13 +147,18 @@ class LogView(ScrollView, can_focus=True):
             if rows:
                 last = rows[-1]
                 kind = row[KIND]
-                if kind == "progress" and last[KIND] == "progress" and _same_bar(last[TEXT], row[TEXT]):
+                if (
+                    kind == "progress"
+                    and last[KIND] == "progress"
+                    and _same_bar(last[TEXT][last[PREFIX] :], row[TEXT][row[PREFIX] :])
+                ):
                     rows[-1] = row  # a tqdm frame replaces the previous frame of the same bar
                     continue
                 rank, last_ranks = row[RANK], last[RANKS]
                 if self.collapse_ranks and rank is not None and last[RANK] is not None:
-                    if rank not in last_ranks and _strip_rank(row[TEXT]) == _strip_rank(last[TEXT]):
-                        rows[-1] = (last[TEXT], last[KIND], last[RANK], last[COUNT] + 1, (*last_ranks, rank))
+                    if rank not in last_ranks and row[TEXT][row[PREFIX] :] == last[TEXT][last[PREFIX] :]:
+                        # ranks log the same message a second apart: one row, labelled with all of them
+                        rows[-1] = (*last[:COUNT], last[COUNT] + 1, (*last_ranks, rank), *last[PREFIX:])
                         continue
             if len(rows) == rows.maxlen:
                 self.dropped += 1
@@ -375,20 +400,18 @@ def _same_bar(a: str, b: str) -> bool:
     return ka == kb or not ka or not kb  # tqdm's first frame has no description yet
 
 
-_PREFIX = re.compile(r"^\[[^\]]{0,80}\] ?")
-
-
-def _strip_rank(text: str) -> str:
-    """Compare lines without their ``[time TPn]`` prefix: ranks log the same text a second apart."""
-    return _PREFIX.sub("", text, count=1)
-
-
 def _display_text(row: Row) -> str:
-    return _collapse_label(row[TEXT], row[RANKS]) if row[COUNT] > 1 and row[RANKS] else row[TEXT]
+    return _collapse_label(row) if row[COUNT] > 1 and row[RANKS] else row[TEXT]
 
 
-def _collapse_label(text: str, ranks: tuple[int, ...]) -> str:
-    ranks = tuple(sorted(ranks))
+def _collapse_label(row: Row) -> str:
+    """The row's text with its rank label replaced by the collapsed ranks (``TP0–7 ×8``)."""
+    text = row[TEXT]
+    ranks = tuple(sorted(row[RANKS]))
     lo, hi = ranks[0], ranks[-1]
     label = f"TP{lo}–{hi} ×{len(ranks)}" if len(ranks) == hi - lo + 1 else f"TP{','.join(map(str, ranks))}"
-    return _RANK_PREFIX.sub(lambda m: f"{m.group(1)} {label}{m.group(3)}", text, count=1)
+    a, b = row[SPAN]
+    if b > a:
+        return text[:a] + label + text[b:]
+    pe = row[PREFIX]
+    return f"{text[:pe]}[{label}] {text[pe:]}"

@@ -20,6 +20,7 @@ PHASE_LABELS = {
     "dist_init": "dist init",
     "load_target": "base weights",
     "load_draft": "draft weights",
+    "compile": "compile",
     "kv_cache": "KV cache",
     "capture_prefill": "graphs prefill",
     "capture_target": "graphs target",

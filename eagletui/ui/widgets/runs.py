@@ -14,6 +14,7 @@ from textual.widgets import DataTable
 from eagletui.core.redact import Redactor
 from eagletui.core.state import PhaseStatus
 from eagletui.core.textsafe import inert
+from eagletui.core.toggle_kinds import split_key
 from eagletui.ui.widgets.phases import PHASE_LABELS, fmt_secs
 from eagletui.ui.widgets.stepbars import step_bars
 from eagletui.ui.words import describe_failure
@@ -188,11 +189,13 @@ class RunsTable(DataTable):
                     "  same config as the baseline\n" if base is not None else "  no baseline\n", style="dim"
                 )
             for key, change in diff.items():
-                kind, _, name = str(key).partition(":")
+                kind, name = split_key(str(key))
+                label = kind.name if kind is not None else name  # "target", "command": no kind
+                name = name if kind is not None else ""
                 old, new = (
                     (list(change) + [None, None])[:2] if isinstance(change, list | tuple) else (None, change)
                 )
-                t.append(f"  {kind:4} {inert(name)}  ")
+                t.append(f"  {inert(label):4} {inert(name)}  ")
                 t.append(inert(_show(old)), style="red")
                 t.append(" → ")
                 t.append(inert(_show(new)) + "\n", style="green")

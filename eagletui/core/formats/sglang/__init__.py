@@ -3,33 +3,42 @@
 
 * :mod:`.lines` — cutting and classifying lines (tqdm frames, foreign prefixes, uvicorn, failures);
 * :mod:`.prefix` — the ``[date time ranks]`` record start, TP rank, timestamps;
-* :mod:`.serving` — Decode/Prefill fields and the serving fast-path patterns;
+* :mod:`.serving` — Decode/Prefill fields and the serving fast path;
 * :mod:`.failures` — the failure table, priorities, hints naming flags of the guessed version;
-* :mod:`.versions` — which releases print which wording.
+* :mod:`.versions` — which releases print which wording, and the launch facts of ``server_args``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from eagletui.core.formats.sglang import failures, lines, prefix, serving, versions
-from eagletui.core.logformat import Failure
+from eagletui.core.logformat import Failure, LaunchFacts, LogFormat
 
 
-class SGLangFormat:
+class SGLangFormat(LogFormat):
     """The SGLang log format (see :class:`~eagletui.core.logformat.LogFormat` for the members)."""
 
     name = "sglang"
+    label = "SGLang"
+    classifies_failures = True
     classify = staticmethod(lines.classify)
+    match_failure = staticmethod(failures.match_failure)
+
+    def parse_server_args(self, raw: Any) -> LaunchFacts:
+        return versions.launch_facts(raw if isinstance(raw, str) else "")
+
+    def facts_from_args(self, args: dict[str, Any]) -> LaunchFacts:
+        return versions.facts_from_args(args)
+
     split_glued = staticmethod(lines.split_glued)
     is_bar = staticmethod(lines.is_bar)
-    tp_of = staticmethod(prefix.tp_of)
+    bar_marks = lines.BAR_MARKS
     ts_seconds = staticmethod(prefix.ts_seconds)
     exception_line = staticmethod(lines.exception_line)
-    parse_decode = staticmethod(serving.parse_decode)
-    parse_prefill = staticmethod(serving.parse_prefill)
     frame_phase = staticmethod(lines.frame_phase)
     message_phase = staticmethod(lines.message_phase)
 
-    match_failure = staticmethod(failures.match_failure)
     terminal_tags = failures.TERMINAL_TAGS
     own_tags = failures.OWN_TAGS
     evidence = staticmethod(failures.sglang_evidence)
@@ -40,19 +49,28 @@ class SGLangFormat:
     version_from_prefix = staticmethod(versions.version_from_prefix)
     version_marks = staticmethod(versions.version_marks)
     decode_version = staticmethod(versions.decode_version)
-    parse_server_args = staticmethod(versions.parse_server_args)
     draft_types: tuple[str, ...] = versions.DRAFT_TYPES
     stop_marks: tuple[str, ...] = versions.STOP_MARKS
 
-    serving_line_re = serving.SERVING_LINE_RE
-    serving_groups = serving.SERVING_GROUPS
-    record_prefix_re = prefix.PREFIX_RE
-    serving_scan_re = staticmethod(serving.serving_scan_re)
-    input_throughput_re = serving.INPUT_THROUGHPUT_RE
-    decode_marker = "] Decode batch"
-    prefill_marker = "] Prefill batch"
-    access_prefix = "INFO:     "
-    access_marker = "HTTP/1."
+    fast = serving.FAST_PATH
+    summary_keys = (
+        "model_path",
+        "tp_size",
+        "speculative_algorithm",
+        "speculative_draft_model_path",
+        "speculative_num_steps",
+        "speculative_eagle_topk",
+        "speculative_num_draft_tokens",
+        "mem_fraction_static",
+        "cuda_graph_max_bs",
+        "max_running_requests",
+        "attention_backend",
+    )
+
+    # kept for callers of the old attribute names (tests, benchmarks)
+    parse_decode = staticmethod(serving.parse_decode)
+    parse_prefill = staticmethod(serving.parse_prefill)
+    tp_of = staticmethod(prefix.tp_of)
 
 
 SGLANG = SGLangFormat()

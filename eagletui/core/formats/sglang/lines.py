@@ -14,6 +14,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from eagletui.core.formats.progress import BAR_COUNT_RE as _BAR_COUNT_RE
+from eagletui.core.formats.progress import BAR_MARKS, is_bar
+from eagletui.core.formats.progress import split_glued as _split_bar
 from eagletui.core.formats.sglang.prefix import PREFIX_RE, tp_of, ts_seconds
 from eagletui.core.formats.sglang.serving import parse_decode, parse_prefill
 from eagletui.core.logformat import (
@@ -30,10 +33,17 @@ from eagletui.core.logformat import (
     Rec,
 )
 
-__all__ = ["classify", "split_glued", "is_bar", "tp_of", "ts_seconds", "parse_decode", "parse_prefill"]
+__all__ = [
+    "BAR_MARKS",
+    "classify",
+    "split_glued",
+    "is_bar",
+    "tp_of",
+    "ts_seconds",
+    "parse_decode",
+    "parse_prefill",
+]
 
-# tqdm: ``n/total [elapsed<remaining, rate]``; the `[` guard keeps it off ordinary "a/b" text.
-_BAR_COUNT_RE = re.compile(r"(\d+)/(\d+) \[")
 _BS_RE = re.compile(r"\bbs=(\d+)")
 _NUM_TOKENS_RE = re.compile(r"num_tokens=(\d+)")
 _AVAIL_RE = re.compile(r"avail_mem=([\d.]+ ?GB)")
@@ -91,7 +101,6 @@ FOREIGN_PREFIX_RE = re.compile(
     r"|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)(?::[\w.]{1,64}:| [\w.]{1,64}: )"
     r")+"
 )
-_BAR_MARKS = ("% Completed |", "%|", "it/s]", "s/it]")
 _SHARD_WORDS = (
     "checkpoint shards",
     "loading shards",
@@ -102,14 +111,12 @@ _SHARD_WORDS = (
 _CAPTURE_BAR_WORDS = ("Capturing batches", "Capturing prefill shape", "Capturing num tokens", "Capturing ")
 
 
-def is_bar(text: str) -> bool:
-    """True for a tqdm frame (any of the bar layouts SGLang and tqdm print)."""
-    head = text[:SCAN_LIMIT]
-    return any(m in head for m in _BAR_MARKS)
-
-
-# The end of a tqdm frame: ``[elapsed<remaining, rate]`` (``[00:16<15:54, 16.75s/it]``, ``[00:00<?, ?it/s]``).
-_BAR_TAIL_RE = re.compile(r"\[[\d:]{4,12}<[\d:?]{1,12}(?:, {0,4}[^\[\]\n]{0,40})?\]")
+def _capture_bar(head: str) -> bool:
+    """A CUDA-graph capture bar by its description, or a frame without one (tqdm's first frames)."""
+    if any(w in head for w in _CAPTURE_BAR_WORDS):
+        return True
+    desc = head.split("%", 1)[0].split(":", 1)[0]
+    return not any(c.isalpha() for c in desc)
 
 
 def split_glued(segment: str) -> list[str]:
@@ -117,32 +124,10 @@ def split_glued(segment: str) -> list[str]:
 
     Eight processes share one stderr file; a tqdm frame without its newline gets the next writer's
     whole line glued behind it: another rank's log record, a Python warning, a traceback line. A frame
-    ends with its ``[elapsed<remaining, rate]`` tail (or, failing that, where SGLang's next record
-    starts), so anything after the tail is a line of its own. Only bar frames are cut, so a
-    docker/journald prefix in front of a normal line stays with it.
+    ends with its ``[elapsed<remaining, rate]`` tail or, failing that, where SGLang's next record
+    starts (:func:`eagletui.core.formats.progress.split_glued`).
     """
-    out: list[str] = []
-    rest = segment
-    while True:
-        head = rest[:SCAN_LIMIT]
-        if not is_bar(head):
-            out.append(rest)
-            return out
-        t = _BAR_TAIL_RE.search(head)
-        if t is not None and t.end() < len(rest):
-            start = t.end()
-        else:
-            m = PREFIX_RE.search(head, 1)
-            if m is None:
-                out.append(rest)
-                return out
-            start = m.start()
-        bar = rest[:start]
-        if not is_bar(bar):
-            out.append(rest)
-            return out
-        out.append(bar)
-        rest = rest[start:]
+    return _split_bar(segment, PREFIX_RE)
 
 
 # Colour (SGR) sequences a wrapper, a coloured logging formatter or docker compose wrap around lines.
@@ -167,9 +152,16 @@ def classify(text: str, frame: bool = False) -> Rec:
             if p is not None:
                 return _classify_pylog(text, p, frame)
         return _classify_unprefixed(text, head, frame)
-    msg = text[m.end() :]
-    ranks = m.group("ranks").strip()
-    tp = tp_of(ranks) if ranks else None
+    end = m.end()
+    msg = text[end:]
+    raw_ranks = m.group("ranks")
+    ranks = raw_ranks.strip()
+    if ranks:
+        tp = tp_of(ranks)
+        r0, r1 = m.span("ranks")
+        span = (r0 + 1, r1)  # the label without its leading space: "TP3", "DP0 TP3"
+    else:
+        tp, span = None, (0, 0)
     date = m.group("date")
     ms = m.group("ms")
     ts_text = (date or "") + m.group("time") + ("." + ms if ms else "")
@@ -183,6 +175,8 @@ def classify(text: str, frame: bool = False) -> Rec:
         has_ms=ms is not None,
         prefixed=True,
         frame=frame,
+        prefix_end=end,
+        rank_span=span,
     )
     _classify_msg(rec, msg[:SCAN_LIMIT])
     return rec
@@ -208,6 +202,7 @@ def _classify_pylog(text: str, m: re.Match[str], frame: bool) -> Rec:
         has_ms=ms is not None,
         prefixed=True,
         frame=frame,
+        prefix_end=m.end(),
     )
     _classify_msg(rec, rec.msg[:SCAN_LIMIT])
     return rec
@@ -301,6 +296,8 @@ def _classify_unprefixed(text: str, head: str, frame: bool) -> Rec:
         if "Completed |" in head or any(w in head for w in _SHARD_WORDS):
             rec.tag = "bar_shards"
             rec.data = {"done": done, "total": total, "label": ""}
+        elif not _capture_bar(head):
+            pass  # another program's bar (the HF hub's "Fetching 4 files"): shown, not a phase
         else:
             rec.tag = "bar_capture"
             label = ""

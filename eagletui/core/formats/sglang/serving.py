@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from eagletui.core.formats.sglang.prefix import PREFIX_RE
+from eagletui.core.formats.sglang.prefix import PREFIX_RE, tp_of
+from eagletui.core.logformat import FastPath
 
 # Decode line: a strict one-shot regex for the common layouts (fast path) and the version-robust
 # regex from the reference, whose middle part is then read key by key.
@@ -239,3 +240,49 @@ def _float(s: str | None) -> float | None:
         return float(s) if s else None
     except ValueError:
         return None
+
+
+class SGLangFastPath(FastPath):
+    """SGLang's serving fast path: ``[time ranks] Decode batch …`` / ``Prefill batch …`` lines and
+    uvicorn access lines, bare (``INFO:     …``) or behind the server's own timestamp."""
+
+    line_first = ("[", "(")
+    line_re = SERVING_LINE_RE
+    prefix_ix = (SERVING_GROUPS.date, SERVING_GROUPS.time, SERVING_GROUPS.ms, SERVING_GROUPS.ranks)
+    decode_ix = (
+        SERVING_GROUPS.d_run,
+        SERVING_GROUPS.d_tok,
+        SERVING_GROUPS.d_usage,
+        SERVING_GROUPS.d_acc,
+        SERVING_GROUPS.d_rate,
+        SERVING_GROUPS.d_graph,
+        SERVING_GROUPS.d_gen,
+        SERVING_GROUPS.d_queue,
+    )
+    prefill_ix = (
+        SERVING_GROUPS.p_seq,
+        SERVING_GROUPS.p_tok,
+        SERVING_GROUPS.p_cached,
+        SERVING_GROUPS.p_run,
+        SERVING_GROUPS.p_queue,
+    )
+    prefix_re = PREFIX_RE
+    prefix_close = "]"
+    prefix_window = 386
+    prefix_gap = 2
+    access_prefix = "INFO:     "
+    access_marker = "HTTP/1."
+    access_tail = '" '
+    decode_marker = "] Decode batch"
+    prefill_marker = "] Prefill batch"
+    marker_window = 400
+    marker_skip = 2
+    input_marker = "input throughput"
+    input_re = INPUT_THROUGHPUT_RE
+    rank_of = staticmethod(tp_of)
+    scan_re = staticmethod(serving_scan_re)
+    parse_decode = staticmethod(parse_decode)
+    parse_prefill = staticmethod(parse_prefill)
+
+
+FAST_PATH = SGLangFastPath()

@@ -9,7 +9,7 @@ import ast
 import re
 from typing import Any
 
-from eagletui.core.logformat import Rec, VersionGuess
+from eagletui.core.logformat import LaunchFacts, Rec, VersionGuess
 
 # (substring, lower bound, upper bound) checked on phase/error lines only. Bounds come from sampled
 # releases (sglang-observables.md): a lower bound is the first sampled release with the form, an upper
@@ -79,6 +79,38 @@ def parse_server_args(raw: str) -> dict[str, Any]:
         except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
             out2[k] = v
     return out2
+
+
+def launch_facts(raw: str) -> LaunchFacts:
+    """The launch facts of a ``server_args=`` record in eagletui's words (SGLang's names in ``raw``)."""
+    return facts_from_args(parse_server_args(raw))
+
+
+def facts_from_args(args: dict[str, Any]) -> LaunchFacts:
+    """Launch facts from SGLang's server-args names (``model_path``, ``tp_size``, …)."""
+    ver = args.get("version")
+    return LaunchFacts(
+        model=_str(args.get("model_path")),
+        draft_model=_str(args.get("speculative_draft_model_path")),
+        tp=_pos_int(args.get("tp_size")),
+        pp=_pos_int(args.get("pp_size")),
+        dp=_pos_int(args.get("dp_size")),
+        spec_algorithm=_str(args.get("speculative_algorithm")),
+        spec_steps=_pos_int(args.get("speculative_num_steps")),
+        spec_topk=_pos_int(args.get("speculative_eagle_topk")),
+        spec_draft_tokens=_pos_int(args.get("speculative_num_draft_tokens")),
+        port=_pos_int(args.get("port")),
+        version=ver if isinstance(ver, str) and ver else None,
+        raw=args,
+    )
+
+
+def _str(v: Any) -> str | None:
+    return v if isinstance(v, str) and v and v != "None" else None
+
+
+def _pos_int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
 
 def version_from_prefix(rec: Rec, ver: VersionGuess) -> None:

@@ -1,4 +1,5 @@
-"""Issue 13, the UI part: what a new user hit in the first hour, driven through the real app."""
+"""What a new user hit in the first hour of the UI (issue 13), driven through the real app: the diff
+window, toggle steps, copy, filters, toasts, the key bar, run details, the palette, themes, search, charts."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Issue 13 on the real simulator: keys that would throw a loading launch away ask first; the log
-says what a stopped server needs."""
+"""On the real simulator: keys that would throw a loading launch or a running benchmark away ask first,
+quit closes the driver and the run; the log says what a stopped server needs."""
 
 from __future__ import annotations
 

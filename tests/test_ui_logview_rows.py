@@ -1,0 +1,58 @@
+"""The log view's rows from the log format's offsets: ranks collapse by the prefix the format parsed,
+and back-to-back progress bars keep one row each (a bar's frames replace only that bar's row)."""
+
+from __future__ import annotations
+
+import io
+
+from textual.app import App, ComposeResult
+
+from eagletui.core.events import LogLine
+from eagletui.core.log_interpreter import LogInterpreter
+from eagletui.core.logformat import get_format
+from eagletui.sim.vllm import Log
+from eagletui.ui.widgets.logview import COUNT, TEXT, LogView, _display_text
+
+
+class _One(App):
+    def compose(self) -> ComposeResult:
+        yield LogView(id="log")
+
+
+def _lines(text: str, fmt: str) -> list[LogLine]:
+    it = LogInterpreter(fmt=get_format(fmt))
+    return [e for e in it.feed(text) + it.flush() if isinstance(e, LogLine)]
+
+
+async def test_two_bars_in_a_row_keep_a_row_each_at_their_last_frame() -> None:
+    buf = io.StringIO()
+    log = Log(out=buf)
+    log.bar("EngineCore", "Capturing CUDA graphs (mixed prefill-decode, PIECEWISE)", 8, 0)
+    log.bar("EngineCore", "Capturing CUDA graphs (decode, FULL)", 4, 0)
+    async with _One().run_test() as pilot:
+        view = pilot.app.query_one(LogView)
+        view.add_events(_lines(buf.getvalue(), "vllm"))  # one batch: the worst case
+        view.flush()
+        texts = [r[TEXT] for r in view.rows]
+    assert len(texts) == 2, texts
+    assert "PIECEWISE):" in texts[0] and "8/8" in texts[0]
+    assert "FULL):" in texts[1] and "4/4" in texts[1]
+
+
+async def test_ranks_collapse_by_the_formats_offsets_for_either_server() -> None:
+    sglang = "".join(
+        f"[2026-03-14 12:00:0{r} TP{r}] Load weight begin. avail mem=78.50 GB\n" for r in range(4)
+    )
+    vllm = "".join(
+        f"(Worker_TP{r} pid=1{r}) INFO 05-06 20:59:0{r} [gpu_model_runner.py:4830] Starting to load model m...\n"
+        for r in range(2)
+    )
+    async with _One().run_test() as pilot:
+        view = pilot.app.query_one(LogView)
+        view.add_events(_lines(sglang, "sglang"))
+        view.add_events(_lines(vllm, "vllm"))
+        view.flush()
+        rows = list(view.rows)
+    assert [r[COUNT] for r in rows] == [4, 2]
+    assert _display_text(rows[0]) == "[2026-03-14 12:00:00 TP0–3 ×4] Load weight begin. avail mem=78.50 GB"
+    assert _display_text(rows[1]).startswith("(TP0–1 ×2 pid=10) INFO 05-06 20:59:00")
