@@ -494,6 +494,9 @@ class SweepQueue:
         pending: list[float] = []
         busy: list[float] = []
         per_launch: dict[int, float | None] = {}
+        # a worker's first launch stops nothing before it: no time between launches
+        started = sum(1 for v in self.variants if v.launches or v.state in IN_FLIGHT)
+        free_starts = max(0, self.workers - started)
         for i in self.order:
             v = self.variants[i]
             if v.state in (DONE, FAILED, SKIPPED):
@@ -505,7 +508,9 @@ class SweepQueue:
                     unknown.add("launch time (no launch of this config measured yet)")
                 else:
                     total += est
-                if overhead is not None and v.state == PENDING:
+                if v.state == PENDING and free_starts > 0:
+                    free_starts -= 1
+                elif overhead is not None and v.state == PENDING:
                     total += overhead
             for ci, c in enumerate(v.cells):
                 if c.stop:

@@ -161,6 +161,7 @@ class SweepRunner:
             q.paused, q.aborted = "", False  # a resume: the gate looks again
         if q.started_wall is None:
             q.started_wall = time.time()
+        q.note_eta(history=self.history)  # the ETA at the start, checked against the time it takes
         try:
             while (v := q.next(self.worker)) is not None:
                 await self._run_variant(v)
@@ -176,11 +177,12 @@ class SweepRunner:
 
     # ------------------------------------------------------------------ the GPU gate
 
-    async def _stop_previous(self) -> None:
-        """Stop the server of the previous launch (ours, still running) before the next one."""
+    async def _stop_previous(self) -> bool:
+        """Stop the server of the previous launch (ours, still running) before the next one; True when
+        there was one to stop."""
         run = self.ws.run
         if run is None or not run.owned or not run.alive:
-            return
+            return False
         if self._before is None:
             # a resumed sweep: no reading from before this server's launch; the gate then waits
             # until its own processes' memory is gone from the reading taken now
@@ -188,6 +190,7 @@ class SweepRunner:
         with contextlib.suppress(Exception):
             await self.ws.stop()
         self._stopped_at = time.monotonic()
+        return True
 
     async def _reading_without(self, run: Any) -> Reading | None:
         from eagletui.core.gpu_memory import Reading
@@ -295,10 +298,11 @@ class SweepRunner:
             t_over = time.monotonic()
             prev = self.ws.run
             label = f"launch #{prev.launch}" if prev is not None and prev.owned else "the previous launch"
-            await self._stop_previous()
+            stopped = await self._stop_previous()
             if not await self._gate(v, label):
                 return
-            v.overhead_s = time.monotonic() - t_over
+            # the time between launches (a stop and the release of its memory): only where there was one
+            v.overhead_s = time.monotonic() - t_over if stopped else None
             self.say(f"[{v.index + 1}/{len(q.variants)}] {v.name}: launching")
             kind = await self._launch(v, prof)
             if kind is None:

@@ -77,17 +77,21 @@ class Proc:
 class Lease:
     """One server's hold on GPU memory: ``gb[rank]`` used on GPU ``rank`` by that rank's scheduler."""
 
-    def __init__(self, d: Path, procs: list[Proc], release_s: float) -> None:
+    def __init__(self, d: Path, procs: list[Proc], release_s: float, owner: int | None = None) -> None:
         self.dir = d
         self.procs = procs
         self.release_s = max(0.0, release_s)
-        self.path = d / f"lease-{os.getpid()}.json"
+        self.owner = owner or os.getpid()
+        self.path = d / f"lease-{self.owner}.json"
         self.gb: dict[int, float] = {p.gpu: 0.0 for p in procs}
 
     @classmethod
-    def open(cls, d: Path, procs: list[tuple[int, str, int]], release_s: float) -> Lease:
+    def open(
+        cls, d: Path, procs: list[tuple[int, str, int]], release_s: float, owner: int | None = None
+    ) -> Lease:
+        """A lease of ``owner`` (default: this process; a test may register another process's memory)."""
         d.mkdir(parents=True, exist_ok=True)
-        lease = cls(d, [Proc(pid, name, gpu, _start_time(pid)) for pid, name, gpu in procs], release_s)
+        lease = cls(d, [Proc(pid, name, gpu, _start_time(pid)) for pid, name, gpu in procs], release_s, owner)
         lease.save()
         return lease
 
@@ -96,8 +100,8 @@ class Lease:
             _write(
                 self.path,
                 {
-                    "owner": os.getpid(),
-                    "owner_start": _start_time(os.getpid()),
+                    "owner": self.owner,
+                    "owner_start": _start_time(self.owner),
                     "procs": [
                         {
                             "pid": p.pid,
