@@ -84,7 +84,9 @@ def test_floor_first_of_group_and_max():
     c = Cell(0, 0, (100.0,))
     assert next_step(c, [c], ADAPTIVE).reason == "floor"
     c2 = Cell(0, 0, (100.0, 101.0))
-    assert next_step(c2, [c2], ADAPTIVE).reason == "first" and not next_step(c2, [c2], ADAPTIVE).more
+    assert next_step(c2, [c2], ADAPTIVE).reason == "first" and next_step(c2, [c2], ADAPTIVE).more
+    c3 = Cell(0, 0, (100.0, 101.0, 100.5))  # the yardstick of its group: one run over the floor
+    assert next_step(c3, [c3], ADAPTIVE).reason == "first" and not next_step(c3, [c3], ADAPTIVE).more
     c6 = Cell(1, 0, (90.0, 110.0) * 3)
     assert next_step(c6, [c2, c6], ADAPTIVE).reason == "max"
     assert next_step(c2, [c2], FIXED3).more and next_step(c2, [c2], FIXED3).reason == "fixed"
@@ -121,18 +123,18 @@ def test_ties_go_to_the_cheaper_setting():
     off = cost_of({"--speculative-algorithm": None, "--speculative-num-draft-tokens": 4})
     assert off < spec2 < spec4 and off == (0, 0, 0, 0)
     cells = [
-        Cell(0, 0, (100.0, 102.0, 98.0), spec4),
-        Cell(1, 0, (100.5, 99.0, 101.5), spec2),  # faster-looking by nothing: a tie
+        Cell(0, 0, (100.5, 99.0, 101.5), spec4),  # ahead by a third of a percent: within the noise
+        Cell(1, 0, (100.0, 102.0, 98.0), spec2),
         Cell(2, 0, (80.0, 81.0, 79.0), off),
     ]
     d = decide(cells, 0)
-    assert d.winner == 1 and d.on_cost and d.leader == 1 or d.winner == 1
-    assert d.ranking[-1] == 2
-    assert "tie within the noise" in d.how_sure() or "sure" in d.how_sure()
+    assert d.leader == 0 and d.winner == 1 and d.on_cost and d.ranking == (1, 0, 2)
+    assert d.how_sure().startswith("a tie within the noise") and "cheaper setting wins" in d.how_sure()
     # a clear winner is the winner whatever it costs
     clear = [Cell(0, 0, (120.0, 121.0, 119.0), spec4), Cell(1, 0, (100.0, 101.0, 99.0), off)]
     d2 = decide(clear, 0)
     assert d2.winner == 0 and not d2.on_cost and d2.margin is not None and (d2.margin.sure or 0) > 0.99
+    assert d2.how_sure().startswith("clear (+20.0 % ±")
 
 
 def test_unknown_noise_ranks_by_the_means():
@@ -151,7 +153,49 @@ def test_replay_is_paired_and_counts_runs():
     adaptive = replay(rec, ADAPTIVE)
     assert fixed.runs == 9 and fixed.taken == ((3,), (3,), (3,))
     assert adaptive.rankings() == fixed.rankings() == [(1, 0, 2)]
-    assert adaptive.runs < fixed.runs
+    assert adaptive.runs < fixed.runs and adaptive.taken[0] == (3,)  # the yardstick got its third run
+
+
+# ------------------------------------------------------------------ the demo sweep, recorded
+
+
+def _demo_recording():
+    import json
+    from pathlib import Path
+
+    data = json.loads((Path(__file__).parent / "fixtures/sweep/demo-sweep-runs.json").read_text())
+    return [Recorded(x["config"], (tuple(x["runs"]),), tuple(x["cost"])) for x in data["launches"]]
+
+
+def test_adaptive_reaches_fixed_3s_ranking_on_the_demo_sweep_with_fewer_runs():
+    """The demo sweep (2 × 2, six runs a variant recorded on the simulator) replayed under both
+    policies: the same runs in the same order, so any difference is the policy's."""
+    rec = _demo_recording()
+    fixed, adaptive = replay(rec, FIXED3), replay(rec, ADAPTIVE)
+    everything = replay(rec, RepeatPolicy(adaptive=False, repeats=6, min_repeats=6, max_repeats=6))
+    assert fixed.runs == 12 and adaptive.runs < fixed.runs
+    assert adaptive.rankings() == fixed.rankings() == everything.rankings() == [(2, 3, 0, 1)]
+    assert adaptive.decisions[0].winner == 2 and (adaptive.decisions[0].margin.sure or 0) > 0.95
+
+
+def test_adaptive_is_right_at_least_as_often_as_fixed_3_over_reorderings():
+    """The recorded runs in 200 random orders: how often each policy ranks the four variants as all
+    six runs of each do, and at what cost (noise is heavy-tailed: a slow run now and then)."""
+    import random
+
+    rec = _demo_recording()
+    truth = replay(rec, RepeatPolicy(adaptive=False, repeats=6, min_repeats=6, max_repeats=6)).rankings()
+    rng = random.Random(7)
+    hits = {"fixed": 0, "adaptive": 0}
+    runs = {"fixed": 0, "adaptive": 0}
+    for _ in range(200):
+        shuffled = [Recorded(r.config, (tuple(rng.sample(r.cells[0], 6)),), r.cost) for r in rec]
+        for name, pol in (("fixed", FIXED3), ("adaptive", ADAPTIVE)):
+            res = replay(shuffled, pol)
+            hits[name] += res.rankings() == truth
+            runs[name] += res.runs
+    assert hits["adaptive"] >= hits["fixed"] * 0.95, hits
+    assert runs["adaptive"] < runs["fixed"] * 0.95, runs
 
 
 # ------------------------------------------------------------------ crossover

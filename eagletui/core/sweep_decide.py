@@ -4,12 +4,14 @@ A **cell** is one server config benchmarked at one client setting (a concurrency
 cells at the same client setting form a **group** and compete. The rules (docs/sweeps.md):
 
 * **Adaptive repeats.** A cell runs at least ``min_repeats`` (never fewer than two: one run says nothing
-  about noise) and then again until its confidence interval vs the best *other* cell of its group — the
-  leader, or the runner-up when it leads itself — excludes zero (*separated*), or lies within
+  about noise) and then again until its place is decided — against the leader of its group (the
+  runner-up when it leads itself) and against its neighbours by mean, one above and one below, its
+  confidence interval of the difference either excludes zero (*separated*), or lies within
   ``± tie_pct`` (*a tie*: too close to matter), or could not do either even after ``max_repeats`` runs
   of this cell, the other cell's own error and the present noise estimate projected (*limited*: more
-  runs here would be wasted), or ``max_repeats`` is reached. The first cell of a group has nothing to
-  compare with yet and stops at the floor.
+  runs here would be wasted) — or ``max_repeats`` is reached. The first cell of a group has nothing to
+  compare with yet; it is the yardstick of every later one and cannot run again once its launch is
+  over, so it runs one more than the floor.
 * **Fixed repeats.** ``repeats = N``: every cell runs N times, nothing else.
 * **Decisions.** In each group the leader is the highest mean; every cell *not* separated from it is
   within the noise, and of those the **cheapest** wins (:func:`cost_of`: speculation off, then fewer
@@ -36,7 +38,6 @@ from eagletui.core.confidence import (
     Noise,
     compare,
     estimate,
-    fmt_sure,
     pooled_noise,
     t_critical,
 )
@@ -154,12 +155,34 @@ def _estimate(cell: Cell, noise: Noise | None) -> Estimate | None:
     return estimate(_positive(cell.values), noise)
 
 
+def _mean(c: Cell) -> float:
+    xs = _positive(c.values)
+    return sum(xs) / len(xs)
+
+
 def best_other(cell: Cell, cells: Sequence[Cell]) -> Cell | None:
     """The strongest competitor of ``cell``: the highest mean among the other configs of its group."""
     others = [c for c in cells if c.group == cell.group and c.config != cell.config and _positive(c.values)]
     if not others:
         return None
-    return max(others, key=lambda c: sum(_positive(c.values)) / len(_positive(c.values)))
+    return max(others, key=_mean)
+
+
+def neighbours(cell: Cell, cells: Sequence[Cell]) -> list[Cell]:
+    """The cells its place in the ranking is decided against: the leader of its group (the runner-up
+    when it leads) and the other configs next to it by mean, one above and one below."""
+    others = [c for c in cells if c.group == cell.group and c.config != cell.config and _positive(c.values)]
+    if not others or not _positive(cell.values):
+        return []
+    me = _mean(cell)
+    out = [max(others, key=_mean)]
+    above = [c for c in others if _mean(c) >= me]
+    below = [c for c in others if _mean(c) < me]
+    if above:
+        out.append(min(above, key=_mean))
+    if below:
+        out.append(max(below, key=_mean))
+    return list({c.config: c for c in out}.values())
 
 
 @dataclass(frozen=True)
@@ -206,23 +229,34 @@ def next_step(
         return Step(True, "floor")
     if n >= policy.max_repeats:
         return Step(False, "max")
-    ref = reference if reference is not None else best_other(cell, cells)
-    if ref is None:
-        return Step(False, "first")
+    refs = [reference] if reference is not None else neighbours(cell, cells)
+    if not refs:
+        # the first cell of its group is the yardstick of every later one, and cannot run again once
+        # its launch is over: one run more than the floor
+        return Step(n < min(policy.min_repeats + 1, policy.max_repeats), "first")
     noise = noise_for(cells if noise_cells is None else noise_cells, cell.group)
-    a, b = _estimate(cell, noise), _estimate(ref, noise)
-    if a is None or b is None:
+    a = _estimate(cell, noise)
+    if a is None:
         return Step(False, "first")
-    d = compare(a, b, policy.confidence)
-    if d.separated:
-        return Step(False, "separated", ref.config, d)
-    if d.within(policy.tie_pct):
-        return Step(False, "tie", ref.config, d)
-    if d.separated is None:
-        return Step(True, "overlap", ref.config, d)
-    if not _can_close(a, b, d, policy):
-        return Step(False, "limited", ref.config, d)
-    return Step(True, "overlap", ref.config, d)
+    steps: list[Step] = []
+    for ref in refs:
+        b = _estimate(ref, noise)
+        if b is None:
+            continue
+        d = compare(a, b, policy.confidence)
+        if d.separated:
+            steps.append(Step(False, "separated", ref.config, d))
+        elif d.within(policy.tie_pct):
+            steps.append(Step(False, "tie", ref.config, d))
+        elif d.separated is None or _can_close(a, b, d, policy):
+            return Step(True, "overlap", ref.config, d)  # one open comparison that runs can close
+        else:
+            steps.append(Step(False, "limited", ref.config, d))
+    if not steps:
+        return Step(False, "first")
+    # decided against every neighbour: say the least certain of those decisions
+    order = {"limited": 0, "tie": 1, "separated": 2}
+    return min(steps, key=lambda st: (order[st.reason], st.diff.sure if st.diff and st.diff.sure else 1.0))
 
 
 def _can_close(a: Estimate, b: Estimate, d: Difference, policy: RepeatPolicy) -> bool:
@@ -344,7 +378,9 @@ class Decision:
             return "noise unknown (1 run): ranked by the means alone"
         if self.on_cost:
             return f"a tie within the noise ({d.text()}): the cheaper setting wins"
-        return f"{fmt_sure(d.sure)} sure ({d.text()})"
+        if not d.separated:
+            return f"ahead within the noise, not a clear win ({d.text()}); no cheaper setting in the tie"
+        return f"clear ({d.text()})"
 
     def to_dict(self) -> dict[str, Any]:
         d = self.margin
