@@ -33,6 +33,7 @@ from eagletui.core.servers import server_kind
 EXAMPLES: dict[str, str] = {
     "demo": "demo.toml",
     "demo-sweep": "demo-sweep.toml",
+    "demo-crossover": "demo-crossover.toml",
     "demo-vllm": "demo-vllm.toml",
     "kimi": "kimi-k25-eagle3.toml",
 }

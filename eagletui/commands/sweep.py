@@ -132,7 +132,7 @@ def print_human(report: dict[str, Any]) -> None:
         from eagletui.core.sweep_plan import fmt_duration
 
         print(
-            f"ETA check: {fmt_duration(eta['predicted_s'])} predicted after {eta['launches_done_then']} launch(es), "
+            f"ETA check: {fmt_duration(eta['predicted_s'])} predicted at {eta['when']}, "
             f"{fmt_duration(eta['actual_s'])} taken ({eta['error_pct']:+.1f} %)"
         )
     if report.get("paused"):

@@ -43,10 +43,14 @@ def config_key(settings: Mapping[str, Any]) -> str:
     return json.dumps({k: settings[k] for k in sorted(settings)}, sort_keys=True, default=str)
 
 
+_AS_PROFILE = object()  # a toggle a variant does not mention: the profile's value (not "unset")
+
+
 def distance(a: Mapping[str, Any], b: Mapping[str, Any]) -> int:
-    """How many toggles two variants set differently (an unmentioned toggle is the profile's value)."""
+    """How many toggles two variants set differently (an unmentioned toggle is the profile's value,
+    which differs from setting it to "unset")."""
     keys = set(a) | set(b)
-    return sum(1 for k in keys if a.get(k) != b.get(k))
+    return sum(1 for k in keys if a.get(k, _AS_PROFILE) != b.get(k, _AS_PROFILE))
 
 
 def launch_order(variants: Sequence[Mapping[str, Any]]) -> list[int]:

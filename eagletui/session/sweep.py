@@ -559,8 +559,9 @@ class SweepQueue:
         e = self.eta(now, history)
         return e.seconds if e.complete else None
 
-    def note_eta(self, now: float | None = None, history: Any = None) -> Eta:
-        """Log the ETA as the sweep runs; the first complete one is kept to check it at the end."""
+    def note_eta(self, now: float | None = None, history: Any = None, *, when: str = "") -> Eta:
+        """Log the ETA as the sweep runs; the first complete one is kept (with ``when``: "the start",
+        "launch 2") to check it against the time the sweep then took."""
         now = time.time() if now is None else now
         e = self.eta(now, history)
         if e.complete and not self.finished:
@@ -568,7 +569,7 @@ class SweepQueue:
             del self.eta_log[:-MAX_ETA_LOG]
             if not self.first_eta:
                 done = sum(1 for v in self.variants if v.state in (DONE, FAILED, SKIPPED))
-                self.first_eta = {"wall": now, "eta_s": e.seconds, "launches_done": done}
+                self.first_eta = {"wall": now, "eta_s": e.seconds, "launches_done": done, "when": when}
         return e
 
     # ------------------------------------------------------------------ operations

@@ -285,6 +285,7 @@ def _eta_check(q: SweepQueue) -> dict[str, Any] | None:
         "predicted_s": _r(float(first["eta_s"]), 1),
         "at_wall": first.get("wall"),
         "launches_done_then": first.get("launches_done", 0),
+        "when": first.get("when") or f"after {first.get('launches_done', 0)} launch(es)",
     }
     if q.finished_wall is not None:
         actual = q.finished_wall - float(first["wall"])

@@ -161,7 +161,7 @@ class SweepRunner:
             q.paused, q.aborted = "", False  # a resume: the gate looks again
         if q.started_wall is None:
             q.started_wall = time.time()
-        q.note_eta(history=self.history)  # the ETA at the start, checked against the time it takes
+        q.note_eta(history=self.history, when="the start")  # checked against the time it takes
         try:
             while (v := q.next(self.worker)) is not None:
                 await self._run_variant(v)
@@ -404,7 +404,7 @@ class SweepRunner:
             for ci in todo:
                 await self._bench_once(v, ci, prof, warm_up=ci not in warm)
                 warm.add(ci)
-            q.note_eta(history=self.history)
+            q.note_eta(history=self.history, when=f"launch {q.order.index(v.index) + 1}")
             self._changed()
         for ci, c in enumerate(v.cells):
             st = q.step(v, ci)
@@ -429,7 +429,7 @@ class SweepRunner:
                 self._notice(
                     f"sweep: {v.name}{where}: {mean:.1f} tok/s" + (f", accept {acc:.2f}" if acc else "")
                 )
-        e = q.note_eta(history=self.history)
+        e = q.note_eta(history=self.history, when=f"the end of launch {q.order.index(v.index) + 1}")
         if not q.finished:
             from eagletui.core.sweep_plan import fmt_duration
 
