@@ -38,6 +38,7 @@ from eagletui.core.confidence import (
     Noise,
     compare,
     estimate,
+    fmt_sure,
     pooled_noise,
     t_critical,
 )
@@ -381,6 +382,20 @@ class Decision:
         if not d.separated:
             return f"ahead within the noise, not a clear win ({d.text()}); no cheaper setting in the tie"
         return f"clear ({d.text()})"
+
+    def short(self) -> str:
+        """A few words for a narrow view: ``clear, >99.9 % sure`` / ``a tie: the cheaper wins`` /
+        ``within the noise (94 %)``."""
+        d = self.margin
+        if self.winner is None or self.runner_up is None:
+            return "only one measured" if self.winner is not None else "nothing measured"
+        if d is None or d.sure is None:
+            return "noise unknown"
+        if self.on_cost:
+            return "a tie within the noise: the cheaper wins"
+        if not d.separated:
+            return f"within the noise ({fmt_sure(d.sure)})"
+        return f"clear, {fmt_sure(d.sure)} sure"
 
     def to_dict(self) -> dict[str, Any]:
         d = self.margin

@@ -89,11 +89,16 @@ def title_text(
         return "no sweep: this profile has no [sweep] table"
     c = queue.counts()
     done = c.get(DONE, 0) + c.get(FAILED, 0) + c.get(SKIPPED, 0)
-    state = (
-        "running"
-        if running
-        else ("paused" if queue.paused else "aborted" if queue.aborted else "finished" if queue.finished else "paused")
-    )
+    if running:
+        state = "running"
+    elif queue.paused:
+        state = "paused"
+    elif queue.aborted:
+        state = "aborted"
+    elif queue.finished:
+        state = "finished"
+    else:
+        state = "not started" if queue.started_wall is None else "stopped"
     pol = queue.repeat_policy
     runs = f"{pol.repeats} repeat(s)" if not pol.adaptive else f"{pol.min_repeats}–{pol.max_repeats} runs (adaptive)"
     if queue.finished:
@@ -184,6 +189,15 @@ class SweepQueueView(Widget, can_focus=True):
             if len(v.cells) > 1 and v.state in (BENCHMARKING, DONE):
                 for ci in range(len(v.cells)):
                     out.append("        " + cell_line(v, ci, q) + "\n", style="dim" if v.state != DONE else "")
+        done = [v for v in q.variants if v.state == DONE and v.recheck_of is None]
+        if len(done) >= 2:
+            points = q.variants[0].cells
+            for ci, d in enumerate(q.decisions()):
+                if d.winner is None:
+                    continue
+                where = f" at {points[ci].label}" if len(points) > 1 else ""
+                out.append(f"\n  best{where}: {q.variants[d.winner].name} — {d.short()}")
+            out.append("\n")
         out.append("\nw start/resume · x skip · R retry · A abort · < > reorder", style="dim")
         return out
 
