@@ -66,7 +66,7 @@ def sim_argv(port: int, speed: float, max_running: int) -> list[str]:
         "4",
         "--max-running-requests",
         str(max_running),
-        "--cuda-graph-max-bs",
+        "--cuda-graph-max-bs-decode",
         str(max_running),
         "--enable-metrics",
         "--sim-time-scale",
@@ -156,7 +156,12 @@ async def measure(sim: Sim, concurrency: int, num_prompts: int, max_new_tokens: 
 
 async def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--quick", action="store_true", help="smaller runs (for CI smoke)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("EAGLETUI_BENCH_QUICK", "") not in ("", "0"),
+        help="short mode for CI (also EAGLETUI_BENCH_QUICK=1): smaller runs",
+    )
     ap.add_argument("--speed", type=float, default=10.0, help="--sim-speed of the accuracy runs")
     ap.add_argument("--max-speed", type=float, default=40.0, help="--sim-speed of the capacity run")
     ap.add_argument("--streams", type=int, default=256)

@@ -201,7 +201,15 @@ def main() -> int:
         help="uvicorn lines behind SGLang's timestamp, as real servers print them (default: bare, the baseline)",
     )
     ap.add_argument("--_child", nargs=3, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("EAGLETUI_BENCH_QUICK", "") not in ("", "0"),
+        help="short mode for CI (also EAGLETUI_BENCH_QUICK=1): 20k lines",
+    )
     ns = ap.parse_args()
+    if ns.quick:
+        ns.lines = min(ns.lines, 20_000)
     if ns._child:
         which, path, rows = ns._child
         res = run_ours(path, rows) if which == "ours" else run_sglang(path, ns.sglang_parser, rows)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -74,7 +75,15 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--log", type=Path, default=DEFAULT_LOG)
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("EAGLETUI_BENCH_QUICK", "") not in ("", "0"),
+        help="short mode for CI (also EAGLETUI_BENCH_QUICK=1): the log once",
+    )
     args = ap.parse_args()
+    if args.quick:
+        args.repeat = 1
     log = args.log.read_bytes()
     lines = log.split(b"\n")
     start = next((i for i, line in enumerate(lines) if b"fired up" in line), len(lines) - 1)

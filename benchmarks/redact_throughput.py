@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -46,7 +47,15 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--min-lines", type=int, default=50_000, help="the log is repeated up to this many lines")
     ap.add_argument("--old-record", default=None, help="previous record.py, to time its Redactor too")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("EAGLETUI_BENCH_QUICK", "") not in ("", "0"),
+        help="short mode for CI (also EAGLETUI_BENCH_QUICK=1): 5k lines, one repeat",
+    )
     ns = ap.parse_args()
+    if ns.quick:
+        ns.repeat, ns.min_lines = 1, 5_000
     base = Path(ns.log).read_text(encoding="utf-8", errors="replace").splitlines()
     lines = list(base)
     while len(lines) < ns.min_lines:

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import subprocess
@@ -308,7 +309,15 @@ def main() -> int:
     ap.add_argument("--keep", type=Path, help="write the recording here (and reuse it if it exists)")
     ap.add_argument("--child", choices=["indexed", "baseline"], help=argparse.SUPPRESS)
     ap.add_argument("--file", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("EAGLETUI_BENCH_QUICK", "") not in ("", "0"),
+        help="short mode for CI (also EAGLETUI_BENCH_QUICK=1): 20k events, 20 seeks",
+    )
     args = ap.parse_args()
+    if args.quick and not args.child:
+        args.events, args.seeks, args.fold_seeks = 20_000, 20, 2
     if args.child:
         if args.child == "indexed":
             print(json.dumps(measure_indexed(args.file, args.seeks)))

@@ -57,7 +57,17 @@ def record(path: Path) -> None:
         env = {**os.environ, "EAGLETUI_DATA_DIR": str(t / "data"), "EAGLETUI_CONFIG_DIR": str(t / "cfg")}
         env["PYTHONPATH"] = str(ROOT)
         res = subprocess.run(
-            [sys.executable, "-m", "eagletui", "sweep", "local", "--profile", str(prof), "--json", "--no-preflight"],
+            [
+                sys.executable,
+                "-m",
+                "eagletui",
+                "sweep",
+                "local",
+                "--profile",
+                str(prof),
+                "--json",
+                "--no-preflight",
+            ],
             env=env,
             capture_output=True,
             text=True,
@@ -99,7 +109,9 @@ def load(path: Path) -> list[Recorded]:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="the shipped recording, 50 reorderings")
-    ap.add_argument("--record", type=Path, default=None, metavar="FILE", help="run the demo sweep and write FILE")
+    ap.add_argument(
+        "--record", type=Path, default=None, metavar="FILE", help="run the demo sweep and write FILE"
+    )
     ap.add_argument("--orders", type=int, default=200, help="random reorderings of the recorded runs")
     ns = ap.parse_args()
     path = FIXTURE
@@ -118,7 +130,9 @@ def main() -> None:
     hits = {"f": 0, "a": 0}
     runs = {"f": 0, "a": 0}
     for _ in range(orders):
-        shuffled = [Recorded(r.config, (tuple(rng.sample(r.cells[0], len(r.cells[0]))),), r.cost) for r in rec]
+        shuffled = [
+            Recorded(r.config, (tuple(rng.sample(r.cells[0], len(r.cells[0]))),), r.cost) for r in rec
+        ]
         f, a = replay(shuffled, FIXED3), replay(shuffled, ADAPTIVE)
         hits["f"] += f.rankings() == truth
         hits["a"] += a.rankings() == truth

@@ -38,7 +38,15 @@ async def main() -> dict:
     ap = argparse.ArgumentParser()
     ap.add_argument("--lines", type=int, default=400)
     ap.add_argument("--interval", type=float, default=0.02)
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("EAGLETUI_BENCH_QUICK", "") not in ("", "0"),
+        help="short mode for CI (also EAGLETUI_BENCH_QUICK=1): 40 lines",
+    )
     args = ap.parse_args()
+    if args.quick:
+        args.lines = 40
 
     base = Path(tempfile.mkdtemp(prefix="eagletui-taillat-"))
     srv = start_sshd(base / "sshd")

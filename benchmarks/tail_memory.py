@@ -184,7 +184,15 @@ def main() -> None:
     ap.add_argument("--timeout", type=float, default=600)
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--write-burst", nargs=2, help=argparse.SUPPRESS)
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("EAGLETUI_BENCH_QUICK", "") not in ("", "0"),
+        help="short mode for CI (also EAGLETUI_BENCH_QUICK=1): 20k lines",
+    )
     args = ap.parse_args()
+    if args.quick and not args.child and not args.write_burst:
+        args.lines, args.timeout = 20_000, 120
     if args.write_burst:
         write_burst(args.write_burst[0], int(args.write_burst[1]))
         return

@@ -104,7 +104,15 @@ def main() -> int:
     ap.add_argument("--mb", type=int, default=520, help="size of the synthetic trace (uncompressed MB)")
     ap.add_argument("--hta-python", default=sys.executable, help="an interpreter with the hta package")
     ap.add_argument("--no-hta", action="store_true")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("EAGLETUI_BENCH_QUICK", "") not in ("", "0"),
+        help="short mode for CI (also EAGLETUI_BENCH_QUICK=1): a 5 MB trace, no HTA",
+    )
     args = ap.parse_args()
+    if args.quick:
+        args.mb, args.no_hta = 5, True
     env = {**os.environ, "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", "")}
     with tempfile.TemporaryDirectory(prefix="eagletui-trace-bench-") as tmp:
         trace_dir = Path(tmp) / "traces"

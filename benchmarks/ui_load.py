@@ -82,6 +82,7 @@ import asyncio
 import gc
 import importlib.util
 import json
+import os
 import random
 import resource
 import statistics
@@ -602,7 +603,15 @@ def main() -> int:
         help="turn the app's IdleCollector off (Python's automatic full collections, nothing frozen)",
     )
     ap.add_argument("--profile", default="", help="cProfile the burst phase only, dump pstats here")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        default=os.environ.get("EAGLETUI_BENCH_QUICK", "") not in ("", "0"),
+        help="short mode for CI (also EAGLETUI_BENCH_QUICK=1): one burst of 5k lines",
+    )
     ns = ap.parse_args()
+    if ns.quick:
+        ns.lines, ns.bursts, ns.idle_keys, ns.pause = 5_000, 1, 5, 0.2
 
     tmp = Path(tempfile.mkdtemp(prefix="eagletui-uiload-"))
     log = tmp / "server.log"

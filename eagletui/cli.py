@@ -51,7 +51,13 @@ def main(argv: list[str] | None = None) -> int:
     if args[0] in ("-V", "--version"):
         print(f"eagletui {__version__}")
         return 0
-    name, rest = args[0], args[1:]
+    from eagletui.commands._stdout import inert_stdio
+
+    with inert_stdio():  # every text a command prints reaches the terminal inert (core.textsafe)
+        return _run(args[0], args[1:])
+
+
+def _run(name: str, rest: list[str]) -> int:
     if name not in COMMANDS:
         import difflib
 
@@ -64,6 +70,13 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.main(rest) or 0)
     except KeyboardInterrupt:
         return 130
+    except Exception:
+        # An unexpected error's traceback quotes the data that caused it: print it here, through the
+        # inert stream, rather than let the interpreter print it raw after the stream is restored.
+        import traceback
+
+        traceback.print_exc()
+        return 1
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -19,6 +19,7 @@ import platformdirs
 
 from eagletui.core.private_files import private_dir, write_private
 from eagletui.core.tomlpos import decode_error_position, locate
+from eagletui.core.tomlpos import loads as toml_loads
 
 APP_NAME = "eagletui"
 DESKTOP_KINDS = ("osc9", "osc777")
@@ -132,7 +133,7 @@ def load_user_config(path: str | Path | None = None) -> tuple[UserConfig, list[s
     except (OSError, UnicodeDecodeError) as exc:
         return cfg, [f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}"]
     try:
-        data = tomllib.loads(text)
+        data = toml_loads(text)
     except tomllib.TOMLDecodeError as exc:
         line, col, msg = decode_error_position(exc, text)
         return cfg, [f"{p}:{line}:{col}: invalid TOML: {msg}"]
@@ -298,7 +299,7 @@ def save_theme(name: str, path: str | Path | None = None) -> Path:
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigWriteError(f"{p}: cannot read: {getattr(exc, 'strerror', None) or exc}") from exc
     try:
-        tomllib.loads(text)
+        toml_loads(text)
     except tomllib.TOMLDecodeError as exc:
         line, col, msg = decode_error_position(exc, text)
         raise ConfigWriteError(f"{p}:{line}:{col}: invalid TOML ({msg}): theme not saved") from exc

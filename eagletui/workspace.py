@@ -24,6 +24,7 @@ from eagletui.core.events import (
     ProcessExited,
     ProfileCaptured,
     ServerStopped,
+    TaskFailed,
 )
 from eagletui.core.profile import Profile, config_diff
 from eagletui.core.redact import Redactor
@@ -108,15 +109,17 @@ class Workspace:
         self.emit(ConnectionState(state="connecting", target=self.target))
         self.transport = await open_transport(self.target, self.ssh, on_state=self.emit)
         self.control = make_launcher(self.profile, self.transport)
-        self._gpu_task = asyncio.create_task(self._gpu_loop())
+        from eagletui.remote import tasks
+
+        self._gpu_task = tasks.start(self._gpu_loop(), "gpu poll", self.emit)
 
     async def _gpu_loop(self) -> None:
+        """GPU samples until closed; an error ends it as a ``TaskFailed`` (``gpu poll``), not silently."""
         assert self.transport is not None
-        with contextlib.suppress(Exception):
-            from eagletui.remote.gpu import gpu_events
+        from eagletui.remote.gpu import gpu_events
 
-            async for ev in gpu_events(self.transport):
-                self.emit(ev)
+        async for ev in gpu_events(self.transport):
+            self.emit(ev)
 
     async def attach_newest(self) -> bool:
         """Reattach to eagletui's newest live run of *this* profile on the host (log backfilled from its
@@ -335,7 +338,7 @@ class Workspace:
             stale_after=self.stale_after,
             log_format=profile.kind.log_format,
         )
-        self._source_task = asyncio.create_task(self._pump(self._source))
+        self._source_task = asyncio.create_task(self._pump(self._source), name="log source")
 
     async def _pump(self, source: LiveSource) -> None:
         try:
@@ -349,7 +352,9 @@ class Workspace:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a broken source must not take the UI down; say what happened
-            self.emit(Notice(level="error", message=f"log source stopped: {exc}", source="tail"))
+            from eagletui.remote.tasks import failure_text
+
+            self.emit(TaskFailed(task="log source", message=failure_text(exc), launch=source.run.launch))
 
     def _stop_source(self) -> None:
         if self._source is not None:
@@ -371,9 +376,13 @@ class Workspace:
         if not run.owned:
             raise WorkspaceError("this server was not started by eagletui; it is followed read-only")
         assert self.control is not None
+        if self._source is not None:
+            self._source.expect_exit()
         try:
             out = await self.control.stop(run)
         except (NotOurProcess, StopFailed) as exc:
+            if self._source is not None:
+                self._source.expect_exit(False)
             self.emit(Notice(level="error", message=f"stop failed: {exc}", source="stop"))
             raise WorkspaceError(str(exc), stage="stop") from None
         # Let the tail drain the last lines before it is stopped.
@@ -523,12 +532,18 @@ class Workspace:
         def say(msg: str) -> None:
             self.emit(Notice(level="info", message=f"profile: {msg}", source="profile"))
 
+        scratch = None
         try:
+            host_dir = run.run_dir
+            if not host_dir:  # a server we follow without a run dir of ours: a private dir, never a
+                # predictable /tmp name another local user could have made first
+                host_dir = scratch = await self._private_host_dir()
+                say(f"traces go to {scratch} on the host (private, removed after fetching)")
             paths = await capture(
                 self.transport,
                 await self.base_url(),
                 python=profile.python,
-                host_dir=run.run_dir or "/tmp/eagletui-profiles",
+                host_dir=host_dir,
                 local_dir=Path(local_dir),
                 ranks=ranks,
                 request=ProfileRequest(num_steps=num_steps),
@@ -540,10 +555,26 @@ class Workspace:
             event = ProfileCaptured(
                 launch=run.launch, files=tuple(str(p) for p in paths), summary=step_breakdown(summaries)
             )
-        except (ProfileError, TraceError, OSError) as exc:
+        except (ProfileError, TraceError, OSError, WorkspaceError) as exc:
             event = ProfileCaptured(launch=run.launch, error=str(exc))
+        finally:
+            if scratch is not None:
+                with contextlib.suppress(Exception):
+                    await self.transport.run(["rm", "-rf", "--", scratch], timeout=30)
         self.emit(event)
         return event
+
+    async def _private_host_dir(self) -> str:
+        """A fresh directory on the host that only this user can enter (``mktemp -d``: 0700, a random
+        name under ``$TMPDIR`` or /tmp)."""
+        assert self.transport is not None
+        res = await self.transport.run(["mktemp", "-d", "-t", "eagletui-profile.XXXXXXXXXX"], timeout=30)
+        path = res.stdout.strip()
+        if res.exit_status != 0 or not path.startswith("/") or "\n" in path:
+            raise WorkspaceError(
+                f"cannot make a private directory on the host for the traces: {res.stderr.strip()}"
+            )
+        return path
 
     # ------------------------------------------------------------------ shutdown
 

@@ -30,6 +30,14 @@ def pytest_configure(config):
         os.environ["EAGLETUI_FAULTS"] = mode
 
 
+@pytest.fixture(autouse=True)
+def _private_data_dir(tmp_path_factory, monkeypatch):
+    """Commands the tests run record sessions (the UI, and headless bench since issue 20): into a
+    throw-away data dir of each test's own, never the user's (a test that sets its own still wins),
+    so one test's recordings never turn up in another's session lookup."""
+    monkeypatch.setenv("EAGLETUI_DATA_DIR", str(tmp_path_factory.mktemp("data")))
+
+
 @pytest.fixture
 def isolated_dirs(tmp_path, monkeypatch):
     """eagletui's config and data directories under the test's tmp_path (never the user's), for tests

@@ -37,11 +37,16 @@ def test_bench_local_launch_json_against_simulator(tmp_path, capsys):
 
 
 def test_bench_unreachable_server_fails_cleanly(tmp_path, capsys):
-    rc = main(["local", "--profile", _profile(tmp_path, _free_port()), "--json"])
+    """Issue 20 item 9: no server at the port is said as such, with --launch suggested, and no
+    request is fired (it used to report "6 request(s) failed: connection failed")."""
+    prof = _profile(tmp_path, port := _free_port())
+    rc = main(["local", "--profile", prof, "--json"])
     out = capsys.readouterr()
-    assert rc == 1
-    data = json.loads(out.out)
-    assert data["failed"] == 6 and "connection" in data["error"].lower()
+    assert rc == 3
+    assert f"no server answers at port {port} on local" in out.err and "--launch" in out.err
+    assert "request(s) failed" not in out.err
+    data = json.loads(out.out)  # the JSON contract: a document with the error, never empty
+    assert data["error"].startswith(f"no server answers at port {port}") and "requests" not in data
 
 
 def test_bench_bad_profile(tmp_path, capsys):
@@ -195,3 +200,66 @@ def test_bench_baseline_from_an_earlier_session_warns_when_not_like_for_like(tmp
     assert b["reasons"] == ["different tp (8 vs 4)"]
     assert "economics" in b and "vs no-spec old:1" in b["economics"]["sentence"]
     assert "not like for like: different tp (8 vs 4)" in out.err
+
+
+@pytest.mark.slow
+def test_headless_bench_runs_are_sessions_and_baselines(tmp_path, capsys):
+    """Issue 20 item 21: a headless bench is recorded like a UI session: listed by 'eagletui sessions'
+    and usable as --baseline SESSION:RUN (with --launch, and against a server already running)."""
+    from eagletui.commands import sessions as sessions_cmd
+
+    sessions = tmp_path / "sessions"
+    port = _free_port()
+    prof = _profile(tmp_path, port)
+    rc = main(["local", "--profile", prof, "--launch", "--json", "--record", str(sessions)])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    first = json.loads(out.out)["session"]
+    assert first["run"] == 1 and "session recorded to" in out.err
+    assert sessions_cmd.main([str(sessions), "--json"]) == 0
+    [listed] = json.loads(capsys.readouterr().out)
+    assert listed["launches"] == 1 and listed["best_tok_s"] > 0
+    # the recorded run is a baseline for the next headless run
+    rc = main(
+        ["local", "--profile", prof, "--launch", "--json", "--record", str(sessions),
+         "--baseline", f"{sessions / (first['name'] + '.jsonl')}:1"]
+    )  # fmt: skip
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    doc = json.loads(out.out)
+    assert doc["baseline"]["run"] == 1 and doc["baseline"]["comparable"], doc["baseline"]
+
+
+@pytest.mark.slow
+def test_headless_bench_of_a_server_it_did_not_launch_is_recorded_as_run_1(tmp_path, capsys):
+    import subprocess
+
+    from eagletui.core.profile import load_profile
+
+    port = _free_port()
+    prof = _profile(tmp_path, port)
+    # started by hand, as a user would: eagletui has no run of it
+    sim = subprocess.Popen(load_profile(prof).argv(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        import asyncio
+        import time
+
+        from eagletui.bench.probe import no_server_answer
+
+        deadline = time.monotonic() + 60
+        while asyncio.run(no_server_answer(f"http://127.0.0.1:{port}", timeout=2)) is not None:
+            assert time.monotonic() < deadline and sim.poll() is None
+            time.sleep(0.3)
+        sessions = tmp_path / "sessions"
+        rc = main(["local", "--profile", prof, "--json", "--record", str(sessions)])
+        out = capsys.readouterr()
+        assert rc == 0, out.err
+        doc = json.loads(out.out)
+        assert doc["session"]["run"] == 1
+        from eagletui.session.baseline import load_run
+
+        run = load_run(f"{sessions / (doc['session']['name'] + '.jsonl')}:1", [sessions]).run
+        assert run.good_results and run.config.get("external") is True
+    finally:
+        sim.terminate()
+        sim.wait(10)

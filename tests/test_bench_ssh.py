@@ -42,3 +42,15 @@ def test_bench_over_ssh_refuses_an_unknown_host_key(tmp_path: Path, capsys, sshd
     assert rc != 0
     assert "cannot reach" in err and "host key" in err.lower(), err
     assert empty.read_text() == ""  # nothing was added without --accept-new-host-key
+
+
+def test_bench_over_ssh_with_no_server_says_so(tmp_path: Path, capsys, sshd_server: SshdServer) -> None:
+    """Issue 20 item 9 over the SSH forward: a refused connection on the host shows here as a closed
+    connection; it is still "no server answers", with --launch suggested."""
+    port = _free_port()
+    ssh = ["--ssh-config", str(sshd_server.config_file), "--known-hosts", str(sshd_server.known_hosts)]
+    rc = main([sshd_server.alias, "--profile", _profile(tmp_path, port), *ssh])
+    err = capsys.readouterr().err
+    assert rc == 3, err
+    assert f"no server answers at port {port} on {sshd_server.alias}" in err and "--launch" in err
+    assert "request(s) failed" not in err

@@ -200,3 +200,56 @@ async def test_probe_over_ssh_finds_the_running_launch_and_its_profile(
     finally:
         await control.stop(run, grace=5)
         await t.close()
+
+
+def test_exit_note_names_the_profile_when_its_runs_dir_is_not_the_default(tmp_path: Path) -> None:
+    """Issue 20 item 12: the quit message promised a reattach that a plain reconnect could not do
+    (it looks only in ~/.eagletui/runs)."""
+    from types import SimpleNamespace
+
+    from eagletui.commands.connect import exit_note
+    from eagletui.core.events import LaunchStarted
+    from eagletui.remote.control import RunInfo
+
+    run = RunInfo("r1", "/data/runs/r1", "/data/runs/r1/server.log", 42, 42, "1", ["python3"], 30000, 1)
+    app = _after([LaunchStarted(launch=1, target="gpu-box")], run)
+    custom = SimpleNamespace(runs_dir="/data/runs", path=str(tmp_path / "k.toml"))
+    note = exit_note(app, "gpu-box", profile=custom)
+    assert f"'eagletui connect gpu-box --profile {tmp_path / 'k.toml'}' reattaches" in note, note
+    assert "its runs are in /data/runs" in note and "~/.eagletui/runs" in note
+    default = SimpleNamespace(runs_dir="~/.eagletui/runs", path=str(tmp_path / "k.toml"))
+    assert "'eagletui connect gpu-box' reattaches" in exit_note(app, "gpu-box", profile=default)
+
+
+async def test_a_reconnect_that_finds_no_run_says_where_it_looked(tmp_path: Path) -> None:
+    from eagletui.core.profile import Profile
+    from eagletui.session.drivers import LiveDriver
+    from eagletui.session.model import SessionModel
+    from eagletui.workspace import Workspace
+
+    said: list[str] = []
+
+    class Host:
+        def dispatch(self, ev) -> None:
+            pass
+
+        def notify(self, message, *, title="", severity="information", timeout=None) -> None:
+            said.append(message)
+
+        async def ask(self, question: str) -> bool:
+            return False
+
+        def config_changed(self) -> None:
+            pass
+
+        def settled(self) -> None:
+            pass
+
+    runs = tmp_path / "runs"
+    prof = Profile(name="(no profile)", target="local", runs_dir=str(runs))
+    driver = LiveDriver(lambda emit: Workspace(prof, emit, target="local", preflight=False), autolaunch=False)
+    try:
+        await driver.run(SessionModel(target="local"), Host())
+    finally:
+        await driver.close()
+    assert any(f"no running server that eagletui started in {runs} on local" in m for m in said), said

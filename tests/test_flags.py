@@ -24,11 +24,13 @@ def test_parse_version_variants() -> None:
     [
         ("--cuda-graph-max-bs", "0.5.23", "removed in sglang 0.5.20", None),
         ("--stream-output", "0.5.23", "use --incremental-streaming-output", None),
-        ("--stream-output", "0.5.22", None, "prefer --incremental-streaming-output"),
+        # the real wheels' parsers (eagletui/data/sglang-flags): 0.5.19 is the last with --stream-output
+        ("--stream-output", "0.5.22", "removed in sglang 0.5.20", None),
+        ("--stream-output", "0.5.19", None, "prefer --incremental-streaming-output"),
         ("--cuda-graph-bs", "0.5.23", "use --cuda-graph-bs-decode", None),
-        ("--cuda-graph-max-bs", "0.5.16", None, "deprecated since sglang 0.5.16"),
+        ("--cuda-graph-max-bs", "0.5.16", None, "deprecated since sglang 0.5.14"),
         ("--cuda-graph-max-bs", "0.5.13", None, None),
-        ("--cuda-graph-max-bs-decode", "0.5.13", "does not exist before sglang 0.5.16", None),
+        ("--cuda-graph-max-bs-decode", "0.5.13", "does not exist before sglang 0.5.14", None),
         ("--cuda-graph-max-bs-decode", "0.5.23", None, None),
         (
             "--enable-flashinfer-allreduce-fusion",
@@ -94,7 +96,7 @@ async def test_ui_preflight_falls_back_to_the_real_0_5_23_table(tmp_path: Path) 
         msg = str(ei.value)
         assert "flags: ambiguous option: --pp could match --pp-size, --pp-max-micro-batch-size" in msg
         assert "flags: the server does not accept --stream-output (use --incremental-streaming-output)" in msg
-        assert "bundled sglang 0.5.23 flag table" in msg
+        assert "sglang 0.5.23's flags (the newest shipped: the server's version is unknown)" in msg
         assert "invalid choice for --reasoning-parser: 'kimi-k2' (did you mean 'kimi_k2'?" in msg
         assert "--tp" not in msg.replace("--tp-size", "")
         notice = next(e for e in events if e.type == "notice" and e.source == "preflight")

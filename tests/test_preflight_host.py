@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -108,3 +109,52 @@ def test_local_label_in_the_command(tmp_path: Path) -> None:
 
     assert connection_check_name("local") == "host"
     assert connection_check_name("gpu-box") == "ssh"
+
+
+def _cached_repo(hub: Path, repo: str, total: int | None, present: int) -> None:
+    """A Hugging Face cache entry as a started download leaves it: the snapshot's safetensors index
+    (the first file fetched) and ``present`` bytes of blobs."""
+    root = hub / ("models--" + repo.replace("/", "--"))
+    snap = root / "snapshots" / "0123abcd"
+    snap.mkdir(parents=True)
+    if total is not None:
+        index = {"metadata": {"total_size": total}, "weight_map": {}}
+        (snap / "model.safetensors.index.json").write_text(json.dumps(index))
+    (root / "blobs").mkdir()
+    (root / "blobs" / "aaaa").write_bytes(b"\0" * present)
+
+
+async def test_disk_check_compares_the_free_space_with_the_models_size(tmp_path: Path) -> None:
+    """Issue 20 item 19: 81.8 GB free passed for a model that needs hundreds of GB."""
+    import shutil
+
+    hub = tmp_path / "hf" / "hub"
+    free = shutil.disk_usage(tmp_path).free
+    _cached_repo(hub, "org/huge", total=free * 3, present=4096)  # far more than this disk has
+    _cached_repo(hub, "org/small", total=10_000, present=4096)
+    prof = _profile(tmp_path, "eagletui.sim", **{"--model-path": "org/huge"})
+    prof.env["HF_HUB_CACHE"] = str(hub)
+    disk = by_name(await run_preflight(LocalTransport(), prof))["disk"]
+    assert disk.status == "fail", disk
+    assert "does not fit" in disk.message and "org/huge needs" in disk.message, disk.message
+    prof.args["--model-path"] = "org/small"
+    disk = by_name(await run_preflight(LocalTransport(), prof))["disk"]
+    assert disk.status == "pass" and "org/small needs 0.0 GB more" in disk.message, disk
+    prof.args["--model-path"] = "org/not-cached"
+    disk = by_name(await run_preflight(LocalTransport(), prof))["disk"]
+    assert "size of org/not-cached is unknown" in disk.message, disk
+    if free < 500e9:
+        assert disk.status == "warn"
+
+
+async def test_disk_check_reads_a_local_models_safetensors_index(tmp_path: Path) -> None:
+    model = tmp_path / "weights"
+    model.mkdir()
+    (model / "config.json").write_text("{}")
+    (model / "model.safetensors.index.json").write_text('{"metadata": {"total_size": 640000000000}}')
+    disk = by_name(
+        await run_preflight(
+            LocalTransport(), _profile(tmp_path, "eagletui.sim", **{"--model-path": str(model)})
+        )
+    )["disk"]
+    assert "is on the host (640.0 GB)" in disk.message, disk

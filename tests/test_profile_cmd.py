@@ -135,7 +135,10 @@ def test_check_accepts_the_shipped_profiles_and_names_expanded_prefixes(capsys):
     assert main(["check", str(resources.files("eagletui").joinpath("profiles", "kimi-k25-eagle3.toml"))]) == 0
     out = capsys.readouterr().out
     assert "flags: --tp is accepted as --tp-size (a unique prefix)" in out
-    assert "flags: 17 checked against the bundled sglang 0.5.23 flag table" in out
+    assert (
+        "flags: 17 checked against sglang 0.5.23's flags (the newest shipped: the server's version is unknown)"
+        in out
+    )
 
 
 def test_check_refuses_flags_sglang_refuses_with_location(tmp_path, capsys):
@@ -250,3 +253,28 @@ def test_init_from_command_warns_about_flags_sglang_refuses(tmp_path, capsys):
         "--tp-size", ""
     )
     assert f"{f}:" in err
+
+
+@pytest.mark.parametrize("example", ["demo", "demo-sweep"])
+def test_simulator_examples_get_a_free_port_not_a_fixed_one(tmp_path, example):
+    """Issue 20 item 22: two users on one machine running the packaged demo examples collided on the
+    fixed ports 30000 / 30017; each written profile gets a port that is free on this machine."""
+    import socket
+
+    from eagletui.commands.profile import example_text
+
+    fixed = parse_profile(example_text(example)).port
+    # hold the fixed port as another user's server would
+    with socket.socket() as other:
+        other.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            other.bind(("127.0.0.1", fixed))
+            other.listen()
+        except OSError:
+            pass  # someone holds it already: the point stands
+        f = tmp_path / f"{example}.toml"
+        assert main(["init", str(f), "--example", example]) == 0
+        port = load_profile(f).port
+        assert port != fixed
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", port))  # free now

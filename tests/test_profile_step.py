@@ -46,6 +46,7 @@ def test_profile_step_on_pcie_preset_shows_communication_dominating(tmp_path):
     assert len(ev.files) == 8  # one DECODE trace per tp rank
     s = ev.summary
     assert s["ranks"] == 8 and s["step_ms"] > 0
+    assert s["steps"] == 3 and s["unit"] == "cycle"  # three decode cycles, as asked
     cats = s["categories"]
     assert set(cats) == {"communication", "gemm", "attention", "moe", "other"}
     assert cats["communication"] == max(cats.values())  # all-reduce over PCIe dominates the step
@@ -95,6 +96,11 @@ def test_trace_capture_headless_against_the_running_server(tmp_path, capsys):
     assert rc == 0, out.err
     rep = json.loads(out.out)
     assert len(rep["ranks"]) == 8 and rep["skew"] is not None
+    # --steps 3 means three decode cycles (draft + verify + draft extend), prefill kept out
+    for r in rep["ranks"]:
+        assert r["decode"]["cycles"] == 3 and r["decode"]["kind"] == "spec", r["decode"]
+        assert set(r["decode"]["parts"]) == {"draft", "verify", "draft_extend"}
+        assert r["graph_kernels"] > 0 and r["decode"]["categories"]["attention"] > 0
     comm = rep["ranks"][0]["categories"]["communication"]
     assert comm["share"] == max(c["share"] for c in rep["ranks"][0]["categories"].values())
     assert len(list((tmp_path / "t").glob("*-DECODE.trace.json.gz"))) == 8
@@ -107,3 +113,52 @@ def test_trace_capture_without_a_running_server(tmp_path, capsys):
     assert rc == 1 and "no running server" in capsys.readouterr().err
     assert trace.main(["--capture", "local"]) == 2
     assert trace.main([]) == 2
+
+
+@pytest.mark.slow
+def test_profile_step_without_a_run_dir_uses_a_private_host_dir(tmp_path):
+    """Issue 20 item 6: a followed server has no run dir of ours; the traces went to the fixed
+    /tmp/eagletui-profiles, a name another local user can create first. Now: a fresh 0700 dir."""
+    import os
+    import stat
+
+    from eagletui.core.events import Notice
+
+    async def go() -> tuple[ProfileCaptured, list[str], list[int]]:
+        profile = load_profile(_profile(tmp_path, free_port()))
+        model = SessionModel(target="local", profile=profile, learn_history=False)
+        said: list[str] = []
+        modes: list[int] = []
+
+        def emit(e: Event) -> None:
+            model.dispatch(e)
+            if isinstance(e, Notice) and e.source == "profile":
+                said.append(e.message)
+                if "traces go to " in e.message:
+                    d = e.message.split("traces go to ", 1)[1].split(" on the host", 1)[0]
+                    modes.append(stat.S_IMODE(os.stat(d).st_mode))
+
+        ws = Workspace(profile, emit, target="local", preflight=False)
+        await ws.connect()
+        run_dir = ""
+        try:
+            await ws.launch()
+            assert await wait_ready(model, 60) == ""
+            assert ws.run is not None
+            run_dir, ws.run.run_dir = ws.run.run_dir, ""  # as for a server followed read-only
+            ev = await ws.profile_step(num_steps=3, local_dir=str(tmp_path / "traces"), timeout=60)
+        finally:
+            if ws.run is not None and run_dir:
+                ws.run.run_dir = run_dir  # the stop needs the run's record to prove the server ours
+            await ws.close(stop_server=True)
+            model.close()
+        return ev, said, modes
+
+    ev, said, modes = asyncio.run(go())
+    assert ev.error == "", ev.error
+    assert len(ev.files) == 8
+    where = [m for m in said if "traces go to " in m]
+    assert where and "/tmp/eagletui-profiles" not in where[0], said
+    assert modes == [0o700]
+    d = where[0].split("traces go to ", 1)[1].split(" on the host", 1)[0]
+    assert not os.path.exists(d)  # removed after fetching

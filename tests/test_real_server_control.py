@@ -226,7 +226,9 @@ async def test_an_orphan_of_the_server_is_still_ours(tmp_path: Path, control: Se
         assert proofs == {orphan: "child"}, proofs
         out = await control.stop(run, grace=1)
         assert out.ended_by in ("group", "kill") and not alive(orphan, orphan_start)
-        assert hostside.read_stat(other)[0] == hostside.ALIVE, "a process eagletui did not start was signalled"
+        assert hostside.read_stat(other)[0] == hostside.ALIVE, (
+            "a process eagletui did not start was signalled"
+        )
     finally:
         os.kill(other, signal.SIGKILL)
         stranger.wait()
@@ -350,7 +352,18 @@ async def test_trace_capture_reports_a_server_that_dies_after_the_profile(tmp_pa
     control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
     prof = sim_toml(tmp_path, port, env='EAGLETUI_SIM_FAIL = "segv-after-profile"')
     run = await launched(prof, control)
-    argv = ["--capture", "local", "--profile", prof, "--steps", "3", "--out", str(tmp_path / "tr"), "--watch", "10"]
+    argv = [
+        "--capture",
+        "local",
+        "--profile",
+        prof,
+        "--steps",
+        "3",
+        "--out",
+        str(tmp_path / "tr"),
+        "--watch",
+        "10",
+    ]
     rc = await asyncio.to_thread(trace.main, argv)
     out = capsys.readouterr()
     assert rc == 3, out.err
@@ -361,7 +374,18 @@ async def test_trace_capture_reports_a_server_that_dies_after_the_profile(tmp_pa
     # a healthy server: the same capture says so and exits 0
     prof2 = sim_toml(tmp_path, free_port(), name="healthy")
     run2 = await launched(prof2, control)
-    argv2 = ["--capture", "local", "--profile", prof2, "--steps", "3", "--out", str(tmp_path / "t2"), "--watch", "2"]
+    argv2 = [
+        "--capture",
+        "local",
+        "--profile",
+        prof2,
+        "--steps",
+        "3",
+        "--out",
+        str(tmp_path / "t2"),
+        "--watch",
+        "2",
+    ]
     rc = await asyncio.to_thread(trace.main, argv2)
     out = capsys.readouterr()
     assert rc == 0 and "the server is still alive" in out.err, out.err
@@ -384,7 +408,9 @@ async def test_reattach_follows_only_this_profiles_run(tmp_path: Path) -> None:
     try:
         assert await ws.attach_newest() is False
         warn = [e.message for e in seen if isinstance(e, Notice) and e.source == "attach"]
-        assert warn and run_a.run_id in warn[0] and "not this profile's" in warn[0] and "port" in warn[0], warn
+        assert warn and run_a.run_id in warn[0] and "not this profile's" in warn[0] and "port" in warn[0], (
+            warn
+        )
         assert ws.run is None
     finally:
         await ws.close()
@@ -464,7 +490,7 @@ async def test_apply_preflight_does_not_warn_about_our_own_server(
     bindir.mkdir()
     smi = bindir / "nvidia-smi"
     smi.write_text(
-        "#!/bin/sh\ncase \"$1\" in\n"
+        '#!/bin/sh\ncase "$1" in\n'
         "  --query-gpu*) printf '0, NVIDIA H200, 81000, 143771, 97, 612.40\\n' ;;\n"
         f"  --query-compute-apps*) printf 'GPU-abc, {scheduler}, sglang::scheduler, 80990\\n' ;;\nesac\n"
     )
@@ -473,9 +499,15 @@ async def test_apply_preflight_does_not_warn_about_our_own_server(
     prof = sim_profile(tmp_path, port=free_port())
     pids = frozenset(m["pid"] for m in await control.members(run))
     checks = {c.name: c for c in await run_preflight(LocalTransport(), prof, OwnServer(pids, "launch #1"))}
-    assert checks["gpus free"].status == "pass" and "only launch #1 holds GPU memory" in checks["gpus free"].message
+    assert (
+        checks["gpus free"].status == "pass"
+        and "only launch #1 holds GPU memory" in checks["gpus free"].message
+    )
     checks = {c.name: c for c in await run_preflight(LocalTransport(), prof)}
-    assert checks["gpus free"].status == "warn" and f"pid {scheduler} sglang::scheduler" in checks["gpus free"].message
+    assert (
+        checks["gpus free"].status == "warn"
+        and f"pid {scheduler} sglang::scheduler" in checks["gpus free"].message
+    )
     await control.stop(run, grace=10)
 
 
@@ -488,7 +520,11 @@ def test_real_server_logs_of_eagletui_stops_read_as_clean_shutdowns(log: Path) -
     before the fix every one ended in the crash wording of a group SIGTERM (shared/fixtures/...)."""
     text = log.read_text()
     out = subprocess.run(
-        [PY, "-m", "eagletui", "parse", str(log), "--json"], capture_output=True, text=True, cwd=REPO, timeout=60
+        [PY, "-m", "eagletui", "parse", str(log), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
     )
     assert out.returncode in (0, 1), out.stderr
     import json

@@ -148,6 +148,11 @@ async def test_seek_back_after_the_end_plays_on(tmp_path: Path) -> None:
         assert app.state.current == 5
         await pilot.press("home")
         await pilot.pause()
+        # issue 20 item 13: at instant speed a seek pauses there (it would race to the end at once)
+        src = app.driver.source
+        assert src.paused and src.position == 0.0 and app.state.current <= 1
+        await pilot.press("space")
+        await pilot.pause()
         await app.replay_done.wait()  # it played again from the start to the end
         await pilot.pause()
         assert app.state.current == 5 and set(app.runbook.runs) == {1, 2, 3, 4, 5}
@@ -174,3 +179,31 @@ async def test_arrows_stay_with_the_panes_outside_a_replay_seek(tmp_path: Path) 
         await pilot.press("right")
         await pilot.pause()
         assert tuning.pending == {"arg:--speculative-num-draft-tokens": 5}
+
+
+async def test_at_instant_speed_seeking_pauses_and_works_from_the_runs_tab(tmp_path: Path) -> None:
+    """Issue 20 item 13: at --speed instant the seek keys seemed to do nothing (the replay raced back
+    to the end), and on the Runs tab the table was said to swallow them."""
+    path = _five_launches(tmp_path)
+    app = _app([str(path), "--speed", "instant"], UserConfig(record=False, sessions_dir=str(tmp_path)))
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.replay_done.wait()
+        await pilot.pause()
+        src = app.driver.source
+        await pilot.press("4")  # the Runs tab: its table has the focus
+        await pilot.pause()
+        assert type(app.focused).__name__ == "RunsTable" and not src.paused
+        await pilot.press("left")
+        await pilot.pause(0.2)
+        assert src.paused and abs(src.position - (src.duration - 10.0)) < 1e-6  # stayed where it went
+        shown = [n.message for n in app._notifications]
+        assert any("to seek (instant speed): Space plays on" in m for m in shown), shown
+        for key, check in (
+            ("left_square_bracket", lambda: app.state.current == 5 and src.position < src.duration - 10),
+            ("home", lambda: src.position == 0.0),
+            ("right", lambda: src.position == 10.0),
+            ("end", lambda: app.state.current == 5),
+        ):
+            await pilot.press(key)
+            await pilot.pause()
+            assert check() and src.paused, (key, src.position)

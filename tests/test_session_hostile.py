@@ -232,11 +232,13 @@ def test_disk_full_stops_recording_cleanly(tmp_path: Path) -> None:
         rec = Recorder(mnt / "s.jsonl", target="t", profile_name="p")
         for i in range(100_000):
             rec.write(ev.LogLine(text=f"line {i} " + "z" * 200, seq=i, wall=1000.0 + i, mono=10.0 + i))
-            if rec.closed:
+            if rec.error:
                 break
-        assert rec.closed and rec.error is not None
-        assert rec.error.startswith("recording stopped: No space left on device"), rec.error
-        rec.write(ev.LogLine(text="after"))  # a no-op, never a raise into the event pump
+        # issue 20 item 5: paused, not stopped for good (it resumes when space returns)
+        assert rec.paused and not rec.closed and rec.error is not None
+        assert rec.error.startswith("recording paused: No space left on device"), rec.error
+        rec.write(ev.LogLine(text="after " + "z" * 4000))  # fails again quietly, never a raise into the pump
+        assert rec.lost == 2 and rec.paused
         _, events, warnings = read_session(mnt / "s.jsonl")
         assert warnings == []  # the partial last line was cut off: the file ends on a whole event
         assert len(events) == rec.events_written > 100
@@ -258,7 +260,8 @@ async def test_disk_full_while_recording_the_ui_goes_on(tmp_path: Path) -> None:
         async with app.run_test(size=(120, 40)) as pilot:
             await app.replay_done.wait()
             await pilot.pause()
-            assert app.recorder is None  # stopped...
+            assert app.recorder is not None and app.recorder.paused  # paused (it may resume)...
+            assert app.model.recording_paused is not None
             shown = [(n.title, n.message) for n in app._notifications]
             assert any(t == "recording" and "No space left on device" in m for t, m in shown), shown
             assert app.state.current == 3 and len(app.state.bench_results) == 3  # ...the session went on
@@ -302,3 +305,99 @@ def test_a_damaged_line_never_fills_later_events_in_wrong(tmp_path: Path) -> Non
     for e in loaded:
         assert _close(e, by_key[(type(e).__name__, round(e.mono, 4))]), e
     assert len(loaded) >= len(originals) - 1 - LogCodec.TYPE_KEYFRAME
+
+
+def test_disk_full_then_space_returns_recording_resumes(tmp_path: Path) -> None:
+    """Issue 20 item 5: recording resumes once space is back; only what could not be written is lost,
+    the file says how much, and every event around the gap reads back."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(mnt)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        filler = mnt / "filler"
+        rec = Recorder(mnt / "s.jsonl", target="t", profile_name="p")
+        written: list[ev.Event] = []
+        i = 0
+
+        def one() -> bool:
+            nonlocal i
+            e = ev.LogLine(text=f"line {i} " + "z" * 200, seq=i, wall=1000.0 + i, mono=10.0 + i)
+            i += 1
+            rec.write(e)
+            if rec.error is None:
+                written.append(e)
+            return rec.error is None
+
+        for _ in range(50):
+            assert one()
+        fd = os.open(filler, os.O_WRONLY | os.O_CREAT, 0o600)  # take the rest of the space
+        try:
+            while True:
+                os.write(fd, b"\0" * 4096)
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+        for _ in range(1000):  # the last page of the file may still have room for a few lines
+            if not one():
+                break
+        for _ in range(29):
+            assert not one()
+        assert rec.paused and rec.lost == 30
+        filler.unlink()  # space is back
+        for _ in range(40):
+            assert one(), rec.error
+        assert not rec.paused and rec.error is None
+        rec.close()
+        _, events, warnings = read_session(mnt / "s.jsonl")
+        assert warnings == []
+        logs = [e for e in events if isinstance(e, ev.LogLine)]
+        assert [e.text for e in logs] == [e.text for e in written]  # nothing but the unwritable is lost
+        assert [(e.seq, e.wall, e.mono) for e in logs] == [(e.seq, e.wall, e.mono) for e in written]
+        notes = [e.message for e in events if isinstance(e, ev.Notice) and e.source == "recorder"]
+        assert len(notes) == 1 and notes[0].startswith(
+            "recording resumed: 30 event(s) before this could not be written"
+        )
+        # the indexed reader (replay, export) agrees
+        from eagletui.session.index import ReplaySource
+
+        with ReplaySource.open(mnt / "s.jsonl") as src:
+            assert not src.warnings
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)])
+
+
+async def test_the_ui_says_recording_paused_until_it_resumes(tmp_path: Path) -> None:
+    from eagletui.ui.widgets.status import StatusHeader
+    from tests.replay_apps import replay_app
+
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(mnt)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        app = replay_app()
+        rec = Recorder(mnt / "s.jsonl", target="t", profile_name="p")
+        app.model.recorder = rec
+        async with app.run_test(size=(200, 50)) as pilot:
+            await app.replay_done.wait()
+            await pilot.pause()
+            app.repaint_now()
+            await pilot.pause()
+            assert "REC paused: disk full" in app.query_one(StatusHeader).render().plain
+            # space comes back: the next event is written and the header says REC again
+            for p in mnt.iterdir():
+                if p.name != "s.jsonl":
+                    p.unlink()
+            os.ftruncate(os.open(mnt / "s.jsonl", os.O_WRONLY), 0)  # make room (the content is not the point)
+            rec.bytes_written = 0
+            app.dispatch(ev.Notice(level="info", message="more", source="test"))
+            app.repaint_now()
+            await pilot.pause()
+            header = app.query_one(StatusHeader).render().plain
+            assert "● REC" in header and "paused" not in header, header
+            shown = [(n.title, n.message) for n in app._notifications]
+            assert any(t == "recording" and m.startswith("recording resumed") for t, m in shown), shown
+    finally:
+        subprocess.run(["umount", "-l", str(mnt)])

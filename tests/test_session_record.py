@@ -27,6 +27,8 @@ def _sample_value(type_str: str, name: str) -> Any:
     if t.startswith("tuple"):
         if name == "gpus":
             return ({"index": 0, "name": "H100"},)
+        if t.startswith("tuple[dict"):
+            return ({"k": 1, "name": f"{name}-value"},)
         inner = t[len("tuple[") :].split(",", 1)[0].strip()
         return {"float": (0.5, 0.25), "int": (1, 2)}.get(inner, ("python", "-m", "sglang.launch_server"))
     return {"str": f"{name}-value", "int": 7, "float": 1.25, "bool": True}.get(t, f"{name}-value")

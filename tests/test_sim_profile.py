@@ -46,7 +46,7 @@ def _kernel_ms(path: Path) -> dict[str, float]:
             k = "communication"
         elif n.startswith("nvjet") or "gemm" in n:
             k = "gemm"
-        elif n == "_fwd_kernel":
+        elif n in ("_fwd_kernel", "_fwd_grouped_kernel_stage1", "_fwd_kernel_stage2"):
             k = "attention"
         elif "moe" in n:
             k = "moe"
@@ -86,13 +86,14 @@ def test_profile_by_stage_writes_rank_traces(tmp_path: Path) -> None:
         f"p1-TP-{r}-EP-{r // 4}-{stage}.trace.json.gz" for r in range(8) for stage in ("EXTEND", "DECODE")
     )
     trace = json.load(gzip.open(tmp_path / "p1-TP-0-EP-0-DECODE.trace.json.gz"))
-    steps = [e for e in trace["traceEvents"] if e.get("cat") == "gpu_user_annotation"]
-    assert [e["name"].split(" ")[0] for e in steps] == ["step[DECODE", "step[DECODE"]
-    assert {e["name"] for e in trace["traceEvents"] if e.get("cat") == "user_annotation"} >= {
-        "draft",
-        "verify",
-        "draft_extend",
-    }
+    steps = sorted(
+        (e for e in trace["traceEvents"] if e.get("cat") == "gpu_user_annotation"), key=lambda e: e["ts"]
+    )
+    # SGLang 0.5.23's ranges of two speculative decode batches (as in the real 0.5.17 H200 trace, with
+    # 0.5.23's VERIFY label): each batch is draft → verify → draft extend inside scheduler.run_batch
+    cycle = ["scheduler.run_batch", "draft", "step[VERIFY", "draft_extend", "copy_result_to_cpu"]
+    assert [e["name"].split(" ")[0] for e in steps] == cycle * 2
+    assert "verify" not in {e["name"] for e in trace["traceEvents"] if e.get("cat") == "user_annotation"}
     # PCIe host (default): NCCL all-reduce dominates the step
     cats = _kernel_ms(tmp_path / "p1-TP-0-EP-0-DECODE.trace.json.gz")
     assert cats["communication"] > 0.6 * sum(cats.values())
@@ -137,7 +138,18 @@ def test_trace_kernels_follow_the_cost_model() -> None:
     h200, trace = _one_trace("h200-nvlink", False)
     assert any("cross_device_reduce_1stage" in k for k in h200)
     assert sum(v for k, v in h200.items() if "cross_device" in k) < 0.3 * sum(h200.values())
-    # every kernel has its launching cpu_op (same External id), as torch writes them
+    # every kernel has its launching cpu_op (same External id), as torch writes them, or (CUDA graphs,
+    # the default) only the correlation of the cudaGraphLaunch that replayed it, and no op
     ops = {e["args"]["External id"] for e in trace["traceEvents"] if e.get("cat") == "cpu_op"}
+    graphs = {
+        e["args"]["correlation"]
+        for e in trace["traceEvents"]
+        if e.get("cat") == "cuda_runtime" and e["name"] == "cudaGraphLaunch"
+    }
     kernels = [e for e in trace["traceEvents"] if e.get("cat") == "kernel"]
-    assert kernels and all(k["args"]["External id"] in ops for k in kernels)
+    assert graphs and kernels
+    for k in kernels:
+        if "External id" in k["args"]:
+            assert k["args"]["External id"] in ops
+        else:
+            assert k["args"]["correlation"] in graphs

@@ -222,14 +222,21 @@ def test_crossover_rows_and_the_adaptive_config():
     }
     decisions = [_dec(0, 0, 2), _dec(1, 0, 2), _dec(2, 1, 0), _dec(3, 2, 1)]
     xo = crossover(decisions, [1, 4, 16, 64], "concurrency", args)
-    assert [(r.start, r.levels, r.winner) for r in xo.rows] == [(1, (1, 4), 0), (16, (16,), 1), (64, (64,), 2)]
+    assert [(r.start, r.levels, r.winner) for r in xo.rows] == [
+        (1, (1, 4), 0),
+        (16, (16,), 1),
+        (64, (64,), 2),
+    ]
     assert xo.adaptive_config == {
         "1": {"candidate_steps": [3]},
         "16": {"candidate_steps": [1]},
         "64": {"candidate_steps": [0]},
     }
     assert xo.launch_args is not None and xo.launch_args["--speculative-num-steps"] == 3
-    assert xo.launch_args["--speculative-adaptive"] is True and "--speculative-num-draft-tokens" not in xo.launch_args
+    assert (
+        xo.launch_args["--speculative-adaptive"] is True
+        and "--speculative-num-draft-tokens" not in xo.launch_args
+    )
 
 
 @pytest.mark.parametrize(

@@ -146,7 +146,10 @@ def test_memory_that_is_never_released_pauses_the_sweep_and_names_the_holder(dir
         # someone else's job takes 40 GB of GPU 2 while the first variant benchmarks
         holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
         gpumem.Lease.open(
-            Path(os.environ[gpumem.ENV_DIR]), [(holder.pid, "python3 train.py", 2)], release_s=0, owner=holder.pid
+            Path(os.environ[gpumem.ENV_DIR]),
+            [(holder.pid, "python3 train.py", 2)],
+            release_s=0,
+            owner=holder.pid,
         ).use(2, 40.0)
         out, err = sweep.communicate(timeout=120)
     finally:

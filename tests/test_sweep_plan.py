@@ -71,26 +71,38 @@ def _profile_text() -> str:
     ("sweep", "words"),
     [
         ('[sweep]\n[[sweep.variants]]\nname = "a"\nset = { concurrency = 4 }\n', "is a client setting"),
-        ('[sweep]\n[sweep.matrix]\nconcurrency = [0, 4]\n', "out of range"),
-        ('[sweep]\n[sweep.matrix]\nconcurrency = [4, 4]\n', "listed twice"),
-        ('[sweep]\n[sweep.matrix]\nconcurrency = [1.5]\n', "not an integer"),
-        ('[sweep]\n[[sweep.variants]]\nname = "a"\n[sweep.client]\nconcurency = [1]\n', "did you mean 'concurrency'"),
-        ('[sweep]\nrepeats = 2\nmax_repeats = 4\n[sweep.matrix]\nconcurrency = [1]\n', 'applies to repeats = "adaptive"'),
-        ('[sweep]\nmax_repeats = 1\n[sweep.matrix]\nconcurrency = [1]\n', "sweep.max_repeats must be"),
-        ('[sweep]\ngpu_wait_s = -1\n[sweep.matrix]\nconcurrency = [1]\n', "sweep.gpu_wait_s"),
+        ("[sweep]\n[sweep.matrix]\nconcurrency = [0, 4]\n", "out of range"),
+        ("[sweep]\n[sweep.matrix]\nconcurrency = [4, 4]\n", "listed twice"),
+        ("[sweep]\n[sweep.matrix]\nconcurrency = [1.5]\n", "not an integer"),
+        (
+            '[sweep]\n[[sweep.variants]]\nname = "a"\n[sweep.client]\nconcurency = [1]\n',
+            "did you mean 'concurrency'",
+        ),
+        (
+            "[sweep]\nrepeats = 2\nmax_repeats = 4\n[sweep.matrix]\nconcurrency = [1]\n",
+            'applies to repeats = "adaptive"',
+        ),
+        ("[sweep]\nmax_repeats = 1\n[sweep.matrix]\nconcurrency = [1]\n", "sweep.max_repeats must be"),
+        ("[sweep]\ngpu_wait_s = -1\n[sweep.matrix]\nconcurrency = [1]\n", "sweep.gpu_wait_s"),
         ('[sweep]\ndrift_check = "yes"\n[sweep.matrix]\nconcurrency = [1]\n', "sweep.drift_check"),
     ],
 )
 def test_client_and_policy_errors_are_located(sweep, words):
-    base = 'name = "t"\n[server]\ncommand = ["python3", "-m", "eagletui.sim"]\n[server.args]\nmodel-path = "m"\n'
+    base = (
+        'name = "t"\n[server]\ncommand = ["python3", "-m", "eagletui.sim"]\n[server.args]\nmodel-path = "m"\n'
+    )
     with pytest.raises(ProfileError) as ei:
         parse_profile(base + sweep, "p.toml")
     assert words in ei.value.message and ei.value.line is not None
 
 
 def test_only_client_factors_is_one_launch_and_request_rate_is_a_client_factor():
-    base = 'name = "t"\n[server]\ncommand = ["python3", "-m", "eagletui.sim"]\n[server.args]\nmodel-path = "m"\n'
-    p = parse_profile(base + '[sweep]\n[sweep.matrix]\nrequest_rate = [0, 2.5]\nmax_new_tokens = [64, 256]\n', "p")
+    base = (
+        'name = "t"\n[server]\ncommand = ["python3", "-m", "eagletui.sim"]\n[server.args]\nmodel-path = "m"\n'
+    )
+    p = parse_profile(
+        base + "[sweep]\n[sweep.matrix]\nrequest_rate = [0, 2.5]\nmax_new_tokens = [64, 256]\n", "p"
+    )
     assert len(p.sweep.variants) == 1 and len(p.sweep.client_points()) == 4
     assert p.sweep.client_points()[1] == {"request_rate": 0.0, "max_new_tokens": 256}
 
@@ -112,7 +124,9 @@ def test_makespan_divides_over_workers():
 
 
 def test_drift_check_when_it_costs_at_most_a_fifth():
-    base = 'name = "t"\n[server]\ncommand = ["python3", "-m", "eagletui.sim"]\n[server.args]\nmodel-path = "m"\n'
+    base = (
+        'name = "t"\n[server]\ncommand = ["python3", "-m", "eagletui.sim"]\n[server.args]\nmodel-path = "m"\n'
+    )
     tog = '[[toggles]]\nenv = "A"\nchoices = ["1", "2", "3", "4", "5"]\n'
     five = parse_profile(base + tog + '[sweep]\n[sweep.matrix]\nA = ["1", "2", "3", "4", "5"]\n', "p")
     q = SweepQueue.plan(five.sweep, target="local", profile_path="p")

@@ -132,7 +132,7 @@ def test_cli_text_json_and_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixt
     assert "rank skew" in out and "communication" in out
     assert trace_main(["--json", *map(str, REAL[:2]), "--baseline", str(REAL[2])]) == 0
     rep = json.loads(capsys.readouterr().out)
-    assert rep["schema"] == 1 and len(rep["ranks"]) == 2 and rep["delta"]["communication"]["delta_ms"] < 0
+    assert rep["schema"] == 2 and len(rep["ranks"]) == 2 and rep["delta"]["communication"]["delta_ms"] < 0
     assert trace_main([str(tmp_path / "missing.json")]) == 2
     assert "missing.json" in capsys.readouterr().err
 

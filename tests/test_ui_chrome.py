@@ -50,7 +50,12 @@ async def test_instant_replay_does_not_bury_the_screen_in_toasts() -> None:
 async def test_tab_strip_click_switches_and_focuses_the_pane() -> None:
     async with replayed(WIDE) as (app, pilot):
         bar = app.query_one(TabBar)
-        assert bar.visible_tabs() == ["log", "tune", "runs"]  # Charts has no tab when charts fit beside
+        assert bar.visible_tabs() == [
+            "log",
+            "tune",
+            "runs",
+            "queue",
+        ]  # Charts has no tab when charts fit beside
         x = next(start for start, _end, tab in bar._spans if tab == "runs")
         await pilot.click(TabBar, offset=(x + 1, 0))
         await pilot.pause()
@@ -64,7 +69,7 @@ async def test_tab_strip_click_switches_and_focuses_the_pane() -> None:
 async def test_narrow_terminal_has_a_charts_tab_and_the_essential_keys() -> None:
     async with replayed(NARROW) as (app, pilot):
         bar = app.query_one(TabBar)
-        assert bar.visible_tabs() == ["log", "charts", "tune", "runs"]
+        assert bar.visible_tabs() == ["log", "charts", "tune", "runs", "queue"]
         await pilot.press("2")
         charts = app.query_one("#charts")
         assert charts.display and charts.region.height > 10 and not app.query_one(LogView).display
@@ -249,3 +254,20 @@ async def test_app_restores_the_collector_settings_when_it_closes() -> None:
     async with replayed(WIDE) as (app, pilot):
         assert app.collector.active
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
+
+
+async def test_queue_tab_is_shown_without_a_sweep_and_says_how_to_get_one() -> None:
+    """Issue 20 item 23: key 5 led to a tab that was not in the bar (hidden without [sweep])."""
+    async with replayed(WIDE) as (app, pilot):
+        await pilot.press("5")
+        await pilot.pause()
+        assert app.query_one(TabBar).active == "queue"
+        text = app.query_one("#sweep-queue").render().plain
+        assert "no [sweep] table" in text and "--example demo-sweep" in text
+
+
+def test_readme_key_table_names_the_queue_tab() -> None:
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert "`1`–`5`" in readme and "Queue" in readme

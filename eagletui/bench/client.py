@@ -48,6 +48,7 @@ from eagletui.bench.metrics import _get_metrics as _get_metrics
 from eagletui.bench.metrics import _metrics_accept_len as _metrics_accept_len
 from eagletui.bench.metrics import parse_metrics as parse_metrics
 from eagletui.bench.prompts import PromptSetError, Workload, build_workload
+from eagletui.bench.stall import StallWatch
 from eagletui.bench.stats import summarize
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
 from eagletui.core.profile import BenchSettings
@@ -69,6 +70,8 @@ class RequestResult:
     output_tokens: int = 0
     verify_ct: int | None = None
     itls: list[float] = field(default_factory=list)
+    #: the stream had started and then went silent (``HttpLimits.stall_s``): the server stalled
+    stalled: bool = False
 
     @property
     def ttft(self) -> float | None:
@@ -187,7 +190,10 @@ async def stream_generate(
                         if len(line) > lim.max_line:
                             res.error = f"SSE line longer than {_size(lim.max_line)}: stream abandoned"
                             return res
-                        idle.reschedule(loop.time() + lim.idle_s)  # an event arrived: not idle
+                        # an event arrived: not idle; once started, silence is a stall much sooner
+                        idle.reschedule(
+                            loop.time() + (_stall_s(lim) if res.first is not None else lim.idle_s)
+                        )
                         body = line[5:].strip()
                         if body == b"[DONE]":
                             done = True
@@ -209,6 +215,7 @@ async def stream_generate(
                         if res.first is None:
                             res.first = now
                             res._first_tokens = new
+                            idle.reschedule(loop.time() + _stall_s(lim))  # started: a stall from now on
                         else:
                             gap = (now - prev_t) / new
                             if new == 1:
@@ -229,6 +236,9 @@ async def stream_generate(
             res.error = f"timeout: no data from the server for {lim.read_s:g}s while {phase}"
         elif phase == "streaming" and not idle.expired():
             res.error = f"timeout: request took longer than {lim.total_s:g}s"
+        elif phase == "streaming" and res.first is not None:
+            res.stalled = True
+            res.error = f"stalled: the stream went silent for {_stall_s(lim):g}s after {last_ct} token(s)"
         elif phase == "streaming":
             res.error = f"timeout: no complete stream event for {lim.idle_s:g}s (the server stalled or trickles bytes)"
         elif phase == "connecting" and idle.expired():
@@ -283,6 +293,11 @@ async def stream_generate(
         res.ok = False
         res.error = "stream ended early"
     return res
+
+
+def _stall_s(lim: HttpLimits) -> float:
+    """How long a started stream may be silent: ``stall_s``, never more than the idle bound."""
+    return min(lim.stall_s, lim.idle_s)
 
 
 def _count(value: Any) -> TypeGuard[float]:
@@ -508,7 +523,17 @@ async def _run_workload(
             model = await served_model(session, base, model, lim)
         if workload.warmup_prompts:
             warm = [make_payload(p, workload.sampling, api, model) for p in workload.warmup_prompts]
-            await _run_pool(session, url, warm, workload.concurrency, None, None, stop, lim)
+            _, warm_watch = await _watched_pool(
+                session, url, warm, workload.concurrency, _Live(), None, stop, lim, emit, "warm-up"
+            )
+            if warm_watch.reason:  # the server stalled in the warm-up: nothing to measure
+                warm_watch.reason += " (in the warm-up)"
+                return _stalled(
+                    _summarize(
+                        [], 1e-9, workload, bench=bench, launch=launch, stopped=True, metrics_accept=None
+                    ),
+                    warm_watch,
+                )
             await flush_cache(session, base, limits=lim, api=api)
         await _prime_connections(session, base, workload.concurrency, lim)
         metrics_before = await _get_metrics(session, base, lim)
@@ -557,8 +582,18 @@ async def _run_workload(
         t0 = time.perf_counter()
         tick_task = asyncio.create_task(ticker())
         try:
-            results = await _run_pool(
-                session, url, payloads, workload.concurrency, live, on_done, stop, lim, workload.arrivals
+            results, watch = await _watched_pool(
+                session,
+                url,
+                payloads,
+                workload.concurrency,
+                live,
+                on_done,
+                stop,
+                lim,
+                emit,
+                "benchmark",
+                workload.arrivals,
             )
         finally:
             tick_task.cancel()
@@ -568,15 +603,73 @@ async def _run_workload(
         t_end = max((r.last or 0.0) for r in ok) if ok else time.perf_counter()
         duration = max(t_end - t0, 1e-9)
         metrics_after = await _get_metrics(session, base, lim) if ok else None
-    return _summarize(
-        results,
-        duration,
-        workload,
-        bench=bench,
-        launch=launch,
-        stopped=stop is not None and stop.is_set(),
-        metrics_accept=_metrics_accept_len(metrics_before, metrics_after),
+    return _stalled(
+        _summarize(
+            results,
+            duration,
+            workload,
+            bench=bench,
+            launch=launch,
+            stopped=watch.halt.is_set(),
+            metrics_accept=_metrics_accept_len(metrics_before, metrics_after),
+        ),
+        watch,
     )
+
+
+# -- stalls (bench/stall.py): the pool under a StallWatch, and the result it leaves -----------------
+
+
+async def _watched_pool(
+    session: aiohttp.ClientSession,
+    url: str,
+    payloads: list[bytes],
+    concurrency: int,
+    live: _Live,
+    on_done: Callable[[RequestResult], None] | None,
+    stop: asyncio.Event | None,
+    limits: HttpLimits,
+    emit: Callable[[Event], None],
+    what: str,
+    arrivals: tuple[float, ...] = (),
+) -> tuple[list[RequestResult], StallWatch]:
+    """:func:`_run_pool` halted by a :class:`StallWatch` (or the user's ``stop``); ``arrivals`` as there."""
+    watch = StallWatch(
+        limits,
+        emit=emit,
+        total=len(payloads),
+        concurrency=concurrency,
+        tokens=lambda: live.tokens,
+        stop=stop,
+        what=what,
+    )
+
+    def done(r: RequestResult) -> None:
+        watch.finished(r.stalled)
+        if on_done is not None:
+            on_done(r)
+
+    task = asyncio.create_task(watch.run())
+    try:
+        results = await _run_pool(
+            session, url, payloads, concurrency, live, done, watch.halt, limits, arrivals
+        )
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+    return results, watch
+
+
+def _stalled(result: BenchmarkResult, watch: StallWatch) -> BenchmarkResult:
+    """The result of a benchmark the watch halted: "server stalled" first, the abandoned requests
+    counted as failed (they would never have finished). Unchanged when it did not stall."""
+    if not watch.reason:
+        return result
+    import dataclasses
+
+    error = f"server stalled: {watch.reason}" + (f"; {result.error}" if result.error else "")
+    return dataclasses.replace(result, failed=result.failed + watch.abandoned, error=error)
 
 
 def _summarize(

@@ -29,12 +29,23 @@ class HttpLimits:
     bytes without ever finishing a line. Both are generous (5 min) because at a concurrency above the
     server's running-request limit a request waits in its queue before its first byte; they end a
     dead stream long before ``total_s``, which bounds one request end to end (``bench.timeout_s``).
+
+    A stream that has *started* is different: tokens come every few milliseconds, so once the first
+    event has arrived a silence of ``stall_s`` means the server stalled, not that it is busy; that
+    request ends as stalled. And when no stream at all has made progress for ``server_stall_s`` while
+    requests are waiting, the server is not serving: after that, or after ``max_stalls`` stalled
+    streams, the benchmark stops drawing prompts and ends as "server stalled" with what it measured
+    (:mod:`eagletui.bench.stall`), saying every ``progress_s`` of silence what it waits for.
     """
 
     connect_s: float = 10.0
     read_s: float = 300.0
     idle_s: float = 300.0
     total_s: float = 1800.0
+    stall_s: float = 30.0
+    server_stall_s: float = 60.0
+    max_stalls: int = 3
+    progress_s: float = 10.0
     #: an error page is kept only this far (its first 200 characters go into the message)
     max_error_body: int = 64 * KIB
     #: one SSE line (an sglang chunk is the cumulative text so far: long outputs make long lines)

@@ -117,7 +117,10 @@ class Workload:
 
 
 def fingerprint(
-    prompts: list[str] | tuple[str, ...], sampling: dict[str, Any], concurrency: int, request_rate: float = 0.0
+    prompts: list[str] | tuple[str, ...],
+    sampling: dict[str, Any],
+    concurrency: int,
+    request_rate: float = 0.0,
 ) -> str:
     """sha256 over prompts + sampling + concurrency (+ the request rate when one is set): concurrency
     and arrival rate change tok/s as much as the prompts do."""

@@ -22,6 +22,7 @@ import sys
 import time
 from typing import Any
 
+from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core import events as ev
 from eagletui.core.economics import crossover
@@ -47,21 +48,34 @@ def _say(msg: str) -> None:
 class PhasePrinter:
     """The headless sink: what the UI would paint, as lines on stderr, in event order."""
 
-    def __init__(self, *, samples: bool) -> None:
+    def __init__(
+        self, *, samples: bool, phases: bool = True, progress_every: float = PROGRESS_EVERY_S
+    ) -> None:
         self.samples = samples  # per-second benchmark lines (not with --json: stdout stays clean)
+        #: a line per phase start and end; without, only throttled progress (a sweep's one line per
+        #: variant says how long the phases took)
+        self.phases = phases
+        self.progress_every = progress_every
         self._last_progress = 0.0
 
     def __call__(self, e: Event) -> None:
         if isinstance(e, ev.PhaseStarted):
-            _say(f"  phase {e.phase} …")
+            if self.phases:
+                _say(f"  phase {e.phase} …")
         elif isinstance(e, ev.PhaseFinished) and e.seconds is not None:
-            _say(f"  phase {e.phase} done in {e.seconds:.1f}s")
+            if self.phases:
+                _say(f"  phase {e.phase} done in {e.seconds:.1f}s")
         elif isinstance(e, ev.PhaseProgress) and e.total:
-            if time.monotonic() - self._last_progress > PROGRESS_EVERY_S:
+            if time.monotonic() - self._last_progress > self.progress_every:
                 self._last_progress = time.monotonic()
                 _say(f"  {e.phase}: {e.done}/{e.total} {e.unit} {e.label}".rstrip())
         elif isinstance(e, ev.ServerFailed):
             _say(f"  server failed ({e.kind}): {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""))
+        elif isinstance(e, ev.TaskFailed):
+            _say(f"eagletui: {e.task} stopped: {e.message}")
+        elif isinstance(e, ev.Notice) and (e.source == "bench" or e.level in ("warning", "error")):
+            # the benchmark's waiting/stall lines, and what the UI would toast (a source that stopped)
+            _say(f"  {e.message}" if e.source == "bench" else f"eagletui: {e.level}: {e.message}")
         elif isinstance(e, ev.BenchmarkSample) and self.samples and e.scope == "tick" and e.tok_s is not None:
             acc = f", accept {e.accept_len:.2f}" if e.accept_len else ""
             _say(f"  t={e.t:5.1f}s {e.tok_s:9.1f} tok/s{acc}")
@@ -281,7 +295,8 @@ async def _amain(ns: argparse.Namespace) -> int:
     redactor = Redactor.for_profile(profile)
     # One repeat per Workspace.benchmark() call: each gets its own progress line here.
     profile.bench = dataclasses.replace(profile.bench, repeats=1)
-    model = SessionModel(target=target, profile=profile, learn_history=False)
+    recorder = _recorder(ns, target, profile)
+    model = SessionModel(target=target, profile=profile, recorder=recorder, learn_history=False)
     model.subscribe(PhasePrinter(samples=not ns.json))
     model.on_problem(PhasePrinter.problem)
     ws = Workspace(profile, model.dispatch, target=target, preflight=False, ssh=ssh_options(ns))
@@ -314,6 +329,13 @@ async def _amain(ns: argparse.Namespace) -> int:
                 code = EXIT_STOP_FAILED
         await ws.close()
         model.close()
+        if recorder is not None and recorder.events_written:
+            _say(f"session recorded to {recorder.path}")
+    if recorder is not None and "session" not in summary and model.state.launch is not None:
+        from eagletui.session.catalog import session_name
+
+        # what --baseline SESSION:RUN and 'eagletui sessions' know this run by
+        summary["session"] = {"name": session_name(recorder.path), "run": model.state.launch.launch}
     if ns.json:
         print(json.dumps(summary, indent=2))
     return code
@@ -337,6 +359,15 @@ async def _measure(
             summary["launch_failure"] = failed
             summary["error"] = f"launch failed: {failed['error']}"
             return EXIT_LAUNCH_FAILED
+    else:
+        missing = await _no_server(ws, profile, target)
+        if missing:
+            _say(missing)
+            summary["error"] = (
+                f"no server answers at port {profile.port} on {target}: start it or use --launch"
+            )
+            return EXIT_LAUNCH_FAILED
+        await _adopt_running_server(ws, model, profile, target)
     results = await _repeats(ws, repeats, redactor, ns.concurrency)
     spec_launch = model.state.launch.launch if model.state.launch is not None else 0
     # Errors may echo the key (``Invalid API key provided: …``): what is printed is scrubbed.
@@ -391,6 +422,63 @@ async def _measure(
     return EXIT_OK if ok else EXIT_BENCH_FAILED
 
 
+async def _no_server(ws: Workspace, profile: Profile, target: str) -> str:
+    """Without ``--launch``: "" when a server answers at the profile's port, else what to tell the
+    user (no server answers there, and ``--launch`` starts one) instead of firing every request."""
+    from eagletui.bench.probe import Silent, no_server_answer
+
+    if profile.bench.runner != "builtin":  # bench_serving / a command reach the server their own way
+        return ""
+    try:
+        url = await ws.base_url()
+    except Exception as exc:
+        return f"eagletui: cannot reach port {profile.port} on {target}: {exc}"
+    why = await no_server_answer(url)
+    if why is None:
+        return ""
+    if isinstance(why, Silent):  # busy or stalled, not absent: the benchmark's stall watch decides
+        _say(f"eagletui: warning: port {profile.port} on {target}: {why}; benchmarking anyway")
+        return ""
+    return (
+        f"eagletui: no server answers at port {profile.port} on {target} ({why}).\n"
+        f"  Start it with 'eagletui bench {target} --profile {_profile_arg(profile)} --launch' "
+        "(launches it, benchmarks, stops it), or check the profile's [server] port."
+    )
+
+
+def _profile_arg(profile: Profile) -> str:
+    return str(profile.path) if getattr(profile, "path", None) else "PROFILE"
+
+
+def _recorder(ns: argparse.Namespace, target: str, profile: Profile) -> Any:
+    """The session recording of a headless run (as the UI records one), so it is listed by
+    ``eagletui sessions`` and can be a later ``--baseline SESSION:RUN``; None with ``--no-record``."""
+    if ns.no_record:
+        return None
+    from eagletui.commands._ui import load_config, make_recorder
+
+    cfg = load_config()
+    if ns.record:
+        cfg.sessions_dir = ns.record
+        cfg.record = True
+    return make_recorder(cfg, target, profile)
+
+
+async def _adopt_running_server(ws: Workspace, model: SessionModel, profile: Profile, target: str) -> None:
+    """Without ``--launch`` the results need a launch to belong to (runs are numbered from 1): the run
+    eagletui started on this port when there is one (reattached, with its recorded config), else the
+    server that answers, recorded as an external launch with the profile's config."""
+    try:
+        if await ws.attach_newest():  # only a run of this profile (its port, command, model)
+            return
+    except Exception as exc:  # no run list: the server still answers, benchmark it as external
+        _say(f"eagletui: cannot list eagletui's runs on {target}: {exc}")
+    ws.launch_no = max(ws.launch_no, 1)
+    config = {**profile.snapshot(), "external": True}  # not launched here: its config is the profile's
+    model.dispatch(ev.LaunchStarted(launch=ws.launch_no, target=target, config=config))
+    model.dispatch(ev.ServerReady(launch=ws.launch_no))
+
+
 def _load_baseline(text: str) -> Any:
     """The ``--baseline SESSION:RUN`` run (a :class:`~eagletui.session.baseline.ForeignRun`), or why not."""
     from eagletui.commands._ui import load_config
@@ -441,7 +529,7 @@ def _concurrency_list(text: str) -> list[int]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="eagletui bench", description="Benchmark a server headlessly.")
+    p = ArgumentParser(prog="eagletui bench", description="Benchmark a server headlessly.")
     p.add_argument(
         "target", nargs="?", default=None, help='"local" or an SSH target (default: the profile\'s)'
     )
@@ -450,6 +538,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--launch", action="store_true", help="launch the server first and stop it afterwards")
     p.add_argument("--repeats", type=int, default=None, help="benchmark runs (default: bench.repeats)")
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.add_argument(
+        "--record",
+        default=None,
+        metavar="DIR",
+        help="sessions dir for the recording (default: the data dir's); see 'eagletui sessions'",
+    )
+    p.add_argument("--no-record", action="store_true", help="do not record the session")
     p.add_argument(
         "--concurrency",
         type=_concurrency_list,

@@ -14,12 +14,14 @@ import dataclasses
 import sys
 from typing import Any
 
+from eagletui.commands._args import ArgumentParser
+
 
 def build_parser() -> argparse.ArgumentParser:
     from eagletui.commands._ssh import add_ssh_options
     from eagletui.commands._ui import add_ui_options
 
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="eagletui connect",
         description="Connect to [user@]host[:port], an ~/.ssh/config alias, or 'local'; reattach to a running "
         "server eagletui started there (with the profile it was launched with), or launch the profile's "
@@ -132,6 +134,12 @@ def main(argv: list[str]) -> int:
                     + "); pass --profile to relaunch with them\n"
                 )
         else:
+            from eagletui.remote.reattach import DEFAULT_RUNS_DIR
+
+            sys.stderr.write(
+                f"eagletui: no running server that eagletui started in {DEFAULT_RUNS_DIR} on {target}; "
+                "a profile with another runs_dir needs --profile\n"
+            )
             profile = Profile(name="(no profile)", target=target)
     cfg = load_config()
     if args.profile:
@@ -171,15 +179,17 @@ def main(argv: list[str]) -> int:
         recorder=make_recorder(cfg, target, profile, enabled=not args.no_record),
     )
     signum = run_app(app)  # SIGTERM/SIGHUP/SIGINT: the q path (the server keeps running), terminal restored
-    sys.stderr.write(exit_note(app, target, profile.port))
+    sys.stderr.write(exit_note(app, target, profile.port, profile=profile))
     if app.recorder is not None:
         sys.stderr.write(f"session recorded to {app.recorder.path}\n")
     return 128 + signum if signum else 0
 
 
-def exit_note(app: Any, target: str, port: int | None = None) -> str:
+def exit_note(app: Any, target: str, port: int | None = None, *, profile: Any = None) -> str:
     """What is left on the host after the UI quits: a running server (and how to get back to it), or
-    how the last launch ended. Says "keeps running" only for a server that was not stopped or exited."""
+    how the last launch ended. Says "keeps running" only for a server that was not stopped or exited.
+    The way back is what reattaching needs: without ``--profile`` connect looks for runs only in the
+    default runs dir, so a profile with another ``runs_dir`` is named in the command."""
     from eagletui.core.wording import describe_failure
 
     ws = app.workspace
@@ -194,6 +204,22 @@ def exit_note(app: Any, target: str, port: int | None = None) -> str:
         return ""
     if not run.owned:
         return f"the server (pid {run.pid}) on {target} was followed read-only and keeps running\n"
+    return f"the server (run {run.run_id}) keeps running on {target}; {reattach_hint(target, profile)}\n"
+
+
+def reattach_hint(target: str, profile: Any = None) -> str:
+    """The command that finds this profile's runs again (``--profile`` when its runs_dir is not the
+    default one, which is the only place connect looks without it)."""
+    import shlex
+
+    from eagletui.remote.reattach import DEFAULT_RUNS_DIR
+
+    runs_dir = str(getattr(profile, "runs_dir", "") or DEFAULT_RUNS_DIR).rstrip("/")
+    path = getattr(profile, "path", None)
+    if runs_dir == DEFAULT_RUNS_DIR or not path:
+        return f"'eagletui connect {target}' reattaches"
+    cmd = shlex.join(["eagletui", "connect", target, "--profile", str(path)])
     return (
-        f"the server (run {run.run_id}) keeps running on {target}; 'eagletui connect {target}' reattaches\n"
+        f"'{cmd}' reattaches (its runs are in {runs_dir}; without --profile connect looks only in "
+        f"{DEFAULT_RUNS_DIR})"
     )

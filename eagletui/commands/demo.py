@@ -7,10 +7,13 @@ SGLang simulator exactly as a real server would be launched on ``local``, and st
 from __future__ import annotations
 
 import argparse
+import re
 import socket
 import sys
 import tempfile
 from pathlib import Path
+
+from eagletui.commands._args import ArgumentParser
 
 
 def free_port() -> int:
@@ -19,16 +22,24 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+_PORT_LINE = re.compile(r"^port = \d+", re.M)
+
+
+def with_free_port(text: str, port: int | None = None) -> str:
+    """A simulator profile's text with its ``[server]`` port (the first ``port = N`` line) replaced by
+    ``port`` or a free one: a fixed port in a packaged example collides when two users on one machine
+    run it (the second launch is refused as "port in use")."""
+    return _PORT_LINE.sub(f"port = {port or free_port()}", text, count=1)
+
+
 def write_demo_profile(directory: Path, *, port: int | None = None, time_scale: float | None = None) -> Path:
     """The packaged demo profile, with a free port and its runs kept under ``directory``."""
     from importlib.resources import files
 
     text = files("eagletui.profiles").joinpath("demo.toml").read_text(encoding="utf-8")
-    text = text.replace("port = 30000", f"port = {port or free_port()}", 1)
+    text = with_free_port(text, port)
     text = text.replace('runs_dir = "~/.eagletui/runs"', f'runs_dir = "{directory / "runs"}"', 1)
     if time_scale is not None:
-        import re
-
         text = re.sub(r"sim-time-scale = [0-9.]+", f"sim-time-scale = {time_scale}", text, count=1)
     path = directory / "demo.toml"
     path.write_text(text, encoding="utf-8")
@@ -38,9 +49,7 @@ def write_demo_profile(directory: Path, *, port: int | None = None, time_scale: 
 def build_parser() -> argparse.ArgumentParser:
     from eagletui.commands._ui import add_ui_options
 
-    p = argparse.ArgumentParser(
-        prog="eagletui demo", description="Run the SGLang simulator and tune it in the UI."
-    )
+    p = ArgumentParser(prog="eagletui demo", description="Run the SGLang simulator and tune it in the UI.")
     p.add_argument(
         "--time-scale",
         type=float,

@@ -14,11 +14,13 @@ from __future__ import annotations
 import argparse
 import sys
 
+from eagletui.commands._args import ArgumentParser
+
 
 def build_parser() -> argparse.ArgumentParser:
     from eagletui.session.export import FORMATS
 
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="eagletui export",
         description="Export a recorded session's runs as Markdown (for a report), CSV or JSON.",
     )

@@ -8,7 +8,6 @@ without a terminal UI stack.
 
 from __future__ import annotations
 
-import argparse
 import gzip
 import json
 import os
@@ -17,6 +16,7 @@ import zlib
 from collections.abc import Callable
 from typing import IO, Any
 
+from eagletui.commands._args import ArgumentParser
 from eagletui.core.log_interpreter import LogInterpreter
 from eagletui.core.logformat import LogFormat, formats, get_format
 from eagletui.core.redact import Redactor
@@ -302,7 +302,7 @@ def _write(text: str) -> bool:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(
+    ap = ArgumentParser(
         prog="eagletui parse", description="Summarize server logs (phases, failures, serving)."
     )
     ap.add_argument("logs", nargs="+", metavar="LOG", help="log file, .gz file, or - for stdin")

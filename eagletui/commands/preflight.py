@@ -7,6 +7,7 @@ import asyncio
 import json
 import sys
 
+from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.commands._stdout import write_stdout
 
@@ -14,9 +15,7 @@ SYMBOL = {"pass": "PASS", "warn": "WARN", "fail": "FAIL", "unknown": "????"}
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="eagletui preflight", description="Check a host before launching a server."
-    )
+    p = ArgumentParser(prog="eagletui preflight", description="Check a host before launching a server.")
     p.add_argument(
         "target",
         nargs="?",

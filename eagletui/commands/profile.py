@@ -17,13 +17,13 @@ from typing import Any
 
 import tomli_w
 
+from eagletui.commands._args import ArgumentParser
 from eagletui.commands._stdout import write_stdout
 from eagletui.core.profile import (
     LaunchCommand,
     ProfileError,
     default_toggles,
     is_secret,
-    load_profile,
     parse_launch_command,
     parse_profile,
 )
@@ -37,6 +37,8 @@ EXAMPLES: dict[str, str] = {
     "demo-vllm": "demo-vllm.toml",
     "kimi": "kimi-k25-eagle3.toml",
 }
+#: Examples that run the bundled simulator on this machine: written with a free port, not a fixed one.
+SIMULATOR_EXAMPLES = frozenset({"demo", "demo-sweep"})
 
 _TEMPLATE_COMMAND = (
     "python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 1 "
@@ -87,6 +89,13 @@ def render_profile(cmd: LaunchCommand, name: str, source: str = "") -> str:
         _kv("host", cmd.host or "127.0.0.1", "keep loopback on remote hosts: eagletui forwards the port"),
         _kv("runs_dir", "~/.eagletui/runs"),
         _kv("ready_timeout_s", 3600, "large checkpoints take minutes to load and capture"),
+        *(
+            [
+                '# version = "0.5.17"   # the sglang release on the host: picks the flag table `profile check` uses'
+            ]
+            if cmd.kind == "sglang"
+            else []
+        ),
         "",
         "[server.args]",
         "# One key per server flag (without the leading --); true = bare flag, a list = several values.",
@@ -144,6 +153,10 @@ def _cmd_init(ns: argparse.Namespace) -> int:
     try:
         if ns.example:
             text = example_text(ns.example)
+            if ns.example in SIMULATOR_EXAMPLES:
+                from eagletui.commands.demo import with_free_port
+
+                text = with_free_port(text)
         else:
             source = ns.from_command or _TEMPLATE_COMMAND
             cmd = parse_launch_command(source)
@@ -171,7 +184,7 @@ def _cmd_init(ns: argparse.Namespace) -> int:
         from eagletui.core.profile_lint import lint_profile
 
         prof = parse_profile(text, path)
-        lint = lint_profile(prof, text, flag_table_for_profile(prof))
+        lint = lint_profile(prof, text, flag_table_for_profile(prof), prof.server_version)
         for problem in lint.errors + lint.warnings:
             print(f"warning: {problem}", file=sys.stderr)
         if lint.errors:
@@ -181,8 +194,11 @@ def _cmd_init(ns: argparse.Namespace) -> int:
 
 def flag_table_for_profile(prof: Any) -> Any:
     """The parser the profile's server will meet, learned without a host: the simulator's own parser
-    for ``-m eagletui.sim`` (it ships with eagletui), otherwise the bundled sglang 0.5.23 table."""
-    from eagletui.core.server_flags import FlagTable, bundled_table
+    for ``-m eagletui.sim`` (it ships with eagletui), otherwise the real flag table of the sglang release
+    the profile declares (``[server] version``), else of the newest shipped release (its ``source`` says
+    which decided)."""
+    from eagletui.core.flagtables import table_for
+    from eagletui.core.server_flags import FlagTable
     from eagletui.remote.preflight import server_module
 
     module = server_module(prof)
@@ -199,23 +215,35 @@ def flag_table_for_profile(prof: Any) -> Any:
             source="the simulator's parser",
         )
     # no table of vLLM's flags ships with eagletui: only the host's own parser can tell (preflight)
-    return bundled_table() if prof.kind.flag_module == "sglang" else None
+    return table_for(None, prof.server_version) if prof.kind.flag_module == "sglang" else None
 
 
 def _cmd_check(ns: argparse.Namespace) -> int:
-    from eagletui.core.profile_lint import as_dict, lint_profile
+    from eagletui.core.profile_lint import as_dict, lint_profile, load_problems
 
+    path = Path(ns.file).expanduser()
     try:
-        prof = load_profile(ns.file)
-        text = Path(ns.file).expanduser().read_text(encoding="utf-8")
-    except ProfileError as exc:
-        print(str(exc), file=sys.stderr)
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        print(str(ProfileError("no such profile file", path)), file=sys.stderr)
         return 1
-    except (OSError, UnicodeDecodeError) as exc:  # gone or changed between the two reads
+    except (OSError, UnicodeDecodeError) as exc:
         print(f"eagletui: cannot read {ns.file}: {exc}", file=sys.stderr)
         return 1
+    # every problem, not only the first: the flag checks run on what loads without the broken pieces
+    loaded, load_errors = load_problems(text, path)
+    if loaded is None:
+        for err in load_errors:
+            print(str(err), file=sys.stderr)
+        print(f"{path}: {len(load_errors)} error(s)", file=sys.stderr)
+        return 1
+    prof = loaded
     table = flag_table_for_profile(prof)
-    lint = lint_profile(prof, text, table)
+    lint = lint_profile(prof, text, table, prof.server_version)
+    if not ns.json:  # what keeps it from loading, on stderr as before; the flag checks follow
+        for err in load_errors:
+            print(str(err), file=sys.stderr)
+    lint.errors = sorted(load_errors + lint.errors, key=lambda e: (e.line or 0, e.col or 0))
     # Shown on a terminal or piped into CI logs: --api-key and credential env values never in clear.
     redactor = Redactor.for_profile(prof)
     argv = redactor.argv(prof.argv())
@@ -231,6 +259,7 @@ def _cmd_check(ns: argparse.Namespace) -> int:
             "flags": {
                 "checked": lint.flags_checked,
                 "against": table.source if table is not None else None,
+                "table_version": table.version if table is not None else None,
                 "expanded": lint.notes,
             },
             "errors": [as_dict(e) for e in lint.errors],
@@ -240,7 +269,8 @@ def _cmd_check(ns: argparse.Namespace) -> int:
         return status
     out: list[str] = []
     for err in lint.errors:
-        out.append(f"error: {err}")
+        if err not in load_errors:
+            out.append(f"error: {err}")
     for warn in lint.warnings:
         out.append(f"warning: {warn}")
     verdict = f"{len(lint.errors)} error(s)" if lint.errors else "ok"
@@ -260,7 +290,7 @@ def _cmd_check(ns: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="eagletui profile", description="Create and check eagletui profiles.")
+    p = ArgumentParser(prog="eagletui profile", description="Create and check eagletui profiles.")
     sub = p.add_subparsers(dest="cmd", required=True)
     init = sub.add_parser(
         "init",

@@ -14,6 +14,8 @@ import argparse
 import sys
 from typing import Any
 
+from eagletui.commands._args import ArgumentParser
+
 
 def parse_speed(value: str):
     if value in ("instant", "max"):
@@ -125,7 +127,7 @@ def open_replay(args: argparse.Namespace, cfg: Any) -> tuple[Any, Any] | str:
 def build_parser() -> argparse.ArgumentParser:
     from eagletui.commands._ui import add_ui_options
 
-    p = argparse.ArgumentParser(prog="eagletui replay", description="Replay a recorded session in the UI.")
+    p = ArgumentParser(prog="eagletui replay", description="Replay a recorded session in the UI.")
     p.add_argument(
         "file",
         help="a session file (.jsonl or .jsonl.gz), or a session's name (or a unique prefix of it) "

@@ -24,12 +24,14 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from eagletui.commands._args import ArgumentParser
+
 SERVED = ("demo", "connect", "replay")
 DEFAULT_PORT = 8765
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="eagletui serve",
         description="Serve the UI to a browser: the first tab controls the session, more tabs are "
         "read-only views. Listens on 127.0.0.1; reach it through 'ssh -L PORT:127.0.0.1:PORT HOST'.",

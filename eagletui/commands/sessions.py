@@ -12,6 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from eagletui.commands._args import ArgumentParser
+
 COLUMNS = (
     "name",
     "start",
@@ -76,7 +78,7 @@ def table(entries: list[Any]) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="eagletui sessions",
         description="List recorded sessions, newest first (replay one with 'eagletui replay NAME').",
     )

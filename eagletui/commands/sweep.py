@@ -32,6 +32,7 @@ import shlex
 import sys
 from typing import Any
 
+from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core.profile import ProfileError, load_profile
 from eagletui.core.redact import Redactor
@@ -249,6 +250,33 @@ async def _run(
                 "continue it with --resume or start over with --restart"
             )
             return EXIT_USAGE
+        if old.aborted and not ns.resume and old.fingerprint == spec_fingerprint(spec):
+            _say(
+                f"eagletui: the sweep of this profile on {target} was aborted ({qpath}); "
+                "continue it with --resume or start over with --restart"
+            )
+            return EXIT_USAGE
+        if (
+            old.finished
+            and not old.aborted
+            and old.fingerprint == spec_fingerprint(spec)
+            and not ns.retry_failed
+        ):
+            # finished already: its report again, never a silent new run of every variant
+            import time as _time
+
+            when = _time.strftime("%Y-%m-%d %H:%M", _time.localtime(qpath.stat().st_mtime))
+            _say(
+                f"eagletui: this sweep of {target} finished (queue {qpath}, {when}): its report follows; "
+                "--restart runs it again"
+            )
+            report = Redactor.for_profile(profile).value(old.report(profile.verdict, profile))
+            report["queue"] = str(qpath)
+            if ns.json:
+                print(json.dumps(report, indent=2, default=str))
+            else:
+                print_human(report)
+            return exit_status(report)
         if ns.resume:
             if old.fingerprint != spec_fingerprint(spec):
                 _say(
@@ -306,7 +334,8 @@ async def _run(
                 say(f"eagletui: not recording: {exc}")
         # the sweep learns launch and benchmark times (the next sweep's plan has an ETA at its start)
         model = SessionModel(target=target, profile=profile, recorder=recorder, history=history)
-        model.subscribe(PhasePrinter(samples=False))
+        # one line per variant and step: no line per phase (20 a launch), progress every 30 s
+        model.subscribe(PhasePrinter(samples=False, phases=False, progress_every=30.0))
         model.on_problem(PhasePrinter.problem)
         ws = Workspace(
             profile, model.dispatch, target=target, preflight=not ns.no_preflight, ssh=ssh_options(ns)
@@ -329,7 +358,15 @@ async def _run(
         finally:
             if interrupted:
                 resume = shlex.join(["eagletui", "sweep", *ns_targets, "--profile", ns.profile, "--resume"])
-                say(f"interrupted: the queue is saved and the server keeps running; '{resume}' goes on")
+                run = ws.run
+                if run is not None and run.owned and run.alive:
+                    left = (
+                        f"the server of the variant in flight (run {run.run_id}, pid {run.pid}) keeps running "
+                        f"on {target} and --resume follows it instead of launching it again"
+                    )
+                else:
+                    left = "no server of this sweep is running"
+                say(f"interrupted: the queue is saved; {left}. Resume with: {resume}")
             elif ws.run is not None and ws.run.owned and not ns.keep_server:
                 say("sweep over: stopping the server")
                 try:
@@ -414,7 +451,7 @@ def _write_crossover(ns: argparse.Namespace, report: dict[str, Any]) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="eagletui sweep", description="Run a profile's [sweep] unattended.")
+    p = ArgumentParser(prog="eagletui sweep", description="Run a profile's [sweep] unattended.")
     p.add_argument(
         "target", nargs="?", default=None, help='"local" or an SSH target (default: the profile\'s)'
     )

@@ -1,10 +1,12 @@
-"""``eagletui trace FILE… [--json] [--baseline FILE…]``: where a decode step's GPU time goes.
+"""``eagletui trace FILE… [--json] [--baseline FILE…]``: where a decode cycle's GPU time goes.
 
 Reads the Chrome traces SGLang's ``/start_profile`` writes (``{id}-TP-{rank}[-DP-…][-EP-…]-{stage}.trace.json.gz``,
 plain or gzip, streamed — real ones reach hundreds of MB) and prints, per rank, the kernel time by
-category (communication, gemm, attention, moe, other), per step where the trace marks steps, and the
-rank skew. ``--baseline`` takes another run's traces and adds the Δ per category. JSON contract:
-docs/trace-json.md. Exit 0 when every file was read, 2 when one could not be.
+category (communication, gemm, attention, moe, other) of one decode **cycle** (draft + verify + draft
+extend of a speculative server; one decode step of a plain one) and of each of its parts, with prefill
+batches kept out, and the rank skew. ``--baseline`` takes another run's traces and adds the Δ per
+category (per cycle when both have cycles). JSON contract: docs/trace-json.md. Exit 0 when every file
+was read, 2 when one could not be.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.profiler import RankSummary, TraceError, report_json, summarize_file
 from eagletui.profiler.categories import ORDER
@@ -25,7 +28,7 @@ _GLYPHS = {"communication": "█", "gemm": "▓", "attention": "▒", "moe": "�
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ArgumentParser(
         prog="eagletui trace",
         description="Summarise torch-profiler traces (SGLang /start_profile output) by kernel category.",
     )
@@ -39,7 +42,13 @@ def build_parser() -> argparse.ArgumentParser:
         help='profile the running server on TARGET ("local" or an SSH target) instead of reading files',
     )
     p.add_argument("--profile", default=None, help="profile TOML of the running server (with --capture)")
-    p.add_argument("--steps", type=int, default=5, help="decode steps to profile (with --capture)")
+    p.add_argument(
+        "--steps",
+        type=int,
+        default=5,
+        help="decode cycles to profile (with --capture): decode batches, each one draft + verify + draft "
+        "extend on a speculative server",
+    )
     p.add_argument("--out", default=None, help="where the fetched traces go (default: the data dir)")
     p.add_argument("--timeout", type=float, default=180.0, help="seconds to wait for the traces")
     p.add_argument(
@@ -78,7 +87,14 @@ def _load(files: list[str]) -> tuple[list[RankSummary], list[str]]:
     errors: list[str] = []
     for f in files:
         try:
-            ranks.append(summarize_file(f))
+            r = summarize_file(f)
+            ranks.append(r)
+            if r.skipped:
+                print(
+                    f"eagletui trace: {_inert(f)}: {r.skipped} event(s) skipped (a ts or dur that is not "
+                    "a finite, non-negative number, or nested too deep to read); the rest is summarised",
+                    file=sys.stderr,
+                )
         except TraceError as exc:
             errors.append(str(exc))
         except OSError as exc:
@@ -87,11 +103,23 @@ def _load(files: list[str]) -> tuple[list[RankSummary], list[str]]:
     return ranks, errors
 
 
-def mean_categories(ranks: list[RankSummary]) -> dict[str, float]:
-    """Per-category kernel ms, averaged over ranks (what one rank's step costs)."""
+def mean_categories(ranks: list[RankSummary], per_cycle: bool = False) -> dict[str, float]:
+    """Per-category kernel ms, averaged over ranks: of one decode cycle with ``per_cycle`` (ranks without
+    a cycle count their whole trace), else of the whole trace."""
     if not ranks:
         return {c.label: 0.0 for c in ORDER}
-    return {c.label: sum(r.ms(c.label) for r in ranks) / len(ranks) for c in ORDER}
+    rows = []
+    for r in ranks:
+        per = r.per_cycle() if per_cycle else None
+        rows.append(per if per is not None else {c.label: r.ms(c.label) for c in ORDER})
+    return {c.label: sum(row[c.label] for row in rows) / len(rows) for c in ORDER}
+
+
+def _by_cycle(ranks: list[RankSummary], base: list[RankSummary] | None) -> bool:
+    """Compare per decode cycle when every trace on both sides has cycles (prefill and trace length then
+    do not matter); otherwise whole traces, as before cycles were known."""
+    both = ranks + (base or [])
+    return bool(both) and all(r.decode_cycles for r in both)
 
 
 def stacked_bar(cats: dict[str, float], scale_ms: float, width: int = BAR_WIDTH) -> str:
@@ -105,7 +133,8 @@ def stacked_bar(cats: dict[str, float], scale_ms: float, width: int = BAR_WIDTH)
 
 
 def delta_json(ranks: list[RankSummary], base: list[RankSummary]) -> dict[str, Any]:
-    now, was = mean_categories(ranks), mean_categories(base)
+    by_cycle = _by_cycle(ranks, base)
+    now, was = mean_categories(ranks, by_cycle), mean_categories(base, by_cycle)
     out: dict[str, Any] = {}
     for c in ORDER:
         a, b = now[c.label], was[c.label]
@@ -118,13 +147,73 @@ def delta_json(ranks: list[RankSummary], base: list[RankSummary]) -> dict[str, A
     return out
 
 
+_PART_LABEL = {"draft": "draft", "verify": "verify", "draft_extend": "draft extend", "decode": "decode step"}
+
+
+def _cycle_lines(r: RankSummary) -> list[str]:
+    """The decode cycle of one rank: categories per cycle, then per part, then what was kept out."""
+    done = r.decode_cycles
+    d = r.decode_json() or {}
+    spec = d.get("kind") == "spec"
+    unit = "cycle" if spec else "step"
+    what = "decode cycles (draft + verify + draft extend)" if spec else "decode steps"
+    cats = r.per_cycle() or {}
+    total = sum(cats.values())
+    lines = [
+        f"  {len(done)} {what}: {total:.3f} ms of kernels a {unit} (median "
+        f"{d.get('median_kernel_ms', 0.0):.3f}), {d.get('gpu_ms_per_cycle', 0.0):.3f} ms on the GPU"
+    ]
+    if d.get("batch_sizes"):
+        lines[-1] += f"; batch sizes {', '.join(map(str, d['batch_sizes']))}"
+    for c in ORDER:
+        ms = cats.get(c.label, 0.0)
+        lines.append(
+            f"  {c.label:<14} {ms:10.3f} ms  {ms / total * 100 if total > 0 else 0.0:5.1f} %  a {unit}"
+        )
+    parts = d.get("parts") or {}
+    if spec and parts:
+        head = "".join(f"{c.label[:6]:>8}" for c in ORDER)
+        lines.append(f"  per part, a {unit}:        GPU ms  kernels{head}")
+        for stage, p in parts.items():
+            label = _PART_LABEL.get(stage, "between parts")
+            gpu = f"{p['gpu_ms']:8.3f}" if stage != "between" else "       –"
+            row = "".join(f"{p['categories'][c.label]:8.3f}" for c in ORDER)
+            lines.append(f"    {label:<20} {gpu} {p['kernel_ms']:8.3f}{row}")
+    kept = []
+    if r.prefill:
+        kept.append(
+            f"{len(r.prefill)} prefill batch(es), {sum(p.kernel_ms for p in r.prefill):.3f} ms of kernels"
+        )
+    if d.get("partial"):
+        kept.append(f"{d['partial']} partial cycle(s) at the trace's edges")
+    if r.outside_ms > 0:
+        kept.append(f"{r.outside_ms:.3f} ms of kernels outside any stage (scheduler, result copies)")
+    if kept:
+        lines.append("  kept out: " + "; ".join(kept))
+    return lines
+
+
 def render_text(ranks: list[RankSummary], base: list[RankSummary] | None) -> str:
     lines: list[str] = []
-    scale = max([r.kernel_ms for r in ranks + (base or [])] or [0.0])
+    by_cycle = _by_cycle(ranks, base)
+    if by_cycle:
+        scale = max(sum((r.per_cycle() or {}).values()) for r in ranks + (base or []))
+    else:
+        scale = max([r.kernel_ms for r in ranks + (base or [])] or [0.0])
     for r in ranks:
         who = f"TP{r.rank}" if r.rank is not None else "rank ?"
         lines.append(f"{who}  {_inert(r.file)}")
-        lines.append(f"  kernel time {r.kernel_ms:10.3f} ms  in {r.kernels} kernels")
+        graph = f", {r.graph_kernels} replayed by CUDA graphs" if r.graph_kernels else ""
+        if r.decode_cycles:
+            lines += _cycle_lines(r)
+            cats = r.per_cycle() or {}
+            lines.append(f"  [{stacked_bar(cats, scale if by_cycle else sum(cats.values())):<{BAR_WIDTH}}]")
+            lines.append(
+                f"  kernel time {r.kernel_ms:10.3f} ms  in {r.kernels} kernels{graph} (the whole trace)"
+            )
+            lines.append("")
+            continue
+        lines.append(f"  kernel time {r.kernel_ms:10.3f} ms  in {r.kernels} kernels{graph}")
         for c in ORDER:
             t = r.categories[c.label]
             lines.append(
@@ -132,13 +221,9 @@ def render_text(ranks: list[RankSummary], base: list[RankSummary] | None) -> str
             )
         cats = {c.label: r.ms(c.label) for c in ORDER}
         lines.append(f"  [{stacked_bar(cats, scale):<{BAR_WIDTH}}]")
-        if r.steps:
-            n = len(r.steps)
-            mean = sum(s.kernel_ms for s in r.steps) / n
-            comm = sum(s.categories["communication"] for s in r.steps) / n
-            med = sorted(s.kernel_ms for s in r.steps)[n // 2]
+        if r.prefill:
             lines.append(
-                f"  {n} steps: mean {mean:.3f} ms of kernels (median {med:.3f}), communication {comm:.3f} ms a step"
+                f"  {len(r.prefill)} prefill batch(es), no decode cycle: a prefill trace (the figures above are prefill)"
             )
         lines.append("")
     rep = report_json(ranks)
@@ -151,7 +236,7 @@ def render_text(ranks: list[RankSummary], base: list[RankSummary] | None) -> str
         )
     if base:
         lines.append("")
-        lines.append("vs baseline (mean over ranks):")
+        lines.append(f"vs baseline (mean over ranks, {'per decode cycle' if by_cycle else 'whole traces'}):")
         for cat, d in delta_json(ranks, base).items():
             if d["delta_pct"] is not None:
                 pct = f"{d['delta_pct']:+.1f} %"
@@ -160,8 +245,8 @@ def render_text(ranks: list[RankSummary], base: list[RankSummary] | None) -> str
             lines.append(
                 f"  {cat:<14} {d['baseline_ms']:10.3f} → {d['ms']:10.3f} ms  {d['delta_ms']:+9.3f} ms  {pct}"
             )
-        lines.append(f"  baseline [{stacked_bar(mean_categories(base), scale):<{BAR_WIDTH}}]")
-        lines.append(f"  this run [{stacked_bar(mean_categories(ranks), scale):<{BAR_WIDTH}}]")
+        lines.append(f"  baseline [{stacked_bar(mean_categories(base, by_cycle), scale):<{BAR_WIDTH}}]")
+        lines.append(f"  this run [{stacked_bar(mean_categories(ranks, by_cycle), scale):<{BAR_WIDTH}}]")
     legend = "  ".join(f"{_GLYPHS[c.label]} {c.label}" for c in ORDER)
     lines.append(f"legend: {legend}")
     return "\n".join(lines)
@@ -239,7 +324,9 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
         death = await watch_after_capture(control, transport, run, log_from, args.watch)
         if failed is not None or death is not None:
             raise CaptureError(
-                "; ".join(x for x in (failed, death) if x), files=[str(p) for p in paths], died=death is not None
+                "; ".join(x for x in (failed, death) if x),
+                files=[str(p) for p in paths],
+                died=death is not None,
             )
         print("  the server is still alive", file=sys.stderr)
         return [str(p) for p in paths]
@@ -260,7 +347,9 @@ async def log_size(transport: Any, path: str) -> int:
 DEATH_LOG_BYTES = 512 * 1024
 
 
-async def watch_after_capture(control: Any, transport: Any, run: Any, log_from: int, seconds: float) -> str | None:
+async def watch_after_capture(
+    control: Any, transport: Any, run: Any, log_from: int, seconds: float
+) -> str | None:
     """None while the server stays alive and its log shows no failure for ``seconds``; else what
     happened: the triage of the log written since the capture began, with the exit when it is known."""
     import asyncio
@@ -277,8 +366,15 @@ async def watch_after_capture(control: Any, transport: Any, run: Any, log_from: 
     text = ""
     try:
         res = await transport.run(
-            ["sh", "-c", 'tail -c +"$1" "$2" | head -c "$3"', "sh", str(log_from + 1), run.log_path,
-             str(DEATH_LOG_BYTES)],
+            [
+                "sh",
+                "-c",
+                'tail -c +"$1" "$2" | head -c "$3"',
+                "sh",
+                str(log_from + 1),
+                run.log_path,
+                str(DEATH_LOG_BYTES),
+            ],
             timeout=20,
         )
         text = res.stdout
@@ -351,12 +447,22 @@ def _report(args: argparse.Namespace) -> int:
         errors += base_errors
     for e in errors:
         print(f"eagletui trace: {_inert(e)}", file=sys.stderr)
+    if args.capture is not None:
+        for r in ranks:
+            got = len(r.decode_cycles)
+            if got != args.steps:
+                print(
+                    f"eagletui trace: asked for {args.steps} decode cycles, the trace of TP{r.rank} holds {got} "
+                    "complete one(s)",
+                    file=sys.stderr,
+                )
     try:
         if args.json:
             rep = report_json(ranks)
             if base is not None:
                 rep["baseline"] = report_json(base)
                 rep["delta"] = delta_json(ranks, base)
+                rep["delta_unit"] = "cycle" if _by_cycle(ranks, base) else "trace"
             print(json.dumps(rep, indent=2))
         elif ranks:
             print(render_text(ranks, base))

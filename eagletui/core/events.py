@@ -190,6 +190,17 @@ class ServerReady(Event):
     type: ClassVar[str] = "server_ready"
     url: str = ""
     launch: int = 0
+    #: Where the startup's seconds that no phase holds went, by the log's clock: every stretch between
+    #: the first server line and ready that no phase covers and that is longer than the timestamps'
+    #: resolution, as ``(after, before, seconds)``, ``after``/``before`` the neighbouring phases'
+    #: indices in :data:`PHASES`, in order (the model's construction between dist_init and
+    #: load_target). The time before the first line (imports) is not in the log: the folds that saw
+    #: the process start (LaunchStarted) add it.
+    gaps: tuple[tuple[int, int, float], ...] = ()
+    #: Phases whose length the server measured itself and the log's span missed by more than its
+    #: timestamps' resolution (SGLang ≥ 0.5.17's ``Engine startup timings``): folds take these seconds.
+    #: Both fields stay small: a ready event is in every recording.
+    phase_fixes: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -362,6 +373,9 @@ class GpuStats(Event):
 
     type: ClassVar[str] = "gpu_stats"
     gpus: tuple[dict[str, Any], ...] = ()
+    #: set when no sample could be read (``nvidia-smi`` hung or failed): why; the last good sample
+    #: stands, shown as stale with its age
+    stale: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -372,6 +386,19 @@ class Notice(Event):
     level: str = "info"
     message: str = ""
     source: str = ""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskFailed(Event):
+    """A background task ended with an error and no longer runs: a UI worker (``driver``, ``launch``,
+    ``bench``, …) or a task of the live source (``log tail``, ``process watch``, ``gpu poll``,
+    ``log source``). ``task`` names it; the status line says it stopped until it runs again (a new
+    launch restarts the log tail and the process watch)."""
+
+    type: ClassVar[str] = "task_failed"
+    task: str
+    message: str
+    launch: int = 0
 
 
 # -------------------------------------------------------------------------------------- benchmarks
@@ -429,9 +456,11 @@ class BenchmarkResult(Event):
 @dataclass(frozen=True, slots=True, kw_only=True)
 class ProfileCaptured(Event):
     """A step profile taken from the running server (``/start_profile``) and summarised. ``summary`` is
-    :func:`eagletui.profiler.summary.step_breakdown`'s dict (``ranks``, ``steps``, ``step_ms``,
-    ``categories`` ms per step, ``skew_ms``); ``files`` are the fetched traces on this machine; an
-    ``error`` says why no profile came back (then ``summary`` is empty)."""
+    :func:`eagletui.profiler.summary.step_breakdown`'s dict (``ranks``, ``steps`` = decode cycles seen,
+    ``unit`` "cycle" (draft + verify + draft extend) or "step", ``step_ms`` and ``categories`` = kernel ms
+    per cycle, ``parts``, ``prefill_batches``, ``skew_ms``; recordings made before issue 18 lack ``unit``,
+    ``parts`` and ``prefill_batches``); ``files`` are the fetched traces on this machine; an ``error`` says
+    why no profile came back (then ``summary`` is empty)."""
 
     type: ClassVar[str] = "profile_captured"
     launch: int = 0

@@ -1,11 +1,12 @@
 """Server flags whose spelling depends on the SGLang version, so a relaunch is not wasted on argparse.
 
 A wrong flag costs a full relaunch cycle only to die in argparse; checking the profile against the host's
-sglang version first turns that into an inline refusal. Facts from the sampled wheels (see the reference
-notes): versions are the first sampled release that showed the change; ``(0, 5, 23)`` marks what was read
-from the real 0.5.23 parser only (the change may be older). Which names a parser accepts is decided by
-:mod:`eagletui.core.server_flags` (argparse's prefix rule); this table adds *when* and *what instead*, and
-speaks alone only when the host's parser cannot be asked.
+sglang version first turns that into an inline refusal. For 0.5.13 and later the versions are the first
+release whose real parser shows the change (every release's table ships in ``eagletui/data/sglang-flags``;
+``tests/test_flagtables.py`` holds these notes to them); older ones come from the sampled wheels. Which
+names a parser accepts is decided by :mod:`eagletui.core.server_flags` (argparse's prefix rule) over the
+release's own table; these notes add *when* and *what instead*, and speak alone only when no table of the
+server's release is known.
 """
 
 from __future__ import annotations
@@ -24,28 +25,29 @@ class FlagChange:
 
 CHANGES: tuple[FlagChange, ...] = (
     FlagChange("--cuda-graph-max-bs", (0, 5, 20), "removed", "--cuda-graph-max-bs-decode"),
-    FlagChange("--cuda-graph-max-bs", (0, 5, 16), "deprecated", "--cuda-graph-max-bs-decode"),
+    FlagChange("--cuda-graph-max-bs", (0, 5, 14), "deprecated", "--cuda-graph-max-bs-decode"),
     FlagChange(
         "--enable-flashinfer-allreduce-fusion",
-        (0, 5, 20),
+        (0, 5, 14),
         "deprecated",
         "--flashinfer-allreduce-fusion-backend",
     ),
-    FlagChange("--disable-cuda-graph", (0, 5, 16), "deprecated", "--cuda-graph-backend-decode=disabled"),
-    FlagChange("--stream-output", (0, 5, 23), "removed", "--incremental-streaming-output"),
+    FlagChange("--disable-cuda-graph", (0, 5, 14), "deprecated", "--cuda-graph-backend-decode=disabled"),
+    FlagChange("--stream-output", (0, 5, 20), "removed", "--incremental-streaming-output"),
     FlagChange("--stream-output", (0, 5, 10), "deprecated", "--incremental-streaming-output"),
-    # 0.5.23's parser has only the per-phase spellings: the old ones are ambiguous prefixes there.
-    FlagChange("--cuda-graph-bs", (0, 5, 23), "removed", "--cuda-graph-bs-decode"),
-    FlagChange("--enable-dp-attention", (0, 5, 23), "deprecated", "--attn-dp-size <dp-size>"),
+    # From 0.5.20 the parser has only the per-phase spellings: the old ones are ambiguous prefixes there.
+    FlagChange("--cuda-graph-bs", (0, 5, 20), "removed", "--cuda-graph-bs-decode"),
+    FlagChange("--cuda-graph-bs", (0, 5, 14), "deprecated", "--cuda-graph-bs-decode"),
+    FlagChange("--enable-dp-attention", (0, 5, 22), "deprecated", "--attn-dp-size <dp-size>"),
 )
 
 #: Flags that only exist from a version on: using them on an older server fails in argparse.
 ADDED: dict[str, tuple[int, ...]] = {
-    "--cuda-graph-max-bs-decode": (0, 5, 16),
-    "--cuda-graph-max-bs-prefill": (0, 5, 16),
-    "--cuda-graph-backend-decode": (0, 5, 16),
-    "--cuda-graph-backend-prefill": (0, 5, 16),
-    "--flashinfer-allreduce-fusion-backend": (0, 5, 20),
+    "--cuda-graph-max-bs-decode": (0, 5, 14),
+    "--cuda-graph-max-bs-prefill": (0, 5, 14),
+    "--cuda-graph-backend-decode": (0, 5, 14),
+    "--cuda-graph-backend-prefill": (0, 5, 14),
+    "--flashinfer-allreduce-fusion-backend": (0, 5, 14),
     "--enable-flashinfer-allreduce-fusion": (0, 4, 10),
     "--speculative-algorithm": (0, 4, 6),
 }

@@ -149,6 +149,12 @@ class LogInterpreter:
         out += self.feed(text[cut + 1 :])
         return out
 
+    def process_exited(self, code: int | None, signal: int | None) -> list[ev.Event]:
+        """The server process is gone (after :meth:`flush`): its triage when the log said nothing."""
+        out: list[ev.Event] = []
+        self._m.process_exited(code, signal, out)
+        return out
+
     def flush(self) -> list[ev.Event]:
         """End of input: handle the unterminated last line (no serving stats from it), then finalize."""
         out: list[ev.Event] = []

@@ -15,7 +15,9 @@ Tags a format may give a record (the machine switches on these, nothing else):
   ``compile_info``, ``kv_alloc``/``kv_info``, ``pool_end``, ``capture_begin``/``capture_end``/
   ``capture_info`` (``data["draft"]``, ``data["what"]``: prefill, verify, decode, extend, piecewise),
   ``bar_shards``/``bar_capture`` (``data`` done/total/label; a capture bar may name its graph with
-  ``draft``/``what`` and then starts that phase itself), ``summary``, ``timings``, ``ready``;
+  ``draft``/``what`` and then starts that phase itself), ``summary``, ``timings`` (optional
+  ``data["phase_seconds"]``: phase → the server's own measure of it, seconds, for phases whose lines
+  cannot time them), ``ready``;
 * serving: ``decode``/``prefill`` (``data``: the stats fields of :mod:`eagletui.core.events`);
 * HTTP: ``http_up`` (``data["url"]``), ``http_startup``, ``http_shutdown``, ``access``, ``access_generate``;
 * failures: ``fail`` (``data["failure"]`` = ``(kind, priority, rule tag)``), ``traceback_start``,
@@ -333,6 +335,20 @@ class LogFormat(ABC):
 
     def hint_for(self, kind: str, tag: str, phase: str | None, version: str | None, text: str = "") -> str:
         return ""
+
+    def hint_for_launch(
+        self,
+        kind: str,
+        tag: str,
+        phase: str | None,
+        version: str | None,
+        text: str = "",
+        args: dict[str, Any] | None = None,
+        draft: bool = False,
+    ) -> str:
+        """:meth:`hint_for` with what the machine knows of the launch: its server args (the flag a bad
+        value sits in) and whether the failing traceback was the draft model's. Default: ignores them."""
+        return self.hint_for(kind, tag, phase, version, text)
 
     def version_from_prefix(self, rec: Rec, ver: VersionGuess) -> None:
         """Bounds on the version from the first record prefix's shape."""

@@ -35,6 +35,7 @@ from eagletui.core.logformat import (
     VersionGuess,
     get_format,
 )
+from eagletui.core.native_crash import CrashSite
 from eagletui.core.phase_model import (
     FAILED,
     LOADING,
@@ -90,6 +91,8 @@ class PhaseMachine(Timeline, FailureFold):
         self.decode_version_checked = False
         self.launch_tp: int | None = None
         self.rank_num: dict[str, int | None] = {}
+        self.server_phases: dict[str, float] = {}  # phase → the server's own measure, where it won
+        self.crash: CrashSite | None = None  # a native crash being read (its stack says where)
 
     def serving_noop(self) -> tuple[bool, bool, bool]:
         """(prefill, decode, access): whether a prefixed Prefill line / prefixed Decode line / uvicorn
@@ -123,6 +126,8 @@ class PhaseMachine(Timeline, FailureFold):
                 rec.kind, rec.tag, rec.data = ERROR, "fail", {"failure": fm}
         tag = rec.tag
         kind = rec.kind
+        if self.crash is not None and not self.crash.done and tag != "fail":
+            self.crash.feed(rec.msg)
         # Markdown (a README, an issue body): only its fenced code blocks are log text.
         if not rec.prefixed and rec.msg.lstrip().startswith("```"):
             self.in_fence = not self.in_fence
@@ -365,12 +370,14 @@ class PhaseMachine(Timeline, FailureFold):
             if kv is not None and kv.finished:
                 return
             self._start("kv_cache", r, ts, tt, out)
+            self._after_loads(ts)
         elif tag == "pool_end":
             kv = st.phases.get("kv_cache")
             if kv is not None and kv.finished:
                 return
             if kv is None or r not in kv.started:
                 self._start("kv_cache", r, ts, tt, out)
+                self._after_loads(ts)
             self._rank_done("kv_cache", r, ts, tt, out)
         elif tag == "capture_begin":
             name = _capture_phase(rec.data)
@@ -404,8 +411,28 @@ class PhaseMachine(Timeline, FailureFold):
             self._progress(name, d["done"], d["total"], "bs", d["label"], out)
         elif tag in ("summary", "timings"):
             self._close_startup(ts, tt, out)
+            secs = rec.data.get("phase_seconds") if tag == "timings" else None
+            if isinstance(secs, dict):
+                self._server_durations(secs)
         elif tag == "ready":
             self._on_ready(ts, tt, out)
+
+    def _after_loads(self, ts: float | None) -> None:
+        """The KV pool's allocation began where the weights finished loading: its only lines (``KV Cache
+        is allocated``, ``Memory pool end``) are printed when it is over. So its clock starts at the
+        last load phase's end before this line; its texts stay its own first and last line's."""
+        kv = self.st.phases.get("kv_cache")
+        if kv is None or ts is None:
+            return
+        ends = [
+            info.end_ts
+            for name in ("load_target", "load_draft")
+            if (info := self.st.phases.get(name)) is not None
+            and info.end_ts is not None
+            and info.end_ts <= ts
+        ]
+        if ends and (kv.start_ts is None or max(ends) < kv.start_ts):
+            kv.start_ts = max(ends)
 
     def _start_warmup(self, ts: float | None, tt: str, out: list[ev.Event]) -> None:
         st = self.st
@@ -450,7 +477,11 @@ class PhaseMachine(Timeline, FailureFold):
         st.phase = "ready"
         st.status = READY
         out.append(ev.PhaseStarted(phase="ready", launch=st.launch, log_time=tt))
-        out.append(ev.ServerReady(url=st.url, launch=st.launch))
+        out.append(
+            ev.ServerReady(
+                url=st.url, launch=st.launch, gaps=self._account(ts), phase_fixes=dict(self.server_phases)
+            )
+        )
 
     def _serving_seen(self, rec: Rec, out: list[ev.Event]) -> None:
         """Decode/Prefill lines without a ready line: the log starts mid-serving."""

@@ -52,6 +52,7 @@ class PhaseInfo:
     #: the bar's own elapsed time is then the phase's duration
     bar: bool = False
     bar_elapsed: float | None = None
+    source: str = ""  # "server": ``seconds`` is the server's own measure (ServerReady.phase_fixes)
 
 
 @dataclass(slots=True)
@@ -62,6 +63,7 @@ class Candidate:
     message: str
     line: str
     phase: str | None
+    draft: bool = False  # its traceback's frames are the draft model's (the speculative worker)
 
 
 @dataclass

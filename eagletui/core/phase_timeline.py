@@ -6,6 +6,7 @@ clock fields); split out so each module stays readable.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from eagletui.core import events as ev
@@ -14,6 +15,9 @@ from eagletui.core.phase_model import _PER_RANK, LOADING, PHASE_INDEX, UNKNOWN, 
 
 if TYPE_CHECKING:
     from eagletui.core.logformat import LogFormat
+
+
+_SUBSECOND = re.compile(r"\d[.,]\d{1,6}$")
 
 
 class Timeline:
@@ -27,6 +31,7 @@ class Timeline:
     launch_tp: int | None
     last_progress: tuple[str, int, int, str] | None
     rank_num: dict[str, int | None]
+    server_phases: dict[str, float]
 
     # ------------------------------------------------------------------ helpers
 
@@ -217,6 +222,61 @@ class Timeline:
         for name in list(self.st.phases):
             if PHASE_INDEX.get(name, 99) <= limit:
                 self._finish(name, ts, ts_text, out)
+
+    def _server_durations(self, seconds: dict[str, float]) -> None:
+        """The server's own measure of finished phases (its startup-timings line, ``phase_seconds``). A phase
+        takes it where the log's span is shorter by more than the timestamps' resolution (a second for
+        whole-second stamps, 50 ms for millisecond ones): a span can miss time spent before a
+        phase's first line (a KV pool whose only line is printed when allocation ends) but not invent
+        time. The phase's start moves back to match (not before an earlier phase ended), so
+        :meth:`_account` sees no gap before it; the corrections travel in the ready event."""
+        for name, secs in seconds.items():
+            info = self.st.phases.get(name)
+            if info is None or not info.finished or not isinstance(secs, (int, float)) or secs != secs:
+                continue
+            secs = round(min(max(float(secs), 0.0), 1e7), 3)
+            # the log's resolution: a whole-second span is the true length ± 1 s; milliseconds: ± 50 ms
+            resolution = 0.05 if _SUBSECOND.search(info.end_text or "") else 1.0
+            if info.seconds is not None and info.seconds + resolution > secs:
+                continue
+            info.seconds = secs
+            info.source = "server"
+            self.server_phases[name] = secs
+            if info.end_ts is not None:
+                idx = PHASE_INDEX.get(name, 99)
+                before = [
+                    p.end_ts
+                    for n, p in self.st.phases.items()
+                    if PHASE_INDEX.get(n, 99) < idx and p.end_ts is not None and p.end_ts <= info.end_ts
+                ]
+                start = max([info.end_ts - secs, *before])
+                if info.start_ts is None or start < info.start_ts:
+                    info.start_ts = start
+
+    def _account(self, ready_ts: float | None) -> tuple[tuple[int, int, float], ...]:
+        """At ready: every stretch between the first server line and ready that no phase covers and
+        that is longer than the timestamps' resolution, as (after, before, seconds): its neighbours'
+        indices in :data:`~eagletui.core.events.PHASES` (compact: it is in every recording)."""
+        launch = self.st.phases.get("launch")
+        if launch is None or launch.start_ts is None or ready_ts is None:
+            return ()
+        t0, t1 = launch.start_ts, ready_ts
+        spans = sorted(
+            (max(i.start_ts, t0), PHASE_INDEX.get(name, 99), min(i.end_ts, t1), name)
+            for name, i in self.st.phases.items()
+            if name != "ready" and i.start_ts is not None and i.end_ts is not None and i.end_ts >= i.start_ts
+        )
+        least = 0.05 if _SUBSECOND.search(launch.start_text or "") else 1.0
+        gaps: list[tuple[int, int, float]] = []
+        cursor, last = t0, "launch"
+        for start, _order, end, name in spans:
+            if start - cursor >= least:
+                gaps.append((PHASE_INDEX[last], PHASE_INDEX.get(name, 99), round(start - cursor, 3)))
+            if end >= cursor:
+                cursor, last = max(cursor, end), name
+        if t1 - cursor >= least:
+            gaps.append((PHASE_INDEX[last], PHASE_INDEX["ready"], round(t1 - cursor, 3)))
+        return tuple(gaps)
 
     def _progress(self, name: str, done: int, total: int, unit: str, label: str, out: list[ev.Event]) -> None:
         key = (name, done, total, label)

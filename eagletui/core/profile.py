@@ -208,6 +208,9 @@ class Profile:
     host: str = "127.0.0.1"
     runs_dir: str = "~/.eagletui/runs"
     ready_timeout_s: float = 3600.0
+    #: ``[server] version``: the server release the profile is written for; decides the flag table when
+    #: the host cannot say (``eagletui profile check``). None: not declared.
+    server_version: str | None = None
     args: dict[str, ScalarValue | list[ScalarValue]] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
     toggles: tuple[Toggle, ...] = ()

@@ -15,6 +15,7 @@ from typing import Any
 
 from eagletui.core.profile import Profile, ProfileError, normalize_flag
 from eagletui.core.server_flags import FlagTable, check_server_flags, check_values
+from eagletui.core.tomlpos import loads as toml_loads
 from eagletui.core.tomlpos import locate, locate_in_array
 
 
@@ -36,7 +37,7 @@ def toggle_position(text: str, index: int, key: str) -> tuple[int | None, int | 
 def _arg_keys(text: str) -> dict[str, str]:
     """Normalised flag → the key as written under ``[server.args]`` (``tp`` for ``--tp``)."""
     try:
-        data = tomllib.loads(text)
+        data = toml_loads(text)
     except tomllib.TOMLDecodeError:
         return {}
     raw = data.get("server", {}).get("args", {}) if isinstance(data.get("server"), dict) else {}
@@ -112,7 +113,124 @@ def lint_profile(prof: Profile, text: str, table: FlagTable | None, version: str
     flag_errors, lint.warnings, lint.notes, lint.flags_checked = flag_problems(prof, text, table, version)
     lint.errors = toggle_problems(prof, text) + flag_errors
     lint.errors.sort(key=lambda e: (e.line or 0, e.col or 0))
+    missing = model_path_warning(prof, text)
+    if missing is not None:
+        lint.warnings.insert(0, missing)
     return lint
+
+
+def model_path_warning(prof: Profile, text: str) -> ProfileError | None:
+    """SGLang refuses to start without ``--model-path`` (argparse: required): say so before a launch."""
+    if any(f in prof.args for f in ("--model-path", "--model")):
+        return None
+    line, col = locate(text, "args", "server") if "[server.args]" in text else (None, None)
+    return ProfileError(
+        "server.args has no model-path: the server refuses to start without --model-path",
+        prof.path,
+        line,
+        col,
+    )
+
+
+# -- every load error, not only the first ---------------------------------------------------------
+#
+# ``load_profile`` stops at the first problem (a profile that does not load is not used). ``profile
+# check`` is where a user fixes a file, so it reports all of them: the file is loaded piece by piece
+# (the top level, [target], [server] without its tables, each server.args and server.env entry, each
+# toggle, [bench], [verdict]), every piece that fails is reported and left out, and what is left is
+# loaded whole for the problems between pieces ([sweep], a flag given twice).
+
+MAX_LOAD_ERRORS = 50
+
+
+def _pieces(data: dict[str, Any]) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
+    """(where the piece sits in ``data``, a profile dict holding just that piece): every key of the
+    top level and of each table on its own, every toggle on its own."""
+    tables = ("target", "server", "toggles", "toggle", "bench", "verdict", "sweep")
+    out: list[tuple[tuple[str, ...], dict[str, Any]]] = []
+    for k, v in data.items():
+        if k not in tables:
+            out.append(((k,), {k: v}))
+    for section in ("target", "server", "bench", "verdict"):
+        if section not in data:
+            continue
+        body = data[section]
+        if not isinstance(body, dict):
+            out.append(((section,), {section: body}))
+            continue
+        for k, v in body.items():
+            if section == "server" and k in ("args", "env") and isinstance(v, dict):
+                for name, value in v.items():
+                    out.append(((section, k, name), {section: {k: {name: value}}}))
+            else:
+                out.append(((section, k), {section: {k: v}}))
+    for name in ("toggles", "toggle"):
+        toggles = data.get(name)
+        if isinstance(toggles, list):
+            for i, t in enumerate(toggles):
+                # the toggles before it as harmless stand-ins: an error is located in the i-th block
+                pads = [{"env": f"EAGLETUI_LINT_PAD_{j}"} for j in range(i)]
+                out.append(((name, str(i)), {name: [*pads, t]}))
+        elif name in data:
+            out.append(((name,), {name: toggles}))
+    return out
+
+
+def _without(data: dict[str, Any], where: tuple[str, ...]) -> dict[str, Any]:
+    """``data`` with the piece at ``where`` left out (copies along the path)."""
+    head, rest = where[0], where[1:]
+    if isinstance(data, list):
+        i = int(head)
+        return [x for j, x in enumerate(data) if j != i] if not rest else data  # type: ignore[return-value]
+    out = dict(data)
+    if not rest:
+        out.pop(head, None)
+    elif head in out and isinstance(out[head], (dict, list)):
+        out[head] = _without(out[head], rest)
+    return out
+
+
+def load_problems(text: str, path: Any = None) -> tuple[Profile | None, list[ProfileError]]:
+    """Every problem that keeps the profile from loading (at most :data:`MAX_LOAD_ERRORS`, each with
+    ``file:line:col``), and the profile loaded without the broken pieces (None if even that fails)."""
+    from eagletui.core.profile_load import parse_profile, profile_from_dict
+
+    try:
+        return parse_profile(text, path), []
+    except ProfileError as exc:
+        first = exc
+    errors: list[ProfileError] = [first]
+    try:
+        data = toml_loads(text)
+    except tomllib.TOMLDecodeError:
+        return None, errors  # a syntax error: the rest of the file cannot be read
+    seen = {(first.line, first.col, first.message)}
+    cleaned = data
+    for where, piece in _pieces(data):
+        try:
+            profile_from_dict(piece, text, path)
+        except ProfileError as exc:
+            cleaned = _without(cleaned, where)
+            key = (exc.line, exc.col, exc.message)
+            if key not in seen and len(errors) < MAX_LOAD_ERRORS:
+                seen.add(key)
+                errors.append(exc)
+    for _ in range(MAX_LOAD_ERRORS):  # what is left, whole: the problems between pieces
+        try:
+            prof = profile_from_dict(cleaned, text, path)
+        except ProfileError as exc:
+            key = (exc.line, exc.col, exc.message)
+            if key in seen or len(errors) >= MAX_LOAD_ERRORS:
+                return None, sorted(errors, key=lambda e: (e.line or 0, e.col or 0))
+            seen.add(key)
+            errors.append(exc)
+            if "sweep" in cleaned:
+                cleaned = _without(cleaned, ("sweep",))
+            else:
+                return None, sorted(errors, key=lambda e: (e.line or 0, e.col or 0))
+            continue
+        return prof, sorted(errors, key=lambda e: (e.line or 0, e.col or 0))
+    return None, errors
 
 
 def as_dict(err: ProfileError) -> dict[str, Any]:

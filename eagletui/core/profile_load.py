@@ -31,10 +31,24 @@ from eagletui.core.redact import resolve_flag
 from eagletui.core.servers import SERVER_KINDS, kind_of_command, server_kind
 from eagletui.core.sglang_flagtable import SAME_DEST
 from eagletui.core.tomlpos import decode_error_position, locate, locate_in_array
+from eagletui.core.tomlpos import loads as toml_loads
 
 _TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict", "sweep"}
 _TARGET_KEYS = {"host", "workdir", "python"}
-_SERVER_KEYS = {"kind", "command", "port", "host", "runs_dir", "log_dir", "args", "env", "ready_timeout_s"}
+_SERVER_KEYS = {
+    "kind",
+    "command",
+    "port",
+    "host",
+    "runs_dir",
+    "log_dir",
+    "args",
+    "env",
+    "ready_timeout_s",
+    "version",
+}
+#: ``[server] version``: a release as pip spells it (``0.5.17``, ``0.5.13.post1``, ``0.5.24rc0``).
+_VERSION_RE = re.compile(r"\d+\.\d+(?:\.\d+)?(?:(?:\.post|\.dev|rc|a|b)\d+)*(?:\+[0-9A-Za-z.]+)?")
 _TOGGLE_KEYS = {"env", "arg", "type", "choices", "min", "max", "step", "help"}
 _BENCH_KEYS = set(BenchSettings.__dataclass_fields__)
 _VERDICT_KEYS = set(Verdict.__dataclass_fields__)
@@ -57,7 +71,7 @@ def load_profile(path: str | Path) -> Profile:
 
 def parse_profile(text: str, path: str | Path | None = None) -> Profile:
     try:
-        data = tomllib.loads(text)
+        data = toml_loads(text)
     except tomllib.TOMLDecodeError as exc:
         line, col, msg = decode_error_position(exc, text)
         raise ProfileError(f"invalid TOML: {msg}", path, line, col) from None
@@ -199,6 +213,15 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
         server.get("ready_timeout_s", 3600.0), (int, float), "server.ready_timeout_s", text, path, "server"
     )
     prof.ready_timeout_s = float(_in_range(timeout, "server.ready_timeout_s", text, path, "server"))
+    if "version" in server:
+        version = _expect(server["version"], str, "server.version", text, path, "server").strip()
+        if not _VERSION_RE.fullmatch(version):
+            raise ProfileError(
+                f'server.version must be a release such as "0.5.17", got {version[:40]!r}',
+                path,
+                *_locate(text, "version", "server"),
+            )
+        prof.server_version = version
 
     args = _expect(server.get("args", {}), dict, "server.args", text, path, "server")
     for key, value in args.items():

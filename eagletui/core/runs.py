@@ -11,7 +11,7 @@ Pure: folds events, no I/O, no UI, so a replayed recording rebuilds exactly the 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -32,10 +32,12 @@ from eagletui.core.events import (
     ServerReady,
     ServerStopped,
 )
+from eagletui.core.failure_fold import exit_failure
 from eagletui.core.logformat import get_format
 from eagletui.core.profile import Verdict, config_diff, format_diff, normalize_flag
 from eagletui.core.servers import server_kind
 from eagletui.core.stats import mean_stdev, stat
+from eagletui.core.summary import startup_gaps
 from eagletui.core.wording import describe_failure
 
 #: The server flags people tune between runs, spelled as in profiles: each gets a column in the
@@ -133,6 +135,19 @@ class Run:
     bench_concurrency: dict[int, int] = field(default_factory=dict)
     #: the last step profile captured against this launch (``ProfileCaptured.summary``)
     step_profile: dict[str, Any] | None = None
+    #: eagletui started this process (``LaunchStarted``): its start is known, not only its first line
+    launched: bool = False
+    #: seconds from the process start to its first log line (imports; not in the log), launched runs only
+    before_first_line: float | None = None
+    #: where the startup's seconds went by the log's clock (``ServerReady.gaps``: ``{"gaps": [...]}``)
+    startup: dict[str, Any] | None = None
+
+    @property
+    def in_no_phase(self) -> float | None:
+        """Startup seconds no phase accounts for (the gaps between phases, by the log's clock)."""
+        if self.startup is None:
+            return None
+        return round(sum(g["seconds"] for g in self.startup.get("gaps") or []), 3)
 
     @property
     def ready(self) -> bool:
@@ -230,6 +245,17 @@ class Run:
         return Metric(m, s, n)
 
 
+def launch_to_ready(started: float | None, ready: float, phase_seconds: Iterable[float]) -> float | None:
+    """Seconds from launch to ready: the one definition the phase panel, the runs table and the
+    export show. The gap between the launch and the ready event, or the phases' own durations when
+    they add up to more (a reattached run's launch event is when eagletui attached, and the log's
+    timestamps measure a phase better than when its lines were read)."""
+    total = math.fsum(phase_seconds)
+    if started is None:
+        return total or None
+    return max(ready - started, total)
+
+
 @dataclass(frozen=True)
 class RunRow:
     """Plain data for one table row (and JSON output)."""
@@ -317,6 +343,7 @@ class RunBook:
         run.config = dict(cfg)
         run.diff = dict(event.diff or {})
         run.started_wall, run.started_mono = event.wall, event.mono
+        run.launched = True
 
     def _on_launch_detected(self, event: LaunchDetected) -> None:
         run = self._run(event.launch)
@@ -332,21 +359,38 @@ class RunBook:
                 run.config["server"] = event.server
 
     def _on_phase_started(self, event: PhaseStarted) -> None:
-        self._run(event.launch).phase_starts.setdefault(event.phase, event.mono)
+        run = self._run(event.launch)
+        run.phase_starts.setdefault(event.phase, event.mono)
+        if event.phase == "launch" and run.launched and run.started_mono is not None:
+            if run.before_first_line is None:
+                run.before_first_line = round(max(0.0, event.mono - run.started_mono), 3)
 
     def _on_phase_finished(self, event: PhaseFinished) -> None:
         run = self._run(event.launch)
         secs = event.seconds
         if secs is None and event.phase in run.phase_starts:
             secs = event.mono - run.phase_starts[event.phase]  # the log gave no duration: measure it
+        if event.phase == "launch" and run.launched and run.started_mono is not None:
+            # the log times launch from its first line; the process started earlier (imports)
+            secs = max(float(secs or 0.0), event.mono - run.started_mono)
         if secs is not None:
-            run.phases[event.phase] = float(secs)
+            run.phases[event.phase] = round(float(secs), 3)
 
     def _on_ready(self, event: ServerReady) -> None:
         run = self._run(event.launch)
         run.outcome = RunOutcome.READY
-        if run.started_mono is not None:
-            run.ready_after = event.mono - run.started_mono
+        for phase, start in run.phase_starts.items():  # still open at ready: it ended there (as on screen)
+            if phase not in run.phases and phase != "ready":
+                run.phases[phase] = max(0.0, event.mono - start)
+        run.startup = {"gaps": startup_gaps(event.gaps)}
+        for name, secs in (event.phase_fixes or {}).items():
+            if name in run.phases and isinstance(secs, int | float):
+                run.phases[name] = round(float(secs), 3)  # the server's own measure (see the event)
+        run.ready_after = (
+            None  # a server that was already running when benchmarked: its launch was not seen
+            if run.config.get("external")
+            else launch_to_ready(run.started_mono, event.mono, run.phases.values())
+        )
 
     def _on_failed(self, event: ServerFailed) -> None:
         run = self._run(event.launch)
@@ -362,9 +406,19 @@ class RunBook:
 
     def _on_exited(self, event: ProcessExited) -> None:
         run = self._run(event.launch)
-        if run.outcome in (RunOutcome.RUNNING, RunOutcome.READY) and event.code not in (0, None):
+        if run.outcome not in (RunOutcome.RUNNING, RunOutcome.READY):
+            return
+        # a death no log line explained (the live triage's verdict, for recordings made before it)
+        fail = exit_failure(
+            event.code, event.signal, phase=None, ready=run.outcome == RunOutcome.READY, launch=event.launch
+        )
+        if fail is not None:
             run.outcome = RunOutcome.FAILED
-            run.failure = run.failure or f"exited with code {event.code}"
+            run.failure_kind = run.failure_kind or fail.kind
+            plain = event.signal is None and event.code not in (None, 0)
+            run.failure = run.failure or (
+                f"exited with code {event.code}" if plain else f"{fail.kind}: {fail.message}"
+            )
 
     def _on_bench_started(self, event: BenchmarkStarted) -> None:
         run = self._run(event.launch)
@@ -618,7 +672,8 @@ class RunBook:
             launch=launch,
             is_baseline=launch == self.baseline,
             diff="baseline" if launch == self.baseline else (format_diff(self.diff(launch), limit=4) or "="),
-            phase_total_s=run.phase_total_s,
+            # ready: launch → ready, as the panel and the export say; else how far its phases got
+            phase_total_s=run.ready_after if run.ready_after is not None else run.phase_total_s,
             tok_s=run.metric("tok_s"),
             accept_len=run.metric("accept_len"),
             ttft_ms=run.metric("ttft_ms"),

@@ -68,6 +68,12 @@ class FlagTable:
     source: str = "the server's parser"
     version: str | None = None  # the release the table belongs to, when known
     choices: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # option string → allowed values
+    #: Deprecated option strings → what the server reads them as ("" when it names nothing); None when the
+    #: table does not know (a host's answer, the simulator): then the version notes of core.flags speak.
+    deprecated: Mapping[str, str] | None = None
+    #: The release is a guess (the server's version is unknown): a refusal names the shipped releases that
+    #: would accept the flag.
+    assumed: bool = False
 
     def resolve(self, arg: str) -> FlagVerdict:
         return resolve_flag(arg, self.options, allow_abbrev=self.allow_abbrev)
@@ -154,8 +160,37 @@ class FlagReport:
 
 
 def _replacement(flag: str) -> str:
+    """What to write instead of a flag the parser refuses: the version notes, else the replacement a
+    shipped release names for it where it was a deprecated alias."""
     change = next((c for c in CHANGES if c.flag == flag), None)
-    return change.use if change else ""
+    if change:
+        return change.use
+    from eagletui.core.flagtables import iter_tables
+
+    for _version, infos in reversed(list(iter_tables())):
+        info = infos.get(flag)
+        if info is not None and info.deprecated:
+            return info.deprecated
+    return ""
+
+
+def _accepted_elsewhere(flag: str, table: FlagTable) -> str:
+    """``sglang 0.5.13–0.5.19 accept it`` when other shipped releases take ``flag`` exactly."""
+    from eagletui.core.flagtables import accepted_in, span
+
+    others = [v for v in accepted_in(flag) if v != table.version]
+    return f"sglang {span(others)} accept{'s' if len(others) == 1 else ''} it" if others else ""
+
+
+def _deprecation(flag: str, table: FlagTable) -> str | None:
+    """The table's own word on a deprecated flag (what that release's parser does with it)."""
+    if table.deprecated is None or flag not in table.deprecated:
+        return None
+    new = table.deprecated[flag]
+    where = f"sglang {table.version}" if table.version else "this server"
+    if new:
+        return f"{flag} is deprecated in {where}: the server warns and reads it as {new}"
+    return f"{flag} is deprecated in {where}: the server warns (it names no replacement)"
 
 
 def check_values(args: Mapping[str, Any], table: FlagTable | None, version: str | None = None) -> list[str]:
@@ -203,13 +238,22 @@ def check_server_flags(flags: Iterable[str], table: FlagTable | None, version: s
                 report.errors += v_errors
                 report.warnings += v_warnings
             else:
-                report.errors.append(msg if table_v is None else f"{msg} [{table.source}]")
+                where = msg if table_v is None else f"{msg} [{table.source}]"
+                elsewhere = _accepted_elsewhere(name, table) if table.assumed else ""
+                if elsewhere:
+                    where += f"; {elsewhere}: set [server] version if the server is one of those"
+                report.errors.append(where)
             continue
         full = verdict.flag or name
         if verdict.kind == "abbrev":
             report.notes.append(verdict.message())
         if foreign:
             report.errors += v_errors
-        # Deprecation notes follow the flag the server will actually read.
-        report.warnings += check_flags([full], warn_version)[1]
+        # Deprecation notes follow the flag the server will actually read: the release's own parser when
+        # the table is that release's, else the version notes.
+        own = None if foreign else _deprecation(full, table)
+        if own is not None:
+            report.warnings.append(own)
+        elif foreign or table.deprecated is None:
+            report.warnings += check_flags([full], warn_version)[1]
     return report

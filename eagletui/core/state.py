@@ -7,6 +7,7 @@ wants elapsed times).
 
 from __future__ import annotations
 
+import dataclasses
 from collections import deque
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -34,8 +35,12 @@ from eagletui.core.events import (
     ServerFailed,
     ServerReady,
     ServerStopped,
+    TaskFailed,
 )
+from eagletui.core.failure_fold import exit_failure
 from eagletui.core.nccl import NcclFold
+from eagletui.core.runs import launch_to_ready
+from eagletui.core.summary import startup_gaps
 
 SERIES_LIMIT = 2000
 
@@ -114,8 +119,16 @@ class LaunchState:
     exit_code: int | None = None
     exit_signal: int | None = None
     ready_at: float | None = None
+    #: launch → ready in seconds (core.runs.launch_to_ready: what the runs table and export say)
+    ready_after: float | None = None
     stale_for: float | None = None
     version: str | None = None
+    #: eagletui started this process (LaunchStarted): ``started`` is the process start, not a first line
+    launched: bool = False
+    #: seconds from the process start to its first log line (imports; not in the log), launched only
+    before_first_line: float | None = None
+    #: where the startup's seconds went by the log's clock (ServerReady.gaps: ``{"gaps": [...]}``)
+    startup: dict[str, Any] | None = None
     #: NCCL_DEBUG=INFO lines of this launch, folded (only lines containing "NCCL INFO" reach it)
     nccl: NcclFold = field(default_factory=NcclFold)
 
@@ -175,6 +188,11 @@ class SessionState:
     bench_running: int | None = None
     bench_results: list[BenchmarkResult] = field(default_factory=list)
     gpus: tuple[dict[str, Any], ...] = ()
+    #: wall time of the last good GPU sample, and why the newest read failed ("" when it did not)
+    gpus_wall: float | None = None
+    gpu_stale: str = ""
+    #: background tasks that ended with an error and have not run again: name → what happened
+    failed_tasks: dict[str, str] = field(default_factory=dict)
     notices: deque[Notice] = field(default_factory=lambda: deque(maxlen=200))
     log_lines: int = 0
     version: int = 0
@@ -226,6 +244,8 @@ class SessionState:
 
 
 def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
+    for task in _PER_LAUNCH_TASKS:
+        s.failed_tasks.pop(task, None)
     la = LaunchState(
         launch=ev.launch,
         started=ev.wall,
@@ -236,6 +256,7 @@ def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
     )
     la.phases["launch"].status = PhaseStatus.ACTIVE
     la.phases["launch"].started = ev.wall
+    la.launched = True
     s.launches[ev.launch] = la
     s.current = ev.launch
     s.target = ev.target or s.target
@@ -277,6 +298,8 @@ def _on_phase_started(s: SessionState, ev: PhaseStarted) -> None:
     ph = la.phases.get(ev.phase)
     if ph is None:
         return
+    if ev.phase == "launch" and la.launched and la.started is not None and la.before_first_line is None:
+        la.before_first_line = round(max(0.0, ev.wall - la.started), 3)
     # Earlier phases that never reported an end are implicitly over once a later one starts,
     # except in the overlapped orders (draft load while target captures), which report their ends.
     idx = PHASES.index(ev.phase)
@@ -309,6 +332,10 @@ def _on_phase_finished(s: SessionState, ev: PhaseFinished) -> None:
     ph = la.phases.get(ev.phase)
     if ph is None:
         return
+    if ev.phase == "launch" and la.launched and ph.started is not None:
+        # the log times launch from its first line; eagletui saw the process start (imports)
+        secs = max(ev.seconds or 0.0, ev.wall - ph.started)
+        ev = dataclasses.replace(ev, seconds=round(secs, 3))
     if ph.started is None:
         ph.started = ev.wall - (ev.seconds or 0.0)
     ph.status = PhaseStatus.DONE
@@ -328,12 +355,26 @@ def _on_ready(s: SessionState, ev: ServerReady) -> None:
             ph.seconds = ph.seconds if ph.seconds is not None else ev.wall - (ph.started or ev.wall)
         elif ph.status == PhaseStatus.PENDING:
             ph.status = PhaseStatus.SKIPPED
+    la.startup = {"gaps": startup_gaps(ev.gaps)}
+    for name, secs in (ev.phase_fixes or {}).items():
+        fixed = la.phases.get(name)
+        if fixed is None or fixed.status != PhaseStatus.DONE or not isinstance(secs, int | float):
+            continue
+        # the server's own measure of a finished phase: only its length changes
+        fixed.seconds = float(secs)
+        if fixed.finished is not None and fixed.started is not None:
+            fixed.started = min(fixed.started, fixed.finished - float(secs))
     ready = la.phases["ready"]
     ready.status = PhaseStatus.DONE
     ready.started = ready.finished = ev.wall
     ready.seconds = 0.0
     la.status = ServerState.READY
     la.ready_at = ev.wall
+    la.ready_after = (
+        None
+        if la.config.get("external")
+        else launch_to_ready(la.started, ev.wall, la.phase_durations().values())
+    )
     la.stale_for = None
 
 
@@ -363,6 +404,14 @@ def _on_stopped(s: SessionState, ev: ServerStopped) -> None:
 def _on_exited(s: SessionState, ev: ProcessExited) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     la.exit_code, la.exit_signal = ev.code, ev.signal
+    if la.status in _RUNNING and la.failure is None:
+        # a recording from before the live triage: the same verdict, from the same place
+        fail = exit_failure(
+            ev.code, ev.signal, phase=la.current_phase, ready=la.status == ServerState.READY, launch=la.launch
+        )
+        if fail is not None:
+            _on_failed(s, dataclasses.replace(fail, wall=ev.wall, mono=ev.mono))
+            return
     if la.status in _RUNNING:
         la.status = ServerState.EXITED
         for ph in la.phases.values():
@@ -401,11 +450,22 @@ def _on_connection(s: SessionState, ev: ConnectionState) -> None:
 
 
 def _on_gpu(s: SessionState, ev: GpuStats) -> None:
-    s.gpus = ev.gpus
+    if ev.stale:  # the read failed: the last sample stands, marked stale
+        s.gpu_stale = ev.stale
+        return
+    s.gpus, s.gpus_wall, s.gpu_stale = ev.gpus, ev.wall, ""
 
 
 def _on_notice(s: SessionState, ev: Notice) -> None:
     s.notices.append(ev)
+
+
+#: Tasks a new launch starts again (a new live source): their earlier failure is over.
+_PER_LAUNCH_TASKS = ("log tail", "process watch", "log source")
+
+
+def _on_task_failed(s: SessionState, ev: TaskFailed) -> None:
+    s.failed_tasks[ev.task] = ev.message
 
 
 def _on_bench_started(s: SessionState, ev: BenchmarkStarted) -> None:
@@ -454,6 +514,7 @@ _HANDLERS: dict[type, Any] = {
     ConnectionState: _on_connection,
     GpuStats: _on_gpu,
     Notice: _on_notice,
+    TaskFailed: _on_task_failed,
     LaunchBlocked: _on_blocked,
     BenchmarkStarted: _on_bench_started,
     BenchmarkSample: _on_bench_sample,

@@ -53,6 +53,7 @@ class Summarizer:
         self.last: ev.DecodeStats | None = None
         self.gen = array("d")
         self.acc = array("d")
+        self.startup: dict[str, Any] | None = None
 
     def _touch(self, launch: int) -> None:
         if self._launch is None:
@@ -132,11 +133,22 @@ class Summarizer:
                 if e.start_log_time and not p["start"]:
                     p["start"] = e.start_log_time
                 p["seconds"] = e.seconds
+                p["source"] = "log"
                 p["spread"] = e.spread
                 p["slowest_rank"] = e.slowest_rank
                 if e.total:
                     p["done"], p["total"] = e.done, e.total
             elif isinstance(e, ev.ServerReady):
+                for name, secs in (e.phase_fixes or {}).items():
+                    fixed = self.phases.get(name)
+                    if fixed is not None and isinstance(secs, int | float):
+                        fixed["seconds"], fixed["source"] = secs, "server"
+                gaps = startup_gaps(e.gaps)
+                self.startup = {
+                    "gaps": gaps,
+                    "in_no_phase": round(float(sum(g["seconds"] for g in gaps)), 3),
+                    "before_first_line": None,  # not in the log: only a launcher knows the process start
+                }
                 if self.state != "failed":
                     self.state = "ready"
             elif isinstance(e, ev.ServerFailed):
@@ -202,6 +214,7 @@ class Summarizer:
             if self.args is None
             else {"version": self.version, "args": self.args, "facts": self.facts, "server": self.server},
             "launches": self.launches,
+            "startup": self.startup,
         }
 
     def _spec_result(self) -> dict[str, Any] | None:
@@ -223,12 +236,34 @@ class Summarizer:
         }
 
 
+def startup_gaps(gaps: Any) -> list[dict[str, Any]]:
+    """``ServerReady.gaps`` (phase indices) as ``[{"after", "before", "seconds"}]`` with phase names;
+    malformed entries are skipped."""
+    out = []
+    n = len(ev.PHASES)
+    for g in gaps or ():
+        if not (isinstance(g, list | tuple) and len(g) == 3):
+            continue
+        a, b, secs = g
+        if (
+            isinstance(a, int)
+            and isinstance(b, int)
+            and 0 <= a < n
+            and 0 <= b < n
+            and isinstance(secs, int | float)
+            and not isinstance(secs, bool)
+        ):
+            out.append({"after": ev.PHASES[a], "before": ev.PHASES[b], "seconds": float(secs)})
+    return out
+
+
 def _new_phase(name: str) -> dict[str, Any]:
     return {
         "name": name,
         "start": None,
         "end": None,
         "seconds": None,
+        "source": None,
         "done": None,
         "total": None,
         "spread": None,

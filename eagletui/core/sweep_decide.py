@@ -286,13 +286,13 @@ def pool_by_config(launch_cells: Sequence[Cell]) -> list[Cell]:
     return [Cell(k, g, tuple(v), costs.get(k, ())) for (k, g), v in sorted(runs.items())]
 
 
-def step_in(
-    me: Cell, others: Sequence[Cell], policy: RepeatPolicy, *, reference: Cell | None = None
-) -> Step:
+def step_in(me: Cell, others: Sequence[Cell], policy: RepeatPolicy, *, reference: Cell | None = None) -> Step:
     """:func:`next_step` for ``me`` (a cell of the launch in progress) among ``others`` — every other
     launch-and-group cell measured so far, this launch's other groups included: the competitors pooled
     by config, the noise pooled over launches."""
-    return next_step(me, [*pool_by_config(others), me], policy, reference=reference, noise_cells=[*others, me])
+    return next_step(
+        me, [*pool_by_config(others), me], policy, reference=reference, noise_cells=[*others, me]
+    )
 
 
 @dataclass(frozen=True)

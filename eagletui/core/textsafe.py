@@ -3,8 +3,10 @@
 Server logs, HTTP error bodies, exception messages and trace kernel names are untrusted: a log line
 holding ``ESC ] 52 ; … BEL`` rewrites the user's clipboard, ``ESC ] 0 ; … BEL`` the window title, and a
 one-byte C1 CSI (U+009B) drives the cursor just like ``ESC [``. Every path that shows such text (the
-failure box, toasts, run details, ``bench``'s stderr, ``parse`` and ``preflight`` output) passes it
-through :func:`inert`. Pure: no I/O.
+failure box, toasts, run details) passes it through :func:`inert`; every command's stdout and stderr
+go through the same rendering (``commands._stdout.InertStream``, installed by the entry point), and
+so does a Markdown export. A CSV, read by other programs, gets :func:`escaped` cells instead. Pure:
+no I/O.
 
 The convention is the log pane's, so the same byte looks the same everywhere:
 
@@ -46,7 +48,36 @@ def inert(text: str) -> str:
 def inert_lines(text: str) -> str:
     """Multi-line text made inert line by line: the newlines stay, everything else is neutralised
     (a ``\\r`` inside a line would let a later part overwrite an earlier one, so it is shown too)."""
-    return "\n".join(inert(line) for line in str(text).split("\n"))
+    text = str(text)
+    if _UNSAFE_RE.search(text) is None:
+        return text
+    return _UNSAFE_LINES_RE.sub(_stand_in, text)
+
+
+# inert_lines in one pass: everything _UNSAFE_RE matches but the newline
+_UNSAFE_LINES_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = ord(m.group())
+    named = {0x0A: "\\n", 0x0D: "\\r", 0x09: "\\t"}.get(c)
+    if named is not None:
+        return named
+    return f"\\u{c:04x}" if c > 0xFF else f"\\x{c:02x}"
+
+
+_ESCAPE_RE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+
+
+def escaped(text: str) -> str:
+    """``text`` for a file other programs read (CSV): every control character written as a backslash
+    escape (``\\x1b``, ``\\n``, ``\\t``, ``\\x9b``, ``\\u202e``), so neither a terminal that shows the
+    file nor a reader that splits on them acts on it. Backslashes themselves are kept as they are
+    (a Windows path stays readable), so the escape is for showing, not a reversible encoding."""
+    text = str(text)
+    if _ESCAPE_RE.search(text) is None:
+        return text
+    return _ESCAPE_RE.sub(_escape, text)
 
 
 # What json.dumps(ensure_ascii=False) leaves raw: DEL, C1 and the Unicode separators/bidi controls

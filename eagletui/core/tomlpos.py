@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 _AT = re.compile(r"\s*\(at (?:line \d+, column \d+|end of document)\)")
 _LINE_COL = re.compile(r"line (\d+), column (\d+)")
@@ -67,3 +68,45 @@ def locate_in_array(
                 return i + 1, lines[i].index(key) + 1
         return start + 1, lines[start].index("[") + 1
     return locate(text, key)
+
+
+#: Arrays/inline tables nested deeper than this are refused: tomllib recurses per level, and a
+#: 5000-deep array ended ``profile check`` in a RecursionError (real profiles nest two or three).
+MAX_TOML_DEPTH = 64
+_NEST = re.compile(r"""#[^\n]*|"(?:[^"\\\n]|\\.)*"|'[^'\n]*'|[\[\]{}]|\n""")
+
+
+def too_deep(text: str, limit: int = MAX_TOML_DEPTH) -> tuple[int, int] | None:
+    """``(line, column)`` where inline nesting first goes past ``limit``, or None. Table headers
+    (``[server]``, ``[[toggles]]``) start at a line's first non-space and are not nesting; comments
+    and strings are skipped. A cheap scan: run before parsing, it never recurses."""
+    depth, line, line_start = 0, 1, 0
+    for m in _NEST.finditer(text):
+        tok = m.group()
+        if tok == "\n":
+            line, line_start = line + 1, m.end()
+        elif tok in "[{":
+            if depth == 0 and tok == "[" and not text[line_start : m.start()].strip():
+                continue  # a table header: not a value
+            depth += 1
+            if depth > limit:
+                return line, m.start() - line_start + 1
+        elif tok in "]}":
+            depth = max(0, depth - 1)
+    return None
+
+
+def loads(text: str) -> dict[str, Any]:
+    """``tomllib.loads`` that refuses nesting past :data:`MAX_TOML_DEPTH` with a positioned
+    ``TOMLDecodeError`` instead of recursing until Python gives up."""
+    import tomllib
+
+    at = too_deep(text)
+    if at is not None:
+        raise tomllib.TOMLDecodeError(
+            f"arrays or inline tables nested deeper than {MAX_TOML_DEPTH} levels (at line {at[0]}, column {at[1]})"
+        )
+    try:
+        return tomllib.loads(text)
+    except RecursionError:
+        raise tomllib.TOMLDecodeError("nested too deep to read (at end of document)") from None

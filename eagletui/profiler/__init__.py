@@ -16,6 +16,7 @@ def summarize_file(path: str | Path) -> RankSummary:
     for ev in trace.events():
         fold.add(ev)
     fold.rank = rank_from(Path(path).name, trace.meta)
+    fold.skipped += trace.skipped_deep
     return fold.result()
 
 

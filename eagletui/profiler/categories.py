@@ -1,9 +1,11 @@
 """Which part of a decode step a GPU kernel belongs to: communication, gemm, attention, moe or other.
 
-Kernel names alone are not enough: SGLang's triton attention kernel is called ``_fwd_kernel`` and a
-CUDA-graph replay hides the launching op. So a kernel is judged by its own name first and, when that
-says nothing, by the op or Python range that launched it (``sglang::unified_attention_with_output``,
-``…/layers/moe/fused_moe_triton/…``). The categories follow Holistic Trace Analysis' kernel breakdown
+A kernel is judged by its own name first and, when that says nothing, by the op or Python range that
+launched it (``sglang::unified_attention_with_output``, ``…/layers/moe/fused_moe_triton/…``). Under CUDA
+graphs there is no launching op (``cudaGraphLaunch`` replays a whole forward), so the name must do: SGLang's
+triton attention kernels have bare names (``_fwd_kernel``, ``_fwd_grouped_kernel_stage1``,
+``_fwd_kernel_stage2``), listed here from the wheels' ``kernels/ops/attention/`` (decode_attention,
+extend_attention, prefill_attention, verify_splitkv, verify_mla, lightning_attn; 0.5.17–0.5.23). The categories follow Holistic Trace Analysis' kernel breakdown
 (communication vs computation), with computation split the way a tuner of speculative decoding needs it.
 
 Pure functions over strings: the trace reader and the fold live elsewhere.
@@ -40,8 +42,13 @@ _COMM = re.compile(
 )
 _MOE = re.compile(
     r"moe|expert|topk_?softmax|topk_?sigmoid|grouped_?topk|router|gating|fused_?experts|count_and_sort"
-    r"|align_block_size|silu_and_mul_masked|ep_scatter|ep_gather",
+    r"|align_block_size|silu_and_mul_masked|ep_scatter|ep_gather|masked_slab|m_indices_from_psum",
     re.IGNORECASE,
+)
+# SGLang's triton attention kernels, by their exact (bare) names: they say nothing to the patterns above.
+_TRITON_ATTN = re.compile(
+    r"_fwd_(?:grouped_)?kernel(?:_stage[12](?:_rope)?|_unified|_dense_prefill)?"
+    r"|_fwd_(?:none_)?diag_kernel|_verify_(?:mla_)?(?:prefix_stage1|combine_stage2)"
 )
 _ATTN = re.compile(
     r"attention|attn|flash|fmha|sdpa|mha_|mla|paged_?kv|batch_?prefill|batch_?decode|prefillwith"
@@ -76,7 +83,7 @@ def by_kernel_name(name: str) -> Category:
         return Category.COMMUNICATION
     if _MOE.search(name):
         return Category.MOE
-    if _ATTN.search(name):
+    if _TRITON_ATTN.fullmatch(name) or _ATTN.search(name):
         return Category.ATTENTION
     if _GEMM.search(name):
         return Category.GEMM

@@ -40,6 +40,8 @@ class ChromeTrace:
         self.max_event_bytes = max_event_bytes
         self.meta: dict[str, Any] = {}
         self.bytes_read = 0
+        #: values stepped over because they nest deeper than the JSON decoder can go
+        self.skipped_deep = 0
 
     def _open(self) -> IO[bytes]:
         raw = self.path.open("rb")
@@ -79,7 +81,8 @@ class ChromeTrace:
                     yield from reader.array(decoder)
                 else:
                     value = reader.decode(decoder, MAX_META_BYTES, f"the {key!r} entry")
-                    self.meta[str(key)] = value
+                    if value is not SKIPPED:
+                        self.meta[str(key)] = value
             if not found:
                 raise TraceError(f"{self.path}: no traceEvents in this file")
 
@@ -143,6 +146,11 @@ class _Reader:
         while True:
             try:
                 value, end = decoder.raw_decode(self.buf, self.pos)
+            except RecursionError:
+                # nested deeper than any trace is: step over the value, count it, read on
+                self.skip_value(limit, what)
+                self.trace.skipped_deep += 1
+                return SKIPPED
             except json.JSONDecodeError as exc:
                 if len(self.buf) - self.pos > limit:
                     raise TraceError(
@@ -160,6 +168,28 @@ class _Reader:
                     continue
             self.pos = end
             return value
+
+    def skip_value(self, limit: int, what: str) -> None:
+        """Move past the one JSON value at ``pos`` without decoding it (brackets counted outside
+        strings), reading more as needed, up to ``limit`` characters."""
+        while True:
+            depth = 0
+            for m in _TOKEN.finditer(self.buf, self.pos):
+                t = m.group()
+                if t in "[{":
+                    depth += 1
+                elif t in "]}":
+                    depth -= 1
+                    if depth <= 0:
+                        self.pos = m.end()
+                        return
+            if len(self.buf) - self.pos > limit:
+                raise TraceError(
+                    f"{self.trace.path}: {what} near byte {self.trace.bytes_read} is nested too deep "
+                    f"and over {limit // 1024} KiB"
+                )
+            if not self._more():
+                raise TraceError(f"{self.trace.path}: truncated inside {what} nested too deep to read")
 
     def array(self, decoder: json.JSONDecoder) -> Iterator[dict[str, Any]]:
         if self.peek() != "[":
@@ -183,7 +213,7 @@ class _Reader:
                 raise TraceError(f"{self.trace.path}: truncated inside traceEvents")
             try:
                 value, end = raw_decode(self.buf, self.pos)
-            except json.JSONDecodeError:
+            except (json.JSONDecodeError, RecursionError):
                 value = self.decode(decoder, limit, "an event")
             else:
                 self.pos = end
@@ -233,6 +263,10 @@ class _Reader:
 
 
 _CUT = re.compile(r"\}\s*,\s*(?=\{)")
+#: what :meth:`_Reader.skip_value` counts: whole strings (their brackets do not count) and brackets
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]')
+#: :meth:`_Reader.decode`'s answer for a value it stepped over (never an event, never meta)
+SKIPPED: Any = object()
 
 _fast_loads: Any
 try:  # an optional accelerator: the stdlib decoder gives the same events, slower

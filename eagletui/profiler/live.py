@@ -239,7 +239,9 @@ async def capture(
     output_dir = f"{host_dir.rstrip('/')}/profiles/{req.profile_id}"
     client_timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=10, sock_read=60)
     async with aiohttp.ClientSession(timeout=client_timeout) as http:
-        await say(f"asking the server to profile {req.num_steps} decode steps")
+        # SGLang counts decode batches (profiler_manager: profiler_decode_ct); on a speculative server a
+        # decode batch is one cycle: draft + verify + draft extend.
+        await say(f"asking the server to profile {req.num_steps} decode cycles (decode batches)")
         await start_profile(http, base_url, req, output_dir, api_key)
         await say("driving a short decode load")
         load = asyncio.create_task(drive_load(http, base_url, api_key=api_key))

@@ -8,9 +8,17 @@ nothing are then resolved through their op, or through the innermost telling ran
 Every kernel lands in exactly one category, so the categories always add up to the plain sum of kernel
 durations.
 
-Steps are the GPU-side ranges (``gpu_user_annotation``) whose name says step (``decode_step_3``,
-SGLang's ``step[DECODE bs=8 toks=8]``); kernels are assigned by start time. Rank skew: a rank's
-communication time beyond the fastest rank's is time spent waiting for the slowest rank, not transfer.
+Under CUDA graphs a kernel has no launching op: it was replayed by a ``cudaGraphLaunch`` that launched
+hundreds of kernels of every kind, so the frames around that launch say nothing about any one of them;
+such a kernel is judged by its own name only (SGLang's triton attention names are known, see
+:mod:`eagletui.profiler.categories`).
+
+Steps are the outermost GPU-side stage ranges (``gpu_user_annotation``: SGLang's ``draft``,
+``step[TARGET_VERIFY bs=3]``, ``draft_extend``, ``step[EXTEND bs=1 toks=41]``, or a plain
+``decode_step_3``); :mod:`eagletui.profiler.cycles` names their stages and groups them into speculative
+decode **cycles** (draft + verify + draft extend) and prefill batches, which stay out of every decode
+figure. Kernels are assigned by start time. Rank skew: a rank's communication time beyond the fastest
+rank's is time spent waiting for the slowest rank, not transfer.
 """
 
 from __future__ import annotations
@@ -24,9 +32,10 @@ from functools import lru_cache
 from typing import Any
 
 from eagletui.profiler.categories import ORDER, Category, by_kernel_name, by_op_name
+from eagletui.profiler.cycles import SPEC_PARTS, group, outermost
 
-SCHEMA = 1
-_STEP = re.compile(r"step|forward|decode|extend|verify", re.IGNORECASE)
+SCHEMA = 2
+_MAX_RANGES = 200_000  # GPU ranges kept per rank (a real 8-rank decode trace has a few hundred)
 _RANK_IN_NAME = re.compile(r"-TP-(\d+)")
 _LAUNCH = ("launch", "graphlaunch")  # cudaLaunchKernel, cuLaunchKernelEx, cudaGraphLaunch, …
 _RANGE_CATS = ("cpu_op", "python_function", "user_annotation")
@@ -40,10 +49,61 @@ class CategoryTotal:
 
 @dataclass
 class StepSummary:
+    """One outermost stage range (a part of a cycle, or of a prefill batch)."""
+
     name: str
     gpu_ms: float
     kernel_ms: float
     categories: dict[str, float]
+    stage: str = "decode"
+
+
+@dataclass
+class CycleSummary:
+    """One decode batch: a speculative cycle (draft + verify + draft extend, ``kind`` "spec") or a plain
+    decode step (``kind`` "decode"). ``gpu_ms`` runs from its first part's start to its last part's end;
+    its kernels include those between its parts (tree building, acceptance)."""
+
+    kind: str
+    bs: int | None
+    complete: bool
+    gpu_ms: float
+    kernel_ms: float
+    categories: dict[str, float]
+    parts: list[StepSummary]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "bs": self.bs,
+            "complete": self.complete,
+            "gpu_ms": round(self.gpu_ms, 4),
+            "kernel_ms": round(self.kernel_ms, 4),
+            "categories": {k: round(v, 4) for k, v in self.categories.items()},
+            "parts": [_step_json(p) for p in self.parts],
+        }
+
+
+def _step_json(s: StepSummary) -> dict[str, Any]:
+    return {
+        "name": s.name,
+        "stage": s.stage,
+        "gpu_ms": round(s.gpu_ms, 4),
+        "kernel_ms": round(s.kernel_ms, 4),
+        "categories": {k: round(v, 4) for k, v in s.categories.items()},
+    }
+
+
+def _zero() -> dict[str, float]:
+    return dict.fromkeys((c.label for c in ORDER), 0.0)
+
+
+def _median(xs: list[float]) -> float:
+    ys = sorted(xs)
+    n = len(ys)
+    if not n:
+        return 0.0
+    return ys[n // 2] if n % 2 else (ys[n // 2 - 1] + ys[n // 2]) / 2
 
 
 @dataclass
@@ -56,6 +116,61 @@ class RankSummary:
     kernels: int
     events: int
     top_kernels: list[tuple[str, str, float, int]] = field(default_factory=list)
+    #: events skipped for a bad ``ts``/``dur`` (NaN, inf, "x", negative): said, never a traceback
+    skipped: int = 0
+    cycles: list[CycleSummary] = field(default_factory=list)
+    prefill: list[CycleSummary] = field(default_factory=list)  # prefill batches (kept out of decode)
+    outside_ms: float = 0.0  # kernel time in no stage range (scheduler, result copies)
+    graph_kernels: int = 0  # kernels replayed by a CUDA graph launch (judged by their names)
+
+    @property
+    def decode_cycles(self) -> list[CycleSummary]:
+        """The complete decode cycles: what every per-cycle figure averages."""
+        return [c for c in self.cycles if c.complete]
+
+    def per_cycle(self) -> dict[str, float] | None:
+        """Kernel ms per complete decode cycle by category; None when the trace has no cycle."""
+        done = self.decode_cycles
+        if not done:
+            return None
+        return {c.label: sum(x.categories[c.label] for x in done) / len(done) for c in ORDER}
+
+    def parts_json(self) -> dict[str, Any]:
+        """Per part of the cycle (draft, verify, draft extend; or decode): mean over the complete cycles."""
+        done = self.decode_cycles
+        out: dict[str, Any] = {}
+        stages = [
+            s for s in (*SPEC_PARTS, "decode", "between") if any(p.stage == s for c in done for p in c.parts)
+        ]
+        for stage in stages:
+            ps = [p for c in done for p in c.parts if p.stage == stage]
+            n = len(done)
+            out[stage] = {
+                "count": len(ps),
+                "gpu_ms": round(sum(p.gpu_ms for p in ps) / n, 4),
+                "kernel_ms": round(sum(p.kernel_ms for p in ps) / n, 4),
+                "categories": {c.label: round(sum(p.categories[c.label] for p in ps) / n, 4) for c in ORDER},
+            }
+        return out
+
+    def decode_json(self) -> dict[str, Any] | None:
+        done = self.decode_cycles
+        if not self.cycles:
+            return None
+        per = self.per_cycle() or _zero()
+        kinds = sorted({c.kind for c in done})
+        return {
+            "cycles": len(done),
+            "partial": len(self.cycles) - len(done),
+            "kind": kinds[0] if len(kinds) == 1 else ("mixed" if kinds else None),
+            "kernel_ms": round(sum(c.kernel_ms for c in done), 4),
+            "kernel_ms_per_cycle": round(sum(per.values()), 4),
+            "median_kernel_ms": round(_median([c.kernel_ms for c in done]), 4),
+            "gpu_ms_per_cycle": round(sum(c.gpu_ms for c in done) / len(done), 4) if done else 0.0,
+            "categories": {k: round(v, 4) for k, v in per.items()},
+            "batch_sizes": sorted({c.bs for c in done if c.bs is not None}),
+            "parts": self.parts_json(),
+        }
 
     def share(self, cat: str) -> float:
         total = self.kernel_ms
@@ -70,6 +185,7 @@ class RankSummary:
             "rank": self.rank,
             "kernel_ms": round(self.kernel_ms, 4),
             "kernels": self.kernels,
+            "skipped": self.skipped,
             "categories": {
                 c.label: {
                     "ms": round(self.ms(c.label), 4),
@@ -78,17 +194,16 @@ class RankSummary:
                 }
                 for c in ORDER
             },
-            "steps": None
-            if self.steps is None
-            else [
-                {
-                    "name": s.name,
-                    "gpu_ms": round(s.gpu_ms, 4),
-                    "kernel_ms": round(s.kernel_ms, 4),
-                    "categories": {k: round(v, 4) for k, v in s.categories.items()},
-                }
-                for s in self.steps
-            ],
+            "steps": None if self.steps is None else [_step_json(s) for s in self.steps],
+            "decode": self.decode_json(),
+            "cycles": [c.to_json() for c in self.cycles],
+            "prefill": {
+                "batches": len(self.prefill),
+                "kernel_ms": round(sum(p.kernel_ms for p in self.prefill), 4),
+                "gpu_ms": round(sum(p.gpu_ms for p in self.prefill), 4),
+            },
+            "outside_ms": round(self.outside_ms, 4),
+            "graph_kernels": self.graph_kernels,
             "top_kernels": [
                 {"name": n, "category": c, "ms": round(ms, 4), "count": k} for n, c, ms, k in self.top_kernels
             ],
@@ -102,6 +217,8 @@ class RankFold:
         self.file = file
         self.rank = rank
         self.events = 0
+        #: events skipped for a timestamp or duration that is not a finite, non-negative number
+        self.skipped = 0
         # per kernel
         self.k_ts = array("d")
         self.k_dur = array("d")
@@ -117,9 +234,10 @@ class RankFold:
         self.l_corr = array("q")
         self.l_tid = array("q")
         self.l_ts = array("d")
+        self.l_graph = array("b")  # 1: a CUDA graph launch (replays many kernels; no launching op)
         # op / Python / annotation ranges per thread: (start, end, category or OTHER)
         self.ranges: dict[int, tuple[array, array, array]] = {}
-        # GPU step ranges
+        # GPU-side ranges (stages are picked from them at the end)
         self.steps: list[tuple[float, float, str]] = []
 
     def _name_id(self, name: str) -> int:
@@ -136,6 +254,7 @@ class RankFold:
             dur = _num(ev.get("dur"))
             ts = _num(ev.get("ts"))
             if dur is None or ts is None or dur < 0:
+                self.skipped += 1
                 return
             name = str(ev.get("name", ""))
             args: dict[str, Any] = ev["args"] if isinstance(ev.get("args"), dict) else {}
@@ -156,7 +275,10 @@ class RankFold:
                 if ext >= 0:
                     self.op_cat[ext] = int(c)
             ts, dur, tid = _num(ev.get("ts")), _num(ev.get("dur")), _int(ev.get("tid"))
-            if ts is not None and dur is not None:
+            if ts is None or dur is None or dur < 0:
+                if "dur" in ev or "ts" in ev:
+                    self.skipped += 1
+            else:
                 starts, ends, cats = self.ranges.setdefault(tid, (array("d"), array("d"), array("b")))
                 starts.append(ts)
                 ends.append(ts + dur)
@@ -173,16 +295,20 @@ class RankFold:
                 self.l_corr.append(corr)
                 self.l_tid.append(_int(ev.get("tid")))
                 self.l_ts.append(ts)
+                self.l_graph.append(1 if "graphlaunch" in name else 0)
             return
         if cat == "gpu_user_annotation":
             name = str(ev.get("name", ""))
             ts, dur = _num(ev.get("ts")), _num(ev.get("dur"))
-            if ts is not None and dur is not None and _STEP.search(name):
-                self.steps.append((ts, ts + dur, name))
+            if ts is not None and dur is not None and dur >= 0:
+                if len(self.steps) < _MAX_RANGES:
+                    self.steps.append((ts, ts + dur, name))
+            else:
+                self.skipped += 1
 
     def result(self) -> RankSummary:
         n = len(self.k_ts)
-        cats = self._resolve()
+        cats, graph_kernels = self._resolve()
         totals = {c.label: CategoryTotal() for c in ORDER}
         per_name: dict[tuple[int, int], list[float]] = {}
         labels = {int(c): c.label for c in Category}
@@ -195,61 +321,117 @@ class RankFold:
             slot[1] += 1
         kernel_us = sum(self.k_dur)
         top = sorted(per_name.items(), key=lambda kv: -kv[1][0])[:10]
-        return RankSummary(
+        summary = RankSummary(
             file=self.file,
             rank=self.rank,
             kernel_ms=kernel_us / 1000.0,
             categories=totals,
-            steps=self._steps(cats, labels),
+            steps=None,
             kernels=n,
             events=self.events,
+            skipped=self.skipped,
             top_kernels=[(self.name_list[k], labels[c], v[0] / 1000.0, int(v[1])) for (k, c), v in top],
+            graph_kernels=graph_kernels,
         )
+        self._stages(summary, cats, labels)
+        return summary
 
-    def _resolve(self) -> array:
+    def _resolve(self) -> tuple[array, int]:
+        """Each kernel's category, and how many kernels a CUDA graph replayed."""
         cats = array("b", self.k_cat)
         other = int(Category.OTHER)
-        launches: dict[int, int] | None = None
+        launches = {corr: j for j, corr in enumerate(self.l_corr)}
         sorted_ranges: dict[int, tuple[list[float], list[float], list[int]]] | None = None
+        graph = 0
         for i in range(len(cats)):
-            if cats[i] != other:
-                continue
+            j = launches.get(self.k_corr[i]) if self.k_corr[i] >= 0 else None
+            replayed = j is not None and self.l_graph[j] == 1
+            graph += replayed
+            if cats[i] != other or replayed:
+                continue  # a graph replay has no launching op: its kernel's own name is all there is
             c = self.op_cat.get(self.k_ext[i])
             if c is not None:
                 cats[i] = c
                 continue
-            if launches is None:
-                launches = {corr: j for j, corr in enumerate(self.l_corr)}
-                sorted_ranges = _sort_ranges(self.ranges)
-            j = launches.get(self.k_corr[i])
-            if j is None or sorted_ranges is None:
+            if j is None:
                 continue
+            if sorted_ranges is None:
+                sorted_ranges = _sort_ranges(self.ranges)
             r = sorted_ranges.get(self.l_tid[j])
             if r is not None:
                 cats[i] = _innermost(r, self.l_ts[j])
-        return cats
+        return cats, graph
 
-    def _steps(self, cats: array, labels: dict[int, str]) -> list[StepSummary] | None:
-        if not self.steps:
-            return None
-        steps = sorted(self.steps)
-        # keep only the outermost ranges: a step range may contain a named sub-range
-        outer: list[tuple[float, float, str]] = []
-        for s in steps:
-            if outer and s[0] >= outer[-1][0] and s[1] <= outer[-1][1]:
-                continue
-            outer.append(s)
-        starts = [s[0] for s in outer]
-        acc = [dict.fromkeys((c.label for c in ORDER), 0.0) for _ in outer]
+    def _stages(self, out: RankSummary, cats: array, labels: dict[int, str]) -> None:
+        """Steps (the outermost stage ranges), decode cycles and prefill batches, with their kernels."""
+        parts = outermost(self.steps)
+        if not parts:
+            out.outside_ms = out.kernel_ms
+            return
+        groups = group(parts)
+        # Time slots in order: each part, and the gap inside a group between two of its parts.
+        slots: list[tuple[float, float, int, int]] = []  # (start, end, group index, part index or -1)
+        for gi, g in enumerate(groups):
+            ordered = sorted(g.parts, key=lambda p: p.start)
+            for pi, p in enumerate(ordered):
+                slots.append((p.start, p.end, gi, g.parts.index(p)))
+                if pi + 1 < len(ordered) and ordered[pi + 1].start > p.end:
+                    slots.append((p.end, ordered[pi + 1].start, gi, -1))
+        slots.sort()
+        starts = [sl[0] for sl in slots]
+        part_acc = [[_zero() for _ in g.parts] for g in groups]
+        gap_acc = [_zero() for _ in groups]
+        outside = 0.0
         for i in range(len(self.k_ts)):
             ts = self.k_ts[i]
-            j = bisect_right(starts, ts) - 1
-            if j >= 0 and ts <= outer[j][1]:
-                acc[j][labels[cats[i]]] += self.k_dur[i] / 1000.0
-        return [
-            StepSummary(name=s[2], gpu_ms=(s[1] - s[0]) / 1000.0, kernel_ms=sum(a.values()), categories=a)
-            for s, a in zip(outer, acc, strict=True)
-        ]
+            k = bisect_right(starts, ts) - 1
+            ms = self.k_dur[i] / 1000.0
+            if k < 0 or ts > slots[k][1]:
+                outside += ms
+                continue
+            _s, _e, gi, pi = slots[k]
+            (part_acc[gi][pi] if pi >= 0 else gap_acc[gi])[labels[cats[i]]] += ms
+        out.outside_ms = outside
+        steps: list[tuple[float, StepSummary]] = []
+        for gi, g in enumerate(groups):
+            summaries = [
+                StepSummary(
+                    name=p.name,
+                    gpu_ms=(p.end - p.start) / 1000.0,
+                    kernel_ms=sum(acc.values()),
+                    categories=acc,
+                    stage=p.stage,
+                )
+                for p, acc in zip(g.parts, part_acc[gi], strict=True)
+            ]
+            steps += [(p.start, st) for p, st in zip(g.parts, summaries, strict=True)]
+            cyc_parts = list(summaries)
+            gap = gap_acc[gi]
+            if sum(gap.values()) > 0:
+                cyc_parts.append(
+                    StepSummary(
+                        name="between parts",
+                        gpu_ms=0.0,
+                        kernel_ms=sum(gap.values()),
+                        categories=gap,
+                        stage="between",
+                    )
+                )
+            total = _zero()
+            for sp in cyc_parts:
+                for c, v in sp.categories.items():
+                    total[c] += v
+            summary = CycleSummary(
+                kind=g.kind,
+                bs=g.bs,
+                complete=g.complete,
+                gpu_ms=(g.end - g.start) / 1000.0,
+                kernel_ms=sum(total.values()),
+                categories=total,
+                parts=cyc_parts,
+            )
+            (out.prefill if g.kind == "prefill" else out.cycles).append(summary)
+        out.steps = [st for _, st in sorted(steps, key=lambda x: x[0])]
 
 
 def _sort_ranges(
@@ -295,16 +477,22 @@ def _telling_part(name: str) -> str:
     return f"{stem} {m.group('func')}"
 
 
+#: A timestamp or duration in µs past this (3000 years; torch writes epoch µs, ~1.8e15) is not from
+#: a profiler: the event is skipped.
+MAX_US = 1e17
+
+
 def _num(v: Any) -> float | None:
+    """A finite number of µs (a numeric string too), or None: NaN, inf, "x" and 1e308 are unknown."""
     if isinstance(v, bool):
         return None
-    if isinstance(v, (int, float)):
-        return float(v) if v == v else None
     if isinstance(v, str):
         try:
-            return float(v)
+            v = float(v)
         except ValueError:
             return None
+    if isinstance(v, (int, float)):
+        return float(v) if -MAX_US <= v <= MAX_US else None  # NaN compares false
     return None
 
 
@@ -359,23 +547,34 @@ def report_json(ranks: list[RankSummary]) -> dict[str, Any]:
 
 
 def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
-    """A small, recordable summary of one profile: GPU kernel ms **per decode step** by category,
-    averaged over the ranks (per step where the trace marks steps, else over the whole trace as one),
-    plus the rank skew. What the step bars draw and a ``ProfileCaptured`` event carries."""
+    """A small, recordable summary of one profile: GPU kernel ms **per decode cycle** by category (draft +
+    verify + draft extend of a speculative server, one decode step of a plain one; prefill batches left
+    out), averaged over the ranks, plus the rank skew. Where a trace marks no cycle, its whole kernel time
+    counts as one step. What the step bars draw and a ``ProfileCaptured`` event carries."""
     if not ranks:
         return {}
     per_rank: list[dict[str, float]] = []
-    steps_seen: list[int] = []
+    cycles_seen: list[int] = []
+    parts: dict[str, dict[str, float]] = {}
     for r in ranks:
-        n = len(r.steps) if r.steps else 1
-        steps_seen.append(len(r.steps) if r.steps else 0)
-        per_rank.append({c.label: r.ms(c.label) / n for c in ORDER})
+        per = r.per_cycle()
+        cycles_seen.append(len(r.decode_cycles))
+        per_rank.append(per if per is not None else {c.label: r.ms(c.label) for c in ORDER})
+        for stage, d in r.parts_json().items():
+            acc = parts.setdefault(stage, {"gpu_ms": 0.0, "kernel_ms": 0.0})
+            acc["gpu_ms"] += d["gpu_ms"] / len(ranks)
+            acc["kernel_ms"] += d["kernel_ms"] / len(ranks)
     cats = {c.label: sum(d[c.label] for d in per_rank) / len(per_rank) for c in ORDER}
     sk = skew(ranks)
     return {
         "ranks": len(ranks),
-        "steps": min(steps_seen),
+        "steps": min(cycles_seen),  # decode cycles (kept under its old name: recorded sessions have it)
+        "unit": "cycle"
+        if min(cycles_seen) and any(r.cycles and r.cycles[0].kind == "spec" for r in ranks)
+        else "step",
         "step_ms": round(sum(cats.values()), 4),
         "categories": {k: round(v, 4) for k, v in cats.items()},
+        "parts": {k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in parts.items()},
+        "prefill_batches": min(len(r.prefill) for r in ranks),
         "skew_ms": sk["max_wait_ms"] if sk else 0.0,
     }

@@ -10,6 +10,7 @@ to its reading from before the previous launch (:mod:`eagletui.core.gpu_memory`)
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
@@ -32,17 +33,20 @@ APPS_QUERY = [
 
 
 def _num(text: str) -> float | None:
+    """A reading, or None when unknown: "[N/A]", "[Not Supported]", and non-finite values ("nan",
+    "inf", "1e999") that a broken driver or a wrapper script prints."""
     try:
-        return float(text.strip())
-    except ValueError:  # "[N/A]", "[Not Supported]"
+        value = float(text.strip())
+    except ValueError:
         return None
+    return value if math.isfinite(value) else None
 
 
 def parse_query(text: str) -> list[dict[str, Any]]:
     gpus = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
-        if len(parts) < 6 or not parts[0].isdigit():
+        if len(parts) < 6 or not (parts[0].isascii() and parts[0].isdigit()):  # "²".isdigit() is True
             continue
         used, total, util, power = (_num(p) for p in parts[2:6])
         gpus.append(
@@ -62,16 +66,31 @@ def missing_nvidia_smi(exit_status: int | None, stderr: str) -> bool:
     return exit_status == 127 or "not found" in stderr or "No such file" in stderr
 
 
-async def gpu_events(transport: Transport, interval: float = 2.0) -> AsyncIterator[GpuStats]:
+async def gpu_events(
+    transport: Transport, interval: float = 2.0, timeout: float | None = None
+) -> AsyncIterator[GpuStats]:
+    """A sample every ``interval``; a read that fails (timed out, a transport error, a non-zero
+    exit) yields a ``stale`` event instead, so the last numbers on screen are marked old, not shown
+    as current."""
+    timeout = timeout or max(10.0, interval * 3)
     while True:
         try:
-            res = await transport.run(QUERY, timeout=max(10.0, interval * 3))
-        except (TransportError, TimeoutError, OSError):
+            res = await transport.run(QUERY, timeout=timeout)
+        except TimeoutError:
+            yield GpuStats(stale=f"nvidia-smi gave no answer within {timeout:g}s")
+            await asyncio.sleep(interval)
+            continue
+        except (TransportError, OSError) as exc:
+            yield GpuStats(stale=f"nvidia-smi could not be run: {exc}")
             await asyncio.sleep(interval)  # the link state is reported elsewhere; keep sampling
             continue
         if res.exit_status != 0:
             if missing_nvidia_smi(res.exit_status, res.stderr):
                 return
+            first = (res.stderr or res.stdout).strip().splitlines()[:1]
+            yield GpuStats(
+                stale=f"nvidia-smi exited {res.exit_status}" + (f": {first[0][:120]}" if first else "")
+            )
             await asyncio.sleep(interval)  # a transient driver hiccup: try again
             continue
         yield GpuStats(gpus=tuple(parse_query(res.stdout)))

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import signal
 from collections.abc import AsyncIterator
 
 from eagletui.core.events import ConnectionState
@@ -40,6 +41,9 @@ class LocalTransport:
                 stdin=asyncio.subprocess.PIPE if input is not None else asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
+                # its own process group: a timeout kills what it started too (a hung nvidia-smi's
+                # helper would otherwise hold the pipe open, and this wait, for as long as it lives)
+                start_new_session=True,
             )
         except OSError as exc:  # e.g. the executable does not exist: same shape as sh's 127
             return CommandResult(127, "", str(exc))
@@ -48,9 +52,11 @@ class LocalTransport:
                 proc.communicate(input.encode() if input is not None else None), timeout
             )
         except (TimeoutError, asyncio.CancelledError):
-            with contextlib.suppress(ProcessLookupError):
-                proc.kill()
-            await proc.wait()
+            _kill_group(proc)
+            # bounded: a child that left the group (setsid) may still hold the pipes; they are
+            # closed below, and the timeout is the caller's answer either way
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(proc.wait()), KILL_WAIT_S)
             raise
         finally:
             _close_pipes(proc)
@@ -102,6 +108,19 @@ class LocalTransport:
     @property
     def home(self) -> str:
         return os.path.expanduser("~")
+
+
+#: How long a timed-out command's kill is waited for before the timeout is raised anyway.
+KILL_WAIT_S = 2.0
+
+
+def _kill_group(proc: asyncio.subprocess.Process) -> None:
+    """SIGKILL the command's process group (it leads one: ``start_new_session``), else the command."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError, OSError):
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
 
 
 def _close_pipes(proc: asyncio.subprocess.Process) -> None:

@@ -17,8 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from eagletui.core.flagtables import table_for
 from eagletui.core.profile import Profile
-from eagletui.core.server_flags import FlagTable, bundled_table, check_server_flags, check_values
+from eagletui.core.server_flags import FlagTable, check_server_flags, check_values
 from eagletui.remote.gpu import APPS_QUERY, QUERY, missing_nvidia_smi, parse_query
 from eagletui.remote.transport import Transport, TransportError
 
@@ -185,32 +186,7 @@ def free_under(p):
     while d and not os.path.exists(d):
         d = os.path.dirname(d)
     return shutil.disk_usage(d or "/").free / 1e9, d or "/"
-def hf_cache():
-    env = dict(os.environ)
-    env.update(spec.get("env") or {})
-    if env.get("HF_HUB_CACHE"):
-        return env["HF_HUB_CACHE"]
-    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
-    return os.path.join(home, "hub")
-model = spec.get("model") or ""
-try:
-    if model and local_like(model):
-        gb, d = free_under(model)
-        st = "warn" if gb < 1 else "pass"
-        add("disk", st, "%.1f GB free on the model's filesystem (%s)" % (gb, d))
-    else:
-        cache = hf_cache()
-        gb, d = free_under(cache)
-        if gb < 0.1:
-            st = "fail"
-        elif model and gb < 50:
-            st = "warn"
-        else:
-            st = "pass"
-        note = " (a download of %s may not fit)" % model if st == "warn" else ""
-        add("disk", st, "%.1f GB free for the Hugging Face cache %s%s" % (gb, cache, note))
-except OSError as e:
-    add("disk", "warn", "cannot check free space: %s" % e)
+# (the model's disk check is DISK_SCRIPT's: it compares the free space with the model's size)
 try:
     gb, d = free_under(spec["runs_dir"])
     if gb < 1:
@@ -222,6 +198,165 @@ if not os.path.isdir(wd):
     add("workdir", "fail", "workdir %s does not exist" % spec["workdir"])
 sys.stdout.write(json.dumps(out))
 """
+
+
+# -- the disk a launch needs for its weights -----------------------------------------------------
+#
+# "81.8 GB free" passed for a model that was not cached and needs hundreds of GB. The size is known
+# where the host has it: a local model's safetensors index (or its shard files), or, for a Hugging
+# Face id, the index in the cache's snapshot (the first file a download fetches) less the blobs
+# already there. DISK_SCRIPT gathers those facts in one round trip; disk_checks() judges them.
+
+DISK_SCRIPT = r"""
+import json, os, shutil, sys
+spec = json.load(sys.stdin)
+def local_like(p):
+    return p.startswith(("/", "~", "./", "../")) or os.path.isdir(os.path.expanduser(p))
+def free_under(p):
+    d = os.path.abspath(os.path.expanduser(p))
+    while d and not os.path.exists(d):
+        d = os.path.dirname(d)
+    return shutil.disk_usage(d or "/").free, d or "/"
+def hf_cache():
+    env = dict(os.environ)
+    env.update(spec.get("env") or {})
+    if env.get("HF_HUB_CACHE"):
+        return env["HF_HUB_CACHE"]
+    home = env.get("HF_HOME") or os.path.join(env.get("XDG_CACHE_HOME") or "~/.cache", "huggingface")
+    return os.path.join(home, "hub")
+def index_size(d):
+    try:
+        with open(os.path.join(d, "model.safetensors.index.json")) as f:
+            total = json.load(f).get("metadata", {}).get("total_size")
+        if isinstance(total, int) and total >= 0:
+            return total
+    except (OSError, ValueError, AttributeError):
+        pass
+    return None
+def files_size(d, suffix):
+    n = 0
+    for name in os.listdir(d):
+        if name.endswith(suffix):
+            try:
+                n += os.stat(os.path.join(d, name)).st_size
+            except OSError:
+                pass
+    return n
+out = []
+for role in ("model", "draft"):
+    ref = spec.get(role) or ""
+    if not ref:
+        continue
+    fact = {"role": role, "ref": ref}
+    try:
+        if local_like(ref):
+            d = os.path.expanduser(ref)
+            fact["local"] = True
+            fact["free"], fact["fs"] = free_under(d)
+            if os.path.isdir(d):
+                fact["total"] = index_size(d) or (files_size(d, ".safetensors") or None)
+        else:
+            cache = hf_cache()
+            fact["local"] = False
+            fact["cache"] = cache
+            fact["free"], fact["fs"] = free_under(cache)
+            repo = os.path.join(os.path.expanduser(cache), "models--" + ref.replace("/", "--"))
+            snaps = os.path.join(repo, "snapshots")
+            if os.path.isdir(snaps):
+                for snap in sorted(os.listdir(snaps)):
+                    total = index_size(os.path.join(snaps, snap))
+                    if total is not None:
+                        fact["total"] = total
+            blobs = os.path.join(repo, "blobs")
+            fact["present"] = files_size(blobs, "") if os.path.isdir(blobs) else 0
+    except OSError as e:
+        fact["error"] = str(e)
+    out.append(fact)
+sys.stdout.write(json.dumps(out))
+"""
+
+#: Free space a download needs beyond its size (the cache's temporary files, the logs): 5 %.
+DISK_MARGIN = 1.05
+#: With the model's size unknown, warn below this much free space (a big model is hundreds of GB).
+UNKNOWN_SIZE_WARN_GB = 500.0
+
+
+def disk_checks(facts: list[dict[str, Any]]) -> list[Check]:
+    """The ``disk`` check from :data:`DISK_SCRIPT`'s facts: what the weights still need against the
+    free space where they go, or a warning when their size cannot be known."""
+    if not facts:
+        return []
+    gb = 1e9
+    need = 0.0
+    unknown: list[str] = []
+    parts: list[str] = []
+    free = (
+        min(float(f.get("free") or 0) for f in facts if "error" not in f)
+        if any("error" not in f for f in facts)
+        else None
+    )
+    errors = [f"{f['ref']}: {f['error']}" for f in facts if "error" in f]
+    if free is None:
+        return [Check("disk", "warn", "cannot check free space: " + "; ".join(errors))]
+    first = next(f for f in facts if "error" not in f)
+    where = (
+        f"the Hugging Face cache {first.get('cache')}"
+        if not first.get("local")
+        else f"on the model's filesystem ({first.get('fs')})"
+    )
+    for f in facts:
+        if "error" in f:
+            continue
+        total = f.get("total")
+        if f.get("local"):
+            if total:
+                parts.append(f"{f['ref']} is on the host ({total / gb:.1f} GB)")
+            continue
+        if total is None:
+            unknown.append(f["ref"])
+            continue
+        missing = max(0.0, float(total) - float(f.get("present") or 0))
+        need += missing
+        parts.append(
+            f"{f['ref']} needs {missing / gb:.1f} GB more ({total / gb:.1f} GB in all)"
+            if missing
+            else f"{f['ref']} is cached ({total / gb:.1f} GB)"
+        )
+    head = f"{free / gb:.1f} GB free {'for ' if not first.get('local') else ''}{where}"
+    if need and free < need * DISK_MARGIN:
+        return [Check("disk", "fail", f"{head}: the download does not fit: " + "; ".join(parts))]
+    if free < 0.1 * gb:
+        return [Check("disk", "fail", f"{head}: nearly full")]
+    if unknown:
+        status: Status = "warn" if free < UNKNOWN_SIZE_WARN_GB * gb else "pass"
+        msg = (
+            f"{head}; the size of {', '.join(unknown)} is unknown (not cached on the host): a large model "
+            "needs hundreds of GB"
+        )
+        return [Check("disk", status, "; ".join([msg, *parts]))]
+    if all(f.get("local") for f in facts if "error" not in f) and free < gb:
+        return [Check("disk", "warn", f"{head} (nearly full)")]
+    return [Check("disk", "pass", "; ".join([head, *parts]) if parts else head)]
+
+
+async def _disk_check(transport: Transport, profile: Profile) -> list[Check]:
+    spec = {
+        "model": str(profile.args.get("--model-path", "") or ""),
+        "draft": str(profile.args.get("--speculative-draft-model-path", "") or ""),
+        "env": {
+            k: str(v) for k, v in profile.env.items() if k in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME")
+        },
+    }
+    if not spec["model"] and not spec["draft"]:
+        return []
+    try:
+        res = await transport.run([profile.python, "-c", DISK_SCRIPT], input=json.dumps(spec), timeout=20)
+        facts = json.loads(res.stdout) if res.exit_status == 0 else None
+    except (TransportError, TimeoutError, OSError, ValueError) as exc:
+        return [Check("disk", "warn", f"cannot check free space: {exc}")]
+    if not isinstance(facts, list):
+        return [Check("disk", "warn", f"cannot check free space: {res.stderr.strip()[-200:]}")]
+    return disk_checks([f for f in facts if isinstance(f, dict)])
 
 
 def server_module(profile: Profile) -> str:
@@ -288,7 +423,9 @@ async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
             )
         ]
     except (TransportError, OSError) as exc:
-        return [Check("python", "fail", f"cannot run {profile.python} on the host: {exc or type(exc).__name__}")]
+        return [
+            Check("python", "fail", f"cannot run {profile.python} on the host: {exc or type(exc).__name__}")
+        ]
     if res.exit_status != 0:
         last = res.stderr.strip().splitlines()[-1:] or [f"exit status {res.exit_status}"]
         return [Check("python", "fail", f"{profile.python} does not run on the host: {last[0]}")]
@@ -399,10 +536,13 @@ def _int(v: Any) -> int | None:
 
 
 async def run_preflight(transport: Transport, profile: Profile, ours: OwnServer | None = None) -> list[Check]:
-    ssh, host, gpu = await asyncio.gather(
-        _ssh_check(transport), _host_checks(transport, profile), _gpu_check(transport, profile, ours)
+    ssh, host, gpu, disk = await asyncio.gather(
+        _ssh_check(transport),
+        _host_checks(transport, profile),
+        _gpu_check(transport, profile, ours),
+        _disk_check(transport, profile),
     )
-    return [ssh, *host, *gpu]
+    return [ssh, *host, *disk, *gpu]
 
 
 def host_version(checks: list[Check]) -> str | None:
@@ -421,13 +561,17 @@ def launch_flags(profile: Profile) -> list[str]:
     return [k for k, v in profile.args.items() if v is not None and v is not False]
 
 
-def flag_table_for(module: str, learned: FlagTable | None) -> FlagTable | None:
-    """The host's parser when it answered; for sglang otherwise the bundled 0.5.23 table. The simulator
-    has ``--sim-*`` options sglang lacks, and no table of vLLM's flags is bundled, so without their own
-    answer nothing is checked for them."""
+def flag_table_for(
+    module: str, learned: FlagTable | None, version: str | None = None, declared: str | None = None
+) -> FlagTable | None:
+    """The host's parser when it answered; for sglang otherwise the shipped flag table of the host's
+    release (``version``, as the host check found it), else of the profile's ``[server] version``, else
+    of the newest release (:func:`eagletui.core.flagtables.table_for`; its ``source`` says which). The
+    simulator has ``--sim-*`` options sglang lacks, and no table of vLLM's flags ships, so without
+    their own answer nothing is checked for them."""
     if learned is not None:
         return learned
-    return bundled_table() if module.split(".")[0] == "sglang" else None
+    return table_for(version, declared) if module.split(".")[0] == "sglang" else None
 
 
 def flag_checks(
@@ -463,7 +607,7 @@ async def run_preflight_with_flags(
         )
     else:
         checks = await run_preflight(transport, profile, ours)
-    table = flag_table_for(module, learned)
+    table = flag_table_for(module, learned, host_version(checks), profile.server_version)
     flags = launch_flags(profile)
     if table is None and module == "vllm":
         # no bundled table: without the host's own parser the flags are not checked, and it says so
@@ -471,7 +615,7 @@ async def run_preflight_with_flags(
         return [*checks, Check("flags", "warn", why)], learned
     values = {f: profile.args[f] for f in flags}
     # the version notes of core.flags are SGLang's: another server's version must not select them
-    version = host_version(checks) if profile.kind.flag_module == "sglang" else None
+    version = (host_version(checks) or profile.server_version) if profile.kind.flag_module == "sglang" else None
     out = flag_checks(flags, table, version, values)
     if why_not and table is not None and table is not learned:
         out = [Check(c.name, c.status, f"{c.message} ({why_not})") if c.status == "pass" else c for c in out]

@@ -158,6 +158,7 @@ class LiveSource:
         self._link_up = True
         self._stale_sent = False
         self._stopped = False
+        self._exit_expected = False
         self._tasks: list[asyncio.Task[Any]] = []
         self.tail = LogTail(
             transport,
@@ -249,6 +250,12 @@ class LiveSource:
                 with contextlib.suppress(TransportError, OSError):
                     code, sig = await self.control.exit_info(self.run)
                 self.run.alive = False
+                if self._exit_expected:
+                    return  # stopped by eagletui: the workspace reports the stop and the exit itself
+                # a death no log line explained (a SIGKILL prints nothing) is triaged here, at any phase
+                triage = getattr(self.interp, "process_exited", None)
+                if triage is not None:
+                    self._emit(triage(code, sig))
                 self._queue.put_nowait(
                     ProcessExited(code=code, signal=sig, pid=self.run.pid, launch=self.run.launch)
                 )
@@ -262,8 +269,13 @@ class LiveSource:
                 )
 
     async def events(self) -> AsyncIterator[Event]:
-        tail_task = asyncio.create_task(self._tail_loop())
-        watch_task = asyncio.create_task(self._watch_loop())
+        from eagletui.remote import tasks
+
+        launch = self.run.launch
+        # a failure of either is a TaskFailed in the stream (recorded, shown), never a silent stop;
+        # the log can stop while the process watch goes on, but without the watch the source ends
+        tail_task = tasks.start(self._tail_loop(), "log tail", self._queue.put_nowait, launch=launch)
+        watch_task = tasks.start(self._watch_loop(), "process watch", self._queue.put_nowait, launch=launch)
         self._tasks = [tail_task, watch_task]
         watch_task.add_done_callback(lambda _t: self._queue.put_nowait(None))
         try:
@@ -280,6 +292,12 @@ class LiveSource:
                     yield ev
         finally:
             self.stop()
+
+    def expect_exit(self, expected: bool = True) -> None:
+        """eagletui is stopping this server: its exit is a stop, reported by the workspace, not a
+        death to triage (the watch may see it dead before the stop returns). ``False`` when the
+        stop failed: a later death is the watch's to report again."""
+        self._exit_expected = expected
 
     def stop(self) -> None:
         self._stopped = True

@@ -169,10 +169,14 @@ class LogTail:
             while True:
                 item = await self._queue.get()
                 if item is None:
-                    return
+                    break
                 yield item
         finally:
             self.stop()
+        # the reader's pump ended on its own with an error it does not retry: say so, not just stop
+        task = self._task
+        if task is not None and task.done() and not task.cancelled() and task.exception() is not None:
+            raise task.exception()  # type: ignore[misc]
 
     async def wait_closed(self) -> None:
         """Let the cancelled pump finish its cleanup (closing the remote reader) before moving on."""

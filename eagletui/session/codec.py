@@ -174,6 +174,17 @@ class LogCodec:
         self._bases[kind] = fields
         return out
 
+    def restart(self) -> None:
+        """Writer side: the next event is written as a seek point (whole, resetting every base on
+        both sides), because events encoded since the last one on disk may be missing from the file
+        (a write that failed: disk full). Nothing after it leans on what was lost."""
+        if self.self_contained:
+            self.n = -(-self.n // self.SEEK_POINT) * self.SEEK_POINT
+        else:
+            self.n = -(-self.n // self.KEYFRAME) * self.KEYFRAME
+            self._bases.clear()
+            self._since.clear()
+
     def _reset(self) -> None:
         """At a keyframe of a self-contained file: forget everything a later line could lean on."""
         self._bases.clear()

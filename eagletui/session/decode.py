@@ -75,6 +75,8 @@ def _checker(annotation: str) -> Check:
             return none_ok
         if v is True or v is False:
             return bool_ok
+        if type(v) is float or type(v) is int:
+            return isinstance(v, allowed) and -MAX_NUMBER <= v <= MAX_NUMBER  # NaN compares false
         return isinstance(v, allowed)
 
     if not alts:
@@ -90,8 +92,44 @@ def _field_checks(cls: type) -> dict[str, Any]:
     return checks
 
 
+#: The largest number a recorded field may hold: far past any tok/s, byte count or duration, and far
+#: from where charts, means and formatting overflow (one ``output_throughput: 1e308`` blanked them).
+MAX_NUMBER = 1e15
+#: Wall clocks within ±1000 years of 1970: ``wall: 1e300`` made the export's date formatting overflow.
+MAX_WALL = 32_503_680_000.0
+#: Nesting a recorded value may have (a config, stats, a GPU sample): a 100k-deep line used to end
+#: the reader (and every later JSON encoder) in a RecursionError.
+MAX_DEPTH = 32
+
+
+def _bad_number(v: Any) -> bool:
+    return (type(v) is float or type(v) is int) and not -MAX_NUMBER <= v <= MAX_NUMBER
+
+
+def _nested_problem(value: Any) -> str | None:
+    """Why a dict/list field cannot be taken: nested deeper than :data:`MAX_DEPTH`, or a number in it
+    that is not finite or out of range. Iterative, so the check itself cannot overflow the stack."""
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        v, depth = stack.pop()
+        if isinstance(v, dict):
+            items: Any = v.values()
+        elif isinstance(v, list | tuple):
+            items = v
+        else:
+            if _bad_number(v):
+                return f"holds the number {v!r}, out of range"
+            continue
+        if depth >= MAX_DEPTH:
+            return f"nests deeper than {MAX_DEPTH} levels"
+        stack.extend((x, depth + 1) for x in items)
+    return None
+
+
 def check_event_dict(data: dict[str, Any]) -> str | None:
-    """Why ``data`` is not a valid event of its type, or None. Unknown keys are fine (newer files)."""
+    """Why ``data`` is not a valid event of its type, or None. Unknown keys are fine (newer files).
+    Numbers must be finite and within :data:`MAX_NUMBER` (a wall clock within :data:`MAX_WALL`);
+    nested values at most :data:`MAX_DEPTH` deep."""
     cls = event_type(data["type"])
     for name, (check, annotation) in _field_checks(cls).items():
         if name not in data:
@@ -100,8 +138,16 @@ def check_event_dict(data: dict[str, Any]) -> str | None:
         if name in ("wall", "mono"):
             if not _is_number(value):
                 return f"field {name!r} must be a finite number, got {_kind_of(value)}"
+            if not -(bound := MAX_WALL if name == "wall" else MAX_NUMBER) <= value <= bound:
+                return f"field {name!r} is out of range: {value!r}"
         elif not check(value):
+            if _bad_number(value) or (type(value) is float and value != value):
+                return f"field {name!r} is out of range: {value!r}"
             return f"field {name!r} must be {annotation}, got {_kind_of(value)}"
+        elif type(value) is dict or type(value) is list or type(value) is tuple:
+            problem = _nested_problem(value)
+            if problem is not None:
+                return f"field {name!r} {problem}"
     return None
 
 
@@ -141,6 +187,8 @@ def _log_line(data: dict[str, Any]) -> LogLine | None:
         and type(pe) is int
         and type(r0) is int
         and type(r1) is int
+        and -MAX_WALL <= wall <= MAX_WALL
+        and -MAX_NUMBER <= mono <= MAX_NUMBER
     ):
         return LogLine(
             text=data["text"],
@@ -183,6 +231,9 @@ class LineDecoder:
         except ValueError:
             codec.damaged()
             return None, f"line {lineno}: {'not valid JSON' if complete else 'truncated'}, ignored"
+        except RecursionError:
+            codec.damaged()
+            return None, f"line {lineno}: nested too deep to read, ignored"
         from_row = isinstance(data_obj, list) and len(data_obj) >= 2 and isinstance(data_obj[1], str)
         if from_row:
             try:

@@ -256,6 +256,17 @@ class LiveDriver(Driver):
                 return
         if self.autolaunch:
             await self.launch(None, model, host)
+        else:
+            control = getattr(ws, "control", None)
+            where = getattr(control, "runs_dir", "") or "the runs dir"
+            # nothing to follow and nothing launched: say where we looked, and what would find more
+            host.notify(
+                f"no running server that eagletui started in {where} on {ws.target}; a profile with "
+                "another runs_dir: connect with --profile (r launches the profile's server)",
+                title="attach",
+                severity="warning",
+                timeout=20,
+            )
 
     # ------------------------------------------------------------------ commands
 

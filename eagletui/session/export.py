@@ -28,6 +28,7 @@ from eagletui.core.events import (
 from eagletui.core.profile import format_diff
 from eagletui.core.redact import Redactor
 from eagletui.core.runs import KEY_FLAGS, Run, RunBook, RunVerdict
+from eagletui.core.textsafe import escaped
 
 if TYPE_CHECKING:
     from eagletui.session.export_render import (
@@ -72,7 +73,10 @@ def _phase_s(run: Run, phase: str) -> Any:
 def _iso(wall: float | None) -> str:
     if wall is None:
         return ""
-    return _dt.datetime.fromtimestamp(wall).astimezone().isoformat(timespec="seconds")
+    try:
+        return _dt.datetime.fromtimestamp(wall).astimezone().isoformat(timespec="seconds")
+    except (OverflowError, OSError, ValueError):  # a clock no calendar holds: say so, never raise
+        return f"(bad time {wall!r})"
 
 
 def _median(stats: dict[str, Any], name: str) -> Any:
@@ -81,9 +85,13 @@ def _median(stats: dict[str, Any], name: str) -> Any:
 
 
 def _safe_cell(value: Any) -> Any:
-    """Spreadsheets execute cells starting with ``=``/``+``/``-``/``@``; config values are user text."""
-    if isinstance(value, str) and value[:1] in ("=", "+", "-", "@", "\t", "\r"):
-        return "'" + value
+    """Spreadsheets execute cells starting with ``=``/``+``/``-``/``@``; config values are user text.
+    Control characters (server text: a failure message, a target name) are written as backslash
+    escapes (``\\x1b``), never raw: a CSV is read by other programs and ``cat`` to terminals."""
+    if isinstance(value, str):
+        if value[:1] in ("=", "+", "-", "@", "\t", "\r"):
+            value = "'" + value
+        return escaped(value)
     return value
 
 
@@ -436,6 +444,11 @@ def report_json(report: SessionReport) -> dict[str, Any]:
                 "command_line": rec.command_line,
                 "phases_s": dict(r.phases),
                 "ready_after_s": r.ready_after,
+                "startup": {
+                    "before_first_line_s": r.before_first_line,
+                    "in_no_phase_s": r.in_no_phase,
+                    "gaps": list((r.startup or {}).get("gaps") or []),
+                },
                 "tok_s": _metric_dict(r.metric("tok_s")),
                 "accept_len": _metric_dict(r.metric("accept_len")),
                 "ttft_ms": _metric_dict(r.metric("ttft_ms")),

@@ -16,6 +16,7 @@ from typing import Any
 
 from eagletui.core.events import PHASES
 from eagletui.core.profile import format_diff
+from eagletui.core.textsafe import inert_lines, json_inert
 from eagletui.session.export import (
     FORMATS,
     RunRecord,
@@ -32,7 +33,8 @@ from eagletui.session.export import (
 
 
 def render_json(report: SessionReport) -> str:
-    return json.dumps(report_json(report), indent=2, ensure_ascii=False, default=str) + "\n"
+    # ensure_ascii=False leaves DEL, C1 and bidi controls raw: written as \\uXXXX instead
+    return json_inert(json.dumps(report_json(report), indent=2, ensure_ascii=False, default=str)) + "\n"
 
 
 # -- CSV -----------------------------------------------------------------------------------------
@@ -49,6 +51,8 @@ REPORT_CSV_COLUMNS: tuple[str, ...] = (
     "failure",
     "ready_after_s",
     *(f"{p}_s" for p in PHASES if p != "ready"),
+    "before_first_line_s",
+    "in_no_phase_s",
     "repeats",
     "tok_s",
     "tok_s_stdev",
@@ -101,6 +105,8 @@ def render_csv(report: SessionReport) -> str:
             r.failure or "",
             _round(r.ready_after),
             *(_phase_s(r, p) for p in PHASES if p != "ready"),
+            _round(r.before_first_line),
+            _round(r.in_no_phase),
             len(r.good_results),
             _round(tok.mean),
             _round(tok.stdev),
@@ -156,7 +162,13 @@ def _fence(text: str) -> str:
 
 
 def render_markdown(report: SessionReport) -> str:
-    """Ready to paste into a report: an overview table, then one section per run with its command."""
+    """Ready to paste into a report: an overview table, then one section per run with its command.
+    Read by people, in a terminal as often as not: every control character from the server's text
+    (a failure message, a target name) is shown inert, as the UI shows it (``core.textsafe``)."""
+    return inert_lines(_markdown(report))
+
+
+def _markdown(report: SessionReport) -> str:
     out = [f"# {_md(report.title)}", ""]
     h = report.header
     facts = []
@@ -266,6 +278,12 @@ def _md_run(rec: RunRecord) -> list[str]:
         out += ["| phase | seconds |", "|---|---:|"]
         ordered = [p for p in PHASES if p in r.phases] + [p for p in r.phases if p not in PHASES]
         out += [f"| {_md(p)} | {_num(_phase_s(r, p))} |" for p in ordered]
+        if r.before_first_line is not None:
+            out.append(f"| (before the first log line: imports) | {_num(r.before_first_line)} |")
+        for g in (r.startup or {}).get("gaps") or []:
+            out.append(
+                f"| (between {_md(str(g.get('after')))} and {_md(str(g.get('before')))}) | {_num(g.get('seconds'))} |"
+            )
         out.append("")
     if rec.benches:
         out += [

@@ -49,8 +49,12 @@ from eagletui.core.events import (
     BenchmarkResult,
     Event,
     LaunchStarted,
+    ProcessExited,
     ServerFailed,
+    ServerReady,
+    ServerStopped,
 )
+from eagletui.core.failure_fold import exit_is_failure
 from eagletui.session.format import (
     _GZIP_MAGIC,
     MAX_DECOMPRESSED,
@@ -533,13 +537,27 @@ class ReplaySource:
             events=self.events_count,
         )
         best: dict[int, BenchmarkResult] = {}
+        failed: set[int] = set()
+        ready: set[int] = set()
+        stopped: set[int] = set()
+        # launches that failed, as the run book judges them: a failure line, or a death no line
+        # explained (a recording made before the live triage has only its ProcessExited)
+        for _line, _t, ev in self.context:
+            if isinstance(ev, ServerFailed):
+                failed.add(ev.launch)
+            elif isinstance(ev, ServerReady):
+                ready.add(ev.launch)
+            elif isinstance(ev, ServerStopped):
+                stopped.add(ev.launch)
+            elif isinstance(ev, ProcessExited) and ev.launch not in stopped | failed:
+                if exit_is_failure(ev.code, ev.signal, ready=ev.launch in ready):
+                    failed.add(ev.launch)
+        s.failures = len(failed)
         for m in self.marks:
             ev = m.event
             if isinstance(ev, LaunchStarted):
                 s.launches += 1
                 s.model = _model_of(ev.config) or s.model
-            elif isinstance(ev, ServerFailed):
-                s.failures += 1
             elif isinstance(ev, BenchmarkResult) and not ev.error and ev.output_throughput > 0:
                 cur = best.get(ev.launch)
                 if cur is None or ev.output_throughput > cur.output_throughput:

@@ -89,6 +89,8 @@ class SessionModel:
         #: a replay is history already: its launches must not become ETA samples again
         self.learn_history = learn_history
         self.events_seen = 0
+        #: why recording is paused (disk full), until it resumes; None while it records (or is off)
+        self.recording_paused: str | None = None
         self._closed = False
         self.problems: deque[Problem] = deque(maxlen=50)
         self._observers: list[Observer] = []
@@ -150,15 +152,7 @@ class SessionModel:
                 self._problem("runs", f"runs table could not take a {ev.type} event: {exc}", "warning")
         rec = self.recorder
         if rec is not None and not self._closed:
-            try:
-                rec.write(ev)
-                # The Recorder keeps a write error (disk full) instead of raising it into the pump.
-                error = getattr(rec, "error", None)
-            except Exception as exc:
-                error = f"recording stopped: {exc}"
-            if error:
-                self.recorder = None
-                self._problem("record", str(error))
+            self._record(rec, ev)
         if ev.type in REPORT_TYPES:
             self.report_events.append(ev)
         if isinstance(ev, ServerReady):
@@ -167,6 +161,36 @@ class SessionModel:
             self._adopt_verdict(ev.config.get("verdict"))
         for obs in self._observers:
             obs(ev)
+
+    def _record(self, rec: EventWriter, ev: Event) -> None:
+        """Write ``ev``; a writer that pauses (disk full: the Recorder keeps the error and tries
+        again with every event) is kept and reported once when it pauses and once when it resumes;
+        one that stopped for good (or raised) is let go."""
+        try:
+            rec.write(ev)
+            # The Recorder keeps a write error (disk full) instead of raising it into the pump.
+            error = getattr(rec, "error", None)
+            paused = bool(getattr(rec, "paused", False)) and bool(error)
+        except Exception as exc:
+            error, paused = f"recording stopped: {exc}", False
+        if paused:
+            if self.recording_paused is None:
+                self.recording_paused = str(error)
+                self._problem("record", str(error))
+            return
+        if error:
+            self.recorder = None
+            self.recording_paused = None
+            self._problem("record", str(error))
+            return
+        if self.recording_paused is not None:
+            self.recording_paused = None
+            lost = getattr(rec, "lost", 0)
+            self._problem(
+                "record",
+                f"recording resumed; {lost} event(s) could not be written while the disk was full",
+                "warning",
+            )
 
     def _adopt_verdict(self, recorded: Any) -> None:
         """A replay has no profile: judge its runs with the thresholds the recording carries."""

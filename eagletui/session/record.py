@@ -7,8 +7,8 @@ descriptor (no userspace buffer), so a crash loses at most the line being writte
 
 from __future__ import annotations
 
-import contextlib
 import datetime as _dt
+import errno
 import json
 import os
 import threading
@@ -20,6 +20,9 @@ from eagletui.core.events import Event
 from eagletui.core.redact import Redactor as Redactor
 from eagletui.session.format import LogCodec, make_header, session_filename
 
+#: Write errors that are waited out (disk full, quota): the next event tries again.
+_RETRY_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+
 #: No spaces after separators: a recording is mostly log lines, and two spaces a line add up.
 _SEPARATORS = (",", ":")
 
@@ -27,9 +30,13 @@ _SEPARATORS = (",", ":")
 class Recorder:
     """Appends redacted events to a new session file (mode 0600, never overwrites an existing file).
 
-    A write error (disk full, file removed under us) stops recording and is kept in ``error`` rather
-    than raised: losing the recording must never take the live session down with it. A line that was
-    only partly written is cut off again, so the file ends on a whole event.
+    A write error (disk full) pauses recording and is kept in ``error`` rather than raised: losing
+    the recording must never take the live session down with it. A line that was only partly written
+    is cut off again, so the file ends on a whole event. Every later event is tried again: once one is
+    written (space came back) recording resumes, ``error`` is cleared, ``lost`` counts what could not
+    be written and a notice in the file says so; the event after a gap is a seek point, so nothing
+    read after it depends on what is missing. Only a file that can no longer be written at all (it was
+    removed, the descriptor broke) stops recording for good (``closed``).
 
     Log lines are written in :class:`~eagletui.session.format.LogCodec`'s compact form, which keeps a
     recording proportional to the log it holds (about 1.1x for sglang-sized lines).
@@ -51,6 +58,9 @@ class Recorder:
         for s in secrets:
             self.redactor.learn(s)
         self.error: str | None = None
+        #: events that could not be written while paused (disk full), since the session started
+        self.lost = 0
+        self._lost_since_resume = 0
         self.events_written = 0
         self.bytes_written = 0
         self._codec = LogCodec(self_contained=True)
@@ -114,9 +124,36 @@ class Recorder:
         with self._lock:  # the codec's state must follow the order lines reach the file
             if self._fd is None:
                 return
-            self._write_locked(self._codec.encode(data))
-            if self._fd is not None:
+            paused = self.error is not None
+            if paused:
+                self._codec.restart()  # what was lost must not be leaned on
+            if self._write_locked(self._codec.encode(data)):
                 self.events_written += 1
+                if paused:
+                    self._resumed()
+            else:
+                self.lost += 1
+                self._lost_since_resume += 1
+
+    @property
+    def paused(self) -> bool:
+        """Writes fail for now (disk full) but are tried again with every event."""
+        return self.error is not None and self._fd is not None
+
+    def _resumed(self) -> None:
+        n, self._lost_since_resume = self._lost_since_resume, 0
+        why, self.error = self.error, None
+        note: dict[str, Any] = {
+            "type": "notice",
+            "level": "warning",
+            "source": "recorder",
+            "message": f"recording resumed: {n} event(s) before this could not be written ({why})",
+        }
+        import time
+
+        note.update(wall=time.time(), mono=time.monotonic())
+        if self._write_locked(self._codec.encode(note)):
+            self.events_written += 1
 
     def write_control(self, data: dict[str, Any]) -> None:
         """A line that is not an event (a feed's control line, :mod:`eagletui.session.feed`): written
@@ -128,7 +165,8 @@ class Recorder:
             if self._fd is not None:
                 self._write_locked(data)
 
-    def _write_locked(self, data: Any) -> None:
+    def _write_locked(self, data: Any) -> bool:
+        """Write one line; False when it could not be (recording paused or, for good, stopped)."""
         assert self._fd is not None
         payload = (json.dumps(data, ensure_ascii=False, default=str, separators=_SEPARATORS) + "\n").encode(
             "utf-8"
@@ -139,14 +177,32 @@ class Recorder:
                 n = os.write(self._fd, view)
                 view = view[n:]
         except OSError as exc:
-            # Disk full (or the file went away): keep what is on disk whole by cutting the partial
-            # line off, and stop; the live session goes on without a recording.
-            with contextlib.suppress(OSError):
+            # Keep what is on disk whole by cutting the partial line off. Out of space (or quota) is
+            # waited out: the next event tries again. Anything else stops recording for good; either
+            # way the live session goes on.
+            try:
                 os.ftruncate(self._fd, self.bytes_written)
-            self.error = f"recording stopped: {exc.strerror or exc} ({self.path})"
-            self._close_fd()
-        else:
-            self.bytes_written += len(payload)
+            except OSError:
+                pass
+            if exc.errno in _RETRY_ERRNOS and self._still_ours():
+                if self.error is None:
+                    self.error = (
+                        f"recording paused: {exc.strerror or exc} ({self.path}); it resumes when there "
+                        "is space again"
+                    )
+            else:
+                self.error = f"recording stopped: {exc.strerror or exc} ({self.path})"
+                self._close_fd()
+            return False
+        self.bytes_written += len(payload)
+        return True
+
+    def _still_ours(self) -> bool:
+        """The file we write is still the one at ``path`` (not removed or replaced under us)."""
+        try:
+            return os.path.samestat(os.fstat(self._fd), os.stat(self.path)) if self._fd is not None else False
+        except OSError:
+            return False
 
     def _close_fd(self) -> None:
         fd, self._fd = self._fd, None

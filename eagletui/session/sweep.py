@@ -284,6 +284,11 @@ class SweepQueue:
     def from_dict(cls, d: dict[str, Any]) -> SweepQueue:
         if not isinstance(d, dict) or d.get("version") != QUEUE_VERSION:
             raise SweepError("not a sweep queue of this eagletui version")
+        from eagletui.session.sweep_check import queue_problem
+
+        problem = queue_problem(d)
+        if problem is not None:
+            raise SweepError(f"damaged sweep queue: {problem}")
         try:
             names = VariantState.__dataclass_fields__
             vs = []
@@ -357,9 +362,15 @@ class SweepQueue:
         if len(raw) > MAX_QUEUE_BYTES:
             raise SweepError(f"{path}: too large for a sweep queue")
         try:
-            q = cls.from_dict(json.loads(raw))
+            data = json.loads(raw)
         except (ValueError, UnicodeDecodeError) as exc:
             raise SweepError(f"{path}: not JSON: {exc}") from None
+        except RecursionError:
+            raise SweepError(f"{path}: not a sweep queue: nested too deep to read") from None
+        try:
+            q = cls.from_dict(data)
+        except SweepError as exc:
+            raise SweepError(f"{path}: {exc}") from None
         q.path = path
         return q
 
@@ -429,7 +440,9 @@ class SweepQueue:
         """One :class:`~eagletui.core.sweep_decide.Cell` per launch and client point (its config's
         index, its valid runs): the noise is pooled over these."""
         return [
-            Cell(v.config, ci, c.values(), tuple(v.cost)) for v in self.variants for ci, c in enumerate(v.cells)
+            Cell(v.config, ci, c.values(), tuple(v.cost))
+            for v in self.variants
+            for ci, c in enumerate(v.cells)
         ]
 
     def cells(self) -> list[Cell]:

@@ -256,7 +256,10 @@ def _crossover(q: SweepQueue, decisions: list[Any], profile: Profile | None) -> 
     kind = getattr(getattr(profile, "kind", None), "name", "sglang")
     if kind != "sglang" and xo.adaptive_config is not None:
         xo = dataclasses.replace(
-            xo, adaptive_config=None, launch_args=None, why_not=f"--speculative-adaptive-config is SGLang's; this is {kind}"
+            xo,
+            adaptive_config=None,
+            launch_args=None,
+            why_not=f"--speculative-adaptive-config is SGLang's; this is {kind}",
         )
     names = {v.index: v.name for v in q.variants}
     table = []

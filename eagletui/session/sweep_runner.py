@@ -78,6 +78,22 @@ async def wait_ready(model: SessionModel, timeout: float, poll: float = 0.1) -> 
 Say = Callable[[str], None]
 
 
+def _slowest_phases(model: SessionModel) -> str:
+    """`` (load_target 1.8s, warmup 0.6s, …)``: the launch's phases in one line, slowest first (a
+    sweep prints one line per variant, not a line per phase)."""
+    from eagletui.core.wording import phase_label
+
+    la = model.state.launch
+    if la is None:
+        return ""
+    durations = sorted(
+        ((p, s) for p, s in la.phase_durations().items() if s >= 0.05 and p != "ready"), key=lambda x: -x[1]
+    )
+    if not durations:
+        return ""
+    return " (" + ", ".join(f"{phase_label(p)} {s:.1f}s" for p, s in durations[:3]) + ")"
+
+
 class SweepRunner:
     """Runs a :class:`SweepQueue` on one connected :class:`Workspace` whose events feed ``model``.
 
@@ -387,7 +403,7 @@ class SweepRunner:
         v.state, v.phase = BENCHMARKING, "benchmark"
         self._changed()
         self.say(
-            f"  ready after {v.launch_s or 0:.1f}s; benchmarking {len(v.cells)} cell"
+            f"  ready after {v.launch_s or 0:.1f}s{_slowest_phases(self.model)}; benchmarking {len(v.cells)} cell"
             f"{'s' if len(v.cells) != 1 else ''} ({policy.describe()})"
         )
         t1 = time.monotonic()
@@ -467,5 +483,7 @@ class SweepRunner:
         acc = f", accept {r.accept_length:.2f}" if r.accept_length else ""
         where = f" {c.label}" if len(v.cells) > 1 else ""
         err = f" ({r.error})" if r.error else ""
-        self.say(f"  run {len(c.good)}{where}: {r.output_throughput:.1f} tok/s{acc}{err}")
+        pol = self.queue.repeat_policy
+        of = f"/{pol.repeats}" if not pol.adaptive else ""
+        self.say(f"  repeat {len(c.good)}{of}{where}: {r.output_throughput:.1f} tok/s{acc}{err}")
         self._changed()

@@ -49,7 +49,11 @@ _TB_HEAD = [
 
 
 def oom_message(
-    rank: int, alloc_gib: float, free_mib: float, total_gb: float = GPU_TOTAL_GB, process_gib: float | None = None
+    rank: int,
+    alloc_gib: float,
+    free_mib: float,
+    total_gb: float = GPU_TOTAL_GB,
+    process_gib: float | None = None,
 ) -> str:
     """torch's wording; ``process_gib`` is what *this* process holds (default: all that is not free —
     less when another process still holds memory on the GPU, which torch's message then shows)."""

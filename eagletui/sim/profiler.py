@@ -12,11 +12,18 @@ Semantics of sglang 0.5.23 (``sglang/srt/managers/scheduler_components/profiler_
 * a second start while one runs, or a stop when none runs, fails ("Profiling is already in progress. Call
   /stop_profile first." / "Profiling is not in progress. Call /start_profile first.").
 
-Each recorded step becomes, on every rank, a ``step[STAGE bs=N toks=T]`` range with per-layer kernels: GEMMs
-(``nvjet_sm90_…``), attention (triton's ``_fwd_kernel``, as in the real fixture trace), MoE
+Each recorded batch becomes, on every rank, SGLang 0.5.23's ranges (``scheduler.run_batch``; a speculative
+decode batch as ``draft`` → ``step[VERIFY bs=N]`` → ``draft_extend``, a prefill as ``step[EXTEND bs=N toks=T]``
+and its ``draft_extend``, a plain decode as ``step[DECODE bs=N]``; ``copy_result_to_cpu`` after each) with
+per-layer kernels: GEMMs (``nvjet_sm90_…``), attention (triton's bare-named kernels as the real traces have
+them: ``_fwd_kernel`` for extend and verify, ``_fwd_grouped_kernel_stage1`` + ``_fwd_kernel_stage2`` for
+decode), MoE
 (``fused_moe_kernel``), all-reduce (NCCL's ``ncclDevKernel_AllReduce_Sum_bf16_{ALGO}_{PROTO}``, the custom
 ``cross_device_reduce_1stage`` where NVLink allows it, or FlashInfer's fused kernel) and elementwise work,
-each under a ``cpu_op`` that launched it. Kernel times are the step's cost-model split
+each under a ``cpu_op`` that launched it — except under CUDA graphs (the default): there the decode
+forwards are replayed by one ``cudaGraphLaunch`` each, their kernels carry only its correlation and no
+launching op, and no ``step[…]`` range is written inside a replayed draft or draft extend, as in the real
+0.5.17 H200 trace. Kernel times are the step's cost-model split
 (:func:`eagletui.sim.perf.breakdown`) scaled to the step's real duration. Ranks differ slightly in compute;
 a faster rank waits for the slowest inside its all-reduce, so the all-reduce time beyond the fastest rank's
 is waiting, not transfer.
@@ -43,6 +50,10 @@ GEMM = "nvjet_sm90_tst_128x16_64x11_4x1_v_bz_NNT"
 GEMM_SMALL = "nvjet_sm90_tst_64x16_64x16_4x1_v_bz_NNT"
 ATTENTION = "_fwd_kernel"
 MOE = "fused_moe_kernel"
+COPY = (
+    "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<long>, "
+    "std::array<char*, 1ul> >(int, at::native::FillFunctor<long>, std::array<char*, 1ul>)"
+)
 NORM = (
     "void at::native::vectorized_elementwise_kernel<4, at::native::CUDAFunctor_add<float>, "
     "std::array<char*, 3ul> >(int, at::native::CUDAFunctor_add<float>, std::array<char*, 3ul>)"
@@ -144,26 +155,38 @@ class SimProfiler:
 
     def begin(self, stage: str) -> bool:
         """Before a forward pass of ``stage``: whether it is recorded (by stage: starts that stage's
-        profile, logging ``Profiling starts for STAGE`` before the step's own line)."""
+        profile, logging ``Profiling starts for STAGE`` before the step's own line).
+
+        As SGLang's ``_profile_batch_predicate``: the first decode batch ends a prefill profile still
+        running and starts the decode one; once a profile runs, torch records every batch, so the
+        prefill batches that arrive while decode is profiled are in the DECODE trace (they do not count
+        towards ``num_steps``)."""
         s = self.session
         if s is None:
             return False
         if s.by_stage:
+            if s.stage == "EXTEND" and stage == "DECODE" and "DECODE" in s.pending:
+                self._finish("EXTEND", final=False)
+                s = self.session
+                if s is None:
+                    return False
             if s.stage is None:
                 if stage not in s.pending:
                     return False
                 s.stage = stage
                 self._log_start(stage)
-            return stage == s.stage
+            return True
         return True
 
     def on_step(self, stage: str, bs: int, tokens: int, start_wall: float, dur_s: float, parts: dict) -> None:
-        """After a recorded forward pass; stops by itself after ``num_steps``."""
+        """After a recorded forward pass; stops by itself after ``num_steps`` of the stage profiled."""
         s = self.session
         if s is None:
             return
         if len(s.steps) < MAX_STEPS:
             s.steps.append(Step(stage, bs, tokens, start_wall * 1e6, dur_s * 1000.0, dict(parts)))
+        if s.by_stage and stage != s.stage:
+            return
         s.counted += 1
         if s.num_steps and s.counted >= s.num_steps:
             self._finish(s.stage if s.by_stage else None, final=not s.by_stage)
@@ -281,7 +304,30 @@ class SimProfiler:
         mine = 1.0 + skew[rank]
         slowest = 1.0 + max(skew)
 
+        graph_corr = [0]  # the correlation of the cudaGraphLaunch being replayed; 0: eager launches
+
         def kernel(name: str, op: str, ts: float, dur: float) -> None:
+            if graph_corr[0]:
+                # Replayed by a CUDA graph: no launching op, only the graph launch's correlation.
+                if gpu:
+                    ev.append(
+                        {
+                            "ph": "X",
+                            "cat": "kernel",
+                            "name": name,
+                            "pid": pid_gpu,
+                            "tid": tid_gpu,
+                            "ts": ts,
+                            "dur": round(dur, 3),
+                            "args": {
+                                "device": rank,
+                                "stream": tid_gpu,
+                                "correlation": graph_corr[0],
+                                "queued": 0,
+                            },
+                        }
+                    )
+                return
             e = eid()
             ev.append(
                 {
@@ -338,16 +384,50 @@ class SimProfiler:
                     }
                 )
 
-        def forward(ts: float, ms: float, layers: int) -> float:
+        def span(name: str, t0: float, t1: float) -> None:
+            """A ``record_function`` range: its CPU side and (with GPU activity) its GPU side."""
+            e = eid()
+            dur = round(max(t1 - t0, 0.0), 3)
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "user_annotation",
+                    "name": name,
+                    "pid": pid_cpu,
+                    "tid": tid_cpu,
+                    "ts": t0,
+                    "dur": dur,
+                    "args": {"External id": e},
+                }
+            )
+            if gpu:
+                ev.append(
+                    {
+                        "ph": "X",
+                        "cat": "gpu_user_annotation",
+                        "name": name,
+                        "pid": pid_gpu,
+                        "tid": tid_gpu,
+                        "ts": t0,
+                        "dur": dur,
+                        "args": {"External id": e},
+                    }
+                )
+
+        def forward(ts: float, ms: float, layers: int, attention: tuple[str, ...] = (ATTENTION,)) -> float:
             """Kernels of one forward pass taking ``ms`` (model time) over ``layers`` layers; returns end."""
             cats = perf.breakdown(self.cfg, ms)
             per = {k: v * 1000.0 / layers for k, v in cats.items()}  # µs per layer
             wait = (slowest - mine) * (per["gemm"] + per["moe"] + per["attention"] + per["other"])
+            attn = [
+                (name, "sglang::decode_attention", per["attention"] * mine / len(attention))
+                for name in attention
+            ]
             for _ in range(layers):
                 for name, op, dur in (
                     (NORM, "sglang::rmsnorm", per["other"] * mine),
                     (GEMM, "aten::mm", per["gemm"] * 0.4 * mine),
-                    (ATTENTION, "sglang::decode_attention", per["attention"] * mine),
+                    *attn,
                     (GEMM_SMALL, "aten::mm", per["gemm"] * 0.6 * mine),
                     (ar, "sglang::all_reduce", per["communication"] * 0.5 + wait / 2),
                     (MOE, "sglang::fused_moe", per["moe"] * mine),
@@ -358,55 +438,90 @@ class SimProfiler:
                         ts += dur + 0.5
             return ts
 
-        for st in s.steps:
-            total = sum(st.parts.values()) or st.dur_ms
-            scale = st.dur_ms / total if total else 1.0
-            t0 = st.start_us
-            label = f"step[{st.stage} bs={st.bs} toks={st.tokens}]"
-            e = eid()
-            ev.append(
-                {
-                    "ph": "X",
-                    "cat": "user_annotation",
-                    "name": label,
-                    "pid": pid_cpu,
-                    "tid": tid_cpu,
-                    "ts": t0,
-                    "dur": round(st.dur_ms * 1000.0, 3),
-                    "args": {"External id": e},
-                }
-            )
-            if gpu:
+        def replay(
+            ts: float, ms: float, layers: int, attention: tuple[str, ...], eager_step: str | None
+        ) -> float:
+            """One forward as SGLang runs it: under CUDA graphs a ``cudaGraphLaunch`` replays every kernel
+            (no ``step[…]`` inside a graph); eagerly each kernel has its op, inside ``eager_step``."""
+            if self.cfg.cuda_graph:
+                corr = eid()
                 ev.append(
                     {
                         "ph": "X",
-                        "cat": "gpu_user_annotation",
-                        "name": label,
-                        "pid": pid_gpu,
-                        "tid": tid_gpu,
-                        "ts": t0,
-                        "dur": round(st.dur_ms * 1000.0, 3),
-                        "args": {"External id": e},
+                        "cat": "cuda_runtime",
+                        "name": "cudaGraphLaunch",
+                        "pid": pid_cpu,
+                        "tid": tid_cpu,
+                        "ts": ts - 6.0,
+                        "dur": 5.0,
+                        "args": {"correlation": corr, "cbid": 311},
                     }
                 )
+                graph_corr[0] = corr
+                try:
+                    return forward(ts, ms, layers, attention)
+                finally:
+                    graph_corr[0] = 0
+            end = forward(ts, ms, layers, attention)
+            if eager_step:
+                span(eager_step, ts, end)
+            return end
+
+        # SGLang 0.5.23's ranges (utils/profile_utils.build_step_span_name, speculative/eagle_worker_v2.py):
+        # a batch is scheduler.run_batch; a speculative decode batch is draft → step[VERIFY bs=N] →
+        # draft_extend; a prefill is step[EXTEND bs=N toks=T] then, with a draft model, draft_extend around
+        # the draft's own step[DRAFT bs=N toks=T]; a plain decode batch is step[DECODE bs=N].
+        decode_attn = ("_fwd_grouped_kernel_stage1", "_fwd_kernel_stage2")
+        extend_attn = (ATTENTION,)
+        last_end = float("-inf")
+        for st in s.steps:
+            total = sum(st.parts.values()) or st.dur_ms
+            scale = st.dur_ms / total if total else 1.0
+            # one GPU stream: a batch starts after the previous one's kernels (launch gaps add up)
+            t0 = max(st.start_us, last_end + 10.0)
             ts = t0
-            for part, ms in st.parts.items():
-                layers = LAYERS if part in ("forward", "verify") else 1
+            if st.stage == "EXTEND":
+                ms = st.parts.get("forward", total) * scale
                 start = ts
-                ts = forward(ts, ms * scale, layers)
-                if part != "forward":
-                    ev.append(
-                        {
-                            "ph": "X",
-                            "cat": "user_annotation",
-                            "name": part if part != "extend" else "draft_extend",
-                            "pid": pid_cpu,
-                            "tid": tid_cpu,
-                            "ts": start,
-                            "dur": round(ts - start, 3),
-                            "args": {"External id": eid()},
-                        }
-                    )
+                ts = forward(ts, ms, LAYERS, extend_attn)
+                span(f"step[EXTEND bs={st.bs} toks={st.tokens}]", start, ts)
+                if self.cfg.spec:
+                    start = ts + 2.0
+                    end = forward(start, ms / LAYERS, 1, extend_attn)
+                    span(f"step[DRAFT bs={st.bs} toks={st.tokens}]", start, end)
+                    span("draft_extend", start - 1.0, end + 1.0)
+                    ts = end + 1.0
+            elif self.cfg.spec:
+                draft_ms = st.parts.get("draft", 0.0) * scale
+                start = ts
+                steps = max(1, self.cfg.num_steps)
+                if self.cfg.cuda_graph:
+                    ts = replay(ts + 1.0, draft_ms, 1, decode_attn, None)
+                else:
+                    for _ in range(steps):
+                        ts = replay(ts + 1.0, draft_ms / steps, 1, decode_attn, f"step[DRAFT bs={st.bs}]")
+                span("draft", start, ts + 1.0)
+                start = ts + 3.0
+                ts = replay(start, st.parts.get("verify", 0.0) * scale, LAYERS, extend_attn, None)
+                span(f"step[VERIFY bs={st.bs}]", start, ts)
+                start = ts + 3.0
+                ts = replay(
+                    start + 1.0,
+                    st.parts.get("extend", 0.0) * scale,
+                    1,
+                    extend_attn,
+                    f"step[DRAFT bs={st.bs}]",
+                )
+                span("draft_extend", start, ts + 1.0)
+            else:
+                start = ts
+                ts = replay(ts, st.parts.get("forward", total) * scale, LAYERS, decode_attn, None)
+                span(f"step[DECODE bs={st.bs}]", start, ts)
+            # the scheduler copies the batch's results to the host after it: not a stage
+            kernel(COPY, "aten::copy_", ts + 5.0, 2.0)
+            span("copy_result_to_cpu", ts + 4.0, ts + 8.0)
+            span("scheduler.run_batch", t0 - 1.0, ts + 2.0)
+            last_end = ts + 8.0
         return {
             "schemaVersion": 1,
             "deviceProperties": [

@@ -467,9 +467,7 @@ class Startup:
             el = time.monotonic() - t_start
             if typ == 0:
                 if fail_at is not None and idx == fail_at:
-                    self.fail(
-                        oom_rank, tb_oom_load(oom_rank, p.gpu_total_gb, oom_free_mib, oom_process_gib)
-                    )
+                    self.fail(oom_rank, tb_oom_load(oom_rank, p.gpu_total_gb, oom_free_mib, oom_process_gib))
                 if idx in (0, shards) or time.monotonic() - last_frame >= 0.1:
                     log.frame(shard_frame(desc, idx, shards, el))
                     last_frame = time.monotonic()

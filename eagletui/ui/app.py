@@ -35,6 +35,7 @@ from eagletui.ui.screens.modals import ConfirmScreen
 from eagletui.ui.widgets.charts import MetricChart
 from eagletui.ui.widgets.logview import LogView
 from eagletui.ui.widgets.phases import fmt_secs
+from eagletui.ui.workers import WorkerFailures
 
 if TYPE_CHECKING:
     from eagletui.config import UserConfig
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
 CSS_PATH = Path(__file__).with_name("app.tcss")
 
 
-class EagleApp(App):
+class EagleApp(WorkerFailures, App):
     CSS_PATH = CSS_PATH
     TITLE = "eagletui"
     COMMANDS = App.COMMANDS | {EagleCommands}
@@ -300,7 +301,7 @@ class EagleApp(App):
         """Quit without asking (SIGTERM/SIGHUP/SIGINT, see commands._ui.run_app): the path q takes."""
         self._quit_worker()
 
-    @work(exclusive=True, group="quit", exit_on_error=False)
+    @work(exclusive=True, group="quit", name="quit", exit_on_error=False)
     async def _quit_worker(self) -> None:
         if self._quitting:
             return

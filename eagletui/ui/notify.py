@@ -11,7 +11,7 @@ import re
 from typing import TYPE_CHECKING
 
 from eagletui.config import DESKTOP_KINDS, NotifyChannels, NotifyConfig
-from eagletui.core.events import BenchmarkResult, Event, Notice, ServerFailed, ServerReady
+from eagletui.core.events import BenchmarkResult, Event, Notice, ServerFailed, ServerReady, TaskFailed
 from eagletui.ui.words import describe_failure
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ TOAST_TIMEOUT = {"information": 3.0, "warning": 5.0, "error": 7.0}
 #: Toasts on screen at once: a third pushes the oldest out (they cover the log's right edge).
 MAX_TOASTS = 2
 
-_MILESTONES = frozenset({ServerReady, ServerFailed, BenchmarkResult, Notice})
+_MILESTONES = frozenset({ServerReady, ServerFailed, BenchmarkResult, Notice, TaskFailed})
 
 
 class Announcer:
@@ -101,6 +101,9 @@ class Announcer:
             if ev.error:
                 msg += f" ({ev.error})"
             self.announce("bench_done", "benchmark done", msg)
+        elif isinstance(ev, TaskFailed):
+            # lasting news, like a stopped recording: it stays until read; the status line keeps it
+            self.app.notify(ev.message, title=f"{ev.task} stopped", severity="error", timeout=30)
         elif isinstance(ev, Notice) and ev.level in ("warning", "error"):
             self.app.notify(ev.message, severity="error" if ev.level == "error" else "warning")
 

@@ -14,7 +14,7 @@ from rich.text import Text
 from textual.widgets import Static
 
 from eagletui.core.events import Event, LaunchStarted, LogLine
-from eagletui.core.state import LaunchStatus
+from eagletui.core.state import LaunchStatus, ServerState
 from eagletui.session.presence import Presence
 from eagletui.ui.widgets import charts as charts_registry
 from eagletui.ui.widgets.charts import MetricChart
@@ -104,6 +104,7 @@ class Repainter:
         self.status.show(
             state,
             recording=self.model.recorder is not None,
+            recording_paused=self.model.recording_paused,
             replay=screen.driver.is_replay,
             follow=log.follow,
             bench=state.bench_running is not None,
@@ -112,7 +113,7 @@ class Repainter:
             control=control,
             read_only=self.presence is not None and self.presence.read_only,
         )
-        self.gpus.show(state)
+        self.gpus.show(state, screen.now())
         due = time.monotonic() - self._last_chart >= CHART_SLOT_S
         if not (due or self.force_charts):
             self.dirty = True
@@ -130,7 +131,10 @@ class Repainter:
             chart.sync(state, baseline_value(runbook, chart.baseline_metric))
         self.force_charts = False
         self.runs.show(runbook, state)
-        set_label(self.compare, compare_text(runbook, state.bench_running))
+        set_label(
+            self.compare,
+            compare_text(runbook, state.bench_running, state.server_state, can_bench=screen.driver.can_bench),
+        )
         nccl = state.nccl_line() or "NCCL: toggle NCCL_DEBUG=INFO to see how the ranks talk"
         if nccl != self._nccl:  # the Tune pane's title line
             self._nccl = nccl
@@ -147,7 +151,26 @@ def baseline_value(runbook: RunBook, metric: str | None) -> float | None:
     return base.metric(metric).mean if base is not None and metric else None
 
 
-def compare_text(runbook: RunBook, bench_running: int | None = None) -> Text:
+def no_benchmark_text(server_state: str | None, *, can_bench: bool = True) -> str:
+    """What the compare line says before any result: what to press, for the state the server is in."""
+    if not can_bench:
+        return "no benchmark in this recording yet"
+    if server_state == ServerState.READY:
+        return "no benchmark yet: press b to run one"
+    if server_state in (ServerState.FAILED, ServerState.EXITED, ServerState.STOPPED):
+        return f"no benchmark: the server {server_state} (r relaunches it)"
+    if server_state in (ServerState.LOADING, ServerState.LAUNCHING):
+        return "no benchmark yet: press b when the server is ready"
+    return "no benchmark yet: no server (r launches one)"
+
+
+def compare_text(
+    runbook: RunBook,
+    bench_running: int | None = None,
+    server_state: str | None = ServerState.LOADING,
+    *,
+    can_bench: bool = True,
+) -> Text:
     """Current run vs the baseline in one line, beside the charts (and whether a benchmark runs)."""
     t = Text(no_wrap=True, overflow="ellipsis")
     launch = max((n for n, r in runbook.runs.items() if r.good_results), default=None)
@@ -155,7 +178,7 @@ def compare_text(runbook: RunBook, bench_running: int | None = None) -> Text:
         if bench_running is not None:
             t.append(f"benchmark #{bench_running} running: results when it finishes", style="bold")
         else:
-            t.append("no benchmark yet: press b when the server is ready", style="dim")
+            t.append(no_benchmark_text(server_state, can_bench=can_bench), style="dim")
         return t
     if bench_running is not None:
         t.append(f"⟳ bench #{bench_running}  ", style="bold")

@@ -17,6 +17,7 @@ from textual.theme import Theme
 
 import eagletui
 from eagletui.config import user_themes_dir
+from eagletui.core.tomlpos import loads as toml_loads
 
 COLOR_FIELDS: tuple[str, ...] = (
     "primary",
@@ -122,7 +123,7 @@ def load_theme_file(path: Path) -> Theme:
     except (OSError, UnicodeDecodeError) as exc:
         raise ThemeFileError(f"cannot read: {getattr(exc, 'strerror', None) or exc}") from None
     try:
-        data = tomllib.loads(text)
+        data = toml_loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ThemeFileError(f"invalid TOML: {exc}") from None
     return theme_from_dict(data)

@@ -14,7 +14,9 @@
 # started that is still alive; $OUT gets report.md, report.json and partN.tar.gz (every run's server
 # log, every command's stdout/stderr/JSON, the TUI screens).
 PART=${1:-1}
-R=$(pwd); S=$R/.real; W=/tmp/etr; T0=$(date +%s)
+R=$(pwd); S=$R/.real; T0=$(date +%s)
+# a dry run gets its own dirs and ports: two of them on one machine must not meet
+if [ -n "$DRYRUN" ]; then W=${ETR_WORK:-$(mktemp -d /tmp/etr-XXXXXX)}; else W=${ETR_WORK:-/tmp/etr}; fi
 mkdir -p $W/out $W/prof
 OUTD=$W/out/part$PART; rm -rf $OUTD; mkdir -p $OUTD
 el(){ echo $(( $(date +%s) - T0 )); }
@@ -52,13 +54,14 @@ if [ -z "$DRYRUN" ]; then
   chmod +x $TMUX_BIN 2>/dev/null
   P=$W/tiny.toml; cp $R/tools/real-sglang/tiny-eagle3.toml $P
 else
-  P=$W/tiny.toml; sed "s#\"REPO\"#\"$R\"#" $R/tools/real-sglang/sim-dryrun.toml > $P
+  free_port(){ python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+  P=$W/tiny.toml; sed "s#\"REPO\"#\"$R\"#; s/^port = 30000/port = $(free_port)/" $R/tools/real-sglang/sim-dryrun.toml > $P
 fi
 PS=$W/sweep.toml; { cat $P; printf '\n[sweep]\nrepeats = 1\n[[sweep.variants]]\nname = "steps 3"\nset = { "speculative-num-steps" = 3 }\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n'; } > $PS
 PB=$W/baddraft.toml; sed 's#^speculative-draft-model-path = .*#speculative-draft-model-path = "/tmp/sgw/tiny/no-such-draft"#; s/^ready_timeout_s = 240/ready_timeout_s = 120/' $P > $PB
 # the simulator takes any draft path: there the failed launch is an injected OOM while loading
 [ -n "$DRYRUN" ] && sed -i 's/^\[server.env\]/[server.env]\nEAGLETUI_SIM_FAIL = "oom-load"/' $PB
-PO=$W/other.toml; sed 's/^name = .*/name = "other-port"/; s/^port = 30000/port = 30001/' $P > $PO
+PO=$W/other.toml; sed "s/^name = .*/name = \"other-port\"/; s/^port = .*/port = $(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')/" $P > $PO
 E(){ python3 -m eagletui "$@"; }
 # step NAME TIMEOUT CMD... : run, keep stdout/stderr, record rc and seconds, then list leftovers
 step(){ local n=$1 t=$2; shift 2; local s=$(date +%s.%N)

@@ -38,7 +38,7 @@ async def main(pa: str, pb: str) -> None:
     await b.connect()
     got = await b.attach_newest()
     msgs = [e.message for e in notes if isinstance(e, Notice)]
-    check("reattach: profile B (port 30001) does not take A's run", not got and any(a.run.run_id in m for m in msgs), msgs)
+    check("reattach: profile B (another port) does not take A's run", not got and any(a.run.run_id in m for m in msgs), msgs)
     await b.close()
     notes.clear()
     a2 = Workspace(load_profile(pa), notes.append, target="local", preflight=False)

@@ -22,6 +22,7 @@ from textual.widgets.option_list import Option
 from eagletui.core.compare import comparability
 from eagletui.core.runs import Run
 from eagletui.session.baseline import ForeignRun, history
+from eagletui.ui.workers import WorkerFailures
 
 
 def row_text(fr: ForeignRun, current: Run | None) -> Text:
@@ -39,7 +40,7 @@ def row_text(fr: ForeignRun, current: Run | None) -> Text:
     return t
 
 
-class HistoryScreen(ModalScreen[ForeignRun | None]):
+class HistoryScreen(WorkerFailures, ModalScreen[ForeignRun | None]):
     """Earlier sessions' runs; Enter dismisses with the chosen one, Escape with None."""
 
     BINDINGS = [Binding("escape,q", "dismiss_none", "Close")]
@@ -67,7 +68,7 @@ class HistoryScreen(ModalScreen[ForeignRun | None]):
             yield OptionList(id="history-list")
 
     def on_mount(self) -> None:
-        self.run_worker(self._load, thread=True, exclusive=True)
+        self.run_worker(self._load, name="session history", thread=True, exclusive=True, exit_on_error=False)
 
     def _load(self) -> None:
         try:

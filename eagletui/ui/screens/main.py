@@ -47,6 +47,7 @@ from eagletui.ui.widgets.tabbar import TabBar
 from eagletui.ui.widgets.timeline import Timeline, clock
 from eagletui.ui.widgets.tuning import TuningPanel
 from eagletui.ui.words import phase_label
+from eagletui.ui.workers import WorkerFailures
 
 if TYPE_CHECKING:
     from eagletui.session.drivers import Driver
@@ -59,7 +60,7 @@ PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-t
 FILTERS = FILTER_NAMES
 
 
-class MainScreen(Screen):
+class MainScreen(WorkerFailures, Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
         *actions.bindings(),
         # the README's "ctrl+c copies" (Textual binds ctrl+c to a "press ctrl+q to quit" hint)
@@ -97,6 +98,7 @@ class MainScreen(Screen):
                 tab.styles.grid_rows = tab_grid_rows()
                 yield from tab_charts()
             yield TuningPanel(staged=self.model.staged, id="tuning", classes="pane")
+            yield Static("", id="tune-help", classes="tab-extra")
             yield RunsTable(id="runs-table", classes="pane")
             yield SweepQueueView(id="sweep-queue", classes="pane")
             yield SearchInput(placeholder="search the log (Enter: find, Esc: cancel)", id="search-input")
@@ -129,7 +131,7 @@ class MainScreen(Screen):
     def settled(self) -> None:
         self.repaint_now()
 
-    @work(exclusive=True, group="driver", exit_on_error=False)
+    @work(exclusive=True, group="driver", name="driver", exit_on_error=False)
     async def _run_driver(self) -> None:
         await self.driver.run(self.model, self)
 
@@ -185,6 +187,11 @@ class MainScreen(Screen):
         self.set_class(tab != "log", "-full-pane")
         for name, pane in PANES.items():
             self.query_one(f"#{pane}").display = name == tab
+        self.query_one("#tune-help").display = tab == "tune"
+        if tab == "tune":
+            from eagletui.ui.widgets.tuning import help_line
+
+            self.query_one("#tune-help", Static).update(help_line(self.query_one(TuningPanel).current_toggle))
         if tab != "log":
             self.query_one("#search-input", Input).display = False  # it belongs to the log
 
@@ -253,7 +260,7 @@ class MainScreen(Screen):
 
         self.app.push_screen(ConfirmScreen(question), answer)
 
-    @work(exclusive=False, group="control", exit_on_error=False)
+    @work(exclusive=False, group="control", name="cancel benchmark", exit_on_error=False)
     async def _after_benchmark(self, d: LiveDriver, then: Callable[[], None]) -> None:
         """Cancel the benchmark, wait (≤ 15 s) until its run is closed, then go on."""
         task = d.bench_task
@@ -276,7 +283,7 @@ class MainScreen(Screen):
 
             self._guarded(d, "Relaunch", relaunch)
 
-    @work(exclusive=False, group="control", exit_on_error=False)
+    @work(exclusive=False, group="control", name="launch", exit_on_error=False)
     async def _launch_worker(self, d: LiveDriver, profile: Any, applied: dict[str, Any] | None) -> None:
         await d.launch(profile, self.model, self, applied)
 
@@ -291,7 +298,7 @@ class MainScreen(Screen):
 
             self._guarded(d, "Stop the server", stop)
 
-    @work(exclusive=False, group="control", exit_on_error=False)
+    @work(exclusive=False, group="control", name="stop", exit_on_error=False)
     async def _stop_worker(self, d: LiveDriver) -> None:
         await d.stop(self)
 
@@ -308,7 +315,7 @@ class MainScreen(Screen):
         else:
             self._bench_worker(d)
 
-    @work(exclusive=False, group="bench", exit_on_error=False)
+    @work(exclusive=False, group="bench", name="benchmark", exit_on_error=False)
     async def _bench_worker(self, d: LiveDriver) -> None:
         await d.benchmark(self.model, self)
 
@@ -404,7 +411,7 @@ class MainScreen(Screen):
         self.app.notify("profiling a few decode steps (/start_profile) …", title="profile")
         self._profile_worker(d)
 
-    @work(exclusive=True, group="profile", exit_on_error=False)
+    @work(exclusive=True, group="profile", name="step profile", exit_on_error=False)
     async def _profile_worker(self, d: LiveDriver) -> None:
         try:
             ev = await d.workspace.profile_step()  # type: ignore[union-attr]  # _live() checked it
@@ -545,11 +552,25 @@ class MainScreen(Screen):
         self.painter.dirty = True
 
     def _seekable(self) -> ReplayDriver:
-        """The replay driver, or SkipAction: outside a replay (or in a text box) the key is the pane's."""
+        """The replay driver, or SkipAction: outside a replay (or in a text box) the key is the pane's.
+
+        At ``instant`` speed a seek pauses the replay first: playing on from the target would race to
+        the end again at once, and the key would seem to do nothing."""
         d = self.driver
         if not isinstance(d, ReplayDriver) or not d.can_seek or isinstance(self.app.focused, Input):
             raise SkipAction()
+        src: Any = d.source
+        if getattr(src, "speed", None) == "instant" and not src.paused:
+            src.pause()
+            self._paused_for_seek = True
         return d
+
+    def _say_paused_for_seek(self) -> None:
+        if getattr(self, "_paused_for_seek", False):
+            self._paused_for_seek = False
+            src: Any = getattr(self.driver, "source", None)
+            where = clock(src.position) if src is not None else ""
+            self.app.notify(f"paused at {where} to seek (instant speed): Space plays on", title="replay")
 
     def _replay_moved(self) -> None:
         with contextlib.suppress(NoMatches):
@@ -559,6 +580,7 @@ class MainScreen(Screen):
         d = self._seekable()
         d.seek_by(self.model, self, float(seconds))
         self._replay_moved()
+        self._say_paused_for_seek()
 
     def action_replay_step(self, step: int) -> None:
         d = self._seekable()
@@ -571,12 +593,14 @@ class MainScreen(Screen):
         at = [m for m in src.marks if m.kind in d.STEP_KINDS and abs(m.t - src.position) < 1e-6]
         label = at[-1].label if at else "moved"
         self.app.notify(f"{label} at {clock(src.position)}", title="replay")
+        self._say_paused_for_seek()
 
     def action_replay_to_end(self, end: int) -> None:
         d = self._seekable()
         src: Any = d.source
         d.seek(self.model, self, time=src.duration if end else 0.0)
         self._replay_moved()
+        self._say_paused_for_seek()
 
     # ------------------------------------------------------------------ export
 
@@ -607,6 +631,12 @@ class MainScreen(Screen):
         # the file the config was read from (a config built in code has none: plain "config.toml")
         path = getattr(self.app.user_config, "path", None) or ""
         self.app.push_screen(HelpScreen(actions.help_rows(keymap), inert(path)))
+
+    @on(TuningPanel.Selected)
+    def _toggle_selected(self, event: TuningPanel.Selected) -> None:
+        from eagletui.ui.widgets.tuning import help_line
+
+        self.query_one("#tune-help", Static).update(help_line(event.toggle))
 
     @on(TuningPanel.PendingChanged)
     def _pending_changed(self, event: TuningPanel.PendingChanged) -> None:

@@ -53,6 +53,8 @@ class MetricChart(PlotextPlot):
         self.y_labels: list[str] = []  # the y tick labels of the last replot, every one drawn
         self._strips_key: tuple | None = None
         self._strips: list[Strip] = []
+        self._names: list[str] = []  # the series named beside the title at the last replot
+        self._title_width = 0  # the width the title line was fitted to
 
     def render_line(self, y: int) -> Strip:
         """plotext rebuilds the whole figure per render: it is built, and cut into lines, once per
@@ -65,6 +67,9 @@ class MetricChart(PlotextPlot):
         width, height = self.size
         key = (self._plot_version, width, height)
         if key != self._strips_key:
+            if width and width != self._title_width:  # resized since the replot: fit the title again
+                self._title_width = width
+                self.plt.title(fit_title(self.title, self._names, width - 2))
             visual = visualize(self, self.render(), markup=False)
             self._strips = Visual.to_strips(self, visual, width, height, self.visual_style)
             self._strips_key = key
@@ -148,7 +153,10 @@ class MetricChart(PlotextPlot):
             plt.hline(self.baseline, color=_rgb(self.app, "chart-baseline", (200, 200, 200)))
             names.append("┄ baseline")
             ys_all.append(self.baseline)
-        plt.title(f"{self.title}   {'  '.join(names)}" if names else self.title)
+        # the title first: series names only as far as the chart is wide (plotext crops a long title
+        # line from both ends, and the title went first)
+        self._names, self._title_width = names, self.size.width
+        plt.title(fit_title(self.title, names, (self.size.width or 80) - 2))
         if n:
             # time starts at 0: plotext centres a lone point on −1…1, which reads as negative seconds
             plt.xlim(0.0, max(1.0, max(xs_all)))
@@ -171,6 +179,21 @@ class MetricChart(PlotextPlot):
             + (len(live.points) if live else 0)
         )
         self.refresh()
+
+
+def fit_title(title: str, names: list[str], width: int) -> str:
+    """``title`` followed by as many of the series ``names`` (in order) as fit in ``width`` cells;
+    the title alone, cut with "…", when even it does not fit."""
+    width = max(1, width)
+    if len(title) > width:
+        return title[: max(0, width - 1)] + "…"
+    out = title
+    for i, name in enumerate(names):
+        nxt = out + ("   " if i == 0 else "  ") + name
+        if len(nxt) > width:
+            break
+        out = nxt
+    return out
 
 
 def y_ticks(lo: float, hi: float, count: int) -> list[float]:

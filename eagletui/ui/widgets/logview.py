@@ -114,6 +114,7 @@ class LogView(ScrollView, can_focus=True):
         self.collapse_ranks = True
         self.search: str = ""
         self.hits: list[int] = []
+        self._hit_rows: list[Row] = []  # the rows behind ``hits`` (a filter change renumbers them)
         self.hit_index: int = -1
         self._pending: list[Row] = []
         self._width = 0
@@ -220,13 +221,26 @@ class LogView(ScrollView, can_focus=True):
         return len(self.hits)
 
     def _find_hits(self) -> None:
-        needle = self.search.lower()
-        self.hits = (
-            [i for i, r in enumerate(self.view_rows) if needle and needle in r[TEXT].lower()]
-            if needle
-            else []
+        """The hits in the rows shown now. After a filter change the current hit stays the same line
+        when it is still shown, else the nearest one before it: never "hit 0/8"."""
+        rows = self.view_rows
+        current = (
+            self._hit_rows[self.hit_index]
+            if 0 <= self.hit_index < len(getattr(self, "_hit_rows", []))
+            else None
         )
-        if self.hit_index >= len(self.hits):
+        needle = self.search.lower()
+        self.hits = [i for i, r in enumerate(rows) if needle in r[TEXT].lower()] if needle else []
+        self._hit_rows = [rows[i] for i in self.hits]
+        if not self.hits:
+            self.hit_index = -1
+            return
+        if current is not None:
+            same = next((k for k, r in enumerate(self._hit_rows) if r is current), None)
+            if same is not None:
+                self.hit_index = same
+                return
+        if not 0 <= self.hit_index < len(self.hits):
             self.hit_index = len(self.hits) - 1
 
     def hit_label(self) -> str:

@@ -247,6 +247,9 @@ class PhasePanel(Vertical):
         line.append(f"{la.status}  ")
         if total is not None:
             line.append(f"elapsed {fmt_secs(total)}")
+        note = startup_note(la) if la.status == ServerState.READY else ""
+        if note:
+            line.append(f"  of which {note}", style="dim")
         if la.status in (ServerState.LOADING, ServerState.LAUNCHING):
             if estimates:
                 remaining = 0.0
@@ -261,6 +264,9 @@ class PhasePanel(Vertical):
                         continue
                     remaining += max(0.0, est[0] - (st.elapsed(now) or 0.0))
                 line.append(f"  ETA ready {fmt_secs(remaining)}")
+            elif any(st.status == PhaseStatus.ACTIVE and st.total and st.done for st in la.phases.values()):
+                # the phase row shows an ETA from its own progress: say where it comes from
+                line.append("  first launch: ETA from progress only", style="dim")
             else:
                 line.append("  first launch: no estimate", style="dim")
         if la.stale_for:
@@ -289,9 +295,36 @@ class PhasePanel(Vertical):
             self.remove_class("failed")
 
 
+def startup_gaps(la: LaunchState) -> list[tuple[str, str, float]]:
+    """The stretches of the startup no phase covers: (after, before, seconds), phase labels."""
+    out = []
+    for g in (la.startup or {}).get("gaps") or []:
+        secs = g.get("seconds") if isinstance(g, dict) else None
+        if isinstance(secs, int | float):
+            after, before = str(g.get("after", "?")), str(g.get("before", "?"))
+            out.append((PHASE_LABELS.get(after, after), PHASE_LABELS.get(before, before), float(secs)))
+    return out
+
+
+def startup_note(la: LaunchState) -> str:
+    """Where the startup's seconds outside the phase rows went: before the first log line (the
+    process's imports, eagletui saw it start) and between phases (by the log's clock)."""
+    parts = []
+    if la.before_first_line is not None and la.before_first_line >= 0.5:
+        parts.append(f"{fmt_secs(la.before_first_line).strip()} before the first log line")
+    gaps = startup_gaps(la)
+    if gaps:
+        after, before, _ = max(gaps, key=lambda g: g[2])
+        total = sum(g[2] for g in gaps)
+        parts.append(f"{fmt_secs(total).strip()} between phases (most: {after} → {before})")
+    return "; ".join(parts)
+
+
 def launch_elapsed(la: LaunchState, now: float) -> float | None:
     """Launch to ready (or to now while loading). A reattached run's ``started`` is when we attached,
     so once it is ready its phases, timed from the log, are the better measure."""
+    if la.ready_after is not None:  # the runs table's and the export's number (core.runs.launch_to_ready)
+        return la.ready_after
     durations = la.phase_durations()
     if la.ready_at is not None and la.started is not None:
         return max(la.ready_at - la.started, sum(durations.values()))

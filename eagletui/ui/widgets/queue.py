@@ -14,7 +14,6 @@ runs it in a worker over the screen's live workspace and session model.
 
 from __future__ import annotations
 
-import contextlib
 import time
 from typing import Any
 
@@ -36,6 +35,7 @@ from eagletui.session.sweep import (
     spec_fingerprint,
 )
 from eagletui.session.sweep_report import cell_line
+from eagletui.ui.workers import WorkerFailures
 
 _STYLE = {PENDING: "dim", LAUNCHING: "bold", BENCHMARKING: "bold", DONE: "", FAILED: "red", SKIPPED: "dim"}
 
@@ -82,9 +82,7 @@ def row_text(queue: SweepQueue, i: int, *, phase_eta: float | None = None, now: 
     return f"{head}  {v.state}"
 
 
-def title_text(
-    queue: SweepQueue | None, running: bool, now: float | None = None, history: Any = None
-) -> str:
+def title_text(queue: SweepQueue | None, running: bool, now: float | None = None, history: Any = None) -> str:
     if queue is None:
         return "no sweep: this profile has no [sweep] table"
     c = queue.counts()
@@ -100,7 +98,11 @@ def title_text(
     else:
         state = "not started" if queue.started_wall is None else "stopped"
     pol = queue.repeat_policy
-    runs = f"{pol.repeats} repeat(s)" if not pol.adaptive else f"{pol.min_repeats}–{pol.max_repeats} runs (adaptive)"
+    runs = (
+        f"{pol.repeats} repeat(s)"
+        if not pol.adaptive
+        else f"{pol.min_repeats}–{pol.max_repeats} runs (adaptive)"
+    )
     if queue.finished:
         eta = "0:00"
     else:
@@ -109,7 +111,16 @@ def title_text(
     return f"sweep {done}/{len(queue.variants)} · {runs} · {state} · ETA {eta}"
 
 
-class SweepQueueView(Widget, can_focus=True):
+#: Under the title when the profile has no sweep: where to start.
+NO_SWEEP_HINT = (
+    "A [sweep] table lists toggles × values (or variants) and client settings (concurrency …); eagletui\n"
+    "launches each server config once, benchmarks every client setting in it until the answer is clear,\n"
+    "unattended, and ranks them. Start from the example (the rules: docs/sweeps.md):\n"
+    "  eagletui profile init my-sweep.toml --example demo-sweep"
+)
+
+
+class SweepQueueView(WorkerFailures, Widget, can_focus=True):
     DEFAULT_CSS = """
     SweepQueueView { display: none; height: 1fr; padding: 0 1; }
     """
@@ -162,9 +173,8 @@ class SweepQueueView(Widget, can_focus=True):
             self.queue = self.load()
         except Exception:  # no screen model yet (tests) or a profile without a path: an empty view
             self.queue = None
-        # The tab is only offered to a profile with a [sweep] (key 5 still shows why there is none).
-        with contextlib.suppress(Exception):
-            self.screen.query_one("#tabbar").set_hidden("queue", self.queue is None)  # type: ignore[attr-defined]
+        # The tab is always in the bar (key 5, as the README's key table says): without a [sweep] its
+        # pane says how to get one, instead of a key that leads to a tab nobody can see.
 
     # ------------------------------------------------------------------ render
 
@@ -173,6 +183,7 @@ class SweepQueueView(Widget, can_focus=True):
         out = Text(title_text(q, self.running, history=self._history()), style="bold")
         out.append("\n")
         if q is None:
+            out.append(NO_SWEEP_HINT, style="dim")
             return out
         if q.paused:
             out.append(f"paused: {q.paused}\n", style="red")
@@ -188,7 +199,9 @@ class SweepQueueView(Widget, can_focus=True):
             out.append("\n")
             if len(v.cells) > 1 and v.state in (BENCHMARKING, DONE):
                 for ci in range(len(v.cells)):
-                    out.append("        " + cell_line(v, ci, q) + "\n", style="dim" if v.state != DONE else "")
+                    out.append(
+                        "        " + cell_line(v, ci, q) + "\n", style="dim" if v.state != DONE else ""
+                    )
         done = [v for v in q.variants if v.state == DONE and v.recheck_of is None]
         if len(done) >= 2:
             points = q.variants[0].cells
@@ -291,7 +304,7 @@ class SweepQueueView(Widget, can_focus=True):
             self.notify("this profile has no [sweep] table", severity="warning")
             return
         self.queue.aborted = False
-        self.run_worker(self._run(d), group="sweep", exclusive=True, exit_on_error=False)
+        self.run_worker(self._run(d), name="sweep", group="sweep", exclusive=True, exit_on_error=False)
 
     async def _run(self, d: Any) -> None:
         host = self._host()

@@ -15,7 +15,7 @@ from eagletui.core.redact import Redactor
 from eagletui.core.state import PhaseStatus
 from eagletui.core.textsafe import inert
 from eagletui.core.toggle_kinds import split_key
-from eagletui.ui.widgets.phases import PHASE_LABELS, fmt_secs
+from eagletui.ui.widgets.phases import PHASE_LABELS, fmt_secs, startup_gaps
 from eagletui.ui.widgets.stepbars import step_bars
 from eagletui.ui.words import describe_failure
 
@@ -33,7 +33,7 @@ COLUMNS = (
     "TTFT ms",
     "Δ TTFT",
     "verdict",
-    "phases",
+    "ready",
     "config vs baseline",
 )
 
@@ -249,6 +249,12 @@ def phase_lines(la: Any) -> Text:
                 f"  · {label}   {'not reached' if la.failure or la.status != 'loading' else 'pending'}\n",
                 style="dim",
             )
+    # The seconds no phase row holds: the process's start-up before its first log line (eagletui saw it
+    # start) and the stretches between phases.
+    if la.before_first_line is not None and la.before_first_line >= 0.5:
+        t.append(f"  + {'before 1st line':<15} {fmt_secs(la.before_first_line):>6}  (imports)\n", style="dim")
+    for after, before, secs in startup_gaps(la):
+        t.append(f"  + {'between phases':<15} {fmt_secs(secs):>6}  {after} → {before}\n", style="dim")
     if la.failure is not None:
         f = la.failure
         t.append(f"\nfailure: {inert(describe_failure(str(f.kind), f.phase))}\n", style="bold red")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from rich.text import Text
 from textual.widgets import Static
 
@@ -31,6 +33,7 @@ class StatusHeader(TextView):
         bench: bool,
         log_filter: str | None = None,
         search: str | None = None,
+        recording_paused: str | None = None,
         control: str | None = None,
         read_only: bool = False,
     ) -> None:
@@ -70,15 +73,22 @@ class StatusHeader(TextView):
             phase = la.current_phase
             if phase and server in ("loading", "launching"):
                 t.append(f" · {phase_label(phase)}")
+        if state.failed_tasks:  # what stopped, in sight until it runs again (never "idle" over it)
+            t.append(
+                f"  ⚠ stopped: {inert(', '.join(state.failed_tasks))}", style=f"bold {v.get('error', 'red')}"
+            )
         if bench:
             t.append("  ⏱ benchmarking", style=v.get("accent", "cyan"))
         if log_filter:
-            t.append(f"  ⧩ log filter: {log_filter} (0 resets)", style=v.get("warning", "yellow"))
+            t.append(f"  ⧩ log filter: {log_filter} (key 0: all lines)", style=v.get("warning", "yellow"))
         if search:
             t.append(f"  {inert(search)}", style=v.get("accent", "cyan"))
         if not follow:
             t.append("  ⏸ log paused", style="dim")
-        if recording:
+        if recording and recording_paused:
+            # until it resumes: the session is not being recorded (disk full), said where REC stood
+            t.append("  ⏸ REC paused: disk full", style=f"bold {v.get('warning', 'yellow')}")
+        elif recording:
             t.append("  ● REC", style=f"bold {v.get('error', 'red')}")
         self.set_text(t)
 
@@ -88,21 +98,48 @@ class GpuStrip(Static):
     GpuStrip { height: auto; max-height: 3; color: $text-muted; }
     """
 
-    def show(self, state: SessionState) -> None:
+    def show(self, state: SessionState, now: float | None = None) -> None:
         if not state.gpus:
-            if getattr(self, "_eagle_last", None) != "none":
-                self._eagle_last = "none"
-                self.update(Text("GPUs: no telemetry (no nvidia-smi on the host)", style="dim"))
+            text = (
+                Text(f"GPUs: no reading ({inert(state.gpu_stale)})", style="dim")
+                if state.gpu_stale
+                else Text("GPUs: no telemetry (no nvidia-smi on the host)", style="dim")
+            )
+            if getattr(self, "_eagle_last", None) != text.plain:
+                self._eagle_last = text.plain
+                self.update(text)
             return
-        t = Text(no_wrap=False)
+        stale = bool(state.gpu_stale)
+        t = Text(no_wrap=False, style="dim" if stale else "")
+        if stale:
+            age = _age(state.gpus_wall, now)
+            t.append(f"GPUs stale{f' {age}' if age else ''} ({inert(state.gpu_stale)}): ", style="bold")
         for g in state.gpus:
-            used, total = g.get("mem_used_mb") or 0, g.get("mem_total_mb") or 0
-            frac = used / total if total else 0.0
+            used, total = _finite(g.get("mem_used_mb")), _finite(g.get("mem_total_mb"))
+            frac = _finite(used / total) if used is not None and total else None
             blocks = "▁▂▃▄▅▆▇█"
-            t.append(f"{g.get('index', '?')}")
-            t.append(blocks[min(7, int(frac * 8))], style="bold")
-            util = g.get("util_pct")
-            t.append(f"{used / 1024:.0f}G {util if util is not None else '?'}%  ")
+            t.append(f"{inert(str(g.get('index', '?')))}")
+            if frac is not None:
+                t.append(blocks[max(0, min(7, int(frac * 8)))], style="bold")
+            else:
+                t.append("?", style="bold")
+            util = _finite(g.get("util_pct"))
+            mem = f"{used / 1024:.0f}G" if used is not None and used < 1e12 else "?G"
+            t.append(f"{mem} {f'{util:.0f}' if util is not None else '?'}%  ")
         if getattr(self, "_eagle_last", None) != t.plain:
             self._eagle_last = t.plain
             self.update(t)
+
+
+def _finite(value: object) -> float | None:
+    """A reading the strip can draw: a finite number; NaN, inf, strings and None are unknown."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _age(wall: float | None, now: float | None) -> str:
+    if wall is None or now is None or not math.isfinite(now - wall):
+        return ""
+    s = max(0, int(now - wall))
+    return f"{s}s" if s < 120 else f"{s // 60} min"

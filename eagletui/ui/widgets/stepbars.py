@@ -49,7 +49,7 @@ def step_bars(runbook: RunBook, launch: int, width: int = BAR_WIDTH) -> Text:
     for label, prof in rows:
         t.append(f"{label:>5} ")
         _bar(t, prof.get("categories") or {}, scale, width)
-        t.append(f" {float(prof.get('step_ms') or 0.0):7.2f} ms/step\n")
+        t.append(f" {float(prof.get('step_ms') or 0.0):7.2f} ms/{prof.get('unit') or 'step'}\n")
     step = float(mine.get("step_ms") or 0.0)
     bcats = (base or {}).get("categories") or {}
     for c in CATEGORIES:
@@ -64,8 +64,9 @@ def step_bars(runbook: RunBook, launch: int, width: int = BAR_WIDTH) -> Text:
             t.append(f"   Δ {d:+7.2f} ms{pct}", style=style)
         t.append("\n")
     n, ranks, skew = mine.get("steps"), mine.get("ranks"), mine.get("skew_ms")
+    unit = "decode cycle(s) (draft + verify + draft extend)" if mine.get("unit") == "cycle" else "step(s)"
     t.append(
-        f"  {ranks} rank(s), {n or 'unmarked'} step(s); rank skew {float(skew or 0.0):.2f} ms of waiting"
+        f"  {ranks} rank(s), {n or 'unmarked'} {unit}; rank skew {float(skew or 0.0):.2f} ms of waiting"
         + (f"; Δ vs baseline #{base_launch}" if base else "; pin a profiled run as baseline (m) for Δ")
         + "\n",
         style="dim",

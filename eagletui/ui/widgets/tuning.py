@@ -43,6 +43,19 @@ def next_option(options: list[Any], current: Any, step: int, *, numeric: bool = 
     return options[0] if step > 0 else options[-1]
 
 
+def help_line(t: Toggle | None, width: int = 0) -> Text:
+    """The selected toggle's whole help, under the table: the help column is cut to whatever width
+    is left (8 characters at 80 columns), so the full sentence is shown here, wrapped."""
+    if t is None:
+        return Text("")
+    out = Text(f"{t.name}: ", style="bold")
+    out.append(t.help or "no help text in the profile", style="" if t.help else "dim")
+    choices = t.options()
+    if choices and len(choices) <= 12:
+        out.append(f"  ({' / '.join(show_value(c) for c in choices)})", style="dim")
+    return out
+
+
 class TuningPanel(DataTable):
     BINDINGS = [
         # In the key bar while the Tune tab has the focus (the key bar repaints only when its keys change).
@@ -51,6 +64,13 @@ class TuningPanel(DataTable):
         Binding("enter,space", "cycle", "Cycle", show=True, key_display="Enter"),
         Binding("x,backspace", "discard", "Discard", id="tune.discard", show=True, key_display="x"),
     ]
+
+    class Selected(Message):
+        """The highlighted toggle changed (its whole help goes under the table)."""
+
+        def __init__(self, toggle: Toggle | None) -> None:
+            super().__init__()
+            self.toggle = toggle
 
     class PendingChanged(Message):
         def __init__(self, pending: dict[str, Any]) -> None:
@@ -110,6 +130,10 @@ class TuningPanel(DataTable):
         else:
             pending = Text("")
         return name, Text(show_value(running)), pending, Text(t.help, style="dim")
+
+    def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
+        event.stop()
+        self.post_message(self.Selected(self.current_toggle))
 
     @property
     def current_toggle(self) -> Toggle | None:

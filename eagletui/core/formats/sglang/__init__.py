@@ -45,6 +45,7 @@ class SGLangFormat(LogFormat):
     comm_backend_mention = staticmethod(failures.comm_backend_mention)
     comm_failure: Failure = failures.NCCL_IN_TRACEBACK
     hint_for = staticmethod(failures.hint_for)
+    hint_for_launch = staticmethod(failures.hint_for)  # takes args= (the flag a bad path sits in), draft=
 
     version_from_prefix = staticmethod(versions.version_from_prefix)
     version_marks = staticmethod(versions.version_marks)

@@ -9,6 +9,7 @@ and the phase machine keeps the most specific one.
 from __future__ import annotations
 
 import re
+from typing import Any
 
 #: (substring, kind, priority, tag). Checked in order; the first hit wins for a line.
 FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
@@ -54,6 +55,19 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("torch._dynamo.exc", "exception", 64, "compile"),
     ("warmup error", "exception", 62, "warmup"),
     ("hit an exception", "exception", 60, "exception"),
+    # A native crash (compiled code segfaulted): the fatal line faulthandler prints and SGLang's word
+    # for a child killed by SIGSEGV/SIGBUS/SIGABRT/SIGFPE/SIGILL. Not terminal: the stack after it
+    # says where (eagletui.core.native_crash), and the cascade's own markers end the sequence.
+    ("Fatal Python error: Segmentation fault", "died", 46, "native_crash"),
+    ("Fatal Python error: Bus error", "died", 46, "native_crash"),
+    ("Fatal Python error: Aborted", "died", 46, "native_crash"),
+    ("Fatal Python error: Floating point exception", "died", 46, "native_crash"),
+    ("Fatal Python error: Illegal instruction", "died", 46, "native_crash"),
+    ("crashed with exit code -11", "died", 44, "native_crash"),
+    ("crashed with exit code -7.", "died", 44, "native_crash"),
+    ("crashed with exit code -6.", "died", 44, "native_crash"),
+    ("crashed with exit code -8.", "died", 44, "native_crash"),
+    ("crashed with exit code -4.", "died", 44, "native_crash"),
     ("scheduler died during initialization", "died", 40, "scheduler_died"),
     # 0.4.x parent watching its children; also printed when an operator's kill reaches the children
     # first, so it does not end the sequence: a SIGTERM/shutdown right after it makes it a stop.
@@ -234,8 +248,73 @@ def graph_bs_flag(version: str | None) -> str:
     return "--cuda-graph-max-bs (≤0.5.13) / --cuda-graph-max-bs-decode (≥0.5.16)"
 
 
-def hint_for(kind: str, tag: str, phase: str | None, version: str | None, text: str = "") -> str:
-    """A concrete next step, naming flags that exist in ``version``."""
+# A model path that is neither a directory on the host nor a hub repo id, in the words of
+# huggingface_hub / transformers (the real 0.5.17 bad-draft launch: "OSError: Repo id must be in the
+# form 'repo_name' or 'namespace/repo_name': '/tmp/sgw/tiny/no-such-draft'").
+_BAD_PATH_RE = re.compile(
+    r"Repo id must be in the form [^:]{0,80}: '([^']{1,500})'"
+    r"|(?:Repository Not Found|not a valid model identifier|does not appear to have a file named)"
+    r"[^']{0,120}'([^']{1,500})'"
+    r"|'([^']{1,500})' (?:is not a local folder|does not appear to have a file named)"
+    r"|Can't load (?:the )?(?:config|tokenizer) for '([^']{1,500})'"
+    r"|No such file or directory: '([^']{1,500})'"
+)
+#: Server-args dests holding a model location → their flag; the draft's first: its failure is the one
+#: people make while tuning speculation.
+_PATH_FLAGS = (
+    ("speculative_draft_model_path", "--speculative-draft-model-path"),
+    ("model_path", "--model-path"),
+    ("tokenizer_path", "--tokenizer-path"),
+)
+
+
+def _model_path_hint(text: str, phase: str | None, args: dict[str, Any] | None, draft: bool) -> str | None:
+    """Name the flag whose path the exception complains about, or whose model failed to build."""
+    args = args or {}
+    m = _BAD_PATH_RE.search(text[:4000])
+    if m:
+        path = next(g for g in m.groups() if g)
+        named = [
+            flag
+            for dest, flag in _PATH_FLAGS
+            if isinstance(v := args.get(dest), str) and v and v.rstrip("/") == path.rstrip("/")
+        ]
+        if not named and draft:
+            named = ["--speculative-draft-model-path"]  # the draft's traceback (the args line never came)
+        if named:
+            flag = named[0]
+            return (
+                f"{flag} {path!r} is neither a directory on the server's host nor a Hugging Face repo "
+                f"id: fix {flag} (a path is resolved on the host, from the server's working directory)."
+            )
+        return (
+            f"{path!r} is neither a directory on the server's host nor a Hugging Face repo id: fix the "
+            "model path flag that names it (--model-path, --speculative-draft-model-path, --tokenizer-path)."
+        )
+    if phase == "load_draft":
+        draft_path = args.get("speculative_draft_model_path")
+        algo = args.get("speculative_algorithm")
+        what = f" ({draft_path!r})" if isinstance(draft_path, str) and draft_path else ""
+        algo_txt = f" for --speculative-algorithm {algo}" if isinstance(algo, str) and algo else ""
+        return (
+            f"Building the draft model failed: check --speculative-draft-model-path{what}: it must be a "
+            f"draft checkpoint{algo_txt} made for this target (its config.json and architecture), "
+            "or read the exception above."
+        )
+    return None
+
+
+def hint_for(
+    kind: str,
+    tag: str,
+    phase: str | None,
+    version: str | None,
+    text: str = "",
+    args: dict[str, Any] | None = None,
+    draft: bool = False,
+) -> str:
+    """A concrete next step, naming flags that exist in ``version`` (and, with the launch's ``args`` or
+    ``draft``, its traceback being the draft model's, the flag whose value the failure is about)."""
     if kind == "oom":
         if tag == "kv_too_small":
             cur = _MEM_FRACTION_RE.search(text)
@@ -331,7 +410,28 @@ def hint_for(kind: str, tag: str, phase: str | None, version: str | None, text: 
             )
         if tag == "warmup" or phase == "warmup":
             return "The warmup request failed: check the traceback above; --skip-server-warmup only hides it."
+        named = _model_path_hint(text, phase, args, draft)
+        if named:
+            return named
         return "A server process raised an exception: read the exception above (key line)."
+    if kind == "died" and tag == "native_crash":
+        low = text.lower()
+        if "profiler" in low:
+            why = (
+                "the torch profiler crashed (as sglang 0.5.17 did right after /start_profile finished): "
+                "restart the server, and profile a server you can afford to lose"
+            )
+        elif "nccl" in low:
+            why = (
+                "NCCL crashed: rerun with NCCL_DEBUG=INFO; try --disable-custom-all-reduce or "
+                "NCCL_P2P_DISABLE=1 to isolate the transport"
+            )
+        else:
+            why = "restart; if it recurs, avoid what ran there and report the stack above with the versions"
+        return (
+            "A native crash, not a Python error: compiled code (a CUDA/NCCL library, a kernel, the torch "
+            f"profiler) crashed, no flag was wrong; {why}."
+        )
     if kind == "died":
         if "-9" in text or "illed" in text:
             return "A process was SIGKILLed (exit -9), usually by the host OOM killer: check `dmesg -T | grep -i oom`."

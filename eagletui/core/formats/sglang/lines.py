@@ -252,9 +252,60 @@ def _capture_what(low: str) -> str:
     return "decode"
 
 
+# ``Engine startup timings (s): load_weight=0.20, kv_cache_allocation=1.54, scheduler_e2e=44.05,
+# cuda_graph={prefill=30.11, decode=0.00, target_verify=2.81, draft_prefill=1.17, draft_decode=4.18,
+# draft_extend=1.08}, tokenizer_e2e=49.27``: SGLang's own measures (entrypoints/engine.py
+# _set_startup_time, printed from 0.5.17 on, the same wording through 0.5.23; each the maximum over the
+# scheduler ranks, observability/startup_time.py).
+_TIMING_RE = re.compile(r"(\w+)=([\d.]+)")
+_GRAPHS_RE = re.compile(r"cuda_graph=\{([^}]{0,2000})\}")
+#: The phase each of SGLang's cuda_graph timings belongs to (model_executor/graph_memory_usage.py keys).
+_GRAPH_PHASE = {
+    "prefill": "capture_prefill",
+    "decode": "capture_target",
+    "target_verify": "capture_target",
+    "draft_prefill": "capture_draft",
+    "draft_decode": "capture_draft",
+    "draft_extend": "capture_draft",
+}
+
+
+def parse_startup_timings(msg: str) -> dict[str, Any]:
+    """The timings line's values, and the phase durations they give (``phase_seconds``): the KV pool's
+    allocation (whose only log line is printed when it ends) and each capture phase's graphs summed.
+    ``load_weight`` covers target and draft together, so it names no single phase."""
+    head = msg[:SCAN_LIMIT]
+    graphs: dict[str, float] = {}
+    g = _GRAPHS_RE.search(head)
+    if g:
+        for k, v in _TIMING_RE.findall(g.group(1)):
+            try:
+                graphs[k] = float(v)
+            except ValueError:
+                continue
+        head = head[: g.start()] + head[g.end() :]
+    values: dict[str, float] = {}
+    for k, v in _TIMING_RE.findall(head):
+        try:
+            values[k] = float(v)
+        except ValueError:
+            continue
+    phases: dict[str, float] = {}
+    if "kv_cache_allocation" in values:
+        phases["kv_cache"] = values["kv_cache_allocation"]
+    for k, v in graphs.items():
+        phase = _GRAPH_PHASE.get(k)
+        if phase is not None:
+            phases[phase] = round(phases.get(phase, 0.0) + v, 3)
+    out: dict[str, Any] = {"timings": {**values, "cuda_graph": graphs}, "phase_seconds": phases}
+    return out
+
+
 def _phase_fields(rec: Rec, msg: str) -> None:
     tag = rec.tag
-    if tag == "load_end":
+    if tag == "timings":
+        rec.data = parse_startup_timings(msg)
+    elif tag == "load_end":
         d: dict[str, Any] = {}
         t = _TYPE_RE.search(msg)
         if t:
@@ -405,7 +456,16 @@ FRAME_PHASES: tuple[tuple[str, str], ...] = (
     ("in _execute_server_warmup", "warmup"),
     ("in _wait_and_warmup", "warmup"),
 )
-_DRAFT_FRAMES = ("eagle_worker", "EAGLEWorker", "draft_worker", "draft_model_runner", "/speculative/")
+# speculative_hook: the draft's config is read while the server args are checked (0.5.17+,
+# arg_groups/speculative_hook.py handle_speculative_decoding), before any server_args line.
+_DRAFT_FRAMES = (
+    "eagle_worker",
+    "EAGLEWorker",
+    "draft_worker",
+    "draft_model_runner",
+    "/speculative/",
+    "speculative_hook",
+)
 
 
 def frame_phase(line: str) -> tuple[str | None, bool]:

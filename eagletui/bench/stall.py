@@ -1,0 +1,138 @@
+"""Stall detection for the built-in benchmark: a server that stops answering ends the benchmark in
+about a minute, with what was measured, instead of each request waiting out its own 5-minute timeout.
+
+Two signs, both from :class:`~eagletui.bench.httplimits.HttpLimits`:
+
+* a stream that has started and then goes silent for ``stall_s`` is stalled (tokens of a running
+  request come every few milliseconds); the request ends with a "stalled" error
+  (:func:`~eagletui.bench.client.stream_generate` does that);
+* no progress on any stream (no new token, no request finished) for ``server_stall_s`` while
+  requests are in flight: the server is not serving, whether the requests are queued or started.
+
+After ``max_stalls`` stalled streams, or the whole-server stall, :class:`StallWatch` sets ``halt``:
+the pool stops drawing prompts and cancels what is in flight, and the result says "server stalled"
+with the reason and counts the abandoned requests as failed. While nothing moves it says every
+``progress_s`` what it waits for (a ``Notice`` from source ``bench``: the headless bench prints it).
+
+Kept apart from the client's request code: it only reads the shared token counter once a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Callable
+from typing import Any
+
+from eagletui.bench.httplimits import HttpLimits
+from eagletui.core.events import Event, Notice
+
+#: How often the watch looks at the token counter.
+POLL_S = 0.5
+
+
+class StallWatch:
+    """Watches one pool of requests; ``halt`` is the pool's stop event (the user's stop sets it too)."""
+
+    def __init__(
+        self,
+        limits: HttpLimits,
+        *,
+        emit: Callable[[Event], None],
+        total: int,
+        concurrency: int,
+        tokens: Callable[[], int],
+        stop: asyncio.Event | None = None,
+        what: str = "benchmark",
+    ) -> None:
+        self.lim = limits
+        self.emit = emit
+        self.total = total
+        self.concurrency = max(1, concurrency)
+        self.tokens = tokens
+        self.user_stop = stop
+        self.what = what
+        self.halt = asyncio.Event()
+        self.done = 0
+        self.stalls = 0
+        #: why the benchmark was halted as stalled ("" while it was not)
+        self.reason = ""
+        #: requests in flight when it halted: counted as failed, they will never finish
+        self.abandoned = 0
+        self._last_progress = time.monotonic()
+        self._last_tokens = 0
+        self._last_said = 0.0
+
+    @property
+    def in_flight(self) -> int:
+        return 0 if self.halt.is_set() else min(self.concurrency, max(0, self.total - self.done))
+
+    def finished(self, stalled: bool) -> None:
+        """A request ended (``stalled``: it had started and went silent)."""
+        self.done += 1
+        self._last_progress = time.monotonic()
+        if not stalled:
+            return
+        self.stalls += 1
+        if self.stalls == 1:
+            self._say(
+                "warning",
+                f"a request stalled: its stream went silent for {min(self.lim.stall_s, self.lim.idle_s):g}s "
+                f"(the benchmark ends as 'server stalled' after {self.lim.max_stalls})",
+            )
+        if self.stalls >= self.lim.max_stalls and not self.halt.is_set():
+            # this request's worker is between requests now: its slot is not in flight
+            self._stall(
+                f"{self.stalls} streams went silent for {min(self.lim.stall_s, self.lim.idle_s):g}s after they had started",
+                free=1,
+            )
+
+    def _stall(self, reason: str, free: int = 0) -> None:
+        self.abandoned = max(0, min(self.concurrency - free, self.total - self.done))
+        self.reason = reason
+        self.halt.set()
+        self._say(
+            "warning",
+            f"server stalled: {reason}; stopped after {self.done}/{self.total} requests"
+            + (f", {self.abandoned} abandoned" if self.abandoned else ""),
+        )
+
+    def _say(self, level: str, message: str) -> None:
+        self.emit(Notice(level=level, message=f"{self.what}: {message}", source="bench"))
+
+    def check(self, now: float | None = None) -> None:
+        """One look: progress since the last, a progress line, or the whole-server stall."""
+        now = time.monotonic() if now is None else now
+        tokens = self.tokens()
+        if tokens != self._last_tokens:
+            self._last_tokens = tokens
+            self._last_progress = now
+        n = self.in_flight
+        if n == 0:
+            self._last_progress = now
+            return
+        silent = now - self._last_progress
+        if silent >= self.lim.server_stall_s:
+            self._stall(
+                f"no token from any of the {n} request(s) in flight for {silent:.0f}s "
+                "(queued or streaming: the server is not serving)"
+            )
+        elif silent >= self.lim.progress_s and now - self._last_said >= self.lim.progress_s:
+            self._last_said = now
+            self._say(
+                "info",
+                f"waiting for the server: {n} request(s) in flight, no token for {silent:.0f}s, "
+                f"{self.done}/{self.total} done (gives up at {self.lim.server_stall_s:g}s)",
+            )
+
+    async def run(self) -> None:
+        """Look every :data:`POLL_S` until halted; the user's stop halts at once."""
+        while not self.halt.is_set():
+            if self.user_stop is not None and self.user_stop.is_set():
+                self.halt.set()
+                return
+            self.check()
+            waiter: Any = self.user_stop.wait() if self.user_stop is not None else asyncio.sleep(POLL_S)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(waiter, timeout=POLL_S)

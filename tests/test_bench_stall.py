@@ -1,0 +1,134 @@
+"""Issue 20 item 2: a stalled server ends the benchmark soon, as "server stalled", with what was
+measured; a started stream that goes silent is stalled sooner than a request still queued; while it
+waits, progress is said. Real sockets on 127.0.0.1 speaking raw HTTP (tests/test_bench_hostile.py)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from eagletui.bench.client import HttpLimits, run_builtin
+from eagletui.core.events import BenchmarkResult, Notice
+from eagletui.core.profile import BenchSettings
+from tests.test_bench_hostile import SSE_HEAD, _static_server
+
+#: test-sized: a started stream may be silent 0.5 s, the whole server 2 s; queued requests 30 s
+LIMITS = HttpLimits(
+    connect_s=2, read_s=30, idle_s=30, total_s=60, stall_s=0.5, server_stall_s=2.0, progress_s=0.5
+)
+
+
+def _chunk(ct: int, done: bool = False) -> bytes:
+    meta = {"completion_tokens": ct, "finish_reason": {"type": "length"} if done else None}
+    return b"data: " + json.dumps({"text": "x" * ct, "meta_info": meta}).encode() + b"\n\n"
+
+
+async def _bench(handler, *, prompts: int, concurrency: int, warmup: int = 0, limits=LIMITS):
+    server, base = await _static_server(handler)
+    events: list = []
+    t0 = time.monotonic()
+    try:
+        result = await asyncio.wait_for(
+            run_builtin(
+                base,
+                BenchSettings(num_prompts=prompts, concurrency=concurrency, warmup=warmup, max_new_tokens=8),
+                bench=1,
+                launch=1,
+                emit=events.append,
+                limits=limits,
+            ),
+            120,
+        )
+    finally:
+        server.close()
+    return result, events, time.monotonic() - t0
+
+
+def _notices(events: list) -> list[str]:
+    return [e.message for e in events if isinstance(e, Notice) and e.source == "bench"]
+
+
+async def test_a_server_that_accepts_and_never_answers_ends_as_stalled_soon() -> None:
+    """The issue's case: 4 prompts at concurrency 2, nothing ever answered (it took 621.7 s)."""
+
+    async def silent(_r, _w) -> None:
+        await asyncio.sleep(3600)
+
+    result, events, took = await _bench(silent, prompts=4, concurrency=2)
+    assert isinstance(result, BenchmarkResult)
+    assert took < 10, took  # the whole-server bound (2 s here), not 4 × the request timeout
+    assert result.error.startswith("server stalled: no token from any of the 2 request(s) in flight"), (
+        result.error
+    )
+    assert result.requests == 0 and result.failed == 2  # the abandoned requests count as failed
+    said = _notices(events)
+    assert any("waiting for the server: 2 request(s) in flight" in m for m in said), said
+    assert any(m.startswith("benchmark: server stalled") for m in said), said
+
+
+async def test_a_stream_that_goes_silent_after_it_started_is_stalled_and_others_are_kept() -> None:
+    """Every other request streams to its end; every other one sends 2 tokens and goes silent. The
+    silent ones are stalled after stall_s, the good ones measured, and after max_stalls the benchmark
+    stops drawing prompts."""
+    n = {"i": 0}
+
+    async def half(_r, w) -> None:
+        n["i"] += 1
+        w.write(SSE_HEAD)
+        w.write(_chunk(1) + _chunk(2))
+        await w.drain()
+        if n["i"] % 2 == 0:
+            await asyncio.sleep(3600)  # started, then silent
+        for ct in range(3, 9):
+            await asyncio.sleep(0.01)
+            w.write(_chunk(ct, done=ct == 8))
+            await w.drain()
+        w.write(b"data: [DONE]\n\n")
+        await w.drain()
+
+    result, events, took = await _bench(half, prompts=20, concurrency=1)
+    assert took < 10, took
+    assert result.error.startswith("server stalled: 3 streams went silent for 0.5s"), result.error
+    assert result.requests == 3 and result.failed == 3  # measured what came; 14 prompts never drawn
+    assert result.output_throughput > 0
+    assert "stalled: the stream went silent for 0.5s after 2 token(s)" in result.error
+    said = _notices(events)
+    assert any("a request stalled" in m for m in said), said
+
+
+async def test_a_queued_request_waits_longer_than_a_started_stream_while_others_progress() -> None:
+    """Concurrency 2: one request streams slowly for 3 s (progress), the other waits in the queue with
+    no byte for those 3 s (longer than stall_s and than server_stall_s would allow a silent server):
+    neither is stalled, both complete."""
+    n = {"i": 0}
+
+    async def queued(_r, w) -> None:
+        n["i"] += 1
+        me = n["i"]
+        if me == 2:
+            await asyncio.sleep(3.0)  # in the queue: no headers yet
+        w.write(SSE_HEAD)
+        await w.drain()
+        for ct in range(1, 9):
+            await asyncio.sleep(0.4 if me == 1 else 0.01)  # slow but steady: every gap < stall_s
+            w.write(_chunk(ct, done=ct == 8))
+            await w.drain()
+        w.write(b"data: [DONE]\n\n")
+        await w.drain()
+
+    limits = HttpLimits(
+        connect_s=2, read_s=30, idle_s=30, total_s=60, stall_s=1.0, server_stall_s=2.0, progress_s=5
+    )
+    result, _events, _took = await _bench(queued, prompts=2, concurrency=2, limits=limits)
+    assert result.error == "" and result.requests == 2 and result.failed == 0, result.error
+
+
+async def test_a_stall_in_the_warm_up_ends_before_the_measurement() -> None:
+    async def silent(_r, _w) -> None:
+        await asyncio.sleep(3600)
+
+    result, events, took = await _bench(silent, prompts=4, concurrency=2, warmup=1)
+    assert took < 10
+    assert result.error.startswith("server stalled:") and result.requests == 0
+    assert any(m.startswith("warm-up: server stalled") for m in _notices(events))
