@@ -181,3 +181,62 @@ def test_3_configs_x_4_concurrencies_is_3_launches_and_the_eta_holds(dirs, capsy
     eta = json.loads(out.out)["eta_check"]
     assert eta["launches_done_then"] == 0  # predicted at the start
     assert abs(eta["error_pct"]) <= 15.0, eta
+
+
+def test_the_drift_check_runs_last_and_on_the_baselines_host():
+    base = 'name = "t"\n[server]\ncommand = ["python3", "-m", "eagletui.sim"]\n[server.args]\nmodel-path = "m"\n'
+    tog = '[[toggles]]\nenv = "A"\nchoices = ["1", "2", "3"]\n'
+    p = parse_profile(base + tog + '[sweep]\ndrift_check = true\n[sweep.matrix]\nA = ["1", "2", "3"]\n', "p")
+    q = SweepQueue.plan(p.sweep, target="a+b", profile_path="p")
+    recheck = q.variants[3]
+    assert recheck.recheck_of == 0 and "drift check" in recheck.name
+    q.move(3, -3)  # even moved to the front, it waits for every other launch
+    assert q.next("a").index == 0
+    q.variants[0].state, q.variants[0].target = "done", "a"
+    assert q.next("b").index == 1
+    q.variants[1].state, q.variants[2].state = "launching", "launching"
+    q.variants[1].target, q.variants[2].target = "b", "b"
+    assert q.next("b").index == 1  # b's own launch in flight (a resume) comes first
+    q.variants[1].state = q.variants[2].state = "done"
+    assert q.next("b") is None  # another host would measure the hosts' difference, not drift
+    assert q.next("a").index == 3
+    # a baseline that did not run: nothing to re-check
+    q2 = SweepQueue.plan(p.sweep, target="a", profile_path="p")
+    q2.variants[0].state = "failed"
+    for v in q2.variants[1:3]:
+        v.state = "done"
+    assert q2.next() is None and q2.variants[3].state == "skipped"
+
+
+def test_plan_notes_a_concurrency_above_the_prompts(dirs, capsys):
+    path = Path(_profile(dirs))
+    path.write_text(path.read_text().replace("concurrency = [1, 2, 4, 8]", "concurrency = [1, 16]"))
+    assert main(["local", "--profile", str(path), "--plan"]) == 0
+    assert "note: at concurrency=16 only 8 prompts are sent" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_a_drift_check_is_reported(dirs, capsys):
+    path = Path(_profile(dirs))
+    text = path.read_text().replace('NCCL_ALGO = ["Ring", "Tree", "NVLS"]\n', 'NCCL_ALGO = ["Ring", "Tree"]\n')
+    text = text.replace("concurrency = [1, 2, 4, 8]", "concurrency = [2]").replace(
+        "repeats = 2\n", "repeats = 2\ndrift_check = true\n"
+    )
+    path.write_text(text)
+    rc = main(["local", "--profile", str(path), "--json", "--no-preflight"])
+    out = capsys.readouterr()
+    assert rc == 0, out.err
+    rep = json.loads(out.out)
+    rows = rep["variants"]
+    assert [r["drift_check_of"] for r in rows] == [None, None, rows[0]["name"]]
+    assert rep["launches"] == 3 and rows[2]["state"] == "done"
+    # it ran last: its server is the newest run
+    runs = sorted((dirs / "runs").glob("*/server.log"), key=lambda p: p.stat().st_mtime)
+    assert rows[2]["run_id"] in str(runs[-1])
+    drift = rep["drift"]
+    assert drift["state"] == "done" and drift["detected"] in (True, False)
+    assert drift["points"][0]["label"] == "concurrency=2" and drift["points"][0]["delta_pct"] is not None
+    assert drift["text"].startswith(("no drift", "drift: the baseline moved"))
+    # the finished sweep run again prints its report (issue 20), the drift line among it
+    main(["local", "--profile", str(path), "--no-preflight"])
+    assert drift["text"] in capsys.readouterr().out

@@ -151,7 +151,11 @@ def _adaptive_flags(args: dict[str, Any], path: str) -> str:
     return shlex.join(parts)
 
 
-def plan_lines(queue: Any, history: Any, targets: list[str]) -> list[str]:
+def points_raw(queue: Any) -> list[dict[str, Any]]:
+    return [dict(c.client) for c in queue.variants[0].cells] if queue.variants else []
+
+
+def plan_lines(queue: Any, history: Any, targets: list[str], profile: Any = None) -> list[str]:
     """``sweep --plan``: the launches in order with their cells and estimates, and the whole-sweep ETA."""
     from eagletui.core.sweep_plan import fmt_duration
 
@@ -171,6 +175,15 @@ def plan_lines(queue: Any, history: Any, targets: list[str]) -> list[str]:
         f"repeats: {pol.describe()}; ~{runs:.1f} runs a cell expected",
         "client settings: " + ", ".join(inert(p) for p in points),
     ]
+    if profile is not None:
+        for p in points_raw(q):
+            c = p.get("concurrency")
+            n = p.get("num_prompts", profile.bench.num_prompts)
+            if isinstance(c, int) and c > n:
+                out.append(
+                    f"note: at concurrency={c} only {n} prompts are sent: at most {n} requests are in flight "
+                    "(raise bench.num_prompts to the highest concurrency)"
+                )
     for pos, i in enumerate(q.order):
         v = q.variants[i]
         est = eta.per_launch.get(i)
@@ -311,7 +324,7 @@ async def _run(
     for problem in problems:
         _say(f"eagletui: config: {problem}")
     history = _history(cfg)
-    for line in plan_lines(queue, history, targets):
+    for line in plan_lines(queue, history, targets, profile):
         _say(line)
     profile.bench = dataclasses.replace(profile.bench, repeats=1)  # one repeat per benchmark() call
     several = len(targets) > 1
@@ -420,7 +433,7 @@ def _print_plan(
                 queue = old
                 _say(f"eagletui: the unfinished sweep in {qpath}: what is left of it")
     cfg, _problems = load_user_config()
-    for line in plan_lines(queue, _history(cfg), targets):
+    for line in plan_lines(queue, _history(cfg), targets, profile):
         print(inert_lines(line))
     return EXIT_OK
 
