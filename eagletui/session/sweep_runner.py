@@ -193,9 +193,10 @@ class SweepRunner:
 
     # ------------------------------------------------------------------ the GPU gate
 
-    async def _stop_previous(self) -> bool:
-        """Stop the server of the previous launch (ours, still running) before the next one; True when
-        there was one to stop."""
+    async def _stop_previous(self, v: VariantState) -> bool | None:
+        """Stop the server of the previous launch (ours, still running) before the next one: True when
+        there was one to stop, False when there was none, None when the stop failed (the sweep is then
+        paused: a second server is never started beside one that would not stop)."""
         run = self.ws.run
         if run is None or not run.owned or not run.alive:
             return False
@@ -203,10 +204,23 @@ class SweepRunner:
             # a resumed sweep: no reading from before this server's launch; the gate then waits
             # until its own processes' memory is gone from the reading taken now
             self._before = await self._reading_without(run)
-        with contextlib.suppress(Exception):
+        try:
             await self.ws.stop()
+        except Exception as exc:
+            self._pause(v, f"stopping launch #{run.launch} (run {run.run_id}) failed: {exc}")
+            return None
         self._stopped_at = time.monotonic()
         return True
+
+    def _pause(self, v: VariantState, why: str) -> None:
+        """Stop the sweep before ``v`` (left pending) and say why; ``--resume`` goes on from there."""
+        q = self.queue
+        v.state, v.phase = PENDING, ""
+        q.paused, q.aborted = why, True
+        self.say(f"  {why}")
+        self.say("  the sweep is paused so that no launch starts on GPUs that are not free; free them and resume")
+        self._notice(f"sweep paused: {why}", "error")
+        self._changed()
 
     async def _reading_without(self, run: Any) -> Reading | None:
         from eagletui.core.gpu_memory import Reading
@@ -240,15 +254,7 @@ class SweepRunner:
         )
         v.gate = res.to_dict()
         if res.status == "held":
-            v.state, v.phase = PENDING, ""
-            q.paused = res.message
-            q.aborted = True
-            self.say(f"  {res.message}")
-            self.say(
-                "  the sweep is paused so that no launch starts on GPUs that are not free; free them and resume"
-            )
-            self._notice(f"sweep paused: {res.message}", "error")
-            self._changed()
+            self._pause(v, res.message)
             return False
         if res.status == "clean" and res.waited_s >= 0.5:
             self.say(f"  GPU memory released after {res.waited_s:.1f}s")
@@ -314,7 +320,11 @@ class SweepRunner:
             t_over = time.monotonic()
             prev = self.ws.run
             label = f"launch #{prev.launch}" if prev is not None and prev.owned else "the previous launch"
-            stopped = await self._stop_previous()
+            stopped = await self._stop_previous(v)
+            if stopped is None:
+                return
+            v.phase = "waiting for GPU memory"
+            self.on_change()
             if not await self._gate(v, label):
                 return
             # the time between launches (a stop and the release of its memory): only where there was one
@@ -334,7 +344,7 @@ class SweepRunner:
                 self._stopped_at = time.monotonic()
                 if not await self._gate(v, f"launch #{self.ws.launch_no}"):
                     return
-                v.failure_kind, v.failure = "", ""
+                v.state, v.phase, v.failure_kind, v.failure = LAUNCHING, "launch", "", ""
                 kind = await self._launch(v, prof)
                 if kind is None:
                     return
