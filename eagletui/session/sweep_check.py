@@ -84,6 +84,17 @@ _VARIANT_FIELDS: dict[str, tuple[str, Any]] = {
 MAX_CELLS = 4096
 
 
+def _repeats_problem(repeats: Any, where: str) -> str | None:
+    """A list of benchmark runs (a variant's, or since queue version 2 a cell's)."""
+    if not isinstance(repeats, list):
+        return f"{where}.repeats must be a list, got {_kind(repeats)}"
+    for j, r in enumerate(repeats):
+        problem = _repeat_problem(r)
+        if problem is not None:
+            return f"{where}.repeats[{j}]{'' if problem.startswith('.') else ' '}{problem}"
+    return None
+
+
 def _cell_problem(c: Any, where: str) -> str | None:
     if not isinstance(c, dict):
         return f"{where} must be an object, got {_kind(c)}"
@@ -93,14 +104,7 @@ def _cell_problem(c: Any, where: str) -> str | None:
     for key in ("stop", "stop_text"):
         if key in c and not isinstance(c[key], str):
             return f"{where}.{key} must be a string, got {_kind(c[key])}"
-    repeats = c.get("repeats", [])
-    if not isinstance(repeats, list):
-        return f"{where}.repeats must be a list, got {_kind(repeats)}"
-    for j, r in enumerate(repeats):
-        problem = _repeat_problem(r)
-        if problem is not None:
-            return f"{where}.repeats[{j}]{'' if problem.startswith('.') else ' '}{problem}"
-    return None
+    return _repeats_problem(c.get("repeats", []), where)
 
 
 def _variant_problem(v: Any, i: int) -> str | None:
@@ -119,13 +123,9 @@ def _variant_problem(v: Any, i: int) -> str | None:
     for k, val in settings.items():
         if not _scalar(val):
             return f"{where}.settings[{k!r}] must be a string, number or boolean, got {_kind(val)}"[:200]
-    repeats = v.get("repeats", [])
-    if not isinstance(repeats, list):
-        return f"{where}.repeats must be a list, got {_kind(repeats)}"
-    for j, r in enumerate(repeats):
-        problem = _repeat_problem(r)
-        if problem is not None:
-            return f"{where}.repeats[{j}]{'' if problem.startswith('.') else ' '}{problem}"
+    problem = _repeats_problem(v.get("repeats", []), where)
+    if problem is not None:
+        return problem
     cells = v.get("cells", [])
     if not isinstance(cells, list) or len(cells) > MAX_CELLS:
         return f"{where}.cells must be a list of at most {MAX_CELLS} cells, got {_kind(cells)}"
