@@ -99,6 +99,9 @@ class Workspace:
         #: loading, so nothing is launched until reconcile() has found out what became of it.
         self.unreconciled: LaunchOutcomeUnknown | None = None
         self.last_stop: StopOutcome | None = None  # how the last stop ended (bench --json reports it)
+        #: set while the transport's link to the host is up (a local one never goes down)
+        self.link = asyncio.Event()
+        self.link.set()
 
     # ------------------------------------------------------------------ connection
 
@@ -107,11 +110,20 @@ class Workspace:
         from eagletui.remote.transport import open_transport
 
         self.emit(ConnectionState(state="connecting", target=self.target))
-        self.transport = await open_transport(self.target, self.ssh, on_state=self.emit)
+        self.transport = await open_transport(self.target, self.ssh, on_state=self._on_link_state)
         self.control = make_launcher(self.profile, self.transport)
         from eagletui.remote import tasks
 
         self._gpu_task = tasks.start(self._gpu_loop(), "gpu poll", self.emit)
+
+    def _on_link_state(self, ev: ConnectionState) -> None:
+        """The transport's own link state (not the log tail's): a benchmark draws no prompt while the
+        link is down (:func:`eagletui.bench.client._link_up`), and the event goes on to the session."""
+        if ev.state == "connected":
+            self.link.set()
+        elif ev.state in ("lost", "reconnecting"):
+            self.link.clear()
+        self.emit(ev)
 
     async def _gpu_loop(self) -> None:
         """GPU samples until closed; an error ends it as a ``TaskFailed`` (``gpu poll``), not silently."""
@@ -441,6 +453,7 @@ class Workspace:
                         model=str(
                             profile.args.get("--served-model-name") or profile.kind.model(profile.args)
                         ),
+                        link=self.link,
                     )
                     if result.error or (stop is not None and stop.is_set()):
                         break

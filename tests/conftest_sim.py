@@ -104,10 +104,12 @@ def sim_profile_toml(
     draft: str = "lmsys/Kimi-K2.5-EAGLE3",
     args: str = "",
     rest: str = "",
+    speed: float = 20,
 ) -> str:
     """Write the profile most end-to-end tests launch: the simulator as Kimi-K2.5 + EAGLE-3 at tp=8,
     the whole launch in a fraction of a second. ``args`` goes on in ``[server.args]``, ``rest`` after
-    it (``[bench]``, ``[[toggles]]``, ``[sweep]``…). Returns the file's path."""
+    it (``[bench]``, ``[[toggles]]``, ``[sweep]``…); ``speed`` is ``--sim-speed`` (the NVLink preset's short
+    steps want less than 20 on a busy machine). Returns the file's path."""
     p = tmp_path / filename
     p.write_text(
         f"""
@@ -129,7 +131,7 @@ speculative-num-steps = 3
 speculative-eagle-topk = 1
 speculative-num-draft-tokens = 4
 sim-time-scale = 0.003
-sim-speed = 20
+sim-speed = {speed}
 {args}
 {rest}
 """

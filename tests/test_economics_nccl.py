@@ -24,7 +24,7 @@ def test_the_original_case_loses_and_says_why() -> None:
     assert not e.pays
     s = e.sentence()
     assert s.startswith("EAGLE-3 -37 %") and "accept ≥ 2.37 (has 1.50)" in s and "≤ 18.3 ms (has 28.8)" in s
-    assert set(e.to_json()) == {
+    assert set(e.to_json()) >= {
         "speedup",
         "accept_len",
         "cycle_ms",

@@ -63,7 +63,7 @@ def test_json_is_the_documented_document(capsys: pytest.CaptureFixture[str]) -> 
     rc, out, _ = _export(capsys, str(EXAMPLE), "--format", "json")
     assert rc == 0
     doc = json.loads(out)
-    assert doc["format"] == "eagletui-export" and doc["version"] == 1 and doc["baseline"] == 1
+    assert doc["format"] == "eagletui-export" and doc["version"] == 2 and doc["baseline"] == 1
     assert doc["session"]["launches"] == 3 and doc["session"]["config_changes"] == 2
     r1, r2, r3 = doc["runs"]
     assert r1["baseline"] and r1["diff_text"] == "baseline" and r1["delta_pct"]["tok_s"] is None
@@ -108,7 +108,8 @@ def test_a_failed_launch_is_reported(capsys: pytest.CaptureFixture[str]) -> None
     assert run["verdict"] == "fail" and run["reasons"][0].startswith("launch failed: out of GPU memory")
     assert run["phases_s"] and run["tok_s"]["mean"] is None and run["economics"] is None
     rc, md, _ = _export(capsys, str(CRASH))
-    assert "| 1 ★ | baseline | failed |" in md and "- outcome: **failed** (oom" in md
+    # issue 19: a launch that failed is never the (auto) baseline: there is none yet
+    assert "| 1 | no baseline | failed |" in md and "- outcome: **failed** (oom" in md
 
 
 def _leaky_recording(directory: Path) -> Path:

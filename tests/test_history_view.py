@@ -60,7 +60,7 @@ async def test_history_lists_earlier_runs_and_enter_pins_one(tmp_path: Path) -> 
         from eagletui.ui.repaint import compare_text
 
         line = compare_text(book).plain
-        assert "vs tp4:1" in line, line  # the comparison line names the pinned run of the other session
+        assert "vs baseline tp4:1" in line, line  # the comparison line names the pinned run of the other session
         # m goes back to a run of this session
         book.pin_baseline(1)
         assert book.external is None

@@ -75,10 +75,14 @@ def test_pin_baseline_changes_reference():
         book.pin_baseline(9)
 
 
-def test_single_sample_noise_band_is_two_percent():
+def test_single_runs_have_no_noise_estimate_and_an_assumed_band():
+    """Issue 19: a single run has no band of its own; the Δ is judged against an assumed ±5 %, and says
+    so ("1 run, no noise estimate"), so −2.6 % is not a regression while −6 % is flagged."""
     assert not delta(Metric(101.5, None, 1), Metric(100.0, None, 1)).flagged
     assert not delta(Metric(98.7, None, 1), Metric(100.0, None, 1)).flagged
-    assert delta(Metric(102.5, None, 1), Metric(100.0, None, 1)).flagged
+    d = delta(Metric(97.4, None, 1), Metric(100.0, None, 1))
+    assert not d.flagged and d.band.text() == "1 run, no noise estimate: assumed ±5.0 %"
+    assert delta(Metric(94.0, None, 1), Metric(100.0, None, 1)).flagged
 
 
 def test_verdict_judges_the_speedup_only_outside_the_noise_band():
@@ -159,7 +163,8 @@ def test_failed_launch_and_failed_bench_verdicts():
     launch(book, 2)
     book.apply(BenchmarkResult(bench=5, launch=2, failed=4, error="4 request(s) failed: HTTP 500"))
     row = book.row(2)
-    assert row.verdict == "fail" and "HTTP 500" in row.reasons[0] and row.tok_s.mean is None
+    # issue 19's validity gate: a benchmark that measured nothing is invalid (with why), not a fail
+    assert row.verdict == "invalid" and "HTTP 500" in row.reasons[0] and row.tok_s.mean is None
 
 
 def test_no_thresholds_is_dash_and_thresholds_on_tok_ttft():

@@ -24,7 +24,7 @@ def test_the_crossover_is_exported_for_sglang(tmp_path, monkeypatch, capsys):
     text = text.replace("port = 30018", f"port = {free_port()}", 1)
     text = text.replace('runs_dir = "~/.eagletui/runs"', f'runs_dir = "{tmp_path / "runs"}"', 1)
     text = re.sub(r"sim-time-scale = [0-9.]+", "sim-time-scale = 0.003", text, count=1)
-    text = re.sub(r"sim-speed = \d+", "sim-speed = 20", text, count=1)
+    text = re.sub(r"sim-speed = \d+", "sim-speed = 1", text, count=1)  # faster is CPU-bound on H200
     text = text.replace('repeats = "adaptive"', "repeats = 2", 1)
     text = text.replace("concurrency = [1, 16, 64]", "concurrency = [1, 16]", 1)
     text = re.sub(r"num_prompts = \d+", "num_prompts = 16", text, count=1)

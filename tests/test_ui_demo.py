@@ -126,8 +126,11 @@ async def test_toggle_diff_apply_relaunch_compare(tmp_path: Path) -> None:
         await pilot.press("a")  # the diff window says "a applies"
         assert await wait_for(pilot, lambda: app.state.current == 2, 20)
         la = app.state.launch
-        assert la.diff == {"arg:--speculative-algorithm": ["EAGLE3", None]}
-        assert "--speculative-algorithm" not in la.command
+        # issue 19: one meaning of no-spec — unsetting the algorithm drops every --speculative-* flag
+        assert la.diff["arg:--speculative-algorithm"] == ["EAGLE3", None]
+        assert la.diff["arg:--speculative-draft-model-path"][1] is None
+        assert la.diff["arg:--speculative-num-steps"] == [3, None]
+        assert not any(a.startswith("--speculative-") for a in la.command)
         assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40)
         await pilot.press("b")
         assert await wait_for(pilot, lambda: len(app.state.bench_results) == 2, 40)

@@ -14,6 +14,15 @@ tick for live charts) and an accept length that belongs to *this* run, neither o
   cumulative ``avg_spec_accept_length`` is never used: it mixes in warmup and earlier runs.
 * the OpenAI API streams ``usage`` in every chunk (``stream_options.continuous_usage_stats``), so the
   same ``completion_tokens`` count drives TTFT and ITL there.
+  The result's ``accept`` says which formula the number is and holds the same run by the other definitions
+  (:mod:`eagletui.core.accept`), the correct-draft count and ``spec_correct_drafts_histogram`` summed.
+* step time: where the server keeps its own step-time record (``SGLANG_RECORD_STEP_TIME=1``:
+  ``/server_info`` → ``internal_states[0].step_time_dict``), the entries added during the main run at the
+  benchmark's batch size, 20th percentile, as SGLang's ``bench_speculative.py`` reads it.
+
+Every count a server reports is bounded by what the request allowed (:func:`beyond_request`): a
+``completion_tokens`` above ``max_new_tokens`` fails the request instead of growing its lists.
+While the link to the host is down (``link``, set by the workspace) no new prompt is drawn.
 
 Speed matters (the client must not be the bottleneck at tens of thousands of tok/s): SSE bytes are split
 on newlines and only an integer is pulled out of each chunk with a compiled regex; the final chunk alone
@@ -28,6 +37,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import math
 import re
@@ -52,6 +62,7 @@ from eagletui.bench.stall import StallWatch
 from eagletui.bench.stats import summarize
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
 from eagletui.core.profile import BenchSettings
+from eagletui.core.stats import percentile
 
 _CT_RE = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
 _CT_KEY = b'"completion_tokens"'
@@ -69,6 +80,9 @@ class RequestResult:
     last: float | None = None
     output_tokens: int = 0
     verify_ct: int | None = None
+    correct_drafts: int | None = None
+    #: ``spec_correct_drafts_histogram``: verifies that accepted 0, 1, 2 … draft tokens
+    hist: list[int] | None = None
     itls: list[float] = field(default_factory=list)
     #: the stream had started and then went silent (``HttpLimits.stall_s``): the server stalled
     stalled: bool = False
@@ -117,6 +131,17 @@ class _Live:
 
     def accept_len(self) -> float | None:
         return self.ct_sum / self.verify_sum if self.verify_sum > 0 else None
+
+
+#: Longest ``spec_correct_drafts_histogram`` kept (SGLang's draft trees are far shallower).
+MAX_HISTOGRAM = 64
+
+
+def beyond_request(what: str, count: int, limit: int | None) -> str:
+    """Why a count the server reported cannot be (more than the request allowed); "" when it can."""
+    if limit is not None and count > limit:
+        return f"impossible count from the server: {what} {count:,} for a request of at most {limit:,} tokens"
+    return ""
 
 
 def _short_error(exc: BaseException) -> str:
@@ -206,6 +231,10 @@ async def stream_generate(
                         if m is None:
                             continue
                         ct = int(m.group(1))
+                        over = beyond_request("completion_tokens", ct, lim.max_tokens)
+                        if over:
+                            res.error = over
+                            return res
                         new = ct - last_ct
                         if new <= 0:
                             continue
@@ -276,6 +305,10 @@ async def stream_generate(
     if not _count(ct):
         res.error = f"invalid completion_tokens {ct!r} in the final chunk"
         return res
+    over = beyond_request("completion_tokens", int(ct), lim.max_tokens)
+    if over:
+        res.error = over
+        return res
     res.output_tokens = int(ct)
     if res.output_tokens > last_ct and live is not None:
         live.tokens += res.output_tokens - last_ct
@@ -284,7 +317,13 @@ async def stream_generate(
         return res
     vc = meta.get("spec_verify_ct")
     if _count(vc) and vc > 0:
+        if vc > res.output_tokens:  # every verify yields at least the target's own token
+            res.error = (
+                f"impossible count from the server: spec_verify_ct {int(vc):,} > {res.output_tokens:,} tokens"
+            )
+            return res
         res.verify_ct = int(vc)
+        _spec_detail(res, meta)
         if live is not None:
             live.ct_sum += res.output_tokens
             live.verify_sum += res.verify_ct
@@ -293,6 +332,20 @@ async def stream_generate(
         res.ok = False
         res.error = "stream ended early"
     return res
+
+
+def _spec_detail(res: RequestResult, meta: dict[str, Any]) -> None:
+    """The correct-draft count and the per-position histogram of a verified request, where the server
+    returns them and they add up (a damaged or impossible one is left out, not trusted)."""
+    assert res.verify_ct is not None
+    cd = meta.get("spec_num_correct_drafts", meta.get("spec_accepted_drafts"))
+    if _count(cd) and cd <= res.output_tokens:
+        res.correct_drafts = int(cd)
+    hist = meta.get("spec_correct_drafts_histogram", meta.get("spec_accept_histogram"))
+    if isinstance(hist, list) and 0 < len(hist) <= MAX_HISTOGRAM and all(_count(c) for c in hist):
+        counts = [int(c) for c in hist]
+        if sum(counts) == res.verify_ct:
+            res.hist = counts
 
 
 def _stall_s(lim: HttpLimits) -> float:
@@ -353,6 +406,25 @@ async def _prime_connections(
     await asyncio.gather(*(one() for _ in range(max(1, n))))
 
 
+#: How a request ends when the link under it is cut (the SSH forward of the server's port).
+_LINK_ERRORS = ("connection failed", "ServerDisconnectedError", "ClientOSError", "ClientConnectionError")
+#: After such a failure a worker waits this long before it draws the next prompt, so the link's state
+#: (which the transport reports a moment later) decides, not a burst of failing requests.
+LINK_SETTLE_S = 0.25
+
+
+async def _link_up(link: asyncio.Event | None, timeout: float) -> bool:
+    """Wait while the link to the host is down (no prompt is drawn meanwhile), at most ``timeout``
+    seconds; False when it did not come back (the benchmark ends with what it measured)."""
+    if link is None or link.is_set():
+        return True
+    try:
+        await asyncio.wait_for(link.wait(), timeout)
+    except TimeoutError:
+        return False
+    return True
+
+
 #: Benchmark APIs (``ServerKind.api``): the request path of one streamed generation.
 API_PATHS = {"sglang": "/generate", "openai": "/v1/completions"}
 
@@ -402,6 +474,7 @@ async def _run_pool(
     on_done: Callable[[RequestResult], None] | None,
     stop: asyncio.Event | None,
     limits: HttpLimits | None = None,
+    link: asyncio.Event | None = None,
     arrivals: tuple[float, ...] = (),
 ) -> list[RequestResult]:
     """Send ``payloads`` with at most ``concurrency`` in flight; with ``arrivals`` (seconds from now,
@@ -409,6 +482,7 @@ async def _run_pool(
     results: list[RequestResult] = []
     start = time.perf_counter()
     it = iter(zip(payloads, arrivals or [0.0] * len(payloads), strict=False))
+    lim = limits or HttpLimits()
 
     async def worker() -> None:
         for payload, at in it:
@@ -417,10 +491,14 @@ async def _run_pool(
             wait = start + at - time.perf_counter()
             if wait > 0:
                 await asyncio.sleep(wait)
+            if not await _link_up(link, lim.total_s):
+                return
             r = await stream_generate(session, url, payload, live, limits)
             results.append(r)
             if on_done is not None:
                 on_done(r)
+            if link is not None and not r.ok and r.error.startswith(_LINK_ERRORS):
+                await asyncio.sleep(LINK_SETTLE_S)  # a cut: let the link's state catch up first
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(payloads))))]
     if stop is None:
@@ -454,11 +532,13 @@ async def run_builtin(
     limits: HttpLimits | None = None,
     api: str = "sglang",
     model: str = "",
+    link: asyncio.Event | None = None,
 ) -> BenchmarkResult:
     """Run the profile's workload against ``base_url`` and return the result; never raises for server
     trouble (connection refused, HTTP errors, timeouts), which is reported in ``failed``/``error``.
     ``api_key`` is sent as a bearer token, as a server started with ``--api-key`` requires.
-    ``limits`` defaults to :meth:`HttpLimits.for_settings` (``bench.timeout_s`` bounds one request).
+    ``limits`` defaults to :meth:`HttpLimits.for_settings` (``bench.timeout_s`` bounds one request,
+    ``max_new_tokens`` every count); while ``link`` is clear no prompt is drawn.
     ``api`` is the server kind's (``sglang`` or ``openai``); ``model`` the name to request when the
     server does not list one."""
     base = base_url.rstrip("/")
@@ -490,6 +570,7 @@ async def run_builtin(
         limits=limits or HttpLimits.for_settings(settings),
         api=api,
         model=model,
+        link=link,
     )
     emit(result)
     return result
@@ -508,6 +589,7 @@ async def _run_workload(
     limits: HttpLimits | None = None,
     api: str = "sglang",
     model: str = "",
+    link: asyncio.Event | None = None,
 ) -> BenchmarkResult:
     url = base + API_PATHS.get(api, "/generate")
     lim = limits or HttpLimits.for_settings(settings)
@@ -537,6 +619,7 @@ async def _run_workload(
             await flush_cache(session, base, limits=lim, api=api)
         await _prime_connections(session, base, workload.concurrency, lim)
         metrics_before = await _get_metrics(session, base, lim)
+        steps_before = await _step_times(session, base, workload.concurrency, lim)
 
         payloads = [make_payload(p, workload.sampling, api, model) for p in workload.prompts]
 
@@ -593,6 +676,7 @@ async def _run_workload(
                 lim,
                 emit,
                 "benchmark",
+                link,
                 workload.arrivals,
             )
         finally:
@@ -603,7 +687,8 @@ async def _run_workload(
         t_end = max((r.last or 0.0) for r in ok) if ok else time.perf_counter()
         duration = max(t_end - t0, 1e-9)
         metrics_after = await _get_metrics(session, base, lim) if ok else None
-    return _stalled(
+        steps_after = await _step_times(session, base, workload.concurrency, lim) if ok else None
+    result = _stalled(
         _summarize(
             results,
             duration,
@@ -615,6 +700,44 @@ async def _run_workload(
         ),
         watch,
     )
+    step = _step_ms(steps_before, steps_after)
+    return dataclasses.replace(result, step_ms=step) if step is not None else result
+
+
+async def _step_times(
+    session: aiohttp.ClientSession, base: str, batch: int, limits: HttpLimits
+) -> list[float] | None:
+    """The server's step-time record at batch size ``batch`` (seconds per decode iteration), or None
+    when it keeps none (``SGLANG_RECORD_STEP_TIME`` unset) or does not answer in time."""
+    for path in ("/server_info", "/get_server_info"):
+        try:
+            async with session.get(base + path, timeout=limits.timeout(total=10)) as resp:
+                if resp.status == 404:
+                    continue
+                if resp.status != 200:
+                    return None
+                data = json.loads(await read_bounded(resp, limits.max_json))
+        except Exception:
+            return None
+        states = data.get("internal_states") if isinstance(data, dict) else None
+        state = states[0] if isinstance(states, list) and states and isinstance(states[0], dict) else data
+        record = state.get("step_time_dict") if isinstance(state, dict) else None
+        if not isinstance(record, dict):
+            return None
+        values = record.get(str(batch))
+        if not isinstance(values, list):
+            return []
+        return [float(v) for v in values if _count(v) and v > 0]
+    return None
+
+
+def _step_ms(before: list[float] | None, after: list[float] | None) -> float | None:
+    """ms per decode iteration during the run: the record's entries added since ``before``, their
+    20th percentile (bench_speculative.py: "we use 20% percentile instead of median on purpose")."""
+    if before is None or after is None or len(after) <= len(before):
+        return None
+    new = sorted(after[len(before) :])
+    return percentile(new, 20) * 1000.0
 
 
 # -- stalls (bench/stall.py): the pool under a StallWatch, and the result it leaves -----------------
@@ -631,9 +754,12 @@ async def _watched_pool(
     limits: HttpLimits,
     emit: Callable[[Event], None],
     what: str,
+    link: asyncio.Event | None = None,
     arrivals: tuple[float, ...] = (),
 ) -> tuple[list[RequestResult], StallWatch]:
-    """:func:`_run_pool` halted by a :class:`StallWatch` (or the user's ``stop``); ``arrivals`` as there."""
+    """:func:`_run_pool` halted by a :class:`StallWatch` (or the user's ``stop``); while ``link`` is
+    clear the pool draws no prompt and the watch does not count the silence as the server's;
+    ``arrivals`` as there."""
     watch = StallWatch(
         limits,
         emit=emit,
@@ -642,6 +768,7 @@ async def _watched_pool(
         tokens=lambda: live.tokens,
         stop=stop,
         what=what,
+        waiting=(lambda: not link.is_set()) if link is not None else None,
     )
 
     def done(r: RequestResult) -> None:
@@ -652,7 +779,7 @@ async def _watched_pool(
     task = asyncio.create_task(watch.run())
     try:
         results = await _run_pool(
-            session, url, payloads, concurrency, live, done, watch.halt, limits, arrivals
+            session, url, payloads, concurrency, live, done, watch.halt, limits, link, arrivals
         )
     finally:
         task.cancel()
@@ -688,6 +815,7 @@ def _summarize(
     verify = sum(r.verify_ct or 0 for r in ok)
     spec_tokens = sum(r.output_tokens for r in ok if r.verify_ct)
     accept = spec_tokens / verify if verify > 0 else metrics_accept
+    detail = _accept_detail(ok, verify, spec_tokens, metrics_accept)
     itl_all: list[float] = []
     for r in ok:
         itl_all.extend(r.itls)
@@ -722,4 +850,40 @@ def _summarize(
         stats=stats,
         workload_fingerprint=workload.fingerprint,
         error="; ".join(errors),
+        accept=detail,
     )
+
+
+def _accept_detail(
+    ok: list[RequestResult], verify: int, spec_tokens: int, metrics_accept: float | None
+) -> dict[str, Any]:
+    """Which formula the result's accept length is, and the same run by the other definitions
+    (:mod:`eagletui.core.accept`); {} when nothing was speculated or measured."""
+    out: dict[str, Any] = {}
+    verified = [r for r in ok if r.verify_ct]
+    if verify > 0:
+        out["formula"] = f"Σ completion_tokens ÷ Σ spec_verify_ct over {len(verified)} requests (pooled)"
+        out["source"] = "meta_info of each final answer"
+        out["verify_ct"] = verify
+        per = [r.accept_len for r in verified if r.accept_len is not None]
+        if per:
+            out["per_request_mean"] = sum(per) / len(per)
+        if verified and all(r.correct_drafts is not None for r in verified):
+            correct = sum(r.correct_drafts or 0 for r in verified)
+            out["correct_drafts"] = correct
+            out["from_drafts"] = 1.0 + correct / verify
+        if verified and all(r.hist for r in verified):
+            hist: list[int] = []
+            for r in verified:
+                for k, c in enumerate(r.hist or []):
+                    while len(hist) <= k:
+                        hist.append(0)
+                    hist[k] += c
+            out["histogram"] = hist
+        if metrics_accept is not None:
+            out["metrics"] = metrics_accept
+    elif metrics_accept is not None:
+        out["formula"] = "Δ generation_tokens ÷ Δ spec_verify_ct of /metrics over the run"
+        out["source"] = "/metrics counters (the server reported no per-request verify counts)"
+        out["metrics"] = metrics_accept
+    return out

@@ -54,18 +54,23 @@ class HttpLimits:
     max_json: int = 4 * MIB
     #: Prometheus text of /metrics (histograms × TP ranks can be large, but not this large)
     max_metrics: int = 16 * MIB
+    #: the most output tokens one request may report: its ``max_new_tokens`` (None: unbounded). A
+    #: server that reports more is wrong, and the request fails instead of growing every list with it
+    max_tokens: int | None = None
 
     @classmethod
     def for_settings(cls, settings: BenchSettings) -> HttpLimits:
         total = getattr(settings, "timeout_s", None)
+        max_new = getattr(settings, "max_new_tokens", None)
+        tokens = max_new if isinstance(max_new, int) and not isinstance(max_new, bool) and max_new > 0 else None
         if (
             isinstance(total, int | float)
             and not isinstance(total, bool)
             and math.isfinite(total)
             and total > 0
         ):
-            return cls(total_s=float(total))
-        return cls()
+            return cls(total_s=float(total), max_tokens=tokens)
+        return cls(max_tokens=tokens)
 
     def timeout(self, total: float | None = None) -> aiohttp.ClientTimeout:
         return aiohttp.ClientTimeout(

@@ -45,6 +45,7 @@ class StallWatch:
         tokens: Callable[[], int],
         stop: asyncio.Event | None = None,
         what: str = "benchmark",
+        waiting: Callable[[], bool] | None = None,
     ) -> None:
         self.lim = limits
         self.emit = emit
@@ -53,6 +54,8 @@ class StallWatch:
         self.tokens = tokens
         self.user_stop = stop
         self.what = what
+        #: True while the pool waits for the link to the host (no silence is the server's then)
+        self.waiting = waiting
         self.halt = asyncio.Event()
         self.done = 0
         self.stalls = 0
@@ -104,6 +107,9 @@ class StallWatch:
     def check(self, now: float | None = None) -> None:
         """One look: progress since the last, a progress line, or the whole-server stall."""
         now = time.monotonic() if now is None else now
+        if self.waiting is not None and self.waiting():
+            self._last_progress = now  # the link is down: nothing is drawn, nothing is the server's fault
+            return
         tokens = self.tokens()
         if tokens != self._last_tokens:
             self._last_tokens = tokens

@@ -25,10 +25,12 @@ from typing import Any
 from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core import events as ev
-from eagletui.core.economics import crossover
+from eagletui.core.economics import crossover, crossover_text
 from eagletui.core.events import BenchmarkResult, Event
 from eagletui.core.profile import Profile, ProfileError, load_profile
 from eagletui.core.redact import Redactor
+from eagletui.core.run import Group, Run
+from eagletui.core.spec import without_speculation as no_spec_args
 from eagletui.core.state import ServerState
 from eagletui.core.stats import mean_stdev
 from eagletui.core.textsafe import inert, inert_lines
@@ -133,25 +135,41 @@ def _mean_stats(results: list[BenchmarkResult], metric: str) -> dict[str, float]
     return {k: sum(b[k] for b in blocks if k in b) / len(blocks) for k in blocks[0]}
 
 
-def summarize_repeats(results: list[BenchmarkResult], profile: Profile, target: str) -> dict[str, Any]:
-    good = [r for r in results if r.requests > 0]
-    tok_m, tok_s, _ = mean_stdev([r.output_throughput for r in good])
-    acc_m, acc_s, _ = mean_stdev([r.accept_length for r in good])
-    ttft_m, ttft_s, _ = mean_stdev([(r.stats.get("ttft_ms") or {}).get("median") for r in good])
+def summarize_repeats(
+    results: list[BenchmarkResult], profile: Profile, target: str, run: Run | None = None
+) -> dict[str, Any]:
+    """One launch's benchmarks for the terminal and ``--json``. With ``run`` (the run book's fold of
+    the launch) only valid results count and the numbers are per concurrency (``by_concurrency``);
+    the top-level ones are that setting's when there is one, null when several (never a mean across
+    concurrencies)."""
+    good = run.good_results if run is not None else [r for r in results if r.requests > 0]
+    groups = run.groups() if run is not None else []
+    concs = sorted({g.concurrency for g in groups})
+    single = len(concs) <= 1
+    tok_m, tok_s, _ = mean_stdev([r.output_throughput for r in good]) if single else (None, None, 0)
+    acc_m, acc_s, _ = mean_stdev([r.accept_length for r in good]) if single else (None, None, 0)
+    ttft_m, ttft_s, _ = (
+        mean_stdev([(r.stats.get("ttft_ms") or {}).get("median") for r in good])
+        if single
+        else (None, None, 0)
+    )
     fps = sorted({r.workload_fingerprint for r in results if r.workload_fingerprint})
+    problems = dict(zip(map(id, run.results), run.problems, strict=False)) if run is not None else {}
     return {
         "target": target,
         "profile": profile.name,
         "runner": profile.bench.runner,
-        "output_throughput": tok_m or 0.0,
+        "output_throughput": tok_m if single else None,
         "accept_length": acc_m,
-        "ttft_ms": _mean_stats(good, "ttft_ms"),
-        "itl_ms": _mean_stats(good, "itl_ms"),
-        "tok_s": _mean_stats(good, "tok_s"),
+        "ttft_ms": _mean_stats(good, "ttft_ms") if single else None,
+        "itl_ms": _mean_stats(good, "itl_ms") if single else None,
+        "tok_s": _mean_stats(good, "tok_s") if single else None,
         "requests": sum(r.requests for r in results),
         "failed": sum(r.failed for r in results),
         "workload_fingerprint": fps[0] if len(fps) == 1 else fps,
         "config": profile.snapshot(),
+        "by_concurrency": [_group_json(g) for g in sorted(groups, key=lambda g: g.concurrency)],
+        "invalid": sorted({p for r in results for p in problems.get(id(r), ())}),
         "repeats": {
             "n": len(results),
             "output_throughput": {"mean": tok_m, "stdev": tok_s},
@@ -167,6 +185,9 @@ def summarize_repeats(results: list[BenchmarkResult], profile: Profile, target: 
                     "failed": r.failed,
                     "duration_s": r.duration_s,
                     "error": r.error,
+                    "concurrency": run.concurrency_of(r) if run is not None else None,
+                    "valid": not problems.get(id(r)),
+                    "invalid_reasons": list(problems.get(id(r), ())),
                 }
                 for r in results
             ],
@@ -175,29 +196,88 @@ def summarize_repeats(results: list[BenchmarkResult], profile: Profile, target: 
     }
 
 
+def _group_json(g: Group) -> dict[str, Any]:
+    tok, acc = g.metric("tok_s"), g.metric("accept_len")
+    return {
+        "concurrency": g.concurrency,
+        "output_throughput": tok.mean,
+        "output_throughput_stdev": tok.stdev,
+        "accept_length": acc.mean,
+        "runs": tok.n,
+    }
+
+
 def _print_human(summary: dict[str, Any]) -> None:
     rep = summary["repeats"]
     tok = rep["output_throughput"]
     acc = rep["accept_length"]
-    pm = f" ± {tok['stdev']:.1f}" if tok["stdev"] is not None else ""
     print(f"{summary['profile']} on {summary['target']} ({summary['runner']}, {rep['n']} run(s))")
-    print(f"  output throughput  {summary['output_throughput']:.1f}{pm} tok/s")
-    if acc["mean"] is not None:
-        apm = f" ± {acc['stdev']:.2f}" if acc["stdev"] is not None else ""
-        print(f"  accept length      {acc['mean']:.2f}{apm}")
-    for key, label in (("ttft_ms", "TTFT"), ("itl_ms", "ITL")):
-        s = summary.get(key)
-        if s:
-            print(f"  {label:<5} ms          mean {s['mean']:.1f}  p50 {s['median']:.1f}  p99 {s['p99']:.1f}")
+    if summary["output_throughput"] is not None:
+        pm = f" ± {tok['stdev']:.1f}" if tok["stdev"] is not None else " (1 run, no noise estimate)"
+        print(f"  output throughput  {summary['output_throughput']:.1f}{pm} tok/s")
+        if acc["mean"] is not None:
+            apm = f" ± {acc['stdev']:.2f}" if acc["stdev"] is not None else ""
+            print(f"  accept length      {acc['mean']:.2f}{apm}")
+        for key, label in (("ttft_ms", "TTFT"), ("itl_ms", "ITL")):
+            s = summary.get(key)
+            if s:
+                print(
+                    f"  {label:<5} ms          mean {s['mean']:.1f}  p50 {s['median']:.1f}  p99 {s['p99']:.1f}"
+                )
+    elif not summary["by_concurrency"]:
+        print("  no valid result")
+    else:  # several concurrencies: one line each, never a mean across them
+        for g in summary["by_concurrency"]:
+            sd = g["output_throughput_stdev"]
+            pm = f" ± {sd:.1f}" if sd is not None else ""
+            a = f"  accept {g['accept_length']:.2f}" if g["accept_length"] is not None else ""
+            print(
+                f"  concurrency {g['concurrency']:>4}  {g['output_throughput']:9.1f}{pm} tok/s ({g['runs']} run(s)){a}"
+            )
     print(f"  requests {summary['requests']}  failed {summary['failed']}")
+    for why in summary.get("invalid") or []:
+        print(f"  invalid: {inert(why)}")
     if summary["error"]:
         print(f"  error: {inert(summary['error'])}")
 
 
+def print_table(rows: list[dict[str, Any]], ref: str) -> None:
+    """The spec run vs its no-spec reference, one line per concurrency (``ConcurrencyRow.to_json``)."""
+    print(f"per concurrency, vs no-spec {inert(ref)}:")
+    print(
+        f"  {'conc':>4}  {'spec tok/s':>16}  {'no-spec tok/s':>16}  {'speedup':>7}  {'accept':>6}  break-even accept"
+    )
+
+    def m(x: dict[str, Any] | None) -> str:
+        if not x or x.get("mean") is None:
+            return "—"
+        return f"{x['mean']:.1f}" + (f" ± {x['stdev']:.1f}" if x.get("stdev") is not None else "")
+
+    for r in rows:
+        sp = f"{r['speedup']:.2f}×" if r.get("speedup") is not None else "—"
+        acc = r["accept_len"]["mean"]
+        be, most = r.get("break_even_accept_len"), r.get("max_accept")
+        if r.get("speedup") is None:
+            be_text = "—"
+        elif be is None:
+            be_text = "none pays at this cost"
+        elif r.get("break_even_reachable") is False:
+            be_text = f"{be:.2f}: out of reach (at most {most} per verify)"
+        else:
+            be_text = f"{be:.2f}" + (f" (at most {most})" if most else "")
+        print(
+            f"  {r['concurrency']:>4}  {m(r['spec_tok_s']):>16}  {m(r['nospec_tok_s']):>16}  {sp:>7}  "
+            f"{(f'{acc:.2f}' if acc is not None else '—'):>6}  {be_text}"
+        )
+    noise = {str(r["noise"]) for r in rows if r.get("noise")}
+    if noise:
+        print("  noise: " + "; ".join(sorted(noise)))
+
+
 def without_speculation(profile: Profile) -> Profile:
-    """The same profile with every speculation flag of its server kind removed (everything else kept):
-    the no-spec reference a spec run must beat."""
-    args = profile.kind.without_spec(profile.args)
+    """The same profile with every speculation flag of its server kind removed (everything else kept,
+    :func:`eagletui.core.spec.without_speculation`): the no-spec reference a spec run must beat."""
+    args = no_spec_args(profile.args, profile.kind)
     return dataclasses.replace(profile, args=args, name=f"{profile.name} (no spec)")
 
 
@@ -222,18 +302,6 @@ async def _repeats(
                 + (f" ({redactor.text(r.error)})" if r.error else "")
             )
     return results
-
-
-def _by_concurrency(model: SessionModel, launch: int) -> list[dict[str, Any]]:
-    run = model.runbook.runs.get(launch)
-    if run is None:
-        return []
-    out = []
-    for conc, rs in sorted(run.by_concurrency().items()):
-        tok, _, _ = mean_stdev([r.output_throughput for r in rs])
-        acc, _, _ = mean_stdev([r.accept_length for r in rs])
-        out.append({"concurrency": conc, "output_throughput": tok, "accept_length": acc, "runs": len(rs)})
-    return out
 
 
 def launch_failure(model: SessionModel, why: str, *, stage: str = "launch") -> dict[str, Any]:
@@ -370,11 +438,10 @@ async def _measure(
         await _adopt_running_server(ws, model, profile, target)
     results = await _repeats(ws, repeats, redactor, ns.concurrency)
     spec_launch = model.state.launch.launch if model.state.launch is not None else 0
+    book = model.runbook
     # Errors may echo the key (``Invalid API key provided: …``): what is printed is scrubbed.
-    summary.update(redactor.value(summarize_repeats(results, profile, target)))
+    summary.update(redactor.value(summarize_repeats(results, profile, target, book.runs.get(spec_launch))))
     summary["warmup"] = "a round of requests at each concurrency before measuring (kernel JIT)"
-    if ns.concurrency and len(ns.concurrency) > 1:
-        summary["by_concurrency"] = _by_concurrency(model, spec_launch)
     base_summary: dict[str, Any] | None = None
     if ns.vs_no_spec:
         nospec = without_speculation(profile)
@@ -386,18 +453,25 @@ async def _measure(
             summary["error"] = f"no-spec launch failed: {failed['error']}"
             return EXIT_LAUNCH_FAILED
         base_results = await _repeats(ws, repeats, redactor, ns.concurrency)
-        base_summary = redactor.value(summarize_repeats(base_results, nospec, target))
-        if ns.concurrency and len(ns.concurrency) > 1 and model.state.launch is not None:
-            base_summary["by_concurrency"] = _by_concurrency(model, model.state.launch.launch)
+        base_launch = model.state.launch.launch if model.state.launch is not None else -1
+        base_summary = redactor.value(
+            summarize_repeats(base_results, nospec, target, book.runs.get(base_launch))
+        )
         summary["no_spec"] = base_summary
-    econ = model.runbook.economics(spec_launch)
-    if econ is not None:
-        points = model.runbook.economics_points(spec_launch)
+    econ = book.economics(spec_launch) if spec_launch in book.runs else None
+    ref = book.reference(spec_launch) if spec_launch in book.runs else None
+    if econ is not None and ref is not None:
+        points = book.economics_points(spec_launch)
         summary["economics"] = {
             **econ.to_json(),
             "crossover": crossover(points) if len(points) > 1 else None,
+            "crossover_text": crossover_text(points),
             "points": [e.to_json() for _, e in points],
-            "sentence": model.runbook.economics_sentence(spec_launch),
+            "by_concurrency": [r.to_json() for r in book.concurrency_table(spec_launch)],
+            "vs": ref.label,
+            "like_for_like": ref.like_for_like,
+            "differences": list(ref.differences),
+            "sentence": book.economics_sentence(spec_launch),
         }
     if foreign is not None:
         summary["baseline"] = _vs_baseline(model, spec_launch, profile, results, foreign)
@@ -409,13 +483,16 @@ async def _measure(
         if base_summary is not None:
             print("without speculation:")
             _print_human(base_summary)
-        if econ is not None:
-            print(summary["economics"]["sentence"])
+        if "economics" in summary:
+            print_table(summary["economics"]["by_concurrency"], summary["economics"]["vs"])
+            if summary["economics"]["crossover_text"]:
+                print(f"  {summary['economics']['crossover_text']}")
+            print(inert(summary["economics"]["sentence"]))
         if foreign is not None:
             _print_baseline(summary["baseline"])
-    # no tokens measured (NaN/zero counts, every stream empty) fails the gate like a failed request
+    # the validity gate (no tokens, failed requests, impossible counts, …) and any failed request
     ok = all(
-        s["requests"] > 0 and s["failed"] == 0 and s["output_throughput"] > 0
+        s["requests"] > 0 and s["failed"] == 0 and not s["invalid"] and s["by_concurrency"]
         for s in (summary, base_summary)
         if s is not None
     )

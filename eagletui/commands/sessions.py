@@ -24,6 +24,7 @@ COLUMNS = (
     "best tok/s",
     "best accept",
     "baseline",
+    "spec vs no-spec",
 )
 
 
@@ -43,11 +44,16 @@ def _model(model: str) -> str:
 def row(entry: Any) -> list[str]:
     s = entry.summary
     if s is None:
-        return [entry.name, "(unreadable)", "", "", "", "", "", "", ""]
+        return [entry.name, "(unreadable)", "", "", "", "", "", "", "", ""]
     launches = str(s.launches) + (f" ({s.failures} failed)" if s.failures else "")
     best = f"{s.best_tok_s:.1f} (#{s.best_launch})" if s.best_tok_s is not None else "-"
     accept = f"{s.best_accept:.2f}" if s.best_accept is not None else "-"
     base = f"{s.baseline_tok_s:.1f} (#{s.baseline_launch})" if s.baseline_tok_s is not None else "-"
+    pairs = " ".join(
+        f"#{p['spec']}÷{p['no_spec']} {p['speedup']:.2f}×" + ("" if p.get("like_for_like", True) else "≠")
+        for p in s.spec_pairs
+        if isinstance(p, dict) and isinstance(p.get("speedup"), int | float)
+    )
     return [
         entry.name,
         _start(s.created),
@@ -58,6 +64,7 @@ def row(entry: Any) -> list[str]:
         best,
         accept,
         base,
+        pairs or "-",
     ]
 
 
@@ -74,6 +81,10 @@ def table(entries: list[Any]) -> str:
             out.append(f"error: {inert(e.name)}: {inert(e.error)}")
         elif e.warnings:
             out.append(f"note: {inert(e.name)}: {inert(e.warnings[0])}")
+        if e.summary is not None and any(not p.get("like_for_like", True) for p in e.summary.spec_pairs):
+            out.append(
+                f"note: {inert(e.name)}: ≠ a spec run with no like-for-like no-spec run (nearest shown)"
+            )
     return "\n".join(out) + "\n"
 
 

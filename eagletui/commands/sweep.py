@@ -101,10 +101,9 @@ def print_human(report: dict[str, Any]) -> None:
         if len(d["ranking"]) > 1:
             print("  ranked: " + " > ".join(inert(n) for n in d["ranking"]))
     for e in report["effects"]:
-        noise = f" ± {e['noise_pct']:.1f}" if e["noise_pct"] is not None else ""
-        clear = {True: "", False: " (within noise)", None: ""}[e["clear"]]
         name = split_key(e["factor"])[1].lstrip("-")
-        print(f"effect of {name} {show(e['from'])}→{show(e['to'])}: {e['delta_pct']:+.1f}%{noise}{clear}")
+        # the band printed is the one the rule used (twice the effect's error), and its reading
+        print(f"effect of {name} {show(e['from'])}→{show(e['to'])}: {e['delta_pct']:+.1f}% ({e['band']})")
     if report.get("drift"):
         print(inert(report["drift"]["text"]))
     xo = report.get("crossover")

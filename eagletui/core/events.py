@@ -448,6 +448,14 @@ class BenchmarkResult(Event):
     stats: dict[str, Any] = field(default_factory=dict)
     workload_fingerprint: str = ""
     error: str = ""
+    #: how ``accept_length`` was measured (docs/economics.md): ``formula``/``source`` of the number
+    #: shown, the same run's value by each other definition (``per_request_mean``, ``from_drafts``,
+    #: ``metrics``), the server's ``correct_drafts`` and ``verify_ct`` counts, and ``histogram``: how
+    #: many verifies accepted 0, 1, 2 … draft tokens (``spec_correct_drafts_histogram`` summed)
+    accept: dict[str, Any] = field(default_factory=dict)
+    #: ms per decode iteration (a whole draft+verify cycle when speculating) at the benchmark's batch
+    #: size, from the server's own step-time record (``SGLANG_RECORD_STEP_TIME``) during this run
+    step_ms: float | None = None
 
 
 # -------------------------------------------------------------------------------------- step profiles

@@ -186,8 +186,14 @@ class BenchSettings:
 
 @dataclass(frozen=True)
 class Verdict:
+    """The profile's ``[verdict]`` thresholds (docs/economics.md: the rule and its noise band).
+
+    ``min_speedup`` is tok/s **vs the baseline run**; ``min_spec_speedup`` is a spec run's tok/s **vs its
+    no-spec reference** (the same launch without speculation), 1.0 when not set: speculation must pay."""
+
     min_accept_len: float | None = None
     min_speedup: float | None = None
+    min_spec_speedup: float | None = None
     min_tok_s: float | None = None
     max_ttft_ms: float | None = None
 

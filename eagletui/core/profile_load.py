@@ -120,6 +120,7 @@ _RANGES: dict[str, tuple[float, float, bool]] = {
     "bench.timeout_s": (0, _DAY, True),
     "verdict.min_accept_len": (0, 64, False),
     "verdict.min_speedup": (0, 1_000, True),
+    "verdict.min_spec_speedup": (0, 1_000, True),
     "verdict.min_tok_s": (0, 1e9, False),
     "verdict.max_ttft_ms": (0, _DAY * 1000, True),
 }

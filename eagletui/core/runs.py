@@ -1,26 +1,44 @@
 """Runs: one launch (its config, phase timings, failure) plus the benchmarks run against it.
 
-The run book answers the tuner's question "did this change help?" honestly: every run is compared
-with a pinned baseline, a difference is only flagged when it is outside the run-to-run noise, runs on a
-different workload are called out instead of compared silently, and obvious misconfigurations
-(speculation that accepts ~1 token, a spec run slower than plain decoding) raise alarms.
+The run book answers the tuner's two questions honestly, under two names:
+
+* **vs baseline** — did this change help? Every run is compared with the baseline: the pinned run, or
+  else the first run with valid results (the same rule in the runs table, ``eagletui sessions`` and
+  every export);
+* **vs no-spec** — is speculation worth it here? A spec run is compared with its **no-spec reference**:
+  the no-spec run whose launch equals it minus the ``--speculative-*`` flags (:mod:`eagletui.core.spec`,
+  :func:`eagletui.core.compare.launch_differences`) on the same workload; when none exists the nearest
+  one is named with what else differs, and the comparison says it is not like for like.
+
+Numbers are per setting, never averaged across: a benchmark's workload fingerprint covers its prompts,
+sampling and concurrency, so the mean ± stdev of a row is over repeats of the same settings, and the
+economics are a table per concurrency. A difference is only flagged outside the noise band of
+:mod:`eagletui.core.noise`, printed with it. A result that cannot count (:mod:`eagletui.core.validity`:
+nothing measured, failed requests, a drafter that accepts nothing, impossible counts, a server that died
+or a link that dropped during the run) is ``invalid`` with its reason and never a baseline or reference.
 
 Pure: folds events, no I/O, no UI, so a replayed recording rebuilds exactly the same table.
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Callable, Iterable
-from dataclasses import asdict, dataclass, field
-from enum import StrEnum
+from dataclasses import asdict, dataclass
 from typing import Any
 
-from eagletui.core.compare import comparability
-from eagletui.core.economics import Economics, crossover, economics
+from eagletui.core import spec as specflags
+from eagletui.core.accept import definitions as accept_definitions
+from eagletui.core.accept import position_deltas
+from eagletui.core.compare import comparability, launch_differences
+from eagletui.core.cycle import rates_from_histogram
+from eagletui.core.economics import Economics, crossover_text, economics
 from eagletui.core.events import (
     BenchmarkResult,
     BenchmarkStarted,
+    ConnectionState,
+    DecodeStats,
     Event,
     LaunchDetected,
     LaunchStarted,
@@ -33,11 +51,29 @@ from eagletui.core.events import (
     ServerStopped,
 )
 from eagletui.core.failure_fold import exit_failure
-from eagletui.core.logformat import get_format
+from eagletui.core.noise import SUGGEST_REPEATS, Band, band, outside
 from eagletui.core.profile import Verdict, config_diff, format_diff, normalize_flag
-from eagletui.core.servers import server_kind
-from eagletui.core.stats import mean_stdev, stat
+from eagletui.core.run import Delta, Group, Metric, Run, RunOutcome, RunVerdict
 from eagletui.core.summary import startup_gaps
+from eagletui.core.validity import interruption, result_problems
+
+__all__ = [
+    "ACCEPT_ALARM",
+    "KEY_FLAGS",
+    "METRICS",
+    "ConcurrencyRow",
+    "Delta",
+    "Group",
+    "Metric",
+    "Reference",
+    "Run",
+    "RunBook",
+    "RunOutcome",
+    "RunRow",
+    "RunVerdict",
+    "delta",
+    "short_of",
+]
 from eagletui.core.wording import describe_failure
 
 #: The server flags people tune between runs, spelled as in profiles: each gets a column in the
@@ -59,190 +95,65 @@ METRICS: dict[str, bool] = {"tok_s": True, "accept_len": True, "ttft_ms": False}
 
 #: Below this accept length speculation is (nearly) never accepting a draft token.
 ACCEPT_ALARM = 1.2
-#: With single samples, Δ smaller than this fraction is treated as noise: two benchmark runs of the same
-#: config commonly differ by a percent or more, so a 1 % band called a −1.3 % repeat a regression.
-SINGLE_SAMPLE_NOISE = 0.02
-#: With repeats, Δ must exceed this many combined standard deviations.
-NOISE_SIGMAS = 2.0
+#: A spec run's speedup vs its no-spec reference must reach this when the profile does not say.
+DEFAULT_SPEC_SPEEDUP = 1.0
 
 
 @dataclass(frozen=True)
-class Metric:
-    """A metric over a run's repeats: mean, sample stdev (None for one sample) and count."""
+class Reference:
+    """A spec run's no-spec reference: the run, how it is named (``#3`` / ``SESSION:RUN``) and what
+    else differs between the two launches (empty: like for like)."""
 
-    mean: float | None
-    stdev: float | None = None
-    n: int = 0
+    run: Run
+    label: str
+    differences: tuple[str, ...] = ()
 
-    def text(self, digits: int = 1) -> str:
-        if self.mean is None:
-            return "—"
-        if self.stdev is not None:
-            return f"{self.mean:.{digits}f} ± {self.stdev:.{digits}f}"
-        return f"{self.mean:.{digits}f}"
+    @property
+    def like_for_like(self) -> bool:
+        return not self.differences
+
+    def phrase(self) -> str:
+        """``no-spec #3`` or ``no-spec #3, which also differs in NCCL_ALGO (Tree vs Ring)``."""
+        text = f"no-spec {self.label}"
+        if self.differences:
+            text += ", which also differs in " + "; ".join(self.differences[:3])
+            if len(self.differences) > 3:
+                text += f" (+{len(self.differences) - 3} more)"
+        return text
 
 
 @dataclass(frozen=True)
-class Delta:
-    """Relative change vs the baseline; ``flagged`` only when the change is outside the noise band."""
+class ConcurrencyRow:
+    """One line of a spec run's per-concurrency table against its no-spec reference."""
 
-    pct: float | None
-    flagged: bool = False
-    better: bool | None = None
+    concurrency: int
+    spec_tok_s: Metric
+    nospec_tok_s: Metric | None
+    accept_len: Metric
+    economics: Economics | None
+    band: Band | None
+
+    def to_json(self) -> dict[str, Any]:
+        e = self.economics
+        return {
+            "concurrency": self.concurrency,
+            "spec_tok_s": _metric_json(self.spec_tok_s),
+            "nospec_tok_s": _metric_json(self.nospec_tok_s) if self.nospec_tok_s is not None else None,
+            "accept_len": _metric_json(self.accept_len),
+            "speedup": round(e.speedup, 4) if e is not None else None,
+            "pays": e.pays if e is not None else None,
+            "break_even_accept_len": None
+            if e is None or e.break_even_accept_len is None
+            else round(e.break_even_accept_len, 3),
+            "break_even_reachable": e.reachable if e is not None else None,
+            "max_accept": e.max_accept if e is not None else None,
+            "noise": self.band.text() if self.band is not None else None,
+            "economics": e.to_json() if e is not None else None,
+        }
 
 
-class RunOutcome(StrEnum):
-    """How a launch ended up (exports and the runs table say the same)."""
-
-    RUNNING = "running"
-    READY = "ready"
-    FAILED = "failed"
-    STOPPED = "stopped"
-
-
-class RunVerdict(StrEnum):
-    """A run judged against the profile's thresholds; ``NONE`` when there is nothing to judge."""
-
-    PASS = "pass"
-    FAIL = "fail"
-    NONE = "—"
-
-
-@dataclass
-class Run:
-    """One launch and the benchmarks run against it: the one run model that the runs table, the
-    exports (CSV/Markdown) and the headless bench all read, folded once by :class:`RunBook`."""
-
-    launch: int
-    target: str = ""
-    config: dict[str, Any] = field(default_factory=dict)
-    #: the server's own args line (``LaunchDetected``), as logged in the server's own names
-    detected_args: dict[str, Any] = field(default_factory=dict)
-    #: the same launch in eagletui's words (``LaunchFacts``: model, tp, spec_algorithm, …)
-    detected_facts: dict[str, Any] = field(default_factory=dict)
-    diff: dict[str, Any] = field(default_factory=dict)
-    phases: dict[str, float] = field(default_factory=dict)
-    failure: str | None = None
-    failure_kind: str | None = None
-    failure_phase: str | None = None
-    outcome: RunOutcome = RunOutcome.RUNNING
-    results: list[BenchmarkResult] = field(default_factory=list)
-    started_wall: float | None = None
-    started_mono: float | None = None
-    ready_after: float | None = None  # seconds from launch to ready (monotonic clock)
-    phase_starts: dict[str, float] = field(default_factory=dict, repr=False)  # phase → mono
-    #: bench number → the workload's concurrency (``BenchmarkStarted.workload``), for per-request tok/s
-    bench_concurrency: dict[int, int] = field(default_factory=dict)
-    #: the last step profile captured against this launch (``ProfileCaptured.summary``)
-    step_profile: dict[str, Any] | None = None
-    #: eagletui started this process (``LaunchStarted``): its start is known, not only its first line
-    launched: bool = False
-    #: seconds from the process start to its first log line (imports; not in the log), launched runs only
-    before_first_line: float | None = None
-    #: where the startup's seconds went by the log's clock (``ServerReady.gaps``: ``{"gaps": [...]}``)
-    startup: dict[str, Any] | None = None
-
-    @property
-    def in_no_phase(self) -> float | None:
-        """Startup seconds no phase accounts for (the gaps between phases, by the log's clock)."""
-        if self.startup is None:
-            return None
-        return round(sum(g["seconds"] for g in self.startup.get("gaps") or []), 3)
-
-    @property
-    def ready(self) -> bool:
-        return self.outcome == RunOutcome.READY
-
-    @property
-    def args(self) -> dict[str, Any]:
-        """Server flags, spelled ``--flag``: the launch's config, then what the server said it got."""
-        cfg = self.config.get("args") if isinstance(self.config, dict) else None
-        out = {normalize_flag(k, strict=False): v for k, v in (cfg or {}).items()}
-        for k, v in self.detected_args.items():
-            out.setdefault(normalize_flag(k, strict=False), v)
-        return out
-
-    @property
-    def env(self) -> dict[str, Any]:
-        return dict(self.config.get("env") or {}) if isinstance(self.config, dict) else {}
-
-    @property
-    def server(self) -> str:
-        """The server kind of the launch (its profile's, else the log format that read it)."""
-        return str(self.config.get("server") or "") if isinstance(self.config, dict) else ""
-
-    @property
-    def facts(self) -> dict[str, Any]:
-        """What the server's launch line said in eagletui's words (from its own args when the event
-        carried no facts: a recording made before they existed, a run built by hand)."""
-        if self.detected_facts or not self.detected_args:
-            return self.detected_facts
-        try:
-            fmt = get_format(self.server or None)
-        except KeyError:
-            fmt = get_format()
-        return fmt.facts_from_args(self.detected_args).facts()
-
-    @property
-    def model(self) -> str:
-        return str(self.config.get("model") or "") or str(self.facts.get("model") or "")
-
-    @property
-    def tp(self) -> Any:
-        tp = self.config.get("tp")
-        return tp if tp is not None else self.facts.get("tp")
-
-    @property
-    def phase_total_s(self) -> float | None:
-        return math.fsum(self.phases.values()) if self.phases else None
-
-    @property
-    def good_results(self) -> list[BenchmarkResult]:
-        """Results that measured something; a wholly failed benchmark says nothing about speed."""
-        return [r for r in self.results if r.requests > 0 and r.output_throughput > 0]
-
-    @property
-    def is_spec(self) -> bool:
-        """Whether the launch speculates: its profile's flags as its server kind reads them, else what
-        the server's launch line said."""
-        args = self.config.get("args", {}) if isinstance(self.config, dict) else {}
-        if args:
-            try:
-                kind = server_kind(self.server)
-            except KeyError:
-                kind = server_kind()
-            return kind.is_spec({normalize_flag(k, strict=False): v for k, v in args.items()})
-        return bool(self.facts.get("spec_algorithm"))
-
-    def concurrency_of(self, result: BenchmarkResult) -> int:
-        """The concurrency a result was measured at (1 when the workload did not say)."""
-        c = self.bench_concurrency.get(result.bench)
-        return c if isinstance(c, int) and c > 0 else 1
-
-    def by_concurrency(self) -> dict[int, list[BenchmarkResult]]:
-        out: dict[int, list[BenchmarkResult]] = {}
-        for r in self.good_results:
-            out.setdefault(self.concurrency_of(r), []).append(r)
-        return out
-
-    @property
-    def fingerprint(self) -> str:
-        fps = [r.workload_fingerprint for r in self.good_results if r.workload_fingerprint]
-        return fps[-1] if fps else ""
-
-    def metric(self, name: str) -> Metric:
-        rs = self.good_results
-        values: list[float | None]
-        if name == "tok_s":
-            values = [r.output_throughput for r in rs]
-        elif name == "accept_len":
-            values = [r.accept_length for r in rs]
-        elif name == "ttft_ms":
-            values = [stat(r.stats, "ttft_ms", "median") for r in rs]
-        else:
-            raise KeyError(name)
-        m, s, n = mean_stdev(values)
-        return Metric(m, s, n)
+def _metric_json(m: Metric) -> dict[str, Any]:
+    return {"mean": m.mean, "stdev": m.stdev, "n": m.n}
 
 
 def launch_to_ready(started: float | None, ready: float, phase_seconds: Iterable[float]) -> float | None:
@@ -277,48 +188,65 @@ class RunRow:
     #: one sentence: is speculation worth it vs the no-spec reference (None: not a spec run, or no
     #: comparable no-spec run yet)
     economics: str | None = None
+    #: the concurrency the row's numbers are for (None: not benchmarked)
+    concurrency: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
 def delta(run: Metric, base: Metric, higher_is_better: bool = True) -> Delta:
-    """Δ% of ``run`` vs ``base``; flagged only when outside the noise band (see module constants)."""
+    """Δ% of ``run`` vs ``base``; flagged only when outside the noise band (:mod:`eagletui.core.noise`)."""
     if run.mean is None or base.mean is None or base.mean == 0:
         return Delta(None)
     diff = run.mean - base.mean
     pct = diff / abs(base.mean) * 100.0
-    if run.stdev is not None or base.stdev is not None:
-        combined = math.sqrt((run.stdev or 0.0) ** 2 + (base.stdev or 0.0) ** 2)
-        flagged = abs(diff) > NOISE_SIGMAS * combined and abs(diff) > 0
-    else:
-        flagged = abs(diff) > SINGLE_SAMPLE_NOISE * abs(base.mean)
+    b = band(run.stdev, run.n, base.stdev, base.n, base=base.mean)
+    flagged = outside(diff, b)
     better = None if not flagged else ((diff > 0) == higher_is_better)
-    return Delta(pct, flagged, better)
+    return Delta(pct, flagged, better, b)
 
 
-def short_of(run: Metric, base: Metric, ratio: float) -> bool:
+def short_of(run: Metric, base: Metric, ratio: float) -> tuple[bool, Band]:
     """Is ``run`` below ``ratio`` × ``base`` by more than the noise band (the band :func:`delta` flags
-    with)? A run 1 % slower than a baseline it should match is noise, not a failed speedup."""
+    with), and that band. A run 1 % slower than a baseline it should match is noise, not a shortfall."""
     need = Metric(
         None if base.mean is None else base.mean * ratio,
         None if base.stdev is None else base.stdev * ratio,
         base.n,
     )
     d = delta(run, need)
-    return d.flagged and d.pct is not None and d.pct < 0
+    return (d.flagged and d.pct is not None and d.pct < 0), (d.band or Band(None))
 
 
 class RunBook:
-    """Folds events into runs keyed by launch number; the first launch is the baseline until pinned."""
+    """Folds events into runs keyed by launch number; the baseline is the pinned run, else the first
+    run with valid results."""
 
     def __init__(self, verdict: Verdict | None = None) -> None:
+        #: thresholds; without any given, those a recording's launches carry are adopted
         self.verdict = verdict or Verdict()
+        self._adopt = verdict is None
         self.runs: dict[int, Run] = {}
-        self.baseline: int | None = None
+        self._pinned: int | None = None
         #: a run of another session pinned as the baseline (``external_label`` says which: SESSION:RUN)
         self.external: Run | None = None
         self.external_label = ""
+        #: bumped by every event that changed a run: the analyses below are cached per version
+        self.version = 0
+        self._cache: dict[tuple[str, int], Any] = {}
+        self._cache_key: tuple[int, int] = (-1, 0)
+
+    def _cached(self, what: str, launch: int, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per (book version, thresholds object): a repaint asks for every row."""
+        key = (self.version, id(self.verdict))
+        if key != self._cache_key:
+            self._cache.clear()
+            self._cache_key = key
+        k = (what, launch)
+        if k not in self._cache:
+            self._cache[k] = compute()
+        return self._cache[k]
 
     # ------------------------------------------------------------------ folding
 
@@ -332,9 +260,8 @@ class RunBook:
         handler = _FOLD.get(type(event))  # one dict lookup for the ~all events that are log lines
         if handler is None:
             return
-        handler(self, event)
-        if self.baseline is None and self.external is None and self.runs:
-            self.baseline = min(self.runs)
+        if handler(self, event) is not False:  # False: the event changed nothing
+            self.version += 1
 
     def _on_launch_started(self, event: LaunchStarted) -> None:
         run = self._run(event.launch)
@@ -344,9 +271,23 @@ class RunBook:
         run.diff = dict(event.diff or {})
         run.started_wall, run.started_mono = event.wall, event.mono
         run.launched = True
+        if self._adopt and isinstance(cfg.get("verdict"), dict):
+            # a recording judges its runs with the thresholds its launches carried
+            with contextlib.suppress(TypeError, ValueError):
+                self.verdict = Verdict(**{k: float(v) for k, v in cfg["verdict"].items()})
+
+    def _interrupt(self, launch: int | None, kind: str, detail: str = "") -> None:
+        runs = self.runs.values() if launch is None else [r for r in (self.runs.get(launch),) if r]
+        for run in runs:
+            for reasons in run.open_benches.values():
+                why = interruption(kind, detail)
+                if why not in reasons:
+                    reasons.append(why)
 
     def _on_launch_detected(self, event: LaunchDetected) -> None:
         run = self._run(event.launch)
+        if run.open_benches:
+            self._interrupt(event.launch, "launch_detected")
         if run.started_wall is None:
             run.started_wall, run.started_mono = event.wall, event.mono
         for k, v in (event.args or {}).items():
@@ -394,6 +335,7 @@ class RunBook:
 
     def _on_failed(self, event: ServerFailed) -> None:
         run = self._run(event.launch)
+        self._interrupt(event.launch, "server_failed", event.kind)
         run.outcome = RunOutcome.FAILED
         run.failure_kind = event.kind
         run.failure_phase = event.phase
@@ -401,11 +343,15 @@ class RunBook:
 
     def _on_stopped(self, event: ServerStopped) -> None:
         run = self._run(event.launch)
+        self._interrupt(event.launch, "server_stopped")
         if run.outcome != RunOutcome.FAILED:
             run.outcome = RunOutcome.STOPPED
 
     def _on_exited(self, event: ProcessExited) -> None:
         run = self._run(event.launch)
+        self._interrupt(
+            event.launch, "process_exited", f"code {event.code}" if event.code is not None else ""
+        )
         if run.outcome not in (RunOutcome.RUNNING, RunOutcome.READY):
             return
         # a death no log line explained (the live triage's verdict, for recordings made before it)
@@ -420,14 +366,45 @@ class RunBook:
                 f"exited with code {event.code}" if plain else f"{fail.kind}: {fail.message}"
             )
 
+    def _on_connection(self, event: ConnectionState) -> bool:
+        if event.state != "lost":
+            return False
+        self._interrupt(None, "connection", event.detail[:120] if event.detail else "")
+        return True
+
+    def _on_decode(self, event: DecodeStats) -> bool:
+        run = self.runs.get(event.launch)
+        if run is None or not run.open_benches or event.accept_len is None:
+            return False
+        acc = event.accept_len
+        if not (isinstance(acc, int | float) and math.isfinite(acc) and acc > 0):
+            return False
+        for bench in run.open_benches:
+            run.log_accepts.setdefault(bench, []).append(float(acc))
+        return True
+
     def _on_bench_started(self, event: BenchmarkStarted) -> None:
         run = self._run(event.launch)
-        conc = (event.workload or {}).get("concurrency")
+        workload = event.workload if isinstance(event.workload, dict) else {}
+        conc = workload.get("concurrency")
         if isinstance(conc, int) and not isinstance(conc, bool) and conc > 0:
             run.bench_concurrency[event.bench] = conc
+        run.bench_workload[event.bench] = dict(workload)
+        run.open_benches[event.bench] = []
 
     def _on_bench_result(self, event: BenchmarkResult) -> None:
-        self._run(event.launch).results.append(event)
+        run = self._run(event.launch)
+        during = run.open_benches.pop(event.bench, [])
+        found = result_problems(
+            event,
+            spec=run.is_spec,
+            workload=run.bench_workload.get(event.bench),
+            max_accept=specflags.max_accept(run.args) if run.is_spec else None,
+        )
+        # what happened during the run explains the rest (a cut fails every request): it goes first
+        problems = [*during, *(p for p in found if not (during and "requests failed" in p))]
+        run.results.append(event)
+        run.problems.append(tuple(problems))
 
     def _on_profile(self, event: ProfileCaptured) -> None:
         if event.summary and not event.error:
@@ -443,32 +420,56 @@ class RunBook:
             return mine, None, None
         return mine, base.step_profile, base.launch
 
+    # ------------------------------------------------------------------ the baseline
+
+    @property
+    def baseline(self) -> int | None:
+        """The baseline's launch number: the pinned run, else the first run with valid results (None:
+        a pinned run of another session, or no valid run yet)."""
+        if self.external is not None:
+            return None
+        if self._pinned is not None and self._pinned in self.runs:
+            return self._pinned
+        return next((n for n in sorted(self.runs) if self.runs[n].good_results), None)
+
     def pin_baseline(self, launch: int) -> None:
+        """Pin a run of this session; one whose results cannot count is refused (ValueError says why)."""
         if launch not in self.runs:
             raise KeyError(f"no run for launch {launch}")
-        self.baseline = launch
+        run = self.runs[launch]
+        if not run.good_results:
+            why = "; ".join(run.invalid_reasons) or run.failure or "it has no benchmark results"
+            raise ValueError(f"run #{launch} cannot be the baseline: {why}")
+        self._pinned = launch
         self.external, self.external_label = None, ""
+        self.version += 1
 
     def pin_external(self, run: Run, label: str) -> None:
         """Pin a run of another session (folded from its recording) as the baseline: every run's Δ,
         diff, verdict and economics are then against it, and :meth:`warnings` say when it is not like
         for like. :meth:`pin_baseline` goes back to a run of this session."""
         self.external, self.external_label = run, label
-        self.baseline = None
+        self._pinned = None
+        self.version += 1
 
     @property
     def baseline_label(self) -> str:
         """``#N`` for a run of this session, ``SESSION:RUN`` for a pinned earlier one, "" for none."""
         if self.external is not None:
             return self.external_label
-        return f"#{self.baseline}" if self.baseline is not None else ""
+        b = self.baseline
+        return f"#{b}" if b is not None else ""
+
+    def label_of(self, run: Run) -> str:
+        return self.external_label if run is self.external else f"#{run.launch}"
 
     # ------------------------------------------------------------------ analysis
 
     def base_run(self) -> Run | None:
         if self.external is not None:
             return self.external
-        return self.runs.get(self.baseline) if self.baseline is not None else None
+        b = self.baseline
+        return self.runs.get(b) if b is not None else None
 
     def diff(self, launch: int) -> dict[str, list[Any]]:
         base = self.base_run()
@@ -477,94 +478,151 @@ class RunBook:
             return {}
         return config_diff(base.config, run.config)
 
+    def _common(self, run: Run, base: Run) -> tuple[Group | None, Group | None]:
+        """The setting the two runs are compared at: the run's headline one when the other measured it,
+        else the latest setting both measured; (None, None) when they share none."""
+        head = run.headline()
+        if head is None:
+            return None, None
+        other = base.group_like(head)
+        if other is not None:
+            return head, other
+        for g in reversed(run.groups()):
+            other = base.group_like(g)
+            if other is not None:
+                return g, other
+        return None, None
+
     def deltas(self, launch: int) -> dict[str, Delta]:
         base = self.base_run()
         run = self.runs[launch]
         if base is None or base is run:
             return {name: Delta(None) for name in METRICS}
-        return {name: delta(run.metric(name), base.metric(name), hib) for name, hib in METRICS.items()}
+        mine, theirs = self._common(run, base)
+        if mine is None or theirs is None:
+            return {name: Delta(None) for name in METRICS}
+        return {name: delta(mine.metric(name), theirs.metric(name), hib) for name, hib in METRICS.items()}
 
     def comparable(self, a: int, b: int) -> bool:
-        return _same_workload(self.runs[a], self.runs[b])
+        return self._common(self.runs[a], self.runs[b])[0] is not None
 
-    def _nospec_reference(self, run: Run) -> Run | None:
-        """The no-spec run a spec run must beat: the baseline if it is one, else the latest no-spec run."""
+    def reference(self, launch: int) -> Reference | None:
+        return self._cached("reference", launch, lambda: self._reference(launch))  # type: ignore[no-any-return]
+
+    def _reference(self, launch: int) -> Reference | None:
+        """A spec run's no-spec reference (None for a no-spec run, or when no valid no-spec run of the
+        same model shares a setting with it): the like-for-like one — the pinned baseline if it is one,
+        else the latest — or, failing that, the one with the fewest other differences, named with them."""
+        run = self.runs[launch]
+        if not run.is_spec or not run.good_results:
+            return None
+        candidates = [r for r in self.runs.values() if r is not run]
+        if self.external is not None:
+            candidates.append(self.external)
         base = self.base_run()
-        if base is not None and not base.is_spec and base.good_results:
-            return base
-        candidates = [r for r in self.runs.values() if not r.is_spec and r.config and r.good_results]
-        return max(candidates, key=lambda r: r.launch) if candidates else None
+        best: tuple[tuple[int, int, int], Reference] | None = None
+        for other in candidates:
+            if other.is_spec or not other.good_results or not other.config:
+                continue
+            if run.model and other.model and run.model != other.model:
+                continue
+            if not any(other.group_like(g) is not None for g in run.groups()):
+                continue
+            diffs = tuple(launch_differences(run, other))
+            rank = (len(diffs), 0 if other is base else 1, -other.launch if other is not self.external else 0)
+            ref = Reference(other, self.label_of(other), diffs)
+            if best is None or rank < best[0]:
+                best = (rank, ref)
+        return best[1] if best is not None else None
 
     def nospec_reference(self, launch: int) -> Run | None:
-        """The no-spec run a spec run's economics are computed against: the pinned baseline if it is a
-        no-spec run of the same host and model, else the latest such run; None for a no-spec run."""
+        """The run of :meth:`reference` (None when there is none)."""
+        ref = self.reference(launch)
+        return ref.run if ref is not None else None
+
+    def _other_drafter(self, run: Run, group: Group) -> tuple[float, float] | None:
+        """(cycle ms, accept) of another spec run that differs from ``run`` only in the draft model, at
+        the same setting: the second point of the cycle model's per-token fit."""
+        for other in self.runs.values():
+            if other is run or not other.is_spec or not other.good_results:
+                continue
+            if launch_differences(run, other):
+                continue
+            a, b = run.args, other.args
+            if specflags.settings(a) != specflags.settings(b) or a.get(specflags.DRAFT_MODEL) == b.get(
+                specflags.DRAFT_MODEL
+            ):
+                continue
+            g = other.group_like(group)
+            if g is None:
+                continue
+            tok, acc = g.metric("tok_s_per_request").mean, g.metric("accept_len").mean
+            if tok and acc:
+                return 1000.0 * acc / tok, acc
+        return None
+
+    def concurrency_table(self, launch: int) -> list[ConcurrencyRow]:
+        return self._cached("table", launch, lambda: self._concurrency_table(launch))  # type: ignore[no-any-return]
+
+    def _concurrency_table(self, launch: int) -> list[ConcurrencyRow]:
+        """Per concurrency the spec run measured: its tok/s, the reference's at the same setting, the
+        accept length and the economics. Never a mean across concurrencies."""
         run = self.runs[launch]
-        if not run.is_spec:
-            return None
-
-        def fits(other: Run) -> bool:
-            return (
-                other is not run
-                and not other.is_spec
-                and bool(other.config)
-                and bool(other.good_results)
-                and (not run.target or not other.target or other.target == run.target)
-                and (not run.model or not other.model or other.model == run.model)
-            )
-
-        base = self.base_run()
-        if base is not None and fits(base):
-            return base
-        candidates = [r for r in self.runs.values() if fits(r)]
-        return max(candidates, key=lambda r: r.launch) if candidates else None
-
-    def economics_points(self, launch: int) -> list[tuple[int, Economics]]:
-        """(concurrency, economics) for every concurrency both the spec run and its no-spec reference
-        measured; tok/s is per request (output throughput ÷ concurrency)."""
-        run = self.runs[launch]
-        ref = self.nospec_reference(launch)
-        if ref is None:
-            return []
-        mine, theirs = run.by_concurrency(), ref.by_concurrency()
-        out: list[tuple[int, Economics]] = []
-        for conc in sorted(set(mine) & set(theirs)):
-            tok, _, _ = mean_stdev([r.output_throughput / conc for r in mine[conc]])
-            acc, _, _ = mean_stdev([r.accept_length for r in mine[conc]])
-            btok, _, _ = mean_stdev([r.output_throughput / conc for r in theirs[conc]])
-            e = economics(tok, acc, btok, concurrency=conc)
-            if e is not None:
-                out.append((conc, e))
+        ref = self.reference(launch)
+        out: list[ConcurrencyRow] = []
+        settings = run.spec_settings
+        for g in sorted(run.groups(), key=lambda g: g.concurrency):
+            theirs = ref.run.group_like(g) if ref is not None else None
+            acc = g.metric("accept_len")
+            econ = None
+            b: Band | None = None
+            nospec = theirs.metric("tok_s") if theirs is not None else None
+            if theirs is not None:
+                mine_t = g.metric("tok_s")
+                assert nospec is not None
+                b = band(mine_t.stdev, mine_t.n, nospec.stdev, nospec.n, base=nospec.mean)
+                rates = rates_from_histogram(g.histogram())
+                econ = economics(
+                    g.metric("tok_s_per_request").mean,
+                    acc.mean,
+                    theirs.metric("tok_s_per_request").mean,
+                    concurrency=g.concurrency,
+                    settings=settings,
+                    rates=rates,
+                    other=self._other_drafter(run, g),
+                    profile=_profile_parts(run.step_profile),
+                )
+            out.append(ConcurrencyRow(g.concurrency, g.metric("tok_s"), nospec, acc, econ, b))
         return out
 
+    def economics_points(self, launch: int) -> list[tuple[int, Economics]]:
+        """(concurrency, economics) for every setting both the spec run and its no-spec reference
+        measured; tok/s is per request (output throughput ÷ concurrency)."""
+        return [
+            (r.concurrency, r.economics) for r in self.concurrency_table(launch) if r.economics is not None
+        ]
+
     def economics(self, launch: int) -> Economics | None:
-        """The economics at the concurrency the run was last benchmarked at (else the lowest known)."""
+        """The economics at the run's headline setting (else the lowest concurrency known)."""
         points = self.economics_points(launch)
         if not points:
             return None
-        run = self.runs[launch]
-        last = run.concurrency_of(run.good_results[-1])
-        return dict(points).get(last, points[0][1])
+        head = self.runs[launch].headline()
+        return dict(points).get(head.concurrency if head else 0, points[0][1])
 
     def economics_sentence(self, launch: int) -> str | None:
-        """One line: the verdict, what would make speculation pay, and where it stops paying."""
+        """One line: the verdict vs no-spec, what would pay, and where speculation stops paying."""
         e = self.economics(launch)
-        ref = self.nospec_reference(launch)
+        ref = self.reference(launch)
         if e is None or ref is None:
             return None
-        text = e.sentence()
+        context = f" vs {ref.phrase()}" + ("" if ref.like_for_like else " (not like for like)")
         if e.concurrency and e.concurrency > 1:
-            text += f" at concurrency {e.concurrency}"
-        text += f" vs no-spec {self.external_label if ref is self.external else f'#{ref.launch}'}"
-        points = self.economics_points(launch)
-        if len(points) > 1:
-            c = crossover(points)
-            lo, hi = points[0][0], points[-1][0]
-            if c is None:
-                text += f"; pays at every concurrency measured ({lo}–{hi})"
-            elif not any(p.pays for _, p in points):
-                text += f"; pays at no concurrency measured ({lo}–{hi})"
-            else:
-                text += f"; stops paying at concurrency {c}"
+            context += f" at concurrency {e.concurrency}"
+        text = e.sentence(context=context)
+        across = crossover_text(self.economics_points(launch))
+        if across:
+            text += f"; {across}"
         return text
 
     def latest_economics(self) -> tuple[int, str] | None:
@@ -577,19 +635,39 @@ class RunBook:
                     return n, sentence
         return None
 
+    # ------------------------------------------------------------------ accept length, defined
+
+    def accept_definitions(self, launch: int) -> dict[str, Any]:
+        """The run's accept length by each definition (:func:`eagletui.core.accept.definitions`)."""
+        return self._cached("accept", launch, lambda: accept_definitions(self.runs[launch]))  # type: ignore[no-any-return]
+
+    def position_deltas(self, launch: int) -> list[float | None]:
+        """Acceptance per draft position minus the baseline run's, in percentage points."""
+        base = self.base_run()
+        if base is None or base is self.runs[launch]:
+            return []
+        return position_deltas(self.runs[launch], base)
+
+    # ------------------------------------------------------------------ warnings and verdicts
+
     def warnings(self, launch: int) -> list[str]:
         run = self.runs[launch]
-        out: list[str] = []
-        fps = {r.workload_fingerprint for r in run.good_results if r.workload_fingerprint}
-        if len(fps) > 1:
-            out.append("repeats used different workloads")
+        out: list[str] = list(run.excluded())
         base = self.base_run()
         if base is not None and base is self.external:
             reasons = comparability(run, base) if run.good_results else []
             if reasons:
                 out.append(f"not like for like vs {self.external_label}: " + "; ".join(reasons))
-        elif base is not None and base is not run and not _same_workload(run, base):
-            out.append(f"workload differs from baseline #{base.launch}: Δ not comparable")
+        if base is not None and base is not run and run.good_results and base.good_results:
+            if self._common(run, base)[0] is None:
+                out.append(
+                    f"workload differs from baseline {self.label_of(base)}: Δ not comparable "
+                    f"(concurrency {_concs(run)} vs {_concs(base)})"
+                )
+        if run.good_results:
+            warn = self.accept_definitions(launch).get("warning")
+            if warn:
+                out.append(str(warn))
         return out
 
     def alarms(self, launch: int) -> list[str]:
@@ -599,20 +677,21 @@ class RunBook:
         if acc is not None and acc < ACCEPT_ALARM and (run.is_spec or not run.config):
             out.append(f"accept length {acc:.2f} ≈ 1: speculation is not working")
         if run.is_spec:
-            ref = self._nospec_reference(run)
-            tok = run.metric("tok_s").mean
-            if ref is not None and tok is not None:
-                ref_tok = ref.metric("tok_s").mean
-                if ref_tok and tok < ref_tok and _same_workload(run, ref):
-                    out.append(
-                        f"spec run slower than no-spec #{ref.launch} ({tok:.0f} < {ref_tok:.0f} tok/s)"
-                    )
+            ref = self.reference(launch)
+            if ref is not None and ref.like_for_like:
+                mine, theirs = self._common(run, ref.run)
+                tok = mine.metric("tok_s").mean if mine else None
+                ref_tok = theirs.metric("tok_s").mean if theirs else None
+                if tok is not None and ref_tok and tok < ref_tok:
+                    out.append(f"spec run slower than no-spec {ref.label} ({tok:.0f} < {ref_tok:.0f} tok/s)")
         return out
 
     def verdict_for(self, launch: int) -> tuple[RunVerdict, list[str]]:
-        """``pass``/``fail``/``—`` (nothing to judge) with the reasons behind a fail or pass."""
+        """``pass``/``fail``/``invalid``/``—`` (nothing to judge) with the reasons behind it."""
         run = self.runs[launch]
         v = self.verdict
+        if run.results and not run.good_results:  # measured and nothing counts (a crash mid-run too)
+            return RunVerdict.INVALID, run.invalid_reasons or ["benchmark failed"]
         if run.failure:
             if run.failure_kind:  # in words ("out of GPU memory during …"), then the server's message
                 what = describe_failure(run.failure_kind, run.failure_phase)
@@ -620,11 +699,10 @@ class RunBook:
                 return RunVerdict.FAIL, [f"launch failed: {what}" + (f" ({message})" if message else "")]
             return RunVerdict.FAIL, [f"launch failed: {run.failure}"]
         if not run.good_results:
-            if run.results:
-                return RunVerdict.FAIL, [run.results[-1].error or "benchmark failed"]
             return RunVerdict.NONE, []
         fails: list[str] = []
         passes: list[str] = []
+        invalid: list[str] = []
         tok = run.metric("tok_s").mean
         acc = run.metric("accept_len").mean
         ttft = run.metric("ttft_ms").mean
@@ -635,20 +713,21 @@ class RunBook:
                 fails.append(f"accept len {acc:.2f} < {v.min_accept_len:g}")
             else:
                 passes.append(f"accept len {acc:.2f} ≥ {v.min_accept_len:g}")
-        if v.min_speedup is not None:
-            base = self.base_run()
-            if base is not None and base is not run and base.good_results and _same_workload(run, base):
-                btok = base.metric("tok_s").mean
-                if btok and tok is not None:
-                    speedup = tok / btok
-                    if speedup >= v.min_speedup:
-                        passes.append(f"speedup {speedup:.2f}× ≥ {v.min_speedup:g}×")
-                    elif short_of(run.metric("tok_s"), base.metric("tok_s"), v.min_speedup):
-                        fails.append(f"speedup {speedup:.2f}× < {v.min_speedup:g}× vs #{base.launch}")
-                    else:  # below the bar by less than the run-to-run noise: not a measured shortfall
-                        passes.append(
-                            f"speedup {speedup:.2f}× within the noise band of {v.min_speedup:g}× vs #{base.launch}"
-                        )
+        base = self.base_run()
+        ref = self.reference(launch) if run.is_spec else None
+        if ref is not None and not ref.like_for_like:
+            ref = None  # a no-spec run of another config says nothing about speculation here
+        if v.min_speedup is not None and base is not None and base is not run and base.good_results:
+            if ref is None or ref.run is not base:
+                self._speedup_check(
+                    run, base, f"vs baseline {self.label_of(base)}", v.min_speedup, passes, fails, invalid
+                )
+        if ref is not None:
+            need = v.min_spec_speedup if v.min_spec_speedup is not None else DEFAULT_SPEC_SPEEDUP
+            name = f"vs no-spec {ref.label}"
+            if ref.run is base and v.min_speedup is not None:  # one comparison, the stricter bar
+                need, name = max(need, v.min_speedup), f"vs no-spec {ref.label} (the baseline)"
+            self._speedup_check(run, ref.run, name, need, passes, fails, invalid)
         if v.min_tok_s is not None and tok is not None:
             if tok < v.min_tok_s:
                 fails.append(f"{tok:.0f} tok/s < {v.min_tok_s:g}")
@@ -659,19 +738,58 @@ class RunBook:
                 fails.append(f"TTFT p50 {ttft:.0f} ms > {v.max_ttft_ms:g}")
             else:
                 passes.append(f"TTFT p50 {ttft:.0f} ms ≤ {v.max_ttft_ms:g}")
+        if invalid:
+            return RunVerdict.INVALID, invalid
         if fails:
             return RunVerdict.FAIL, fails
         if passes:
             return RunVerdict.PASS, passes
         return RunVerdict.NONE, []
 
+    def _speedup_check(
+        self,
+        run: Run,
+        other: Run,
+        name: str,
+        need: float,
+        passes: list[str],
+        fails: list[str],
+        invalid: list[str],
+    ) -> None:
+        """One speedup threshold against one comparison, judged with the one noise rule and its band."""
+        mine, theirs = self._common(run, other)
+        if mine is None or theirs is None:
+            invalid.append(
+                f"not comparable {name}: a different workload or concurrency "
+                f"(concurrency {_concs(run)} vs {_concs(other)})"
+            )
+            return
+        tok, btok = mine.metric("tok_s"), theirs.metric("tok_s")
+        if not btok.mean or tok.mean is None:
+            return
+        speedup = tok.mean / btok.mean
+        short, b = short_of(tok, btok, need)
+        said = any(SUGGEST_REPEATS in r for r in (*passes, *fails, *invalid))
+        noise = b.text() + ("" if b.measured or said else f"; {SUGGEST_REPEATS}")
+        if speedup >= need:
+            passes.append(f"speedup {speedup:.2f}× ≥ {need:g}× {name} ({noise})")
+        elif short:
+            fails.append(f"speedup {speedup:.2f}× < {need:g}× {name}, outside the noise band ({noise})")
+        else:  # below the bar by less than the run-to-run noise: not a measured shortfall
+            passes.append(f"speedup {speedup:.2f}× within the noise band of {need:g}× {name} ({noise})")
+
     def row(self, launch: int) -> RunRow:
+        return self._cached("row", launch, lambda: self._row(launch))  # type: ignore[no-any-return]
+
+    def _row(self, launch: int) -> RunRow:
         run = self.runs[launch]
         verdict, reasons = self.verdict_for(launch)
+        is_base = self.external is None and launch == self.baseline
+        head = run.headline()
         return RunRow(
             launch=launch,
-            is_baseline=launch == self.baseline,
-            diff="baseline" if launch == self.baseline else (format_diff(self.diff(launch), limit=4) or "="),
+            is_baseline=is_base,
+            diff="baseline" if is_base else (format_diff(self.diff(launch), limit=4) or "="),
             # ready: launch → ready, as the panel and the export say; else how far its phases got
             phase_total_s=run.ready_after if run.ready_after is not None else run.phase_total_s,
             tok_s=run.metric("tok_s"),
@@ -683,20 +801,40 @@ class RunBook:
             alarms=tuple(self.alarms(launch)),
             warnings=tuple(self.warnings(launch)),
             failure=run.failure,
-            repeats=len(run.good_results),
+            repeats=len(head.results) if head is not None else 0,
             economics=self.economics_sentence(launch),
+            concurrency=head.concurrency if head is not None else None,
         )
 
     def rows(self) -> list[RunRow]:
         return [self.row(n) for n in sorted(self.runs)]
 
 
-def _same_workload(a: Run, b: Run) -> bool:
-    fa, fb = a.fingerprint, b.fingerprint
-    return not fa or not fb or fa == fb
+def _concs(run: Run) -> str:
+    cs = sorted({g.concurrency for g in run.groups()})
+    return ",".join(str(c) for c in cs) or "?"
 
 
-_FOLD: dict[type, Callable[[RunBook, Any], None]] = {
+def _profile_parts(profile: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A step profile's split of a speculative cycle (:func:`eagletui.profiler.summary.step_breakdown`:
+    ``parts`` draft / verify / draft_extend, GPU ms per cycle) as shares for the cycle model; None when
+    the profile has no complete speculative cycle."""
+    if not isinstance(profile, dict) or profile.get("unit") != "cycle":
+        return None
+    parts = profile.get("parts")
+    if not isinstance(parts, dict):
+        return None
+    shares: dict[str, float] = {}
+    for stage in ("draft", "verify", "draft_extend"):
+        d = parts.get(stage)
+        ms = d.get("gpu_ms") if isinstance(d, dict) else None
+        if not isinstance(ms, int | float) or isinstance(ms, bool) or not math.isfinite(ms) or ms < 0:
+            return None
+        shares[stage] = float(ms)
+    return {"shares": shares} if shares["verify"] > 0 else None
+
+
+_FOLD: dict[type, Callable[[RunBook, Any], bool | None]] = {
     LaunchStarted: RunBook._on_launch_started,
     LaunchDetected: RunBook._on_launch_detected,
     PhaseStarted: RunBook._on_phase_started,
@@ -705,6 +843,8 @@ _FOLD: dict[type, Callable[[RunBook, Any], None]] = {
     ServerFailed: RunBook._on_failed,
     ServerStopped: RunBook._on_stopped,
     ProcessExited: RunBook._on_exited,
+    ConnectionState: RunBook._on_connection,
+    DecodeStats: RunBook._on_decode,
     BenchmarkStarted: RunBook._on_bench_started,
     BenchmarkResult: RunBook._on_bench_result,
     ProfileCaptured: RunBook._on_profile,

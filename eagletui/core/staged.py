@@ -5,6 +5,12 @@ see exactly what will change. This object is the one source of truth for what is
 panel renders it and calls :meth:`StagedConfig.stage`; the screen's diff/apply actions read
 :meth:`diff` and :meth:`apply`; headless callers (a sweep) can use it with no UI at all.
 
+Speculation is one switch: unsetting the server kind's speculation flag (SGLang's
+``--speculative-algorithm``) stages the launch's no-spec counterpart (its whole flag family goes,
+:mod:`eagletui.core.spec`), and setting it again
+brings back the speculative flags the last speculating launch had, so a drafter comparison can go
+spec → no-spec → spec without retyping the draft model.
+
 Pure: no I/O, no UI; a refused value comes back as a message instead of an exception.
 """
 
@@ -14,6 +20,7 @@ from typing import Any
 
 from eagletui.core.flags import check_flags
 from eagletui.core.profile import Profile, Toggle, config_diff
+from eagletui.core.spec import spec_flags, speculates, without_speculation
 
 
 class NothingStaged(Exception):
@@ -33,6 +40,16 @@ class StagedConfig:
         self.server_version = server_version
         self._pending: dict[str, Any] = {}
         self.version = 0  # bumped on every change, so a view can tell whether to redraw
+        #: the speculative flags of the last speculating profile (restored when speculation comes back)
+        self._spec_memory: dict[str, Any] = {}
+        self._remember(profile)
+
+    def _remember(self, profile: Profile | None) -> None:
+        if profile is not None and speculates(profile.args, profile.kind):
+            switches = set(profile.kind.spec_flags)
+            self._spec_memory = {
+                k: v for k, v in spec_flags(profile.args, profile.kind).items() if k not in switches
+            }
 
     # ------------------------------------------------------------------ queries
 
@@ -60,7 +77,24 @@ class StagedConfig:
         """The profile the next launch would use (None without a profile)."""
         if self.profile is None:
             return None
-        return self.profile.with_values(self._pending)
+        new = self.profile.with_values(self._pending)
+        kind = self.profile.kind
+        if not speculates(new.args, kind):
+            new.args = without_speculation(new.args, kind)  # the one meaning of "no spec"
+        elif not speculates(self.profile.args, kind):
+            for key, value in self._spec_memory.items():
+                if f"arg:{key}" not in self._pending:
+                    new.args.setdefault(key, value)
+        return new
+
+    def implied(self, toggle: Toggle) -> tuple[bool, Any]:
+        """(True, value) when the next launch changes ``toggle`` without it being staged itself: a
+        ``--speculative-*`` flag that goes with the algorithm, or comes back with it."""
+        new = self.preview()
+        if new is None or self.profile is None or toggle.key in self._pending:
+            return False, None
+        after, before = new.toggle_value(toggle), self.profile.toggle_value(toggle)
+        return (after != before and not (_unset(after) and _unset(before))), after
 
     def diff(self) -> dict[str, list[Any]]:
         """Running → staged, as :func:`~eagletui.core.profile.config_diff` reports it."""
@@ -99,6 +133,7 @@ class StagedConfig:
     def rebase(self, profile: Profile) -> None:
         """The server now runs ``profile``: keep only what still names one of its toggles."""
         self.profile = profile
+        self._remember(profile)
         self._pending = {k: v for k, v in self._pending.items() if profile.toggle(k) is not None}
         self.version += 1
 

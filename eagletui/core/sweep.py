@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eagletui.core.noise import NOISE_SIGMAS, SUGGEST_REPEATS, band, outside
 from eagletui.core.sweep_decide import DEFAULT_MAX_REPEATS, DEFAULT_TIE_PCT, MIN_FLOOR, RepeatPolicy
 from eagletui.core.tomlpos import locate, locate_in_array
 
@@ -534,11 +535,26 @@ class Effect:
     pairs: int
 
     @property
+    def band_pct(self) -> float | None:
+        """The noise band the rule uses: :data:`~eagletui.core.noise.NOISE_SIGMAS` × the effect's error."""
+        return None if self.noise_pct is None else NOISE_SIGMAS * self.noise_pct
+
+    @property
     def clear(self) -> bool | None:
-        """True when the effect is more than twice its noise band; None when the noise is unknown."""
-        if self.noise_pct is None:
+        """True when the effect is outside its noise band; None when the noise is unknown."""
+        band = self.band_pct
+        if band is None:
             return None
-        return abs(self.delta_pct) > 2 * self.noise_pct
+        return abs(self.delta_pct) > band
+
+    def band_text(self) -> str:
+        """What is printed beside the effect: the band the rule used and what it says."""
+        band = self.band_pct
+        if band is None:
+            return f"1 run per variant, no noise estimate: {SUGGEST_REPEATS}"
+        return f"noise band ±{band:.1f} % ({NOISE_SIGMAS:g}σ): " + (
+            "outside" if self.clear else "within noise"
+        )
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -547,6 +563,8 @@ class Effect:
             "to": self.level,
             "delta_pct": round(self.delta_pct, 3),
             "noise_pct": None if self.noise_pct is None else round(self.noise_pct, 3),
+            "band_pct": None if self.band_pct is None else round(self.band_pct, 3),
+            "band": self.band_text(),
             "pairs": self.pairs,
             "clear": self.clear,
         }
@@ -604,11 +622,17 @@ def judge(
     verdict: Any,
     *,
     is_spec: bool,
+    stdev: float | None = None,
+    n: int = 1,
+    base_stdev: float | None = None,
+    base_n: int = 1,
 ) -> tuple[str, list[str]]:
     """``pass`` / ``fail`` / ``unknown`` and why, from the profile's ``[verdict]`` thresholds.
 
     ``min_accept_len`` applies to speculative variants only; ``min_speedup`` is vs the baseline
-    variant (the baseline itself is not judged on it)."""
+    variant (the baseline itself is not judged on it), with the one noise rule of
+    :mod:`eagletui.core.noise` (``stdev``/``n`` of this variant's repeats, ``base_*`` the baseline's):
+    a shortfall inside the band is not a fail, and the band is printed."""
     if tok_s is None or tok_s <= 0:
         return "fail", ["no tokens measured"]
     reasons: list[str] = []
@@ -624,6 +648,10 @@ def judge(
         reasons.append(f"TTFT {ttft_ms:.0f} ms > {v.max_ttft_ms:g}")
     if getattr(v, "min_speedup", None) is not None and base_tok_s:
         speedup = tok_s / base_tok_s
-        if speedup < v.min_speedup - 1e-9:
-            reasons.append(f"speedup {speedup:.2f}x < {v.min_speedup:g}x")
+        need = base_tok_s * v.min_speedup
+        b = band(stdev, n, None if base_stdev is None else base_stdev * v.min_speedup, base_n, base=need)
+        if speedup < v.min_speedup - 1e-9 and outside(tok_s - need, b):
+            reasons.append(
+                f"speedup {speedup:.2f}x < {v.min_speedup:g}x vs the baseline variant ({b.text()})"
+            )
     return ("fail" if reasons else "pass"), reasons

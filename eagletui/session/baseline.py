@@ -18,10 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from eagletui.core.compare import comparability
-from eagletui.core.economics import economics
 from eagletui.core.events import GpuStats
-from eagletui.core.runs import METRICS, Run, delta
-from eagletui.core.stats import mean_stdev
+from eagletui.core.runs import Run, RunBook
 from eagletui.session.catalog import resolve, session_name
 from eagletui.session.export import SessionReport, summarize_runs
 from eagletui.session.format import SessionError
@@ -98,11 +96,15 @@ def load_run(text: str, directories: list[Path]) -> ForeignRun:
 
 
 def compare(current: Run, base: ForeignRun, *, gpu: str = "") -> dict[str, Any]:
-    """What ``--baseline`` adds to a report: the baseline's numbers, Δ% of ``current`` vs it, the
-    like-for-like verdict with its reasons, and the speculation economics when the baseline is a
-    no-spec run and ``current`` a spec run (per-request tok/s at each concurrency both measured)."""
+    """What ``--baseline`` adds to a report: the baseline's numbers, Δ% of ``current`` vs it (at a
+    setting both measured), the like-for-like verdict with its reasons, and the speculation economics
+    when the baseline is a no-spec run and ``current`` a spec run (the run book's per-concurrency table,
+    with what else differs between the two launches)."""
     b = base.run
-    deltas = {name: delta(current.metric(name), b.metric(name), hib) for name, hib in METRICS.items()}
+    book = RunBook()
+    book.runs[current.launch] = current
+    book.pin_external(b, base.ref)
+    deltas = book.deltas(current.launch)
     reasons = comparability(current, b, gpu_a=gpu, gpu_b=base.gpu)
     out: dict[str, Any] = {
         "session": base.session,
@@ -115,18 +117,13 @@ def compare(current: Run, base: ForeignRun, *, gpu: str = "") -> dict[str, Any]:
         "reasons": reasons,
     }
     if current.is_spec and not b.is_spec:
-        points = []
-        mine, theirs = current.by_concurrency(), b.by_concurrency()
-        for conc in sorted(set(mine) & set(theirs)):
-            tok, _, _ = mean_stdev([r.output_throughput / conc for r in mine[conc]])
-            acc, _, _ = mean_stdev([r.accept_length for r in mine[conc]])
-            btok, _, _ = mean_stdev([r.output_throughput / conc for r in theirs[conc]])
-            e = economics(tok, acc, btok, concurrency=conc)
-            if e is not None:
-                points.append(e)
-        if points:
-            e = points[-1]
-            out["economics"] = {**e.to_json(), "sentence": f"{e.sentence()} vs no-spec {base.ref}"}
+        e = book.economics(current.launch)
+        if e is not None:
+            out["economics"] = {
+                **e.to_json(),
+                "sentence": book.economics_sentence(current.launch),
+                "by_concurrency": [r.to_json() for r in book.concurrency_table(current.launch)],
+            }
     return out
 
 

@@ -16,11 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagletui.core.economics import crossover, economics, per_request
+from eagletui.core.economics import crossover
 from eagletui.core.events import (
     PHASES,
     BenchmarkResult,
-    BenchmarkStarted,
     ConfigChanged,
     Event,
     LaunchStarted,
@@ -224,6 +223,8 @@ REPORT_TYPES: frozenset[str] = frozenset(
         "bench_started",
         "bench_result",
         "config_changed",
+        # a link that dropped during a benchmark makes its result invalid
+        "connection",
     }
 )
 
@@ -231,7 +232,7 @@ FORMATS: tuple[str, ...] = ("md", "csv", "json")
 
 #: The JSON document's ``format``/``version`` (bumped when a field changes meaning or goes away).
 JSON_FORMAT = "eagletui-export"
-JSON_VERSION = 1
+JSON_VERSION = 2  # 2: per-setting numbers, "invalid" verdicts, comparisons, by_concurrency, accept
 
 
 @dataclass
@@ -252,6 +253,15 @@ class RunRecord:
     economics: dict[str, Any] | None
     economics_vs: int | None
     benches: list[dict[str, Any]] = field(default_factory=list)
+    #: the two comparisons the verdict used, by name: ``vs_baseline`` and ``vs_no_spec`` (run, Δ/speedup,
+    #: the setting compared at, the noise band, and for the no-spec one what else differs)
+    comparisons: dict[str, Any] = field(default_factory=dict)
+    #: the spec run's table per concurrency vs its no-spec reference (never a mean across them)
+    by_concurrency: list[dict[str, Any]] = field(default_factory=list)
+    #: the accept length by each definition, its formula and source; acceptance per draft position
+    accept: dict[str, Any] = field(default_factory=dict)
+    #: is there a baseline at all (the first run with valid results, or a pinned one)?
+    has_baseline: bool = True
     #: Δ and the like-for-like guard vs a run of another session (``export --baseline``), else None
     vs_external: dict[str, Any] | None = None
 
@@ -294,63 +304,70 @@ def _mean(values: list[float]) -> float | None:
     return sum(values) / len(values) if values else None
 
 
-def _per_request_tok_s(run: Run, conc: dict[tuple[int, int], int | None]) -> tuple[float | None, int | None]:
-    """Mean per-request tok/s over the run's good benchmarks, and the concurrency (the last one)."""
-    vals: list[float] = []
-    last: int | None = None
-    for b in run.good_results:
-        c = conc.get((b.launch, b.bench))
-        last = c if c is not None else last
-        v = per_request(b.output_throughput, c)
-        if v is not None:
-            vals.append(v)
-    return _mean(vals), last
-
-
-def _economics_for(
-    run: Run, book: RunBook, conc: dict[tuple[int, int], int | None]
-) -> tuple[dict[str, Any] | None, int | None]:
+def _economics_for(run: Run, book: RunBook) -> tuple[dict[str, Any] | None, int | None]:
     """The run book's economics of a spec run (the same numbers as the runs table: per-request tok/s
-    against the pinned no-spec baseline or the latest no-spec run of the same host and model, at the
-    concurrency both measured), with ``pays``, the crossover across concurrencies and the sentence.
-    Runs whose benchmarks did not say their concurrency fall back to the plain arithmetic."""
+    against its no-spec reference at the headline concurrency), with ``pays``, the crossover across
+    concurrencies, the sentence and the reference's differences."""
     econ = book.economics(run.launch)
-    ref = book.nospec_reference(run.launch)
-    if econ is not None and ref is not None:
-        points = book.economics_points(run.launch)
-        extra = {
-            "pays": econ.pays,
-            "crossover": crossover(points) if len(points) > 1 else None,
-            "sentence": book.economics_sentence(run.launch),
-        }
-        return econ.to_json() | extra, ref.launch
-    if not run.is_spec or not run.good_results or ref is None:
+    ref = book.reference(run.launch)
+    if econ is None or ref is None:
         return None, None
-    spec_tok, c = _per_request_tok_s(run, conc)
-    base_tok, _ = _per_request_tok_s(ref, conc)
-    plain = economics(spec_tok, run.metric("accept_len").mean, base_tok, concurrency=c)
-    return (plain.to_json() | {"pays": plain.pays} if plain is not None else None), ref.launch
+    points = book.economics_points(run.launch)
+    extra = {
+        "crossover": crossover(points) if len(points) > 1 else None,
+        "sentence": book.economics_sentence(run.launch),
+        "vs": ref.label,
+        "like_for_like": ref.like_for_like,
+        "differences": list(ref.differences),
+    }
+    return econ.to_json() | extra, (ref.run.launch if ref.run is not book.external else None)
+
+
+def _comparisons(run: Run, book: RunBook) -> dict[str, Any]:
+    """The two comparisons, named: vs the baseline (Δ tok/s) and vs the no-spec reference (speedup)."""
+    out: dict[str, Any] = {}
+    base = book.base_run()
+    if base is not None and base is not run and run.good_results:
+        d = book.deltas(run.launch)["tok_s"]
+        head = run.headline()
+        out["vs_baseline"] = {
+            "run": book.label_of(base),
+            "delta_tok_s_pct": d.pct,
+            "outside_noise": d.flagged if d.pct is not None else None,
+            "noise": d.band.text() if d.band is not None else None,
+            "concurrency": head.concurrency if head is not None else None,
+        }
+    ref = book.reference(run.launch)
+    e = book.economics(run.launch)
+    if ref is not None:
+        row = next(
+            (r for r in book.concurrency_table(run.launch) if e and r.concurrency == e.concurrency), None
+        )
+        out["vs_no_spec"] = {
+            "run": ref.label,
+            "like_for_like": ref.like_for_like,
+            "differences": list(ref.differences),
+            "speedup": e.speedup if e is not None else None,
+            "noise": row.band.text() if row is not None and row.band is not None else None,
+            "concurrency": e.concurrency if e is not None else None,
+        }
+    return out
 
 
 def build_report(
     events: Iterable[Event], header: dict[str, Any] | None = None, title: str = ""
 ) -> SessionReport:
     """Fold a session's events (any iterable: a recording is streamed) into a :class:`SessionReport`.
-    Secrets are redacted before anything is folded: two passes over the few report events."""
+    Secrets are redacted before anything is folded: two passes over the few report events. The
+    verdict thresholds are the ones the recording's launches carry (as the UI's replay judges)."""
     kept = redact_events(report_events(events))
     book = RunBook()
     commands: dict[int, list[str]] = {}
-    conc: dict[tuple[int, int], int | None] = {}
     changes = 0
     for ev in kept:
         book.apply(ev)
         if isinstance(ev, LaunchStarted):
             commands[ev.launch] = [str(a) for a in ev.command]
-        elif isinstance(ev, BenchmarkStarted):
-            c = ev.workload.get("concurrency") if isinstance(ev.workload, dict) else None
-            conc[(ev.launch, ev.bench)] = (
-                c if isinstance(c, int) and not isinstance(c, bool) and c > 0 else None
-            )
         elif isinstance(ev, ConfigChanged):
             changes += 1
     records: list[RunRecord] = []
@@ -361,9 +378,9 @@ def build_report(
             name: {"pct": d.pct, "flagged": d.flagged, "better": d.better}
             for name, d in book.deltas(n).items()
         }
-        econ, econ_vs = _economics_for(run, book, conc)
-        _tok, c = _per_request_tok_s(run, conc)
-        benches = [_bench_dict(b, conc.get((b.launch, b.bench))) for b in run.results]
+        econ, econ_vs = _economics_for(run, book)
+        head = run.headline()
+        benches = [_bench_dict(b, run, p) for b, p in run.result_problems()]
         records.append(
             RunRecord(
                 run=run,
@@ -375,10 +392,14 @@ def build_report(
                 warnings=book.warnings(n),
                 deltas=deltas,
                 command=commands.get(n, []),
-                concurrency=c,
+                concurrency=head.concurrency if head is not None else None,
                 economics=econ,
                 economics_vs=econ_vs,
                 benches=benches,
+                comparisons=_comparisons(run, book),
+                by_concurrency=[r.to_json() for r in book.concurrency_table(n)] if run.is_spec else [],
+                accept=book.accept_definitions(n) | {"per_position_delta_pp": book.position_deltas(n)},
+                has_baseline=book.base_run() is not None,
             )
         )
     started = min((r.started_wall for r in book.runs.values() if r.started_wall is not None), default=None)
@@ -392,7 +413,8 @@ def build_report(
     )
 
 
-def _bench_dict(b: BenchmarkResult, concurrency: int | None) -> dict[str, Any]:
+def _bench_dict(b: BenchmarkResult, run: Run, problems: tuple[str, ...] = ()) -> dict[str, Any]:
+    conc = run.bench_concurrency.get(b.bench)
     return {
         "bench": b.bench,
         "runner": b.runner,
@@ -403,15 +425,20 @@ def _bench_dict(b: BenchmarkResult, concurrency: int | None) -> dict[str, Any]:
         "requests": b.requests,
         "failed": b.failed,
         "duration_s": b.duration_s,
-        "concurrency": concurrency,
+        "concurrency": conc,
         "workload_fingerprint": b.workload_fingerprint,
         "error": b.error or None,
+        "valid": not problems,
+        "invalid_reasons": list(problems),
+        "step_ms": b.step_ms,
     }
 
 
 def _diff_text(rec: RunRecord) -> str:
     if rec.is_baseline:
         return "baseline"
+    if not rec.has_baseline:
+        return "no baseline"  # no run with valid results yet: nothing to differ from
     return format_diff(rec.baseline_diff) or "="
 
 
@@ -461,6 +488,9 @@ def report_json(report: SessionReport) -> dict[str, Any]:
                 "concurrency": rec.concurrency,
                 "economics": rec.economics,
                 "economics_vs": rec.economics_vs,
+                "comparisons": rec.comparisons,
+                "by_concurrency": rec.by_concurrency,
+                "accept": rec.accept,
                 "benchmarks": rec.benches,
                 **({"vs_baseline": rec.vs_external} if report.external is not None else {}),
             }

@@ -64,12 +64,21 @@ REPORT_CSV_COLUMNS: tuple[str, ...] = (
     "verdict",
     "reasons",
     "alarms",
+    "vs_baseline",
+    "vs_baseline_noise",
     "concurrency",
     "speedup",
     "break_even_accept_len",
+    "break_even_reachable",
+    "max_accept",
     "cycle_ms",
     "needed_cycle_ms",
     "economics_vs",
+    "economics_like_for_like",
+    "economics_differences",
+    "speedup_by_concurrency",
+    "accept_formula",
+    "accept_per_position",
     "env",
     "command",
 )
@@ -92,6 +101,7 @@ def render_csv(report: SessionReport) -> str:
     for rec in report.records:
         r = rec.run
         e = rec.economics or {}
+        vb = rec.comparisons.get("vs_baseline") or {}
         tok = r.metric("tok_s")
         row: list[Any] = [
             r.launch,
@@ -116,12 +126,25 @@ def render_csv(report: SessionReport) -> str:
             rec.verdict or "",
             "; ".join(rec.reasons),
             "; ".join(rec.alarms),
+            vb.get("run", ""),
+            vb.get("noise") or "",
             rec.concurrency if rec.concurrency is not None else "",
             e.get("speedup", ""),
-            e.get("break_even_accept_len", ""),
+            _blank(e.get("break_even_accept_len")),
+            _yes_no(e.get("break_even_reachable")),
+            _blank(e.get("max_accept")),
             e.get("cycle_ms", ""),
             e.get("needed_cycle_ms", ""),
-            rec.economics_vs if rec.economics_vs is not None else "",
+            rec.economics_vs if rec.economics_vs is not None else (e.get("vs", "") if rec.economics else ""),
+            _yes_no(e.get("like_for_like")),
+            "; ".join(e.get("differences") or []),
+            " ".join(
+                f"c{c['concurrency']}:{c['speedup']:.3f}"
+                for c in rec.by_concurrency
+                if c.get("speedup") is not None
+            ),
+            ((rec.accept.get("definitions") or {}).get("shown") or {}).get("formula", ""),
+            " ".join(f"{x:.3f}" for x in rec.accept.get("per_position") or []),
             " ".join(f"{k}={v}" for k, v in sorted(r.env.items())),
             shlex.join(rec.command),
         ]
@@ -134,6 +157,14 @@ def render_csv(report: SessionReport) -> str:
             ]
         w.writerow([_safe_cell(c) for c in row])
     return buf.getvalue()
+
+
+def _blank(v: Any) -> Any:
+    return "" if v is None else v
+
+
+def _yes_no(v: Any) -> str:
+    return "" if v is None else ("yes" if v else "no")
 
 
 # -- Markdown ------------------------------------------------------------------------------------
@@ -262,15 +293,79 @@ def _md_run(rec: RunRecord) -> list[str]:
         out.append(f"- ⚠ {_md(a)}")
     for w in rec.warnings:
         out.append(f"- note: {_md(w)}")
+    for name, label in (("vs_baseline", "vs baseline"), ("vs_no_spec", "vs no-spec")):
+        c = rec.comparisons.get(name)
+        if not c:
+            continue
+        if name == "vs_baseline":
+            pct = c.get("delta_tok_s_pct")
+            what = "Δ tok/s " + (f"{pct:+.1f} %" if isinstance(pct, int | float) else "–")
+        elif rec.economics:
+            continue  # said by the economics line below
+        else:
+            sp = c.get("speedup")
+            what = "speedup " + (f"{sp:.2f}×" if isinstance(sp, int | float) else "–")
+        at = f" at concurrency {c['concurrency']}" if c.get("concurrency") else ""
+        noise = f" (noise: {c['noise']})" if c.get("noise") else ""
+        out.append(f"- {label} {_md(c['run'])}{at}: {_md(what)}{_md(noise)}")
     if rec.economics:
         e = rec.economics
-        verdict = "pays" if e.get("speedup", 0) > 1 else "does not pay"
+        verdict = "pays" if e.get("pays") else "does not pay"
         conc = f" at concurrency {e['concurrency']}" if e.get("concurrency") else ""
+        be = e.get("break_even_accept_len")
+        if be is None:
+            be_text = "no accept length pays"
+        elif e.get("break_even_reachable") is False:
+            be_text = f"break-even {be:.2f} out of reach (at most {e.get('max_accept')} per verify)"
+        else:
+            be_text = f"break-even {be:.2f}"
+        vs = e.get("vs") or (f"#{rec.economics_vs}" if rec.economics_vs is not None else "?")
         out.append(
-            f"- economics vs no-spec #{rec.economics_vs}{conc}: speedup {e['speedup']:.2f}× ({verdict}); "
-            f"accept {e['accept_len']:.2f} vs break-even {e['break_even_accept_len']:.2f}; "
+            f"- economics vs no-spec {_md(vs)}{conc}: speedup {e['speedup']:.2f}× ({verdict}); "
+            f"accept {e['accept_len']:.2f} vs {be_text}; "
             f"cycle {e['cycle_ms']:.1f} ms vs needed ≤ {e['needed_cycle_ms']:.1f} ms"
+            + (
+                ""
+                if e.get("like_for_like", True)
+                else " — not like for like: " + _md("; ".join(e.get("differences") or []))
+            )
         )
+        if e.get("sentence"):
+            out.append(f"  - {_md(e['sentence'])}")
+    defs = (rec.accept or {}).get("definitions") or {}
+    if "shown" in defs:
+        d = defs["shown"]
+        out.append(f"- accept length {d['value']:.3f}: {_md(d['formula'])} ({_md(d['source'])})")
+        for key, d in defs.items():
+            if key != "shown":
+                out.append(f"  - by {_md(key)}: {d['value']:.3f} = {_md(d['formula'])} ({_md(d['source'])})")
+    if (rec.accept or {}).get("warning"):
+        out.append(f"- ⚠ {_md(rec.accept['warning'])}")
+    pos = (rec.accept or {}).get("per_position") or []
+    if pos:
+        dl = (rec.accept or {}).get("per_position_delta_pp") or []
+        cells = []
+        for i, p in enumerate(pos):
+            d = dl[i] if i < len(dl) else None
+            cells.append(
+                f"{i + 1}: {p * 100:.1f} %" + (f" ({d:+.1f} pp vs baseline)" if d is not None else "")
+            )
+        out.append("- acceptance per draft position: " + "; ".join(cells))
+    if rec.by_concurrency:
+        out += [
+            "",
+            "| conc | spec tok/s | no-spec tok/s | speedup | accept | break-even accept | noise |",
+            "|---:|---:|---:|---:|---:|---|---|",
+        ]
+        for c in rec.by_concurrency:
+            out.append(
+                f"| {c['concurrency']} | {_mtext(c['spec_tok_s'])} | {_mtext(c['nospec_tok_s'])} | "
+                f"{_x(c['speedup'])} | {_mtext(c['accept_len'], 2)} | {_md(_break_even_cell(c))} | "
+                f"{_md(c.get('noise') or '–')} |"
+            )
+        x = (rec.economics or {}).get("crossover")
+        if x is not None:
+            out.append(f"\nSpeculation stops paying at concurrency {x}.")
     out.append("")
     if rec.command or r.env:
         out += ["Launch command (secrets redacted):", "", _fence(rec.command_line), ""]
@@ -299,6 +394,30 @@ def _md_run(rec: RunRecord) -> list[str]:
             )
         out.append("")
     return out
+
+
+def _mtext(m: dict[str, Any] | None, digits: int = 1) -> str:
+    if not m or m.get("mean") is None:
+        return "–"
+    sd = m.get("stdev")
+    return (
+        f"{m['mean']:.{digits}f}" + (f" ± {sd:.{digits}f}" if sd is not None else "") + f" (n={m.get('n')})"
+    )
+
+
+def _x(v: Any) -> str:
+    return f"{v:.2f}×" if isinstance(v, int | float) else "–"
+
+
+def _break_even_cell(c: dict[str, Any]) -> str:
+    be, most = c.get("break_even_accept_len"), c.get("max_accept")
+    if c.get("speedup") is None:
+        return "–"
+    if be is None:
+        return "none pays"
+    if c.get("break_even_reachable") is False:
+        return f"{be:.2f}: out of reach (at most {most})"
+    return f"{be:.2f}" + (f" (at most {most})" if most else "")
 
 
 def render(report: SessionReport, fmt: str) -> str:

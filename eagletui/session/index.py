@@ -46,7 +46,6 @@ from pathlib import Path
 from typing import Any
 
 from eagletui.core.events import (
-    BenchmarkResult,
     Event,
     LaunchStarted,
     ProcessExited,
@@ -55,6 +54,7 @@ from eagletui.core.events import (
     ServerStopped,
 )
 from eagletui.core.failure_fold import exit_is_failure
+from eagletui.core.runs import RunBook
 from eagletui.session.format import (
     _GZIP_MAGIC,
     MAX_DECOMPRESSED,
@@ -536,7 +536,6 @@ class ReplaySource:
             duration=self.duration,
             events=self.events_count,
         )
-        best: dict[int, BenchmarkResult] = {}
         failed: set[int] = set()
         ready: set[int] = set()
         stopped: set[int] = set()
@@ -558,15 +557,39 @@ class ReplaySource:
             if isinstance(ev, LaunchStarted):
                 s.launches += 1
                 s.model = _model_of(ev.config) or s.model
-            elif isinstance(ev, BenchmarkResult) and not ev.error and ev.output_throughput > 0:
-                cur = best.get(ev.launch)
-                if cur is None or ev.output_throughput > cur.output_throughput:
-                    best[ev.launch] = ev
-        if best:
-            top = max(best.values(), key=lambda r: r.output_throughput)
-            s.best_tok_s, s.best_launch = top.output_throughput, top.launch
-            accepts = [r.accept_length for r in best.values() if r.accept_length is not None]
-            s.best_accept = max(accepts) if accepts else None
-            first = best[min(best)]
-            s.baseline_tok_s, s.baseline_launch = first.output_throughput, first.launch
+        # the runs table's own fold over the context events: the same baseline, validity and pairing
+        book = RunBook()
+        for _line, _t, ev in self.context:
+            book.apply(ev)
+        best: tuple[float, int] | None = None
+        accepts: list[float] = []
+        for n, run in sorted(book.runs.items()):
+            head = run.headline()
+            if head is None:
+                if run.invalid_reasons:
+                    s.invalid.append({"launch": n, "reason": run.invalid_reasons[0]})
+                continue
+            tok = head.metric("tok_s").mean
+            if tok is not None and (best is None or tok > best[0]):
+                best = (tok, n)
+            acc = head.metric("accept_len").mean
+            if acc is not None:
+                accepts.append(acc)
+            e, ref = book.economics(n), book.reference(n)
+            if e is not None and ref is not None:
+                s.spec_pairs.append(
+                    {
+                        "spec": n,
+                        "no_spec": ref.label,
+                        "speedup": round(e.speedup, 4),
+                        "concurrency": e.concurrency,
+                        "like_for_like": ref.like_for_like,
+                    }
+                )
+        if best is not None:
+            s.best_tok_s, s.best_launch = best
+        s.best_accept = max(accepts) if accepts else None
+        base = book.base_run()
+        if base is not None:
+            s.baseline_tok_s, s.baseline_launch = base.metric("tok_s").mean, base.launch
         return s

@@ -17,15 +17,13 @@ No Textual here (``session`` must not import ``ui``).
 
 from __future__ import annotations
 
-import contextlib
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
-from eagletui.core.events import PHASES, Event, LaunchStarted, ServerReady
+from eagletui.core.events import PHASES, Event, ServerReady
 from eagletui.core.history import history_key
-from eagletui.core.profile import Verdict
 from eagletui.core.runs import RunBook
 from eagletui.core.staged import StagedConfig
 from eagletui.core.state import SessionState
@@ -117,7 +115,7 @@ class SessionModel:
         """Forget everything folded so far: a fresh state and run book, ready for a replay's seek to
         fold its catch-up events into. The profile, staged config, recorder and history stay (a seek
         rebuilds what was shown, it is not a new session); the verdict thresholds are the profile's
-        again (a replay re-adopts the recorded ones from its launch events)."""
+        again (without a profile the run book adopts the recorded ones from the launch events)."""
         self.state = SessionState(target=self.target)
         self.runbook = RunBook(verdict=self.profile.verdict if self.profile else None)
         self.report_events = []
@@ -157,8 +155,6 @@ class SessionModel:
             self.report_events.append(ev)
         if isinstance(ev, ServerReady):
             self._record_history()
-        elif isinstance(ev, LaunchStarted):
-            self._adopt_verdict(ev.config.get("verdict"))
         for obs in self._observers:
             obs(ev)
 
@@ -191,13 +187,6 @@ class SessionModel:
                 f"recording resumed; {lost} event(s) could not be written while the disk was full",
                 "warning",
             )
-
-    def _adopt_verdict(self, recorded: Any) -> None:
-        """A replay has no profile: judge its runs with the thresholds the recording carries."""
-        if self.profile is not None or not isinstance(recorded, dict):
-            return
-        with contextlib.suppress(TypeError, ValueError):  # a damaged verdict: keep the defaults
-            self.runbook.verdict = Verdict(**{k: float(v) for k, v in recorded.items()})
 
     # ------------------------------------------------------------------ phase history
 

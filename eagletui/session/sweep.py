@@ -73,6 +73,11 @@ class SweepError(Exception):
     """A queue that cannot be used (damaged, from another sweep, locked by a running sweep)."""
 
 
+def why_not_counted(r: dict[str, Any]) -> str:
+    """Why a recorded run does not count: its error, else the validity gate's reasons (issue 19)."""
+    return str(r.get("error") or "; ".join(r.get("invalid") or []) or "no tokens")
+
+
 def client_fingerprint(point: dict[str, Any], bench: BenchSettings | None = None) -> str:
     """What a benchmark's duration depends on besides the server: the client point and the workload."""
     b = apply_client(bench, point) if bench is not None else None

@@ -14,6 +14,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from eagletui.core.confidence import estimate, fmt_sure
+from eagletui.core.stats import mean_stdev
 from eagletui.core.sweep import Variant, client_label, delta_pct, judge, main_effects, variant_profile
 from eagletui.core.sweep_decide import crossover, drift, noise_for
 
@@ -39,7 +40,7 @@ def _base_cell_values(q: SweepQueue, ci: int) -> list[float]:
 
 
 def build_report(q: SweepQueue, verdict: Any = None, profile: Profile | None = None) -> dict[str, Any]:
-    from eagletui.session.sweep import DONE, FAILED, _is_spec
+    from eagletui.session.sweep import DONE, FAILED, _is_spec, why_not_counted
 
     policy = q.repeat_policy
     decisions = q.decisions()
@@ -66,14 +67,24 @@ def build_report(q: SweepQueue, verdict: Any = None, profile: Profile | None = N
                     cell_verdict, cell_reasons = (
                         "fail",
                         [
-                            "; ".join(sorted({str(r.get("error") or "no tokens") for r in c.repeats}))[:300]
+                            "; ".join(sorted({why_not_counted(r) for r in c.repeats}))[:300]
                             or "no run"
                         ],
                     )
                 else:
                     is_spec = spec_on if spec_on is not None else accept is not None
+                    _bm, base_sd, base_n = mean_stdev(base_vals)
                     cell_verdict, cell_reasons = judge(
-                        mean, accept, ttft, base if v.config else None, verdict, is_spec=is_spec
+                        mean,
+                        accept,
+                        ttft,
+                        base if v.config else None,
+                        verdict,
+                        is_spec=is_spec,
+                        stdev=sd,
+                        n=n,
+                        base_stdev=base_sd,
+                        base_n=base_n,
                     )
             verdicts.append(cell_verdict)
             prefix = f"{c.label}: " if len(v.cells) > 1 else ""

@@ -45,6 +45,7 @@ from eagletui.session.sweep import (
     SweepQueue,
     VariantState,
     client_fingerprint,
+    why_not_counted,
 )
 
 if TYPE_CHECKING:
@@ -394,6 +395,16 @@ class SweepRunner:
         self._learn("sweep:" + (v.launch_key or self._key(self.model.state.launch)), learned)
         return ""
 
+    def _problems(self, r: ev.BenchmarkResult) -> list[str]:
+        """Why the run book holds ``r`` invalid (the same gate as the runs table); [] when it counts."""
+        run = self.model.runbook.runs.get(r.launch)
+        if run is None:
+            return []
+        for res, problems in run.result_problems():
+            if res is r or (res.bench == r.bench and res.launch == r.launch):
+                return list(problems)
+        return []
+
     def _key(self, la: Any) -> str:
         from eagletui.core.history import history_key
 
@@ -443,9 +454,7 @@ class SweepRunner:
             v.state, v.failure_kind, v.failure = (
                 FAILED,
                 "benchmark",
-                "; ".join(sorted({str(r.get("error") or "no tokens") for c in v.cells for r in c.repeats}))[
-                    :500
-                ],
+                "; ".join(sorted({why_not_counted(r) for c in v.cells for r in c.repeats}))[:500],
             )
         for c in v.cells:
             mean, _sd, _n = c.tok_s()
@@ -475,6 +484,7 @@ class SweepRunner:
         t = time.monotonic()
         r = await self.ws.benchmark(settings=settings)
         seconds = time.monotonic() - t
+        problems = self._problems(r)
         c.repeats.append(
             {
                 "tok_s": r.output_throughput,
@@ -483,16 +493,19 @@ class SweepRunner:
                 "requests": r.requests,
                 "failed": r.failed,
                 "error": r.error,
+                "invalid": problems,
                 "seconds": round(seconds, 3),
                 "warm": warm_up,
             }
         )
-        if not r.error:
+        if not r.error and not problems:
             key = "sweep-bench:" + v.launch_key + "|" + client_fingerprint(c.client)
             self._learn(key, {"first" if warm_up else "next": seconds})
         acc = f", accept {r.accept_length:.2f}" if r.accept_length else ""
         where = f" {c.label}" if len(v.cells) > 1 else ""
         err = f" ({r.error})" if r.error else ""
+        if problems:  # the validity gate (issue 19): it does not count and the cell runs again
+            err += f"; invalid ({'; '.join(problems)}), run again"
         pol = self.queue.repeat_policy
         of = f"/{pol.repeats}" if not pol.adaptive else ""
         self.say(f"  repeat {len(c.good)}{of}{where}: {r.output_throughput:.1f} tok/s{acc}{err}")

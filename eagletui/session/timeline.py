@@ -82,8 +82,14 @@ class Summary:
     best_tok_s: float | None = None
     best_accept: float | None = None
     best_launch: int | None = None
-    baseline_tok_s: float | None = None  # of the first launch's best result (the runs table's baseline)
+    #: the baseline's tok/s and launch: the first run with valid results (the run book's rule)
+    baseline_tok_s: float | None = None
     baseline_launch: int | None = None
+    #: each spec run paired with its no-spec reference: ``{"spec", "no_spec", "speedup",
+    #: "concurrency", "like_for_like"}`` (the run book's economics, as the runs table shows them)
+    spec_pairs: list[dict[str, Any]] = field(default_factory=list)
+    #: launches whose results cannot count (the validity gate): ``{"launch", "reason"}`` (the first)
+    invalid: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

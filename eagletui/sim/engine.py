@@ -186,6 +186,10 @@ class Engine:
         self.chunked_prefill = getattr(args, "chunked_prefill_size", None) or 8192
         self.interval = max(1, int(getattr(args, "decode_log_interval", 40) or 40))
         self.log_iters = env.get("SGLANG_LOG_FORWARD_ITERS", "").strip().lower() in ("1", "true", "yes")
+        #: SGLANG_RECORD_STEP_TIME (0.5.17 metrics_reporter.py): seconds per decode iteration at each
+        #: logged batch size, the gap between two decode log lines ÷ the log interval
+        self.record_step_time = env.get("SGLANG_RECORD_STEP_TIME", "").strip().lower() in ("1", "true", "yes")
+        self.step_time_dict: dict[int, list[float]] = {}
         self.rng = random.Random(seed * 7919 + 17)
         self.len_rng = random.Random(seed * 104729 + 3)
         self.waiting: deque[SimRequest] = deque()
@@ -479,6 +483,8 @@ class Engine:
         now = time.monotonic()
         elapsed = max(now - self._last_log_t, 1e-9)
         self.last_gen_throughput = self._interval_tokens / elapsed
+        if self.record_step_time:
+            self.step_time_dict.setdefault(len(self.running), []).append(elapsed / self.interval)
         used, usage = self.token_usage()
         spec = ""
         if self.cfg.spec:

@@ -31,8 +31,9 @@ Calibration, single stream, tp=8, 1T, steps=3, topk=1, draft tokens=4, default N
 * ``pcie-rtx6000`` (default): no spec 11.6 ms/step ≈ 86 tok/s; good drafter (p = 0.8527) accept 3.20 in a
   ≈ 51.6 ms cycle ≈ 62 tok/s; poor drafter (p = 0.3425) accept 1.50 in ≈ 31.9 ms ≈ 47 tok/s, of which
   ≈ 25 ms all-reduce; fusion +6 %;
-* ``h200-nvlink``: no spec ≈ 67 tok/s; good drafter ≈ 134 tok/s (2.0×) single-stream, ≈ 1.5× at 32
-  concurrent requests.
+* ``h200-nvlink``: no spec 2.4 ms/step ≈ 417 tok/s (faster than the PCIe box at every batch size: its
+  weight-bound compute and its NVLink all-reduce are both cheaper); good drafter accept 3.20 in a ≈ 4.0 ms
+  cycle ≈ 790 tok/s (≈ 1.9×) single-stream, ≈ 1.4× at 32 concurrent requests.
 
 :func:`expected` returns the ground truth for a configuration (server-args namespace or dict + env).
 """
@@ -125,20 +126,24 @@ HOSTS: dict[str, HostPreset] = {
         gpu_name="NVIDIA RTX PRO 6000 Blackwell Server Edition",
         gpu_total_gb=94.97,
     ),
-    # 8 × H200 with NVLink: the one-shot custom all-reduce makes communication ~15 % of a step and the
-    # draft extend is cheap, so EAGLE-3 wins ≈ 2× single-stream with a good drafter and less as the batch
-    # grows (the verify over bs × draft tokens stops being free).
+    # 8 × H200 with NVLink. A decode step is bound by reading the weights: HBM3e (4.8 TB/s) reads them
+    # faster than the RTX PRO 6000's GDDR7 (1.8 TB/s), so the compute part of a step (1.8 ms) is below
+    # the PCIe box's (2.6 ms), and the one-shot custom all-reduce over NVLink (0.5 ms, a fifth of the
+    # step) is a fraction of NCCL over PCIe (9 ms): every step is faster here, at every batch size. A
+    # verify over a few draft tokens costs about one decode step and the draft extend is cheap, so
+    # EAGLE-3 with a good drafter wins ≈ 1.9× single-stream and less as the batch grows (the verify over
+    # bs × draft tokens stops being free).
     "h200-nvlink": HostPreset(
         name="h200-nvlink",
-        decode_ms=15.0,
+        decode_ms=2.4,
         decode_bs_slope=0.010,
-        draft_step_ms=1.0,
-        verify_fixed_ms=14.0,
-        verify_ms_per_draft_token=0.5,
+        draft_step_ms=0.3,
+        verify_fixed_ms=2.1,
+        verify_ms_per_draft_token=0.1,
         verify_token_slope=0.008,
-        commit_ms=1.5,
+        commit_ms=0.2,
         commit_bs_slope=0.01,
-        comm_share=0.15,
+        comm_share=0.22,
         nccl_gain=1.0,
         fusion_comm_saving=0.2,
         no_custom_ar_factor=1.8,

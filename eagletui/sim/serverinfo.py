@@ -58,6 +58,8 @@ def server_info_dict(st: ServerState) -> dict[str, Any]:
     )
     if plan.spec and eng.avg_spec_accept_length is not None:
         internal["avg_spec_accept_length"] = eng.avg_spec_accept_length
+    if eng.record_step_time:  # JSON object keys are strings: {"1": [0.0058, …], "6": […]}
+        internal["step_time_dict"] = {str(k): list(v) for k, v in eng.step_time_dict.items()}
     out = dict(args)
     out.update(
         status="ready" if st.ready else "starting",

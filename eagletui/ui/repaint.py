@@ -15,6 +15,7 @@ from textual.widgets import Static
 
 from eagletui.core.events import Event, LaunchStarted, LogLine
 from eagletui.core.state import LaunchStatus, ServerState
+from eagletui.core.textsafe import inert
 from eagletui.session.presence import Presence
 from eagletui.ui.widgets import charts as charts_registry
 from eagletui.ui.widgets.charts import MetricChart
@@ -173,7 +174,8 @@ def compare_text(
 ) -> Text:
     """Current run vs the baseline in one line, beside the charts (and whether a benchmark runs)."""
     t = Text(no_wrap=True, overflow="ellipsis")
-    launch = max((n for n, r in runbook.runs.items() if r.good_results), default=None)
+    # the newest benchmarked run, valid or not: an invalid one must say so here, not hide behind the last good
+    launch = max((n for n, r in runbook.runs.items() if r.results), default=None)
     if launch is None:
         if bench_running is not None:
             t.append(f"benchmark #{bench_running} running: results when it finishes", style="bold")
@@ -192,8 +194,13 @@ def compare_text(
     if row.is_baseline:
         t.append("  ★ baseline", style="bold")
     elif runbook.baseline_label:  # #N of this session, or SESSION:RUN pinned from the history view
-        t.append(f"  vs {runbook.baseline_label}", style="dim")
-    t.append(f"  {row.verdict}", style={"pass": "bold green", "fail": "bold red"}.get(row.verdict, "dim"))
+        t.append(f"  vs baseline {runbook.baseline_label}", style="dim")
+    t.append(
+        f"  {row.verdict}",
+        style={"pass": "bold green", "fail": "bold red", "invalid": "bold yellow"}.get(row.verdict, "dim"),
+    )
+    if row.verdict == "invalid" and row.reasons:
+        t.append(f": {inert(row.reasons[0])}", style="yellow")
     econ = (launch, row.economics) if row.economics else runbook.latest_economics()
     if econ is not None:  # a second line, wrapped: the verdict on speculation and what would change it
         t.no_wrap, t.overflow = False, "fold"

@@ -5,6 +5,8 @@
 #   bash tools/real-sglang/device.sh 1   # preflight (fresh machine), bench --launch, preflight right after
 #                                        # the stop, bench --vs-no-spec --concurrency 1,4, a failed launch's
 #                                        # JSON, a two-variant sweep
+#   bash tools/real-sglang/device.sh final  # a re-check in one call: preflight, bench --launch, preflight
+#                                        # after the stop, the TUI with both captures, --vs-no-spec
 #   bash tools/real-sglang/device.sh 2   # the TUI in tmux (connect, b, a toggle, a, r), trace --capture
 #                                        # twice on the running server (server default and old eagletui
 #                                        # profiler arguments), s, q; reattach by profile
@@ -84,6 +86,14 @@ if [ "$PART" = 1 ]; then
   step d-vs-no-spec 420 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --json
   [ $(el) -lt 400 ] && step g-bad-draft 150 python3 -m eagletui bench local --profile $PB --launch --json
   [ $(el) -lt 430 ] && step f-sweep 300 python3 -m eagletui sweep local --profile $PS --json --no-record
+elif [ "$PART" = final ]; then
+  # one call for a re-check after a change: the fresh preflight, bench --launch and its stop, the
+  # preflight right after it, the TUI with both captures, and --vs-no-spec if time is left
+  step a-preflight-fresh 150 python3 -m eagletui preflight local --profile $P --json
+  step b-bench-launch 330 python3 -m eagletui bench local --profile $P --launch --json
+  step c-preflight-after-stop 150 python3 -m eagletui preflight local --profile $P --json
+  step t0-tui 330 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
+  [ $(el) -lt 400 ] && step d-vs-no-spec 190 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --json
 else
   step t0-tui 420 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   [ $(el) -lt 420 ] && step h-reattach-other-profile 180 python3 $R/tools/real-sglang/reattach_check.py $P $PO

@@ -47,6 +47,15 @@ def rc(step):
     return steps.get(step, {}).get("rc")
 
 
+def measured(d, code):
+    """bench measured what it should: exit 0, or 1 when the only reason is issue 19's validity gate
+    calling a drafter that accepts no draft token invalid (the tiny model's random weights do that)."""
+    if code == 0:
+        return True
+    why = [r for s in (d or {}, (d or {}).get("no_spec") or {}) for r in (s.get("invalid") or [])]
+    return code == 1 and bool(why) and all(r.startswith("the drafter is not working") for r in why) and not (d or {}).get("failed")
+
+
 def clean_after(step):
     r = left.get(step)
     check(f"{step}: nothing eagletui started is left running", r is not None and not r["alive"], r and r["alive"])
@@ -57,7 +66,7 @@ def stop_of(d):
 
 
 figures = {}
-if PART == "1":
+if PART in ("1", "final"):
     a = doc("a-preflight-fresh") or []
     by = {c["name"]: c for c in a} if isinstance(a, list) else {}
     check("preflight on a fresh machine passes", rc("a-preflight-fresh") == 0, [f"{c['name']}: {c['status']}" for c in a])
@@ -65,7 +74,7 @@ if PART == "1":
     check(f"preflight finds sglang {want} without importing it", want in by.get("server module", {}).get("message", ""), by.get("server module"))
     figures["preflight_fresh_s"] = steps.get("a-preflight-fresh", {}).get("seconds")
     b = doc("b-bench-launch")
-    check("bench --launch exits 0", rc("b-bench-launch") == 0, (b or {}).get("error"))
+    check("bench --launch exits 0 (1: only the random-weight drafter's accept ≈ 1 is invalid)", measured(b, rc("b-bench-launch")), (b or {}).get("error") or (b or {}).get("invalid"))
     check("bench --launch stopped its server (SIGTERM to the leader)", stop_of(b).get("ok") and stop_of(b).get("ended_by") == "leader", stop_of(b))
     figures["bench_launch"] = {k: (b or {}).get(k) for k in ("output_throughput", "accept_length", "requests", "failed")}
     figures["bench_launch_stop"] = stop_of(b)
@@ -73,18 +82,19 @@ if PART == "1":
     c = doc("c-preflight-after-stop") or []
     port = {x["name"]: x for x in c}.get("port", {}) if isinstance(c, list) else {}
     check("preflight right after a stop: the port is free", port.get("status") == "pass", port)
-    d = doc("d-vs-no-spec")
-    check("--vs-no-spec --concurrency 1,4 exits 0", rc("d-vs-no-spec") == 0, (d or {}).get("error"))
-    ns = (d or {}).get("no_spec") or {}
-    check("--vs-no-spec measured both halves", bool(d and d.get("requests") and ns.get("requests")), {"spec": (d or {}).get("output_throughput"), "no_spec": ns.get("output_throughput")})
-    check("--vs-no-spec stopped its last server", stop_of(d).get("ok"), stop_of(d))
-    figures["vs_no_spec"] = {
-        "spec": (d or {}).get("by_concurrency") or (d or {}).get("output_throughput"),
-        "no_spec": ns.get("by_concurrency") or ns.get("output_throughput"),
-        "economics": ((d or {}).get("economics") or {}).get("sentence"),
-        "stop": stop_of(d),
-    }
-    clean_after("d-vs-no-spec")
+    if "d-vs-no-spec" in steps or PART == "1":
+        d = doc("d-vs-no-spec")
+        check("--vs-no-spec --concurrency 1,4 exits 0 (1: only the drafter's accept ≈ 1 is invalid)", measured(d, rc("d-vs-no-spec")), (d or {}).get("error") or (d or {}).get("invalid"))
+        ns = (d or {}).get("no_spec") or {}
+        check("--vs-no-spec measured both halves", bool(d and d.get("requests") and ns.get("requests")), {"spec": (d or {}).get("output_throughput"), "no_spec": ns.get("output_throughput")})
+        check("--vs-no-spec stopped its last server", stop_of(d).get("ok"), stop_of(d))
+        figures["vs_no_spec"] = {
+            "spec": (d or {}).get("by_concurrency") or (d or {}).get("output_throughput"),
+            "no_spec": ns.get("by_concurrency") or ns.get("output_throughput"),
+            "economics": ((d or {}).get("economics") or {}).get("sentence"),
+            "stop": stop_of(d),
+        }
+        clean_after("d-vs-no-spec")
     if "g-bad-draft" in steps:
         g = doc("g-bad-draft")
         lf = (g or {}).get("launch_failure") or {}
@@ -97,7 +107,7 @@ if PART == "1":
         check("a two-variant sweep finishes", rc("f-sweep") in (0, 1) and f is not None, {"rc": rc("f-sweep"), "keys": sorted((f or {}).keys())})
         figures["sweep"] = {"rc": rc("f-sweep"), "variants": len(variants) if isinstance(variants, list) else variants}
         clean_after("f-sweep")
-else:
+if PART in ("2", "final"):
     for row in jl("tui.jsonl") + jl("h-reattach-other-profile.out"):
         check(row["check"], row["ok"], row.get("detail", ""))
     for tag in ("default", "no-stack"):

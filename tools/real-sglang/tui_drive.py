@@ -101,6 +101,12 @@ tm("kill-server")
 tm("new-session", "-d", "-s", S, "-x", "200", "-y", "50", cmd)
 time.sleep(3)
 cap("start")
+# a server eagletui did not start (on a shared machine: somebody else's) is offered read-only: decline
+if wait_for(lambda s: "did not start is running" in s or "launch #1" in header(s), 30, every=0.5) and (
+    "did not start is running" in screen()
+):
+    cap("foreign-server-offered")
+    key("n", wait=1)
 s = wait_for(ready_launch(1), READY_S)
 cap("launch-1")
 check("tui: launch #1 ready", s is not None and "server ready" in header(s), header(s or screen()))

@@ -356,8 +356,8 @@ class MainScreen(WorkerFailures, Screen):
         try:
             self.model.runbook.pin_baseline(launch)
             self.app.notify(f"launch #{launch} is the baseline", title="baseline")
-        except KeyError as exc:
-            self.app.notify(str(exc), severity="warning")
+        except (KeyError, ValueError) as exc:  # no such run, or one whose results cannot count
+            self.app.notify(inert(str(exc.args[0] if exc.args else exc)), severity="warning")
         self.painter.dirty = True
 
     def action_history(self) -> None:

@@ -114,7 +114,7 @@ def diff_text(diff: dict[str, Any], command: str | list[str] | None) -> Text:
         kind, name = split_key(key)
         label = kind.name if kind is not None else name  # "target", "command": no kind, no name
         name = name if kind is not None else ""
-        if True in (old, new):  # a switch flag: absent means off, not "unset"
+        if old is True or new is True:  # a switch flag: absent means off (not `in`: 1 == True)
             old, new = bool(old), bool(new)
         t.append(f"{label:4} ", style="dim")
         t.append(f"{name}  ", style="bold")

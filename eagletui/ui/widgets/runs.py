@@ -83,7 +83,12 @@ class RunsTable(DataTable):
         cursor = self.cursor_row
         self.clear()
         for r in rows:
-            verdict = Text(r.verdict, style={"pass": "bold green", "fail": "bold red"}.get(r.verdict, "dim"))
+            verdict = Text(
+                r.verdict,
+                style={"pass": "bold green", "fail": "bold red", "invalid": "bold yellow"}.get(
+                    r.verdict, "dim"
+                ),
+            )
             if r.alarms:
                 verdict.append(" ⚠", style="bold yellow")
             label = Text(f"{r.launch}{'★' if r.is_baseline else ''}")
@@ -143,7 +148,9 @@ class RunsTable(DataTable):
         if row is not None:
             t.append(
                 f"verdict {row.verdict}",
-                style={"pass": "bold green", "fail": "bold red"}.get(row.verdict, "dim"),
+                style={"pass": "bold green", "fail": "bold red", "invalid": "bold yellow"}.get(
+                    row.verdict, "dim"
+                ),
             )
             if row.reasons:
                 t.append("  " + inert("; ".join(row.reasons)))
@@ -152,7 +159,11 @@ class RunsTable(DataTable):
                 t.append(inert(row.economics) + "\n", style="bold")
             for a in (*row.alarms, *row.warnings):
                 t.append(f"⚠ {inert(a)}\n", style="yellow")
-            t.append("\nresults\n", style="bold")
+            assert runbook is not None
+            t.append_text(comparison_lines(runbook, launch))
+            t.append(
+                f"\nresults{f' at concurrency {row.concurrency}' if row.concurrency else ''}\n", style="bold"
+            )
             for name, label, digits in (
                 ("tok_s", "tok/s", 1),
                 ("accept_len", "accept", 2),
@@ -164,10 +175,14 @@ class RunsTable(DataTable):
                 if d is not None and d.pct is not None:
                     style = ("green" if d.better else "red") if d.flagged else "dim"
                     t.append(f"  {d.pct:+.1f}%", style=style)
-                    if not d.flagged:
-                        t.append(" (noise)", style="dim")
+                    if d.band is not None:
+                        t.append(f" (noise {inert(d.band.short())})", style="dim")
                 t.append("\n")
             t.append(f"  repeats   {row.repeats:>14}\n")
+            if run is not None:
+                failed = sum(r.failed for r in run.results)
+                sent = sum(r.requests + r.failed for r in run.results)
+                t.append(f"  requests  {sent:>14}  failed {failed}\n", style="bold red" if failed else "")
             for res in run.results if run else ():
                 for name, dist in (res.stats or {}).items():
                     if isinstance(dist, dict):
@@ -175,6 +190,9 @@ class RunsTable(DataTable):
                             f"{k} {v:.1f}" for k, v in dist.items() if isinstance(v, int | float)
                         )
                         t.append(f"  {inert(str(name)):9} {vals}\n", style="dim")
+        if runbook is not None and run is not None:
+            t.append_text(accept_lines(runbook, launch))
+            t.append_text(concurrency_lines(runbook, launch))
         if run is not None and run.step_profile and runbook is not None:
             t.append("\nstep profile\n", style="bold").append_text(step_bars(runbook, launch))
         t.append("\nconfig vs baseline", style="bold")
@@ -210,6 +228,102 @@ class RunsTable(DataTable):
             t.append("log      ", style="bold")
             t.append(inert(la.log_path) + "\n")
         return t
+
+
+def comparison_lines(book: RunBook, launch: int) -> Text:
+    """The two comparisons under their two names: vs the baseline (Δ) and vs the no-spec reference
+    (speedup), each with the run it used and the noise band of the one rule."""
+    t = Text()
+    run = book.runs.get(launch)
+    if run is None or not run.good_results:
+        return t
+    base = book.base_run()
+    if base is not None and base is not run:
+        d = book.deltas(launch)["tok_s"]
+        text = f"{d.pct:+.1f} % tok/s" if d.pct is not None else "not comparable (another workload)"
+        noise = f"  ({d.band.text()})" if d.band is not None and d.pct is not None else ""
+        t.append(f"vs baseline {book.label_of(base)}: {inert(text)}{inert(noise)}\n")
+    ref = book.reference(launch)
+    e = book.economics(launch)
+    if ref is not None and e is not None:
+        t.append(
+            f"vs {inert(ref.phrase())}: speedup {e.speedup:.2f}×\n",
+            style="" if ref.like_for_like else "yellow",
+        )
+    elif run.is_spec:
+        t.append("vs no-spec: no no-spec run of this model on a setting this run measured yet\n", style="dim")
+    return t
+
+
+def accept_lines(book: RunBook, launch: int) -> Text:
+    """Which accept length the numbers are (formula, source), the others, and per draft position."""
+    t = Text()
+    info = book.accept_definitions(launch)
+    defs = info.get("definitions") or {}
+    if not defs or book.runs[launch].metric("accept_len").mean is None:
+        return t
+    t.append("\naccept length\n", style="bold")
+    for key, d in defs.items():
+        label = "shown" if key == "shown" else key.replace("_", " ")
+        t.append(f"  {label:16} {d['value']:6.3f}  ", style="" if key == "shown" else "dim")
+        t.append(inert(f"{d['formula']} ({d['source']})") + "\n", style="dim")
+    if info.get("warning"):
+        t.append(f"  ⚠ {inert(str(info['warning']))}\n", style="yellow")
+    pos = info.get("per_position") or []
+    if pos:
+        deltas = book.position_deltas(launch)
+        t.append("  accepted per draft position:")
+        for i, p in enumerate(pos):
+            d = deltas[i] if i < len(deltas) else None
+            t.append(f"  {i + 1}: {p * 100:.0f} %")
+            if d is not None:
+                t.append(f" ({d:+.1f} pp)", style="green" if d > 0 else "red" if d < 0 else "dim")
+        t.append("\n")
+    return t
+
+
+def concurrency_lines(book: RunBook, launch: int) -> Text:
+    """A spec run's table per concurrency vs its no-spec reference, and the cycle model's parts."""
+    t = Text()
+    rows = book.concurrency_table(launch)
+    if not rows or not any(r.economics is not None for r in rows):
+        return t
+    t.append("\nper concurrency (vs no-spec)\n", style="bold")
+    t.append("  conc  spec tok/s  no-spec tok/s  speedup  accept  break-even\n", style="dim")
+    for r in rows:
+        e = r.economics
+        nospec = r.nospec_tok_s.text(1) if r.nospec_tok_s is not None else "—"
+        if e is None:
+            t.append(f"  {r.concurrency:>4}  {r.spec_tok_s.text(1):>10}  {nospec:>13}\n")
+            continue
+        if e.break_even_accept_len is None:
+            be = "none pays at this cost"
+        elif e.reachable is False:
+            be = f"{e.break_even_accept_len:.2f} out of reach (≤ {e.max_accept})"
+        else:
+            be = f"{e.break_even_accept_len:.2f}"
+        t.append(
+            f"  {r.concurrency:>4}  {r.spec_tok_s.text(1):>10}  {nospec:>13}  {e.speedup:6.2f}×  "
+            f"{r.accept_len.text(2):>6}  {be}\n",
+            style="green" if e.pays else "",
+        )
+    e = book.economics(launch)
+    if e is not None and e.parts is not None:
+        p = e.parts
+        t.append(
+            f"  cycle model: {p.draft_step_ms:.2f} ms per draft step + verify {p.verify_ms:.2f} ms"
+            f" + {p.per_token_ms:.2f} ms per accepted token\n",
+            style="dim",
+        )
+        t.append(f"  ({inert(p.source)})\n", style="dim")
+        preds = "  ".join(
+            f"steps {x.settings.steps}: {((x.speedup or 0) - 1) * 100:+.0f} %"
+            for x in e.predictions
+            if x.speedup
+        )
+        if preds:
+            t.append(f"  predicted at concurrency {e.concurrency}: {preds}\n", style="dim")
+    return t
 
 
 def _show(value: Any) -> str:

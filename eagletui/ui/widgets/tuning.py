@@ -128,7 +128,8 @@ class TuningPanel(DataTable):
             pending = Text(show_value(self.staged.staged_value(t.key)), style="bold reverse")
             name.stylize("bold")
         else:
-            pending = Text("")
+            implied, value = self.staged.implied(t)  # goes (or comes back) with --speculative-algorithm
+            pending = Text(show_value(value), style="italic") if implied else Text("")
         return name, Text(show_value(running)), pending, Text(t.help, style="dim")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
@@ -164,8 +165,9 @@ class TuningPanel(DataTable):
             self.error = error
             self.app.notify(error, title="refused", severity="error")
             return False
-        self.update_cell(t.key, "pending", self._cells(t)[2], update_width=True)
         self.update_cell(t.key, "toggle", self._cells(t)[0])
+        for other in self.profile.toggles if self.profile else ():  # the flags that go with the algorithm
+            self.update_cell(other.key, "pending", self._cells(other)[2], update_width=True)
         self.post_message(self.PendingChanged(self.staged.pending))
         return True
 
