@@ -43,6 +43,13 @@ if TYPE_CHECKING:
 Emit = Callable[[Event], None]
 
 
+def _url_host(host: str) -> str:
+    """A host for a URL: an IPv6 address in brackets; a wildcard bind address means this host."""
+    if host in ("", "0.0.0.0", "::"):
+        return "127.0.0.1"
+    return f"[{host}]" if ":" in host and not host.startswith("[") else host
+
+
 def server_version_from(checks: list[Check]) -> str | None:
     """The server (or simulator-compatible) version the preflight found on the host (a field of its
     check: :func:`eagletui.remote.preflight.host_version`)."""
@@ -73,8 +80,11 @@ class Workspace:
         ssh: SSHOptions | None = None,
         stale_after: float = 120.0,
         preflight: bool = True,
+        slot: int = 0,
     ) -> None:
         self.profile = profile
+        #: a sweep's parallel job slot (0 otherwise): its launcher's lock, ports and job names
+        self.slot = slot
         self.target = target or profile.target
         self.emit = emit
         self.ssh = ssh or SSHOptions()
@@ -91,6 +101,7 @@ class Workspace:
         self._source_task: asyncio.Task | None = None
         self._gpu_task: asyncio.Task | None = None
         self._local_port: int | None = None
+        self._forwarded: tuple[str, int] | None = None  # (host, port) the local port reaches
         self._lock = asyncio.Lock()
         self.benchmarking = False
         self.server_version: str | None = None  # sglang version on the host, from the preflight
@@ -111,7 +122,7 @@ class Workspace:
 
         self.emit(ConnectionState(state="connecting", target=self.target))
         self.transport = await open_transport(self.target, self.ssh, on_state=self._on_link_state)
-        self.control = make_launcher(self.profile, self.transport)
+        self.control = make_launcher(self.profile, self.transport, slot=self.slot)
         from eagletui.remote import tasks
 
         self._gpu_task = tasks.start(self._gpu_loop(), "gpu poll", self.emit)
@@ -149,7 +160,7 @@ class Workspace:
             self.emit(
                 Notice(
                     level="warning",
-                    message=f"run {other.run_id}{whose} (pid {other.pid}) is running on this host but is "
+                    message=f"run {other.run_id}{whose} ({other.handle}) is running on this host but is "
                     f"not this profile's (it differs in {'; '.join(run_differences(other, self.profile))}): "
                     "not following it, and it will not be stopped",
                     source="attach",
@@ -157,7 +168,21 @@ class Workspace:
             )
         if not mine:
             return False
-        run = mine[0]
+        self._adopt(mine[0])
+        return True
+
+    async def attach_run(self, run_id: str) -> bool:
+        """Reattach to eagletui's live run ``run_id`` (a sweep's variant found again by its run id, a
+        Slurm job by its job id and name): False when it is not alive any more."""
+        assert self.control is not None, "connect() first"
+        runs = await self.control.list_runs()
+        found = [r for r in runs if r.run_id == run_id and r.alive and r.owned]
+        if not found:
+            return False
+        self._adopt(found[0])
+        return True
+
+    def _adopt(self, run: RunInfo) -> None:
         run.launched_here = False
         self.launch_no = max(self.launch_no, run.launch)
         self.run = run
@@ -168,7 +193,7 @@ class Workspace:
         self.emit(
             Notice(
                 level="info",
-                message=f"reattached to run {run.run_id} (pid {run.pid}, launched with {whose}): same port "
+                message=f"reattached to run {run.run_id} ({run.handle}, launched with {whose}): same port "
                 f"{self.profile.port}, command and model as {self.profile.name!r}; it was not launched in "
                 "this session, so stopping or relaunching it asks first",
                 source="attach",
@@ -176,7 +201,6 @@ class Workspace:
         )
         self._announce(run, config)
         self._follow(run)
-        return True
 
     async def needs_consent(self) -> bool:
         """Stopping the followed server needs the user's yes: eagletui started it, but not this session
@@ -273,7 +297,7 @@ class Workspace:
         self.emit(
             Notice(
                 level="info",
-                message=f"found the lost launch {run.run_id} running (pid {run.pid})",
+                message=f"found the lost launch {run.run_id} running ({run.handle})",
                 source="attach",
             )
         )
@@ -295,6 +319,7 @@ class Workspace:
         checks, learned = await run_preflight_with_flags(
             self.transport, profile, self._known_flags.get(module), own
         )
+        checks = await self.control.adapt_preflight(checks)
         if learned is not None:
             self._known_flags[module] = learned
         ours = self.run
@@ -332,23 +357,19 @@ class Workspace:
                 config=config,
                 run_dir=run.run_dir,
                 log_path=run.log_path,
-                pid=run.pid,
+                pid=run.pid or None,
                 diff=diff or {},
+                job_id=run.job_id,
+                nodes=run.num_nodes,
             )
         )
 
     def _follow(self, run: RunInfo) -> None:
-        from eagletui.remote.source import LiveSource
-
         assert self.transport is not None and self.control is not None
         self._stop_source()
         profile = self.running_profile or self.profile
-        self._source = LiveSource(
-            self.transport,
-            self.control,
-            run,
-            stale_after=self.stale_after,
-            log_format=profile.kind.log_format,
+        self._source = self.control.live_source(
+            self.transport, run, stale_after=self.stale_after, log_format=profile.kind.log_format
         )
         self._source_task = asyncio.create_task(self._pump(self._source), name="log source")
 
@@ -403,19 +424,46 @@ class Workspace:
         self.last_stop = out
         if out.ended_by == "gone":
             # It had exited by itself; the watcher may not have seen it yet and is stopped now.
-            self.emit(ProcessExited(code=out.code, signal=out.signal, pid=run.pid, launch=run.launch))
+            self.emit(ProcessExited(code=out.code, signal=out.signal, pid=run.pid or None, launch=run.launch))
             return
         self.emit(Notice(level="info", message=f"launch #{run.launch} {out.describe()}", source="stop"))
         self.emit(ServerStopped(reason=reason, launch=run.launch, ended_by=out.ended_by))
-        self.emit(ProcessExited(code=out.code, signal=out.signal, pid=run.pid, launch=run.launch))
+        self.emit(ProcessExited(code=out.code, signal=out.signal, pid=run.pid or None, launch=run.launch))
+
+    def job_report(self) -> dict[str, Any] | None:
+        """The followed run's Slurm job for a report (``bench --json``): id, name, nodes and the final
+        state Slurm gave it (None when the server is not a job)."""
+        run = self.run
+        if run is None or not run.job_id:
+            return None
+        facts = (self.control.job_facts(run) if self.control is not None else None) or {}
+        return {
+            "id": run.job_id,
+            "name": run.job_name,
+            "state": facts.get("state"),
+            "exit_code": facts.get("exit_code"),
+            "signal": facts.get("signal"),
+            "reason": facts.get("reason") or None,
+            "nodes": list(run.nodes),
+            "partition": facts.get("partition") or None,
+            "run_dir": run.run_dir,
+        }
 
     # ------------------------------------------------------------------ benchmark
 
     async def base_url(self) -> str:
+        """Where the client reaches the server: the host's port (through the SSH tunnel), or a Slurm
+        job's head node at the address Slurm reports (from the login node, or tunnelled through it)."""
         profile = self.running_profile or self.profile
         assert self.transport is not None, "connect() first"
-        if self._local_port is None or self.transport.target == "local":
-            self._local_port = await self.transport.forward_port(profile.port)
+        run = self.run
+        host = run.endpoint_host if run is not None else "127.0.0.1"
+        port = run.port if run is not None and run.port else profile.port
+        if self.transport.target == "local":
+            return f"http://{_url_host(host)}:{port}"
+        if self._local_port is None or self._forwarded != (host, port):
+            self._local_port = await self.transport.forward_port(port, host=host)
+            self._forwarded = (host, port)
         return f"http://127.0.0.1:{self._local_port}"
 
     async def benchmark(

@@ -104,10 +104,16 @@ def test_bench_vs_no_spec_on_pcie_preset_says_speculation_loses(tmp_path, capsys
     }
     assert econ["speedup"] < 1.0 and econ["break_even_accept_len"] > econ["accept_len"]
     assert econ["needed_cycle_ms"] < econ["cycle_ms"] and econ["concurrency"] == 3
-    # issue 19: the break-even (> 4) is beyond what steps 3 / topk 1 can accept: said so, not a goal
-    assert econ["break_even_reachable"] is False and econ["max_accept"] == 4
-    assert "is out of reach (at most 4 per verify" in econ["sentence"]
-    assert "needs accept ≥" not in econ["sentence"]
+    # issue 19: a break-even beyond what steps 3 / topk 1 can accept (4) is said to be out of reach,
+    # never named as a goal. On this preset it sits near 4.5, so a run measured on a loaded 2-core
+    # machine can land either side of 4: the rule is checked on whichever side it landed.
+    assert econ["max_accept"] == 4
+    assert econ["break_even_reachable"] is (econ["break_even_accept_len"] <= econ["max_accept"])
+    if not econ["break_even_reachable"]:
+        assert "is out of reach (at most 4 per verify" in econ["sentence"]
+        assert "needs accept ≥" not in econ["sentence"]
+    else:
+        assert "out of reach" not in econ["sentence"]
     assert "relaunching without the speculative flags" in out.err
     with socket.socket() as s:
         assert s.connect_ex(("127.0.0.1", port)) != 0

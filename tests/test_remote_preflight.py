@@ -223,3 +223,22 @@ def test_preflight_json_into_a_closed_pipe_exits_quietly(tmp_path: Path) -> None
     finally:
         os.close(w)
     assert "Traceback" not in res.stderr and "BrokenPipeError" not in res.stderr, res.stderr
+
+
+async def test_the_server_module_is_found_in_an_editable_install_from_any_directory(
+    tmp_path: Path, monkeypatch
+) -> None:
+    """``pip install -e`` puts eagletui on a finder of its own, not on sys.path: the check ran from a
+    directory other than the checkout said "eagletui.sim is not importable" (and blocked every launch of
+    the demo profiles outside the repository)."""
+    monkeypatch.chdir(tmp_path)
+    prof = Profile(
+        command=("{python}", "-m", "eagletui.sim"),
+        python=PY,
+        workdir=str(tmp_path),
+        runs_dir=str(tmp_path / "runs"),
+        port=_free_port(),
+        args={"--model-path": "org/model"},
+    )
+    checks = by_name(await run_preflight(LocalTransport(), prof))
+    assert checks["server module"].status == "pass", checks["server module"].message

@@ -73,6 +73,8 @@ class PhasePrinter:
                 _say(f"  {e.phase}: {e.done}/{e.total} {e.unit} {e.label}".rstrip())
         elif isinstance(e, ev.ServerFailed):
             _say(f"  server failed ({e.kind}): {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""))
+        elif isinstance(e, ev.JobStatus):
+            _say(f"  {job_line(e)}")
         elif isinstance(e, ev.TaskFailed):
             _say(f"eagletui: {e.task} stopped: {e.message}")
         elif isinstance(e, ev.Notice) and (e.source == "bench" or e.level in ("warning", "error")):
@@ -85,6 +87,20 @@ class PhasePrinter:
     @staticmethod
     def problem(p: Problem) -> None:
         _say(f"eagletui: {p.message}")
+
+
+def job_line(e: ev.JobStatus) -> str:
+    """A Slurm job's state as the headless commands print it: why it waits, where it runs, how it ended."""
+    text = f"job {e.job_id} {e.state}"
+    if e.reason:
+        text += f" ({e.reason})"
+    if e.position:
+        text += f", position {e.position} in the queue"
+    if e.nodes and e.state not in ("PENDING",):
+        text += f" on {', '.join(e.nodes)}"
+    if e.exit_code is not None or e.signal is not None:
+        text += f", exit {e.exit_code}" if e.exit_code is not None else f", signal {e.signal}"
+    return text
 
 
 async def wait_ready(model: SessionModel, timeout: float, poll: float = 0.1) -> str:
@@ -395,6 +411,9 @@ async def _amain(ns: argparse.Namespace) -> int:
                 _say(f"eagletui: stopping the server failed: {exc}")
                 summary["stop"] = {"ok": False, "error": redactor.text(str(exc))}
                 code = EXIT_STOP_FAILED
+        job = ws.job_report()
+        if job is not None:
+            summary["job"] = job  # a Slurm launch: its job id and the state it ended in
         await ws.close()
         model.close()
         if recorder is not None and recorder.events_written:

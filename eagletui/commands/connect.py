@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import dataclasses
+import shlex
 import sys
 from typing import Any
 
@@ -204,14 +205,17 @@ def exit_note(app: Any, target: str, port: int | None = None, *, profile: Any = 
         return ""
     if not run.owned:
         return f"the server (pid {run.pid}) on {target} was followed read-only and keeps running\n"
+    if run.job_id:
+        # a Slurm job is found again through its profile's [slurm] section (the cluster it runs on)
+        path = getattr(profile, "path", None) or (ws.profile.path if ws is not None else None) or "PROFILE"
+        cmd = shlex.join(["eagletui", "connect", target, "--profile", str(path)])
+        return f"the server (run {run.run_id}, Slurm job {run.job_id}) keeps running on {target}; '{cmd}' reattaches\n"
     return f"the server (run {run.run_id}) keeps running on {target}; {reattach_hint(target, profile)}\n"
 
 
 def reattach_hint(target: str, profile: Any = None) -> str:
     """The command that finds this profile's runs again (``--profile`` when its runs_dir is not the
     default one, which is the only place connect looks without it)."""
-    import shlex
-
     from eagletui.remote.reattach import DEFAULT_RUNS_DIR
 
     runs_dir = str(getattr(profile, "runs_dir", "") or DEFAULT_RUNS_DIR).rstrip("/")

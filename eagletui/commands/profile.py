@@ -32,6 +32,7 @@ from eagletui.core.servers import server_kind
 
 EXAMPLES: dict[str, str] = {
     "demo": "demo.toml",
+    "demo-slurm": "demo-slurm.toml",
     "demo-sweep": "demo-sweep.toml",
     "demo-crossover": "demo-crossover.toml",
     "demo-vllm": "demo-vllm.toml",
@@ -265,6 +266,8 @@ def _cmd_check(ns: argparse.Namespace) -> int:
             "errors": [as_dict(e) for e in lint.errors],
             "warnings": [as_dict(w) for w in lint.warnings],
         }
+        if prof.slurm is not None:
+            doc["slurm"] = prof.slurm.to_dict()
         write_stdout(json.dumps(doc, indent=2) + "\n")
         return status
     out: list[str] = []
@@ -285,8 +288,26 @@ def _cmd_check(ns: argparse.Namespace) -> int:
     out += [f"flags: {note}" for note in lint.notes]
     out += [f"env  {key}={value}" for key, value in env.items()]
     out.append("argv " + json.dumps(argv))
+    if prof.slurm is not None:
+        out.append("slurm " + slurm_summary(prof))
     write_stdout("\n".join(out) + "\n")
     return status
+
+
+def slurm_summary(prof: Any) -> str:
+    """How the server will run as a job, in one line (the argv above is each node's, plus the rank flags)."""
+    s = prof.slurm
+    parts = [f"{s.nodes} node(s)", f"partition {s.partition or '(the default)'}"]
+    if s.gpus_per_node:
+        parts.append(f"{s.gpus_per_node} GPU(s) per node")
+    if s.time:
+        parts.append(f"time limit {s.time}")
+    if s.account:
+        parts.append(f"account {s.account}")
+    note = "; each node runs the argv with --nnodes/--node-rank/--dist-init-addr" if s.multi_node else ""
+    if prof.host in ("127.0.0.1", "localhost", "::1"):
+        note += "; the server binds 0.0.0.0 (the login node reaches it on the head node's address)"
+    return ", ".join(parts) + note
 
 
 def build_parser() -> argparse.ArgumentParser:

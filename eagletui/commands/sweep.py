@@ -223,6 +223,9 @@ async def _amain(ns: argparse.Namespace) -> int:
     spec = profile.sweep
     # several hosts (sweep.targets) each take the next variant; a TARGET on the command line runs on it alone
     targets = [ns.target] if ns.target else list(dict.fromkeys(spec.targets)) or [profile.target]
+    if profile.slurm is not None:
+        # a cluster: the scheduler places the jobs; the login node is the one target
+        targets = [ns.target or profile.target]
     target = "+".join(targets)
     qpath = queue_path(target, ns.profile, ns.queue_dir)
     if ns.plan:
@@ -248,7 +251,7 @@ async def _run(
     from eagletui.session.sweep import SweepError, spec_fingerprint
 
     fresh = SweepQueue.plan(
-        spec, target=target, profile_path=ns.profile, profile=profile, workers=len(targets)
+        spec, target=target, profile_path=ns.profile, profile=profile, workers=_workers(profile, targets)
     )
     if qpath.exists() and not ns.restart:
         try:
@@ -326,11 +329,17 @@ async def _run(
     for line in plan_lines(queue, history, targets, profile):
         _say(line)
     profile.bench = dataclasses.replace(profile.bench, repeats=1)  # one repeat per benchmark() call
-    several = len(targets) > 1
+    from eagletui.session.sweep_jobs import job_slots, slot_worker
 
-    async def worker(target: str) -> bool:
-        """One host taking the next variant until none is left; True if it reached a host."""
-        say = (lambda m: _say(f"[{target}] {m}")) if several else _say
+    slots = job_slots(profile)
+    # one worker per host, or on a Slurm cluster one per job slot (slurm.max_parallel jobs at once)
+    workers = [(t, None) for t in targets] if not slots else [(targets[0], i) for i in range(slots)]
+    several = len(workers) > 1
+
+    async def worker(target: str, slot: int | None = None) -> bool:
+        """One host (or job slot) taking the next variant until none is left; True if it reached a host."""
+        label = target if slot is None else f"job slot {slot + 1}"
+        say = (lambda m: _say(f"[{label}] {m}")) if several else _say
         recorder = None
         if not ns.no_record and (cfg.record or ns.record):
             from eagletui.session.record import Recorder
@@ -350,7 +359,12 @@ async def _run(
         model.subscribe(PhasePrinter(samples=False, phases=False, progress_every=30.0))
         model.on_problem(PhasePrinter.problem)
         ws = Workspace(
-            profile, model.dispatch, target=target, preflight=not ns.no_preflight, ssh=ssh_options(ns)
+            profile,
+            model.dispatch,
+            target=target,
+            preflight=not ns.no_preflight,
+            ssh=ssh_options(ns),
+            slot=slot or 0,
         )
         interrupted = False
         try:
@@ -359,8 +373,13 @@ async def _run(
             except Exception as exc:
                 say(f"eagletui: cannot reach {target}: {exc}")
                 return False
-            runner = SweepRunner(profile, queue, ws, model, say=say)
-            await runner.reattach()
+            if slot is None:
+                runner = SweepRunner(profile, queue, ws, model, say=say)
+                await runner.reattach()
+            else:  # its variants in flight are found by their run (job) ids, one by one
+                runner = SweepRunner(
+                    profile, queue, ws, model, say=say, worker=slot_worker(target, slot), slot=slot
+                )
             try:
                 await runner.run()
             except (asyncio.CancelledError, KeyboardInterrupt):
@@ -391,7 +410,7 @@ async def _run(
                 say(f"session recorded to {recorder.path}")
 
     ns_targets = [ns.target] if ns.target else []
-    reached = await asyncio.gather(*(worker(t) for t in targets))
+    reached = await asyncio.gather(*(worker(t, s) for t, s in workers))
     if not any(reached):
         return EXIT_LAUNCH_FAILED
     report = Redactor.for_profile(profile).value(queue.report(profile.verdict, profile))
@@ -402,6 +421,13 @@ async def _run(
     else:
         print_human(report)
     return exit_status(report)
+
+
+def _workers(profile: Any, targets: list[str]) -> int:
+    """What the ETA divides over: the hosts, or on a Slurm cluster the job slots (slurm.max_parallel)."""
+    from eagletui.session.sweep_jobs import job_slots
+
+    return job_slots(profile) or len(targets)
 
 
 def _history(cfg: Any) -> Any:
@@ -423,7 +449,7 @@ def _print_plan(
     from eagletui.session.sweep import SweepError, SweepQueue, spec_fingerprint
 
     queue = SweepQueue.plan(
-        spec, target=target, profile_path=ns.profile, profile=profile, workers=len(targets)
+        spec, target=target, profile_path=ns.profile, profile=profile, workers=_workers(profile, targets)
     )
     if qpath.exists() and not ns.restart:
         with contextlib.suppress(SweepError):

@@ -17,7 +17,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 #: The fixed phase vocabulary, in launch order. Used by the UI, JSON output and recordings.
+#: ``queued`` is a Slurm job's wait in the queue (``sbatch`` to the job's start); a detached process
+#: never has it (it is skipped) and it never counts as launch time: the launch starts with the job.
 PHASES: tuple[str, ...] = (
+    "queued",
     "launch",
     "dist_init",
     "load_target",
@@ -30,6 +33,8 @@ PHASES: tuple[str, ...] = (
     "warmup",
     "ready",
 )
+#: The phases a server's log can show (all but the scheduler's ``queued``).
+LOG_PHASES: tuple[str, ...] = tuple(p for p in PHASES if p != "queued")
 
 #: Failure kinds the classifier assigns (see issue 3). ``stopped`` is a clean shutdown, not a crash.
 FAILURE_KINDS: tuple[str, ...] = (
@@ -214,6 +219,8 @@ class ServerFailed(Event):
     line: str = ""
     phase: str | None = None
     launch: int = 0
+    #: a multi-node server: the node whose log holds the root cause ("" on one host)
+    node: str = ""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -278,6 +285,66 @@ class LogStale(Event):
     seconds: float
     phase: str | None = None
     launch: int = 0
+
+
+# ------------------------------------------------------------------------------------------- jobs
+
+
+#: Slurm job states in which the job's code runs (or is being killed: COMPLETING).
+JOB_RUNNING_STATES: tuple[str, ...] = ("CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "STOPPED")
+#: Final states that are the job's own failure (CANCELLED is a stop; COMPLETED, an exit).
+JOB_FAILED_STATES: tuple[str, ...] = (
+    "FAILED",
+    "TIMEOUT",
+    "NODE_FAIL",
+    "OUT_OF_MEMORY",
+    "BOOT_FAIL",
+    "DEADLINE",
+    "PREEMPTED",
+)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobStatus(Event):
+    """What Slurm says about the launch's job, emitted when it changes (``scontrol show job``, ``squeue``).
+
+    ``state`` is Slurm's (``PENDING``, ``RUNNING``, ``COMPLETED``, ``FAILED``, ``CANCELLED``,
+    ``TIMEOUT``, ``NODE_FAIL``…); ``reason`` the pending reason (``Resources``, ``Priority``,
+    ``ReqNodeNotAvail…``) or why it ended; ``position`` the job's place among its partition's pending
+    jobs; ``nodes`` its nodes in rank order once it runs; ``exit_code``/``signal`` its ``ExitCode``
+    once it ended. ``source`` says where a final state came from: ``scontrol``, or — once Slurm has
+    forgotten the job (``MinJobAge``) — eagletui's ``recorded`` state, the ``batch log`` or the
+    ``batch script``'s exit."""
+
+    type: ClassVar[str] = "job_status"
+    launch: int = 0
+    job_id: str = ""
+    state: str = ""
+    reason: str = ""
+    position: int | None = None
+    nodes: tuple[str, ...] = ()
+    exit_code: int | None = None
+    signal: int | None = None
+    source: str = "scontrol"
+    #: seconds it waited (Slurm's SubmitTime → StartTime) once it started; None while unknown
+    queued_s: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NodeProgress(Event):
+    """Where one node of a multi-node server is: the phase its ranks are in (``status`` ``active``),
+    have finished (``done``), ``ready`` (the server serves) or ``failed``; ``done``/``total`` of the
+    phase's progress when that node reports one (tqdm bars come from the head node only)."""
+
+    type: ClassVar[str] = "node_progress"
+    launch: int = 0
+    node: str = ""
+    index: int = 0
+    phase: str = ""
+    status: str = "active"
+    done: int = 0
+    total: int = 0
+    unit: str = ""
 
 
 # ----------------------------------------------------------------------------------------- serving
@@ -345,6 +412,10 @@ class LaunchStarted(Event):
     log_path: str = ""
     pid: int | None = None
     diff: dict[str, Any] = field(default_factory=dict)
+    #: a Slurm job: its id (the launch then waits in the ``queued`` phase until the job starts)
+    job_id: str = ""
+    #: how many nodes the server runs on (a multi-node Slurm job: > 1)
+    nodes: int = 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

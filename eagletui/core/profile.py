@@ -223,6 +223,9 @@ class Profile:
     bench: BenchSettings = field(default_factory=BenchSettings)
     verdict: Verdict = field(default_factory=Verdict)
     sweep: Any = None  # a core.sweep.SweepSpec when the profile has a [sweep] table
+    #: a core.slurm_settings.SlurmSettings when the profile has a [slurm] table: the server runs as a
+    #: Slurm job (see eagletui.remote.slurm), not as a detached process
+    slurm: Any = None
 
     # ------------------------------------------------------------------ derived views
 
@@ -264,7 +267,7 @@ class Profile:
         ``--speculative-num-draft-tokens`` stays a number so diffs, history keys and relaunches work."""
         r = Redactor.for_profile(self)
         kind = self.kind
-        return {
+        snap: dict[str, Any] = {
             "target": self.target,
             "server": kind.name,
             "model": r.text(kind.model(self.args)),
@@ -276,6 +279,10 @@ class Profile:
             # thresholds travel with the launch so a replay judges runs as the live session did
             "verdict": {k: v for k, v in dataclasses.asdict(self.verdict).items() if v is not None},
         }
+        if self.slurm is not None:
+            # where the job ran and what it asked for; a reattach without the profile resubmits from it
+            snap["slurm"] = self.slurm.to_dict()
+        return snap
 
     def toggle_value(self, toggle: Toggle) -> Any:
         if toggle.kind == "env":

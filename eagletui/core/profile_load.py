@@ -33,7 +33,7 @@ from eagletui.core.sglang_flagtable import SAME_DEST
 from eagletui.core.tomlpos import decode_error_position, locate, locate_in_array
 from eagletui.core.tomlpos import loads as toml_loads
 
-_TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict", "sweep"}
+_TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict", "sweep", "slurm"}
 _TARGET_KEYS = {"host", "workdir", "python"}
 _SERVER_KEYS = {
     "kind",
@@ -333,6 +333,10 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
         for k, v in verdict.items()
     }
     prof.verdict = Verdict(**vargs)
+    if "slurm" in data:
+        from eagletui.core.slurm_settings import parse_slurm
+
+        prof.slurm = parse_slurm(data["slurm"], text, path)
     if "sweep" in data:  # late import: core.sweep stages values through core.staged, which imports us
         from eagletui.core.sweep import parse_sweep
 

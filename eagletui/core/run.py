@@ -144,6 +144,11 @@ class Run:
     problems: list[tuple[str, ...]] = field(default_factory=list)
     started_wall: float | None = None
     started_mono: float | None = None
+    #: a Slurm launch: its job, and how long it waited in the queue before the launch (and its clock)
+    #: started; the wait is no launch time
+    job_id: str = ""
+    queued_s: float | None = None
+    job_started: bool = False
     ready_after: float | None = None  # seconds from launch to ready (monotonic clock)
     phase_starts: dict[str, float] = field(default_factory=dict, repr=False)  # phase → mono
     #: bench number → the workload's concurrency (``BenchmarkStarted.workload``), for per-request tok/s

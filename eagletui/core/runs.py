@@ -35,11 +35,13 @@ from eagletui.core.compare import comparability, launch_differences
 from eagletui.core.cycle import rates_from_histogram
 from eagletui.core.economics import Economics, crossover_text, economics
 from eagletui.core.events import (
+    JOB_RUNNING_STATES,
     BenchmarkResult,
     BenchmarkStarted,
     ConnectionState,
     DecodeStats,
     Event,
+    JobStatus,
     LaunchDetected,
     LaunchStarted,
     PhaseFinished,
@@ -283,6 +285,18 @@ class RunBook:
                 why = interruption(kind, detail)
                 if why not in reasons:
                     reasons.append(why)
+
+    def _on_job_status(self, event: JobStatus) -> None:
+        run = self._run(event.launch)
+        run.job_id = event.job_id or run.job_id
+        if not run.job_started and (event.state in JOB_RUNNING_STATES or event.nodes):
+            # the job runs: the launch starts now (the phase panel's clock does the same)
+            run.job_started = True
+            waited = event.queued_s
+            if waited is None and run.started_mono is not None:
+                waited = max(0.0, event.mono - run.started_mono)
+            run.queued_s = waited
+            run.started_wall, run.started_mono = event.wall, event.mono
 
     def _on_launch_detected(self, event: LaunchDetected) -> None:
         run = self._run(event.launch)
@@ -836,6 +850,7 @@ def _profile_parts(profile: dict[str, Any] | None) -> dict[str, Any] | None:
 
 _FOLD: dict[type, Callable[[RunBook, Any], bool | None]] = {
     LaunchStarted: RunBook._on_launch_started,
+    JobStatus: RunBook._on_job_status,
     LaunchDetected: RunBook._on_launch_detected,
     PhaseStarted: RunBook._on_phase_started,
     PhaseFinished: RunBook._on_phase_finished,

@@ -14,6 +14,8 @@ from enum import StrEnum
 from typing import Any
 
 from eagletui.core.events import (
+    JOB_RUNNING_STATES,
+    LOG_PHASES,
     PHASES,
     BenchmarkResult,
     BenchmarkSample,
@@ -22,11 +24,13 @@ from eagletui.core.events import (
     DecodeStats,
     Event,
     GpuStats,
+    JobStatus,
     LaunchBlocked,
     LaunchDetected,
     LaunchStarted,
     LogLine,
     LogStale,
+    NodeProgress,
     Notice,
     PhaseFinished,
     PhaseProgress,
@@ -41,6 +45,7 @@ from eagletui.core.failure_fold import exit_failure
 from eagletui.core.nccl import NcclFold
 from eagletui.core.runs import launch_to_ready
 from eagletui.core.summary import startup_gaps
+from eagletui.core.wording import pending_reason_short
 
 SERIES_LIMIT = 2000
 
@@ -49,6 +54,8 @@ class ServerState(StrEnum):
     """Where a launch is (and, for the session, the current launch; ``idle`` before any)."""
 
     IDLE = "idle"
+    #: a Slurm job waiting in the queue (nothing runs yet)
+    QUEUED = "queued"
     LAUNCHING = "launching"
     LOADING = "loading"
     READY = "ready"
@@ -70,7 +77,7 @@ class PhaseStatus(StrEnum):
 
 
 _OVER = (ServerState.READY, ServerState.FAILED, ServerState.STOPPED, ServerState.EXITED)
-_RUNNING = (ServerState.LAUNCHING, ServerState.LOADING, ServerState.READY)
+_RUNNING = (ServerState.QUEUED, ServerState.LAUNCHING, ServerState.LOADING, ServerState.READY)
 
 
 @dataclass
@@ -106,6 +113,54 @@ class PhaseState:
 
 
 @dataclass
+class JobView:
+    """A Slurm launch's job as the fold knows it (see :class:`~eagletui.core.events.JobStatus`)."""
+
+    job_id: str
+    state: str = "PENDING"
+    reason: str = ""
+    position: int | None = None
+    submitted: float | None = None  # wall clock of the submit (or of the reattach)
+    started: float | None = None  # when it was first seen running
+    ended: float | None = None
+    nodes: tuple[str, ...] = ()
+    exit_code: int | None = None
+    signal: int | None = None
+    source: str = ""
+
+    def waited(self, now: float) -> float | None:
+        """Seconds in the queue: submit → start (or → now while pending)."""
+        if self.submitted is None:
+            return None
+        end = self.started if self.started is not None else (self.ended if self.ended is not None else now)
+        return max(0.0, end - self.submitted)
+
+
+@dataclass
+class NodeView:
+    """One node of a multi-node server (see :class:`~eagletui.core.events.NodeProgress`)."""
+
+    name: str
+    index: int
+    phase: str = ""
+    status: str = "pending"
+    done: int = 0
+    total: int = 0
+    unit: str = ""
+    since: float | None = None  # when it entered ``phase``
+    #: phase → wall clock it finished on this node
+    finished: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def rank(self) -> int:
+        """How far it got: the phase's place in the vocabulary (a finished phase counts one more)."""
+        if self.status == "ready":
+            return len(PHASES)
+        idx = PHASES.index(self.phase) if self.phase in PHASES else 0
+        return idx + (1 if self.status == "done" else 0)
+
+
+@dataclass
 class LaunchState:
     launch: int
     started: float | None = None
@@ -131,6 +186,11 @@ class LaunchState:
     startup: dict[str, Any] | None = None
     #: NCCL_DEBUG=INFO lines of this launch, folded (only lines containing "NCCL INFO" reach it)
     nccl: NcclFold = field(default_factory=NcclFold)
+    #: a Slurm launch's job (None for a detached process)
+    job: JobView | None = None
+    #: a multi-node server's nodes by name, in rank order of arrival
+    nodes: dict[str, NodeView] = field(default_factory=dict)
+    node_count: int = 1
 
     @property
     def current_phase(self) -> str | None:
@@ -140,12 +200,42 @@ class LaunchState:
         reached = [p for p in PHASES if self.phases[p].status in (PhaseStatus.DONE, PhaseStatus.FAILED)]
         return reached[-1] if reached else None
 
+    def shown_phases(self) -> tuple[str, ...]:
+        """The phases this launch has: ``queued`` only for a Slurm job."""
+        return PHASES if self.job is not None else LOG_PHASES
+
     def phase_durations(self) -> dict[str, float]:
+        """Seconds of each finished phase of the launch. The queue wait is not launch time (it says
+        nothing about the next launch of this config): it is left out (:attr:`queued_seconds`)."""
         return {
             p: s.seconds
             for p, s in self.phases.items()
-            if s.status == PhaseStatus.DONE and s.seconds is not None
+            if s.status == PhaseStatus.DONE and s.seconds is not None and p != "queued"
         }
+
+    @property
+    def queued_seconds(self) -> float | None:
+        q = self.phases["queued"]
+        return q.seconds if q.status == PhaseStatus.DONE else None
+
+    def straggler(self, now: float) -> tuple[str, str, float] | None:
+        """The node furthest behind while another has moved on: (node, its phase, seconds since the
+        first node finished that phase). None on one node, or while all keep pace."""
+        nodes = [n for n in self.nodes.values() if n.status not in ("failed", "stopped")]
+        if len(nodes) < 2:
+            return None
+        top = max(n.rank for n in nodes)
+        worst: tuple[str, str, float] | None = None
+        for n in nodes:
+            if n.rank >= top or not n.phase:
+                continue
+            ahead = [o.finished[n.phase] for o in nodes if o is not n and n.phase in o.finished]
+            if not ahead:
+                continue
+            behind = max(0.0, now - min(ahead))
+            if worst is None or behind > worst[2]:
+                worst = (n.name, n.phase, behind)
+        return worst
 
 
 @dataclass
@@ -253,9 +343,17 @@ def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
         command=tuple(ev.command),
         diff=dict(ev.diff),
         log_path=ev.log_path,
+        node_count=max(1, int(ev.nodes or 1)),
     )
-    la.phases["launch"].status = PhaseStatus.ACTIVE
-    la.phases["launch"].started = ev.wall
+    if ev.job_id:
+        # a Slurm job: it waits in the queue first; the launch (and its process) starts when the job does
+        la.job = JobView(job_id=ev.job_id, submitted=ev.wall)
+        la.phases["queued"].status = PhaseStatus.ACTIVE
+        la.phases["queued"].started = ev.wall
+        la.status = ServerState.QUEUED
+    else:
+        la.phases["launch"].status = PhaseStatus.ACTIVE
+        la.phases["launch"].started = ev.wall
     la.launched = True
     s.launches[ev.launch] = la
     s.current = ev.launch
@@ -305,15 +403,67 @@ def _on_phase_started(s: SessionState, ev: PhaseStarted) -> None:
     idx = PHASES.index(ev.phase)
     for name in PHASES[:idx]:
         prev = la.phases[name]
-        if prev.status == PhaseStatus.ACTIVE and name == "launch":
+        if prev.status == PhaseStatus.ACTIVE and name in ("queued", "launch"):
             prev.status = PhaseStatus.DONE
             prev.finished = ev.wall
             prev.seconds = (ev.wall - prev.started) if prev.started else None
     if ph.status in (PhaseStatus.PENDING, PhaseStatus.SKIPPED):
         ph.status = PhaseStatus.ACTIVE
         ph.started = ev.wall
-    if la.status == ServerState.LAUNCHING:
+    if la.status in (ServerState.QUEUED, ServerState.LAUNCHING):
         la.status = ServerState.LOADING
+
+
+def _on_job_status(s: SessionState, ev: JobStatus) -> None:
+    la = s._launch_for(ev.launch, ev.wall)
+    job = la.job
+    if job is None:
+        job = la.job = JobView(job_id=ev.job_id)
+    job.job_id = ev.job_id or job.job_id
+    job.state, job.reason, job.position, job.source = ev.state, ev.reason, ev.position, ev.source
+    if ev.nodes:
+        job.nodes = tuple(ev.nodes)
+        la.node_count = max(la.node_count, len(ev.nodes))
+    queued = la.phases["queued"]
+    if queued.status == PhaseStatus.ACTIVE:
+        # the row's short text: the pending reason's first word and the queue position
+        word = pending_reason_short(ev.reason) if ev.state == "PENDING" else ev.state.lower()[:11]
+        queued.label = f"{word} #{ev.position}" if ev.position else word
+    if ev.state == "PENDING":
+        if queued.status == PhaseStatus.PENDING and la.status in (ServerState.QUEUED, ServerState.LAUNCHING):
+            queued.status, queued.started = PhaseStatus.ACTIVE, job.submitted or ev.wall
+        return
+    if job.started is None and (ev.state in JOB_RUNNING_STATES or ev.nodes):
+        job.started = ev.wall
+        job.position = None
+        if queued.status == PhaseStatus.ACTIVE:
+            queued.status, queued.finished = PhaseStatus.DONE, ev.wall
+            # Slurm's own count when it gave one (exact, and right for a job reattached while running)
+            waited = ev.queued_s if ev.queued_s is not None else ev.wall - (queued.started or ev.wall)
+            queued.seconds = max(0.0, waited)
+            launch = la.phases["launch"]
+            if launch.status == PhaseStatus.PENDING:
+                launch.status, launch.started = PhaseStatus.ACTIVE, ev.wall
+            la.started = ev.wall  # the launch's clock starts with the job, not with the submit
+        if la.status == ServerState.QUEUED:
+            la.status = ServerState.LAUNCHING
+    if ev.state not in JOB_RUNNING_STATES and ev.state != "PENDING" and ev.state:
+        job.ended = job.ended or ev.wall
+        job.exit_code, job.signal = ev.exit_code, ev.signal
+
+
+def _on_node_progress(s: SessionState, ev: NodeProgress) -> None:
+    la = s._launch_for(ev.launch, ev.wall)
+    node = la.nodes.get(ev.node)
+    if node is None:
+        node = la.nodes[ev.node] = NodeView(name=ev.node, index=ev.index)
+        la.nodes = dict(sorted(la.nodes.items(), key=lambda kv: kv[1].index))
+    if ev.phase and ev.phase != node.phase:
+        node.since = ev.wall
+    if ev.status == "done" and ev.phase:
+        node.finished.setdefault(ev.phase, ev.wall)
+    node.phase = ev.phase or node.phase
+    node.status, node.done, node.total, node.unit = ev.status, ev.done, ev.total, ev.unit
 
 
 def _on_phase_progress(s: SessionState, ev: PhaseProgress) -> None:
@@ -391,8 +541,16 @@ def _on_failed(s: SessionState, ev: ServerFailed) -> None:
             ph.finished = ev.wall
 
 
+def _nodes_down(la: LaunchState) -> None:
+    """The server is gone: no node of it is ready or working any more (a failed one stays failed)."""
+    for node in la.nodes.values():
+        if node.status != "failed":
+            node.status = "stopped"
+
+
 def _on_stopped(s: SessionState, ev: ServerStopped) -> None:
     la = s._launch_for(ev.launch, ev.wall)
+    _nodes_down(la)
     if la.status != ServerState.FAILED:
         la.status = ServerState.STOPPED
     for ph in la.phases.values():
@@ -404,6 +562,7 @@ def _on_stopped(s: SessionState, ev: ServerStopped) -> None:
 def _on_exited(s: SessionState, ev: ProcessExited) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     la.exit_code, la.exit_signal = ev.code, ev.signal
+    _nodes_down(la)
     if la.status in _RUNNING and la.failure is None:
         # a recording from before the live triage: the same verdict, from the same place
         fail = exit_failure(
@@ -505,6 +664,8 @@ _HANDLERS: dict[type, Any] = {
     PhaseProgress: _on_phase_progress,
     PhaseFinished: _on_phase_finished,
     ServerReady: _on_ready,
+    JobStatus: _on_job_status,
+    NodeProgress: _on_node_progress,
     ServerFailed: _on_failed,
     ServerStopped: _on_stopped,
     ProcessExited: _on_exited,

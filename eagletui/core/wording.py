@@ -11,6 +11,7 @@ from eagletui.core.events import FAILURE_KINDS, PHASES
 
 #: Phase names as a noun phrase that reads after "during".
 _PHASE_TEXT: dict[str, str] = {
+    "queued": "the wait in the Slurm queue",
     "launch": "launch",
     "dist_init": "distributed init",
     "load_target": "target weight loading",
@@ -64,3 +65,33 @@ def describe_failure(kind: str, phase: str | None = None, *, port: int | None = 
     if phase == "ready":
         return f"{text} while ready"
     return f"{text} during {phase_label(phase)}"
+
+
+#: Slurm's pending reasons (``squeue %r``, ``scontrol`` ``Reason=``) as a word or two for a narrow row.
+_PENDING_WORDS: tuple[tuple[str, str], ...] = (
+    ("ReqNodeNotAvail", "node down"),
+    ("Nodes required", "node down"),
+    ("Resources", "resources"),
+    ("Priority", "priority"),
+    ("Dependency", "dependency"),
+    ("BeginTime", "begin time"),
+    ("JobHeld", "held"),
+    ("PartitionDown", "part. down"),
+    ("PartitionInactive", "part. down"),
+    ("PartitionNodeLimit", "node limit"),
+    ("PartitionTimeLimit", "time limit"),
+    ("QOS", "QOS limit"),
+    ("Assoc", "limit"),
+    ("Reservation", "reservation"),
+)
+
+
+def pending_reason_short(reason: str) -> str:
+    """``ReqNodeNotAvail, UnavailableNodes:n3`` → ``node down``: a pending reason in ≤ 11 characters."""
+    reason = (reason or "").strip()
+    if not reason or reason == "None":
+        return "waiting"
+    for prefix, word in _PENDING_WORDS:
+        if reason.startswith(prefix):
+            return word
+    return reason.split(",")[0].split("(")[0].strip()[:11]

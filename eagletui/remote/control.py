@@ -58,6 +58,32 @@ class RunInfo:
     #: launched by this eagletui process; a run found on the host (reattached) is stopped only when the
     #: user agrees, since another session may be using it
     launched_here: bool = False
+    #: where it runs: ``process`` (a detached process, pid + start time prove it) or ``slurm`` (a job:
+    #: the job id sbatch answered, the job name and the submitting user prove it)
+    launcher: str = "process"
+    job_id: str = ""
+    job_name: str = ""
+    user: str = ""
+    #: a job's nodes in rank order (names as Slurm calls them) and each one's address, once it runs
+    nodes: list[str] = field(default_factory=list)
+    node_addrs: list[str] = field(default_factory=list)
+    #: a job's per-node server logs (``node-<rank>.log``, rank order) and the batch script's own log
+    node_logs: list[str] = field(default_factory=list)
+    batch_log: str = ""
+    #: how many nodes the job asked for (1: a single-node server)
+    num_nodes: int = 1
+    #: the sweep job slot that submitted it (0 outside a parallel sweep)
+    slot: int = 0
+
+    @property
+    def handle(self) -> str:
+        """How messages name the server: ``job 1234`` or ``pid 5678``."""
+        return f"job {self.job_id}" if self.job_id else f"pid {self.pid}"
+
+    @property
+    def endpoint_host(self) -> str:
+        """Where the server's HTTP port is: the head node's address for a job, else the host itself."""
+        return self.node_addrs[0] if self.node_addrs else "127.0.0.1"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,7 +130,8 @@ class StopOutcome:
     code: int | None
     signal: int | None
     #: ``leader`` (SIGTERM to the leader: the server's own shutdown), ``group`` (SIGTERM to every
-    #: process of the run), ``kill`` (SIGKILL), ``gone`` (nothing of the run was running)
+    #: process of the run), ``kill`` (SIGKILL), ``gone`` (nothing of the run was running); a Slurm
+    #: job: ``scancel`` (it ran and has left) or ``dequeued`` (it was cancelled while still pending)
     ended_by: str
     seconds: float | None = None
     steps: tuple[dict[str, Any], ...] = ()
@@ -120,9 +147,12 @@ class StopOutcome:
             "leader": "SIGTERM to the server's main process (its own shutdown)",
             "group": "SIGTERM to every process of the run (its own shutdown did not finish in time)",
             "kill": "SIGKILL, after SIGTERM was ignored",
+            "scancel": "scancel (Slurm sent every task SIGTERM, SIGKILL after KillWait); the job has left",
         }.get(self.ended_by, self.ended_by)
         if self.ended_by == "gone":
             return "had already exited (nothing of it was running)"
+        if self.ended_by == "dequeued":
+            return f"cancelled with scancel{took} before it started (it was still queued)"
         busy = "; the port is still held" if self.port_busy else ""
         return f"stopped{took} by {how}{busy}"
 

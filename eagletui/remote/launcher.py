@@ -31,6 +31,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from eagletui.core.profile import Profile
     from eagletui.remote.control import ForeignServer, Liveness, RunInfo, StopOutcome
+    from eagletui.remote.preflight import Check
+    from eagletui.remote.source import LiveSource
     from eagletui.remote.transport import Transport
 
 
@@ -77,10 +79,36 @@ class Launcher(ABC):
         """Servers on the target that this launcher did not start (followed read-only)."""
         return []
 
+    def job_facts(self, run: RunInfo) -> dict[str, Any] | None:
+        """A scheduler's last word on the run's job (state, exit, nodes); None for a process."""
+        return None
 
-def make_launcher(profile: Profile, transport: Transport) -> Launcher:
-    """The launcher a profile asks for. Today every profile runs its server as a detached process; a
-    profile section choosing another (``[slurm]``) is resolved here and nowhere else."""
+    async def adapt_preflight(self, checks: list[Check]) -> list[Check]:
+        """The host's pre-launch checks as they apply where this launcher starts servers (a Slurm
+        login node has no GPUs and does not bind the port: the job's node does)."""
+        return checks
+
+    def live_source(
+        self, transport: Transport, run: RunInfo, *, stale_after: float, log_format: str | None = None
+    ) -> LiveSource:
+        """The event source that follows ``run``: its log tail (read in ``log_format``) and this
+        launcher's liveness (a Slurm job has several logs and a queue to wait in:
+        :class:`~eagletui.remote.jobsource.JobSource`)."""
+        from eagletui.remote.source import LiveSource
+
+        return LiveSource(transport, self, run, stale_after=stale_after, log_format=log_format)
+
+
+def make_launcher(profile: Profile, transport: Transport, *, slot: int = 0) -> Launcher:
+    """The launcher a profile asks for: a Slurm job with a ``[slurm]`` section
+    (:class:`~eagletui.remote.slurm.SlurmLauncher`), else a detached process. Resolved here and
+    nowhere else. ``slot`` tells a sweep's parallel jobs apart (their locks, ports and names)."""
+    if profile.slurm is not None:
+        from eagletui.remote.slurm import SlurmLauncher
+
+        return SlurmLauncher(
+            transport, profile.slurm, runs_dir=profile.runs_dir, python=profile.python, slot=slot
+        )
     from eagletui.remote.control import ServerControl
 
     return ServerControl(transport, runs_dir=profile.runs_dir, python=profile.python)

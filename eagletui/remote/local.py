@@ -93,8 +93,8 @@ class LocalTransport:
             finally:  # even if a cancel cuts the wait short (closing the transport kills a live child)
                 _close_pipes(proc)
 
-    async def forward_port(self, remote_port: int) -> int:
-        return remote_port
+    async def forward_port(self, remote_port: int, host: str = "127.0.0.1") -> int:
+        return remote_port  # reached directly: the caller connects to ``host`` itself
 
     async def close(self) -> None:
         for proc in list(self._procs):

@@ -53,9 +53,18 @@ mod = spec["module"]
 def locate(name):
     # Where NAME's code is, without importing it or any parent package: find_spec("a.b") imports "a",
     # and "import sglang" takes 17-19 s on a GPU host (torch, triton, ...). PathFinder only looks.
+    # The top level is asked of every finder on sys.meta_path (PathFinder among them): an editable
+    # install (pip install -e) is found by its own finder, not on sys.path; none of them imports.
     from importlib.machinery import PathFinder
     parts = name.split(".")
-    found = PathFinder.find_spec(parts[0])
+    found = None
+    for finder in sys.meta_path:
+        try:
+            found = finder.find_spec(parts[0], None)
+        except (AttributeError, ImportError, ValueError, TypeError):
+            found = None
+        if found is not None:
+            break
     for part in parts[1:]:
         if found is None or not found.submodule_search_locations:
             return None

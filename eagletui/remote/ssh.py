@@ -114,8 +114,8 @@ class SSHTransport:
         self._conn: asyncssh.SSHClientConnection | None = None
         self._lock = asyncio.Lock()
         self._closed = False
-        self._forwards: dict[int, int] = {}  # remote port → local port
-        self._listeners: dict[int, asyncssh.SSHListener] = {}
+        self._forwards: dict[tuple[str, int], int] = {}  # (host, remote port) → local port
+        self._listeners: dict[tuple[str, int], asyncssh.SSHListener] = {}
 
     # ----------------------------------------------------------------- connection
 
@@ -293,27 +293,26 @@ class SSHTransport:
 
     # ------------------------------------------------------------------- forwards
 
-    async def forward_port(self, remote_port: int) -> int:
-        if remote_port in self._forwards and remote_port in self._listeners:
-            return self._forwards[remote_port]
+    async def forward_port(self, remote_port: int, host: str = "127.0.0.1") -> int:
+        key = (host, remote_port)
+        if key in self._forwards and key in self._listeners:
+            return self._forwards[key]
         conn = await self._ensure()
-        listener = await conn.forward_local_port(
-            "127.0.0.1", self._forwards.get(remote_port, 0), "127.0.0.1", remote_port
-        )
-        self._listeners[remote_port] = listener
-        self._forwards[remote_port] = listener.get_port()
-        return self._forwards[remote_port]
+        listener = await conn.forward_local_port("127.0.0.1", self._forwards.get(key, 0), host, remote_port)
+        self._listeners[key] = listener
+        self._forwards[key] = listener.get_port()
+        return self._forwards[key]
 
     async def _restore_forwards(self, conn: asyncssh.SSHClientConnection) -> None:
         """After a reconnect, bring forwards back on the same local ports so open URLs keep working."""
         self._listeners.clear()
-        for remote, local in list(self._forwards.items()):
+        for (host, remote), local in list(self._forwards.items()):
             try:
-                self._listeners[remote] = await conn.forward_local_port(
-                    "127.0.0.1", local, "127.0.0.1", remote
+                self._listeners[(host, remote)] = await conn.forward_local_port(
+                    "127.0.0.1", local, host, remote
                 )
             except (OSError, asyncssh.Error):
-                self._forwards.pop(remote, None)
+                self._forwards.pop((host, remote), None)
 
     async def close(self) -> None:
         self._closed = True

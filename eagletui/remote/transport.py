@@ -103,7 +103,10 @@ class Transport(Protocol):
 
     def stream(self, argv: list[str] | str) -> AsyncIterator[bytes]: ...
 
-    async def forward_port(self, remote_port: int) -> int: ...
+    async def forward_port(self, remote_port: int, host: str = "127.0.0.1") -> int:
+        """A local port that reaches ``host:remote_port`` as the target sees it (a Slurm job's node is
+        reached through the login node); the local transport answers the port itself."""
+        ...
 
     async def close(self) -> None: ...
 
@@ -117,7 +120,8 @@ def host_source(module: str = "hostside") -> str:
 
 def host_program(python: str, op: str, *args: str) -> list[str]:
     """argv running one host-side operation with the host's interpreter (``tail``: the log reader)."""
-    return [python, "-c", host_source("hosttail" if op == "tail" else "hostside"), op, *args]
+    module = "hosttail" if op == "tail" else "hostslurm" if op.startswith("slurm_") else "hostside"
+    return [python, "-c", host_source(module), op, *args]
 
 
 def command_line(argv: list[str] | str) -> str:

@@ -309,7 +309,7 @@ class LiveDriver(Driver):
         run = ws.run
         assert run is not None
         question = (
-            f"Run {run.run_id} (pid {run.pid}) was launched by eagletui, but not in this session: another "
+            f"Run {run.run_id} ({run.handle}) was launched by eagletui, but not in this session: another "
             f"session may be using it.\n\n{action}? (y/n)"
         )
         if await host.ask(question):

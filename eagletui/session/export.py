@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagletui.core.economics import crossover
 from eagletui.core.events import (
-    PHASES,
+    LOG_PHASES,
     BenchmarkResult,
     ConfigChanged,
     Event,
@@ -106,7 +106,7 @@ CSV_COLUMNS: tuple[str, ...] = (
     "outcome",
     "failure",
     "ready_after_s",
-    *(f"{p}_s" for p in PHASES if p != "ready"),
+    *(f"{p}_s" for p in LOG_PHASES if p != "ready"),
     "bench_runs",
     "output_throughput",
     "accept_length",
@@ -142,7 +142,7 @@ def export_runs_csv(events: list[Event], path: str | Path) -> int:
                 r.outcome,
                 r.failure or "",
                 _round(r.ready_after),
-                *(_phase_s(r, p) for p in PHASES if p != "ready"),
+                *(_phase_s(r, p) for p in LOG_PHASES if p != "ready"),
                 len(r.results),
             ]
             if b is not None:

@@ -14,7 +14,7 @@ import json
 import shlex
 from typing import Any
 
-from eagletui.core.events import PHASES
+from eagletui.core.events import LOG_PHASES, PHASES
 from eagletui.core.profile import format_diff
 from eagletui.core.textsafe import inert_lines, json_inert
 from eagletui.session.export import (
@@ -50,7 +50,7 @@ REPORT_CSV_COLUMNS: tuple[str, ...] = (
     "outcome",
     "failure",
     "ready_after_s",
-    *(f"{p}_s" for p in PHASES if p != "ready"),
+    *(f"{p}_s" for p in LOG_PHASES if p != "ready"),
     "before_first_line_s",
     "in_no_phase_s",
     "repeats",
@@ -114,7 +114,7 @@ def render_csv(report: SessionReport) -> str:
             str(r.outcome),
             r.failure or "",
             _round(r.ready_after),
-            *(_phase_s(r, p) for p in PHASES if p != "ready"),
+            *(_phase_s(r, p) for p in LOG_PHASES if p != "ready"),
             _round(r.before_first_line),
             _round(r.in_no_phase),
             len(r.good_results),

@@ -47,6 +47,7 @@ from eagletui.session.sweep import (
     client_fingerprint,
     why_not_counted,
 )
+from eagletui.session.sweep_jobs import job_slots, resume_variant, slot_profile
 
 if TYPE_CHECKING:
     from eagletui.core.gpu_memory import Reading
@@ -112,8 +113,11 @@ class SweepRunner:
         say: Say | None = None,
         on_change: Callable[[], None] | None = None,
         worker: str | None = None,
+        slot: int = 0,
     ) -> None:
         self.profile = profile
+        #: a Slurm sweep's job slot (eagletui.session.sweep_jobs): its port offset and its jobs
+        self.slot = slot
         #: who claims variants in the shared queue: the host (two runners on one host need two names)
         self.worker = worker or workspace.target
         self.queue = queue
@@ -219,7 +223,9 @@ class SweepRunner:
         v.state, v.phase = PENDING, ""
         q.paused, q.aborted = why, True
         self.say(f"  {why}")
-        self.say("  the sweep is paused so that no launch starts on GPUs that are not free; free them and resume")
+        self.say(
+            "  the sweep is paused so that no launch starts on GPUs that are not free; free them and resume"
+        )
         self._notice(f"sweep paused: {why}", "error")
         self._changed()
 
@@ -248,6 +254,11 @@ class SweepRunner:
         from eagletui.remote.gpu import wait_released
 
         if self.ws.transport is None:
+            return True
+        if job_slots(self.profile):
+            # a Slurm job runs on whichever node the scheduler gives it, GPUs allocated to it alone: the
+            # login node's nvidia-smi says nothing about them, and the allocation is the gate
+            v.gate = {"status": "scheduler", "waited_s": 0.0, "message": "GPUs allocated by Slurm"}
             return True
         q = self.queue
         res = await wait_released(
@@ -299,6 +310,11 @@ class SweepRunner:
             v.state, v.failure_kind, v.failure = FAILED, "config", str(exc)
             self._changed()
             return
+        if job_slots(self.profile):
+            # variants are Slurm jobs: each slot its own port; a variant in flight is followed by its job
+            prof = slot_profile(prof, self.slot)
+            if v.state in IN_FLIGHT and not self._matches(v, prof):
+                self._reattached = await resume_variant(self.ws, v, prof)
         resumed = v.state in IN_FLIGHT and self._matches(v, prof)
         v.target = self.worker  # claimed before the first await: another host's runner skips it
         self._reattached = False  # a reattached run is used once, by the variant it belongs to

@@ -87,9 +87,10 @@ def _child(title: str) -> None:
 class Children:
     """The scheduler and detokenizer processes of one simulated server, with SGLang's names."""
 
-    def __init__(self, tp: int) -> None:
-        self.names = [f"scheduler_{i}" for i in range(max(1, tp))] + ["detokenizer"]
-        self.titles = [f"sglang::scheduler_TP{i}" for i in range(max(1, tp))] + ["sglang::detokenizer"]
+    def __init__(self, tp: int, ranks: list[int] | None = None) -> None:
+        ranks = ranks if ranks else list(range(max(1, tp)))  # a multi-node launch: this node's ranks
+        self.names = [f"scheduler_{i}" for i in ranks] + ["detokenizer"]
+        self.titles = [f"sglang::scheduler_TP{i}" for i in ranks] + ["sglang::detokenizer"]
         self.pids: list[int] = []
         self.status: dict[int, int] = {}  # pid → exit code as multiprocessing reports it (-N: signal)
         self.stopping = False

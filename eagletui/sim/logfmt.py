@@ -48,6 +48,8 @@ class SimLog:
         self.out = out or sys.stdout
         self.ms = env.get("SGLANG_LOG_MS", "").strip().lower() in ("1", "true", "yes")
         self.bar_open = False  # an unterminated tqdm frame is the last thing on stderr
+        #: tqdm bars are global rank 0's: a multi-node launch's other nodes print none
+        self.bars = True
 
     def prefix(self, rank: int | None, now: float | None = None) -> str:
         now = time.time() if now is None else now
@@ -77,7 +79,7 @@ class SimLog:
 
     def frame(self, text: str) -> None:
         """One tqdm refresh (rank 0 only): ``\\r`` + text, no newline."""
-        if self.level > INFO:
+        if self.level > INFO or not self.bars:
             return
         self.raw("\r" + text)
         self.bar_open = True

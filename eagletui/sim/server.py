@@ -82,17 +82,20 @@ async def _amain(args: Any) -> int:
     plan = startup.resolve(args, env)
     # SGLang starts its schedulers and detokenizer first, then loads weights in them: fork them now,
     # before any signal handler is installed (they keep the default dispositions, as SGLang's do).
-    children = Children(plan.tp)
+    children = Children(plan.tp, plan.local)
     children.start()
-    lease = _gpu_lease(args, env, plan.tp, children)
+    lease = _gpu_lease(args, env, plan.local or list(range(plan.tp)), children)
     log = SimLog(
         plan.tp, ep_size=plan.ep, log_level=args.log_level, log_level_http=args.log_level_http, env=env
     )
+    log.bars = plan.head
     loop = asyncio.get_running_loop()
     # During startup a signal simply kills the launcher (SIGINT is treated like SIGTERM).
     loop.add_signal_handler(signal.SIGINT, _die_by_sigterm)
 
     await startup.Startup(plan, log, lease).run()
+    if not plan.head:
+        return await _follower_node(plan, log, children, args, lease)
 
     engine = Engine(
         args,
@@ -240,23 +243,73 @@ async def _amain(args: Any) -> int:
     if sigterm.is_set():
         # sglang/launch_server.py: ``finally: kill_process_tree(os.getpid(), include_parent=False)``
         log.line(f"kill_process_tree called: parent_pid={pid}, include_parent=False, pid={pid}")
+    if plan.rendezvous is not None:
+        plan.rendezvous.close()  # the ShutdownReq reaching the other nodes' schedulers
     children.kill_all()
     if lease is not None:
         lease.exited()  # held for --sim-gpu-release-s more seconds
     return 0
 
 
-def _gpu_lease(args: Any, env: dict[str, str], tp: int, children: Children) -> Any:
-    """The simulated GPU memory this server holds (EAGLETUI_SIM_GPU_DIR set): scheduler ``r`` on GPU ``r``."""
+async def _follower_node(plan: Any, log: SimLog, children: Children, args: Any, lease: Any = None) -> int:
+    """A node R > 0 of a multi-node launch (see :mod:`eagletui.sim.multinode`): no tokenizer, no HTTP
+    server; it blocks until node 0 goes away (its shutdown, or its death), then its schedulers exit."""
+    loop = asyncio.get_running_loop()
+    host = args.host if args.host not in ("", None) else "127.0.0.1"
+    log.line(f"Dummy health check server started in background thread at {host}:{args.port}")
+    sigterm = asyncio.Event()
+
+    def on_sigterm() -> None:
+        if not sigterm.is_set():
+            log.line(
+                f"SIGTERM received on node_rank {plan.node_rank}; waiting for the rank-0 ShutdownReq "
+                "broadcast to stop the schedulers.",
+                level=WARNING,
+            )
+        sigterm.set()
+
+    loop.add_signal_handler(signal.SIGTERM, on_sigterm)
+    loop.add_signal_handler(signal.SIGINT, on_sigterm)
+    lost = plan.rendezvous.lost
+    while not lost.is_set():
+        crashed = children.crashed()
+        if crashed is not None:
+            name, cpid, code = crashed
+            log.line(
+                f"Subprocess {name} (pid={cpid}) crashed with exit code {code}. Triggering SIGQUIT for cleanup...",
+                level=ERROR,
+            )
+            children.kill_all()
+            from eagletui.sim import startup
+
+            startup.die_by_sigkill(log)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(lost.wait(), 0.5)
+        if sigterm.is_set() and not lost.is_set():
+            # the ShutdownReq never came (node 0 was killed too): the orchestrator's kill is the backstop
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(lost.wait(), 10.0)
+            break
+    children.stopping = True
+    children.kill_all()
+    if lease is not None:
+        lease.exited()  # held for --sim-gpu-release-s more seconds
+    return 0
+
+
+def _gpu_lease(args: Any, env: dict[str, str], ranks: list[int], children: Children) -> Any:
+    """The simulated GPU memory this server (this node, of a multi-node one) holds, EAGLETUI_SIM_GPU_DIR
+    set: the scheduler of its ``i``-th rank on GPU ``i``."""
     from eagletui.sim import gpumem
 
     d = gpumem.gpu_dir(env)
     if d is None:
         return None
-    pids = children.pids[:tp] or [os.getpid()] * tp
-    names = children.titles[:tp] if children.pids else [f"sglang::scheduler_TP{r}" for r in range(tp)]
+    n = len(ranks)
+    pids = children.pids[:n] or [os.getpid()] * n
+    names = children.titles[:n] if children.pids else [f"sglang::scheduler_TP{r}" for r in ranks]
     try:
-        return gpumem.Lease.open(d, list(zip(pids, names, range(tp), strict=False)), args.sim_gpu_release_s)
+        return gpumem.Lease.open(d, list(zip(pids, names, range(n), strict=False)), args.sim_gpu_release_s)
     except OSError:
         return None
 

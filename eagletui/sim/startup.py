@@ -8,13 +8,14 @@ real, measured ones so they agree with the timestamps.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import random
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagletui.sim import perf
+from eagletui.sim import multinode, perf
 from eagletui.sim.crashes import CAPTURE_SOLUTIONS as CAPTURE_SOLUTIONS
 from eagletui.sim.crashes import GPU_TOTAL_GB as GPU_TOTAL_GB
 from eagletui.sim.crashes import PKG as PKG
@@ -85,6 +86,21 @@ class Plan:
     startup_time: float = 0.0
     startup_available_gb: float = 0.0
     gpu_total_gb: float = GPU_TOTAL_GB  # per GPU, from the --sim-host preset
+    #: a multi-node launch (eagletui.sim.multinode): this node's place and its tensor-parallel ranks
+    nnodes: int = 1
+    node_rank: int = 0
+    local: list[int] = field(default_factory=list)
+    rendezvous: Any = None
+
+    @property
+    def head(self) -> bool:
+        """Node 0: the tqdm bars, the tokenizer, the HTTP server."""
+        return self.node_rank == 0
+
+    def local_rank(self, rank: int) -> int:
+        """A rank on this node standing in for ``rank`` (a failure injected "on TP3" happens here)."""
+        ranks = self.local or list(range(self.tp))
+        return rank if rank in ranks else ranks[rank % len(ranks)]
 
 
 def resolve(args: Any, env: dict[str, str]) -> Plan:
@@ -166,6 +182,9 @@ def resolve(args: Any, env: dict[str, str]) -> Plan:
     if args.cuda_graph_bs_prefill:
         prefill_tokens = sorted(set(args.cuda_graph_bs_prefill))
     fail = (env.get("EAGLETUI_SIM_FAIL") or "").strip().lower()
+    nnodes, node_rank, rendezvous, scale = _multi_node(args, env, tp)
+    if nnodes > 1 and str(node_rank) != (env.get("EAGLETUI_SIM_FAIL_NODE") or "0").strip():
+        fail = ""  # the failure is injected on one node (EAGLETUI_SIM_FAIL_NODE, default 0) only
     plan = Plan(
         args=args,
         env=env,
@@ -190,7 +209,7 @@ def resolve(args: Any, env: dict[str, str]) -> Plan:
         ep=max(1, int(args.ep_size or 1)),
         served_model_name=served,
         fail=fail,
-        scale=args.sim_time_scale,
+        scale=scale,
         weight_gb=weight_gb,
         draft_gb=draft_gb,
         kv_gb=kv_gb,
@@ -199,9 +218,49 @@ def resolve(args: Any, env: dict[str, str]) -> Plan:
         mla=mla,
         resolution_msgs=msgs,
         gpu_total_gb=cfg.preset.gpu_total_gb,
+        nnodes=nnodes,
+        node_rank=node_rank,
+        local=multinode.local_ranks(tp, nnodes, node_rank),
+        rendezvous=rendezvous,
     )
     plan.server_args = build_server_args(plan)
     return plan
+
+
+def _multi_node(args: Any, env: dict[str, str], tp: int) -> tuple[int, int, Any, float]:
+    """(nnodes, node rank, rendezvous or None, time scale) from ``--nnodes/--node-rank/--dist-init-addr``.
+    A bad combination ends the process as SGLang's argument checks do (an AssertionError, exit 1).
+    ``EAGLETUI_SIM_NODE_SLOW=RANK:FACTOR`` makes one node that much slower (a straggler)."""
+    nnodes = int(getattr(args, "nnodes", 1) or 1)
+    node_rank = int(getattr(args, "node_rank", 0) or 0)
+    scale = float(args.sim_time_scale)
+    if nnodes <= 1:
+        return 1, 0, None, scale
+    problem = ""
+    if tp % nnodes:
+        problem = "tp_size must be divisible by number of nodes"
+    elif not 0 <= node_rank < nnodes:
+        problem = f"node_rank {node_rank} must be in [0, nnodes={nnodes})"
+    try:
+        host, port = multinode.parse_addr(getattr(args, "dist_init_addr", None))
+    except multinode.RendezvousError as exc:
+        problem = problem or str(exc)
+    if problem:
+        import sys
+
+        sys.stderr.write(
+            "Traceback (most recent call last):\n"
+            f'  File "{PKG}/sglang/srt/arg_groups/validation_hook.py", line 179, in check_server_args\n'
+            f"AssertionError: {problem}\n"
+        )
+        sys.stderr.flush()
+        raise SystemExit(1)
+    slow = (env.get("EAGLETUI_SIM_NODE_SLOW") or "").partition(":")
+    if slow[1] and slow[0].strip() == str(node_rank):
+        with contextlib.suppress(ValueError):
+            scale *= max(1.0, float(slow[2]))
+    timeout = float(getattr(args, "dist_timeout", None) or 600) * max(scale, 0.05)
+    return nnodes, node_rank, multinode.Rendezvous(host, port, nnodes, node_rank, max(30.0, timeout)), scale
 
 
 def build_server_args(plan: Plan) -> dict[str, Any]:
@@ -287,19 +346,25 @@ class Startup:
         self.lease = lease
         self.others: dict[int, float] = {}
 
+    def gpu_of(self) -> dict[int, int]:
+        """Rank → the index of its GPU on this node (a multi-node launch runs some ranks here)."""
+        return {r: i for i, r in enumerate(self.p.local or range(self.p.tp))}
+
     def report_memory(self) -> None:
         """Tell the lease what each rank holds now (what nvidia-smi would show for its scheduler)."""
         if self.lease is None:
             return
-        for r, avail in enumerate(self.avail):
-            self.lease.gb[r] = max(0.0, self.p.gpu_total_gb - self.others.get(r, 0.0) - avail)
+        for r, i in self.gpu_of().items():
+            if r < len(self.avail):
+                self.lease.gb[i] = max(0.0, self.p.gpu_total_gb - self.others.get(r, 0.0) - self.avail[r])
         self.lease.save()
 
     async def sleep(self, virtual_s: float) -> None:
         await asyncio.sleep(max(0.0, virtual_s * self.p.scale))
 
     def ranks(self) -> list[int]:
-        r = list(range(self.p.tp))
+        """This node's ranks in a random order (eight processes log the same milestone at once)."""
+        r = list(self.p.local or range(self.p.tp))
         self.rng.shuffle(r)
         return r
 
@@ -325,18 +390,28 @@ class Startup:
             for line in nccl_info_lines(p, os.getpid()):
                 log.raw(line + "\n")
         await self.sleep(8)
+        if p.rendezvous is not None:
+            # torch.distributed at --dist-init-addr: nobody's init ends before every node has joined
+            try:
+                await p.rendezvous.join()
+            except multinode.RendezvousError as exc:
+                r = self.p.local_rank(0)
+                self.fail(r, f"Traceback (most recent call last):\nRuntimeError: {exc}")
         if p.fail == "nccl":
-            self.fail(min(5, p.tp - 1), tb_nccl(min(5, p.tp - 1)))
+            r = p.local_rank(min(5, p.tp - 1))
+            self.fail(r, tb_nccl(r))
         await self.sleep(7)
         self.all_ranks(
             lambda r: f"Init parallel ends. elapsed={time.monotonic() - t + self.rng.random() * 0.05:.2f} s"
         )
         # --- target + draft weights -----------------------------------------------------------------
         self.avail = [p.gpu_total_gb - 1.3 - 0.05 * self.rng.random() for _ in range(p.tp)]
+        first = p.local_rank(0)  # rank 0 on the head node; this node's first rank elsewhere
         if self.lease is not None:
             # torch.cuda.mem_get_info counts every process's memory: a server that has not released
             # yet leaves this one less (and, when too little is left, an OOM while loading)
-            self.others = self.lease.held_by_others()
+            held = self.lease.held_by_others()
+            self.others = {r: held.get(i, 0.0) for r, i in self.gpu_of().items()}
             self.avail = [a - self.others.get(r, 0.0) for r, a in enumerate(self.avail)]
             self.report_memory()
         size = (p.params_b / 1000.0) ** 0.9
@@ -360,7 +435,7 @@ class Startup:
         t = time.monotonic()
         await self.sleep(3)
         if p.max_total_tokens < 1024:
-            self.fail(0, tb_not_enough_memory(p.mem_fraction))
+            self.fail(first, tb_not_enough_memory(p.mem_fraction))
         kv_line = (
             f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {p.max_total_tokens}, KV size: {p.kv_gb:.2f} GB"
             if p.mla
@@ -389,7 +464,7 @@ class Startup:
         # target verify, draft prefill, draft decode, draft extend.
         for phase in GRAPH_PHASES:
             p.timings[f"graph:{phase}"] = 0.0
-        natural_oom = self.avail[0] < p.capture_need_gb
+        natural_oom = self.avail[first] < p.capture_need_gb
         if p.prefill_graph:
             await self.capture_prefill("target", 0.35, 0.25)
         if p.decode_graph:
@@ -403,6 +478,10 @@ class Startup:
             if p.steps > 1:
                 await self.capture_draft("decode", p.topk, 2.0, 0.4)
             await self.capture_draft("extend", p.ndt, 2.0, 0.3)
+        if not p.head:
+            # the scheduler summary and the engine's startup timings are node 0's (rank 0, tokenizer)
+            p.startup_time = time.monotonic() - self.t0
+            return
         log.line(
             f"max_total_num_tokens={p.max_total_tokens}, chunked_prefill_size={p.server_args['chunked_prefill_size']}, "
             f"max_prefill_tokens={p.args.max_prefill_tokens}, max_running_requests={p.max_running}, "
@@ -441,15 +520,19 @@ class Startup:
         marks = [0.0]
         for d in per:
             marks.append(marks[-1] + d * scale_fix)
-        events: list[tuple[float, int, int]] = [(m, 0, i) for i, m in enumerate(marks)]
-        for r in range(1, p.tp):
-            events.append((total_s * (0.97 + 0.05 * self.rng.random()), 1, r))
+        # the shard bar is global rank 0's: only node 0 prints it
+        events: list[tuple[float, int, int]] = [(m, 0, i) for i, m in enumerate(marks)] if p.head else []
+        for r in p.local or range(p.tp):
+            if r != 0:
+                events.append((total_s * (0.97 + 0.05 * self.rng.random()), 1, r))
+        fail_at = max(1, int(shards * 0.4)) if p.fail == "oom-load" and kind == "target" else None
+        if fail_at is not None and not p.head:
+            events.append((total_s * 0.4, 2, 0))  # another node's rank runs out of memory mid-load
         events.sort()
         desc = "Loading safetensors checkpoint shards"
-        fail_at = max(1, int(shards * 0.4)) if p.fail == "oom-load" and kind == "target" else None
-        oom_rank = 3 % p.tp
+        oom_rank = p.local_rank(3 % p.tp)
         oom_free_mib, oom_process_gib = 412.0, None
-        short = [r for r in range(p.tp) if self.avail[r] < gb + 0.5]
+        short = [r for r in (p.local or range(p.tp)) if self.avail[r] < gb + 0.5]
         if kind == "target" and short and fail_at is None:
             # another server's memory is still held: this one runs out part-way through the shards
             oom_rank = min(short, key=lambda r: self.avail[r])
@@ -465,6 +548,9 @@ class Startup:
             await self.sleep(at - now_v)
             now_v = at
             el = time.monotonic() - t_start
+            if typ == 2:
+                r = p.local_rank(3)
+                self.fail(r, tb_oom_load(r, p.gpu_total_gb))
             if typ == 0:
                 if fail_at is not None and idx == fail_at:
                     self.fail(oom_rank, tb_oom_load(oom_rank, p.gpu_total_gb, oom_free_mib, oom_process_gib))
@@ -525,7 +611,7 @@ class Startup:
         self.log.bar_open = False
         self.log.line(
             f"Scheduler watchdog timeout (self.watchdog_timeout={timeout:g}, self.soft=False)",
-            rank=0,
+            rank=self.p.local_rank(0),
             level=ERROR,
         )
         sigquit_from_child(self.log)
@@ -548,7 +634,8 @@ class Startup:
             p.capture_bs, per_bs_s * size, self.avail[0], stop_at, p.fail == "hang-capture"
         )
         if oom:
-            self.fail(0, tb_oom_capture(0, p.gpu_total_gb))
+            r = p.local_rank(0)
+            self.fail(r, tb_oom_capture(r, p.gpu_total_gb))
         mem = p.capture_need_gb * (0.9 + 0.1 * self.rng.random())
         el = time.monotonic() - t
         p.timings["graph:decode" if name == "decode" else f"graph:target_{name}"] = el
@@ -601,6 +688,11 @@ class Startup:
     async def capture_draft(self, name: str, ntok: int, per_bs_s: float, mem: float) -> None:
         p, log = self.p, self.log
         t = time.monotonic()
+        if not p.head:  # logged by rank 0 only: another node captures in silence
+            await self.capture_bar(p.capture_bs, per_bs_s, self.avail[p.local_rank(0)])
+            for r in range(p.tp):
+                self.avail[r] -= mem
+            return
         log.line(
             f"Capture draft {name} CUDA graph begin. backend=full, num_tokens_per_req={ntok}, bs={p.capture_bs}, "
             f"avail mem={self.avail[0]:.2f} GB",

@@ -9,13 +9,14 @@ from textual.app import ComposeResult
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from eagletui.core.events import PHASES, LaunchBlocked
+from eagletui.core.events import LOG_PHASES, LaunchBlocked
 from eagletui.core.state import LaunchState, PhaseStatus, ServerState
 from eagletui.core.textsafe import inert, inert_lines
 from eagletui.ui.widgets.textview import TextView
 from eagletui.ui.words import describe_failure
 
 PHASE_LABELS = {
+    "queued": "queued",
     "launch": "launch",
     "dist_init": "dist init",
     "load_target": "base weights",
@@ -69,7 +70,7 @@ class PhaseTable(TextView):
     """All phase rows as one renderable: one bar per phase without ~60 widgets to lay out and restyle."""
 
     DEFAULT_CSS = f"""
-    PhaseTable {{ height: {len(PHASES)}; text-wrap: nowrap; text-overflow: ellipsis; }}
+    PhaseTable {{ height: {len(LOG_PHASES)}; text-wrap: nowrap; text-overflow: ellipsis; }}
     """
 
 
@@ -92,6 +93,8 @@ class PhasePanel(Vertical):
     DEFAULT_CSS = """
     PhasePanel { height: auto; }
     PhasePanel > #phase-summary { height: auto; }
+    PhasePanel > #phase-nodes { height: auto; display: none; }
+    PhasePanel.nodes > #phase-nodes { display: block; }
     PhasePanel > #phase-failure { height: auto; display: none; }
     PhasePanel.failed > #phase-failure { display: block; }
     """
@@ -99,6 +102,7 @@ class PhasePanel(Vertical):
     def compose(self) -> ComposeResult:
         yield PhaseTable(id="phase-table")
         yield Static("", id="phase-summary")
+        yield Static("", id="phase-nodes")
         yield Static("", id="phase-failure")
 
     def show(
@@ -125,9 +129,11 @@ class PhasePanel(Vertical):
         compact = self.screen.has_class("narrow")
         out = Text(no_wrap=True, overflow="ellipsis")
         lines = 0
+        # ``queued`` is a Slurm job's row only: a detached process never waits in a queue
+        shown = la.shown_phases() if la else LOG_PHASES
         if compact:
             counts: dict[str, int] = {}
-            for phase in PHASES:
+            for phase in shown:
                 status = la.phases[phase].status if la else PhaseStatus.PENDING
                 counts[status] = counts.get(status, 0) + 1
             words = {
@@ -139,9 +145,9 @@ class PhasePanel(Vertical):
             for j, (status, part) in enumerate(parts):
                 out.append("  " if j else "", style=dim)
                 out.append(part, style=colours.get(status, dim))
-            out.append(f"  of {len(PHASES)} phases", style=dim)
+            out.append(f"  of {len(shown)} phases", style=dim)
             lines = 1
-        for phase in PHASES:
+        for phase in shown:
             st = la.phases[phase] if la else None
             status = st.status if st else PhaseStatus.PENDING
             if compact and status not in (PhaseStatus.ACTIVE, PhaseStatus.FAILED):
@@ -151,12 +157,13 @@ class PhasePanel(Vertical):
             lines += 1
             self._row(out, phase, st, now, estimates, colours, dim, warn)
         table = self.query_one(PhaseTable)
-        height = lines if compact else len(PHASES)
+        height = lines if compact else len(shown)
         if getattr(table, "_eagle_height", None) != height:
             table._eagle_height = height  # type: ignore[attr-defined]
             table.styles.height = height
         self.query_one(PhaseTable).set_text(out)
         self._summary(la, now, estimates)
+        self._node_rows(la, now, colours, warn)
         if blocked is not None:
             self._blocked(blocked)
 
@@ -245,6 +252,24 @@ class PhasePanel(Vertical):
         line = Text()
         line.append(f"launch #{la.launch}  ", style="bold")
         line.append(f"{la.status}  ")
+        job = la.job
+        if job is not None and la.status == ServerState.QUEUED:
+            # waiting in the queue: why, where in the queue, for how long (the launch ETA starts later)
+            line.append(f"job {inert(job.job_id)} {inert(job.state.lower())}")
+            if job.reason:
+                line.append(f" ({_clip(job.reason, 60)})")
+            if job.position:
+                line.append(f", position {job.position}")
+            waited = job.waited(now)
+            if waited is not None:
+                line.append(f", waiting {fmt_secs(waited).strip()}")
+            set_label(summary, line)
+            self.remove_class("failed")
+            return
+        if job is not None:
+            line.append(f"job {inert(job.job_id)}  ")
+            if la.queued_seconds:
+                line.append(f"queued {fmt_secs(la.queued_seconds)}  ", style="dim")
         if total is not None:
             line.append(f"elapsed {fmt_secs(total)}")
         note = startup_note(la) if la.status == ServerState.READY else ""
@@ -253,7 +278,7 @@ class PhasePanel(Vertical):
         if la.status in (ServerState.LOADING, ServerState.LAUNCHING):
             if estimates:
                 remaining = 0.0
-                for phase in PHASES:
+                for phase in la.shown_phases():
                     st = la.phases[phase]
                     est = estimates.get(phase)
                     if est is None or st.status in (
@@ -283,6 +308,8 @@ class PhasePanel(Vertical):
             # (in a narrow terminal this box replaces the phase bars). The log keeps the whole text.
             text = Text()
             what = describe_failure(str(f.kind), f.phase)
+            if f.node:
+                what += f" on node {f.node}"
             text.append(f"✘ {inert(what[:1].upper() + what[1:])}", style="bold")
             text.append(f"  {_clip(f.message, 160)}")
             if f.hint:
@@ -293,6 +320,46 @@ class PhasePanel(Vertical):
             set_label(failure, text)
         else:
             self.remove_class("failed")
+
+    def _node_rows(self, la: LaunchState | None, now: float, colours: dict[str, str], warn: str) -> None:
+        """A multi-node server: where each node is, and the straggler by name."""
+        box = self.query_one("#phase-nodes", Static)
+        if la is None or len(la.nodes) < 2 and la.node_count < 2:
+            self.remove_class("nodes")
+            return
+        self.add_class("nodes")
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append("nodes ", style="bold")
+        if not la.nodes:
+            names = la.job.nodes if la.job is not None else ()
+            text.append(", ".join(inert(n) for n in names) or f"{la.node_count} (not started)", style="dim")
+        for i, n in enumerate(la.nodes.values()):
+            status = {
+                "ready": PhaseStatus.DONE,
+                "failed": PhaseStatus.FAILED,
+                "stopped": PhaseStatus.PENDING,
+            }.get(n.status, PhaseStatus.ACTIVE)
+            text.append("  " if i else "")
+            text.append(f"{STATUS_MARK[status]} {inert(n.name)} ", style=colours.get(status, ""))
+            if n.status == "ready":
+                text.append("ready", style=colours["done"])
+            elif n.status == "stopped":
+                text.append("stopped", style=colours["pending"])
+            else:
+                text.append(PHASE_LABELS.get(n.phase, inert(n.phase)) or "starting")
+                if n.total:
+                    text.append(f" {n.done}/{n.total}")
+                if n.status == "failed":
+                    text.append(" failed", style=colours["failed"])
+        lag = la.straggler(now)
+        if lag is not None and lag[2] >= 1.0:
+            name, phase, behind = lag
+            text.append(
+                f"\n⚠ straggler {inert(name)}: still in {PHASE_LABELS.get(phase, inert(phase))}, "
+                f"{fmt_secs(behind).strip()} after the first node finished it",
+                style=f"bold {warn}",
+            )
+        set_label(box, text)
 
 
 def startup_gaps(la: LaunchState) -> list[tuple[str, str, float]]:

@@ -346,7 +346,8 @@ def phase_lines(la: Any) -> Text:
     t = Text()
     t.append("\nphases\n", style="bold")
     failed_at = la.failure.phase if la.failure is not None else None
-    for name, st in la.phases.items():
+    for name in la.shown_phases():
+        st = la.phases[name]
         label = f"{PHASE_LABELS.get(name, name):<15}"
         status = st.status
         if status == PhaseStatus.FAILED or (failed_at == name and status != PhaseStatus.DONE):
