@@ -28,6 +28,41 @@ def pytest_configure(config):
     mode = config.getoption("--faults")
     if mode:
         os.environ["EAGLETUI_FAULTS"] = mode
+    # Every process a test starts inherits this mark; at the end of the run whatever still carries it
+    # was leaked by a test (a simulator left serving after run_test, say) and is named and ended.
+    import uuid
+
+    os.environ.setdefault("EAGLETUI_TEST_SESSION", uuid.uuid4().hex)
+
+
+@pytest.hookimpl(trylast=True)  # after the session fixtures' teardown (sshd, the cluster)
+def pytest_sessionfinish(session, exitstatus):
+    import os
+    import signal
+
+    mark = os.environ.get("EAGLETUI_TEST_SESSION", "").encode()
+    if not mark or not os.path.isdir("/proc"):
+        return
+    leaked = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit() or int(d) == os.getpid():
+            continue
+        try:
+            env = open(f"/proc/{d}/environ", "rb").read().split(b"\0")
+        except OSError:
+            continue
+        if b"EAGLETUI_TEST_SESSION=" + mark not in env:
+            continue
+        test = next((e.split(b"=", 1)[1].decode(errors="replace") for e in env if e.startswith(b"PYTEST_CURRENT_TEST=")), "?")
+        leaked.append((int(d), test))
+    for pid, _ in leaked:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+    if leaked:
+        tests = sorted({t for _, t in leaked})
+        print(f"\nconftest: ended {len(leaked)} process(es) left running by: {'; '.join(tests)}")
 
 
 @pytest.fixture(autouse=True)

@@ -80,3 +80,5 @@ async def test_tune_pane_title_shows_the_nccl_summary(tmp_path: Path) -> None:
         tuning = app.screen.query_one("#tuning")
         assert await wait_for(pilot, lambda: "NCCL 2.28.9" in str(tuning.border_title or ""), 40)
         assert "coll channels" in str(tuning.border_title)
+        app.quit_now()  # the path q takes: the demo's simulator is stopped, not left running
+        await pilot.pause(2)

@@ -36,3 +36,6 @@ async def test_P_profiles_the_running_server_and_shows_step_bars(tmp_path: Path,
         assert "communication" in text and "ms/cycle" in text and f"#{launch}" in text
         assert "decode cycle(s) (draft + verify + draft extend)" in text
         assert (tmp_path / "data" / "profiles").is_dir()  # traces kept under the data dir
+        app.quit_now()  # the path q takes: the demo's simulator is stopped, not left running
+        assert await wait_for(pilot, lambda: app.driver.workspace.run is None or not app.driver.control_busy, 30)
+        await pilot.pause(1)
