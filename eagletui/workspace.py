@@ -34,6 +34,7 @@ from eagletui.remote.transport import NotOurProcess, SSHOptions
 
 if TYPE_CHECKING:
     from eagletui.bench.bench_serving import RunLines
+    from eagletui.core.profile import BenchSettings
     from eagletui.remote.control import ForeignServer, RunInfo
     from eagletui.remote.launcher import Launcher
     from eagletui.remote.preflight import Check
@@ -469,15 +470,18 @@ class Workspace:
             self._forwarded = (host, port)
         return f"http://127.0.0.1:{self._local_port}"
 
-    async def benchmark(self, stop: asyncio.Event | None = None) -> BenchmarkResult:
-        """Run the profile's benchmark: the built-in client, ``sglang.bench_serving`` or the user's command."""
+    async def benchmark(
+        self, stop: asyncio.Event | None = None, *, settings: BenchSettings | None = None
+    ) -> BenchmarkResult:
+        """Run the profile's benchmark: the built-in client, ``sglang.bench_serving`` or the user's command.
+        ``settings`` replaces the profile's ``[bench]`` for this run (a sweep's client point)."""
         if self.benchmarking:
             raise WorkspaceError("a benchmark is already running")
         self.benchmarking = True
         try:
             self.bench_no += 1
             profile = self.running_profile or self.profile
-            settings = profile.bench
+            settings = settings or profile.bench
             if settings.runner == "builtin":
                 from eagletui.bench.client import run_builtin
 

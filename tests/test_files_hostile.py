@@ -160,6 +160,13 @@ QUEUE_CASES = {
         "variants[0].repeats[0].tok_s must be a finite number",
     ),
     "bad-state": (lambda d: d["variants"][0].update(state="exploded"), "variants[0].state must be one of"),
+    # queue version 2 (issue 21): cells, the repeats policy, the drift check
+    "nan-cell-run": (
+        lambda d: d["variants"][1]["cells"][0].update(repeats=[{"tok_s": float("inf")}]),
+        "variants[1].cells[0].repeats[0].tok_s must be a finite number",
+    ),
+    "bad-policy": (lambda d: d["policy"].update(confidence=7), "policy.confidence must be a number from 0.5"),
+    "bad-recheck": (lambda d: d["variants"][0].update(recheck_of="base"), "variants[0].recheck_of must be"),
 }
 
 

@@ -99,7 +99,9 @@ def test_bundled_table_is_the_reference_file() -> None:
 
 def test_every_flag_of_the_shipped_profiles_matches_argparse() -> None:
     flags = _profile_flags()
-    assert len(flags) == 21  # both shipped profiles, server.args and toggles (demo has two --sim-* flags)
+    assert (
+        len(flags) == 22
+    )  # the shipped SGLang profiles, server.args and toggles (the demos have three --sim-* flags)
     for flag in flags:
         assert eagletui_verdict(flag) == argparse_verdict(flag), flag
 

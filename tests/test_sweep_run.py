@@ -173,7 +173,7 @@ def test_sigkill_mid_sweep_then_resume_runs_each_variant_once(tmp_path, data_dir
     assert [r["state"] for r in rows] == ["done"] * 4
     assert [r["launches"] for r in rows] == [1, 1, 1, 1]  # the killed variant's server was followed
     assert rows[1]["run_id"] == killed_run
-    assert rows[0]["repeats"] == before["variants"][0]["repeats"]  # done work kept, not redone
+    assert rows[0]["repeats"] == before["variants"][0]["cells"][0]["repeats"]  # done work kept, not redone
     assert all(len(r["repeats"]) == 2 for r in rows)
     assert "following its running server" in out.err
     runs = [p for p in (tmp_path / "runs").iterdir() if p.is_dir() and not p.name.startswith(".")]

@@ -37,7 +37,7 @@ def sweep_profile(tmp_path: Path):
     text = text.replace("port = 30017", f"port = {free_port()}", 1)
     text = text.replace('runs_dir = "~/.eagletui/runs"', f'runs_dir = "{tmp_path / "runs"}"', 1)
     text = re.sub(r"sim-time-scale = [0-9.]+", "sim-time-scale = 0.003", text, count=1)
-    text = text.replace("repeats = 2", "repeats = 1", 1)
+    text = text.replace('repeats = "adaptive"', "repeats = 1", 1)
     path = tmp_path / "sweep.toml"
     path.write_text(text)
     prof = load_profile(path)
@@ -100,5 +100,5 @@ def test_rows_for_each_state(tmp_path):
     assert row_text(q, 1).endswith("110.0 tok/s · accept 3.10 · Δ +10.0%")
     assert row_text(q, 2, phase_eta=75).endswith("launching (load_target, launch ETA 1:15)")
     assert row_text(q, 3).endswith("failed (oom)")
-    assert title_text(q, True).startswith("sweep 3/4 · 2 repeat(s) · running · ETA")
+    assert title_text(q, True).startswith("sweep 3/4 · 2–6 runs (adaptive) · running · ETA")
     assert title_text(None, False).startswith("no sweep")

@@ -67,6 +67,7 @@ def build_argv(
         str(max(1, settings.warmup)),
         "--seed",
         str(settings.seed),
+        *(["--request-rate", f"{settings.request_rate:g}"] if settings.request_rate > 0 else []),
         "--flush-cache",
         "--output-file",
         output_file,
@@ -86,6 +87,7 @@ def workload_fingerprint(settings: BenchSettings) -> str:
         "num_prompts": settings.num_prompts,
         "concurrency": settings.concurrency,
         "seed": settings.seed,
+        **({"request_rate": settings.request_rate} if settings.request_rate > 0 else {}),
     }
     return hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()
 

@@ -483,15 +483,22 @@ async def _run_pool(
     stop: asyncio.Event | None,
     limits: HttpLimits | None = None,
     link: asyncio.Event | None = None,
+    arrivals: tuple[float, ...] = (),
 ) -> list[RequestResult]:
+    """Send ``payloads`` with at most ``concurrency`` in flight; with ``arrivals`` (seconds from now,
+    one per payload) none is sent before its time (an open-loop request rate, capped by concurrency)."""
     results: list[RequestResult] = []
-    it = iter(enumerate(payloads))
+    start = time.perf_counter()
+    it = iter(enumerate(zip(payloads, arrivals or [0.0] * len(payloads), strict=False)))
     lim = limits or HttpLimits()
 
     async def worker() -> None:
-        for i, payload in it:
+        for i, (payload, at) in it:
             if stop is not None and stop.is_set():
                 return
+            wait = start + at - time.perf_counter()
+            if wait > 0:
+                await asyncio.sleep(wait)
             if not await _link_up(link, lim.total_s):
                 return
             r = await stream_generate(session, url, payload, live, limits)
@@ -679,6 +686,7 @@ async def _run_workload(
                 emit,
                 "benchmark",
                 link,
+                workload.arrivals,
             )
         finally:
             tick_task.cancel()
@@ -756,9 +764,11 @@ async def _watched_pool(
     emit: Callable[[Event], None],
     what: str,
     link: asyncio.Event | None = None,
+    arrivals: tuple[float, ...] = (),
 ) -> tuple[list[RequestResult], StallWatch]:
     """:func:`_run_pool` halted by a :class:`StallWatch` (or the user's ``stop``); while ``link`` is
-    clear the pool draws no prompt and the watch does not count the silence as the server's."""
+    clear the pool draws no prompt and the watch does not count the silence as the server's;
+    ``arrivals`` as there."""
     watch = StallWatch(
         limits,
         emit=emit,
@@ -777,7 +787,9 @@ async def _watched_pool(
 
     task = asyncio.create_task(watch.run())
     try:
-        results = await _run_pool(session, url, payloads, concurrency, live, done, watch.halt, limits, link)
+        results = await _run_pool(
+            session, url, payloads, concurrency, live, done, watch.halt, limits, link, arrivals
+        )
     finally:
         task.cancel()
         with contextlib.suppress(asyncio.CancelledError):

@@ -125,6 +125,9 @@ class Workload:
 
     def category(self, index: int) -> str:
         return self.categories[index] if 0 <= index < len(self.categories) else ""
+    #: seconds from the start at which each prompt is sent (a Poisson process at ``request_rate``);
+    #: empty: as fast as the concurrency allows
+    arrivals: tuple[float, ...] = ()
 
     def describe(self) -> dict[str, Any]:
         """The JSON-safe summary stored in BenchmarkStarted.workload (prompts themselves are omitted)."""
@@ -138,10 +141,19 @@ class Workload:
         }
 
 
-def fingerprint(prompts: list[str] | tuple[str, ...], sampling: dict[str, Any], concurrency: int) -> str:
-    """sha256 over prompts + sampling + concurrency: concurrency changes tok/s as much as the prompts do."""
+def fingerprint(
+    prompts: list[str] | tuple[str, ...],
+    sampling: dict[str, Any],
+    concurrency: int,
+    request_rate: float = 0.0,
+) -> str:
+    """sha256 over prompts + sampling + concurrency (+ the request rate when one is set): concurrency
+    and arrival rate change tok/s as much as the prompts do."""
     h = hashlib.sha256()
-    h.update(json.dumps({"sampling": sampling, "concurrency": concurrency}, sort_keys=True).encode())
+    key: dict[str, Any] = {"sampling": sampling, "concurrency": concurrency}
+    if request_rate > 0:
+        key["request_rate"] = request_rate
+    h.update(json.dumps(key, sort_keys=True).encode())
     for p in prompts:
         h.update(b"\x00")
         h.update(p.encode("utf-8"))
@@ -168,13 +180,23 @@ def build_workload(settings: BenchSettings) -> Workload:
         "temperature": settings.temperature,
         "ignore_eos": settings.ignore_eos,
     }
+    rate = float(getattr(settings, "request_rate", 0.0) or 0.0)
+    arrivals: list[float] = []
+    if rate > 0:
+        # a Poisson process (bench_serving's --request-rate), seeded like the prompt order
+        arr_rng = random.Random(settings.seed * 7 + 1)
+        t = 0.0
+        for _ in prompts:
+            arrivals.append(t)
+            t += arr_rng.expovariate(rate)
     return Workload(
         prompts=tuple(prompts),
         warmup_prompts=tuple(warmup),
         sampling=sampling,
         concurrency=settings.concurrency,
         source=settings.prompts,
-        fingerprint=fingerprint(prompts, sampling, settings.concurrency),
-        extra={"seed": settings.seed},
+        fingerprint=fingerprint(prompts, sampling, settings.concurrency, rate),
+        extra={"seed": settings.seed, **({"request_rate": rate} if rate > 0 else {})},
+        arrivals=tuple(arrivals),
         categories=tuple(c for _, c in picked),
     )

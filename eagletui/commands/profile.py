@@ -34,6 +34,7 @@ EXAMPLES: dict[str, str] = {
     "demo": "demo.toml",
     "demo-slurm": "demo-slurm.toml",
     "demo-sweep": "demo-sweep.toml",
+    "demo-crossover": "demo-crossover.toml",
     "demo-vllm": "demo-vllm.toml",
     "kimi": "kimi-k25-eagle3.toml",
 }

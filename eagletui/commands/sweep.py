@@ -1,10 +1,13 @@
-"""``eagletui sweep --profile P [TARGET] [--json] [--resume]``: run a profile's ``[sweep]`` unattended.
+"""``eagletui sweep --profile P [TARGET] [--json] [--resume] [--plan]``: run a profile's ``[sweep]`` unattended.
 
-For overnight runs and CI: each variant is applied, launched, waited for, benchmarked (× repeats) and
-recorded, then the next; a failed launch is recorded with its triage kind and the sweep goes on.
-Progress goes to stderr; the result (``--json``: every variant with its settings, state, tok/s,
-accept length, Δ % vs the first variant and verdict, the ranking, each factor's main effect and the
-best combination) to stdout.
+For overnight runs and CI: each server config is launched once, waited for, and benchmarked at every
+client point (concurrency, prompt set, lengths, request rate), each cell repeated until the answer is
+clear (docs/sweeps.md); between launches the GPUs' memory must be back to where it was. A failed launch
+is recorded with its triage kind and the sweep goes on. ``--plan`` prints the launches, benchmarks and
+ETA without running anything. Progress goes to stderr; the result (``--json``: every launch with its
+cells, the decisions per client point and how sure each is, the ranking, each factor's main effect,
+the drift check, the crossover and the run counts) to stdout; ``--crossover FILE`` writes the
+crossover as the host SGLang's ``--speculative-adaptive-config`` JSON where the winners allow one.
 
 The queue is saved after every step (see :mod:`eagletui.session.sweep`), so a sweep interrupted by
 Ctrl-C, a lost SSH link or a reboot continues with ``--resume``, following the server the host is
@@ -22,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import shlex
@@ -60,27 +64,145 @@ def _fmt_settings(settings: dict[str, Any]) -> str:
     return variant_label(settings)
 
 
+def _cell_text(c: dict[str, Any]) -> str:
+    tok = f"{c['tok_s']:.1f}" if c["tok_s"] is not None else "-"
+    ci = f" ± {c['ci_pct']:.1f} %" if c.get("ci_pct") is not None else ""
+    acc = f"{c['accept_length']:.2f}" if c["accept_length"] is not None else "-"
+    d = f"{c['delta_pct']:+.1f}%" if c["delta_pct"] is not None else "-"
+    runs = c.get("runs", 0)
+    return f"{tok}{ci} tok/s ({runs} run{'s' if runs != 1 else ''})  accept {acc}  Δ {d}"
+
+
 def print_human(report: dict[str, Any]) -> None:
     from eagletui.core.sweep import fmt_value as show
 
-    print(f"sweep of {report['profile']} on {report['target']} ({report['repeats']} repeat(s) a variant)")
+    pol = report.get("policy") or {}
+    print(
+        f"sweep of {report['profile']} on {report['target']} ({pol.get('text') or str(report['repeats']) + ' repeat(s)'})"
+    )
     for r in report["variants"]:
-        tok = f"{r['tok_s']:.1f}" if r["tok_s"] is not None else "-"
-        sd = f" ± {r['tok_s_stdev']:.1f}" if r["tok_s_stdev"] is not None else ""
-        acc = f"{r['accept_length']:.2f}" if r["accept_length"] is not None else "-"
-        d = f"{r['delta_pct']:+.1f}%" if r["delta_pct"] is not None else "-"
         why = f" ({'; '.join(r['reasons'])})" if r["reasons"] else ""
-        print(
-            f"  {r['index'] + 1:>2}. {inert(r['name'])}: {tok}{sd} tok/s  accept {acc}  Δ {d}  {r['verdict']}{inert(why)}"
-        )
-    if report["ranking"]:
-        print("ranked: " + " > ".join(inert(n) for n in report["ranking"]))
+        retry = " [launched twice: out of GPU memory the first time]" if r.get("oom_retry") else ""
+        cells = r.get("cells") or []
+        if len(cells) == 1:
+            print(
+                f"  {r['index'] + 1:>2}. {inert(r['name'])}: {_cell_text(cells[0])}  {r['verdict']}{inert(why)}{retry}"
+            )
+            continue
+        print(f"  {r['index'] + 1:>2}. {inert(r['name'])}: {r['verdict']}{inert(why)}{retry}")
+        for c in cells:
+            print(f"        {inert(c['label'])}: {_cell_text(c)}")
+    decisions = report.get("decisions") or []
+    for d in decisions:
+        if d.get("winner") is None:
+            continue
+        where = f" at {inert(d['label'])}" if len(decisions) > 1 else ""
+        print(f"decision{where}: {inert(d['winner'])} — {inert(d['how_sure'])}")
+        if len(d["ranking"]) > 1:
+            print("  ranked: " + " > ".join(inert(n) for n in d["ranking"]))
     for e in report["effects"]:
         name = split_key(e["factor"])[1].lstrip("-")
         # the band printed is the one the rule used (twice the effect's error), and its reading
         print(f"effect of {name} {show(e['from'])}→{show(e['to'])}: {e['delta_pct']:+.1f}% ({e['band']})")
+    if report.get("drift"):
+        print(inert(report["drift"]["text"]))
+    xo = report.get("crossover")
+    if xo and xo["rows"]:
+        print(f"crossover by {xo['factor']}:")
+        for row in xo["rows"]:
+            print(f"  {inert(row['range'])}: {inert(row['winner'])}  ({inert('; '.join(row['how_sure']))})")
+        if xo.get("sglang_adaptive_config"):
+            print(
+                "  SGLang: "
+                + inert(_adaptive_flags(xo["launch_args"], "FILE"))
+                + " with FILE = "
+                + json.dumps(xo["sglang_adaptive_config"], separators=(",", ":"))
+            )
+        elif xo.get("why_not"):
+            print(f"  no --speculative-adaptive-config: {inert(xo['why_not'])}")
     if report["best"]:
-        print(f"best: {inert(report['best']['name'])} at {report['best']['tok_s']:.1f} tok/s")
+        print(
+            f"best: {inert(report['best']['name'])} at {report['best']['tok_s']:.1f} tok/s ({inert(report['best']['how_sure'])})"
+        )
+    pooled = report.get("noise")
+    runs = f"{report.get('runs', 0)} benchmarks in {report.get('launches', 0)} launches for {report.get('cells', 0)} cells"
+    print(runs + (f"; {pooled['text']}" if pooled else ""))
+    eta = report.get("eta_check")
+    if eta and eta.get("actual_s") is not None:
+        from eagletui.core.sweep_plan import fmt_duration
+
+        print(
+            f"ETA check: {fmt_duration(eta['predicted_s'])} predicted at {eta['when']}, "
+            f"{fmt_duration(eta['actual_s'])} taken ({eta['error_pct']:+.1f} %)"
+        )
+    if report.get("paused"):
+        print(f"paused: {inert(report['paused'])}")
+
+
+def _adaptive_flags(args: dict[str, Any], path: str) -> str:
+    """The launch flags that serve the crossover: ``--speculative-adaptive --speculative-adaptive-config PATH …``."""
+    parts: list[str] = []
+    for k, v in args.items():
+        if v is True:
+            parts.append(k)
+        else:
+            parts.extend([k, path if k == "--speculative-adaptive-config" else str(v)])
+    return shlex.join(parts)
+
+
+def points_raw(queue: Any) -> list[dict[str, Any]]:
+    return [dict(c.client) for c in queue.variants[0].cells] if queue.variants else []
+
+
+def plan_lines(queue: Any, history: Any, targets: list[str], profile: Any = None) -> list[str]:
+    """``sweep --plan``: the launches in order with their cells and estimates, and the whole-sweep ETA."""
+    from eagletui.core.sweep_plan import fmt_duration
+
+    q = queue
+    eta = q.eta(history=history)
+    configs = sum(1 for v in q.variants if v.recheck_of is None)
+    points = [c.label for c in q.variants[0].cells] if q.variants else []
+    cells = configs * len(points)
+    pol = q.repeat_policy
+    runs = pol.repeats if not pol.adaptive else eta.runs_per_cell
+    out = [
+        f"sweep plan of {q.profile} on {', '.join(targets)}: {len(q.variants)} launch"
+        f"{'es' if len(q.variants) != 1 else ''} for {configs} server config{'s' if configs != 1 else ''}"
+        + (" (+1 drift check)" if len(q.variants) > configs else "")
+        + f", {cells} cell{'s' if cells != 1 else ''} ({len(points)} client setting{'s' if len(points) != 1 else ''} a launch, "
+        f"no relaunch between them)",
+        f"repeats: {pol.describe()}; ~{runs:.1f} runs a cell expected",
+        "client settings: " + ", ".join(inert(p) for p in points),
+    ]
+    if profile is not None:
+        for p in points_raw(q):
+            c = p.get("concurrency")
+            n = p.get("num_prompts", profile.bench.num_prompts)
+            if isinstance(c, int) and c > n:
+                out.append(
+                    f"note: at concurrency={c} only {n} prompts are sent: at most {n} requests are in flight "
+                    "(raise bench.num_prompts to the highest concurrency)"
+                )
+    for pos, i in enumerate(q.order):
+        v = q.variants[i]
+        est = eta.per_launch.get(i)
+        when = f"~{fmt_duration(est)}" if est is not None and i in eta.per_launch else v.state
+        tag = " (baseline)" if v.index == 0 else (" (drift check)" if v.recheck_of is not None else "")
+        left = sum(1 for c in v.cells if not c.stop) if v.state not in ("done", "failed", "skipped") else 0
+        out.append(
+            f"  {pos + 1:>2}. {inert(v.name)}{tag}: {v.state}; {left} cell{'s' if left != 1 else ''} to benchmark, {when}"
+        )
+    hosts = f"{q.workers} host{'s' if q.workers != 1 else ''}"
+    if eta.complete:
+        out.append(
+            f"ETA {fmt_duration(eta.seconds)} on {hosts} (learned launch times and benchmark durations)"
+        )
+    else:
+        out.append(
+            f"ETA ≥ {fmt_duration(eta.seconds)} on {hosts}; not yet known: {'; '.join(eta.unknown)} "
+            "(learned as the sweep runs)"
+        )
+    return out
 
 
 async def _amain(ns: argparse.Namespace) -> int:
@@ -106,6 +228,8 @@ async def _amain(ns: argparse.Namespace) -> int:
         targets = [ns.target or profile.target]
     target = "+".join(targets)
     qpath = queue_path(target, ns.profile, ns.queue_dir)
+    if ns.plan:
+        return _print_plan(ns, profile, spec, targets, target, qpath)
     lock = QueueLock(qpath)
     try:
         lock.acquire()
@@ -126,7 +250,9 @@ async def _run(
     from eagletui.commands.bench import PhasePrinter
     from eagletui.session.sweep import SweepError, spec_fingerprint
 
-    fresh = SweepQueue.plan(spec, target=target, profile_path=ns.profile)
+    fresh = SweepQueue.plan(
+        spec, target=target, profile_path=ns.profile, profile=profile, workers=_workers(profile, targets)
+    )
     if qpath.exists() and not ns.restart:
         try:
             old = SweepQueue.load(qpath)
@@ -188,7 +314,8 @@ async def _run(
     queue.save(qpath)
     c = queue.counts()
     _say(
-        f"sweep: {len(queue.variants)} variants × {queue.repeats} repeat(s) on {target}; "
+        f"sweep: {len(queue.variants)} launches × {len(queue.variants[0].cells)} client setting(s) on {target} "
+        f"({queue.repeat_policy.describe()}); "
         + ", ".join(f"{n} {k}" for k, n in sorted(c.items()))
         + f"; queue {qpath}"
     )
@@ -198,6 +325,9 @@ async def _run(
     cfg, problems = load_user_config()
     for problem in problems:
         _say(f"eagletui: config: {problem}")
+    history = _history(cfg)
+    for line in plan_lines(queue, history, targets, profile):
+        _say(line)
     profile.bench = dataclasses.replace(profile.bench, repeats=1)  # one repeat per benchmark() call
     from eagletui.session.sweep_jobs import job_slots, slot_worker
 
@@ -223,7 +353,8 @@ async def _run(
                 )
             except OSError as exc:
                 say(f"eagletui: not recording: {exc}")
-        model = SessionModel(target=target, profile=profile, recorder=recorder, learn_history=False)
+        # the sweep learns launch and benchmark times (the next sweep's plan has an ETA at its start)
+        model = SessionModel(target=target, profile=profile, recorder=recorder, history=history)
         # one line per variant and step: no line per phase (20 a launch), progress every 30 s
         model.subscribe(PhasePrinter(samples=False, phases=False, progress_every=30.0))
         model.on_problem(PhasePrinter.problem)
@@ -286,6 +417,7 @@ async def _run(
         return EXIT_LAUNCH_FAILED
     report = Redactor.for_profile(profile).value(queue.report(profile.verdict, profile))
     report["queue"] = str(qpath)
+    _write_crossover(ns, report)
     if predictions:
         # each variant the cycle model predicted from an earlier one, predicted vs measured (issue 25)
         report["predictions"] = predictions
@@ -313,6 +445,71 @@ def _prediction_rows(model: Any, target: str) -> list[dict[str, Any]]:
     return out
 
 
+def _workers(profile: Any, targets: list[str]) -> int:
+    """What the ETA divides over: the hosts, or on a Slurm cluster the job slots (slurm.max_parallel)."""
+    from eagletui.session.sweep_jobs import job_slots
+
+    return job_slots(profile) or len(targets)
+
+
+def _history(cfg: Any) -> Any:
+    """The phase history (launch times, and the sweep's benchmark and between-launch times)."""
+    from eagletui.core.history import PhaseHistory
+
+    try:
+        return PhaseHistory.load(cfg.history_path)
+    except Exception as exc:  # no ETA from history is a worse plan, never a failed sweep
+        _say(f"eagletui: phase history not read: {exc}")
+        return None
+
+
+def _print_plan(
+    ns: argparse.Namespace, profile: Any, spec: Any, targets: list[str], target: str, qpath: Any
+) -> int:
+    """``--plan``: the unfinished queue's remaining plan, else the fresh one; nothing is launched."""
+    from eagletui.config import load_user_config
+    from eagletui.session.sweep import SweepError, SweepQueue, spec_fingerprint
+
+    queue = SweepQueue.plan(
+        spec, target=target, profile_path=ns.profile, profile=profile, workers=_workers(profile, targets)
+    )
+    if qpath.exists() and not ns.restart:
+        with contextlib.suppress(SweepError):
+            old = SweepQueue.load(qpath)
+            if old.fingerprint == spec_fingerprint(spec) and not old.finished:
+                queue = old
+                _say(f"eagletui: the unfinished sweep in {qpath}: what is left of it")
+    cfg, _problems = load_user_config()
+    for line in plan_lines(queue, _history(cfg), targets, profile):
+        print(inert_lines(line))
+    return EXIT_OK
+
+
+def _write_crossover(ns: argparse.Namespace, report: dict[str, Any]) -> None:
+    """``--crossover FILE``: the SGLang adaptive config of the crossover (0600), or why there is none."""
+    if not ns.crossover:
+        return
+    xo = report.get("crossover") or {}
+    cfg = xo.get("sglang_adaptive_config")
+    if not cfg:
+        why = xo.get("why_not") or "the sweep has no concurrency factor with two or more values"
+        _say(f"eagletui: no --speculative-adaptive-config written: {why}")
+        return
+    import os
+
+    path = os.path.expanduser(ns.crossover)
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(cfg, f, indent=2)
+            f.write("\n")
+    except OSError as exc:
+        _say(f"eagletui: cannot write {path}: {exc.strerror or exc}")
+        return
+    report["crossover"]["file"] = path
+    _say(f"crossover written to {path}; launch with: {_adaptive_flags(xo['launch_args'], path)}")
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = ArgumentParser(prog="eagletui sweep", description="Run a profile's [sweep] unattended.")
     p.add_argument(
@@ -321,6 +518,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--profile", required=True, help="profile TOML with a [sweep] table")
     add_ssh_options(p)
     p.add_argument("--json", action="store_true", help="print the result as JSON on stdout")
+    p.add_argument(
+        "--plan",
+        action="store_true",
+        help="print the launches, benchmarks and ETA of the sweep (what is left of an unfinished one); run nothing",
+    )
+    p.add_argument(
+        "--crossover",
+        default=None,
+        metavar="FILE",
+        help="write the best speculative setting per concurrency range as SGLang's --speculative-adaptive-config JSON",
+    )
     p.add_argument("--resume", action="store_true", help="continue the unfinished sweep of this profile")
     p.add_argument("--restart", action="store_true", help="discard an unfinished sweep and start over")
     p.add_argument(

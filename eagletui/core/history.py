@@ -167,6 +167,14 @@ class PhaseHistory:
             return None
         return sum(p for p in parts if p is not None)
 
+    def phases(self, key: str) -> list[str]:
+        """The phases that have samples under ``key``."""
+        return list(self._samples.get(key, {}))
+
+    def launch_estimate(self, key: str) -> float | None:
+        """A whole launch (start → ready): the sum of the medians of every phase recorded under ``key``."""
+        return self.estimate_total(key, self.phases(key)) if self.phases(key) else None
+
     def describe(self, key: str, phase: str) -> str:
         est = self.estimate(key, phase)
         if est is None:

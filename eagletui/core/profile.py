@@ -177,6 +177,7 @@ class BenchSettings:
     warmup: int = 1
     repeats: int = 1
     input_len: int = 1024  # bench_serving random-ids
+    request_rate: float = 0.0  # requests/s (Poisson arrivals); 0 = as fast as the concurrency allows
     command: str = ""  # custom runner: a command line run on the host
     tok_s_regex: str = ""
     accept_len_regex: str = ""

@@ -116,6 +116,7 @@ _RANGES: dict[str, tuple[float, float, bool]] = {
     "bench.warmup": (0, 10_000, False),
     "bench.repeats": (1, 1_000, False),
     "bench.input_len": (1, 2_097_152, False),
+    "bench.request_rate": (0, 1e6, False),
     "bench.timeout_s": (0, _DAY, True),
     "verdict.min_accept_len": (0, 64, False),
     "verdict.min_speedup": (0, 1_000, True),

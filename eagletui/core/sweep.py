@@ -13,6 +13,13 @@ or as a matrix crossed in full (the first value of each factor is its reference 
     [sweep.matrix]
     "enable-flashinfer-allreduce-fusion" = [false, true]
     NCCL_ALGO = ["Ring", "Tree"]
+    concurrency = [1, 4, 16, 64]                # a client factor: no relaunch
+
+Factors are of two kinds. **Server factors** (toggles: flags and environment variables) need a
+relaunch; **client factors** (:data:`CLIENT_KEYS`: concurrency, the prompt set, output and input
+lengths, the request rate) only change the benchmark. A variant is one server config; the client
+factors (in the matrix, or ``[sweep.client]`` beside a variant list) are crossed into *client points*
+that every variant is benchmarked at within its one launch (:mod:`eagletui.core.sweep_plan`).
 
 A toggle is named like in the Tune panel: ``NCCL_ALGO`` / ``enable-x`` / ``--enable-x`` or the full
 key ``env:NCCL_ALGO`` / ``arg:--enable-x``; it must be one of the profile's ``[[toggles]]``, and each
@@ -34,15 +41,50 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from eagletui.core.noise import NOISE_SIGMAS, SUGGEST_REPEATS, band, outside
+from eagletui.core.sweep_decide import DEFAULT_MAX_REPEATS, DEFAULT_TIE_PCT, MIN_FLOOR, RepeatPolicy
 from eagletui.core.tomlpos import locate, locate_in_array
 
 if TYPE_CHECKING:
-    from eagletui.core.profile import Profile, Toggle
+    from eagletui.core.profile import BenchSettings, Profile, Toggle
 
 MAX_VARIANTS = 256
 MAX_REPEATS = 100
-_SWEEP_KEYS = {"repeats", "matrix", "variants", "targets"}
+MAX_CLIENT_POINTS = 64
+MAX_GPU_WAIT_S = 24 * 3600.0
+DEFAULT_GPU_WAIT_S = 300.0
+_SWEEP_KEYS = {
+    "repeats",
+    "matrix",
+    "variants",
+    "targets",
+    "client",
+    "min_repeats",
+    "max_repeats",
+    "confidence",
+    "tie_pct",
+    "drift_check",
+    "gpu_wait_s",
+}
 _VARIANT_KEYS = {"name", "set"}
+
+#: Client factors: ``[bench]`` keys a sweep may vary without a relaunch, with their type and range.
+CLIENT_KEYS: dict[str, tuple[type, float | None, float | None]] = {
+    "concurrency": (int, 1, 10_000),
+    "prompts": (str, None, None),  # the dataset: chat | code | long | a JSONL file
+    "num_prompts": (int, 1, 100_000),
+    "max_new_tokens": (int, 1, 1_048_576),  # output length
+    "input_len": (int, 1, 2_097_152),  # prompt length (bench_serving's random-ids)
+    "request_rate": (float, 0, 1e6),  # requests/s, Poisson arrivals; 0 = as fast as the concurrency allows
+}
+
+
+def client_key(name: str) -> str | None:
+    """``concurrency`` / ``bench.concurrency`` / ``max-new-tokens`` → the [bench] key; None if not one."""
+    bare = name.strip()
+    if bare.startswith("bench."):
+        bare = bare[len("bench.") :]
+    bare = bare.replace("-", "_")
+    return bare if bare in CLIENT_KEYS else None
 
 
 @dataclass(frozen=True)
@@ -55,14 +97,57 @@ class Variant:
 
 @dataclass(frozen=True)
 class SweepSpec:
-    variants: tuple[Variant, ...]
-    repeats: int = 1
+    variants: tuple[Variant, ...]  # server configs: one launch each
+    repeats: int = 1  # fixed policy: runs a cell; adaptive: its floor
     factors: tuple[str, ...] = ()  # toggle keys of a matrix sweep (empty for a list)
     targets: tuple[str, ...] = ()  # several hosts: each takes the next variant
+    #: client factors in declared order, each with its values (the first is the reference level)
+    client: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    policy: RepeatPolicy | None = None  # None: ``repeats`` fixed
+    drift_check: bool | None = None  # the baseline again at the end; None = when it costs ≤ 25 %
+    gpu_wait_s: float = DEFAULT_GPU_WAIT_S  # the bound on waiting for GPU memory between launches
 
     @property
     def factorial(self) -> bool:
         return bool(self.factors)
+
+    @property
+    def repeat_policy(self) -> RepeatPolicy:
+        return self.policy or RepeatPolicy(adaptive=False, repeats=self.repeats)
+
+    def client_points(self) -> list[dict[str, Any]]:
+        """Every client setting a launch is benchmarked at (``[{}]``: the profile's [bench] as is)."""
+        if not self.client:
+            return [{}]
+        keys = [k for k, _ in self.client]
+        return [
+            dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(v for _, v in self.client))
+        ]
+
+    @property
+    def client_factors(self) -> tuple[str, ...]:
+        return tuple(k for k, _ in self.client)
+
+    def drift_enabled(self) -> bool:
+        """The baseline runs again at the end when asked, or (unset) when that adds at most a fifth
+        to the launches: five server configs or more."""
+        if len(self.variants) < 2:
+            return False
+        if self.drift_check is not None:
+            return self.drift_check
+        return len(self.variants) >= 5
+
+
+def client_label(point: dict[str, Any]) -> str:
+    """``concurrency=4 max_new_tokens=256``; the profile's benchmark as is for ``{}``."""
+    return " ".join(f"{k}={_fmt(v)}" for k, v in point.items()) or "the profile's benchmark"
+
+
+def apply_client(bench: BenchSettings, point: dict[str, Any]) -> BenchSettings:
+    """The profile's [bench] with a client point's values."""
+    import dataclasses
+
+    return dataclasses.replace(bench, **point) if point else bench
 
 
 def _err(message: str, path: Any, where: tuple[int | None, int | None]) -> Exception:
@@ -134,13 +219,7 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
                 path,
                 locate(text, key, "sweep"),
             )
-    repeats = raw.get("repeats", 1)
-    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
-        raise _err(
-            f"sweep.repeats must be an integer from 1 to {MAX_REPEATS}, got {repeats!r}",
-            path,
-            locate(text, "repeats", "sweep"),
-        )
+    policy = _policy(raw, text, path)
     targets = raw.get("targets", [])
     if not isinstance(targets, list) or not all(isinstance(t, str) and t.strip() for t in targets):
         raise _err("sweep.targets must be a list of host names", path, locate(text, "targets", "sweep"))
@@ -151,10 +230,22 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
             path,
             locate(text, "sweep"),
         )
+    client: list[tuple[str, tuple[Any, ...]]] = []
     if has_matrix:
-        variants, factors = _matrix(raw["matrix"], profile, text, path)
+        variants, factors = _matrix(raw["matrix"], profile, text, path, client)
     else:
         variants, factors = _variant_list(raw["variants"], profile, text, path), []
+    if "client" in raw:
+        _client_table(raw["client"], text, path, client)
+    n_points = math.prod(len(v) for _, v in client) if client else 1
+    if n_points > MAX_CLIENT_POINTS:
+        raise _err(
+            f"the sweep benchmarks {n_points} client settings a launch; at most {MAX_CLIENT_POINTS}",
+            path,
+            locate(text, "client", "sweep") if "client" in raw else locate(text, "matrix", "sweep"),
+        )
+    if not variants:
+        variants = [Variant(variant_label({}), {})]  # only client factors: one launch of the profile
     if len(variants) > MAX_VARIANTS:
         raise _err(
             f"the sweep has {len(variants)} variants; at most {MAX_VARIANTS}", path, locate(text, "sweep")
@@ -163,16 +254,149 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
         raise _err(f"two sweep variants are named {dup!r}", path, locate(text, "sweep"))
-    return SweepSpec(tuple(variants), repeats, tuple(factors), tuple(targets))
+    drift = raw.get("drift_check")
+    if drift is not None and not isinstance(drift, bool):
+        raise _err(
+            f"sweep.drift_check must be true or false, got {drift!r}",
+            path,
+            locate(text, "drift_check", "sweep"),
+        )
+    wait = raw.get("gpu_wait_s", DEFAULT_GPU_WAIT_S)
+    if (
+        isinstance(wait, bool)
+        or not isinstance(wait, int | float)
+        or not math.isfinite(wait)
+        or not 0 <= wait <= MAX_GPU_WAIT_S
+    ):
+        raise _err(
+            f"sweep.gpu_wait_s must be a number of seconds from 0 to {MAX_GPU_WAIT_S:g}, got {wait!r}",
+            path,
+            locate(text, "gpu_wait_s", "sweep"),
+        )
+    return SweepSpec(
+        tuple(variants),
+        policy.floor,
+        tuple(factors),
+        tuple(targets),
+        tuple(client),
+        policy,
+        drift,
+        float(wait),
+    )
 
 
-def _matrix(raw: Any, profile: Profile, text: str, path: Any) -> tuple[list[Variant], list[str]]:
+def _policy(raw: dict[str, Any], text: str, path: Any) -> RepeatPolicy:
+    """``repeats = N`` (fixed) or ``repeats = "adaptive"`` (the default) with its bounds."""
+    repeats = raw.get("repeats", "adaptive")
+    where = locate(text, "repeats", "sweep")
+    adaptive_keys = [k for k in ("min_repeats", "max_repeats", "confidence", "tie_pct") if k in raw]
+    if repeats == "adaptive":
+        lo = _int_key(raw, "min_repeats", MIN_FLOOR, MIN_FLOOR, MAX_REPEATS, text, path)
+        hi = _int_key(raw, "max_repeats", max(DEFAULT_MAX_REPEATS, lo), lo, MAX_REPEATS, text, path)
+        conf = raw.get("confidence", 0.95)
+        if isinstance(conf, bool) or not isinstance(conf, int | float) or not 0.5 <= conf < 1:
+            raise _err(
+                f"sweep.confidence must be a number from 0.5 to below 1 (0.95 = 95 %), got {conf!r}",
+                path,
+                locate(text, "confidence", "sweep"),
+            )
+        tie = raw.get("tie_pct", DEFAULT_TIE_PCT)
+        if isinstance(tie, bool) or not isinstance(tie, int | float) or not 0 <= tie <= 50:
+            raise _err(
+                f"sweep.tie_pct must be a percentage from 0 to 50, got {tie!r}",
+                path,
+                locate(text, "tie_pct", "sweep"),
+            )
+        return RepeatPolicy(True, lo, lo, hi, float(conf), float(tie))
+    if isinstance(repeats, bool) or not isinstance(repeats, int) or not 1 <= repeats <= MAX_REPEATS:
+        raise _err(
+            f'sweep.repeats must be "adaptive" or an integer from 1 to {MAX_REPEATS}, got {repeats!r}',
+            path,
+            where,
+        )
+    if adaptive_keys:
+        raise _err(
+            f'sweep.{adaptive_keys[0]} applies to repeats = "adaptive" only (repeats = {repeats} runs every '
+            "cell that often)",
+            path,
+            locate(text, adaptive_keys[0], "sweep"),
+        )
+    return RepeatPolicy(False, repeats, repeats, repeats)
+
+
+def _int_key(raw: dict[str, Any], key: str, default: int, lo: int, hi: int, text: str, path: Any) -> int:
+    v = raw.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+        raise _err(
+            f"sweep.{key} must be an integer from {lo} to {hi}, got {v!r}", path, locate(text, key, "sweep")
+        )
+    return v
+
+
+def _client_values(
+    key: str, values: Any, where: tuple[int | None, int | None], path: Any, label: str
+) -> tuple[Any, ...]:
+    """A client factor's values checked against :data:`CLIENT_KEYS` (type, range, no repeats)."""
+    typ, lo, hi = CLIENT_KEYS[key]
+    if not isinstance(values, list) or not values:
+        raise _err(f"{label}.{key} must be a non-empty list of values", path, where)
+    out: list[Any] = []
+    for v in values:
+        if typ is str:
+            if not isinstance(v, str) or not v.strip() or "\n" in v:
+                raise _err(f"{label}.{key}: {v!r} is not a prompt set name or file", path, where)
+        elif isinstance(v, bool) or not isinstance(v, int | float) or (typ is int and not isinstance(v, int)):
+            raise _err(
+                f"{label}.{key}: {v!r} is not {'an integer' if typ is int else 'a number'}", path, where
+            )
+        elif not math.isfinite(v) or (lo is not None and v < lo) or (hi is not None and v > hi):
+            raise _err(f"{label}.{key}: {v!r} is out of range ({lo:g}..{hi:g})", path, where)
+        v = typ(v)
+        if v in out:
+            raise _err(f"{label}.{key}: {_fmt(v)} is listed twice", path, where)
+        out.append(v)
+    return tuple(out)
+
+
+def _client_table(raw: Any, text: str, path: Any, client: list[tuple[str, tuple[Any, ...]]]) -> None:
+    if not isinstance(raw, dict) or not raw:
+        raise _err(
+            "[sweep.client] must map client settings (concurrency, prompts, …) to lists of values",
+            path,
+            locate(text, "client", "sweep"),
+        )
+    for name, values in raw.items():
+        where = locate(text, name, "sweep.client")
+        key = client_key(name)
+        if key is None:
+            close = difflib.get_close_matches(name, sorted(CLIENT_KEYS), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise _err(
+                f"sweep.client: {name!r} is not a client setting{hint} (one of {', '.join(CLIENT_KEYS)}; "
+                "server flags and env go in [sweep.matrix] or the variants)",
+                path,
+                where,
+            )
+        if any(k == key for k, _ in client):
+            raise _err(f"sweep.client: {key} is given twice", path, where)
+        client.append((key, _client_values(key, values, where, path, "sweep.client")))
+
+
+def _matrix(
+    raw: Any, profile: Profile, text: str, path: Any, client: list[tuple[str, tuple[Any, ...]]]
+) -> tuple[list[Variant], list[str]]:
     if not isinstance(raw, dict) or not raw:
         raise _err("[sweep.matrix] must map toggles to lists of values", path, locate(text, "matrix"))
     keys: list[str] = []
     levels: list[list[Any]] = []
     for name, values in raw.items():
         where = locate(text, name, "sweep.matrix")
+        ckey = client_key(name)
+        if ckey is not None:
+            if any(k == ckey for k, _ in client):
+                raise _err(f"sweep.matrix: {ckey} is given twice", path, where)
+            client.append((ckey, _client_values(ckey, values, where, path, "sweep.matrix")))
+            continue
         toggle = resolve_toggle(profile, name)
         if toggle is None:
             close = difflib.get_close_matches(name.lstrip("-"), _toggle_names(profile), n=1, cutoff=0.6)
@@ -192,6 +416,8 @@ def _matrix(raw: Any, profile: Profile, text: str, path: Any) -> tuple[list[Vari
             canon_values.append(canon)
         keys.append(toggle.key)
         levels.append(canon_values)
+    if not keys:
+        return [], []
     variants = []
     for combo in itertools.product(*levels):
         settings = dict(zip(keys, combo, strict=True))
@@ -218,6 +444,13 @@ def _variant_list(raw: Any, profile: Profile, text: str, path: Any) -> list[Vari
             raise _err(f"sweep variant {i + 1}: set must be a table of toggle = value", path, where("set"))
         settings: dict[str, Any] = {}
         for name, value in sets.items():
+            if client_key(name) is not None:
+                raise _err(
+                    f"sweep variant {i + 1}: {name!r} is a client setting: list it under [sweep.client] "
+                    "(every variant is benchmarked at each value within its one launch)",
+                    path,
+                    where("set"),
+                )
             toggle = resolve_toggle(profile, name)
             if toggle is None:
                 close = difflib.get_close_matches(name.lstrip("-"), _toggle_names(profile), n=1, cutoff=0.6)

@@ -2,16 +2,22 @@
 
 A missing nvidia-smi is normal (the simulator, a laptop), so it ends the stream quietly instead of
 raising; the UI simply shows no GPU panel.
+
+:func:`wait_released` is the sweep's gate between launches: it polls memory until every GPU is back
+to its reading from before the previous launch (:mod:`eagletui.core.gpu_memory`), bounded.
 """
 
 from __future__ import annotations
 
 import asyncio
 import math
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
 from typing import Any
 
 from eagletui.core.events import GpuStats
+from eagletui.core.gpu_memory import TOLERANCE_MIB, Reading, describe_held, parse_reading
 from eagletui.remote.transport import Transport, TransportError
 
 QUERY = [
@@ -89,3 +95,85 @@ async def gpu_events(
             continue
         yield GpuStats(gpus=tuple(parse_query(res.stdout)))
         await asyncio.sleep(interval)
+
+
+# ------------------------------------------------------------------ the GPU gate between launches
+
+MEMORY_QUERY = [
+    "nvidia-smi",
+    "--query-gpu=index,uuid,memory.used,memory.total",
+    "--format=csv,noheader,nounits",
+]
+GATE_READ_TIMEOUT_S = 15.0
+
+
+async def read_memory(transport: Transport, timeout: float = GATE_READ_TIMEOUT_S) -> Reading | None:
+    """Used/total memory per GPU and the processes holding it, in one round trip each; None when the
+    host cannot tell (no nvidia-smi, a failing driver, a dropped link): the gate then says "unknown"."""
+    try:
+        res, apps = await asyncio.gather(
+            transport.run(MEMORY_QUERY, timeout=timeout), transport.run(APPS_QUERY, timeout=timeout)
+        )
+    except (TransportError, TimeoutError, OSError):
+        return None
+    if res.exit_status != 0:
+        return None
+    reading = parse_reading(res.stdout[:1_000_000], apps.stdout[:1_000_000] if apps.exit_status == 0 else "")
+    return reading if reading.used else None
+
+
+@dataclass(frozen=True)
+class GateResult:
+    """How the wait for released GPU memory ended: ``clean`` (back to the reference), ``held`` (the bound
+    passed with memory still held: ``message`` names the holders), ``unknown`` (no telemetry)."""
+
+    status: str
+    waited_s: float
+    reading: Reading | None
+    message: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"status": self.status, "waited_s": round(self.waited_s, 2), "message": self.message}
+
+
+async def wait_released(
+    transport: Transport,
+    before: Reading | None,
+    *,
+    timeout: float,
+    poll: float = 1.0,
+    tolerance_mib: float = TOLERANCE_MIB,
+    say: Callable[[str], None] | None = None,
+    say_every: float = 10.0,
+    label: str = "the previous launch",
+) -> GateResult:
+    """Until every GPU's used memory is back within ``tolerance_mib`` of ``before`` (the reading taken
+    right before the previous launch), at most ``timeout`` seconds. Without a reference the current
+    reading is taken as it (nothing to wait for); without telemetry the result is ``unknown``."""
+    t0 = time.monotonic()
+    last_say = t0
+    reading: Reading | None = None
+    while True:
+        reading = await read_memory(transport)
+        waited = time.monotonic() - t0
+        if reading is not None:
+            if before is None:
+                return GateResult("clean", waited, reading, "no earlier reading: taken as the reference")
+            held = describe_held(before, reading, tolerance_mib)
+            if not held:
+                return GateResult(
+                    "clean", waited, reading, f"released after {waited:.1f} s" if waited >= 0.05 else ""
+                )
+            if waited >= timeout:
+                return GateResult(
+                    "held",
+                    waited,
+                    reading,
+                    f"GPU memory of {label} is still held after {waited:.0f} s (sweep.gpu_wait_s = {timeout:g}): {held}",
+                )
+            if say is not None and time.monotonic() - last_say >= say_every:
+                say(f"  waiting for GPU memory ({waited:.0f} s of {timeout:g}): {held}")
+                last_say = time.monotonic()
+        elif before is None or waited >= min(timeout, 5 * poll):  # it answered before: a few more tries
+            return GateResult("unknown", waited, None, "no GPU telemetry (nvidia-smi) to wait on")
+        await asyncio.sleep(poll)

@@ -1,56 +1,57 @@
-"""The sweep runner: apply → relaunch → ready → benchmark (× repeats) → record → next, unattended.
+"""The sweep queue: launches, each benchmarking every client point, written down after every step.
 
 A sweep is hours of launches, so its queue is written down after every step and nothing is lost when
 eagletui quits, the SSH link drops or the laptop reboots: ``eagletui sweep --resume`` (or the UI) reads
 the queue back, reattaches to the server that is running on the host and goes on from there.
 
+**What is queued.** One entry (:class:`VariantState`) per *launch*: a server config of the sweep, plus
+— with the drift check — the baseline again at the end. Each entry holds one :class:`CellState` per
+client point (concurrency, prompt set, lengths, request rate: :mod:`eagletui.core.sweep`), all
+benchmarked within that one launch; the runs of a cell are its repeats. The order and the ETA follow
+:mod:`eagletui.core.sweep_plan`, the repeats and decisions :mod:`eagletui.core.sweep_decide`.
+
 **Where the queue lives.** Locally, next to the recordings: ``<data dir>/sweeps/<target>-<profile>-
 <hash>.json`` (dir 0700, file 0600, replaced atomically), keyed by target + profile path. The host's
 run dir would survive the loss of the laptop, but the queue is the laptop's plan, the runs on the host
-are the host's facts, and resuming reconciles the two: a variant marked *launching* or *benchmarking*
+are the host's facts, and resuming reconciles the two: a launch marked *launching* or *benchmarking*
 is matched to the live run on the host by its run id (or, when the kill came between the launch and
-the write, by the launch config) and followed rather than launched again; a variant whose run is gone
-is launched again. A variant *done* is never run twice; repeats already measured are kept.
+the write, by the launch config) and followed rather than launched again; a launch whose run is gone
+is launched again. A launch *done* is never run twice; repeats already measured are kept.
 
 A failed launch is recorded with its triage kind (``oom``, ``nccl``, ``timeout``…) and the sweep goes
 on. :class:`SweepQueue` also holds the operations a person can do while it runs: skip, retry, abort,
-move up/down. No Textual here; the headless command and the UI's queue view both drive this.
+move up/down. The runner is :mod:`eagletui.session.sweep_runner`, the report
+:mod:`eagletui.session.sweep_report`. No Textual here; the headless command and the UI's queue view
+both drive this.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import hashlib
 import json
 import os
 import re
 import time
-from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagletui.core import events as ev
-from eagletui.core.state import ServerState
 from eagletui.core.stats import mean_stdev
 from eagletui.core.sweep import (
     Measured,
     SweepSpec,
     Variant,
-    best,
-    delta_pct,
-    judge,
-    main_effects,
-    ranked,
+    apply_client,
+    client_label,
     variant_profile,
 )
-from eagletui.session.sweep_jobs import job_slots, resume_variant, slot_profile
+from eagletui.core.sweep_decide import Cell, RepeatPolicy, cost_of, decide, pool_by_config, step_in
+from eagletui.core.sweep_plan import launch_order, makespan, median
 
 if TYPE_CHECKING:
-    from eagletui.core.profile import Profile
-    from eagletui.session.model import SessionModel
-    from eagletui.workspace import Workspace
+    from eagletui.core.profile import BenchSettings, Profile
+    from eagletui.core.sweep_decide import Decision, Step
 
 PENDING, LAUNCHING, BENCHMARKING, DONE, FAILED, SKIPPED = (
     "pending",
@@ -61,58 +62,62 @@ PENDING, LAUNCHING, BENCHMARKING, DONE, FAILED, SKIPPED = (
     "skipped",
 )
 IN_FLIGHT = (LAUNCHING, BENCHMARKING)
-QUEUE_VERSION = 1
-#: Extra benchmarks a variant may run in place of invalid repeats before it is marked failed.
-MAX_RERUNS = 2
+QUEUE_VERSION = 2
 MAX_QUEUE_BYTES = 4 * 1024 * 1024
-
-
-def _slowest_phases(model: SessionModel) -> str:
-    """`` (load_target 1.8s, warmup 0.6s, …)``: the launch's phases in one line, slowest first (a
-    sweep prints one line per variant, not a line per phase)."""
-    from eagletui.core.wording import phase_label
-
-    la = model.state.launch
-    if la is None:
-        return ""
-    durations = sorted(
-        ((p, s) for p, s in la.phase_durations().items() if s >= 0.05 and p != "ready"), key=lambda x: -x[1]
-    )
-    if not durations:
-        return ""
-    return " (" + ", ".join(f"{phase_label(p)} {s:.1f}s" for p, s in durations[:3]) + ")"
+#: Extra benchmarks a cell may run in place of failed repeats before it gives up.
+MAX_RERUNS = 2
+MAX_ETA_LOG = 200
 
 
 class SweepError(Exception):
     """A queue that cannot be used (damaged, from another sweep, locked by a running sweep)."""
 
 
+def why_not_counted(r: dict[str, Any]) -> str:
+    """Why a recorded run does not count: its error, else the validity gate's reasons (issue 19)."""
+    return str(r.get("error") or "; ".join(r.get("invalid") or []) or "no tokens")
+
+
+def client_fingerprint(point: dict[str, Any], bench: BenchSettings | None = None) -> str:
+    """What a benchmark's duration depends on besides the server: the client point and the workload."""
+    b = apply_client(bench, point) if bench is not None else None
+    key: dict[str, Any] = {"point": point}
+    if b is not None:
+        key.update(
+            runner=b.runner,
+            prompts=b.prompts,
+            num_prompts=b.num_prompts,
+            concurrency=b.concurrency,
+            max_new_tokens=b.max_new_tokens,
+            input_len=b.input_len,
+            request_rate=b.request_rate,
+        )
+    return json.dumps(key, sort_keys=True, default=str)
+
+
 @dataclass
-class VariantState:
-    index: int  # position in the profile's declared order (the baseline is 0)
-    name: str
-    settings: dict[str, Any]
-    state: str = PENDING
-    phase: str = ""  # the launch phase now (not persisted meaningfully; for views)
-    run_id: str = ""
-    launches: int = 0  # servers launched for this variant (a reattach is not a launch)
-    attempts: int = 0
-    repeats: list[dict[str, Any]] = field(default_factory=list)  # tok_s, accept, ttft_ms, error
-    failure_kind: str = ""
-    failure: str = ""
-    launch_s: float | None = None  # launch → ready
-    bench_s: float | None = None
-    started_wall: float | None = None
-    target: str = ""  # the host that took it (several hosts share one queue)
+class CellState:
+    """One client point of one launch and its runs (tok_s, accept, ttft_ms, seconds, warm, error …)."""
+
+    client: dict[str, Any]
+    repeats: list[dict[str, Any]] = field(default_factory=list)
+    stop: str = ""  # why it ran no more (sweep_decide.Step.reason), "" while it may run again
+    stop_text: str = ""
 
     @property
     def good(self) -> list[dict[str, Any]]:
-        """Repeats that count: measured, no error, and valid by the run book's gate."""
+        """Runs that count: measured, no error, and not marked invalid."""
         return [
             r
             for r in self.repeats
-            if not r.get("error") and not r.get("invalid") and (r.get("tok_s") or 0) > 0
+            if not r.get("error")
+            and not r.get("invalid")
+            and isinstance(r.get("tok_s"), int | float)
+            and r["tok_s"] > 0
         ]
+
+    def values(self) -> tuple[float, ...]:
+        return tuple(float(r["tok_s"]) for r in self.good)
 
     def tok_s(self) -> tuple[float | None, float | None, int]:
         return mean_stdev([r["tok_s"] for r in self.good])
@@ -123,6 +128,67 @@ class VariantState:
     def ttft_ms(self) -> float | None:
         return mean_stdev([r.get("ttft_ms") for r in self.good])[0]
 
+    @property
+    def label(self) -> str:
+        return client_label(self.client)
+
+
+@dataclass
+class VariantState:
+    """One launch of the sweep: a server config (``settings``) and its cells."""
+
+    index: int  # position in the declared order (the baseline is 0; a drift re-check comes last)
+    name: str
+    settings: dict[str, Any]
+    state: str = PENDING
+    phase: str = ""  # the launch phase now (not persisted meaningfully; for views)
+    run_id: str = ""
+    launches: int = 0  # servers launched for this variant (a reattach is not a launch)
+    attempts: int = 0
+    cells: list[CellState] = field(default_factory=lambda: [CellState({})])
+    failure_kind: str = ""
+    failure: str = ""
+    launch_s: float | None = None  # launch command → ready
+    bench_s: float | None = None
+    overhead_s: float | None = None  # the previous server's stop + waiting for its GPU memory
+    started_wall: float | None = None
+    target: str = ""  # the host that took it (several hosts share one queue)
+    recheck_of: int | None = None  # the drift check: the same config as that variant, run at the end
+    cost: list[int] = field(default_factory=list)  # sweep_decide.cost_of its server args (ties → cheaper)
+    launch_key: str = ""  # core.history key of its launch (the ETA's learned times)
+    oom_retry: str = ""  # set when its launch ran out of GPU memory and was launched again once
+    gate: dict[str, Any] = field(default_factory=dict)  # how the wait for clean GPUs before it ended
+
+    @property
+    def config(self) -> int:
+        """The server config it launches: its own index, or the variant a drift check repeats."""
+        return self.index if self.recheck_of is None else self.recheck_of
+
+    # one-cell sweeps read like before: a variant's repeats are its cell's
+    @property
+    def repeats(self) -> list[dict[str, Any]]:
+        if len(self.cells) == 1:
+            return self.cells[0].repeats
+        return [r for c in self.cells for r in c.repeats]
+
+    @repeats.setter
+    def repeats(self, value: list[dict[str, Any]]) -> None:
+        self.cells[0].repeats = value
+
+    @property
+    def good(self) -> list[dict[str, Any]]:
+        return [r for c in self.cells for r in c.good]
+
+    def tok_s(self) -> tuple[float | None, float | None, int]:
+        """Its one cell's mean, stdev and count (None for several cells: see the cells)."""
+        return self.cells[0].tok_s() if len(self.cells) == 1 else (None, None, 0)
+
+    def accept(self) -> float | None:
+        return self.cells[0].accept() if len(self.cells) == 1 else None
+
+    def ttft_ms(self) -> float | None:
+        return self.cells[0].ttft_ms() if len(self.cells) == 1 else None
+
 
 @dataclass
 class SweepQueue:
@@ -131,28 +197,87 @@ class SweepQueue:
     target: str
     profile: str  # the profile file's path
     fingerprint: str  # of the spec: a changed [sweep] is a different sweep
-    repeats: int
+    repeats: int  # fixed: runs a cell; adaptive: the floor
     factors: list[str]
     variants: list[VariantState]
     order: list[int]  # indices in run order (reorder moves these)
+    policy: dict[str, Any] = field(default_factory=dict)  # sweep_decide.RepeatPolicy.to_dict()
+    client_factors: list[str] = field(default_factory=list)
+    workers: int = 1  # hosts or parallel jobs: the ETA divides by them
+    gpu_wait_s: float = 300.0
     aborted: bool = False
+    paused: str = ""  # why the sweep stopped itself (GPU memory still held …); a resume clears it
     created: float = field(default_factory=time.time)
+    started_wall: float | None = None
+    finished_wall: float | None = None
+    first_eta: dict[str, Any] = field(default_factory=dict)  # the first complete ETA: wall, eta_s, done
+    eta_log: list[list[float]] = field(default_factory=list)  # [wall, eta_s] as it ran
     path: Path | None = None
 
     # ------------------------------------------------------------------ building
 
     @classmethod
-    def plan(cls, spec: SweepSpec, *, target: str, profile_path: str) -> SweepQueue:
-        vs = [VariantState(i, v.name, dict(v.settings)) for i, v in enumerate(spec.variants)]
+    def plan(
+        cls,
+        spec: SweepSpec,
+        *,
+        target: str,
+        profile_path: str,
+        profile: Profile | None = None,
+        workers: int = 1,
+    ) -> SweepQueue:
+        """The queue of a spec: one launch per variant (each with every client point) in the planned
+        order (:func:`~eagletui.core.sweep_plan.launch_order`), and the drift re-check at the end.
+        With ``profile`` each launch knows its cost (ties) and history key (ETA)."""
+        points = spec.client_points()
+        vs: list[VariantState] = []
+        for i, v in enumerate(spec.variants):
+            vs.append(VariantState(i, v.name, dict(v.settings), cells=[CellState(dict(p)) for p in points]))
+        order = launch_order([v.settings for v in spec.variants])
+        if spec.drift_enabled():
+            base = spec.variants[0]
+            vs.append(
+                VariantState(
+                    len(vs),
+                    f"{base.name} (again: drift check)",
+                    dict(base.settings),
+                    cells=[CellState(dict(p)) for p in points],
+                    recheck_of=0,
+                )
+            )
+            order.append(len(vs) - 1)
+        if profile is not None:
+            from eagletui.core.history import history_key
+
+            for vstate in vs:
+                try:
+                    prof = variant_profile(profile, Variant(vstate.name, vstate.settings))
+                except ValueError:
+                    continue
+                cost = cost_of(prof.args)
+                # speculation on or off as the server kind defines it (SGLang's flags, vLLM's JSON)
+                vstate.cost = [1 if prof.kind.is_spec(prof.args) else 0, *cost[1:]]
+                vstate.launch_key = history_key(prof.snapshot())
+        policy = spec.repeat_policy
         return cls(
             target=target,
             profile=profile_path,
             fingerprint=spec_fingerprint(spec),
-            repeats=spec.repeats,
+            repeats=policy.floor,
             factors=list(spec.factors),
             variants=vs,
-            order=list(range(len(vs))),
+            order=order,
+            policy=policy.to_dict(),
+            client_factors=list(spec.client_factors),
+            workers=max(1, workers),
+            gpu_wait_s=spec.gpu_wait_s,
         )
+
+    @property
+    def repeat_policy(self) -> RepeatPolicy:
+        if not self.policy:
+            return RepeatPolicy(adaptive=False, repeats=self.repeats)
+        return RepeatPolicy.from_dict(self.policy)
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -171,7 +296,19 @@ class SweepQueue:
             raise SweepError(f"damaged sweep queue: {problem}")
         try:
             names = VariantState.__dataclass_fields__
-            vs = [VariantState(**{k: v for k, v in x.items() if k in names}) for x in d["variants"]]
+            vs = []
+            for x in d["variants"]:
+                fields = {k: v for k, v in x.items() if k in names and k != "cells"}
+                cells = [
+                    CellState(
+                        dict(c["client"]),
+                        list(c.get("repeats") or []),
+                        str(c.get("stop", "")),
+                        str(c.get("stop_text", "")),
+                    )
+                    for c in x.get("cells") or [{"client": {}}]
+                ]
+                vs.append(VariantState(**fields, cells=cells))
             q = cls(
                 target=str(d["target"]),
                 profile=str(d["profile"]),
@@ -180,13 +317,25 @@ class SweepQueue:
                 factors=[str(f) for f in d["factors"]],
                 variants=vs,
                 order=[int(i) for i in d["order"]],
+                policy=dict(d.get("policy") or {}),
+                client_factors=[str(f) for f in d.get("client_factors") or []],
+                workers=max(1, int(d.get("workers", 1))),
+                gpu_wait_s=float(d.get("gpu_wait_s", 300.0)),
                 aborted=bool(d.get("aborted", False)),
+                paused=str(d.get("paused", "")),
                 created=float(d.get("created", time.time())),
+                started_wall=_opt_float(d.get("started_wall")),
+                finished_wall=_opt_float(d.get("finished_wall")),
+                first_eta=dict(d.get("first_eta") or {}),
+                eta_log=[[float(a), float(b)] for a, b in (d.get("eta_log") or [])][-MAX_ETA_LOG:],
             )
-        except (KeyError, TypeError, ValueError) as exc:
+            q.repeat_policy  # noqa: B018 - a damaged policy fails here, not mid-sweep
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise SweepError(f"damaged sweep queue: {exc}") from None
         if sorted(q.order) != list(range(len(vs))) or [v.index for v in vs] != list(range(len(vs))):
             raise SweepError("damaged sweep queue: its order does not list every variant once")
+        if any(v.recheck_of is not None and not 0 <= v.recheck_of < len(vs) for v in vs):
+            raise SweepError("damaged sweep queue: a drift check names no variant")
         return q
 
     # ------------------------------------------------------------------ persistence
@@ -239,6 +388,16 @@ class SweepQueue:
     def in_flight(self) -> list[VariantState]:
         return [v for v in self.variants if v.state in IN_FLIGHT]
 
+    def _recheck_blocked(self, v: VariantState, target: str | None) -> bool:
+        """A drift check runs last, on the host that ran the baseline (another host would measure the
+        difference between hosts, not drift)."""
+        if v.recheck_of is None:
+            return False
+        base = self.variants[v.recheck_of]
+        if target is not None and base.target and base.target != target:
+            return True
+        return any(o.state == PENDING and o.recheck_of is None and o.index != v.index for o in self.variants)
+
     def next(self, target: str | None = None) -> VariantState | None:
         """The variant to work on: one left in flight (a resume) first, else the next pending.
         With ``target``, a variant in flight on another host is that host's, not ours."""
@@ -249,8 +408,15 @@ class SweepQueue:
             if v.state in IN_FLIGHT and (target is None or v.target in ("", target)):
                 return v
         for i in self.order:
-            if self.variants[i].state == PENDING:
-                return self.variants[i]
+            v = self.variants[i]
+            if v.state != PENDING:
+                continue
+            if v.recheck_of is not None and self.variants[v.recheck_of].state in (FAILED, SKIPPED):
+                v.state, v.failure = SKIPPED, "the baseline it re-checks did not run"
+                continue
+            if self._recheck_blocked(v, target):
+                continue
+            return v
         return None
 
     def counts(self) -> dict[str, int]:
@@ -259,23 +425,170 @@ class SweepQueue:
             out[v.state] = out.get(v.state, 0) + 1
         return out
 
+    def runs(self) -> int:
+        """Benchmarks run so far (every attempt, failed ones included)."""
+        return sum(len(c.repeats) for v in self.variants for c in v.cells)
+
+    def launches(self) -> int:
+        return sum(v.launches for v in self.variants)
+
     def cycle_s(self) -> float | None:
-        """Learned seconds per variant (launch → ready → benchmarks), from this sweep's done ones."""
+        """Learned seconds per launch (launch → ready → benchmarks), from this sweep's done ones."""
         cycles = [
             (v.launch_s or 0) + (v.bench_s or 0) for v in self.variants if v.state == DONE and v.launch_s
         ]
         return sum(cycles) / len(cycles) if cycles else None
 
-    def eta_s(self, now: float | None = None) -> float | None:
-        """Seconds until the sweep is done, from the learned cycle time (None until one variant finished)."""
-        cycle = self.cycle_s()
-        if cycle is None:
-            return None
+    # ------------------------------------------------------------------ statistics
+
+    def launch_cells(self) -> list[Cell]:
+        """One :class:`~eagletui.core.sweep_decide.Cell` per launch and client point (its config's
+        index, its valid runs): the noise is pooled over these."""
+        return [
+            Cell(v.config, ci, c.values(), tuple(v.cost))
+            for v in self.variants
+            for ci, c in enumerate(v.cells)
+        ]
+
+    def cells(self) -> list[Cell]:
+        """One cell per server config and client point, a drift check's runs pooled with its config's."""
+        return pool_by_config(self.launch_cells())
+
+    def step(self, v: VariantState, ci: int) -> Step:
+        """Does cell ``ci`` of launch ``v`` need another run (:func:`~eagletui.core.sweep_decide.step_in`)?
+        A drift check is compared with its config's first launch, not with the leader."""
+        policy = self.repeat_policy
+        me = Cell(v.config, ci, v.cells[ci].values(), tuple(v.cost))
+        others = [
+            Cell(w.config, cj, c.values(), tuple(w.cost))
+            for w in self.variants
+            for cj, c in enumerate(w.cells)
+            if (w.index, cj) != (v.index, ci)
+        ]
+        ref = None
+        if v.recheck_of is not None:
+            base = self.variants[v.recheck_of]
+            ref = Cell(base.config, ci, base.cells[ci].values(), tuple(base.cost))
+        return step_in(me, others, policy, reference=ref)
+
+    def decisions(self) -> list[Decision]:
+        """One decision per client point over every config measured there."""
+        launch_cells = self.launch_cells()
+        cells = pool_by_config(launch_cells)
+        points = len(self.variants[0].cells) if self.variants else 0
+        conf = self.repeat_policy.confidence
+        return [decide(cells, ci, conf, noise_cells=launch_cells) for ci in range(points)]
+
+    # ------------------------------------------------------------------ ETA
+
+    def eta(self, now: float | None = None, history: Any = None) -> Eta:
+        """Seconds until the sweep is done, by launch: the learned launch time (this sweep's launches,
+        else the phase history), the runs each cell still needs × this sweep's (or the history's)
+        seconds per benchmark at that client point, the time between launches; then a list schedule
+        over :attr:`workers` hosts or jobs."""
         now = time.time() if now is None else now
-        left = sum(1 for v in self.variants if v.state == PENDING) * cycle
-        for v in self.in_flight():
-            left += max(0.0, cycle - (now - (v.started_wall or now)))
-        return left
+        policy = self.repeat_policy
+        unknown: set[str] = set()
+        over_meas = [v.overhead_s for v in self.variants if v.overhead_s is not None]
+        overhead = median([x for x in over_meas if x is not None])
+        if overhead is None:
+            overhead = _hist(
+                history, "sweep:" + (self.variants[0].launch_key if self.variants else ""), "overhead"
+            )
+        # runs a cell of an adaptive sweep still needs: as many as the cells decided so far took
+        decided = [len(c.good) for v in self.variants for c in v.cells if c.stop]
+        expect = sum(decided) / len(decided) if decided and policy.adaptive else float(policy.floor)
+        first_s: dict[int, list[float]] = {}
+        next_s: dict[int, list[float]] = {}
+        for v in self.variants:
+            for ci, c in enumerate(v.cells):
+                for r in c.repeats:
+                    s = r.get("seconds")
+                    if isinstance(s, int | float) and s > 0:
+                        (first_s if r.get("warm") else next_s).setdefault(ci, []).append(float(s))
+        # a launch's benchmarks as a block, where no single run's time is known (older queues)
+        blocks = [v.bench_s / max(1, len(v.cells)) for v in self.variants if v.state == DONE and v.bench_s]
+        block = median(blocks)
+        pending: list[float] = []
+        busy: list[float] = []
+        per_launch: dict[int, float | None] = {}
+        # a worker's first launch stops nothing before it: no time between launches
+        started = sum(1 for v in self.variants if v.launches or v.state in IN_FLIGHT)
+        free_starts = max(0, self.workers - started)
+        for i in self.order:
+            v = self.variants[i]
+            if v.state in (DONE, FAILED, SKIPPED):
+                continue
+            total = 0.0
+            if v.state == PENDING or v.state == LAUNCHING and not v.launch_s:
+                est = self._launch_estimate(v, history)
+                if est is None:
+                    unknown.add("launch time (no launch of this config measured yet)")
+                else:
+                    total += est
+                if v.state == PENDING and free_starts > 0:
+                    free_starts -= 1
+                elif overhead is not None and v.state == PENDING:
+                    total += overhead
+            for ci, c in enumerate(v.cells):
+                if c.stop:
+                    continue
+                good = len(c.good)
+                want = policy.repeats if not policy.adaptive else max(policy.floor, expect)
+                left = max(0.0, want - good)
+                if left <= 0:
+                    continue
+                fkey = "sweep-bench:" + v.launch_key + "|" + client_fingerprint(c.client)
+                f = median(first_s.get(ci, [])) or _hist(history, fkey, "first")
+                n = median(next_s.get(ci, [])) or _hist(history, fkey, "next") or f
+                f = f or n
+                if (f is None or n is None) and block is not None and good == 0:
+                    total += block
+                    continue
+                if f is None or n is None:
+                    unknown.add(f"benchmark time at {c.label} (none measured yet)")
+                    continue
+                total += (f + (left - 1) * n) if good == 0 or v.state == PENDING else left * n
+            if v.state in IN_FLIGHT and v.started_wall is not None:
+                elapsed = max(0.0, now - v.started_wall)
+                total = max(0.0, total - (elapsed if v.state == LAUNCHING else 0.0))
+                busy.append(total)
+            else:
+                pending.append(total)
+            per_launch[i] = total
+        seconds = makespan(pending, busy, self.workers)
+        return Eta(seconds, sorted(unknown), per_launch, self.workers, expect)
+
+    def _launch_estimate(self, v: VariantState, history: Any) -> float | None:
+        """A launch's seconds: this sweep's launches of the same config key, else the history's
+        (the sweep's own record, else the phase history's sum of medians), else any launch of this
+        sweep."""
+        same = median([w.launch_s for w in self.variants if w.launch_s and w.launch_key == v.launch_key])
+        if same is not None:
+            return same
+        if v.launch_key:
+            learned = _hist(history, "sweep:" + v.launch_key, "launch") or _launch_hist(history, v.launch_key)
+            if learned is not None:
+                return learned
+        return median([w.launch_s for w in self.variants if w.launch_s])
+
+    def eta_s(self, now: float | None = None, history: Any = None) -> float | None:
+        """The ETA in seconds, None while a part of it is still unknown."""
+        e = self.eta(now, history)
+        return e.seconds if e.complete else None
+
+    def note_eta(self, now: float | None = None, history: Any = None, *, when: str = "") -> Eta:
+        """Log the ETA as the sweep runs; the first complete one is kept (with ``when``: "the start",
+        "launch 2") to check it against the time the sweep then took."""
+        now = time.time() if now is None else now
+        e = self.eta(now, history)
+        if e.complete and not self.finished:
+            self.eta_log.append([round(now, 3), round(e.seconds, 3)])
+            del self.eta_log[:-MAX_ETA_LOG]
+            if not self.first_eta:
+                done = sum(1 for v in self.variants if v.state in (DONE, FAILED, SKIPPED))
+                self.first_eta = {"wall": now, "eta_s": e.seconds, "launches_done": done, "when": when}
+        return e
 
     # ------------------------------------------------------------------ operations
 
@@ -290,7 +603,9 @@ class SweepQueue:
         v = self.variants[index]
         if v.state not in (FAILED, SKIPPED):
             return f"{v.name} is {v.state}: only a failed or skipped variant can be retried"
-        v.state, v.failure, v.failure_kind, v.run_id, v.repeats = PENDING, "", "", "", []
+        v.state, v.failure, v.failure_kind, v.run_id = PENDING, "", "", ""
+        for c in v.cells:
+            c.repeats, c.stop, c.stop_text = [], "", ""
         self.aborted = False
         return None
 
@@ -310,78 +625,71 @@ class SweepQueue:
     # ------------------------------------------------------------------ results
 
     def measured(self) -> list[Measured]:
+        """One per cell of a done launch (drift checks pooled into their config): tok/s mean, stdev, n,
+        with the client point's values as ``bench:<key>`` settings (the effects pair like with like)."""
         out = []
         for v in self.variants:
-            mean, sd, n = v.tok_s() if v.state == DONE else (None, None, 0)
-            out.append(Measured(v.name, v.settings, mean, sd, n))
+            if v.recheck_of is not None:
+                continue
+            for ci, c in enumerate(v.cells):
+                values: list[float] = []
+                for w in self.variants:
+                    if w.config == v.index and w.state == DONE:
+                        values.extend(w.cells[ci].values())
+                mean, sd, n = mean_stdev(values) if v.state == DONE else (None, None, 0)
+                settings = {**v.settings, **{f"bench:{k}": x for k, x in c.client.items()}}
+                name = v.name if len(v.cells) == 1 else f"{v.name} @ {c.label}"
+                out.append(Measured(name, settings, mean, sd, n))
         return out
 
     def report(self, verdict: Any = None, profile: Profile | None = None) -> dict[str, Any]:
-        """Every variant with its settings, state, tok/s, accept, Δ % vs variant 0 and verdict; the
-        ranking, each factor's main effect and the best combination."""
-        measured = self.measured()
-        base = measured[0].tok_s if measured else None
-        base_m = measured[0] if measured else None
-        rows = []
-        for v, m in zip(self.variants, measured, strict=True):
-            accept, ttft = v.accept(), v.ttft_ms()
-            if v.state == DONE:
-                spec_on = _is_spec(profile, v) if profile is not None else accept is not None
-                verdict_s, reasons = judge(
-                    m.tok_s,
-                    accept,
-                    ttft,
-                    base if v.index else None,
-                    verdict,
-                    is_spec=spec_on,
-                    stdev=m.stdev,
-                    n=m.n,
-                    base_stdev=base_m.stdev if base_m is not None else None,
-                    base_n=base_m.n if base_m is not None else 1,
-                )
-            elif v.state == FAILED and v.failure_kind == "benchmark":
-                verdict_s, reasons = "fail", [v.failure]
-            elif v.state == FAILED:
-                verdict_s, reasons = "launch-failed", [f"{v.failure_kind}: {v.failure}".strip(": ")]
-            else:
-                verdict_s, reasons = v.state, []
-            rows.append(
-                {
-                    "index": v.index,
-                    "name": v.name,
-                    "settings": {k: v2 for k, v2 in v.settings.items()},
-                    "state": v.state,
-                    "tok_s": _r(m.tok_s, 2),
-                    "tok_s_stdev": _r(m.stdev, 2),
-                    "accept_length": _r(accept, 3),
-                    "ttft_ms": _r(ttft, 1),
-                    "delta_pct": _r(delta_pct(m.tok_s, base), 2) if v.index else (0.0 if base else None),
-                    "verdict": verdict_s,
-                    "reasons": reasons,
-                    "triage_kind": v.failure_kind or None,
-                    "run_id": v.run_id or None,
-                    "host": v.target or None,
-                    "launches": v.launches,
-                    "repeats": v.repeats,
-                    "launch_s": _r(v.launch_s, 2),
-                    "bench_s": _r(v.bench_s, 2),
-                }
-            )
-        top = best(measured)
-        return {
-            "target": self.target,
-            "profile": self.profile,
-            "repeats": self.repeats,
-            "baseline": self.variants[0].name if self.variants else None,
-            "variants": rows,
-            "ranking": [m.name for m in ranked(measured)],
-            "effects": [e.to_dict() for e in main_effects(measured, self.factors)],
-            "best": None
-            if top is None
-            else {"name": top.name, "settings": top.settings, "tok_s": _r(top.tok_s, 2)},
-            "counts": self.counts(),
-            "aborted": self.aborted,
-        }
+        """Every launch with its cells, verdicts, the decisions per client point and how sure each is,
+        the ranking, main effects, drift check, crossover, run counts and the ETA check."""
+        from eagletui.session.sweep_report import build_report
+
+        return build_report(self, verdict, profile)
+
+
+@dataclass(frozen=True)
+class Eta:
+    """The sweep's ETA: ``seconds`` (a lower bound while ``unknown`` lists missing estimates), the
+    estimate per remaining launch, the workers it was divided over and the runs a cell is expected to
+    take."""
+
+    seconds: float
+    unknown: list[str]
+    per_launch: dict[int, float | None]
+    workers: int
+    runs_per_cell: float
+
+    @property
+    def complete(self) -> bool:
+        return not self.unknown
+
+
+def _hist(history: Any, key: str, phase: str) -> float | None:
+    if history is None or not key:
+        return None
+    try:
+        v = history.estimate(key, phase)
+    except Exception:  # a history that cannot answer is no estimate, never a crash
+        return None
+    return float(v) if isinstance(v, int | float) else None
+
+
+def _launch_hist(history: Any, key: str) -> float | None:
+    fn = getattr(history, "launch_estimate", None)
+    if fn is None or not key:
+        return None
+    try:
+        v = fn(key)
+    except Exception:
+        return None
+    return float(v) if isinstance(v, int | float) else None
+
+
+def _opt_float(v: Any) -> float | None:
+    return None if v is None else float(v)
 
 
 def _is_spec(profile: Profile, v: VariantState) -> bool:
@@ -392,13 +700,17 @@ def _is_spec(profile: Profile, v: VariantState) -> bool:
     return p.kind.is_spec(p.args)
 
 
-def _r(x: float | None, digits: int) -> float | None:
-    return None if x is None else round(x, digits)
-
-
 def spec_fingerprint(spec: SweepSpec) -> str:
     blob = json.dumps(
-        {"v": [[v.name, v.settings] for v in spec.variants], "r": spec.repeats}, sort_keys=True, default=str
+        {
+            "v": [[v.name, v.settings] for v in spec.variants],
+            "r": spec.repeats,
+            "c": [[k, list(vals)] for k, vals in spec.client],
+            "p": spec.repeat_policy.to_dict(),
+            "d": spec.drift_enabled(),
+        },
+        sort_keys=True,
+        default=str,
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -454,222 +766,27 @@ class QueueLock:
             self._fd = None
 
 
-# ------------------------------------------------------------------------------------------ runner
+# The runner lives beside the queue; imported here so ``from eagletui.session.sweep import SweepRunner``
+# keeps working for the command, the UI and the tests.
+from eagletui.session.sweep_runner import SweepRunner, wait_ready  # noqa: E402
 
-
-async def wait_ready(model: SessionModel, timeout: float, poll: float = 0.1) -> tuple[str, str]:
-    """Until the phase machine says the current launch serves: ("", "") then, else (kind, why)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        la = model.state.launch
-        status = la.status if la is not None else None
-        if status == ServerState.READY:
-            return "", ""
-        if la is not None and status in (ServerState.FAILED, ServerState.EXITED, ServerState.STOPPED):
-            if la.failure is not None:
-                return la.failure.kind, la.failure.message
-            return "exited", "the server process exited before it was ready"
-        await asyncio.sleep(poll)
-    return "timeout", f"not ready after {timeout:.0f}s"
-
-
-Say = Callable[[str], None]
-
-
-class SweepRunner:
-    """Runs a :class:`SweepQueue` on one connected :class:`Workspace` whose events feed ``model``.
-
-    ``on_change`` is called after every state change (the UI repaints its queue view); the queue is
-    saved at the same moments. Cancelling :meth:`run` (Ctrl-C, quitting the UI) leaves the server
-    running and the variant in flight marked so that a resume reattaches to it."""
-
-    def __init__(
-        self,
-        profile: Profile,
-        queue: SweepQueue,
-        workspace: Workspace,
-        model: SessionModel,
-        *,
-        say: Say | None = None,
-        on_change: Callable[[], None] | None = None,
-        worker: str | None = None,
-        slot: int = 0,
-    ) -> None:
-        self.profile = profile
-        #: a Slurm sweep's job slot (eagletui.session.sweep_jobs): its port offset and its jobs
-        self.slot = slot
-        #: who claims variants in the shared queue: the host (two runners on one host need two names)
-        self.worker = worker or workspace.target
-        self.queue = queue
-        self.ws = workspace
-        self.model = model
-        self.say = say or (lambda _m: None)
-        self.on_change = on_change or (lambda: None)
-        self.current: VariantState | None = None
-        self._reattached = False
-        self._unsub = model.subscribe(self._observe)
-
-    def _observe(self, e: ev.Event) -> None:
-        cur = self.current
-        if cur is not None and isinstance(e, ev.PhaseStarted):
-            cur.phase = e.phase
-            self.on_change()
-
-    def _notice(self, message: str, level: str = "info") -> None:
-        """Into the session (log view, recording): which variant the launches and results belong to."""
-        with contextlib.suppress(Exception):
-            self.model.dispatch(ev.Notice(level=level, message=message, source="sweep"))
-
-    def _changed(self) -> None:
-        self.queue.save()
-        self.on_change()
-
-    async def reattach(self) -> None:
-        """Follow eagletui's live run on the host, if any (a resume after a kill, a reboot, lost SSH)."""
-        with contextlib.suppress(Exception):
-            self._reattached = await self.ws.attach_newest()
-
-    def adopt_current(self) -> None:
-        """The workspace already follows eagletui's live run (the UI reattached on connect): a
-        variant left in flight may be matched to it instead of launched again."""
-        run = self.ws.run
-        self._reattached = run is not None and run.owned
-
-    def _matches(self, v: VariantState, prof: Profile) -> bool:
-        """Is the server we follow this variant's? By run id, else by its launch config."""
-        run = self.ws.run
-        if run is None or not run.owned or not self._reattached:
-            return False
-        if v.run_id:
-            return run.run_id == v.run_id
-        from eagletui.core.profile import config_diff
-
-        return bool(run.config) and not {
-            k: d for k, d in config_diff(run.config, prof.snapshot()).items() if k != "target"
-        }
-
-    def _problems(self, r: ev.BenchmarkResult) -> list[str]:
-        """Why the run book holds ``r`` invalid (the same gate as the runs table); [] when it counts."""
-        run = self.model.runbook.runs.get(r.launch)
-        if run is None:
-            return []
-        for res, problems in run.result_problems():
-            if res is r or (res.bench == r.bench and res.launch == r.launch):
-                return list(problems)
-        return []
-
-    async def run(self) -> SweepQueue:
-        """Work through the queue until nothing is left (or it is aborted)."""
-        try:
-            while (v := self.queue.next(self.worker)) is not None:
-                await self._run_variant(v)
-        finally:
-            self.current = None
-            self._unsub()
-        return self.queue
-
-    async def _run_variant(self, v: VariantState) -> None:
-        q = self.queue
-        self.current = v
-        try:
-            prof = variant_profile(self.profile, Variant(v.name, v.settings))
-        except ValueError as exc:
-            v.state, v.failure_kind, v.failure = FAILED, "config", str(exc)
-            self._changed()
-            return
-        if job_slots(self.profile):
-            # variants are Slurm jobs: each slot its own port; a variant in flight is followed by its job
-            prof = slot_profile(prof, self.slot)
-            if v.state in IN_FLIGHT and not self._matches(v, prof):
-                self._reattached = await resume_variant(self.ws, v, prof)
-        resumed = v.state in IN_FLIGHT and self._matches(v, prof)
-        v.target = self.worker  # claimed before the first await: another host's runner skips it
-        self._reattached = False  # a reattached run is used once, by the variant it belongs to
-        self._notice(f"sweep {q.order.index(v.index) + 1}/{len(q.variants)}: {v.name}")
-        v.attempts += 1
-        v.started_wall = time.time()
-        if resumed:
-            self.say(
-                f"[{v.index + 1}/{len(q.variants)}] {v.name}: following its running server {self.ws.run.run_id if self.ws.run else ''}"
-            )
-            if self.ws.run is not None:
-                v.run_id = self.ws.run.run_id
-        else:
-            v.state, v.phase, v.run_id = LAUNCHING, "launch", ""
-            v.repeats = []  # a new server: earlier repeats were measured on another one
-            self._changed()
-            self.say(f"[{v.index + 1}/{len(q.variants)}] {v.name}: launching")
-            try:
-                await self.ws.launch(prof)
-            except Exception as exc:
-                v.state, v.failure_kind, v.failure = FAILED, "launch-refused", f"{exc}"[:500]
-                self.say(f"  launch failed: {v.failure}")
-                self._changed()
-                return
-            v.launches += 1
-            v.run_id = self.ws.run.run_id if self.ws.run is not None else ""
-            self._changed()
-        t0 = time.monotonic()
-        kind, why = await wait_ready(self.model, prof.ready_timeout_s)
-        if kind:
-            v.state, v.failure_kind, v.failure = FAILED, kind, why[:500]
-            self.say(f"  launch failed ({kind}): {why}")
-            self._notice(f"sweep: {v.name} failed to launch ({kind}); going on", "warning")
-            if kind == "timeout":
-                with contextlib.suppress(Exception):
-                    await self.ws.stop()  # ours and hung: the next variant relaunches anyway
-            self._changed()
-            return
-        if not resumed or v.launch_s is None:
-            la = self.model.state.launch
-            total = sum(la.phase_durations().values()) if la is not None else 0.0
-            v.launch_s = total or (time.monotonic() - t0)
-        v.state, v.phase = BENCHMARKING, "benchmark"
-        self._changed()
-        self.say(
-            f"  ready after {v.launch_s:.1f}s{_slowest_phases(self.model)}; "
-            f"benchmarking × {q.repeats - len(v.repeats)}"
-        )
-        t1 = time.monotonic()
-        # an invalid repeat (the validity gate: failed requests, a dead server, a dropped link …) does
-        # not count and is run again, at most MAX_RERUNS times a variant
-        while len(v.good) < q.repeats and len(v.repeats) < q.repeats + MAX_RERUNS:
-            r = await self.ws.benchmark()
-            problems = self._problems(r)
-            v.repeats.append(
-                {
-                    "tok_s": r.output_throughput,
-                    "accept": r.accept_length,
-                    "ttft_ms": (r.stats.get("ttft_ms") or {}).get("median"),
-                    "requests": r.requests,
-                    "failed": r.failed,
-                    "error": r.error,
-                    "invalid": problems,
-                }
-            )
-            acc = f", accept {r.accept_length:.2f}" if r.accept_length else ""
-            bad = f"; invalid ({'; '.join(problems)}), run again" if problems else ""
-            self.say(f"  repeat {len(v.good)}/{q.repeats}: {r.output_throughput:.1f} tok/s{acc}{bad}")
-            self._changed()
-        v.bench_s = (v.bench_s or 0.0) + (time.monotonic() - t1)
-        v.state, v.phase = DONE, ""
-        if not v.good:
-            v.state, v.failure_kind, v.failure = (
-                FAILED,
-                "benchmark",
-                "; ".join(
-                    sorted(
-                        {
-                            str(r.get("error") or "; ".join(r.get("invalid") or []) or "no tokens")
-                            for r in v.repeats
-                        }
-                    )
-                )[:500],
-            )
-        mean, _sd, _n = v.tok_s()
-        if mean is not None:
-            acc_mean = v.accept()
-            self._notice(
-                f"sweep: {v.name}: {mean:.1f} tok/s" + (f", accept {acc_mean:.2f}" if acc_mean else "")
-            )
-        self._changed()
+__all__ = [
+    "BENCHMARKING",
+    "DONE",
+    "FAILED",
+    "IN_FLIGHT",
+    "LAUNCHING",
+    "PENDING",
+    "SKIPPED",
+    "CellState",
+    "Eta",
+    "QueueLock",
+    "SweepError",
+    "SweepQueue",
+    "SweepRunner",
+    "VariantState",
+    "pending_sweep",
+    "queue_path",
+    "spec_fingerprint",
+    "wait_ready",
+]

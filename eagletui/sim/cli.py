@@ -269,6 +269,13 @@ def add_sim_args(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--sim-params-b", type=float, default=None, help="model size in billions of params")
     g.add_argument("--sim-version", default=DEFAULT_VERSION, help="reported sglang version")
     g.add_argument(
+        "--sim-gpu-release-s",
+        type=float,
+        default=0.0,
+        help="with EAGLETUI_SIM_GPU_DIR: seconds the simulated GPU memory stays held after the server "
+        "exits, as a slow driver release or a lingering child would (default 0)",
+    )
+    g.add_argument(
         "--sim-host",
         choices=HOSTS,
         default=None,

@@ -48,8 +48,16 @@ _TB_HEAD = [
 ]
 
 
-def oom_message(rank: int, alloc_gib: float, free_mib: float, total_gb: float = GPU_TOTAL_GB) -> str:
-    used = total_gb - free_mib / 1024
+def oom_message(
+    rank: int,
+    alloc_gib: float,
+    free_mib: float,
+    total_gb: float = GPU_TOTAL_GB,
+    process_gib: float | None = None,
+) -> str:
+    """torch's wording; ``process_gib`` is what *this* process holds (default: all that is not free —
+    less when another process still holds memory on the GPU, which torch's message then shows)."""
+    used = total_gb - free_mib / 1024 if process_gib is None else process_gib
     return (
         f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {alloc_gib:.2f} GiB. GPU {rank} has a "
         f"total capacity of {total_gb:.2f} GiB of which {free_mib:.2f} MiB is free. Including non-PyTorch "
@@ -61,7 +69,9 @@ def oom_message(rank: int, alloc_gib: float, free_mib: float, total_gb: float = 
     )
 
 
-def tb_oom_load(rank: int, total_gb: float = GPU_TOTAL_GB) -> str:
+def tb_oom_load(
+    rank: int, total_gb: float = GPU_TOTAL_GB, free_mib: float = 412.0, process_gib: float | None = None
+) -> str:
     lines = [
         "Traceback (most recent call last):",
         *_TB_HEAD,
@@ -76,7 +86,7 @@ def tb_oom_load(rank: int, total_gb: float = GPU_TOTAL_GB) -> str:
         f'  File "{PKG}/torch/utils/_device.py", line 104, in __torch_function__',
         "    return func(*args, **kwargs)",
         "           ^^^^^^^^^^^^^^^^^^^^^",
-        oom_message(rank, 1.75, 412.0, total_gb),
+        oom_message(rank, 1.75, free_mib, total_gb, process_gib),
     ]
     return "\n".join(lines)
 

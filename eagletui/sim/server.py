@@ -84,6 +84,7 @@ async def _amain(args: Any) -> int:
     # before any signal handler is installed (they keep the default dispositions, as SGLang's do).
     children = Children(plan.tp, plan.local)
     children.start()
+    lease = _gpu_lease(args, env, plan.local or list(range(plan.tp)), children)
     log = SimLog(
         plan.tp, ep_size=plan.ep, log_level=args.log_level, log_level_http=args.log_level_http, env=env
     )
@@ -92,9 +93,9 @@ async def _amain(args: Any) -> int:
     # During startup a signal simply kills the launcher (SIGINT is treated like SIGTERM).
     loop.add_signal_handler(signal.SIGINT, _die_by_sigterm)
 
-    await startup.Startup(plan, log).run()
+    await startup.Startup(plan, log, lease).run()
     if not plan.head:
-        return await _follower_node(plan, log, children, args)
+        return await _follower_node(plan, log, children, args, lease)
 
     engine = Engine(
         args,
@@ -140,6 +141,8 @@ async def _amain(args: Any) -> int:
         log.uvicorn("Waiting for application shutdown.")
         log.uvicorn("Application shutdown complete.")
         await runner.cleanup()
+        if lease is not None:
+            lease.exited()
         return 1
     log.uvicorn(f"Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
     engine.start()
@@ -243,10 +246,12 @@ async def _amain(args: Any) -> int:
     if plan.rendezvous is not None:
         plan.rendezvous.close()  # the ShutdownReq reaching the other nodes' schedulers
     children.kill_all()
+    if lease is not None:
+        lease.exited()  # held for --sim-gpu-release-s more seconds
     return 0
 
 
-async def _follower_node(plan: Any, log: SimLog, children: Children, args: Any) -> int:
+async def _follower_node(plan: Any, log: SimLog, children: Children, args: Any, lease: Any = None) -> int:
     """A node R > 0 of a multi-node launch (see :mod:`eagletui.sim.multinode`): no tokenizer, no HTTP
     server; it blocks until node 0 goes away (its shutdown, or its death), then its schedulers exit."""
     loop = asyncio.get_running_loop()
@@ -287,7 +292,26 @@ async def _follower_node(plan: Any, log: SimLog, children: Children, args: Any) 
             break
     children.stopping = True
     children.kill_all()
+    if lease is not None:
+        lease.exited()  # held for --sim-gpu-release-s more seconds
     return 0
+
+
+def _gpu_lease(args: Any, env: dict[str, str], ranks: list[int], children: Children) -> Any:
+    """The simulated GPU memory this server (this node, of a multi-node one) holds, EAGLETUI_SIM_GPU_DIR
+    set: the scheduler of its ``i``-th rank on GPU ``i``."""
+    from eagletui.sim import gpumem
+
+    d = gpumem.gpu_dir(env)
+    if d is None:
+        return None
+    n = len(ranks)
+    pids = children.pids[:n] or [os.getpid()] * n
+    names = children.titles[:n] if children.pids else [f"sglang::scheduler_TP{r}" for r in ranks]
+    try:
+        return gpumem.Lease.open(d, list(zip(pids, names, range(n), strict=False)), args.sim_gpu_release_s)
+    except OSError:
+        return None
 
 
 def _on_sigterm(log: SimLog, state: Any, sigterm: asyncio.Event) -> None:

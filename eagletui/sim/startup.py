@@ -382,12 +382,28 @@ def _version_tuple(v: str) -> tuple[int, ...]:
 
 
 class Startup:
-    def __init__(self, plan: Plan, log: SimLog) -> None:
+    def __init__(self, plan: Plan, log: SimLog, lease: Any = None) -> None:
         self.p = plan
         self.log = log
         self.rng = random.Random(plan.args.sim_seed * 31 + 5)
         self.t0 = time.monotonic()
         self.avail: list[float] = []
+        #: simulated GPU memory (sim/gpumem.py): what others still hold is not free for this launch
+        self.lease = lease
+        self.others: dict[int, float] = {}
+
+    def gpu_of(self) -> dict[int, int]:
+        """Rank → the index of its GPU on this node (a multi-node launch runs some ranks here)."""
+        return {r: i for i, r in enumerate(self.p.local or range(self.p.tp))}
+
+    def report_memory(self) -> None:
+        """Tell the lease what each rank holds now (what nvidia-smi would show for its scheduler)."""
+        if self.lease is None:
+            return
+        for r, i in self.gpu_of().items():
+            if r < len(self.avail):
+                self.lease.gb[i] = max(0.0, self.p.gpu_total_gb - self.others.get(r, 0.0) - self.avail[r])
+        self.lease.save()
 
     async def sleep(self, virtual_s: float) -> None:
         await asyncio.sleep(max(0.0, virtual_s * self.p.scale))
@@ -448,6 +464,13 @@ class Startup:
         # --- target + draft weights -----------------------------------------------------------------
         self.avail = [p.gpu_total_gb - 1.3 - 0.05 * self.rng.random() for _ in range(p.tp)]
         first = p.local_rank(0)  # rank 0 on the head node; this node's first rank elsewhere
+        if self.lease is not None:
+            # torch.cuda.mem_get_info counts every process's memory: a server that has not released
+            # yet leaves this one less (and, when too little is left, an OOM while loading)
+            held = self.lease.held_by_others()
+            self.others = {r: held.get(i, 0.0) for r, i in self.gpu_of().items()}
+            self.avail = [a - self.others.get(r, 0.0) for r, a in enumerate(self.avail)]
+            self.report_memory()
         load_s = p.load_s
         t = time.monotonic()
         await self.load_model(
@@ -459,6 +482,7 @@ class Startup:
             quant="quant=fp8, fmt=e4m3, " if p.params_b >= 100 else "",
         )
         p.timings["load_weight"] = time.monotonic() - t
+        self.report_memory()
         if p.spec:
             t = time.monotonic()
             await self.load_model("draft", 1, 4.0, "LlamaForCausalLMEagle3", p.draft_gb, quant="")
@@ -489,6 +513,7 @@ class Startup:
                 )
                 log.line(f"Memory pool end. avail mem={self.avail[r]:.2f} GB", rank=r)
         await self.sleep(2)
+        self.report_memory()
         p.timings["kv_cache_allocation"] = time.monotonic() - t
         # --- CUDA graphs ---------------------------------------------------------------------------------
         # Order of a 0.5.23 EAGLE launch (and of the real 0.5.17 one in shared/fixtures): target prefill,
@@ -524,6 +549,7 @@ class Startup:
         p.timings["scheduler_e2e"] = scheduler_e2e
         p.timings["tokenizer_e2e"] = scheduler_e2e + 0.42 + self.rng.random() * 0.2
         p.startup_available_gb = self.avail[0]
+        self.report_memory()
         graphs = ", ".join(f"{k}={p.timings[f'graph:{k}']:.2f}" for k in GRAPH_PHASES)
         log.line(
             f"Engine startup timings (s): load_weight={p.timings['load_weight']:.2f}, "
@@ -561,6 +587,17 @@ class Startup:
             events.append((total_s * 0.4, 2, 0))  # another node's rank runs out of memory mid-load
         events.sort()
         desc = "Multi-thread loading shards" if p.multithread_load else "Loading safetensors checkpoint shards"
+        oom_rank = p.local_rank(3 % p.tp)
+        oom_free_mib, oom_process_gib = 412.0, None
+        short = [r for r in (p.local or range(p.tp)) if self.avail[r] < gb + 0.5]
+        if kind == "target" and short and fail_at is None:
+            # another server's memory is still held: this one runs out part-way through the shards
+            oom_rank = min(short, key=lambda r: self.avail[r])
+            fail_at = max(1, min(shards - 1, int(shards * max(0.0, self.avail[oom_rank]) / max(gb, 1e-9))))
+            # what torch would say at that shard: the GPU nearly full, most of it another process's
+            loaded = gb * fail_at / shards
+            oom_free_mib = max(64.0, (self.avail[oom_rank] - loaded) * 1024)
+            oom_process_gib = p.gpu_total_gb - self.others.get(oom_rank, 0.0) - self.avail[oom_rank] + loaded
         last_frame = -1.0
         done_ranks: list[int] = []
         now_v = 0.0
@@ -573,8 +610,7 @@ class Startup:
                 self.fail(r, tb_oom_load(r, p.gpu_total_gb))
             if typ == 0:
                 if fail_at is not None and idx == fail_at:
-                    r = p.local_rank(3 % p.tp)
-                    self.fail(r, tb_oom_load(r, p.gpu_total_gb))
+                    self.fail(oom_rank, tb_oom_load(oom_rank, p.gpu_total_gb, oom_free_mib, oom_process_gib))
                 if idx in (0, shards) or time.monotonic() - last_frame >= 0.1:
                     log.frame(shard_frame(desc, idx, shards, el))
                     last_frame = time.monotonic()

@@ -1,8 +1,9 @@
 """The Queue tab: a profile's sweep, one row per variant, and the keys to steer it while it runs.
 
-Each row says where its variant stands — pending, launching (with the phase it is in and the launch's
-ETA), benchmarking, done (tok/s · accept · Δ % vs the first variant) or failed (with its triage kind) —
-and the title line gives the sweep's ETA from the cycle times learned so far. ``w`` starts the
+Each row is one launch and says where it stands — pending, launching (with the phase it is in and the
+launch's ETA), benchmarking (runs so far), done (tok/s · accept · Δ % vs the first variant; one line
+per client point when the sweep has several, with its interval and runs) or failed (with its triage
+kind) — and the title line gives the sweep's ETA from the learned launch and benchmark times. ``w`` starts the
 profile's sweep or resumes the unfinished one (the queue is the same file ``eagletui sweep`` uses, so
 a sweep started headless continues here and the other way round); ``x`` skips, ``R`` retries, ``A``
 aborts after the variant in flight, ``<``/``>`` move a pending variant in the run order.
@@ -33,6 +34,7 @@ from eagletui.session.sweep import (
     queue_path,
     spec_fingerprint,
 )
+from eagletui.session.sweep_report import cell_line
 from eagletui.ui.workers import WorkerFailures
 
 _STYLE = {PENDING: "dim", LAUNCHING: "bold", BENCHMARKING: "bold", DONE: "", FAILED: "red", SKIPPED: "dim"}
@@ -46,16 +48,23 @@ def fmt_s(seconds: float | None) -> str:
 
 
 def row_text(queue: SweepQueue, i: int, *, phase_eta: float | None = None, now: float | None = None) -> str:
-    """One variant's line (plain text; the widget styles it)."""
+    """One launch's line (plain text; the widget styles it)."""
     v = queue.variants[i]
     measured = queue.measured()
-    base = measured[0].tok_s if measured else None
+    base = measured[0].tok_s if measured and len(v.cells) == 1 else None
     head = f"{queue.order.index(i) + 1:>2}. {v.name}"
     if v.state == LAUNCHING:
         eta = f", launch ETA {fmt_s(phase_eta)}" if phase_eta is not None else ""
         return f"{head}  launching ({v.phase or 'launch'}{eta})"
     if v.state == BENCHMARKING:
-        return f"{head}  benchmarking {len(v.repeats)}/{queue.repeats}"
+        pol = queue.repeat_policy
+        want = f"{pol.repeats}" if not pol.adaptive else f"{pol.min_repeats}–{pol.max_repeats}"
+        runs = sum(len(c.good) for c in v.cells)
+        cells = f" over {len(v.cells)} cells" if len(v.cells) > 1 else ""
+        return f"{head}  benchmarking {runs} run{'s' if runs != 1 else ''}{cells} ({want} a cell)"
+    if v.state == DONE and len(v.cells) > 1:
+        runs = sum(len(c.good) for c in v.cells)
+        return f"{head}  done  {len(v.cells)} cells, {runs} runs"
     if v.state == DONE:
         mean, _sd, _n = v.tok_s()
         acc = v.accept()
@@ -73,24 +82,40 @@ def row_text(queue: SweepQueue, i: int, *, phase_eta: float | None = None, now: 
     return f"{head}  {v.state}"
 
 
-def title_text(queue: SweepQueue | None, running: bool, now: float | None = None) -> str:
+def title_text(queue: SweepQueue | None, running: bool, now: float | None = None, history: Any = None) -> str:
     if queue is None:
         return "no sweep: this profile has no [sweep] table"
     c = queue.counts()
     done = c.get(DONE, 0) + c.get(FAILED, 0) + c.get(SKIPPED, 0)
-    state = (
-        "running" if running else ("aborted" if queue.aborted else "finished" if queue.finished else "paused")
+    if running:
+        state = "running"
+    elif queue.paused:
+        state = "paused"
+    elif queue.aborted:
+        state = "aborted"
+    elif queue.finished:
+        state = "finished"
+    else:
+        state = "not started" if queue.started_wall is None else "stopped"
+    pol = queue.repeat_policy
+    runs = (
+        f"{pol.repeats} repeat(s)"
+        if not pol.adaptive
+        else f"{pol.min_repeats}–{pol.max_repeats} runs (adaptive)"
     )
-    return (
-        f"sweep {done}/{len(queue.variants)} · {queue.repeats} repeat(s) · {state} · "
-        f"ETA {fmt_s(queue.eta_s(now)) if not queue.finished else '0:00'}"
-    )
+    if queue.finished:
+        eta = "0:00"
+    else:
+        e = queue.eta(now, history)
+        eta = fmt_s(e.seconds) if e.complete else (f"≥ {fmt_s(e.seconds)}" if e.seconds else "?")
+    return f"sweep {done}/{len(queue.variants)} · {runs} · {state} · ETA {eta}"
 
 
 #: Under the title when the profile has no sweep: where to start.
 NO_SWEEP_HINT = (
-    "A [sweep] table lists toggles × values (or variants) and repeats; eagletui then runs apply → relaunch\n"
-    "→ ready → benchmark for each, unattended, and ranks them. Start from the example:\n"
+    "A [sweep] table lists toggles × values (or variants) and client settings (concurrency …); eagletui\n"
+    "launches each server config once, benchmarks every client setting in it until the answer is clear,\n"
+    "unattended, and ranks them. Start from the example (the rules: docs/sweeps.md):\n"
     "  eagletui profile init my-sweep.toml --example demo-sweep"
 )
 
@@ -139,7 +164,7 @@ class SweepQueueView(WorkerFailures, Widget, can_focus=True):
             except SweepError as exc:
                 self.notify(str(exc), severity="warning")
         if queue is None:
-            queue = SweepQueue.plan(profile.sweep, target=target, profile_path=profile.path)
+            queue = SweepQueue.plan(profile.sweep, target=target, profile_path=profile.path, profile=profile)
             queue.path = path
         return queue
 
@@ -155,11 +180,13 @@ class SweepQueueView(WorkerFailures, Widget, can_focus=True):
 
     def render(self) -> Text:
         q = self.queue
-        out = Text(title_text(q, self.running), style="bold")
+        out = Text(title_text(q, self.running, history=self._history()), style="bold")
         out.append("\n")
         if q is None:
             out.append(NO_SWEEP_HINT, style="dim")
             return out
+        if q.paused:
+            out.append(f"paused: {q.paused}\n", style="red")
         phase_eta = self._launch_eta()
         for pos, i in enumerate(q.order):
             v = q.variants[i]
@@ -170,8 +197,28 @@ class SweepQueueView(WorkerFailures, Widget, can_focus=True):
             out.append("▶ " if v.state in (LAUNCHING, BENCHMARKING) else "  ")
             out.append(line, style=style)  # Text.append: names are never parsed as markup
             out.append("\n")
+            if len(v.cells) > 1 and v.state in (BENCHMARKING, DONE):
+                for ci in range(len(v.cells)):
+                    out.append(
+                        "        " + cell_line(v, ci, q) + "\n", style="dim" if v.state != DONE else ""
+                    )
+        done = [v for v in q.variants if v.state == DONE and v.recheck_of is None]
+        if len(done) >= 2:
+            points = q.variants[0].cells
+            for ci, d in enumerate(q.decisions()):
+                if d.winner is None:
+                    continue
+                where = f" at {points[ci].label}" if len(points) > 1 else ""
+                out.append(f"\n  best{where}: {q.variants[d.winner].name} — {d.short()}")
+            out.append("\n")
         out.append("\nw start/resume · x skip · R retry · A abort · < > reorder", style="dim")
         return out
+
+    def _history(self) -> Any:
+        try:
+            return self._host().model.history
+        except Exception:
+            return None
 
     def _launch_eta(self) -> float | None:
         """Seconds left of the launch in flight, from the phase history's medians."""

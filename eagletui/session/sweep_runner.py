@@ -1,0 +1,528 @@
+"""The sweep runner: clean GPUs → launch → ready → every cell benchmarked in rounds → record → next.
+
+One :class:`SweepRunner` per host (or job slot) drains the shared :class:`~eagletui.session.sweep.
+SweepQueue`. For each launch:
+
+1. **A clean GPU.** The previous launch's server is stopped, then the runner waits until every GPU's
+   used memory is back to where it was right before that launch (:func:`~eagletui.remote.gpu.
+   wait_released`, bounded by ``sweep.gpu_wait_s``). When the bound passes with memory still held the
+   sweep **pauses** — the launch stays pending, the holders are named — rather than start a server on
+   a GPU that is not free: ``--resume`` goes on once it is.
+2. **Launch**, and wait until ready. A launch that runs out of GPU memory while another process still
+   held memory on the GPU (torch's message says how much: :func:`~eagletui.core.gpu_memory.
+   others_in_oom`) right after the previous server stopped is waited for and launched **once** more,
+   and marked so (``oom_retry``).
+3. **Benchmarks in rounds**: every cell (client point) once — its first run warms up at its own
+   concurrency — then again each cell that still needs runs (:meth:`~eagletui.session.sweep.SweepQueue.
+   step`: fixed repeats, or adaptive until sure), so drift within a launch spreads over all cells.
+4. **Record** the launch's, the benchmarks' and the between-launch times in the phase history, so the
+   next sweep's plan has an ETA before it starts.
+
+Cancelling :meth:`SweepRunner.run` (Ctrl-C, quitting the UI) leaves the server running and the launch
+in flight marked so that a resume reattaches to it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from eagletui.core import events as ev
+from eagletui.core.state import ServerState
+from eagletui.core.sweep import Variant, apply_client, variant_profile
+from eagletui.session.sweep import (
+    BENCHMARKING,
+    DONE,
+    FAILED,
+    IN_FLIGHT,
+    LAUNCHING,
+    MAX_RERUNS,
+    PENDING,
+    SweepQueue,
+    VariantState,
+    client_fingerprint,
+    why_not_counted,
+)
+from eagletui.session.sweep_jobs import job_slots, resume_variant, slot_profile
+
+if TYPE_CHECKING:
+    from eagletui.core.gpu_memory import Reading
+    from eagletui.core.profile import Profile
+    from eagletui.session.model import SessionModel
+    from eagletui.workspace import Workspace
+
+#: Other processes' memory in an OOM message that says "the previous server had not released".
+OOM_OTHERS_GIB = 1.0
+#: How long a retry after such an OOM waits without GPU telemetry to watch the release.
+OOM_SETTLE_S = 30.0
+
+
+async def wait_ready(model: SessionModel, timeout: float, poll: float = 0.1) -> tuple[str, str]:
+    """Until the phase machine says the current launch serves: ("", "") then, else (kind, why)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        la = model.state.launch
+        status = la.status if la is not None else None
+        if status == ServerState.READY:
+            return "", ""
+        if la is not None and status in (ServerState.FAILED, ServerState.EXITED, ServerState.STOPPED):
+            if la.failure is not None:
+                return la.failure.kind, la.failure.message
+            return "exited", "the server process exited before it was ready"
+        await asyncio.sleep(poll)
+    return "timeout", f"not ready after {timeout:.0f}s"
+
+
+Say = Callable[[str], None]
+
+
+def _slowest_phases(model: SessionModel) -> str:
+    """`` (load_target 1.8s, warmup 0.6s, …)``: the launch's phases in one line, slowest first (a
+    sweep prints one line per variant, not a line per phase)."""
+    from eagletui.core.wording import phase_label
+
+    la = model.state.launch
+    if la is None:
+        return ""
+    durations = sorted(
+        ((p, s) for p, s in la.phase_durations().items() if s >= 0.05 and p != "ready"), key=lambda x: -x[1]
+    )
+    if not durations:
+        return ""
+    return " (" + ", ".join(f"{phase_label(p)} {s:.1f}s" for p, s in durations[:3]) + ")"
+
+
+class SweepRunner:
+    """Runs a :class:`SweepQueue` on one connected :class:`Workspace` whose events feed ``model``.
+
+    ``on_change`` is called after every state change (the UI repaints its queue view); the queue is
+    saved at the same moments. Cancelling :meth:`run` (Ctrl-C, quitting the UI) leaves the server
+    running and the variant in flight marked so that a resume reattaches to it."""
+
+    def __init__(
+        self,
+        profile: Profile,
+        queue: SweepQueue,
+        workspace: Workspace,
+        model: SessionModel,
+        *,
+        say: Say | None = None,
+        on_change: Callable[[], None] | None = None,
+        worker: str | None = None,
+        slot: int = 0,
+    ) -> None:
+        self.profile = profile
+        #: a Slurm sweep's job slot (eagletui.session.sweep_jobs): its port offset and its jobs
+        self.slot = slot
+        #: who claims variants in the shared queue: the host (two runners on one host need two names)
+        self.worker = worker or workspace.target
+        self.queue = queue
+        self.ws = workspace
+        self.model = model
+        self.say = say or (lambda _m: None)
+        self.on_change = on_change or (lambda: None)
+        self.current: VariantState | None = None
+        self._reattached = False
+        #: GPU memory right before the last launch: what a stop must give back before the next
+        self._before: Reading | None = None
+        self._stopped_at: float | None = None  # when this runner last stopped a server of the sweep
+        self._unsub = model.subscribe(self._observe)
+
+    @property
+    def history(self) -> Any:
+        return getattr(self.model, "history", None)
+
+    def _observe(self, e: ev.Event) -> None:
+        cur = self.current
+        if cur is not None and isinstance(e, ev.PhaseStarted):
+            cur.phase = e.phase
+            self.on_change()
+
+    def _notice(self, message: str, level: str = "info") -> None:
+        """Into the session (log view, recording): which variant the launches and results belong to."""
+        with contextlib.suppress(Exception):
+            self.model.dispatch(ev.Notice(level=level, message=message, source="sweep"))
+
+    def _changed(self) -> None:
+        self.queue.save()
+        self.on_change()
+
+    async def reattach(self) -> None:
+        """Follow eagletui's live run on the host, if any (a resume after a kill, a reboot, lost SSH)."""
+        with contextlib.suppress(Exception):
+            self._reattached = await self.ws.attach_newest()
+
+    def adopt_current(self) -> None:
+        """The workspace already follows eagletui's live run (the UI reattached on connect): a
+        variant left in flight may be matched to it instead of launched again."""
+        run = self.ws.run
+        self._reattached = run is not None and run.owned
+
+    def _matches(self, v: VariantState, prof: Profile) -> bool:
+        """Is the server we follow this variant's? By run id, else by its launch config."""
+        run = self.ws.run
+        if run is None or not run.owned or not self._reattached:
+            return False
+        if v.run_id:
+            return run.run_id == v.run_id
+        from eagletui.core.profile import config_diff
+
+        return bool(run.config) and not {
+            k: d for k, d in config_diff(run.config, prof.snapshot()).items() if k != "target"
+        }
+
+    async def run(self) -> SweepQueue:
+        """Work through the queue until nothing is left (or it is aborted or paused)."""
+        q = self.queue
+        if q.paused:
+            q.paused, q.aborted = "", False  # a resume: the gate looks again
+        if q.started_wall is None:
+            q.started_wall = time.time()
+        q.note_eta(history=self.history, when="the start")  # checked against the time it takes
+        try:
+            while (v := q.next(self.worker)) is not None:
+                await self._run_variant(v)
+                if q.paused:
+                    break
+        finally:
+            self.current = None
+            self._unsub()
+        if q.finished and not q.paused and q.finished_wall is None:
+            q.finished_wall = time.time()
+            q.save()
+        return q
+
+    # ------------------------------------------------------------------ the GPU gate
+
+    async def _stop_previous(self, v: VariantState) -> bool | None:
+        """Stop the server of the previous launch (ours, still running) before the next one: True when
+        there was one to stop, False when there was none, None when the stop failed (the sweep is then
+        paused: a second server is never started beside one that would not stop)."""
+        run = self.ws.run
+        if run is None or not run.owned or not run.alive:
+            return False
+        if self._before is None:
+            # a resumed sweep: no reading from before this server's launch; the gate then waits
+            # until its own processes' memory is gone from the reading taken now
+            self._before = await self._reading_without(run)
+        try:
+            await self.ws.stop()
+        except Exception as exc:
+            self._pause(v, f"stopping launch #{run.launch} (run {run.run_id}) failed: {exc}")
+            return None
+        self._stopped_at = time.monotonic()
+        return True
+
+    def _pause(self, v: VariantState, why: str) -> None:
+        """Stop the sweep before ``v`` (left pending) and say why; ``--resume`` goes on from there."""
+        q = self.queue
+        v.state, v.phase = PENDING, ""
+        q.paused, q.aborted = why, True
+        self.say(f"  {why}")
+        self.say(
+            "  the sweep is paused so that no launch starts on GPUs that are not free; free them and resume"
+        )
+        self._notice(f"sweep paused: {why}", "error")
+        self._changed()
+
+    async def _reading_without(self, run: Any) -> Reading | None:
+        from eagletui.core.gpu_memory import Reading
+        from eagletui.remote.gpu import read_memory
+
+        if self.ws.transport is None:
+            return None
+        now = await read_memory(self.ws.transport)
+        if now is None:
+            return None
+        pids: set[int] = set()
+        with contextlib.suppress(Exception):
+            if self.ws.control is not None:
+                pids = {int(m["pid"]) for m in await self.ws.control.members(run) if "pid" in m}
+        used = dict(now.used)
+        for h in now.holders:
+            if h.pid in pids and h.gpu is not None:
+                used[h.gpu] = max(0.0, used.get(h.gpu, 0.0) - h.mib)
+        return Reading(used, now.total, tuple(h for h in now.holders if h.pid not in pids))
+
+    async def _gate(self, v: VariantState, label: str) -> bool:
+        """Wait for the GPUs to be back to their reading from before the previous launch; False (and
+        the sweep paused, the launch still pending) when the bound passed with memory still held."""
+        from eagletui.remote.gpu import wait_released
+
+        if self.ws.transport is None:
+            return True
+        if job_slots(self.profile):
+            # a Slurm job runs on whichever node the scheduler gives it, GPUs allocated to it alone: the
+            # login node's nvidia-smi says nothing about them, and the allocation is the gate
+            v.gate = {"status": "scheduler", "waited_s": 0.0, "message": "GPUs allocated by Slurm"}
+            return True
+        q = self.queue
+        res = await wait_released(
+            self.ws.transport, self._before, timeout=q.gpu_wait_s, say=self.say, label=label
+        )
+        v.gate = res.to_dict()
+        if res.status == "held":
+            self._pause(v, res.message)
+            return False
+        if res.status == "clean" and res.waited_s >= 0.5:
+            self.say(f"  GPU memory released after {res.waited_s:.1f}s")
+        if res.reading is not None:
+            self._before = res.reading  # the reading right before this launch
+        return True
+
+    def _oom_retry_reason(self, v: VariantState, kind: str) -> str:
+        """Why this failed launch is launched once more ("" when it is not): an OOM while another
+        process still held GPU memory, right after this sweep stopped a server."""
+        if kind != "oom" or v.oom_retry or self._stopped_at is None:
+            return ""
+        from eagletui.core.gpu_memory import others_in_oom
+
+        la = self.model.state.launch
+        failure = la.failure if la is not None else None
+        text = " ".join(x for x in (getattr(failure, "line", ""), getattr(failure, "message", "")) if x)
+        others = others_in_oom(text)
+        ago = time.monotonic() - self._stopped_at
+        gate = v.gate.get("status", "unknown")
+        if others is not None and others >= OOM_OTHERS_GIB:
+            return (
+                f"ran out of GPU memory while other processes still held {others:.1f} GiB, {ago:.0f}s after "
+                f"the previous server stopped (GPU gate: {gate})"
+            )
+        if others is None and gate == "unknown":
+            return (
+                f"ran out of GPU memory {ago:.0f}s after the previous server stopped, with no GPU telemetry "
+                "to wait on its release"
+            )
+        return ""
+
+    # ------------------------------------------------------------------ one launch
+
+    async def _run_variant(self, v: VariantState) -> None:
+        q = self.queue
+        self.current = v
+        try:
+            prof = variant_profile(self.profile, Variant(v.name, v.settings))
+        except ValueError as exc:
+            v.state, v.failure_kind, v.failure = FAILED, "config", str(exc)
+            self._changed()
+            return
+        if job_slots(self.profile):
+            # variants are Slurm jobs: each slot its own port; a variant in flight is followed by its job
+            prof = slot_profile(prof, self.slot)
+            if v.state in IN_FLIGHT and not self._matches(v, prof):
+                self._reattached = await resume_variant(self.ws, v, prof)
+        resumed = v.state in IN_FLIGHT and self._matches(v, prof)
+        v.target = self.worker  # claimed before the first await: another host's runner skips it
+        self._reattached = False  # a reattached run is used once, by the variant it belongs to
+        self._notice(f"sweep {q.order.index(v.index) + 1}/{len(q.variants)}: {v.name}")
+        v.attempts += 1
+        v.started_wall = time.time()
+        if resumed:
+            self.say(
+                f"[{v.index + 1}/{len(q.variants)}] {v.name}: following its running server {self.ws.run.run_id if self.ws.run else ''}"
+            )
+            if self.ws.run is not None:
+                v.run_id = self.ws.run.run_id
+            if await self._ready(v, prof, time.monotonic(), learn=False):
+                return
+        else:
+            v.state, v.phase, v.run_id = LAUNCHING, "launch", ""
+            for c in v.cells:  # a new server: earlier runs were measured on another one
+                c.repeats, c.stop, c.stop_text = [], "", ""
+            self._changed()
+            t_over = time.monotonic()
+            prev = self.ws.run
+            label = f"launch #{prev.launch}" if prev is not None and prev.owned else "the previous launch"
+            stopped = await self._stop_previous(v)
+            if stopped is None:
+                return
+            v.phase = "waiting for GPU memory"
+            self.on_change()
+            if not await self._gate(v, label):
+                return
+            # the time between launches (a stop and the release of its memory): only where there was one
+            v.overhead_s = time.monotonic() - t_over if stopped else None
+            self.say(f"[{v.index + 1}/{len(q.variants)}] {v.name}: launching")
+            kind = await self._launch(v, prof)
+            if kind is None:
+                return
+            reason = self._oom_retry_reason(v, kind)
+            if reason:
+                v.oom_retry = reason
+                self.say(f"  {reason}: waiting for the GPUs, then launching once more")
+                self._notice(f"sweep: {v.name} {reason}; launching once more", "warning")
+                self._changed()
+                if v.gate.get("status") == "unknown":
+                    await asyncio.sleep(min(q.gpu_wait_s, OOM_SETTLE_S))
+                self._stopped_at = time.monotonic()
+                if not await self._gate(v, f"launch #{self.ws.launch_no}"):
+                    return
+                v.state, v.phase, v.failure_kind, v.failure = LAUNCHING, "launch", "", ""
+                kind = await self._launch(v, prof)
+                if kind is None:
+                    return
+            if kind:
+                return
+        await self._benchmark_cells(v, prof)
+
+    async def _launch(self, v: VariantState, prof: Profile) -> str | None:
+        """Launch and wait until ready. None: refused (recorded); "": ready; else the failure kind
+        (recorded, the variant failed)."""
+        t0 = time.monotonic()
+        try:
+            await self.ws.launch(prof)
+        except Exception as exc:
+            v.state, v.failure_kind, v.failure = FAILED, "launch-refused", f"{exc}"[:500]
+            self.say(f"  launch failed: {v.failure}")
+            self._changed()
+            return None
+        v.launches += 1
+        v.run_id = self.ws.run.run_id if self.ws.run is not None else ""
+        self._changed()
+        return await self._ready(v, prof, t0)
+
+    async def _ready(self, v: VariantState, prof: Profile, t0: float, *, learn: bool = True) -> str:
+        """Wait until the launch serves: "" then, else its failure kind (recorded, the variant failed).
+        A followed (resumed) launch's time is its phases' sum and teaches the history nothing."""
+        kind, why = await wait_ready(self.model, prof.ready_timeout_s)
+        if kind:
+            v.state, v.failure_kind, v.failure = FAILED, kind, why[:500]
+            self.say(f"  launch failed ({kind}): {why}")
+            self._notice(f"sweep: {v.name} failed to launch ({kind}); going on", "warning")
+            if kind == "timeout":
+                with contextlib.suppress(Exception):
+                    await self.ws.stop()  # ours and hung: the next variant relaunches anyway
+            self._stopped_at = time.monotonic()
+            self._changed()
+            return kind
+        if not learn:
+            if v.launch_s is None:
+                la = self.model.state.launch
+                v.launch_s = sum(la.phase_durations().values()) if la is not None else None
+            return ""
+        v.launch_s = time.monotonic() - t0
+        learned: dict[str, float] = {"launch": v.launch_s}
+        if v.overhead_s is not None and v.launches == 1:
+            learned["overhead"] = v.overhead_s
+        self._learn("sweep:" + (v.launch_key or self._key(self.model.state.launch)), learned)
+        return ""
+
+    def _problems(self, r: ev.BenchmarkResult) -> list[str]:
+        """Why the run book holds ``r`` invalid (the same gate as the runs table); [] when it counts."""
+        run = self.model.runbook.runs.get(r.launch)
+        if run is None:
+            return []
+        for res, problems in run.result_problems():
+            if res is r or (res.bench == r.bench and res.launch == r.launch):
+                return list(problems)
+        return []
+
+    def _key(self, la: Any) -> str:
+        from eagletui.core.history import history_key
+
+        return history_key(la.config) if la is not None and la.config else ""
+
+    def _learn(self, key: str, durations: dict[str, float]) -> None:
+        """Timings for the next sweep's ETA (the history is optional: a sweep without one still runs)."""
+        h = self.history
+        if h is None or not key or key.endswith(":"):
+            return
+        with contextlib.suppress(Exception):
+            h.record(key, {k: float(x) for k, x in durations.items() if x is not None and x >= 0})
+
+    async def _benchmark_cells(self, v: VariantState, prof: Profile) -> None:
+        q = self.queue
+        policy = q.repeat_policy
+        v.state, v.phase = BENCHMARKING, "benchmark"
+        self._changed()
+        self.say(
+            f"  ready after {v.launch_s or 0:.1f}s{_slowest_phases(self.model)}; benchmarking {len(v.cells)} cell"
+            f"{'s' if len(v.cells) != 1 else ''} ({policy.describe()})"
+        )
+        t1 = time.monotonic()
+        warm: set[int] = set()
+        limit = policy.most + MAX_RERUNS
+        while True:
+            todo = [
+                ci
+                for ci, c in enumerate(v.cells)
+                if not c.stop and len(c.repeats) < limit and q.step(v, ci).more
+            ]
+            if not todo:
+                break
+            for ci in todo:
+                await self._bench_once(v, ci, prof, warm_up=ci not in warm)
+                warm.add(ci)
+            q.note_eta(history=self.history, when=f"launch {q.order.index(v.index) + 1}")
+            self._changed()
+        for ci, c in enumerate(v.cells):
+            st = q.step(v, ci)
+            if not c.stop:
+                c.stop = st.reason if not st.more else "attempts"
+                c.stop_text = st.text() if st.more is False else f"gave up after {len(c.repeats)} attempts"
+        v.bench_s = (v.bench_s or 0.0) + (time.monotonic() - t1)
+        v.state, v.phase = DONE, ""
+        if not v.good:
+            v.state, v.failure_kind, v.failure = (
+                FAILED,
+                "benchmark",
+                "; ".join(sorted({why_not_counted(r) for c in v.cells for r in c.repeats}))[:500],
+            )
+        for c in v.cells:
+            mean, _sd, _n = c.tok_s()
+            if mean is not None:
+                acc = c.accept()
+                where = f" at {c.label}" if len(v.cells) > 1 else ""
+                self._notice(
+                    f"sweep: {v.name}{where}: {mean:.1f} tok/s" + (f", accept {acc:.2f}" if acc else "")
+                )
+        e = q.note_eta(history=self.history, when=f"the end of launch {q.order.index(v.index) + 1}")
+        if not q.finished:
+            from eagletui.core.sweep_plan import fmt_duration
+
+            done = sum(1 for x in q.variants if x.state not in (PENDING, *IN_FLIGHT))
+            eta = fmt_duration(e.seconds) if e.complete else f"≥ {fmt_duration(e.seconds)}"
+            self.say(f"  sweep: {done}/{len(q.variants)} launches, {q.runs()} benchmarks so far; ETA {eta}")
+        self._changed()
+
+    async def _bench_once(self, v: VariantState, ci: int, prof: Profile, *, warm_up: bool) -> None:
+        c = v.cells[ci]
+        settings = apply_client(prof.bench, c.client)
+        settings = dataclasses.replace(settings, repeats=1)
+        if warm_up:
+            # the first benchmark of a cell in this launch warms up at its own concurrency (a full round:
+            # bench/prompts.py), whatever the profile's warmup: cold kernels are not the setting's speed
+            settings = dataclasses.replace(settings, warmup=max(1, settings.warmup))
+        t = time.monotonic()
+        r = await self.ws.benchmark(settings=settings)
+        seconds = time.monotonic() - t
+        problems = self._problems(r)
+        c.repeats.append(
+            {
+                "tok_s": r.output_throughput,
+                "accept": r.accept_length,
+                "ttft_ms": (r.stats.get("ttft_ms") or {}).get("median"),
+                "requests": r.requests,
+                "failed": r.failed,
+                "error": r.error,
+                "invalid": problems,
+                "seconds": round(seconds, 3),
+                "warm": warm_up,
+            }
+        )
+        if not r.error and not problems:
+            key = "sweep-bench:" + v.launch_key + "|" + client_fingerprint(c.client)
+            self._learn(key, {"first" if warm_up else "next": seconds})
+        acc = f", accept {r.accept_length:.2f}" if r.accept_length else ""
+        where = f" {c.label}" if len(v.cells) > 1 else ""
+        err = f" ({r.error})" if r.error else ""
+        if problems:  # the validity gate (issue 19): it does not count and the cell runs again
+            err += f"; invalid ({'; '.join(problems)}), run again"
+        pol = self.queue.repeat_policy
+        of = f"/{pol.repeats}" if not pol.adaptive else ""
+        self.say(f"  repeat {len(c.good)}{of}{where}: {r.output_throughput:.1f} tok/s{acc}{err}")
+        self._changed()
