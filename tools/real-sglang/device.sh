@@ -6,7 +6,8 @@
 #                                        # the stop, bench --vs-no-spec --concurrency 1,4, a failed launch's
 #                                        # JSON, a two-variant sweep
 #   bash tools/real-sglang/device.sh final  # a re-check in one call: preflight, bench --launch, preflight
-#                                        # after the stop, the TUI with both captures, --vs-no-spec
+#                                        # after the stop, a steps 3 / no spec / steps 2 sweep (predicted
+#                                        # vs measured), the TUI and --vs-no-spec when time is left
 #   bash tools/real-sglang/device.sh 2   # the TUI in tmux (connect, b, a toggle, a, r), trace --capture
 #                                        # twice on the running server (server default and old eagletui
 #                                        # profiler arguments), s, q; reattach by profile
@@ -60,6 +61,11 @@ else
   P=$W/tiny.toml; sed "s#\"REPO\"#\"$R\"#; s/^port = 30000/port = $(free_port)/" $R/tools/real-sglang/sim-dryrun.toml > $P
 fi
 PS=$W/sweep.toml; { cat $P; printf '\n[sweep]\nrepeats = 1\n[[sweep.variants]]\nname = "steps 3"\nset = { "speculative-num-steps" = 3 }\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n'; } > $PS
+# part final's sweep: steps 3, its no-spec counterpart, then steps 2, which the cycle model predicts from
+# the first two before it launches (issue 25: the report's predicted vs measured for the step change).
+# "steps 3" sets nothing (the profile's 3): the sweep orders launches by distance from the first variant,
+# so no spec (one flag away) launches before steps 2 and the cycle model has its no-spec step
+PP=$W/predict.toml; { cat $P; printf '\n[sweep]\nrepeats = 1\n[[sweep.variants]]\nname = "steps 3"\n[[sweep.variants]]\nname = "no spec"\nset = { "speculative-algorithm" = "" }\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n'; } > $PP
 PB=$W/baddraft.toml; sed 's#^speculative-draft-model-path = .*#speculative-draft-model-path = "/tmp/sgw/tiny/no-such-draft"#; s/^ready_timeout_s = 240/ready_timeout_s = 120/' $P > $PB
 # the simulator takes any draft path: there the failed launch is an injected OOM while loading
 [ -n "$DRYRUN" ] && sed -i 's/^\[server.env\]/[server.env]\nEAGLETUI_SIM_FAIL = "oom-load"/' $PB
@@ -88,11 +94,15 @@ if [ "$PART" = 1 ]; then
   [ $(el) -lt 430 ] && step f-sweep 300 python3 -m eagletui sweep local --profile $PS --json --no-record
 elif [ "$PART" = final ]; then
   # one call for a re-check after a change: the fresh preflight, bench --launch and its stop, the
-  # preflight right after it, the TUI with both captures, and --vs-no-spec if time is left
+  # preflight right after it, the steps 3 -> no spec -> steps 2 sweep (predicted vs measured for the step
+  # change), then the TUI with both captures and --vs-no-spec only if the device call has time left for
+  # them (the TUI takes ~260 s on the device: part 2 runs it on its own)
   step a-preflight-fresh 150 python3 -m eagletui preflight local --profile $P --json
   step b-bench-launch 330 python3 -m eagletui bench local --profile $P --launch --json
   step c-preflight-after-stop 150 python3 -m eagletui preflight local --profile $P --json
-  step t0-tui 330 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
+  step f-sweep 300 python3 -m eagletui sweep local --profile $PP --json --no-record
+  if [ $(el) -lt 260 ]; then step t0-tui 330 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
+  else log "t0-tui: skipped at $(el)s (no time left in this call; part 2 runs the TUI)"; fi
   [ $(el) -lt 400 ] && step d-vs-no-spec 190 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --json
 else
   step t0-tui 420 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD

@@ -104,10 +104,18 @@ if PART in ("1", "final"):
     if "f-sweep" in steps:
         f = doc("f-sweep")
         variants = (f or {}).get("variants") or (f or {}).get("results") or []
-        check("a two-variant sweep finishes", rc("f-sweep") in (0, 1) and f is not None, {"rc": rc("f-sweep"), "keys": sorted((f or {}).keys())})
+        check("the sweep finishes (its variants: " + ", ".join(str(v.get("name")) for v in variants if isinstance(v, dict)) + ")" if isinstance(variants, list) else "the sweep finishes", rc("f-sweep") in (0, 1) and f is not None, {"rc": rc("f-sweep"), "keys": sorted((f or {}).keys())})
         figures["sweep"] = {"rc": rc("f-sweep"), "variants": len(variants) if isinstance(variants, list) else variants}
+        # issue 25: a variant the cycle model predicted from an earlier launch, predicted vs measured
+        preds = [p for p in (f or {}).get("predictions") or [] if isinstance(p, dict)]
+        figures["sweep"]["predictions"] = preds
+        if PART == "final":
+            steps2 = [p for p in preds if str(p.get("setting", "")).startswith("steps 2")]
+            check("the sweep predicted steps 2 (from the steps 3 and no-spec launches) and measured it", bool(steps2), preds or "no predictions in the sweep's JSON")
+            if not os.environ.get("DRYRUN"):  # the target is the real server's; the simulator's is the benchmark's
+                check("the steps 3 -> 2 prediction is within ±10 % of the measured tok/s", steps2 and all(isinstance(p.get("error_pct"), (int, float)) and abs(p["error_pct"]) <= 10 for p in steps2), steps2)
         clean_after("f-sweep")
-if PART in ("2", "final"):
+if PART == "2" or (PART == "final" and "t0-tui" in steps):
     for row in jl("tui.jsonl") + jl("h-reattach-other-profile.out"):
         check(row["check"], row["ok"], row.get("detail", ""))
     for tag in ("default", "no-stack"):
@@ -138,5 +146,13 @@ for c in checks:
 print("\n| step | rc | seconds |\n|---|---|---|")
 for s in steps.values():
     print(f"| {s['step']} | {s['rc']} | {s['seconds']} |")
+preds = (figures.get("sweep") or {}).get("predictions") or []
+if preds:
+    print("\n### predicted vs measured (sweep --json `predictions`)\n")
+    print("| setting | concurrency | predicted from launch | parts from | predicted tok/s | measured tok/s | error |\n|---|---:|---:|---|---:|---:|---:|")
+    for p in preds:
+        print(f"| {p.get('setting')} | {p.get('concurrency')} | {p.get('predicted_from')} | {p.get('parts')} | {p.get('predicted_tok_s')} | {p.get('measured_tok_s')} | {p['error_pct']:+.1f} % |" if isinstance(p.get("error_pct"), (int, float)) else f"| {p.get('setting')} | {p.get('concurrency')} | … | … | … | … | {p.get('error_pct')} |")
+elif "f-sweep" in steps:
+    print("\n### predicted vs measured: none (the sweep's JSON has no `predictions`)")
 print("\n```json\n" + json.dumps(figures, indent=1, default=str)[:6000] + "\n```")
 sys.exit(0 if all(c["ok"] for c in checks) else 1)
