@@ -223,6 +223,7 @@ REPORT_TYPES: frozenset[str] = frozenset(
         "bench_started",
         "bench_result",
         "config_changed",
+        "baseline_pinned",
         # a link that dropped during a benchmark makes its result invalid
         "connection",
     }
