@@ -77,6 +77,11 @@ if PART in ("1", "final"):
     check("bench --launch exits 0 (1: only the random-weight drafter's accept ≈ 1 is invalid)", measured(b, rc("b-bench-launch")), (b or {}).get("error") or (b or {}).get("invalid"))
     check("bench --launch stopped its server (SIGTERM to the leader)", stop_of(b).get("ok") and stop_of(b).get("ended_by") == "leader", stop_of(b))
     figures["bench_launch"] = {k: (b or {}).get(k) for k in ("output_throughput", "accept_length", "requests", "failed")}
+    # what was measured even where the validity gate keeps it out of the result (accept ≈ 1)
+    figures["bench_launch"]["measured_runs"] = [
+        {k: r.get(k) for k in ("output_throughput", "accept_length", "valid")}
+        for r in (((b or {}).get("repeats") or {}).get("runs") or [])
+    ]
     figures["bench_launch_stop"] = stop_of(b)
     clean_after("b-bench-launch")
     c = doc("c-preflight-after-stop") or []
@@ -106,6 +111,19 @@ if PART in ("1", "final"):
         variants = (f or {}).get("variants") or (f or {}).get("results") or []
         check("a two-variant sweep finishes", rc("f-sweep") in (0, 1) and f is not None, {"rc": rc("f-sweep"), "keys": sorted((f or {}).keys())})
         figures["sweep"] = {"rc": rc("f-sweep"), "variants": len(variants) if isinstance(variants, list) else variants}
+        if isinstance(variants, list):
+            figures["sweep"]["per_variant"] = [
+                {
+                    "name": v.get("name"),
+                    "state": v.get("state"),
+                    "attempts": [r.get("tok_s") for r in v.get("repeats") or []],
+                    "gpu_gate": (v.get("gpu_gate") or {}).get("status"),
+                    "launches": v.get("launches"),
+                }
+                for v in variants
+                if isinstance(v, dict)
+            ]
+            figures["sweep"]["eta_check"] = (f or {}).get("eta_check")
         clean_after("f-sweep")
 if PART in ("2", "final"):
     for row in jl("tui.jsonl") + jl("h-reattach-other-profile.out"):
