@@ -220,3 +220,28 @@ async def test_two_hosts_share_one_queue_and_each_takes_the_next_variant(tmp_pat
         assert len(runs) == sum(1 for v in queue.variants if v.target == name)
     report = queue.report(profiles[0].verdict, profiles[0])
     assert {r["host"] for r in report["variants"]} == {"a", "b"} and len(report["effects"]) == 2
+
+
+@pytest.mark.slow
+def test_a_drafter_that_accepts_nothing_is_reported_at_once_not_rerun(tmp_path, data_dir, capsys):
+    # seen on the real server (sglang 0.5.17, a random-weight draft): every run of such a launch reads
+    # accept 1.01, and the sweep ran each cell three times before giving up; a cause that a rerun of the
+    # same launch repeats ends the cell after one attempt, while a working variant still gets its repeats
+    sweep = (
+        '[[toggles]]\narg = "sim-draft-quality"\ntype = "float"\n'
+        '[[sweep.variants]]\nname = "base"\n'
+        '[[sweep.variants]]\nname = "broken"\nset = { "sim-draft-quality" = 0.0 }\n'
+    )
+    port = free_port()
+    rc = main(["local", "--profile", _profile(tmp_path, port, sweep, repeats=2), "--json", "--no-preflight"])
+    out = capsys.readouterr()
+    rep = json.loads(out.out)
+    rows = {r["name"]: r for r in rep["variants"]}
+    assert rc == 1, out.err
+    assert rows["base"]["verdict"] == "pass" and len(rows["base"]["repeats"]) == 2
+    broken = rows["broken"]
+    assert broken["state"] == "failed" and broken["tok_s"] is None
+    assert len(broken["repeats"]) == 1 and broken["repeats"][0]["invalid"]
+    assert broken["repeats"][0]["invalid"][0].startswith("the drafter is not working")
+    assert "not run again" in out.err and "running it again" not in out.err
+    assert rep["ranking"] == ["base"] and not _listening(port)

@@ -130,3 +130,29 @@ def test_a_websocket_without_the_token_is_refused(server: Serve) -> None:
     assert asyncio.run(attempt("/ws")) == 404
     assert asyncio.run(attempt("/not-the-token/ws")) == 404
     assert server.visits()["visits"] == []  # no app was started for them
+
+
+def test_a_websocket_from_another_origin_is_refused(server: Serve) -> None:
+    # a page on another site that learned the URL cannot open a tab: browsers send Origin on every
+    # websocket handshake, and a websocket is not bound by the same-origin policy
+    import asyncio
+
+    import aiohttp
+
+    url = f"ws://127.0.0.1:{server.port}{server.path}ws"
+
+    async def attempt(headers: dict[str, str]) -> int:
+        async with aiohttp.ClientSession() as session:
+            try:
+                async with session.ws_connect(url, headers=headers, origin=headers.get("Origin")):
+                    return 101
+            except aiohttp.WSServerHandshakeError as exc:
+                return exc.status
+
+    for origin in ("http://evil.example", f"http://127.0.0.1:{server.port + 1}", "null", "file://"):
+        assert asyncio.run(attempt({"Origin": origin})) == 403, origin
+    assert server.visits()["visits"] == []  # no app was started for them
+    assert asyncio.run(attempt({"Origin": f"http://127.0.0.1:{server.port}"})) == 101
+    # behind a reverse proxy the browser's address is the forwarded host
+    proxied = {"Origin": "https://tune.example", "X-Forwarded-Host": "tune.example"}
+    assert asyncio.run(attempt(proxied)) == 101

@@ -299,6 +299,16 @@ class LaunchBlocked(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class BaselinePinned(Event):
+    """The user pinned run ``launch`` of this session as the baseline (``m``). An event, not only a
+    change to the run book, so the recording keeps it: a replay, an export and every read-only browser
+    tab that follows the session judge the runs against the same baseline as the screen did."""
+
+    type: ClassVar[str] = "baseline_pinned"
+    launch: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ProcessExited(Event):
     type: ClassVar[str] = "process_exited"
     code: int | None = None

@@ -36,6 +36,7 @@ from eagletui.core.cycle import rates_from_histogram
 from eagletui.core.economics import Economics, crossover_text, economics
 from eagletui.core.events import (
     JOB_RUNNING_STATES,
+    BaselinePinned,
     BenchmarkResult,
     BenchmarkStarted,
     ConnectionState,
@@ -285,6 +286,16 @@ class RunBook:
                 why = interruption(kind, detail)
                 if why not in reasons:
                     reasons.append(why)
+
+    def _on_baseline_pinned(self, event: BaselinePinned) -> bool | None:
+        """A pin from the recording (or a follower's feed): the same rule as :meth:`pin_baseline`; a
+        run that cannot count (or is unknown here) leaves the baseline as it was."""
+        run = self.runs.get(event.launch)
+        if run is None or not run.good_results:
+            return False
+        self._pinned = event.launch
+        self.external, self.external_label = None, ""
+        return None
 
     def _on_job_status(self, event: JobStatus) -> None:
         run = self._run(event.launch)
@@ -863,4 +874,5 @@ _FOLD: dict[type, Callable[[RunBook, Any], bool | None]] = {
     BenchmarkStarted: RunBook._on_bench_started,
     BenchmarkResult: RunBook._on_bench_result,
     ProfileCaptured: RunBook._on_profile,
+    BaselinePinned: RunBook._on_baseline_pinned,
 }

@@ -36,6 +36,9 @@ MAX_FAILED_SHARE = 0.05
 #: "only the target's own token per verify"; the margin covers the one prefill token that SGLang's
 #: ``completion_tokens / spec_verify_ct`` counts on top (64 tokens in 63 verifies read 1.016).
 ACCEPT_NOT_WORKING = 1.02
+#: How the drafter's reason begins: a property of the launch (its draft model), not of one run, so
+#: running the same launch again gives the same answer (see :func:`repeats_alike`).
+DRAFTER_NOT_WORKING = "the drafter is not working"
 
 
 def _num(v: Any) -> float | None:
@@ -96,15 +99,23 @@ def result_problems(
         correct = (r.accept or {}).get("correct_drafts") if isinstance(r.accept, dict) else None
         if isinstance(correct, int) and not isinstance(correct, bool) and correct == 0:
             out.append(
-                "the drafter is not working: no draft token was accepted (wrong draft model for "
+                f"{DRAFTER_NOT_WORKING}: no draft token was accepted (wrong draft model for "
                 "the target, EAGLE vs EAGLE3, or a vocabulary mismatch)"
             )
         elif acc is not None and acc <= ACCEPT_NOT_WORKING:
             out.append(
-                f"the drafter is not working: accept length {acc:.2f} ≤ {ACCEPT_NOT_WORKING:g} (wrong "
+                f"{DRAFTER_NOT_WORKING}: accept length {acc:.2f} ≤ {ACCEPT_NOT_WORKING:g} (wrong "
                 "draft model for the target, EAGLE vs EAGLE3, or a vocabulary mismatch)"
             )
     return out
+
+
+def repeats_alike(problems: list[str]) -> bool:
+    """True when a run of the same launch would be invalid for the same reason: a drafter that accepts
+    nothing does so on every run (seen on a real server with a random-weight draft: three runs of each
+    sweep cell, 1.01 every time), whereas failed requests, a cut run or a dropped link may not recur.
+    A sweep does not run such a cell again; it reports it invalid at once."""
+    return bool(problems) and all(p.startswith(DRAFTER_NOT_WORKING) for p in problems)
 
 
 def interruption(event_type: str, detail: str = "") -> str:

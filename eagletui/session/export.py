@@ -230,6 +230,7 @@ REPORT_TYPES: frozenset[str] = frozenset(
         "launch_note",
         "host_facts",
         "profile_captured",
+        "baseline_pinned",
         # a link that dropped during a benchmark makes its result invalid
         "connection",
     }

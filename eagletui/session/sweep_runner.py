@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from eagletui.core import events as ev
 from eagletui.core.state import ServerState
 from eagletui.core.sweep import Variant, apply_client, variant_profile
+from eagletui.core.validity import repeats_alike
 from eagletui.session.sweep import (
     BENCHMARKING,
     DONE,
@@ -520,9 +521,24 @@ class SweepRunner:
         acc = f", accept {r.accept_length:.2f}" if r.accept_length else ""
         where = f" {c.label}" if len(v.cells) > 1 else ""
         err = f" ({r.error})" if r.error else ""
-        if problems:  # the validity gate (issue 19): it does not count and the cell runs again
-            err += f"; invalid ({'; '.join(problems)}), run again"
         pol = self.queue.repeat_policy
         of = f"/{pol.repeats}" if not pol.adaptive else ""
-        self.say(f"  repeat {len(c.good)}{of}{where}: {r.output_throughput:.1f} tok/s{acc}{err}")
+        tok = (
+            f"{r.output_throughput:.1f} tok/s" if isinstance(r.output_throughput, int | float) else "no tok/s"
+        )
+        if problems:
+            # the validity gate (issue 19): it does not count; a cause that a rerun of this launch would
+            # repeat (a drafter that accepts nothing) ends the cell at once instead of wasting runs
+            n = len(c.repeats)
+            if repeats_alike(problems):
+                c.stop, c.stop_text = (
+                    "invalid",
+                    f"invalid: {'; '.join(problems)} (not run again: every run of this launch would be)",
+                )
+                tail = "not run again (a rerun of this launch would be invalid the same way)"
+            else:
+                tail = "does not count; running it again"
+            self.say(f"  attempt {n}{where}: {tok}{acc}{err}; invalid ({'; '.join(problems)}): {tail}")
+        else:
+            self.say(f"  repeat {len(c.good)}{of}{where}: {tok}{acc}{err}")
         self._changed()

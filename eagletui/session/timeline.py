@@ -41,6 +41,7 @@ CONTEXT_TYPES = frozenset(
         "phase_finished",
         "server_stopped",
         "launch_blocked",
+        "baseline_pinned",
         "bench_started",
         "connection",
         # the diagnoses' evidence (a seek must not forget why a launch was slow)

@@ -75,6 +75,34 @@ def static_files() -> dict[str, tuple[Path, str]]:
     }
 
 
+def foreign_origin(request: web.Request) -> str:
+    """Why a websocket from another site is refused ("" when it is not).
+
+    Browsers send ``Origin`` on every websocket handshake and never let a page forge it, but a
+    websocket is not bound by the same-origin policy: without this check a page elsewhere that
+    learned the URL (a shared screenshot, a browser history sync) could drive the UI from its own
+    origin. The origin's host and port must be the address the browser asked for (``Host``, or the
+    ``X-Forwarded-Host`` a reverse proxy sets). A client that sends no Origin (a script, ``curl``) is
+    not a browser page and holds the token already."""
+    origin = request.headers.get("Origin")
+    if origin is None:
+        return ""
+    from urllib.parse import urlsplit
+
+    try:
+        parts = urlsplit(origin)
+        netloc = parts.netloc.lower()
+    except ValueError:
+        netloc, parts = "", None
+    allowed = {request.host.lower()} if request.host else set()
+    for fwd in request.headers.getall("X-Forwarded-Host", []):
+        allowed.update(h.strip().lower() for h in fwd.split(",") if h.strip())
+    if parts is not None and parts.scheme in ("http", "https") and netloc in allowed:
+        return ""
+    shown = origin.encode("ascii", "backslashreplace").decode()[:200]
+    return f"a tab from origin {shown!r} is not this server's page ({', '.join(sorted(allowed)) or 'no Host'})"
+
+
 def _int_in(value: Any, default: int) -> int:
     try:
         n = int(value)
@@ -127,6 +155,10 @@ class WebServer:
             size = _int_in(request.query.get("fontsize"), 16)
             return web.Response(text=render_page(self.title, size), content_type="text/html")
         if rest == "ws":
+            refused = foreign_origin(request)
+            if refused:
+                log.warning("refused a tab: %s", refused)
+                return web.Response(status=403, text=f"eagletui serve: {refused}\n")
             return await self.handle_websocket(request)
         if rest == "visits.json":
             return web.Response(text=json.dumps(self.floor.state()), content_type="application/json")

@@ -77,6 +77,11 @@ if PART in ("1", "final"):
     check("bench --launch exits 0 (1: only the random-weight drafter's accept ≈ 1 is invalid)", measured(b, rc("b-bench-launch")), (b or {}).get("error") or (b or {}).get("invalid"))
     check("bench --launch stopped its server (SIGTERM to the leader)", stop_of(b).get("ok") and stop_of(b).get("ended_by") == "leader", stop_of(b))
     figures["bench_launch"] = {k: (b or {}).get(k) for k in ("output_throughput", "accept_length", "requests", "failed")}
+    # what was measured even where the validity gate keeps it out of the result (accept ≈ 1)
+    figures["bench_launch"]["measured_runs"] = [
+        {k: r.get(k) for k in ("output_throughput", "accept_length", "valid")}
+        for r in (((b or {}).get("repeats") or {}).get("runs") or [])
+    ]
     figures["bench_launch_stop"] = stop_of(b)
     clean_after("b-bench-launch")
     c = doc("c-preflight-after-stop") or []
@@ -114,6 +119,19 @@ if PART in ("1", "final"):
             check("the sweep predicted steps 2 (from the steps 3 and no-spec launches) and measured it", bool(steps2), preds or "no predictions in the sweep's JSON")
             if not os.environ.get("DRYRUN"):  # the target is the real server's; the simulator's is the benchmark's
                 check("the steps 3 -> 2 prediction is within ±10 % of the measured tok/s", steps2 and all(isinstance(p.get("error_pct"), (int, float)) and abs(p["error_pct"]) <= 10 for p in steps2), steps2)
+        if isinstance(variants, list):
+            figures["sweep"]["per_variant"] = [
+                {
+                    "name": v.get("name"),
+                    "state": v.get("state"),
+                    "attempts": [r.get("tok_s") for r in v.get("repeats") or []],
+                    "gpu_gate": (v.get("gpu_gate") or {}).get("status"),
+                    "launches": v.get("launches"),
+                }
+                for v in variants
+                if isinstance(v, dict)
+            ]
+            figures["sweep"]["eta_check"] = (f or {}).get("eta_check")
         clean_after("f-sweep")
 if PART == "2" or (PART == "final" and "t0-tui" in steps):
     for row in jl("tui.jsonl") + jl("h-reattach-other-profile.out"):

@@ -26,7 +26,7 @@ from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, Static
 
-from eagletui.core.events import Event
+from eagletui.core.events import BaselinePinned, Event
 from eagletui.core.redact import Redactor
 from eagletui.core.staged import NothingStaged
 from eagletui.core.state import ServerState
@@ -354,7 +354,9 @@ class MainScreen(WorkerFailures, Screen):
     def action_pin_baseline(self) -> None:
         launch = self.query_one(RunsTable).selected_launch() or self.model.state.current
         try:
-            self.model.runbook.pin_baseline(launch)
+            self.model.runbook.pin_baseline(launch)  # refuses a run that cannot count
+            # recorded, so replays, exports and followers in the browser pin the same run
+            self.model.dispatch(BaselinePinned(launch=launch))
             self.app.notify(f"launch #{launch} is the baseline", title="baseline")
         except (KeyError, ValueError) as exc:  # no such run, or one whose results cannot count
             self.app.notify(inert(str(exc.args[0] if exc.args else exc)), severity="warning")
