@@ -47,6 +47,7 @@ from eagletui.core.cycle import (
 from eagletui.core.diagnosis import Diagnosis
 from eagletui.core.run import Group, Run
 from eagletui.core.runs import RunBook, profile_parts
+from eagletui.core.validity import repeats_alike
 
 #: Predictions within this share of the measured run are not worth a launch.
 WORTH = 0.03
@@ -173,16 +174,15 @@ def _shape(g: Group) -> tuple[float | None, float | None, float | None]:
     return mean(rates), mean(toks), mean(ttfts)
 
 
-#: The validity gate's reason for a drafter that accepts nothing (core/validity.py): such a run cannot
-#: count for economics, but its cycles are timed truly, so the model may still read them.
-_NOT_WORKING = "the drafter is not working"
-
-
 def timed_groups(run: Run) -> list[Group]:
     """The run's settings from every result that timed its cycles truly: the valid ones and those the
     gate left out only because the drafter accepted nothing (random weights: accept ≈ 1)."""
     return run.group(
-        r for r, problems in run.result_problems() if all(p.startswith(_NOT_WORKING) for p in problems)
+        # a drafter that accepts nothing (the validity gate's repeats_alike cause) cannot count for
+        # economics, but its cycles are timed truly, so the model may still read them
+        r
+        for r, problems in run.result_problems()
+        if not problems or repeats_alike(list(problems))
     )
 
 
