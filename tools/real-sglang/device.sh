@@ -103,7 +103,7 @@ elif [ "$PART" = final ]; then
   step f-sweep 300 python3 -m eagletui sweep local --profile $PP --json --no-record
   if [ $(el) -lt 260 ]; then step t0-tui 330 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   else log "t0-tui: skipped at $(el)s (no time left in this call; part 2 runs the TUI)"; fi
-  [ $(el) -lt 400 ] && step d-vs-no-spec 190 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --json
+  [ $(el) -lt 380 ] && step d-vs-no-spec 190 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --json
 else
   step t0-tui 420 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   [ $(el) -lt 420 ] && step h-reattach-other-profile 180 python3 $R/tools/real-sglang/reattach_check.py $P $PO
