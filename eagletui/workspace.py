@@ -597,6 +597,17 @@ class Workspace:
         def say(msg: str) -> None:
             self.emit(Notice(level="info", message=f"profile: {msg}", source="profile"))
 
+        control = self.control
+
+        async def alive() -> bool:
+            """False once the server is known dead (a capture then stops waiting for its traces)."""
+            if control is None:
+                return True
+            try:
+                return await control.liveness(run, confirm=False) is not Liveness.DEAD
+            except Exception:  # unknown is not dead
+                return True
+
         scratch = None
         try:
             host_dir = run.run_dir
@@ -615,6 +626,7 @@ class Workspace:
                 api_key=str(api_key) if api_key not in (None, True, False) else None,
                 timeout=timeout,
                 on_step=say,
+                alive=alive,
             )
             summaries = [summarize_file(p) for p in paths]
             event = ProfileCaptured(

@@ -539,3 +539,27 @@ def test_real_server_logs_of_eagletui_stops_read_as_clean_shutdowns(log: Path) -
     assert doc["state"] == "stopped", doc["state"]
     rec = json.loads(log.with_suffix(".pid").read_text())
     assert rec["sid"] == rec["pid"] and rec["waiter_pid"] and rec["subreaper"] is True
+
+
+async def test_trace_capture_says_at_once_when_the_server_dies_during_the_capture(tmp_path: Path, capsys) -> None:
+    """sglang 0.5.17's scheduler aborted (``munmap_chunk(): invalid pointer``) one second into a DECODE
+    capture and wrote no trace; ``trace --capture`` waited its whole 120 s for the traces before it said
+    the server had died. It now asks whether the server lives while it waits."""
+    from eagletui.commands import trace
+
+    port = free_port()
+    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
+    prof = sim_toml(tmp_path, port, env='EAGLETUI_SIM_FAIL = "abort-during-profile"')
+    run = await launched(prof, control)
+    argv = ["--capture", "local", "--profile", prof, "--steps", "3", "--out", str(tmp_path / "tr")]
+    argv += ["--timeout", "120", "--watch", "10"]
+    t0 = time.monotonic()
+    rc = await asyncio.to_thread(trace.main, argv)
+    took = time.monotonic() - t0
+    out = capsys.readouterr()
+    assert rc == 3, out.err
+    assert "the server died during the capture" in out.err, out.err
+    assert "no complete DECODE traces" not in out.err and "watching the server" not in out.err
+    assert "native_crash" in out.err or "Aborted" in out.err, out.err
+    assert took < 60, f"waited {took:.0f} s for traces from a dead server"
+    assert await control.liveness(run) == "dead"

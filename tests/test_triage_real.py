@@ -94,3 +94,18 @@ def test_a_child_killed_by_sigsegv_without_a_stack_is_still_a_native_crash(tmp_p
     # a stop's own -15 stays what it was
     log.write_text(_CAPTURE_DEATH.replace("exit code -11", "exit code -15").split("Fatal Python")[0])
     assert parse_path(str(log))["failure"] is None
+
+
+REAL_RUN2 = Path(__file__).resolve().parent / "fixtures" / "real-sglang-0.5.17-run2" / "logs"
+
+
+def test_the_real_abort_while_profiling_is_a_native_crash_that_says_where() -> None:
+    # a real sglang 0.5.17 log (H200): scheduler 0 aborted on a corrupt heap a second into a DECODE capture
+    d = parse_path(str(REAL_RUN2 / "profile-abort-L3.log"))
+    f = d["failure"]
+    assert d["state"] == "failed" and f["kind"] == "died"
+    assert f["message"] == (
+        "Aborted in flatten_arrays_to_pinned_cpu (sglang/srt/utils/common.py:1216), in scheduler_0"
+    )
+    assert f["line"] == "Fatal Python error: Aborted"
+    assert "native crash" in f["hint"] and "killed from outside" not in f["hint"]

@@ -260,7 +260,7 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
     from eagletui.config import data_dir
     from eagletui.core.profile import ProfileError, load_profile
     from eagletui.profiler.live import ProfileError as LiveError
-    from eagletui.profiler.live import ProfileRequest, capture
+    from eagletui.profiler.live import ProfileRequest, ServerGone, capture
     from eagletui.remote.launcher import make_launcher
     from eagletui.remote.reattach import run_differences
     from eagletui.remote.transport import open_transport
@@ -302,6 +302,16 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
         log_from = await log_size(transport, run.log_path)
         paths: list[Path] = []
         failed: str | None = None
+        during = False
+
+        async def alive() -> bool:
+            from eagletui.remote.control import Liveness
+
+            try:  # an unknown answer is not a death: the wait goes on
+                return await control.liveness(run, confirm=False) is not Liveness.DEAD
+            except Exception:
+                return True
+
         try:
             paths = await capture(
                 transport,
@@ -314,14 +324,21 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
                 api_key=str(api_key) if api_key not in (None, True, False) else None,
                 timeout=args.timeout,
                 on_step=lambda m: print(f"  {m}", file=sys.stderr),
+                alive=alive,
             )
             print(f"eagletui trace: traces in {out}", file=sys.stderr)
         except LiveError as exc:
             failed = str(exc)
-        # A profiler can take the server down after "Profiling done" (sglang 0.5.17: the scheduler
-        # segfaulted in the torch profiler's destructor 0-2 s later): watch it before saying "done".
-        print(f"  watching the server for {args.watch:.0f} s after the capture", file=sys.stderr)
-        death = await watch_after_capture(control, transport, run, log_from, args.watch)
+            during = isinstance(exc, ServerGone)
+        if during:
+            # no traces came: the log since the capture began says why it died
+            death = await watch_after_capture(control, transport, run, log_from, 0.0, when="during")
+            failed = None
+        else:
+            # A profiler can take the server down after "Profiling done" (sglang 0.5.17: the scheduler
+            # segfaulted in the torch profiler's destructor 0-2 s later): watch it before saying "done".
+            print(f"  watching the server for {args.watch:.0f} s after the capture", file=sys.stderr)
+            death = await watch_after_capture(control, transport, run, log_from, args.watch)
         if failed is not None or death is not None:
             raise CaptureError(
                 "; ".join(x for x in (failed, death) if x),
@@ -348,7 +365,7 @@ DEATH_LOG_BYTES = 512 * 1024
 
 
 async def watch_after_capture(
-    control: Any, transport: Any, run: Any, log_from: int, seconds: float
+    control: Any, transport: Any, run: Any, log_from: int, seconds: float, *, when: str = "after"
 ) -> str | None:
     """None while the server stays alive and its log shows no failure for ``seconds``; else what
     happened: the triage of the log written since the capture began, with the exit when it is known."""
@@ -357,8 +374,8 @@ async def watch_after_capture(
     from eagletui.remote.control import Liveness
 
     deadline = time.monotonic() + max(0.0, seconds)
-    dead = False
-    while time.monotonic() < deadline:
+    dead = when == "during"  # the caller saw it die
+    while not dead and time.monotonic() < deadline:
         if await control.liveness(run, confirm=False) is Liveness.DEAD:
             dead = True
             break
@@ -383,7 +400,7 @@ async def watch_after_capture(
     failure = triage_text(text)
     if not dead and failure is None:
         return None
-    what = "the server died after the capture" if dead else "the server is failing after the capture"
+    what = f"the server died {when} the capture" if dead else "the server is failing after the capture"
     if dead:
         code, sig = await control.exit_info(run)
         if sig is not None or code is not None:

@@ -49,6 +49,10 @@ class ProfileError(Exception):
     """The profile could not be taken or fetched; the message is for the user."""
 
 
+class ServerGone(ProfileError):
+    """The server died while the capture waited for its traces."""
+
+
 @dataclass(frozen=True)
 class ProfileRequest:
     """What is asked of ``/start_profile`` (the fields of SGLang's ``ProfileReq``)."""
@@ -180,11 +184,31 @@ async def wait_for_traces(
     stage: str = "DECODE",
     timeout: float = 180.0,
     poll: float = 1.0,
+    alive: Callable[[], Awaitable[bool]] | None = None,
 ) -> list[RemoteTrace]:
-    """Wait until every rank's ``stage`` file exists and its size held still for one poll."""
-    deadline = time.monotonic() + timeout
+    """Wait until every rank's ``stage`` file exists and its size held still for one poll.
+
+    ``alive`` (when given) is asked every few polls: a server that died while its profiler recorded
+    writes no trace, and waiting out ``timeout`` for one only delays the news (sglang 0.5.17's
+    scheduler aborted one second into a capture; the wait went on for 120 s)."""
+    t0 = time.monotonic()
+    deadline = t0 + timeout
     last: dict[str, int] = {}
+    polls = 0
     while True:
+        polls += 1
+        if alive is not None and polls % 3 == 0 and not await alive():
+            # a dead server writes no more: what is on disk now is final, and may be complete (a
+            # profiler that crashed after "Profiling done" left every rank's trace behind)
+            files = [
+                f for f in await list_traces(transport, python, output_dir, profile_id) if f.stage == stage
+            ]
+            if len(files) >= ranks and all(f.size > 0 for f in files):
+                return sorted(files, key=lambda f: (f.rank is None, f.rank or 0))
+            raise ServerGone(
+                f"the server died during the capture, {time.monotonic() - t0:.0f} s in, before its "
+                f"{stage} traces were complete"
+            )
         files = [f for f in await list_traces(transport, python, output_dir, profile_id) if f.stage == stage]
         sizes = {f.name: f.size for f in files}
         if len(files) >= ranks and sizes == last and all(s > 0 for s in sizes.values()):
@@ -226,6 +250,7 @@ async def capture(
     api_key: str | None = None,
     timeout: float = 180.0,
     on_step: Callable[[str], Awaitable[None] | None] | None = None,
+    alive: Callable[[], Awaitable[bool]] | None = None,
 ) -> list[Path]:
     """Profile ``num_steps`` decode steps of the server and bring the traces here; returns local paths."""
     req = request or ProfileRequest()
@@ -247,7 +272,7 @@ async def capture(
         load = asyncio.create_task(drive_load(http, base_url, api_key=api_key))
         try:
             files = await wait_for_traces(
-                transport, python, output_dir, req.profile_id, ranks=ranks, timeout=timeout
+                transport, python, output_dir, req.profile_id, ranks=ranks, timeout=timeout, alive=alive
             )
         finally:
             if not load.done():

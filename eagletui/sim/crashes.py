@@ -187,3 +187,25 @@ def profiler_segfault(pid: int) -> list[str]:
         "    @     0x7f3b2c3f6d41 torch::autograd::profiler::ProfilerResult::~ProfilerResult()",
         "    @     0x7f3b2c3f7a10 std::_Sp_counted_base<>::_M_release()",
     ]
+
+
+def profiler_abort(pid: int) -> list[str]:
+    """What scheduler 0 printed on sglang 0.5.17 + torch 2.11 (H200) when glibc found a corrupt heap
+    while the profiler recorded its second capture on that server (``with_stack`` and
+    ``record_shapes`` off): the allocator's message, then faulthandler's block with the Python frames
+    (the garbage collector ran inside ``flatten_arrays_to_pinned_cpu``); the process dies by SIGABRT
+    and no trace of that capture is written."""
+    return [
+        "munmap_chunk(): invalid pointer",
+        "Fatal Python error: Aborted",
+        "",
+        f"Current thread 0x{pid:012x} (most recent call first):",
+        "  Garbage-collecting",
+        f'  File "{PKG}/sglang/srt/utils/common.py", line 1216 in flatten_arrays_to_pinned_cpu',
+        f'  File "{PKG}/sglang/srt/managers/schedule_batch.py", line 2310 in prepare_for_extend',
+        f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 3313 in _get_new_batch_prefill_raw',
+        f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 1738 in event_loop_overlap',
+        "",
+        "Extension modules: numpy._core._multiarray_umath, torch._C, torch._C._fft, sgl_kernel.common_ops "
+        "(total: 64)",
+    ]

@@ -109,6 +109,8 @@ class SimProfiler:
 
     #: called after each "Profiling done" (the server uses it to inject a post-profile crash)
     on_done: Any = None
+    #: called with the stage after each "Profiling starts" (a crash while the profiler records)
+    on_begin: Any = None
 
     def __init__(self, cfg: perf.PerfConfig, log: Any, tp: int, ep: int, seed: int = 0) -> None:
         self.cfg = cfg
@@ -140,6 +142,10 @@ class SimProfiler:
         )
         if not self.session.by_stage:
             self._log_start(None)
+
+    def abandon(self) -> None:
+        """The recording process died: the capture ends with no trace and no "Profiling done"."""
+        self.session = None
 
     def stop(self) -> list[Path]:
         s = self.session
@@ -204,6 +210,8 @@ class SimProfiler:
         self._ranks_log(
             f"Profiling starts{where}. Traces will be saved to: {s.output_dir} (with profile id: {s.profile_id})"
         )
+        if self.on_begin is not None:
+            self.on_begin(stage)
 
     def _finish(self, stage: str | None, final: bool) -> list[Path]:
         s = self.session

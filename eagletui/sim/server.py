@@ -196,6 +196,12 @@ async def _amain(args: Any) -> int:
         except Exception as e:
             log.line(f"Initialization failed. warmup error: {e!r}", level=ERROR)
             startup.die_by_sigkill(log)
+    if plan.fail == "abort-during-profile":
+        def abort_on_decode(stage: str | None) -> None:
+            if stage == "DECODE":
+                _abort_a_scheduler(log, children, engine.profiler)
+
+        engine.profiler.on_begin = abort_on_decode
     if plan.fail == "segv-after-profile":
         engine.profiler.on_done = lambda: loop.call_later(
             min(1.0, max(0.05, 1.0 * plan.scale)), _segfault_a_scheduler, log, children
@@ -349,13 +355,27 @@ def _segfault_a_scheduler(log: SimLog, children: Children) -> None:
     did on sglang 0.5.17; the subprocess watchdog then tears the server down."""
     from eagletui.sim.crashes import profiler_segfault
 
+    _kill_a_scheduler(log, children, profiler_segfault, signal.SIGSEGV)
+
+
+def _abort_a_scheduler(log: SimLog, children: Children, profiler: Any) -> None:
+    """``EAGLETUI_SIM_FAIL=abort-during-profile``: scheduler 0 aborts while the DECODE profile records,
+    before any trace of it is written (sglang 0.5.17's ``munmap_chunk(): invalid pointer``)."""
+    from eagletui.sim.crashes import profiler_abort
+
+    profiler.abandon()  # the process that recorded is gone: nothing of this capture is written
+    _kill_a_scheduler(log, children, profiler_abort, signal.SIGABRT)
+
+
+def _kill_a_scheduler(log: SimLog, children: Children, lines: Any, sig: int) -> None:
+    """Scheduler 0 prints what a native crash prints (``lines(pid)``) and dies by ``sig``."""
     if not children.pids:
         return
     victim = children.pids[0]
-    for line in profiler_segfault(victim):
+    for line in lines(victim):
         log.raw(line)
     with contextlib.suppress(ProcessLookupError):
-        os.kill(victim, signal.SIGSEGV)
+        os.kill(victim, sig)
 
 
 def _alive(pid: int) -> bool:
