@@ -552,12 +552,13 @@ async def test_trace_capture_says_at_once_when_the_server_dies_during_the_captur
     prof = sim_toml(tmp_path, port, env='EAGLETUI_SIM_FAIL = "abort-during-profile"')
     run = await launched(prof, control)
     argv = ["--capture", "local", "--profile", prof, "--steps", "3", "--out", str(tmp_path / "tr")]
-    argv += ["--timeout", "120", "--watch", "10"]
+    argv += ["--timeout", "120", "--watch", "10", "--no-with-stack"]  # as on the real server
     t0 = time.monotonic()
     rc = await asyncio.to_thread(trace.main, argv)
     took = time.monotonic() - t0
     out = capsys.readouterr()
     assert rc == 3, out.err
+    assert "note: with_stack off: on sglang 0.5.17" in out.err  # the risk is said before the capture
     assert "the server died during the capture" in out.err, out.err
     assert "no complete DECODE traces" not in out.err and "watching the server" not in out.err
     assert "native_crash" in out.err or "Aborted" in out.err, out.err

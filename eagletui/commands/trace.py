@@ -299,6 +299,8 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
             out = tempfile.mkdtemp(prefix=f"{run.run_id}-", dir=root)
         api_key = profile.args.get("--api-key")
         print(f"eagletui trace: profiling run {run.run_id} (pid {run.pid}, tp {tp})", file=sys.stderr)
+        if args.with_stack is False:
+            print(f"  note: {NO_STACK_RISK}", file=sys.stderr)
         log_from = await log_size(transport, run.log_path)
         paths: list[Path] = []
         failed: str | None = None
@@ -359,6 +361,14 @@ async def log_size(transport: Any, path: str) -> int:
     except (ValueError, OSError, TimeoutError, Exception):
         return 0
 
+
+#: What the lent H200 showed (docs/real-sglang.md): sglang 0.5.17 + torch 2.11, one native crash of the
+#: scheduler in each of two sessions' captures with with_stack/record_shapes off, none in three with
+#: the server's defaults. Too few to be sure; enough to say before the capture.
+NO_STACK_RISK = (
+    "with_stack off: on sglang 0.5.17 + torch 2.11 (H200) 2 of 3 such captures crashed the scheduler "
+    "(0 of 3 with the server's defaults); profile a server you can afford to lose"
+)
 
 #: At most this much of the server log after the capture is read to triage a death.
 DEATH_LOG_BYTES = 512 * 1024
