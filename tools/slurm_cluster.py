@@ -355,10 +355,12 @@ class Cluster:
                 continue
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGTERM)
+            # wait for the process, not its pid file: slurmctld removes the file first and goes on
+            # shutting down (a test session's end found it still running)
             t0 = time.monotonic()
-            while time.monotonic() - t0 < timeout and self._pid(files[name]) == pid:
+            while time.monotonic() - t0 < timeout and _running(pid):
                 time.sleep(0.1)
-            if self._pid(files[name]) == pid:
+            if _running(pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             stopped.append(name)
@@ -373,6 +375,15 @@ class Cluster:
             "daemons": daemons,
             "nodes": self.node_states() if up else {},
         }
+
+
+def _running(pid: int) -> bool:
+    """The process exists and is not a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
 
 
 def main(argv: list[str] | None = None) -> int:
