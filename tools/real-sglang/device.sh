@@ -8,6 +8,7 @@
 #   bash tools/real-sglang/device.sh final  # a re-check in one call: preflight, bench --launch, preflight
 #                                        # after the stop, a steps 3 / no spec / steps 2 sweep (predicted
 #                                        # vs measured), the TUI and --vs-no-spec when time is left
+#   bash tools/real-sglang/device.sh predict  # only the steps 3 / no spec / steps 2 sweep, longer benchmarks
 #   bash tools/real-sglang/device.sh 2   # the TUI in tmux (connect, b, a toggle, a, r), trace --capture
 #                                        # twice on the running server (server default and old eagletui
 #                                        # profiler arguments), s, q; reattach by profile
@@ -104,6 +105,14 @@ elif [ "$PART" = final ]; then
   if [ $(el) -lt 260 ]; then step t0-tui 330 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   else log "t0-tui: skipped at $(el)s (no time left in this call; part 2 runs the TUI)"; fi
   [ $(el) -lt 380 ] && step d-vs-no-spec 190 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --json
+elif [ "$PART" = predict ]; then
+  # the prediction check alone, its benchmarks long enough to measure ±10 % (48 prompts × 256 tokens
+  # instead of 12 × 128: one 2.3 s run could not tell steps 3 from steps 2 on the tiny model)
+  PL=$W/predict-long.toml
+  sed 's/^num_prompts = 12$/num_prompts = 48/; s/^max_new_tokens = 128$/max_new_tokens = 256/' $PP > $PL
+  # three launches of ~60-77 s and the longer benchmarks: more than 240 s on the H200 (a 250 s device
+  # call ran out during the sweep); give the device call 420 s
+  step f-sweep 380 python3 -m eagletui sweep local --profile $PL --json --no-record
 else
   step t0-tui 420 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   [ $(el) -lt 420 ] && step h-reattach-other-profile 180 python3 $R/tools/real-sglang/reattach_check.py $P $PO
