@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from eagletui.core.redact import REDACTED as REDACTED
 from eagletui.core.redact import Redactor, is_secret_env
 from eagletui.core.redact import is_secret_flag as is_secret_flag
-from eagletui.core.servers import ServerKind, server_kind
+from eagletui.core.servers import ServerKind, kind_or_default
 from eagletui.core.toggle_kinds import ARG, ENV, TOGGLE_KINDS, split_key
 
 if TYPE_CHECKING:  # the lazy re-exports at the end of this module, for type checkers
@@ -250,10 +250,7 @@ class Profile:
     @property
     def kind(self) -> ServerKind:
         """The server kind (a name this eagletui does not know reads as the default)."""
-        try:
-            return server_kind(self.server)
-        except KeyError:
-            return server_kind()
+        return kind_or_default(self.server)
 
     def api_key(self) -> str | None:
         """The key clients must send (``Authorization: Bearer …``) to a server launched with ``--api-key``."""

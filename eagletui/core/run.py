@@ -25,7 +25,7 @@ from eagletui.core.events import BenchmarkResult
 from eagletui.core.logformat import get_format
 from eagletui.core.noise import Band
 from eagletui.core.profile import normalize_flag
-from eagletui.core.servers import ServerKind, server_kind
+from eagletui.core.servers import ServerKind, kind_or_default
 from eagletui.core.stats import mean_stdev, stat
 from eagletui.core.validity import result_problems as judge_result
 
@@ -201,10 +201,7 @@ class Run:
     @property
     def kind(self) -> ServerKind:
         """The launch's :class:`~eagletui.core.servers.ServerKind` (the default one when unknown)."""
-        try:
-            return server_kind(self.server)
-        except KeyError:
-            return server_kind()
+        return kind_or_default(self.server)
 
     @property
     def facts(self) -> dict[str, Any]:

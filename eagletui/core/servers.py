@@ -128,6 +128,15 @@ def server_kind(name: str | None = None) -> ServerKind:
     raise KeyError(f"unknown server kind {name!r}; known: {', '.join(k.name for k in SERVER_KINDS)}")
 
 
+def kind_or_default(name: str | None) -> ServerKind:
+    """The kind called ``name``; a name this eagletui does not know reads as the default kind (a
+    recording or a run made by a newer eagletui still folds)."""
+    try:
+        return server_kind(name)
+    except KeyError:
+        return SERVER_KINDS[0]
+
+
 def kind_of_command(command: tuple[str, ...] | list[str]) -> ServerKind | None:
     """The kind a launch command runs, when it says (``-m sglang.launch_server``, ``vllm serve``)."""
     parts = [str(p) for p in command]

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from eagletui.core.servers import ServerKind, server_kind
+from eagletui.core.servers import ServerKind, kind_or_default
 
 STEPS = "--speculative-num-steps"
 TOPK = "--speculative-eagle-topk"
@@ -37,12 +37,7 @@ def flag_name(name: Any) -> str:
 
 
 def _kind(kind: ServerKind | str | None) -> ServerKind:
-    if isinstance(kind, ServerKind):
-        return kind
-    try:
-        return server_kind(kind)
-    except KeyError:
-        return server_kind()
+    return kind if isinstance(kind, ServerKind) else kind_or_default(kind)
 
 
 def is_spec_flag(name: Any, kind: ServerKind | str | None = None) -> bool:
