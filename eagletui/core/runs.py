@@ -290,8 +290,9 @@ class RunBook:
     def _on_baseline_pinned(self, event: BaselinePinned) -> bool | None:
         """A pin from the recording (or a follower's feed): the same rule as :meth:`pin_baseline`; a
         run that cannot count (or is unknown here) leaves the baseline as it was."""
-        run = self.runs.get(event.launch)
-        if run is None or not run.good_results:
+        try:
+            self.check_pin(event.launch)
+        except (KeyError, ValueError):
             return False
         self._pinned = event.launch
         self.external, self.external_label = None, ""
@@ -457,14 +458,20 @@ class RunBook:
             return self._pinned
         return next((n for n in sorted(self.runs) if self.runs[n].good_results), None)
 
-    def pin_baseline(self, launch: int) -> None:
-        """Pin a run of this session; one whose results cannot count is refused (ValueError says why)."""
+    def check_pin(self, launch: int) -> None:
+        """Refuse a pin of ``launch``: KeyError when there is no such run, ValueError (saying why) when
+        its results cannot count. The one rule for :meth:`pin_baseline` and a recorded pin."""
         if launch not in self.runs:
             raise KeyError(f"no run for launch {launch}")
         run = self.runs[launch]
         if not run.good_results:
             why = "; ".join(run.invalid_reasons) or run.failure or "it has no benchmark results"
             raise ValueError(f"run #{launch} cannot be the baseline: {why}")
+
+    def pin_baseline(self, launch: int) -> None:
+        """Pin a run of this session; one whose results cannot count is refused (ValueError says why).
+        The UI dispatches :class:`BaselinePinned` instead, so the pin is recorded."""
+        self.check_pin(launch)
         self._pinned = launch
         self.external, self.external_label = None, ""
         self.version += 1

@@ -354,8 +354,8 @@ class MainScreen(WorkerFailures, Screen):
     def action_pin_baseline(self) -> None:
         launch = self.query_one(RunsTable).selected_launch() or self.model.state.current
         try:
-            self.model.runbook.pin_baseline(launch)  # refuses a run that cannot count
-            # recorded, so replays, exports and followers in the browser pin the same run
+            self.model.runbook.check_pin(launch)  # refuses a run that cannot count, saying why
+            # the fold pins it; recorded, so replays, exports and followers in the browser pin it too
             self.model.dispatch(BaselinePinned(launch=launch))
             self.app.notify(f"launch #{launch} is the baseline", title="baseline")
         except (KeyError, ValueError) as exc:  # no such run, or one whose results cannot count
