@@ -601,12 +601,7 @@ class Workspace:
 
         async def alive() -> bool:
             """False once the server is known dead (a capture then stops waiting for its traces)."""
-            if control is None:
-                return True
-            try:
-                return await control.liveness(run, confirm=False) is not Liveness.DEAD
-            except Exception:  # unknown is not dead
-                return True
+            return control is None or not await control.known_dead(run)
 
         scratch = None
         try:

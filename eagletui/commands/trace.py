@@ -307,12 +307,7 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
         during = False
 
         async def alive() -> bool:
-            from eagletui.remote.control import Liveness
-
-            try:  # an unknown answer is not a death: the wait goes on
-                return await control.liveness(run, confirm=False) is not Liveness.DEAD
-            except Exception:
-                return True
+            return not await control.known_dead(run)
 
         try:
             paths = await capture(

@@ -71,6 +71,16 @@ class Launcher(ABC):
 
     # ------------------------------------------------------------------ optional, defaulted
 
+    async def known_dead(self, run: RunInfo) -> bool:
+        """True only when a check says the server is dead; a check that fails or cannot tell is not
+        a death (what a wait that should end early on a death asks, e.g. a profile capture)."""
+        from eagletui.remote.control import Liveness
+
+        try:
+            return await self.liveness(run, confirm=False) is Liveness.DEAD
+        except Exception:
+            return False
+
     async def members(self, run: RunInfo) -> list[dict[str, Any]]:
         """The run's live processes ([{pid, proof, name}]), where the launcher can tell."""
         return []
