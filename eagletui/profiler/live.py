@@ -197,22 +197,20 @@ async def wait_for_traces(
     polls = 0
     while True:
         polls += 1
-        if alive is not None and polls % 3 == 0 and not await alive():
-            # a dead server writes no more: what is on disk now is final, and may be complete (a
-            # profiler that crashed after "Profiling done" left every rank's trace behind)
-            files = [
-                f for f in await list_traces(transport, python, output_dir, profile_id) if f.stage == stage
-            ]
-            if len(files) >= ranks and all(f.size > 0 for f in files):
-                return sorted(files, key=lambda f: (f.rank is None, f.rank or 0))
+        # asked before the listing: a dead server writes no more, so what is on disk then is final
+        dead = alive is not None and polls % 3 == 0 and not await alive()
+        files = [f for f in await list_traces(transport, python, output_dir, profile_id) if f.stage == stage]
+        sizes = {f.name: f.size for f in files}
+        complete = len(files) >= ranks and all(s > 0 for s in sizes.values())
+        # complete and either still for one poll or final (a profiler that crashed after "Profiling
+        # done" left every rank's trace behind)
+        if complete and (sizes == last or dead):
+            return sorted(files, key=lambda f: (f.rank is None, f.rank or 0))
+        if dead:
             raise ServerGone(
                 f"the server died during the capture, {time.monotonic() - t0:.0f} s in, before its "
                 f"{stage} traces were complete"
             )
-        files = [f for f in await list_traces(transport, python, output_dir, profile_id) if f.stage == stage]
-        sizes = {f.name: f.size for f in files}
-        if len(files) >= ranks and sizes == last and all(s > 0 for s in sizes.values()):
-            return sorted(files, key=lambda f: (f.rank is None, f.rank or 0))
         last = sizes
         if time.monotonic() > deadline:
             have = ", ".join(sorted(sizes)) or "none"
