@@ -227,16 +227,7 @@ class Cluster:
             return None
         except PermissionError:
             return pid
-        # a zombie (killed, not yet reaped: in a container nobody may reap it) or another program under
-        # a reused pid is not our daemon
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return None
-        comm, _, rest = stat.partition("(")[2].rpartition(")")
-        if rest.split()[:1] in (["Z"], ["X"]) or not comm.startswith(("munged", "slurmctld", "slurmd")):
-            return None
-        return pid
+        return pid if _daemon(pid) else None
 
     def _pidfiles(self) -> dict[str, Path]:
         out = {"munged": self.munge_dir / "munged.pid", "slurmctld": self.ctld_dir / "slurmctld.pid"}
@@ -358,9 +349,9 @@ class Cluster:
             # wait for the process, not its pid file: slurmctld removes the file first and goes on
             # shutting down (a test session's end found it still running)
             t0 = time.monotonic()
-            while time.monotonic() - t0 < timeout and _running(pid):
+            while time.monotonic() - t0 < timeout and _daemon(pid):
                 time.sleep(0.1)
-            if _running(pid):
+            if _daemon(pid):
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
             stopped.append(name)
@@ -377,13 +368,15 @@ class Cluster:
         }
 
 
-def _running(pid: int) -> bool:
-    """The process exists and is not a zombie."""
+def _daemon(pid: int) -> bool:
+    """``pid`` is one of the cluster's daemons and alive: a zombie (killed, not yet reaped: in a
+    container nobody may reap it) or another program under a reused pid is not."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return False
-    return stat.rpartition(")")[2].split()[:1] not in (["Z"], ["X"])
+    comm, _, rest = stat.partition("(")[2].rpartition(")")
+    return rest.split()[:1] not in (["Z"], ["X"]) and comm.startswith(("munged", "slurmctld", "slurmd"))
 
 
 def main(argv: list[str] | None = None) -> int:
