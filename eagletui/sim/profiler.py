@@ -314,27 +314,26 @@ class SimProfiler:
 
         graph_corr = [0]  # the correlation of the cudaGraphLaunch being replayed; 0: eager launches
 
+        def gpu_kernel(name: str, ts: float, dur: float, correlation: int, **extra: Any) -> None:
+            args = {**extra, "device": rank, "stream": tid_gpu, "correlation": correlation, "queued": 0}
+            ev.append(
+                {
+                    "ph": "X",
+                    "cat": "kernel",
+                    "name": name,
+                    "pid": pid_gpu,
+                    "tid": tid_gpu,
+                    "ts": ts,
+                    "dur": round(dur, 3),
+                    "args": args,
+                }
+            )
+
         def kernel(name: str, op: str, ts: float, dur: float) -> None:
             if graph_corr[0]:
                 # Replayed by a CUDA graph: no launching op, only the graph launch's correlation.
                 if gpu:
-                    ev.append(
-                        {
-                            "ph": "X",
-                            "cat": "kernel",
-                            "name": name,
-                            "pid": pid_gpu,
-                            "tid": tid_gpu,
-                            "ts": ts,
-                            "dur": round(dur, 3),
-                            "args": {
-                                "device": rank,
-                                "stream": tid_gpu,
-                                "correlation": graph_corr[0],
-                                "queued": 0,
-                            },
-                        }
-                    )
+                    gpu_kernel(name, ts, dur, graph_corr[0])
                 return
             e = eid()
             ev.append(
@@ -350,24 +349,7 @@ class SimProfiler:
                 }
             )
             if gpu:
-                ev.append(
-                    {
-                        "ph": "X",
-                        "cat": "kernel",
-                        "name": name,
-                        "pid": pid_gpu,
-                        "tid": tid_gpu,
-                        "ts": ts,
-                        "dur": round(dur, 3),
-                        "args": {
-                            "External id": e,
-                            "device": rank,
-                            "stream": tid_gpu,
-                            "correlation": e,
-                            "queued": 0,
-                        },
-                    }
-                )
+                gpu_kernel(name, ts, dur, e, **{"External id": e})
                 ev.append(
                     {
                         "ph": "s",
