@@ -147,6 +147,9 @@ def test_plan_prints_launches_cells_and_what_the_eta_still_lacks(dirs, capsys):
     assert "client settings: concurrency=1, concurrency=2, concurrency=4, concurrency=8" in out
     assert re.search(r"1\. NCCL_ALGO=Ring \(baseline\): pending; 4 cells", out)
     assert "not yet known: " in out and "launch time" in out
+    # nothing learned yet: the plan says so, it does not promise zero minutes
+    assert "~0:00" not in out and "ETA ≥ 0:00" not in out, out
+    assert "4 cells to benchmark, time not known yet" in out and "ETA not known yet on 1 host" in out
     assert not (dirs / "runs").exists()  # nothing launched
 
 

@@ -186,7 +186,12 @@ def plan_lines(queue: Any, history: Any, targets: list[str], profile: Any = None
     for pos, i in enumerate(q.order):
         v = q.variants[i]
         est = eta.per_launch.get(i)
-        when = f"~{fmt_duration(est)}" if est is not None and i in eta.per_launch else v.state
+        if est is None:
+            when = v.state
+        elif est <= 0 and not eta.complete:  # nothing of it learned yet: not "~0:00"
+            when = "time not known yet"
+        else:
+            when = f"{'~' if eta.complete else '≥ '}{fmt_duration(est)}"
         tag = " (baseline)" if v.index == 0 else (" (drift check)" if v.recheck_of is not None else "")
         left = sum(1 for c in v.cells if not c.stop) if v.state not in ("done", "failed", "skipped") else 0
         out.append(
@@ -198,9 +203,9 @@ def plan_lines(queue: Any, history: Any, targets: list[str], profile: Any = None
             f"ETA {fmt_duration(eta.seconds)} on {hosts} (learned launch times and benchmark durations)"
         )
     else:
+        least = f"≥ {fmt_duration(eta.seconds)}" if eta.seconds > 0 else "not known yet"
         out.append(
-            f"ETA ≥ {fmt_duration(eta.seconds)} on {hosts}; not yet known: {'; '.join(eta.unknown)} "
-            "(learned as the sweep runs)"
+            f"ETA {least} on {hosts}; not yet known: {'; '.join(eta.unknown)} (learned as the sweep runs)"
         )
     return out
 
