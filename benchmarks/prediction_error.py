@@ -96,9 +96,10 @@ def profile_of(host: str, steps: int, accept: float, bs: int) -> dict[str, Any]:
     return {
         "unit": "cycle",
         "parts": {
-            "draft": {"gpu_ms": p["draft"]},
-            "verify": {"gpu_ms": p["verify"]},
-            "draft_extend": {"gpu_ms": p["extend"]},
+            # the simulator's parts are all GPU work: its kernels fill its spans
+            "draft": {"gpu_ms": p["draft"], "kernel_ms": p["draft"]},
+            "verify": {"gpu_ms": p["verify"], "kernel_ms": p["verify"]},
+            "draft_extend": {"gpu_ms": p["extend"], "kernel_ms": p["extend"]},
         },
     }
 
@@ -154,7 +155,7 @@ def _ablation_rows(pbook: RunBook, host: str) -> list[dict[str, Any]]:
     (what the cycle model did before issue 25): kept out of the headline error, printed to compare."""
     from eagletui.core import cycle
 
-    def shares(settings: Any, cycle_ms: float, accept: float, d: float, v: float, e: float) -> Any:
+    def shares(settings: Any, cycle_ms: float, accept: float, d: float, v: float, e: float, **_: Any) -> Any:
         t = d + v + e
         return cycle.CycleParts(
             cycle_ms * d / t / settings.steps,

@@ -97,28 +97,89 @@ def test_real_steps_change_predicted_from_the_spec_and_no_spec_runs() -> None:
 
 
 def test_real_steps_and_no_spec_predicted_from_the_real_trace() -> None:
-    """No no-spec run: the parts come from the real trace of the same server (profiler cycle parts)."""
+    """No no-spec run: the parts come from the real trace of the same server (profiler cycle parts). The
+    3 draft steps are one CUDA-graph replay with 0.12 ms of kernels in a 3.9 ms cycle, so one step fewer
+    is predicted a few per cent faster, not the +20 % a split of the whole cycle over the forwards gave."""
     from eagletui.profiler import summarize_file
     from eagletui.profiler.summary import step_breakdown
 
     trace = next(RUN1.glob("*-TP-0-DECODE.trace.json.gz"))
     summary = step_breakdown([summarize_file(str(trace))])
     assert set(summary["parts"]) >= {"draft", "verify", "draft_extend"}
+    assert summary["parts"]["draft"]["forwards"] == 0  # graph-replayed: no eager forwards nested
     book = _real_book(with_nospec=False)
     book.apply(ev.ProfileCaptured(launch=1, summary=summary))
     ck = checks(book, 3)
-    assert len(ck) == 1 and abs(ck[0].error_pct) < 10, ck[0].to_json()
-    assert ck[0].source.startswith("step profile")
+    assert len(ck) == 1 and "one CUDA-graph replay" in ck[0].source, ck
+    from eagletui.core.predict import timed_groups
+
+    base = next(g for g in timed_groups(book.runs[1]) if g.concurrency == 4).metric("tok_s").mean
+    assert base is not None and 1.0 < ck[0].predicted / base < 1.05  # a few per cent, not +20 %
     off = [f for f in forecasts(book, 1)[0] if f.settings is None]
     d = json.loads((RUN1 / "outputs" / "d-vs-no-spec.out").read_text())
     measured = {r["concurrency"]: r["output_throughput"] for r in d["no_spec"]["by_concurrency"]}
     for f in off:
         assert not f.measured and f.source.startswith("estimate")
-        assert abs(f.tok_s / measured[f.concurrency] - 1) < 0.10, (
+        assert abs(f.tok_s / measured[f.concurrency] - 1) < 0.15, (
             f.concurrency,
             f.tok_s,
             measured[f.concurrency],
         )
+
+
+RUN3 = Path(__file__).parent / "fixtures" / "real-sglang-0.5.17-run3"
+
+
+def _real_launches() -> dict[str, list[float]]:
+    """tok/s at concurrency 4 of every steps 3 and steps 2 launch on the lent H200 (32 × 256-token
+    benchmarks in run3, 12 × 128 before), one benchmark a launch (the random-weight drafter's runs are
+    not repeated): run1's --vs-no-spec and sweep, run2's final sweep, run3's three sweeps."""
+    out: dict[str, list[float]] = {"steps 3": [], "steps 2": []}
+    d = json.loads((RUN1 / "outputs" / "d-vs-no-spec.out").read_text())
+    out["steps 3"] += [r["output_throughput"] for r in d["by_concurrency"] if r["concurrency"] == 4]
+    f = json.loads((RUN1 / "outputs" / "f-sweep.out").read_text())
+    out["steps 2"].append(f["variants"][1]["tok_s"])
+    sweeps = [
+        Path(__file__).parent / "fixtures" / "real-sglang-0.5.17-run2" / "outputs" / "final-f-sweep.json"
+    ]
+    sweeps += sorted((RUN3 / "outputs").glob("call*-f-sweep.json"))
+    for p in sweeps:
+        for v in json.loads(p.read_text())["variants"]:
+            key = (
+                "steps 3"
+                if v["name"].startswith("steps 3")
+                else "steps 2"
+                if v["name"].startswith("steps 2")
+                else None
+            )
+            if key:
+                out[key] += [r["tok_s"] for c in v["cells"] for r in c["repeats"]]
+    return out
+
+
+def test_real_step_change_predicted_within_ten_percent_of_the_launches_mean() -> None:
+    """The lent H200: one setting's tok/s moves ±13-16 % between launches (and within one: a launch's
+    decode lines went 807 → 1172 tok/s), so no single launch can check a ±10 % prediction; the mean of six
+    launches each of steps 3 and steps 2 can. The step profile of a steps 3 launch (run3, call 2) predicts
+    steps 2 from the steps 3 launches' mean within ±10 % of the steps 2 launches' mean."""
+    from eagletui.core.cycle import SpecSettings, fit_parts
+    from eagletui.core.runs import profile_parts
+    from eagletui.profiler import summarize_file
+    from eagletui.profiler.summary import step_breakdown
+
+    runs = _real_launches()
+    assert len(runs["steps 3"]) == 6 and len(runs["steps 2"]) == 6, runs
+    mean = {k: sum(v) / len(v) for k, v in runs.items()}
+    spread = {k: (max(v) - min(v)) / mean[k] for k, v in runs.items()}
+    assert min(spread.values()) > 0.2  # why a single launch cannot check ±10 %
+    trace = next(RUN3.glob("*-TP-0-DECODE.trace.json.gz"))
+    split = profile_parts(step_breakdown([summarize_file(str(trace))]), 4)
+    cycle3 = 1000.0 * 4 / mean["steps 3"]  # accept 1.01: a token a cycle per stream
+    parts = fit_parts(SpecSettings(steps=3), cycle3, 1.0, math.nan, profile=split)
+    assert parts is not None and "one CUDA-graph replay" in parts.source
+    predicted = mean["steps 3"] * parts.cycle_ms(SpecSettings(3), 1.0) / parts.cycle_ms(SpecSettings(2), 1.0)
+    error = predicted / mean["steps 2"] - 1
+    assert abs(error) < 0.10, (predicted, mean, error)
 
 
 def test_next_launch_is_shown_as_a_prediction_and_exported_as_adaptive_config() -> None:
@@ -288,3 +349,46 @@ def test_sweep_reports_each_predicted_variant_against_its_measurement(
     rows = rep["predictions"]
     assert [(r["setting"], r["concurrency"], r["predicted_from"]) for r in rows] == [("steps 2", 2, 1)]
     assert rows[0]["measured_tok_s"] > 0 and abs(rows[0]["error_pct"]) < 25  # the fit, one short benchmark
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("drafter", ["working", "accepts nothing"])
+def test_a_sweep_with_step_profile_predicts_from_the_profile(
+    tmp_path, isolated_dirs, capsys, drafter
+) -> None:
+    """``[sweep] step_profile = true``: each speculative launch gets a step profile after its benchmarks,
+    so the next step count is predicted from the measured split of a cycle (no no-spec run needed), and
+    the report says what the profile saw; the no-spec launch gets none. Also when the drafter accepts
+    nothing (the lent H200's random-weight draft: every spec run is invalid, yet timed truly; the first
+    real run took no profile because of it)."""
+    from eagletui.commands.demo import free_port
+    from eagletui.commands.sweep import main
+    from tests.conftest_sim import sim_profile_toml
+
+    sweep = (
+        "[sweep]\nrepeats = 1\nstep_profile = true\n"
+        '[[sweep.variants]]\nname = "steps 3"\n'
+        '[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n'
+        '[[sweep.variants]]\nname = "no spec"\nset = { "speculative-algorithm" = "" }\n'
+    )
+    toggles = (
+        '[[toggles]]\narg = "speculative-algorithm"\nchoices = ["EAGLE3"]\n'
+        '[[toggles]]\narg = "speculative-num-steps"\ntype = "int"\nmin = 1\nmax = 8\n'
+    )
+    rest = "[bench]\nnum_prompts = 8\nconcurrency = 2\nmax_new_tokens = 64\nwarmup = 1\n" + toggles + sweep
+    args = "sim-draft-quality = 0.0\n" if drafter == "accepts nothing" else ""
+    prof = sim_profile_toml(tmp_path, free_port(), rest=rest, args=args)
+    rc = main(["local", "--profile", prof, "--json", "--no-preflight", "--no-record"])
+    out = capsys.readouterr()
+    assert rc in (0, 1), out.err
+    rep = json.loads(out.out)
+    if drafter == "accepts nothing":
+        assert all(v["state"] == "failed" for v in rep["variants"] if v["name"] != "no spec"), rep["variants"]
+    notes = {v["name"]: v["step_profile"] for v in rep["variants"]}
+    assert "decode cycles; GPU spans draft" in (notes["steps 3"] or ""), notes
+    assert notes["no spec"] is None
+    rows = [r for r in rep["predictions"] if r["setting"] == "steps 2"]
+    assert rows and rows[0]["predicted_from"] == 1 and rows[0]["parts"].startswith("step profile"), rows
+    assert abs(rows[0]["error_pct"]) < 25
+    off = [r for r in rep["predictions"] if r["setting"] == "speculation off"]
+    assert off and off[0]["parts"].startswith("estimate: a no-spec step"), rep["predictions"]

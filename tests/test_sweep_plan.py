@@ -187,7 +187,9 @@ def test_3_configs_x_4_concurrencies_is_3_launches_and_the_eta_holds(dirs, capsy
 
 
 def test_the_drift_check_runs_last_and_on_the_baselines_host():
-    base = 'name = "t"\n[server]\ncommand = ["python3", "-m", "eagletui.sim"]\n[server.args]\nmodel-path = "m"\n'
+    base = (
+        'name = "t"\n[server]\ncommand = ["python3", "-m", "eagletui.sim"]\n[server.args]\nmodel-path = "m"\n'
+    )
     tog = '[[toggles]]\nenv = "A"\nchoices = ["1", "2", "3"]\n'
     p = parse_profile(base + tog + '[sweep]\ndrift_check = true\n[sweep.matrix]\nA = ["1", "2", "3"]\n', "p")
     q = SweepQueue.plan(p.sweep, target="a+b", profile_path="p")
@@ -221,7 +223,9 @@ def test_plan_notes_a_concurrency_above_the_prompts(dirs, capsys):
 @pytest.mark.slow
 def test_a_drift_check_is_reported(dirs, capsys):
     path = Path(_profile(dirs))
-    text = path.read_text().replace('NCCL_ALGO = ["Ring", "Tree", "NVLS"]\n', 'NCCL_ALGO = ["Ring", "Tree"]\n')
+    text = path.read_text().replace(
+        'NCCL_ALGO = ["Ring", "Tree", "NVLS"]\n', 'NCCL_ALGO = ["Ring", "Tree"]\n'
+    )
     text = text.replace("concurrency = [1, 2, 4, 8]", "concurrency = [2]").replace(
         "repeats = 2\n", "repeats = 2\ndrift_check = true\n"
     )
@@ -243,3 +247,16 @@ def test_a_drift_check_is_reported(dirs, capsys):
     # the finished sweep run again prints its report (issue 20), the drift line among it
     main(["local", "--profile", str(path), "--no-preflight"])
     assert drift["text"] in capsys.readouterr().out
+
+
+def test_a_repeat_launch_never_goes_before_the_baseline() -> None:
+    """The lent H200's sweep "steps 3, steps 2, steps 3 again, steps 2 again" launched "steps 2 again"
+    first: the spreading of repeat launches had put it in front of the baseline."""
+    from eagletui.core.sweep_plan import launch_order
+
+    steps = "speculative-num-steps"
+    order = launch_order([{}, {steps: 2}, {steps: 3}, {steps: 2}])
+    assert order[0] == 0 and sorted(order) == [0, 1, 2, 3]
+    assert order.index(3) - order.index(1) >= 2  # the repeat still as far as it can go from the first
+    for n in range(2, 7):  # every repeat of one other config: the baseline still leads
+        assert launch_order([{}] + [{steps: 2}] * n)[0] == 0

@@ -92,6 +92,9 @@ def print_human(report: dict[str, Any]) -> None:
         print(f"  {r['index'] + 1:>2}. {inert(r['name'])}: {r['verdict']}{inert(why)}{retry}")
         for c in cells:
             print(f"        {inert(c['label'])}: {_cell_text(c)}")
+    for r in report["variants"]:
+        if r.get("step_profile"):
+            print(f"  step profile of {inert(r['name'])}: {inert(r['step_profile'])}")
     decisions = report.get("decisions") or []
     for d in decisions:
         if d.get("winner") is None:

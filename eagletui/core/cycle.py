@@ -5,7 +5,7 @@ One request stream decoding with EAGLE/EAGLE-3 repeats a **cycle**: ``steps`` dr
 target **verify** over the draft tokens, and the bookkeeping that grows with what the verify accepted
 (the draft model's extend over the accepted tokens, KV and sampling commits). So, in ms::
 
-    cycle(settings, a) = steps × draft_step_ms + verify_ms + a × per_token_ms
+    cycle(settings, a) = steps × draft_step_ms + verify_ms + fixed_ms + a × per_token_ms
 
 and the cycle yields ``a`` tokens (its accept length: accepted draft tokens + the target's own), so one
 stream makes ``a / cycle`` tokens per ms. SGLang's ``scripts/playground/bench_speculative.py`` computes
@@ -35,6 +35,9 @@ fit (:func:`fit_parts`) from what one spec run and its no-spec reference measure
 * ``per_token_ms`` from two spec runs that differ only in the draft model (their cycles differ by what
   their extra accepted tokens cost), else 0 (a cycle held fixed in ``a``: said so);
 * ``draft_step_ms`` = what is left of the measured cycle, per draft step.
+
+A step profile with kernel times (:func:`_split`) gives ``draft_step_ms`` from the draft's kernels and
+puts what no setting changes (the CPU-side time around SGLang's CUDA-graph replays) in ``fixed_ms``.
 
 This module is the seam for predicting neighbouring settings from one run (issue 25): :func:`predict`
 takes a :class:`Measurement` and :class:`SpecSettings` and returns a :class:`Prediction`. Pure arithmetic.
@@ -96,21 +99,27 @@ class SpecSettings:
 
 @dataclass(frozen=True)
 class CycleParts:
-    """The parts of one cycle at one batch size, ms, and where they come from."""
+    """The parts of one cycle at one batch size, ms, and where they come from. ``fixed_ms`` is work of
+    the cycle that neither the step count nor the accepted tokens change (a step profile's CPU-side time
+    around a CUDA-graph replay, the scheduler between the parts); a fit leaves it 0."""
 
     draft_step_ms: float
     verify_ms: float
     per_token_ms: float = 0.0
     source: str = ""
+    fixed_ms: float = 0.0
 
     def cycle_ms(self, settings: SpecSettings, accept: float) -> float:
-        return settings.steps * self.draft_step_ms + self.verify_ms + accept * self.per_token_ms
+        return (
+            settings.steps * self.draft_step_ms + self.verify_ms + self.fixed_ms + accept * self.per_token_ms
+        )
 
     def to_json(self) -> dict[str, Any]:
         return {
             "draft_step_ms": round(self.draft_step_ms, 3),
             "verify_ms": round(self.verify_ms, 3),
             "per_token_ms": round(self.per_token_ms, 3),
+            "fixed_ms": round(self.fixed_ms, 3),
             "source": self.source,
         }
 
@@ -247,7 +256,21 @@ def fit_parts(
         ):
             ds, vs, es = (shares.get(k) for k in ("draft", "verify", "draft_extend"))
             if _finite(ds) and _finite(vs) and _finite(es) and vs > 0 and ds >= 0 and es >= 0:
-                return _split(settings, cycle_ms, accept, float(ds), float(vs), float(es))
+                kernels = profile.get("kernels")
+                kernels = kernels if isinstance(kernels, dict) else {}
+                dk, ek = kernels.get("draft"), kernels.get("draft_extend")
+                fw = profile.get("draft_forwards")
+                return _split(
+                    settings,
+                    cycle_ms,
+                    accept,
+                    float(ds),
+                    float(vs),
+                    float(es),
+                    draft_kernel=float(dk) if _finite(dk) and 0 <= dk <= ds else None,
+                    extend_kernel=float(ek) if _finite(ek) and 0 <= ek <= es else None,
+                    draft_forwards=float(fw) if _finite(fw) and fw > 0 else 0.0,
+                )
     if not (_finite(cycle_ms) and _finite(accept) and _finite(nospec_step_ms)):
         return None
     if cycle_ms <= 0 or nospec_step_ms <= 0 or accept < 1:
@@ -265,23 +288,60 @@ def fit_parts(
 
 
 def _split(
-    settings: SpecSettings, cycle_ms: float, accept: float, draft: float, verify: float, extend: float
+    settings: SpecSettings,
+    cycle_ms: float,
+    accept: float,
+    draft: float,
+    verify: float,
+    extend: float,
+    *,
+    draft_kernel: float | None = None,
+    extend_kernel: float | None = None,
+    draft_forwards: float = 0.0,
 ) -> CycleParts:
-    """The measured cycle split by a step profile's GPU ms per cycle of its draft, verify and draft
-    extend parts. The profile sees the GPU's spans; the measured cycle is longer by what runs between
-    them (scheduling, kernel launches, copies to the host), once per forward: a cycle runs ``steps``
-    draft forwards, one verify and one draft extend, so each gets ``(cycle − Σ spans) ÷ (steps + 2)`` on
-    top of its span (a small model's cycle is mostly this gap, a large one's mostly the spans). Spans
-    longer than the measured cycle (a profile of a slower moment) are scaled down to it. The draft
-    extend runs over the accepted tokens, so its part is per token. The measured cycle is reproduced."""
+    """The measured cycle split by a step profile's GPU spans per cycle of its draft, verify and draft
+    extend parts (and, where the profile has them, the kernel time inside each). The measured cycle is
+    reproduced; spans longer than it (a profile of a slower moment) are scaled down to it.
+
+    **With kernel times** (what :func:`eagletui.core.runs.profile_parts` passes from a real trace): SGLang
+    runs all of a cycle's draft steps in one CUDA-graph replay (0.5.17 ``eagle_worker_v2.draft``:
+    ``cuda_graph_runner.execute`` around the whole ``draft_forward``), so one step fewer saves that step's
+    kernels, not a launch: ``draft_step_ms`` is the draft's kernel time ÷ steps. Drafted eagerly (the trace
+    has the draft's forwards as ranges nested in it: no graph at that batch size), each step also costs
+    its launches, so the part of the span around the kernels counts per step in the share of cycles that
+    drafted so. The draft extend's kernels run over the accepted tokens (per token); what is left of the
+    cycle (the CPU-side time around the replays, the scheduler between the parts) is ``fixed_ms``. On a
+    small model that is most of the cycle: the lent H200's tiny EAGLE-3 server spent 0.84 ms of a 3.9 ms
+    cycle in kernels, 0.12 ms of it in its 3 draft steps.
+
+    **Spans only** (a recording from before, a hand-made profile): the spans, with the gap to the measured
+    cycle once per forward (``steps`` drafts, one verify, one draft extend: ``(cycle − Σ spans) ÷ (steps
+    + 2)`` each).
+
+    Either way ``verify_ms`` is the verify's span and one forward's share of the gap: what stands in for a
+    no-spec step where no no-spec run was measured."""
     total = draft + verify + extend
     scale = min(1.0, cycle_ms / total) if total > 0 else 1.0
     gap = max(0.0, cycle_ms - total) / (settings.steps + 2)
+    verify_ms = verify * scale + gap
+    if draft_kernel is None:
+        return CycleParts(
+            draft * scale / settings.steps + gap,
+            verify_ms,
+            (extend * scale + gap) / accept,
+            "step profile's spans + the gap to the measured cycle per forward",
+        )
+    eager = min(1.0, draft_forwards / max(1, settings.steps - 1)) if settings.steps > 1 else 0.0
+    per_step = (draft_kernel + eager * (draft - draft_kernel)) * scale / settings.steps
+    per_token = (extend if extend_kernel is None else extend_kernel) * scale / accept
+    fixed = max(0.0, cycle_ms - settings.steps * per_step - verify_ms - accept * per_token)
+    how = "eagerly drafted: its launches too" if eager >= 0.5 else "one CUDA-graph replay"
     return CycleParts(
-        draft * scale / settings.steps + gap,
-        verify * scale + gap,
-        (extend * scale + gap) / accept,
-        "step profile's spans + the gap to the measured cycle per forward",
+        per_step,
+        verify_ms,
+        per_token,
+        f"step profile: a draft step = its kernels ({how}); the rest of the cycle fixed",
+        fixed,
     )
 
 
@@ -329,8 +389,8 @@ class BreakEven:
 def break_even(parts: CycleParts, settings: SpecSettings, nospec_step_ms: float, accept: float) -> BreakEven:
     """Solve ``a × step = steps × draft + verify + a × per_token`` for ``a`` (the cycle grows with the
     accepted tokens, so a better drafter also pays more per cycle), and for the verify at ``accept``."""
-    fixed = settings.steps * parts.draft_step_ms + parts.verify_ms
+    fixed = settings.steps * parts.draft_step_ms + parts.verify_ms + parts.fixed_ms
     room = nospec_step_ms - parts.per_token_ms
     need = fixed / room if room > 0 else None
-    verify = accept * room - settings.steps * parts.draft_step_ms
+    verify = accept * room - settings.steps * parts.draft_step_ms - parts.fixed_ms
     return BreakEven(need, settings.max_accept, verify if verify > 0 else None)

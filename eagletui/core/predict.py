@@ -8,7 +8,8 @@ verify + accept × per_token`` ms and yields ``accept`` tokens; acceptance per d
 adds is where the parts come from and what is done with the predictions:
 
 * the cycle's parts are :func:`~eagletui.core.cycle.fit_parts`'s, as the economics use them: a step
-  profile's spans with the gap to the measured cycle once per forward, else the fit from the spec run and
+  profile's kernel and span times at the batch size nearest the concurrency (what a draft step costs in
+  one CUDA-graph replay; the rest of the measured cycle fixed), else the fit from the spec run and
   its no-spec reference (the verify costs about a no-spec step; the per-token part from a second drafter
   at the same setting). The cycle is read from a stream's own decode rate (the benchmark's per-request
   ``tok_s``), the first token's wait (prefill) held fixed per request;
@@ -234,7 +235,7 @@ def bases(book: RunBook, launch: int) -> tuple[list[Basis], str]:
             acc,
             step if step is not None else math.nan,
             other=_other(book, run, g),
-            profile=profile_parts(run.step_profile),
+            profile=profile_parts(run.step_profile, g.concurrency),
         )
         if parts is None:
             why = "no no-spec run at this setting and no step profile: run bench --vs-no-spec or capture a profile"

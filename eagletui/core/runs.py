@@ -26,7 +26,7 @@ import contextlib
 import math
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from eagletui.core import spec as specflags
 from eagletui.core.accept import definitions as accept_definitions
@@ -622,7 +622,7 @@ class RunBook:
                     settings=settings,
                     rates=rates,
                     other=self._other_drafter(run, g),
-                    profile=profile_parts(run.step_profile),
+                    profile=profile_parts(run.step_profile, g.concurrency),
                 )
             out.append(ConcurrencyRow(g.concurrency, g.metric("tok_s"), nospec, acc, econ, b))
         return out
@@ -847,23 +847,51 @@ def _concs(run: Run) -> str:
     return ",".join(str(c) for c in cs) or "?"
 
 
-def profile_parts(profile: dict[str, Any] | None) -> dict[str, Any] | None:
+def profile_parts(profile: dict[str, Any] | None, bs: int | None = None) -> dict[str, Any] | None:
     """A step profile's split of a speculative cycle (:func:`eagletui.profiler.summary.step_breakdown`:
-    ``parts`` draft / verify / draft_extend, GPU ms per cycle) as shares for the cycle model; None when
-    the profile has no complete speculative cycle."""
+    ``parts`` draft / verify / draft_extend, GPU ms per cycle, each with its kernel ms and the forwards
+    nested in it) for the cycle model: ``shares`` (the spans), ``kernels`` and ``draft_forwards`` where the
+    profile has them (recordings made before issue 25 do not); None when the profile has no complete
+    speculative cycle. With ``bs``, the parts of the cycles at the batch size nearest it where the profile
+    splits them by batch size (``parts_by_bs``): a cycle at batch 1 is not one at batch 4."""
     if not isinstance(profile, dict) or profile.get("unit") != "cycle":
         return None
     parts = profile.get("parts")
+    by_bs = profile.get("parts_by_bs")
+    if bs is not None and isinstance(by_bs, dict):
+        sizes = [
+            (int(k), v)
+            for k, v in by_bs.items()
+            if isinstance(k, str) and k.isdigit() and isinstance(v, dict)
+        ]
+        if sizes:
+            # nearest by ratio (batch 3 is nearer 4 than batch 8 is), a larger one on a tie
+            _, parts = min(sizes, key=lambda kv: (abs(math.log(max(kv[0], 1) / max(bs, 1))), -kv[0]))
     if not isinstance(parts, dict):
         return None
     shares: dict[str, float] = {}
+    kernels: dict[str, float] = {}
     for stage in ("draft", "verify", "draft_extend"):
         d = parts.get(stage)
         ms = d.get("gpu_ms") if isinstance(d, dict) else None
-        if not isinstance(ms, int | float) or isinstance(ms, bool) or not math.isfinite(ms) or ms < 0:
+        if not _ms(ms):
             return None
         shares[stage] = float(ms)
-    return {"shares": shares} if shares["verify"] > 0 else None
+        k = d.get("kernel_ms") if isinstance(d, dict) else None
+        if _ms(k):
+            kernels[stage] = float(k)
+    if shares["verify"] <= 0:
+        return None
+    out: dict[str, Any] = {"shares": shares}
+    if "draft" in kernels and "draft_extend" in kernels:
+        out["kernels"] = kernels
+        fw = parts["draft"].get("forwards")
+        out["draft_forwards"] = float(fw) if _ms(fw) else 0.0
+    return out
+
+
+def _ms(v: Any) -> TypeGuard[float]:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
 
 
 _FOLD: dict[type, Callable[[RunBook, Any], bool | None]] = {

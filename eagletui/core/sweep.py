@@ -64,6 +64,7 @@ _SWEEP_KEYS = {
     "tie_pct",
     "drift_check",
     "gpu_wait_s",
+    "step_profile",
 }
 _VARIANT_KEYS = {"name", "set"}
 
@@ -106,6 +107,9 @@ class SweepSpec:
     policy: RepeatPolicy | None = None  # None: ``repeats`` fixed
     drift_check: bool | None = None  # the baseline again at the end; None = when it costs ≤ 25 %
     gpu_wait_s: float = DEFAULT_GPU_WAIT_S  # the bound on waiting for GPU memory between launches
+    #: a step profile (SGLang's /start_profile, a few decode cycles) of each speculative launch after
+    #: its benchmarks: the cycle model then predicts the next launch from the measured split of a cycle
+    step_profile: bool = False
 
     @property
     def factorial(self) -> bool:
@@ -273,6 +277,13 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
             path,
             locate(text, "gpu_wait_s", "sweep"),
         )
+    step_profile = raw.get("step_profile", False)
+    if not isinstance(step_profile, bool):
+        raise _err(
+            f"sweep.step_profile must be true or false, got {step_profile!r}",
+            path,
+            locate(text, "step_profile", "sweep"),
+        )
     return SweepSpec(
         tuple(variants),
         policy.floor,
@@ -282,6 +293,7 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
         policy,
         drift,
         float(wait),
+        step_profile,
     )
 
 

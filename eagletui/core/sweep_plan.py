@@ -68,12 +68,14 @@ def launch_order(variants: Sequence[Mapping[str, Any]]) -> list[int]:
         (later if k in seen else first).append(i)
         seen.add(k)
     order = list(first)
-    # each repeat launch goes as far as possible from the launches of its config already placed
+    # each repeat launch goes as far as possible from the launches of its config already placed, never
+    # before the baseline (the first launch: every Δ is measured against it; a real sweep on the lent
+    # H200 once launched a repeat of a variant first)
     for i in later:
         k = config_key(variants[i])
         same = [p for p, j in enumerate(order) if config_key(variants[j]) == k]
         best_pos, best_gap = len(order), -1
-        for pos in range(len(order) + 1):
+        for pos in range(1, len(order) + 1):
             gap = min(abs(pos - p) if p < pos else p - pos + 1 for p in same)
             if gap > best_gap:
                 best_pos, best_gap = pos, gap

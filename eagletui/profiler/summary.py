@@ -56,6 +56,9 @@ class StepSummary:
     kernel_ms: float
     categories: dict[str, float]
     stage: str = "decode"
+    #: stage ranges nested in this one: a draft's own forwards when it drafted eagerly (a CUDA-graph
+    #: replay writes none), which the cycle model reads as "each draft step costs its launches"
+    forwards: int = 0
 
 
 @dataclass
@@ -135,9 +138,16 @@ class RankSummary:
             return None
         return {c.label: sum(x.categories[c.label] for x in done) / len(done) for c in ORDER}
 
-    def parts_json(self) -> dict[str, Any]:
-        """Per part of the cycle (draft, verify, draft extend; or decode): mean over the complete cycles."""
-        done = self.decode_cycles
+    def parts_by_bs(self) -> dict[int, dict[str, Any]]:
+        """:meth:`parts_json` of the complete cycles at each batch size (the cycle model reads the one
+        nearest the concurrency it predicts for: a profile's load runs at several)."""
+        sizes = sorted({c.bs for c in self.decode_cycles if c.bs is not None})
+        return {bs: self.parts_json([c for c in self.decode_cycles if c.bs == bs]) for bs in sizes}
+
+    def parts_json(self, cycles: list[CycleSummary] | None = None) -> dict[str, Any]:
+        """Per part of the cycle (draft, verify, draft extend; or decode): mean over the complete cycles
+        (or over ``cycles``)."""
+        done = self.decode_cycles if cycles is None else cycles
         out: dict[str, Any] = {}
         stages = [
             s for s in (*SPEC_PARTS, "decode", "between") if any(p.stage == s for c in done for p in c.parts)
@@ -149,6 +159,7 @@ class RankSummary:
                 "count": len(ps),
                 "gpu_ms": round(sum(p.gpu_ms for p in ps) / n, 4),
                 "kernel_ms": round(sum(p.kernel_ms for p in ps) / n, 4),
+                "forwards": round(sum(p.forwards for p in ps) / n, 4),
                 "categories": {c.label: round(sum(p.categories[c.label] for p in ps) / n, 4) for c in ORDER},
             }
         return out
@@ -401,6 +412,7 @@ class RankFold:
                     kernel_ms=sum(acc.values()),
                     categories=acc,
                     stage=p.stage,
+                    forwards=len(p.nested),
                 )
                 for p, acc in zip(g.parts, part_acc[gi], strict=True)
             ]
@@ -561,10 +573,25 @@ def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
         cycles_seen.append(len(r.decode_cycles))
         per_rank.append(per if per is not None else {c.label: r.ms(c.label) for c in ORDER})
         for stage, d in r.parts_json().items():
-            acc = parts.setdefault(stage, {"gpu_ms": 0.0, "kernel_ms": 0.0})
+            acc = parts.setdefault(stage, {"gpu_ms": 0.0, "kernel_ms": 0.0, "forwards": 0.0})
             acc["gpu_ms"] += d["gpu_ms"] / len(ranks)
             acc["kernel_ms"] += d["kernel_ms"] / len(ranks)
+            acc["forwards"] += d["forwards"] / len(ranks)
     cats = {c.label: sum(d[c.label] for d in per_rank) / len(per_rank) for c in ORDER}
+    # the same per batch size, where every rank saw cycles of that size (ranks decode the same batches)
+    by_bs: dict[str, dict[str, Any]] = {}
+    per_rank_bs = [r.parts_by_bs() for r in ranks]
+    for bs in sorted(set.intersection(*(set(p) for p in per_rank_bs))) if per_rank_bs else []:
+        acc_bs: dict[str, dict[str, float]] = {}
+        for p in per_rank_bs:
+            for stage, d in p[bs].items():
+                a = acc_bs.setdefault(stage, {"gpu_ms": 0.0, "kernel_ms": 0.0, "forwards": 0.0})
+                for k in a:
+                    a[k] += d[k] / len(ranks)
+        by_bs[str(bs)] = {
+            "cycles": min(sum(1 for c in r.decode_cycles if c.bs == bs) for r in ranks),
+            **{k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in acc_bs.items()},
+        }
     sk = skew(ranks)
     return {
         "ranks": len(ranks),
@@ -575,6 +602,7 @@ def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
         "step_ms": round(sum(cats.values()), 4),
         "categories": {k: round(v, 4) for k, v in cats.items()},
         "parts": {k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in parts.items()},
+        "parts_by_bs": by_bs,
         "prefill_batches": min(len(r.prefill) for r in ranks),
         "skew_ms": sk["max_wait_ms"] if sk else 0.0,
     }

@@ -156,6 +156,8 @@ class VariantState:
     recheck_of: int | None = None  # the drift check: the same config as that variant, run at the end
     cost: list[int] = field(default_factory=list)  # sweep_decide.cost_of its server args (ties → cheaper)
     launch_key: str = ""  # core.history key of its launch (the ETA's learned times)
+    #: the step profile taken after its benchmarks (sweep.step_profile): what it saw, or why none came
+    profile_note: str = ""
     oom_retry: str = ""  # set when its launch ran out of GPU memory and was launched again once
     gate: dict[str, Any] = field(default_factory=dict)  # how the wait for clean GPUs before it ended
 
@@ -205,6 +207,7 @@ class SweepQueue:
     client_factors: list[str] = field(default_factory=list)
     workers: int = 1  # hosts or parallel jobs: the ETA divides by them
     gpu_wait_s: float = 300.0
+    step_profile: bool = False  # a step profile of each speculative launch after its benchmarks
     aborted: bool = False
     paused: str = ""  # why the sweep stopped itself (GPU memory still held …); a resume clears it
     created: float = field(default_factory=time.time)
@@ -271,6 +274,7 @@ class SweepQueue:
             client_factors=list(spec.client_factors),
             workers=max(1, workers),
             gpu_wait_s=spec.gpu_wait_s,
+            step_profile=spec.step_profile,
         )
 
     @property
@@ -321,6 +325,7 @@ class SweepQueue:
                 client_factors=[str(f) for f in d.get("client_factors") or []],
                 workers=max(1, int(d.get("workers", 1))),
                 gpu_wait_s=float(d.get("gpu_wait_s", 300.0)),
+                step_profile=d.get("step_profile") is True,
                 aborted=bool(d.get("aborted", False)),
                 paused=str(d.get("paused", "")),
                 created=float(d.get("created", time.time())),
@@ -708,6 +713,7 @@ def spec_fingerprint(spec: SweepSpec) -> str:
             "c": [[k, list(vals)] for k, vals in spec.client],
             "p": spec.repeat_policy.to_dict(),
             "d": spec.drift_enabled(),
+            **({"sp": True} if spec.step_profile else {}),
         },
         sort_keys=True,
         default=str,

@@ -77,6 +77,7 @@ _VARIANT_FIELDS: dict[str, tuple[str, Any]] = {
     ),
     "launch_key": ("a string", lambda v: isinstance(v, str)),
     "oom_retry": ("a string", lambda v: isinstance(v, str)),
+    "profile_note": ("a string", lambda v: isinstance(v, str)),
     "gate": ("an object", lambda v: isinstance(v, dict) and all(_scalar(x) for x in v.values())),
 }
 
@@ -190,6 +191,8 @@ def _v2_problem(d: dict[str, Any]) -> str | None:
         return "client_factors must be a list of strings"
     if "workers" in d and not _int(d["workers"], 1, 100_000):
         return f"workers must be a positive integer, got {_kind(d['workers'])} {d['workers']!r}"[:200]
+    if "step_profile" in d and not isinstance(d["step_profile"], bool):
+        return f"step_profile must be true or false, got {_kind(d['step_profile'])}"
     if "gpu_wait_s" in d and not (_num(d["gpu_wait_s"]) and d["gpu_wait_s"] >= 0):
         return f"gpu_wait_s must be a non-negative number, got {_kind(d['gpu_wait_s'])}"
     if "paused" in d and not isinstance(d["paused"], str):

@@ -66,10 +66,7 @@ def build_report(q: SweepQueue, verdict: Any = None, profile: Profile | None = N
                 if mean is None:
                     cell_verdict, cell_reasons = (
                         "fail",
-                        [
-                            "; ".join(sorted({why_not_counted(r) for r in c.repeats}))[:300]
-                            or "no run"
-                        ],
+                        ["; ".join(sorted({why_not_counted(r) for r in c.repeats}))[:300] or "no run"],
                     )
                 else:
                     is_spec = spec_on if spec_on is not None else accept is not None
@@ -137,6 +134,7 @@ def build_report(q: SweepQueue, verdict: Any = None, profile: Profile | None = N
                 "host": v.target or None,
                 "launches": v.launches,
                 "oom_retry": v.oom_retry or None,
+                "step_profile": v.profile_note or None,
                 "gpu_gate": v.gate or None,
                 "repeats": one["repeats"] if one else [r for c in cells_out for r in c["repeats"]],
                 "cells": cells_out,

@@ -60,6 +60,25 @@ if TYPE_CHECKING:
 OOM_OTHERS_GIB = 1.0
 #: How long a retry after such an OOM waits without GPU telemetry to watch the release.
 OOM_SETTLE_S = 30.0
+#: sweep.step_profile: decode cycles asked of /start_profile, and the bound on the whole capture
+PROFILE_CYCLES = 5
+PROFILE_TIMEOUT_S = 180.0
+
+
+def _timed(v: VariantState) -> bool:
+    """A run of this launch timed its cycles truly: it counts, or the gate left it out only because the
+    drafter accepted nothing (a random-weight draft: the cycle model still reads its timing, so its
+    step profile is worth taking; seen on the lent H200, where every spec run was such a run)."""
+    for c in v.cells:
+        for r in c.repeats:
+            bad = r.get("invalid")
+            problems = [str(x) for x in bad] if isinstance(bad, list) else ([str(bad)] if bad else [])
+            tok = r.get("tok_s")
+            if r.get("error") or not isinstance(tok, int | float) or tok <= 0:
+                continue
+            if not problems or repeats_alike(problems):
+                return True
+    return False
 
 
 async def wait_ready(model: SessionModel, timeout: float, poll: float = 0.1) -> tuple[str, str]:
@@ -466,6 +485,8 @@ class SweepRunner:
                 c.stop = st.reason if not st.more else "attempts"
                 c.stop_text = st.text() if st.more is False else f"gave up after {len(c.repeats)} attempts"
         v.bench_s = (v.bench_s or 0.0) + (time.monotonic() - t1)
+        if q.step_profile and _timed(v) and prof.kind.is_spec(prof.args):
+            await self._step_profile(v)
         v.state, v.phase = DONE, ""
         if not v.good:
             v.state, v.failure_kind, v.failure = (
@@ -488,6 +509,41 @@ class SweepRunner:
             done = sum(1 for x in q.variants if x.state not in (PENDING, *IN_FLIGHT))
             eta = fmt_duration(e.seconds) if e.complete else f"≥ {fmt_duration(e.seconds)}"
             self.say(f"  sweep: {done}/{len(q.variants)} launches, {q.runs()} benchmarks so far; ETA {eta}")
+        self._changed()
+
+    async def _step_profile(self, v: VariantState) -> None:
+        """sweep.step_profile: a few decode cycles of this launch through SGLang's /start_profile, after
+        its benchmarks (the profiler's overhead never touches a measured run). The profile joins the run
+        book like the UI's P: the cycle model predicts the next launches from its split of a cycle. A
+        capture that fails is said and kept on the variant; it fails nothing else."""
+        v.phase = "step profile"
+        self.on_change()
+        self.say(f"  step profile: {PROFILE_CYCLES} decode cycles through /start_profile")
+        level = "info"
+        try:
+            e = await self.ws.profile_step(num_steps=PROFILE_CYCLES, timeout=PROFILE_TIMEOUT_S)
+        except Exception as exc:  # a workspace without a server, a transport error: said, not raised
+            note, level = f"none: {exc}", "warning"
+        else:
+            s = e.summary
+            if e.error or not s:
+                note, level = f"none: {e.error or 'the traces held no decode step'}", "warning"
+            elif s.get("unit") != "cycle":
+                note, level = (
+                    "no complete speculative cycle in the traces (the cycle model cannot use it)",
+                    "warning",
+                )
+            else:
+                parts = s.get("parts") or {}
+                ms = " + ".join(
+                    f"{k.replace('_', ' ')} {parts[k].get('gpu_ms', 0):.2f}"
+                    for k in ("draft", "verify", "draft_extend")
+                    if isinstance(parts.get(k), dict)
+                )
+                note = f"{s.get('steps')} decode cycles; GPU spans {ms} ms per cycle"
+        v.profile_note = note[:400]
+        self.say(f"  step profile: {v.profile_note}")
+        self._notice(f"sweep: {v.name}: step profile: {v.profile_note}", level)
         self._changed()
 
     async def _bench_once(self, v: VariantState, ci: int, prof: Profile, *, warm_up: bool) -> None:

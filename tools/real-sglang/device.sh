@@ -8,7 +8,10 @@
 #   bash tools/real-sglang/device.sh final  # a re-check in one call: preflight, bench --launch, preflight
 #                                        # after the stop, a steps 3 / no spec / steps 2 sweep (predicted
 #                                        # vs measured), the TUI and --vs-no-spec when time is left
-#   bash tools/real-sglang/device.sh predict  # only the steps 3 / no spec / steps 2 sweep, longer benchmarks
+#   bash tools/real-sglang/device.sh predict  # only the steps 3 / no spec / steps 2 sweep, longer benchmarks,
+#                                        # 3 repeats, a step profile of each spec launch
+#   bash tools/real-sglang/device.sh noise  # steps 3 and steps 2 launched twice each: the spread between
+#                                        # launches of one setting against the predicted step change
 #   bash tools/real-sglang/device.sh 2   # the TUI in tmux (connect, b, a toggle, a, r), trace --capture
 #                                        # twice on the running server (server default and old eagletui
 #                                        # profiler arguments), s, q; reattach by profile
@@ -106,13 +109,25 @@ elif [ "$PART" = final ]; then
   else log "t0-tui: skipped at $(el)s (no time left in this call; part 2 runs the TUI)"; fi
   [ $(el) -lt 380 ] && step d-vs-no-spec 190 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --json
 elif [ "$PART" = predict ]; then
-  # the prediction check alone, its benchmarks long enough to measure ±10 % (48 prompts × 256 tokens
-  # instead of 12 × 128: one 2.3 s run could not tell steps 3 from steps 2 on the tiny model)
+  # the prediction check alone (issue 25): steps 3 with a step profile after its benchmarks, then no spec
+  # and steps 2, each benchmark 32 prompts × 256 tokens (one 12 × 128 run of 2.3 s could not tell steps 3
+  # from steps 2 on the tiny model) and 3 repeats; steps 2 and speculation off are predicted from the
+  # steps 3 launch's profile and measurements, before they launch; steps 3 again at the end (the drift
+  # check) measures how far two launches of one setting differ on this machine
   PL=$W/predict-long.toml
-  sed 's/^num_prompts = 12$/num_prompts = 48/; s/^max_new_tokens = 128$/max_new_tokens = 256/' $PP > $PL
-  # three launches of ~60-77 s and the longer benchmarks: more than 240 s on the H200 (a 250 s device
-  # call ran out during the sweep); give the device call 420 s
-  step f-sweep 380 python3 -m eagletui sweep local --profile $PL --json --no-record
+  N=32; T=256; RP=3; [ -n "$DRYRUN" ] && { N=8; T=64; RP=1; }
+  { sed "s/^num_prompts = 12$/num_prompts = $N/; s/^max_new_tokens = 128$/max_new_tokens = $T/" $P
+    printf '\n[sweep]\nrepeats = %s\nstep_profile = true\ndrift_check = true\n[[sweep.variants]]\nname = "steps 3"\n[[sweep.variants]]\nname = "no spec"\nset = { "speculative-algorithm" = "" }\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n' $RP; } > $PL
+  # four launches of ~60-130 s, three step profiles and the benchmarks: give the device call 560 s
+  step f-sweep 520 python3 -m eagletui sweep local --profile $PL --json --no-record
+elif [ "$PART" = noise ]; then
+  # launch-to-launch spread (issue 25): steps 3 and steps 2 twice each, a step profile of each, the same
+  # benchmarks as part predict; each steps 2 launch is predicted from the latest steps 3 launch before it
+  PL=$W/noise.toml
+  N=32; T=256; [ -n "$DRYRUN" ] && { N=8; T=64; }
+  { sed "s/^num_prompts = 12$/num_prompts = $N/; s/^max_new_tokens = 128$/max_new_tokens = $T/" $P
+    printf '\n[sweep]\nrepeats = 1\nstep_profile = true\ndrift_check = false\n[[sweep.variants]]\nname = "steps 3"\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n[[sweep.variants]]\nname = "steps 3 again"\nset = { "speculative-num-steps" = 3 }\n[[sweep.variants]]\nname = "steps 2 again"\nset = { "speculative-num-steps" = 2 }\n'; } > $PL
+  step f-sweep 520 python3 -m eagletui sweep local --profile $PL --json --no-record
 else
   step t0-tui 420 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   [ $(el) -lt 420 ] && step h-reattach-other-profile 180 python3 $R/tools/real-sglang/reattach_check.py $P $PO

@@ -4,8 +4,10 @@ figures (tok/s, accept, how each stop ended, how long), and whatever eagletui le
     python3 tools/real-sglang/report.py OUTDIR PART > report.md      (writes OUTDIR/report.json too)
 """
 
+import glob
 import json
 import os
+import re
 import sys
 
 OUT, PART = sys.argv[1], sys.argv[2]
@@ -53,12 +55,21 @@ def measured(d, code):
     if code == 0:
         return True
     why = [r for s in (d or {}, (d or {}).get("no_spec") or {}) for r in (s.get("invalid") or [])]
-    return code == 1 and bool(why) and all(r.startswith("the drafter is not working") for r in why) and not (d or {}).get("failed")
+    return (
+        code == 1
+        and bool(why)
+        and all(r.startswith("the drafter is not working") for r in why)
+        and not (d or {}).get("failed")
+    )
 
 
 def clean_after(step):
     r = left.get(step)
-    check(f"{step}: nothing eagletui started is left running", r is not None and not r["alive"], r and r["alive"])
+    check(
+        f"{step}: nothing eagletui started is left running",
+        r is not None and not r["alive"],
+        r and r["alive"],
+    )
 
 
 def stop_of(d):
@@ -66,59 +77,47 @@ def stop_of(d):
 
 
 figures = {}
-if PART in ("1", "final"):
-    a = doc("a-preflight-fresh") or []
-    by = {c["name"]: c for c in a} if isinstance(a, list) else {}
-    check("preflight on a fresh machine passes", rc("a-preflight-fresh") == 0, [f"{c['name']}: {c['status']}" for c in a])
-    want = os.environ.get("EXPECT_VERSION") or ("0.5.23" if os.environ.get("DRYRUN") else "0.5.17")
-    check(f"preflight finds sglang {want} without importing it", want in by.get("server module", {}).get("message", ""), by.get("server module"))
-    figures["preflight_fresh_s"] = steps.get("a-preflight-fresh", {}).get("seconds")
-    b = doc("b-bench-launch")
-    check("bench --launch exits 0 (1: only the random-weight drafter's accept ≈ 1 is invalid)", measured(b, rc("b-bench-launch")), (b or {}).get("error") or (b or {}).get("invalid"))
-    check("bench --launch stopped its server (SIGTERM to the leader)", stop_of(b).get("ok") and stop_of(b).get("ended_by") == "leader", stop_of(b))
-    figures["bench_launch"] = {k: (b or {}).get(k) for k in ("output_throughput", "accept_length", "requests", "failed")}
-    # what was measured even where the validity gate keeps it out of the result (accept ≈ 1)
-    figures["bench_launch"]["measured_runs"] = [
-        {k: r.get(k) for k in ("output_throughput", "accept_length", "valid")}
-        for r in (((b or {}).get("repeats") or {}).get("runs") or [])
-    ]
-    figures["bench_launch_stop"] = stop_of(b)
-    clean_after("b-bench-launch")
-    c = doc("c-preflight-after-stop") or []
-    port = {x["name"]: x for x in c}.get("port", {}) if isinstance(c, list) else {}
-    check("preflight right after a stop: the port is free", port.get("status") == "pass", port)
-    if "d-vs-no-spec" in steps or PART == "1":
-        d = doc("d-vs-no-spec")
-        check("--vs-no-spec --concurrency 1,4 exits 0 (1: only the drafter's accept ≈ 1 is invalid)", measured(d, rc("d-vs-no-spec")), (d or {}).get("error") or (d or {}).get("invalid"))
-        ns = (d or {}).get("no_spec") or {}
-        check("--vs-no-spec measured both halves", bool(d and d.get("requests") and ns.get("requests")), {"spec": (d or {}).get("output_throughput"), "no_spec": ns.get("output_throughput")})
-        check("--vs-no-spec stopped its last server", stop_of(d).get("ok"), stop_of(d))
-        figures["vs_no_spec"] = {
-            "spec": (d or {}).get("by_concurrency") or (d or {}).get("output_throughput"),
-            "no_spec": ns.get("by_concurrency") or ns.get("output_throughput"),
-            "economics": ((d or {}).get("economics") or {}).get("sentence"),
-            "stop": stop_of(d),
-        }
-        clean_after("d-vs-no-spec")
-    if "g-bad-draft" in steps:
-        g = doc("g-bad-draft")
-        lf = (g or {}).get("launch_failure") or {}
-        check("a failed launch exits 3 with its triage in the JSON", rc("g-bad-draft") == 3 and bool(lf.get("kind")), lf)
-        figures["bad_draft"] = {k: lf.get(k) for k in ("kind", "phase", "hint", "exit_code", "exit_signal")}
-        clean_after("g-bad-draft")
+
+
+def sweep_checks():
     if "f-sweep" in steps:
         f = doc("f-sweep")
         variants = (f or {}).get("variants") or (f or {}).get("results") or []
-        check("the sweep finishes (its variants: " + ", ".join(str(v.get("name")) for v in variants if isinstance(v, dict)) + ")" if isinstance(variants, list) else "the sweep finishes", rc("f-sweep") in (0, 1) and f is not None, {"rc": rc("f-sweep"), "keys": sorted((f or {}).keys())})
-        figures["sweep"] = {"rc": rc("f-sweep"), "variants": len(variants) if isinstance(variants, list) else variants}
+        check(
+            "the sweep finishes (its variants: "
+            + ", ".join(str(v.get("name")) for v in variants if isinstance(v, dict))
+            + ")"
+            if isinstance(variants, list)
+            else "the sweep finishes",
+            rc("f-sweep") in (0, 1) and f is not None,
+            {"rc": rc("f-sweep"), "keys": sorted((f or {}).keys())},
+        )
+        figures["sweep"] = {
+            "rc": rc("f-sweep"),
+            "variants": len(variants) if isinstance(variants, list) else variants,
+        }
         # issue 25: a variant the cycle model predicted from an earlier launch, predicted vs measured
         preds = [p for p in (f or {}).get("predictions") or [] if isinstance(p, dict)]
         figures["sweep"]["predictions"] = preds
-        if PART == "final":
+        if PART in ("final", "predict", "noise"):
             steps2 = [p for p in preds if str(p.get("setting", "")).startswith("steps 2")]
-            check("the sweep predicted steps 2 (from the steps 3 and no-spec launches) and measured it", bool(steps2), preds or "no predictions in the sweep's JSON")
-            if not os.environ.get("DRYRUN"):  # the target is the real server's; the simulator's is the benchmark's
-                check("the steps 3 -> 2 prediction is within ±10 % of the measured tok/s", steps2 and all(isinstance(p.get("error_pct"), (int, float)) and abs(p["error_pct"]) <= 10 for p in steps2), steps2)
+            check(
+                "the sweep predicted steps 2 (from the earlier launches) and measured it",
+                bool(steps2),
+                preds or "no predictions in the sweep's JSON",
+            )
+            if not os.environ.get(
+                "DRYRUN"
+            ):  # the target is the real server's; the simulator's is the benchmark's
+                check(
+                    "the steps 3 -> 2 prediction is within ±10 % of the measured tok/s",
+                    steps2
+                    and all(
+                        isinstance(p.get("error_pct"), (int, float)) and abs(p["error_pct"]) <= 10
+                        for p in steps2
+                    ),
+                    steps2,
+                )
         if isinstance(variants, list):
             figures["sweep"]["per_variant"] = [
                 {
@@ -132,7 +131,112 @@ if PART in ("1", "final"):
                 if isinstance(v, dict)
             ]
             figures["sweep"]["eta_check"] = (f or {}).get("eta_check")
+        figures["sweep"]["step_profiles"] = {
+            str(v.get("name")): v.get("step_profile")
+            for v in variants
+            if isinstance(v, dict) and v.get("step_profile")
+        }
+        # the server's own decode rate per launch (its "Decode batch" lines at 4 running requests): what
+        # the client measured, seen from the scheduler, and how it moved within the launch
+        rates = {}
+        for log in sorted(glob.glob(os.path.join(OUT, "runs", "*", "server.log"))):
+            xs = []
+            for line in open(log, errors="replace"):
+                m = re.search(r"#running-req: 4,.*gen throughput \(token/s\): ([0-9.]+)", line)
+                if m:
+                    xs.append(float(m.group(1)))
+            xs = xs[1:]  # the first line of a burst counts the idle time before it
+            if xs:
+                h = len(xs) // 2
+                rates[os.path.basename(os.path.dirname(log))] = {
+                    "lines": len(xs),
+                    "mean": round(sum(xs) / len(xs), 1),
+                    "first_half": round(sum(xs[:h]) / max(1, h), 1),
+                    "second_half": round(sum(xs[h:]) / max(1, len(xs) - h), 1),
+                }
+        figures["sweep"]["server_decode_rate"] = rates
+        if PART == "predict":
+            check(
+                "the sweep took a step profile of the steps 3 launch (sweep.step_profile)",
+                "decode cycles" in str(figures["sweep"]["step_profiles"].get("steps 3")),
+                figures["sweep"]["step_profiles"],
+            )
         clean_after("f-sweep")
+
+
+if PART in ("1", "final"):
+    a = doc("a-preflight-fresh") or []
+    by = {c["name"]: c for c in a} if isinstance(a, list) else {}
+    check(
+        "preflight on a fresh machine passes",
+        rc("a-preflight-fresh") == 0,
+        [f"{c['name']}: {c['status']}" for c in a],
+    )
+    want = os.environ.get("EXPECT_VERSION") or ("0.5.23" if os.environ.get("DRYRUN") else "0.5.17")
+    check(
+        f"preflight finds sglang {want} without importing it",
+        want in by.get("server module", {}).get("message", ""),
+        by.get("server module"),
+    )
+    figures["preflight_fresh_s"] = steps.get("a-preflight-fresh", {}).get("seconds")
+    b = doc("b-bench-launch")
+    check(
+        "bench --launch exits 0 (1: only the random-weight drafter's accept ≈ 1 is invalid)",
+        measured(b, rc("b-bench-launch")),
+        (b or {}).get("error") or (b or {}).get("invalid"),
+    )
+    check(
+        "bench --launch stopped its server (SIGTERM to the leader)",
+        stop_of(b).get("ok") and stop_of(b).get("ended_by") == "leader",
+        stop_of(b),
+    )
+    figures["bench_launch"] = {
+        k: (b or {}).get(k) for k in ("output_throughput", "accept_length", "requests", "failed")
+    }
+    # what was measured even where the validity gate keeps it out of the result (accept ≈ 1)
+    figures["bench_launch"]["measured_runs"] = [
+        {k: r.get(k) for k in ("output_throughput", "accept_length", "valid")}
+        for r in (((b or {}).get("repeats") or {}).get("runs") or [])
+    ]
+    figures["bench_launch_stop"] = stop_of(b)
+    clean_after("b-bench-launch")
+    c = doc("c-preflight-after-stop") or []
+    port = {x["name"]: x for x in c}.get("port", {}) if isinstance(c, list) else {}
+    check("preflight right after a stop: the port is free", port.get("status") == "pass", port)
+    if "d-vs-no-spec" in steps or PART == "1":
+        d = doc("d-vs-no-spec")
+        check(
+            "--vs-no-spec --concurrency 1,4 exits 0 (1: only the drafter's accept ≈ 1 is invalid)",
+            measured(d, rc("d-vs-no-spec")),
+            (d or {}).get("error") or (d or {}).get("invalid"),
+        )
+        ns = (d or {}).get("no_spec") or {}
+        check(
+            "--vs-no-spec measured both halves",
+            bool(d and d.get("requests") and ns.get("requests")),
+            {"spec": (d or {}).get("output_throughput"), "no_spec": ns.get("output_throughput")},
+        )
+        check("--vs-no-spec stopped its last server", stop_of(d).get("ok"), stop_of(d))
+        figures["vs_no_spec"] = {
+            "spec": (d or {}).get("by_concurrency") or (d or {}).get("output_throughput"),
+            "no_spec": ns.get("by_concurrency") or ns.get("output_throughput"),
+            "economics": ((d or {}).get("economics") or {}).get("sentence"),
+            "stop": stop_of(d),
+        }
+        clean_after("d-vs-no-spec")
+    if "g-bad-draft" in steps:
+        g = doc("g-bad-draft")
+        lf = (g or {}).get("launch_failure") or {}
+        check(
+            "a failed launch exits 3 with its triage in the JSON",
+            rc("g-bad-draft") == 3 and bool(lf.get("kind")),
+            lf,
+        )
+        figures["bad_draft"] = {k: lf.get(k) for k in ("kind", "phase", "hint", "exit_code", "exit_signal")}
+        clean_after("g-bad-draft")
+    sweep_checks()
+if PART in ("predict", "noise"):
+    sweep_checks()
 if PART == "2" or (PART == "final" and "t0-tui" in steps):
     for row in jl("tui.jsonl") + jl("h-reattach-other-profile.out"):
         check(row["check"], row["ok"], row.get("detail", ""))
@@ -151,7 +255,13 @@ if PART == "2" or (PART == "final" and "t0-tui" in steps):
         clean_after("h-reattach-other-profile")
 end = left.get("end") or {}
 check("at the end: nothing eagletui started is alive", not end.get("alive"), end.get("alive"))
-report = {"part": PART, "steps": list(steps.values()), "checks": checks, "figures": figures, "leftovers": list(left.values())}
+report = {
+    "part": PART,
+    "steps": list(steps.values()),
+    "checks": checks,
+    "figures": figures,
+    "leftovers": list(left.values()),
+}
 json.dump(report, open(os.path.join(OUT, "report.json"), "w"), indent=1, default=str)
 for name in ("versions.txt", "commit.txt", "nvidia-smi.txt"):
     try:
@@ -160,16 +270,25 @@ for name in ("versions.txt", "commit.txt", "nvidia-smi.txt"):
         pass
 print(f"\n## part {PART}: {sum(c['ok'] for c in checks)}/{len(checks)} checks pass\n")
 for c in checks:
-    print(f"- {'PASS' if c['ok'] else 'FAIL'} {c['check']}" + ("" if c["ok"] else f" — {str(c['detail'])[:300]}"))
+    print(
+        f"- {'PASS' if c['ok'] else 'FAIL'} {c['check']}"
+        + ("" if c["ok"] else f" — {str(c['detail'])[:300]}")
+    )
 print("\n| step | rc | seconds |\n|---|---|---|")
 for s in steps.values():
     print(f"| {s['step']} | {s['rc']} | {s['seconds']} |")
 preds = (figures.get("sweep") or {}).get("predictions") or []
 if preds:
     print("\n### predicted vs measured (sweep --json `predictions`)\n")
-    print("| setting | concurrency | predicted from launch | parts from | predicted tok/s | measured tok/s | error |\n|---|---:|---:|---|---:|---:|---:|")
+    print(
+        "| setting | concurrency | predicted from launch | parts from | predicted tok/s | measured tok/s | error |\n|---|---:|---:|---|---:|---:|---:|"
+    )
     for p in preds:
-        print(f"| {p.get('setting')} | {p.get('concurrency')} | {p.get('predicted_from')} | {p.get('parts')} | {p.get('predicted_tok_s')} | {p.get('measured_tok_s')} | {p['error_pct']:+.1f} % |" if isinstance(p.get("error_pct"), (int, float)) else f"| {p.get('setting')} | {p.get('concurrency')} | … | … | … | … | {p.get('error_pct')} |")
+        print(
+            f"| {p.get('setting')} | {p.get('concurrency')} | {p.get('predicted_from')} | {p.get('parts')} | {p.get('predicted_tok_s')} | {p.get('measured_tok_s')} | {p['error_pct']:+.1f} % |"
+            if isinstance(p.get("error_pct"), (int, float))
+            else f"| {p.get('setting')} | {p.get('concurrency')} | … | … | … | … | {p.get('error_pct')} |"
+        )
 elif "f-sweep" in steps:
     print("\n### predicted vs measured: none (the sweep's JSON has no `predictions`)")
 print("\n```json\n" + json.dumps(figures, indent=1, default=str)[:6000] + "\n```")
