@@ -434,9 +434,17 @@ async def _run(
     else:
         print_human(report)
         for p in predictions:
+            over = p.get("over_launches")
+            tail = (
+                f"; over launches {', '.join(map(str, over['launches']))} and {', '.join(map(str, over['source_launches']))}: "
+                f"{over['predicted_tok_s']:.1f} vs {over['measured_tok_s']:.1f} ({over['error_pct']:+.1f} %; one setting's "
+                f"launches spread {max(over['spread_pct'], over['source_spread_pct']):.0f} %)"
+                if over
+                else ""
+            )
             print(
                 f"  predicted {p['setting']} at concurrency {p['concurrency']} from launch {p['predicted_from']}: "
-                f"{p['predicted_tok_s']:.1f} tok/s, measured {p['measured_tok_s']:.1f} ({p['error_pct']:+.1f} %)"
+                f"{p['predicted_tok_s']:.1f} tok/s, measured {p['measured_tok_s']:.1f} ({p['error_pct']:+.1f} %){tail}"
             )
     return exit_status(report)
 

@@ -362,7 +362,7 @@ async def log_size(transport: Any, path: str) -> int:
 #: the server's defaults. Too few to be sure; enough to say before the capture.
 NO_STACK_RISK = (
     "with_stack off: on sglang 0.5.17 + torch 2.11 (H200) 2 of 3 such captures crashed the scheduler "
-    "(0 of 3 with the server's defaults); profile a server you can afford to lose"
+    "(2 of 10 with the server's defaults); profile a server you can afford to lose"
 )
 
 #: At most this much of the server log after the capture is read to triage a death.

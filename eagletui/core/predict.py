@@ -95,8 +95,40 @@ class Forecast:
 
 
 @dataclass(frozen=True)
+class Pooled:
+    """The same prediction against the means over every launch of each setting so far: the predicted
+    ratio (this setting ÷ the source's, as the model gives it) times the source setting's mean, against
+    this setting's mean. What a check can rest on where one setting's tok/s moves from launch to launch
+    more than the prediction's margin (the lent H200: ±13-16 %)."""
+
+    predicted: float
+    measured: float
+    source_launches: tuple[int, ...]
+    launches: tuple[int, ...]
+    #: (max − min) ÷ mean of each setting's launches: how far one launch of it can be from another
+    source_spread_pct: float
+    spread_pct: float
+
+    @property
+    def error_pct(self) -> float:
+        return (self.predicted / self.measured - 1.0) * 100.0 if self.measured > 0 else math.inf
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "predicted_tok_s": round(self.predicted, 2),
+            "measured_tok_s": round(self.measured, 2),
+            "error_pct": round(self.error_pct, 2),
+            "source_launches": list(self.source_launches),
+            "launches": list(self.launches),
+            "source_spread_pct": round(self.source_spread_pct, 2),
+            "spread_pct": round(self.spread_pct, 2),
+        }
+
+
+@dataclass(frozen=True)
 class Check:
-    """A prediction made from run ``source_launch`` for the setting run ``launch`` then ran."""
+    """A prediction made from run ``source_launch`` for the setting run ``launch`` then ran; ``pooled``
+    where either setting was launched more than once (then the means decide: see :class:`Pooled`)."""
 
     label: str
     concurrency: int
@@ -105,13 +137,19 @@ class Check:
     source_launch: int
     launch: int
     source: str
+    pooled: Pooled | None = None
 
     @property
     def error_pct(self) -> float:
         return (self.predicted / self.measured - 1.0) * 100.0 if self.measured > 0 else math.inf
 
+    @property
+    def decisive_error_pct(self) -> float:
+        """The error the check is judged by: against the means where there are several launches."""
+        return self.pooled.error_pct if self.pooled is not None else self.error_pct
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "setting": self.label,
             "concurrency": self.concurrency,
             "predicted_tok_s": round(self.predicted, 2),
@@ -121,6 +159,9 @@ class Check:
             "launch": self.launch,
             "parts": self.source,
         }
+        if self.pooled is not None:
+            out["over_launches"] = self.pooled.to_json()
+        return out
 
 
 def _label(s: SpecSettings | None) -> str:
@@ -389,10 +430,56 @@ def checks(book: RunBook, launch: int) -> list[Check]:
             if g is None or sg is None or not g.matches(sg):
                 continue
             tok = g.metric("tok_s").mean
+            base = sg.metric("tok_s").mean
             if tok:
-                out.append(Check(f.label, f.concurrency, f.tok_s, tok, n, launch, f.source))
+                pooled = _pooled(book, src, run, g, f.tok_s / base) if base else None
+                out.append(Check(f.label, f.concurrency, f.tok_s, tok, n, launch, f.source, pooled))
         done |= {c.concurrency for c in out}
     return sorted(out, key=lambda c: c.concurrency)
+
+
+def _same_setting(a: Run, b: Run) -> bool:
+    """``b`` is another launch of ``a``'s setting: the same launch but for nothing speculative, and the
+    same speculative settings (or both without speculation)."""
+    if a.is_spec != b.is_spec or launch_differences(a, b):
+        return False
+    return not a.is_spec or a.spec_settings == b.spec_settings
+
+
+def _launch_rates(book: RunBook, like: Run, upto: int, g: Group) -> list[tuple[int, float]]:
+    """(launch, tok/s) of every launch up to ``upto`` of ``like``'s setting at ``g``'s concurrency and
+    workload."""
+    out = []
+    for n in sorted(book.runs):
+        r = book.runs[n]
+        if n > upto or not _same_setting(like, r):
+            continue
+        groups = timed_groups(r) if r.is_spec else r.groups()
+        mine = next((x for x in groups if x.concurrency == g.concurrency and x.matches(g)), None)
+        tok = mine.metric("tok_s").mean if mine is not None else None
+        if tok:
+            out.append((n, tok))
+    return out
+
+
+def _pooled(book: RunBook, src: Run, run: Run, g: Group, ratio: float) -> Pooled | None:
+    """The prediction against the means of both settings' launches up to ``run``'s (None when each was
+    launched once: then the single check is all there is)."""
+    a = _launch_rates(book, src, run.launch, g)
+    b = _launch_rates(book, run, run.launch, g)
+    if not a or not b or (len(a) < 2 and len(b) < 2):
+        return None
+
+    def spread(xs: list[tuple[int, float]]) -> float:
+        v = [t for _, t in xs]
+        m = sum(v) / len(v)
+        return (max(v) - min(v)) / m * 100.0 if m > 0 else 0.0
+
+    mean_a = sum(t for _, t in a) / len(a)
+    mean_b = sum(t for _, t in b) / len(b)
+    return Pooled(
+        ratio * mean_a, mean_b, tuple(n for n, _ in a), tuple(n for n, _ in b), spread(a), spread(b)
+    )
 
 
 def prediction_diagnoses(book: RunBook, launch: int) -> list[Diagnosis]:
@@ -448,16 +535,31 @@ def prediction_diagnoses(book: RunBook, launch: int) -> list[Diagnosis]:
             )
         )
     for ck in checks(book, launch):
+        text = (
+            f"{ck.label} at concurrency {ck.concurrency}: predicted {ck.predicted:.1f} tok/s from #{ck.source_launch}, "
+            f"measured {ck.measured:.1f} ({ck.error_pct:+.1f} %)"
+        )
+        evidence = f"#{ck.source_launch}'s cycle model ({ck.source}) vs this run's benchmark"
+        pl = ck.pooled
+        if pl is not None:
+            # one launch of a setting can sit further from another than the prediction's margin: the
+            # means over the launches of both settings are what the check rests on
+            text += (
+                f"; over {len(pl.launches)} launch{'es' if len(pl.launches) != 1 else ''} of it and "
+                f"{len(pl.source_launches)} of #{ck.source_launch}'s setting: predicted {pl.predicted:.1f}, "
+                f"measured {pl.measured:.1f} ({pl.error_pct:+.1f} %)"
+            )
+            evidence += (
+                f"; launches of one setting spread {max(pl.spread_pct, pl.source_spread_pct):.0f} % "
+                f"(max − min ÷ mean) on this host"
+            )
         out.append(
             Diagnosis(
                 kind="prediction_check",
-                text=(
-                    f"{ck.label} at concurrency {ck.concurrency}: predicted {ck.predicted:.1f} tok/s from #{ck.source_launch}, "
-                    f"measured {ck.measured:.1f} ({ck.error_pct:+.1f} %)"
-                ),
-                evidence=f"#{ck.source_launch}'s cycle model ({ck.source}) vs this run's benchmark",
+                text=text,
+                evidence=evidence,
                 source="model",
-                level="warn" if abs(ck.error_pct) > 10 else "info",
+                level="warn" if abs(ck.decisive_error_pct) > 10 else "info",
                 launch=launch,
                 data=ck.to_json(),
             )

@@ -124,9 +124,11 @@ elif [ "$PART" = noise ]; then
   # launch-to-launch spread (issue 25): steps 3 and steps 2 twice each, a step profile of each, the same
   # benchmarks as part predict; each steps 2 launch is predicted from the latest steps 3 launch before it
   PL=$W/noise.toml
+  # NOISE_SHORT=1: without "steps 3 again" (three launches: fits a device call of ~450 s)
+  AGAIN3='[[sweep.variants]]\nname = "steps 3 again"\nset = { "speculative-num-steps" = 3 }\n'; [ -n "$NOISE_SHORT" ] && AGAIN3=
   N=32; T=256; [ -n "$DRYRUN" ] && { N=8; T=64; }
   { sed "s/^num_prompts = 12$/num_prompts = $N/; s/^max_new_tokens = 128$/max_new_tokens = $T/" $P
-    printf '\n[sweep]\nrepeats = 1\nstep_profile = true\ndrift_check = false\n[[sweep.variants]]\nname = "steps 3"\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n[[sweep.variants]]\nname = "steps 3 again"\nset = { "speculative-num-steps" = 3 }\n[[sweep.variants]]\nname = "steps 2 again"\nset = { "speculative-num-steps" = 2 }\n'; } > $PL
+    printf '\n[sweep]\nrepeats = 1\nstep_profile = true\ndrift_check = false\n[[sweep.variants]]\nname = "steps 3"\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n'"$AGAIN3"'[[sweep.variants]]\nname = "steps 2 again"\nset = { "speculative-num-steps" = 2 }\n'; } > $PL
   step f-sweep 520 python3 -m eagletui sweep local --profile $PL --json --no-record
 else
   step t0-tui 420 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
