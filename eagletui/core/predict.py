@@ -506,7 +506,11 @@ def prediction_diagnoses(book: RunBook, launch: int) -> list[Diagnosis]:
             if f.concurrency == min(best)
         )
         cfg = adaptive_config(book, launch)
-        src = next((f.source for f in fs if not f.measured), fs[0].source)
+        # the parts the step-count predictions came from (speculation off's estimate says its own)
+        src = next(
+            (f.source for f in fs if not f.measured and f.settings is not None),
+            next((f.source for f in fs if not f.measured), fs[0].source),
+        )
         hint = ""
         wins = [f for f in best.values() if f.tok_s > f.base_tok_s * (1 + WORTH)]
         if wins:
