@@ -162,7 +162,8 @@ class Prediction:
 # ------------------------------------------------------------------------------------- acceptance
 
 
-def _finite(x: Any) -> TypeGuard[float]:
+def finite(x: Any) -> TypeGuard[float]:
+    """A real, finite number (not a bool, NaN or inf): what every figure read from a recording must be."""
     return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
 
 
@@ -183,7 +184,7 @@ def rates_from_histogram(hist: Sequence[Any]) -> tuple[float, ...]:
     """Conditional acceptance per draft position from ``hist[k]`` = verifies that accepted exactly
     ``k`` draft tokens (``spec_correct_drafts_histogram``): ``P(j | j−1) = Σ_{k≥j} / Σ_{k≥j−1}``.
     Positions nobody reached are left out; a damaged histogram (negative, non-finite) gives ()."""
-    counts = [float(c) for c in hist if _finite(c)]
+    counts = [float(c) for c in hist if finite(c)]
     if len(counts) != len(hist) or any(c < 0 for c in counts) or sum(counts) <= 0:
         return ()
     tail = [0.0] * (len(counts) + 1)
@@ -211,7 +212,7 @@ def reach_from_histogram(hist: Sequence[Any]) -> tuple[float, ...]:
 def rates_from_mean(accept: float, depth: int) -> tuple[float, ...]:
     """One rate for every position that gives mean ``accept`` at ``depth`` (the geometric assumption,
     used when the server returns no histogram): the root of ``1 + p + … + p^depth = accept``."""
-    if not _finite(accept) or depth < 1:
+    if not finite(accept) or depth < 1:
         return ()
     target = min(max(accept, 1.0), depth + 1.0)
     lo, hi = 0.0, 1.0
@@ -243,19 +244,13 @@ def fit_parts(
     which wins when given."""
     if profile:
         d, v = profile.get("draft_step_ms"), profile.get("verify_ms")
-        if _finite(d) and _finite(v) and d >= 0 and v > 0:
+        if finite(d) and finite(v) and d >= 0 and v > 0:
             e = profile.get("per_token_ms")
-            return CycleParts(float(d), float(v), float(e) if _finite(e) and e >= 0 else 0.0, "step profile")
+            return CycleParts(float(d), float(v), float(e) if finite(e) and e >= 0 else 0.0, "step profile")
         shares = profile.get("shares")
-        if (
-            isinstance(shares, dict)
-            and _finite(cycle_ms)
-            and cycle_ms > 0
-            and _finite(accept)
-            and accept >= 1
-        ):
+        if isinstance(shares, dict) and finite(cycle_ms) and cycle_ms > 0 and finite(accept) and accept >= 1:
             ds, vs, es = (shares.get(k) for k in ("draft", "verify", "draft_extend"))
-            if _finite(ds) and _finite(vs) and _finite(es) and vs > 0 and ds >= 0 and es >= 0:
+            if finite(ds) and finite(vs) and finite(es) and vs > 0 and ds >= 0 and es >= 0:
                 kernels = profile.get("kernels")
                 kernels = kernels if isinstance(kernels, dict) else {}
                 dk, ek = kernels.get("draft"), kernels.get("draft_extend")
@@ -267,16 +262,16 @@ def fit_parts(
                     float(ds),
                     float(vs),
                     float(es),
-                    draft_kernel=float(dk) if _finite(dk) and 0 <= dk <= ds else None,
-                    extend_kernel=float(ek) if _finite(ek) and 0 <= ek <= es else None,
-                    draft_forwards=float(fw) if _finite(fw) and fw > 0 else 0.0,
+                    draft_kernel=float(dk) if finite(dk) and 0 <= dk <= ds else None,
+                    extend_kernel=float(ek) if finite(ek) and 0 <= ek <= es else None,
+                    draft_forwards=float(fw) if finite(fw) and fw > 0 else 0.0,
                 )
-    if not (_finite(cycle_ms) and _finite(accept) and _finite(nospec_step_ms)):
+    if not (finite(cycle_ms) and finite(accept) and finite(nospec_step_ms)):
         return None
     if cycle_ms <= 0 or nospec_step_ms <= 0 or accept < 1:
         return None
     per_token, how = 0.0, "cycle held fixed in the accept length (one drafter measured)"
-    if other is not None and _finite(other[0]) and _finite(other[1]) and abs(other[1] - accept) >= 0.2:
+    if other is not None and finite(other[0]) and finite(other[1]) and abs(other[1] - accept) >= 0.2:
         slope = (other[0] - cycle_ms) / (other[1] - accept)
         if slope > 0:
             per_token, how = slope, "per-token part fitted from two drafters"

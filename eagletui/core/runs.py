@@ -32,7 +32,7 @@ from eagletui.core import spec as specflags
 from eagletui.core.accept import definitions as accept_definitions
 from eagletui.core.accept import position_deltas
 from eagletui.core.compare import comparability, launch_differences
-from eagletui.core.cycle import rates_from_histogram
+from eagletui.core.cycle import finite, rates_from_histogram
 from eagletui.core.economics import Economics, crossover_text, economics
 from eagletui.core.events import (
     JOB_RUNNING_STATES,
@@ -891,7 +891,7 @@ def profile_parts(profile: dict[str, Any] | None, bs: int | None = None) -> dict
 
 
 def _ms(v: Any) -> TypeGuard[float]:
-    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    return finite(v) and v >= 0
 
 
 _FOLD: dict[type, Callable[[RunBook, Any], bool | None]] = {

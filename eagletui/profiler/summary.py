@@ -558,6 +558,18 @@ def report_json(ranks: list[RankSummary]) -> dict[str, Any]:
     return {"schema": SCHEMA, "ranks": [r.to_json() for r in ranks], "skew": skew(ranks)}
 
 
+def _mean_parts(per_rank: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    """Each part's GPU span, kernel ms and nested forwards per cycle (:meth:`RankSummary.parts_json`),
+    averaged over the ranks (a part a rank lacks counts as 0 there)."""
+    acc: dict[str, dict[str, float]] = {}
+    for parts in per_rank:
+        for stage, d in parts.items():
+            a = acc.setdefault(stage, {"gpu_ms": 0.0, "kernel_ms": 0.0, "forwards": 0.0})
+            for k in a:
+                a[k] += d[k] / len(per_rank)
+    return {k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in acc.items()}
+
+
 def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
     """A small, recordable summary of one profile: GPU kernel ms **per decode cycle** by category (draft +
     verify + draft extend of a speculative server, one decode step of a plain one; prefill batches left
@@ -567,30 +579,19 @@ def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
         return {}
     per_rank: list[dict[str, float]] = []
     cycles_seen: list[int] = []
-    parts: dict[str, dict[str, float]] = {}
     for r in ranks:
         per = r.per_cycle()
         cycles_seen.append(len(r.decode_cycles))
         per_rank.append(per if per is not None else {c.label: r.ms(c.label) for c in ORDER})
-        for stage, d in r.parts_json().items():
-            acc = parts.setdefault(stage, {"gpu_ms": 0.0, "kernel_ms": 0.0, "forwards": 0.0})
-            acc["gpu_ms"] += d["gpu_ms"] / len(ranks)
-            acc["kernel_ms"] += d["kernel_ms"] / len(ranks)
-            acc["forwards"] += d["forwards"] / len(ranks)
     cats = {c.label: sum(d[c.label] for d in per_rank) / len(per_rank) for c in ORDER}
+    parts = _mean_parts([r.parts_json() for r in ranks])
     # the same per batch size, where every rank saw cycles of that size (ranks decode the same batches)
     by_bs: dict[str, dict[str, Any]] = {}
     per_rank_bs = [r.parts_by_bs() for r in ranks]
-    for bs in sorted(set.intersection(*(set(p) for p in per_rank_bs))) if per_rank_bs else []:
-        acc_bs: dict[str, dict[str, float]] = {}
-        for p in per_rank_bs:
-            for stage, d in p[bs].items():
-                a = acc_bs.setdefault(stage, {"gpu_ms": 0.0, "kernel_ms": 0.0, "forwards": 0.0})
-                for k in a:
-                    a[k] += d[k] / len(ranks)
+    for bs in sorted(set.intersection(*(set(p) for p in per_rank_bs))):
         by_bs[str(bs)] = {
             "cycles": min(sum(1 for c in r.decode_cycles if c.bs == bs) for r in ranks),
-            **{k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in acc_bs.items()},
+            **_mean_parts([p[bs] for p in per_rank_bs]),
         }
     sk = skew(ranks)
     return {
@@ -601,7 +602,7 @@ def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
         else "step",
         "step_ms": round(sum(cats.values()), 4),
         "categories": {k: round(v, 4) for k, v in cats.items()},
-        "parts": {k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in parts.items()},
+        "parts": parts,
         "parts_by_bs": by_bs,
         "prefill_batches": min(len(r.prefill) for r in ranks),
         "skew_ms": sk["max_wait_ms"] if sk else 0.0,
