@@ -48,7 +48,7 @@ from eagletui.core.cycle import (
 from eagletui.core.diagnosis import Diagnosis
 from eagletui.core.run import Group, Run
 from eagletui.core.runs import RunBook, profile_parts
-from eagletui.core.validity import repeats_alike
+from eagletui.core.validity import timed_truly
 
 #: Predictions within this share of the measured run are not worth a launch.
 WORTH = 0.03
@@ -94,6 +94,11 @@ class Forecast:
         }
 
 
+def _error_pct(predicted: float, measured: float) -> float:
+    """(predicted − measured) ÷ measured, in per cent."""
+    return (predicted / measured - 1.0) * 100.0 if measured > 0 else math.inf
+
+
 @dataclass(frozen=True)
 class Pooled:
     """The same prediction against the means over every launch of each setting so far: the predicted
@@ -111,7 +116,7 @@ class Pooled:
 
     @property
     def error_pct(self) -> float:
-        return (self.predicted / self.measured - 1.0) * 100.0 if self.measured > 0 else math.inf
+        return _error_pct(self.predicted, self.measured)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -141,7 +146,7 @@ class Check:
 
     @property
     def error_pct(self) -> float:
-        return (self.predicted / self.measured - 1.0) * 100.0 if self.measured > 0 else math.inf
+        return _error_pct(self.predicted, self.measured)
 
     @property
     def decisive_error_pct(self) -> float:
@@ -224,7 +229,7 @@ def timed_groups(run: Run) -> list[Group]:
         # economics, but its cycles are timed truly, so the model may still read them
         r
         for r, problems in run.result_problems()
-        if not problems or repeats_alike(list(problems))
+        if timed_truly(list(problems))
     )
 
 

@@ -118,6 +118,13 @@ def repeats_alike(problems: list[str]) -> bool:
     return bool(problems) and all(p.startswith(DRAFTER_NOT_WORKING) for p in problems)
 
 
+def timed_truly(problems: list[str]) -> bool:
+    """A result whose cycles were timed truly: it counts, or the gate left it out only because the drafter
+    accepted nothing (a random-weight draft: :func:`repeats_alike`). The cycle model reads such a result's
+    timing, and a sweep profiles its launch."""
+    return not problems or repeats_alike(problems)
+
+
 def interruption(event_type: str, detail: str = "") -> str:
     """The reason a result is invalid when ``event_type`` happened while it was being measured."""
     what = {

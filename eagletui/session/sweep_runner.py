@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from eagletui.core import events as ev
 from eagletui.core.state import ServerState
 from eagletui.core.sweep import Variant, apply_client, variant_profile
-from eagletui.core.validity import repeats_alike
+from eagletui.core.validity import repeats_alike, timed_truly
 from eagletui.session.sweep import (
     BENCHMARKING,
     DONE,
@@ -76,7 +76,7 @@ def _timed(v: VariantState) -> bool:
             tok = r.get("tok_s")
             if r.get("error") or not isinstance(tok, int | float) or tok <= 0:
                 continue
-            if not problems or repeats_alike(problems):
+            if timed_truly(problems):
                 return True
     return False
 
