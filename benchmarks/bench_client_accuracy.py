@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from benchmarks._simproc import SimProcess
 from eagletui.bench.client import run_builtin
-from eagletui.core.profile import BenchSettings
+from eagletui.core.profile.model import BenchSettings
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 

@@ -4,7 +4,7 @@ Why: "what to launch next" is only worth showing if the tok/s it predicts is wha
 measures. For each host preset of the simulator this launches a spec run (``--speculative-num-steps 3``),
 its no-spec counterpart and the neighbouring step counts (2 and 4), benchmarks each at every
 concurrency, folds them into one run book as a session would, predicts the neighbours from the first
-two launches only (:mod:`eagletui.core.predict` on the cycle model of :mod:`eagletui.core.cycle`) and
+two launches only (:mod:`eagletui.core.predict.next_launch` on the cycle model of :mod:`eagletui.core.cycle.model`) and
 compares with what they measured. A second pass predicts from a step profile's parts instead of the
 no-spec run (the simulator's own parts for one cycle, as its profiler would report them).
 
@@ -28,9 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._simproc import SimProcess
 from eagletui.bench.client import run_builtin
 from eagletui.core import events as ev
-from eagletui.core.predict import checks, forecasts
-from eagletui.core.profile import BenchSettings
-from eagletui.core.runs import RunBook
+from eagletui.core.predict.next_launch import checks, forecasts
+from eagletui.core.profile.model import BenchSettings
+from eagletui.core.runs.book import RunBook
 
 BASE_ARGS = {
     "--model-path": "moonshotai/Kimi-K2.5",
@@ -153,7 +153,7 @@ async def one_host(host: str, concs: list[int], prompts: int, tokens: int) -> li
 def _ablation_rows(pbook: RunBook, host: str) -> list[dict[str, Any]]:
     """The same profile predictions with the gap split in the spans' shares instead of per forward
     (what the cycle model did before issue 25): kept out of the headline error, printed to compare."""
-    from eagletui.core import cycle
+    from eagletui.core.cycle import model as cycle
 
     def shares(settings: Any, cycle_ms: float, accept: float, d: float, v: float, e: float, **_: Any) -> Any:
         t = d + v + e

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from eagletui.core.log_interpreter import LogInterpreter  # noqa: E402
+from eagletui.core.phases.interpreter import LogInterpreter  # noqa: E402
 from eagletui.session.format import make_header, read_session, write_session  # noqa: E402
 from eagletui.session.record import Recorder  # noqa: E402
 

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from eagletui.core.events import LogLine  # noqa: E402
-from eagletui.core.redact import Redactor  # noqa: E402
+from eagletui.core.profile.redact import Redactor  # noqa: E402
 
 DEFAULT_LOG = Path("/work/shared/fixtures/sglang-0.5.17-h200/eagle3-cudagraph-serve-profile-sigterm.log")
 

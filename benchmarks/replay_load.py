@@ -211,7 +211,7 @@ def _pctl(xs: list[float], p: float) -> float:
 
 
 def measure_indexed(path: Path, seeks: int) -> dict:
-    from eagletui.core.state import SessionState
+    from eagletui.core.state.screen import SessionState
     from eagletui.session.index import ReplaySource
     from eagletui.session.replay import StreamReplayer
 
@@ -255,7 +255,7 @@ def measure_indexed(path: Path, seeks: int) -> dict:
 
 
 def measure_baseline(path: Path, seeks: int, fold_seeks: int) -> dict:
-    from eagletui.core.state import SessionState
+    from eagletui.core.state.screen import SessionState
     from eagletui.session.format import read_session
     from eagletui.session.replay import Replayer
 

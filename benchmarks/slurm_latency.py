@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eagletui.commands.demo import free_port
 from eagletui.core.events import ServerReady
-from eagletui.core.profile import load_profile
+from eagletui.core.profile.load import load_profile
 from eagletui.workspace import Workspace
 from tools.slurm_cluster import Cluster
 

@@ -6,7 +6,7 @@ decisions fixed repeats reach, with fewer runs (docs/sweeps.md §2).
 How: the demo sweep (``eagletui profile init --example demo-sweep``: 2 × 2, all-reduce fusion ×
 NCCL_ALGO on the simulator's PCIe host) is run once on the real simulator with six runs a variant
 (``--record``: about 5 minutes), and both policies are **replayed** on those runs
-(:func:`eagletui.core.sweep_decide.replay`): the same measurements in the same order, so the
+(:func:`eagletui.core.sweep.decide.replay`): the same measurements in the same order, so the
 difference is the policy's alone. Then the runs of each variant are put in 200 random orders and both
 policies replayed again: how often each finds the ranking of all six runs, and at what cost.
 
@@ -35,7 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from eagletui.commands.demo import free_port
 from eagletui.commands.profile import example_text
-from eagletui.core.sweep_decide import Recorded, RepeatPolicy, replay
+from eagletui.core.profile.sweep import RepeatPolicy
+from eagletui.core.sweep.decide import Recorded, replay
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "fixtures" / "sweep" / "demo-sweep-runs.json"

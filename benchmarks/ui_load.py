@@ -101,7 +101,7 @@ from textual.screen import Screen  # noqa: E402
 
 from eagletui.config import UserConfig  # noqa: E402
 from eagletui.core.events import LogLine  # noqa: E402
-from eagletui.core.log_interpreter import LogInterpreter  # noqa: E402
+from eagletui.core.phases.interpreter import LogInterpreter  # noqa: E402
 from eagletui.ui.app import EagleApp  # noqa: E402
 from eagletui.ui.widgets.logview import TEXT, LogView, printable  # noqa: E402
 

@@ -27,14 +27,14 @@ from eagletui.core.events import (
     ServerStopped,
     TaskFailed,
 )
-from eagletui.core.profile import Profile, config_diff
-from eagletui.core.redact import Redactor
+from eagletui.core.profile.model import Profile, config_diff
+from eagletui.core.profile.redact import Redactor
 from eagletui.remote.control import LaunchOutcomeUnknown, LaunchRefused, Liveness, StopFailed, StopOutcome
 from eagletui.remote.transport import NotOurProcess, SSHOptions
 
 if TYPE_CHECKING:
     from eagletui.bench.bench_serving import RunLines
-    from eagletui.core.profile import BenchSettings
+    from eagletui.core.profile.model import BenchSettings
     from eagletui.remote.control import ForeignServer, RunInfo
     from eagletui.remote.launcher import Launcher
     from eagletui.remote.preflight import Check
@@ -338,7 +338,7 @@ class Workspace:
             ]
         self.server_version = server_version_from(checks) or self.server_version
         facts = host_facts(checks)
-        if facts:  # what the diagnoses of the launch that follows rest on (core/diagnosis.py)
+        if facts:  # what the diagnoses of the launch that follows rest on (core/diagnosis/fold.py)
             self.emit(HostFacts(facts=facts, target=self.target))
         failed = [c for c in checks if c.status == "fail"]
         warned = [c for c in checks if c.status in ("warn", "unknown")]
@@ -573,7 +573,8 @@ class Workspace:
         from pathlib import Path
 
         from eagletui.config import data_dir
-        from eagletui.profiler import TraceError, summarize_file
+        from eagletui.profiler import summarize_file
+        from eagletui.profiler.chrome import TraceError
         from eagletui.profiler.live import ProfileError, ProfileRequest, capture
         from eagletui.profiler.summary import step_breakdown
 

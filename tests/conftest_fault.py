@@ -68,7 +68,7 @@ def fault_profile(
     this tree on the host too (over SSH the test's own environment is not inherited).
     """
     from eagletui.commands.demo import write_demo_profile
-    from eagletui.core.profile import load_profile
+    from eagletui.core.profile.load import load_profile
 
     directory.mkdir(parents=True, exist_ok=True)
     prof = load_profile(write_demo_profile(directory, port=port, time_scale=time_scale))
@@ -123,7 +123,7 @@ def reference_lines(data: bytes, launch: int) -> list[str]:
     """The log lines a fresh interpreter gets from the file on disk (the unterminated tail held back,
     as the live one holds it): the same framing (``\\r`` frames, glued lines) as the live stream, so
     the live list must start with exactly this list."""
-    from eagletui.core.log_interpreter import LogInterpreter
+    from eagletui.core.phases.interpreter import LogInterpreter
 
     interp = LogInterpreter(launch=launch)
     return [e.text for e in interp.feed_bytes(data) if e.type == "log"]
@@ -254,7 +254,7 @@ def sim_pids(port: int) -> list[int]:
 
 
 async def _drive(ns: argparse.Namespace) -> int:
-    from eagletui.core.profile import load_profile
+    from eagletui.core.profile.load import load_profile
     from eagletui.session.record import Recorder
     from eagletui.workspace import Workspace
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from eagletui.config import UserConfig
 from eagletui.core.events import Event
-from eagletui.core.profile import Profile
+from eagletui.core.profile.model import Profile
 from eagletui.session.format import read_session
 from eagletui.session.replay import Replayer
 from eagletui.ui.app import EagleApp

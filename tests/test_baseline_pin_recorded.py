@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from eagletui.core.events import BaselinePinned, Event
-from eagletui.core.runs import RunBook
+from eagletui.core.runs.book import RunBook
 from eagletui.session.export import build_report
 from eagletui.session.feed import FeedControl, FeedFollower, FeedWriter
 from eagletui.session.format import read_session

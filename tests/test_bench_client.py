@@ -8,11 +8,12 @@ import json
 import pytest
 from aiohttp import web
 
-from eagletui.bench.client import parse_metrics, run_builtin
+from eagletui.bench.client import run_builtin
+from eagletui.bench.metrics import parse_metrics
 from eagletui.bench.prompts import build_workload, load_prompt_set
 from eagletui.commands.demo import free_port as _free_port
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted
-from eagletui.core.profile import BenchSettings
+from eagletui.core.profile.model import BenchSettings
 
 
 class FakeSglang:

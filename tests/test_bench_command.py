@@ -245,7 +245,7 @@ def test_headless_bench_runs_are_sessions_and_baselines(tmp_path, capsys):
 def test_headless_bench_of_a_server_it_did_not_launch_is_recorded_as_run_1(tmp_path, capsys):
     import subprocess
 
-    from eagletui.core.profile import load_profile
+    from eagletui.core.profile.load import load_profile
 
     port = _free_port()
     prof = _profile(tmp_path, port)

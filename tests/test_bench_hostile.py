@@ -20,17 +20,11 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from eagletui.bench.client import (
-    HttpLimits,
-    ResponseTooLarge,
-    _get_metrics,
-    _prime_connections,
-    read_bounded,
-    run_builtin,
-    stream_generate,
-)
+from eagletui.bench.client import _prime_connections, run_builtin, stream_generate
+from eagletui.bench.httplimits import HttpLimits, ResponseTooLarge, read_bounded
+from eagletui.bench.metrics import _get_metrics
 from eagletui.core.events import BenchmarkResult
-from eagletui.core.profile import BenchSettings
+from eagletui.core.profile.model import BenchSettings
 
 Handler = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
 SSE_HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
@@ -351,7 +345,7 @@ def test_prompt_file_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_stats_never_hold_non_finite_values() -> None:
-    from eagletui.bench.stats import mean_stdev, summarize
+    from eagletui.core.stats.sample import mean_stdev, summarize
 
     s = summarize([1.0, float("inf"), 3.0, float("nan"), float("-inf")])
     assert s == {"mean": 2.0, "median": 2.0, "p90": 2.8, "p99": pytest.approx(2.98)}

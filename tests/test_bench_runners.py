@@ -18,7 +18,7 @@ from eagletui.bench.bench_serving import (
 )
 from eagletui.bench.custom import run_custom
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted
-from eagletui.core.profile import BenchSettings
+from eagletui.core.profile.model import BenchSettings
 
 BLOCK = """\
 /usr/lib/python3/dist-packages/sglang/bench_serving.py:1: FutureWarning: use sglang.benchmark.serving

@@ -8,9 +8,10 @@ import asyncio
 import json
 import time
 
-from eagletui.bench.client import HttpLimits, run_builtin
+from eagletui.bench.client import run_builtin
+from eagletui.bench.httplimits import HttpLimits
 from eagletui.core.events import BenchmarkResult, Notice
-from eagletui.core.profile import BenchSettings
+from eagletui.core.profile.model import BenchSettings
 from tests.test_bench_hostile import SSE_HEAD, _static_server
 
 #: test-sized: a started stream may be silent 0.5 s, the whole server 2 s; queued requests 30 s

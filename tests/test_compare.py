@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from eagletui.core.compare import comparability
 from eagletui.core.events import BenchmarkResult, LaunchStarted
-from eagletui.core.runs import Run, RunBook
+from eagletui.core.runs.book import RunBook
+from eagletui.core.runs.compare import comparability
+from eagletui.core.runs.run import Run
 
 
 def run(model="meta/Llama-3.1-8B", tp=8, fp="w1", gpu=None, detected=None, n=1) -> Run:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from eagletui.core.history import NO_ESTIMATE, PhaseHistory, history_key
+from eagletui.core.phases.history import NO_ESTIMATE, PhaseHistory, history_key
 
 SNAP = {
     "target": "box",

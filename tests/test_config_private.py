@@ -12,7 +12,7 @@ import pytest
 
 from eagletui import config as c
 from eagletui.core import events as ev
-from eagletui.core.history import PhaseHistory
+from eagletui.core.phases.history import PhaseHistory
 from eagletui.session.export import export_runs_csv
 from eagletui.session.record import Recorder
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from eagletui.commands.connect import build_parser, probe
-from eagletui.core.profile import load_profile
+from eagletui.core.profile.load import load_profile
 from eagletui.remote.control import ServerControl
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.reattach import profile_from_run
@@ -146,7 +146,7 @@ async def test_a_running_launch_gives_back_its_profile(tmp_path: Path) -> None:
 def _after(events, run):
     from types import SimpleNamespace
 
-    from eagletui.core.state import SessionState
+    from eagletui.core.state.screen import SessionState
 
     state = SessionState(target="gpu-box")
     state.apply_all(events)
@@ -222,7 +222,7 @@ def test_exit_note_names_the_profile_when_its_runs_dir_is_not_the_default(tmp_pa
 
 
 async def test_a_reconnect_that_finds_no_run_says_where_it_looked(tmp_path: Path) -> None:
-    from eagletui.core.profile import Profile
+    from eagletui.core.profile.model import Profile
     from eagletui.session.drivers import LiveDriver
     from eagletui.session.model import SessionModel
     from eagletui.workspace import Workspace

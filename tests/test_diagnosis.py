@@ -15,11 +15,11 @@ from typing import Any
 import pytest
 
 from eagletui.core import events as ev
-from eagletui.core.diagnosis import Diagnoser, Diagnosis
-from eagletui.core.formats.sglang import SGLANG
-from eagletui.core.formats.sglang.advice import advice, capture_flags
-from eagletui.core.log_interpreter import LogInterpreter
-from eagletui.core.topology import parse_topo
+from eagletui.core.diagnosis.fold import Diagnoser, Diagnosis
+from eagletui.core.host.topology import parse_topo
+from eagletui.core.logs.formats.sglang import SGLANG
+from eagletui.core.logs.formats.sglang.advice import advice, capture_flags
+from eagletui.core.phases.interpreter import LogInterpreter
 
 HERE = Path(__file__).parent / "fixtures"
 REAL = HERE / "real-diagnosis"
@@ -420,7 +420,7 @@ def test_hostile_notes_and_facts_do_not_break_the_fold() -> None:
 
 def test_a_format_that_reads_no_allreduce_lines_gets_no_verdict_from_silence() -> None:
     """vLLM's format reads no all-reduce lines: a tp>1 vLLM log gets no "nothing disabled it" verdict."""
-    from eagletui.core.logformat import get_format
+    from eagletui.core.logs.registry import get_format
 
     logs = sorted((HERE / "vllm").glob("*.log"))
     assert logs

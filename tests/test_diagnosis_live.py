@@ -84,10 +84,10 @@ def test_slow_one_thread_load_names_the_read_rate_and_the_loader_hint(tmp_path) 
     names both rates and the flag that gives the threads back."""
     import asyncio
 
-    from eagletui.core.diagnosis import Diagnoser
+    from eagletui.core.diagnosis.fold import Diagnoser
     from eagletui.core.events import HostFacts, LaunchStarted
-    from eagletui.core.log_interpreter import LogInterpreter
-    from eagletui.core.profile import load_profile
+    from eagletui.core.phases.interpreter import LogInterpreter
+    from eagletui.core.profile.load import load_profile
     from eagletui.remote.preflight import host_facts, run_preflight
     from eagletui.remote.transport import open_transport
 
@@ -205,8 +205,9 @@ def test_adaptive_speculation_on_the_simulator_logs_its_steps(tmp_path: Path) ->
 
 def test_exports_carry_the_diagnoses(tmp_path) -> None:
     from eagletui.core import events as ev
-    from eagletui.core.log_interpreter import LogInterpreter
-    from eagletui.session.export import build_report, render
+    from eagletui.core.phases.interpreter import LogInterpreter
+    from eagletui.session.export import build_report
+    from eagletui.session.export_render import render
 
     log = (Path(__file__).parent / "fixtures" / "real-diagnosis" / "pcie-l4x4-customar-0434.log").read_text()
     it = LogInterpreter(launch=1)

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from eagletui.core.economics import crossover, economics, per_request
-from eagletui.core.nccl import NcclFold, summarize
+from eagletui.core.cycle.economics import crossover, economics, per_request
+from eagletui.core.host.nccl import NcclFold, summarize
 
 NCCL_LOG = Path(__file__).resolve().parent / "fixtures" / "traces" / "nccl-debug-info-tp2.log"
 

@@ -196,6 +196,6 @@ def test_the_index_context_holds_every_event_a_report_needs() -> None:
     """``eagletui export`` folds the index's context events only: a report type missing from them
     would silently drop a column."""
     from eagletui.session.export import REPORT_TYPES
-    from eagletui.session.index import CONTEXT_TYPES
+    from eagletui.session.timeline import CONTEXT_TYPES
 
     assert REPORT_TYPES <= CONTEXT_TYPES

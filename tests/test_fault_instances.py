@@ -18,7 +18,7 @@ import pytest
 
 from eagletui.commands.demo import write_demo_profile
 from eagletui.core.events import LogLine
-from eagletui.core.state import SessionState
+from eagletui.core.state.screen import SessionState
 from eagletui.session.format import read_session
 from tests.conftest_fault import REPO, FileWatch, pick, reference_lines, report, sim_pids, wait_pid_gone
 

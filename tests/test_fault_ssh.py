@@ -188,7 +188,7 @@ async def test_sshd_down_then_back(own_sshd: SshdServer, tmp_path: Path) -> None
     """Issue 11: sshd down (CI 4 s, long 60 s) during a launch, then back: the session reconnects and
     the log is complete; nothing was signalled or relaunched; the state reads lost/reconnecting, never
     a failed or exited server."""
-    from eagletui.core.state import SessionState
+    from eagletui.core.state.screen import SessionState
 
     down_s = pick(4.0, 60.0)
     srv = own_sshd

@@ -126,7 +126,7 @@ async def test_replay_folds_the_rest_and_draws_it(tmp_path: Path, case: str) -> 
 
 def _queue(tmp: Path, edit) -> Path:
     from eagletui.commands.profile import example_text
-    from eagletui.core.profile import parse_profile
+    from eagletui.core.profile.load import parse_profile
     from eagletui.session.sweep import SweepQueue
 
     prof = parse_profile(example_text("demo-sweep"), "d.toml")
@@ -292,7 +292,7 @@ def test_a_deep_user_config_is_a_problem_not_a_crash(tmp_path: Path) -> None:
 
 def test_ordinary_profiles_still_load() -> None:
     from eagletui.commands.profile import EXAMPLES, example_text
-    from eagletui.core.profile import parse_profile
+    from eagletui.core.profile.load import parse_profile
 
     for name in EXAMPLES:
         parse_profile(example_text(name), f"{name}.toml")

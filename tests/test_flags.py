@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from eagletui.commands.demo import write_demo_profile
-from eagletui.core.flags import check_flags, parse_version
-from eagletui.core.profile import load_profile
+from eagletui.core.profile.load import load_profile
+from eagletui.core.servers.flags import check_flags, parse_version
 from eagletui.workspace import Workspace, WorkspaceError
 
 

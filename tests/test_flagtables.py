@@ -18,16 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from eagletui.core.flags import ADDED, CHANGES, check_flags
-from eagletui.core.flagtables import (
+from eagletui.core.profile.load import load_profile, parse_profile
+from eagletui.core.profile.model import ProfileError
+from eagletui.core.servers.flag_rule import check_server_flags
+from eagletui.core.servers.flags import ADDED, CHANGES, check_flags
+from eagletui.core.servers.flagtables import (
     accepted_in,
     flag_infos,
     nearest_shipped,
     shipped_versions,
     table_for,
 )
-from eagletui.core.profile import ProfileError, load_profile, parse_profile
-from eagletui.core.server_flags import check_server_flags
 
 REPO = Path(__file__).resolve().parent.parent
 REAL = REPO / "tests" / "fixtures" / "real-0.5.17"
@@ -100,7 +101,7 @@ def test_the_0_5_23_table_is_the_reference_parser_table() -> None:
 
 
 def test_the_generated_python_literals_come_from_the_repo_table() -> None:
-    """core/sglang_flagtable.py is the build script's output for the newest table in the repo, header
+    """core/servers/sglang_flagtable.py is the build script's output for the newest table in the repo, header
     and all; regenerating gives the same bytes."""
     path = REPO / "eagletui" / "core" / "sglang_flagtable.py"
     text = path.read_text()
@@ -110,7 +111,7 @@ def test_the_generated_python_literals_come_from_the_repo_table() -> None:
 
 
 def test_the_version_notes_agree_with_the_real_parsers() -> None:
-    """core/flags.py speaks when no table of the server's release is known: within 0.5.13–0.5.23 every
+    """core/servers/flags.py speaks when no table of the server's release is known: within 0.5.13–0.5.23 every
     note must be what the real parsers do."""
     shipped = shipped_versions()
     for c in CHANGES:

@@ -1,4 +1,4 @@
-"""The log-format seam (core/logformat.py): a format is a LogFormat subclass with three required
+"""The log-format seam (core/logs/seam.py): a format is a LogFormat subclass with three required
 members; everything else is optional and defaulted, and nothing above the seam knows a server."""
 
 from __future__ import annotations
@@ -11,9 +11,10 @@ import pytest
 
 from eagletui.commands.parse import parse_stream
 from eagletui.core import events as ev
-from eagletui.core.formats import FORMATS
-from eagletui.core.log_interpreter import LogInterpreter
-from eagletui.core.logformat import PHASE, FastPath, LaunchFacts, LogFormat, Rec, get_format
+from eagletui.core.logs.formats import FORMATS
+from eagletui.core.logs.registry import get_format
+from eagletui.core.logs.seam import PHASE, FastPath, LaunchFacts, LogFormat, Rec
+from eagletui.core.phases.interpreter import LogInterpreter
 
 ROOT = Path(__file__).resolve().parents[1] / "eagletui"
 

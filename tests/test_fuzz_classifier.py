@@ -9,7 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eagletui.core import events as ev
-from eagletui.core.log_interpreter import LogInterpreter
+from eagletui.core.phases.interpreter import LogInterpreter
 
 FIXTURE = Path(__file__).parent / "fixtures" / "logs" / "ok_0516_glued_bar.log"
 FAIL_FIXTURE = Path(__file__).parent / "fixtures" / "logs" / "fail_oom_capture_0513.log"
@@ -223,7 +223,7 @@ _START = (
 
 
 def _summaries(data: bytes, cuts: list[int], bulk: bool) -> tuple[dict, list[float], int]:
-    from eagletui.core.summary import Summarizer
+    from eagletui.core.state.summary import Summarizer
 
     interp = LogInterpreter(launch=1, emit_lines=False)
     feed = interp.feed_bulk_bytes if bulk else interp.feed_bytes

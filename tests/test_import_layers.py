@@ -8,7 +8,7 @@ import sys
 
 CHECK = """
 import sys
-import eagletui.core.staged, eagletui.session.model, eagletui.session.drivers, eagletui.commands.bench
+import eagletui.core.profile.staged, eagletui.session.model, eagletui.session.drivers, eagletui.commands.bench
 bad = sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'textual_plotext') or m.startswith('eagletui.ui'))
 print(bad)
 raise SystemExit(1 if bad else 0)

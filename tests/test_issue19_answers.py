@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 
 from eagletui.core import events as ev
-from eagletui.core.cycle import SpecSettings
-from eagletui.core.economics import economics
-from eagletui.core.profile import Verdict
-from eagletui.core.runs import RunBook
-from eagletui.core.spec import without_speculation
-from eagletui.core.sweep import Effect
-from eagletui.session.export import build_report, render_csv, render_json, render_markdown
+from eagletui.core.cycle.economics import economics
+from eagletui.core.cycle.model import SpecSettings
+from eagletui.core.profile.model import Verdict
+from eagletui.core.runs.book import RunBook
+from eagletui.core.servers.spec import without_speculation
+from eagletui.core.sweep.effects import Effect
+from eagletui.session.export import build_report
+from eagletui.session.export_render import render_csv, render_json, render_markdown
 from eagletui.session.record import Recorder
 
 MODEL = "moonshotai/Kimi-K2.5"
@@ -168,9 +169,9 @@ def test_a_pinned_no_spec_baseline_follows_the_same_rule() -> None:
 def test_one_meaning_of_no_spec_for_the_toggle_bench_and_sweeps(tmp_path: Path) -> None:
     from eagletui.commands.bench import without_speculation as bench_nospec
     from eagletui.commands.demo import write_demo_profile
-    from eagletui.core.profile import load_profile
-    from eagletui.core.staged import StagedConfig
-    from eagletui.core.sweep import Variant, variant_profile
+    from eagletui.core.profile.load import load_profile
+    from eagletui.core.profile.staged import StagedConfig
+    from eagletui.core.profile.sweep import Variant, variant_profile
 
     prof = load_profile(write_demo_profile(tmp_path))
     staged = StagedConfig(prof)
@@ -216,7 +217,7 @@ def test_numbers_are_per_concurrency_never_a_mean_across_them() -> None:
     assert "starts paying at concurrency 8" in book.economics_sentence(1)
     # bench's summary of the same launch: one line per concurrency, no top-level mean
     from eagletui.commands.bench import summarize_repeats
-    from eagletui.core.profile import Profile
+    from eagletui.core.profile.model import Profile
 
     summary = summarize_repeats(book.runs[1].results, Profile(name="p"), "local", book.runs[1])
     assert summary["output_throughput"] is None

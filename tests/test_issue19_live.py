@@ -16,8 +16,8 @@ import pytest
 
 from eagletui.bench.client import run_builtin
 from eagletui.core import events as ev
-from eagletui.core.profile import BenchSettings
-from eagletui.core.runs import RunBook
+from eagletui.core.profile.model import BenchSettings
+from eagletui.core.runs.book import RunBook
 from eagletui.workspace import Workspace
 from tests.conftest_fault import Collector, fault_profile, ssh_kwargs
 from tests.sshd import SshdServer, sshd_server_fixture  # noqa: F401

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from eagletui.core.events import LaunchStarted, LogLine
-from eagletui.core.nccl import NcclFold
-from eagletui.core.state import SessionState
+from eagletui.core.host.nccl import NcclFold
+from eagletui.core.state.screen import SessionState
 from tests.conftest_sim import SPEC_ARGS, SimProc
 
 FIXTURE = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "gpu" / "nccl-debug-info-tp2.log"

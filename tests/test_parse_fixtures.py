@@ -269,8 +269,8 @@ def test_no_textual_import() -> None:
 
 def _per_line_summary(data: bytes, step: int) -> tuple[dict, list[float]]:
     """The reference: LogInterpreter.feed_bytes line by line (no bulk scan), any chunking."""
-    from eagletui.core.log_interpreter import LogInterpreter
-    from eagletui.core.summary import Summarizer
+    from eagletui.core.phases.interpreter import LogInterpreter
+    from eagletui.core.state.summary import Summarizer
 
     interp = LogInterpreter(launch=1, emit_lines=False)
     summ = Summarizer()

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 
 from eagletui.core import events as ev
-from eagletui.core.cycle import SpecSettings, fit_parts
-from eagletui.core.diagnosis import Diagnoser
-from eagletui.core.predict import (
+from eagletui.core.cycle.model import SpecSettings, fit_parts
+from eagletui.core.diagnosis.fold import Diagnoser
+from eagletui.core.predict.next_launch import (
     adaptive_config,
     checks,
     explain,
@@ -21,7 +21,7 @@ from eagletui.core.predict import (
     prediction_diagnoses,
     timed_groups,
 )
-from eagletui.core.runs import RunBook, profile_parts
+from eagletui.core.runs.book import RunBook, profile_parts
 
 RUN1 = Path(__file__).parent / "fixtures" / "real-sglang-0.5.17-run1"
 
@@ -111,7 +111,7 @@ def test_real_steps_and_no_spec_predicted_from_the_real_trace() -> None:
     book.apply(ev.ProfileCaptured(launch=1, summary=summary))
     ck = checks(book, 3)
     assert len(ck) == 1 and "one CUDA-graph replay" in ck[0].source, ck
-    from eagletui.core.predict import timed_groups
+    from eagletui.core.predict.next_launch import timed_groups
 
     base = next(g for g in timed_groups(book.runs[1]) if g.concurrency == 4).metric("tok_s").mean
     assert base is not None and 1.0 < ck[0].predicted / base < 1.05  # a few per cent, not +20 %
@@ -162,8 +162,8 @@ def test_real_step_change_predicted_within_ten_percent_of_the_launches_mean() ->
     decode lines went 807 → 1172 tok/s), so no single launch can check a ±10 % prediction; the means of the
     seven steps-3 and eight steps-2 launches can. The step profile of a steps 3 launch (run3, call 2) predicts
     steps 2 from the steps 3 launches' mean within ±10 % of the steps 2 launches' mean."""
-    from eagletui.core.cycle import SpecSettings, fit_parts
-    from eagletui.core.runs import profile_parts
+    from eagletui.core.cycle.model import SpecSettings, fit_parts
+    from eagletui.core.runs.book import profile_parts
     from eagletui.profiler import summarize_file
     from eagletui.profiler.summary import step_breakdown
 
@@ -269,7 +269,7 @@ def test_explain_merges_the_log_diagnoses_and_the_predictions() -> None:
     book = _real_book()
     diag = Diagnoser()
     log = (RUN1 / "logs" / "20261201-113648-L1-25eac0.log").read_text()
-    from eagletui.core.log_interpreter import LogInterpreter
+    from eagletui.core.phases.interpreter import LogInterpreter
 
     it = LogInterpreter(launch=1)
     diag.add(it.feed(log) + it.flush())
@@ -280,7 +280,7 @@ def test_explain_merges_the_log_diagnoses_and_the_predictions() -> None:
 
 
 def test_run_details_show_the_prediction_and_its_check() -> None:
-    from eagletui.core.state import SessionState
+    from eagletui.core.state.screen import SessionState
     from eagletui.ui.widgets.runs import RunsTable
 
     book = _real_book()

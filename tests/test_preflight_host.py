@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from eagletui.commands.demo import free_port
-from eagletui.core.profile import Profile
+from eagletui.core.profile.model import Profile
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.preflight import run_preflight
 from eagletui.remote.transport import SSHOptions, open_transport

@@ -7,7 +7,9 @@ import json
 import pytest
 
 from eagletui.commands.profile import main
-from eagletui.core.profile import ProfileError, load_profile, parse_launch_command, parse_profile
+from eagletui.core.profile.launch import parse_launch_command
+from eagletui.core.profile.load import load_profile, parse_profile
+from eagletui.core.profile.model import ProfileError
 
 
 def test_bad_toml_has_location(tmp_path):

@@ -11,8 +11,8 @@ import pytest
 from eagletui.commands.bench import wait_ready
 from eagletui.commands.demo import free_port
 from eagletui.core.events import Event, ProfileCaptured
-from eagletui.core.profile import load_profile
-from eagletui.core.runs import RunBook
+from eagletui.core.profile.load import load_profile
+from eagletui.core.runs.book import RunBook
 from eagletui.session.model import SessionModel
 from eagletui.workspace import Workspace
 from tests.conftest_sim import sim_profile_toml

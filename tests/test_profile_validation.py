@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from eagletui.core.profile import REDACTED, ProfileError, parse_profile, redact_argv
+from eagletui.core.profile.load import parse_profile
+from eagletui.core.profile.model import ProfileError, redact_argv
+from eagletui.core.profile.redact import REDACTED
 
 
 def err(text: str) -> ProfileError:

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from eagletui.core import events as ev
-from eagletui.session.export import build_report, render
+from eagletui.session.export import build_report
+from eagletui.session.export_render import render
 from eagletui.ui.widgets.phases import fmt_secs
 from eagletui.ui.widgets.runs import RunsTable
 from tests.replay_apps import replay_app

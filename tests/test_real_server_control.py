@@ -24,7 +24,7 @@ import aiohttp
 import pytest
 
 from eagletui.commands.demo import free_port
-from eagletui.core.profile import Profile
+from eagletui.core.profile.model import Profile
 from eagletui.remote import hostside
 from eagletui.remote.control import RunInfo, ServerControl
 from eagletui.remote.local import LocalTransport
@@ -336,7 +336,7 @@ warmup = 1
 
 
 async def launched(profile_path: str, control: ServerControl) -> RunInfo:
-    from eagletui.core.profile import load_profile
+    from eagletui.core.profile.load import load_profile
 
     run = await control.launch(load_profile(profile_path), launch=1)
     await until_ready(run)
@@ -395,7 +395,7 @@ async def test_trace_capture_reports_a_server_that_dies_after_the_profile(tmp_pa
 async def test_reattach_follows_only_this_profiles_run(tmp_path: Path) -> None:
     """Profile B (other port, other model) must not take profile A's server, nor stop it."""
     from eagletui.core.events import Notice
-    from eagletui.core.profile import load_profile
+    from eagletui.core.profile.load import load_profile
     from eagletui.workspace import Workspace
 
     control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)

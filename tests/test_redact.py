@@ -17,9 +17,11 @@ import pytest
 from eagletui.commands._ui import make_recorder
 from eagletui.commands.demo import free_port
 from eagletui.core import events as ev
-from eagletui.core.history import history_key
-from eagletui.core.profile import Profile, config_diff, parse_launch_command, parse_profile
-from eagletui.core.redact import REDACTED, Redactor, is_secret_flag, is_secret_name
+from eagletui.core.phases.history import history_key
+from eagletui.core.profile.launch import parse_launch_command
+from eagletui.core.profile.load import parse_profile
+from eagletui.core.profile.model import Profile, config_diff
+from eagletui.core.profile.redact import REDACTED, Redactor, is_secret_flag, is_secret_name
 from eagletui.remote.control import ServerControl
 from eagletui.remote.local import LocalTransport
 from eagletui.session.export import export_markdown, export_runs_csv

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from eagletui.core.events import LogLine, Notice, ProcessExited
-from eagletui.core.profile import Profile
+from eagletui.core.profile.model import Profile
 from eagletui.remote import hostside
 from eagletui.remote.control import (
     LaunchError,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from eagletui.core.events import LogStale, ProcessExited
-from eagletui.core.profile import Profile
+from eagletui.core.profile.model import Profile
 from eagletui.remote.control import RunInfo, ServerControl
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.source import LiveSource

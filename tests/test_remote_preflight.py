@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from eagletui.commands.demo import free_port as _free_port
-from eagletui.core.profile import Profile
+from eagletui.core.profile.model import Profile
 from eagletui.remote.gpu import gpu_events, parse_query
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.preflight import run_preflight

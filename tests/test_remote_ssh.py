@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from eagletui.core.events import ProcessExited
-from eagletui.core.profile import Profile
+from eagletui.core.profile.model import Profile
 from eagletui.remote.control import LaunchRefused, RunInfo, ServerControl
 from eagletui.remote.source import LiveSource
 from eagletui.remote.ssh import SSHTransport

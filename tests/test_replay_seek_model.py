@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eagletui.core.runs import RunBook
-from eagletui.core.state import SessionState
+from eagletui.core.runs.book import RunBook
+from eagletui.core.state.screen import SessionState
 from eagletui.session.drivers import ReplayDriver
 from eagletui.session.format import read_session
 from eagletui.session.index import ReplaySource

@@ -163,7 +163,7 @@ async def test_arrows_stay_with_the_panes_outside_a_replay_seek(tmp_path: Path) 
     """Without a seekable replay (an unindexed Replayer here; a live host likewise) ← and → are still
     the Tune tab's keys: the priority seek bindings step aside."""
     from eagletui.commands.demo import write_demo_profile
-    from eagletui.core.profile import load_profile
+    from eagletui.core.profile.load import load_profile
     from eagletui.ui.widgets.tuning import TuningPanel
     from tests.replay_apps import replay_app
 

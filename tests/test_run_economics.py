@@ -10,8 +10,9 @@ import json
 import pytest
 
 from eagletui.core.events import BenchmarkResult, BenchmarkStarted, LaunchStarted
-from eagletui.core.runs import RunBook
-from eagletui.session.export import build_report, render_csv, render_json, render_markdown
+from eagletui.core.runs.book import RunBook
+from eagletui.session.export import build_report
+from eagletui.session.export_render import render_csv, render_json, render_markdown
 
 MODEL = "moonshotai/Kimi-K2-Instruct"
 SPEC = {"--model-path": MODEL, "--tp": 8, "--speculative-algorithm": "EAGLE3"}
@@ -132,7 +133,7 @@ def test_recorded_events_round_trip_to_the_same_economics():
 
 
 def test_runs_details_and_comparison_line_show_the_sentence():
-    from eagletui.core.state import SessionState
+    from eagletui.core.state.screen import SessionState
     from eagletui.ui.repaint import compare_text
     from eagletui.ui.widgets.runs import RunsTable
 

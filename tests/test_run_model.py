@@ -6,9 +6,11 @@ import csv
 from pathlib import Path
 
 from eagletui.core import events as ev
-from eagletui.core.history import history_key
-from eagletui.core.profile import normalize_flag
-from eagletui.core.runs import KEY_FLAGS, RunBook, RunOutcome, RunVerdict
+from eagletui.core.phases.history import history_key
+from eagletui.core.profile.model import normalize_flag
+from eagletui.core.runs.book import RunBook
+from eagletui.core.runs.run import RunOutcome, RunVerdict
+from eagletui.core.servers.flags import KEY_FLAGS
 from eagletui.session.export import CSV_COLUMNS, export_runs_csv, summarize_runs
 
 

@@ -11,8 +11,9 @@ from eagletui.core.events import (
     PhaseFinished,
     ServerFailed,
 )
-from eagletui.core.profile import Verdict
-from eagletui.core.runs import Metric, RunBook, delta
+from eagletui.core.profile.model import Verdict
+from eagletui.core.runs.book import RunBook, delta
+from eagletui.core.runs.run import Metric
 
 SPEC = {"--speculative-algorithm": "EAGLE3", "--speculative-num-steps": 3, "--tp": 8}
 

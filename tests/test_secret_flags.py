@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from eagletui.core.profile import REDACTED, is_secret_flag, redact_argv
+from eagletui.core.profile.model import redact_argv
+from eagletui.core.profile.redact import REDACTED, is_secret_flag
 
 TABLE = Path(__file__).resolve().parents[1] / "eagletui" / "data" / "sglang-0.5.23-server-args.json"
 

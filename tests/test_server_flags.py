@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from eagletui.core.profile import load_profile
-from eagletui.core.server_flags import BUNDLED_VERSION, FlagTable, bundled_table, check_server_flags
+from eagletui.core.profile.load import load_profile
+from eagletui.core.servers.flag_rule import BUNDLED_VERSION, FlagTable, bundled_table, check_server_flags
 
 REFERENCE = Path("/work/shared/reference/sglang-0.5.23-server-args.json")
 PROFILES = sorted(resources.files("eagletui").joinpath("profiles").iterdir(), key=lambda p: p.name)
@@ -203,7 +203,7 @@ def test_every_prefix_of_every_real_flag_matches_argparse() -> None:
 
 def test_values_outside_choices_match_argparse() -> None:
     """The real parser refuses them too (``invalid choice``), checked with the table's own choices."""
-    from eagletui.core.server_flags import check_values
+    from eagletui.core.servers.flag_rule import check_values
 
     t = bundled_table()
     cases = {

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from eagletui.core import events as ev
-from eagletui.core.runs import Run
+from eagletui.core.runs.run import Run
 from eagletui.session.baseline import BaselineError, compare, load_run, parse_ref, warning
 from eagletui.session.record import Recorder
 

@@ -15,8 +15,9 @@ from pathlib import Path
 import pytest
 
 from eagletui.core import events as ev
-from eagletui.core.log_interpreter import LogInterpreter
-from eagletui.session.format import LogCodec, make_header, read_session
+from eagletui.core.phases.interpreter import LogInterpreter
+from eagletui.session.codec import LogCodec
+from eagletui.session.format import make_header, read_session
 from eagletui.session.record import Recorder
 
 MB = 1024 * 1024

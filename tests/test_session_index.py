@@ -16,10 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from eagletui.core import events as ev
-from eagletui.session.format import LogCodec, make_header, read_session, write_session
-from eagletui.session.index import CONTEXT_TYPES, ReplaySource
+from eagletui.session.codec import LogCodec
+from eagletui.session.format import make_header, read_session, write_session
+from eagletui.session.index import ReplaySource
 from eagletui.session.record import Recorder
 from eagletui.session.replay import StreamReplayer
+from eagletui.session.timeline import CONTEXT_TYPES
 
 
 def session_events(n_serving: int = 1000, launches: int = 3, seed: int = 1) -> list[ev.Event]:

@@ -18,10 +18,10 @@ from eagletui.core.events import (
     PhaseStarted,
     ServerReady,
 )
-from eagletui.core.history import PhaseHistory, history_key
-from eagletui.core.profile import load_profile
-from eagletui.core.staged import NothingStaged, StagedConfig
-from eagletui.core.state import PhaseStatus, ServerState
+from eagletui.core.phases.history import PhaseHistory, history_key
+from eagletui.core.profile.load import load_profile
+from eagletui.core.profile.staged import NothingStaged, StagedConfig
+from eagletui.core.state.screen import PhaseStatus, ServerState
 from eagletui.session.drivers import DemoDriver, LiveDriver, ReplayDriver, make_driver
 from eagletui.session.format import read_session
 from eagletui.session.model import SessionModel

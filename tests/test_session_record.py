@@ -14,8 +14,9 @@ import pytest
 
 from eagletui.core import events as ev
 from eagletui.core.events import ALL_EVENT_TYPES, Event
+from eagletui.core.profile.redact import Redactor
 from eagletui.session.format import FORMAT_NAME, FORMAT_VERSION, read_session, session_filename, target_slug
-from eagletui.session.record import Recorder, Redactor
+from eagletui.session.record import Recorder
 
 pytestmark = pytest.mark.usefixtures("isolated_dirs")  # tests/conftest.py
 

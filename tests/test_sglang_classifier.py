@@ -1,13 +1,14 @@
-"""SGLang's line classifier (core/formats/sglang) and the interpreter's framing (chunks, frames, glued lines)."""
+"""SGLang's line classifier (core/logs/formats/sglang) and the interpreter's framing (chunks, frames, glued lines)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from eagletui.core import events as ev
-from eagletui.core import log_interpreter
-from eagletui.core.formats.sglang.lines import classify, parse_decode, split_glued
-from eagletui.core.log_interpreter import LogInterpreter
+from eagletui.core.logs.formats.sglang.lines import classify, split_glued
+from eagletui.core.logs.formats.sglang.serving import parse_decode
+from eagletui.core.phases import interpreter as log_interpreter
+from eagletui.core.phases.interpreter import LogInterpreter
 
 
 def test_prefix_variants() -> None:
@@ -153,7 +154,7 @@ _DEC = (
 
 
 def _fold(text: str, bulk: bool) -> tuple[dict, list[float]]:
-    from eagletui.core.summary import Summarizer
+    from eagletui.core.state.summary import Summarizer
 
     interp = LogInterpreter(launch=1, emit_lines=False)
     items = (interp.feed_bulk_bytes if bulk else interp.feed_bytes)(text.encode()) + interp.flush()
@@ -532,7 +533,7 @@ def test_traceback_in_progress_at_the_end_is_a_failure() -> None:
 
 
 def test_hybrid_prefill_lines_are_parsed() -> None:
-    from eagletui.core.formats.sglang.lines import parse_prefill
+    from eagletui.core.logs.formats.sglang.serving import parse_prefill
 
     for usage in (
         "full token usage: 0.10, swa token usage: 0.20, ",
@@ -617,8 +618,8 @@ def test_prefill_graph_capture_failure_names_the_prefill_flags() -> None:
 
 def test_a_second_log_format_plugs_in() -> None:
     """The seam: a format object is all the interpreter needs (here a toy server's wording)."""
-    from eagletui.core.formats.sglang import SGLangFormat
-    from eagletui.core.logformat import PHASE, Rec
+    from eagletui.core.logs.formats.sglang import SGLangFormat
+    from eagletui.core.logs.seam import PHASE, Rec
 
     class Toy(SGLangFormat):
         name = "toy"

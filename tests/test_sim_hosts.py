@@ -48,7 +48,7 @@ def test_the_rtx_box_has_less_room_for_kv_than_the_h200() -> None:
 def test_the_demo_can_switch_hosts() -> None:
     from importlib.resources import files
 
-    from eagletui.core.profile import parse_profile
+    from eagletui.core.profile.load import parse_profile
 
     prof = parse_profile(files("eagletui.profiles").joinpath("demo.toml").read_text(encoding="utf-8"))
     toggle = prof.toggle("arg:--sim-host")

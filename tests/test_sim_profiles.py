@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from eagletui.core.profile import load_profile
+from eagletui.core.profile.load import load_profile
 from eagletui.sim.cli import build_parser
 
 ALL_PROFILES = sorted((Path(__file__).resolve().parents[1] / "eagletui" / "profiles").glob("*.toml"))
@@ -90,9 +90,9 @@ def test_sim_hints_name_flags_that_exist() -> None:
     """The simulator's own OOM/memory hints recommend flags the 0.5.23 parser accepts by their full name."""
     import re
 
-    from eagletui.sim import startup
+    from eagletui.sim import crashes
 
-    text = startup.CAPTURE_SOLUTIONS + startup.tb_not_enough_memory(0.9) + startup.tb_oom_capture(0)
+    text = crashes.CAPTURE_SOLUTIONS + crashes.tb_not_enough_memory(0.9) + crashes.tb_oom_capture(0)
     flags = set(re.findall(r"--[a-z][a-z0-9-]+", text))
     assert {"--mem-fraction-static", "--cuda-graph-max-bs-decode", "--cuda-graph-backend-decode"} <= flags
     known = {o for a in build_parser()._actions for o in a.option_strings}

@@ -170,7 +170,7 @@ LINE_CLASSES: dict[str, str] = {
 
 
 def _kinds_by_class(text: str) -> dict[str, set[str]]:
-    from eagletui.core.log_interpreter import LogInterpreter
+    from eagletui.core.phases.interpreter import LogInterpreter
 
     li = LogInterpreter()
     events = li.feed(text if text.endswith("\n") else text + "\n")

@@ -10,7 +10,7 @@ import pytest
 
 from eagletui.config import UserConfig
 from eagletui.core import events as ev
-from eagletui.core.profile import load_profile
+from eagletui.core.profile.load import load_profile
 from tests.conftest_slurm import SlurmCase, slurm_cluster_fixture, slurm_fixture  # noqa: F401
 from tests.test_ui_demo import wait_for
 

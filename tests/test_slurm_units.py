@@ -9,10 +9,11 @@ from pathlib import Path
 import pytest
 
 from eagletui.core import events as ev
-from eagletui.core.profile import ProfileError, parse_profile
-from eagletui.core.slurm_script import ScriptError, batch_script, job_name, node_script
-from eagletui.core.slurm_settings import SlurmSettings
-from eagletui.core.state import PhaseStatus, ServerState, SessionState
+from eagletui.core.profile.load import parse_profile
+from eagletui.core.profile.model import ProfileError
+from eagletui.core.profile.slurm import SlurmSettings
+from eagletui.core.profile.slurm_script import ScriptError, batch_script, job_name, node_script
+from eagletui.core.state.screen import PhaseStatus, ServerState, SessionState
 from eagletui.remote import hostslurm
 
 BASE = """
@@ -346,7 +347,7 @@ def test_slurm_names_the_node_when_no_log_does() -> None:
 
 
 def test_the_runs_table_counts_a_jobs_launch_from_its_start_not_its_submit() -> None:
-    from eagletui.core.runs import RunBook
+    from eagletui.core.runs.book import RunBook
 
     book = RunBook()
     t, m = 5000.0, 100.0

@@ -17,10 +17,10 @@ from pathlib import Path
 
 from eagletui.commands.parse import parse_path
 from eagletui.core.events import LaunchStarted
-from eagletui.core.formats.sglang.lines import parse_startup_timings
-from eagletui.core.log_interpreter import LogInterpreter
-from eagletui.core.runs import RunBook
-from eagletui.core.state import SessionState
+from eagletui.core.logs.formats.sglang.lines import parse_startup_timings
+from eagletui.core.phases.interpreter import LogInterpreter
+from eagletui.core.runs.book import RunBook
+from eagletui.core.state.screen import SessionState
 from eagletui.session.export import build_report
 from eagletui.session.export_render import render_csv, render_json, render_markdown
 from eagletui.ui.widgets.phases import startup_note

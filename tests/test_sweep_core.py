@@ -8,8 +8,10 @@ import stat
 
 import pytest
 
-from eagletui.core.profile import ProfileError, Verdict, parse_profile
-from eagletui.core.sweep import Measured, best, delta_pct, judge, main_effects, ranked, variant_profile
+from eagletui.core.profile.load import parse_profile
+from eagletui.core.profile.model import ProfileError, Verdict
+from eagletui.core.profile.sweep import variant_profile
+from eagletui.core.sweep.effects import Measured, best, delta_pct, judge, main_effects, ranked
 from eagletui.session.sweep import DONE, FAILED, PENDING, SKIPPED, SweepError, SweepQueue, queue_path
 
 BASE = """name = "t"

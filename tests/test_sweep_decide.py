@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from eagletui.core.confidence import (
+from eagletui.core.profile.sweep import RepeatPolicy
+from eagletui.core.stats.confidence import (
     compare,
     estimate,
     fmt_sure,
@@ -16,16 +17,7 @@ from eagletui.core.confidence import (
     t_critical,
     t_quantile,
 )
-from eagletui.core.sweep_decide import (
-    Cell,
-    Recorded,
-    RepeatPolicy,
-    cost_of,
-    crossover,
-    decide,
-    next_step,
-    replay,
-)
+from eagletui.core.sweep.decide import Cell, Recorded, cost_of, crossover, decide, next_step, replay
 
 ADAPTIVE = RepeatPolicy(adaptive=True, repeats=2, min_repeats=2, max_repeats=6)
 FIXED3 = RepeatPolicy(adaptive=False, repeats=3, min_repeats=3, max_repeats=3)

@@ -11,8 +11,9 @@ import pytest
 
 from eagletui.commands.demo import free_port
 from eagletui.commands.sweep import main
-from eagletui.core.profile import ProfileError, parse_profile
-from eagletui.core.sweep_plan import launch_order, makespan
+from eagletui.core.profile.load import parse_profile
+from eagletui.core.profile.model import ProfileError
+from eagletui.core.sweep.plan import launch_order, makespan
 from eagletui.session.sweep import SweepQueue
 from tests.conftest_sim import sim_profile_toml
 
@@ -252,7 +253,7 @@ def test_a_drift_check_is_reported(dirs, capsys):
 def test_a_repeat_launch_never_goes_before_the_baseline() -> None:
     """The lent H200's sweep "steps 3, steps 2, steps 3 again, steps 2 again" launched "steps 2 again"
     first: the spreading of repeat launches had put it in front of the baseline."""
-    from eagletui.core.sweep_plan import launch_order
+    from eagletui.core.sweep.plan import launch_order
 
     steps = "speculative-num-steps"
     order = launch_order([{}, {steps: 2}, {steps: 3}, {steps: 2}])

@@ -187,9 +187,10 @@ async def test_two_hosts_share_one_queue_and_each_takes_the_next_variant(tmp_pat
     exactly once, both take some, and the queue says which host ran what."""
     import asyncio
 
-    from eagletui.core.profile import load_profile
+    from eagletui.core.profile.load import load_profile
     from eagletui.session.model import SessionModel
-    from eagletui.session.sweep import SweepQueue, SweepRunner
+    from eagletui.session.sweep import SweepQueue
+    from eagletui.session.sweep_runner import SweepRunner
     from eagletui.workspace import Workspace
 
     profiles = []

@@ -14,7 +14,7 @@ import pytest
 from eagletui.commands.demo import build_app, free_port
 from eagletui.commands.profile import example_text
 from eagletui.config import UserConfig
-from eagletui.core.profile import load_profile
+from eagletui.core.profile.load import load_profile
 from eagletui.ui.widgets.queue import SweepQueueView, row_text, title_text
 from eagletui.ui.widgets.tabbar import TabBar
 from tests.test_ui_demo import pid_alive
@@ -86,7 +86,7 @@ async def test_queue_tab_runs_the_sweep_with_skip_and_reorder(tmp_path, monkeypa
 
 
 def test_rows_for_each_state(tmp_path):
-    from eagletui.core.profile import parse_profile
+    from eagletui.core.profile.load import parse_profile
     from eagletui.session.sweep import SweepQueue
 
     prof = parse_profile(example_text("demo-sweep"), "d.toml")

@@ -145,7 +145,7 @@ async def test_a_process_watch_that_breaks_is_a_task_failed(tmp_path: Path) -> N
 
 
 async def test_a_gpu_poll_that_breaks_is_a_task_failed(tmp_path: Path) -> None:
-    from eagletui.core.profile import Profile
+    from eagletui.core.profile.model import Profile
     from eagletui.workspace import Workspace
 
     got: list[Event] = []

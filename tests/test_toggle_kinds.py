@@ -1,13 +1,13 @@
-"""Toggle kinds (core/toggle_kinds.py): one object per kind owns its key prefix, the snapshot section,
+"""Toggle kinds (core/profile/toggles.py): one object per kind owns its key prefix, the snapshot section,
 how a value is written and whether a name is a secret; every key split goes through split_key."""
 
 from __future__ import annotations
 
 import pytest
 
-from eagletui.core.profile import Profile, ProfileError, Toggle, config_diff, format_diff
-from eagletui.core.redact import Redactor
-from eagletui.core.toggle_kinds import ARG, ENV, TOGGLE_KINDS, split_key
+from eagletui.core.profile.model import Profile, ProfileError, Toggle, config_diff, format_diff
+from eagletui.core.profile.redact import Redactor
+from eagletui.core.profile.toggles import ARG, ENV, TOGGLE_KINDS, split_key
 
 
 def test_keys_split_into_their_kind() -> None:

@@ -12,7 +12,9 @@ from pathlib import Path
 import pytest
 
 from eagletui.commands.trace import main as trace_main
-from eagletui.profiler import TraceError, chrome, report_json, summarize_file
+from eagletui.profiler import chrome, summarize_file
+from eagletui.profiler.chrome import TraceError
+from eagletui.profiler.summary import report_json
 
 TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"  # real traces, see README.md there
 GPU = H200 = TRACES

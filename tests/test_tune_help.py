@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from eagletui.commands.demo import write_demo_profile
-from eagletui.core.profile import load_profile
+from eagletui.core.profile.load import load_profile
 from eagletui.ui.widgets.tuning import TuningPanel
 from tests.replay_apps import replay_app
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from eagletui.core.state import SessionState
+from eagletui.core.state.screen import SessionState
 from eagletui.ui import repaint
 from eagletui.ui.widgets import charts
 from eagletui.ui.widgets.charts import CHARTS, ChartSpec, MetricChart

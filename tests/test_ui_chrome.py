@@ -9,7 +9,7 @@ from pathlib import Path
 
 from eagletui.commands.demo import write_demo_profile
 from eagletui.config import UserConfig
-from eagletui.core.profile import load_profile
+from eagletui.core.profile.load import load_profile
 from eagletui.ui.app import EagleApp
 from eagletui.ui.gcpolicy import IdleCollector
 from eagletui.ui.screens.modals import HelpScreen

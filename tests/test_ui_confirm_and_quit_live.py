@@ -10,7 +10,7 @@ import pytest
 
 from eagletui.commands.demo import build_app, write_demo_profile
 from eagletui.config import UserConfig
-from eagletui.core.profile import load_profile
+from eagletui.core.profile.load import load_profile
 from eagletui.ui.screens.modals import ConfirmScreen
 from tests.test_ui_demo import wait_for
 

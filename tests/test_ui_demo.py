@@ -11,8 +11,8 @@ import pytest
 
 from eagletui.commands.demo import build_app, write_demo_profile
 from eagletui.config import UserConfig
-from eagletui.core.history import PhaseHistory, history_key
-from eagletui.core.profile import load_profile
+from eagletui.core.phases.history import PhaseHistory, history_key
+from eagletui.core.profile.load import load_profile
 from eagletui.session.format import read_session
 from eagletui.session.record import Recorder
 from eagletui.ui.widgets.logview import TEXT, LogView

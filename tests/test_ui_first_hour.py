@@ -8,7 +8,7 @@ from pathlib import Path
 
 from eagletui.commands.demo import write_demo_profile
 from eagletui.core.events import LOG_PHASES
-from eagletui.core.profile import load_profile
+from eagletui.core.profile.load import load_profile
 from eagletui.ui.screens.modals import DiffScreen
 from tests.replay_apps import replayed
 
@@ -67,7 +67,7 @@ async def test_a_number_off_its_grid_snaps_instead_of_jumping_to_the_ends(tmp_pa
 
 def test_the_compare_line_says_a_first_benchmark_is_running() -> None:
     from eagletui.core.events import BenchmarkStarted, LaunchStarted
-    from eagletui.core.runs import RunBook
+    from eagletui.core.runs.book import RunBook
     from eagletui.ui.repaint import compare_text
 
     book = RunBook()
@@ -337,7 +337,7 @@ def _chart_lines(chart) -> list[str]:
 
 
 async def test_charts_start_at_zero_label_every_tick_and_keep_legends_off_the_data() -> None:
-    from eagletui.core.state import Series, SessionState
+    from eagletui.core.state.screen import Series, SessionState
     from eagletui.ui.widgets.charts import TokSChart
 
     async with replayed(WIDE) as (app, pilot):

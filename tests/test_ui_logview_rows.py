@@ -8,8 +8,8 @@ import io
 from textual.app import App, ComposeResult
 
 from eagletui.core.events import LogLine
-from eagletui.core.log_interpreter import LogInterpreter
-from eagletui.core.logformat import get_format
+from eagletui.core.logs.registry import get_format
+from eagletui.core.phases.interpreter import LogInterpreter
 from eagletui.sim.vllm import Log
 from eagletui.ui.widgets.logview import COUNT, TEXT, LogView, _display_text
 

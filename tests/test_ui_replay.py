@@ -6,7 +6,7 @@ import shutil
 from pathlib import Path
 
 from eagletui.commands import replay as replay_cmd
-from eagletui.core.state import SessionState
+from eagletui.core.state.screen import SessionState
 from eagletui.session.format import read_session
 from eagletui.ui.widgets.logview import LogView
 from tests.replay_apps import replay_app

@@ -18,7 +18,8 @@ from pathlib import Path
 import pytest
 
 from eagletui.core.events import Event
-from eagletui.core.profile import Profile, load_profile
+from eagletui.core.profile.load import load_profile
+from eagletui.core.profile.model import Profile
 from eagletui.session.format import read_session
 from eagletui.ui.app import EagleApp
 from tests.replay_apps import replay_app as _replay_app

@@ -17,8 +17,9 @@ from eagletui.commands.bench import main as bench_main
 from eagletui.commands.bench import without_speculation
 from eagletui.commands.demo import free_port
 from eagletui.core.events import BenchmarkResult, Event
-from eagletui.core.profile import BenchSettings, ProfileError, parse_profile
-from eagletui.core.servers import SGLANG, VLLM, kind_of_command, server_kind
+from eagletui.core.profile.load import parse_profile
+from eagletui.core.profile.model import BenchSettings, ProfileError
+from eagletui.core.servers.kinds import SGLANG, VLLM, kind_of_command, server_kind
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.preflight import host_version, run_preflight_with_flags
 

@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from eagletui.commands.demo import write_demo_profile
-from eagletui.core.profile import load_profile
+from eagletui.core.profile.load import load_profile
 from eagletui.workspace import Workspace
 
 
@@ -57,7 +57,7 @@ async def test_custom_command_runner_through_the_workspace(tmp_path: Path) -> No
 
 
 async def test_repeats_give_mean_and_stdev(tmp_path: Path) -> None:
-    from eagletui.core.runs import RunBook
+    from eagletui.core.runs.book import RunBook
 
     prof = load_profile(write_demo_profile(tmp_path, time_scale=0.004))
     prof.args["--sim-speed"] = 4

@@ -27,7 +27,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
-from eagletui.core.profile import BenchSettings
+from eagletui.core.profile.model import BenchSettings
 
 RunLines = Callable[[list[str]], AsyncIterator[str]]
 

@@ -15,7 +15,7 @@ tick for live charts) and an accept length that belongs to *this* run, neither o
 * the OpenAI API streams ``usage`` in every chunk (``stream_options.continuous_usage_stats``), so the
   same ``completion_tokens`` count drives TTFT and ITL there.
   The result's ``accept`` says which formula the number is and holds the same run by the other definitions
-  (:mod:`eagletui.core.accept`), the correct-draft count and ``spec_correct_drafts_histogram`` summed.
+  (:mod:`eagletui.core.runs.accept`), the correct-draft count and ``spec_correct_drafts_histogram`` summed.
 * step time: where the server keeps its own step-time record (``SGLANG_RECORD_STEP_TIME=1``:
   ``/server_info`` → ``internal_states[0].step_time_dict``), the entries added during the main run at the
   benchmark's batch size, 20th percentile, as SGLang's ``bench_speculative.py`` reads it.
@@ -49,21 +49,13 @@ from typing import Any, TypeGuard
 import aiohttp
 
 from eagletui.bench.accept_by import accept_groups
-from eagletui.bench.httplimits import KIB as KIB
-from eagletui.bench.httplimits import MIB as MIB
-from eagletui.bench.httplimits import HttpLimits as HttpLimits
-from eagletui.bench.httplimits import ResponseTooLarge as ResponseTooLarge
-from eagletui.bench.httplimits import _size as _size
-from eagletui.bench.httplimits import read_bounded as read_bounded
-from eagletui.bench.metrics import _get_metrics as _get_metrics
-from eagletui.bench.metrics import _metrics_accept_len as _metrics_accept_len
-from eagletui.bench.metrics import parse_metrics as parse_metrics
+from eagletui.bench.httplimits import HttpLimits, ResponseTooLarge, _size, read_bounded
+from eagletui.bench.metrics import _get_metrics, _metrics_accept_len
 from eagletui.bench.prompts import PromptSetError, Workload, build_workload
 from eagletui.bench.stall import StallWatch
-from eagletui.bench.stats import summarize
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
-from eagletui.core.profile import BenchSettings
-from eagletui.core.stats import percentile
+from eagletui.core.profile.model import BenchSettings
+from eagletui.core.stats.sample import percentile, summarize
 
 _CT_RE = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
 _CT_KEY = b'"completion_tokens"'
@@ -870,7 +862,7 @@ def _accept_detail(
     ok: list[RequestResult], verify: int, spec_tokens: int, metrics_accept: float | None
 ) -> dict[str, Any]:
     """Which formula the result's accept length is, and the same run by the other definitions
-    (:mod:`eagletui.core.accept`); {} when nothing was speculated or measured."""
+    (:mod:`eagletui.core.runs.accept`); {} when nothing was speculated or measured."""
     out: dict[str, Any] = {}
     verified = [r for r in ok if r.verify_ct]
     if verify > 0:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 
 from eagletui.bench.bench_serving import RunLines, local_lines
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
-from eagletui.core.profile import BenchSettings
+from eagletui.core.profile.model import BenchSettings
 
 #: A custom command is bounded like the built-in client: by ``bench.timeout_s`` end to end (this when
 #: the profile's value is unusable), and each output line is cut to MAX_LINE before any regex sees it.

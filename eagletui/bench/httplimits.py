@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import aiohttp
 
-from eagletui.core.profile import BenchSettings
+from eagletui.core.profile.model import BenchSettings
 
 KIB = 1024
 MIB = 1024 * KIB

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from eagletui.core.profile import BenchSettings
+from eagletui.core.profile.model import BenchSettings
 
 BUILTIN_SETS: tuple[str, ...] = ("chat", "code", "long")
 #: A prompt file is read whole (prompts are sampled from it): bounded, so a wrong path to a huge

@@ -21,7 +21,7 @@ def attach_owner_feed(app: Any) -> Any:
     path = os.environ.get(FEED_ENV, "")
     if os.environ.get(ROLE_ENV) != "owner" or not path:
         return None
-    from eagletui.core.redact import Redactor
+    from eagletui.core.profile.redact import Redactor
     from eagletui.session.feed import FeedWriter
 
     model = app.model

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from eagletui.core.profile import Profile
+from eagletui.core.profile.model import Profile
 
 
 def load_config() -> Any:
@@ -26,7 +26,7 @@ def load_config() -> Any:
 def make_recorder(cfg: Any, target: str, profile: Profile | None, enabled: bool = True) -> Any:
     if not enabled or not getattr(cfg, "record", True):
         return None
-    from eagletui.core.redact import Redactor
+    from eagletui.core.profile.redact import Redactor
     from eagletui.session.record import Recorder
 
     # Learns the profile's secrets (env, --api-key, its command) so log lines echoing them are scrubbed.
@@ -42,7 +42,7 @@ def make_recorder(cfg: Any, target: str, profile: Profile | None, enabled: bool 
 
 def make_history(cfg: Any) -> Any:
     try:
-        from eagletui.core.history import PhaseHistory
+        from eagletui.core.phases.history import PhaseHistory
 
         return PhaseHistory.load(cfg.history_path)
     except Exception:

@@ -25,14 +25,15 @@ from typing import Any
 from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core import events as ev
-from eagletui.core.economics import crossover, crossover_text
+from eagletui.core.cycle.economics import crossover, crossover_text
 from eagletui.core.events import BenchmarkResult, Event
-from eagletui.core.profile import Profile, ProfileError, load_profile
-from eagletui.core.redact import Redactor
-from eagletui.core.run import Group, Run
-from eagletui.core.spec import without_speculation as no_spec_args
-from eagletui.core.state import ServerState
-from eagletui.core.stats import mean_stdev
+from eagletui.core.profile.load import load_profile
+from eagletui.core.profile.model import Profile, ProfileError
+from eagletui.core.profile.redact import Redactor
+from eagletui.core.runs.run import Group, Run
+from eagletui.core.servers.spec import without_speculation as no_spec_args
+from eagletui.core.state.screen import ServerState
+from eagletui.core.stats.sample import mean_stdev
 from eagletui.core.textsafe import inert, inert_lines
 from eagletui.session.baseline import warning as baseline_warning
 from eagletui.session.model import Problem, SessionModel
@@ -292,7 +293,7 @@ def print_table(rows: list[dict[str, Any]], ref: str) -> None:
 
 def without_speculation(profile: Profile) -> Profile:
     """The same profile with every speculation flag of its server kind removed (everything else kept,
-    :func:`eagletui.core.spec.without_speculation`): the no-spec reference a spec run must beat."""
+    :func:`eagletui.core.servers.spec.without_speculation`): the no-spec reference a spec run must beat."""
     args = no_spec_args(profile.args, profile.kind)
     return dataclasses.replace(profile, args=args, name=f"{profile.name} (no spec)")
 
@@ -433,7 +434,7 @@ async def _amain(ns: argparse.Namespace) -> int:
 
 def diagnosis_json(model: SessionModel, launch: int, redactor: Redactor) -> list[dict[str, Any]]:
     """The launch's diagnoses (docs/diagnosis.md) as the JSON contract carries them, scrubbed."""
-    from eagletui.core.predict import explain
+    from eagletui.core.predict.next_launch import explain
 
     return list(redactor.value([d.to_json() for d in explain(model.state.diagnoser, model.runbook, launch)]))
 
@@ -610,7 +611,7 @@ def _vs_baseline(
     model: SessionModel, launch: int, profile: Profile, results: list[BenchmarkResult], foreign: Any
 ) -> dict[str, Any]:
     """The ``baseline`` block: this run (as the run book folded it) against the earlier session's."""
-    from eagletui.core.runs import Run
+    from eagletui.core.runs.run import Run
     from eagletui.session.baseline import compare
 
     run = model.runbook.runs.get(launch)

@@ -96,7 +96,8 @@ def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from eagletui.commands._ssh import ssh_options
     from eagletui.commands._ui import load_config, make_history, make_recorder, run_app
-    from eagletui.core.profile import Profile, ProfileError, load_profile
+    from eagletui.core.profile.load import load_profile
+    from eagletui.core.profile.model import Profile, ProfileError
 
     profile: Profile | None = None
     if args.profile:

@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
     if rc := require_terminal("demo"):
         return rc
     from eagletui.commands._ui import load_config, make_history, make_recorder, run_app
-    from eagletui.core.profile import load_profile
+    from eagletui.core.profile.load import load_profile
 
     with tempfile.TemporaryDirectory(prefix="eagletui-demo-") as tmp:
         path = write_demo_profile(Path(tmp), port=args.port, time_scale=args.time_scale)

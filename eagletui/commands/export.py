@@ -45,7 +45,8 @@ def export_file(name: str, fmt: str, cfg: object = None, baseline: str | None = 
     ``LookupError``/``OSError``/``SessionError`` with a message for the user."""
     from eagletui.commands.replay import session_dirs
     from eagletui.session.catalog import resolve, session_name
-    from eagletui.session.export import build_report, render
+    from eagletui.session.export import build_report
+    from eagletui.session.export_render import render
     from eagletui.session.index import ReplaySource
 
     foreign = None

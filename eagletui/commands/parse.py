@@ -17,10 +17,11 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from eagletui.commands._args import ArgumentParser
-from eagletui.core.log_interpreter import LogInterpreter
-from eagletui.core.logformat import LogFormat, formats, get_format
-from eagletui.core.redact import Redactor
-from eagletui.core.summary import Summarizer
+from eagletui.core.logs.registry import formats, get_format
+from eagletui.core.logs.seam import LogFormat
+from eagletui.core.phases.interpreter import LogInterpreter
+from eagletui.core.profile.redact import Redactor
+from eagletui.core.state.summary import Summarizer
 from eagletui.core.textsafe import inert, json_inert
 
 #: Read size. Serving lines are matched a block at a time (LogInterpreter.feed_bulk), so large blocks

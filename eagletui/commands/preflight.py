@@ -32,7 +32,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    from eagletui.core.profile import ProfileError, load_profile
+    from eagletui.core.profile.load import load_profile
+    from eagletui.core.profile.model import ProfileError
     from eagletui.core.textsafe import inert
     from eagletui.remote.preflight import Check, connection_check_name, run_preflight_with_flags
     from eagletui.remote.transport import TransportError, open_transport

@@ -19,16 +19,11 @@ import tomli_w
 
 from eagletui.commands._args import ArgumentParser
 from eagletui.commands._stdout import write_stdout
-from eagletui.core.profile import (
-    LaunchCommand,
-    ProfileError,
-    default_toggles,
-    is_secret,
-    parse_launch_command,
-    parse_profile,
-)
-from eagletui.core.redact import Redactor
-from eagletui.core.servers import server_kind
+from eagletui.core.profile.launch import LaunchCommand, default_toggles, parse_launch_command
+from eagletui.core.profile.load import parse_profile
+from eagletui.core.profile.model import ProfileError, is_secret
+from eagletui.core.profile.redact import Redactor
+from eagletui.core.servers.kinds import server_kind
 
 EXAMPLES: dict[str, str] = {
     "demo": "demo.toml",
@@ -182,7 +177,7 @@ def _cmd_init(ns: argparse.Namespace) -> int:
     print(f"wrote {path}")
     if ns.from_command:
         # A pasted command is checked at once: "--pp 2" would otherwise surface only at the first launch.
-        from eagletui.core.profile_lint import lint_profile
+        from eagletui.core.profile.lint import lint_profile
 
         prof = parse_profile(text, path)
         lint = lint_profile(prof, text, flag_table_for_profile(prof), prof.server_version)
@@ -198,8 +193,8 @@ def flag_table_for_profile(prof: Any) -> Any:
     for ``-m eagletui.sim`` (it ships with eagletui), otherwise the real flag table of the sglang release
     the profile declares (``[server] version``), else of the newest shipped release (its ``source`` says
     which decided)."""
-    from eagletui.core.flagtables import table_for
-    from eagletui.core.server_flags import FlagTable
+    from eagletui.core.servers.flag_rule import FlagTable
+    from eagletui.core.servers.flagtables import table_for
     from eagletui.remote.preflight import server_module
 
     module = server_module(prof)
@@ -220,7 +215,7 @@ def flag_table_for_profile(prof: Any) -> Any:
 
 
 def _cmd_check(ns: argparse.Namespace) -> int:
-    from eagletui.core.profile_lint import as_dict, lint_profile, load_problems
+    from eagletui.core.profile.lint import as_dict, lint_profile, load_problems
 
     path = Path(ns.file).expanduser()
     try:

@@ -101,7 +101,8 @@ def precheck(command: str, argv: list[str]) -> str | None:
 def _precheck_connect(module: Any, args: argparse.Namespace) -> str | None:
     """The host must be reachable and its key known before a tab connects: the question about an
     unknown key is asked here, where there is a terminal to answer it."""
-    from eagletui.core.profile import ProfileError, load_profile
+    from eagletui.core.profile.load import load_profile
+    from eagletui.core.profile.model import ProfileError
 
     profile = None
     if args.profile:

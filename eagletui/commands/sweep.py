@@ -34,10 +34,11 @@ from typing import Any
 
 from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
-from eagletui.core.profile import ProfileError, load_profile
-from eagletui.core.redact import Redactor
+from eagletui.core.profile.load import load_profile
+from eagletui.core.profile.model import ProfileError
+from eagletui.core.profile.redact import Redactor
+from eagletui.core.profile.toggles import split_key
 from eagletui.core.textsafe import inert, inert_lines
-from eagletui.core.toggle_kinds import split_key
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_LAUNCH_FAILED = 0, 1, 2, 3
 
@@ -59,7 +60,7 @@ def exit_status(report: dict[str, Any]) -> int:
 
 
 def _fmt_settings(settings: dict[str, Any]) -> str:
-    from eagletui.core.sweep import variant_label
+    from eagletui.core.profile.sweep import variant_label
 
     return variant_label(settings)
 
@@ -74,7 +75,7 @@ def _cell_text(c: dict[str, Any]) -> str:
 
 
 def print_human(report: dict[str, Any]) -> None:
-    from eagletui.core.sweep import fmt_value as show
+    from eagletui.core.profile.sweep import fmt_value as show
 
     pol = report.get("policy") or {}
     print(
@@ -132,7 +133,7 @@ def print_human(report: dict[str, Any]) -> None:
     print(runs + (f"; {pooled['text']}" if pooled else ""))
     eta = report.get("eta_check")
     if eta and eta.get("actual_s") is not None:
-        from eagletui.core.sweep_plan import fmt_duration
+        from eagletui.core.sweep.plan import fmt_duration
 
         print(
             f"ETA check: {fmt_duration(eta['predicted_s'])} predicted at {eta['when']}, "
@@ -159,7 +160,7 @@ def points_raw(queue: Any) -> list[dict[str, Any]]:
 
 def plan_lines(queue: Any, history: Any, targets: list[str], profile: Any = None) -> list[str]:
     """``sweep --plan``: the launches in order with their cells and estimates, and the whole-sweep ETA."""
-    from eagletui.core.sweep_plan import fmt_duration
+    from eagletui.core.sweep.plan import fmt_duration
 
     q = queue
     eta = q.eta(history=history)
@@ -215,7 +216,8 @@ def plan_lines(queue: Any, history: Any, targets: list[str], profile: Any = None
 
 async def _amain(ns: argparse.Namespace) -> int:
     from eagletui.session.model import SessionModel
-    from eagletui.session.sweep import QueueLock, SweepError, SweepQueue, SweepRunner, queue_path
+    from eagletui.session.sweep import QueueLock, SweepError, SweepQueue, queue_path
+    from eagletui.session.sweep_runner import SweepRunner
     from eagletui.workspace import Workspace
 
     try:
@@ -451,7 +453,7 @@ async def _run(
 
 def _prediction_rows(model: Any, target: str) -> list[dict[str, Any]]:
     """Predicted vs measured for every run of this host's session that an earlier one predicted."""
-    from eagletui.core.predict import checks
+    from eagletui.core.predict.next_launch import checks
 
     book = model.runbook
     out = []
@@ -470,7 +472,7 @@ def _workers(profile: Any, targets: list[str]) -> int:
 
 def _history(cfg: Any) -> Any:
     """The phase history (launch times, and the sweep's benchmark and between-launch times)."""
-    from eagletui.core.history import PhaseHistory
+    from eagletui.core.phases.history import PhaseHistory
 
     try:
         return PhaseHistory.load(cfg.history_path)

@@ -20,8 +20,10 @@ from typing import Any
 
 from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
-from eagletui.profiler import RankSummary, TraceError, report_json, summarize_file
+from eagletui.profiler import summarize_file
 from eagletui.profiler.categories import ORDER
+from eagletui.profiler.chrome import TraceError
+from eagletui.profiler.summary import RankSummary, report_json
 
 BAR_WIDTH = 40
 _GLYPHS = {"communication": "█", "gemm": "▓", "attention": "▒", "moe": "░", "other": "·"}
@@ -258,7 +260,8 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
     import tempfile
 
     from eagletui.config import data_dir
-    from eagletui.core.profile import ProfileError, load_profile
+    from eagletui.core.profile.load import load_profile
+    from eagletui.core.profile.model import ProfileError
     from eagletui.profiler.live import ProfileError as LiveError
     from eagletui.profiler.live import ProfileRequest, ServerGone, capture
     from eagletui.remote.launcher import make_launcher
@@ -418,7 +421,7 @@ async def watch_after_capture(
 def triage_text(text: str) -> str | None:
     """The first failure the log interpreter finds in ``text`` (kind: message; hint), or None."""
     from eagletui.core import events as ev
-    from eagletui.core.log_interpreter import LogInterpreter
+    from eagletui.core.phases.interpreter import LogInterpreter
 
     interp = LogInterpreter(launch=1, emit_lines=False)
     events = interp.feed(text) + interp.flush()

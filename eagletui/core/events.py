@@ -1,7 +1,7 @@
 """Typed, immutable events: the only currency between sources, the core, the recorder and the UI.
 
 Every source (a live log tail, the process watcher, a benchmark client, a replay file) emits these and
-nothing else, so a recording replayed through :mod:`eagletui.core.state` rebuilds exactly what the user
+nothing else, so a recording replayed through :mod:`eagletui.core.state.screen` rebuilds exactly what the user
 saw. Each event carries a wall-clock time (for humans and recordings) and a monotonic time (for
 durations that must not jump when the clock is adjusted).
 
@@ -241,7 +241,7 @@ class LaunchDetected(Event):
 
     Emitted by the classifier; it starts a new phase timeline. ``args`` is what the server-args line
     said in the server's own names (flag name with underscores → value), ``facts`` the same launch in
-    eagletui's words (:class:`~eagletui.core.logformat.LaunchFacts`: ``model``, ``tp``,
+    eagletui's words (:class:`~eagletui.core.logs.seam.LaunchFacts`: ``model``, ``tp``,
     ``spec_algorithm``, …), ``version`` the server's version when it can be told and ``server`` the
     log format that read it.
     """
@@ -259,7 +259,7 @@ class LaunchNote(Event):
     """A fact the server's log (or its launch arguments) stated that is no phase: which all-reduce it set
     up and why not another, which weight loader it used, which batch sizes it captured, a step change of
     adaptive speculation, a progress bar's count with its elapsed time. ``topic``/``key``/``value`` are the
-    note vocabulary of :mod:`eagletui.core.logformat` (``value`` plain JSON); ``line`` is the line it came
+    note vocabulary of :mod:`eagletui.core.logs.seam` (``value`` plain JSON); ``line`` is the line it came
     from (cut), ``log_time`` that line's timestamp text. Emitted once per distinct fact and launch."""
 
     type: ClassVar[str] = "launch_note"

@@ -25,8 +25,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from eagletui.core.profile import Profile, validate_env_name
-from eagletui.core.redact import Redactor
+from eagletui.core.profile.model import Profile, validate_env_name
+from eagletui.core.profile.redact import Redactor
 from eagletui.remote.launcher import Launcher
 from eagletui.remote.transport import NotOurProcess, Transport, TransportError, host_program
 

@@ -4,7 +4,7 @@ A missing nvidia-smi is normal (the simulator, a laptop), so it ends the stream 
 raising; the UI simply shows no GPU panel.
 
 :func:`wait_released` is the sweep's gate between launches: it polls memory until every GPU is back
-to its reading from before the previous launch (:mod:`eagletui.core.gpu_memory`), bounded.
+to its reading from before the previous launch (:mod:`eagletui.core.host.gpu_memory`), bounded.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eagletui.core.events import GpuStats
-from eagletui.core.gpu_memory import TOLERANCE_MIB, Reading, describe_held, parse_reading
+from eagletui.core.host.gpu_memory import TOLERANCE_MIB, Reading, describe_held, parse_reading
 from eagletui.remote.transport import Transport, TransportError
 
 QUERY = [

@@ -6,7 +6,7 @@ relaunch that dies in argparse. The parser is built on the host from the install
 vLLM's ``make_arg_parser`` on its ``FlexibleArgumentParser``, as ``vllm serve`` builds it; or the
 simulator's ``build_parser``), so the answer is right for whatever version is installed there. The
 rule applied to the answer (exact, unique prefix, ambiguous, unknown) is argparse's own and lives in
-:mod:`eagletui.core.server_flags`.
+:mod:`eagletui.core.servers.flag_rule`.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from eagletui.core.server_flags import FlagTable, check_server_flags
+from eagletui.core.servers.flag_rule import FlagTable, check_server_flags
 from eagletui.remote.transport import TransportError
 
 # Runs on the host with the profile's python: prints the option strings in registration order (argparse

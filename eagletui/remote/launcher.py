@@ -29,7 +29,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from eagletui.core.profile import Profile
+    from eagletui.core.profile.model import Profile
     from eagletui.remote.control import ForeignServer, Liveness, RunInfo, StopOutcome
     from eagletui.remote.preflight import Check
     from eagletui.remote.source import LiveSource

@@ -17,9 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from eagletui.core.flagtables import table_for
-from eagletui.core.profile import Profile
-from eagletui.core.server_flags import FlagTable, check_server_flags, check_values
+from eagletui.core.profile.model import Profile
+from eagletui.core.servers.flag_rule import FlagTable, check_server_flags, check_values
+from eagletui.core.servers.flagtables import table_for
 from eagletui.remote.gpu import APPS_QUERY, QUERY, missing_nvidia_smi, parse_query
 from eagletui.remote.transport import Transport, TransportError
 
@@ -631,7 +631,7 @@ def host_facts(checks: list[Check]) -> dict[str, Any]:
 
 async def _topology_check(transport: Transport, profile: Profile) -> list[Check]:
     """``nvidia-smi topo -m``: the link between each pair of GPUs (nothing when nvidia-smi is absent)."""
-    from eagletui.core.topology import parse_topo
+    from eagletui.core.host.topology import parse_topo
 
     try:
         res = await transport.run(["nvidia-smi", "topo", "-m"], timeout=GPU_QUERY_BUDGET_S)
@@ -779,7 +779,7 @@ def flag_table_for(
 ) -> FlagTable | None:
     """The host's parser when it answered; for sglang otherwise the shipped flag table of the host's
     release (``version``, as the host check found it), else of the profile's ``[server] version``, else
-    of the newest release (:func:`eagletui.core.flagtables.table_for`; its ``source`` says which). The
+    of the newest release (:func:`eagletui.core.servers.flagtables.table_for`; its ``source`` says which). The
     simulator has ``--sim-*`` options sglang lacks, and no table of vLLM's flags ships, so without
     their own answer nothing is checked for them."""
     if learned is not None:

@@ -1,7 +1,7 @@
 """A profile for reattaching without ``--profile``: rebuilt from the snapshot a launch recorded.
 
 Every launch writes its redacted profile snapshot into ``run.json`` on the host
-(:meth:`eagletui.core.profile.Profile.snapshot`), so ``eagletui connect HOST`` can bring back the
+(:meth:`eagletui.core.profile.model.Profile.snapshot`), so ``eagletui connect HOST`` can bring back the
 command, flags, env, port and verdict of the server it finds there instead of an empty profile whose
 relaunch would run a default command. Secrets were redacted before they were written; they are left
 out here (and named), so a relaunch never passes ``***`` as a token.
@@ -13,13 +13,10 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagletui.core.profile import (
-    REDACTED,
-    Profile,
-    ProfileError,
-    default_toggles,
-    profile_from_dict,
-)
+from eagletui.core.profile.launch import default_toggles
+from eagletui.core.profile.load import profile_from_dict
+from eagletui.core.profile.model import Profile, ProfileError
+from eagletui.core.profile.redact import REDACTED
 from eagletui.remote.control import RunInfo, ServerControl
 from eagletui.remote.transport import Transport
 

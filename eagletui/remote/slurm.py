@@ -27,9 +27,9 @@ import json
 import shlex
 from typing import TYPE_CHECKING, Any
 
-from eagletui.core.profile import Profile, validate_env_name
-from eagletui.core.redact import Redactor
-from eagletui.core.slurm_script import ScriptError, batch_script, job_name, node_script
+from eagletui.core.profile.model import Profile, validate_env_name
+from eagletui.core.profile.redact import Redactor
+from eagletui.core.profile.slurm_script import ScriptError, batch_script, job_name, node_script
 from eagletui.remote.control import (
     LaunchError,
     LaunchOutcomeUnknown,
@@ -45,7 +45,7 @@ from eagletui.remote.launcher import Launcher
 from eagletui.remote.transport import NotOurProcess, Transport, TransportError, host_program
 
 if TYPE_CHECKING:
-    from eagletui.core.slurm_settings import SlurmSettings
+    from eagletui.core.profile.slurm import SlurmSettings
     from eagletui.remote.preflight import Check
     from eagletui.remote.source import LiveSource
 

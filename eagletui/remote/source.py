@@ -94,7 +94,7 @@ class LineLimiter:
 
 
 class _LineSplitter:
-    """Stand-in classifier used until ``eagletui.core.log_interpreter`` exists: plain LogLines."""
+    """Stand-in classifier used until ``eagletui.core.phases.interpreter`` exists: plain LogLines."""
 
     class _State:
         phase: str | None = None
@@ -123,8 +123,8 @@ class _LineSplitter:
 def make_interpreter(launch: int, log_format: str | None = None) -> Any:
     """The interpreter for one launch's log, in the server's log format (the default when None)."""
     try:
-        from eagletui.core.log_interpreter import LogInterpreter
-        from eagletui.core.logformat import get_format
+        from eagletui.core.logs.registry import get_format
+        from eagletui.core.phases.interpreter import LogInterpreter
     except ImportError:
         return _LineSplitter(launch)
     return LogInterpreter(launch=launch, fmt=get_format(log_format))

@@ -3,11 +3,11 @@
 ``SESSION`` is a recording's path or its name in the sessions dirs (resolved exactly as ``eagletui
 replay`` does), ``RUN`` the launch number the runs table shows. The recording is opened indexed
 (:class:`~eagletui.session.index.ReplaySource`) and only the launch/phase/benchmark events the index
-already picked out are folded through the same :class:`~eagletui.core.runs.RunBook` as the runs table
+already picked out are folded through the same :class:`~eagletui.core.runs.book.RunBook` as the runs table
 (:func:`~eagletui.session.export.summarize_runs`), so a long session's log lines are never decoded.
 
 The comparison itself always carries the like-for-like guard
-(:func:`~eagletui.core.compare.comparability`): a baseline from another day is where the model, tp,
+(:func:`~eagletui.core.runs.compare.comparability`): a baseline from another day is where the model, tp,
 GPU or workload drift unnoticed.
 """
 
@@ -17,9 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from eagletui.core.compare import comparability
 from eagletui.core.events import GpuStats
-from eagletui.core.runs import Run, RunBook
+from eagletui.core.runs.book import RunBook
+from eagletui.core.runs.compare import comparability
+from eagletui.core.runs.run import Run
 from eagletui.session.catalog import resolve, session_name
 from eagletui.session.export import SessionReport, summarize_runs
 from eagletui.session.format import SessionError

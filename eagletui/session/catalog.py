@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from eagletui.session.format import SessionError
-from eagletui.session.index import ReplaySource, Summary
+from eagletui.session.index import ReplaySource
+from eagletui.session.timeline import Summary
 
 SUFFIXES = (".jsonl", ".jsonl.gz")
 #: Per file, the listing indexes at most this much (decompressed) data; a longer recording is

@@ -312,7 +312,7 @@ _P_FIELDS = ("prefix_end", "rank_start", "rank_end")
 def derived_offsets(text: str) -> tuple[int, int, int]:
     """The offsets a recording made before log rows carried them would have had: its lines are the
     default format's (older eagletui read SGLang only), classified again."""
-    from eagletui.core.logformat import get_format
+    from eagletui.core.logs.registry import get_format
 
     rec = get_format().classify(text[:65536])
     pe, (a, b) = rec.prefix_end, rec.rank_span

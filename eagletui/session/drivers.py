@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 from eagletui.core.events import BenchmarkResult, Event, LaunchBlocked, Notice
 
 if TYPE_CHECKING:
-    from eagletui.core.profile import Profile
+    from eagletui.core.profile.model import Profile
     from eagletui.session.model import SessionModel
     from eagletui.workspace import Workspace
 

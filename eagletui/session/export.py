@@ -1,6 +1,6 @@
 """Exports of a session for spreadsheets and write-ups.
 
-Computed from the recorded events, folded by the same :class:`~eagletui.core.runs.RunBook` as the
+Computed from the recorded events, folded by the same :class:`~eagletui.core.runs.book.RunBook` as the
 runs table (so an export of a recording made by any eagletui version works, never depends on UI
 state, and says what the table says).
 """
@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagletui.core.diagnosis import Diagnoser
-from eagletui.core.economics import crossover
+from eagletui.core.cycle.economics import crossover
+from eagletui.core.diagnosis.fold import Diagnoser
 from eagletui.core.events import (
     LOG_PHASES,
     BenchmarkResult,
@@ -25,10 +25,12 @@ from eagletui.core.events import (
     Event,
     LaunchStarted,
 )
-from eagletui.core.predict import explain
-from eagletui.core.profile import format_diff
-from eagletui.core.redact import Redactor
-from eagletui.core.runs import KEY_FLAGS, Run, RunBook, RunVerdict
+from eagletui.core.predict.next_launch import explain
+from eagletui.core.profile.model import format_diff
+from eagletui.core.profile.redact import Redactor
+from eagletui.core.runs.book import RunBook
+from eagletui.core.runs.run import Run, RunVerdict
+from eagletui.core.servers.flags import KEY_FLAGS
 from eagletui.core.textsafe import escaped
 
 if TYPE_CHECKING:
@@ -38,10 +40,6 @@ if TYPE_CHECKING:
     from eagletui.session.export_render import (
         REPORT_CSV_COLUMNS as REPORT_CSV_COLUMNS,
     )
-    from eagletui.session.export_render import render as render
-    from eagletui.session.export_render import render_csv as render_csv
-    from eagletui.session.export_render import render_json as render_json
-    from eagletui.session.export_render import render_markdown as render_markdown
 
 
 def redact_events(events: list[Event], redactor: Redactor | None = None) -> list[Event]:
@@ -225,7 +223,7 @@ REPORT_TYPES: frozenset[str] = frozenset(
         "bench_started",
         "bench_result",
         "config_changed",
-        # what the diagnoses rest on (core/diagnosis.py): the log's notes, the preflight's host facts and
+        # what the diagnoses rest on (core/diagnosis/fold.py): the log's notes, the preflight's host facts and
         # the step profiles; the stats lines stay out (their evidence is in the notes)
         "launch_note",
         "host_facts",
@@ -569,17 +567,3 @@ def export_stem(model: object, driver: object) -> str:
     state = getattr(model, "state", None)
     target = str(getattr(state, "target", "") or "session")
     return f"{_dt.datetime.now():%Y%m%d-%H%M%S}-{target_slug(target)}"
-
-
-#: Defined in :mod:`eagletui.session.export_render` (which imports this module), served from here too.
-_RENDER_NAMES = frozenset(
-    {"render", "render_csv", "render_json", "render_markdown", "REPORT_CSV_COLUMNS", "EXTERNAL_CSV_COLUMNS"}
-)
-
-
-def __getattr__(name: str) -> Any:
-    if name in _RENDER_NAMES:
-        from eagletui.session import export_render
-
-        return getattr(export_render, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

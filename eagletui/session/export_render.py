@@ -15,7 +15,7 @@ import shlex
 from typing import Any
 
 from eagletui.core.events import LOG_PHASES, PHASES
-from eagletui.core.profile import format_diff
+from eagletui.core.profile.model import format_diff
 from eagletui.core.textsafe import inert_lines, json_inert
 from eagletui.session.export import (
     FORMATS,

@@ -30,16 +30,10 @@ from pathlib import Path
 from typing import Any
 
 from eagletui.core.events import Event
-from eagletui.core.redact import Redactor
-from eagletui.session.format import (
-    _GZIP_MAGIC,
-    MAX_LINE,
-    LineDecoder,
-    LogCodec,
-    SessionError,
-    _parse_header,
-    self_contained,
-)
+from eagletui.core.profile.redact import Redactor
+from eagletui.session.codec import LogCodec
+from eagletui.session.decode import LineDecoder
+from eagletui.session.format import _GZIP_MAGIC, MAX_LINE, SessionError, _parse_header, self_contained
 from eagletui.session.record import Recorder
 
 #: The key that marks a control line (never a field of an event line: events carry ``type``).

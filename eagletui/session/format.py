@@ -21,10 +21,8 @@ from typing import Any
 
 from eagletui import __version__
 from eagletui.core.events import Event
-from eagletui.session.codec import LogCodec as LogCodec
-from eagletui.session.codec import _is_number as _is_number
-from eagletui.session.decode import LineDecoder as LineDecoder
-from eagletui.session.decode import check_event_dict as check_event_dict
+from eagletui.session.codec import LogCodec
+from eagletui.session.decode import LineDecoder
 
 FORMAT_NAME = "eagletui-session"
 FORMAT_VERSION = 2  # 2: log lines in LogCodec's compact form; 1 (all dicts) still reads

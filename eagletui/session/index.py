@@ -53,30 +53,32 @@ from eagletui.core.events import (
     ServerReady,
     ServerStopped,
 )
-from eagletui.core.failure_fold import exit_is_failure
-from eagletui.core.runs import RunBook
+from eagletui.core.phases.failures import exit_is_failure
+from eagletui.core.runs.book import RunBook
+from eagletui.session.codec import LogCodec
+from eagletui.session.decode import LineDecoder
 from eagletui.session.format import (
     _GZIP_MAGIC,
     MAX_DECOMPRESSED,
     MAX_LINE,
     MAX_WARNINGS,
-    LineDecoder,
-    LogCodec,
     SessionError,
     _chunks,
     _parse_header,
     has_offsets,
     self_contained,
 )
-from eagletui.session.timeline import CONTEXT_TYPES as CONTEXT_TYPES
-from eagletui.session.timeline import TIMELINE_TYPES as TIMELINE_TYPES
-from eagletui.session.timeline import Mark as Mark
-from eagletui.session.timeline import Position as Position
-from eagletui.session.timeline import Summary as Summary
-from eagletui.session.timeline import _clock_of as _clock_of
-from eagletui.session.timeline import _label as _label
-from eagletui.session.timeline import _model_of as _model_of
-from eagletui.session.timeline import _step as _step
+from eagletui.session.timeline import (
+    CONTEXT_TYPES,
+    TIMELINE_TYPES,
+    Mark,
+    Position,
+    Summary,
+    _clock_of,
+    _label,
+    _model_of,
+    _step,
+)
 
 #: A context event's line (the recorder writes ``type`` first). Not anchored with ``^``/re.M: that
 #: disables the literal-prefix search and makes the scan ten times slower.

@@ -23,14 +23,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from eagletui.core.events import PHASES, Event, ServerReady
-from eagletui.core.history import history_key
-from eagletui.core.runs import RunBook
-from eagletui.core.staged import StagedConfig
-from eagletui.core.state import SessionState
+from eagletui.core.phases.history import history_key
+from eagletui.core.profile.staged import StagedConfig
+from eagletui.core.runs.book import RunBook
+from eagletui.core.state.screen import SessionState
 from eagletui.session.export import REPORT_TYPES
 
 if TYPE_CHECKING:
-    from eagletui.core.profile import Profile
+    from eagletui.core.profile.model import Profile
 
 
 class EventWriter(Protocol):
@@ -43,7 +43,7 @@ class EventWriter(Protocol):
 
 
 class PhaseHistoryStore(Protocol):
-    """Phase durations of earlier launches (:class:`~eagletui.core.history.PhaseHistory`)."""
+    """Phase durations of earlier launches (:class:`~eagletui.core.phases.history.PhaseHistory`)."""
 
     def record(self, key: str, durations: dict[str, float]) -> Any: ...
 

@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import Any
 
 from eagletui.core.events import Event
-from eagletui.core.redact import Redactor as Redactor
-from eagletui.session.format import LogCodec, make_header, session_filename
+from eagletui.core.profile.redact import Redactor
+from eagletui.session.codec import LogCodec
+from eagletui.session.format import make_header, session_filename
 
 #: Write errors that are waited out (disk full, quota): the next event tries again.
 _RETRY_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})

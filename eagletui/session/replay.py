@@ -275,7 +275,8 @@ class StreamReplayer(_VirtualClock):
         clock: Callable[[], float] = time.monotonic,
         window: int | None = None,
     ):
-        from eagletui.session.index import SEEK_WINDOW, Position
+        from eagletui.session.index import SEEK_WINDOW
+        from eagletui.session.timeline import Position
 
         self.source = source
         self.max_gap = max_gap
@@ -374,7 +375,7 @@ class StreamReplayer(_VirtualClock):
 
     async def play(self, speed: Speed | None = None) -> AsyncIterator[Event]:
         """Yield events as they fall due, reading the file a block at a time."""
-        from eagletui.session.index import Position
+        from eagletui.session.timeline import Position
 
         if speed is not None:
             self.set_speed(speed)

@@ -6,9 +6,9 @@ the queue back, reattaches to the server that is running on the host and goes on
 
 **What is queued.** One entry (:class:`VariantState`) per *launch*: a server config of the sweep, plus
 — with the drift check — the baseline again at the end. Each entry holds one :class:`CellState` per
-client point (concurrency, prompt set, lengths, request rate: :mod:`eagletui.core.sweep`), all
+client point (concurrency, prompt set, lengths, request rate: :mod:`eagletui.core.sweep.effects`), all
 benchmarked within that one launch; the runs of a cell are its repeats. The order and the ETA follow
-:mod:`eagletui.core.sweep_plan`, the repeats and decisions :mod:`eagletui.core.sweep_decide`.
+:mod:`eagletui.core.sweep.plan`, the repeats and decisions :mod:`eagletui.core.sweep.decide`.
 
 **Where the queue lives.** Locally, next to the recordings: ``<data dir>/sweeps/<target>-<profile>-
 <hash>.json`` (dir 0700, file 0600, replaced atomically), keyed by target + profile path. The host's
@@ -37,21 +37,22 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagletui.core.stats import mean_stdev
-from eagletui.core.sweep import (
-    Measured,
+from eagletui.core.profile.sweep import (
+    RepeatPolicy,
     SweepSpec,
     Variant,
     apply_client,
     client_label,
     variant_profile,
 )
-from eagletui.core.sweep_decide import Cell, RepeatPolicy, cost_of, decide, pool_by_config, step_in
-from eagletui.core.sweep_plan import launch_order, makespan, median
+from eagletui.core.stats.sample import mean_stdev
+from eagletui.core.sweep.decide import Cell, cost_of, decide, pool_by_config, step_in
+from eagletui.core.sweep.effects import Measured
+from eagletui.core.sweep.plan import launch_order, makespan, median
 
 if TYPE_CHECKING:
-    from eagletui.core.profile import BenchSettings, Profile
-    from eagletui.core.sweep_decide import Decision, Step
+    from eagletui.core.profile.model import BenchSettings, Profile
+    from eagletui.core.sweep.decide import Decision, Step
 
 PENDING, LAUNCHING, BENCHMARKING, DONE, FAILED, SKIPPED = (
     "pending",
@@ -230,7 +231,7 @@ class SweepQueue:
         workers: int = 1,
     ) -> SweepQueue:
         """The queue of a spec: one launch per variant (each with every client point) in the planned
-        order (:func:`~eagletui.core.sweep_plan.launch_order`), and the drift re-check at the end.
+        order (:func:`~eagletui.core.sweep.plan.launch_order`), and the drift re-check at the end.
         With ``profile`` each launch knows its cost (ties) and history key (ETA)."""
         points = spec.client_points()
         vs: list[VariantState] = []
@@ -250,7 +251,7 @@ class SweepQueue:
             )
             order.append(len(vs) - 1)
         if profile is not None:
-            from eagletui.core.history import history_key
+            from eagletui.core.phases.history import history_key
 
             for vstate in vs:
                 try:
@@ -447,7 +448,7 @@ class SweepQueue:
     # ------------------------------------------------------------------ statistics
 
     def launch_cells(self) -> list[Cell]:
-        """One :class:`~eagletui.core.sweep_decide.Cell` per launch and client point (its config's
+        """One :class:`~eagletui.core.sweep.decide.Cell` per launch and client point (its config's
         index, its valid runs): the noise is pooled over these."""
         return [
             Cell(v.config, ci, c.values(), tuple(v.cost))
@@ -460,7 +461,7 @@ class SweepQueue:
         return pool_by_config(self.launch_cells())
 
     def step(self, v: VariantState, ci: int) -> Step:
-        """Does cell ``ci`` of launch ``v`` need another run (:func:`~eagletui.core.sweep_decide.step_in`)?
+        """Does cell ``ci`` of launch ``v`` need another run (:func:`~eagletui.core.sweep.decide.step_in`)?
         A drift check is compared with its config's first launch, not with the leader."""
         policy = self.repeat_policy
         me = Cell(v.config, ci, v.cells[ci].values(), tuple(v.cost))
@@ -774,7 +775,6 @@ class QueueLock:
 
 # The runner lives beside the queue; imported here so ``from eagletui.session.sweep import SweepRunner``
 # keeps working for the command, the UI and the tests.
-from eagletui.session.sweep_runner import SweepRunner, wait_ready  # noqa: E402
 
 __all__ = [
     "BENCHMARKING",
@@ -789,10 +789,8 @@ __all__ = [
     "QueueLock",
     "SweepError",
     "SweepQueue",
-    "SweepRunner",
     "VariantState",
     "pending_sweep",
     "queue_path",
     "spec_fingerprint",
-    "wait_ready",
 ]

@@ -24,7 +24,7 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from eagletui.core.profile import Profile
+    from eagletui.core.profile.model import Profile
     from eagletui.session.sweep import VariantState
     from eagletui.workspace import Workspace
 
@@ -50,7 +50,7 @@ async def resume_variant(ws: Workspace, v: VariantState, prof: Profile) -> bool:
     """Follow the job that runs variant ``v`` (in flight when the sweep stopped): by its run id, else —
     the client died between submit and saving the queue — the live run of this slot with the
     variant's config. True when the workspace now follows it."""
-    from eagletui.core.profile import config_diff
+    from eagletui.core.profile.model import config_diff
 
     if ws.control is None:
         return False

@@ -2,7 +2,7 @@
 
 Per launch: its settings, state, cells (tok/s, accept, Δ % vs the baseline at the same client point,
 the confidence interval, runs, why it ran no more) and verdict. Then what the sweep decided — per
-client point the ranking, the winner and how sure that is (:mod:`eagletui.core.sweep_decide`) — the
+client point the ranking, the winner and how sure that is (:mod:`eagletui.core.sweep.decide`) — the
 main effects, the drift check, the crossover per concurrency range with SGLang's
 ``--speculative-adaptive-config`` where the winners allow one, the run and launch counts and how the
 first complete ETA compared with the time the sweep took.
@@ -13,13 +13,14 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING, Any
 
-from eagletui.core.confidence import estimate, fmt_sure
-from eagletui.core.stats import mean_stdev
-from eagletui.core.sweep import Variant, client_label, delta_pct, judge, main_effects, variant_profile
-from eagletui.core.sweep_decide import crossover, drift, noise_for
+from eagletui.core.profile.sweep import Variant, client_label, variant_profile
+from eagletui.core.stats.confidence import estimate, fmt_sure
+from eagletui.core.stats.sample import mean_stdev
+from eagletui.core.sweep.decide import crossover, drift, noise_for
+from eagletui.core.sweep.effects import delta_pct, judge, main_effects
 
 if TYPE_CHECKING:
-    from eagletui.core.profile import Profile
+    from eagletui.core.profile.model import Profile
     from eagletui.session.sweep import SweepQueue, VariantState
 
 #: The JSON shape of the report; bumped when a key changes meaning (docs/sweeps.md lists them).

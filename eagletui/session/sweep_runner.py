@@ -9,7 +9,7 @@ SweepQueue`. For each launch:
    sweep **pauses** — the launch stays pending, the holders are named — rather than start a server on
    a GPU that is not free: ``--resume`` goes on once it is.
 2. **Launch**, and wait until ready. A launch that runs out of GPU memory while another process still
-   held memory on the GPU (torch's message says how much: :func:`~eagletui.core.gpu_memory.
+   held memory on the GPU (torch's message says how much: :func:`~eagletui.core.host.gpu_memory.
    others_in_oom`) right after the previous server stopped is waited for and launched **once** more,
    and marked so (``oom_retry``).
 3. **Benchmarks in rounds**: every cell (client point) once — its first run warms up at its own
@@ -32,9 +32,9 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from eagletui.core import events as ev
-from eagletui.core.state import ServerState
-from eagletui.core.sweep import Variant, apply_client, variant_profile
-from eagletui.core.validity import repeats_alike, timed_truly
+from eagletui.core.profile.sweep import Variant, apply_client, variant_profile
+from eagletui.core.runs.validity import repeats_alike, timed_truly
+from eagletui.core.state.screen import ServerState
 from eagletui.session.sweep import (
     BENCHMARKING,
     DONE,
@@ -51,8 +51,8 @@ from eagletui.session.sweep import (
 from eagletui.session.sweep_jobs import job_slots, resume_variant, slot_profile
 
 if TYPE_CHECKING:
-    from eagletui.core.gpu_memory import Reading
-    from eagletui.core.profile import Profile
+    from eagletui.core.host.gpu_memory import Reading
+    from eagletui.core.profile.model import Profile
     from eagletui.session.model import SessionModel
     from eagletui.workspace import Workspace
 
@@ -189,7 +189,7 @@ class SweepRunner:
             return False
         if v.run_id:
             return run.run_id == v.run_id
-        from eagletui.core.profile import config_diff
+        from eagletui.core.profile.model import config_diff
 
         return bool(run.config) and not {
             k: d for k, d in config_diff(run.config, prof.snapshot()).items() if k != "target"
@@ -250,7 +250,7 @@ class SweepRunner:
         self._changed()
 
     async def _reading_without(self, run: Any) -> Reading | None:
-        from eagletui.core.gpu_memory import Reading
+        from eagletui.core.host.gpu_memory import Reading
         from eagletui.remote.gpu import read_memory
 
         if self.ws.transport is None:
@@ -299,7 +299,7 @@ class SweepRunner:
         process still held GPU memory, right after this sweep stopped a server."""
         if kind != "oom" or v.oom_retry or self._stopped_at is None:
             return ""
-        from eagletui.core.gpu_memory import others_in_oom
+        from eagletui.core.host.gpu_memory import others_in_oom
 
         la = self.model.state.launch
         failure = la.failure if la is not None else None
@@ -442,7 +442,7 @@ class SweepRunner:
         return []
 
     def _key(self, la: Any) -> str:
-        from eagletui.core.history import history_key
+        from eagletui.core.phases.history import history_key
 
         return history_key(la.config) if la is not None and la.config else ""
 
@@ -504,7 +504,7 @@ class SweepRunner:
                 )
         e = q.note_eta(history=self.history, when=f"the end of launch {q.order.index(v.index) + 1}")
         if not q.finished:
-            from eagletui.core.sweep_plan import fmt_duration
+            from eagletui.core.sweep.plan import fmt_duration
 
             done = sum(1 for x in q.variants if x.state not in (PENDING, *IN_FLIGHT))
             eta = fmt_duration(e.seconds) if e.complete else f"≥ {fmt_duration(e.seconds)}"

@@ -12,18 +12,11 @@ from typing import Any
 from aiohttp import web
 
 from eagletui.sim import perf
-from eagletui.sim.answers import _finish as _finish
-from eagletui.sim.answers import _gen_result as _gen_result
-from eagletui.sim.answers import _usage as _usage
-from eagletui.sim.answers import meta_info as meta_info
+from eagletui.sim.answers import _finish, _gen_result, _usage
 from eagletui.sim.engine import SimRequest, count_prompt_tokens
-from eagletui.sim.metrics import SCHED_LABELS as SCHED_LABELS
-from eagletui.sim.metrics import metrics_text as metrics_text
-from eagletui.sim.serverinfo import model_info_dict as model_info_dict
-from eagletui.sim.serverinfo import server_info_dict as server_info_dict
-from eagletui.sim.serverinfo import startup_time_dict as startup_time_dict
-from eagletui.sim.serverstate import STATE as STATE
-from eagletui.sim.serverstate import ServerState as ServerState
+from eagletui.sim.metrics import metrics_text
+from eagletui.sim.serverinfo import model_info_dict, server_info_dict
+from eagletui.sim.serverstate import STATE, ServerState
 
 FLUSH_OK = (
     "Cache flushed.\nPlease check backend logs for more details. (When there are running or waiting requests, "

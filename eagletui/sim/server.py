@@ -24,6 +24,7 @@ import signal
 import sys
 from typing import Any
 
+from eagletui.sim import crashes
 from eagletui.sim.children import Children
 from eagletui.sim.cli import DEFAULT_TIME_SCALE
 from eagletui.sim.logfmt import ERROR, WARNING, SimLog
@@ -75,7 +76,8 @@ async def _amain(args: Any) -> int:
 
     from eagletui.sim import startup
     from eagletui.sim.engine import Engine
-    from eagletui.sim.httpapi import ServerState, make_app
+    from eagletui.sim.httpapi import make_app
+    from eagletui.sim.serverstate import ServerState
 
     env = dict(os.environ)
     env["_SIM_ARGV"] = " ".join(sys.argv[1:])
@@ -195,7 +197,7 @@ async def _amain(args: Any) -> int:
             await _warmup(host, port, log, plan.scale, plan.args.api_key)
         except Exception as e:
             log.line(f"Initialization failed. warmup error: {e!r}", level=ERROR)
-            startup.die_by_sigkill(log)
+            crashes.die_by_sigkill(log)
     if plan.fail == "abort-during-profile":
         def abort_on_decode(stage: str | None) -> None:
             if stage == "DECODE":
@@ -286,9 +288,8 @@ async def _follower_node(plan: Any, log: SimLog, children: Children, args: Any, 
                 level=ERROR,
             )
             children.kill_all()
-            from eagletui.sim import startup
 
-            startup.die_by_sigkill(log)
+            crashes.die_by_sigkill(log)
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(lost.wait(), 0.5)
         if sigterm.is_set() and not lost.is_set():
@@ -336,7 +337,6 @@ async def _running_phase_sigquit(log: SimLog, children: Children, scale: float) 
     """tokenizer_manager.py SignalHandler.running_phase_sigquit_handler (``loop.add_signal_handler``):
     the crash diagnostics (``dump_requests_before_crash``: a 5 s settle, scaled), then
     ``kill_process_tree`` of the children and itself (SIGKILL)."""
-    from eagletui.sim import startup
 
     if children.stopping:
         return
@@ -347,7 +347,7 @@ async def _running_phase_sigquit(log: SimLog, children: Children, scale: float) 
     if not [p for p in children.pids if p not in children.status and _alive(p)]:
         log.line("No live scheduler processes found; skipping py-spy and CUDA coredump.", level=ERROR)
     children.kill_all()
-    startup.die_by_sigkill(log)
+    crashes.die_by_sigkill(log)
 
 
 def _segfault_a_scheduler(log: SimLog, children: Children) -> None:

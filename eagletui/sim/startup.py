@@ -17,17 +17,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from eagletui.sim import multinode, perf
-from eagletui.sim.crashes import CAPTURE_SOLUTIONS as CAPTURE_SOLUTIONS
-from eagletui.sim.crashes import GPU_TOTAL_GB as GPU_TOTAL_GB
-from eagletui.sim.crashes import PKG as PKG
-from eagletui.sim.crashes import die_by_sigkill as die_by_sigkill
-from eagletui.sim.crashes import oom_message as oom_message
-from eagletui.sim.crashes import scheduler_exception as scheduler_exception
-from eagletui.sim.crashes import sigquit_from_child as sigquit_from_child
-from eagletui.sim.crashes import tb_nccl as tb_nccl
-from eagletui.sim.crashes import tb_not_enough_memory as tb_not_enough_memory
-from eagletui.sim.crashes import tb_oom_capture as tb_oom_capture
-from eagletui.sim.crashes import tb_oom_load as tb_oom_load
+from eagletui.sim.crashes import (
+    GPU_TOTAL_GB,
+    PKG,
+    scheduler_exception,
+    sigquit_from_child,
+    tb_nccl,
+    tb_not_enough_memory,
+    tb_oom_capture,
+    tb_oom_load,
+)
 from eagletui.sim.logfmt import ERROR, WARNING, SimLog, shard_frame, tqdm_frame
 
 DEFAULT_BS = [1, 2, 4, 8, 12, *range(16, 257, 8)]

@@ -39,7 +39,7 @@ from eagletui.ui.workers import WorkerFailures
 
 if TYPE_CHECKING:
     from eagletui.config import UserConfig
-    from eagletui.core.profile import Profile
+    from eagletui.core.profile.model import Profile
     from eagletui.session.model import EventWriter, PhaseHistoryStore
 
 CSS_PATH = Path(__file__).with_name("app.tcss")

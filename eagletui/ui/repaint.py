@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 from rich.text import Text
 from textual.widgets import Static
 
-from eagletui.core.diagnosis import why_line
+from eagletui.core.diagnosis.fold import why_line
 from eagletui.core.events import Event, LaunchStarted, LogLine
-from eagletui.core.predict import explain
-from eagletui.core.state import LaunchStatus, ServerState
+from eagletui.core.predict.next_launch import explain
+from eagletui.core.state.screen import LaunchStatus, ServerState
 from eagletui.core.textsafe import inert
 from eagletui.session.presence import Presence
 from eagletui.ui.widgets import charts as charts_registry
@@ -27,8 +27,8 @@ from eagletui.ui.widgets.runs import RunsTable
 from eagletui.ui.widgets.status import GpuStrip, StatusHeader
 
 if TYPE_CHECKING:
-    from eagletui.core.diagnosis import Diagnoser
-    from eagletui.core.runs import RunBook
+    from eagletui.core.diagnosis.fold import Diagnoser
+    from eagletui.core.runs.book import RunBook
     from eagletui.ui.screens.main import MainScreen
 
 
@@ -179,7 +179,7 @@ def compare_text(
     diagnoser: Diagnoser | None = None,
 ) -> Text:
     """Current run vs the baseline in one line, beside the charts (and whether a benchmark runs); under
-    it the economics, and a "why" line: the run's most important diagnosis (core/diagnosis.py)."""
+    it the economics, and a "why" line: the run's most important diagnosis (core/diagnosis/fold.py)."""
     t = Text(no_wrap=True, overflow="ellipsis")
     # the newest benchmarked run, valid or not: an invalid one must say so here, not hide behind the last good
     launch = max((n for n, r in runbook.runs.items() if r.results), default=None)

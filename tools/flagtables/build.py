@@ -10,7 +10,7 @@ sha256 checked against the list, its ``sglang/`` package unpacked, and ``dump_pa
 isolated interpreter (``python -I -S``: the standard library, the unpacked wheel and the pinned real
 dependencies of ``requirements.txt``, which the parser's own code cannot do without). The result is
 written to ``eagletui/data/sglang-flags/sglang-VERSION.flags`` (format: the header of each file), and
-``eagletui/core/sglang_flagtable.py`` is regenerated from the newest release's table.
+``eagletui/core/servers/sglang_flagtable.py`` is regenerated from the newest release's table.
 
 Nothing here runs at eagletui's run time and nothing is downloaded by the tests: the generated files are
 committed. Needs network (PyPI) only when a wheel is not in ``--wheels``.
@@ -195,7 +195,7 @@ def write_flagtable_py(version: str) -> None:
 
 
 def render_flagtable_py(version: str) -> str:
-    """``core/sglang_flagtable.py``: the newest release's switches, secrets, aliases and option strings,
+    """``core/servers/sglang_flagtable.py``: the newest release's switches, secrets, aliases and option strings,
     as Python literals (redaction and profile loading need them at import time, without parsing)."""
     path = OUT_DIR / f"sglang-{version}.flags"
     rows = [
@@ -228,7 +228,7 @@ release's table in this repository); do not edit. Regenerate with: python tools/
 Two things need the real table rather than a guess from a flag's spelling: which flags are switches (nargs 0:
 ``--enable-metrics`` takes no value, so the word after it is NOT its value) and which flags hold a
 credential (``--api-key`` does; ``--max-total-tokens`` or ``--tokenizer-path`` do not, whatever their
-names contain). The per-release tables themselves are read by :mod:`eagletui.core.flagtables`.
+names contain). The per-release tables themselves are read by :mod:`eagletui.core.servers.flagtables`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from eagletui.core.events import Notice
-from eagletui.core.profile import load_profile
+from eagletui.core.profile.load import load_profile
 from eagletui.workspace import Workspace
 
 

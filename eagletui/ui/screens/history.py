@@ -1,5 +1,5 @@
 """The history view: benchmarked runs of earlier sessions on the same target and model, one of which
-Enter pins as the baseline (:meth:`~eagletui.core.runs.RunBook.pin_external`).
+Enter pins as the baseline (:meth:`~eagletui.core.runs.book.RunBook.pin_external`).
 
 The recordings are read in a worker thread (:func:`eagletui.session.baseline.history`), so opening the
 view never blocks the log. Each row shows the like-for-like guard's verdict against the current run,
@@ -19,8 +19,8 @@ from textual.screen import ModalScreen
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from eagletui.core.compare import comparability
-from eagletui.core.runs import Run
+from eagletui.core.runs.compare import comparability
+from eagletui.core.runs.run import Run
 from eagletui.session.baseline import ForeignRun, history
 from eagletui.ui.workers import WorkerFailures
 

@@ -27,9 +27,9 @@ from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from eagletui.core.events import BaselinePinned, Event
-from eagletui.core.redact import Redactor
-from eagletui.core.staged import NothingStaged
-from eagletui.core.state import ServerState
+from eagletui.core.profile.redact import Redactor
+from eagletui.core.profile.staged import NothingStaged
+from eagletui.core.state.screen import ServerState
 from eagletui.core.textsafe import inert
 from eagletui.session.drivers import LiveDriver, ReplayDriver
 from eagletui.ui import actions
@@ -340,7 +340,7 @@ class MainScreen(WorkerFailures, Screen):
         except NothingStaged:
             self.app.notify("nothing to apply: no pending changes", severity="warning")
             return
-        from eagletui.core.profile import format_diff
+        from eagletui.core.profile.model import format_diff
 
         def apply() -> None:
             if not self._control_free(d):
@@ -381,7 +381,7 @@ class MainScreen(WorkerFailures, Screen):
                 return
             book.pin_external(chosen.run, chosen.ref)
             self.painter.dirty = True
-            from eagletui.core.compare import comparability
+            from eagletui.core.runs.compare import comparability
 
             why = comparability(current, chosen.run, gpu_b=chosen.gpu) if current is not None else []
             if why:
@@ -609,7 +609,8 @@ class MainScreen(WorkerFailures, Screen):
     def action_export(self) -> None:
         """The runs table as a Markdown report (secrets redacted, 0600) in the sessions dir."""
         from eagletui.config import default_sessions_dir, private_app_dir
-        from eagletui.session.export import build_report, export_path, export_stem, render, write_private
+        from eagletui.session.export import build_report, export_path, export_stem, write_private
+        from eagletui.session.export_render import render
 
         cfg = self.app.user_config
         directory = Path(getattr(cfg, "sessions_dir", "") or default_sessions_dir()).expanduser()

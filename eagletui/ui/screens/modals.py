@@ -11,7 +11,7 @@ from textual.containers import Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
-from eagletui.core.toggle_kinds import split_key
+from eagletui.core.profile.toggles import split_key
 from eagletui.ui.widgets.tuning import show_value as _v
 
 

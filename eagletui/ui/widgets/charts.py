@@ -3,7 +3,7 @@ and the app calls :meth:`MetricChart.sync` from a coalescing timer, so bursts co
 
 :data:`CHARTS` is the registry: the one tuple that both compose sites (the wide left column and the
 Charts tab), the repaint's round-robin and the wide grid's rows are made from. A new chart is a
-:class:`MetricChart` subclass and its line in :data:`CHARTS` (plus its series in ``core/state.py``)."""
+:class:`MetricChart` subclass and its line in :data:`CHARTS` (plus its series in ``core/state/screen.py``)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from textual.strip import Strip
 from textual.visual import Visual, visualize
 from textual_plotext import PlotextPlot
 
-from eagletui.core.state import Series, SessionState
+from eagletui.core.state.screen import Series, SessionState
 
 
 def _rgb(app, name: str, fallback: tuple[int, int, int]) -> tuple[int, int, int]:

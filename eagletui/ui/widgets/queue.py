@@ -30,11 +30,11 @@ from eagletui.session.sweep import (
     SKIPPED,
     SweepError,
     SweepQueue,
-    SweepRunner,
     queue_path,
     spec_fingerprint,
 )
 from eagletui.session.sweep_report import cell_line
+from eagletui.session.sweep_runner import SweepRunner
 from eagletui.ui.workers import WorkerFailures
 
 _STYLE = {PENDING: "dim", LAUNCHING: "bold", BENCHMARKING: "bold", DONE: "", FAILED: "red", SKIPPED: "dim"}

@@ -11,19 +11,19 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
 
-from eagletui.core.predict import explain
-from eagletui.core.redact import Redactor
-from eagletui.core.state import PhaseStatus
+from eagletui.core.predict.next_launch import explain
+from eagletui.core.profile.redact import Redactor
+from eagletui.core.profile.toggles import split_key
+from eagletui.core.state.screen import PhaseStatus
 from eagletui.core.textsafe import inert
-from eagletui.core.toggle_kinds import split_key
 from eagletui.ui.widgets.phases import PHASE_LABELS, fmt_secs, startup_gaps
 from eagletui.ui.widgets.stepbars import step_bars
 from eagletui.ui.words import describe_failure
 
 if TYPE_CHECKING:
-    from eagletui.core.diagnosis import Diagnosis
-    from eagletui.core.runs import RunBook
-    from eagletui.core.state import SessionState
+    from eagletui.core.diagnosis.fold import Diagnosis
+    from eagletui.core.runs.book import RunBook
+    from eagletui.core.state.screen import SessionState
 
 # The numbers first and the free-length config diff last, so a narrow pane still shows what matters.
 COLUMNS = (

@@ -7,7 +7,7 @@ import math
 from rich.text import Text
 from textual.widgets import Static
 
-from eagletui.core.state import SessionState
+from eagletui.core.state.screen import SessionState
 from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.textview import TextView
 from eagletui.ui.words import phase_label

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from rich.text import Text
 
 if TYPE_CHECKING:
-    from eagletui.core.runs import RunBook
+    from eagletui.core.runs.book import RunBook
 
 CATEGORIES = ("communication", "gemm", "attention", "moe", "other")
 STYLES = {

@@ -13,8 +13,8 @@ from textual.binding import Binding
 from textual.message import Message
 from textual.widgets import DataTable
 
-from eagletui.core.profile import Profile, Toggle
-from eagletui.core.staged import StagedConfig
+from eagletui.core.profile.model import Profile, Toggle
+from eagletui.core.profile.staged import StagedConfig
 
 
 def show_value(v: Any) -> str:

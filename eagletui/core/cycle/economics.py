@@ -1,0 +1,231 @@
+"""Is speculation worth it here? The arithmetic of one spec run against its no-spec reference.
+
+Per concurrency, never across: a stream at concurrency 1 and one at 8 run different batch sizes, and a
+mean of the two is nobody's throughput. For one stream at concurrency ``c`` (tok/s per request =
+the benchmark's output tok/s ÷ ``c``):
+
+- plain decoding makes one token per step: ``step = 1 / tok_s_nospec``;
+- a speculative cycle yields ``accept`` tokens: ``cycle = accept / tok_s_spec``;
+- speedup = ``tok_s_spec / tok_s_nospec``; it pays when above 1.
+
+What would pay comes from the cycle-time model (:mod:`eagletui.core.cycle.model`): the cycle is
+``steps × draft + verify + accept × per_token``, so the **break-even accept length** solves
+``accept × step = cycle(accept)`` (a better drafter also makes the cycle longer) and is compared with
+the most the settings can accept per verify (``min(steps + 1, num_draft_tokens)``; with topk 1 that is
+``--speculative-num-draft-tokens``): a break-even above it is **out of reach** at these settings and is
+said so, never shown as a goal. The **verify that would pay** at today's accept length is the verify
+time that solves the same equation. Neighbouring step counts are predicted from the measured
+per-position acceptance and shown as predictions.
+
+Pure arithmetic: no I/O, no clock. Every formula here is stated in docs/economics.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from eagletui.core.cycle.model import (
+    BreakEven,
+    CycleParts,
+    Measurement,
+    Prediction,
+    SpecSettings,
+    break_even,
+    neighbours,
+    predict,
+)
+
+
+@dataclass(frozen=True)
+class Economics:
+    speedup: float
+    accept_len: float
+    cycle_ms: float
+    baseline_step_ms: float
+    #: the accept length at which the cycle matches the no-spec step (None: none can)
+    break_even_accept_len: float | None
+    #: the cycle time that today's accept length needs
+    needed_cycle_ms: float
+    concurrency: int | None = None
+    #: the most tokens one verify can accept at these settings (None: the settings are unknown)
+    max_accept: int | None = None
+    parts: CycleParts | None = None
+    #: the verify time that would make today's accept length pay (None: none would, or no parts)
+    needed_verify_ms: float | None = None
+    #: the model's predictions for the neighbouring step counts (each one a prediction)
+    predictions: tuple[Prediction, ...] = field(default=())
+    settings: SpecSettings | None = None
+
+    @property
+    def pays(self) -> bool:
+        return self.speedup > 1.0
+
+    @property
+    def reachable(self) -> bool | None:
+        """Can the drafter reach the break-even at these settings? None when the settings are unknown."""
+        if self.break_even_accept_len is None:
+            return False
+        if self.max_accept is None:
+            return None
+        return self.break_even_accept_len <= self.max_accept
+
+    @property
+    def best_prediction(self) -> Prediction | None:
+        """The predicted fastest neighbouring setting other than the measured one."""
+        others = [
+            p for p in self.predictions if self.settings is None or p.settings.steps != self.settings.steps
+        ]
+        return max(others, key=lambda p: p.tok_s) if others else None
+
+    def to_json(self) -> dict[str, Any]:
+        def r(x: float | None, d: int) -> float | None:
+            return None if x is None else round(x, d)
+
+        return {
+            "speedup": round(self.speedup, 4),
+            "pays": self.pays,
+            "accept_len": round(self.accept_len, 4),
+            "cycle_ms": round(self.cycle_ms, 3),
+            "baseline_step_ms": round(self.baseline_step_ms, 3),
+            "break_even_accept_len": r(self.break_even_accept_len, 3),
+            "max_accept": self.max_accept,
+            "break_even_reachable": self.reachable,
+            "needed_cycle_ms": round(self.needed_cycle_ms, 3),
+            "needed_verify_ms": r(self.needed_verify_ms, 3),
+            "cycle_parts": self.parts.to_json() if self.parts is not None else None,
+            "predictions": [p.to_json() for p in self.predictions],
+            "concurrency": self.concurrency,
+        }
+
+    def sentence(self, name: str = "EAGLE-3", context: str = "") -> str:
+        """One line for the screen: the verdict, and what would pay (or that nothing reachable would);
+        ``context`` follows the percentage (`` vs no-spec #3 at concurrency 8``)."""
+        pct = (self.speedup - 1.0) * 100.0
+        head = f"{name} {pct:+.0f} %{context}"
+        most = f"at most {self.max_accept} per verify at these settings" if self.max_accept else ""
+        be = self.break_even_accept_len
+        if self.pays:
+            tail = f" ≥ break-even {be:.2f}" if be is not None else ""
+            return f"{head}: pays (accept {self.accept_len:.2f}{tail}" + (f"; {most})" if most else ")")
+        if be is None:
+            per = self.parts.per_token_ms if self.parts is not None else 0.0
+            text = (
+                f"{head}: no accept length pays at this cost (each accepted token costs {per:.1f} ms, "
+                f"a no-spec step {self.baseline_step_ms:.1f} ms)"
+            )
+        elif self.reachable is False:
+            text = (
+                f"{head}: the break-even accept {be:.2f} is out of reach ({most}; has {self.accept_len:.2f})"
+            )
+        else:
+            text = f"{head}: needs accept ≥ {be:.2f} (has {self.accept_len:.2f}" + (
+                f"; {most})" if most else ")"
+            )
+        if self.parts is not None:
+            est = "est. " if self.parts.source.startswith("estimate") else ""
+            if self.needed_verify_ms is not None:
+                text += f", or a verify ≤ {self.needed_verify_ms:.1f} ms ({est}{self.parts.verify_ms:.1f})"
+            else:
+                text += "; no verify time would pay at this accept length"
+            best = self.best_prediction
+            if best is not None and best.speedup is not None and best.speedup > 1.0:
+                text += (
+                    f"; predicted: steps {best.settings.steps} would give {(best.speedup - 1) * 100:+.0f} %"
+                )
+        else:
+            text += f", or a cycle ≤ {self.needed_cycle_ms:.1f} ms (has {self.cycle_ms:.1f})"
+        return text
+
+
+def _ok(x: float | None) -> bool:
+    return x is not None and math.isfinite(x) and x > 0
+
+
+def economics(
+    spec_tok_s: float | None,
+    accept_len: float | None,
+    base_tok_s: float | None,
+    *,
+    concurrency: int | None = None,
+    settings: SpecSettings | None = None,
+    rates: tuple[float, ...] = (),
+    other: tuple[float, float] | None = None,
+    profile: dict[str, Any] | None = None,
+) -> Economics | None:
+    """The economics of a spec run vs its no-spec reference, both as per-request tok/s at one
+    concurrency; None when not computable (no accept length, a zero or missing throughput).
+
+    ``settings`` (the spec run's steps/topk/draft tokens) bound the break-even and let the cycle model
+    (:func:`eagletui.core.cycle.model.fit_parts`) predict neighbours; ``rates`` is the measured per-position
+    acceptance, ``other`` (cycle ms, accept) of the same settings with another drafter, ``profile`` a
+    step profile's split of the cycle."""
+    from eagletui.core.cycle.model import fit_parts, rates_from_mean
+
+    if not (_ok(spec_tok_s) and _ok(accept_len) and _ok(base_tok_s)):
+        return None
+    assert spec_tok_s is not None and accept_len is not None and base_tok_s is not None
+    t_b = 1000.0 / base_tok_s
+    t_c = 1000.0 * accept_len / spec_tok_s
+    max_accept = settings.max_accept if settings is not None else None
+    parts: CycleParts | None = None
+    be: BreakEven | None = None
+    preds: tuple[Prediction, ...] = ()
+    if settings is not None:
+        parts = fit_parts(settings, t_c, accept_len, t_b, other=other, profile=profile)
+    if parts is not None and settings is not None:
+        be = break_even(parts, settings, t_b, accept_len)
+        m = Measurement(
+            settings, rates or rates_from_mean(accept_len, settings.depth), parts, t_b, concurrency or 1
+        )
+        preds = tuple(predict(m, s) for s in neighbours(settings))
+    return Economics(
+        speedup=spec_tok_s / base_tok_s,
+        accept_len=accept_len,
+        cycle_ms=t_c,
+        baseline_step_ms=t_b,
+        break_even_accept_len=be.accept if be is not None else t_c / t_b,
+        needed_cycle_ms=accept_len * t_b,
+        concurrency=concurrency,
+        max_accept=max_accept,
+        parts=parts,
+        needed_verify_ms=be.needed_verify_ms if be is not None else None,
+        predictions=preds,
+        settings=settings,
+    )
+
+
+def per_request(tok_s: float | None, concurrency: int | None) -> float | None:
+    """A benchmark's output tok/s for one stream: total / concurrency (1 when unknown or unbounded)."""
+    if tok_s is None:
+        return None
+    c = concurrency if concurrency and concurrency > 0 else 1
+    return tok_s / c
+
+
+def crossover(points: list[tuple[int, Economics]]) -> int | None:
+    """The lowest concurrency at which speculation stops paying, given (concurrency, economics) pairs;
+    None when it pays everywhere measured (or nowhere is known)."""
+    for conc, econ in sorted(points, key=lambda p: p[0]):
+        if not econ.pays:
+            return conc
+    return None
+
+
+def crossover_text(points: list[tuple[int, Economics]]) -> str:
+    """``pays at every concurrency measured (1–8)`` / ``pays at no concurrency measured (1–8)`` /
+    ``stops paying at concurrency 8`` / ``starts paying at concurrency 8``; "" with one point."""
+    if len(points) < 2:
+        return ""
+    ordered = sorted(points, key=lambda p: p[0])
+    lo, hi = ordered[0][0], ordered[-1][0]
+    pays = [e.pays for _, e in ordered]
+    if all(pays):
+        return f"pays at every concurrency measured ({lo}–{hi})"
+    if not any(pays):
+        return f"pays at no concurrency measured ({lo}–{hi})"
+    if pays[0]:
+        return f"stops paying at concurrency {crossover(ordered)}"
+    first = next(c for c, e in ordered if e.pays)
+    return f"starts paying at concurrency {first}"

@@ -1,0 +1,391 @@
+"""A cycle-time model of speculative decoding: what one draft+verify cycle costs, what it yields, and so
+what tok/s a speculative setting would give.
+
+One request stream decoding with EAGLE/EAGLE-3 repeats a **cycle**: ``steps`` draft forwards, one
+target **verify** over the draft tokens, and the bookkeeping that grows with what the verify accepted
+(the draft model's extend over the accepted tokens, KV and sampling commits). So, in ms::
+
+    cycle(settings, a) = steps × draft_step_ms + verify_ms + fixed_ms + a × per_token_ms
+
+and the cycle yields ``a`` tokens (its accept length: accepted draft tokens + the target's own), so one
+stream makes ``a / cycle`` tokens per ms. SGLang's ``scripts/playground/bench_speculative.py`` computes
+speed the same way: ``speed = accept_length / step_time``, with the step time read from the server's own
+record (``SGLANG_RECORD_STEP_TIME=1``: ``/get_server_info`` → ``step_time_dict[batch size]``, seconds
+per decode iteration, its 20th percentile). Plain decoding makes one token per step, ``1 / step_ms``.
+
+**Acceptance per draft position.** What ``a`` is at other settings follows from how often each draft
+position is accepted. ``rates[j-1]`` is the chance that draft token ``j`` is accepted given the ones
+before it were; a verify with ``depth = min(steps, draft_tokens − 1)`` positions then accepts on average
+
+    a = 1 + Σ_{j=1..depth} Π_{i≤j} rates[i-1]
+
+Measured rates come from SGLang's ``spec_correct_drafts_histogram`` (how many verifies accepted 0, 1, 2
+… draft tokens, :func:`rates_from_histogram`); without it, from the mean accept length alone, every
+position gets the same rate (:func:`rates_from_mean`). Positions deeper than measured reuse the last
+measured rate. With ``--speculative-eagle-topk`` 1 the drafts are a chain and SGLang makes
+``draft_tokens = steps + 1``; wider trees (topk > 1) are predicted with the same per-level rates, which
+is an approximation (a wider level is accepted more often).
+
+**Where the parts come from** (:class:`CycleParts.source`): a step profile that splits the cycle, or a
+fit (:func:`fit_parts`) from what one spec run and its no-spec reference measured:
+
+* ``verify_ms`` ≈ one no-spec decode step at the same batch size: a verify is one target forward over
+  a few tokens per request, which costs about what a one-token forward costs while decoding is bound by
+  reading the weights (an estimate; the step profiler measures it);
+* ``per_token_ms`` from two spec runs that differ only in the draft model (their cycles differ by what
+  their extra accepted tokens cost), else 0 (a cycle held fixed in ``a``: said so);
+* ``draft_step_ms`` = what is left of the measured cycle, per draft step.
+
+A step profile with kernel times (:func:`_split`) gives ``draft_step_ms`` from the draft's kernels and
+puts what no setting changes (the CPU-side time around SGLang's CUDA-graph replays) in ``fixed_ms``.
+
+This module is the seam for predicting neighbouring settings from one run (issue 25): :func:`predict`
+takes a :class:`Measurement` and :class:`SpecSettings` and returns a :class:`Prediction`. Pure arithmetic.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, TypeGuard
+
+#: Positions of a tree that can be predicted at all (SGLang's own limit on draft tokens is far below).
+MAX_DEPTH = 32
+
+
+@dataclass(frozen=True)
+class SpecSettings:
+    """``--speculative-num-steps``, ``-eagle-topk`` and ``-num-draft-tokens`` (None: as SGLang derives)."""
+
+    steps: int
+    topk: int = 1
+    draft_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.steps < 1 or self.topk < 1:
+            raise ValueError(f"steps and topk must be ≥ 1 (got {self.steps}, {self.topk})")
+
+    @property
+    def tokens(self) -> int:
+        """Draft tokens per verify: ``steps + 1`` for a chain (topk 1), as SGLang adjusts it."""
+        if self.topk == 1 or self.draft_tokens is None:
+            return self.steps + 1
+        return max(2, self.draft_tokens)
+
+    @property
+    def depth(self) -> int:
+        """Draft positions a verify can accept (the bonus token is not one)."""
+        return max(1, min(self.steps, self.tokens - 1, MAX_DEPTH))
+
+    @property
+    def max_accept(self) -> int:
+        """The most tokens one verify can accept: one per position plus the target's own."""
+        return self.depth + 1
+
+    def label(self) -> str:
+        return f"steps {self.steps}, topk {self.topk}, {self.tokens} draft tokens"
+
+    @classmethod
+    def from_args(cls, args: Mapping[str, Any]) -> SpecSettings | None:
+        """From a launch's server flags; None when the step count is not set (SGLang chooses it)."""
+        from eagletui.core.servers.spec import settings
+
+        steps, topk, ndt = settings(args)
+        if steps is None:
+            return None
+        return cls(steps=steps, topk=topk or 1, draft_tokens=ndt)
+
+
+@dataclass(frozen=True)
+class CycleParts:
+    """The parts of one cycle at one batch size, ms, and where they come from. ``fixed_ms`` is work of
+    the cycle that neither the step count nor the accepted tokens change (a step profile's CPU-side time
+    around a CUDA-graph replay, the scheduler between the parts); a fit leaves it 0."""
+
+    draft_step_ms: float
+    verify_ms: float
+    per_token_ms: float = 0.0
+    source: str = ""
+    fixed_ms: float = 0.0
+
+    def cycle_ms(self, settings: SpecSettings, accept: float) -> float:
+        return (
+            settings.steps * self.draft_step_ms + self.verify_ms + self.fixed_ms + accept * self.per_token_ms
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "draft_step_ms": round(self.draft_step_ms, 3),
+            "verify_ms": round(self.verify_ms, 3),
+            "per_token_ms": round(self.per_token_ms, 3),
+            "fixed_ms": round(self.fixed_ms, 3),
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What one spec run measured at one concurrency, for predicting other settings: the settings it
+    ran, per-position acceptance, the cycle's parts and the no-spec step (None when no no-spec run)."""
+
+    settings: SpecSettings
+    rates: tuple[float, ...]
+    parts: CycleParts
+    nospec_step_ms: float | None = None
+    concurrency: int = 1
+
+
+@dataclass(frozen=True)
+class Prediction:
+    """Predicted for ``settings``: accept length, cycle ms, per-request tok/s and the speedup over the
+    no-spec step (None without one). Always a prediction: say so wherever it is shown."""
+
+    settings: SpecSettings
+    accept: float
+    cycle_ms: float
+    tok_s: float
+    speedup: float | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "steps": self.settings.steps,
+            "topk": self.settings.topk,
+            "draft_tokens": self.settings.tokens,
+            "accept_len": round(self.accept, 3),
+            "cycle_ms": round(self.cycle_ms, 3),
+            "tok_s_per_request": round(self.tok_s, 3),
+            "speedup": None if self.speedup is None else round(self.speedup, 4),
+        }
+
+
+# ------------------------------------------------------------------------------------- acceptance
+
+
+def finite(x: Any) -> TypeGuard[float]:
+    """A real, finite number (not a bool, NaN or inf): what every figure read from a recording must be."""
+    return isinstance(x, int | float) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def accept_len(rates: Sequence[float], depth: int) -> float:
+    """Mean tokens per verify for ``depth`` positions accepted with conditional ``rates`` (the last
+    rate repeats past the measured positions; no rates: nothing is accepted but the bonus token)."""
+    total, reach = 1.0, 1.0
+    for j in range(max(0, depth)):
+        if not rates:
+            break
+        p = rates[j] if j < len(rates) else rates[-1]
+        reach *= min(max(p, 0.0), 1.0)
+        total += reach
+    return total
+
+
+def rates_from_histogram(hist: Sequence[Any]) -> tuple[float, ...]:
+    """Conditional acceptance per draft position from ``hist[k]`` = verifies that accepted exactly
+    ``k`` draft tokens (``spec_correct_drafts_histogram``): ``P(j | j−1) = Σ_{k≥j} / Σ_{k≥j−1}``.
+    Positions nobody reached are left out; a damaged histogram (negative, non-finite) gives ()."""
+    counts = [float(c) for c in hist if finite(c)]
+    if len(counts) != len(hist) or any(c < 0 for c in counts) or sum(counts) <= 0:
+        return ()
+    tail = [0.0] * (len(counts) + 1)
+    for k in range(len(counts) - 1, -1, -1):
+        tail[k] = tail[k + 1] + counts[k]
+    out = []
+    for j in range(1, len(counts)):
+        if tail[j - 1] <= 0:
+            break
+        out.append(tail[j] / tail[j - 1])
+    return tuple(out)
+
+
+def reach_from_histogram(hist: Sequence[Any]) -> tuple[float, ...]:
+    """Unconditional acceptance per position: the share of verifies that accepted draft token ``j``
+    (``Σ_{k≥j} hist[k] / Σ hist``), for j = 1 … the deepest position in the histogram."""
+    rates = rates_from_histogram(hist)
+    out, reach = [], 1.0
+    for p in rates:
+        reach *= p
+        out.append(reach)
+    return tuple(out)
+
+
+def rates_from_mean(accept: float, depth: int) -> tuple[float, ...]:
+    """One rate for every position that gives mean ``accept`` at ``depth`` (the geometric assumption,
+    used when the server returns no histogram): the root of ``1 + p + … + p^depth = accept``."""
+    if not finite(accept) or depth < 1:
+        return ()
+    target = min(max(accept, 1.0), depth + 1.0)
+    lo, hi = 0.0, 1.0
+    for _ in range(60):
+        mid = (lo + hi) / 2
+        if accept_len((mid,), depth) < target:
+            lo = mid
+        else:
+            hi = mid
+    return ((lo + hi) / 2,) * depth
+
+
+# -------------------------------------------------------------------------------------- the parts
+
+
+def fit_parts(
+    settings: SpecSettings,
+    cycle_ms: float,
+    accept: float,
+    nospec_step_ms: float,
+    *,
+    other: tuple[float, float] | None = None,
+    profile: Mapping[str, Any] | None = None,
+) -> CycleParts | None:
+    """The cycle's parts from what was measured (see the module docstring for each estimate).
+
+    ``other`` is (cycle_ms, accept) of a second spec run at the same settings with another drafter;
+    ``profile`` a step profile's split (``draft_step_ms``, ``verify_ms``, optional ``per_token_ms``),
+    which wins when given."""
+    if profile:
+        d, v = profile.get("draft_step_ms"), profile.get("verify_ms")
+        if finite(d) and finite(v) and d >= 0 and v > 0:
+            e = profile.get("per_token_ms")
+            return CycleParts(float(d), float(v), float(e) if finite(e) and e >= 0 else 0.0, "step profile")
+        shares = profile.get("shares")
+        if isinstance(shares, dict) and finite(cycle_ms) and cycle_ms > 0 and finite(accept) and accept >= 1:
+            ds, vs, es = (shares.get(k) for k in ("draft", "verify", "draft_extend"))
+            if finite(ds) and finite(vs) and finite(es) and vs > 0 and ds >= 0 and es >= 0:
+                kernels = profile.get("kernels")
+                kernels = kernels if isinstance(kernels, dict) else {}
+                dk, ek = kernels.get("draft"), kernels.get("draft_extend")
+                fw = profile.get("draft_forwards")
+                return _split(
+                    settings,
+                    cycle_ms,
+                    accept,
+                    float(ds),
+                    float(vs),
+                    float(es),
+                    draft_kernel=float(dk) if finite(dk) and 0 <= dk <= ds else None,
+                    extend_kernel=float(ek) if finite(ek) and 0 <= ek <= es else None,
+                    draft_forwards=float(fw) if finite(fw) and fw > 0 else 0.0,
+                )
+    if not (finite(cycle_ms) and finite(accept) and finite(nospec_step_ms)):
+        return None
+    if cycle_ms <= 0 or nospec_step_ms <= 0 or accept < 1:
+        return None
+    per_token, how = 0.0, "cycle held fixed in the accept length (one drafter measured)"
+    if other is not None and finite(other[0]) and finite(other[1]) and abs(other[1] - accept) >= 0.2:
+        slope = (other[0] - cycle_ms) / (other[1] - accept)
+        if slope > 0:
+            per_token, how = slope, "per-token part fitted from two drafters"
+    verify = min(nospec_step_ms, cycle_ms - per_token * accept)
+    if verify <= 0:  # the fit explains the whole cycle by the tokens: keep what was measured
+        per_token, verify, how = 0.0, min(nospec_step_ms, cycle_ms), "cycle held fixed in the accept length"
+    draft = max(0.0, (cycle_ms - verify - per_token * accept) / settings.steps)
+    return CycleParts(draft, verify, per_token, f"estimate: verify ≈ one no-spec step; {how}")
+
+
+def _split(
+    settings: SpecSettings,
+    cycle_ms: float,
+    accept: float,
+    draft: float,
+    verify: float,
+    extend: float,
+    *,
+    draft_kernel: float | None = None,
+    extend_kernel: float | None = None,
+    draft_forwards: float = 0.0,
+) -> CycleParts:
+    """The measured cycle split by a step profile's GPU spans per cycle of its draft, verify and draft
+    extend parts (and, where the profile has them, the kernel time inside each). The measured cycle is
+    reproduced; spans longer than it (a profile of a slower moment) are scaled down to it.
+
+    **With kernel times** (what :func:`eagletui.core.runs.book.profile_parts` passes from a real trace): SGLang
+    runs all of a cycle's draft steps in one CUDA-graph replay (0.5.17 ``eagle_worker_v2.draft``:
+    ``cuda_graph_runner.execute`` around the whole ``draft_forward``), so one step fewer saves that step's
+    kernels, not a launch: ``draft_step_ms`` is the draft's kernel time ÷ steps. Drafted eagerly (the trace
+    has the draft's forwards as ranges nested in it: no graph at that batch size), each step also costs
+    its launches, so the part of the span around the kernels counts per step in the share of cycles that
+    drafted so. The draft extend's kernels run over the accepted tokens (per token); what is left of the
+    cycle (the CPU-side time around the replays, the scheduler between the parts) is ``fixed_ms``. On a
+    small model that is most of the cycle: the lent H200's tiny EAGLE-3 server spent 0.84 ms of a 3.9 ms
+    cycle in kernels, 0.12 ms of it in its 3 draft steps.
+
+    **Spans only** (a recording from before, a hand-made profile): the spans, with the gap to the measured
+    cycle once per forward (``steps`` drafts, one verify, one draft extend: ``(cycle − Σ spans) ÷ (steps
+    + 2)`` each).
+
+    Either way ``verify_ms`` is the verify's span and one forward's share of the gap: what stands in for a
+    no-spec step where no no-spec run was measured."""
+    total = draft + verify + extend
+    scale = min(1.0, cycle_ms / total) if total > 0 else 1.0
+    gap = max(0.0, cycle_ms - total) / (settings.steps + 2)
+    verify_ms = verify * scale + gap
+    if draft_kernel is None:
+        return CycleParts(
+            draft * scale / settings.steps + gap,
+            verify_ms,
+            (extend * scale + gap) / accept,
+            "step profile's spans + the gap to the measured cycle per forward",
+        )
+    eager = min(1.0, draft_forwards / max(1, settings.steps - 1)) if settings.steps > 1 else 0.0
+    per_step = (draft_kernel + eager * (draft - draft_kernel)) * scale / settings.steps
+    per_token = (extend if extend_kernel is None else extend_kernel) * scale / accept
+    fixed = max(0.0, cycle_ms - settings.steps * per_step - verify_ms - accept * per_token)
+    how = "eagerly drafted: its launches too" if eager >= 0.5 else "one CUDA-graph replay"
+    return CycleParts(
+        per_step,
+        verify_ms,
+        per_token,
+        f"step profile: a draft step = its kernels ({how}); the rest of the cycle fixed",
+        fixed,
+    )
+
+
+# ------------------------------------------------------------------------------------ prediction
+
+
+def predict(m: Measurement, settings: SpecSettings | None = None) -> Prediction:
+    """Per-request tok/s (and speedup over the no-spec step) the model gives at ``settings`` (the
+    measured ones when None). The measured setting reproduces its own cycle by construction."""
+    s = settings or m.settings
+    a = accept_len(m.rates, s.depth) if m.rates else 1.0
+    cycle = m.parts.cycle_ms(s, a)
+    tok = 1000.0 * a / cycle if cycle > 0 else 0.0
+    speedup = None
+    if m.nospec_step_ms and m.nospec_step_ms > 0 and cycle > 0:
+        speedup = a * m.nospec_step_ms / cycle
+    return Prediction(s, a, cycle, tok, speedup)
+
+
+def neighbours(s: SpecSettings, *, max_steps: int = 8) -> list[SpecSettings]:
+    """The step counts around ``s`` at its topk (1 … steps + 2, capped), for "what would pay"."""
+    out = []
+    for k in range(1, min(max_steps, s.steps + 2) + 1):
+        tokens = None if s.topk == 1 else max(2, (s.draft_tokens or s.tokens) + (k - s.steps) * s.topk)
+        out.append(replace(s, steps=k, draft_tokens=tokens))
+    return out
+
+
+@dataclass(frozen=True)
+class BreakEven:
+    """The accept length a cycle needs to match the no-spec step at these settings: ``accept`` (None:
+    no accept length can, because each accepted token costs at least a whole no-spec step), whether
+    the settings can reach it (at most ``max_accept`` per verify), and the verify time that would make
+    today's accept length pay (None: none would)."""
+
+    accept: float | None
+    max_accept: int
+    needed_verify_ms: float | None
+
+    @property
+    def reachable(self) -> bool:
+        return self.accept is not None and self.accept <= self.max_accept
+
+
+def break_even(parts: CycleParts, settings: SpecSettings, nospec_step_ms: float, accept: float) -> BreakEven:
+    """Solve ``a × step = steps × draft + verify + a × per_token`` for ``a`` (the cycle grows with the
+    accepted tokens, so a better drafter also pays more per cycle), and for the verify at ``accept``."""
+    fixed = settings.steps * parts.draft_step_ms + parts.verify_ms + parts.fixed_ms
+    room = nospec_step_ms - parts.per_token_ms
+    need = fixed / room if room > 0 else None
+    verify = accept * room - settings.steps * parts.draft_step_ms - parts.fixed_ms
+    return BreakEven(need, settings.max_accept, verify if verify > 0 else None)

@@ -1,0 +1,127 @@
+"""Adaptive speculation, visible: which step count ran over time against the running batch size, and a
+throughput collapse at a batch-size threshold.
+
+SGLang's adaptive speculation (``--speculative-adaptive``, 0.5.17 and 0.5.23:
+``speculative/adaptive_spec_params.py``) keeps one step count per batch-size slot (default slots 1, 8, 32,
+64 with candidate steps ``[1, 3, 7]`` / ``[1, 3, 5, 7]`` at 1, ``[0, 1, 3]`` at 8, ``[0, 1]`` at 32, ``[0]``
+at 64; 0 drafts nothing) and logs every change (``adaptive`` ``update`` notes). The decode lines between
+two changes give the running batch size and the throughput of that segment.
+
+A **collapse**: a step change after which the segment's throughput per running request falls below
+:data:`COLLAPSE` of the segment before it (vLLM's dynamic speculation showed 232 → 24–157 tok/s at a
+batch-size threshold).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eagletui.core.diagnosis.fold import Diagnosis, LaunchObs
+
+COLLAPSE = 0.6
+#: Decode samples on each side of a change that judge it.
+WINDOW = 8
+
+
+def _segment(rows: list[tuple[int, int, float, float | None]]) -> tuple[float, float] | None:
+    """(mean running batch, mean gen tok/s per running request) of these decode samples."""
+    ok = [(r, g) for _, r, g, _ in rows if r > 0 and g > 0]
+    if not ok:
+        return None
+    run = sum(r for r, _ in ok) / len(ok)
+    per = sum(g / r for r, g in ok) / len(ok)
+    return run, per
+
+
+def _around(
+    samples: list[tuple[int, int, float, float | None]], at: int
+) -> tuple[tuple[float, float] | None, tuple[float, float] | None]:
+    """The segments of at most :data:`WINDOW` samples (decode lines, or bulk runs of them) just before
+    and just after decode line ``at``."""
+    before = [s for s in samples if s[0] <= at][-WINDOW:]
+    after = [s for s in samples if s[0] > at][:WINDOW]
+    return _segment(before), _segment(after)
+
+
+def _running_at(samples: list[tuple[int, int, float, float | None]], at: int) -> int | None:
+    best = None
+    for i, r, _, _ in samples:
+        if i <= at:
+            best = r
+        else:
+            break
+    return best
+
+
+def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
+    cfg = o.note("adaptive", "config")
+    on = cfg is not None and isinstance(cfg.value, dict) and cfg.value.get("on")
+    init = o.note("adaptive", "init")
+    updates = [n for n in o.note_list("adaptive", "update") if isinstance(n.value, dict)]
+    if not (on or init or updates):
+        return []
+    out: list[Diagnosis] = []
+    start = (
+        init.value.get("steps")
+        if init is not None and isinstance(init.value, dict)
+        else o.facts.get("spec_steps")
+    )
+    cands = init.value.get("candidates") if init is not None and isinstance(init.value, dict) else None
+    steps_seq = []
+    for n in updates:
+        bs = _running_at(o.samples, n.at_decode)
+        steps_seq.append((n.value.get("from"), n.value.get("to"), bs, n.at_decode, n.log_time))
+    if steps_seq:
+        shown = "; ".join(
+            f"{a} → {b}" + (f" at running batch {bs}" if bs is not None else "") + (f" ({t})" if t else "")
+            for a, b, bs, _, t in steps_seq[:8]
+        )
+        more = f" (+{len(steps_seq) - 8} more)" if len(steps_seq) > 8 else ""
+        text = f"adaptive speculation: started at steps {start}; {shown}{more}"
+    else:
+        text = f"adaptive speculation on: steps {start} all along (no change logged)"
+    if cands:
+        text += f"; candidate steps {cands}"
+    out.append(
+        Diagnosis(
+            kind="adaptive_steps",
+            text=text,
+            evidence=f"{len(updates)} 'Adaptive spec params updated' lines; #running-req of the Decode lines around them (log)",
+            source="log",
+            data={
+                "start": start,
+                "changes": [
+                    {"from": a, "to": b, "running": bs, "decode_line": i} for a, b, bs, i, _ in steps_seq
+                ],
+                "candidates": cands,
+            },
+        )
+    )
+    for a, b, _bs, at, t in steps_seq:
+        before, after = _around(o.samples, at)
+        if before is None or after is None:
+            continue
+        if after[1] < COLLAPSE * before[1]:
+            out.append(
+                Diagnosis(
+                    kind="adaptive_collapse",
+                    text=(
+                        f"throughput collapse when adaptive speculation went from steps {a} to {b} at running batch "
+                        f"≈{after[0]:.0f}: {before[1]:.1f} → {after[1]:.1f} tok/s per request"
+                    ),
+                    evidence=f"gen throughput ÷ #running-req of {WINDOW} Decode lines before and after the change"
+                    + (f" at {t}" if t else "")
+                    + " (log)",
+                    hint=fmt.advice("adaptive_config", o.version, {}),
+                    level="warn",
+                    data={
+                        "from": a,
+                        "to": b,
+                        "running": after[0],
+                        "before_per_request": before[1],
+                        "after_per_request": after[1],
+                    },
+                )
+            )
+            break
+    return out

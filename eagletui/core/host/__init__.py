@@ -1,0 +1,2 @@
+"""What the host's own tools report: ``nvidia-smi topo -m``, GPU memory holders, ``NCCL_DEBUG=INFO``.
+"""

@@ -1,0 +1,2 @@
+"""The next launch: predictions of neighbouring settings from measured runs, ranked.
+"""

@@ -1,0 +1,2 @@
+"""Runs and their judgement: one run, the run book, validity, like for like and accept length.
+"""

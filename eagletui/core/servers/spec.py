@@ -1,0 +1,102 @@
+"""What "without speculation" means: the one definition every part of eagletui uses.
+
+A tuner asks "is EAGLE-3 worth it here?", so a spec run is judged against the same launch without
+speculative decoding. That launch must be the same everywhere: the Tune tab's toggle (unsetting the
+speculation flag), ``bench --vs-no-spec``, a sweep variant that unsets it and the rule that picks a spec
+run's no-spec reference. Here it is, once, in the words of the launch's server kind
+(:class:`~eagletui.core.servers.kinds.ServerKind`; SGLang when none is given):
+
+* a launch **speculates** when one of the kind's speculation flags is set to something (not unset,
+  ``false``, ``""``, ``none``/``null``): SGLang's ``--speculative-algorithm``;
+* its **no-spec counterpart** is the same launch with **every** flag of the kind's speculation family
+  removed (SGLang: every ``--speculative-*``, the draft model, ``-num-steps``, ``-eagle-topk``,
+  ``-num-draft-tokens`` and the rest): a draft path left behind without an algorithm is a different
+  command line to compare against, and server versions differ in what they do with it.
+
+Flags are spelled as in profiles (``--speculative-num-steps``); names read back from logs
+(``speculative_num_steps``) are normalised first. The settings helpers below (steps, topk, draft tokens,
+the most one verify can accept) are SGLang's EAGLE flags. Pure: no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from eagletui.core.servers.kinds import ServerKind, kind_or_default
+
+STEPS = "--speculative-num-steps"
+TOPK = "--speculative-eagle-topk"
+DRAFT_TOKENS = "--speculative-num-draft-tokens"
+DRAFT_MODEL = "--speculative-draft-model-path"
+
+
+def flag_name(name: Any) -> str:
+    """``speculative_num_steps`` / ``--speculative-num-steps`` → ``--speculative-num-steps``."""
+    return "--" + str(name).strip().lstrip("-").replace("_", "-")
+
+
+def _kind(kind: ServerKind | str | None) -> ServerKind:
+    return kind if isinstance(kind, ServerKind) else kind_or_default(kind)
+
+
+def is_spec_flag(name: Any, kind: ServerKind | str | None = None) -> bool:
+    """Is this flag one of the kind's speculation family (removed in the no-spec counterpart)?"""
+    return flag_name(name).startswith(_kind(kind).spec_prefixes)
+
+
+def _normal(args: Mapping[str, Any]) -> dict[str, Any]:
+    return {flag_name(k): v for k, v in args.items()}
+
+
+def speculates(args: Mapping[str, Any], kind: ServerKind | str | None = None) -> bool:
+    """Do these server args turn speculation on (:meth:`ServerKind.is_spec`)?"""
+    return _kind(kind).is_spec(_normal(args))
+
+
+def without_speculation(args: Mapping[str, Any], kind: ServerKind | str | None = None) -> dict[str, Any]:
+    """The same args with every flag of the speculation family removed (keys keep their spelling)."""
+    return {k: v for k, v in args.items() if not is_spec_flag(k, kind)}
+
+
+def spec_flags(args: Mapping[str, Any], kind: ServerKind | str | None = None) -> dict[str, Any]:
+    """Only the speculation family's flags (set ones: ``None``/``False`` are absent)."""
+    return {k: v for k, v in args.items() if is_spec_flag(k, kind) and v is not None and v is not False}
+
+
+def _int(args: Mapping[str, Any], flag: str) -> int | None:
+    for key, v in args.items():
+        if flag_name(key) == flag and not isinstance(v, bool):
+            try:
+                n = int(str(v))
+            except ValueError:
+                return None
+            return n if n > 0 else None
+    return None
+
+
+def settings(args: Mapping[str, Any]) -> tuple[int | None, int | None, int | None]:
+    """(``--speculative-num-steps``, ``-eagle-topk``, ``-num-draft-tokens``) as set; None where unset.
+
+    With ``topk`` 1 SGLang runs a chain, and makes the draft tokens ``steps + 1`` whatever was given
+    (0.5.17 ``srt/arg_groups/speculative_hook.py``: "speculative_num_draft_tokens is adjusted to
+    speculative_num_steps + 1 when speculative_eagle_topk == 1")."""
+    steps, topk, ndt = _int(args, STEPS), _int(args, TOPK), _int(args, DRAFT_TOKENS)
+    if steps is not None and topk == 1:
+        ndt = steps + 1
+    return steps, topk, ndt
+
+
+def max_accept(args: Mapping[str, Any]) -> int | None:
+    """The most tokens one verify can accept at these settings (bonus included), None when unknown.
+
+    A verify checks a tree ``steps`` deep; a request can keep at most one token per level plus the
+    target's own (bonus) token, and never more than the ``num-draft-tokens`` the tree holds."""
+    steps, _topk, ndt = settings(args)
+    if steps is None and ndt is None:
+        return None
+    if steps is None:
+        return ndt
+    if ndt is None:
+        return steps + 1
+    return min(steps + 1, ndt)

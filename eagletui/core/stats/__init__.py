@@ -1,0 +1,2 @@
+"""Statistics of benchmark numbers: sample moments, the one noise rule, confidence intervals.
+"""

@@ -1,0 +1,573 @@
+"""A sweep's decisions: when a cell has been run often enough, which setting wins, and how sure that is.
+
+A **cell** is one server config benchmarked at one client setting (a concurrency, a prompt set …);
+cells at the same client setting form a **group** and compete. The rules (docs/sweeps.md):
+
+* **Adaptive repeats.** A cell runs at least ``min_repeats`` (never fewer than two: one run says nothing
+  about noise) and then again until its place is decided — against the leader of its group (the
+  runner-up when it leads itself) and against its neighbours by mean, one above and one below, its
+  confidence interval of the difference either excludes zero (*separated*), or lies within
+  ``± tie_pct`` (*a tie*: too close to matter), or could not do either even after ``max_repeats`` runs
+  of this cell, the other cell's own error and the present noise estimate projected (*limited*: more
+  runs here would be wasted) — or ``max_repeats`` is reached. The first cell of a group has nothing to
+  compare with yet; it is the yardstick of every later one and cannot run again once its launch is
+  over, so it runs one more than the floor.
+* **Fixed repeats.** ``repeats = N``: every cell runs N times, nothing else.
+* **Decisions.** In each group the leader is the highest mean; every cell *not* separated from it is
+  within the noise, and of those the **cheapest** wins (:func:`cost_of`: speculation off, then fewer
+  draft tokens, steps and top-k; then the order the sweep declares, the reference level first). The
+  ranking repeats that on what is left. Each decision carries the comparison that decided it and says
+  how sure it is (:meth:`~eagletui.core.stats.confidence.Difference.sure`).
+* **Noise** is pooled over every cell of the sweep with two or more runs (a group whose own pooled
+  noise is larger uses that: noise is not the same at every concurrency).
+
+Pure: plain numbers in, decisions out. :mod:`eagletui.session.sweep` feeds it the queue's runs.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from eagletui.core.profile.sweep import RepeatPolicy
+from eagletui.core.stats.confidence import (
+    DEFAULT_CONFIDENCE,
+    Difference,
+    Estimate,
+    Noise,
+    compare,
+    estimate,
+    fmt_sure,
+    pooled_noise,
+    t_critical,
+)
+
+
+def cost_of(args: Mapping[str, Any]) -> tuple[int, int, int, int]:
+    """How expensive a server's speculation is, cheapest first: off, then fewer draft tokens, steps and
+    top-k (each token drafted is work the verify may throw away). Unset numbers count as 0."""
+
+    def num(flag: str) -> int:
+        v = args.get(flag)
+        if v is None or isinstance(v, bool):
+            return 0
+        try:
+            return int(float(v))
+        except (TypeError, ValueError):
+            return 0
+
+    algo = args.get("--speculative-algorithm")
+    if algo is None or algo is False or str(algo).strip() in ("", "None", "none"):
+        return (0, 0, 0, 0)
+    return (
+        1,
+        num("--speculative-num-draft-tokens"),
+        num("--speculative-num-steps"),
+        num("--speculative-eagle-topk"),
+    )
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One server config (``config``: its index, the declared order) at one client setting (``group``)
+    with its valid tok/s runs."""
+
+    config: int
+    group: int
+    values: tuple[float, ...]
+    cost: tuple[int, ...] = ()
+
+    @property
+    def n(self) -> int:
+        return len(self.values)
+
+
+def _positive(values: Sequence[float]) -> list[float]:
+    return [v for v in values if isinstance(v, int | float) and math.isfinite(v) and v > 0]
+
+
+def noise_for(cells: Sequence[Cell], group: int | None = None) -> Noise | None:
+    """The sweep's pooled noise; for ``group``, that group's own when it is larger (and has 2+ d.f.)."""
+    overall = pooled_noise(c.values for c in cells)
+    if group is None:
+        return overall
+    own = pooled_noise(c.values for c in cells if c.group == group)
+    if own is not None and own.df >= 2 and (overall is None or own.cv > overall.cv):
+        return own
+    return overall
+
+
+def _estimate(cell: Cell, noise: Noise | None) -> Estimate | None:
+    return estimate(_positive(cell.values), noise)
+
+
+def _mean(c: Cell) -> float:
+    xs = _positive(c.values)
+    return sum(xs) / len(xs)
+
+
+def best_other(cell: Cell, cells: Sequence[Cell]) -> Cell | None:
+    """The strongest competitor of ``cell``: the highest mean among the other configs of its group."""
+    others = [c for c in cells if c.group == cell.group and c.config != cell.config and _positive(c.values)]
+    if not others:
+        return None
+    return max(others, key=_mean)
+
+
+def neighbours(cell: Cell, cells: Sequence[Cell]) -> list[Cell]:
+    """The cells its place in the ranking is decided against: the leader of its group (the runner-up
+    when it leads) and the other configs next to it by mean, one above and one below."""
+    others = [c for c in cells if c.group == cell.group and c.config != cell.config and _positive(c.values)]
+    if not others or not _positive(cell.values):
+        return []
+    me = _mean(cell)
+    out = [max(others, key=_mean)]
+    above = [c for c in others if _mean(c) >= me]
+    below = [c for c in others if _mean(c) < me]
+    if above:
+        out.append(min(above, key=_mean))
+    if below:
+        out.append(max(below, key=_mean))
+    return list({c.config: c for c in out}.values())
+
+
+@dataclass(frozen=True)
+class Step:
+    """Whether a cell needs another run (``more``), why (``reason``) and the comparison behind it."""
+
+    more: bool
+    reason: str
+    vs: int | None = None  # the config it was compared with
+    diff: Difference | None = None
+
+    def text(self) -> str:
+        words = {
+            "fixed": "fixed repeats",
+            "floor": "below the floor",
+            "max": "at the maximum",
+            "first": "first of its group: nothing to compare with yet",
+            "separated": "separated",
+            "tie": "a tie: within the tie margin",
+            "limited": "the other cell's noise keeps it open",
+            "overlap": "intervals overlap",
+        }
+        head = words.get(self.reason, self.reason)
+        if self.diff is not None and self.diff.half_pct is not None:
+            return f"{head} ({self.diff.text()})"
+        return head
+
+
+def next_step(
+    cell: Cell,
+    cells: Sequence[Cell],
+    policy: RepeatPolicy,
+    *,
+    reference: Cell | None = None,
+    noise_cells: Sequence[Cell] | None = None,
+) -> Step:
+    """Does ``cell`` need another run? ``cells`` is everything measured so far (``cell`` among them);
+    ``reference`` overrides the competitor (a drift check compares a config with its earlier self);
+    ``noise_cells`` are the samples the noise is pooled over (default ``cells``)."""
+    n = len(_positive(cell.values))
+    if not policy.adaptive:
+        return Step(n < policy.repeats, "fixed")
+    if n < policy.min_repeats:
+        return Step(True, "floor")
+    if n >= policy.max_repeats:
+        return Step(False, "max")
+    refs = [reference] if reference is not None else neighbours(cell, cells)
+    if not refs:
+        # the first cell of its group is the yardstick of every later one, and cannot run again once
+        # its launch is over: one run more than the floor
+        return Step(n < min(policy.min_repeats + 1, policy.max_repeats), "first")
+    noise = noise_for(cells if noise_cells is None else noise_cells, cell.group)
+    a = _estimate(cell, noise)
+    if a is None:
+        return Step(False, "first")
+    steps: list[Step] = []
+    for ref in refs:
+        b = _estimate(ref, noise)
+        if b is None:
+            continue
+        d = compare(a, b, policy.confidence)
+        if d.separated:
+            steps.append(Step(False, "separated", ref.config, d))
+        elif d.within(policy.tie_pct):
+            steps.append(Step(False, "tie", ref.config, d))
+        elif d.separated is None or _can_close(a, b, d, policy):
+            return Step(True, "overlap", ref.config, d)  # one open comparison that runs can close
+        else:
+            steps.append(Step(False, "limited", ref.config, d))
+    if not steps:
+        return Step(False, "first")
+    # decided against every neighbour: say the least certain of those decisions
+    order = {"limited": 0, "tie": 1, "separated": 2}
+    return min(steps, key=lambda st: (order[st.reason], st.diff.sure if st.diff and st.diff.sure else 1.0))
+
+
+def _can_close(a: Estimate, b: Estimate, d: Difference, policy: RepeatPolicy) -> bool:
+    """Could ``max_repeats`` runs of ``a`` (the reference ``b`` as it is, the noise as estimated now, its
+    degrees of freedom grown by the extra runs) separate the two or show them tied?"""
+    if a.se is None or b.se is None or a.df is None or not b.mean:
+        return True
+    extra = max(0, policy.max_repeats - a.n)
+    se_a = a.se * math.sqrt(a.n / max(a.n + extra, 1))
+    se = math.sqrt(se_a * se_a + b.se * b.se)
+    df = a.df + extra
+    half = t_critical(policy.confidence, df) * se
+    half_pct = half / abs(b.mean) * 100.0
+    gap_pct = abs(d.pct or 0.0)
+    return abs(d.diff) > half or gap_pct + half_pct <= policy.tie_pct
+
+
+def pool_by_config(launch_cells: Sequence[Cell]) -> list[Cell]:
+    """One cell per (config, group): the runs of every launch of a config pooled (a drift check's with
+    its first launch's)."""
+    runs: dict[tuple[int, int], list[float]] = {}
+    costs: dict[int, tuple[int, ...]] = {}
+    for c in launch_cells:
+        runs.setdefault((c.config, c.group), []).extend(c.values)
+        costs.setdefault(c.config, c.cost)
+    return [Cell(k, g, tuple(v), costs.get(k, ())) for (k, g), v in sorted(runs.items())]
+
+
+def step_in(me: Cell, others: Sequence[Cell], policy: RepeatPolicy, *, reference: Cell | None = None) -> Step:
+    """:func:`next_step` for ``me`` (a cell of the launch in progress) among ``others`` — every other
+    launch-and-group cell measured so far, this launch's other groups included: the competitors pooled
+    by config, the noise pooled over launches."""
+    return next_step(
+        me, [*pool_by_config(others), me], policy, reference=reference, noise_cells=[*others, me]
+    )
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One launch as recorded: its config, the cost of its setting and, per group, the runs in the
+    order they were measured (for :func:`replay`)."""
+
+    config: int
+    cells: tuple[tuple[float, ...], ...]
+    cost: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Replayed:
+    runs: int  # benchmark runs the policy used
+    taken: tuple[tuple[int, ...], ...]  # per launch, per group: runs used
+    decisions: tuple[Decision, ...]
+
+    def rankings(self) -> list[tuple[int, ...]]:
+        return [d.ranking for d in self.decisions]
+
+
+def replay(launches: Sequence[Recorded], policy: RepeatPolicy) -> Replayed:
+    """What ``policy`` would have run and decided on recorded runs: launch by launch in their order,
+    within a launch in rounds (every cell that still needs a run gets one), exactly as the sweep
+    runner does — each cell taking its recorded runs in order. Two policies replayed on the same
+    recording see the same measurements: a paired comparison, free of the run-to-run luck that two
+    live sweeps would each draw."""
+    done: list[Cell] = []
+    taken: list[tuple[int, ...]] = []
+    for launch in launches:
+        counts = [0] * len(launch.cells)
+
+        def cell(g: int, launch: Recorded = launch, counts: list[int] = counts) -> Cell:
+            return Cell(launch.config, g, launch.cells[g][: counts[g]], launch.cost)
+
+        while True:
+            current = [cell(g) for g in range(len(launch.cells))]
+            todo = [
+                g
+                for g in range(len(launch.cells))
+                if counts[g] < len(launch.cells[g])
+                and step_in(current[g], [*done, *current[:g], *current[g + 1 :]], policy).more
+            ]
+            if not todo:
+                break
+            for g in todo:
+                counts[g] += 1
+        done.extend(cell(g) for g in range(len(launch.cells)))
+        taken.append(tuple(counts))
+    pooled = pool_by_config(done)
+    groups = max((len(x.cells) for x in launches), default=0)
+    decisions = tuple(decide(pooled, g, policy.confidence, noise_cells=done) for g in range(groups))
+    return Replayed(sum(sum(t) for t in taken), tuple(taken), decisions)
+
+
+# ------------------------------------------------------------------------------ decisions
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The outcome of one group: its decided ``ranking`` (configs), the ``winner``, the comparison that
+    decided it (``margin``: winner vs the runner-up, or vs the leader it tied with) and whether the
+    winner won a tie on cost (``on_cost``)."""
+
+    group: int
+    ranking: tuple[int, ...]
+    winner: int | None
+    runner_up: int | None
+    margin: Difference | None
+    on_cost: bool
+    leader: int | None
+    noise: Noise | None
+    means: Mapping[int, float]
+
+    def how_sure(self) -> str:
+        """In words: ``97.1 % sure``, ``a tie within the noise: the cheaper wins``, ``only one measured``."""
+        if self.winner is None:
+            return "nothing measured"
+        if self.runner_up is None:
+            return "only one config measured"
+        d = self.margin
+        if d is None or d.sure is None:
+            return "noise unknown (1 run): ranked by the means alone"
+        if self.on_cost:
+            return f"a tie within the noise ({d.text()}): the cheaper setting wins"
+        if not d.separated:
+            return f"ahead within the noise, not a clear win ({d.text()}); no cheaper setting in the tie"
+        return f"clear ({d.text()})"
+
+    def short(self) -> str:
+        """A few words for a narrow view: ``clear, >99.9 % sure`` / ``a tie: the cheaper wins`` /
+        ``within the noise (94 %)``."""
+        d = self.margin
+        if self.winner is None or self.runner_up is None:
+            return "only one measured" if self.winner is not None else "nothing measured"
+        if d is None or d.sure is None:
+            return "noise unknown"
+        if self.on_cost:
+            return "a tie within the noise: the cheaper wins"
+        if not d.separated:
+            return f"within the noise ({fmt_sure(d.sure)})"
+        return f"clear, {fmt_sure(d.sure)} sure"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = self.margin
+        return {
+            "group": self.group,
+            "ranking": list(self.ranking),
+            "winner": self.winner,
+            "runner_up": self.runner_up,
+            "leader": self.leader,
+            "on_cost": self.on_cost,
+            "margin_pct": None if d is None or d.pct is None else round(d.pct, 3),
+            "margin_ci_pct": None if d is None or d.half_pct is None else round(d.half_pct, 3),
+            "sure": None if d is None or d.sure is None else round(d.sure, 4),
+            "separated": None if d is None else d.separated,
+            "how_sure": self.how_sure(),
+            "noise_cv_pct": None if self.noise is None else round(self.noise.cv * 100, 3),
+        }
+
+
+def decide(
+    cells: Sequence[Cell],
+    group: int,
+    confidence: float = DEFAULT_CONFIDENCE,
+    *,
+    noise_cells: Sequence[Cell] | None = None,
+) -> Decision:
+    """Rank the configs of ``group`` (cells with no valid run are left out): repeatedly, the cheapest of
+    the cells within the noise of the remaining leader."""
+    mine = [c for c in cells if c.group == group and _positive(c.values)]
+    noise = noise_for(cells if noise_cells is None else noise_cells, group)
+    est = {c.config: _estimate(c, noise) for c in mine}
+    means = {k: e.mean for k, e in est.items() if e is not None}
+    by_config = {c.config: c for c in mine}
+    left = sorted(means)
+    ranking: list[int] = []
+    first_margin: Difference | None = None
+    first_on_cost = False
+    leader0: int | None = None
+    while left:
+        leader = max(left, key=lambda k: (means[k], -k))
+        if leader0 is None:
+            leader0 = leader
+        tied = []
+        for k in left:
+            if k == leader:
+                tied.append(k)
+                continue
+            ek, el = est[k], est[leader]
+            assert ek is not None and el is not None
+            sep = compare(el, ek, confidence).separated
+            if sep is False:  # unknown noise (None) never makes a tie: the means decide
+                tied.append(k)
+        pick = min(tied, key=lambda k: (by_config[k].cost, k))
+        if not ranking:
+            first_on_cost = pick != leader
+        ranking.append(pick)
+        left.remove(pick)
+    winner = ranking[0] if ranking else None
+    runner = ranking[1] if len(ranking) > 1 else None
+    if winner is not None and runner is not None:
+        other = leader0 if first_on_cost and leader0 is not None else runner
+        ew, eo = est[winner], est[other]
+        assert ew is not None and eo is not None
+        first_margin = compare(ew, eo, confidence)
+    return Decision(group, tuple(ranking), winner, runner, first_margin, first_on_cost, leader0, noise, means)
+
+
+def drift(
+    early: Sequence[float], late: Sequence[float], noise: Noise | None, confidence: float
+) -> Difference | None:
+    """The late measurement of the baseline vs its early one (same config, same client setting)."""
+    a, b = estimate(_positive(late), noise), estimate(_positive(early), noise)
+    if a is None or b is None:
+        return None
+    return compare(a, b, confidence)
+
+
+# ------------------------------------------------------------------------------ crossover
+
+SPEC_PREFIX = "--speculative-"
+ADAPTIVE_ALGOS = ("EAGLE", "EAGLE3")
+
+
+@dataclass(frozen=True)
+class CrossoverRow:
+    """Client values ``levels`` (ascending) where ``winner`` is best; ``start`` is the first of them."""
+
+    start: Any
+    levels: tuple[Any, ...]
+    winner: int
+    sure: tuple[str, ...]  # how sure each level's decision is
+
+    def to_dict(self, names: Mapping[int, str]) -> dict[str, Any]:
+        return {
+            "from": self.start,
+            "levels": list(self.levels),
+            "winner": names.get(self.winner, str(self.winner)),
+            "how_sure": list(self.sure),
+        }
+
+
+@dataclass(frozen=True)
+class Crossover:
+    factor: str
+    rows: tuple[CrossoverRow, ...]
+    #: the ``--speculative-adaptive-config`` JSON (sglang ≥ 0.5.17: ``{"<batch size>": {"candidate_steps":
+    #: [...]}}``, a slot serving every batch size from its key up to the next) or None with ``why_not``
+    adaptive_config: dict[str, Any] | None
+    launch_args: dict[str, Any] | None
+    why_not: str = ""
+
+
+def _spec_of(args: Mapping[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in args.items() if k.startswith(SPEC_PREFIX) and v is not None and v is not False}
+
+
+def _rest_of(args: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        k: v for k, v in args.items() if not k.startswith(SPEC_PREFIX) and v is not None and v is not False
+    }
+
+
+def _int(v: Any) -> int | None:
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        f = float(v)
+    except (TypeError, ValueError):
+        return None
+    return int(f) if f.is_integer() else None
+
+
+def crossover(
+    decisions: Sequence[Decision],
+    levels: Sequence[Any],
+    factor: str,
+    args_of: Mapping[int, Mapping[str, Any]],
+    env_of: Mapping[int, Mapping[str, str]] | None = None,
+) -> Crossover:
+    """The best config per range of ``factor`` (``levels[i]`` is group ``i``'s value, ascending after
+    sorting) and, where the winners differ only in speculation that SGLang's adaptive mode can switch
+    at run time (EAGLE/EAGLE3, top-k 1, draft tokens = steps + 1, or off = 0 steps), the
+    ``--speculative-adaptive-config`` that serves each range with its winner."""
+    pairs = sorted(
+        ((lv, d) for lv, d in zip(levels, decisions, strict=True) if d.winner is not None),
+        key=lambda x: x[0],
+    )
+    rows: list[CrossoverRow] = []
+    for lv, d in pairs:
+        assert d.winner is not None
+        if rows and rows[-1].winner == d.winner:
+            last = rows[-1]
+            rows[-1] = CrossoverRow(last.start, (*last.levels, lv), d.winner, (*last.sure, d.how_sure()))
+        else:
+            rows.append(CrossoverRow(lv, (lv,), d.winner, (d.how_sure(),)))
+    if not rows:
+        return Crossover(factor, (), None, None, "nothing measured")
+    winners = [r.winner for r in rows]
+    env_of = env_of or {}
+
+    def no(why: str) -> Crossover:
+        return Crossover(factor, tuple(rows), None, None, why)
+
+    if factor != "concurrency":
+        return no(f"SGLang's adaptive config is keyed by batch size: {factor} is not one")
+    if any(_int(r.start) is None or (_int(r.start) or 0) < 1 for r in rows):
+        return no("the concurrency levels are not positive integers")
+    rests = {w: _rest_of(args_of.get(w, {})) for w in winners}
+    first = winners[0]
+    for w in winners[1:]:
+        if rests[w] != rests[first] or dict(env_of.get(w, {})) != dict(env_of.get(first, {})):
+            diff = sorted(
+                k for k in set(rests[w]) | set(rests[first]) if rests[w].get(k) != rests[first].get(k)
+            )
+            envd = sorted(
+                k
+                for k in set(env_of.get(w, {})) | set(env_of.get(first, {}))
+                if env_of.get(w, {}).get(k) != env_of.get(first, {}).get(k)
+            )
+            what = ", ".join(diff + envd) or "their settings"
+            return no(
+                f"the winners differ in more than speculation ({what}): no single launch serves them all"
+            )
+    steps_of: dict[int, int] = {}
+    spec_on: dict[int, dict[str, Any]] = {}
+    for w in dict.fromkeys(winners):
+        args = args_of.get(w, {})
+        if cost_of(args)[0] == 0:
+            steps_of[w] = 0
+            continue
+        spec = _spec_of(args)
+        algo = str(spec.get("--speculative-algorithm", ""))
+        if algo.upper() not in ADAPTIVE_ALGOS:
+            return no(f"adaptive speculation supports EAGLE and EAGLE3 only (a winner uses {algo})")
+        topk = _int(spec.get("--speculative-eagle-topk"))
+        if topk not in (None, 1):
+            return no(f"adaptive speculation needs --speculative-eagle-topk 1 (a winner uses {topk})")
+        steps = _int(spec.get("--speculative-num-steps"))
+        if steps is None or steps < 1:
+            return no("a winner leaves --speculative-num-steps to SGLang's choice: the steps are unknown")
+        ndt = _int(spec.get("--speculative-num-draft-tokens"))
+        if ndt is not None and ndt != steps + 1:
+            return no(
+                f"adaptive speculation drafts steps + 1 tokens; a winner measured {ndt} draft tokens at "
+                f"{steps} steps"
+            )
+        steps_of[w] = steps
+        spec_on[w] = {
+            k: v
+            for k, v in spec.items()
+            if k
+            not in ("--speculative-num-steps", "--speculative-num-draft-tokens", "--speculative-eagle-topk")
+        }
+    if not spec_on:
+        return no("speculation does not win at any measured concurrency: launch without it")
+    common = list(spec_on.values())
+    if any(c != common[0] for c in common[1:]):
+        return no("the speculating winners differ in their drafter or algorithm")
+    config = {str(_int(r.start)): {"candidate_steps": [steps_of[r.winner]]} for r in rows}
+    initial = next(steps_of[r.winner] for r in rows if steps_of[r.winner] > 0)
+    launch = {
+        **common[0],
+        "--speculative-eagle-topk": 1,
+        "--speculative-num-steps": initial,
+        "--speculative-adaptive": True,
+        "--speculative-adaptive-config": "FILE",
+    }
+    return Crossover(factor, tuple(rows), config, launch)
