@@ -127,7 +127,7 @@ async def test_replay_folds_the_rest_and_draws_it(tmp_path: Path, case: str) -> 
 def _queue(tmp: Path, edit) -> Path:
     from eagletui.commands.profile import example_text
     from eagletui.core.profile.load import parse_profile
-    from eagletui.session.sweep import SweepQueue
+    from eagletui.session.sweep.queue import SweepQueue
 
     prof = parse_profile(example_text("demo-sweep"), "d.toml")
     assert prof.sweep is not None
@@ -172,7 +172,8 @@ QUEUE_CASES = {
 
 @pytest.mark.parametrize("case", list(QUEUE_CASES))
 def test_a_damaged_sweep_queue_is_refused_naming_the_field(tmp_path: Path, case: str) -> None:
-    from eagletui.session.sweep import SweepError, SweepQueue
+    from eagletui.session.sweep.cells import SweepError
+    from eagletui.session.sweep.queue import SweepQueue
 
     edit, why = QUEUE_CASES[case]
     path = _queue(tmp_path, edit)
@@ -182,7 +183,8 @@ def test_a_damaged_sweep_queue_is_refused_naming_the_field(tmp_path: Path, case:
 
 
 def test_a_deeply_nested_sweep_queue_is_refused(tmp_path: Path) -> None:
-    from eagletui.session.sweep import SweepError, SweepQueue
+    from eagletui.session.sweep.cells import SweepError
+    from eagletui.session.sweep.queue import SweepQueue
 
     path = tmp_path / "q.json"
     path.write_text("[" * 100_000 + "]" * 100_000)
@@ -193,7 +195,7 @@ def test_a_deeply_nested_sweep_queue_is_refused(tmp_path: Path) -> None:
 def test_sweep_resume_with_a_damaged_queue_launches_nothing(tmp_path: Path) -> None:
     """The queue of `eagletui sweep` itself, found by its path: exit 2 with the reason, no server."""
     from eagletui.commands.profile import example_text
-    from eagletui.session.sweep import queue_path
+    from eagletui.session.sweep.files import queue_path
 
     prof = tmp_path / "s.toml"
     prof.write_text(example_text("demo-sweep").replace("~/.eagletui/runs", str(tmp_path / "runs")))

@@ -12,7 +12,9 @@ from eagletui.core.profile.load import parse_profile
 from eagletui.core.profile.model import ProfileError, Verdict
 from eagletui.core.profile.sweep import variant_profile
 from eagletui.core.sweep.effects import Measured, best, delta_pct, judge, main_effects, ranked
-from eagletui.session.sweep import DONE, FAILED, PENDING, SKIPPED, SweepError, SweepQueue, queue_path
+from eagletui.session.sweep.cells import DONE, FAILED, PENDING, SKIPPED, SweepError
+from eagletui.session.sweep.files import queue_path
+from eagletui.session.sweep.queue import SweepQueue
 
 BASE = """name = "t"
 [server]
@@ -287,7 +289,7 @@ def test_queue_path_is_keyed_by_target_and_profile(tmp_path):
 
 
 def test_pending_sweep_is_found_for_the_connect_hint(tmp_path):
-    from eagletui.session.sweep import pending_sweep
+    from eagletui.session.sweep.files import pending_sweep
 
     prof = str(tmp_path / "p.toml")
     assert pending_sweep("local", prof, tmp_path) is None

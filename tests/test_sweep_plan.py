@@ -14,7 +14,7 @@ from eagletui.commands.sweep import main
 from eagletui.core.profile.load import parse_profile
 from eagletui.core.profile.model import ProfileError
 from eagletui.core.sweep.plan import launch_order, makespan
-from eagletui.session.sweep import SweepQueue
+from eagletui.session.sweep.queue import SweepQueue
 from tests.conftest_sim import sim_profile_toml
 
 REST = """[server.env]

@@ -189,8 +189,8 @@ async def test_two_hosts_share_one_queue_and_each_takes_the_next_variant(tmp_pat
 
     from eagletui.core.profile.load import load_profile
     from eagletui.session.model import SessionModel
-    from eagletui.session.sweep import SweepQueue
-    from eagletui.session.sweep_runner import SweepRunner
+    from eagletui.session.sweep.queue import SweepQueue
+    from eagletui.session.sweep.runner import SweepRunner
     from eagletui.workspace import Workspace
 
     profiles = []

@@ -87,7 +87,7 @@ async def test_queue_tab_runs_the_sweep_with_skip_and_reorder(tmp_path, monkeypa
 
 def test_rows_for_each_state(tmp_path):
     from eagletui.core.profile.load import parse_profile
-    from eagletui.session.sweep import SweepQueue
+    from eagletui.session.sweep.queue import SweepQueue
 
     prof = parse_profile(example_text("demo-sweep"), "d.toml")
     q = SweepQueue.plan(prof.sweep, target="local", profile_path="d.toml")

@@ -9,7 +9,7 @@ cells, the decisions per client point and how sure each is, the ranking, each fa
 the drift check, the crossover and the run counts) to stdout; ``--crossover FILE`` writes the
 crossover as the host SGLang's ``--speculative-adaptive-config`` JSON where the winners allow one.
 
-The queue is saved after every step (see :mod:`eagletui.session.sweep`), so a sweep interrupted by
+The queue is saved after every step (see :mod:`eagletui.session.sweep.queue`), so a sweep interrupted by
 Ctrl-C, a lost SSH link or a reboot continues with ``--resume``, following the server the host is
 running rather than launching it again.
 
@@ -216,8 +216,10 @@ def plan_lines(queue: Any, history: Any, targets: list[str], profile: Any = None
 
 async def _amain(ns: argparse.Namespace) -> int:
     from eagletui.session.model import SessionModel
-    from eagletui.session.sweep import QueueLock, SweepError, SweepQueue, queue_path
-    from eagletui.session.sweep_runner import SweepRunner
+    from eagletui.session.sweep.cells import SweepError
+    from eagletui.session.sweep.files import QueueLock, queue_path
+    from eagletui.session.sweep.queue import SweepQueue
+    from eagletui.session.sweep.runner import SweepRunner
     from eagletui.workspace import Workspace
 
     try:
@@ -258,7 +260,8 @@ async def _run(
     ns, profile, spec, targets, target, qpath, SessionModel, SweepQueue, SweepRunner, Workspace
 ) -> int:  # type: ignore[no-untyped-def]
     from eagletui.commands.bench import PhasePrinter
-    from eagletui.session.sweep import SweepError, spec_fingerprint
+    from eagletui.session.sweep.cells import SweepError
+    from eagletui.session.sweep.queue import spec_fingerprint
 
     fresh = SweepQueue.plan(
         spec, target=target, profile_path=ns.profile, profile=profile, workers=_workers(profile, targets)
@@ -339,7 +342,7 @@ async def _run(
     for line in plan_lines(queue, history, targets, profile):
         _say(line)
     profile.bench = dataclasses.replace(profile.bench, repeats=1)  # one repeat per benchmark() call
-    from eagletui.session.sweep_jobs import job_slots, slot_worker
+    from eagletui.session.sweep.jobs import job_slots, slot_worker
 
     slots = job_slots(profile)
     # one worker per host, or on a Slurm cluster one per job slot (slurm.max_parallel jobs at once)
@@ -465,7 +468,7 @@ def _prediction_rows(model: Any, target: str) -> list[dict[str, Any]]:
 
 def _workers(profile: Any, targets: list[str]) -> int:
     """What the ETA divides over: the hosts, or on a Slurm cluster the job slots (slurm.max_parallel)."""
-    from eagletui.session.sweep_jobs import job_slots
+    from eagletui.session.sweep.jobs import job_slots
 
     return job_slots(profile) or len(targets)
 
@@ -486,7 +489,8 @@ def _print_plan(
 ) -> int:
     """``--plan``: the unfinished queue's remaining plan, else the fresh one; nothing is launched."""
     from eagletui.config import load_user_config
-    from eagletui.session.sweep import SweepError, SweepQueue, spec_fingerprint
+    from eagletui.session.sweep.cells import SweepError
+    from eagletui.session.sweep.queue import SweepQueue, spec_fingerprint
 
     queue = SweepQueue.plan(
         spec, target=target, profile_path=ns.profile, profile=profile, workers=_workers(profile, targets)

@@ -21,7 +21,7 @@ cells at the same client setting form a **group** and compete. The rules (docs/s
 * **Noise** is pooled over every cell of the sweep with two or more runs (a group whose own pooled
   noise is larger uses that: noise is not the same at every concurrency).
 
-Pure: plain numbers in, decisions out. :mod:`eagletui.session.sweep` feeds it the queue's runs.
+Pure: plain numbers in, decisions out. :mod:`eagletui.session.sweep.queue` feeds it the queue's runs.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ benchmarks at that client point (the first of a cell, with its warm-up, apart fr
 time between launches (stop, GPU memory release, launch command) from this sweep's. The total is a
 list schedule of the remaining launches over the hosts or parallel jobs (:func:`makespan`).
 
-Pure: the session layer (:mod:`eagletui.session.sweep`) feeds it the queue and the history.
+Pure: the session layer (:mod:`eagletui.session.sweep.queue`) feeds it the queue and the history.
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ profile's sweep or resumes the unfinished one (the queue is the same file ``eagl
 a sweep started headless continues here and the other way round); ``x`` skips, ``R`` retries, ``A``
 aborts after the variant in flight, ``<``/``>`` move a pending variant in the run order.
 
-The work is :class:`~eagletui.session.sweep.SweepRunner`'s; this widget only renders its queue and
+The work is :class:`~eagletui.session.sweep.queue.SweepRunner`'s; this widget only renders its queue and
 runs it in a worker over the screen's live workspace and session model.
 """
 
@@ -21,20 +21,11 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widget import Widget
 
-from eagletui.session.sweep import (
-    BENCHMARKING,
-    DONE,
-    FAILED,
-    LAUNCHING,
-    PENDING,
-    SKIPPED,
-    SweepError,
-    SweepQueue,
-    queue_path,
-    spec_fingerprint,
-)
-from eagletui.session.sweep_report import cell_line
-from eagletui.session.sweep_runner import SweepRunner
+from eagletui.session.sweep.cells import BENCHMARKING, DONE, FAILED, LAUNCHING, PENDING, SKIPPED, SweepError
+from eagletui.session.sweep.files import queue_path
+from eagletui.session.sweep.queue import SweepQueue, spec_fingerprint
+from eagletui.session.sweep.report import cell_line
+from eagletui.session.sweep.runner import SweepRunner
 from eagletui.ui.workers import WorkerFailures
 
 _STYLE = {PENDING: "dim", LAUNCHING: "bold", BENCHMARKING: "bold", DONE: "", FAILED: "red", SKIPPED: "dim"}

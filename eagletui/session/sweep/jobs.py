@@ -7,7 +7,7 @@ runners on the one login node, each a *job slot*: slot ``i`` submits its variant
 ``dist_port + i`` (two jobs Slurm puts on one node do not collide; on the emulated cluster every
 node is 127.0.0.1) and benchmarks them where Slurm ran them (the head node's address, from the login
 node or through the SSH tunnel). The queue, the recording and the ranking are the ordinary sweep's
-(:mod:`eagletui.session.sweep`).
+(:mod:`eagletui.session.sweep.queue`).
 
 Resume: a variant in flight carries its run id, and its run dir its job id and name, so a resume
 after a quit, an SSH loss or a SIGKILL of the client follows the very job that runs it
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from eagletui.core.profile.model import Profile
-    from eagletui.session.sweep import VariantState
+    from eagletui.session.sweep.cells import VariantState
     from eagletui.workspace import Workspace
 
 

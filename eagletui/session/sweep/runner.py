@@ -1,6 +1,6 @@
 """The sweep runner: clean GPUs → launch → ready → every cell benchmarked in rounds → record → next.
 
-One :class:`SweepRunner` per host (or job slot) drains the shared :class:`~eagletui.session.sweep.
+One :class:`SweepRunner` per host (or job slot) drains the shared :class:`~eagletui.session.sweep.queue.
 SweepQueue`. For each launch:
 
 1. **A clean GPU.** The previous launch's server is stopped, then the runner waits until every GPU's
@@ -13,7 +13,7 @@ SweepQueue`. For each launch:
    others_in_oom`) right after the previous server stopped is waited for and launched **once** more,
    and marked so (``oom_retry``).
 3. **Benchmarks in rounds**: every cell (client point) once — its first run warms up at its own
-   concurrency — then again each cell that still needs runs (:meth:`~eagletui.session.sweep.SweepQueue.
+   concurrency — then again each cell that still needs runs (:meth:`~eagletui.session.sweep.queue.SweepQueue.
    step`: fixed repeats, or adaptive until sure), so drift within a launch spreads over all cells.
 4. **Record** the launch's, the benchmarks' and the between-launch times in the phase history, so the
    next sweep's plan has an ETA before it starts.
@@ -35,7 +35,7 @@ from eagletui.core import events as ev
 from eagletui.core.profile.sweep import Variant, apply_client, variant_profile
 from eagletui.core.runs.validity import repeats_alike, timed_truly
 from eagletui.core.state.screen import ServerState
-from eagletui.session.sweep import (
+from eagletui.session.sweep.cells import (
     BENCHMARKING,
     DONE,
     FAILED,
@@ -43,12 +43,12 @@ from eagletui.session.sweep import (
     LAUNCHING,
     MAX_RERUNS,
     PENDING,
-    SweepQueue,
     VariantState,
     client_fingerprint,
     why_not_counted,
 )
-from eagletui.session.sweep_jobs import job_slots, resume_variant, slot_profile
+from eagletui.session.sweep.jobs import job_slots, resume_variant, slot_profile
+from eagletui.session.sweep.queue import SweepQueue
 
 if TYPE_CHECKING:
     from eagletui.core.host.gpu_memory import Reading
@@ -136,7 +136,7 @@ class SweepRunner:
         slot: int = 0,
     ) -> None:
         self.profile = profile
-        #: a Slurm sweep's job slot (eagletui.session.sweep_jobs): its port offset and its jobs
+        #: a Slurm sweep's job slot (eagletui.session.sweep.jobs): its port offset and its jobs
         self.slot = slot
         #: who claims variants in the shared queue: the host (two runners on one host need two names)
         self.worker = worker or workspace.target

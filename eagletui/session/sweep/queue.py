@@ -20,18 +20,16 @@ is launched again. A launch *done* is never run twice; repeats already measured 
 
 A failed launch is recorded with its triage kind (``oom``, ``nccl``, ``timeout``…) and the sweep goes
 on. :class:`SweepQueue` also holds the operations a person can do while it runs: skip, retry, abort,
-move up/down. The runner is :mod:`eagletui.session.sweep_runner`, the report
-:mod:`eagletui.session.sweep_report`. No Textual here; the headless command and the UI's queue view
+move up/down. The runner is :mod:`eagletui.session.sweep.runner`, the report
+:mod:`eagletui.session.sweep.report`. No Textual here; the headless command and the UI's queue view
 both drive this.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import os
-import re
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -41,156 +39,30 @@ from eagletui.core.profile.sweep import (
     RepeatPolicy,
     SweepSpec,
     Variant,
-    apply_client,
-    client_label,
     variant_profile,
 )
 from eagletui.core.stats.sample import mean_stdev
 from eagletui.core.sweep.decide import Cell, cost_of, decide, pool_by_config, step_in
 from eagletui.core.sweep.effects import Measured
-from eagletui.core.sweep.plan import launch_order, makespan, median
+from eagletui.core.sweep.plan import launch_order
+from eagletui.session.sweep.cells import (
+    DONE,
+    FAILED,
+    IN_FLIGHT,
+    PENDING,
+    SKIPPED,
+    CellState,
+    SweepError,
+    VariantState,
+)
+from eagletui.session.sweep.eta import Eta, sweep_eta
+from eagletui.session.sweep.files import MAX_QUEUE_BYTES, QUEUE_VERSION
 
 if TYPE_CHECKING:
-    from eagletui.core.profile.model import BenchSettings, Profile
+    from eagletui.core.profile.model import Profile
     from eagletui.core.sweep.decide import Decision, Step
 
-PENDING, LAUNCHING, BENCHMARKING, DONE, FAILED, SKIPPED = (
-    "pending",
-    "launching",
-    "benchmarking",
-    "done",
-    "failed",
-    "skipped",
-)
-IN_FLIGHT = (LAUNCHING, BENCHMARKING)
-QUEUE_VERSION = 2
-MAX_QUEUE_BYTES = 4 * 1024 * 1024
-#: Extra benchmarks a cell may run in place of failed repeats before it gives up.
-MAX_RERUNS = 2
 MAX_ETA_LOG = 200
-
-
-class SweepError(Exception):
-    """A queue that cannot be used (damaged, from another sweep, locked by a running sweep)."""
-
-
-def why_not_counted(r: dict[str, Any]) -> str:
-    """Why a recorded run does not count: its error, else the validity gate's reasons (issue 19)."""
-    return str(r.get("error") or "; ".join(r.get("invalid") or []) or "no tokens")
-
-
-def client_fingerprint(point: dict[str, Any], bench: BenchSettings | None = None) -> str:
-    """What a benchmark's duration depends on besides the server: the client point and the workload."""
-    b = apply_client(bench, point) if bench is not None else None
-    key: dict[str, Any] = {"point": point}
-    if b is not None:
-        key.update(
-            runner=b.runner,
-            prompts=b.prompts,
-            num_prompts=b.num_prompts,
-            concurrency=b.concurrency,
-            max_new_tokens=b.max_new_tokens,
-            input_len=b.input_len,
-            request_rate=b.request_rate,
-        )
-    return json.dumps(key, sort_keys=True, default=str)
-
-
-@dataclass
-class CellState:
-    """One client point of one launch and its runs (tok_s, accept, ttft_ms, seconds, warm, error …)."""
-
-    client: dict[str, Any]
-    repeats: list[dict[str, Any]] = field(default_factory=list)
-    stop: str = ""  # why it ran no more (sweep_decide.Step.reason), "" while it may run again
-    stop_text: str = ""
-
-    @property
-    def good(self) -> list[dict[str, Any]]:
-        """Runs that count: measured, no error, and not marked invalid."""
-        return [
-            r
-            for r in self.repeats
-            if not r.get("error")
-            and not r.get("invalid")
-            and isinstance(r.get("tok_s"), int | float)
-            and r["tok_s"] > 0
-        ]
-
-    def values(self) -> tuple[float, ...]:
-        return tuple(float(r["tok_s"]) for r in self.good)
-
-    def tok_s(self) -> tuple[float | None, float | None, int]:
-        return mean_stdev([r["tok_s"] for r in self.good])
-
-    def accept(self) -> float | None:
-        return mean_stdev([r.get("accept") for r in self.good])[0]
-
-    def ttft_ms(self) -> float | None:
-        return mean_stdev([r.get("ttft_ms") for r in self.good])[0]
-
-    @property
-    def label(self) -> str:
-        return client_label(self.client)
-
-
-@dataclass
-class VariantState:
-    """One launch of the sweep: a server config (``settings``) and its cells."""
-
-    index: int  # position in the declared order (the baseline is 0; a drift re-check comes last)
-    name: str
-    settings: dict[str, Any]
-    state: str = PENDING
-    phase: str = ""  # the launch phase now (not persisted meaningfully; for views)
-    run_id: str = ""
-    launches: int = 0  # servers launched for this variant (a reattach is not a launch)
-    attempts: int = 0
-    cells: list[CellState] = field(default_factory=lambda: [CellState({})])
-    failure_kind: str = ""
-    failure: str = ""
-    launch_s: float | None = None  # launch command → ready
-    bench_s: float | None = None
-    overhead_s: float | None = None  # the previous server's stop + waiting for its GPU memory
-    started_wall: float | None = None
-    target: str = ""  # the host that took it (several hosts share one queue)
-    recheck_of: int | None = None  # the drift check: the same config as that variant, run at the end
-    cost: list[int] = field(default_factory=list)  # sweep_decide.cost_of its server args (ties → cheaper)
-    launch_key: str = ""  # core.history key of its launch (the ETA's learned times)
-    #: the step profile taken after its benchmarks (sweep.step_profile): what it saw, or why none came
-    profile_note: str = ""
-    oom_retry: str = ""  # set when its launch ran out of GPU memory and was launched again once
-    gate: dict[str, Any] = field(default_factory=dict)  # how the wait for clean GPUs before it ended
-
-    @property
-    def config(self) -> int:
-        """The server config it launches: its own index, or the variant a drift check repeats."""
-        return self.index if self.recheck_of is None else self.recheck_of
-
-    # one-cell sweeps read like before: a variant's repeats are its cell's
-    @property
-    def repeats(self) -> list[dict[str, Any]]:
-        if len(self.cells) == 1:
-            return self.cells[0].repeats
-        return [r for c in self.cells for r in c.repeats]
-
-    @repeats.setter
-    def repeats(self, value: list[dict[str, Any]]) -> None:
-        self.cells[0].repeats = value
-
-    @property
-    def good(self) -> list[dict[str, Any]]:
-        return [r for c in self.cells for r in c.good]
-
-    def tok_s(self) -> tuple[float | None, float | None, int]:
-        """Its one cell's mean, stdev and count (None for several cells: see the cells)."""
-        return self.cells[0].tok_s() if len(self.cells) == 1 else (None, None, 0)
-
-    def accept(self) -> float | None:
-        return self.cells[0].accept() if len(self.cells) == 1 else None
-
-    def ttft_ms(self) -> float | None:
-        return self.cells[0].ttft_ms() if len(self.cells) == 1 else None
 
 
 @dataclass
@@ -294,7 +166,7 @@ class SweepQueue:
     def from_dict(cls, d: dict[str, Any]) -> SweepQueue:
         if not isinstance(d, dict) or d.get("version") != QUEUE_VERSION:
             raise SweepError("not a sweep queue of this eagletui version")
-        from eagletui.session.sweep_check import queue_problem
+        from eagletui.session.sweep.check import queue_problem
 
         problem = queue_problem(d)
         if problem is not None:
@@ -488,95 +360,8 @@ class SweepQueue:
     # ------------------------------------------------------------------ ETA
 
     def eta(self, now: float | None = None, history: Any = None) -> Eta:
-        """Seconds until the sweep is done, by launch: the learned launch time (this sweep's launches,
-        else the phase history), the runs each cell still needs × this sweep's (or the history's)
-        seconds per benchmark at that client point, the time between launches; then a list schedule
-        over :attr:`workers` hosts or jobs."""
-        now = time.time() if now is None else now
-        policy = self.repeat_policy
-        unknown: set[str] = set()
-        over_meas = [v.overhead_s for v in self.variants if v.overhead_s is not None]
-        overhead = median([x for x in over_meas if x is not None])
-        if overhead is None:
-            overhead = _hist(
-                history, "sweep:" + (self.variants[0].launch_key if self.variants else ""), "overhead"
-            )
-        # runs a cell of an adaptive sweep still needs: as many as the cells decided so far took
-        decided = [len(c.good) for v in self.variants for c in v.cells if c.stop]
-        expect = sum(decided) / len(decided) if decided and policy.adaptive else float(policy.floor)
-        first_s: dict[int, list[float]] = {}
-        next_s: dict[int, list[float]] = {}
-        for v in self.variants:
-            for ci, c in enumerate(v.cells):
-                for r in c.repeats:
-                    s = r.get("seconds")
-                    if isinstance(s, int | float) and s > 0:
-                        (first_s if r.get("warm") else next_s).setdefault(ci, []).append(float(s))
-        # a launch's benchmarks as a block, where no single run's time is known (older queues)
-        blocks = [v.bench_s / max(1, len(v.cells)) for v in self.variants if v.state == DONE and v.bench_s]
-        block = median(blocks)
-        pending: list[float] = []
-        busy: list[float] = []
-        per_launch: dict[int, float | None] = {}
-        # a worker's first launch stops nothing before it: no time between launches
-        started = sum(1 for v in self.variants if v.launches or v.state in IN_FLIGHT)
-        free_starts = max(0, self.workers - started)
-        for i in self.order:
-            v = self.variants[i]
-            if v.state in (DONE, FAILED, SKIPPED):
-                continue
-            total = 0.0
-            if v.state == PENDING or v.state == LAUNCHING and not v.launch_s:
-                est = self._launch_estimate(v, history)
-                if est is None:
-                    unknown.add("launch time (no launch of this config measured yet)")
-                else:
-                    total += est
-                if v.state == PENDING and free_starts > 0:
-                    free_starts -= 1
-                elif overhead is not None and v.state == PENDING:
-                    total += overhead
-            for ci, c in enumerate(v.cells):
-                if c.stop:
-                    continue
-                good = len(c.good)
-                want = policy.repeats if not policy.adaptive else max(policy.floor, expect)
-                left = max(0.0, want - good)
-                if left <= 0:
-                    continue
-                fkey = "sweep-bench:" + v.launch_key + "|" + client_fingerprint(c.client)
-                f = median(first_s.get(ci, [])) or _hist(history, fkey, "first")
-                n = median(next_s.get(ci, [])) or _hist(history, fkey, "next") or f
-                f = f or n
-                if (f is None or n is None) and block is not None and good == 0:
-                    total += block
-                    continue
-                if f is None or n is None:
-                    unknown.add(f"benchmark time at {c.label} (none measured yet)")
-                    continue
-                total += (f + (left - 1) * n) if good == 0 or v.state == PENDING else left * n
-            if v.state in IN_FLIGHT and v.started_wall is not None:
-                elapsed = max(0.0, now - v.started_wall)
-                total = max(0.0, total - (elapsed if v.state == LAUNCHING else 0.0))
-                busy.append(total)
-            else:
-                pending.append(total)
-            per_launch[i] = total
-        seconds = makespan(pending, busy, self.workers)
-        return Eta(seconds, sorted(unknown), per_launch, self.workers, expect)
-
-    def _launch_estimate(self, v: VariantState, history: Any) -> float | None:
-        """A launch's seconds: this sweep's launches of the same config key, else the history's
-        (the sweep's own record, else the phase history's sum of medians), else any launch of this
-        sweep."""
-        same = median([w.launch_s for w in self.variants if w.launch_s and w.launch_key == v.launch_key])
-        if same is not None:
-            return same
-        if v.launch_key:
-            learned = _hist(history, "sweep:" + v.launch_key, "launch") or _launch_hist(history, v.launch_key)
-            if learned is not None:
-                return learned
-        return median([w.launch_s for w in self.variants if w.launch_s])
+        """Seconds until the sweep is done (:func:`~eagletui.session.sweep.eta.sweep_eta`)."""
+        return sweep_eta(self, time.time() if now is None else now, history)
 
     def eta_s(self, now: float | None = None, history: Any = None) -> float | None:
         """The ETA in seconds, None while a part of it is still unknown."""
@@ -651,47 +436,9 @@ class SweepQueue:
     def report(self, verdict: Any = None, profile: Profile | None = None) -> dict[str, Any]:
         """Every launch with its cells, verdicts, the decisions per client point and how sure each is,
         the ranking, main effects, drift check, crossover, run counts and the ETA check."""
-        from eagletui.session.sweep_report import build_report
+        from eagletui.session.sweep.report import build_report
 
         return build_report(self, verdict, profile)
-
-
-@dataclass(frozen=True)
-class Eta:
-    """The sweep's ETA: ``seconds`` (a lower bound while ``unknown`` lists missing estimates), the
-    estimate per remaining launch, the workers it was divided over and the runs a cell is expected to
-    take."""
-
-    seconds: float
-    unknown: list[str]
-    per_launch: dict[int, float | None]
-    workers: int
-    runs_per_cell: float
-
-    @property
-    def complete(self) -> bool:
-        return not self.unknown
-
-
-def _hist(history: Any, key: str, phase: str) -> float | None:
-    if history is None or not key:
-        return None
-    try:
-        v = history.estimate(key, phase)
-    except Exception:  # a history that cannot answer is no estimate, never a crash
-        return None
-    return float(v) if isinstance(v, int | float) else None
-
-
-def _launch_hist(history: Any, key: str) -> float | None:
-    fn = getattr(history, "launch_estimate", None)
-    if fn is None or not key:
-        return None
-    try:
-        v = fn(key)
-    except Exception:
-        return None
-    return float(v) if isinstance(v, int | float) else None
 
 
 def _opt_float(v: Any) -> float | None:
@@ -722,75 +469,6 @@ def spec_fingerprint(spec: SweepSpec) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def queue_path(target: str, profile_path: str, root: str | Path | None = None) -> Path:
-    """``<data dir>/sweeps/<target>-<profile stem>-<hash>.json``, one queue per target + profile."""
-    if root is None:
-        from eagletui.config import data_dir
-
-        root = data_dir() / "sweeps"
-    full = str(Path(profile_path).expanduser().resolve())
-    h = hashlib.sha256(f"{target}\0{full}".encode()).hexdigest()[:12]
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{target}-{Path(profile_path).stem}")[:60]
-    return Path(root).expanduser() / f"{slug}-{h}.json"
-
-
-def pending_sweep(target: str, profile_path: str, root: str | Path | None = None) -> SweepQueue | None:
-    """The unfinished sweep queue for this target + profile, if any (for ``eagletui connect``'s hint)."""
-    path = queue_path(target, profile_path, root)
-    if not path.exists():
-        return None
-    with contextlib.suppress(SweepError):
-        q = SweepQueue.load(path)
-        return None if q.finished else q
-    return None
-
-
-class QueueLock:
-    """One runner per queue: an exclusive ``flock`` on ``<queue>.lock`` (released by the kernel when
-    the process dies, SIGKILL included, so a killed sweep never blocks its resume)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path.with_name(path.name + ".lock")
-        self._fd: int | None = None
-
-    def acquire(self) -> None:
-        import fcntl
-
-        from eagletui.core.private_files import private_dir
-
-        private_dir(self.path.parent)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
-            raise SweepError(f"another eagletui sweep is running this queue ({self.path})") from None
-        self._fd = fd
-
-    def release(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-# The runner lives beside the queue; imported here so ``from eagletui.session.sweep import SweepRunner``
+# The runner lives beside the queue; imported here so ``from eagletui.session.sweep.queue import SweepRunner``
 # keeps working for the command, the UI and the tests.
 
-__all__ = [
-    "BENCHMARKING",
-    "DONE",
-    "FAILED",
-    "IN_FLIGHT",
-    "LAUNCHING",
-    "PENDING",
-    "SKIPPED",
-    "CellState",
-    "Eta",
-    "QueueLock",
-    "SweepError",
-    "SweepQueue",
-    "VariantState",
-    "pending_sweep",
-    "queue_path",
-    "spec_fingerprint",
-]

@@ -21,7 +21,8 @@ from eagletui.core.sweep.effects import delta_pct, judge, main_effects
 
 if TYPE_CHECKING:
     from eagletui.core.profile.model import Profile
-    from eagletui.session.sweep import SweepQueue, VariantState
+    from eagletui.session.sweep.cells import VariantState
+    from eagletui.session.sweep.queue import SweepQueue
 
 #: The JSON shape of the report; bumped when a key changes meaning (docs/sweeps.md lists them).
 REPORT_SCHEMA = 2
@@ -41,7 +42,8 @@ def _base_cell_values(q: SweepQueue, ci: int) -> list[float]:
 
 
 def build_report(q: SweepQueue, verdict: Any = None, profile: Profile | None = None) -> dict[str, Any]:
-    from eagletui.session.sweep import DONE, FAILED, _is_spec, why_not_counted
+    from eagletui.session.sweep.cells import DONE, FAILED, why_not_counted
+    from eagletui.session.sweep.queue import _is_spec
 
     policy = q.repeat_policy
     decisions = q.decisions()
@@ -199,7 +201,7 @@ def build_report(q: SweepQueue, verdict: Any = None, profile: Profile | None = N
 
 def _drift(q: SweepQueue) -> dict[str, Any] | None:
     """The baseline's drift check: its late runs vs its early ones, per client point."""
-    from eagletui.session.sweep import DONE
+    from eagletui.session.sweep.cells import DONE
 
     late = next((v for v in q.variants if v.recheck_of is not None), None)
     if late is None:

@@ -1,4 +1,4 @@
-"""What a sweep queue file must hold before :class:`~eagletui.session.sweep.SweepQueue` takes it.
+"""What a sweep queue file must hold before :class:`~eagletui.session.sweep.queue.SweepQueue` takes it.
 
 The queue is a file in the user's data dir, but it is still a file: hand-edited, half-written by an
 older eagletui, or planted. A ``repeats: -3`` passed the old ``int()`` conversion and launched every
