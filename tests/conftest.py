@@ -28,11 +28,38 @@ def pytest_configure(config):
     mode = config.getoption("--faults")
     if mode:
         os.environ["EAGLETUI_FAULTS"] = mode
+    config.addinivalue_line(
+        "markers", "serial: timing-sensitive: runs in the one 'serial' xdist group, one test at a time"
+    )
     # Every process a test starts inherits this mark; at the end of the run whatever still carries it
     # was leaked by a test (a simulator left serving after run_test, say) and is named and ended.
+    # Under pytest-xdist the controller's mark is the run's; each worker extends it with its own id,
+    # so a worker that finishes first ends only what its own tests leaked (never a simulator another
+    # worker's test is still using), and the controller, last, ends whatever carries the run's mark.
     import uuid
 
-    os.environ.setdefault("EAGLETUI_TEST_SESSION", uuid.uuid4().hex)
+    base = os.environ.setdefault("EAGLETUI_TEST_SESSION", uuid.uuid4().hex)
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker and not base.endswith("-" + worker):
+        os.environ["EAGLETUI_TEST_SESSION"] = f"{base}-{worker}"
+
+
+#: Tests that share one real resource run in one xdist group (one worker, one after another): the
+#: Slurm cluster (its two nodes and one queue), Chromium (heavy, and the serve tests count its tabs),
+#: and the ``serial`` tests whose timing a busy machine would distort.
+_GROUPS = (
+    ("slurm", lambda item: item.path.name.startswith("test_slurm_") and item.path.name != "test_slurm_units.py"),
+    ("browser", lambda item: item.get_closest_marker("browser") is not None),
+    ("serial", lambda item: item.get_closest_marker("serial") is not None),
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        for name, wants in _GROUPS:
+            if wants(item):
+                item.add_marker(pytest.mark.xdist_group(name))
+                break
 
 
 @pytest.hookimpl(trylast=True)  # after the session fixtures' teardown (sshd, the cluster)
@@ -43,15 +70,21 @@ def pytest_sessionfinish(session, exitstatus):
     mark = os.environ.get("EAGLETUI_TEST_SESSION", "").encode()
     if not mark or not os.path.isdir("/proc"):
         return
+    # a worker ends its own processes (its mark exactly); the controller (no worker id) every process
+    # of the run: its mark, or its mark extended by a worker's id
+    own = os.environ.get("PYTEST_XDIST_WORKER") is not None
     leaked = []
     for d in os.listdir("/proc"):
         if not d.isdigit() or int(d) == os.getpid():
             continue
+        if not own and _parent(int(d)) == os.getpid():
+            continue  # an xdist worker of this run (its environ is the controller's): not a leak
         try:
             env = open(f"/proc/{d}/environ", "rb").read().split(b"\0")
         except OSError:
             continue
-        if b"EAGLETUI_TEST_SESSION=" + mark not in env:
+        carried = next((e.split(b"=", 1)[1] for e in env if e.startswith(b"EAGLETUI_TEST_SESSION=")), None)
+        if carried is None or not (carried == mark or (not own and carried.startswith(mark + b"-"))):
             continue
         test = next((e.split(b"=", 1)[1].decode(errors="replace") for e in env if e.startswith(b"PYTEST_CURRENT_TEST=")), "?")
         leaked.append((int(d), test))
@@ -63,6 +96,13 @@ def pytest_sessionfinish(session, exitstatus):
     if leaked:
         tests = sorted({t for _, t in leaked})
         print(f"\nconftest: ended {len(leaked)} process(es) left running by: {'; '.join(tests)}")
+
+
+def _parent(pid: int) -> int | None:
+    try:
+        return int(open(f"/proc/{pid}/stat", "rb").read().rsplit(b")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 @pytest.fixture(autouse=True)

@@ -103,7 +103,7 @@ def test_the_0_5_23_table_is_the_reference_parser_table() -> None:
 def test_the_generated_python_literals_come_from_the_repo_table() -> None:
     """core/servers/sglang_flagtable.py is the build script's output for the newest table in the repo, header
     and all; regenerating gives the same bytes."""
-    path = REPO / "eagletui" / "core" / "sglang_flagtable.py"
+    path = REPO / "eagletui" / "core" / "servers" / "sglang_flagtable.py"
     text = path.read_text()
     assert "/work/" not in text and "Regenerate with: python tools/flagtables/build.py 0.5.23" in text
     assert "eagletui/data/sglang-flags/sglang-0.5.23.flags" in text

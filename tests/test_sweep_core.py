@@ -289,7 +289,7 @@ def test_queue_path_is_keyed_by_target_and_profile(tmp_path):
 
 
 def test_pending_sweep_is_found_for_the_connect_hint(tmp_path):
-    from eagletui.session.sweep.files import pending_sweep
+    from eagletui.session.sweep.queue import pending_sweep
 
     prof = str(tmp_path / "p.toml")
     assert pending_sweep("local", prof, tmp_path) is None

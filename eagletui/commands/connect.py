@@ -148,7 +148,7 @@ def main(argv: list[str]) -> int:
         import shlex
 
         from eagletui.core.textsafe import inert
-        from eagletui.session.sweep.files import pending_sweep
+        from eagletui.session.sweep.queue import pending_sweep
 
         if pending_sweep(target, args.profile) is not None:
             resume = shlex.join(["eagletui", "sweep", target, "--profile", args.profile, "--resume"])

@@ -33,7 +33,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 OUT_DIR = REPO / "eagletui" / "data" / "sglang-flags"
-FLAGTABLE_PY = REPO / "eagletui" / "core" / "sglang_flagtable.py"
+FLAGTABLE_PY = REPO / "eagletui" / "core" / "servers" / "sglang_flagtable.py"
 WHEELS_TXT = HERE / "wheels.txt"
 REQUIREMENTS = HERE / "requirements.txt"
 CACHE = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "eagletui-flagtables"

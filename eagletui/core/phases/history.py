@@ -45,7 +45,7 @@ def history_key(snapshot: Mapping[str, Any]) -> str:
     """A stable string key from a config snapshot (``{"target","model","tp","args","env"}``).
 
     A string (canonical JSON) rather than a tuple so it can be stored as-is in the JSONL file.
-    Flag spellings (``tp_size``, ``--tp-size``) and value types (``3`` vs ``"3"``) are normalised.
+    Flag spellings (a dest ``foo_bar`` and its flag ``--foo-bar``) and value types (``3`` vs ``"3"``) are normalised.
     """
     args = {normalize_flag(k, strict=False): v for k, v in (snapshot.get("args") or {}).items()}
     kind = server_kind(snapshot.get("server") if snapshot.get("server") in _KINDS else None)

@@ -1,20 +1,16 @@
-"""Where a sweep's queue lives and who may write it: the queue file's path (``<data dir>/sweeps/``), the
-pending sweep of a target and profile, and the lock that keeps two eagletui from running one sweep.
+"""Where a sweep's queue lives and who may write it: the queue file's path (``<data dir>/sweeps/``) and
+the lock that keeps two eagletui from running one sweep.
 """
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import os
 import re
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from eagletui.session.sweep.cells import SweepError
 
-if TYPE_CHECKING:
-    from eagletui.session.sweep.queue import SweepQueue
 QUEUE_VERSION = 2
 
 
@@ -31,17 +27,6 @@ def queue_path(target: str, profile_path: str, root: str | Path | None = None) -
     h = hashlib.sha256(f"{target}\0{full}".encode()).hexdigest()[:12]
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{target}-{Path(profile_path).stem}")[:60]
     return Path(root).expanduser() / f"{slug}-{h}.json"
-
-
-def pending_sweep(target: str, profile_path: str, root: str | Path | None = None) -> SweepQueue | None:
-    """The unfinished sweep queue for this target + profile, if any (for ``eagletui connect``'s hint)."""
-    path = queue_path(target, profile_path, root)
-    if not path.exists():
-        return None
-    with contextlib.suppress(SweepError):
-        q = SweepQueue.load(path)
-        return None if q.finished else q
-    return None
 
 
 class QueueLock:

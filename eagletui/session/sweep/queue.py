@@ -27,6 +27,7 @@ both drive this.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -56,7 +57,7 @@ from eagletui.session.sweep.cells import (
     VariantState,
 )
 from eagletui.session.sweep.eta import Eta, sweep_eta
-from eagletui.session.sweep.files import MAX_QUEUE_BYTES, QUEUE_VERSION
+from eagletui.session.sweep.files import MAX_QUEUE_BYTES, QUEUE_VERSION, queue_path
 
 if TYPE_CHECKING:
     from eagletui.core.profile.model import Profile
@@ -472,3 +473,13 @@ def spec_fingerprint(spec: SweepSpec) -> str:
 # The runner lives beside the queue; imported here so ``from eagletui.session.sweep.queue import SweepRunner``
 # keeps working for the command, the UI and the tests.
 
+
+def pending_sweep(target: str, profile_path: str, root: str | Path | None = None) -> SweepQueue | None:
+    """The unfinished sweep queue for this target + profile, if any (for ``eagletui connect``'s hint)."""
+    path = queue_path(target, profile_path, root)
+    if not path.exists():
+        return None
+    with contextlib.suppress(SweepError):
+        q = SweepQueue.load(path)
+        return None if q.finished else q
+    return None
