@@ -21,7 +21,8 @@ from eagletui.core.predict.next_launch import (
     prediction_diagnoses,
     timed_groups,
 )
-from eagletui.core.runs.book import RunBook, profile_parts
+from eagletui.core.runs.book import RunBook
+from eagletui.core.runs.economics import profile_parts
 
 RUN1 = Path(__file__).parent / "fixtures" / "real-sglang-0.5.17-run1"
 
@@ -163,7 +164,7 @@ def test_real_step_change_predicted_within_ten_percent_of_the_launches_mean() ->
     seven steps-3 and eight steps-2 launches can. The step profile of a steps 3 launch (run3, call 2) predicts
     steps 2 from the steps 3 launches' mean within ±10 % of the steps 2 launches' mean."""
     from eagletui.core.cycle.model import SpecSettings, fit_parts
-    from eagletui.core.runs.book import profile_parts
+    from eagletui.core.runs.economics import profile_parts
     from eagletui.profiler import summarize_file
     from eagletui.profiler.summary import step_breakdown
 

@@ -12,7 +12,8 @@ from eagletui.core.events import (
     ServerFailed,
 )
 from eagletui.core.profile.model import Verdict
-from eagletui.core.runs.book import RunBook, delta
+from eagletui.core.runs.baseline import delta
+from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.run import Metric
 
 SPEC = {"--speculative-algorithm": "EAGLE3", "--speculative-num-steps": 3, "--tp": 8}

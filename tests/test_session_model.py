@@ -21,7 +21,7 @@ from eagletui.core.events import (
 from eagletui.core.phases.history import PhaseHistory, history_key
 from eagletui.core.profile.load import load_profile
 from eagletui.core.profile.staged import NothingStaged, StagedConfig
-from eagletui.core.state.screen import PhaseStatus, ServerState
+from eagletui.core.state.launch import PhaseStatus, ServerState
 from eagletui.session.drivers import DemoDriver, LiveDriver, ReplayDriver, make_driver
 from eagletui.session.format import read_session
 from eagletui.session.model import SessionModel

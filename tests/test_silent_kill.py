@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from eagletui.core.runs.run import RunOutcome
-from eagletui.core.state.screen import ServerState
+from eagletui.core.state.launch import ServerState
 from eagletui.session.model import SessionModel
 from eagletui.session.record import Recorder
 from eagletui.workspace import Workspace

@@ -16,7 +16,7 @@ import pytest
 
 from eagletui.core import events as ev
 from eagletui.core.profile.load import load_profile
-from eagletui.core.state.screen import PhaseStatus, ServerState
+from eagletui.core.state.launch import PhaseStatus, ServerState
 from eagletui.remote.control import LaunchRefused, RunInfo
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.slurm import SlurmLauncher

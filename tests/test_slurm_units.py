@@ -13,7 +13,8 @@ from eagletui.core.profile.load import parse_profile
 from eagletui.core.profile.model import ProfileError
 from eagletui.core.profile.slurm import SlurmSettings
 from eagletui.core.profile.slurm_script import ScriptError, batch_script, job_name, node_script
-from eagletui.core.state.screen import PhaseStatus, ServerState, SessionState
+from eagletui.core.state.launch import PhaseStatus, ServerState
+from eagletui.core.state.screen import SessionState
 from eagletui.remote import hostslurm
 
 BASE = """

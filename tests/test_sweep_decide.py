@@ -17,7 +17,8 @@ from eagletui.core.stats.confidence import (
     t_critical,
     t_quantile,
 )
-from eagletui.core.sweep.decide import Cell, Recorded, cost_of, crossover, decide, next_step, replay
+from eagletui.core.sweep.crossover import crossover
+from eagletui.core.sweep.decide import Cell, Recorded, cost_of, decide, next_step, replay
 
 ADAPTIVE = RepeatPolicy(adaptive=True, repeats=2, min_repeats=2, max_repeats=6)
 FIXED3 = RepeatPolicy(adaptive=False, repeats=3, min_repeats=3, max_repeats=3)

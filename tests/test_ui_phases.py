@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from eagletui.core.state.screen import LaunchState
+from eagletui.core.state.launch import LaunchState
 from eagletui.ui.widgets.phases import launch_elapsed
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from eagletui.core import events as ev
 from eagletui.core.runs.book import RunBook
-from eagletui.core.state.screen import ServerState
+from eagletui.core.state.launch import ServerState
 from eagletui.ui.repaint import compare_text
 from eagletui.ui.widgets.logview import LogView
 from eagletui.ui.widgets.status import StatusHeader

@@ -32,7 +32,7 @@ from eagletui.core.profile.model import Profile, ProfileError
 from eagletui.core.profile.redact import Redactor
 from eagletui.core.runs.run import Group, Run
 from eagletui.core.servers.spec import without_speculation as no_spec_args
-from eagletui.core.state.screen import ServerState
+from eagletui.core.state.launch import ServerState
 from eagletui.core.stats.sample import mean_stdev
 from eagletui.core.textsafe import inert, inert_lines
 from eagletui.session.baseline import warning as baseline_warning

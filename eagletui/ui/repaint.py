@@ -16,7 +16,7 @@ from textual.widgets import Static
 from eagletui.core.diagnosis.fold import why_line
 from eagletui.core.events import Event, LaunchStarted, LogLine
 from eagletui.core.predict.next_launch import explain
-from eagletui.core.state.screen import LaunchStatus, ServerState
+from eagletui.core.state.launch import LaunchStatus, ServerState
 from eagletui.core.textsafe import inert
 from eagletui.session.presence import Presence
 from eagletui.ui.widgets import charts as charts_registry

@@ -298,7 +298,7 @@ def _split(
     extend parts (and, where the profile has them, the kernel time inside each). The measured cycle is
     reproduced; spans longer than it (a profile of a slower moment) are scaled down to it.
 
-    **With kernel times** (what :func:`eagletui.core.runs.book.profile_parts` passes from a real trace): SGLang
+    **With kernel times** (what :func:`eagletui.core.runs.economics.profile_parts` passes from a real trace): SGLang
     runs all of a cycle's draft steps in one CUDA-graph replay (0.5.17 ``eagle_worker_v2.draft``:
     ``cuda_graph_runner.execute`` around the whole ``draft_forward``), so one step fewer saves that step's
     kernels, not a launch: ``draft_step_ms`` is the draft's kernel time ÷ steps. Drafted eagerly (the trace

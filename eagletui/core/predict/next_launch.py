@@ -45,8 +45,9 @@ from eagletui.core.cycle.model import (
     rates_from_mean,
 )
 from eagletui.core.diagnosis.fold import Diagnosis
-from eagletui.core.runs.book import RunBook, profile_parts
+from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.compare import launch_differences
+from eagletui.core.runs.economics import profile_parts
 from eagletui.core.runs.run import Group, Run
 from eagletui.core.runs.validity import timed_truly
 
@@ -493,46 +494,7 @@ def prediction_diagnoses(book: RunBook, launch: int) -> list[Diagnosis]:
     fs, why = forecasts(book, launch)
     run = book.runs.get(launch)
     if fs and run is not None:
-        best = best_per_concurrency(fs)
-        parts = []
-        for c, f in sorted(best.items()):
-            if f.tok_s > f.base_tok_s * (1 + WORTH):
-                kind = "measured" if f.measured else "predicted"
-                parts.append(
-                    f"at concurrency {c}: {f.label} ({kind} {f.tok_s:.1f} tok/s, {f.delta_pct:+.0f} %)"
-                )
-            else:
-                parts.append(
-                    f"at concurrency {c}: keep {_label(run.spec_settings)} (nothing predicted beats it by {WORTH * 100:.0f} %)"
-                )
-        ranked = "; ".join(
-            f"{f.label} {f.tok_s:.1f}{'' if f.measured else ' (pred.)'}"
-            for f in fs
-            if f.concurrency == min(best)
-        )
-        cfg = adaptive_config(book, launch)
-        # the parts the step-count predictions came from (speculation off's estimate says its own)
-        src = next(
-            (f.source for f in fs if not f.measured and f.settings is not None),
-            next((f.source for f in fs if not f.measured), fs[0].source),
-        )
-        hint = ""
-        wins = [f for f in best.values() if f.tok_s > f.base_tok_s * (1 + WORTH)]
-        if wins:
-            w = max(wins, key=lambda f: f.delta_pct)
-            hint = " ".join(f"{k} {v}" if v is not None else f"(unset {k})" for k, v in w.flags().items())
-        out.append(
-            Diagnosis(
-                kind="next_launch",
-                text="what to launch next (predicted): " + "; ".join(parts),
-                evidence=f"cycle model from #{launch}'s measurements ({src}); concurrency {min(best)}: {ranked}",
-                hint=hint,
-                source="model",
-                level="info",
-                launch=launch,
-                data={"forecasts": [f.to_json() for f in fs], "adaptive_config": cfg},
-            )
-        )
+        out.append(_next_launch(book, launch, run, fs))
     elif why and run is not None and run.is_spec:
         out.append(
             Diagnosis(
@@ -543,37 +505,79 @@ def prediction_diagnoses(book: RunBook, launch: int) -> list[Diagnosis]:
                 launch=launch,
             )
         )
-    for ck in checks(book, launch):
-        text = (
-            f"{ck.label} at concurrency {ck.concurrency}: predicted {ck.predicted:.1f} tok/s from #{ck.source_launch}, "
-            f"measured {ck.measured:.1f} ({ck.error_pct:+.1f} %)"
-        )
-        evidence = f"#{ck.source_launch}'s cycle model ({ck.source}) vs this run's benchmark"
-        pl = ck.pooled
-        if pl is not None:
-            # one launch of a setting can sit further from another than the prediction's margin: the
-            # means over the launches of both settings are what the check rests on
-            text += (
-                f"; over {len(pl.launches)} launch{'es' if len(pl.launches) != 1 else ''} of it and "
-                f"{len(pl.source_launches)} of #{ck.source_launch}'s setting: predicted {pl.predicted:.1f}, "
-                f"measured {pl.measured:.1f} ({pl.error_pct:+.1f} %)"
-            )
-            evidence += (
-                f"; launches of one setting spread {max(pl.spread_pct, pl.source_spread_pct):.0f} % "
-                f"(max − min ÷ mean) on this host"
-            )
-        out.append(
-            Diagnosis(
-                kind="prediction_check",
-                text=text,
-                evidence=evidence,
-                source="model",
-                level="warn" if abs(ck.decisive_error_pct) > 10 else "info",
-                launch=launch,
-                data=ck.to_json(),
-            )
-        )
+    out += [_prediction_check(ck, launch) for ck in checks(book, launch)]
     return out
+
+
+def _next_launch(book: RunBook, launch: int, run: Run, fs: list[Forecast]) -> Diagnosis:
+    """The ``next_launch`` diagnosis: per concurrency what to launch next (or keep), the ranking at the
+    lowest concurrency and the flags of the best predicted gain."""
+    best = best_per_concurrency(fs)
+    parts = []
+    for c, f in sorted(best.items()):
+        if f.tok_s > f.base_tok_s * (1 + WORTH):
+            kind = "measured" if f.measured else "predicted"
+            parts.append(f"at concurrency {c}: {f.label} ({kind} {f.tok_s:.1f} tok/s, {f.delta_pct:+.0f} %)")
+        else:
+            parts.append(
+                f"at concurrency {c}: keep {_label(run.spec_settings)} (nothing predicted beats it by {WORTH * 100:.0f} %)"
+            )
+    ranked = "; ".join(
+        f"{f.label} {f.tok_s:.1f}{'' if f.measured else ' (pred.)'}" for f in fs if f.concurrency == min(best)
+    )
+    cfg = adaptive_config(book, launch)
+    # the parts the step-count predictions came from (speculation off's estimate says its own)
+    src = next(
+        (f.source for f in fs if not f.measured and f.settings is not None),
+        next((f.source for f in fs if not f.measured), fs[0].source),
+    )
+    hint = ""
+    wins = [f for f in best.values() if f.tok_s > f.base_tok_s * (1 + WORTH)]
+    if wins:
+        w = max(wins, key=lambda f: f.delta_pct)
+        hint = " ".join(f"{k} {v}" if v is not None else f"(unset {k})" for k, v in w.flags().items())
+    return Diagnosis(
+        kind="next_launch",
+        text="what to launch next (predicted): " + "; ".join(parts),
+        evidence=f"cycle model from #{launch}'s measurements ({src}); concurrency {min(best)}: {ranked}",
+        hint=hint,
+        source="model",
+        level="info",
+        launch=launch,
+        data={"forecasts": [f.to_json() for f in fs], "adaptive_config": cfg},
+    )
+
+
+def _prediction_check(ck: Check, launch: int) -> Diagnosis:
+    """The ``prediction_check`` diagnosis of one check: predicted vs measured, over the launches' means
+    where either setting was launched more than once."""
+    text = (
+        f"{ck.label} at concurrency {ck.concurrency}: predicted {ck.predicted:.1f} tok/s from #{ck.source_launch}, "
+        f"measured {ck.measured:.1f} ({ck.error_pct:+.1f} %)"
+    )
+    evidence = f"#{ck.source_launch}'s cycle model ({ck.source}) vs this run's benchmark"
+    pl = ck.pooled
+    if pl is not None:
+        # one launch of a setting can sit further from another than the prediction's margin: the
+        # means over the launches of both settings are what the check rests on
+        text += (
+            f"; over {len(pl.launches)} launch{'es' if len(pl.launches) != 1 else ''} of it and "
+            f"{len(pl.source_launches)} of #{ck.source_launch}'s setting: predicted {pl.predicted:.1f}, "
+            f"measured {pl.measured:.1f} ({pl.error_pct:+.1f} %)"
+        )
+        evidence += (
+            f"; launches of one setting spread {max(pl.spread_pct, pl.source_spread_pct):.0f} % "
+            f"(max − min ÷ mean) on this host"
+        )
+    return Diagnosis(
+        kind="prediction_check",
+        text=text,
+        evidence=evidence,
+        source="model",
+        level="warn" if abs(ck.decisive_error_pct) > 10 else "info",
+        launch=launch,
+        data=ck.to_json(),
+    )
 
 
 def explain(diagnoser: Any, book: RunBook | None, launch: int) -> list[Diagnosis]:

@@ -58,6 +58,22 @@ def parse_launch_command(text: str) -> LaunchCommand:
         tokens = [t for t in shlex.split(cleaned, comments=False) if t.strip()]
     except ValueError as exc:
         raise ProfileError(f"cannot split the launch command: {exc}") from None
+    env, i = _env_prefix(tokens)
+    rest = tokens[i:]
+    if not rest:
+        raise ProfileError("the launch command is empty")
+    python, command, rest = _program(rest)
+    if not command:
+        raise ProfileError("the launch command has no program before its flags")
+    found = kind_of_command(command)
+    out = LaunchCommand(command=command, python=python, env=env, kind=(found or server_kind()).name)
+    _read_flags(rest, out)
+    return out
+
+
+def _env_prefix(tokens: list[str]) -> tuple[dict[str, str], int]:
+    """The ``NAME=value`` assignments (after an optional ``env``) before the program, and where the
+    program starts."""
     env: dict[str, str] = {}
     i = 0
     while i < len(tokens):
@@ -74,9 +90,12 @@ def parse_launch_command(text: str) -> LaunchCommand:
             i += 1
             continue
         break
-    rest = tokens[i:]
-    if not rest:
-        raise ProfileError("the launch command is empty")
+    return env, i
+
+
+def _program(rest: list[str]) -> tuple[str, list[str], list[str]]:
+    """(the python, the command, the tokens after it): ``python -m module``, ``sglang serve`` /
+    ``vllm serve``, or everything before the first ``--flag``."""
     python = "python3"
     if _PY_RE.match(rest[0]) and len(rest) >= 3 and rest[1] == "-m":
         python = rest[0]
@@ -93,10 +112,12 @@ def parse_launch_command(text: str) -> LaunchCommand:
         n = next((k for k, t in enumerate(rest) if t.startswith("--")), len(rest))
         command = rest[:n]
         rest = rest[n:]
-    if not command:
-        raise ProfileError("the launch command has no program before its flags")
-    found = kind_of_command(command)
-    out = LaunchCommand(command=command, python=python, env=env, kind=(found or server_kind()).name)
+    return python, command, rest
+
+
+def _read_flags(rest: list[str], out: LaunchCommand) -> None:
+    """The flags after the program into ``out``: ``--port``/``--host`` apart, the model positional of
+    ``serve`` as the model flag, numbers as numbers."""
     model_flag = server_kind(out.kind).model_flag
     k = 0
     while k < len(rest):
@@ -136,7 +157,6 @@ def parse_launch_command(text: str) -> LaunchCommand:
             out.args[flag] = _scalar(values[0])
         else:
             out.args[flag] = [_scalar(v) for v in values]
-    return out
 
 
 def default_toggles(args: dict[str, Any], env: dict[str, str], kind: str = "sglang") -> list[dict[str, Any]]:

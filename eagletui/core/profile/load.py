@@ -28,7 +28,7 @@ from eagletui.core.profile.model import (
     normalize_flag,
 )
 from eagletui.core.profile.redact import resolve_flag
-from eagletui.core.servers.kinds import SERVER_KINDS, kind_of_command, server_kind
+from eagletui.core.servers.kinds import SERVER_KINDS, ServerKind, kind_of_command, server_kind
 from eagletui.core.servers.sglang_flagtable import SAME_DEST
 from eagletui.core.tomlpos import decode_error_position, locate, locate_in_array
 from eagletui.core.tomlpos import loads as toml_loads
@@ -151,6 +151,24 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
     name = _expect(data.get("name", ""), str, "name", text, path, None)
     prof.name = name or (Path(path).stem if path else "profile")
 
+    _read_target(data, prof, text, path)
+    _read_server(data, prof, text, path)
+    _read_toggles(data, prof, text, path)
+    _read_bench(data, prof, text, path)
+    _read_verdict(data, prof, text, path)
+    if "slurm" in data:
+        from eagletui.core.profile.slurm import parse_slurm
+
+        prof.slurm = parse_slurm(data["slurm"], text, path)
+    if "sweep" in data:  # late import: core.sweep stages values through core.staged, which imports us
+        from eagletui.core.profile.sweep import parse_sweep
+
+        prof.sweep = parse_sweep(data["sweep"], prof, text, path)
+    return prof
+
+
+def _read_target(data: dict[str, Any], prof: Profile, text: str, path: str | Path | None) -> None:
+    """``[target]`` (or ``target = "host"``): the host, its work directory and python."""
     target = data.get("target", {})
     if isinstance(target, str):
         target = {"host": target}
@@ -163,36 +181,13 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
         # Shipped example profiles mean "the interpreter eagletui itself runs under".
         prof.python = sys.executable
 
+
+def _read_server(data: dict[str, Any], prof: Profile, text: str, path: str | Path | None) -> None:
+    """``[server]``: which server and its command, port, host, runs directory, ready timeout and
+    version, then its ``args`` and ``env``."""
     server = _expect(data.get("server", {}), dict, "server", text, path, None)
     _check_keys(server, _SERVER_KEYS, "[server]", text, path, "server")
-    kind_name = _expect(server.get("kind", ""), str, "server.kind", text, path, "server")
-    if kind_name:
-        try:
-            kind = server_kind(kind_name)
-        except KeyError:
-            known = ", ".join(k.name for k in SERVER_KINDS)
-            line, col = _locate(text, "kind", "server")
-            raise ProfileError(
-                f"server.kind must be one of {known}, not {kind_name!r}", path, line, col
-            ) from None
-    else:
-        kind = None
-    cmd = server.get("command", " ".join((kind or server_kind()).command))
-    if isinstance(cmd, str):
-        try:
-            prof.command = tuple(shlex.split(cmd))
-        except ValueError as exc:
-            line, col = _locate(text, "command", "server")
-            raise ProfileError(f"server.command: {exc}", path, line, col) from None
-    elif isinstance(cmd, list) and all(isinstance(c, str) for c in cmd):
-        prof.command = tuple(cmd)
-    else:
-        line, col = _locate(text, "command", "server")
-        raise ProfileError("server.command must be a string or a list of strings", path, line, col)
-    if not prof.command:
-        raise ProfileError("server.command is empty", path, *_locate(text, "command", "server"))
-    # without server.kind the command says which server it runs (a custom command: the default)
-    kind = kind or kind_of_command(prof.command) or server_kind()
+    kind = _server_kind(server, prof, text, path)
     prof.server = kind.name
     port = _expect(server.get("port", kind.port), int, "server.port", text, path, "server")
     prof.port = _in_range(port, "server.port", text, path, "server")
@@ -223,7 +218,46 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
                 *_locate(text, "version", "server"),
             )
         prof.server_version = version
+    _read_args(server, prof, text, path)
+    _read_env(server, prof, text, path)
 
+
+def _server_kind(server: dict[str, Any], prof: Profile, text: str, path: str | Path | None) -> ServerKind:
+    """``server.kind`` and ``server.command`` (into ``prof.command``): the kind named, else the one the
+    command runs."""
+    kind_name = _expect(server.get("kind", ""), str, "server.kind", text, path, "server")
+    if kind_name:
+        try:
+            kind = server_kind(kind_name)
+        except KeyError:
+            known = ", ".join(k.name for k in SERVER_KINDS)
+            line, col = _locate(text, "kind", "server")
+            raise ProfileError(
+                f"server.kind must be one of {known}, not {kind_name!r}", path, line, col
+            ) from None
+    else:
+        kind = None
+    cmd = server.get("command", " ".join((kind or server_kind()).command))
+    if isinstance(cmd, str):
+        try:
+            prof.command = tuple(shlex.split(cmd))
+        except ValueError as exc:
+            line, col = _locate(text, "command", "server")
+            raise ProfileError(f"server.command: {exc}", path, line, col) from None
+    elif isinstance(cmd, list) and all(isinstance(c, str) for c in cmd):
+        prof.command = tuple(cmd)
+    else:
+        line, col = _locate(text, "command", "server")
+        raise ProfileError("server.command must be a string or a list of strings", path, line, col)
+    if not prof.command:
+        raise ProfileError("server.command is empty", path, *_locate(text, "command", "server"))
+    # without server.kind the command says which server it runs (a custom command: the default)
+    kind = kind or kind_of_command(prof.command) or server_kind()
+    return kind
+
+
+def _read_args(server: dict[str, Any], prof: Profile, text: str, path: str | Path | None) -> None:
+    """``[server.args]``: each flag normalized, once (no two spellings of one option), plain values."""
     args = _expect(server.get("args", {}), dict, "server.args", text, path, "server")
     for key, value in args.items():
         try:
@@ -263,6 +297,9 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
             )
         prof.args[flag] = value
 
+
+def _read_env(server: dict[str, Any], prof: Profile, text: str, path: str | Path | None) -> None:
+    """``[server.env]``: safe names, string values (a bool as 1/0)."""
     env = _expect(server.get("env", {}), dict, "server.env", text, path, "server")
     for key, value in env.items():
         if not ENV_NAME_RE.match(key):
@@ -278,6 +315,9 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
             raise ProfileError(f"server.env.{key}: value may not contain newlines", path, *_locate(text, key))
         prof.env[key] = value
 
+
+def _read_toggles(data: dict[str, Any], prof: Profile, text: str, path: str | Path | None) -> None:
+    """``[[toggles]]`` (or ``[[toggle]]``): each checked, none twice."""
     if "toggles" in data and "toggle" in data:
         raise ProfileError("use [[toggles]] or [[toggle]], not both", path, *_locate(text, "toggle"))
     toggles_raw = data.get("toggles", data.get("toggle", []))
@@ -294,6 +334,9 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
         seen.add(t.key)
     prof.toggles = tuple(toggles)
 
+
+def _read_bench(data: dict[str, Any], prof: Profile, text: str, path: str | Path | None) -> None:
+    """``[bench]``: typed, in range, a known runner, regexes that compile."""
     bench = _expect(data.get("bench", {}), dict, "bench", text, path, None)
     _check_keys(bench, _BENCH_KEYS, "[bench]", text, path, "bench")
     defaults = BenchSettings()
@@ -318,6 +361,9 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
                 ) from None
     prof.bench = BenchSettings(**bargs)
 
+
+def _read_verdict(data: dict[str, Any], prof: Profile, text: str, path: str | Path | None) -> None:
+    """``[verdict]``: the thresholds, numbers in range."""
     verdict = _expect(data.get("verdict", {}), dict, "verdict", text, path, None)
     _check_keys(verdict, _VERDICT_KEYS, "[verdict]", text, path, "verdict")
     vargs = {
@@ -333,15 +379,6 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
         for k, v in verdict.items()
     }
     prof.verdict = Verdict(**vargs)
-    if "slurm" in data:
-        from eagletui.core.profile.slurm import parse_slurm
-
-        prof.slurm = parse_slurm(data["slurm"], text, path)
-    if "sweep" in data:  # late import: core.sweep stages values through core.staged, which imports us
-        from eagletui.core.profile.sweep import parse_sweep
-
-        prof.sweep = parse_sweep(data["sweep"], prof, text, path)
-    return prof
 
 
 def _toggle_from(raw: dict[str, Any], text: str, path: Any, index: int = 0) -> Toggle:

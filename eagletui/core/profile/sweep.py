@@ -274,15 +274,7 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
     """Validate ``[sweep]`` against ``profile``'s toggles; raise ProfileError with file:line:col."""
     if not isinstance(raw, dict):
         raise _err("sweep must be a table ([sweep])", path, locate(text, "sweep"))
-    for key in raw:
-        if key not in _SWEEP_KEYS:
-            close = difflib.get_close_matches(str(key), sorted(_SWEEP_KEYS), n=1, cutoff=0.6)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise _err(
-                f"unknown key {key!r} in [sweep]{hint} (allowed: {', '.join(sorted(_SWEEP_KEYS))})",
-                path,
-                locate(text, key, "sweep"),
-            )
+    _check_sweep_keys(raw, text, path)
     policy = _policy(raw, text, path)
     targets = raw.get("targets", [])
     if not isinstance(targets, list) or not all(isinstance(t, str) and t.strip() for t in targets):
@@ -318,6 +310,35 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
     dup = next((n for n in names if names.count(n) > 1), None)
     if dup is not None:
         raise _err(f"two sweep variants are named {dup!r}", path, locate(text, "sweep"))
+    drift, wait, step_profile = _run_settings(raw, text, path)
+    return SweepSpec(
+        tuple(variants),
+        policy.floor,
+        tuple(factors),
+        tuple(targets),
+        tuple(client),
+        policy,
+        drift,
+        float(wait),
+        step_profile,
+    )
+
+
+def _check_sweep_keys(raw: dict[str, Any], text: str, path: Any) -> None:
+    """Refuse a key ``[sweep]`` does not know, with the nearest known one."""
+    for key in raw:
+        if key not in _SWEEP_KEYS:
+            close = difflib.get_close_matches(str(key), sorted(_SWEEP_KEYS), n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise _err(
+                f"unknown key {key!r} in [sweep]{hint} (allowed: {', '.join(sorted(_SWEEP_KEYS))})",
+                path,
+                locate(text, key, "sweep"),
+            )
+
+
+def _run_settings(raw: dict[str, Any], text: str, path: Any) -> tuple[bool | None, int | float, bool]:
+    """How the sweep runs, checked: ``drift_check``, ``gpu_wait_s`` and ``step_profile``."""
     drift = raw.get("drift_check")
     if drift is not None and not isinstance(drift, bool):
         raise _err(
@@ -344,17 +365,7 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
             path,
             locate(text, "step_profile", "sweep"),
         )
-    return SweepSpec(
-        tuple(variants),
-        policy.floor,
-        tuple(factors),
-        tuple(targets),
-        tuple(client),
-        policy,
-        drift,
-        float(wait),
-        step_profile,
-    )
+    return drift, wait, step_profile
 
 
 def _policy(raw: dict[str, Any], text: str, path: Any) -> RepeatPolicy:

@@ -1,7 +1,7 @@
 """One run: a launch, its benchmark results by setting, and the values they are read as.
 
 The data of :mod:`eagletui.core.runs.book` (which folds events into these and compares them), apart so
-each stays a readable size; :mod:`eagletui.core.runs.book` re-exports every name.
+each stays a readable size; importers take these names from here.
 
 A run's results are grouped by **setting** (:class:`Group`: the benchmark's concurrency and workload
 fingerprint); a metric is always over the repeats of one setting, never across concurrencies. Each

@@ -77,26 +77,10 @@ class Summarizer:
                 continue
             diag(e)
             if t == "decode_stats":
-                assert isinstance(e, ev.DecodeStats)
-                if e.launch != self._launch:
-                    self._touch(e.launch)
-                self.decode_count += 1
-                self.last = e
-                self.gen.append(e.gen_throughput)
-                if e.accept_len is not None:
-                    self.acc.append(e.accept_len)
-                if self.state in ("unknown", "loading"):
-                    self.state = "ready"
+                self._decode(e)
                 continue
             if t == "decode_rows":  # LogInterpreter.feed_bulk: many Decode lines at once
-                if e.launch != self._launch:
-                    self._touch(e.launch)
-                self.decode_count += e.count
-                self.last = e.last
-                self.gen.extend(e.gen)
-                self.acc.extend(e.acc)
-                if self.state in ("unknown", "loading"):
-                    self.state = "ready"
+                self._decode_rows(e)
                 continue
             if t == "prefill_stats":
                 continue
@@ -120,55 +104,86 @@ class Summarizer:
                 if e.server:
                     self.server = e.server
                 self.version = e.version
-            elif isinstance(e, ev.PhaseStarted):
-                self.phase = e.phase
-                if self.state == "unknown":
-                    self.state = "loading"
-                p = self.phases.setdefault(e.phase, _new_phase(e.phase))
-                p["start"] = e.log_time or None
-                if e.phase == "ready":
-                    p["end"] = p["start"]
-                    p["seconds"] = 0.0 if p["start"] else None
-            elif isinstance(e, ev.PhaseProgress):
-                p = self.phases.setdefault(e.phase, _new_phase(e.phase))
-                if e.total:
-                    p["done"], p["total"] = e.done, e.total
-            elif isinstance(e, ev.PhaseFinished):
-                p = self.phases.setdefault(e.phase, _new_phase(e.phase))
-                p["end"] = e.log_time or None
-                if e.start_log_time and not p["start"]:
-                    p["start"] = e.start_log_time
-                p["seconds"] = e.seconds
-                p["source"] = "log"
-                p["spread"] = e.spread
-                p["slowest_rank"] = e.slowest_rank
-                if e.total:
-                    p["done"], p["total"] = e.done, e.total
-            elif isinstance(e, ev.ServerReady):
-                for name, secs in (e.phase_fixes or {}).items():
-                    fixed = self.phases.get(name)
-                    if fixed is not None and isinstance(secs, int | float):
-                        fixed["seconds"], fixed["source"] = secs, "server"
-                gaps = startup_gaps(e.gaps)
-                self.startup = {
-                    "gaps": gaps,
-                    "in_no_phase": round(float(sum(g["seconds"] for g in gaps)), 3),
-                    "before_first_line": None,  # not in the log: only a launcher knows the process start
-                }
-                if self.state != "failed":
-                    self.state = "ready"
-            elif isinstance(e, ev.ServerFailed):
-                self.state = "failed"
-                self.failure = {
-                    "kind": e.kind,
-                    "message": e.message,
-                    "line": e.line,
-                    "hint": e.hint,
-                    "phase": e.phase,
-                }
-            elif isinstance(e, ev.ServerStopped):
-                if self.state != "failed":
-                    self.state = "stopped"
+            elif isinstance(e, ev.PhaseStarted | ev.PhaseProgress | ev.PhaseFinished):
+                self._phase_event(e)
+            elif isinstance(e, ev.ServerReady | ev.ServerFailed | ev.ServerStopped):
+                self._server_event(e)
+
+    def _decode(self, e: ev.DecodeStats) -> None:
+        assert isinstance(e, ev.DecodeStats)
+        if e.launch != self._launch:
+            self._touch(e.launch)
+        self.decode_count += 1
+        self.last = e
+        self.gen.append(e.gen_throughput)
+        if e.accept_len is not None:
+            self.acc.append(e.accept_len)
+        if self.state in ("unknown", "loading"):
+            self.state = "ready"
+
+    def _decode_rows(self, e: Any) -> None:
+        if e.launch != self._launch:
+            self._touch(e.launch)
+        self.decode_count += e.count
+        self.last = e.last
+        self.gen.extend(e.gen)
+        self.acc.extend(e.acc)
+        if self.state in ("unknown", "loading"):
+            self.state = "ready"
+
+    def _phase_event(self, e: ev.PhaseStarted | ev.PhaseProgress | ev.PhaseFinished) -> None:
+        """A phase's start, progress or end, into its entry of ``phases``."""
+        if isinstance(e, ev.PhaseStarted):
+            self.phase = e.phase
+            if self.state == "unknown":
+                self.state = "loading"
+            p = self.phases.setdefault(e.phase, _new_phase(e.phase))
+            p["start"] = e.log_time or None
+            if e.phase == "ready":
+                p["end"] = p["start"]
+                p["seconds"] = 0.0 if p["start"] else None
+        elif isinstance(e, ev.PhaseProgress):
+            p = self.phases.setdefault(e.phase, _new_phase(e.phase))
+            if e.total:
+                p["done"], p["total"] = e.done, e.total
+        else:
+            p = self.phases.setdefault(e.phase, _new_phase(e.phase))
+            p["end"] = e.log_time or None
+            if e.start_log_time and not p["start"]:
+                p["start"] = e.start_log_time
+            p["seconds"] = e.seconds
+            p["source"] = "log"
+            p["spread"] = e.spread
+            p["slowest_rank"] = e.slowest_rank
+            if e.total:
+                p["done"], p["total"] = e.done, e.total
+
+    def _server_event(self, e: ev.ServerReady | ev.ServerFailed | ev.ServerStopped) -> None:
+        """The server ready, failed or stopped: the state, the failure, the startup's gaps."""
+        if isinstance(e, ev.ServerReady):
+            for name, secs in (e.phase_fixes or {}).items():
+                fixed = self.phases.get(name)
+                if fixed is not None and isinstance(secs, int | float):
+                    fixed["seconds"], fixed["source"] = secs, "server"
+            gaps = startup_gaps(e.gaps)
+            self.startup = {
+                "gaps": gaps,
+                "in_no_phase": round(float(sum(g["seconds"] for g in gaps)), 3),
+                "before_first_line": None,  # not in the log: only a launcher knows the process start
+            }
+            if self.state != "failed":
+                self.state = "ready"
+        elif isinstance(e, ev.ServerFailed):
+            self.state = "failed"
+            self.failure = {
+                "kind": e.kind,
+                "message": e.message,
+                "line": e.line,
+                "hint": e.hint,
+                "phase": e.phase,
+            }
+        elif self.state != "failed":
+            self.state = "stopped"
 
     def _spec(self, e: ev.SpecDecodeStats) -> None:
         self.spec_count += 1

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 from eagletui.core.profile.sweep import Variant, client_label, variant_profile
 from eagletui.core.stats.confidence import estimate, fmt_sure
 from eagletui.core.stats.sample import mean_stdev
-from eagletui.core.sweep.decide import crossover, drift, noise_for
+from eagletui.core.sweep.crossover import crossover
+from eagletui.core.sweep.decide import drift, noise_for
 from eagletui.core.sweep.effects import delta_pct, judge, main_effects
 
 if TYPE_CHECKING:

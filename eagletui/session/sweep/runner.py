@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 from eagletui.core import events as ev
 from eagletui.core.profile.sweep import Variant, apply_client, variant_profile
 from eagletui.core.runs.validity import repeats_alike, timed_truly
-from eagletui.core.state.screen import ServerState
+from eagletui.core.state.launch import ServerState
 from eagletui.session.sweep.cells import (
     BENCHMARKING,
     DONE,

@@ -29,7 +29,7 @@ from textual.widgets import Input, Static
 from eagletui.core.events import BaselinePinned, Event
 from eagletui.core.profile.redact import Redactor
 from eagletui.core.profile.staged import NothingStaged
-from eagletui.core.state.screen import ServerState
+from eagletui.core.state.launch import ServerState
 from eagletui.core.textsafe import inert
 from eagletui.session.drivers import LiveDriver, ReplayDriver
 from eagletui.ui import actions

@@ -10,7 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from eagletui.core.events import LOG_PHASES, LaunchBlocked
-from eagletui.core.state.screen import LaunchState, PhaseStatus, ServerState
+from eagletui.core.state.launch import LaunchState, PhaseStatus, ServerState
 from eagletui.core.textsafe import inert, inert_lines
 from eagletui.ui.widgets.textview import TextView
 from eagletui.ui.words import describe_failure

@@ -14,7 +14,7 @@ from textual.widgets import DataTable
 from eagletui.core.predict.next_launch import explain
 from eagletui.core.profile.redact import Redactor
 from eagletui.core.profile.toggles import split_key
-from eagletui.core.state.screen import PhaseStatus
+from eagletui.core.state.launch import PhaseStatus
 from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.phases import PHASE_LABELS, fmt_secs, startup_gaps
 from eagletui.ui.widgets.stepbars import step_bars
