@@ -25,7 +25,7 @@ import pytest
 
 from eagletui.commands.demo import free_port
 from eagletui.core.profile.model import Profile
-from eagletui.remote import hostside
+from eagletui.remote import hostproc
 from eagletui.remote.control import RunInfo, ServerControl
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.preflight import run_preflight
@@ -65,7 +65,7 @@ async def until_ready(run: RunInfo, timeout: float = 60) -> str:
         text = log.read_text(errors="replace")
         if "ready to roll" in text:
             return text
-        if hostside.probe(run.pid, run.start_time)[0] == hostside.DEAD:
+        if hostproc.probe(run.pid, run.start_time)[0] == hostproc.DEAD:
             break
         await asyncio.sleep(0.05)
     raise AssertionError("not ready:\n" + log.read_text(errors="replace")[-2000:])
@@ -73,15 +73,15 @@ async def until_ready(run: RunInfo, timeout: float = 60) -> str:
 
 def children_of(pid: int) -> list[int]:
     out = []
-    for p in hostside.pids():
-        verdict, fields = hostside.read_stat(p)
-        if verdict == hostside.ALIVE and int(fields[1]) == pid and fields[0] not in "ZX":
+    for p in hostproc.pids():
+        verdict, fields = hostproc.read_stat(p)
+        if verdict == hostproc.ALIVE and int(fields[1]) == pid and fields[0] not in "ZX":
             out.append(p)
     return out
 
 
 def alive(pid: int, start: str) -> bool:
-    return hostside.probe(pid, start)[0] == hostside.ALIVE
+    return hostproc.probe(pid, start)[0] == hostproc.ALIVE
 
 
 async def test_children_renamed_with_their_environ_wiped_are_stopped(
@@ -96,8 +96,8 @@ async def test_children_renamed_with_their_environ_wiped_are_stopped(
         assert cmd.startswith(b"sglang::"), cmd
         # what setproctitle leaves: the environ area is NUL bytes, the run id is gone
         assert not Path(f"/proc/{k}/environ").read_bytes().strip(b"\0")
-        assert hostside.environ_has(k, hostside.RUN_ID_VAR, run.run_id) is False
-    starts = {k: hostside.read_stat(k)[1][19] for k in kids}
+        assert hostproc.environ_has(k, hostproc.RUN_ID_VAR, run.run_id) is False
+    starts = {k: hostproc.read_stat(k)[1][19] for k in kids}
     proofs = {m["pid"]: m["proof"] for m in await control.members(run)}
     assert proofs[run.pid] == "leader" and all(proofs[k] == "child" for k in kids), proofs
 
@@ -174,7 +174,7 @@ async def test_stop_escalates_one_step_at_a_time(
             break
         await asyncio.sleep(0.05)
     (kid,) = children_of(run.pid)
-    kid_start = hostside.read_stat(kid)[1][19]
+    kid_start = hostproc.read_stat(kid)[1][19]
     out = await control.stop(run, grace=1, group_wait=1, kill_wait=5)
     assert out.ended_by == ended, out
     steps = ["leader", "group", "kill"]
@@ -221,12 +221,12 @@ async def test_an_orphan_of_the_server_is_still_ours(tmp_path: Path, control: Se
     orphan = int(marker.read_text())
     other = int((tmp_path / "stranger.pid").read_text())
     try:
-        orphan_start = hostside.read_stat(orphan)[1][19]
+        orphan_start = hostproc.read_stat(orphan)[1][19]
         proofs = {m["pid"]: m["proof"] for m in await control.members(run)}
         assert proofs == {orphan: "child"}, proofs
         out = await control.stop(run, grace=1)
         assert out.ended_by in ("group", "kill") and not alive(orphan, orphan_start)
-        assert hostside.read_stat(other)[0] == hostside.ALIVE, (
+        assert hostproc.read_stat(other)[0] == hostproc.ALIVE, (
             "a process eagletui did not start was signalled"
         )
     finally:
@@ -471,8 +471,8 @@ num_prompts = 1
     doc = _json.loads(out.out)
     assert doc["stop"]["ok"] is False and "refusing" in doc["stop"]["error"]
     # clean up the process the test made unstoppable for eagletui
-    for p_ in hostside.pids():
-        if str(script) in (hostside.cmdline(p_) or []):
+    for p_ in hostproc.pids():
+        if str(script) in (hostproc.cmdline(p_) or []):
             os.kill(p_, signal.SIGKILL)
 
 

@@ -21,7 +21,7 @@ import pytest
 
 from eagletui.core.events import LogLine, Notice, ProcessExited
 from eagletui.core.profile.model import Profile
-from eagletui.remote import hostside
+from eagletui.remote import hostproc
 from eagletui.remote.control import (
     LaunchError,
     LaunchOutcomeUnknown,
@@ -62,7 +62,7 @@ def sleeper_profile(tmp: Path, port: int = 39611) -> Profile:
 
 
 def run_alive(run: RunInfo) -> bool:
-    return hostside.probe(run.pid, run.start_time)[0] == hostside.ALIVE
+    return hostproc.probe(run.pid, run.start_time)[0] == hostproc.ALIVE
 
 
 def kill_run(run: RunInfo) -> None:
@@ -178,7 +178,7 @@ def live_runs(runs_dir: Path) -> list[str]:
         import json
 
         run = json.loads((d / "run.json").read_text())
-        if hostside.probe(run["pid"], run["start_time"])[0] != hostside.DEAD:
+        if hostproc.probe(run["pid"], run["start_time"])[0] != hostproc.DEAD:
             out.append(run["run_id"])
     return out
 

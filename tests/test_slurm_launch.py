@@ -286,13 +286,13 @@ async def test_a_job_ended_by_slurm_after_ready_is_a_failure(slurm: SlurmCase) -
 
 def test_slurm_forgets_but_eagletui_remembers(slurm: SlurmCase, tmp_path: Path) -> None:
     """Without accounting Slurm forgets a finished job after MinJobAge: the recorded state answers."""
-    from eagletui.remote import hostslurm
+    from eagletui.remote import hostslurmjob
 
     rd = tmp_path / "rd"
     rd.mkdir()
     os.environ["SLURM_CONF"] = slurm.conf
     try:
-        assert hostslurm.job_state(str(rd), "987654", slurm.conf) == {
+        assert hostslurmjob.job_state(str(rd), "987654", slurm.conf) == {
             "state": "gone",
             "job": None,
             "nodes": [],
@@ -300,14 +300,14 @@ def test_slurm_forgets_but_eagletui_remembers(slurm: SlurmCase, tmp_path: Path) 
         (rd / "batch.log").write_text(
             "slurmstepd-n1: error: *** JOB 987654 ON n1 CANCELLED AT 2026-12-01T11:57:33 DUE TO TIME LIMIT ***\n"
         )
-        out = hostslurm.job_state(str(rd), "987654", slurm.conf)
+        out = hostslurmjob.job_state(str(rd), "987654", slurm.conf)
         assert (
             out["state"] == "gone"
             and out["job"]["state"] == "TIMEOUT"
             and out["job"]["source"] == "batch log"
         )
         (rd / "job_state.json").write_text(json.dumps({"job_id": "987654", "state": "NODE_FAIL"}))
-        out = hostslurm.job_state(str(rd), "987654", slurm.conf)
+        out = hostslurmjob.job_state(str(rd), "987654", slurm.conf)
         assert out["job"]["state"] == "NODE_FAIL" and out["job"]["source"] == "recorded"
     finally:
         os.environ.pop("SLURM_CONF", None)

@@ -15,7 +15,7 @@ from eagletui.core.profile.slurm import SlurmSettings
 from eagletui.core.profile.slurm_script import ScriptError, batch_script, job_name, node_script
 from eagletui.core.state.launch import PhaseStatus, ServerState
 from eagletui.core.state.screen import SessionState
-from eagletui.remote import hostslurm
+from eagletui.remote import hostslurmjob
 
 BASE = """
 name = "p"
@@ -158,8 +158,8 @@ def test_the_node_script_holds_the_environment_and_the_rank_flags() -> None:
 
 
 def test_scontrol_lines_parse_with_spaces_and_underscores() -> None:
-    fields = hostslurm.parse_job_line(JOB_LINE)
-    facts = hostslurm.job_facts(fields)
+    fields = hostslurmjob.parse_job_line(JOB_LINE)
+    facts = hostslurmjob.job_facts(fields)
     assert facts["state"] == "PENDING" and facts["name"] == "eagletui-p-20261201-L1-abc"
     assert facts["reason"] == "ReqNodeNotAvail, UnavailableNodes:n3"
     assert facts["user"] == "root" and facts["uid"] == 0 and facts["nodelist"] == ""
@@ -178,26 +178,26 @@ def test_scontrol_lines_parse_with_spaces_and_underscores() -> None:
     ],
 )
 def test_exit_codes_split_as_slurm_writes_them(text: str, want: tuple) -> None:
-    assert hostslurm.split_exit(text) == want
+    assert hostslurmjob.split_exit(text) == want
 
 
 def test_a_forgotten_job_is_known_from_the_record_then_the_logs(tmp_path: Path) -> None:
     rd = tmp_path
-    assert hostslurm.recorded_end(str(rd), "12") is None
+    assert hostslurmjob.recorded_end(str(rd), "12") is None
     (rd / "job_exit").write_text("3\n")
-    assert hostslurm.recorded_end(str(rd), "12")["state"] == "FAILED"
+    assert hostslurmjob.recorded_end(str(rd), "12")["state"] == "FAILED"
     # Slurm's own line (from the emulated cluster's batch log) outranks the script's exit
     (rd / "batch.log").write_text(
         "srun: error: n2: task 1: Exited with exit code 143\n"
         "slurmstepd-n1: error: *** JOB 12 ON n1 CANCELLED AT 2026-12-01T11:57:33 DUE TO TIME LIMIT ***\n"
     )
-    assert hostslurm.recorded_end(str(rd), "12")["state"] == "TIMEOUT"
+    assert hostslurmjob.recorded_end(str(rd), "12")["state"] == "TIMEOUT"
     (rd / "job_state.json").write_text(json.dumps({"job_id": "12", "state": "NODE_FAIL"}))
-    rec = hostslurm.recorded_end(str(rd), "12")
+    rec = hostslurmjob.recorded_end(str(rd), "12")
     assert rec["state"] == "NODE_FAIL" and rec["source"] == "recorded"
     assert (
-        hostslurm.recorded_end(str(rd), "13") is None
-        or hostslurm.recorded_end(str(rd), "13")["state"] != "NODE_FAIL"
+        hostslurmjob.recorded_end(str(rd), "13") is None
+        or hostslurmjob.recorded_end(str(rd), "13")["state"] != "NODE_FAIL"
     )
 
 

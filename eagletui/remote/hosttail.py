@@ -8,6 +8,7 @@ old offset, is reported (``T`` frame, then read from 0) whatever its size.
 """
 
 import os
+import select
 import struct
 import sys
 import time
@@ -51,42 +52,13 @@ def op_tail(args):
     """
     path, pos = args[0], int(args[1])
     ino0, dev0, alen, acrc = int(args[2]), int(args[3]), int(args[4]), int(args[5])
-    import select
-
-    try:  # a deeper pipe keeps us reading ahead while the client is busy (Linux; best effort)
-        import fcntl
-
-        fcntl.fcntl(1, 1031, 1 << 20)  # F_SETPIPE_SZ
-    except (ImportError, OSError):
-        pass
+    _deepen_pipe()
     tail = b""  # the last ANCHOR bytes sent (to check the file before each read)
-
-    def frame(k, a, p=b""):
-        d = HEADER.pack(k, a, len(p)) + p
-        while d:
-            try:
-                n = os.write(1, d)
-            except OSError:
-                os._exit(0)
-            d = d[n:]
-
-    ifd = -1
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        ifd = libc.inotify_init1(0o4000 | 0o2000000)
-        if ifd >= 0:
-            d = os.path.dirname(os.path.abspath(path)) or "/"
-            if libc.inotify_add_watch(ifd, d.encode(), 0x2 | 0x4 | 0x8 | 0x80 | 0x100 | 0x200 | 0x40) < 0:
-                os.close(ifd)
-                ifd = -1
-    except Exception:
-        ifd = -1
+    ifd = _watch_dir(path)
 
     def reset(reason):
         nonlocal tail
-        frame(b"T", 0, reason)
+        _frame(b"T", 0, reason)
         tail = b""
         return 0, 0, 0
 
@@ -101,7 +73,7 @@ def op_tail(args):
             except OSError:
                 fd = None
                 if not waiting:
-                    frame(b"W", 0)
+                    _frame(b"W", 0)
                     waiting = True
             if fd is not None:
                 waiting = False
@@ -112,7 +84,7 @@ def op_tail(args):
                 elif st.st_size < pos or rewritten(fd, pos, alen, acrc):
                     pos, alen, acrc = reset(b"truncated")
                 ino0, dev0 = ino, dev
-                frame(b"I", ino, str(dev).encode())
+                _frame(b"I", ino, str(dev).encode())
         if fd is not None:
             if os.fstat(fd).st_size < pos or rewritten(fd, pos, alen, acrc):
                 pos, alen, acrc = reset(b"truncated")
@@ -120,7 +92,7 @@ def op_tail(args):
                 b = os.pread(fd, CHUNK, pos)
                 if not b:
                     break
-                frame(b"D", pos, b)
+                _frame(b"D", pos, b)
                 pos += len(b)
                 tail = (tail + b[-ANCHOR:])[-ANCHOR:]
                 alen, acrc = len(tail), anchor_crc(tail)
@@ -141,17 +113,62 @@ def op_tail(args):
                 continue
         now = time.time()
         if now - last_hb > 5:
-            frame(b"H", pos)
+            _frame(b"H", pos)
             last_hb = now
-        rl = [0] + ([ifd] if ifd >= 0 else [])
-        r = select.select(rl, [], [], 0.5 if ifd >= 0 else 0.02)[0]
-        if 0 in r and not os.read(0, 4096):
+        _wait(ifd)
+
+
+def _deepen_pipe():
+    try:  # a deeper pipe keeps us reading ahead while the client is busy (Linux; best effort)
+        import fcntl
+
+        fcntl.fcntl(1, 1031, 1 << 20)  # F_SETPIPE_SZ
+    except (ImportError, OSError):
+        pass
+
+
+def _frame(k, a, p=b""):
+    """Write one frame to stdout, whole; exit when the client is gone."""
+    d = HEADER.pack(k, a, len(p)) + p
+    while d:
+        try:
+            n = os.write(1, d)
+        except OSError:
             os._exit(0)
-        if ifd in r:
-            try:
-                os.read(ifd, 65536)
-            except OSError:
-                pass
+        d = d[n:]
+
+
+def _watch_dir(path):
+    """An inotify fd watching the file's directory (writes, renames, new and deleted files), or -1 where
+    there is none (not Linux, no ctypes, out of watches): then the reader polls."""
+    ifd = -1
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        ifd = libc.inotify_init1(0o4000 | 0o2000000)
+        if ifd >= 0:
+            d = os.path.dirname(os.path.abspath(path)) or "/"
+            if libc.inotify_add_watch(ifd, d.encode(), 0x2 | 0x4 | 0x8 | 0x80 | 0x100 | 0x200 | 0x40) < 0:
+                os.close(ifd)
+                ifd = -1
+    except Exception:
+        ifd = -1
+    return ifd
+
+
+def _wait(ifd):
+    """Sleep until stdin or the watched directory has news (at most 0.5 s, 0.02 s without inotify);
+    exit when stdin has closed: the client is gone."""
+    rl = [0] + ([ifd] if ifd >= 0 else [])
+    r = select.select(rl, [], [], 0.5 if ifd >= 0 else 0.02)[0]
+    if 0 in r and not os.read(0, 4096):
+        os._exit(0)
+    if ifd in r:
+        try:
+            os.read(ifd, 65536)
+        except OSError:
+            pass
 
 
 def main(argv):

@@ -111,11 +111,47 @@ class Transport(Protocol):
     async def close(self) -> None: ...
 
 
+#: The parts of each host-side program, in the order they are joined: the module named for the program
+#: comes last (its table of operations names what the others define, and it runs ``main``).
+HOST_PARTS: dict[str, tuple[str, ...]] = {
+    "hostside": ("hostproc", "hostfiles", "hostlaunch", "hoststop", "hostside"),
+    "hostslurm": ("hostslurmjob", "hostslurm"),
+    "hosttail": ("hosttail",),
+}
+#: The fence around the lines by which the parts import each other as ordinary modules (for the unit
+#: tests, the linters): on the host the parts are one text, so those lines are left out of it.
+LOCAL_IMPORTS_START = "# host-program: local imports"
+LOCAL_IMPORTS_END = "# host-program: end of local imports"
+
+
+def without_local_imports(text: str, name: str = "") -> str:
+    """``text`` without its fenced local-import lines (the markers included)."""
+    out: list[str] = []
+    fenced = False
+    for line in text.splitlines(keepends=True):
+        if line.startswith(LOCAL_IMPORTS_START):
+            fenced = True
+        elif line.startswith(LOCAL_IMPORTS_END):
+            if not fenced:
+                raise ValueError(f"{name}: {LOCAL_IMPORTS_END!r} without its start")
+            fenced = False
+        elif not fenced:
+            out.append(line)
+    if fenced:
+        raise ValueError(f"{name}: {LOCAL_IMPORTS_START!r} without its end")
+    return "".join(out)
+
+
 @functools.cache
 def host_source(module: str = "hostside") -> str:
-    """The text of a host-side module (:mod:`~eagletui.remote.hostside`, :mod:`~eagletui.remote.hosttail`),
-    sent to the host so it needs no eagletui install."""
-    return (Path(__file__).with_name(f"{module}.py")).read_text(encoding="utf-8")
+    """The text of a host-side program (:mod:`~eagletui.remote.hostside`, :mod:`~eagletui.remote.hostslurm`,
+    :mod:`~eagletui.remote.hosttail`), sent to the host so it needs no eagletui install: its parts
+    (:data:`HOST_PARTS`) joined in order, without the lines by which they import each other."""
+    texts = []
+    for part in HOST_PARTS[module]:
+        text = Path(__file__).with_name(f"{part}.py").read_text(encoding="utf-8")
+        texts.append(without_local_imports(text, f"{part}.py"))
+    return "\n\n".join(texts)
 
 
 def host_program(python: str, op: str, *args: str) -> list[str]:

@@ -16,7 +16,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-from eagletui.remote import hostside
+from eagletui.remote import hostproc
 
 step = sys.argv[1]
 found = {}
@@ -26,12 +26,12 @@ for f in glob.glob(os.path.expanduser("~/.eagletui/runs/*/pid")):
         rec = json.load(open(f))
     except (OSError, ValueError):
         continue
-    for pid, proof in hostside.run_members(rec, os.path.basename(rd), rd):
+    for pid, proof in hostproc.run_members(rec, os.path.basename(rd), rd):
         found[pid] = {"pid": pid, "run": os.path.basename(rd), "proof": proof}
-for pid in [] if "--runs-only" in sys.argv else hostside.pids():
+for pid in [] if "--runs-only" in sys.argv else hostproc.pids():
     if pid == os.getpid() or pid in found:
         continue
-    cmd = hostside.cmdline(pid) or []
+    cmd = hostproc.cmdline(pid) or []
     text = " ".join(cmd)
     try:
         env = open(f"/proc/{pid}/environ", "rb").read()
@@ -40,7 +40,7 @@ for pid in [] if "--runs-only" in sys.argv else hostside.pids():
     if text.startswith("sglang::") or "sglang.launch_server" in text or b"EAGLETUI_RUN_ID=" in env:
         found[pid] = {"pid": pid, "cmd": text[:120]}
 for d in found.values():
-    d["name"] = (hostside.cmdline(d["pid"]) or ["?"])[0][:60]
+    d["name"] = (hostproc.cmdline(d["pid"]) or ["?"])[0][:60]
 try:
     gpu = subprocess.run(
         ["nvidia-smi", "--query-compute-apps=pid,process_name,used_memory", "--format=csv,noheader"],

@@ -18,7 +18,7 @@ import sys
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
-from eagletui.remote import hostside
+from eagletui.remote import hostproc
 
 P, OUT = sys.argv[1], sys.argv[2]
 TM = os.environ.get("TMUX_BIN", "tmux")
@@ -87,7 +87,7 @@ def alive_runs():
             rec = json.load(open(f))
         except (OSError, ValueError):
             continue
-        if hostside.run_members(rec, os.path.basename(rd), rd):
+        if hostproc.run_members(rec, os.path.basename(rd), rd):
             out.append(os.path.basename(rd))
     return out
 
