@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from eagletui.commands._args import ArgumentParser
+from eagletui.core.timings import Timings
 
 SERVED = ("demo", "connect", "replay")
 DEFAULT_PORT = 8765
@@ -182,7 +183,7 @@ async def _serve(args: argparse.Namespace, inner: list[str], token: str, runtime
 
     logging.basicConfig(level=logging.INFO, format="eagletui serve: %(message)s", stream=sys.stderr)
     owner_argv = [sys.executable, "-m", "eagletui", args.command, *inner]
-    floor = Floor(runtime, owner_argv)
+    floor = Floor(runtime, owner_argv, timings=Timings.from_env())
     stop = asyncio.Event()
     got: list[int] = []
     loop = asyncio.get_running_loop()

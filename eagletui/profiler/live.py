@@ -164,7 +164,7 @@ async def drive_load(
 async def list_traces(
     transport: Transport, python: str, output_dir: str, profile_id: str
 ) -> list[RemoteTrace]:
-    res = await transport.run([python, "-c", _LIST, output_dir, profile_id], timeout=30)
+    res = await transport.run([python, "-c", _LIST, output_dir, profile_id])
     if not res.ok:
         raise ProfileError(f"could not list {output_dir} on the host: {res.stderr.strip()[:300]}")
     try:
@@ -182,16 +182,19 @@ async def wait_for_traces(
     *,
     ranks: int,
     stage: str = "DECODE",
-    timeout: float = 180.0,
-    poll: float = 1.0,
+    timeout: float | None = None,
     alive: Callable[[], Awaitable[bool]] | None = None,
 ) -> list[RemoteTrace]:
     """Wait until every rank's ``stage`` file exists and its size held still for one poll.
 
     ``alive`` (when given) is asked every few polls: a server that died while its profiler recorded
     writes no trace, and waiting out ``timeout`` for one only delays the news (sglang 0.5.17's
-    scheduler aborted one second into a capture; the wait went on for 120 s)."""
-    t0 = time.monotonic()
+    scheduler aborted one second into a capture; the wait went on for 120 s). ``timeout`` None and the
+    poll are the transport's ``timings.sweep``."""
+    timings = transport.timings
+    clock, poll = timings.clock, timings.sweep.profile_poll_s
+    timeout = timings.sweep.profile_s if timeout is None else timeout
+    t0 = clock.monotonic()
     deadline = t0 + timeout
     last: dict[str, int] = {}
     polls = 0
@@ -208,17 +211,17 @@ async def wait_for_traces(
             return sorted(files, key=lambda f: (f.rank is None, f.rank or 0))
         if dead:
             raise ServerGone(
-                f"the server died during the capture, {time.monotonic() - t0:.0f} s in, before its "
+                f"the server died during the capture, {clock.monotonic() - t0:.0f} s in, before its "
                 f"{stage} traces were complete"
             )
         last = sizes
-        if time.monotonic() > deadline:
+        if clock.monotonic() > deadline:
             have = ", ".join(sorted(sizes)) or "none"
             raise ProfileError(
                 f"no complete {stage} traces after {timeout:.0f} s in {output_dir} "
                 f"(expected {ranks}, have: {have}); is the server busy or profiling already?"
             )
-        await asyncio.sleep(poll)
+        await clock.sleep(poll)
 
 
 async def fetch(
@@ -246,12 +249,14 @@ async def capture(
     ranks: int,
     request: ProfileRequest | None = None,
     api_key: str | None = None,
-    timeout: float = 180.0,
+    timeout: float | None = None,
     on_step: Callable[[str], Awaitable[None] | None] | None = None,
     alive: Callable[[], Awaitable[bool]] | None = None,
 ) -> list[Path]:
-    """Profile ``num_steps`` decode steps of the server and bring the traces here; returns local paths."""
+    """Profile ``num_steps`` decode steps of the server and bring the traces here; returns local paths.
+    ``timeout`` None is the transport's ``timings.sweep.profile_s``."""
     req = request or ProfileRequest()
+    timeout = transport.timings.sweep.profile_s if timeout is None else timeout
 
     async def say(msg: str) -> None:
         if on_step is not None:

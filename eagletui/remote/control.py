@@ -13,7 +13,6 @@ proof among these: SGLang's ``setproctitle`` wipes its children's.
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import json
 import os
@@ -27,6 +26,7 @@ from typing import Any
 
 from eagletui.core.profile.model import Profile, validate_env_name
 from eagletui.core.profile.redact import Redactor
+from eagletui.core.timings import Timings
 from eagletui.remote.launcher import Launcher
 from eagletui.remote.transport import NotOurProcess, Transport, TransportError, host_program
 
@@ -206,23 +206,23 @@ class ServerControl(Launcher):
         runs_dir: str = "~/.eagletui/runs",
         *,
         python: str = "python3",
-        confirm_delay: float = 0.5,
-        reconcile_attempts: int = 6,
-        reconcile_delay: float = 1.0,
+        timings: Timings,
     ):
         self.transport = transport
         self.runs_dir = runs_dir
         #: Interpreter for the host-side operations; ``launch`` switches to the profile's python.
         self.python = python
         #: A "dead" verdict is acted on only if a second check this much later agrees.
-        self.confirm_delay = confirm_delay
-        self.reconcile_attempts = reconcile_attempts
-        self.reconcile_delay = reconcile_delay
+        self.timings = timings
+        self.confirm_delay = timings.control.confirm_dead_s
+        self.reconcile_attempts = timings.control.reconcile_attempts
+        self.reconcile_delay = timings.control.reconcile_s
         #: Why the last liveness check said what it said (shown when checks keep failing).
         self.last_check_detail = ""
 
-    async def _host(self, op: str, *args: str, input: str | None = None, timeout: float | None = 30):
-        return await self.transport.run(host_program(self.python, op, *args), input=input, timeout=timeout)
+    async def _host(self, op: str, *args: str, input: str | None = None, timeout: float | None = None):
+        limit = self.timings.link.command_s if timeout is None else timeout
+        return await self.transport.run(host_program(self.python, op, *args), input=input, timeout=limit)
 
     async def launch(
         self, profile: Profile, *, launch: int, args_override: dict[str, Any] | None = None
@@ -267,7 +267,7 @@ class ServerControl(Launcher):
         info: Any = None
         try:
             res = await self.transport.run(
-                host_program(python, "launch", run_id), input=json.dumps(spec), timeout=60
+                host_program(python, "launch", run_id), input=json.dumps(spec), timeout=self.timings.control.launch_op_s
             )
         except (TransportError, TimeoutError, OSError) as exc:
             lost = f"{type(exc).__name__}: {exc}"
@@ -333,9 +333,9 @@ class ServerControl(Launcher):
         last = "no answer"
         for attempt in range(self.reconcile_attempts):
             if attempt:
-                await asyncio.sleep(self.reconcile_delay)
+                await self.timings.clock.sleep(self.reconcile_delay)
             try:
-                res = await self._host("find", runs_dir, run_id, timeout=30)
+                res = await self._host("find", runs_dir, run_id)
                 out = json.loads(res.stdout)
                 state = out["state"]
             except (TransportError, TimeoutError, OSError, ValueError, KeyError, TypeError) as exc:
@@ -356,7 +356,7 @@ class ServerControl(Launcher):
 
     async def _probe(self, run: RunInfo) -> Liveness:
         try:
-            res = await self._host("probe", str(int(run.pid)), str(run.start_time), timeout=15)
+            res = await self._host("probe", str(int(run.pid)), str(run.start_time), timeout=self.timings.control.probe_s)
         except (TransportError, TimeoutError, OSError) as exc:
             self.last_check_detail = f"{type(exc).__name__}: {exc}"
             return Liveness.UNKNOWN
@@ -376,7 +376,7 @@ class ServerControl(Launcher):
         ``UNKNOWN``, never ``DEAD``."""
         state = await self._probe(run)
         if state is Liveness.DEAD and confirm:
-            await asyncio.sleep(self.confirm_delay)
+            await self.timings.clock.sleep(self.confirm_delay)
             again = await self._probe(run)
             if again is not Liveness.DEAD:
                 return Liveness.ALIVE if again is Liveness.ALIVE else Liveness.UNKNOWN
@@ -388,7 +388,7 @@ class ServerControl(Launcher):
             return None, None
         rd = shlex.quote(run.run_dir)
         res = await self.transport.run(
-            f"cat {rd}/exit_code 2>/dev/null; echo; cat {rd}/exit_signal 2>/dev/null; echo", timeout=15
+            f"cat {rd}/exit_code 2>/dev/null; echo; cat {rd}/exit_signal 2>/dev/null; echo", timeout=self.timings.control.probe_s
         )
         parts = res.stdout.split("\n")
         code = _int(parts[0] if parts else "")
@@ -400,11 +400,16 @@ class ServerControl(Launcher):
     async def exit_status(self, run: RunInfo) -> int | None:
         if not run.run_dir:
             return None
-        res = await self.transport.run(["cat", f"{run.run_dir}/exit_code"], timeout=15)
+        res = await self.transport.run(["cat", f"{run.run_dir}/exit_code"], timeout=self.timings.control.probe_s)
         return _int(res.stdout) if res.exit_status == 0 else None
 
     async def stop(
-        self, run: RunInfo, *, grace: float = 30.0, group_wait: float = 10.0, kill_wait: float = 10.0
+        self,
+        run: RunInfo,
+        *,
+        grace: float | None = None,
+        group_wait: float | None = None,
+        kill_wait: float | None = None,
     ) -> StopOutcome:
         """Stop ``run`` the way its server shuts itself down, escalating only as far as needed.
 
@@ -416,6 +421,10 @@ class ServerControl(Launcher):
         """
         if not run.owned:
             raise NotOurProcess(f"pid {run.pid} was not started by eagletui; refusing to signal it")
+        t = self.timings.control
+        grace = t.stop_grace_s if grace is None else grace
+        group_wait = t.stop_group_wait_s if group_wait is None else group_wait
+        kill_wait = t.stop_kill_wait_s if kill_wait is None else kill_wait
         res = await self._host(
             "stop",
             run.run_dir,
@@ -468,13 +477,13 @@ class ServerControl(Launcher):
         if not run.owned or not run.run_dir:
             return []
         try:
-            res = await self._host("members", run.run_dir, run.run_id, timeout=20)
+            res = await self._host("members", run.run_dir, run.run_id)
         except (TransportError, TimeoutError, OSError):
             return []
         return _json_rows(res.stdout, "run members") if res.exit_status == 0 else []
 
     async def list_runs(self) -> list[RunInfo]:
-        res = await self._host("list", self.runs_dir, timeout=30)
+        res = await self._host("list", self.runs_dir)
         if res.exit_status != 0:
             raise TransportError(f"listing runs failed: {res.stderr.strip()[-500:]}")
         rows = _json_rows(res.stdout, "listing runs")
@@ -488,7 +497,7 @@ class ServerControl(Launcher):
         return runs
 
     async def discover_foreign(self) -> list[ForeignServer]:
-        res = await self._host("discover", timeout=30)
+        res = await self._host("discover")
         if res.exit_status != 0:
             raise TransportError(f"process discovery failed: {res.stderr.strip()[-500:]}")
         out = []

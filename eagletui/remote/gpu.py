@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import math
-import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from eagletui.core.events import GpuStats
 from eagletui.core.host.gpu_memory import TOLERANCE_MIB, Reading, describe_held, parse_reading
+from eagletui.core.timings import Timings
 from eagletui.remote.transport import Transport, TransportError
 
 QUERY = [
@@ -66,23 +66,23 @@ def missing_nvidia_smi(exit_status: int | None, stderr: str) -> bool:
     return exit_status == 127 or "not found" in stderr or "No such file" in stderr
 
 
-async def gpu_events(
-    transport: Transport, interval: float = 2.0, timeout: float | None = None
-) -> AsyncIterator[GpuStats]:
-    """A sample every ``interval``; a read that fails (timed out, a transport error, a non-zero
+async def gpu_events(transport: Transport, timings: Timings) -> AsyncIterator[GpuStats]:
+    """A sample every ``timings.watch.gpu_poll_s``; a read that fails (timed out, a transport error, a non-zero
     exit) yields a ``stale`` event instead, so the last numbers on screen are marked old, not shown
     as current."""
-    timeout = timeout or max(10.0, interval * 3)
+    interval = timings.watch.gpu_poll_s
+    timeout = max(10.0, interval * 3)
+    sleep = timings.clock.sleep
     while True:
         try:
             res = await transport.run(QUERY, timeout=timeout)
         except TimeoutError:
             yield GpuStats(stale=f"nvidia-smi gave no answer within {timeout:g}s")
-            await asyncio.sleep(interval)
+            await sleep(interval)
             continue
         except (TransportError, OSError) as exc:
             yield GpuStats(stale=f"nvidia-smi could not be run: {exc}")
-            await asyncio.sleep(interval)  # the link state is reported elsewhere; keep sampling
+            await sleep(interval)  # the link state is reported elsewhere; keep sampling
             continue
         if res.exit_status != 0:
             if missing_nvidia_smi(res.exit_status, res.stderr):
@@ -91,10 +91,10 @@ async def gpu_events(
             yield GpuStats(
                 stale=f"nvidia-smi exited {res.exit_status}" + (f": {first[0][:120]}" if first else "")
             )
-            await asyncio.sleep(interval)  # a transient driver hiccup: try again
+            await sleep(interval)  # a transient driver hiccup: try again
             continue
         yield GpuStats(gpus=tuple(parse_query(res.stdout)))
-        await asyncio.sleep(interval)
+        await sleep(interval)
 
 
 # ------------------------------------------------------------------ the GPU gate between launches
@@ -104,10 +104,9 @@ MEMORY_QUERY = [
     "--query-gpu=index,uuid,memory.used,memory.total",
     "--format=csv,noheader,nounits",
 ]
-GATE_READ_TIMEOUT_S = 15.0
 
 
-async def read_memory(transport: Transport, timeout: float = GATE_READ_TIMEOUT_S) -> Reading | None:
+async def read_memory(transport: Transport, timeout: float) -> Reading | None:
     """Used/total memory per GPU and the processes holding it, in one round trip each; None when the
     host cannot tell (no nvidia-smi, a failing driver, a dropped link): the gate then says "unknown"."""
     try:
@@ -141,7 +140,7 @@ async def wait_released(
     before: Reading | None,
     *,
     timeout: float,
-    poll: float = 1.0,
+    timings: Timings,
     tolerance_mib: float = TOLERANCE_MIB,
     say: Callable[[str], None] | None = None,
     say_every: float = 10.0,
@@ -150,12 +149,13 @@ async def wait_released(
     """Until every GPU's used memory is back within ``tolerance_mib`` of ``before`` (the reading taken
     right before the previous launch), at most ``timeout`` seconds. Without a reference the current
     reading is taken as it (nothing to wait for); without telemetry the result is ``unknown``."""
-    t0 = time.monotonic()
+    clock, poll = timings.clock, timings.sweep.gate_poll_s
+    t0 = clock.monotonic()
     last_say = t0
     reading: Reading | None = None
     while True:
-        reading = await read_memory(transport)
-        waited = time.monotonic() - t0
+        reading = await read_memory(transport, timings.sweep.gate_read_s)
+        waited = clock.monotonic() - t0
         if reading is not None:
             if before is None:
                 return GateResult("clean", waited, reading, "no earlier reading: taken as the reference")
@@ -171,9 +171,9 @@ async def wait_released(
                     reading,
                     f"GPU memory of {label} is still held after {waited:.0f} s (sweep.gpu_wait_s = {timeout:g}): {held}",
                 )
-            if say is not None and time.monotonic() - last_say >= say_every:
+            if say is not None and clock.monotonic() - last_say >= say_every:
                 say(f"  waiting for GPU memory ({waited:.0f} s of {timeout:g}): {held}")
-                last_say = time.monotonic()
+                last_say = clock.monotonic()
         elif before is None or waited >= min(timeout, 5 * poll):  # it answered before: a few more tries
             return GateResult("unknown", waited, None, "no GPU telemetry (nvidia-smi) to wait on")
-        await asyncio.sleep(poll)
+        await clock.sleep(poll)

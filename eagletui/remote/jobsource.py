@@ -24,7 +24,6 @@ import contextlib
 import dataclasses
 import re
 import shlex
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -43,6 +42,7 @@ from eagletui.core.events import (
     ServerFailed,
     ServerReady,
 )
+from eagletui.core.timings import Timings
 from eagletui.remote.control import Liveness, RunInfo
 from eagletui.remote.slurm import ACTIVE_STATES, as_dict
 from eagletui.remote.source import UNKNOWN_NOTICE_AFTER, LineLimiter, LiveSource, make_interpreter
@@ -84,16 +84,16 @@ class JobSource(LiveSource):
         control: SlurmLauncher,
         run: RunInfo,
         *,
-        stale_after: float = 120.0,
-        poll_interval: float = 2.0,
+        timings: Timings,
         log_format: str | None = None,
     ) -> None:
+        poll = control.settings.poll_s
         super().__init__(
             transport,
             control,
             run,
-            stale_after=stale_after,
-            poll_interval=poll_interval,
+            timings=timings,
+            poll_s=timings.watch.job_poll_s if poll is None else poll,
             log_format=log_format,
         )
         self.log_format = log_format
@@ -107,7 +107,9 @@ class JobSource(LiveSource):
         self._srun_failed: str = ""  # the first node srun reported a failed task on
         self._ready = False
         self._running_polls = 0
-        self.batch = LogTail(transport, run.batch_log, python=control.python, on_state=self._on_state)
+        self.batch = LogTail(
+            transport, run.batch_log, python=control.python, on_state=self._on_state, timings=timings
+        )
         self._batch_buf = b""
 
     # ------------------------------------------------------------------ routing
@@ -131,6 +133,7 @@ class JobSource(LiveSource):
                 on_state=self._on_state if i == 0 else None,
                 on_reset=self._on_reset,
                 python=self.control.python,
+                timings=self.timings,
             )
             interp = make_interpreter(self.run.launch, self.log_format)
             self.nodes.append(NodeLog(i, self._node_name(i), path, tail, interp))
@@ -226,7 +229,7 @@ class JobSource(LiveSource):
     async def _follow(self, node: NodeLog) -> None:
         end = node.tail.offset
         async for off, data in node.tail.chunks():
-            self._last_data = time.monotonic()
+            self._last_data = self.clock.monotonic()
             self._stale_sent = False
             if off < end:
                 await self._put(self._route(node, node.interp.flush()))
@@ -284,17 +287,20 @@ class JobSource(LiveSource):
         paths = " ".join(shlex.quote(n.path) for n in self.nodes)
         if paths:
             with contextlib.suppress(TransportError, OSError, ValueError):
-                res = await self.transport.run(f"stat -c %s {paths} 2>/dev/null", timeout=10)
+                res = await self.transport.run(
+                    f"stat -c %s {paths} 2>/dev/null", timeout=self.timings.watch.stat_s
+                )
                 for n, size in zip(self.nodes, res.stdout.split(), strict=False):
                     sizes[n.index] = int(size)
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < limit:
-            quiet = time.monotonic() - self._last_data >= settle
+        clock = self.clock
+        t0 = clock.monotonic()
+        while clock.monotonic() - t0 < limit:
+            quiet = clock.monotonic() - self._last_data >= settle
             caught_up = all(n.tail.offset >= sizes.get(n.index, 0) for n in self.nodes)
             if quiet and caught_up:
                 break
-            await asyncio.sleep(0.05)
-        await asyncio.sleep(min(settle, 0.3))  # the batch log's last lines (srun's summary)
+            await clock.sleep(0.05)
+        await clock.sleep(min(settle, 0.3))  # the batch log's last lines (srun's summary)
 
     def _final_failure(self, job: dict[str, Any]) -> ServerFailed | None:
         """Slurm's word on a job that ended badly, when no node's log said why."""
@@ -346,7 +352,7 @@ class JobSource(LiveSource):
                             source="watch",
                         )
                     )
-                await asyncio.sleep(self.poll_interval)
+                await self.clock.sleep(self.poll_interval)
                 continue
             self.unknown_checks = 0
             out = self.control.states.get(self.run.run_id) or {}
@@ -368,7 +374,7 @@ class JobSource(LiveSource):
                 await self._finish(job)
                 return
             self._check_stale()
-            await asyncio.sleep(self.poll_interval)
+            await self.clock.sleep(self.poll_interval)
 
     async def _poll(self) -> Liveness:
         try:
@@ -381,7 +387,7 @@ class JobSource(LiveSource):
         if not self.nodes:
             return
         limit = self._stale_limit()
-        silent = time.monotonic() - self._last_data
+        silent = self.clock.monotonic() - self._last_data
         if limit is not None and self._link_up and not self._stale_sent and silent > limit:
             self._stale_sent = True
             self._queue.put_nowait(

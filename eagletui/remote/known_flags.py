@@ -80,16 +80,13 @@ def table_from_answer(stdout: str) -> FlagTable | None:
     )
 
 
-#: Building sglang's parser imports ``sglang.srt.server_args`` (torch with it): ~20 s on a GPU host
-#: measured with sglang 0.5.17, more on network storage. Only the first launch of a session waits.
-HOST_FLAGS_BUDGET_S = 90.0
-
-
-async def host_flags(
-    transport: Any, python: str, module: str, timeout: float = HOST_FLAGS_BUDGET_S
-) -> tuple[FlagTable | None, str]:
+async def host_flags(transport: Any, python: str, module: str) -> tuple[FlagTable | None, str]:
     """The server's option strings on the host, or None and why not (the caller then falls back to a
-    bundled table, or checks nothing: a missing answer alone must not block a launch)."""
+    bundled table, or checks nothing: a missing answer alone must not block a launch). Bounded by the
+    transport's ``timings.preflight.host_flags_s``: building sglang's parser imports
+    ``sglang.srt.server_args`` (torch with it), ~20 s on a GPU host measured with sglang 0.5.17, more
+    on network storage; only the first launch of a session waits."""
+    timeout = transport.timings.preflight.host_flags_s
     try:
         res = await transport.run([python, "-c", HOST_SCRIPT, module], timeout=timeout)
     except TimeoutError:

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from eagletui.core.profile.model import Profile
+    from eagletui.core.timings import Timings
     from eagletui.remote.control import ForeignServer, Liveness, RunInfo, StopOutcome
     from eagletui.remote.preflight import Check
     from eagletui.remote.source import LiveSource
@@ -61,7 +62,8 @@ class Launcher(ABC):
         """(exit code, signal) as recorded when the server ended; (None, None) while unknown."""
 
     @abstractmethod
-    async def stop(self, run: RunInfo, *, grace: float = 30.0) -> StopOutcome: ...
+    async def stop(self, run: RunInfo, *, grace: float | None = None) -> StopOutcome:
+        """Stop ``run``; ``grace`` (None: the timings') is how long its own shutdown is waited for."""
 
     @abstractmethod
     async def list_runs(self) -> list[RunInfo]: ...
@@ -98,18 +100,18 @@ class Launcher(ABC):
         login node has no GPUs and does not bind the port: the job's node does)."""
         return checks
 
-    def live_source(
-        self, transport: Transport, run: RunInfo, *, stale_after: float, log_format: str | None = None
-    ) -> LiveSource:
+    timings: Timings
+
+    def live_source(self, transport: Transport, run: RunInfo, *, log_format: str | None = None) -> LiveSource:
         """The event source that follows ``run``: its log tail (read in ``log_format``) and this
         launcher's liveness (a Slurm job has several logs and a queue to wait in:
         :class:`~eagletui.remote.jobsource.JobSource`)."""
         from eagletui.remote.source import LiveSource
 
-        return LiveSource(transport, self, run, stale_after=stale_after, log_format=log_format)
+        return LiveSource(transport, self, run, timings=self.timings, log_format=log_format)
 
 
-def make_launcher(profile: Profile, transport: Transport, *, slot: int = 0) -> Launcher:
+def make_launcher(profile: Profile, transport: Transport, *, timings: Timings, slot: int = 0) -> Launcher:
     """The launcher a profile asks for: a Slurm job with a ``[slurm]`` section
     (:class:`~eagletui.remote.slurm.SlurmLauncher`), else a detached process. Resolved here and
     nowhere else. ``slot`` tells a sweep's parallel jobs apart (their locks, ports and names)."""
@@ -117,8 +119,8 @@ def make_launcher(profile: Profile, transport: Transport, *, slot: int = 0) -> L
         from eagletui.remote.slurm import SlurmLauncher
 
         return SlurmLauncher(
-            transport, profile.slurm, runs_dir=profile.runs_dir, python=profile.python, slot=slot
+            transport, profile.slurm, runs_dir=profile.runs_dir, python=profile.python, slot=slot, timings=timings
         )
     from eagletui.remote.control import ServerControl
 
-    return ServerControl(transport, runs_dir=profile.runs_dir, python=profile.python)
+    return ServerControl(transport, runs_dir=profile.runs_dir, python=profile.python, timings=timings)

@@ -13,14 +13,20 @@ import signal
 from collections.abc import AsyncIterator
 
 from eagletui.core.events import ConnectionState
+from eagletui.core.timings import REAL, Timings
 from eagletui.remote.transport import CommandResult, StateCallback
 
 
 class LocalTransport:
+    """Commands and streams on this machine. ``timings`` bounds a command without a timeout of its own
+    and a kill's wait; a command or the app passes its own (the real ones are the default, so a test's
+    ``LocalTransport()`` is the user's)."""
+
     target = "local"
 
-    def __init__(self, on_state: StateCallback | None = None):
+    def __init__(self, on_state: StateCallback | None = None, *, timings: Timings = REAL):
         self.on_state = on_state
+        self.timings = timings
         self._procs: set[asyncio.subprocess.Process] = set()
 
     def emit_state(self, state: str, detail: str = "") -> None:
@@ -33,8 +39,9 @@ class LocalTransport:
         return await asyncio.create_subprocess_exec(*argv, **kw)
 
     async def run(
-        self, argv: list[str] | str, *, timeout: float | None = 30, input: str | None = None
+        self, argv: list[str] | str, *, timeout: float | None = None, input: str | None = None
     ) -> CommandResult:
+        timeout = self.timings.link.command_s if timeout is None else timeout
         try:
             proc = await self._spawn(
                 argv,
@@ -56,7 +63,7 @@ class LocalTransport:
             # bounded: a child that left the group (setsid) may still hold the pipes; they are
             # closed below, and the timeout is the caller's answer either way
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(proc.wait()), KILL_WAIT_S)
+                await asyncio.wait_for(asyncio.shield(proc.wait()), self.timings.link.kill_wait_s)
             raise
         finally:
             _close_pipes(proc)
@@ -89,7 +96,7 @@ class LocalTransport:
                     with contextlib.suppress(ProcessLookupError):
                         proc.terminate()
                     with contextlib.suppress(Exception):
-                        await asyncio.wait_for(proc.wait(), 2)
+                        await asyncio.wait_for(proc.wait(), self.timings.link.kill_wait_s)
             finally:  # even if a cancel cuts the wait short (closing the transport kills a live child)
                 _close_pipes(proc)
 
@@ -101,7 +108,7 @@ class LocalTransport:
             with contextlib.suppress(ProcessLookupError):
                 proc.terminate()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), 2)
+                await asyncio.wait_for(proc.wait(), self.timings.link.kill_wait_s)
             _close_pipes(proc)
         self.emit_state("closed")
 
@@ -110,8 +117,6 @@ class LocalTransport:
         return os.path.expanduser("~")
 
 
-#: How long a timed-out command's kill is waited for before the timeout is raised anyway.
-KILL_WAIT_S = 2.0
 
 
 def _kill_group(proc: asyncio.subprocess.Process) -> None:

@@ -28,13 +28,11 @@ from eagletui.remote.transport import Transport, TransportError
 #: and not a pass either. A launch is blocked only by ``fail``.
 Status = Literal["pass", "warn", "fail", "unknown"]
 
-#: Seconds the host-side checks may take. Generous on purpose: a big host with network storage and
-#: eight GPUs answers slowly, and a check that times out is reported as unknown, never as failed.
-HOST_CHECK_BUDGET_S = 60.0
-GPU_QUERY_BUDGET_S = 30.0
-#: Seconds the checkpoint probe of the host checks may take (the page-cache scan and a read of at most
-#: 256 MiB of the least cached shard, half each); it reads what the launch is about to load anyway.
-PROBE_S = 3.0
+# The checks' budgets are the transport's ``timings.preflight``: generous on purpose (a big host with
+# network storage and eight GPUs answers slowly), and a check that times out is reported as unknown,
+# never as failed. ``port_probe_s`` bounds the checkpoint probe of the host checks (the page-cache scan
+# and a read of at most 256 MiB of the least cached shard, half each): it reads what the launch is
+# about to load anyway.
 
 
 @dataclass(frozen=True)
@@ -131,7 +129,7 @@ async def _disk_check(transport: Transport, profile: Profile) -> list[Check]:
     if not spec["model"] and not spec["draft"]:
         return []
     try:
-        res = await transport.run([profile.python, "-c", DISK_SCRIPT], input=json.dumps(spec), timeout=20)
+        res = await transport.run([profile.python, "-c", DISK_SCRIPT], input=json.dumps(spec), timeout=transport.timings.preflight.disk_s)
         facts = json.loads(res.stdout) if res.exit_status == 0 else None
     except (TransportError, TimeoutError, OSError, ValueError) as exc:
         return [Check("disk", "warn", f"cannot check free space: {exc}")]
@@ -164,7 +162,7 @@ async def _ssh_check(transport: Transport) -> Check:
     name = connection_check_name(transport.target)
     t0 = time.monotonic()
     try:
-        res = await transport.run(["true"], timeout=10)
+        res = await transport.run(["true"], timeout=transport.timings.preflight.reach_s)
     except (TransportError, TimeoutError, OSError) as exc:
         return Check(name, "fail", f"{transport.target}: {exc}")
     ms = (time.monotonic() - t0) * 1000
@@ -185,7 +183,7 @@ async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
         "context_length": profile.args.get(kind.context_flag) if kind.context_flag else None,
         "runs_dir": profile.runs_dir,
         "workdir": profile.workdir,
-        "probe_s": PROBE_S,
+        "probe_s": transport.timings.preflight.port_probe_s,
         # the launch's own env decides where the Hugging Face cache is
         "env": {
             k: str(v) for k, v in profile.env.items() if k in ("HF_HOME", "HF_HUB_CACHE", "XDG_CACHE_HOME")
@@ -193,7 +191,7 @@ async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
     }
     try:
         res = await transport.run(
-            [profile.python, "-c", HOST_SCRIPT], input=json.dumps(spec), timeout=HOST_CHECK_BUDGET_S
+            [profile.python, "-c", HOST_SCRIPT], input=json.dumps(spec), timeout=transport.timings.preflight.host_check_s
         )
     except TimeoutError:
         return [
@@ -201,7 +199,7 @@ async def _host_checks(transport: Transport, profile: Profile) -> list[Check]:
                 "python",
                 "unknown",
                 f"the host checks ({profile.python}: server module, port, model paths, disk) timed out "
-                f"after {HOST_CHECK_BUDGET_S:.0f} s",
+                f"after {transport.timings.preflight.host_check_s:.0f} s",
             )
         ]
     except (TransportError, OSError) as exc:
@@ -251,7 +249,7 @@ async def _topology_check(transport: Transport, profile: Profile) -> list[Check]
     from eagletui.core.host.topology import parse_topo
 
     try:
-        res = await transport.run(["nvidia-smi", "topo", "-m"], timeout=GPU_QUERY_BUDGET_S)
+        res = await transport.run(["nvidia-smi", "topo", "-m"], timeout=transport.timings.preflight.gpu_query_s)
     except (TimeoutError, TransportError, OSError):
         return []
     if res.exit_status != 0:
@@ -267,11 +265,13 @@ async def _topology_check(transport: Transport, profile: Profile) -> list[Check]
 async def _gpu_check(transport: Transport, profile: Profile, ours: OwnServer | None = None) -> list[Check]:
     try:
         res, apps = await asyncio.gather(
-            transport.run(QUERY, timeout=GPU_QUERY_BUDGET_S),
-            transport.run(APPS_QUERY, timeout=GPU_QUERY_BUDGET_S),
+            transport.run(QUERY, timeout=transport.timings.preflight.gpu_query_s),
+            transport.run(APPS_QUERY, timeout=transport.timings.preflight.gpu_query_s),
         )
     except TimeoutError:
-        return [Check("gpus", "unknown", f"nvidia-smi timed out after {GPU_QUERY_BUDGET_S:.0f} s")]
+        return [
+            Check("gpus", "unknown", f"nvidia-smi timed out after {transport.timings.preflight.gpu_query_s:.0f} s")
+        ]
     except (TransportError, OSError) as exc:
         return [Check("gpus", "warn", f"cannot query GPUs: {exc or type(exc).__name__}")]
     simulated = server_module(profile).startswith("eagletui.sim")

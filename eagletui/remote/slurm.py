@@ -22,7 +22,6 @@ of the same state calls: :meth:`SlurmLauncher.job_state` keeps the last answer f
 
 from __future__ import annotations
 
-import asyncio
 import json
 import shlex
 from typing import TYPE_CHECKING, Any
@@ -30,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 from eagletui.core.profile.model import Profile, validate_env_name
 from eagletui.core.profile.redact import Redactor
 from eagletui.core.profile.slurm_script import ScriptError, batch_script, job_name, node_script
+from eagletui.core.timings import Timings
 from eagletui.remote.control import (
     LaunchError,
     LaunchOutcomeUnknown,
@@ -54,9 +54,6 @@ ACTIVE_STATES = frozenset(
     {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "REQUEUED", "RESIZING", "SIGNALING",
      "STAGE_OUT", "STOPPED", "REQUEUE_HOLD", "REQUEUE_FED", "RESV_DEL_HOLD"}
 )  # fmt: skip
-#: A scancel is waited for this long beyond the stop's grace: Slurm's KillWait (30 s by default) plus
-#: the time its epilog and the node daemons take to report the steps gone.
-CANCEL_MARGIN_S = 60.0
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
 
@@ -73,8 +70,7 @@ class SlurmLauncher(Launcher):
         *,
         python: str = "python3",
         slot: int = 0,
-        reconcile_attempts: int = 6,
-        reconcile_delay: float = 1.0,
+        timings: Timings,
     ) -> None:
         self.transport = transport
         self.settings = settings
@@ -82,8 +78,9 @@ class SlurmLauncher(Launcher):
         self.python = python
         #: which of a sweep's parallel jobs this launcher submits (its lock, ports and job name)
         self.slot = slot
-        self.reconcile_attempts = reconcile_attempts
-        self.reconcile_delay = reconcile_delay
+        self.timings = timings
+        self.reconcile_attempts = timings.control.reconcile_attempts
+        self.reconcile_delay = timings.control.reconcile_s
         self.last_check_detail = ""
         #: the last ``slurm_state`` answer per run id (the source turns it into queue/node events)
         self.states: dict[str, dict[str, Any]] = {}
@@ -94,10 +91,11 @@ class SlurmLauncher(Launcher):
     def conf(self) -> str:
         return self.settings.slurm_conf
 
-    async def _host(self, op: str, *args: str, input: str | None = None, timeout: float | None = 30):
-        return await self.transport.run(host_program(self.python, op, *args), input=input, timeout=timeout)
+    async def _host(self, op: str, *args: str, input: str | None = None, timeout: float | None = None):
+        limit = self.timings.link.command_s if timeout is None else timeout
+        return await self.transport.run(host_program(self.python, op, *args), input=input, timeout=limit)
 
-    async def _json(self, op: str, *args: str, input: str | None = None, timeout: float = 30) -> Any:
+    async def _json(self, op: str, *args: str, input: str | None = None, timeout: float | None = None) -> Any:
         res = await self._host(op, *args, input=input, timeout=timeout)
         try:
             return json.loads(res.stdout)
@@ -171,7 +169,7 @@ class SlurmLauncher(Launcher):
         self.python = python
         try:
             res = await self.transport.run(
-                host_program(python, "slurm_submit", run_id), input=json.dumps(spec), timeout=90
+                host_program(python, "slurm_submit", run_id), input=json.dumps(spec), timeout=self.timings.control.submit_s
             )
             info = json.loads(res.stdout)
             if not isinstance(info, dict):
@@ -249,7 +247,7 @@ class SlurmLauncher(Launcher):
         last = "no answer"
         for attempt in range(self.reconcile_attempts):
             if attempt:
-                await asyncio.sleep(self.reconcile_delay)
+                await self.timings.clock.sleep(self.reconcile_delay)
             try:
                 out = await self._json("slurm_find", runs_dir, run_id, name, self.conf)
                 state = out["state"]
@@ -268,7 +266,7 @@ class SlurmLauncher(Launcher):
     async def job_state(self, run: RunInfo) -> dict[str, Any] | None:
         """Ask Slurm about the run's job now (``slurm_state``); None when it cannot be asked."""
         try:
-            out = await self._json("slurm_state", run.run_dir, run.job_id, self.conf, timeout=40)
+            out = await self._json("slurm_state", run.run_dir, run.job_id, self.conf, timeout=self.timings.control.scheduler_s)
         except (TransportError, TimeoutError, OSError) as exc:
             self.last_check_detail = f"{type(exc).__name__}: {exc}"
             return None
@@ -324,11 +322,12 @@ class SlurmLauncher(Launcher):
 
     # ------------------------------------------------------------------ stop
 
-    async def stop(self, run: RunInfo, *, grace: float = 30.0) -> StopOutcome:
+    async def stop(self, run: RunInfo, *, grace: float | None = None) -> StopOutcome:
         """``scancel`` the run's job and wait until it has left the queue (see the module docstring)."""
         if not run.owned or not run.job_id:
             raise NotOurProcess(f"{run.handle} was not submitted by eagletui; refusing to cancel it")
-        timeout = max(grace, 5.0) + CANCEL_MARGIN_S
+        grace = self.timings.control.stop_grace_s if grace is None else grace
+        timeout = max(grace, 5.0) + self.timings.control.cancel_margin_s
         self.cancelling.add(run.run_id)
         try:
             return await self._cancel(run, timeout)
@@ -391,23 +390,14 @@ class SlurmLauncher(Launcher):
 
     # ------------------------------------------------------------------ optional capabilities
 
-    def live_source(
-        self, transport: Transport, run: RunInfo, *, stale_after: float, log_format: str | None = None
-    ) -> LiveSource:
+    def live_source(self, transport: Transport, run: RunInfo, *, log_format: str | None = None) -> LiveSource:
         from eagletui.remote.jobsource import JobSource
 
-        return JobSource(
-            transport,
-            self,
-            run,
-            stale_after=stale_after,
-            poll_interval=self.settings.poll_s,
-            log_format=log_format,
-        )
+        return JobSource(transport, self, run, timings=self.timings, log_format=log_format)
 
     async def check(self) -> dict[str, Any]:
         """What the preflight asks the login node: sbatch's version and the partition's state."""
-        return await self._json("slurm_check", self.settings.partition, self.conf, timeout=40)
+        return await self._json("slurm_check", self.settings.partition, self.conf, timeout=self.timings.control.scheduler_s)
 
     async def adapt_preflight(self, checks: list[Check]) -> list[Check]:
         """The login node's checks, minus what only the job's nodes can answer (their GPUs, the port),

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import AsyncIterator
 from typing import Any
 
 from eagletui.core.events import ConnectionState, Event, LogLine, LogStale, Notice, ProcessExited
+from eagletui.core.timings import Timings
 from eagletui.remote.control import Liveness, RunInfo
 from eagletui.remote.launcher import Launcher
 from eagletui.remote.tail import LogTail
@@ -137,15 +137,17 @@ class LiveSource:
         control: Launcher,
         run: RunInfo,
         *,
-        stale_after: float = 120.0,
-        poll_interval: float = 1.0,
+        timings: Timings,
+        poll_s: float | None = None,
         log_format: str | None = None,
     ):
         self.transport = transport
         self.control = control
         self.run = run
-        self.stale_after = stale_after
-        self.poll_interval = poll_interval
+        self.timings = timings
+        self.clock = timings.clock
+        self.stale_after = timings.watch.stale_s
+        self.poll_interval = timings.watch.poll_s if poll_s is None else poll_s
         self.interp = make_interpreter(run.launch, log_format)
         self.limiter = LineLimiter()
         # Unbounded for the rare control events (link state, notices, exit), which come from
@@ -154,7 +156,7 @@ class LiveSource:
         self._room = asyncio.Event()
         self._room.set()
         self.unknown_checks = 0
-        self._last_data = time.monotonic()
+        self._last_data = self.clock.monotonic()
         self._link_up = True
         self._stale_sent = False
         self._stopped = False
@@ -166,12 +168,13 @@ class LiveSource:
             on_state=self._on_state,
             on_reset=self._on_reset,
             python=control.python,
+            timings=timings,
         )
 
     def _on_state(self, ev: ConnectionState) -> None:
         self._link_up = ev.state == "connected"
         if self._link_up:
-            self._last_data = time.monotonic()  # silence while disconnected is not the server's
+            self._last_data = self.clock.monotonic()  # silence while disconnected is not the server's
         self._queue.put_nowait(ev)
 
     def _on_reset(self, reason: str) -> None:
@@ -193,7 +196,7 @@ class LiveSource:
     async def _tail_loop(self) -> None:
         end = self.tail.offset
         async for off, data in self.tail.chunks():
-            self._last_data = time.monotonic()
+            self._last_data = self.clock.monotonic()
             self._stale_sent = False
             if off < end:  # the file was reset: the old file's unfinished line ends here
                 await self._put(self.interp.flush())
@@ -210,19 +213,22 @@ class LiveSource:
         """After the process died, give the tail time to deliver the last bytes (the crash message)."""
         size = None
         with contextlib.suppress(TransportError, OSError):
-            res = await self.transport.run(["stat", "-c", "%s", self.run.log_path], timeout=10)
+            res = await self.transport.run(
+                ["stat", "-c", "%s", self.run.log_path], timeout=self.timings.watch.stat_s
+            )
             if res.exit_status == 0:
                 size = int(res.stdout.strip())
-        t0 = time.monotonic()
-        while time.monotonic() - t0 < limit:
-            quiet = time.monotonic() - self._last_data >= settle
+        clock = self.clock
+        t0 = clock.monotonic()
+        while clock.monotonic() - t0 < limit:
+            quiet = clock.monotonic() - self._last_data >= settle
             if quiet and (size is None or self.tail.offset >= size):
                 break
-            await asyncio.sleep(0.05)
+            await clock.sleep(0.05)
 
     async def _watch_loop(self) -> None:
         while not self._stopped:
-            await asyncio.sleep(self.poll_interval)
+            await self.clock.sleep(self.poll_interval)
             try:
                 state = await self.control.liveness(self.run)
             except (TransportError, OSError, TimeoutError) as exc:
@@ -261,7 +267,7 @@ class LiveSource:
                 )
                 return
             limit = self._stale_limit()
-            silent = time.monotonic() - self._last_data
+            silent = self.clock.monotonic() - self._last_data
             if limit is not None and self._link_up and not self._stale_sent and silent > limit:
                 self._stale_sent = True
                 self._queue.put_nowait(

@@ -19,6 +19,7 @@ from typing import Any
 import asyncssh
 
 from eagletui.core.events import ConnectionState
+from eagletui.core.timings import REAL, Timings
 from eagletui.remote.transport import (
     AuthFailed,
     CommandResult,
@@ -96,9 +97,7 @@ class SSHTransport:
         options: SSHOptions | None = None,
         *,
         on_state: StateCallback | None = None,
-        keepalive_interval: float = 5.0,
-        keepalive_count_max: int = 3,
-        connect_timeout: float = 20.0,
+        timings: Timings = REAL,
     ):
         self.target = target
         self.user, self.host, self.port = parse_target(target)
@@ -108,9 +107,10 @@ class SSHTransport:
         self.config_file = options.config_file
         self.on_state = on_state
         self.ask_host_key = options.ask_host_key
-        self.keepalive_interval = keepalive_interval
-        self.keepalive_count_max = keepalive_count_max
-        self.connect_timeout = connect_timeout
+        self.timings = timings
+        self.keepalive_interval = timings.link.keepalive_s
+        self.keepalive_count_max = timings.link.keepalive_count
+        self.connect_timeout = timings.link.connect_s
         self._conn: asyncssh.SSHClientConnection | None = None
         self._lock = asyncio.Lock()
         self._closed = False
@@ -250,8 +250,9 @@ class SSHTransport:
     # ------------------------------------------------------------------- commands
 
     async def run(
-        self, argv: list[str] | str, *, timeout: float | None = 30, input: str | None = None
+        self, argv: list[str] | str, *, timeout: float | None = None, input: str | None = None
     ) -> CommandResult:
+        timeout = self.timings.link.command_s if timeout is None else timeout
         conn = await self._ensure()
         try:
             res = await conn.run(command_line(argv), input=input, timeout=timeout, check=False)

@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 from eagletui.core.events import ConnectionState
+from eagletui.core.timings import Timings
 from eagletui.remote import hosttail
 from eagletui.remote.transport import StateCallback, Transport, TransportError, host_program
 
@@ -43,8 +44,7 @@ class LogTail:
         on_state: StateCallback | None = None,
         on_reset: Callable[[str], None] | None = None,
         python: str = "python3",
-        backoff_initial: float = 0.1,
-        backoff_max: float = 10.0,
+        timings: Timings,
     ):
         self._source = transport_factory
         self.path = path
@@ -57,8 +57,9 @@ class LogTail:
         self.on_state = on_state
         self.on_reset = on_reset
         self.python = python
-        self.backoff_initial = backoff_initial
-        self.backoff_max = backoff_max
+        self.backoff_initial = timings.link.backoff_initial_s
+        self.backoff_max = timings.link.backoff_max_s
+        self.clock = timings.clock
         self.reconnects = 0
         self.resets = 0
         self.file_missing = False
@@ -129,7 +130,7 @@ class LogTail:
                 self.reconnects += 1
                 self._state("lost", detail)
                 self._state("reconnecting", detail, retry_in=delay)
-                await asyncio.sleep(delay)
+                await self.clock.sleep(delay)
         finally:
             with contextlib.suppress(asyncio.QueueFull):
                 self._queue.put_nowait(None)

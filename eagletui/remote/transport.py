@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from eagletui.core.events import ConnectionState
+from eagletui.core.timings import Timings
 
 
 @dataclass
@@ -96,10 +97,14 @@ AskHostKey = Callable[[str, str], Awaitable[bool]]
 @runtime_checkable
 class Transport(Protocol):
     target: str
+    #: the command's or the app's timings (bounds of a command without its own, the link's keepalives)
+    timings: Timings
 
     async def run(
-        self, argv: list[str] | str, *, timeout: float | None = 30, input: str | None = None
-    ) -> CommandResult: ...
+        self, argv: list[str] | str, *, timeout: float | None = None, input: str | None = None
+    ) -> CommandResult:
+        """Run ``argv`` on the target; ``timeout`` None is the transport's ``timings.link.command_s``."""
+        ...
 
     def stream(self, argv: list[str] | str) -> AsyncIterator[bytes]: ...
 
@@ -180,17 +185,17 @@ class SSHOptions:
 
 
 async def open_transport(
-    target: str, ssh: SSHOptions | None = None, *, on_state: StateCallback | None = None
+    target: str, ssh: SSHOptions | None = None, *, timings: Timings, on_state: StateCallback | None = None
 ) -> Transport:
     """Open ``local`` or an SSH target; the SSH connection is established (and verified) before returning."""
     if target in ("", "local", "localhost-local"):
         from eagletui.remote.local import LocalTransport
 
-        t = LocalTransport(on_state=on_state)
+        t = LocalTransport(on_state=on_state, timings=timings)
         t.emit_state("connected")
         return t
     from eagletui.remote.ssh import SSHTransport
 
-    transport = SSHTransport(target, ssh or SSHOptions(), on_state=on_state)
+    transport = SSHTransport(target, ssh or SSHOptions(), on_state=on_state, timings=timings)
     await transport.connect()
     return transport

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol
 
 from eagletui.core.events import BenchmarkResult, Event, LaunchBlocked, Notice
+from eagletui.core.timings import REAL
 
 if TYPE_CHECKING:
     from eagletui.core.profile.model import Profile
@@ -353,18 +354,19 @@ class LiveDriver(Driver):
                 )
 
     async def close(self) -> None:
-        """Cancel a benchmark, let a launch in flight finish (≤ 30 s) so its server is known, then
-        disconnect (stopping the server only where ``stops_server_on_quit``)."""
+        """Cancel a benchmark, let a launch in flight finish so its server is known, then
+        disconnect (stopping the server only where ``stops_server_on_quit``); both bounded by the
+        workspace's ``timings.session.close_s``."""
         if self.bench_task is not None:
             self.bench_task.cancel()
-        deadline = time.monotonic() + 30
+        ws = self.workspace
+        close_s = (ws.timings if ws is not None else REAL).session.close_s
+        deadline = time.monotonic() + close_s
         while self.control_busy and time.monotonic() < deadline:
             await asyncio.sleep(0.1)
-        if self.workspace is not None:
+        if ws is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(
-                    self.workspace.close(stop_server=self.stops_server_on_quit), timeout=30
-                )
+                await asyncio.wait_for(ws.close(stop_server=self.stops_server_on_quit), timeout=close_s)
 
 
 class DemoDriver(LiveDriver):

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, ClassVar
 
 from eagletui.core.events import Event
+from eagletui.core.timings import REAL, Timings
 from eagletui.session.drivers import Driver, DriverHost
 from eagletui.session.feed import FeedControl, FeedFollower
 from eagletui.session.format import SessionError
@@ -23,12 +24,8 @@ if TYPE_CHECKING:
     from eagletui.session.model import SessionModel
     from eagletui.session.presence import Presence
 
-#: How often the feed is looked at for new lines once the view has caught up.
-POLL_S = 0.1
 #: Events folded before the view lets the UI paint (a long session catches up in slices).
 SLICE = 2000
-#: How long a view waits for an owner that has not written its feed's header yet.
-OPEN_TIMEOUT_S = 30.0
 
 
 class FollowDriver(Driver):
@@ -37,9 +34,12 @@ class FollowDriver(Driver):
     kind = "follow"
     read_only: ClassVar[bool] = True
 
-    def __init__(self, follower: FeedFollower, *, presence: Presence | None = None) -> None:
+    def __init__(self, follower: FeedFollower, *, presence: Presence | None = None, timings: Timings = REAL) -> None:
         self.source = follower
         self.presence = presence
+        #: ``session.follow_poll_s``: how often the feed is looked at once the view has caught up;
+        #: ``session.follow_open_s``: how long a view waits for an owner that has not written its header
+        self.timings = timings
         self.done = asyncio.Event()  # set once the feed has ended (or can no longer grow)
 
     @property
@@ -62,7 +62,8 @@ class FollowDriver(Driver):
         return clock()
 
     async def _open(self, host: DriverHost) -> bool:
-        deadline = asyncio.get_running_loop().time() + OPEN_TIMEOUT_S
+        open_s = self.timings.session.follow_open_s
+        deadline = asyncio.get_running_loop().time() + open_s
         while True:
             try:
                 self.source.open()
@@ -73,13 +74,13 @@ class FollowDriver(Driver):
                     return False
                 if asyncio.get_running_loop().time() > deadline:
                     host.notify(
-                        f"{exc} after {OPEN_TIMEOUT_S:.0f} s waiting for the session to start",
+                        f"{exc} after {open_s:.0f} s waiting for the session to start",
                         title="cannot follow",
                         severity="error",
                         timeout=30,
                     )
                     return False
-            await asyncio.sleep(POLL_S)
+            await asyncio.sleep(self.timings.session.follow_poll_s)
 
     def _fold(self, items: list[Event | FeedControl], model: SessionModel, host: DriverHost) -> None:
         for item in items:
@@ -122,7 +123,7 @@ class FollowDriver(Driver):
                         "the tab that controlled this session is gone", title="session ended", timeout=30
                     )
                     break
-                await asyncio.sleep(POLL_S)
+                await asyncio.sleep(self.timings.session.follow_poll_s)
         finally:
             self.done.set()
 

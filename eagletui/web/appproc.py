@@ -19,16 +19,14 @@ import os
 import signal
 from collections.abc import Awaitable, Callable, Sequence
 
+from eagletui.core.timings import Timings
+
 #: The largest packet believed from an app (a full 300x100 truecolor frame is well under 1 MiB).
 MAX_PACKET = 16 * 1024 * 1024
 #: How much of an app's stderr is kept to show when it fails (the tail: the error is at the end).
 STDERR_TAIL = 64 * 1024
 #: Lines an app may print before it says it draws through the web driver.
 MAX_PRELUDE_LINES = 20
-#: A stop: how long the app may take to quit cleanly (a demo stops its simulator first), then how
-#: long after SIGTERM before SIGKILL.
-QUIT_TIMEOUT_S = 30.0
-TERM_TIMEOUT_S = 10.0
 
 PRELUDE = b"__GANGLION__\n"
 
@@ -48,7 +46,9 @@ class AppProcess:
         *,
         send_bytes: Callable[[bytes], Awaitable[None]],
         close: Callable[[], Awaitable[object]],
+        timings: Timings,
     ) -> None:
+        self.timings = timings
         self.argv = list(argv)
         self.env = env
         self._send_bytes = send_bytes
@@ -126,7 +126,7 @@ class AppProcess:
         finally:
             if self.process is not None:
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self.process.wait(), timeout=QUIT_TIMEOUT_S)
+                    await asyncio.wait_for(self.process.wait(), timeout=self.timings.session.web_quit_s)
         if self._stderr is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(self._stderr, timeout=2)
@@ -190,11 +190,13 @@ class AppProcess:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, sig)  # its own group (start_new_session): the app and its children
 
-    async def stop(
-        self, *, quit_timeout: float = QUIT_TIMEOUT_S, term_timeout: float = TERM_TIMEOUT_S
-    ) -> None:
+    async def stop(self, *, quit_timeout: float | None = None, term_timeout: float | None = None) -> None:
         """Ask the app to quit (the ``q`` path); SIGTERM after ``quit_timeout``, SIGKILL after
-        ``term_timeout`` more. Returns once the process has exited and the pump is done."""
+        ``term_timeout`` more (None: the timings' ``session.web_quit_s`` and ``web_term_s``: how long the
+        app may take to quit cleanly, a demo stops its simulator first, then after SIGTERM). Returns once
+        the process has exited and the pump is done."""
+        quit_timeout = self.timings.session.web_quit_s if quit_timeout is None else quit_timeout
+        term_timeout = self.timings.session.web_term_s if term_timeout is None else term_timeout
         if self.process is not None and self.process.returncode is None:
             await self.send_meta({"type": "quit"})
             if not await self.wait(quit_timeout):

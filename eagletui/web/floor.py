@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eagletui.core.timings import Timings
 from eagletui.session.presence import (
     FEED_ENV,
     PRESENCE_ENV,
@@ -38,7 +39,7 @@ from eagletui.session.presence import (
 #: The driver every served app draws through (see :mod:`eagletui.web.driver`).
 DRIVER = "eagletui.web.driver:EagleWebDriver"
 #: How long a new tab waits for the previous owner's app to finish quitting before it gives up.
-HANDOVER_TIMEOUT_S = 60.0
+
 
 
 @dataclass
@@ -70,7 +71,11 @@ class Floor:
     """The served session's tabs. ``owner_argv`` runs the session (``eagletui demo …``); a viewer runs
     ``eagletui replay FEED --follow``. ``runtime`` is the server's private directory (0700)."""
 
-    def __init__(self, runtime: Path, owner_argv: Sequence[str], *, python: str = sys.executable) -> None:
+    def __init__(
+        self, runtime: Path, owner_argv: Sequence[str], *, timings: Timings, python: str = sys.executable
+    ) -> None:
+        #: ``session.web_handover_s``: a new owner waits this long for the previous one to quit
+        self.timings = timings
         self.runtime = runtime
         self.owner_argv = list(owner_argv)
         self.python = python
@@ -89,7 +94,7 @@ class Floor:
 
     async def arrive(self) -> Visit:
         """A new tab: the owner of a new session when nobody owns one, else a viewer of the current
-        one. Waits (at most :data:`HANDOVER_TIMEOUT_S`) while a previous owner is still quitting."""
+        one. Waits (at most the timings' ``session.web_handover_s``) while a previous owner is still quitting."""
         async with self._lock:
             self._visits += 1
             number = self._visits
@@ -99,10 +104,10 @@ class Floor:
                 self.publish()
                 return visit
             try:
-                await asyncio.wait_for(self._owner_gone.wait(), timeout=HANDOVER_TIMEOUT_S)
+                await asyncio.wait_for(self._owner_gone.wait(), timeout=self.timings.session.web_handover_s)
             except TimeoutError:
                 raise HandoverTimeout(
-                    f"the previous session's app has not quit after {HANDOVER_TIMEOUT_S:.0f} s"
+                    f"the previous session's app has not quit after {self.timings.session.web_handover_s:.0f} s"
                 ) from None
             self.session += 1
             feed = self.runtime / f"feed-{self.session}.jsonl"

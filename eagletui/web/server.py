@@ -181,7 +181,11 @@ class WebServer:
             await ws.close()
             return ws
         proc = AppProcess(
-            self.floor.argv(visit), self.floor.env(visit), send_bytes=ws.send_bytes, close=ws.close
+            self.floor.argv(visit),
+            self.floor.env(visit),
+            send_bytes=ws.send_bytes,
+            close=ws.close,
+            timings=self.floor.timings,
         )
         self.apps.add(proc)
         try:

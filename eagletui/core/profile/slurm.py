@@ -101,7 +101,8 @@ class SlurmSettings:
     slurm_conf: str = ""
     dist_port: int = 50000
     max_parallel: int = 1
-    poll_s: float = 2.0
+    #: how often the job's state is asked; None: the engine's timings (``watch.job_poll_s``, 2 s)
+    poll_s: float | None = None
 
     @property
     def multi_node(self) -> bool:

@@ -24,10 +24,8 @@ in flight marked so that a resume reattaches to it.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import dataclasses
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +33,7 @@ from eagletui.core import events as ev
 from eagletui.core.profile.sweep import Variant, apply_client, variant_profile
 from eagletui.core.runs.validity import repeats_alike, timed_truly
 from eagletui.core.state.launch import ServerState
+from eagletui.core.timings import Timings
 from eagletui.session.sweep.cells import (
     BENCHMARKING,
     DONE,
@@ -58,11 +57,9 @@ if TYPE_CHECKING:
 
 #: Other processes' memory in an OOM message that says "the previous server had not released".
 OOM_OTHERS_GIB = 1.0
-#: How long a retry after such an OOM waits without GPU telemetry to watch the release.
-OOM_SETTLE_S = 30.0
-#: sweep.step_profile: decode cycles asked of /start_profile, and the bound on the whole capture
+#: sweep.step_profile: decode cycles asked of /start_profile (the bound on the whole capture is the
+#: timings' ``sweep.profile_s``; a retry after an OOM without telemetry waits ``sweep.oom_settle_s``)
 PROFILE_CYCLES = 5
-PROFILE_TIMEOUT_S = 180.0
 
 
 def _timed(v: VariantState) -> bool:
@@ -81,10 +78,11 @@ def _timed(v: VariantState) -> bool:
     return False
 
 
-async def wait_ready(model: SessionModel, timeout: float, poll: float = 0.1) -> tuple[str, str]:
+async def wait_ready(model: SessionModel, timeout: float, timings: Timings) -> tuple[str, str]:
     """Until the phase machine says the current launch serves: ("", "") then, else (kind, why)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    clock = timings.clock
+    deadline = clock.monotonic() + timeout
+    while clock.monotonic() < deadline:
         la = model.state.launch
         status = la.status if la is not None else None
         if status == ServerState.READY:
@@ -93,7 +91,7 @@ async def wait_ready(model: SessionModel, timeout: float, poll: float = 0.1) -> 
             if la.failure is not None:
                 return la.failure.kind, la.failure.message
             return "exited", "the server process exited before it was ready"
-        await asyncio.sleep(poll)
+        await clock.sleep(timings.session.ready_poll_s)
     return "timeout", f"not ready after {timeout:.0f}s"
 
 
@@ -136,6 +134,9 @@ class SweepRunner:
         slot: int = 0,
     ) -> None:
         self.profile = profile
+        #: the workspace's timings: the GPU gate's and the profile capture's waits, the clock of the ETA
+        self.timings = workspace.timings
+        self.clock = workspace.timings.clock
         #: a Slurm sweep's job slot (eagletui.session.sweep.jobs): its port offset and its jobs
         self.slot = slot
         #: who claims variants in the shared queue: the host (two runners on one host need two names)
@@ -201,7 +202,7 @@ class SweepRunner:
         if q.paused:
             q.paused, q.aborted = "", False  # a resume: the gate looks again
         if q.started_wall is None:
-            q.started_wall = time.time()
+            q.started_wall = self.clock.wall()
         q.note_eta(history=self.history, when="the start")  # checked against the time it takes
         try:
             while (v := q.next(self.worker)) is not None:
@@ -212,7 +213,7 @@ class SweepRunner:
             self.current = None
             self._unsub()
         if q.finished and not q.paused and q.finished_wall is None:
-            q.finished_wall = time.time()
+            q.finished_wall = self.clock.wall()
             q.save()
         return q
 
@@ -234,7 +235,7 @@ class SweepRunner:
         except Exception as exc:
             self._pause(v, f"stopping launch #{run.launch} (run {run.run_id}) failed: {exc}")
             return None
-        self._stopped_at = time.monotonic()
+        self._stopped_at = self.clock.monotonic()
         return True
 
     def _pause(self, v: VariantState, why: str) -> None:
@@ -255,7 +256,7 @@ class SweepRunner:
 
         if self.ws.transport is None:
             return None
-        now = await read_memory(self.ws.transport)
+        now = await read_memory(self.ws.transport, self.timings.sweep.gate_read_s)
         if now is None:
             return None
         pids: set[int] = set()
@@ -282,7 +283,7 @@ class SweepRunner:
             return True
         q = self.queue
         res = await wait_released(
-            self.ws.transport, self._before, timeout=q.gpu_wait_s, say=self.say, label=label
+            self.ws.transport, self._before, timeout=q.gpu_wait_s, timings=self.timings, say=self.say, label=label
         )
         v.gate = res.to_dict()
         if res.status == "held":
@@ -305,7 +306,7 @@ class SweepRunner:
         failure = la.failure if la is not None else None
         text = " ".join(x for x in (getattr(failure, "line", ""), getattr(failure, "message", "")) if x)
         others = others_in_oom(text)
-        ago = time.monotonic() - self._stopped_at
+        ago = self.clock.monotonic() - self._stopped_at
         gate = v.gate.get("status", "unknown")
         if others is not None and others >= OOM_OTHERS_GIB:
             return (
@@ -340,21 +341,21 @@ class SweepRunner:
         self._reattached = False  # a reattached run is used once, by the variant it belongs to
         self._notice(f"sweep {q.order.index(v.index) + 1}/{len(q.variants)}: {v.name}")
         v.attempts += 1
-        v.started_wall = time.time()
+        v.started_wall = self.clock.wall()
         if resumed:
             self.say(
                 f"[{v.index + 1}/{len(q.variants)}] {v.name}: following its running server {self.ws.run.run_id if self.ws.run else ''}"
             )
             if self.ws.run is not None:
                 v.run_id = self.ws.run.run_id
-            if await self._ready(v, prof, time.monotonic(), learn=False):
+            if await self._ready(v, prof, self.clock.monotonic(), learn=False):
                 return
         else:
             v.state, v.phase, v.run_id = LAUNCHING, "launch", ""
             for c in v.cells:  # a new server: earlier runs were measured on another one
                 c.repeats, c.stop, c.stop_text = [], "", ""
             self._changed()
-            t_over = time.monotonic()
+            t_over = self.clock.monotonic()
             prev = self.ws.run
             label = f"launch #{prev.launch}" if prev is not None and prev.owned else "the previous launch"
             stopped = await self._stop_previous(v)
@@ -365,7 +366,7 @@ class SweepRunner:
             if not await self._gate(v, label):
                 return
             # the time between launches (a stop and the release of its memory): only where there was one
-            v.overhead_s = time.monotonic() - t_over if stopped else None
+            v.overhead_s = self.clock.monotonic() - t_over if stopped else None
             self.say(f"[{v.index + 1}/{len(q.variants)}] {v.name}: launching")
             kind = await self._launch(v, prof)
             if kind is None:
@@ -377,8 +378,8 @@ class SweepRunner:
                 self._notice(f"sweep: {v.name} {reason}; launching once more", "warning")
                 self._changed()
                 if v.gate.get("status") == "unknown":
-                    await asyncio.sleep(min(q.gpu_wait_s, OOM_SETTLE_S))
-                self._stopped_at = time.monotonic()
+                    await self.clock.sleep(min(q.gpu_wait_s, self.timings.sweep.oom_settle_s))
+                self._stopped_at = self.clock.monotonic()
                 if not await self._gate(v, f"launch #{self.ws.launch_no}"):
                     return
                 v.state, v.phase, v.failure_kind, v.failure = LAUNCHING, "launch", "", ""
@@ -392,7 +393,7 @@ class SweepRunner:
     async def _launch(self, v: VariantState, prof: Profile) -> str | None:
         """Launch and wait until ready. None: refused (recorded); "": ready; else the failure kind
         (recorded, the variant failed)."""
-        t0 = time.monotonic()
+        t0 = self.clock.monotonic()
         try:
             await self.ws.launch(prof)
         except Exception as exc:
@@ -408,7 +409,7 @@ class SweepRunner:
     async def _ready(self, v: VariantState, prof: Profile, t0: float, *, learn: bool = True) -> str:
         """Wait until the launch serves: "" then, else its failure kind (recorded, the variant failed).
         A followed (resumed) launch's time is its phases' sum and teaches the history nothing."""
-        kind, why = await wait_ready(self.model, prof.ready_timeout_s)
+        kind, why = await wait_ready(self.model, prof.ready_timeout_s, self.timings)
         if kind:
             v.state, v.failure_kind, v.failure = FAILED, kind, why[:500]
             self.say(f"  launch failed ({kind}): {why}")
@@ -416,7 +417,7 @@ class SweepRunner:
             if kind == "timeout":
                 with contextlib.suppress(Exception):
                     await self.ws.stop()  # ours and hung: the next variant relaunches anyway
-            self._stopped_at = time.monotonic()
+            self._stopped_at = self.clock.monotonic()
             self._changed()
             return kind
         if not learn:
@@ -424,7 +425,7 @@ class SweepRunner:
                 la = self.model.state.launch
                 v.launch_s = sum(la.phase_durations().values()) if la is not None else None
             return ""
-        v.launch_s = time.monotonic() - t0
+        v.launch_s = self.clock.monotonic() - t0
         learned: dict[str, float] = {"launch": v.launch_s}
         if v.overhead_s is not None and v.launches == 1:
             learned["overhead"] = v.overhead_s
@@ -463,7 +464,7 @@ class SweepRunner:
             f"  ready after {v.launch_s or 0:.1f}s{_slowest_phases(self.model)}; benchmarking {len(v.cells)} cell"
             f"{'s' if len(v.cells) != 1 else ''} ({policy.describe()})"
         )
-        t1 = time.monotonic()
+        t1 = self.clock.monotonic()
         warm: set[int] = set()
         limit = policy.most + MAX_RERUNS
         while True:
@@ -484,7 +485,7 @@ class SweepRunner:
             if not c.stop:
                 c.stop = st.reason if not st.more else "attempts"
                 c.stop_text = st.text() if st.more is False else f"gave up after {len(c.repeats)} attempts"
-        v.bench_s = (v.bench_s or 0.0) + (time.monotonic() - t1)
+        v.bench_s = (v.bench_s or 0.0) + (self.clock.monotonic() - t1)
         if q.step_profile and _timed(v) and prof.kind.is_spec(prof.args):
             await self._step_profile(v)
         v.state, v.phase = DONE, ""
@@ -521,7 +522,7 @@ class SweepRunner:
         self.say(f"  step profile: {PROFILE_CYCLES} decode cycles through /start_profile")
         level = "info"
         try:
-            e = await self.ws.profile_step(num_steps=PROFILE_CYCLES, timeout=PROFILE_TIMEOUT_S)
+            e = await self.ws.profile_step(num_steps=PROFILE_CYCLES, timeout=self.timings.sweep.profile_s)
         except Exception as exc:  # a workspace without a server, a transport error: said, not raised
             note, level = f"none: {exc}", "warning"
         else:
@@ -554,9 +555,9 @@ class SweepRunner:
             # the first benchmark of a cell in this launch warms up at its own concurrency (a full round:
             # bench/prompts.py), whatever the profile's warmup: cold kernels are not the setting's speed
             settings = dataclasses.replace(settings, warmup=max(1, settings.warmup))
-        t = time.monotonic()
+        t = self.clock.monotonic()
         r = await self.ws.benchmark(settings=settings)
-        seconds = time.monotonic() - t
+        seconds = self.clock.monotonic() - t
         problems = self._problems(r)
         c.repeats.append(
             {
