@@ -84,31 +84,32 @@ import importlib.util
 import json
 import os
 import random
-import resource
 import statistics
 import sys
 import tempfile
 import time
-from itertools import islice
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from textual import events  # noqa: E402
-from textual._compositor import CompositorUpdate  # noqa: E402
-from textual.screen import Screen  # noqa: E402
-
+from benchmarks._ui_load_drive import (  # noqa: E402
+    Feeder,
+    GcWatch,
+    NeverReplay,
+    Probe,
+    heartbeat,
+    key_loop,
+    pct,
+    rss,
+)
 from eagletui.config import UserConfig  # noqa: E402
-from eagletui.core.events import LogLine  # noqa: E402
 from eagletui.core.phases.interpreter import LogInterpreter  # noqa: E402
 from eagletui.ui.app import EagleApp  # noqa: E402
 from eagletui.ui.widgets.logview import TEXT, LogView, printable  # noqa: E402
 
 TARGETS = {"key_p95_ms": 100.0, "lag_s": 1.0, "rss_mb": 250.0}
-KEY_PAIRS: list[tuple[str, ...]] = [("3", "1"), ("e", "0"), ("t",), ("slash", "escape"), ("4", "1"), ("f",)]
-KEY_CHARS = {"slash": "/", "escape": None}
-KEY_TIMEOUT = 10.0
 
 
 def _load_generator():
@@ -119,269 +120,26 @@ def _load_generator():
     return mod.generate
 
 
-def rss() -> tuple[float, float]:
-    """(current, peak) RSS in MB."""
-    cur = peak = 0.0
-    try:
-        with open("/proc/self/status") as fh:
-            for line in fh:
-                if line.startswith("VmRSS:"):
-                    cur = int(line.split()[1]) / 1024
-                elif line.startswith("VmHWM:"):
-                    peak = int(line.split()[1]) / 1024
-    except OSError:
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        cur = peak
-    return cur, peak
+@dataclass
+class _BurstRun:
+    """What the burst phase measured, all bursts together (the report's raw material)."""
 
-
-def pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    s = sorted(values)
-    return s[min(len(s) - 1, int(round(q * (len(s) - 1))))]
-
-
-class _NeverReplay:
-    """A replay source that yields nothing until told to stop: the harness dispatches itself."""
-
-    def __init__(self) -> None:
-        self.stop = asyncio.Event()
-
-    async def play(self):
-        await self.stop.wait()
-        return
-        yield  # pragma: no cover - makes this an async generator
-
-
-class Probe:
-    """Instrumentation hooked into one app instance (and, for frames, the Screen class)."""
-
-    def __init__(self, app: EagleApp, encode: bool) -> None:
-        self.app = app
-        self.encode = encode
-        self.frames: list[tuple[float, float]] = []  # (start, end) of frames that produced output
-        self.last_frame_end = 0.0
-        self._frame_displayed = False
-        self.ticks: list[float] = []
-        self.pending: dict | None = None
-        self.record_frames = False
-        # lag
-        self.expect_last: str | None = None
-        self.last_row_painted = False
-        self.lag_frame_end: float | None = None
-        self.unhandled = 0
-        self.history: list[tuple[str, float]] = []
-
-    # -- hooks ------------------------------------------------------------------------------
-    def install(self) -> None:
-        app = self.app
-        probe = self
-        orig_display = app._display
-
-        def _display(screen, renderable):
-            if renderable is not None:
-                probe._frame_displayed = True
-                if probe.encode and isinstance(renderable, CompositorUpdate):
-                    renderable.render_segments(app.console)  # what a real terminal frame costs to encode
-            return orig_display(screen, renderable)
-
-        app._display = _display
-
-        orig_run_action = app.run_action
-
-        async def run_action(action, default_namespace=None, namespaces=None):
-            result = await orig_run_action(action, default_namespace, namespaces)
-            p = probe.pending
-            if p is not None and p["acted"] is None:
-                p["acted"] = time.perf_counter()
-                p["action"] = str(action)
-                app.call_after_refresh(probe._refreshed, p)
-            return result
-
-        app.run_action = run_action
-
-        orig_tick = app._tick
-
-        def _tick() -> None:
-            t = time.perf_counter()
-            orig_tick()
-            if probe.record_frames:
-                probe.ticks.append(time.perf_counter() - t)
-
-        app._tick = _tick  # before mount: set_interval picks up the instance attribute
-
-        self._orig_timer_update = Screen._on_timer_update
-
-        def _on_timer_update(screen_self) -> None:
-            t = time.perf_counter()
-            probe._frame_displayed = False
-            probe._orig_timer_update(screen_self)
-            if probe._frame_displayed:
-                end = time.perf_counter()
-                probe.last_frame_end = end
-                if probe.record_frames:
-                    probe.frames.append((t, end))
-                if probe.last_row_painted and probe.lag_frame_end is None:
-                    probe.lag_frame_end = end
-
-        Screen._on_timer_update = _on_timer_update
-
-    def uninstall(self) -> None:
-        Screen._on_timer_update = self._orig_timer_update
-
-    def hook_logview(self) -> None:
-        view = self.app.query_one(LogView)
-        orig = view.render_line
-        probe = self
-
-        def render_line(y: int):
-            strip = orig(y)
-            if probe.expect_last is not None and not probe.last_row_painted:
-                rows = view.view_rows
-                idx = view.scroll_offset.y + y
-                if rows and idx == len(rows) - 1 and rows[idx][TEXT] == probe.expect_last:
-                    probe.last_row_painted = True
-            return strip
-
-        view.render_line = render_line
-
-    def _refreshed(self, p: dict) -> None:
-        now = time.perf_counter()
-        done = self.last_frame_end if self.last_frame_end >= p["acted"] else now
-        if not p["fut"].done():
-            p["fut"].set_result(done)
-
-    # -- keys -------------------------------------------------------------------------------
-    async def press(self, key: str) -> float | None:
-        """One key → ms until the frame showing its effect; None if no binding handled it."""
-        loop = asyncio.get_running_loop()
-        p = {"key": key, "acted": None, "action": None, "fut": loop.create_future()}
-        self.pending = p
-        char = KEY_CHARS.get(key, key if len(key) == 1 else None)
-        ev = events.Key(key, char)
-        t0 = time.perf_counter()
-        self.history.append((key, t0))
-        self.app._driver.send_message(ev)
-        try:
-            done = await asyncio.wait_for(asyncio.shield(p["fut"]), KEY_TIMEOUT)
-        except TimeoutError:
-            self.pending = None
-            if p["acted"] is None:
-                self.unhandled += 1
-                return None
-            return KEY_TIMEOUT * 1000
-        self.pending = None
-        return (done - t0) * 1000
-
-
-class GcWatch:
-    """Full (generation 2) collections during the bursts and how long each paused the loop."""
-
-    def __init__(self) -> None:
-        self.pauses: list[float] = []
-        self._t = 0.0
-        self.on = False
-
-    def __call__(self, phase: str, info: dict) -> None:
-        if not self.on or info.get("generation") != 2:
-            return
-        if phase == "start":
-            self._t = time.perf_counter()
-        else:
-            self.pauses.append((time.perf_counter() - self._t) * 1000)
-
-
-async def heartbeat(stalls: list[float], stop: asyncio.Event, period: float = 0.005) -> None:
-    while not stop.is_set():
-        t = time.perf_counter()
-        await asyncio.sleep(period)
-        stalls.append(max(0.0, time.perf_counter() - t - period))
-
-
-async def key_loop(
-    probe: Probe,
-    n: int | None,
-    until: asyncio.Event | None,
-    gap: float,
-    rnd: random.Random,
-    out: list[float],
-    per_key: dict[str, list[float]],
-) -> None:
-    """Press key pairs until ``n`` presses are done or ``until`` is set (finishing the current pair)."""
-    i = 0
-    count = 0
-    while True:
-        for key in KEY_PAIRS[i % len(KEY_PAIRS)]:
-            ms = await probe.press(key)
-            if ms is not None:
-                out.append(ms)
-                per_key.setdefault(key, []).append(ms)
-            count += 1
-            await asyncio.sleep(gap * rnd.uniform(0.5, 1.5))
-        i += 1
-        if n is not None and count >= n:
-            return
-        if until is not None and until.is_set():
-            return
-
-
-class Feeder:
-    def __init__(self, app: EagleApp, fh, interp: LogInterpreter) -> None:
-        self.app = app
-        self.fh = fh
-        self.interp = interp
-        self.lines = 0
-        self.events = 0
-        self.dispatch_s = 0.0
-        self.t_first = 0.0
-        self.t_last = 0.0
-        self.last_text: str | None = None
-
-    def _feed(self, lines: list[str]) -> None:
-        t = time.perf_counter()
-        evs = self.interp.feed("".join(lines))
-        dispatch = self.app.dispatch
-        for e in evs:
-            dispatch(e)
-            if isinstance(e, LogLine):
-                self.last_text = e.text
-        self.events += len(evs)
-        self.lines += len(lines)
-        self.dispatch_s += time.perf_counter() - t
-
-    def feed_until(self, marker: str) -> None:
-        buf: list[str] = []
-        for line in self.fh:
-            buf.append(line)
-            if marker in line:
-                break
-        self._feed(buf)
-
-    async def burst(self, n_lines: int, rate: float, interval: float, chunk: int) -> None:
-        sent = 0
-        t_start = time.perf_counter()
-        while sent < n_lines:
-            due = min(n_lines, int((time.perf_counter() - t_start) * rate) + 1)
-            while sent < due:
-                lines = list(islice(self.fh, min(chunk, due - sent)))
-                if not lines:
-                    n_lines = sent  # the file ran short
-                    break
-                if sent == 0:
-                    self.t_first = time.perf_counter()
-                self._feed(lines)
-                sent += len(lines)
-                self.t_last = time.perf_counter()
-                if sent < due:
-                    await asyncio.sleep(0)
-            await asyncio.sleep(interval)
+    bursts: list[dict]
+    keys: list[float]
+    per: dict[str, list[float]]
+    stalls: list[float]
+    rss_samples: list[float]
+    gcw: GcWatch
+    collections_before: int
+    view: LogView
+    rss_after: float
+    rss_peak: float
 
 
 async def run(ns: argparse.Namespace, log: Path) -> dict:
     rnd = random.Random(11)
     rss_base, _ = rss()
-    replay = _NeverReplay()
+    replay = NeverReplay()
     app = EagleApp(
         profile=None,
         target="bench-host:30000",
@@ -414,163 +172,8 @@ async def run(ns: argparse.Namespace, log: Path) -> dict:
                 await asyncio.sleep(0.3)
 
                 # ---- bursts (the first fills the 100k scrollback; later ones run against a full one)
-                stalls: list[float] = []
-                stop_hb = asyncio.Event()
-                hb = asyncio.create_task(heartbeat(stalls, stop_hb))
-                keys: list[float] = []
-                per: dict[str, list[float]] = {}
-                rss_samples: list[float] = []
-                bursts: list[dict] = []
-                probe.record_frames = True
-                gcw = GcWatch()
-                gc.callbacks.append(gcw)
-                gcw.on = True
-                collections_before = app.collector.collections
-                view = app.query_one(LogView)
-                prof = None
-                if ns.profile:
-                    import cProfile
-
-                    prof = cProfile.Profile()
-                    prof.enable()
-                for b in range(ns.bursts):
-                    burst_done = asyncio.Event()
-                    feeder.lines = feeder.events = 0
-                    feeder.dispatch_s = 0.0
-                    probe.expect_last = None
-                    probe.last_row_painted = False
-                    probe.lag_frame_end = None
-                    n_keys_before = len(keys)
-
-                    async def feed(done: asyncio.Event = burst_done) -> None:
-                        try:
-                            await feeder.burst(ns.lines, ns.rate, ns.interval, ns.chunk_lines)
-                        finally:
-                            done.set()
-
-                    async def sample_rss(done: asyncio.Event = burst_done) -> None:
-                        while not done.is_set():
-                            rss_samples.append(rss()[0])
-                            await asyncio.sleep(0.25)
-
-                    ft = asyncio.create_task(feed())
-                    st = asyncio.create_task(sample_rss())
-                    kt = asyncio.create_task(key_loop(probe, None, burst_done, ns.key_gap, rnd, keys, per))
-                    await ft
-                    t_end = feeder.t_last
-                    probe.expect_last = printable(feeder.last_text or "")
-                    t_rows = None
-                    deadline = time.perf_counter() + ns.lag_timeout
-                    while time.perf_counter() < deadline:
-                        if t_rows is None and view.rows and view.rows[-1][TEXT] == probe.expect_last:
-                            t_rows = time.perf_counter()
-                        if probe.lag_frame_end is not None:
-                            break
-                        await asyncio.sleep(0.002)
-                    stuck = None
-                    if probe.lag_frame_end is None:  # say why the tail was never painted
-                        tabs = app.query_one("#tabs")
-                        stuck = {
-                            "follow": view.follow,
-                            "tab": getattr(tabs, "active", None),
-                            "filter": sorted(view.filter_kinds) if view.filter_kinds else None,
-                            "scroll_y": view.scroll_y,
-                            "max_scroll_y": view.max_scroll_y,
-                            "view_rows": len(view.view_rows),
-                            "screen": type(app.screen).__name__,
-                            "last_keys": [k for k, _ in probe.history[-6:]],
-                        }
-                    await kt
-                    await st
-                    burst_s = t_end - feeder.t_first
-                    bursts.append(
-                        {
-                            "lines": feeder.lines,
-                            "events": feeder.events,
-                            "burst_s": round(burst_s, 3),
-                            "lines_per_s": round(feeder.lines / burst_s) if burst_s > 0 else 0,
-                            "dispatch_cpu_share": round(feeder.dispatch_s / burst_s, 3)
-                            if burst_s > 0
-                            else None,
-                            "lag_s": round(probe.lag_frame_end - t_end, 3) if probe.lag_frame_end else None,
-                            "lag_rows_s": round(t_rows - t_end, 3) if t_rows else None,
-                            "lag_unpainted_state": stuck,
-                            "key_n": len(keys) - n_keys_before,
-                            "key_p95_ms": round(pct(keys[n_keys_before:], 0.95), 1),
-                        }
-                    )
-                    if b + 1 < ns.bursts:
-                        await asyncio.sleep(ns.pause)
-                if prof is not None:
-                    prof.disable()
-                    prof.dump_stats(ns.profile)
-                stop_hb.set()
-                await hb
-                gcw.on = False
-                gc.callbacks.remove(gcw)
-                probe.record_frames = False
-                rss_after, rss_peak = rss()
-                bf = [(e - s) * 1000 for s, e in probe.frames]
-                span = (probe.frames[-1][1] - probe.frames[0][0]) if len(probe.frames) > 1 else float("nan")
-                lags = [x["lag_s"] for x in bursts]
-                lines = sum(x["lines"] for x in bursts)
-                wall = sum(x["burst_s"] for x in bursts)
-                res = {
-                    "bursts": len(bursts),
-                    "lines": bursts[0]["lines"],
-                    "startup_lines": startup_lines,
-                    "events": bursts[0]["events"],
-                    "burst_s": bursts[0]["burst_s"],
-                    "lines_per_s": min(x["lines_per_s"] for x in bursts),
-                    "lines_per_s_mean": round(lines / wall) if wall > 0 else None,
-                    "target_rate": ns.rate,
-                    "dispatch_cpu_share": round(
-                        statistics.mean(x["dispatch_cpu_share"] or 0 for x in bursts), 3
-                    ),
-                    "key_n": len(keys),
-                    "key_p50_ms": round(pct(keys, 0.5), 1),
-                    "key_p95_ms": round(pct(keys, 0.95), 1),
-                    "key_max_ms": round(max(keys), 1) if keys else None,
-                    "key_per_key_p50_ms": {k: round(statistics.median(v), 1) for k, v in per.items()},
-                    "key_per_key_max_ms": {k: round(max(v), 1) for k, v in per.items()},
-                    "key_p95_ms_no_theme": round(
-                        pct([x for k, v in per.items() if k != "t" for x in v], 0.95), 1
-                    ),
-                    "idle_key_n": len(idle),
-                    "idle_key_p50_ms": round(pct(idle, 0.5), 1),
-                    "idle_key_p95_ms": round(pct(idle, 0.95), 1),
-                    "idle_key_max_ms": round(max(idle), 1) if idle else None,
-                    "idle_key_p95_ms_no_theme": round(
-                        pct([x for k, v in idle_per.items() if k != "t" for x in v], 0.95), 1
-                    ),
-                    "idle_per_key_p50_ms": {k: round(statistics.median(v), 1) for k, v in idle_per.items()},
-                    "unhandled_keys": probe.unhandled,
-                    "lag_s": None if None in lags else max(lags),
-                    "lag_rows_s": bursts[-1]["lag_rows_s"],
-                    "per_burst": bursts,
-                    "frames": len(probe.frames),
-                    "fps": round(len(probe.frames) / span, 1) if span == span and span > 0 else None,
-                    "frame_p50_ms": round(pct(bf, 0.5), 1),
-                    "frame_p95_ms": round(pct(bf, 0.95), 1),
-                    "frame_max_ms": round(max(bf), 1) if bf else None,
-                    "tick_p50_ms": round(pct([x * 1000 for x in probe.ticks], 0.5), 1),
-                    "tick_p95_ms": round(pct([x * 1000 for x in probe.ticks], 0.95), 1),
-                    "tick_max_ms": round(max(probe.ticks) * 1000, 1) if probe.ticks else None,
-                    "loop_stall_p95_ms": round(pct([x * 1000 for x in stalls], 0.95), 1),
-                    "gc_full_n": len(gcw.pauses),
-                    "gc_full_by_app": app.collector.collections - collections_before,
-                    "gc_full_max_ms": round(max(gcw.pauses), 1) if gcw.pauses else None,
-                    "loop_stall_max_ms": round(max(stalls) * 1000, 1) if stalls else None,
-                    "rss_mb": round(rss_peak, 1),
-                    "rss_current_mb": round(rss_after, 1),
-                    "rss_burst_max_mb": round(max(rss_samples + [rss_after]), 1),
-                    "rss_idle_mb": round(rss_idle, 1),
-                    "rss_baseline_mb": round(rss_base, 1),
-                    "logview_rows": len(view.rows),
-                    "logview_dropped": view.dropped,
-                    "encode_frames": not ns.no_encode,
-                    "python_gc": ns.python_gc,
-                }
+                b = await _bursts(ns, app, probe, feeder, rnd)
+                res = _results(ns, app, probe, b, idle, idle_per, startup_lines, rss_base, rss_idle)
             replay.stop.set()
             await pilot.pause()
     finally:
@@ -578,7 +181,196 @@ async def run(ns: argparse.Namespace, log: Path) -> dict:
     return res
 
 
-def main() -> int:
+async def _bursts(
+    ns: argparse.Namespace, app: EagleApp, probe: Probe, feeder: Feeder, rnd: random.Random
+) -> _BurstRun:
+    """``--bursts`` bursts with ``--pause`` between them, keys pressed all the while, under the
+    heartbeat, the GC watch and (``--profile``) cProfile."""
+    stalls: list[float] = []
+    stop_hb = asyncio.Event()
+    hb = asyncio.create_task(heartbeat(stalls, stop_hb))
+    keys: list[float] = []
+    per: dict[str, list[float]] = {}
+    rss_samples: list[float] = []
+    bursts: list[dict] = []
+    probe.record_frames = True
+    gcw = GcWatch()
+    gc.callbacks.append(gcw)
+    gcw.on = True
+    collections_before = app.collector.collections
+    view = app.query_one(LogView)
+    prof = None
+    if ns.profile:
+        import cProfile
+
+        prof = cProfile.Profile()
+        prof.enable()
+    for b in range(ns.bursts):
+        bursts.append(await _burst(ns, app, view, probe, feeder, rnd, keys, per, rss_samples))
+        if b + 1 < ns.bursts:
+            await asyncio.sleep(ns.pause)
+    if prof is not None:
+        prof.disable()
+        prof.dump_stats(ns.profile)
+    stop_hb.set()
+    await hb
+    gcw.on = False
+    gc.callbacks.remove(gcw)
+    probe.record_frames = False
+    rss_after, rss_peak = rss()
+    return _BurstRun(
+        bursts, keys, per, stalls, rss_samples, gcw, collections_before, view, rss_after, rss_peak
+    )
+
+
+async def _burst(
+    ns: argparse.Namespace,
+    app: EagleApp,
+    view: LogView,
+    probe: Probe,
+    feeder: Feeder,
+    rnd: random.Random,
+    keys: list[float],
+    per: dict[str, list[float]],
+    rss_samples: list[float],
+) -> dict:
+    """One burst of ``--lines`` with keys pressed through it, then the wait for its last line's frame."""
+    burst_done = asyncio.Event()
+    feeder.lines = feeder.events = 0
+    feeder.dispatch_s = 0.0
+    probe.expect_last = None
+    probe.last_row_painted = False
+    probe.lag_frame_end = None
+    n_keys_before = len(keys)
+
+    async def feed(done: asyncio.Event = burst_done) -> None:
+        try:
+            await feeder.burst(ns.lines, ns.rate, ns.interval, ns.chunk_lines)
+        finally:
+            done.set()
+
+    async def sample_rss(done: asyncio.Event = burst_done) -> None:
+        while not done.is_set():
+            rss_samples.append(rss()[0])
+            await asyncio.sleep(0.25)
+
+    ft = asyncio.create_task(feed())
+    st = asyncio.create_task(sample_rss())
+    kt = asyncio.create_task(key_loop(probe, None, burst_done, ns.key_gap, rnd, keys, per))
+    await ft
+    t_end = feeder.t_last
+    probe.expect_last = printable(feeder.last_text or "")
+    t_rows = None
+    deadline = time.perf_counter() + ns.lag_timeout
+    while time.perf_counter() < deadline:
+        if t_rows is None and view.rows and view.rows[-1][TEXT] == probe.expect_last:
+            t_rows = time.perf_counter()
+        if probe.lag_frame_end is not None:
+            break
+        await asyncio.sleep(0.002)
+    stuck = None
+    if probe.lag_frame_end is None:  # say why the tail was never painted
+        tabs = app.query_one("#tabs")
+        stuck = {
+            "follow": view.follow,
+            "tab": getattr(tabs, "active", None),
+            "filter": sorted(view.filter_kinds) if view.filter_kinds else None,
+            "scroll_y": view.scroll_y,
+            "max_scroll_y": view.max_scroll_y,
+            "view_rows": len(view.view_rows),
+            "screen": type(app.screen).__name__,
+            "last_keys": [k for k, _ in probe.history[-6:]],
+        }
+    await kt
+    await st
+    burst_s = t_end - feeder.t_first
+    return {
+        "lines": feeder.lines,
+        "events": feeder.events,
+        "burst_s": round(burst_s, 3),
+        "lines_per_s": round(feeder.lines / burst_s) if burst_s > 0 else 0,
+        "dispatch_cpu_share": round(feeder.dispatch_s / burst_s, 3) if burst_s > 0 else None,
+        "lag_s": round(probe.lag_frame_end - t_end, 3) if probe.lag_frame_end else None,
+        "lag_rows_s": round(t_rows - t_end, 3) if t_rows else None,
+        "lag_unpainted_state": stuck,
+        "key_n": len(keys) - n_keys_before,
+        "key_p95_ms": round(pct(keys[n_keys_before:], 0.95), 1),
+    }
+
+
+def _results(
+    ns: argparse.Namespace,
+    app: EagleApp,
+    probe: Probe,
+    b: _BurstRun,
+    idle: list[float],
+    idle_per: dict[str, list[float]],
+    startup_lines: int,
+    rss_base: float,
+    rss_idle: float,
+) -> dict:
+    """The report's JSON object (the last output line), its keys in their order of old."""
+    bursts, keys, per, stalls, gcw, view = b.bursts, b.keys, b.per, b.stalls, b.gcw, b.view
+    bf = [(e - s) * 1000 for s, e in probe.frames]
+    span = (probe.frames[-1][1] - probe.frames[0][0]) if len(probe.frames) > 1 else float("nan")
+    lags = [x["lag_s"] for x in bursts]
+    lines = sum(x["lines"] for x in bursts)
+    wall = sum(x["burst_s"] for x in bursts)
+    return {
+        "bursts": len(bursts),
+        "lines": bursts[0]["lines"],
+        "startup_lines": startup_lines,
+        "events": bursts[0]["events"],
+        "burst_s": bursts[0]["burst_s"],
+        "lines_per_s": min(x["lines_per_s"] for x in bursts),
+        "lines_per_s_mean": round(lines / wall) if wall > 0 else None,
+        "target_rate": ns.rate,
+        "dispatch_cpu_share": round(statistics.mean(x["dispatch_cpu_share"] or 0 for x in bursts), 3),
+        "key_n": len(keys),
+        "key_p50_ms": round(pct(keys, 0.5), 1),
+        "key_p95_ms": round(pct(keys, 0.95), 1),
+        "key_max_ms": round(max(keys), 1) if keys else None,
+        "key_per_key_p50_ms": {k: round(statistics.median(v), 1) for k, v in per.items()},
+        "key_per_key_max_ms": {k: round(max(v), 1) for k, v in per.items()},
+        "key_p95_ms_no_theme": round(pct([x for k, v in per.items() if k != "t" for x in v], 0.95), 1),
+        "idle_key_n": len(idle),
+        "idle_key_p50_ms": round(pct(idle, 0.5), 1),
+        "idle_key_p95_ms": round(pct(idle, 0.95), 1),
+        "idle_key_max_ms": round(max(idle), 1) if idle else None,
+        "idle_key_p95_ms_no_theme": round(
+            pct([x for k, v in idle_per.items() if k != "t" for x in v], 0.95), 1
+        ),
+        "idle_per_key_p50_ms": {k: round(statistics.median(v), 1) for k, v in idle_per.items()},
+        "unhandled_keys": probe.unhandled,
+        "lag_s": None if None in lags else max(lags),
+        "lag_rows_s": bursts[-1]["lag_rows_s"],
+        "per_burst": bursts,
+        "frames": len(probe.frames),
+        "fps": round(len(probe.frames) / span, 1) if span == span and span > 0 else None,
+        "frame_p50_ms": round(pct(bf, 0.5), 1),
+        "frame_p95_ms": round(pct(bf, 0.95), 1),
+        "frame_max_ms": round(max(bf), 1) if bf else None,
+        "tick_p50_ms": round(pct([x * 1000 for x in probe.ticks], 0.5), 1),
+        "tick_p95_ms": round(pct([x * 1000 for x in probe.ticks], 0.95), 1),
+        "tick_max_ms": round(max(probe.ticks) * 1000, 1) if probe.ticks else None,
+        "loop_stall_p95_ms": round(pct([x * 1000 for x in stalls], 0.95), 1),
+        "gc_full_n": len(gcw.pauses),
+        "gc_full_by_app": app.collector.collections - b.collections_before,
+        "gc_full_max_ms": round(max(gcw.pauses), 1) if gcw.pauses else None,
+        "loop_stall_max_ms": round(max(stalls) * 1000, 1) if stalls else None,
+        "rss_mb": round(b.rss_peak, 1),
+        "rss_current_mb": round(b.rss_after, 1),
+        "rss_burst_max_mb": round(max(b.rss_samples + [b.rss_after]), 1),
+        "rss_idle_mb": round(rss_idle, 1),
+        "rss_baseline_mb": round(rss_base, 1),
+        "logview_rows": len(view.rows),
+        "logview_dropped": view.dropped,
+        "encode_frames": not ns.no_encode,
+        "python_gc": ns.python_gc,
+    }
+
+
+def _parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lines", type=int, default=100_000, help="serving lines in the burst")
     ap.add_argument(
@@ -612,7 +404,11 @@ def main() -> int:
     ns = ap.parse_args()
     if ns.quick:
         ns.lines, ns.bursts, ns.idle_keys, ns.pause = 5_000, 1, 5, 0.2
+    return ns
 
+
+def main() -> int:
+    ns = _parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="eagletui-uiload-"))
     log = tmp / "server.log"
     _load_generator()(log, ns.lines * ns.bursts + 400)  # + startup head (~130 lines) and slack
@@ -633,7 +429,19 @@ def main() -> int:
         "rate": (res["lines_per_s"] or 0) >= 20_000,
     }
     res["targets_met"] = ok
-    rows = [
+    rows = _rows(ns, res, ok)
+    w = max(len(k) for k, _ in rows)
+    for k, v in rows:
+        print(f"{k:<{w}}  {v}")
+    if res["unhandled_keys"]:
+        print(f"warning: {res['unhandled_keys']} key presses were handled by no binding (excluded)")
+    print(json.dumps(res))
+    return 0
+
+
+def _rows(ns: argparse.Namespace, res: dict, ok: dict[str, bool]) -> list[tuple[str, str]]:
+    """The human-readable table, a row per measure, printed above the JSON line."""
+    return [
         (
             "burst",
             f"{res['bursts']} × {res['lines']:,} lines; first in {res['burst_s']:.2f} s; slowest burst "
@@ -695,13 +503,6 @@ def main() -> int:
         ),
         ("LogView", f"{res['logview_rows']:,} rows, {res['logview_dropped']:,} dropped"),
     ]
-    w = max(len(k) for k, _ in rows)
-    for k, v in rows:
-        print(f"{k:<{w}}  {v}")
-    if res["unhandled_keys"]:
-        print(f"warning: {res['unhandled_keys']} key presses were handled by no binding (excluded)")
-    print(json.dumps(res))
-    return 0
 
 
 if __name__ == "__main__":

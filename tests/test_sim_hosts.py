@@ -35,11 +35,11 @@ def test_host_preset_sets_the_gpu_memory(host: str, total: float, name: str) -> 
 
 
 def test_the_rtx_box_has_less_room_for_kv_than_the_h200() -> None:
-    from eagletui.sim import startup
     from eagletui.sim.cli import parse_args
+    from eagletui.sim.plan import resolve
 
     caps = {
-        host: startup.resolve(parse_args([*SPEC_ARGS, "--sim-host", host]), {}).max_total_tokens
+        host: resolve(parse_args([*SPEC_ARGS, "--sim-host", host]), {}).max_total_tokens
         for host, _, _ in CASES
     }
     assert 0 < caps["pcie-rtx6000"] < caps["h200-nvlink"]

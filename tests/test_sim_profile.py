@@ -14,7 +14,8 @@ import pytest
 from conftest_sim import READY, SPEC_ARGS, SimProc
 
 from eagletui.sim import perf
-from eagletui.sim.profiler import FUSED_AR, Session, SimProfiler, Step
+from eagletui.sim.chrome_trace import FUSED_AR, Step
+from eagletui.sim.profiler import Session, SimProfiler
 
 
 class _Log:

@@ -22,7 +22,8 @@ from eagletui.profiler.categories import Category, by_kernel_name
 from eagletui.profiler.cycles import group, outermost, stage_of
 from eagletui.profiler.summary import step_breakdown, summarize_events
 from eagletui.sim import perf
-from eagletui.sim.profiler import Session, SimProfiler, Step
+from eagletui.sim.chrome_trace import Step
+from eagletui.sim.profiler import Session, SimProfiler
 
 TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"
 REAL = TRACES / "eagle3-graphs-TP-0-DECODE.trace.json.gz"

@@ -10,7 +10,7 @@ from textual.app import App, ComposeResult
 from eagletui.core.events import LogLine
 from eagletui.core.logs.registry import get_format
 from eagletui.core.phases.interpreter import LogInterpreter
-from eagletui.sim.vllm import Log
+from eagletui.sim.vllm_log import Log
 from eagletui.ui.widgets.logview import COUNT, TEXT, LogView, _display_text
 
 

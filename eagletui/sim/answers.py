@@ -1,14 +1,15 @@
 """The bodies of the simulator's generation answers: ``meta_info`` of ``/generate`` (with the ``spec_*``
-accept counts eagletui's benchmark client reads), and the OpenAI ``usage`` and finish reason.
+accept counts eagletui's benchmark client reads), the OpenAI ``usage`` and finish reason, and the OpenAI
+answers and stream chunks (:class:`OpenAIAnswer`).
 
 Field-for-field copies of the real server's answers, kept apart from the streaming handlers in
 :mod:`eagletui.sim.httpapi` so the shapes can be checked against the fixtures in one place.
-:mod:`eagletui.sim.httpapi` re-exports these names.
 """
 
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 from eagletui.sim.engine import SimRequest
@@ -79,3 +80,84 @@ def _usage(r: SimRequest) -> dict[str, Any]:
 def _finish(r: SimRequest) -> str:
     fr = r.finish_reason() or {}
     return "length" if fr.get("type") == "length" else "stop"
+
+
+class OpenAIAnswer:
+    """The bodies of one ``/v1/completions`` or ``/v1/chat/completions`` answer: the whole answer, its
+    stream's chunks and the closing usage chunk, sharing the answer's id, creation time and model."""
+
+    def __init__(self, r: SimRequest, chat: bool, model: Any) -> None:
+        self.r = r
+        self.chat = chat
+        self.model = model
+        self.continuous = False  # stream_options.continuous_usage_stats: usage in every chunk
+        self.cid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
+        self.created = int(time.time())
+        self.chunk_name = "chat.completion.chunk" if chat else "text_completion"
+
+    def whole(self, text: str) -> dict[str, Any]:
+        """The answer of a request that did not stream."""
+        r, chat = self.r, self.chat
+        obj_name = "chat.completion" if chat else "text_completion"
+        choice: dict[str, Any] = {
+            "index": 0,
+            "finish_reason": _finish(r),
+            "matched_stop": None,
+            "logprobs": None,
+        }
+        if chat:
+            choice["message"] = {
+                "role": "assistant",
+                "content": text,
+                "reasoning_content": None,
+                "tool_calls": None,
+            }
+        else:
+            choice["text"] = text
+        return {
+            "id": self.cid,
+            "object": obj_name,
+            "created": self.created,
+            "model": self.model,
+            "choices": [choice],
+            "usage": _usage(r),
+        }
+
+    def chunk(self, delta: str | None, finish: str | None, role: bool = False) -> dict[str, Any]:
+        if self.chat:
+            d: dict[str, Any] = {"role": "assistant", "content": delta or ""} if role else {"content": delta}
+            c: dict[str, Any] = {
+                "index": 0,
+                "delta": d,
+                "logprobs": None,
+                "finish_reason": finish,
+                "matched_stop": None,
+            }
+        else:
+            c = {
+                "index": 0,
+                "text": delta or "",
+                "logprobs": None,
+                "finish_reason": finish,
+                "matched_stop": None,
+            }
+        out = {
+            "id": self.cid,
+            "object": self.chunk_name,
+            "created": self.created,
+            "model": self.model,
+            "choices": [c],
+            "usage": _usage(self.r) if self.continuous else None,
+        }
+        return out
+
+    def usage_chunk(self) -> dict[str, Any]:
+        """The last chunk, with ``stream_options.include_usage``: no choices, the usage."""
+        return {
+            "id": self.cid,
+            "object": self.chunk_name,
+            "created": self.created,
+            "model": self.model,
+            "choices": [],
+            "usage": _usage(self.r),
+        }

@@ -2,7 +2,7 @@
 enough memory for the KV cache, an NCCL failure) and the ``kill_process_tree`` SIGKILL that follows.
 
 The tracebacks are long verbatim text that mirrors the real server's, so they live apart from the
-startup sequence (:mod:`eagletui.sim.startup`) that decides when to print them; startup re-exports them.
+startup sequence (:mod:`eagletui.sim.startup`) that decides when to print them.
 """
 
 from __future__ import annotations

@@ -6,13 +6,12 @@ import asyncio
 import http
 import json
 import time
-import uuid
 from typing import Any
 
 from aiohttp import web
 
 from eagletui.sim import perf
-from eagletui.sim.answers import _finish, _gen_result, _usage
+from eagletui.sim.answers import OpenAIAnswer, _finish, _gen_result
 from eagletui.sim.engine import SimRequest, count_prompt_tokens
 from eagletui.sim.metrics import metrics_text
 from eagletui.sim.serverinfo import model_info_dict, server_info_dict
@@ -377,6 +376,44 @@ async def generate(request: web.Request) -> web.StreamResponse:
 async def _openai(request: web.Request, chat: bool) -> web.StreamResponse:
     st = request.app[STATE]
     body = await _body(request)
+    prompt, ptext, max_new = _openai_prompt(body, chat)
+    ids = None if isinstance(ptext, str) else list(prompt)
+    r = _new(
+        st,
+        prompt=ptext,
+        ids=ids,
+        max_new=max_new,
+        ignore_eos=bool(body.get("ignore_eos")),
+        streaming=bool(body.get("stream")),
+    )
+    answer = OpenAIAnswer(r, chat, body.get("model") or st.plan.served_model_name)
+    if not body.get("stream"):
+        n = await _final_count(r)
+        return _json(answer.whole(r.text(n)))
+    resp = await _sse(request)
+    so = body.get("stream_options") or {}
+    include_usage = bool(so.get("include_usage"))
+    answer.continuous = bool(so.get("continuous_usage_stats"))
+    try:
+        if chat:
+            await _send(resp, answer.chunk("", None, role=True))
+        sent = ""
+        async for n, final in _updates(r):
+            text = r.text(n)
+            delta, sent = text[len(sent) :], text
+            await _send(resp, answer.chunk(delta, _finish(r) if final else None))
+        if include_usage:
+            await _send(resp, answer.usage_chunk())
+        await resp.write(b"data: [DONE]\n\n")
+    except (ConnectionResetError, asyncio.CancelledError):
+        st.engine.abort(r)
+        raise
+    return resp
+
+
+def _openai_prompt(body: dict[str, Any], chat: bool) -> tuple[Any, str | None, Any]:
+    """(the prompt, its text or None when it is token ids, max new tokens) of an OpenAI request: a chat's
+    messages count their text and a per-message template overhead."""
     if chat:
         msgs = body.get("messages") or []
         prompt = "\n".join(str(m.get("content", "")) for m in msgs if isinstance(m, dict))
@@ -388,106 +425,7 @@ async def _openai(request: web.Request, chat: bool) -> web.StreamResponse:
             prompt = prompt[0] if prompt else ""
         ptext = prompt if isinstance(prompt, str) else None
         max_new = body.get("max_tokens") or 16
-    ids = None if isinstance(ptext, str) else list(prompt)
-    r = _new(
-        st,
-        prompt=ptext,
-        ids=ids,
-        max_new=max_new,
-        ignore_eos=bool(body.get("ignore_eos")),
-        streaming=bool(body.get("stream")),
-    )
-    model = body.get("model") or st.plan.served_model_name
-    cid = ("chatcmpl-" if chat else "cmpl-") + uuid.uuid4().hex
-    created = int(time.time())
-    obj_name = "chat.completion" if chat else "text_completion"
-    if not body.get("stream"):
-        n = await _final_count(r)
-        text = r.text(n)
-        choice: dict[str, Any] = {
-            "index": 0,
-            "finish_reason": _finish(r),
-            "matched_stop": None,
-            "logprobs": None,
-        }
-        if chat:
-            choice["message"] = {
-                "role": "assistant",
-                "content": text,
-                "reasoning_content": None,
-                "tool_calls": None,
-            }
-        else:
-            choice["text"] = text
-        return _json(
-            {
-                "id": cid,
-                "object": obj_name,
-                "created": created,
-                "model": model,
-                "choices": [choice],
-                "usage": _usage(r),
-            }
-        )
-    resp = await _sse(request)
-    chunk_name = "chat.completion.chunk" if chat else "text_completion"
-    so = body.get("stream_options") or {}
-    include_usage = bool(so.get("include_usage"))
-    continuous = bool(so.get("continuous_usage_stats"))
-
-    def chunk(delta: str | None, finish: str | None, role: bool = False) -> dict[str, Any]:
-        if chat:
-            d: dict[str, Any] = {"role": "assistant", "content": delta or ""} if role else {"content": delta}
-            c: dict[str, Any] = {
-                "index": 0,
-                "delta": d,
-                "logprobs": None,
-                "finish_reason": finish,
-                "matched_stop": None,
-            }
-        else:
-            c = {
-                "index": 0,
-                "text": delta or "",
-                "logprobs": None,
-                "finish_reason": finish,
-                "matched_stop": None,
-            }
-        out = {
-            "id": cid,
-            "object": chunk_name,
-            "created": created,
-            "model": model,
-            "choices": [c],
-            "usage": _usage(r) if continuous else None,
-        }
-        return out
-
-    try:
-        if chat:
-            await _send(resp, chunk("", None, role=True))
-        sent = ""
-        async for n, final in _updates(r):
-            text = r.text(n)
-            delta, sent = text[len(sent) :], text
-            await _send(resp, chunk(delta, _finish(r) if final else None))
-        if include_usage:
-            await _send(
-                resp,
-                {
-                    "id": cid,
-                    "object": chunk_name,
-                    "created": created,
-                    "model": model,
-                    "choices": [],
-                    "usage": _usage(r),
-                },
-            )
-        await resp.write(b"data: [DONE]\n\n")
-    except (ConnectionResetError, asyncio.CancelledError):
-        st.engine.abort(r)
-        raise
-    return resp
+    return prompt, ptext, max_new
 
 
 async def completions(request: web.Request) -> web.StreamResponse:

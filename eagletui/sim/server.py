@@ -22,12 +22,16 @@ import errno
 import os
 import signal
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagletui.sim import crashes
 from eagletui.sim.children import Children
 from eagletui.sim.cli import DEFAULT_TIME_SCALE
 from eagletui.sim.logfmt import ERROR, WARNING, SimLog
+
+if TYPE_CHECKING:
+    from eagletui.sim.engine import Engine
+    from eagletui.sim.plan import Plan
 
 
 def run_main(args: Any) -> int:
@@ -72,16 +76,12 @@ async def _warmup(host: str, port: int, log: SimLog, scale: float, api_key: str 
 
 
 async def _amain(args: Any) -> int:
-    from aiohttp import web
-
-    from eagletui.sim import startup
-    from eagletui.sim.engine import Engine
-    from eagletui.sim.httpapi import make_app
-    from eagletui.sim.serverstate import ServerState
+    from eagletui.sim.plan import resolve
+    from eagletui.sim.startup import Startup
 
     env = dict(os.environ)
     env["_SIM_ARGV"] = " ".join(sys.argv[1:])
-    plan = startup.resolve(args, env)
+    plan = resolve(args, env)
     # SGLang starts its schedulers and detokenizer first, then loads weights in them: fork them now,
     # before any signal handler is installed (they keep the default dispositions, as SGLang's do).
     children = Children(plan.tp, plan.local)
@@ -95,24 +95,23 @@ async def _amain(args: Any) -> int:
     # During startup a signal simply kills the launcher (SIGINT is treated like SIGTERM).
     loop.add_signal_handler(signal.SIGINT, _die_by_sigterm)
 
-    await startup.Startup(plan, log, lease).run()
+    await Startup(plan, log, lease).run()
     if not plan.head:
         return await _follower_node(plan, log, children, args, lease)
+    return await _head_node(args, env, plan, log, children, lease)
 
-    engine = Engine(
-        args,
-        plan.cfg,
-        log,
-        max_running=plan.max_running,
-        max_total_tokens=plan.max_total_tokens,
-        env=env,
-        seed=args.sim_seed,
-    )
-    from eagletui.sim.profiler import SimProfiler
 
-    engine.profiler = SimProfiler(plan.cfg, log, plan.tp, plan.ep, seed=args.sim_seed)
-    engine.prefill_graph = plan.prefill_graph
-    engine.prefill_graph_max_tokens = max(plan.prefill_tokens) if plan.prefill_tokens else 0
+async def _head_node(
+    args: Any, env: dict[str, str], plan: Plan, log: SimLog, children: Children, lease: Any
+) -> int:
+    """Node 0 after its startup log: the engine, the HTTP server (uvicorn's lines), warmup, "ready to
+    roll", then serving until a signal or a crash ends it."""
+    from aiohttp import web
+
+    from eagletui.sim.httpapi import make_app
+    from eagletui.sim.serverstate import ServerState
+
+    engine = _engine(args, env, plan, log)
     state = ServerState(plan, engine, log)
     app = make_app(state)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)
@@ -122,22 +121,7 @@ async def _amain(args: Any) -> int:
     log.uvicorn("Waiting for application startup.")
     log.uvicorn("Application startup complete.")
     host, port = args.host, args.port
-    bind_error: str | None = None
-    if plan.fail == "port-in-use":
-        bind_error = (
-            f"[Errno 98] error while attempting to bind on address ('{host}', {port}): address already in use"
-        )
-    else:
-        try:
-            site = web.TCPSite(runner, host, port, backlog=1024)
-            await site.start()
-        except OSError as e:
-            if e.errno == errno.EADDRINUSE or "address already in use" in str(e):
-                bind_error = str(e)
-                if not bind_error.startswith("[Errno"):
-                    bind_error = f"[Errno 98] {bind_error}"
-            else:
-                bind_error = f"[Errno {e.errno}] {e.strerror or e}"
+    bind_error = await _bind(runner, host, port, plan.fail)
     if bind_error:
         log.uvicorn(bind_error, level="ERROR")
         log.uvicorn("Waiting for application shutdown.")
@@ -149,48 +133,12 @@ async def _amain(args: Any) -> int:
     log.uvicorn(f"Uvicorn running on http://{host}:{port} (Press CTRL+C to quit)")
     engine.start()
 
+    loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     sigterm = asyncio.Event()
     loop.add_signal_handler(signal.SIGINT, stop.set)
     loop.add_signal_handler(signal.SIGTERM, lambda: _on_sigterm(log, state, sigterm))
-
-    async def sigterm_watchdog() -> None:
-        await sigterm.wait()
-        poll = min(5.0, max(0.05, 5.0 * plan.scale))  # 5 s in sglang; scaled like the rest of the launch
-        while True:
-            await asyncio.sleep(poll)
-            if children.stopping:
-                return  # a child died first: the SIGQUIT path tears the server down instead
-            rids = [r.rid for r in (*engine.waiting, *engine.running) if not r.internal]
-            log.line(
-                f"Gracefully exiting... Remaining number of requests {len(rids)}. "
-                f"Remaining requests remaining_rids={rids!r}."
-            )
-            if not rids:
-                break
-        # ShutdownReq: the schedulers exit; child exits are expected now, not crashes.
-        children.stopping = True
-        log.line(f"kill_process_tree called: parent_pid={pid}, include_parent=False, pid={pid}")
-        children.kill_all()
-        stop.set()
-
-    loop.create_task(sigterm_watchdog())
-
-    async def subprocess_watchdog() -> None:
-        """SGLang's SubprocessWatchdog: a child that died while serving tears the server down."""
-        interval = min(1.0, max(0.01, 1.0 * plan.scale))  # 1 s in sglang, 5× the SIGTERM poll
-        while not children.stopping:
-            await asyncio.sleep(interval)
-            crashed = children.crashed()
-            if crashed is not None and not children.stopping:
-                name, cpid, code = crashed
-                log.line(
-                    f"Subprocess {name} (pid={cpid}) crashed with exit code {code}. "
-                    "Triggering SIGQUIT for cleanup...",
-                    level=ERROR,
-                )
-                await _running_phase_sigquit(log, children, plan.scale)
-                return
+    loop.create_task(_sigterm_watchdog(plan, log, engine, children, sigterm, stop, pid))
 
     if not args.skip_server_warmup:
         try:
@@ -198,45 +146,32 @@ async def _amain(args: Any) -> int:
         except Exception as e:
             log.line(f"Initialization failed. warmup error: {e!r}", level=ERROR)
             crashes.die_by_sigkill(log)
-    if plan.fail == "abort-during-profile":
-        def abort_on_decode(stage: str | None) -> None:
-            if stage == "DECODE":
-                _abort_a_scheduler(log, children, engine.profiler)
-
-        engine.profiler.on_begin = abort_on_decode
-    if plan.fail == "segv-after-profile":
-        engine.profiler.on_done = lambda: loop.call_later(
-            min(1.0, max(0.05, 1.0 * plan.scale)), _segfault_a_scheduler, log, children
-        )
+    _arm_profile_failures(plan, log, children, engine, loop)
     state.ready = True
     log.line("The server is fired up and ready to roll!")
     loop.add_signal_handler(
         signal.SIGQUIT, lambda: loop.create_task(_running_phase_sigquit(log, children, plan.scale))
     )
-    loop.create_task(subprocess_watchdog())
+    loop.create_task(_subprocess_watchdog(plan, log, children))
 
     if plan.fail == "crash-after-ready":
         delay = float(
             env.get("EAGLETUI_SIM_FAIL_DELAY") or min(3.0, max(0.5, 3.0 * plan.scale / DEFAULT_TIME_SCALE))
         )
-
-        async def crash() -> None:
-            await asyncio.sleep(delay)
-            # a scheduler killed from outside (the host's OOM killer, say): the watchdog notices
-            schedulers = children.pids[:-1]
-            if schedulers:
-                os.kill(schedulers[min(3, len(schedulers) - 1)], signal.SIGKILL)
-            else:
-                log.line(
-                    f"Subprocess scheduler_3 (pid={pid + 4}) crashed with exit code -9. Triggering SIGQUIT "
-                    "for cleanup...",
-                    level=ERROR,
-                )
-                await _running_phase_sigquit(log, children, plan.scale)
-
-        loop.create_task(crash())
+        loop.create_task(_crash_after_ready(delay, log, children, pid, plan.scale))
 
     await stop.wait()
+    await _shut_down(plan, log, state, runner, children, lease, sigterm)
+    return 0
+
+
+async def _shut_down(
+    plan: Plan, log: SimLog, state: Any, runner: Any, children: Children, lease: Any, sigterm: asyncio.Event
+) -> None:
+    """uvicorn's shutdown lines, the engine and the HTTP server stopped, then the children (after
+    SIGTERM with sglang's ``kill_process_tree`` line)."""
+    pid = os.getpid()
+    engine = state.engine
     state.shutting_down = True
     log.uvicorn("Shutting down")
     log.uvicorn("Waiting for application shutdown.")
@@ -256,7 +191,130 @@ async def _amain(args: Any) -> int:
     children.kill_all()
     if lease is not None:
         lease.exited()  # held for --sim-gpu-release-s more seconds
-    return 0
+
+
+def _engine(args: Any, env: dict[str, str], plan: Plan, log: SimLog) -> Engine:
+    """The scheduler's engine with its profiler and the prefill graphs captured at startup."""
+    from eagletui.sim.engine import Engine
+
+    engine = Engine(
+        args,
+        plan.cfg,
+        log,
+        max_running=plan.max_running,
+        max_total_tokens=plan.max_total_tokens,
+        env=env,
+        seed=args.sim_seed,
+    )
+    from eagletui.sim.profiler import SimProfiler
+
+    engine.profiler = SimProfiler(plan.cfg, log, plan.tp, plan.ep, seed=args.sim_seed)
+    engine.prefill_graph = plan.prefill_graph
+    engine.prefill_graph_max_tokens = max(plan.prefill_tokens) if plan.prefill_tokens else 0
+    return engine
+
+
+async def _bind(runner: Any, host: str, port: int, fail: str) -> str | None:
+    """Bind the HTTP port; uvicorn's error when it is taken (or ``EAGLETUI_SIM_FAIL=port-in-use``)."""
+    from aiohttp import web
+
+    bind_error: str | None = None
+    if fail == "port-in-use":
+        bind_error = (
+            f"[Errno 98] error while attempting to bind on address ('{host}', {port}): address already in use"
+        )
+    else:
+        try:
+            site = web.TCPSite(runner, host, port, backlog=1024)
+            await site.start()
+        except OSError as e:
+            if e.errno == errno.EADDRINUSE or "address already in use" in str(e):
+                bind_error = str(e)
+                if not bind_error.startswith("[Errno"):
+                    bind_error = f"[Errno 98] {bind_error}"
+            else:
+                bind_error = f"[Errno {e.errno}] {e.strerror or e}"
+    return bind_error
+
+
+async def _sigterm_watchdog(
+    plan: Plan,
+    log: SimLog,
+    engine: Engine,
+    children: Children,
+    sigterm: asyncio.Event,
+    stop: asyncio.Event,
+    pid: int,
+) -> None:
+    """tokenizer_manager.py:sigterm_watchdog: after SIGTERM, drain the requests, then stop the server."""
+    await sigterm.wait()
+    poll = min(5.0, max(0.05, 5.0 * plan.scale))  # 5 s in sglang; scaled like the rest of the launch
+    while True:
+        await asyncio.sleep(poll)
+        if children.stopping:
+            return  # a child died first: the SIGQUIT path tears the server down instead
+        rids = [r.rid for r in (*engine.waiting, *engine.running) if not r.internal]
+        log.line(
+            f"Gracefully exiting... Remaining number of requests {len(rids)}. "
+            f"Remaining requests remaining_rids={rids!r}."
+        )
+        if not rids:
+            break
+    # ShutdownReq: the schedulers exit; child exits are expected now, not crashes.
+    children.stopping = True
+    log.line(f"kill_process_tree called: parent_pid={pid}, include_parent=False, pid={pid}")
+    children.kill_all()
+    stop.set()
+
+
+async def _subprocess_watchdog(plan: Plan, log: SimLog, children: Children) -> None:
+    """SGLang's SubprocessWatchdog: a child that died while serving tears the server down."""
+    interval = min(1.0, max(0.01, 1.0 * plan.scale))  # 1 s in sglang, 5× the SIGTERM poll
+    while not children.stopping:
+        await asyncio.sleep(interval)
+        crashed = children.crashed()
+        if crashed is not None and not children.stopping:
+            name, cpid, code = crashed
+            log.line(
+                f"Subprocess {name} (pid={cpid}) crashed with exit code {code}. "
+                "Triggering SIGQUIT for cleanup...",
+                level=ERROR,
+            )
+            await _running_phase_sigquit(log, children, plan.scale)
+            return
+
+
+def _arm_profile_failures(
+    plan: Plan, log: SimLog, children: Children, engine: Engine, loop: asyncio.AbstractEventLoop
+) -> None:
+    """``EAGLETUI_SIM_FAIL=abort-during-profile`` / ``segv-after-profile``: the profiler's hooks that kill
+    a scheduler while it records, or after it wrote its traces."""
+    if plan.fail == "abort-during-profile":
+        def abort_on_decode(stage: str | None) -> None:
+            if stage == "DECODE":
+                _abort_a_scheduler(log, children, engine.profiler)
+
+        engine.profiler.on_begin = abort_on_decode
+    if plan.fail == "segv-after-profile":
+        engine.profiler.on_done = lambda: loop.call_later(
+            min(1.0, max(0.05, 1.0 * plan.scale)), _segfault_a_scheduler, log, children
+        )
+
+
+async def _crash_after_ready(delay: float, log: SimLog, children: Children, pid: int, scale: float) -> None:
+    """``EAGLETUI_SIM_FAIL=crash-after-ready``: ``delay`` s after "ready to roll" a scheduler dies."""
+    await asyncio.sleep(delay)
+    # a scheduler killed from outside (the host's OOM killer, say): the watchdog notices
+    schedulers = children.pids[:-1]
+    if schedulers:
+        os.kill(schedulers[min(3, len(schedulers) - 1)], signal.SIGKILL)
+    else:
+        log.line(
+            f"Subprocess scheduler_3 (pid={pid + 4}) crashed with exit code -9. Triggering SIGQUIT "
+            "for cleanup...",
+            level=ERROR,
+        )
+        await _running_phase_sigquit(log, children, scale)
 
 
 async def _follower_node(plan: Any, log: SimLog, children: Children, args: Any, lease: Any = None) -> int:

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from eagletui.sim.plan import GRAPH_PHASES, Plan
 from eagletui.sim.serverstate import ServerState
-from eagletui.sim.startup import GRAPH_PHASES, Plan
 
 
 def model_info_dict(plan: Plan) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from typing import Any
 from aiohttp import web
 
 from eagletui.sim.engine import Engine
-from eagletui.sim.startup import Plan
+from eagletui.sim.plan import Plan
 
 
 class ServerState:
