@@ -20,9 +20,10 @@ from pathlib import Path
 import aiohttp
 import pytest
 
-from eagletui.bench.client import _prime_connections, run_builtin, stream_generate
+from eagletui.bench.client import _prime_connections, run_builtin
 from eagletui.bench.httplimits import HttpLimits, ResponseTooLarge, read_bounded
 from eagletui.bench.metrics import _get_metrics
+from eagletui.bench.stream import stream_generate
 from eagletui.core.events import BenchmarkResult
 from eagletui.core.profile.model import BenchSettings
 

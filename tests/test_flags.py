@@ -9,7 +9,8 @@ import pytest
 from eagletui.commands.demo import write_demo_profile
 from eagletui.core.profile.load import load_profile
 from eagletui.core.servers.flags import check_flags, parse_version
-from eagletui.workspace import Workspace, WorkspaceError
+from eagletui.workspace import Workspace
+from eagletui.workspace.errors import WorkspaceError
 
 
 def test_parse_version_variants() -> None:

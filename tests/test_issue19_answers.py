@@ -216,7 +216,7 @@ def test_numbers_are_per_concurrency_never_a_mean_across_them() -> None:
     assert not table[0].economics.pays and table[1].economics.pays
     assert "starts paying at concurrency 8" in book.economics_sentence(1)
     # bench's summary of the same launch: one line per concurrency, no top-level mean
-    from eagletui.commands.bench import summarize_repeats
+    from eagletui.commands._bench_report import summarize_repeats
     from eagletui.core.profile.model import Profile
 
     summary = summarize_repeats(book.runs[1].results, Profile(name="p"), "local", book.runs[1])

@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from eagletui.commands.bench import wait_ready
+from eagletui.commands._headless import wait_ready
 from eagletui.commands.demo import free_port
 from eagletui.core.events import Event, ProfileCaptured
 from eagletui.core.profile.load import load_profile
@@ -59,7 +59,7 @@ def test_profile_step_on_pcie_preset_shows_communication_dominating(tmp_path):
 
 
 def test_profile_step_without_a_server_is_a_clear_error(tmp_path):
-    from eagletui.workspace import WorkspaceError
+    from eagletui.workspace.errors import WorkspaceError
 
     profile = load_profile(_profile(tmp_path, free_port()))
     ws = Workspace(profile, lambda e: None, target="local", preflight=False)

@@ -34,7 +34,8 @@ from eagletui.remote.local import LocalTransport
 from eagletui.remote.source import QUEUE_EVENTS, LineLimiter, LiveSource
 from eagletui.remote.tail import LogTail
 from eagletui.remote.transport import CommandResult, ConnectionLost
-from eagletui.workspace import Workspace, WorkspaceError
+from eagletui.workspace import Workspace
+from eagletui.workspace.errors import WorkspaceError
 
 PY = sys.executable
 

@@ -344,19 +344,7 @@ async def run_bench_serving(
         )
     )
     lines = await _collect(run_lines, argv)
-    printed = parse_result_block("\n".join(lines))
-    data: dict[str, Any] = {}
-    try:
-        file_lines = [line async for line in run_lines(["cat", output_file])]
-        data = parse_jsonl("\n".join(file_lines))
-    except Exception:
-        data = {}
-    made = probe["made_dir"]
-    if made.startswith("/") and made.rstrip("/").rsplit("/", 1)[-1].startswith("eagletui-bench-"):
-        await _collect(run_lines, ["rm", "-rf", "--", made])
-    if data and printed and data.get("completed") != printed.get("completed"):
-        data = {}  # a stale line from an earlier run in the same file
-    merged = {**printed, **data}
+    merged = await _read_result(run_lines, lines, output_file, probe["made_dir"])
     error = ""
     if not merged:
         tail = [line for line in lines if line.strip()][-3:]
@@ -377,3 +365,20 @@ async def run_bench_serving(
         )
     emit(result)
     return result
+
+
+async def _read_result(run_lines: RunLines, lines: list[str], output_file: str, made: str) -> dict[str, Any]:
+    """What the run measured: its printed result block, overlaid by its line of the result file (read,
+    then the probe's private dir removed); {} when neither says anything."""
+    printed = parse_result_block("\n".join(lines))
+    data: dict[str, Any] = {}
+    try:
+        file_lines = [line async for line in run_lines(["cat", output_file])]
+        data = parse_jsonl("\n".join(file_lines))
+    except Exception:
+        data = {}
+    if made.startswith("/") and made.rstrip("/").rsplit("/", 1)[-1].startswith("eagletui-bench-"):
+        await _collect(run_lines, ["rm", "-rf", "--", made])
+    if data and printed and data.get("completed") != printed.get("completed"):
+        data = {}  # a stale line from an earlier run in the same file
+    return {**printed, **data}

@@ -15,7 +15,7 @@ import math
 import re
 import shlex
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from eagletui.bench.bench_serving import RunLines, local_lines
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
@@ -54,15 +54,7 @@ async def run_custom(
             workload_fingerprint=fp,
         )
     )
-    try:
-        argv = shlex.split(settings.command)
-    except ValueError as exc:
-        argv = []
-        error = f"bench.command: {exc}"
-    else:
-        error = "" if argv else "bench.command is empty"
-    if not settings.tok_s_regex and not error:
-        error = "bench.tok_s_regex is not set: nothing to measure"
+    argv, error = _command(settings)
     if error:
         result = BenchmarkResult(
             bench=bench, launch=launch, runner="command", workload_fingerprint=fp, error=error
@@ -71,46 +63,23 @@ async def run_custom(
         return result
     tok_re = re.compile(settings.tok_s_regex)
     acc_re = re.compile(settings.accept_len_regex) if settings.accept_len_regex else None
-    tok_s: float | None = None
-    accept: float | None = None
-    tail: list[str] = []
     t0 = time.monotonic()
-    limit = settings.timeout_s
-    if not (isinstance(limit, int | float) and math.isfinite(limit) and limit > 0):
-        limit = DEFAULT_TIMEOUT_S
-    lines = run_lines(argv)
-    try:
-        async with asyncio.timeout(limit):
-            async for line in lines:
-                if len(line) > MAX_LINE:  # the regexes run on every line: a 1 GB line must not reach them
-                    line = line[:MAX_LINE]
-                tail = (tail + [line[:500]])[-5:] if line.strip() else tail
-                m = tok_re.search(line)
-                if m is not None and (v := _number(m)) is not None:
-                    tok_s = v
-                    emit(
-                        BenchmarkSample(
-                            bench=bench,
-                            launch=launch,
-                            scope="tick",
-                            t=time.monotonic() - t0,
-                            tok_s=v,
-                            accept_len=accept,
-                        )
-                    )
-                if acc_re is not None:
-                    m = acc_re.search(line)
-                    if m is not None and (v := _number(m)) is not None:
-                        accept = v
-    except TimeoutError:
-        error = f"bench.command did not finish within {limit:g}s (bench.timeout_s)"
-    except Exception as exc:
-        error = f"{type(exc).__name__}: {exc}"
-    finally:
-        aclose = getattr(lines, "aclose", None)  # stops the command now, not when the GC gets to it
-        if aclose is not None:
-            with contextlib.suppress(Exception):
-                await aclose()
+
+    def tick(v: float, accept: float | None) -> None:
+        emit(
+            BenchmarkSample(
+                bench=bench,
+                launch=launch,
+                scope="tick",
+                t=time.monotonic() - t0,
+                tok_s=v,
+                accept_len=accept,
+            )
+        )
+
+    tok_s, accept, tail, error = await _read_numbers(
+        run_lines(argv), tok_re, acc_re, settings.timeout_s, tick
+    )
     duration = time.monotonic() - t0
     if tok_s is None and not error:
         error = "tok_s_regex matched nothing" + (": " + " | ".join(tail) if tail else "")
@@ -132,3 +101,59 @@ async def run_custom(
     )
     emit(result)
     return result
+
+
+def _command(settings: BenchSettings) -> tuple[list[str], str]:
+    """``bench.command`` split into argv, and why it cannot run ("" when it can)."""
+    try:
+        argv = shlex.split(settings.command)
+    except ValueError as exc:
+        argv = []
+        error = f"bench.command: {exc}"
+    else:
+        error = "" if argv else "bench.command is empty"
+    if not settings.tok_s_regex and not error:
+        error = "bench.tok_s_regex is not set: nothing to measure"
+    return argv, error
+
+
+async def _read_numbers(
+    lines: AsyncIterator[str],
+    tok_re: re.Pattern[str],
+    acc_re: re.Pattern[str] | None,
+    limit: float,
+    tick: Callable[[float, float | None], None],
+) -> tuple[float | None, float | None, list[str], str]:
+    """Apply the regexes to every output line until the command ends or ``limit`` (``bench.timeout_s``)
+    runs out (the command is then stopped): the last tok/s and accept length matched (each tok/s also
+    a ``tick``), the last non-blank lines, and the error ("" when it ended by itself)."""
+    tok_s: float | None = None
+    accept: float | None = None
+    tail: list[str] = []
+    error = ""
+    if not (isinstance(limit, int | float) and math.isfinite(limit) and limit > 0):
+        limit = DEFAULT_TIMEOUT_S
+    try:
+        async with asyncio.timeout(limit):
+            async for line in lines:
+                if len(line) > MAX_LINE:  # the regexes run on every line: a 1 GB line must not reach them
+                    line = line[:MAX_LINE]
+                tail = (tail + [line[:500]])[-5:] if line.strip() else tail
+                m = tok_re.search(line)
+                if m is not None and (v := _number(m)) is not None:
+                    tok_s = v
+                    tick(v, accept)
+                if acc_re is not None:
+                    m = acc_re.search(line)
+                    if m is not None and (v := _number(m)) is not None:
+                        accept = v
+    except TimeoutError:
+        error = f"bench.command did not finish within {limit:g}s (bench.timeout_s)"
+    except Exception as exc:
+        error = f"{type(exc).__name__}: {exc}"
+    finally:
+        aclose = getattr(lines, "aclose", None)  # stops the command now, not when the GC gets to it
+        if aclose is not None:
+            with contextlib.suppress(Exception):
+                await aclose()
+    return tok_s, accept, tail, error

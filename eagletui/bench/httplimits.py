@@ -4,7 +4,7 @@ size caps) and :func:`read_bounded`.
 A server under test may stall, trickle bytes or answer with a huge error page; every request the client
 makes reads through these so that ends one request with a clear error instead of hanging ``bench`` or
 eating the memory. Its own module because the streaming client, the ``/metrics`` reader and the cache
-flush all use it. :mod:`eagletui.bench.client` re-exports these names.
+flush all use it.
 """
 
 from __future__ import annotations

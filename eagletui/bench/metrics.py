@@ -3,7 +3,6 @@ of just that run from their deltas (SGLang's verify counters, vLLM's ``vllm:spec
 
 The fallback for servers that do not report per-request verify counts in ``meta_info`` (see
 :mod:`eagletui.bench.client`); kept apart because it is text parsing, not streaming.
-:mod:`eagletui.bench.client` re-exports these names.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Two signs, both from :class:`~eagletui.bench.httplimits.HttpLimits`:
 
 * a stream that has started and then goes silent for ``stall_s`` is stalled (tokens of a running
   request come every few milliseconds); the request ends with a "stalled" error
-  (:func:`~eagletui.bench.client.stream_generate` does that);
+  (:func:`~eagletui.bench.stream.stream_generate` does that);
 * no progress on any stream (no new token, no request finished) for ``server_stall_s`` while
   requests are in flight: the server is not serving, whether the requests are queued or started.
 

@@ -7,8 +7,9 @@ started, also on Ctrl-C or failure.
 The same orchestrator as the UI: a :class:`~eagletui.workspace.Workspace` launches, tails and
 benchmarks; its events go into a :class:`~eagletui.session.model.SessionModel`, so readiness is the
 phase machine's ``ServerReady`` (as on screen), not a poll of ``/health``, and the runner, the API key
-and the result file are chosen in one place. :class:`PhasePrinter`, the model's observer here, prints
-the phase lines on stderr in order, where the UI would paint them.
+and the result file are chosen in one place. :class:`~eagletui.commands._headless.PhasePrinter`, the
+model's observer here, prints the phase lines on stderr in order, where the UI would paint them; what is
+printed and returned at the end is :mod:`eagletui.commands._bench_report`'s.
 """
 
 from __future__ import annotations
@@ -18,121 +19,24 @@ import asyncio
 import contextlib
 import dataclasses
 import json
-import sys
-import time
 from typing import Any
 
 from eagletui.commands._args import ArgumentParser
+from eagletui.commands._bench_report import print_report, summarize_repeats
+from eagletui.commands._headless import EXIT_RECORD_WAIT_S, PhasePrinter, _say, wait_exit, wait_ready
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core import events as ev
 from eagletui.core.cycle.economics import crossover, crossover_text
-from eagletui.core.events import BenchmarkResult, Event
+from eagletui.core.events import BenchmarkResult
 from eagletui.core.profile.load import load_profile
 from eagletui.core.profile.model import Profile, ProfileError
 from eagletui.core.profile.redact import Redactor
-from eagletui.core.runs.run import Group, Run
 from eagletui.core.servers.spec import without_speculation as no_spec_args
-from eagletui.core.state.launch import ServerState
-from eagletui.core.stats.sample import mean_stdev
-from eagletui.core.textsafe import inert, inert_lines
 from eagletui.session.baseline import warning as baseline_warning
-from eagletui.session.model import Problem, SessionModel
+from eagletui.session.model import SessionModel
 from eagletui.workspace import Workspace
 
 EXIT_OK, EXIT_BENCH_FAILED, EXIT_USAGE, EXIT_LAUNCH_FAILED, EXIT_STOP_FAILED = 0, 1, 2, 3, 4
-PROGRESS_EVERY_S = 2.0
-
-
-def _say(msg: str) -> None:
-    # server log lines, HTTP bodies and exception texts pass through here: never raw to the terminal
-    print(inert_lines(msg), file=sys.stderr, flush=True)
-
-
-class PhasePrinter:
-    """The headless sink: what the UI would paint, as lines on stderr, in event order."""
-
-    def __init__(
-        self, *, samples: bool, phases: bool = True, progress_every: float = PROGRESS_EVERY_S
-    ) -> None:
-        self.samples = samples  # per-second benchmark lines (not with --json: stdout stays clean)
-        #: a line per phase start and end; without, only throttled progress (a sweep's one line per
-        #: variant says how long the phases took)
-        self.phases = phases
-        self.progress_every = progress_every
-        self._last_progress = 0.0
-
-    def __call__(self, e: Event) -> None:
-        if isinstance(e, ev.PhaseStarted):
-            if self.phases:
-                _say(f"  phase {e.phase} …")
-        elif isinstance(e, ev.PhaseFinished) and e.seconds is not None:
-            if self.phases:
-                _say(f"  phase {e.phase} done in {e.seconds:.1f}s")
-        elif isinstance(e, ev.PhaseProgress) and e.total:
-            if time.monotonic() - self._last_progress > self.progress_every:
-                self._last_progress = time.monotonic()
-                _say(f"  {e.phase}: {e.done}/{e.total} {e.unit} {e.label}".rstrip())
-        elif isinstance(e, ev.ServerFailed):
-            _say(f"  server failed ({e.kind}): {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""))
-        elif isinstance(e, ev.JobStatus):
-            _say(f"  {job_line(e)}")
-        elif isinstance(e, ev.TaskFailed):
-            _say(f"eagletui: {e.task} stopped: {e.message}")
-        elif isinstance(e, ev.Notice) and (e.source == "bench" or e.level in ("warning", "error")):
-            # the benchmark's waiting/stall lines, and what the UI would toast (a source that stopped)
-            _say(f"  {e.message}" if e.source == "bench" else f"eagletui: {e.level}: {e.message}")
-        elif isinstance(e, ev.BenchmarkSample) and self.samples and e.scope == "tick" and e.tok_s is not None:
-            acc = f", accept {e.accept_len:.2f}" if e.accept_len else ""
-            _say(f"  t={e.t:5.1f}s {e.tok_s:9.1f} tok/s{acc}")
-
-    @staticmethod
-    def problem(p: Problem) -> None:
-        _say(f"eagletui: {p.message}")
-
-
-def job_line(e: ev.JobStatus) -> str:
-    """A Slurm job's state as the headless commands print it: why it waits, where it runs, how it ended."""
-    text = f"job {e.job_id} {e.state}"
-    if e.reason:
-        text += f" ({e.reason})"
-    if e.position:
-        text += f", position {e.position} in the queue"
-    if e.nodes and e.state not in ("PENDING",):
-        text += f" on {', '.join(e.nodes)}"
-    if e.exit_code is not None or e.signal is not None:
-        text += f", exit {e.exit_code}" if e.exit_code is not None else f", signal {e.signal}"
-    return text
-
-
-async def wait_ready(model: SessionModel, timeout: float, poll: float = 0.1) -> str:
-    """Until the phase machine says the current launch is ready: "" then, else why not."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        la = model.state.launch
-        status = la.status if la is not None else None
-        if status == ServerState.READY:
-            return ""
-        if la is not None and status in (ServerState.FAILED, ServerState.EXITED, ServerState.STOPPED):
-            if la.failure is not None:
-                return f"failed ({la.failure.kind}): {la.failure.message}"
-            return "the server process exited before it was ready"
-        await asyncio.sleep(poll)
-    return f"not ready after {timeout:.0f}s"
-
-
-#: How long a failed launch's exit status is waited for (SGLang kills its tree right after the error).
-EXIT_RECORD_WAIT_S = 15.0
-
-
-async def wait_exit(model: SessionModel, timeout: float, poll: float = 0.1) -> bool:
-    """Until the current launch's process exit is known (True), or ``timeout`` (a hung server)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        la = model.state.launch
-        if la is not None and (la.exit_code is not None or la.exit_signal is not None):
-            return True
-        await asyncio.sleep(poll)
-    return False
 
 
 async def _log_tail(ws: Workspace, n: int = 20) -> str:
@@ -143,152 +47,6 @@ async def _log_tail(ws: Workspace, n: int = 20) -> str:
         res = await ws.transport.run(["tail", "-n", str(n), run.log_path], timeout=15)
         return str(res.stdout)
     return ""
-
-
-def _mean_stats(results: list[BenchmarkResult], metric: str) -> dict[str, float] | None:
-    blocks = [r.stats[metric] for r in results if isinstance(r.stats.get(metric), dict)]
-    if not blocks:
-        return None
-    return {k: sum(b[k] for b in blocks if k in b) / len(blocks) for k in blocks[0]}
-
-
-def summarize_repeats(
-    results: list[BenchmarkResult], profile: Profile, target: str, run: Run | None = None
-) -> dict[str, Any]:
-    """One launch's benchmarks for the terminal and ``--json``. With ``run`` (the run book's fold of
-    the launch) only valid results count and the numbers are per concurrency (``by_concurrency``);
-    the top-level ones are that setting's when there is one, null when several (never a mean across
-    concurrencies)."""
-    good = run.good_results if run is not None else [r for r in results if r.requests > 0]
-    groups = run.groups() if run is not None else []
-    concs = sorted({g.concurrency for g in groups})
-    single = len(concs) <= 1
-    tok_m, tok_s, _ = mean_stdev([r.output_throughput for r in good]) if single else (None, None, 0)
-    acc_m, acc_s, _ = mean_stdev([r.accept_length for r in good]) if single else (None, None, 0)
-    ttft_m, ttft_s, _ = (
-        mean_stdev([(r.stats.get("ttft_ms") or {}).get("median") for r in good])
-        if single
-        else (None, None, 0)
-    )
-    fps = sorted({r.workload_fingerprint for r in results if r.workload_fingerprint})
-    problems = dict(zip(map(id, run.results), run.problems, strict=False)) if run is not None else {}
-    return {
-        "target": target,
-        "profile": profile.name,
-        "runner": profile.bench.runner,
-        "output_throughput": tok_m if single else None,
-        "accept_length": acc_m,
-        "ttft_ms": _mean_stats(good, "ttft_ms") if single else None,
-        "itl_ms": _mean_stats(good, "itl_ms") if single else None,
-        "tok_s": _mean_stats(good, "tok_s") if single else None,
-        "requests": sum(r.requests for r in results),
-        "failed": sum(r.failed for r in results),
-        "workload_fingerprint": fps[0] if len(fps) == 1 else fps,
-        "config": profile.snapshot(),
-        "by_concurrency": [_group_json(g) for g in sorted(groups, key=lambda g: g.concurrency)],
-        "invalid": sorted({p for r in results for p in problems.get(id(r), ())}),
-        "repeats": {
-            "n": len(results),
-            "output_throughput": {"mean": tok_m, "stdev": tok_s},
-            "accept_length": {"mean": acc_m, "stdev": acc_s},
-            "ttft_ms_median": {"mean": ttft_m, "stdev": ttft_s},
-            "runs": [
-                {
-                    "output_throughput": r.output_throughput,
-                    "accept_length": r.accept_length,
-                    "ttft_ms": r.stats.get("ttft_ms"),
-                    "itl_ms": r.stats.get("itl_ms"),
-                    "requests": r.requests,
-                    "failed": r.failed,
-                    "duration_s": r.duration_s,
-                    "error": r.error,
-                    "concurrency": run.concurrency_of(r) if run is not None else None,
-                    "valid": not problems.get(id(r)),
-                    "invalid_reasons": list(problems.get(id(r), ())),
-                }
-                for r in results
-            ],
-        },
-        "error": "; ".join(sorted({r.error for r in results if r.error})),
-    }
-
-
-def _group_json(g: Group) -> dict[str, Any]:
-    tok, acc = g.metric("tok_s"), g.metric("accept_len")
-    return {
-        "concurrency": g.concurrency,
-        "output_throughput": tok.mean,
-        "output_throughput_stdev": tok.stdev,
-        "accept_length": acc.mean,
-        "runs": tok.n,
-    }
-
-
-def _print_human(summary: dict[str, Any]) -> None:
-    rep = summary["repeats"]
-    tok = rep["output_throughput"]
-    acc = rep["accept_length"]
-    print(f"{summary['profile']} on {summary['target']} ({summary['runner']}, {rep['n']} run(s))")
-    if summary["output_throughput"] is not None:
-        pm = f" ± {tok['stdev']:.1f}" if tok["stdev"] is not None else " (1 run, no noise estimate)"
-        print(f"  output throughput  {summary['output_throughput']:.1f}{pm} tok/s")
-        if acc["mean"] is not None:
-            apm = f" ± {acc['stdev']:.2f}" if acc["stdev"] is not None else ""
-            print(f"  accept length      {acc['mean']:.2f}{apm}")
-        for key, label in (("ttft_ms", "TTFT"), ("itl_ms", "ITL")):
-            s = summary.get(key)
-            if s:
-                print(
-                    f"  {label:<5} ms          mean {s['mean']:.1f}  p50 {s['median']:.1f}  p99 {s['p99']:.1f}"
-                )
-    elif not summary["by_concurrency"]:
-        print("  no valid result")
-    else:  # several concurrencies: one line each, never a mean across them
-        for g in summary["by_concurrency"]:
-            sd = g["output_throughput_stdev"]
-            pm = f" ± {sd:.1f}" if sd is not None else ""
-            a = f"  accept {g['accept_length']:.2f}" if g["accept_length"] is not None else ""
-            print(
-                f"  concurrency {g['concurrency']:>4}  {g['output_throughput']:9.1f}{pm} tok/s ({g['runs']} run(s)){a}"
-            )
-    print(f"  requests {summary['requests']}  failed {summary['failed']}")
-    for why in summary.get("invalid") or []:
-        print(f"  invalid: {inert(why)}")
-    if summary["error"]:
-        print(f"  error: {inert(summary['error'])}")
-
-
-def print_table(rows: list[dict[str, Any]], ref: str) -> None:
-    """The spec run vs its no-spec reference, one line per concurrency (``ConcurrencyRow.to_json``)."""
-    print(f"per concurrency, vs no-spec {inert(ref)}:")
-    print(
-        f"  {'conc':>4}  {'spec tok/s':>16}  {'no-spec tok/s':>16}  {'speedup':>7}  {'accept':>6}  break-even accept"
-    )
-
-    def m(x: dict[str, Any] | None) -> str:
-        if not x or x.get("mean") is None:
-            return "—"
-        return f"{x['mean']:.1f}" + (f" ± {x['stdev']:.1f}" if x.get("stdev") is not None else "")
-
-    for r in rows:
-        sp = f"{r['speedup']:.2f}×" if r.get("speedup") is not None else "—"
-        acc = r["accept_len"]["mean"]
-        be, most = r.get("break_even_accept_len"), r.get("max_accept")
-        if r.get("speedup") is None:
-            be_text = "—"
-        elif be is None:
-            be_text = "none pays at this cost"
-        elif r.get("break_even_reachable") is False:
-            be_text = f"{be:.2f}: out of reach (at most {most} per verify)"
-        else:
-            be_text = f"{be:.2f}" + (f" (at most {most})" if most else "")
-        print(
-            f"  {r['concurrency']:>4}  {m(r['spec_tok_s']):>16}  {m(r['nospec_tok_s']):>16}  {sp:>7}  "
-            f"{(f'{acc:.2f}' if acc is not None else '—'):>6}  {be_text}"
-        )
-    noise = {str(r["noise"]) for r in rows if r.get("noise")}
-    if noise:
-        print("  noise: " + "; ".join(sorted(noise)))
 
 
 def without_speculation(profile: Profile) -> Profile:
@@ -451,21 +209,8 @@ async def _measure(
     summary: dict[str, Any],
 ) -> int:
     """Launch, benchmark, (relaunch without speculation, benchmark), fill ``summary``: the exit status."""
-    if ns.launch:
-        failed = await _launch_and_wait(ws, model, profile, redactor, "")
-        if failed is not None:
-            summary["launch_failure"] = failed
-            summary["error"] = f"launch failed: {failed['error']}"
-            return EXIT_LAUNCH_FAILED
-    else:
-        missing = await _no_server(ws, profile, target)
-        if missing:
-            _say(missing)
-            summary["error"] = (
-                f"no server answers at port {profile.port} on {target}: start it or use --launch"
-            )
-            return EXIT_LAUNCH_FAILED
-        await _adopt_running_server(ws, model, profile, target)
+    if not await _server_up(ns, ws, model, profile, target, redactor, summary):
+        return EXIT_LAUNCH_FAILED
     results = await _repeats(ws, repeats, redactor, ns.concurrency)
     spec_launch = model.state.launch.launch if model.state.launch is not None else 0
     book = model.runbook
@@ -474,35 +219,12 @@ async def _measure(
     summary["warmup"] = "a round of requests at each concurrency before measuring (kernel JIT)"
     base_summary: dict[str, Any] | None = None
     if ns.vs_no_spec:
-        nospec = without_speculation(profile)
-        _say("relaunching without the speculative flags")
-        summary["order"] = ["spec", "no_spec"]
-        failed = await _launch_and_wait(ws, model, nospec, redactor, "no-spec ")
-        if failed is not None:
-            summary["no_spec"] = {"launch_failure": failed}
-            summary["error"] = f"no-spec launch failed: {failed['error']}"
+        base_summary = await _measure_no_spec(ns, ws, model, profile, target, repeats, redactor, summary)
+        if base_summary is None:
             return EXIT_LAUNCH_FAILED
-        base_results = await _repeats(ws, repeats, redactor, ns.concurrency)
-        base_launch = model.state.launch.launch if model.state.launch is not None else -1
-        base_summary = redactor.value(
-            summarize_repeats(base_results, nospec, target, book.runs.get(base_launch))
-        )
-        summary["no_spec"] = base_summary
-    econ = book.economics(spec_launch) if spec_launch in book.runs else None
-    ref = book.reference(spec_launch) if spec_launch in book.runs else None
-    if econ is not None and ref is not None:
-        points = book.economics_points(spec_launch)
-        summary["economics"] = {
-            **econ.to_json(),
-            "crossover": crossover(points) if len(points) > 1 else None,
-            "crossover_text": crossover_text(points),
-            "points": [e.to_json() for _, e in points],
-            "by_concurrency": [r.to_json() for r in book.concurrency_table(spec_launch)],
-            "vs": ref.label,
-            "like_for_like": ref.like_for_like,
-            "differences": list(ref.differences),
-            "sentence": book.economics_sentence(spec_launch),
-        }
+    economics = _economics_json(model, spec_launch)
+    if economics is not None:
+        summary["economics"] = economics
     summary["diagnosis"] = diagnosis_json(model, spec_launch, redactor)
     nxt = next((d for d in summary["diagnosis"] if d["kind"] == "next_launch"), None)
     if nxt is not None and nxt["data"].get("adaptive_config"):
@@ -516,19 +238,7 @@ async def _measure(
         if note:
             _say(f"eagletui: warning: {note}")
     if not ns.json:
-        _print_human(summary)
-        if base_summary is not None:
-            print("without speculation:")
-            _print_human(base_summary)
-        if "economics" in summary:
-            print_table(summary["economics"]["by_concurrency"], summary["economics"]["vs"])
-            if summary["economics"]["crossover_text"]:
-                print(f"  {summary['economics']['crossover_text']}")
-            print(inert(summary["economics"]["sentence"]))
-        for d in summary["diagnosis"]:
-            print(inert(f"why: {d['text']}" + (f" → {d['hint']}" if d.get("hint") else "")))
-        if foreign is not None:
-            _print_baseline(summary["baseline"])
+        print_report(summary, base_summary, foreign is not None)
     # the validity gate (no tokens, failed requests, impossible counts, …) and any failed request
     ok = all(
         s["requests"] > 0 and s["failed"] == 0 and not s["invalid"] and s["by_concurrency"]
@@ -536,6 +246,86 @@ async def _measure(
         if s is not None
     )
     return EXIT_OK if ok else EXIT_BENCH_FAILED
+
+
+async def _server_up(
+    ns: argparse.Namespace,
+    ws: Workspace,
+    model: SessionModel,
+    profile: Profile,
+    target: str,
+    redactor: Redactor,
+    summary: dict[str, Any],
+) -> bool:
+    """A server to benchmark: launched and ready (``--launch``), or the one that answers at the
+    profile's port, adopted; False when there is none (``summary`` says why)."""
+    if ns.launch:
+        failed = await _launch_and_wait(ws, model, profile, redactor, "")
+        if failed is not None:
+            summary["launch_failure"] = failed
+            summary["error"] = f"launch failed: {failed['error']}"
+            return False
+    else:
+        missing = await _no_server(ws, profile, target)
+        if missing:
+            _say(missing)
+            summary["error"] = (
+                f"no server answers at port {profile.port} on {target}: start it or use --launch"
+            )
+            return False
+        await _adopt_running_server(ws, model, profile, target)
+    return True
+
+
+async def _measure_no_spec(
+    ns: argparse.Namespace,
+    ws: Workspace,
+    model: SessionModel,
+    profile: Profile,
+    target: str,
+    repeats: int,
+    redactor: Redactor,
+    summary: dict[str, Any],
+) -> dict[str, Any] | None:
+    """``--vs-no-spec``: relaunch without the speculative flags and benchmark the same way; its summary
+    (also ``summary["no_spec"]``), or None when the relaunch failed (``summary`` says why)."""
+    nospec = without_speculation(profile)
+    _say("relaunching without the speculative flags")
+    summary["order"] = ["spec", "no_spec"]
+    failed = await _launch_and_wait(ws, model, nospec, redactor, "no-spec ")
+    if failed is not None:
+        summary["no_spec"] = {"launch_failure": failed}
+        summary["error"] = f"no-spec launch failed: {failed['error']}"
+        return None
+    base_results = await _repeats(ws, repeats, redactor, ns.concurrency)
+    base_launch = model.state.launch.launch if model.state.launch is not None else -1
+    base_summary: dict[str, Any] = redactor.value(
+        summarize_repeats(base_results, nospec, target, model.runbook.runs.get(base_launch))
+    )
+    summary["no_spec"] = base_summary
+    return base_summary
+
+
+def _economics_json(model: SessionModel, spec_launch: int) -> dict[str, Any] | None:
+    """The ``economics`` block: the spec run against its no-spec reference, per concurrency and where
+    speculation stops paying; None without a reference to compare with."""
+    book = model.runbook
+    econ = book.economics(spec_launch) if spec_launch in book.runs else None
+    ref = book.reference(spec_launch) if spec_launch in book.runs else None
+    if econ is None or ref is None:
+        return None
+    points = book.economics_points(spec_launch)
+    return {
+        **econ.to_json(),
+        "crossover": crossover(points) if len(points) > 1 else None,
+        "crossover_text": crossover_text(points),
+        "points": [e.to_json() for _, e in points],
+        "by_concurrency": [r.to_json() for r in book.concurrency_table(spec_launch)],
+        "vs": ref.label,
+        "like_for_like": ref.like_for_like,
+        "differences": list(ref.differences),
+        "sentence": book.economics_sentence(spec_launch),
+    }
 
 
 async def _no_server(ws: Workspace, profile: Profile, target: str) -> str:
@@ -620,18 +410,6 @@ def _vs_baseline(
     gpus = model.state.gpus
     gpu = gpus[0].get("name") if gpus and isinstance(gpus[0], dict) else ""
     return compare(run, foreign, gpu=gpu if isinstance(gpu, str) else "")
-
-
-def _print_baseline(b: dict[str, Any]) -> None:
-    pct = b.get("delta_pct")
-    tok = b.get("tok_s")
-    delta_text = f"{pct:+.1f} %" if pct is not None else "Δ —"
-    print(
-        f"vs baseline {inert(str(b['session']))}:{b['run']} ({tok:.1f} tok/s): {delta_text}"
-        + ("" if b["comparable"] else " (not like for like)")
-    )
-    if "economics" in b:
-        print(inert(b["economics"]["sentence"]))
 
 
 def _concurrency_list(text: str) -> list[int]:

@@ -13,9 +13,12 @@ import asyncio
 import dataclasses
 import shlex
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagletui.commands._args import ArgumentParser
+
+if TYPE_CHECKING:
+    from eagletui.core.profile.model import Profile
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -97,7 +100,7 @@ def main(argv: list[str]) -> int:
     from eagletui.commands._ssh import ssh_options
     from eagletui.commands._ui import load_config, make_history, make_recorder, run_app
     from eagletui.core.profile.load import load_profile
-    from eagletui.core.profile.model import Profile, ProfileError
+    from eagletui.core.profile.model import ProfileError
 
     profile: Profile | None = None
     if args.profile:
@@ -124,37 +127,10 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"eagletui: {error}\n")
         return 1
     if profile is None:
-        if recorded is not None:
-            profile = recorded.profile
-            sys.stderr.write(
-                f"eagletui: reattaching to run {recorded.run.run_id} with the profile it was launched with\n"
-            )
-            if recorded.dropped_secrets:
-                sys.stderr.write(
-                    "eagletui: its secrets were not recorded ("
-                    + ", ".join(recorded.dropped_secrets)
-                    + "); pass --profile to relaunch with them\n"
-                )
-        else:
-            from eagletui.remote.reattach import DEFAULT_RUNS_DIR
-
-            sys.stderr.write(
-                f"eagletui: no running server that eagletui started in {DEFAULT_RUNS_DIR} on {target}; "
-                "a profile with another runs_dir needs --profile\n"
-            )
-            profile = Profile(name="(no profile)", target=target)
+        profile = _recorded_profile(recorded, target)
     cfg = load_config()
     if args.profile:
-        import shlex
-
-        from eagletui.core.textsafe import inert
-        from eagletui.session.sweep.queue import pending_sweep
-
-        if pending_sweep(target, args.profile) is not None:
-            resume = shlex.join(["eagletui", "sweep", target, "--profile", args.profile, "--resume"])
-            sys.stderr.write(
-                inert(f"eagletui: a sweep of this profile on {target} is unfinished: {resume}") + "\n"
-            )
+        _say_pending_sweep(target, args.profile)
 
     from eagletui.session.drivers import LiveDriver
     from eagletui.ui.app import EagleApp
@@ -185,6 +161,45 @@ def main(argv: list[str]) -> int:
     if app.recorder is not None:
         sys.stderr.write(f"session recorded to {app.recorder.path}\n")
     return 128 + signum if signum else 0
+
+
+def _recorded_profile(recorded: Any, target: str) -> Profile:
+    """Without ``--profile``: the profile the running server was launched with (said on stderr, with
+    the secrets it lacks), or an empty one when eagletui started no server there."""
+    from eagletui.core.profile.model import Profile
+
+    if recorded is not None:
+        profile: Profile = recorded.profile
+        sys.stderr.write(
+            f"eagletui: reattaching to run {recorded.run.run_id} with the profile it was launched with\n"
+        )
+        if recorded.dropped_secrets:
+            sys.stderr.write(
+                "eagletui: its secrets were not recorded ("
+                + ", ".join(recorded.dropped_secrets)
+                + "); pass --profile to relaunch with them\n"
+            )
+    else:
+        from eagletui.remote.reattach import DEFAULT_RUNS_DIR
+
+        sys.stderr.write(
+            f"eagletui: no running server that eagletui started in {DEFAULT_RUNS_DIR} on {target}; "
+            "a profile with another runs_dir needs --profile\n"
+        )
+        profile = Profile(name="(no profile)", target=target)
+    return profile
+
+
+def _say_pending_sweep(target: str, profile_path: str) -> None:
+    """A sweep of this profile on this target left unfinished: the command that resumes it."""
+    from eagletui.core.textsafe import inert
+    from eagletui.session.sweep.files import pending_sweep
+
+    if pending_sweep(target, profile_path) is not None:
+        resume = shlex.join(["eagletui", "sweep", target, "--profile", profile_path, "--resume"])
+        sys.stderr.write(
+            inert(f"eagletui: a sweep of this profile on {target} is unfinished: {resume}") + "\n"
+        )
 
 
 def exit_note(app: Any, target: str, port: int | None = None, *, profile: Any = None) -> str:

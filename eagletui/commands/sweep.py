@@ -34,11 +34,11 @@ from typing import Any
 
 from eagletui.commands._args import ArgumentParser
 from eagletui.commands._ssh import add_ssh_options, ssh_options
+from eagletui.commands._sweep_report import _adaptive_flags, _print_predictions, plan_lines, print_human
 from eagletui.core.profile.load import load_profile
 from eagletui.core.profile.model import ProfileError
 from eagletui.core.profile.redact import Redactor
-from eagletui.core.profile.toggles import split_key
-from eagletui.core.textsafe import inert, inert_lines
+from eagletui.core.textsafe import inert_lines
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_LAUNCH_FAILED = 0, 1, 2, 3
 
@@ -57,161 +57,6 @@ def exit_status(report: dict[str, Any]) -> int:
     if any(v == "launch-failed" for v in verdicts):
         return EXIT_LAUNCH_FAILED
     return EXIT_OK
-
-
-def _fmt_settings(settings: dict[str, Any]) -> str:
-    from eagletui.core.profile.sweep import variant_label
-
-    return variant_label(settings)
-
-
-def _cell_text(c: dict[str, Any]) -> str:
-    tok = f"{c['tok_s']:.1f}" if c["tok_s"] is not None else "-"
-    ci = f" ± {c['ci_pct']:.1f} %" if c.get("ci_pct") is not None else ""
-    acc = f"{c['accept_length']:.2f}" if c["accept_length"] is not None else "-"
-    d = f"{c['delta_pct']:+.1f}%" if c["delta_pct"] is not None else "-"
-    runs = c.get("runs", 0)
-    return f"{tok}{ci} tok/s ({runs} run{'s' if runs != 1 else ''})  accept {acc}  Δ {d}"
-
-
-def print_human(report: dict[str, Any]) -> None:
-    from eagletui.core.profile.sweep import fmt_value as show
-
-    pol = report.get("policy") or {}
-    print(
-        f"sweep of {report['profile']} on {report['target']} ({pol.get('text') or str(report['repeats']) + ' repeat(s)'})"
-    )
-    for r in report["variants"]:
-        why = f" ({'; '.join(r['reasons'])})" if r["reasons"] else ""
-        retry = " [launched twice: out of GPU memory the first time]" if r.get("oom_retry") else ""
-        cells = r.get("cells") or []
-        if len(cells) == 1:
-            print(
-                f"  {r['index'] + 1:>2}. {inert(r['name'])}: {_cell_text(cells[0])}  {r['verdict']}{inert(why)}{retry}"
-            )
-            continue
-        print(f"  {r['index'] + 1:>2}. {inert(r['name'])}: {r['verdict']}{inert(why)}{retry}")
-        for c in cells:
-            print(f"        {inert(c['label'])}: {_cell_text(c)}")
-    for r in report["variants"]:
-        if r.get("step_profile"):
-            print(f"  step profile of {inert(r['name'])}: {inert(r['step_profile'])}")
-    decisions = report.get("decisions") or []
-    for d in decisions:
-        if d.get("winner") is None:
-            continue
-        where = f" at {inert(d['label'])}" if len(decisions) > 1 else ""
-        print(f"decision{where}: {inert(d['winner'])} — {inert(d['how_sure'])}")
-        if len(d["ranking"]) > 1:
-            print("  ranked: " + " > ".join(inert(n) for n in d["ranking"]))
-    for e in report["effects"]:
-        name = split_key(e["factor"])[1].lstrip("-")
-        # the band printed is the one the rule used (twice the effect's error), and its reading
-        print(f"effect of {name} {show(e['from'])}→{show(e['to'])}: {e['delta_pct']:+.1f}% ({e['band']})")
-    if report.get("drift"):
-        print(inert(report["drift"]["text"]))
-    xo = report.get("crossover")
-    if xo and xo["rows"]:
-        print(f"crossover by {xo['factor']}:")
-        for row in xo["rows"]:
-            print(f"  {inert(row['range'])}: {inert(row['winner'])}  ({inert('; '.join(row['how_sure']))})")
-        if xo.get("sglang_adaptive_config"):
-            print(
-                "  SGLang: "
-                + inert(_adaptive_flags(xo["launch_args"], "FILE"))
-                + " with FILE = "
-                + json.dumps(xo["sglang_adaptive_config"], separators=(",", ":"))
-            )
-        elif xo.get("why_not"):
-            print(f"  no --speculative-adaptive-config: {inert(xo['why_not'])}")
-    if report["best"]:
-        print(
-            f"best: {inert(report['best']['name'])} at {report['best']['tok_s']:.1f} tok/s ({inert(report['best']['how_sure'])})"
-        )
-    pooled = report.get("noise")
-    runs = f"{report.get('runs', 0)} benchmarks in {report.get('launches', 0)} launches for {report.get('cells', 0)} cells"
-    print(runs + (f"; {pooled['text']}" if pooled else ""))
-    eta = report.get("eta_check")
-    if eta and eta.get("actual_s") is not None:
-        from eagletui.core.sweep.plan import fmt_duration
-
-        print(
-            f"ETA check: {fmt_duration(eta['predicted_s'])} predicted at {eta['when']}, "
-            f"{fmt_duration(eta['actual_s'])} taken ({eta['error_pct']:+.1f} %)"
-        )
-    if report.get("paused"):
-        print(f"paused: {inert(report['paused'])}")
-
-
-def _adaptive_flags(args: dict[str, Any], path: str) -> str:
-    """The launch flags that serve the crossover: ``--speculative-adaptive --speculative-adaptive-config PATH …``."""
-    parts: list[str] = []
-    for k, v in args.items():
-        if v is True:
-            parts.append(k)
-        else:
-            parts.extend([k, path if k == "--speculative-adaptive-config" else str(v)])
-    return shlex.join(parts)
-
-
-def points_raw(queue: Any) -> list[dict[str, Any]]:
-    return [dict(c.client) for c in queue.variants[0].cells] if queue.variants else []
-
-
-def plan_lines(queue: Any, history: Any, targets: list[str], profile: Any = None) -> list[str]:
-    """``sweep --plan``: the launches in order with their cells and estimates, and the whole-sweep ETA."""
-    from eagletui.core.sweep.plan import fmt_duration
-
-    q = queue
-    eta = q.eta(history=history)
-    configs = sum(1 for v in q.variants if v.recheck_of is None)
-    points = [c.label for c in q.variants[0].cells] if q.variants else []
-    cells = configs * len(points)
-    pol = q.repeat_policy
-    runs = pol.repeats if not pol.adaptive else eta.runs_per_cell
-    out = [
-        f"sweep plan of {q.profile} on {', '.join(targets)}: {len(q.variants)} launch"
-        f"{'es' if len(q.variants) != 1 else ''} for {configs} server config{'s' if configs != 1 else ''}"
-        + (" (+1 drift check)" if len(q.variants) > configs else "")
-        + f", {cells} cell{'s' if cells != 1 else ''} ({len(points)} client setting{'s' if len(points) != 1 else ''} a launch, "
-        f"no relaunch between them)",
-        f"repeats: {pol.describe()}; ~{runs:.1f} runs a cell expected",
-        "client settings: " + ", ".join(inert(p) for p in points),
-    ]
-    if profile is not None:
-        for p in points_raw(q):
-            c = p.get("concurrency")
-            n = p.get("num_prompts", profile.bench.num_prompts)
-            if isinstance(c, int) and c > n:
-                out.append(
-                    f"note: at concurrency={c} only {n} prompts are sent: at most {n} requests are in flight "
-                    "(raise bench.num_prompts to the highest concurrency)"
-                )
-    for pos, i in enumerate(q.order):
-        v = q.variants[i]
-        est = eta.per_launch.get(i)
-        if est is None:
-            when = v.state
-        elif est <= 0 and not eta.complete:  # nothing of it learned yet: not "~0:00"
-            when = "time not known yet"
-        else:
-            when = f"{'~' if eta.complete else '≥ '}{fmt_duration(est)}"
-        tag = " (baseline)" if v.index == 0 else (" (drift check)" if v.recheck_of is not None else "")
-        left = sum(1 for c in v.cells if not c.stop) if v.state not in ("done", "failed", "skipped") else 0
-        out.append(
-            f"  {pos + 1:>2}. {inert(v.name)}{tag}: {v.state}; {left} cell{'s' if left != 1 else ''} to benchmark, {when}"
-        )
-    hosts = f"{q.workers} host{'s' if q.workers != 1 else ''}"
-    if eta.complete:
-        out.append(
-            f"ETA {fmt_duration(eta.seconds)} on {hosts} (learned launch times and benchmark durations)"
-        )
-    else:
-        least = f"≥ {fmt_duration(eta.seconds)}" if eta.seconds > 0 else "not known yet"
-        out.append(
-            f"ETA {least} on {hosts}; not yet known: {'; '.join(eta.unknown)} (learned as the sweep runs)"
-        )
-    return out
 
 
 async def _amain(ns: argparse.Namespace) -> int:
@@ -259,7 +104,83 @@ async def _amain(ns: argparse.Namespace) -> int:
 async def _run(
     ns, profile, spec, targets, target, qpath, SessionModel, SweepQueue, SweepRunner, Workspace
 ) -> int:  # type: ignore[no-untyped-def]
-    from eagletui.commands.bench import PhasePrinter
+    queue, refused = _open_queue(ns, profile, spec, targets, target, qpath, SweepQueue)
+    if refused is not None:
+        return refused
+    queue.save(qpath)
+    c = queue.counts()
+    _say(
+        f"sweep: {len(queue.variants)} launches × {len(queue.variants[0].cells)} client setting(s) on {target} "
+        f"({queue.repeat_policy.describe()}); "
+        + ", ".join(f"{n} {k}" for k, n in sorted(c.items()))
+        + f"; queue {qpath}"
+    )
+
+    from eagletui.config import load_user_config
+
+    cfg, problems = load_user_config()
+    for problem in problems:
+        _say(f"eagletui: config: {problem}")
+    history = _history(cfg)
+    for line in plan_lines(queue, history, targets, profile):
+        _say(line)
+    profile.bench = dataclasses.replace(profile.bench, repeats=1)  # one repeat per benchmark() call
+    from eagletui.session.sweep.jobs import job_slots
+
+    slots = job_slots(profile)
+    # one worker per host, or on a Slurm cluster one per job slot (slurm.max_parallel jobs at once)
+    workers = [(t, None) for t in targets] if not slots else [(targets[0], i) for i in range(slots)]
+    several = len(workers) > 1
+
+    predictions: list[dict[str, Any]] = []
+    reached = await asyncio.gather(
+        *(
+            _sweep_host(
+                ns,
+                profile,
+                queue,
+                t,
+                s,
+                cfg=cfg,
+                history=history,
+                several=several,
+                predictions=predictions,
+                SessionModel=SessionModel,
+                SweepRunner=SweepRunner,
+                Workspace=Workspace,
+            )
+            for t, s in workers
+        )
+    )
+    if not any(reached):
+        return EXIT_LAUNCH_FAILED
+    report = Redactor.for_profile(profile).value(queue.report(profile.verdict, profile))
+    report["queue"] = str(qpath)
+    _write_crossover(ns, report)
+    if predictions:
+        # each variant the cycle model predicted from an earlier one, predicted vs measured (issue 25)
+        report["predictions"] = predictions
+    if ns.json:
+        print(json.dumps(report, indent=2, default=str))
+    else:
+        print_human(report)
+        _print_predictions(predictions)
+    return exit_status(report)
+
+
+def _open_queue(
+    ns: argparse.Namespace,
+    profile: Any,
+    spec: Any,
+    targets: list[str],
+    target: str,
+    qpath: Any,
+    SweepQueue: Any,
+) -> tuple[Any, int | None]:
+    """The queue to run: a fresh plan, or the saved one with ``--resume`` (failed variants again with
+    ``--retry-failed``); (None, the exit status) when there is none to run: an unfinished or aborted
+    sweep without ``--resume`` or ``--restart``, a changed ``[sweep]``, or a finished one (its report
+    is printed again)."""
     from eagletui.session.sweep.cells import SweepError
     from eagletui.session.sweep.queue import spec_fingerprint
 
@@ -271,19 +192,19 @@ async def _run(
             old = SweepQueue.load(qpath)
         except SweepError as exc:
             _say(f"eagletui: {exc}; start over with --restart")
-            return EXIT_USAGE
+            return None, EXIT_USAGE
         if not ns.resume and not old.finished:
             _say(
                 f"eagletui: a sweep of this profile on {target} is unfinished ({qpath}); "
                 "continue it with --resume or start over with --restart"
             )
-            return EXIT_USAGE
+            return None, EXIT_USAGE
         if old.aborted and not ns.resume and old.fingerprint == spec_fingerprint(spec):
             _say(
                 f"eagletui: the sweep of this profile on {target} was aborted ({qpath}); "
                 "continue it with --resume or start over with --restart"
             )
-            return EXIT_USAGE
+            return None, EXIT_USAGE
         if (
             old.finished
             and not old.aborted
@@ -304,13 +225,13 @@ async def _run(
                 print(json.dumps(report, indent=2, default=str))
             else:
                 print_human(report)
-            return exit_status(report)
+            return None, exit_status(report)
         if ns.resume:
             if old.fingerprint != spec_fingerprint(spec):
                 _say(
                     "eagletui: the profile's [sweep] changed since the queue was written; --restart to start over"
                 )
-                return EXIT_USAGE
+                return None, EXIT_USAGE
             queue = old
             if ns.retry_failed:
                 for v in queue.variants:
@@ -324,134 +245,114 @@ async def _run(
         queue = fresh
     else:
         queue = fresh
-    queue.save(qpath)
-    c = queue.counts()
-    _say(
-        f"sweep: {len(queue.variants)} launches × {len(queue.variants[0].cells)} client setting(s) on {target} "
-        f"({queue.repeat_policy.describe()}); "
-        + ", ".join(f"{n} {k}" for k, n in sorted(c.items()))
-        + f"; queue {qpath}"
+    return queue, None
+
+
+async def _sweep_host(
+    ns: argparse.Namespace,
+    profile: Any,
+    queue: Any,
+    target: str,
+    slot: int | None,
+    *,
+    cfg: Any,
+    history: Any,
+    several: bool,
+    predictions: list[dict[str, Any]],
+    SessionModel: Any,
+    SweepRunner: Any,
+    Workspace: Any,
+) -> bool:
+    """One host (or job slot) taking the next variant until none is left; True if it reached a host."""
+    from eagletui.commands._headless import PhasePrinter
+    from eagletui.session.sweep.jobs import slot_worker
+
+    label = target if slot is None else f"job slot {slot + 1}"
+    say = (lambda m: _say(f"[{label}] {m}")) if several else _say
+    recorder = _host_recorder(ns, cfg, profile, target, say)
+    # the sweep learns launch and benchmark times (the next sweep's plan has an ETA at its start)
+    model = SessionModel(target=target, profile=profile, recorder=recorder, history=history)
+    # one line per variant and step: no line per phase (20 a launch), progress every 30 s
+    model.subscribe(PhasePrinter(samples=False, phases=False, progress_every=30.0))
+    model.on_problem(PhasePrinter.problem)
+    ws = Workspace(
+        profile,
+        model.dispatch,
+        target=target,
+        preflight=not ns.no_preflight,
+        ssh=ssh_options(ns),
+        slot=slot or 0,
     )
-
-    from eagletui.config import load_user_config
-
-    cfg, problems = load_user_config()
-    for problem in problems:
-        _say(f"eagletui: config: {problem}")
-    history = _history(cfg)
-    for line in plan_lines(queue, history, targets, profile):
-        _say(line)
-    profile.bench = dataclasses.replace(profile.bench, repeats=1)  # one repeat per benchmark() call
-    from eagletui.session.sweep.jobs import job_slots, slot_worker
-
-    slots = job_slots(profile)
-    # one worker per host, or on a Slurm cluster one per job slot (slurm.max_parallel jobs at once)
-    workers = [(t, None) for t in targets] if not slots else [(targets[0], i) for i in range(slots)]
-    several = len(workers) > 1
-
-    async def worker(target: str, slot: int | None = None) -> bool:
-        """One host (or job slot) taking the next variant until none is left; True if it reached a host."""
-        label = target if slot is None else f"job slot {slot + 1}"
-        say = (lambda m: _say(f"[{label}] {m}")) if several else _say
-        recorder = None
-        if not ns.no_record and (cfg.record or ns.record):
-            from eagletui.session.record import Recorder
-
-            try:
-                recorder = Recorder.create(
-                    ns.record or cfg.sessions_dir,
-                    target=target,
-                    profile_name=profile.name,
-                    redactor=Redactor.for_profile(profile),
-                )
-            except OSError as exc:
-                say(f"eagletui: not recording: {exc}")
-        # the sweep learns launch and benchmark times (the next sweep's plan has an ETA at its start)
-        model = SessionModel(target=target, profile=profile, recorder=recorder, history=history)
-        # one line per variant and step: no line per phase (20 a launch), progress every 30 s
-        model.subscribe(PhasePrinter(samples=False, phases=False, progress_every=30.0))
-        model.on_problem(PhasePrinter.problem)
-        ws = Workspace(
-            profile,
-            model.dispatch,
-            target=target,
-            preflight=not ns.no_preflight,
-            ssh=ssh_options(ns),
-            slot=slot or 0,
-        )
-        interrupted = False
+    interrupted = False
+    try:
         try:
-            try:
-                await ws.connect()
-            except Exception as exc:
-                say(f"eagletui: cannot reach {target}: {exc}")
-                return False
-            if slot is None:
-                runner = SweepRunner(profile, queue, ws, model, say=say)
-                await runner.reattach()
-            else:  # its variants in flight are found by their run (job) ids, one by one
-                runner = SweepRunner(
-                    profile, queue, ws, model, say=say, worker=slot_worker(target, slot), slot=slot
-                )
-            try:
-                await runner.run()
-            except (asyncio.CancelledError, KeyboardInterrupt):
-                interrupted = True
-                raise
-            predictions.extend(_prediction_rows(model, target))
-            return True
-        finally:
-            if interrupted:
-                resume = shlex.join(["eagletui", "sweep", *ns_targets, "--profile", ns.profile, "--resume"])
-                run = ws.run
-                if run is not None and run.owned and run.alive:
-                    left = (
-                        f"the server of the variant in flight (run {run.run_id}, pid {run.pid}) keeps running "
-                        f"on {target} and --resume follows it instead of launching it again"
-                    )
-                else:
-                    left = "no server of this sweep is running"
-                say(f"interrupted: the queue is saved; {left}. Resume with: {resume}")
-            elif ws.run is not None and ws.run.owned and not ns.keep_server:
-                say("sweep over: stopping the server")
-                try:
-                    await ws.stop()
-                except Exception as exc:
-                    say(f"eagletui: stopping the server failed: {exc}")
-            await ws.close()
-            model.close()
-            if recorder is not None:
-                say(f"session recorded to {recorder.path}")
+            await ws.connect()
+        except Exception as exc:
+            say(f"eagletui: cannot reach {target}: {exc}")
+            return False
+        if slot is None:
+            runner = SweepRunner(profile, queue, ws, model, say=say)
+            await runner.reattach()
+        else:  # its variants in flight are found by their run (job) ids, one by one
+            runner = SweepRunner(
+                profile, queue, ws, model, say=say, worker=slot_worker(target, slot), slot=slot
+            )
+        try:
+            await runner.run()
+        except (asyncio.CancelledError, KeyboardInterrupt):
+            interrupted = True
+            raise
+        predictions.extend(_prediction_rows(model, target))
+        return True
+    finally:
+        await _host_done(ns, ws, model, recorder, target, say, interrupted)
 
+
+def _host_recorder(ns: argparse.Namespace, cfg: Any, profile: Any, target: str, say: Any) -> Any:
+    """The host's session recording (``--record`` or the config's), or None (said when it cannot be made)."""
+    recorder = None
+    if not ns.no_record and (cfg.record or ns.record):
+        from eagletui.session.record import Recorder
+
+        try:
+            recorder = Recorder.create(
+                ns.record or cfg.sessions_dir,
+                target=target,
+                profile_name=profile.name,
+                redactor=Redactor.for_profile(profile),
+            )
+        except OSError as exc:
+            say(f"eagletui: not recording: {exc}")
+    return recorder
+
+
+async def _host_done(
+    ns: argparse.Namespace, ws: Any, model: Any, recorder: Any, target: str, say: Any, interrupted: bool
+) -> None:
+    """A host's part of the sweep has ended: say how to resume after an interruption (its server left
+    running), else stop the server unless ``--keep-server``; close the workspace and the model."""
     ns_targets = [ns.target] if ns.target else []
-    predictions: list[dict[str, Any]] = []
-    reached = await asyncio.gather(*(worker(t, s) for t, s in workers))
-    if not any(reached):
-        return EXIT_LAUNCH_FAILED
-    report = Redactor.for_profile(profile).value(queue.report(profile.verdict, profile))
-    report["queue"] = str(qpath)
-    _write_crossover(ns, report)
-    if predictions:
-        # each variant the cycle model predicted from an earlier one, predicted vs measured (issue 25)
-        report["predictions"] = predictions
-    if ns.json:
-        print(json.dumps(report, indent=2, default=str))
-    else:
-        print_human(report)
-        for p in predictions:
-            over = p.get("over_launches")
-            tail = (
-                f"; over launches {', '.join(map(str, over['launches']))} and {', '.join(map(str, over['source_launches']))}: "
-                f"{over['predicted_tok_s']:.1f} vs {over['measured_tok_s']:.1f} ({over['error_pct']:+.1f} %; one setting's "
-                f"launches spread {max(over['spread_pct'], over['source_spread_pct']):.0f} %)"
-                if over
-                else ""
+    if interrupted:
+        resume = shlex.join(["eagletui", "sweep", *ns_targets, "--profile", ns.profile, "--resume"])
+        run = ws.run
+        if run is not None and run.owned and run.alive:
+            left = (
+                f"the server of the variant in flight (run {run.run_id}, pid {run.pid}) keeps running "
+                f"on {target} and --resume follows it instead of launching it again"
             )
-            print(
-                f"  predicted {p['setting']} at concurrency {p['concurrency']} from launch {p['predicted_from']}: "
-                f"{p['predicted_tok_s']:.1f} tok/s, measured {p['measured_tok_s']:.1f} ({p['error_pct']:+.1f} %){tail}"
-            )
-    return exit_status(report)
+        else:
+            left = "no server of this sweep is running"
+        say(f"interrupted: the queue is saved; {left}. Resume with: {resume}")
+    elif ws.run is not None and ws.run.owned and not ns.keep_server:
+        say("sweep over: stopping the server")
+        try:
+            await ws.stop()
+        except Exception as exc:
+            say(f"eagletui: stopping the server failed: {exc}")
+    await ws.close()
+    model.close()
+    if recorder is not None:
+        say(f"session recorded to {recorder.path}")
 
 
 def _prediction_rows(model: Any, target: str) -> list[dict[str, Any]]:

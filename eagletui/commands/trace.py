@@ -257,15 +257,9 @@ def render_text(ranks: list[RankSummary], base: list[RankSummary] | None) -> str
 async def capture_running(args: argparse.Namespace) -> list[str]:
     """Profile the newest live eagletui-launched server of ``--profile`` on ``--capture`` and fetch its
     DECODE traces here; returns their local paths. Raises ``CaptureError`` with a message for the user."""
-    import tempfile
-
-    from eagletui.config import data_dir
     from eagletui.core.profile.load import load_profile
     from eagletui.core.profile.model import ProfileError
-    from eagletui.profiler.live import ProfileError as LiveError
-    from eagletui.profiler.live import ProfileRequest, ServerGone, capture
     from eagletui.remote.launcher import make_launcher
-    from eagletui.remote.reattach import run_differences
     from eagletui.remote.transport import open_transport
 
     try:
@@ -278,17 +272,7 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
         raise CaptureError(f"cannot reach {args.capture}: {exc}") from None
     try:
         control = make_launcher(profile, transport)
-        live = [r for r in await control.list_runs() if r.alive and r.owned]
-        mine = [r for r in live if not run_differences(r, profile)]
-        if not mine:
-            others = "; ".join(
-                f"run {r.run_id} differs in {', '.join(run_differences(r, profile))}" for r in live[:3]
-            )
-            raise CaptureError(
-                f"no running server of this profile on {args.capture} ({profile.runs_dir})"
-                + (f" ({others})" if others else "")
-            )
-        run = mine[0]
+        run = await _newest_run(control, profile, args.capture)
         tp_value = (run.config or {}).get("tp") or profile.args.get("--tp", profile.args.get("--tp-size", 1))
         try:
             tp = max(1, int(str(tp_value)))
@@ -297,58 +281,105 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
         port = await transport.forward_port(run.port or profile.port)
         out = args.out
         if out is None:
-            root = data_dir() / "profiles"
-            root.mkdir(parents=True, exist_ok=True, mode=0o700)
-            out = tempfile.mkdtemp(prefix=f"{run.run_id}-", dir=root)
-        api_key = profile.args.get("--api-key")
+            out = _private_out_dir(run.run_id)
         print(f"eagletui trace: profiling run {run.run_id} (pid {run.pid}, tp {tp})", file=sys.stderr)
         if args.with_stack is False:
             print(f"  note: {NO_STACK_RISK}", file=sys.stderr)
-        log_from = await log_size(transport, run.log_path)
-        paths: list[Path] = []
-        failed: str | None = None
-        during = False
-
-        async def alive() -> bool:
-            return not await control.known_dead(run)
-
-        try:
-            paths = await capture(
-                transport,
-                f"http://127.0.0.1:{port}",
-                python=profile.python,
-                host_dir=run.run_dir,
-                local_dir=Path(out),
-                ranks=tp,
-                request=ProfileRequest(num_steps=args.steps, with_stack=args.with_stack),
-                api_key=str(api_key) if api_key not in (None, True, False) else None,
-                timeout=args.timeout,
-                on_step=lambda m: print(f"  {m}", file=sys.stderr),
-                alive=alive,
-            )
-            print(f"eagletui trace: traces in {out}", file=sys.stderr)
-        except LiveError as exc:
-            failed = str(exc)
-            during = isinstance(exc, ServerGone)
-        if during:
-            # no traces came: the log since the capture began says why it died
-            death = await watch_after_capture(control, transport, run, log_from, 0.0, when="during")
-            failed = None
-        else:
-            # A profiler can take the server down after "Profiling done" (sglang 0.5.17: the scheduler
-            # segfaulted in the torch profiler's destructor 0-2 s later): watch it before saying "done".
-            print(f"  watching the server for {args.watch:.0f} s after the capture", file=sys.stderr)
-            death = await watch_after_capture(control, transport, run, log_from, args.watch)
-        if failed is not None or death is not None:
-            raise CaptureError(
-                "; ".join(x for x in (failed, death) if x),
-                files=[str(p) for p in paths],
-                died=death is not None,
-            )
-        print("  the server is still alive", file=sys.stderr)
-        return [str(p) for p in paths]
+        return await _capture_and_watch(args, profile, control, transport, run, port=port, ranks=tp, out=out)
     finally:
         await transport.close()
+
+
+async def _newest_run(control: Any, profile: Any, target: str) -> Any:
+    """The newest live run of this profile that eagletui launched on the host; ``CaptureError`` naming
+    how the others differ when there is none."""
+    from eagletui.remote.reattach import run_differences
+
+    live = [r for r in await control.list_runs() if r.alive and r.owned]
+    mine = [r for r in live if not run_differences(r, profile)]
+    if not mine:
+        others = "; ".join(
+            f"run {r.run_id} differs in {', '.join(run_differences(r, profile))}" for r in live[:3]
+        )
+        raise CaptureError(
+            f"no running server of this profile on {target} ({profile.runs_dir})"
+            + (f" ({others})" if others else "")
+        )
+    return mine[0]
+
+
+def _private_out_dir(run_id: str) -> str:
+    """A fresh directory for the traces under the data dir's ``profiles`` (0700)."""
+    import tempfile
+
+    from eagletui.config import data_dir
+
+    root = data_dir() / "profiles"
+    root.mkdir(parents=True, exist_ok=True, mode=0o700)
+    return tempfile.mkdtemp(prefix=f"{run_id}-", dir=root)
+
+
+async def _capture_and_watch(
+    args: argparse.Namespace,
+    profile: Any,
+    control: Any,
+    transport: Any,
+    run: Any,
+    *,
+    port: int,
+    ranks: int,
+    out: str,
+) -> list[str]:
+    """Capture the traces through the forwarded ``port``, then watch the server for ``--watch`` seconds
+    (a profiler can take it down just after): the local paths, or ``CaptureError`` with what failed or
+    how the server died (and the files that came)."""
+    from eagletui.profiler.live import ProfileError as LiveError
+    from eagletui.profiler.live import ProfileRequest, ServerGone, capture
+
+    api_key = profile.args.get("--api-key")
+    log_from = await log_size(transport, run.log_path)
+    paths: list[Path] = []
+    failed: str | None = None
+    during = False
+
+    async def alive() -> bool:
+        return not await control.known_dead(run)
+
+    try:
+        paths = await capture(
+            transport,
+            f"http://127.0.0.1:{port}",
+            python=profile.python,
+            host_dir=run.run_dir,
+            local_dir=Path(out),
+            ranks=ranks,
+            request=ProfileRequest(num_steps=args.steps, with_stack=args.with_stack),
+            api_key=str(api_key) if api_key not in (None, True, False) else None,
+            timeout=args.timeout,
+            on_step=lambda m: print(f"  {m}", file=sys.stderr),
+            alive=alive,
+        )
+        print(f"eagletui trace: traces in {out}", file=sys.stderr)
+    except LiveError as exc:
+        failed = str(exc)
+        during = isinstance(exc, ServerGone)
+    if during:
+        # no traces came: the log since the capture began says why it died
+        death = await watch_after_capture(control, transport, run, log_from, 0.0, when="during")
+        failed = None
+    else:
+        # A profiler can take the server down after "Profiling done" (sglang 0.5.17: the scheduler
+        # segfaulted in the torch profiler's destructor 0-2 s later): watch it before saying "done".
+        print(f"  watching the server for {args.watch:.0f} s after the capture", file=sys.stderr)
+        death = await watch_after_capture(control, transport, run, log_from, args.watch)
+    if failed is not None or death is not None:
+        raise CaptureError(
+            "; ".join(x for x in (failed, death) if x),
+            files=[str(p) for p in paths],
+            died=death is not None,
+        )
+    print("  the server is still alive", file=sys.stderr)
+    return [str(p) for p in paths]
 
 
 async def log_size(transport: Any, path: str) -> int:

@@ -275,7 +275,7 @@ class LiveDriver(Driver):
         self, profile: Profile | None, model: SessionModel, host: DriverHost, applied: Any = None
     ) -> bool:
         """Launch (or relaunch with ``profile``); ``applied`` staged keys are cleared once it started."""
-        from eagletui.workspace import WorkspaceError
+        from eagletui.workspace.errors import WorkspaceError
 
         ws = self.workspace
         if ws is None:

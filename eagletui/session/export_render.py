@@ -16,6 +16,7 @@ from typing import Any
 
 from eagletui.core.events import LOG_PHASES, PHASES
 from eagletui.core.profile.model import format_diff
+from eagletui.core.runs.run import Run
 from eagletui.core.textsafe import inert_lines, json_inert
 from eagletui.session.export import (
     FORMATS,
@@ -274,6 +275,23 @@ def _md_run(rec: RunRecord) -> list[str]:
         + (" (baseline)" if rec.is_baseline else ""),
         "",
     ]
+    out += _md_facts(rec)
+    out += _md_comparisons(rec)
+    out += _md_accept(rec)
+    out += _md_by_concurrency(rec)
+    out.append("")
+    out += _md_diagnosis(rec)
+    if rec.command or r.env:
+        out += ["Launch command (secrets redacted):", "", _fence(rec.command_line), ""]
+    out += _md_phases(r)
+    out += _md_benches(rec)
+    return out
+
+
+def _md_facts(rec: RunRecord) -> list[str]:
+    """A run's bullets: when, which model, how it ended, what changed, its verdict, alarms and notes."""
+    r = rec.run
+    out: list[str] = []
     if r.started_wall is not None:
         out.append(f"- started: {_iso(r.started_wall)}")
     if r.model:
@@ -295,6 +313,12 @@ def _md_run(rec: RunRecord) -> list[str]:
         out.append(f"- ⚠ {_md(a)}")
     for w in rec.warnings:
         out.append(f"- note: {_md(w)}")
+    return out
+
+
+def _md_comparisons(rec: RunRecord) -> list[str]:
+    """The run against the baseline and its no-spec reference, and the economics of speculation."""
+    out: list[str] = []
     for name, label in (("vs_baseline", "vs baseline"), ("vs_no_spec", "vs no-spec")):
         c = rec.comparisons.get(name)
         if not c:
@@ -334,6 +358,12 @@ def _md_run(rec: RunRecord) -> list[str]:
         )
         if e.get("sentence"):
             out.append(f"  - {_md(e['sentence'])}")
+    return out
+
+
+def _md_accept(rec: RunRecord) -> list[str]:
+    """The accept length by each definition, its warning, and the acceptance per draft position."""
+    out: list[str] = []
     defs = (rec.accept or {}).get("definitions") or {}
     if "shown" in defs:
         d = defs["shown"]
@@ -353,6 +383,12 @@ def _md_run(rec: RunRecord) -> list[str]:
                 f"{i + 1}: {p * 100:.1f} %" + (f" ({d:+.1f} pp vs baseline)" if d is not None else "")
             )
         out.append("- acceptance per draft position: " + "; ".join(cells))
+    return out
+
+
+def _md_by_concurrency(rec: RunRecord) -> list[str]:
+    """The spec-vs-no-spec table per concurrency and where speculation stops paying."""
+    out: list[str] = []
     if rec.by_concurrency:
         out += [
             "",
@@ -368,7 +404,12 @@ def _md_run(rec: RunRecord) -> list[str]:
         x = (rec.economics or {}).get("crossover")
         if x is not None:
             out.append(f"\nSpeculation stops paying at concurrency {x}.")
-    out.append("")
+    return out
+
+
+def _md_diagnosis(rec: RunRecord) -> list[str]:
+    """Why (docs/diagnosis.md): each diagnosis with its evidence and hint."""
+    out: list[str] = []
     if rec.diagnosis:
         out += ["Why (docs/diagnosis.md):", ""]
         for d in rec.diagnosis:
@@ -380,8 +421,12 @@ def _md_run(rec: RunRecord) -> list[str]:
                 line += f" — hint: {_md(str(d['hint']))}"
             out.append(line)
         out.append("")
-    if rec.command or r.env:
-        out += ["Launch command (secrets redacted):", "", _fence(rec.command_line), ""]
+    return out
+
+
+def _md_phases(r: Run) -> list[str]:
+    """The launch's phases with their seconds, the time before the first log line and the gaps."""
+    out: list[str] = []
     if r.phases:
         out += ["| phase | seconds |", "|---|---:|"]
         ordered = [p for p in PHASES if p in r.phases] + [p for p in r.phases if p not in PHASES]
@@ -393,6 +438,12 @@ def _md_run(rec: RunRecord) -> list[str]:
                 f"| (between {_md(str(g.get('after')))} and {_md(str(g.get('before')))}) | {_num(g.get('seconds'))} |"
             )
         out.append("")
+    return out
+
+
+def _md_benches(rec: RunRecord) -> list[str]:
+    """One table row per benchmark of the run."""
+    out: list[str] = []
     if rec.benches:
         out += [
             "| bench | runner | conc | tok/s | accept len | TTFT p50 | ITL p50 | requests | failed | duration |",

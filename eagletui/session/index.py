@@ -7,7 +7,7 @@ takes tens of seconds and gigabytes for a long recording. :class:`ReplaySource` 
   recorder writes a keyframe marked ``"@":1`` after which nothing depends on earlier lines) and the
   lines of the events that make the timeline (launches, config changes, ready, failures, exits,
   benchmark results) and the state a seek must rebuild (phases, benchmark starts). The pass is a
-  byte scan in C (``re``/``bytes.count``); only the seek-point lines and the timeline events are
+  byte scan in C (``re``/``bytes.count``: :mod:`eagletui.session.seekpoints`); only the seek-point lines and the timeline events are
   parsed. The index is a list of ``(byte offset, line number, seconds from start)``: about 40 bytes
   per thousand events.
 * **Reading** decodes one block (seek point to seek point) at a time, through the same
@@ -34,14 +34,11 @@ from __future__ import annotations
 import bisect
 import contextlib
 import copy
-import json
 import os
-import re
 import shutil
 import tempfile
 from collections import OrderedDict
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -68,49 +65,23 @@ from eagletui.session.format import (
     has_offsets,
     self_contained,
 )
+from eagletui.session.seekpoints import _Block, find_seek_points
 from eagletui.session.timeline import (
     CONTEXT_TYPES,
     TIMELINE_TYPES,
     Mark,
     Position,
     Summary,
-    _clock_of,
     _label,
     _model_of,
     _step,
 )
-
-#: A context event's line (the recorder writes ``type`` first). Not anchored with ``^``/re.M: that
-#: disables the literal-prefix search and makes the scan ten times slower.
-_TYPE_RE = re.compile(rb'\n\{"type":"(?:' + b"|".join(t.encode() for t in sorted(CONTEXT_TYPES)) + rb')"')
-_SEEK_BYTES = b'"' + LogCodec.SEEK_MARK.encode() + b'":1'
-
-
-def _find_all(data: bytes, needle: bytes) -> Iterator[int]:
-    """Offsets of ``needle`` followed by ``,`` or ``}``: bytes.find (memchr-fast) where a regex
-    starting with a quote would stop at every quote of 150 MB of JSON."""
-    pos = data.find(needle)
-    n = len(needle)
-    while pos >= 0:
-        if data[pos + n : pos + n + 1] in (b",", b"}"):
-            yield pos
-        pos = data.find(needle, pos + n)
-
 
 _SCAN_CHUNK = 8 * 1024**2
 #: Decoded blocks kept for back-and-forth seeking (each is SEEK_POINT events).
 _CACHE_BLOCKS = 12
 #: Events before a seek target that are re-fed besides the context events (charts keep 2000 points).
 SEEK_WINDOW = 2000
-
-
-@dataclass(slots=True)
-class _Block:
-    offset: int  # byte offset of its first line
-    line: int  # its first event line number
-    t: float  # time of the event before its first one (or of the first one itself)
-    clock: tuple[float, float] | None  # (mono, wall) of that event; None = the first block
-    codec: LogCodec | None  # codec state to start from; None = a fresh self-contained codec
 
 
 class ReplaySource:
@@ -268,64 +239,9 @@ class ReplaySource:
         """The fast pass over a self-contained file: seek points and context lines by byte search.
         False when the seek points are too far apart to seek with (a file written whole by
         ``write_session``, or edited): the caller then indexes it with the full pass."""
-        fh = self._fh
-        fh.seek(start)
-        offset = start  # file offset of buf[0]
-        line = 0  # line number at buf[0]
-        buf = b""
-        context_lines: list[tuple[int, int]] = []  # (offset, line)
-        prev_clock: tuple[float, float] | None = None
-        t = 0.0
-        unterminated = False
-        remaining = self._end - start
-        while True:
-            chunk = fh.read(min(_SCAN_CHUNK, remaining)) if remaining > 0 else b""
-            remaining -= len(chunk)
-            data = buf + chunk if buf else chunk
-            if not data:
-                break
-            cut = data.rfind(b"\n") + 1 if chunk else len(data)
-            if cut == 0:
-                if len(data) > MAX_LINE:  # one endless line: drop what we have of it, keep scanning
-                    offset += len(data)
-                    buf = b""
-                    continue
-                buf = data
-                continue
-            region = data[:cut] if cut < len(data) else data
-            hits: list[tuple[int, bool]] = [(p, True) for p in _find_all(region, _SEEK_BYTES)]
-            hits += [(m.start() + 1, False) for m in _TYPE_RE.finditer(region)]
-            if region.startswith(b'{"type":"') and _TYPE_RE.match(b"\n" + region[:64]):
-                hits.append((0, False))  # a context line right at the start of the region
-            hits.sort()
-            cnt_pos, cnt_line, last_ls = 0, line, -1
-            for pos, is_seek in hits:
-                ls = region.rfind(b"\n", 0, pos) + 1
-                if is_seek and ls == last_ls:
-                    continue
-                cnt_line += region.count(b"\n", cnt_pos, ls)
-                cnt_pos = ls
-                if not is_seek:
-                    context_lines.append((offset + ls, cnt_line))
-                    continue
-                last_ls = ls
-                le = region.find(b"\n", ls)
-                try:
-                    clock = _clock_of(json.loads(region[ls : le if le >= 0 else len(region)]))
-                except ValueError:
-                    clock = None
-                if clock is None:
-                    continue
-                t += _step(prev_clock, *clock)
-                prev_clock = clock
-                self._blocks.append(_Block(offset + ls, cnt_line, t, clock, None))
-            line += region.count(b"\n")
-            unterminated = bool(region[region.rfind(b"\n") + 1 :].strip())  # the last line, cut short
-            offset += len(region)
-            buf = data[cut:] if cut < len(data) else b""
-            if not chunk:
-                break
-        self.events_count = line + (1 if unterminated else 0)
+        self._blocks, context_lines, self.events_count = find_seek_points(
+            self._fh, start, self._end, chunk_size=_SCAN_CHUNK, max_line=MAX_LINE
+        )
         starts = [0, *(b.line for b in self._blocks), self.events_count]
         if max(b - a for a, b in zip(starts, starts[1:], strict=False)) > 2 * LogCodec.SEEK_POINT:
             return False
@@ -339,6 +255,11 @@ class ReplaySource:
                 for b in self._blocks[1:]:
                     b.t += shift + _step((first[-1][2].mono, first[-1][2].wall), *(base.clock or (0, 0)))
                 self._cache.clear()
+        self._decode_context(context_lines)
+        return True
+
+    def _decode_context(self, context_lines: list[tuple[int, int]]) -> None:
+        """The context events of ``context_lines``, in ``self.context``."""
         # Decode the context lines, a block at a time, only as far as the last one needed.
         by_block: dict[int, set[int]] = {}
         block_lines = [b.line for b in self._blocks]
@@ -350,7 +271,6 @@ class ReplaySource:
             for ln, tt, ev in self._iter_block(k, stop_line=upto + 1):
                 if ln in want and ev.type in CONTEXT_TYPES:
                     self.context.append((ln, tt, ev))
-        return True
 
     def _full_pass(self, start: int) -> None:
         """The slow pass for files without seek points: decode every line once, keeping a snapshot of

@@ -19,9 +19,11 @@ from eagletui.core.stats.sample import mean_stdev
 from eagletui.core.sweep.crossover import crossover
 from eagletui.core.sweep.decide import drift, noise_for
 from eagletui.core.sweep.effects import delta_pct, judge, main_effects
+from eagletui.session.sweep.cells import DONE, FAILED, why_not_counted
 
 if TYPE_CHECKING:
     from eagletui.core.profile.model import Profile
+    from eagletui.core.sweep.decide import Cell, Decision
     from eagletui.session.sweep.cells import VariantState
     from eagletui.session.sweep.queue import SweepQueue
 
@@ -43,123 +45,12 @@ def _base_cell_values(q: SweepQueue, ci: int) -> list[float]:
 
 
 def build_report(q: SweepQueue, verdict: Any = None, profile: Profile | None = None) -> dict[str, Any]:
-    from eagletui.session.sweep.cells import DONE, FAILED, why_not_counted
-    from eagletui.session.sweep.queue import _is_spec
-
     policy = q.repeat_policy
     decisions = q.decisions()
     noise_cells = q.launch_cells()
     noise = noise_for(noise_cells)
     names = {v.index: v.name for v in q.variants}
-    rows = []
-    for v in q.variants:
-        cells_out: list[dict[str, Any]] = []
-        verdicts: list[str] = []
-        reasons: list[str] = []
-        spec_on = _is_spec(profile, v) if profile is not None else None
-        for ci, c in enumerate(v.cells):
-            mean, sd, n = c.tok_s()
-            base_vals = _base_cell_values(q, ci)
-            base = sum(base_vals) / len(base_vals) if base_vals else None
-            est = estimate(c.values(), noise_for(noise_cells, ci))
-            half = est.half_pct(policy.confidence) if est is not None else None
-            accept, ttft = c.accept(), c.ttft_ms()
-            cell_verdict = v.state
-            cell_reasons: list[str] = []
-            if v.state == DONE:
-                if mean is None:
-                    cell_verdict, cell_reasons = (
-                        "fail",
-                        ["; ".join(sorted({why_not_counted(r) for r in c.repeats}))[:300] or "no run"],
-                    )
-                else:
-                    is_spec = spec_on if spec_on is not None else accept is not None
-                    _bm, base_sd, base_n = mean_stdev(base_vals)
-                    cell_verdict, cell_reasons = judge(
-                        mean,
-                        accept,
-                        ttft,
-                        base if v.config else None,
-                        verdict,
-                        is_spec=is_spec,
-                        stdev=sd,
-                        n=n,
-                        base_stdev=base_sd,
-                        base_n=base_n,
-                    )
-            verdicts.append(cell_verdict)
-            prefix = f"{c.label}: " if len(v.cells) > 1 else ""
-            reasons.extend(prefix + r for r in cell_reasons)
-            cells_out.append(
-                {
-                    "client": dict(c.client),
-                    "label": c.label,
-                    "tok_s": _r(mean, 2),
-                    "tok_s_stdev": _r(sd, 2),
-                    "ci_pct": _r(half, 2),
-                    "runs": len(c.good),
-                    "attempts": len(c.repeats),
-                    "accept_length": _r(accept, 3),
-                    "ttft_ms": _r(ttft, 1),
-                    "delta_pct": (0.0 if base else None)
-                    if v.config == 0 and v.recheck_of is None
-                    else _r(delta_pct(mean, base), 2),
-                    "stop": c.stop or None,
-                    "stop_text": c.stop_text or None,
-                    "verdict": cell_verdict,
-                    "repeats": c.repeats,
-                }
-            )
-        if v.state == DONE:
-            verdict_s = "fail" if "fail" in verdicts else "pass"
-        elif v.state == FAILED and v.failure_kind == "benchmark":
-            verdict_s, reasons = "fail", [v.failure]
-        elif v.state == FAILED:
-            verdict_s, reasons = "launch-failed", [f"{v.failure_kind}: {v.failure}".strip(": ")]
-        else:
-            verdict_s, reasons = v.state, [v.failure] if v.failure else []
-        one = cells_out[0] if len(cells_out) == 1 else None
-        rows.append(
-            {
-                "index": v.index,
-                "name": v.name,
-                "settings": dict(v.settings),
-                "state": v.state,
-                "drift_check_of": None if v.recheck_of is None else names.get(v.recheck_of),
-                "tok_s": one["tok_s"] if one else None,
-                "tok_s_stdev": one["tok_s_stdev"] if one else None,
-                "accept_length": one["accept_length"] if one else None,
-                "ttft_ms": one["ttft_ms"] if one else None,
-                "delta_pct": one["delta_pct"] if one else None,
-                "verdict": verdict_s,
-                "reasons": reasons,
-                "triage_kind": v.failure_kind or None,
-                "run_id": v.run_id or None,
-                "host": v.target or None,
-                "launches": v.launches,
-                "oom_retry": v.oom_retry or None,
-                "step_profile": v.profile_note or None,
-                "gpu_gate": v.gate or None,
-                "repeats": one["repeats"] if one else [r for c in cells_out for r in c["repeats"]],
-                "cells": cells_out,
-                "launch_s": _r(v.launch_s, 2),
-                "bench_s": _r(v.bench_s, 2),
-                "overhead_s": _r(v.overhead_s, 2),
-            }
-        )
-    points = [c.client for c in q.variants[0].cells] if q.variants else []
-    dec_out = []
-    for ci, d in enumerate(decisions):
-        dd = d.to_dict()
-        dd.update(
-            client=points[ci] if ci < len(points) else {},
-            label=client_label(points[ci]) if ci < len(points) else "",
-            winner=names.get(d.winner) if d.winner is not None else None,
-            runner_up=names.get(d.runner_up) if d.runner_up is not None else None,
-            leader=names.get(d.leader) if d.leader is not None else None,
-            ranking=[names[k] for k in d.ranking],
-        )
-        dec_out.append(dd)
+    rows = [_variant_row(q, v, verdict, profile, names, noise_cells) for v in q.variants]
     measured = q.measured()
     one_group = len(decisions) == 1
     top = decisions[0] if one_group and decisions and decisions[0].winner is not None else None
@@ -173,7 +64,7 @@ def build_report(q: SweepQueue, verdict: Any = None, profile: Profile | None = N
         "baseline": q.variants[0].name if q.variants else None,
         "client_factors": list(q.client_factors),
         "variants": rows,
-        "decisions": dec_out,
+        "decisions": _decisions(q, decisions, names),
         "ranking": [names[k] for k in decisions[0].ranking] if one_group and decisions else [],
         "effects": [e.to_dict() for e in main_effects(measured, q.factors)],
         "best": None
@@ -200,10 +91,142 @@ def build_report(q: SweepQueue, verdict: Any = None, profile: Profile | None = N
     }
 
 
+def _variant_row(
+    q: SweepQueue,
+    v: VariantState,
+    verdict: Any,
+    profile: Profile | None,
+    names: dict[int, str],
+    noise_cells: list[Cell],
+) -> dict[str, Any]:
+    """One launch of the report: its settings, state, cells and verdict (with the reasons), and what
+    it cost."""
+    from eagletui.session.sweep.queue import _is_spec
+
+    cells_out: list[dict[str, Any]] = []
+    verdicts: list[str] = []
+    reasons: list[str] = []
+    spec_on = _is_spec(profile, v) if profile is not None else None
+    for ci in range(len(v.cells)):
+        cell, cell_verdict, cell_reasons = _cell(q, v, ci, verdict, spec_on, noise_cells)
+        verdicts.append(cell_verdict)
+        prefix = f"{v.cells[ci].label}: " if len(v.cells) > 1 else ""
+        reasons.extend(prefix + r for r in cell_reasons)
+        cells_out.append(cell)
+    if v.state == DONE:
+        verdict_s = "fail" if "fail" in verdicts else "pass"
+    elif v.state == FAILED and v.failure_kind == "benchmark":
+        verdict_s, reasons = "fail", [v.failure]
+    elif v.state == FAILED:
+        verdict_s, reasons = "launch-failed", [f"{v.failure_kind}: {v.failure}".strip(": ")]
+    else:
+        verdict_s, reasons = v.state, [v.failure] if v.failure else []
+    one = cells_out[0] if len(cells_out) == 1 else None
+    return {
+        "index": v.index,
+        "name": v.name,
+        "settings": dict(v.settings),
+        "state": v.state,
+        "drift_check_of": None if v.recheck_of is None else names.get(v.recheck_of),
+        "tok_s": one["tok_s"] if one else None,
+        "tok_s_stdev": one["tok_s_stdev"] if one else None,
+        "accept_length": one["accept_length"] if one else None,
+        "ttft_ms": one["ttft_ms"] if one else None,
+        "delta_pct": one["delta_pct"] if one else None,
+        "verdict": verdict_s,
+        "reasons": reasons,
+        "triage_kind": v.failure_kind or None,
+        "run_id": v.run_id or None,
+        "host": v.target or None,
+        "launches": v.launches,
+        "oom_retry": v.oom_retry or None,
+        "step_profile": v.profile_note or None,
+        "gpu_gate": v.gate or None,
+        "repeats": one["repeats"] if one else [r for c in cells_out for r in c["repeats"]],
+        "cells": cells_out,
+        "launch_s": _r(v.launch_s, 2),
+        "bench_s": _r(v.bench_s, 2),
+        "overhead_s": _r(v.overhead_s, 2),
+    }
+
+
+def _cell(
+    q: SweepQueue, v: VariantState, ci: int, verdict: Any, spec_on: bool | None, noise_cells: list[Cell]
+) -> tuple[dict[str, Any], str, list[str]]:
+    """Client point ``ci`` of a launch: its numbers (Δ % against the baseline there, the confidence
+    interval of its runs), and its verdict with the reasons."""
+    policy = q.repeat_policy
+    c = v.cells[ci]
+    mean, sd, n = c.tok_s()
+    base_vals = _base_cell_values(q, ci)
+    base = sum(base_vals) / len(base_vals) if base_vals else None
+    est = estimate(c.values(), noise_for(noise_cells, ci))
+    half = est.half_pct(policy.confidence) if est is not None else None
+    accept, ttft = c.accept(), c.ttft_ms()
+    cell_verdict = v.state
+    cell_reasons: list[str] = []
+    if v.state == DONE:
+        if mean is None:
+            cell_verdict, cell_reasons = (
+                "fail",
+                ["; ".join(sorted({why_not_counted(r) for r in c.repeats}))[:300] or "no run"],
+            )
+        else:
+            is_spec = spec_on if spec_on is not None else accept is not None
+            _bm, base_sd, base_n = mean_stdev(base_vals)
+            cell_verdict, cell_reasons = judge(
+                mean,
+                accept,
+                ttft,
+                base if v.config else None,
+                verdict,
+                is_spec=is_spec,
+                stdev=sd,
+                n=n,
+                base_stdev=base_sd,
+                base_n=base_n,
+            )
+    cell = {
+        "client": dict(c.client),
+        "label": c.label,
+        "tok_s": _r(mean, 2),
+        "tok_s_stdev": _r(sd, 2),
+        "ci_pct": _r(half, 2),
+        "runs": len(c.good),
+        "attempts": len(c.repeats),
+        "accept_length": _r(accept, 3),
+        "ttft_ms": _r(ttft, 1),
+        "delta_pct": (0.0 if base else None)
+        if v.config == 0 and v.recheck_of is None
+        else _r(delta_pct(mean, base), 2),
+        "stop": c.stop or None,
+        "stop_text": c.stop_text or None,
+        "verdict": cell_verdict,
+        "repeats": c.repeats,
+    }
+    return cell, cell_verdict, cell_reasons
+
+
+def _decisions(q: SweepQueue, decisions: list[Decision], names: dict[int, str]) -> list[dict[str, Any]]:
+    """What the sweep decided per client point, the launches by name."""
+    points = [c.client for c in q.variants[0].cells] if q.variants else []
+    dec_out = []
+    for ci, d in enumerate(decisions):
+        dd = d.to_dict()
+        dd.update(
+            client=points[ci] if ci < len(points) else {},
+            label=client_label(points[ci]) if ci < len(points) else "",
+            winner=names.get(d.winner) if d.winner is not None else None,
+            runner_up=names.get(d.runner_up) if d.runner_up is not None else None,
+            leader=names.get(d.leader) if d.leader is not None else None,
+            ranking=[names[k] for k in d.ranking],
+        )
+        dec_out.append(dd)
+    return dec_out
+
+
 def _drift(q: SweepQueue) -> dict[str, Any] | None:
     """The baseline's drift check: its late runs vs its early ones, per client point."""
-    from eagletui.session.sweep.cells import DONE
-
     late = next((v for v in q.variants if v.recheck_of is not None), None)
     if late is None:
         return None

@@ -6,18 +6,19 @@ diff, baseline, search, filters, tabs). It never interprets log text or HTTP: th
 (:meth:`Repainter.on_event`) and a 10 Hz tick paints what changed (:mod:`eagletui.ui.repaint`).
 It is also the driver's :class:`~eagletui.session.drivers.DriverHost`: events, messages and yes/no
 questions from the driver come through :meth:`dispatch`, :meth:`notify` and :meth:`ask`.
+
+The actions on the server (relaunch, stop, bench, apply, diff, step profile) are mixed in from
+:class:`~eagletui.ui.screens.server_control.ServerControl`, the replay keys from
+:class:`~eagletui.ui.screens.replay_control.ReplayControl`; the bindings stay here.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual import on, work
-from textual.actions import SkipAction
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical
@@ -27,26 +28,21 @@ from textual.widget import Widget
 from textual.widgets import Input, Static
 
 from eagletui.core.events import BaselinePinned, Event
-from eagletui.core.profile.redact import Redactor
-from eagletui.core.profile.staged import NothingStaged
-from eagletui.core.state.launch import ServerState
 from eagletui.core.textsafe import inert
-from eagletui.session.drivers import LiveDriver, ReplayDriver
 from eagletui.ui import actions
 from eagletui.ui.repaint import Repainter
-from eagletui.ui.screens.modals import ConfirmScreen, DiffScreen, HelpScreen, TextScreen, diff_text
-from eagletui.ui.widgets.charts import MetricChart, tab_charts, tab_grid_rows, wide_charts, wide_grid_rows
+from eagletui.ui.screens.modals import ConfirmScreen, HelpScreen, TextScreen
+from eagletui.ui.screens.replay_control import ReplayControl
+from eagletui.ui.screens.server_control import ServerControl
+from eagletui.ui.widgets.charts import tab_charts, tab_grid_rows, wide_charts, wide_grid_rows
 from eagletui.ui.widgets.keybar import KeyBar
 from eagletui.ui.widgets.logview import FILTER_NAMES, RANKS, LogView
 from eagletui.ui.widgets.phases import PhasePanel
 from eagletui.ui.widgets.queue import SweepQueueView
-from eagletui.ui.widgets.runs import RunsTable, command_line
+from eagletui.ui.widgets.runs import RunsTable
 from eagletui.ui.widgets.status import GpuStrip, StatusHeader
-from eagletui.ui.widgets.stepbars import step_bars
 from eagletui.ui.widgets.tabbar import TabBar
-from eagletui.ui.widgets.timeline import Timeline, clock
 from eagletui.ui.widgets.tuning import TuningPanel
-from eagletui.ui.words import phase_label
 from eagletui.ui.workers import WorkerFailures
 
 if TYPE_CHECKING:
@@ -60,7 +56,7 @@ PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-t
 FILTERS = FILTER_NAMES
 
 
-class MainScreen(WorkerFailures, Screen):
+class MainScreen(WorkerFailures, ServerControl, ReplayControl, Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
         *actions.bindings(),
         # the README's "ctrl+c copies" (Textual binds ctrl+c to a "press ctrl+q to quit" hint)
@@ -199,158 +195,6 @@ class MainScreen(WorkerFailures, Screen):
     def _tab_clicked(self, event: TabBar.Clicked) -> None:
         self.action_tab(event.tab)
 
-    # ------------------------------------------------------------------ server control
-
-    def _live(self) -> LiveDriver | None:
-        """The live driver with a workspace, or None after telling the user why not."""
-        d = self.driver
-        if isinstance(d, LiveDriver) and d.can_launch and d.workspace is not None:
-            return d
-        self.app.notify(d.refusal(), severity="warning")
-        return None
-
-    def _control_free(self, d: LiveDriver) -> bool:
-        """One launch/stop at a time, and never under a running benchmark: a cancelled launch would
-        leave a server nobody tracks, and a relaunch would pull the server from under the benchmark."""
-        if d.control_busy:
-            self.app.notify("a launch or stop is already in progress", severity="warning")
-            return False
-        if d.benchmarking:
-            self.app.notify("a benchmark is running: wait for it to finish", severity="warning")
-            return False
-        return True
-
-    def _loading_question(self, doing: str) -> str | None:
-        """A question when ``doing`` would throw away a launch still loading (a real one takes ~10
-        minutes: one stray key must not cost that); None when nothing is in progress."""
-        la = self.model.state.launch
-        if la is None or la.status not in (ServerState.LAUNCHING, ServerState.LOADING):
-            return None
-        active = next((p for p in la.phases.values() if p.status == "active"), None)
-        where = f" ({phase_label(active.name)})" if active is not None else ""
-        return f"Launch #{self.model.state.current} is still loading{where}.\n{doing} anyway? (y/n)"
-
-    def _guarded(self, d: LiveDriver, doing: str, then: Callable[[], None]) -> None:
-        """Run ``then`` (a relaunch, stop or apply) now, or after a yes when it would throw work away:
-        a launch still loading, or a running benchmark (cancelled first, then ``then`` runs)."""
-        if d.control_busy:
-            self.app.notify("a launch or stop is already in progress", severity="warning")
-            return
-        if d.benchmarking:
-            bench = self.model.state.bench_running
-            running = (
-                f"Benchmark{f' #{bench}' if bench is not None else ''} is running.\n"
-                f"Cancel it and {doing[:1].lower() + doing[1:]}? (y/n)"
-            )
-
-            def cancel_then(yes: bool | None) -> None:
-                if yes:
-                    self._after_benchmark(d, then)
-
-            self.app.push_screen(ConfirmScreen(running), cancel_then)
-            return
-        question = self._loading_question(doing)
-        if question is None:
-            then()
-            return
-
-        def answer(yes: bool | None) -> None:
-            if yes:
-                then()
-
-        self.app.push_screen(ConfirmScreen(question), answer)
-
-    @work(exclusive=False, group="control", name="cancel benchmark", exit_on_error=False)
-    async def _after_benchmark(self, d: LiveDriver, then: Callable[[], None]) -> None:
-        """Cancel the benchmark, wait (≤ 15 s) until its run is closed, then go on."""
-        task = d.bench_task
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
-                await asyncio.wait_for(asyncio.shield(task), timeout=15)
-        if d.benchmarking:
-            self.app.notify("the benchmark did not stop: try again", severity="warning")
-            return
-        then()
-
-    def action_relaunch(self) -> None:
-        d = self._live()
-        if d is not None:
-
-            def relaunch() -> None:
-                if self._control_free(d):
-                    self._launch_worker(d, None, None)
-
-            self._guarded(d, "Relaunch", relaunch)
-
-    @work(exclusive=False, group="control", name="launch", exit_on_error=False)
-    async def _launch_worker(self, d: LiveDriver, profile: Any, applied: dict[str, Any] | None) -> None:
-        await d.launch(profile, self.model, self, applied)
-
-    def action_stop(self) -> None:
-        d = self._live()
-        if d is not None:
-
-            def stop() -> None:
-                if self._control_free(d):
-                    d.control_busy = True  # taken now: a second key press before the worker starts is refused
-                    self._stop_worker(d)
-
-            self._guarded(d, "Stop the server", stop)
-
-    @work(exclusive=False, group="control", name="stop", exit_on_error=False)
-    async def _stop_worker(self, d: LiveDriver) -> None:
-        await d.stop(self)
-
-    def action_bench(self) -> None:
-        d = self._live()
-        if d is None:
-            return
-        if d.control_busy:
-            self.app.notify("a launch or stop is in progress", severity="warning")
-        elif self.model.state.server_state != ServerState.READY:
-            self.app.notify(bench_refusal(self.model.state.server_state), severity="warning")
-        elif d.benchmarking:
-            self.app.notify("a benchmark is already running", severity="warning")
-        else:
-            self._bench_worker(d)
-
-    @work(exclusive=False, group="bench", name="benchmark", exit_on_error=False)
-    async def _bench_worker(self, d: LiveDriver) -> None:
-        await d.benchmark(self.model, self)
-
-    def action_diff(self) -> None:
-        staged = self.model.staged
-        new = staged.preview()
-        if new is None:
-            self.app.notify("no profile", severity="warning")
-            return
-        diff = staged.diff()
-        # the whole command, its environment first (env toggles are changes too); no key in clear
-        command = command_line(new.argv(), new.env, Redactor.for_profile(new)) if diff else None
-        self.app.push_screen(DiffScreen("pending changes (running → pending)", diff_text(diff, command)))
-
-    def action_apply(self) -> None:
-        d = self._live()
-        if d is None:
-            return
-        staged = self.model.staged
-        try:
-            new = staged.apply()
-        except NothingStaged:
-            self.app.notify("nothing to apply: no pending changes", severity="warning")
-            return
-        from eagletui.core.profile.model import format_diff
-
-        def apply() -> None:
-            if not self._control_free(d):
-                return
-            self.app.notify(format_diff(staged.diff()), title="applying")
-            # Staged changes are cleared only once the relaunch has started: a refused preflight keeps them.
-            self._launch_worker(d, new, staged.pending)
-
-        self._guarded(d, "Relaunch with the pending changes", apply)
-
     def action_pin_baseline(self) -> None:
         launch = self.query_one(RunsTable).selected_launch() or self.model.state.current
         try:
@@ -402,29 +246,6 @@ class MainScreen(WorkerFailures, Screen):
             current=current,
         )
         self.app.push_screen(screen, pin)
-
-    def action_profile_step(self) -> None:
-        d = self._live()
-        if d is None or not self._control_free(d):
-            return
-        if self.model.state.server_state != ServerState.READY:
-            self.app.notify("the server is not ready yet", severity="warning")
-            return
-        self.app.notify("profiling a few decode steps (/start_profile) …", title="profile")
-        self._profile_worker(d)
-
-    @work(exclusive=True, group="profile", name="step profile", exit_on_error=False)
-    async def _profile_worker(self, d: LiveDriver) -> None:
-        try:
-            ev = await d.workspace.profile_step()  # type: ignore[union-attr]  # _live() checked it
-        except Exception as exc:
-            ev = None
-            self.app.notify(str(exc), title="profile failed", severity="error")
-        if ev is not None and ev.error:
-            self.app.notify(ev.error, title="profile failed", severity="error", timeout=15)
-        elif ev is not None:
-            body = step_bars(self.model.runbook, ev.launch)
-            self.app.push_screen(TextScreen(f"step profile of run #{ev.launch}", body, "step-profile"))
 
     # ------------------------------------------------------------------ the log
 
@@ -512,98 +333,6 @@ class MainScreen(WorkerFailures, Screen):
     def _follow_changed(self, event: LogView.FollowChanged) -> None:
         self.painter.dirty = True
 
-    # ------------------------------------------------------------------ replay
-
-    def action_replay_pause(self) -> None:
-        source = getattr(self.driver, "source", None)
-        if not self.driver.is_replay or source is None:
-            return
-        source.toggle_pause()
-        self.app.notify("replay paused" if source.paused else "replay resumed")
-
-    def action_replay_speed(self, factor: float) -> None:
-        source = getattr(self.driver, "source", None)
-        if not self.driver.is_replay or source is None:
-            return
-        speed = source.speed
-        if speed == "instant":
-            self.app.notify("replay speed: instant")
-            return
-        new = min(1000.0, max(0.125, float(speed) * factor))
-        source.set_speed(new)
-        self.app.notify(f"replay speed ×{new:g}")
-
-    # ------------------------------------------------------------------ replay seeking
-
-    def _mount_replay_seeking(self) -> None:
-        """A seekable replay gets the timeline; a model reset (a seek) clears what the panes show."""
-        self.model.on_reset(self._model_reset)
-        d = self.driver
-        if isinstance(d, ReplayDriver) and d.can_seek:
-            self.mount(Timeline(d.source, id="timeline"), after=self.query_one(StatusHeader))
-
-    def _model_reset(self) -> None:
-        """The model starts over (a replay seek): the log empties and the charts and the runs table
-        forget what they last drew, so the catch-up events refill them from scratch."""
-        with contextlib.suppress(NoMatches):
-            self.query_one(LogView).clear()
-            for chart in self.query(MetricChart):
-                chart._seen = ()
-            self.query_one(RunsTable)._last = None
-        self.painter.force_charts = True
-        self.painter.dirty = True
-
-    def _seekable(self) -> ReplayDriver:
-        """The replay driver, or SkipAction: outside a replay (or in a text box) the key is the pane's.
-
-        At ``instant`` speed a seek pauses the replay first: playing on from the target would race to
-        the end again at once, and the key would seem to do nothing."""
-        d = self.driver
-        if not isinstance(d, ReplayDriver) or not d.can_seek or isinstance(self.app.focused, Input):
-            raise SkipAction()
-        src: Any = d.source
-        if getattr(src, "speed", None) == "instant" and not src.paused:
-            src.pause()
-            self._paused_for_seek = True
-        return d
-
-    def _say_paused_for_seek(self) -> None:
-        if getattr(self, "_paused_for_seek", False):
-            self._paused_for_seek = False
-            src: Any = getattr(self.driver, "source", None)
-            where = clock(src.position) if src is not None else ""
-            self.app.notify(f"paused at {where} to seek (instant speed): Space plays on", title="replay")
-
-    def _replay_moved(self) -> None:
-        with contextlib.suppress(NoMatches):
-            self.query_one(Timeline).update_now()
-
-    def action_replay_seek(self, seconds: float) -> None:
-        d = self._seekable()
-        d.seek_by(self.model, self, float(seconds))
-        self._replay_moved()
-        self._say_paused_for_seek()
-
-    def action_replay_step(self, step: int) -> None:
-        d = self._seekable()
-        if not d.seek(self.model, self, step=int(step)):
-            where = "later" if step > 0 else "earlier"
-            self.app.notify(f"no {where} launch or config change", title="replay")
-            return
-        self._replay_moved()
-        src: Any = d.source
-        at = [m for m in src.marks if m.kind in d.STEP_KINDS and abs(m.t - src.position) < 1e-6]
-        label = at[-1].label if at else "moved"
-        self.app.notify(f"{label} at {clock(src.position)}", title="replay")
-        self._say_paused_for_seek()
-
-    def action_replay_to_end(self, end: int) -> None:
-        d = self._seekable()
-        src: Any = d.source
-        d.seek(self.model, self, time=src.duration if end else 0.0)
-        self._replay_moved()
-        self._say_paused_for_seek()
-
     # ------------------------------------------------------------------ export
 
     def action_export(self) -> None:
@@ -650,17 +379,6 @@ class MainScreen(WorkerFailures, Screen):
     def _run_selected(self, event: RunsTable.RunSelected) -> None:
         body = self.query_one(RunsTable).details(self.model.runbook, self.model.state, event.launch)
         self.app.push_screen(TextScreen(f"run #{event.launch}", body, "run-details"))
-
-
-def bench_refusal(state: str) -> str:
-    """Why ``b`` cannot benchmark now, with the key that gets there."""
-    if state in (ServerState.STOPPED, ServerState.EXITED):
-        return f"the server is {state}: press r to launch"
-    if state == ServerState.FAILED:
-        return "the server failed: press r to relaunch"
-    if state == ServerState.IDLE:
-        return "no server running: press r to launch"
-    return "the server is not ready yet"
 
 
 class SearchInput(Input):

@@ -22,7 +22,8 @@ from eagletui.ui.words import describe_failure
 
 if TYPE_CHECKING:
     from eagletui.core.diagnosis.fold import Diagnosis
-    from eagletui.core.runs.book import RunBook
+    from eagletui.core.runs.book import RunBook, RunRow
+    from eagletui.core.runs.run import Run
     from eagletui.core.state.screen import SessionState
 
 # The numbers first and the free-length config diff last, so a narrow pane still shows what matters.
@@ -148,78 +149,15 @@ class RunsTable(DataTable):
         t = Text()
         row = runbook.row(launch) if runbook is not None and run is not None else None
         if row is not None:
-            t.append(
-                f"verdict {row.verdict}",
-                style={"pass": "bold green", "fail": "bold red", "invalid": "bold yellow"}.get(
-                    row.verdict, "dim"
-                ),
-            )
-            if row.reasons:
-                t.append("  " + inert("; ".join(row.reasons)))
-            t.append("\n")
-            if row.economics:
-                t.append(inert(row.economics) + "\n", style="bold")
-            for a in (*row.alarms, *row.warnings):
-                t.append(f"⚠ {inert(a)}\n", style="yellow")
             assert runbook is not None
-            t.append_text(comparison_lines(runbook, launch))
-            t.append(
-                f"\nresults{f' at concurrency {row.concurrency}' if row.concurrency else ''}\n", style="bold"
-            )
-            for name, label, digits in (
-                ("tok_s", "tok/s", 1),
-                ("accept_len", "accept", 2),
-                ("ttft_ms", "TTFT ms", 0),
-            ):
-                metric = getattr(row, name)
-                t.append(f"  {label:9} {metric.text(digits):>14}")
-                d = row.deltas.get(name)
-                if d is not None and d.pct is not None:
-                    style = ("green" if d.better else "red") if d.flagged else "dim"
-                    t.append(f"  {d.pct:+.1f}%", style=style)
-                    if d.band is not None:
-                        t.append(f" (noise {inert(d.band.short())})", style="dim")
-                t.append("\n")
-            t.append(f"  repeats   {row.repeats:>14}\n")
-            if run is not None:
-                failed = sum(r.failed for r in run.results)
-                sent = sum(r.requests + r.failed for r in run.results)
-                t.append(f"  requests  {sent:>14}  failed {failed}\n", style="bold red" if failed else "")
-            for res in run.results if run else ():
-                for name, dist in (res.stats or {}).items():
-                    if isinstance(dist, dict):
-                        vals = "  ".join(
-                            f"{k} {v:.1f}" for k, v in dist.items() if isinstance(v, int | float)
-                        )
-                        t.append(f"  {inert(str(name)):9} {vals}\n", style="dim")
+            t.append_text(result_lines(runbook, run, row, launch))
         if runbook is not None and run is not None:
             t.append_text(accept_lines(runbook, launch))
             t.append_text(concurrency_lines(runbook, launch))
         if run is not None and run.step_profile and runbook is not None:
             t.append("\nstep profile\n", style="bold").append_text(step_bars(runbook, launch))
         t.append_text(why_lines(explain(state.diagnoser, runbook, launch)))
-        t.append("\nconfig vs baseline", style="bold")
-        base = runbook.baseline if runbook is not None else None
-        if base == launch:
-            t.append("\n  this run is the baseline\n")
-        else:
-            t.append(f" #{base}\n" if base is not None else "\n")
-            diff = runbook.diff(launch) if runbook is not None and run is not None else {}
-            if not diff:
-                t.append(
-                    "  same config as the baseline\n" if base is not None else "  no baseline\n", style="dim"
-                )
-            for key, change in diff.items():
-                kind, name = split_key(str(key))
-                label = kind.name if kind is not None else name  # "target", "command": no kind
-                name = name if kind is not None else ""
-                old, new = (
-                    (list(change) + [None, None])[:2] if isinstance(change, list | tuple) else (None, change)
-                )
-                t.append(f"  {inert(label):4} {inert(name)}  ")
-                t.append(inert(_show(old)), style="red")
-                t.append(" → ")
-                t.append(inert(_show(new)) + "\n", style="green")
+        t.append_text(config_lines(runbook, run, launch))
         if la is not None:
             t.append_text(phase_lines(la))
         if la is not None and la.command:
@@ -231,6 +169,78 @@ class RunsTable(DataTable):
             t.append("log      ", style="bold")
             t.append(inert(la.log_path) + "\n")
         return t
+
+
+def result_lines(runbook: RunBook, run: Run | None, row: RunRow, launch: int) -> Text:
+    """A run's verdict (why, the economics, the alarms), how it compares, and its results against the
+    baseline's with the noise band, the repeats, the requests and each result's distributions."""
+    t = Text()
+    t.append(
+        f"verdict {row.verdict}",
+        style={"pass": "bold green", "fail": "bold red", "invalid": "bold yellow"}.get(row.verdict, "dim"),
+    )
+    if row.reasons:
+        t.append("  " + inert("; ".join(row.reasons)))
+    t.append("\n")
+    if row.economics:
+        t.append(inert(row.economics) + "\n", style="bold")
+    for a in (*row.alarms, *row.warnings):
+        t.append(f"⚠ {inert(a)}\n", style="yellow")
+    t.append_text(comparison_lines(runbook, launch))
+    t.append(f"\nresults{f' at concurrency {row.concurrency}' if row.concurrency else ''}\n", style="bold")
+    for name, label, digits in (
+        ("tok_s", "tok/s", 1),
+        ("accept_len", "accept", 2),
+        ("ttft_ms", "TTFT ms", 0),
+    ):
+        metric = getattr(row, name)
+        t.append(f"  {label:9} {metric.text(digits):>14}")
+        d = row.deltas.get(name)
+        if d is not None and d.pct is not None:
+            style = ("green" if d.better else "red") if d.flagged else "dim"
+            t.append(f"  {d.pct:+.1f}%", style=style)
+            if d.band is not None:
+                t.append(f" (noise {inert(d.band.short())})", style="dim")
+        t.append("\n")
+    t.append(f"  repeats   {row.repeats:>14}\n")
+    if run is not None:
+        failed = sum(r.failed for r in run.results)
+        sent = sum(r.requests + r.failed for r in run.results)
+        t.append(f"  requests  {sent:>14}  failed {failed}\n", style="bold red" if failed else "")
+    for res in run.results if run else ():
+        for name, dist in (res.stats or {}).items():
+            if isinstance(dist, dict):
+                vals = "  ".join(f"{k} {v:.1f}" for k, v in dist.items() if isinstance(v, int | float))
+                t.append(f"  {inert(str(name)):9} {vals}\n", style="dim")
+    return t
+
+
+def config_lines(runbook: RunBook | None, run: Run | None, launch: int) -> Text:
+    """What differs in the run's config from the baseline's (old → new), or why nothing does."""
+    t = Text()
+    t.append("\nconfig vs baseline", style="bold")
+    base = runbook.baseline if runbook is not None else None
+    if base == launch:
+        t.append("\n  this run is the baseline\n")
+    else:
+        t.append(f" #{base}\n" if base is not None else "\n")
+        diff = runbook.diff(launch) if runbook is not None and run is not None else {}
+        if not diff:
+            t.append(
+                "  same config as the baseline\n" if base is not None else "  no baseline\n", style="dim"
+            )
+        for key, change in diff.items():
+            kind, name = split_key(str(key))
+            label = kind.name if kind is not None else name  # "target", "command": no kind
+            name = name if kind is not None else ""
+            old, new = (
+                (list(change) + [None, None])[:2] if isinstance(change, list | tuple) else (None, change)
+            )
+            t.append(f"  {inert(label):4} {inert(name)}  ")
+            t.append(inert(_show(old)), style="red")
+            t.append(" → ")
+            t.append(inert(_show(new)) + "\n", style="green")
+    return t
 
 
 def why_lines(diags: list[Diagnosis]) -> Text:

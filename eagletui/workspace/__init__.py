@@ -3,6 +3,11 @@
 No Textual here. The UI (or a headless caller) gives :class:`Workspace` one ``emit`` callback; every
 source's events go through it, so recording, the state fold and rendering see the same stream.
 Commands (relaunch, stop, benchmark) are coroutines the UI schedules as workers.
+
+This module holds the connection, the runs it follows and launch/stop; the benchmark and the step
+profile are its halves in :mod:`eagletui.workspace.benchmark` and :mod:`eagletui.workspace.step_profile`
+(both reach the server through :mod:`eagletui.workspace.endpoint`), and the error its commands raise
+is :class:`~eagletui.workspace.errors.WorkspaceError`.
 """
 
 from __future__ import annotations
@@ -10,20 +15,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from eagletui.core.events import (
-    BenchmarkResult,
     ConfigChanged,
     ConnectionState,
     Event,
     HostFacts,
     LaunchStarted,
-    LogLine,
     Notice,
     ProcessExited,
-    ProfileCaptured,
     ServerStopped,
     TaskFailed,
 )
@@ -31,10 +33,11 @@ from eagletui.core.profile.model import Profile, config_diff
 from eagletui.core.profile.redact import Redactor
 from eagletui.remote.control import LaunchOutcomeUnknown, LaunchRefused, Liveness, StopFailed, StopOutcome
 from eagletui.remote.transport import NotOurProcess, SSHOptions
+from eagletui.workspace.benchmark import Benchmarks
+from eagletui.workspace.errors import WorkspaceError
+from eagletui.workspace.step_profile import StepProfiles
 
 if TYPE_CHECKING:
-    from eagletui.bench.bench_serving import RunLines
-    from eagletui.core.profile.model import BenchSettings
     from eagletui.remote.control import ForeignServer, RunInfo
     from eagletui.remote.launcher import Launcher
     from eagletui.remote.preflight import Check
@@ -42,13 +45,6 @@ if TYPE_CHECKING:
     from eagletui.remote.transport import Transport
 
 Emit = Callable[[Event], None]
-
-
-def _url_host(host: str) -> str:
-    """A host for a URL: an IPv6 address in brackets; a wildcard bind address means this host."""
-    if host in ("", "0.0.0.0", "::"):
-        return "127.0.0.1"
-    return f"[{host}]" if ":" in host and not host.startswith("[") else host
 
 
 def server_version_from(checks: list[Check]) -> str | None:
@@ -59,17 +55,7 @@ def server_version_from(checks: list[Check]) -> str | None:
     return host_version(checks)
 
 
-class WorkspaceError(Exception):
-    """A command could not be carried out; the message is for the user. ``stage`` says what stopped a
-    launch (``preflight``, ``refused``, ``stop``), ``checks`` the failed preflight lines."""
-
-    def __init__(self, message: str, *, stage: str = "other", checks: tuple[str, ...] = ()) -> None:
-        super().__init__(message)
-        self.stage = stage
-        self.checks = checks
-
-
-class Workspace:
+class Workspace(Benchmarks, StepProfiles):
     """One target + one profile. ``owns_server`` is true for servers this workspace launched."""
 
     def __init__(
@@ -130,7 +116,7 @@ class Workspace:
 
     def _on_link_state(self, ev: ConnectionState) -> None:
         """The transport's own link state (not the log tail's): a benchmark draws no prompt while the
-        link is down (:func:`eagletui.bench.client._link_up`), and the event goes on to the session."""
+        link is down (:func:`eagletui.bench.pool._link_up`), and the event goes on to the session."""
         if ev.state == "connected":
             self.link.set()
         elif ev.state in ("lost", "reconnecting"):
@@ -452,202 +438,6 @@ class Workspace:
             "partition": facts.get("partition") or None,
             "run_dir": run.run_dir,
         }
-
-    # ------------------------------------------------------------------ benchmark
-
-    async def base_url(self) -> str:
-        """Where the client reaches the server: the host's port (through the SSH tunnel), or a Slurm
-        job's head node at the address Slurm reports (from the login node, or tunnelled through it)."""
-        profile = self.running_profile or self.profile
-        assert self.transport is not None, "connect() first"
-        run = self.run
-        host = run.endpoint_host if run is not None else "127.0.0.1"
-        port = run.port if run is not None and run.port else profile.port
-        if self.transport.target == "local":
-            return f"http://{_url_host(host)}:{port}"
-        if self._local_port is None or self._forwarded != (host, port):
-            self._local_port = await self.transport.forward_port(port, host=host)
-            self._forwarded = (host, port)
-        return f"http://127.0.0.1:{self._local_port}"
-
-    async def benchmark(
-        self, stop: asyncio.Event | None = None, *, settings: BenchSettings | None = None
-    ) -> BenchmarkResult:
-        """Run the profile's benchmark: the built-in client, ``sglang.bench_serving`` or the user's command.
-        ``settings`` replaces the profile's ``[bench]`` for this run (a sweep's client point)."""
-        if self.benchmarking:
-            raise WorkspaceError("a benchmark is already running")
-        self.benchmarking = True
-        try:
-            self.bench_no += 1
-            profile = self.running_profile or self.profile
-            settings = settings or profile.bench
-            if settings.runner == "builtin":
-                from eagletui.bench.client import run_builtin
-
-                url = await self.base_url()
-                # repeats = N: N results for this launch, so the runs table reports mean ± stdev and
-                # flags a Δ only outside the noise band.
-                result = None
-                for i in range(max(1, settings.repeats)):
-                    if i:
-                        self.bench_no += 1
-                    api_key = profile.args.get("--api-key")
-                    result = await run_builtin(
-                        url,
-                        settings,
-                        bench=self.bench_no,
-                        launch=self.launch_no,
-                        emit=self.emit,
-                        stop=stop,
-                        api_key=str(api_key) if api_key not in (None, True, False) else None,
-                        api=profile.kind.api,
-                        model=str(
-                            profile.args.get("--served-model-name") or profile.kind.model(profile.args)
-                        ),
-                        link=self.link,
-                    )
-                    if result.error or (stop is not None and stop.is_set()):
-                        break
-                assert result is not None  # at least one repeat ran
-                return result
-            lines = self._echoed_lines()
-            if settings.runner == "bench_serving":
-                from eagletui.bench.bench_serving import run_bench_serving
-
-                return await run_bench_serving(
-                    settings,
-                    port=profile.port,
-                    bench=self.bench_no,
-                    launch=self.launch_no,
-                    emit=self.emit,
-                    run_lines=lines,
-                    output_file=self._bench_output_path(),
-                    python=profile.python,
-                    host=profile.host,
-                )
-            from eagletui.bench.custom import run_custom
-
-            return await run_custom(
-                settings, bench=self.bench_no, launch=self.launch_no, emit=self.emit, run_lines=lines
-            )
-        finally:
-            self.benchmarking = False
-
-    def _bench_output_path(self) -> str | None:
-        """A fresh result file per run in the run dir (0700); None: bench_serving makes a private dir."""
-        import secrets
-
-        name = f"bench-{self.bench_no}-{secrets.token_hex(6)}.jsonl"
-        run_dir = self.run.run_dir if self.run is not None else ""
-        return f"{run_dir}/{name}" if run_dir else None
-
-    def _echoed_lines(self) -> RunLines:
-        """A line source on the host whose output also streams into the log pane (marked ``[bench]``)."""
-        from eagletui.bench.bench_serving import local_lines, transport_lines
-
-        assert self.transport is not None
-        remote = self.transport.target != "local"
-        base = transport_lines(self.transport) if remote else local_lines
-
-        async def run(argv: list[str]) -> AsyncIterator[str]:
-            echo = argv[:1] != ["cat"]  # the result file is parsed, not shown
-            if remote:  # the SSH stream drops stderr: merge it, tracebacks are what the user needs
-                argv = ["sh", "-c", 'exec "$@" 2>&1', "sh", *argv]
-            async for line in base(argv):
-                if echo:
-                    self.emit(LogLine(text=f"[bench] {line}", kind="other", launch=self.launch_no))
-                yield line
-
-        return run
-
-    # ------------------------------------------------------------------ step profile
-
-    async def profile_step(
-        self, *, num_steps: int = 5, local_dir: str | None = None, timeout: float = 180.0
-    ) -> ProfileCaptured:
-        """Profile a few decode steps of the server we follow through its own ``/start_profile`` (traces
-        written in the run dir on the host, fetched here size-bounded), summarise each rank's kernels by
-        category and emit (and return) a :class:`ProfileCaptured`; a failure is the event's ``error``."""
-        import tempfile
-        from pathlib import Path
-
-        from eagletui.config import data_dir
-        from eagletui.profiler import summarize_file
-        from eagletui.profiler.chrome import TraceError
-        from eagletui.profiler.live import ProfileError, ProfileRequest, capture
-        from eagletui.profiler.summary import step_breakdown
-
-        run = self.run
-        if self.transport is None or run is None:
-            raise WorkspaceError("no server to profile: launch or attach first")
-        profile = self.running_profile or self.profile
-        tp = profile.args.get(
-            "--tp", profile.args.get("--tp-size", run.config.get("tp") if run.config else 1)
-        )
-        try:
-            ranks = max(1, int(tp))  # type: ignore[arg-type]
-        except (TypeError, ValueError):
-            ranks = 1
-        api_key = profile.args.get("--api-key")
-        if local_dir is None:
-            root = data_dir() / "profiles"
-            root.mkdir(parents=True, exist_ok=True, mode=0o700)
-            local_dir = tempfile.mkdtemp(prefix=f"launch{run.launch}-", dir=root)  # 0700
-
-        def say(msg: str) -> None:
-            self.emit(Notice(level="info", message=f"profile: {msg}", source="profile"))
-
-        control = self.control
-
-        async def alive() -> bool:
-            """False once the server is known dead (a capture then stops waiting for its traces)."""
-            return control is None or not await control.known_dead(run)
-
-        scratch = None
-        try:
-            host_dir = run.run_dir
-            if not host_dir:  # a server we follow without a run dir of ours: a private dir, never a
-                # predictable /tmp name another local user could have made first
-                host_dir = scratch = await self._private_host_dir()
-                say(f"traces go to {scratch} on the host (private, removed after fetching)")
-            paths = await capture(
-                self.transport,
-                await self.base_url(),
-                python=profile.python,
-                host_dir=host_dir,
-                local_dir=Path(local_dir),
-                ranks=ranks,
-                request=ProfileRequest(num_steps=num_steps),
-                api_key=str(api_key) if api_key not in (None, True, False) else None,
-                timeout=timeout,
-                on_step=say,
-                alive=alive,
-            )
-            summaries = [summarize_file(p) for p in paths]
-            event = ProfileCaptured(
-                launch=run.launch, files=tuple(str(p) for p in paths), summary=step_breakdown(summaries)
-            )
-        except (ProfileError, TraceError, OSError, WorkspaceError) as exc:
-            event = ProfileCaptured(launch=run.launch, error=str(exc))
-        finally:
-            if scratch is not None:
-                with contextlib.suppress(Exception):
-                    await self.transport.run(["rm", "-rf", "--", scratch], timeout=30)
-        self.emit(event)
-        return event
-
-    async def _private_host_dir(self) -> str:
-        """A fresh directory on the host that only this user can enter (``mktemp -d``: 0700, a random
-        name under ``$TMPDIR`` or /tmp)."""
-        assert self.transport is not None
-        res = await self.transport.run(["mktemp", "-d", "-t", "eagletui-profile.XXXXXXXXXX"], timeout=30)
-        path = res.stdout.strip()
-        if res.exit_status != 0 or not path.startswith("/") or "\n" in path:
-            raise WorkspaceError(
-                f"cannot make a private directory on the host for the traces: {res.stderr.strip()}"
-            )
-        return path
 
     # ------------------------------------------------------------------ shutdown
 
