@@ -32,6 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from eagletui.commands.demo import free_port
 from eagletui.core.events import ServerReady
 from eagletui.core.profile.load import load_profile
+from eagletui.core.timings import FAST
 from eagletui.workspace import Workspace
 from tools.slurm_cluster import Cluster
 
@@ -71,7 +72,7 @@ async def _launch_to_ready(prof) -> tuple[float, float]:
         if isinstance(e, ServerReady):
             ready.set()
 
-    ws = Workspace(prof, emit, target="local", preflight=False)
+    ws = Workspace(prof, emit, target="local", preflight=False, timings=FAST)
     await ws.connect()
     try:
         t0 = time.perf_counter()

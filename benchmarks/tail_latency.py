@@ -24,6 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from eagletui.core.timings import FAST
 from eagletui.remote.tail import LogTail
 from eagletui.remote.transport import SSHOptions, open_transport
 from tests.sshd import start_sshd, stop_sshd
@@ -65,9 +66,9 @@ async def main() -> dict:
                 sink.setdefault(int(line.split()[1]), now)
 
     transport = await open_transport(
-        srv.alias, SSHOptions(config_file=str(srv.config_file), known_hosts=str(srv.known_hosts))
+        srv.alias, SSHOptions(config_file=str(srv.config_file), known_hosts=str(srv.known_hosts)), timings=FAST
     )
-    tail = LogTail(transport, str(log), python=sys.executable)
+    tail = LogTail(transport, str(log), python=sys.executable, timings=FAST)
 
     async def run_tail() -> None:
         buf = bytearray()

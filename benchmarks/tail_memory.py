@@ -29,6 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from eagletui.core.timings import FAST
+
 ROOT = Path(__file__).resolve().parents[1]
 
 LINE = (
@@ -89,8 +91,8 @@ async def child(mode: str, lines: int, consumer_us: float) -> dict:
             run_id="bench", run_dir="", log_path=str(log), pid=sleeper.pid, pgid=sleeper.pid,
             start_time=start, argv=[], port=0, launch=1, owned=False,
         )  # fmt: skip
-        control = ServerControl(transport, str(base / "runs"), python=sys.executable)
-        src = LiveSource(transport, control, run, poll_interval=2.0)
+        control = ServerControl(transport, str(base / "runs"), python=sys.executable, timings=FAST)
+        src = LiveSource(transport, control, run, poll_s=2.0, timings=FAST)
         total = 10 + lines
         seen = 0
         writer = None

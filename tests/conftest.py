@@ -106,6 +106,15 @@ def _parent(pid: int) -> int | None:
 
 
 @pytest.fixture(autouse=True)
+def _fast_timings(monkeypatch):
+    """Every command a test runs (in this process or as a subprocess) and every app it builds waits
+    with the fast profile of the one timing object (eagletui.core.timings.FAST: short polls, the same
+    rules); engine objects a test builds itself get ``timings=FAST`` explicitly. A test that needs
+    other waits sets EAGLETUI_TIMINGS itself."""
+    monkeypatch.setenv("EAGLETUI_TIMINGS", "fast")
+
+
+@pytest.fixture(autouse=True)
 def _private_data_dir(tmp_path_factory, monkeypatch):
     """Commands the tests run record sessions (the UI, and headless bench since issue 20): into a
     throw-away data dir of each test's own, never the user's (a test that sets its own still wins),

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from eagletui.core.timings import FAST
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -262,7 +264,7 @@ async def _drive(ns: argparse.Namespace) -> int:
     profile.workdir = str(REPO)
     rec = Recorder.create(ns.sessions, target="local", profile_name=profile.name)
     print(f"RECORDING {rec.path}", flush=True)
-    ws = Workspace(profile, rec.write, target="local", preflight=False)
+    ws = Workspace(profile, rec.write, target="local", preflight=False, timings=FAST)
     await ws.connect()
     if ns.wait_go:  # a start line for races: both instances look at the host in the same instant
         print("CONNECTED", flush=True)

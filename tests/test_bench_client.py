@@ -9,6 +9,7 @@ import pytest
 from aiohttp import web
 
 from eagletui.bench.client import run_builtin
+from eagletui.bench.httplimits import HttpLimits
 from eagletui.bench.metrics import parse_metrics
 from eagletui.bench.prompts import build_workload, load_prompt_set
 from eagletui.commands.demo import free_port as _free_port
@@ -177,14 +178,16 @@ async def test_stop_event_ends_run_early(fake):
     assert res.requests < 40 and "stopped" in res.error
 
 
-async def test_tick_samples(fake, monkeypatch):
-    import eagletui.bench.client as client
-
-    monkeypatch.setattr(client, "TICK_S", 0.05)
+async def test_tick_samples(fake):
     fs, url = await fake(chunk=4, delay=0.01)
     events = []
     await run_builtin(
-        url, _settings(num_prompts=4, max_new_tokens=80, warmup=0), bench=1, launch=1, emit=events.append
+        url,
+        _settings(num_prompts=4, max_new_tokens=80, warmup=0),
+        bench=1,
+        launch=1,
+        emit=events.append,
+        limits=HttpLimits(tick_s=0.05),
     )
     ticks = [e for e in events if isinstance(e, BenchmarkSample) and e.scope == "tick"]
     assert ticks and any((e.tok_s or 0) > 0 for e in ticks)

@@ -13,6 +13,7 @@ import pytest
 
 from eagletui.commands.connect import build_parser, probe
 from eagletui.core.profile.load import load_profile
+from eagletui.core.timings import FAST
 from eagletui.remote.control import ServerControl
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.reattach import profile_from_run
@@ -123,10 +124,10 @@ async def test_a_running_launch_gives_back_its_profile(tmp_path: Path) -> None:
     prof = load_profile(write_demo_profile(tmp_path, time_scale=50.0))  # stays loading for a long time
     prof.env["HF_TOKEN"] = "hf_abcdefghijklmnopqrstuvwxyz0123"
     t = LocalTransport()
-    control = ServerControl(t, runs_dir=prof.runs_dir, python=prof.python)
+    control = ServerControl(t, runs_dir=prof.runs_dir, python=prof.python, timings=FAST)
     run = await control.launch(prof, launch=1)
     try:
-        runs = await ServerControl(t, runs_dir=prof.runs_dir).list_runs()
+        runs = await ServerControl(t, runs_dir=prof.runs_dir, timings=FAST).list_runs()
         rec = profile_from_run(runs[0], "local")
         assert rec is not None and rec.run.run_id == run.run_id
         got = rec.profile
@@ -183,9 +184,9 @@ async def test_probe_over_ssh_finds_the_running_launch_and_its_profile(
     prof = load_profile(write_demo_profile(tmp_path, time_scale=50.0))
     t = await open_transport(
         sshd_server.alias,
-        SSHOptions(config_file=str(sshd_server.config_file), known_hosts=str(sshd_server.known_hosts)),
+        SSHOptions(config_file=str(sshd_server.config_file), known_hosts=str(sshd_server.known_hosts)), timings=FAST,
     )
-    control = ServerControl(t, runs_dir=prof.runs_dir, python=prof.python)
+    control = ServerControl(t, runs_dir=prof.runs_dir, python=prof.python, timings=FAST)
     run = await control.launch(prof, launch=2)
     try:
         args = build_parser().parse_args([sshd_server.alias, *_ssh_args(sshd_server)])
@@ -247,7 +248,7 @@ async def test_a_reconnect_that_finds_no_run_says_where_it_looked(tmp_path: Path
 
     runs = tmp_path / "runs"
     prof = Profile(name="(no profile)", target="local", runs_dir=str(runs))
-    driver = LiveDriver(lambda emit: Workspace(prof, emit, target="local", preflight=False), autolaunch=False)
+    driver = LiveDriver(lambda emit: Workspace(prof, emit, target="local", preflight=False, timings=FAST), autolaunch=False)
     try:
         await driver.run(SessionModel(target="local"), Host())
     finally:

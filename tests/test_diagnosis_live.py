@@ -12,6 +12,7 @@ import pytest
 from eagletui.commands.bench import main as bench_main
 from eagletui.commands.demo import free_port
 from eagletui.commands.parse import parse_path
+from eagletui.core.timings import FAST
 from tests.conftest_sim import SimProc, sim_profile_toml
 
 
@@ -105,7 +106,7 @@ def test_slow_one_thread_load_names_the_read_rate_and_the_loader_hint(tmp_path) 
     profile = load_profile(prof_path)
 
     async def preflight() -> dict:
-        transport = await open_transport("local", None)
+        transport = await open_transport("local", None, timings=FAST)
         try:
             return host_facts(await run_preflight(transport, profile))
         finally:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from eagletui.core.timings import FAST
 from eagletui.workspace import Workspace
 from tests.conftest_fault import Collector, FileWatch, fault_profile, pick, report, ssh_kwargs
 from tests.sshd import sshd_server_fixture  # noqa: F401
@@ -52,7 +53,7 @@ async def test_failure_kind_shown_soon_after_its_line(
     for i in range(repeats):
         prof = fault_profile(tmp_path / str(i), time_scale=0.003, env={"EAGLETUI_SIM_FAIL": fail})
         col = Collector()
-        ws = Workspace(prof, col, preflight=False, **(ssh or {"target": "local"}))
+        ws = Workspace(prof, col, preflight=False, **(ssh or {"target": "local"}), timings=FAST)
         await ws.connect()
         watch = None
         try:

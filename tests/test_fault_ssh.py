@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from eagletui.core.timings import FAST
 from eagletui.workspace import Workspace
 from tests.conftest_fault import (
     Collector,
@@ -42,7 +43,7 @@ TERMINAL = ("failed", "exited", "stopped")
 
 
 def ssh_workspace(srv: SshdServer, prof, col: Collector) -> Workspace:
-    return Workspace(prof, col, preflight=False, **ssh_kwargs(srv))
+    return Workspace(prof, col, preflight=False, **ssh_kwargs(srv), timings=FAST)
 
 
 async def tail_connected(col: Collector, log_path: str, start: int, timeout: float) -> float:

@@ -9,6 +9,7 @@ import pytest
 from eagletui.commands.demo import write_demo_profile
 from eagletui.core.profile.load import load_profile
 from eagletui.core.servers.flags import check_flags, parse_version
+from eagletui.core.timings import FAST
 from eagletui.workspace import Workspace
 from eagletui.workspace.errors import WorkspaceError
 
@@ -64,7 +65,7 @@ async def test_preflight_refuses_a_flag_before_launch(tmp_path: Path, flag: str,
     prof = load_profile(write_demo_profile(tmp_path, time_scale=0.004))
     prof.args[flag] = 32
     events = []
-    ws = Workspace(prof, events.append, target="local", preflight=True)
+    ws = Workspace(prof, events.append, target="local", preflight=True, timings=FAST)
     await ws.connect()
     try:
         with pytest.raises(WorkspaceError, match=match):
@@ -89,7 +90,7 @@ async def test_ui_preflight_falls_back_to_the_real_0_5_23_table(tmp_path: Path) 
         "--reasoning-parser": "kimi-k2",
     }
     events = []
-    ws = Workspace(prof, events.append, target="local", preflight=True)
+    ws = Workspace(prof, events.append, target="local", preflight=True, timings=FAST)
     await ws.connect()
     try:
         with pytest.raises(WorkspaceError) as ei:

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from eagletui.core.events import GpuStats, LaunchStarted
+from eagletui.core.timings import FAST
 from eagletui.remote.gpu import gpu_events, parse_query
 from eagletui.remote.local import LocalTransport
 from eagletui.ui.widgets.status import GpuStrip
@@ -69,7 +70,7 @@ async def test_a_hung_nvidia_smi_whose_child_holds_the_pipe_is_stale_on_time(fak
     t0 = time.monotonic()
 
     async def collect() -> None:
-        async for ev in gpu_events(transport, interval=0.1, timeout=1.0):
+        async for ev in gpu_events(transport, FAST.replace(watch_gpu_poll_s=0.1, watch_gpu_read_s=1.0)):
             got.append((time.monotonic() - t0, ev))
             if len(got) == 3:
                 return

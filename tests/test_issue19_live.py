@@ -18,6 +18,7 @@ from eagletui.bench.client import run_builtin
 from eagletui.core import events as ev
 from eagletui.core.profile.model import BenchSettings
 from eagletui.core.runs.book import RunBook
+from eagletui.core.timings import FAST
 from eagletui.workspace import Workspace
 from tests.conftest_fault import Collector, fault_profile, ssh_kwargs
 from tests.sshd import SshdServer, sshd_server_fixture  # noqa: F401
@@ -140,7 +141,7 @@ async def test_a_server_that_dies_during_the_run_makes_it_invalid(tmp_path: Path
     prof.bench = dataclasses.replace(prof.bench, num_prompts=400, concurrency=2, max_new_tokens=64, warmup=0)
     book = RunBook()
     col = Collector(also=book.apply)
-    ws = Workspace(prof, col, preflight=False)
+    ws = Workspace(prof, col, preflight=False, timings=FAST)
     await ws.connect()
     try:
         await ws.launch()
@@ -174,7 +175,7 @@ async def test_a_link_cut_during_the_run_waits_for_the_link_and_makes_it_invalid
     )
     book = RunBook()
     col = Collector(also=book.apply)
-    ws = Workspace(prof, col, preflight=False, **ssh_kwargs(sshd_server))
+    ws = Workspace(prof, col, preflight=False, **ssh_kwargs(sshd_server), timings=FAST)
     await ws.connect()
     try:
         await ws.launch()

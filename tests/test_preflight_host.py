@@ -11,6 +11,7 @@ import pytest
 
 from eagletui.commands.demo import free_port
 from eagletui.core.profile.model import Profile
+from eagletui.core.timings import FAST
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.preflight import run_preflight
 from eagletui.remote.transport import SSHOptions, open_transport
@@ -91,7 +92,7 @@ async def test_remote_check_is_labelled_ssh_and_reads_the_hosts_cache(
 ) -> None:
     t = await open_transport(
         sshd_server.alias,
-        SSHOptions(config_file=str(sshd_server.config_file), known_hosts=str(sshd_server.known_hosts)),
+        SSHOptions(config_file=str(sshd_server.config_file), known_hosts=str(sshd_server.known_hosts)), timings=FAST,
     )
     try:
         prof = _profile(tmp_path, "eagletui.sim", **{"--model-path": "org/model"})

@@ -8,12 +8,13 @@ import asyncio
 
 import pytest
 
-from eagletui.commands._headless import wait_ready
 from eagletui.commands.demo import free_port
 from eagletui.core.events import Event, ProfileCaptured
 from eagletui.core.profile.load import load_profile
 from eagletui.core.runs.book import RunBook
+from eagletui.core.timings import FAST
 from eagletui.session.model import SessionModel
+from eagletui.session.waits import wait_ready
 from eagletui.workspace import Workspace
 from tests.conftest_sim import sim_profile_toml
 
@@ -27,11 +28,11 @@ def _profile(tmp_path, port: int, extra: str = "") -> str:
 async def _profile_once(tmp_path, extra: str = "") -> tuple[ProfileCaptured, SessionModel]:
     profile = load_profile(_profile(tmp_path, free_port(), extra))
     model = SessionModel(target="local", profile=profile, learn_history=False)
-    ws = Workspace(profile, model.dispatch, target="local", preflight=False)
+    ws = Workspace(profile, model.dispatch, target="local", preflight=False, timings=FAST)
     await ws.connect()
     try:
         await ws.launch()
-        assert await wait_ready(model, 60) == ""
+        assert await wait_ready(model, 60, FAST) == ("", "")
         ev = await ws.profile_step(num_steps=3, local_dir=str(tmp_path / "traces"), timeout=60)
     finally:
         await ws.close(stop_server=True)
@@ -62,7 +63,7 @@ def test_profile_step_without_a_server_is_a_clear_error(tmp_path):
     from eagletui.workspace.errors import WorkspaceError
 
     profile = load_profile(_profile(tmp_path, free_port()))
-    ws = Workspace(profile, lambda e: None, target="local", preflight=False)
+    ws = Workspace(profile, lambda e: None, target="local", preflight=False, timings=FAST)
     with pytest.raises(WorkspaceError, match="no server to profile"):
         asyncio.run(ws.profile_step())
 
@@ -80,11 +81,11 @@ def test_trace_capture_headless_against_the_running_server(tmp_path, capsys):
     async def go() -> int:
         profile = load_profile(path)
         model = SessionModel(target="local", profile=profile, learn_history=False)
-        ws = Workspace(profile, model.dispatch, target="local", preflight=False)
+        ws = Workspace(profile, model.dispatch, target="local", preflight=False, timings=FAST)
         await ws.connect()
         try:
             await ws.launch()
-            assert await wait_ready(model, 60) == ""
+            assert await wait_ready(model, 60, FAST) == ("", "")
             argv = ["--capture", "local", "--profile", path, "--steps", "3", "--out", str(tmp_path / "t")]
             return await asyncio.to_thread(trace.main, [*argv, "--json", "--timeout", "60"])
         finally:
@@ -138,12 +139,12 @@ def test_profile_step_without_a_run_dir_uses_a_private_host_dir(tmp_path):
                     d = e.message.split("traces go to ", 1)[1].split(" on the host", 1)[0]
                     modes.append(stat.S_IMODE(os.stat(d).st_mode))
 
-        ws = Workspace(profile, emit, target="local", preflight=False)
+        ws = Workspace(profile, emit, target="local", preflight=False, timings=FAST)
         await ws.connect()
         run_dir = ""
         try:
             await ws.launch()
-            assert await wait_ready(model, 60) == ""
+            assert await wait_ready(model, 60, FAST) == ("", "")
             assert ws.run is not None
             run_dir, ws.run.run_dir = ws.run.run_dir, ""  # as for a server followed read-only
             ev = await ws.profile_step(num_steps=3, local_dir=str(tmp_path / "traces"), timeout=60)

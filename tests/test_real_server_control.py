@@ -25,6 +25,7 @@ import pytest
 
 from eagletui.commands.demo import free_port
 from eagletui.core.profile.model import Profile
+from eagletui.core.timings import FAST
 from eagletui.remote import hostproc
 from eagletui.remote.control import RunInfo, ServerControl
 from eagletui.remote.local import LocalTransport
@@ -55,7 +56,7 @@ def sim_profile(tmp: Path, port: int | None = None, tp: int = 2, **args) -> Prof
 
 @pytest.fixture
 def control(tmp_path: Path) -> ServerControl:
-    return ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
+    return ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY, timings=FAST)
 
 
 async def until_ready(run: RunInfo, timeout: float = 60) -> str:
@@ -349,7 +350,7 @@ async def test_trace_capture_reports_a_server_that_dies_after_the_profile(tmp_pa
     from eagletui.commands import trace
 
     port = free_port()
-    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
+    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY, timings=FAST)
     prof = sim_toml(tmp_path, port, env='EAGLETUI_SIM_FAIL = "segv-after-profile"')
     run = await launched(prof, control)
     argv = [
@@ -398,12 +399,12 @@ async def test_reattach_follows_only_this_profiles_run(tmp_path: Path) -> None:
     from eagletui.core.profile.load import load_profile
     from eagletui.workspace import Workspace
 
-    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
+    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY, timings=FAST)
     prof_a = sim_toml(tmp_path, free_port(), name="a")
     run_a = await launched(prof_a, control)
     prof_b = sim_toml(tmp_path, free_port(), name="b", model="Qwen/Qwen2.5-7B-Instruct")
     seen: list = []
-    ws = Workspace(load_profile(prof_b), seen.append, target="local", preflight=False)
+    ws = Workspace(load_profile(prof_b), seen.append, target="local", preflight=False, timings=FAST)
     await ws.connect()
     try:
         assert await ws.attach_newest() is False
@@ -415,7 +416,7 @@ async def test_reattach_follows_only_this_profiles_run(tmp_path: Path) -> None:
     finally:
         await ws.close()
     seen.clear()
-    ws = Workspace(load_profile(prof_a), seen.append, target="local", preflight=False)
+    ws = Workspace(load_profile(prof_a), seen.append, target="local", preflight=False, timings=FAST)
     await ws.connect()
     try:
         assert await ws.attach_newest() is True
@@ -548,7 +549,7 @@ async def test_trace_capture_says_at_once_when_the_server_dies_during_the_captur
     from eagletui.commands import trace
 
     port = free_port()
-    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
+    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY, timings=FAST)
     prof = sim_toml(tmp_path, port, env='EAGLETUI_SIM_FAIL = "abort-during-profile"')
     run = await launched(prof, control)
     argv = ["--capture", "local", "--profile", prof, "--steps", "3", "--out", str(tmp_path / "tr")]

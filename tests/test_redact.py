@@ -22,6 +22,7 @@ from eagletui.core.profile.launch import parse_launch_command
 from eagletui.core.profile.load import parse_profile
 from eagletui.core.profile.model import Profile, config_diff
 from eagletui.core.profile.redact import REDACTED, Redactor, is_secret_flag, is_secret_name
+from eagletui.core.timings import FAST
 from eagletui.remote.control import ServerControl
 from eagletui.remote.local import LocalTransport
 from eagletui.session.export import export_markdown, export_runs_csv
@@ -244,7 +245,7 @@ async def test_command_sh_runnable_and_private_run_json_redacted(tmp_path: Path)
         args={"--api-key": KEY, "--speculative-num-draft-tokens": 4, "--skip-tokenizer-init": True},
         env={"HF_TOKEN": HF, "NCCL_ALGO": "Tree"},
     )
-    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
+    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY, timings=FAST)
     run = await control.launch(prof, launch=1)
     rd = Path(run.run_dir)
     for _ in range(200):

@@ -21,6 +21,7 @@ import pytest
 
 from eagletui.core.events import LogLine, Notice, ProcessExited
 from eagletui.core.profile.model import Profile
+from eagletui.core.timings import FAST
 from eagletui.remote import hostproc
 from eagletui.remote.control import (
     LaunchError,
@@ -103,12 +104,12 @@ class FaultyProbeTransport(LocalTransport):
 
 @pytest.mark.parametrize("mode", ["raise", "timeout", "exit255", "garbled", "empty"])
 async def test_failed_liveness_checks_never_kill_or_end_a_live_server(tmp_path: Path, mode: str) -> None:
-    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
+    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY, timings=FAST)
     run = await control.launch(sleeper_profile(tmp_path), launch=1)
     try:
         faulty = FaultyProbeTransport(n=8, mode=mode)
-        watcher = ServerControl(faulty, str(tmp_path / "runs"), python=PY, confirm_delay=0.01)
-        src = LiveSource(faulty, watcher, run, poll_interval=0.02)
+        watcher = ServerControl(faulty, str(tmp_path / "runs"), python=PY, timings=FAST.replace(control_confirm_dead_s=0.01))
+        src = LiveSource(faulty, watcher, run, poll_s=0.02, timings=FAST)
         events = []
 
         async def consume() -> None:
@@ -135,9 +136,9 @@ async def test_failed_liveness_checks_never_kill_or_end_a_live_server(tmp_path: 
 
 async def test_a_real_exit_is_still_reported(tmp_path: Path) -> None:
     """The other side of the coin: a dead server (confirmed twice) does end the source."""
-    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY, confirm_delay=0.01)
+    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY, timings=FAST.replace(control_confirm_dead_s=0.01))
     run = await control.launch(sleeper_profile(tmp_path), launch=1)
-    src = LiveSource(control.transport, control, run, poll_interval=0.05)
+    src = LiveSource(control.transport, control, run, poll_s=0.05, timings=FAST)
     events = []
     async for ev in src.events():
         events.append(ev)
@@ -153,7 +154,7 @@ async def test_workspace_relaunch_with_unknown_liveness_does_not_start_a_second_
     """Old behaviour: a failed check meant "dead", so relaunch skipped the stop and started a second
     server next to the first. Unknown now goes through the host-side stop (which checks itself)."""
     profile = sleeper_profile(tmp_path)
-    ws = Workspace(profile, lambda ev: None, target="local", preflight=False)
+    ws = Workspace(profile, lambda ev: None, target="local", preflight=False, timings=FAST)
     await ws.connect()
     try:
         await ws.launch()
@@ -185,8 +186,8 @@ def live_runs(runs_dir: Path) -> list[str]:
 
 
 async def test_two_concurrent_launches_start_exactly_one_server(tmp_path: Path) -> None:
-    a = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
-    b = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
+    a = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY, timings=FAST)
+    b = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY, timings=FAST)
     prof = sleeper_profile(tmp_path)
     results = await asyncio.gather(a.launch(prof, launch=1), b.launch(prof, launch=1), return_exceptions=True)
     runs = [r for r in results if isinstance(r, RunInfo)]
@@ -204,8 +205,8 @@ async def test_two_concurrent_launches_start_exactly_one_server(tmp_path: Path) 
 async def test_attached_instance_relaunches_and_the_first_is_refused(tmp_path: Path) -> None:
     """Issue 11.2(b): B attaches to A's server and relaunches; A's relaunch must not start a second."""
     profile = sleeper_profile(tmp_path)
-    wa = Workspace(profile, lambda ev: None, target="local", preflight=False)
-    wb = Workspace(profile, lambda ev: None, target="local", preflight=False)
+    wa = Workspace(profile, lambda ev: None, target="local", preflight=False, timings=FAST)
+    wb = Workspace(profile, lambda ev: None, target="local", preflight=False, timings=FAST)
     await wa.connect()
     await wb.connect()
     try:
@@ -245,7 +246,7 @@ class LostAnswerTransport(LocalTransport):
 
 async def test_lost_launch_answer_is_reconciled_not_repeated(tmp_path: Path) -> None:
     t = LostAnswerTransport()
-    control = ServerControl(t, str(tmp_path / "runs"), python=PY, reconcile_delay=0.05)
+    control = ServerControl(t, str(tmp_path / "runs"), python=PY, timings=FAST.replace(control_reconcile_s=0.05))
     run = await control.launch(sleeper_profile(tmp_path), launch=4)
     try:
         assert t.launches == 1
@@ -258,7 +259,7 @@ async def test_lost_launch_answer_is_reconciled_not_repeated(tmp_path: Path) -> 
 
 async def test_launch_that_never_reached_the_host_says_so(tmp_path: Path) -> None:
     t = LostAnswerTransport(never_ran=True)
-    control = ServerControl(t, str(tmp_path / "runs"), python=PY, reconcile_delay=0.05)
+    control = ServerControl(t, str(tmp_path / "runs"), python=PY, timings=FAST.replace(control_reconcile_s=0.05))
     with pytest.raises(LaunchError, match="did not happen") as info:
         await control.launch(sleeper_profile(tmp_path), launch=1)
     assert not isinstance(info.value, LaunchOutcomeUnknown)
@@ -269,7 +270,7 @@ async def test_workspace_reconciles_before_launching_again(tmp_path: Path) -> No
     """Issue 11.2(c): the launch answer is lost and the host unreachable; pressing r again must find
     the running server, not start a second one."""
     events = []
-    ws = Workspace(sleeper_profile(tmp_path), events.append, target="local", preflight=False)
+    ws = Workspace(sleeper_profile(tmp_path), events.append, target="local", preflight=False, timings=FAST)
     await ws.connect()
     lost = LostAnswerTransport(down=True)
     ws.control.transport = lost
@@ -341,7 +342,7 @@ async def test_rewritten_log_larger_than_the_offset_loses_nothing(tmp_path: Path
     path.write_bytes(old)
     link = SwitchableTransport()
     resets: list[str] = []
-    tail = LogTail(link, str(path), python=PY, on_reset=resets.append, backoff_initial=0.01, backoff_max=0.05)
+    tail = LogTail(link, str(path), python=PY, on_reset=resets.append, timings=FAST.replace(link_backoff_initial_s=0.01, link_backoff_max_s=0.05))
     got = bytearray()
     chunks: list[tuple[int, bytes]] = []
 
@@ -383,7 +384,7 @@ async def test_rewrite_while_connected_is_detected(tmp_path: Path) -> None:
     old = numbered("old", 0, 500)
     path.write_bytes(old)
     resets: list[str] = []
-    tail = LogTail(LocalTransport(), str(path), python=PY, on_reset=resets.append)
+    tail = LogTail(LocalTransport(), str(path), python=PY, on_reset=resets.append, timings=FAST)
     got = bytearray()
 
     async def reader() -> None:
@@ -440,8 +441,8 @@ async def test_burst_is_read_under_backpressure(tmp_path: Path) -> None:
         run_id="bp", run_dir="", log_path=str(path), pid=sleeper.pid, pgid=sleeper.pid,
         start_time=start, argv=[], port=0, launch=1, owned=False,
     )  # fmt: skip
-    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
-    src = LiveSource(control.transport, control, run, poll_interval=5)
+    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY, timings=FAST)
+    src = LiveSource(control.transport, control, run, poll_s=5, timings=FAST)
     lines = 0
     gen = src.events()
     try:

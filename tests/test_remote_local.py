@@ -15,6 +15,7 @@ import pytest
 
 from eagletui.core.events import LogStale, ProcessExited
 from eagletui.core.profile.model import Profile
+from eagletui.core.timings import FAST
 from eagletui.remote.control import RunInfo, ServerControl
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.source import LiveSource
@@ -70,12 +71,12 @@ async def collect(tail: LogTail, until: bytes, timeout: float = 20) -> bytes:
 
 @pytest.fixture
 def control(tmp_path: Path) -> ServerControl:
-    return ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY)
+    return ServerControl(LocalTransport(), str(tmp_path / "runs"), python=PY, timings=FAST)
 
 
 async def test_open_local_transport() -> None:
     states = []
-    t = await open_transport("local", on_state=states.append)
+    t = await open_transport("local", on_state=states.append, timings=FAST)
     res = await t.run(["echo", "a b"])
     assert res.exit_status == 0 and res.stdout == "a b\n"
     res = await t.run("exit 3")
@@ -107,7 +108,7 @@ async def test_launch_tail_stop(tmp_path: Path, control: ServerControl) -> None:
     assert b"FOO=a b;c" in environ and b"PYTHONUNBUFFERED=1" in environ
     assert await control.liveness(run) == "alive"
 
-    data = await collect(LogTail(control.transport, run.log_path, python=PY), b"line 000200")
+    data = await collect(LogTail(control.transport, run.log_path, python=PY, timings=FAST), b"line 000200")
     check_sequence(data.rsplit(b"\n", 1)[0], 0)
 
     out = await control.stop(run, grace=5)
@@ -118,7 +119,7 @@ async def test_launch_tail_stop(tmp_path: Path, control: ServerControl) -> None:
 
 async def test_exit_code_and_live_source(tmp_path: Path, control: ServerControl) -> None:
     run = await control.launch(writer_profile(tmp_path, n=30, delay=0.01, code=3), launch=7)
-    src = LiveSource(control.transport, control, run, poll_interval=0.1)
+    src = LiveSource(control.transport, control, run, poll_s=0.1, timings=FAST)
     events = [ev async for ev in src.events()]
     text = b"\n".join(getattr(e, "text", "").encode() for e in events if e.type == "log")
     check_sequence(text, 30)
@@ -138,7 +139,7 @@ async def test_live_source_stale(tmp_path: Path, control: ServerControl) -> None
         port=39998,
     )
     run = await control.launch(prof, launch=1)
-    src = LiveSource(control.transport, control, run, stale_after=0.5, poll_interval=0.1)
+    src = LiveSource(control.transport, control, run, poll_s=0.1, timings=FAST.replace(watch_stale_s=0.5))
     got = None
     async for ev in src.events():
         if isinstance(ev, LogStale):
@@ -242,7 +243,7 @@ async def test_tail_truncate_replace_partial(tmp_path: Path) -> None:
     path = tmp_path / "log"
     path.write_bytes(b"")
     resets: list[str] = []
-    tail = LogTail(LocalTransport(), str(path), on_reset=resets.append, python=PY)
+    tail = LogTail(LocalTransport(), str(path), on_reset=resets.append, python=PY, timings=FAST)
     got: list[tuple[int, bytes]] = []
 
     async def reader() -> None:
@@ -302,7 +303,7 @@ async def test_tail_resumes_without_loss_or_duplicates(tmp_path: Path, control: 
     run = await control.launch(writer_profile(tmp_path, n=1500, delay=0.002), launch=1)
     flaky = FlakyTransport(cut_after=3)
     states = []
-    tail = LogTail(flaky, run.log_path, python=PY, on_state=states.append, backoff_initial=0.01)
+    tail = LogTail(flaky, run.log_path, python=PY, on_state=states.append, timings=FAST.replace(link_backoff_initial_s=0.01))
     data = await collect(tail, b"tail-without-newline", timeout=60)
     check_sequence(data, 1500)
     assert flaky.cuts >= 3

@@ -13,6 +13,7 @@ import pytest
 
 from eagletui.commands.demo import free_port as _free_port
 from eagletui.core.profile.model import Profile
+from eagletui.core.timings import FAST
 from eagletui.remote.gpu import gpu_events, parse_query
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.preflight import run_preflight
@@ -150,7 +151,7 @@ def test_parse_query() -> None:
 
 
 async def test_gpu_events(fake_smi: Path) -> None:
-    agen = gpu_events(LocalTransport(), interval=0.01)
+    agen = gpu_events(LocalTransport(), FAST.replace(watch_gpu_poll_s=0.01))
     ev1 = await agen.__anext__()
     ev2 = await agen.__anext__()
     await agen.aclose()
@@ -161,7 +162,7 @@ async def test_gpu_events(fake_smi: Path) -> None:
 
 async def test_gpu_events_without_nvidia_smi(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("PATH", str(tmp_path))
-    assert [ev async for ev in gpu_events(LocalTransport(), interval=0.01)] == []
+    assert [ev async for ev in gpu_events(LocalTransport(), FAST.replace(watch_gpu_poll_s=0.01))] == []
 
 
 def _sglang_profile(tmp_path: Path, args: str) -> Path:

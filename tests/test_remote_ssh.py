@@ -13,6 +13,7 @@ import pytest
 
 from eagletui.core.events import ProcessExited
 from eagletui.core.profile.model import Profile
+from eagletui.core.timings import FAST
 from eagletui.remote.control import LaunchRefused, RunInfo, ServerControl
 from eagletui.remote.source import LiveSource
 from eagletui.remote.ssh import SSHTransport
@@ -35,7 +36,7 @@ PY = sys.executable
 async def connect(srv: SshdServer, *, on_state=None, **kw):
     kw.setdefault("config_file", str(srv.config_file))
     kw.setdefault("known_hosts", str(srv.known_hosts))
-    return await open_transport(srv.alias, SSHOptions(**kw), on_state=on_state)
+    return await open_transport(srv.alias, SSHOptions(**kw), on_state=on_state, timings=FAST)
 
 
 async def test_connect_alias_and_state(sshd_server: SshdServer) -> None:
@@ -107,12 +108,12 @@ async def test_auth_failure_names_methods(sshd_server: SshdServer, tmp_path: Pat
 async def test_launch_tail_stop_over_ssh(sshd_server: SshdServer, tmp_path: Path) -> None:
     t = await connect(sshd_server)
     try:
-        control = ServerControl(t, str(tmp_path / "runs"), python=PY)
+        control = ServerControl(t, str(tmp_path / "runs"), python=PY, timings=FAST)
         run = await control.launch(
             writer_profile(tmp_path, n=100000, delay=0.005, env={"A": "x y"}), launch=1
         )
         assert await control.liveness(run) == "alive"
-        data = await collect(LogTail(t, run.log_path, python=PY), b"line 000100")
+        data = await collect(LogTail(t, run.log_path, python=PY, timings=FAST), b"line 000100")
         check_sequence(data.rsplit(b"\n", 1)[0], 0)
         assert (await control.stop(run, grace=5)).exit == (None, 15)
         assert await control.liveness(run) == "dead"
@@ -140,11 +141,11 @@ async def test_tail_survives_20_connection_cuts(sshd_server: SshdServer, tmp_pat
     t = await connect(sshd_server)
     states = []
     try:
-        control = ServerControl(t, str(tmp_path / "runs"), python=PY)
+        control = ServerControl(t, str(tmp_path / "runs"), python=PY, timings=FAST)
         # writes until the cuts are done (however slow reconnects are), then ends with a partial line
         stop = tmp_path / "stop-writing"
         run = await control.launch(until_profile(tmp_path, stop), launch=1)
-        tail = LogTail(t, run.log_path, python=PY, on_state=states.append, backoff_initial=0.05)
+        tail = LogTail(t, run.log_path, python=PY, on_state=states.append, timings=FAST.replace(link_backoff_initial_s=0.05))
         cuts = 0
 
         async def cutter() -> None:
@@ -179,7 +180,7 @@ async def test_tail_survives_20_connection_cuts(sshd_server: SshdServer, tmp_pat
 
 async def test_server_survives_disconnect_and_reattach(sshd_server: SshdServer, tmp_path: Path) -> None:
     t = await connect(sshd_server)
-    control = ServerControl(t, str(tmp_path / "runs"), python=PY)
+    control = ServerControl(t, str(tmp_path / "runs"), python=PY, timings=FAST)
     run = await control.launch(writer_profile(tmp_path, n=100000, delay=0.01), launch=3)
     await t.close()
     sshd_server.kill_connections()
@@ -187,14 +188,14 @@ async def test_server_survives_disconnect_and_reattach(sshd_server: SshdServer, 
 
     t2 = await connect(sshd_server)
     try:
-        c2 = ServerControl(t2, str(tmp_path / "runs"), python=PY)
+        c2 = ServerControl(t2, str(tmp_path / "runs"), python=PY, timings=FAST)
         runs = await c2.list_runs()
         assert [r.run_id for r in runs] == [run.run_id]
         found = runs[0]
         assert (
             found.alive and found.pid == run.pid and found.start_time == run.start_time and found.launch == 3
         )
-        src = LiveSource(t2, c2, found, poll_interval=0.2)
+        src = LiveSource(t2, c2, found, poll_s=0.2, timings=FAST)
         seen = 0
         async for ev in src.events():
             if ev.type == "log" and ev.text.startswith("line"):
@@ -212,7 +213,7 @@ async def test_foreign_process_never_signalled_over_ssh(sshd_server: SshdServer,
     t = await connect(sshd_server)
     try:
         with foreign_sleeper() as (victim, start):
-            control = ServerControl(t, str(tmp_path / "runs"), python=PY)
+            control = ServerControl(t, str(tmp_path / "runs"), python=PY, timings=FAST)
             forged = forged_run(victim, start, run_id="20990101-000000-L1-abcdef", run_dir=str(tmp_path))
             with pytest.raises(NotOurProcess):
                 await control.stop(forged, grace=1)
@@ -236,7 +237,7 @@ async def test_forward_port_and_exit_event(sshd_server: SshdServer, tmp_path: Pa
 
     t = await connect(sshd_server)
     try:
-        control = ServerControl(t, str(tmp_path / "runs"), python=PY)
+        control = ServerControl(t, str(tmp_path / "runs"), python=PY, timings=FAST)
         port = free_port()
         prof = Profile(
             command=(PY, "-c", HTTP_SERVER),
@@ -259,7 +260,7 @@ async def test_forward_port_and_exit_event(sshd_server: SshdServer, tmp_path: Pa
                 except aiohttp.ClientError:
                     await asyncio.sleep(0.05)
         assert body == "ok from host"
-        src = LiveSource(t, control, run, poll_interval=0.1)
+        src = LiveSource(t, control, run, poll_s=0.1, timings=FAST)
 
         async def stop_soon() -> tuple[int | None, int | None]:
             await asyncio.sleep(0.3)
@@ -277,8 +278,8 @@ async def test_two_instances_launch_at_once_over_ssh(sshd_server: SshdServer, tm
     """Issue 11.2(a): two instances, one host + port, the same moment: exactly one server."""
     t1, t2 = await connect(sshd_server), await connect(sshd_server)
     try:
-        a = ServerControl(t1, str(tmp_path / "runs"), python=PY)
-        b = ServerControl(t2, str(tmp_path / "runs"), python=PY)
+        a = ServerControl(t1, str(tmp_path / "runs"), python=PY, timings=FAST)
+        b = ServerControl(t2, str(tmp_path / "runs"), python=PY, timings=FAST)
         prof = writer_profile(tmp_path, n=100000, delay=0.05, port=39555)
         results = await asyncio.gather(
             a.launch(prof, launch=1), b.launch(prof, launch=1), return_exceptions=True
@@ -328,7 +329,7 @@ async def test_ssh_drop_during_launch_is_reconciled(sshd_server: SshdServer, tmp
     t = CutDuringLaunch(sshd_server, runs)
     await t.connect()
     try:
-        control = ServerControl(t, str(runs), python=PY, reconcile_delay=0.2)
+        control = ServerControl(t, str(runs), python=PY, timings=FAST.replace(control_reconcile_s=0.2))
         run = await control.launch(writer_profile(tmp_path, n=100000, delay=0.05, port=39556), launch=2)
         assert t.launches == 1
         # Right after the cut the transport may still be reconnecting: "unknown" is asked again.

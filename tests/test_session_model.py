@@ -22,6 +22,7 @@ from eagletui.core.phases.history import PhaseHistory, history_key
 from eagletui.core.profile.load import load_profile
 from eagletui.core.profile.staged import NothingStaged, StagedConfig
 from eagletui.core.state.launch import PhaseStatus, ServerState
+from eagletui.core.timings import FAST
 from eagletui.session.drivers import DemoDriver, LiveDriver, ReplayDriver, make_driver
 from eagletui.session.format import read_session
 from eagletui.session.model import SessionModel
@@ -235,7 +236,7 @@ async def test_demo_driver_launches_benchmarks_and_stops_with_no_ui(tmp_path: Pa
     prof.bench = dataclasses.replace(prof.bench, num_prompts=2, concurrency=2, max_new_tokens=8)
     model = SessionModel(target="local", profile=prof)
     host = _Host(model)
-    driver = DemoDriver(lambda emit: Workspace(prof, emit, target="local", preflight=False))
+    driver = DemoDriver(lambda emit: Workspace(prof, emit, target="local", preflight=False, timings=FAST))
     try:
         await driver.run(model, host)  # returns once the launch has started
         assert model.state.current == 1 and driver.workspace is not None

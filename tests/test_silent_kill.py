@@ -17,6 +17,7 @@ import pytest
 
 from eagletui.core.runs.run import RunOutcome
 from eagletui.core.state.launch import ServerState
+from eagletui.core.timings import FAST
 from eagletui.session.model import SessionModel
 from eagletui.session.record import Recorder
 from eagletui.workspace import Workspace
@@ -34,7 +35,7 @@ async def _kill_during_load(tmp_path: Path, *, waiter_too: bool) -> tuple[Sessio
     rec = Recorder.create(tmp_path / "sessions", target="local", profile_name=prof.name)
     model = SessionModel(target="local", profile=prof, recorder=rec, learn_history=False)
     got = Collector(model.dispatch)
-    ws = Workspace(prof, got, target="local", preflight=False)
+    ws = Workspace(prof, got, target="local", preflight=False, timings=FAST)
     await ws.connect()
     try:
         await ws.launch()

@@ -17,6 +17,7 @@ import pytest
 from eagletui.core import events as ev
 from eagletui.core.profile.load import load_profile
 from eagletui.core.state.launch import PhaseStatus, ServerState
+from eagletui.core.timings import FAST
 from eagletui.remote.control import LaunchRefused, RunInfo
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.slurm import SlurmLauncher
@@ -45,7 +46,7 @@ async def session(profile_path: Path, *, stop: bool = True):
     model = SessionModel(target="local", profile=prof, learn_history=False)
     events: list[ev.Event] = []
     model.subscribe(events.append)
-    ws = Workspace(prof, model.dispatch, target="local", preflight=False)
+    ws = Workspace(prof, model.dispatch, target="local", preflight=False, timings=FAST)
     await ws.connect()
     try:
         yield ws, model, events
@@ -212,7 +213,7 @@ async def test_never_cancels_a_job_it_did_not_submit(slurm: SlurmCase, tmp_path:
     other = res.stdout.strip().split(";")[0]
     prof = load_profile(slurm.profile())
     launcher = SlurmLauncher(
-        LocalTransport(), prof.slurm, runs_dir=str(tmp_path / "runs"), python=prof.python
+        LocalTransport(), prof.slurm, runs_dir=str(tmp_path / "runs"), python=prof.python, timings=FAST
     )
     # a record that names another job id, a right id with the wrong name, an unowned run: all refused
     rd = tmp_path / "runs" / "fake"
@@ -236,14 +237,14 @@ async def test_never_cancels_a_job_it_did_not_submit(slurm: SlurmCase, tmp_path:
 
 async def test_a_second_submit_of_the_profile_is_refused_while_its_job_runs(slurm: SlurmCase) -> None:
     prof = load_profile(slurm.profile())
-    a = SlurmLauncher(LocalTransport(), prof.slurm, runs_dir=prof.runs_dir, python=prof.python)
-    b = SlurmLauncher(LocalTransport(), prof.slurm, runs_dir=prof.runs_dir, python=prof.python)
+    a = SlurmLauncher(LocalTransport(), prof.slurm, runs_dir=prof.runs_dir, python=prof.python, timings=FAST)
+    b = SlurmLauncher(LocalTransport(), prof.slurm, runs_dir=prof.runs_dir, python=prof.python, timings=FAST)
     run = await a.launch(prof, launch=1)
     try:
         with pytest.raises(LaunchRefused, match=f"job {run.job_id}"):
             await b.launch(prof, launch=1)
         # another sweep slot is another job
-        c = SlurmLauncher(LocalTransport(), prof.slurm, runs_dir=prof.runs_dir, python=prof.python, slot=1)
+        c = SlurmLauncher(LocalTransport(), prof.slurm, runs_dir=prof.runs_dir, python=prof.python, slot=1, timings=FAST)
         other = await c.launch(prof, launch=1)
         await c.stop(other)
     finally:
@@ -382,7 +383,7 @@ async def test_a_submit_whose_answer_was_lost_is_found_not_submitted_again(slurm
             return res
 
     prof = load_profile(slurm.profile())
-    launcher = SlurmLauncher(LosesTheSubmitAnswer(), prof.slurm, runs_dir=prof.runs_dir, python=prof.python)
+    launcher = SlurmLauncher(LosesTheSubmitAnswer(), prof.slurm, runs_dir=prof.runs_dir, python=prof.python, timings=FAST)
     run = await launcher.launch(prof, launch=1)
     try:
         assert run.job_id and run.launched_here

@@ -11,6 +11,7 @@ import pytest
 from eagletui.config import UserConfig
 from eagletui.core import events as ev
 from eagletui.core.profile.load import load_profile
+from eagletui.core.timings import FAST
 from tests.conftest_slurm import SlurmCase, slurm_cluster_fixture, slurm_fixture  # noqa: F401
 from tests.test_ui_demo import wait_for
 
@@ -27,7 +28,7 @@ def _app(profile_path: Path):
     profile = load_profile(profile_path)
 
     def factory(emit):
-        return Workspace(profile, emit, target="local", preflight=False)
+        return Workspace(profile, emit, target="local", preflight=False, timings=FAST)
 
     return EagleApp(
         profile=profile,

@@ -15,6 +15,7 @@ from eagletui.core.profile.slurm import SlurmSettings
 from eagletui.core.profile.slurm_script import ScriptError, batch_script, job_name, node_script
 from eagletui.core.state.launch import PhaseStatus, ServerState
 from eagletui.core.state.screen import SessionState
+from eagletui.core.timings import FAST
 from eagletui.remote import hostslurmjob
 
 BASE = """
@@ -110,8 +111,8 @@ def test_the_profile_picks_the_launcher() -> None:
     from eagletui.remote.local import LocalTransport
     from eagletui.remote.slurm import SlurmLauncher
 
-    plain = make_launcher(parse_profile(BASE), LocalTransport())
-    job = make_launcher(parse_profile(BASE + "[slurm]\nnodes = 2\n"), LocalTransport(), slot=1)
+    plain = make_launcher(parse_profile(BASE), LocalTransport(), timings=FAST)
+    job = make_launcher(parse_profile(BASE + "[slurm]\nnodes = 2\n"), LocalTransport(), slot=1, timings=FAST)
     assert isinstance(plain, ServerControl) and isinstance(job, SlurmLauncher)
     assert job.slot == 1 and job.kind == "slurm job"
 
@@ -288,7 +289,7 @@ def _source(nodes: int = 2):
         num_nodes=nodes,
     )
     t = LocalTransport()
-    src = JobSource(t, SlurmLauncher(t, SlurmSettings(nodes=nodes)), run)
+    src = JobSource(t, SlurmLauncher(t, SlurmSettings(nodes=nodes), timings=FAST), run, timings=FAST)
     src._start_nodes()
     return src
 

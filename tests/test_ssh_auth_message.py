@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from eagletui.core.timings import FAST
 from eagletui.remote.transport import AuthFailed, SSHOptions, open_transport
 from tests.sshd import SshdServer, keygen, sshd_server_fixture  # noqa: F401
 
@@ -30,7 +31,7 @@ async def test_auth_failure_with_user_in_target(
     target = sshd_server.target  # user@127.0.0.1:PORT
     with pytest.raises(AuthFailed) as exc:
         await open_transport(
-            target, SSHOptions(config_file=str(cfg), known_hosts=str(sshd_server.known_hosts))
+            target, SSHOptions(config_file=str(cfg), known_hosts=str(sshd_server.known_hosts)), timings=FAST
         )
     msg = str(exc.value)
     assert f"authentication failed for {target}:" in msg, msg

@@ -17,6 +17,7 @@ import pytest
 
 from eagletui.commands.demo import free_port
 from eagletui.commands.sweep import main
+from eagletui.core.timings import FAST
 from tests.conftest_sim import sim_profile_toml
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -202,7 +203,7 @@ async def test_two_hosts_share_one_queue_and_each_takes_the_next_variant(tmp_pat
     runners, workspaces = [], []
     for name, prof in zip(("a", "b"), profiles, strict=True):
         model = SessionModel(target="local", profile=prof, learn_history=False)
-        ws = Workspace(prof, model.dispatch, target="local", preflight=False)
+        ws = Workspace(prof, model.dispatch, target="local", preflight=False, timings=FAST)
         await ws.connect()
         workspaces.append(ws)
         runners.append(SweepRunner(prof, queue, ws, model, worker=name))

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from eagletui.config import UserConfig
 from eagletui.core.events import Event, TaskFailed
+from eagletui.core.timings import FAST
 from eagletui.remote.control import RunInfo, ServerControl
 from eagletui.remote.local import LocalTransport
 from eagletui.remote.source import LiveSource
@@ -110,7 +111,9 @@ async def test_a_log_tail_that_breaks_is_a_task_failed_not_a_silent_stop(tmp_pat
     try:
         transport = _BrokenStream()
         source = LiveSource(
-            transport, ServerControl(transport, str(tmp_path / "runs"), python=sys.executable), run
+            transport, ServerControl(transport, str(tmp_path / "runs"), python=sys.executable, timings=FAST),
+            run,
+            timings=FAST,
         )
         got = await _first_task_failed(source)
     finally:
@@ -131,9 +134,10 @@ async def test_a_process_watch_that_breaks_is_a_task_failed(tmp_path: Path) -> N
         transport = LocalTransport()
         source = LiveSource(
             transport,
-            BrokenControl(transport, str(tmp_path / "runs"), python=sys.executable),
+            BrokenControl(transport, str(tmp_path / "runs"), python=sys.executable, timings=FAST),
             run,
-            poll_interval=0.1,
+            poll_s=0.1,
+            timings=FAST,
         )
         got = await _first_task_failed(source)
     finally:
@@ -149,7 +153,7 @@ async def test_a_gpu_poll_that_breaks_is_a_task_failed(tmp_path: Path) -> None:
     from eagletui.workspace import Workspace
 
     got: list[Event] = []
-    ws = Workspace(Profile(name="p"), got.append, target="local", preflight=False)
+    ws = Workspace(Profile(name="p"), got.append, target="local", preflight=False, timings=FAST)
 
     async def fake_open(*_a, **_k):
         return _BrokenRun()

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from eagletui.commands.demo import write_demo_profile
 from eagletui.core.profile.load import load_profile
+from eagletui.core.timings import FAST
 from eagletui.workspace import Workspace
 
 
@@ -24,7 +25,7 @@ async def ready_workspace(prof, events: list, also=None):
         if also is not None:
             also(ev)
 
-    ws = Workspace(prof, emit, target="local", preflight=False)
+    ws = Workspace(prof, emit, target="local", preflight=False, timings=FAST)
     await ws.connect()
     try:
         await ws.launch()

@@ -50,8 +50,6 @@ from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStar
 from eagletui.core.profile.model import BenchSettings
 from eagletui.core.stats.sample import percentile, summarize
 
-TICK_S = 1.0
-
 
 async def flush_cache(
     session: aiohttp.ClientSession,
@@ -156,8 +154,9 @@ async def run_builtin(
     """Run the profile's workload against ``base_url`` and return the result; never raises for server
     trouble (connection refused, HTTP errors, timeouts), which is reported in ``failed``/``error``.
     ``api_key`` is sent as a bearer token, as a server started with ``--api-key`` requires.
-    ``limits`` defaults to :meth:`HttpLimits.for_settings` (``bench.timeout_s`` bounds one request,
-    ``max_new_tokens`` every count); while ``link`` is clear no prompt is drawn.
+    ``limits`` are the command's (:meth:`HttpLimits.for_settings`: its timings, ``bench.timeout_s``
+    bounding one request, ``max_new_tokens`` every count; the real ones when None); while ``link`` is
+    clear no prompt is drawn.
     ``api`` is the server kind's (``sglang`` or ``openai``); ``model`` the name to request when the
     server does not list one."""
     base = base_url.rstrip("/")
@@ -186,7 +185,7 @@ async def run_builtin(
         emit=emit,
         stop=stop,
         api_key=api_key,
-        limits=limits or HttpLimits.for_settings(settings),
+        limits=limits,
         api=api,
         model=model,
         link=link,
@@ -211,7 +210,7 @@ async def _run_workload(
     link: asyncio.Event | None = None,
 ) -> BenchmarkResult:
     url = base + API_PATHS.get(api, "/generate")
-    lim = limits or HttpLimits.for_settings(settings)
+    lim = limits or HttpLimits()
     timeout = lim.timeout()
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
     live = _Live()
@@ -279,7 +278,7 @@ async def _measured_run(
     launch: int,
 ) -> tuple[float, list[RequestResult], StallWatch]:
     """The main run: the workload's requests through the watched pool, a sample for each one that
-    finishes and a tick every ``TICK_S``; its clock's start, its results and its watch."""
+    finishes and a tick every ``lim.tick_s``; its clock's start, its results and its watch."""
 
     def on_done(r: RequestResult) -> None:
         if not r.ok:
@@ -301,7 +300,7 @@ async def _measured_run(
         )
 
     t0 = time.perf_counter()
-    tick_task = asyncio.create_task(_ticker(live, emit, t0, bench=bench, launch=launch))
+    tick_task = asyncio.create_task(_ticker(live, emit, t0, lim.tick_s, bench=bench, launch=launch))
     try:
         results, watch = await _watched_pool(
             session,
@@ -324,12 +323,14 @@ async def _measured_run(
     return t0, results, watch
 
 
-async def _ticker(live: _Live, emit: Callable[[Event], None], t0: float, *, bench: int, launch: int) -> None:
-    """A ``tick`` sample every ``TICK_S`` of the main run: its tok/s since the last tick, the live
+async def _ticker(
+    live: _Live, emit: Callable[[Event], None], t0: float, every: float, *, bench: int, launch: int
+) -> None:
+    """A ``tick`` sample every ``every`` seconds of the main run: its tok/s since the last tick, the live
     accept length and the tokens so far (until cancelled)."""
     last_tokens, last_t = 0, t0
     while True:
-        await asyncio.sleep(TICK_S)
+        await asyncio.sleep(every)
         now = time.perf_counter()
         tokens = live.tokens
         dt = now - last_t

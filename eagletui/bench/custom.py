@@ -23,7 +23,8 @@ from eagletui.core.profile.model import BenchSettings
 
 #: A custom command is bounded like the built-in client: by ``bench.timeout_s`` end to end (this when
 #: the profile's value is unusable), and each output line is cut to MAX_LINE before any regex sees it.
-DEFAULT_TIMEOUT_S = 1800.0
+#: a command's bound when ``bench.timeout_s`` is not a usable number: the profile's default
+DEFAULT_TIMEOUT_S = BenchSettings().timeout_s
 MAX_LINE = 64 * 1024
 
 

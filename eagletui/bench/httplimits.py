@@ -10,11 +10,14 @@ flush all use it.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import aiohttp
 
 from eagletui.core.profile.model import BenchSettings
+from eagletui.core.timings import REAL, Clock, SystemClock, Timings
+
+_HTTP = REAL.http
 
 KIB = 1024
 MIB = 1024 * KIB
@@ -36,16 +39,24 @@ class HttpLimits:
     requests are waiting, the server is not serving: after that, or after ``max_stalls`` stalled
     streams, the benchmark stops drawing prompts and ends as "server stalled" with what it measured
     (:mod:`eagletui.bench.stall`), saying every ``progress_s`` of silence what it waits for.
+
+    The waits are the command's :class:`~eagletui.core.timings.HttpTimings` (:meth:`from_timings`);
+    the defaults here are the real ones, for a client built without a command around it.
     """
 
-    connect_s: float = 10.0
-    read_s: float = 300.0
-    idle_s: float = 300.0
-    total_s: float = 1800.0
-    stall_s: float = 30.0
-    server_stall_s: float = 60.0
+    connect_s: float = _HTTP.connect_s
+    read_s: float = _HTTP.read_s
+    idle_s: float = _HTTP.idle_s
+    total_s: float = _HTTP.total_s
+    stall_s: float = _HTTP.stall_s
+    server_stall_s: float = _HTTP.server_stall_s
     max_stalls: int = 3
-    progress_s: float = 10.0
+    progress_s: float = _HTTP.progress_s
+    #: the stall watch looks this often; the live samples come every ``tick_s``; after a link cut a
+    #: prompt waits ``link_settle_s`` for the link's state to catch up
+    stall_poll_s: float = _HTTP.stall_poll_s
+    tick_s: float = _HTTP.tick_s
+    link_settle_s: float = _HTTP.link_settle_s
     #: an error page is kept only this far (its first 200 characters go into the message)
     max_error_body: int = 64 * KIB
     #: one SSE line (an sglang chunk is the cumulative text so far: long outputs make long lines)
@@ -57,20 +68,32 @@ class HttpLimits:
     #: the most output tokens one request may report: its ``max_new_tokens`` (None: unbounded). A
     #: server that reports more is wrong, and the request fails instead of growing every list with it
     max_tokens: int | None = None
+    #: the clock stalls and ticks are measured on (the command's: a test's may be moved by hand)
+    clock: Clock = field(default_factory=SystemClock, compare=False)
 
     @classmethod
-    def for_settings(cls, settings: BenchSettings) -> HttpLimits:
+    def for_settings(cls, settings: BenchSettings, timings: Timings) -> HttpLimits:
+        """The command's HTTP timings, with ``bench.timeout_s`` bounding one request end to end and
+        ``bench.max_new_tokens`` every count."""
+        h = timings.http
         total = getattr(settings, "timeout_s", None)
         max_new = getattr(settings, "max_new_tokens", None)
         tokens = max_new if isinstance(max_new, int) and not isinstance(max_new, bool) and max_new > 0 else None
-        if (
-            isinstance(total, int | float)
-            and not isinstance(total, bool)
-            and math.isfinite(total)
-            and total > 0
-        ):
-            return cls(total_s=float(total), max_tokens=tokens)
-        return cls(max_tokens=tokens)
+        valid = isinstance(total, int | float) and not isinstance(total, bool) and math.isfinite(total) and total > 0
+        return cls(
+            connect_s=h.connect_s,
+            read_s=h.read_s,
+            idle_s=h.idle_s,
+            total_s=float(total) if valid else h.total_s,  # type: ignore[arg-type]
+            stall_s=h.stall_s,
+            server_stall_s=h.server_stall_s,
+            progress_s=h.progress_s,
+            stall_poll_s=h.stall_poll_s,
+            tick_s=h.tick_s,
+            link_settle_s=h.link_settle_s,
+            max_tokens=tokens,
+            clock=timings.clock,
+        )
 
     def timeout(self, total: float | None = None) -> aiohttp.ClientTimeout:
         return aiohttp.ClientTimeout(

@@ -24,9 +24,8 @@ from eagletui.core.events import BenchmarkResult, Event
 
 #: How a request ends when the link under it is cut (the SSH forward of the server's port).
 _LINK_ERRORS = ("connection failed", "ServerDisconnectedError", "ClientOSError", "ClientConnectionError")
-#: After such a failure a worker waits this long before it draws the next prompt, so the link's state
-#: (which the transport reports a moment later) decides, not a burst of failing requests.
-LINK_SETTLE_S = 0.25
+# After such a failure a worker waits ``limits.link_settle_s`` before it draws the next prompt, so the
+# link's state (which the transport reports a moment later) decides, not a burst of failing requests.
 
 
 async def _link_up(link: asyncio.Event | None, timeout: float) -> bool:
@@ -75,7 +74,7 @@ async def _run_pool(
             if on_done is not None:
                 on_done(r)
             if link is not None and not r.ok and r.error.startswith(_LINK_ERRORS):
-                await asyncio.sleep(LINK_SETTLE_S)  # a cut: let the link's state catch up first
+                await asyncio.sleep(lim.link_settle_s)  # a cut: let the link's state catch up first
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(payloads))))]
     if stop is None:

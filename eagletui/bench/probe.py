@@ -16,17 +16,15 @@ from __future__ import annotations
 
 import aiohttp
 
-#: A loaded server answers /health in milliseconds; one that accepts and never answers is not serving.
-PROBE_TIMEOUT_S = 5.0
-
 
 class Silent(str):
     """Something accepted the connection but gave no answer in time (not "no server")."""
 
 
-async def no_server_answer(base_url: str, *, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+async def no_server_answer(base_url: str, *, timeout: float) -> str | None:
     """None when a server answers HTTP at ``base_url``; otherwise why not, in words (a
-    :class:`Silent` when something listens but does not answer)."""
+    :class:`Silent` when something listens but does not answer within ``timeout``: the timings'
+    ``http.probe_s``; a loaded server answers in milliseconds, one that never answers is not serving)."""
     url = base_url.rstrip("/") + "/v1/models"
     t = aiohttp.ClientTimeout(total=timeout, sock_connect=min(timeout, 5.0))
     try:

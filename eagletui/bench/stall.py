@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -29,7 +28,6 @@ from eagletui.bench.httplimits import HttpLimits
 from eagletui.core.events import Event, Notice
 
 #: How often the watch looks at the token counter.
-POLL_S = 0.5
 
 
 class StallWatch:
@@ -63,7 +61,7 @@ class StallWatch:
         self.reason = ""
         #: requests in flight when it halted: counted as failed, they will never finish
         self.abandoned = 0
-        self._last_progress = time.monotonic()
+        self._last_progress = self.lim.clock.monotonic()
         self._last_tokens = 0
         self._last_said = 0.0
 
@@ -74,7 +72,7 @@ class StallWatch:
     def finished(self, stalled: bool) -> None:
         """A request ended (``stalled``: it had started and went silent)."""
         self.done += 1
-        self._last_progress = time.monotonic()
+        self._last_progress = self.lim.clock.monotonic()
         if not stalled:
             return
         self.stalls += 1
@@ -106,7 +104,7 @@ class StallWatch:
 
     def check(self, now: float | None = None) -> None:
         """One look: progress since the last, a progress line, or the whole-server stall."""
-        now = time.monotonic() if now is None else now
+        now = self.lim.clock.monotonic() if now is None else now
         if self.waiting is not None and self.waiting():
             self._last_progress = now  # the link is down: nothing is drawn, nothing is the server's fault
             return
@@ -133,12 +131,12 @@ class StallWatch:
             )
 
     async def run(self) -> None:
-        """Look every :data:`POLL_S` until halted; the user's stop halts at once."""
+        """Look every ``limits.stall_poll_s`` until halted; the user's stop halts at once."""
         while not self.halt.is_set():
             if self.user_stop is not None and self.user_stop.is_set():
                 self.halt.set()
                 return
             self.check()
-            waiter: Any = self.user_stop.wait() if self.user_stop is not None else asyncio.sleep(POLL_S)
+            waiter: Any = self.user_stop.wait() if self.user_stop is not None else asyncio.sleep(self.lim.stall_poll_s)
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter, timeout=POLL_S)
+                await asyncio.wait_for(waiter, timeout=self.lim.stall_poll_s)

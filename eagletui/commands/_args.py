@@ -16,6 +16,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from eagletui.core.timings import Timings, TimingsError
+
 _CHOICE = re.compile(r"invalid choice: '([^']*)' \(choose from (.*)\)")
 
 
@@ -71,3 +73,14 @@ class ArgumentParser(argparse.ArgumentParser):
         if hints:
             message = "; ".join(hints) + ("" if "unrecognized arguments" in message else f"; {message}")
         super().error(message)
+
+
+def timings_from_env() -> Timings:
+    """The command's :class:`~eagletui.core.timings.Timings` (``EAGLETUI_TIMINGS``, real by default),
+    read once where the command starts and passed down; a malformed value ends the command with the
+    reason (exit 2), like a bad option."""
+    try:
+        return Timings.from_env()
+    except TimingsError as exc:
+        sys.stderr.write(f"eagletui: {exc}\n")
+        raise SystemExit(2) from None

@@ -8,17 +8,13 @@ and neither needs the other's orchestration to do so.
 
 from __future__ import annotations
 
-import asyncio
 import sys
-import time
 
 from eagletui.core import events as ev
 from eagletui.core.events import Event
-from eagletui.core.state.screen import ServerState
 from eagletui.core.textsafe import inert_lines
-from eagletui.session.model import Problem, SessionModel
-
-PROGRESS_EVERY_S = 2.0
+from eagletui.core.timings import Timings
+from eagletui.session.model import Problem
 
 
 def _say(msg: str) -> None:
@@ -30,13 +26,16 @@ class PhasePrinter:
     """The headless sink: what the UI would paint, as lines on stderr, in event order."""
 
     def __init__(
-        self, *, samples: bool, phases: bool = True, progress_every: float = PROGRESS_EVERY_S
+        self, *, samples: bool, timings: Timings, phases: bool = True, progress_every: float | None = None
     ) -> None:
         self.samples = samples  # per-second benchmark lines (not with --json: stdout stays clean)
         #: a line per phase start and end; without, only throttled progress (a sweep's one line per
         #: variant says how long the phases took)
         self.phases = phases
-        self.progress_every = progress_every
+        #: a phase's progress (shards, batch sizes) is printed at most this often (the timings'
+        #: ``session.progress_s`` unless the command says: a sweep prints less)
+        self.progress_every = timings.session.progress_s if progress_every is None else progress_every
+        self.clock = timings.clock
         self._last_progress = 0.0
 
     def __call__(self, e: Event) -> None:
@@ -47,8 +46,8 @@ class PhasePrinter:
             if self.phases:
                 _say(f"  phase {e.phase} done in {e.seconds:.1f}s")
         elif isinstance(e, ev.PhaseProgress) and e.total:
-            if time.monotonic() - self._last_progress > self.progress_every:
-                self._last_progress = time.monotonic()
+            if self.clock.monotonic() - self._last_progress > self.progress_every:
+                self._last_progress = self.clock.monotonic()
                 _say(f"  {e.phase}: {e.done}/{e.total} {e.unit} {e.label}".rstrip())
         elif isinstance(e, ev.ServerFailed):
             _say(f"  server failed ({e.kind}): {e.message}" + (f"\n  hint: {e.hint}" if e.hint else ""))
@@ -80,34 +79,3 @@ def job_line(e: ev.JobStatus) -> str:
     if e.exit_code is not None or e.signal is not None:
         text += f", exit {e.exit_code}" if e.exit_code is not None else f", signal {e.signal}"
     return text
-
-
-async def wait_ready(model: SessionModel, timeout: float, poll: float = 0.1) -> str:
-    """Until the phase machine says the current launch is ready: "" then, else why not."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        la = model.state.launch
-        status = la.status if la is not None else None
-        if status == ServerState.READY:
-            return ""
-        if la is not None and status in (ServerState.FAILED, ServerState.EXITED, ServerState.STOPPED):
-            if la.failure is not None:
-                return f"failed ({la.failure.kind}): {la.failure.message}"
-            return "the server process exited before it was ready"
-        await asyncio.sleep(poll)
-    return f"not ready after {timeout:.0f}s"
-
-
-#: How long a failed launch's exit status is waited for (SGLang kills its tree right after the error).
-EXIT_RECORD_WAIT_S = 15.0
-
-
-async def wait_exit(model: SessionModel, timeout: float, poll: float = 0.1) -> bool:
-    """Until the current launch's process exit is known (True), or ``timeout`` (a hung server)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        la = model.state.launch
-        if la is not None and (la.exit_code is not None or la.exit_signal is not None):
-            return True
-        await asyncio.sleep(poll)
-    return False

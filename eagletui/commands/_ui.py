@@ -56,9 +56,6 @@ def add_ui_options(parser: Any) -> None:
 
 #: Signals that end the UI the way ``q`` does (terminal restored, the demo's server stopped).
 QUIT_SIGNALS = (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)
-#: How long the clean quit may take after a signal before eagletui stops waiting for it. The quit
-#: path itself waits for a launch in flight and the server's stop, each bounded, so this is a backstop.
-FORCE_AFTER_S = 20.0
 #: What a terminal needs to be usable again if the app could not restore it itself: mouse reporting
 #: (all modes), bracketed paste and the alternate screen off, cursor visible.
 RESET_TERMINAL = "\x1b[?1000l\x1b[?1002l\x1b[?1003l\x1b[?1006l\x1b[?1015l\x1b[?2004l\x1b[?25h\x1b[?1049l"
@@ -73,9 +70,10 @@ def run_app(app: Any, on_force: Callable[[], None] | None = None) -> int | None:
     Here the first signal asks the app to quit (``quit_now``: the ``q`` path, no confirmation);
     repeats are ignored (a hang-up often comes twice: from the kernel and from the terminal). Nothing
     is raised from the handler: an exception at an arbitrary point can leave Textual's output queue
-    locked. If the quit has not finished after :data:`FORCE_AFTER_S` (a terminal that is gone can
-    block the app's last writes), a watchdog thread runs ``on_force`` (the caller's emergency
-    cleanup), resets the terminal and ends the process.
+    locked. If the quit has not finished after the app's ``timings.session.force_quit_s`` (a terminal
+    that is gone can block the app's last writes; the quit path itself waits for a launch in flight
+    and the server's stop, each bounded, so this is a backstop), a watchdog thread runs ``on_force``
+    (the caller's emergency cleanup), resets the terminal and ends the process.
     """
     got: list[int] = []
 
@@ -97,7 +95,7 @@ def run_app(app: Any, on_force: Callable[[], None] | None = None) -> int | None:
         except RuntimeError:
             raise SystemExit(128 + signum) from None  # the UI is not running: nothing to interrupt
         loop.call_soon_threadsafe(getattr(app, "quit_now", None) or app.exit)
-        watchdog = threading.Timer(FORCE_AFTER_S, force)
+        watchdog = threading.Timer(app.timings.session.force_quit_s, force)
         watchdog.daemon = True
         watchdog.start()
         timers.append(watchdog)

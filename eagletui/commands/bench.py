@@ -21,9 +21,9 @@ import dataclasses
 import json
 from typing import Any
 
-from eagletui.commands._args import ArgumentParser
+from eagletui.commands._args import ArgumentParser, timings_from_env
 from eagletui.commands._bench_report import print_report, summarize_repeats
-from eagletui.commands._headless import EXIT_RECORD_WAIT_S, PhasePrinter, _say, wait_exit, wait_ready
+from eagletui.commands._headless import PhasePrinter, _say
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core import events as ev
 from eagletui.core.cycle.economics import crossover, crossover_text
@@ -34,6 +34,7 @@ from eagletui.core.profile.redact import Redactor
 from eagletui.core.servers.spec import without_speculation as no_spec_args
 from eagletui.session.baseline import warning as baseline_warning
 from eagletui.session.model import SessionModel
+from eagletui.session.waits import wait_exit, wait_ready, why_not_ready
 from eagletui.workspace import Workspace
 
 EXIT_OK, EXIT_BENCH_FAILED, EXIT_USAGE, EXIT_LAUNCH_FAILED, EXIT_STOP_FAILED = 0, 1, 2, 3, 4
@@ -44,7 +45,7 @@ async def _log_tail(ws: Workspace, n: int = 20) -> str:
     if run is None or ws.transport is None:
         return ""
     with contextlib.suppress(Exception):
-        res = await ws.transport.run(["tail", "-n", str(n), run.log_path], timeout=15)
+        res = await ws.transport.run(["tail", "-n", str(n), run.log_path])
         return str(res.stdout)
     return ""
 
@@ -104,10 +105,11 @@ async def _launch_and_wait(
         stage = getattr(exc, "stage", "launch")
         return redactor.value(launch_failure(model, str(exc), stage="stop" if stage == "stop" else "launch"))
     _say(f"{label}launched on {ws.target}; log: {ws.run.log_path if ws.run else '?'}")
-    why = await wait_ready(model, profile.ready_timeout_s)
+    why = why_not_ready(*await wait_ready(model, profile.ready_timeout_s, ws.timings))
     if why:
         _say(f"eagletui: {label}server {why}")
-        await wait_exit(model, EXIT_RECORD_WAIT_S)  # the log says why; the exit comes a moment later
+        # the log says why; the exit comes a moment later (SGLang kills its tree right after the error)
+        await wait_exit(model, ws.timings.session.exit_record_s, ws.timings)
         tail = redactor.text(await _log_tail(ws))
         if tail:
             _say("---- last log lines ----\n" + tail)
@@ -140,9 +142,11 @@ async def _amain(ns: argparse.Namespace) -> int:
     profile.bench = dataclasses.replace(profile.bench, repeats=1)
     recorder = _recorder(ns, target, profile)
     model = SessionModel(target=target, profile=profile, recorder=recorder, learn_history=False)
-    model.subscribe(PhasePrinter(samples=not ns.json))
+    model.subscribe(PhasePrinter(samples=not ns.json, timings=ns.timings))
     model.on_problem(PhasePrinter.problem)
-    ws = Workspace(profile, model.dispatch, target=target, preflight=False, ssh=ssh_options(ns))
+    ws = Workspace(
+        profile, model.dispatch, target=target, preflight=False, ssh=ssh_options(ns), timings=ns.timings
+    )
     try:
         await ws.connect()
     except Exception as exc:
@@ -339,7 +343,7 @@ async def _no_server(ws: Workspace, profile: Profile, target: str) -> str:
         url = await ws.base_url()
     except Exception as exc:
         return f"eagletui: cannot reach port {profile.port} on {target}: {exc}"
-    why = await no_server_answer(url)
+    why = await no_server_answer(url, timeout=ws.timings.http.probe_s)
     if why is None:
         return ""
     if isinstance(why, Silent):  # busy or stalled, not absent: the benchmark's stall watch decides
@@ -471,4 +475,5 @@ def main(argv: list[str]) -> int:
     if ns.repeats is not None and ns.repeats < 1:
         _say("eagletui: --repeats must be at least 1")
         return EXIT_USAGE
+    ns.timings = timings_from_env()
     return asyncio.run(_amain(ns))

@@ -15,7 +15,7 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
-from eagletui.commands._args import ArgumentParser
+from eagletui.commands._args import ArgumentParser, timings_from_env
 
 if TYPE_CHECKING:
     from eagletui.core.profile.model import Profile
@@ -76,11 +76,11 @@ async def probe(
 
     try:
         ssh = dataclasses.replace(ssh_options(args), ask_host_key=ask_host_key_on_terminal)
-        transport = await open_transport(target, ssh)
+        transport = await open_transport(target, ssh, timings=args.timings)
     except (TransportError, OSError, ValueError) as exc:
         return str(exc), None
     try:
-        res = await transport.run(["true"], timeout=20)
+        res = await transport.run(["true"], timeout=args.timings.link.reach_s)
         if res.exit_status != 0:
             return f"{target}: running a command failed: {res.stderr.strip()[:300]}", None
         if not want_recorded:
@@ -97,6 +97,7 @@ async def probe(
 
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
+    args.timings = timings_from_env()
     from eagletui.commands._ssh import ssh_options
     from eagletui.commands._ui import load_config, make_history, make_recorder, run_app
     from eagletui.core.profile.load import load_profile
@@ -145,6 +146,7 @@ def main(argv: list[str]) -> int:
             target=target,
             ssh=dataclasses.replace(ssh_options(args), ask_host_key=app.ask_host_key),
             preflight=not args.no_preflight,
+            timings=args.timings,
         )
 
     app = EagleApp(
@@ -155,6 +157,7 @@ def main(argv: list[str]) -> int:
         theme_name=args.theme,
         history=make_history(cfg),
         recorder=make_recorder(cfg, target, profile, enabled=not args.no_record),
+        timings=args.timings,
     )
     signum = run_app(app)  # SIGTERM/SIGHUP/SIGINT: the q path (the server keeps running), terminal restored
     sys.stderr.write(exit_note(app, target, profile.port, profile=profile))
@@ -193,7 +196,7 @@ def _recorded_profile(recorded: Any, target: str) -> Profile:
 def _say_pending_sweep(target: str, profile_path: str) -> None:
     """A sweep of this profile on this target left unfinished: the command that resumes it."""
     from eagletui.core.textsafe import inert
-    from eagletui.session.sweep.files import pending_sweep
+    from eagletui.session.sweep.queue import pending_sweep
 
     if pending_sweep(target, profile_path) is not None:
         resume = shlex.join(["eagletui", "sweep", target, "--profile", profile_path, "--resume"])

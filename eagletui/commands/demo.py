@@ -91,15 +91,19 @@ def main(argv: list[str]) -> int:
         return 128 + signum if signum else code
 
 
-def build_app(profile, cfg, *, theme=None, history=None, recorder=None, preflight=True):
+def build_app(profile, cfg, *, theme=None, history=None, recorder=None, preflight=True, timings=None):
+    from eagletui.core.timings import Timings
     from eagletui.session.drivers import DemoDriver
     from eagletui.ui.app import EagleApp
     from eagletui.workspace import Workspace
 
+    timings = timings or Timings.from_env()
+
     def factory(emit):
-        return Workspace(profile, emit, target="local", preflight=preflight)
+        return Workspace(profile, emit, target="local", preflight=preflight, timings=timings)
 
     return EagleApp(
+        timings=timings,
         profile=profile,
         target="local",
         driver=DemoDriver(factory),
@@ -119,7 +123,7 @@ def _cleanup(app) -> int:
         async def stop() -> None:
             try:
                 if await ws.control.liveness(ws.run) != "dead":  # unknown: stop checks on the host
-                    await ws.control.stop(ws.run, grace=5)
+                    await ws.control.stop(ws.run, grace=ws.timings.control.demo_grace_s)
             except Exception as exc:  # pragma: no cover - reported, not raised
                 _say(f"eagletui: could not stop the demo server: {exc}")
 

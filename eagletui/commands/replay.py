@@ -14,7 +14,7 @@ import argparse
 import sys
 from typing import Any
 
-from eagletui.commands._args import ArgumentParser
+from eagletui.commands._args import ArgumentParser, timings_from_env
 
 
 def parse_speed(value: str):
@@ -216,12 +216,14 @@ def follow(args: argparse.Namespace, cfg: Any) -> int:
     from eagletui.ui.app import EagleApp
 
     follower = FeedFollower(path)
+    timings = timings_from_env()
     app = EagleApp(
         profile=None,
         target=_peek_target(path),
-        driver=FollowDriver(follower, presence=Presence.from_env()),
+        driver=FollowDriver(follower, presence=Presence.from_env(), timings=timings),
         user_config=cfg,
         theme_name=args.theme,
+        timings=timings,
     )
     try:
         signum = run_app(app)

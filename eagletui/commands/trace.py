@@ -14,11 +14,10 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-from eagletui.commands._args import ArgumentParser
+from eagletui.commands._args import ArgumentParser, timings_from_env
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.profiler import summarize_file
 from eagletui.profiler.categories import ORDER
@@ -267,11 +266,11 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
     except ProfileError as exc:
         raise CaptureError(str(exc)) from None
     try:
-        transport = await open_transport(args.capture, ssh_options(args))
+        transport = await open_transport(args.capture, ssh_options(args), timings=args.timings)
     except Exception as exc:
         raise CaptureError(f"cannot reach {args.capture}: {exc}") from None
     try:
-        control = make_launcher(profile, transport)
+        control = make_launcher(profile, transport, timings=args.timings)
         run = await _newest_run(control, profile, args.capture)
         tp_value = (run.config or {}).get("tp") or profile.args.get("--tp", profile.args.get("--tp-size", 1))
         try:
@@ -385,7 +384,7 @@ async def _capture_and_watch(
 async def log_size(transport: Any, path: str) -> int:
     """Bytes in the server log now (where a later failure will start), 0 when it cannot be told."""
     try:
-        res = await transport.run(["stat", "-c", "%s", path], timeout=15)
+        res = await transport.run(["stat", "-c", "%s", path])
         return int(res.stdout.strip() or 0)
     except (ValueError, OSError, TimeoutError, Exception):
         return 0
@@ -408,17 +407,17 @@ async def watch_after_capture(
 ) -> str | None:
     """None while the server stays alive and its log shows no failure for ``seconds``; else what
     happened: the triage of the log written since the capture began, with the exit when it is known."""
-    import asyncio
 
     from eagletui.remote.control import Liveness
 
-    deadline = time.monotonic() + max(0.0, seconds)
+    clock = transport.timings.clock
+    deadline = clock.monotonic() + max(0.0, seconds)
     dead = when == "during"  # the caller saw it die
-    while not dead and time.monotonic() < deadline:
+    while not dead and clock.monotonic() < deadline:
         if await control.liveness(run, confirm=False) is Liveness.DEAD:
             dead = True
             break
-        await asyncio.sleep(0.5)
+        await clock.sleep(transport.timings.watch.poll_s)
     text = ""
     try:
         res = await transport.run(
@@ -430,8 +429,7 @@ async def watch_after_capture(
                 str(log_from + 1),
                 run.log_path,
                 str(DEATH_LOG_BYTES),
-            ],
-            timeout=20,
+            ]
         )
         text = res.stdout
     except Exception:  # the log could not be read: the liveness answer still stands
@@ -473,6 +471,7 @@ class CaptureError(Exception):
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    args.timings = timings_from_env()
     if args.capture is not None:
         if not args.profile:
             print("eagletui trace: --capture needs --profile", file=sys.stderr)

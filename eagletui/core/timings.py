@@ -111,8 +111,9 @@ class WatchTimings:
     job_poll_s: float = 2.0
     #: no log byte for this long while the server should be writing: the log is stale (said, not fatal)
     stale_s: float = 120.0
-    #: ``nvidia-smi`` telemetry every this many seconds
+    #: ``nvidia-smi`` telemetry every this many seconds, each read given this long
     gpu_poll_s: float = 2.0
+    gpu_read_s: float = 10.0
     #: a ``stat`` of the log on the host
     stat_s: float = 10.0
 
@@ -172,8 +173,6 @@ class HttpTimings:
     link_settle_s: float = 0.25
     #: "is anything answering on this port?" before a benchmark blames the server
     probe_s: float = 5.0
-    #: a custom benchmark command, unless the profile says
-    custom_s: float = 1800.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -70,8 +70,7 @@ async def gpu_events(transport: Transport, timings: Timings) -> AsyncIterator[Gp
     """A sample every ``timings.watch.gpu_poll_s``; a read that fails (timed out, a transport error, a non-zero
     exit) yields a ``stale`` event instead, so the last numbers on screen are marked old, not shown
     as current."""
-    interval = timings.watch.gpu_poll_s
-    timeout = max(10.0, interval * 3)
+    interval, timeout = timings.watch.gpu_poll_s, timings.watch.gpu_read_s
     sleep = timings.clock.sleep
     while True:
         try:

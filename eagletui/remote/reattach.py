@@ -54,7 +54,7 @@ async def newest_live_run(
     transport: Transport, runs_dir: str = DEFAULT_RUNS_DIR, python: str = "python3"
 ) -> RunInfo | None:
     """The newest run eagletui started under ``runs_dir`` that is still alive (None if there is none)."""
-    runs = await ServerControl(transport, runs_dir=runs_dir, python=python).list_runs()
+    runs = await ServerControl(transport, runs_dir=runs_dir, python=python, timings=transport.timings).list_runs()
     live = [r for r in runs if r.alive and r.owned]
     return live[0] if live else None
 

@@ -23,6 +23,7 @@ from textual.notifications import Notify
 from textual.screen import Screen
 
 from eagletui.core.events import Event
+from eagletui.core.timings import Timings
 from eagletui.session.drivers import Driver, LiveDriver, ReplayDriver, make_driver
 from eagletui.session.model import SessionModel
 from eagletui.ui import textual_patches
@@ -65,8 +66,12 @@ class EagleApp(WorkerFailures, App):
         autolaunch: bool = True,
         history: PhaseHistoryStore | None = None,
         clock: Callable[[], float] | None = None,
+        timings: Timings | None = None,
     ) -> None:
         super().__init__()
+        #: the command's timings (``EAGLETUI_TIMINGS`` when the app is built without one): the waits of
+        #: the session around the screen (a benchmark's cancel, a forced quit)
+        self.timings = timings or Timings.from_env()
         self.profile = profile
         self.target = target
         self.driver = driver or make_driver(

@@ -31,6 +31,7 @@ from eagletui.core.events import (
 )
 from eagletui.core.profile.model import Profile, config_diff
 from eagletui.core.profile.redact import Redactor
+from eagletui.core.timings import Timings
 from eagletui.remote.control import LaunchOutcomeUnknown, LaunchRefused, Liveness, StopFailed, StopOutcome
 from eagletui.remote.transport import NotOurProcess, SSHOptions
 from eagletui.workspace.benchmark import Benchmarks
@@ -65,17 +66,19 @@ class Workspace(Benchmarks, StepProfiles):
         *,
         target: str | None = None,
         ssh: SSHOptions | None = None,
-        stale_after: float = 120.0,
+        timings: Timings,
         preflight: bool = True,
         slot: int = 0,
     ) -> None:
         self.profile = profile
+        #: every wait of the engine below this workspace (transport, launcher, log source, benchmark,
+        #: GPU gate, profile capture): the command's or the app's, passed down from here
+        self.timings = timings
         #: a sweep's parallel job slot (0 otherwise): its launcher's lock, ports and job names
         self.slot = slot
         self.target = target or profile.target
         self.emit = emit
         self.ssh = ssh or SSHOptions()
-        self.stale_after = stale_after
         self.preflight_enabled = preflight
         self.transport: Transport | None = None
         self.control: Launcher | None = None  # where the server runs: a process, a job
@@ -108,8 +111,10 @@ class Workspace(Benchmarks, StepProfiles):
         from eagletui.remote.transport import open_transport
 
         self.emit(ConnectionState(state="connecting", target=self.target))
-        self.transport = await open_transport(self.target, self.ssh, on_state=self._on_link_state)
-        self.control = make_launcher(self.profile, self.transport, slot=self.slot)
+        self.transport = await open_transport(
+            self.target, self.ssh, timings=self.timings, on_state=self._on_link_state
+        )
+        self.control = make_launcher(self.profile, self.transport, timings=self.timings, slot=self.slot)
         from eagletui.remote import tasks
 
         self._gpu_task = tasks.start(self._gpu_loop(), "gpu poll", self.emit)
@@ -128,7 +133,7 @@ class Workspace(Benchmarks, StepProfiles):
         assert self.transport is not None
         from eagletui.remote.gpu import gpu_events
 
-        async for ev in gpu_events(self.transport):
+        async for ev in gpu_events(self.transport, self.timings):
             self.emit(ev)
 
     async def attach_newest(self) -> bool:
@@ -359,7 +364,7 @@ class Workspace(Benchmarks, StepProfiles):
         self._stop_source()
         profile = self.running_profile or self.profile
         self._source = self.control.live_source(
-            self.transport, run, stale_after=self.stale_after, log_format=profile.kind.log_format
+            self.transport, run, log_format=profile.kind.log_format
         )
         self._source_task = asyncio.create_task(self._pump(self._source), name="log source")
 

@@ -47,6 +47,7 @@ class Benchmarks(ServerEndpoint):
             settings = settings or profile.bench
             if settings.runner == "builtin":
                 from eagletui.bench.client import run_builtin
+                from eagletui.bench.httplimits import HttpLimits
 
                 url = await self.base_url()
                 # repeats = N: N results for this launch, so the runs table reports mean ± stdev and
@@ -69,6 +70,7 @@ class Benchmarks(ServerEndpoint):
                             profile.args.get("--served-model-name") or profile.kind.model(profile.args)
                         ),
                         link=self.link,
+                        limits=HttpLimits.for_settings(settings, self.timings),
                     )
                     if result.error or (stop is not None and stop.is_set()):
                         break

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from eagletui.core.timings import Timings
+
 if TYPE_CHECKING:
     from eagletui.core.profile.model import Profile
     from eagletui.remote.control import RunInfo
@@ -29,6 +31,7 @@ class ServerEndpoint:
 
     profile: Profile
     running_profile: Profile | None
+    timings: Timings
     transport: Transport | None
     run: RunInfo | None
     _local_port: int | None

@@ -30,11 +30,12 @@ class StepProfiles(ServerEndpoint):
     # ------------------------------------------------------------------ step profile
 
     async def profile_step(
-        self, *, num_steps: int = 5, local_dir: str | None = None, timeout: float = 180.0
+        self, *, num_steps: int = 5, local_dir: str | None = None, timeout: float | None = None
     ) -> ProfileCaptured:
         """Profile a few decode steps of the server we follow through its own ``/start_profile`` (traces
         written in the run dir on the host, fetched here size-bounded), summarise each rank's kernels by
-        category and emit (and return) a :class:`ProfileCaptured`; a failure is the event's ``error``."""
+        category and emit (and return) a :class:`ProfileCaptured`; a failure is the event's ``error``.
+        ``timeout`` None is the timings' ``sweep.profile_s``."""
         import tempfile
         from pathlib import Path
 
@@ -99,7 +100,7 @@ class StepProfiles(ServerEndpoint):
         finally:
             if scratch is not None:
                 with contextlib.suppress(Exception):
-                    await self.transport.run(["rm", "-rf", "--", scratch], timeout=30)
+                    await self.transport.run(["rm", "-rf", "--", scratch])
         self.emit(event)
         return event
 
@@ -107,7 +108,7 @@ class StepProfiles(ServerEndpoint):
         """A fresh directory on the host that only this user can enter (``mktemp -d``: 0700, a random
         name under ``$TMPDIR`` or /tmp)."""
         assert self.transport is not None
-        res = await self.transport.run(["mktemp", "-d", "-t", "eagletui-profile.XXXXXXXXXX"], timeout=30)
+        res = await self.transport.run(["mktemp", "-d", "-t", "eagletui-profile.XXXXXXXXXX"])
         path = res.stdout.strip()
         if res.exit_status != 0 or not path.startswith("/") or "\n" in path:
             raise WorkspaceError(

@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from eagletui.core.events import Notice
 from eagletui.core.profile.load import load_profile
+from eagletui.core.timings import FAST
 from eagletui.workspace import Workspace
 
 
@@ -25,7 +26,7 @@ def check(name, ok, detail=""):
 
 async def main(pa: str, pb: str) -> None:
     seen: list = []
-    a = Workspace(load_profile(pa), seen.append, target="local", preflight=False)
+    a = Workspace(load_profile(pa), seen.append, target="local", preflight=False, timings=FAST)
     await a.connect()
     await a.launch()
     log = Path(a.run.log_path)
@@ -34,14 +35,14 @@ async def main(pa: str, pb: str) -> None:
         await asyncio.sleep(1)
     check("reattach: A's server ready", b"ready to roll" in log.read_bytes(), a.run.run_id)
     notes: list = []
-    b = Workspace(load_profile(pb), notes.append, target="local", preflight=False)
+    b = Workspace(load_profile(pb), notes.append, target="local", preflight=False, timings=FAST)
     await b.connect()
     got = await b.attach_newest()
     msgs = [e.message for e in notes if isinstance(e, Notice)]
     check("reattach: profile B (another port) does not take A's run", not got and any(a.run.run_id in m for m in msgs), msgs)
     await b.close()
     notes.clear()
-    a2 = Workspace(load_profile(pa), notes.append, target="local", preflight=False)
+    a2 = Workspace(load_profile(pa), notes.append, target="local", preflight=False, timings=FAST)
     await a2.connect()
     got = await a2.attach_newest()
     msgs = [e.message for e in notes if isinstance(e, Notice)]

@@ -32,8 +32,6 @@ from typing import TYPE_CHECKING, Any
 from eagletui.core import events as ev
 from eagletui.core.profile.sweep import Variant, apply_client, variant_profile
 from eagletui.core.runs.validity import repeats_alike, timed_truly
-from eagletui.core.state.launch import ServerState
-from eagletui.core.timings import Timings
 from eagletui.session.sweep.cells import (
     BENCHMARKING,
     DONE,
@@ -48,6 +46,7 @@ from eagletui.session.sweep.cells import (
 )
 from eagletui.session.sweep.jobs import job_slots, resume_variant, slot_profile
 from eagletui.session.sweep.queue import SweepQueue
+from eagletui.session.waits import wait_ready
 
 if TYPE_CHECKING:
     from eagletui.core.host.gpu_memory import Reading
@@ -76,23 +75,6 @@ def _timed(v: VariantState) -> bool:
             if timed_truly(problems):
                 return True
     return False
-
-
-async def wait_ready(model: SessionModel, timeout: float, timings: Timings) -> tuple[str, str]:
-    """Until the phase machine says the current launch serves: ("", "") then, else (kind, why)."""
-    clock = timings.clock
-    deadline = clock.monotonic() + timeout
-    while clock.monotonic() < deadline:
-        la = model.state.launch
-        status = la.status if la is not None else None
-        if status == ServerState.READY:
-            return "", ""
-        if la is not None and status in (ServerState.FAILED, ServerState.EXITED, ServerState.STOPPED):
-            if la.failure is not None:
-                return la.failure.kind, la.failure.message
-            return "exited", "the server process exited before it was ready"
-        await clock.sleep(timings.session.ready_poll_s)
-    return "timeout", f"not ready after {timeout:.0f}s"
 
 
 Say = Callable[[str], None]

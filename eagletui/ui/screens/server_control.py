@@ -18,7 +18,7 @@ from textual.screen import Screen
 
 from eagletui.core.profile.redact import Redactor
 from eagletui.core.profile.staged import NothingStaged
-from eagletui.core.state.screen import ServerState
+from eagletui.core.state.launch import ServerState
 from eagletui.session.drivers import LiveDriver
 from eagletui.ui.screens.modals import ConfirmScreen, DiffScreen, TextScreen, diff_text
 from eagletui.ui.widgets.runs import command_line
@@ -28,10 +28,13 @@ from eagletui.ui.words import phase_label
 if TYPE_CHECKING:
     from eagletui.session.drivers import Driver, DriverHost
     from eagletui.session.model import SessionModel
+    from eagletui.ui.app import EagleApp
 
 
 class ServerControl(Screen):
     """Mixed into :class:`~eagletui.ui.screens.main.MainScreen`, which sets ``model`` and ``driver``."""
+
+    app: EagleApp
 
     model: SessionModel
     driver: Driver
@@ -105,12 +108,13 @@ class ServerControl(Screen):
 
     @work(exclusive=False, group="control", name="cancel benchmark", exit_on_error=False)
     async def _after_benchmark(self, d: LiveDriver, then: Callable[[], None]) -> None:
-        """Cancel the benchmark, wait (≤ 15 s) until its run is closed, then go on."""
+        """Cancel the benchmark, wait (at most the timings' ``session.cancel_s``) until its run is
+        closed, then go on."""
         task = d.bench_task
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
-                await asyncio.wait_for(asyncio.shield(task), timeout=15)
+                await asyncio.wait_for(asyncio.shield(task), timeout=self.app.timings.session.cancel_s)
         if d.benchmarking:
             self.app.notify("the benchmark did not stop: try again", severity="warning")
             return
