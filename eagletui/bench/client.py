@@ -49,6 +49,7 @@ from eagletui.bench.stream import RequestResult, _count, _Live
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
 from eagletui.core.profile.model import BenchSettings
 from eagletui.core.stats.sample import percentile, summarize
+from eagletui.core.timings import REAL
 
 
 async def flush_cache(
@@ -185,7 +186,7 @@ async def run_builtin(
         emit=emit,
         stop=stop,
         api_key=api_key,
-        limits=limits,
+        limits=limits or HttpLimits.for_settings(settings, REAL),
         api=api,
         model=model,
         link=link,
@@ -210,7 +211,7 @@ async def _run_workload(
     link: asyncio.Event | None = None,
 ) -> BenchmarkResult:
     url = base + API_PATHS.get(api, "/generate")
-    lim = limits or HttpLimits()
+    lim = limits or HttpLimits.for_settings(settings, REAL)
     timeout = lim.timeout()
     connector = aiohttp.TCPConnector(limit=0, ttl_dns_cache=300)
     live = _Live()

@@ -84,3 +84,12 @@ def timings_from_env() -> Timings:
     except TimingsError as exc:
         sys.stderr.write(f"eagletui: {exc}\n")
         raise SystemExit(2) from None
+
+
+def command_timings(ns: argparse.Namespace) -> Timings:
+    """The timings a command's parsed arguments carry (``main`` sets them); a part of the command called
+    on its own (a test, another command) reads ``EAGLETUI_TIMINGS`` once and keeps it there."""
+    timings = getattr(ns, "timings", None)
+    if not isinstance(timings, Timings):
+        timings = ns.timings = timings_from_env()
+    return timings

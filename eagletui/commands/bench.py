@@ -21,7 +21,7 @@ import dataclasses
 import json
 from typing import Any
 
-from eagletui.commands._args import ArgumentParser, timings_from_env
+from eagletui.commands._args import ArgumentParser, command_timings, timings_from_env
 from eagletui.commands._bench_report import print_report, summarize_repeats
 from eagletui.commands._headless import PhasePrinter, _say
 from eagletui.commands._ssh import add_ssh_options, ssh_options
@@ -142,10 +142,10 @@ async def _amain(ns: argparse.Namespace) -> int:
     profile.bench = dataclasses.replace(profile.bench, repeats=1)
     recorder = _recorder(ns, target, profile)
     model = SessionModel(target=target, profile=profile, recorder=recorder, learn_history=False)
-    model.subscribe(PhasePrinter(samples=not ns.json, timings=ns.timings))
+    model.subscribe(PhasePrinter(samples=not ns.json, timings=command_timings(ns)))
     model.on_problem(PhasePrinter.problem)
     ws = Workspace(
-        profile, model.dispatch, target=target, preflight=False, ssh=ssh_options(ns), timings=ns.timings
+        profile, model.dispatch, target=target, preflight=False, ssh=ssh_options(ns), timings=command_timings(ns)
     )
     try:
         await ws.connect()

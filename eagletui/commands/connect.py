@@ -15,7 +15,7 @@ import shlex
 import sys
 from typing import TYPE_CHECKING, Any
 
-from eagletui.commands._args import ArgumentParser, timings_from_env
+from eagletui.commands._args import ArgumentParser, command_timings, timings_from_env
 
 if TYPE_CHECKING:
     from eagletui.core.profile.model import Profile
@@ -76,11 +76,11 @@ async def probe(
 
     try:
         ssh = dataclasses.replace(ssh_options(args), ask_host_key=ask_host_key_on_terminal)
-        transport = await open_transport(target, ssh, timings=args.timings)
+        transport = await open_transport(target, ssh, timings=command_timings(args))
     except (TransportError, OSError, ValueError) as exc:
         return str(exc), None
     try:
-        res = await transport.run(["true"], timeout=args.timings.link.reach_s)
+        res = await transport.run(["true"], timeout=command_timings(args).link.reach_s)
         if res.exit_status != 0:
             return f"{target}: running a command failed: {res.stderr.strip()[:300]}", None
         if not want_recorded:
@@ -146,7 +146,7 @@ def main(argv: list[str]) -> int:
             target=target,
             ssh=dataclasses.replace(ssh_options(args), ask_host_key=app.ask_host_key),
             preflight=not args.no_preflight,
-            timings=args.timings,
+            timings=command_timings(args),
         )
 
     app = EagleApp(
@@ -157,7 +157,7 @@ def main(argv: list[str]) -> int:
         theme_name=args.theme,
         history=make_history(cfg),
         recorder=make_recorder(cfg, target, profile, enabled=not args.no_record),
-        timings=args.timings,
+        timings=command_timings(args),
     )
     signum = run_app(app)  # SIGTERM/SIGHUP/SIGINT: the q path (the server keeps running), terminal restored
     sys.stderr.write(exit_note(app, target, profile.port, profile=profile))

@@ -7,7 +7,7 @@ import asyncio
 import json
 import sys
 
-from eagletui.commands._args import ArgumentParser, timings_from_env
+from eagletui.commands._args import ArgumentParser, command_timings, timings_from_env
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.commands._stdout import write_stdout
 
@@ -45,7 +45,7 @@ async def _run(args: argparse.Namespace) -> int:
         return 2
     target = args.target or profile.target
     try:
-        transport = await open_transport(target, ssh_options(args), timings=args.timings)
+        transport = await open_transport(target, ssh_options(args), timings=command_timings(args))
     except (TransportError, OSError, ValueError) as exc:
         checks = [Check(connection_check_name(target), "fail", str(exc))]
     else:

@@ -32,7 +32,7 @@ import shlex
 import sys
 from typing import Any
 
-from eagletui.commands._args import ArgumentParser, timings_from_env
+from eagletui.commands._args import ArgumentParser, command_timings, timings_from_env
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.commands._sweep_report import _adaptive_flags, _print_predictions, plan_lines, print_human
 from eagletui.core.profile.load import load_profile
@@ -273,7 +273,7 @@ async def _sweep_host(
     # the sweep learns launch and benchmark times (the next sweep's plan has an ETA at its start)
     model = SessionModel(target=target, profile=profile, recorder=recorder, history=history)
     # one line per variant and step: no line per phase (20 a launch), progress every 30 s
-    model.subscribe(PhasePrinter(samples=False, phases=False, progress_every=30.0, timings=ns.timings))
+    model.subscribe(PhasePrinter(samples=False, phases=False, progress_every=30.0, timings=command_timings(ns)))
     model.on_problem(PhasePrinter.problem)
     ws = Workspace(
         profile,
@@ -282,7 +282,7 @@ async def _sweep_host(
         preflight=not ns.no_preflight,
         ssh=ssh_options(ns),
         slot=slot or 0,
-        timings=ns.timings,
+        timings=command_timings(ns),
     )
     interrupted = False
     try:

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from eagletui.commands._args import ArgumentParser, timings_from_env
+from eagletui.commands._args import ArgumentParser, command_timings, timings_from_env
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.profiler import summarize_file
 from eagletui.profiler.categories import ORDER
@@ -266,11 +266,11 @@ async def capture_running(args: argparse.Namespace) -> list[str]:
     except ProfileError as exc:
         raise CaptureError(str(exc)) from None
     try:
-        transport = await open_transport(args.capture, ssh_options(args), timings=args.timings)
+        transport = await open_transport(args.capture, ssh_options(args), timings=command_timings(args))
     except Exception as exc:
         raise CaptureError(f"cannot reach {args.capture}: {exc}") from None
     try:
-        control = make_launcher(profile, transport, timings=args.timings)
+        control = make_launcher(profile, transport, timings=command_timings(args))
         run = await _newest_run(control, profile, args.capture)
         tp_value = (run.config or {}).get("tp") or profile.args.get("--tp", profile.args.get("--tp-size", 1))
         try:
