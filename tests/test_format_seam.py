@@ -24,9 +24,22 @@ SERVER_WORDS = re.compile(
     r"Decode batch|Prefill batch|EngineCore|SpecDecoding"
 )
 NEUTRAL = [
-    ROOT / "core" / "log_interpreter.py",
-    *sorted((ROOT / "core").glob("phase_*.py")),
-    ROOT / "core" / "failure_fold.py",
+    *(
+        ROOT / "core" / "phases" / name
+        for name in (
+            "interpreter.py",
+            "live_path.py",
+            "bulk_path.py",
+            "event_builders.py",
+            "machine.py",
+            "phase_lines.py",
+            "timeline.py",
+            "failures.py",
+            "launch_notes.py",
+            "serving.py",
+            "model.py",
+        )
+    ),
     ROOT / "commands" / "parse.py",
     *sorted((ROOT / "ui").rglob("*.py")),
 ]
