@@ -7,6 +7,7 @@ from pathlib import Path
 from eagletui.core import events as ev
 from eagletui.core.logs.formats.sglang.lines import classify, split_glued
 from eagletui.core.logs.formats.sglang.serving import parse_decode
+from eagletui.core.phases import event_builders
 from eagletui.core.phases import interpreter as log_interpreter
 from eagletui.core.phases.interpreter import LogInterpreter
 
@@ -356,17 +357,17 @@ def test_fast_event_builders_match_the_constructors() -> None:
         del d["wall"], d["mono"]
         return d
 
-    a = log_interpreter._log_line("x", "http", None, 7, 2, 1, 0, 1)
+    a = event_builders.build_log_line("x", "http", None, 7, 2, 1, 0, 1)
     assert type(a) is ev.LogLine and a.wall > 0 and a.mono > 0
     ref_a = ev.LogLine(text="x", kind="http", seq=7, launch=2, prefix_end=1, rank_start=0, rank_end=1)
     assert strip(a) == strip(ref_a)
-    b = log_interpreter._prefill_stats(1, 2, 3, 4, 5, 6.5, 2)
+    b = event_builders.build_prefill_stats(1, 2, 3, 4, 5, 6.5, 2)
     assert type(b) is ev.PrefillStats
     ref_b = ev.PrefillStats(
         new_seq=1, new_token=2, cached_token=3, running_req=4, queue_req=5, input_throughput=6.5, launch=2
     )
     assert strip(b) == strip(ref_b)
-    c = log_interpreter._decode_stats(1.5, 2, 3, None, 0.5, 0.25, 9, True, 2)
+    c = event_builders.build_decode_stats(1.5, 2, 3, None, 0.5, 0.25, 9, True, 2)
     assert type(c) is ev.DecodeStats
     ref_c = ev.DecodeStats(
         gen_throughput=1.5,
@@ -380,10 +381,10 @@ def test_fast_event_builders_match_the_constructors() -> None:
     )
     assert strip(c) == strip(ref_c)
     # A class that no longer looks as expected gets the plain constructor.
-    assert log_interpreter._slot_setters(ev.LogLine, ("text", "kind")) is None
+    assert event_builders.slot_setters(ev.LogLine, ("text", "kind")) is None
     # The one template serves any event class, with constants for fixed fields; a class whose fields
     # the parameters do not cover is refused at import time, not at the first line.
-    build = log_interpreter._builder(
+    build = event_builders.builder(
         ev.LogLine,
         ("seq", "text", "launch"),
         {"kind": "x", "rank": 1, "frame": True, "prefix_end": 0, "rank_start": 0, "rank_end": 0},
@@ -394,7 +395,7 @@ def test_fast_event_builders_match_the_constructors() -> None:
     import pytest
 
     with pytest.raises(ValueError):
-        log_interpreter._builder(ev.LogLine, ("text",))
+        event_builders.builder(ev.LogLine, ("text",))
 
 
 # ----------------------------------------------------------------- real-world behaviour (issue 14)

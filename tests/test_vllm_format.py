@@ -1,4 +1,4 @@
-"""vLLM's log format (eagletui/core/logs/formats/vllm.py) on real vLLM output posted publicly.
+"""vLLM's log format (eagletui/core/logs/formats/vllm/) on real vLLM output posted publicly.
 
 tests/fixtures/vllm/NAME.log + NAME.expect.json: provenance and the reading a vLLM user gives each
 excerpt; they cover 0.6.3 – 0.25.1 and the three wordings of the speculative-decoding metrics line.
@@ -16,7 +16,10 @@ import pytest
 from eagletui.commands.parse import main as parse_main
 from eagletui.commands.parse import parse_path
 from eagletui.core import events as ev
-from eagletui.core.logs.formats.vllm import VLLM, classify, launch_facts, parse_spec, parse_stats
+from eagletui.core.logs.formats.vllm import VLLM
+from eagletui.core.logs.formats.vllm.facts import launch_facts
+from eagletui.core.logs.formats.vllm.lines import classify
+from eagletui.core.logs.formats.vllm.serving import parse_spec, parse_stats
 from eagletui.core.logs.registry import get_format
 from eagletui.core.phases.interpreter import LogInterpreter
 from eagletui.core.state.summary import Summarizer

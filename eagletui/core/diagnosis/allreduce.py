@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eagletui.core.diagnosis.fold import Diagnosis, LaunchObs, as_dict
+from eagletui.core.diagnosis.fold import Diagnosis, LaunchObs, Note, as_dict
 from eagletui.core.host.topology import Topology
 
 _REASONS = {
@@ -60,79 +60,33 @@ def allreduce_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     custom = o.note("allreduce", "custom")
     flags = o.note("allreduce", "flags")
     fl = flags.value if flags is not None and isinstance(flags.value, dict) else {}
-    fusion = o.note("allreduce", "fusion")
     nccl = o.note("nccl", "summary")
     ns = nccl.value if nccl is not None and isinstance(nccl.value, dict) else {}
-    nver = o.note("allreduce", "nccl")
     topo = Topology.from_json(o.host.get("topology")) if o.host.get("topology") else Topology()
     gpus = _gpus(o, tp)
     fabric = topo.fabric(gpus) if topo.seen else None
     evidence: list[str] = []
-    # --- the custom all-reduce
-    reason = None
-    if custom is not None and isinstance(custom.value, dict) and custom.value.get("on") is False:
-        reason = str(custom.value.get("reason") or "")
-        evidence.append(
-            f"'{custom.line[:160]}' (log)" if custom.line else f"custom all-reduce off: {reason} (log)"
-        )
-    elif fl.get("custom_off"):
-        reason = "flag"
-        evidence.append("--disable-custom-all-reduce in the launch's args (log)")
+    reason = _custom_reason(custom, fl, evidence)
     if fabric is None and reason == "pcie":
         fabric = "pcie"  # the server itself found no NVLink across the group
     if topo.seen:
         evidence.append(f"topo -m: {topo.describe(gpus)} (preflight)")
     custom_on = reason is None and (fabric in ("nvlink", None) or tp == 2)
-    # --- fusion
-    fusion_on = False
-    if fusion is not None and isinstance(fusion.value, dict):
-        fusion_on = bool(fusion.value.get("on"))
-        evidence.append(
-            f"fusion {'on, backend ' + str(fusion.value.get('backend')) if fusion_on else 'off'} (log)"
-        )
-    elif fl.get("fusion"):
-        fusion_on = True
-        evidence.append("fusion asked for in the launch's args; no line confirms it (log)")
+    fusion_on = _fusion_on(o.note("allreduce", "fusion"), fl, evidence)
     # --- NCCL
     kinds = [k for k in ns.get("transport_kinds") or [] if isinstance(k, str)]
-    transports = ns.get("transports") if isinstance(ns.get("transports"), dict) else {}
     env = {**as_dict(ns.get("env")), **{k: v for k, v in o.env.items() if k.startswith("NCCL_")}}
     algo = env.get("NCCL_ALGO")
     proto = env.get("NCCL_PROTO")
-    if ns:
-        bits = []
-        if ns.get("version"):
-            bits.append(f"NCCL {ns['version']}")
-        if transports:
-            top = sorted(transports.items(), key=lambda kv: -kv[1])[:3]
-            bits.append("via " + ", ".join(f"{k} ×{v}" for k, v in top))
-        if ns.get("coll_channels") is not None:
-            bits.append(f"{ns['coll_channels']} coll channels")
-        evidence.append("NCCL INFO: " + ", ".join(bits) + " (log)")
-    elif nver is not None and isinstance(nver.value, dict):
-        evidence.append(f"NCCL {nver.value.get('version')} (log; NCCL_DEBUG=INFO shows its transports)")
+    _nccl_evidence(ns, o.note("allreduce", "nccl"), evidence)
     ipc = o.env.get("SGLANG_ENABLE_PCIE_IPC_ALLREDUCE", "").strip().lower() in ("1", "true", "yes", "on")
-    ipc_failed = o.note("allreduce", "pcie_ipc") is not None
+    ipc_on = ipc and o.note("allreduce", "pcie_ipc") is None  # a pcie_ipc note: the server turned it off
     # --- the path
     device = str(fl.get("device") or "cuda")
     link = _link_words(fabric, kinds, topo, gpus, device)
-    if ipc and not ipc_failed:
-        path = f"FlashInfer's PCIe-IPC all-reduce for decode-sized messages ({link}), NCCL for larger ones"
-    elif custom_on:
-        path = f"the custom all-reduce ({link}) for decode-sized messages, NCCL for larger ones"
-        if custom is None and reason is None:
-            evidence.append("nothing in the log disabled the custom all-reduce")
-    elif device != "cuda":
-        path = f"the {device} collective library over {link}"
-    else:
-        how = f"NCCL {algo.lower()}" if algo else "NCCL (ring/tree as NCCL tunes it)"
-        if proto:
-            how += f" {proto}"
-        path = f"{how} over {link}"
-    if fusion_on:
-        path += ", fused into the RMSNorm (FlashInfer)"
-    else:
-        path += ", not fused"
+    path = _path_words(link, device, algo, proto, ipc_on=ipc_on, custom_on=custom_on, fusion_on=fusion_on)
+    if not ipc_on and custom_on and custom is None and reason is None:
+        evidence.append("nothing in the log disabled the custom all-reduce")
     off = f"; custom all-reduce off: {_REASONS.get(reason or '', reason)}" if reason else ""
     share = _comm_share(o)
     text = f"decode all-reduce (tp {tp}): {path}{off}"
@@ -165,13 +119,89 @@ def allreduce_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
                 "custom": custom_on,
                 "custom_reason": reason,
                 "fusion": fusion_on,
-                "pcie_ipc": ipc and not ipc_failed,
+                "pcie_ipc": ipc_on,
                 "nccl_transports": kinds,
                 "nccl_algo": algo,
                 "comm_share": share,
             },
         )
     ]
+
+
+def _custom_reason(custom: Note | None, fl: dict[str, Any], evidence: list[str]) -> str | None:
+    """Why the custom all-reduce is off (a key of :data:`_REASONS`, or the log's words), None: nothing
+    turned it off; its evidence goes to ``evidence``."""
+    reason = None
+    if custom is not None and isinstance(custom.value, dict) and custom.value.get("on") is False:
+        reason = str(custom.value.get("reason") or "")
+        evidence.append(
+            f"'{custom.line[:160]}' (log)" if custom.line else f"custom all-reduce off: {reason} (log)"
+        )
+    elif fl.get("custom_off"):
+        reason = "flag"
+        evidence.append("--disable-custom-all-reduce in the launch's args (log)")
+    return reason
+
+
+def _fusion_on(fusion: Note | None, fl: dict[str, Any], evidence: list[str]) -> bool:
+    """Whether the all-reduce is fused into the RMSNorm: the server's line, else the launch's args."""
+    fusion_on = False
+    if fusion is not None and isinstance(fusion.value, dict):
+        fusion_on = bool(fusion.value.get("on"))
+        evidence.append(
+            f"fusion {'on, backend ' + str(fusion.value.get('backend')) if fusion_on else 'off'} (log)"
+        )
+    elif fl.get("fusion"):
+        fusion_on = True
+        evidence.append("fusion asked for in the launch's args; no line confirms it (log)")
+    return fusion_on
+
+
+def _nccl_evidence(ns: dict[str, Any], nver: Note | None, evidence: list[str]) -> None:
+    """What NCCL said of itself: the ``NCCL INFO`` summary (version, transports, channels), else the
+    version the server logged."""
+    transports = ns.get("transports") if isinstance(ns.get("transports"), dict) else {}
+    if ns:
+        bits = []
+        if ns.get("version"):
+            bits.append(f"NCCL {ns['version']}")
+        if transports:
+            top = sorted(transports.items(), key=lambda kv: -kv[1])[:3]
+            bits.append("via " + ", ".join(f"{k} ×{v}" for k, v in top))
+        if ns.get("coll_channels") is not None:
+            bits.append(f"{ns['coll_channels']} coll channels")
+        evidence.append("NCCL INFO: " + ", ".join(bits) + " (log)")
+    elif nver is not None and isinstance(nver.value, dict):
+        evidence.append(f"NCCL {nver.value.get('version')} (log; NCCL_DEBUG=INFO shows its transports)")
+
+
+def _path_words(
+    link: str,
+    device: str,
+    algo: str | None,
+    proto: str | None,
+    *,
+    ipc_on: bool,
+    custom_on: bool,
+    fusion_on: bool,
+) -> str:
+    """The path decode's all-reduce takes, in words: which implementation, over what link, fused or not."""
+    if ipc_on:
+        path = f"FlashInfer's PCIe-IPC all-reduce for decode-sized messages ({link}), NCCL for larger ones"
+    elif custom_on:
+        path = f"the custom all-reduce ({link}) for decode-sized messages, NCCL for larger ones"
+    elif device != "cuda":
+        path = f"the {device} collective library over {link}"
+    else:
+        how = f"NCCL {algo.lower()}" if algo else "NCCL (ring/tree as NCCL tunes it)"
+        if proto:
+            how += f" {proto}"
+        path = f"{how} over {link}"
+    if fusion_on:
+        path += ", fused into the RMSNorm (FlashInfer)"
+    else:
+        path += ", not fused"
+    return path
 
 
 def _link_words(

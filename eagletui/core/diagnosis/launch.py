@@ -116,21 +116,7 @@ def _weight_load(o: LaunchObs, fmt: Any, ld: dict[str, Any]) -> list[Diagnosis]:
     probe_cached = bool(storage.get("cached"))
     network = bool(storage.get("network") or ckpt.get("network"))
     mode, threads = ld["mode"], ld["threads"]
-    who = {"single": "one loader thread", "multithread": f"{threads or '?'} loader threads"}.get(
-        mode or "", ""
-    )
-    parts = []
-    if shards and load_s is not None:
-        parts.append(
-            f"{shards} shard{'s' if shards != 1 else ''} in {fmt_s(load_s)} ({fmt_s(load_s / shards)} per shard)"
-        )
-    elif load_s is not None:
-        parts.append(f"weights in {fmt_s(load_s)}")
-    if rate is not None:
-        parts.append(f"{fmt_bytes(nbytes)} at {fmt_bytes(rate)}/s")
-    if who:
-        parts.append(who)
-    text = "target weights: " + ", ".join(parts) if parts else "target weights loaded"
+    text = _load_words(shards, load_s, nbytes, rate, mode, threads)
     ev = []
     if bar_s is not None and shards:
         ev.append(f"shard bar {shards}/{shards} [{fmt_s(bar_s)}] (log)")
@@ -152,22 +138,9 @@ def _weight_load(o: LaunchObs, fmt: Any, ld: dict[str, Any]) -> list[Diagnosis]:
             text += f": {min(ratio, 9.99) * 100:.0f} % of what the storage gives, storage-bound"
     elif rate is not None and probe is not None and probe_cached:
         ev.append("read probe hit the page cache (preflight): no storage rate")
-    hint, level = "", "info"
-    slow = load_s is not None and load_s >= SLOW_LOAD_S
+    hint, level = _load_hint(o, fmt, ld, bound, load_s, network)
     if ld["fallback"]:
-        hint = fmt.advice("loader_prefetch", o.version, {"threads": 16, "network": network})
-        level = "warn" if slow else "info"
         text += " (checkpoint prefetch forced one thread)"
-    elif mode == "single" and bound != "storage":
-        hint = fmt.advice("loader_threads", o.version, {"threads": 16, "network": network})
-        level = "warn" if slow else "info"
-    elif bound == "loader":
-        hint = fmt.advice(
-            "loader_threads", o.version, {"threads": min(64, 2 * (threads or 8)), "network": network}
-        )
-        level = "warn" if slow else "info"
-    elif bound == "storage" and slow:
-        hint = "the storage is the limit: a local NVMe copy of the checkpoint, or a warm page cache"
     out.append(
         Diagnosis(
             kind="weight_load",
@@ -188,22 +161,77 @@ def _weight_load(o: LaunchObs, fmt: Any, ld: dict[str, Any]) -> list[Diagnosis]:
             },
         )
     )
+    tail = _load_tail(bar_s, end_s)
+    if tail is not None:
+        out.append(tail)
+    return out
+
+
+def _load_words(
+    shards: int | None,
+    load_s: float | None,
+    nbytes: float | None,
+    rate: float | None,
+    mode: str | None,
+    threads: int | None,
+) -> str:
+    """``target weights: 8 shards in 1 min (…per shard), 140 GB at 2 GB/s, one loader thread``."""
+    who = {"single": "one loader thread", "multithread": f"{threads or '?'} loader threads"}.get(
+        mode or "", ""
+    )
+    parts = []
+    if shards and load_s is not None:
+        parts.append(
+            f"{shards} shard{'s' if shards != 1 else ''} in {fmt_s(load_s)} ({fmt_s(load_s / shards)} per shard)"
+        )
+    elif load_s is not None:
+        parts.append(f"weights in {fmt_s(load_s)}")
+    if rate is not None:
+        parts.append(f"{fmt_bytes(nbytes)} at {fmt_bytes(rate)}/s")
+    if who:
+        parts.append(who)
+    return "target weights: " + ", ".join(parts) if parts else "target weights loaded"
+
+
+def _load_hint(
+    o: LaunchObs, fmt: Any, ld: dict[str, Any], bound: str | None, load_s: float | None, network: bool
+) -> tuple[str, str]:
+    """(hint, level) for the load: the loader's threads or prefetch, or the storage, by what bound it."""
+    mode, threads = ld["mode"], ld["threads"]
+    hint, level = "", "info"
+    slow = load_s is not None and load_s >= SLOW_LOAD_S
+    if ld["fallback"]:
+        hint = fmt.advice("loader_prefetch", o.version, {"threads": 16, "network": network})
+        level = "warn" if slow else "info"
+    elif mode == "single" and bound != "storage":
+        hint = fmt.advice("loader_threads", o.version, {"threads": 16, "network": network})
+        level = "warn" if slow else "info"
+    elif bound == "loader":
+        hint = fmt.advice(
+            "loader_threads", o.version, {"threads": min(64, 2 * (threads or 8)), "network": network}
+        )
+        level = "warn" if slow else "info"
+    elif bound == "storage" and slow:
+        hint = "the storage is the limit: a local NVMe copy of the checkpoint, or a warm page cache"
+    return hint, level
+
+
+def _load_tail(bar_s: float | None, end_s: float | None) -> Diagnosis | None:
+    """The time from the shard bar's 100 % to ``Load weight end``, when it is long enough to say."""
     if bar_s is not None and end_s is not None and end_s > bar_s:
         tail = end_s - bar_s
         if tail >= max(3.0, 0.05 * end_s):
-            out.append(
-                Diagnosis(
-                    kind="load_tail",
-                    text=(
-                        f"after the last shard, {fmt_s(tail)} more until Load weight end ({tail / end_s * 100:.0f} % "
-                        "of the load): post-processing, tensor mapping and host-to-device copies"
-                    ),
-                    evidence=f"shard bar 100 % at {fmt_s(bar_s)}; Load weight end. elapsed={end_s:.2f} s (log)",
-                    level="warn" if tail >= 60 and tail >= 0.25 * end_s else "info",
-                    data={"shards_s": bar_s, "tail_s": tail, "load_s": end_s},
-                )
+            return Diagnosis(
+                kind="load_tail",
+                text=(
+                    f"after the last shard, {fmt_s(tail)} more until Load weight end ({tail / end_s * 100:.0f} % "
+                    "of the load): post-processing, tensor mapping and host-to-device copies"
+                ),
+                evidence=f"shard bar 100 % at {fmt_s(bar_s)}; Load weight end. elapsed={end_s:.2f} s (log)",
+                level="warn" if tail >= 60 and tail >= 0.25 * end_s else "info",
+                data={"shards_s": bar_s, "tail_s": tail, "load_s": end_s},
             )
-    return out
+    return None
 
 
 def _page_cache(o: LaunchObs) -> list[Diagnosis]:
@@ -298,71 +326,17 @@ def _capture(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     target, draft = _sizes(o)
     largest = _max_bs(o, target)
     cap = o.phases.get("capture_target")
-    capd = o.phases.get("capture_draft")
     per_size = None
     if cap is not None and cap.seconds is not None and target:
         per_size = cap.seconds / len(target)
-        text = f"CUDA graphs: target {len(target)} sizes (bs {target[0]}–{target[-1]}) in {fmt_s(cap.seconds)}, {fmt_s(per_size)} per size"
-        if capd is not None and capd.seconds is not None:
-            text += f"; draft in {fmt_s(capd.seconds)}"
-        pre = o.phases.get("capture_prefill")
-        if pre is not None and pre.seconds is not None and pre.seconds >= 1:
-            text += f"; prefill graphs {fmt_s(pre.seconds)}"
-        out.append(
-            Diagnosis(
-                kind="cuda_graph_capture",
-                text=text,
-                evidence=f"Capture … CUDA graph begin … bs=[…] and its end line (log): {len(target)} sizes",
-                data={"sizes": target, "seconds": cap.seconds, "per_size_s": per_size, "draft_sizes": draft},
-            )
-        )
-    cfg = o.note("capture", "config")
-    disabled = bool(cfg is not None and isinstance(cfg.value, dict) and cfg.value.get("disabled"))
+        out.append(_capture_time(o, target, draft, cap.seconds, per_size))
     eager_running = dict(o.eager_running)
     if not eager_running:  # a report without the stats lines: the notes say which batch sizes ran eager
         for n in o.note_list("capture", "eager"):
             r = n.value.get("running") if isinstance(n.value, dict) else None
             if isinstance(r, int) and r > 0:
                 eager_running[r] = 0
-    if eager_running and largest is not None:
-        above = {bs: n for bs, n in eager_running.items() if bs > largest}
-        if above:
-            lo, hi = min(above), max(above)
-            n_above = sum(above.values())
-            lines = f"{n_above} of {o.decode_lines} decode lines" if n_above else "decode steps"
-            want = _round_up(hi)
-            extra = ""
-            if per_size is not None:
-                more = (
-                    max(1, math.ceil((want - largest) / 8.0))
-                    if want > 16
-                    else max(1, want.bit_length() - largest.bit_length())
-                )
-                extra = f"; about {more} more sizes, ≈ {fmt_s(more * per_size)} more capture per launch"
-            span = f"{lo}" if lo == hi else f"{lo}–{hi}"
-            out.append(
-                Diagnosis(
-                    kind="cuda_graph_eager",
-                    text=(
-                        f"{lines} ran without a CUDA graph at running batch {span}, "
-                        f"above the largest captured size {largest}: those steps are eager (slower)"
-                    ),
-                    evidence=f"'cuda graph: False' in {n_above or 'the'} Decode lines with #running-req {span} (log)",
-                    hint=fmt.advice("capture_sizes", o.version, {"want": want}) + extra,
-                    level="warn",
-                    data={"largest": largest, "eager_lines": n_above, "running": sorted(above), "want": want},
-                )
-            )
-    elif (o.eager_lines or eager_running) and disabled:
-        out.append(
-            Diagnosis(
-                kind="cuda_graph_eager",
-                text="decode ran without CUDA graphs: the launch disabled them",
-                evidence="'cuda graph: False' in Decode lines; graphs disabled in the launch's args (log)",
-                level="info",
-                data={"eager_lines": o.eager_lines},
-            )
-        )
+    out.extend(_eager(o, fmt, largest, per_size, eager_running))
     if (
         not o.eager_lines
         and not eager_running
@@ -389,3 +363,71 @@ def _capture(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
                 )
             )
     return out
+
+
+def _capture_time(
+    o: LaunchObs, target: list[int], draft: list[int], seconds: float, per_size: float
+) -> Diagnosis:
+    """How long the target's graphs took, per size, beside the draft's and the prefill graphs'."""
+    text = f"CUDA graphs: target {len(target)} sizes (bs {target[0]}–{target[-1]}) in {fmt_s(seconds)}, {fmt_s(per_size)} per size"
+    capd = o.phases.get("capture_draft")
+    if capd is not None and capd.seconds is not None:
+        text += f"; draft in {fmt_s(capd.seconds)}"
+    pre = o.phases.get("capture_prefill")
+    if pre is not None and pre.seconds is not None and pre.seconds >= 1:
+        text += f"; prefill graphs {fmt_s(pre.seconds)}"
+    return Diagnosis(
+        kind="cuda_graph_capture",
+        text=text,
+        evidence=f"Capture … CUDA graph begin … bs=[…] and its end line (log): {len(target)} sizes",
+        data={"sizes": target, "seconds": seconds, "per_size_s": per_size, "draft_sizes": draft},
+    )
+
+
+def _eager(
+    o: LaunchObs, fmt: Any, largest: int | None, per_size: float | None, eager_running: dict[int, int]
+) -> list[Diagnosis]:
+    """Decode steps without a CUDA graph: above the largest captured size (a size to add), or all of
+    them because the launch disabled the graphs."""
+    cfg = o.note("capture", "config")
+    disabled = bool(cfg is not None and isinstance(cfg.value, dict) and cfg.value.get("disabled"))
+    if eager_running and largest is not None:
+        above = {bs: n for bs, n in eager_running.items() if bs > largest}
+        if above:
+            lo, hi = min(above), max(above)
+            n_above = sum(above.values())
+            lines = f"{n_above} of {o.decode_lines} decode lines" if n_above else "decode steps"
+            want = _round_up(hi)
+            extra = ""
+            if per_size is not None:
+                more = (
+                    max(1, math.ceil((want - largest) / 8.0))
+                    if want > 16
+                    else max(1, want.bit_length() - largest.bit_length())
+                )
+                extra = f"; about {more} more sizes, ≈ {fmt_s(more * per_size)} more capture per launch"
+            span = f"{lo}" if lo == hi else f"{lo}–{hi}"
+            return [
+                Diagnosis(
+                    kind="cuda_graph_eager",
+                    text=(
+                        f"{lines} ran without a CUDA graph at running batch {span}, "
+                        f"above the largest captured size {largest}: those steps are eager (slower)"
+                    ),
+                    evidence=f"'cuda graph: False' in {n_above or 'the'} Decode lines with #running-req {span} (log)",
+                    hint=fmt.advice("capture_sizes", o.version, {"want": want}) + extra,
+                    level="warn",
+                    data={"largest": largest, "eager_lines": n_above, "running": sorted(above), "want": want},
+                )
+            ]
+    elif (o.eager_lines or eager_running) and disabled:
+        return [
+            Diagnosis(
+                kind="cuda_graph_eager",
+                text="decode ran without CUDA graphs: the launch disabled them",
+                evidence="'cuda graph: False' in Decode lines; graphs disabled in the launch's args (log)",
+                level="info",
+                data={"eager_lines": o.eager_lines},
+            )
+        ]
+    return []

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from eagletui.core import events as ev
-from eagletui.core.logs.seam import Failure, Rec, VersionGuess
+from eagletui.core.logs.seam import OTHER, TRACEBACK, Failure, Rec, VersionGuess
 from eagletui.core.phases.model import (
     FAILED,
     LOADING,
@@ -114,6 +114,7 @@ class FailureFold:
     group_draft: bool
     emit_at_close: bool
     server_ctx: bool
+    prose: bool
     held: list[tuple[Failure, Rec]]
     activity: bool
     last_ts: float | None
@@ -126,6 +127,10 @@ class FailureFold:
         self, name: str, rank: str | None, ts: float | None, ts_text: str, out: list[ev.Event]
     ) -> None:
         raise NotImplementedError  # Timeline's
+
+    if TYPE_CHECKING:
+        # LaunchNotes'
+        def _version_marks(self, msg: str) -> None: ...
 
     # ------------------------------------------------------------------ failures
 
@@ -142,6 +147,15 @@ class FailureFold:
         st.status = FAILED
         st.failure = fail
         out.append(fail)
+
+    def _on_failure_line(self, rec: Rec, out: list[ev.Event]) -> None:
+        """A failure line outside a traceback group: the server is at work, and the line a candidate."""
+        self._version_marks(rec.msg)
+        if not self.activity:
+            self.activity = True
+            if self.st.launches == 0:
+                self.st.launches = 1
+        self._consider(rec.data["failure"], rec, out)
 
     def _consider(self, fm: tuple[str, int, str], rec: Rec, out: list[ev.Event]) -> None:
         kind, prio, tag = fm
@@ -179,6 +193,23 @@ class FailureFold:
         if tag in self.fmt.terminal_tags:
             self._emit_failure(out)
 
+    def _seek_context(self, rec: Rec, out: list[ev.Event]) -> bool:
+        """Before the text is known to be the server's: whether this record shows that it is (then the
+        failure lines held back count), or that the text is prose (True: the record is no log text)."""
+        # Progress bars and uvicorn lines are no one server's alone (several print the same shard bar).
+        if (
+            rec.prefixed
+            or self.fmt.evidence(rec.msg)
+            or (rec.tag == "fail" and rec.data["failure"][2] in self.fmt.own_tags)
+        ):
+            self._set_ctx(out)
+        elif rec.kind == OTHER and not self.prose:
+            m = rec.msg.lstrip()
+            if m.startswith(("# ", "## ", "### ")) or m.count("`") >= 2:
+                self.prose = True
+                return True
+        return False
+
     def _set_ctx(self, out: list[ev.Event]) -> None:
         self.server_ctx = True
         held, self.held = self.held, []
@@ -210,6 +241,45 @@ class FailureFold:
         )
         st.failure = fail
         out.append(fail)
+
+    def _open_group(self, rec: Rec) -> None:
+        """A traceback starts (or a frame with no traceback open: the text starts inside one, an
+        excerpt or a cut log): the lines after it belong to its group."""
+        self.group_open = True
+        self.group_has_cand = False
+        self.group_exc = None
+        self.group_last = rec.msg.strip()
+        self.group_hint, self.group_draft = (
+            self.fmt.frame_phase(rec.msg) if rec.tag == "frame" else (None, False)
+        )
+
+    def _group_line(self, rec: Rec, out: list[ev.Event]) -> None:
+        """A line inside the open traceback group: its frames say the phase, its exception line the
+        message, and a failure line in it is a candidate."""
+        tag = rec.tag
+        rec.kind = TRACEBACK
+        if rec.msg.strip():
+            self.group_last = rec.msg.strip()
+        if tag == "frame":
+            fam, draft = self.fmt.frame_phase(rec.msg)
+            if fam is not None:
+                self.group_hint = fam
+            self.group_draft = self.group_draft or draft
+        if self.fmt.exception_line(rec.msg):
+            self.group_exc = rec.msg.strip()
+            c = self.cand
+            if c is not None and self.group_has_cand and (self.emitted_prio < 0 or self.emit_at_close):
+                c.message, c.line = self.group_exc, self.group_exc
+        if tag == "fail":
+            self._consider(rec.data["failure"], rec, out)
+        elif (
+            self.group_has_cand
+            and self.cand is not None
+            and self.cand.kind == "exception"
+            and self.fmt.comm_backend_mention(rec.msg)
+        ):
+            # The exception's own traceback says NCCL (or Gloo/HCCL): that is the root cause.
+            self._consider(self.fmt.comm_failure, rec, out)
 
     def _close_group(self, out: list[ev.Event]) -> None:
         if not self.group_open:

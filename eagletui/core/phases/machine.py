@@ -16,11 +16,8 @@ I/O, no clock reads beyond the events' own default timestamps.
 
 from __future__ import annotations
 
-from typing import Any
-
 from eagletui.core import events as ev
 from eagletui.core.host.nccl import NcclFold
-from eagletui.core.logs.formats.progress import bar_elapsed
 from eagletui.core.logs.registry import get_format
 from eagletui.core.logs.seam import (
     DECODE,
@@ -37,22 +34,29 @@ from eagletui.core.logs.seam import (
     VersionGuess,
 )
 from eagletui.core.phases.failures import FailureFold
+from eagletui.core.phases.launch_notes import LaunchNotes
 from eagletui.core.phases.model import (
     FAILED,
     LOADING,
     READY,
     STOPPED,
     Candidate,
-    DecodeRows,
     MachineState,
-    PhaseInfo,
 )
 from eagletui.core.phases.native_crash import CrashSite
-from eagletui.core.phases.timeline import Timeline
+from eagletui.core.phases.phase_lines import PhaseLines
+from eagletui.core.phases.serving import ServingFold
 
 
-class PhaseMachine(Timeline, FailureFold):
-    """The fold. :meth:`on_record` and :meth:`finish` return the events the record caused."""
+class PhaseMachine(PhaseLines, FailureFold, LaunchNotes, ServingFold):
+    """The fold. :meth:`on_record` and :meth:`finish` return the events the record caused.
+
+    Its rules live in mixins, one module each: :class:`~.phase_lines.PhaseLines` (the phase lines, on
+    :class:`~.timeline.Timeline`'s per-rank bookkeeping), :class:`~.failures.FailureFold` (failure
+    candidates, traceback groups, server context), :class:`~.launch_notes.LaunchNotes` (the args line,
+    the version, the notes) and :class:`~.serving.ServingFold` (the serving stats); here the state they
+    share, the per-record dispatch and the end of input.
+    """
 
     def __init__(self, launch: int = 0, fmt: LogFormat | None = None) -> None:
         self.fmt = fmt if fmt is not None else get_format()
@@ -109,7 +113,7 @@ class PhaseMachine(Timeline, FailureFold):
             return False, False, False
         pre = self.prefix_checked
         launch = st.phases.get("launch")
-        # An access line may backdate the launch phase's start (see on_record); stay on the slow path.
+        # An access line may backdate the launch phase's start (see _fold); stay on the slow path.
         http = not (self.activity and launch is not None and launch.start_ts is None)
         return pre, pre and self.decode_version_checked, http
 
@@ -118,18 +122,21 @@ class PhaseMachine(Timeline, FailureFold):
         self._nccl_note(out)
         self._reset_timeline(self.st.launch + 1)
 
+    def _relaunch(self, rec: Rec, out: list[ev.Event]) -> None:
+        """Dist init after the launch ended: the server was started again (no args line came first)."""
+        self._new_launch(out)
+        self._version_from_prefix(rec)
+        self.st.launches += 1
+        out.append(self._detected({}, {}))
+
     # ------------------------------------------------------------------ main entry
 
     def on_record(self, rec: Rec, out: list[ev.Event]) -> None:
-        if (
-            not self.fmt.classifies_failures
-            and not rec.tag
-            and rec.kind in (OTHER, ERROR, WARNING, TRACEBACK)
-        ):
-            # the format's classify leaves failures to its table (the base class's promise)
-            fm = self.fmt.match_failure(rec.msg[:SCAN_LIMIT])
-            if fm is not None:
-                rec.kind, rec.tag, rec.data = ERROR, "fail", {"failure": fm}
+        """Fold one record (the events it caused go to ``out``): what is no log text of the server's
+        (prose, a README's markdown) stops here, lines inside a traceback join its group, and the
+        rest goes to :meth:`_fold`."""
+        if not self.fmt.classifies_failures:
+            self._table_failure(rec)
         tag = rec.tag
         kind = rec.kind
         if self.crash is not None and not self.crash.done and tag != "fail":
@@ -142,63 +149,30 @@ class PhaseMachine(Timeline, FailureFold):
             return
         if self.prose and not self.in_fence:
             return
-        # Progress bars and uvicorn lines are no one server's alone (several print the same shard bar).
-        if not self.server_ctx:
-            if (
-                rec.prefixed
-                or self.fmt.evidence(rec.msg)
-                or (tag == "fail" and rec.data["failure"][2] in self.fmt.own_tags)
-            ):
-                self._set_ctx(out)
-            elif kind == OTHER and not self.prose:
-                m = rec.msg.lstrip()
-                if m.startswith(("# ", "## ", "### ")) or m.count("`") >= 2:
-                    self.prose = True
-                    return
+        if not self.server_ctx and self._seek_context(rec, out):
+            return
         # --- traceback grouping: unprefixed lines after an error record belong to it (and prefixed
         # ones the format marks as its continuation).
         if (rec.prefixed and not rec.cont) or kind in (HTTP, PROGRESS):
             self._close_group(out)
-        elif self.group_open:
-            if kind in (OTHER, WARNING, ERROR, TRACEBACK):
-                rec.kind = TRACEBACK
-                if rec.msg.strip():
-                    self.group_last = rec.msg.strip()
-                if tag == "frame":
-                    fam, draft = self.fmt.frame_phase(rec.msg)
-                    if fam is not None:
-                        self.group_hint = fam
-                    self.group_draft = self.group_draft or draft
-                if self.fmt.exception_line(rec.msg):
-                    self.group_exc = rec.msg.strip()
-                    c = self.cand
-                    if (
-                        c is not None
-                        and self.group_has_cand
-                        and (self.emitted_prio < 0 or self.emit_at_close)
-                    ):
-                        c.message, c.line = self.group_exc, self.group_exc
-                if tag == "fail":
-                    self._consider(rec.data["failure"], rec, out)
-                elif (
-                    self.group_has_cand
-                    and self.cand is not None
-                    and self.cand.kind == "exception"
-                    and self.fmt.comm_backend_mention(rec.msg)
-                ):
-                    # The exception's own traceback says NCCL (or Gloo/HCCL): that is the root cause.
-                    self._consider(self.fmt.comm_failure, rec, out)
-                return
+        elif self.group_open and kind in (OTHER, WARNING, ERROR, TRACEBACK):
+            self._group_line(rec, out)
+            return
         if tag in ("traceback_start", "frame") or (kind == ERROR and rec.msg.rstrip().endswith(":")):
-            # A frame with no traceback open: the text starts inside one (an excerpt, a cut log).
-            self.group_open = True
-            self.group_has_cand = False
-            self.group_exc = None
-            self.group_last = rec.msg.strip()
-            self.group_hint, self.group_draft = (
-                self.fmt.frame_phase(rec.msg) if tag == "frame" else (None, False)
-            )
+            self._open_group(rec)
+        self._fold(rec, tag, kind, out)
 
+    def _table_failure(self, rec: Rec) -> None:
+        """A format whose classify leaves failures to its table (the base class's promise): an
+        untagged line the table matches is a failure record."""
+        if not rec.tag and rec.kind in (OTHER, ERROR, WARNING, TRACEBACK):
+            fm = self.fmt.match_failure(rec.msg[:SCAN_LIMIT])
+            if fm is not None:
+                rec.kind, rec.tag, rec.data = ERROR, "fail", {"failure": fm}
+
+    def _fold(self, rec: Rec, tag: str, kind: str, out: list[ev.Event]) -> None:
+        """A record of the server's log: the clock and the ranks, a new launch, then the rule for its
+        kind and tag (serving stats, phase lines, failures, HTTP lifecycle, stop marks)."""
         st = self.st
         if rec.ts_text:
             ts = self._ts(rec)
@@ -220,20 +194,11 @@ class PhaseMachine(Timeline, FailureFold):
                 self._version_from_prefix(rec)
 
         if tag == "server_args":
-            if self.activity and (
-                st.status in (READY, FAILED, STOPPED) or any(p != "launch" for p in st.phases)
-            ):
-                self._new_launch(out)
-                st = self.st
-                self._version_from_prefix(rec)
             self._on_server_args(rec, ts, out)
             return
         if tag == "dist_begin" and st.status in (READY, FAILED, STOPPED):
-            self._new_launch(out)
+            self._relaunch(rec, out)
             st = self.st
-            self._version_from_prefix(rec)
-            st.launches += 1
-            out.append(self._detected({}, {}))
 
         if tag == "spec":
             self._on_spec(rec, out)
@@ -262,30 +227,15 @@ class PhaseMachine(Timeline, FailureFold):
             if st.launches == 0:
                 st.launches = 1
             self._start("launch", None, ts, rec.ts_text, out)
-        elif (
-            self.activity
-            and "launch" in st.phases
-            and st.phases["launch"].start_ts is None
-            and ts is not None
-        ):
-            info = st.phases["launch"]
-            info.start_ts, info.start_text = ts, rec.ts_text
+        elif self.activity and ts is not None:
+            info = st.phases.get("launch")
+            if info is not None and info.start_ts is None:
+                info.start_ts, info.start_text = ts, rec.ts_text
 
         if kind == "phase" or tag.startswith("bar_"):
-            if not self.server_ctx:
-                return
-            c = self.cand
-            if c is not None and c.tag == "bare_traceback" and self.emitted_prio < 0:
-                self.cand = None  # the startup went on after that traceback: it was not fatal
-            self._version_marks(rec.msg)
             self._on_phase(rec, tag, ts, out)
         elif tag == "fail":
-            self._version_marks(rec.msg)
-            if not self.activity:
-                self.activity = True
-                if st.launches == 0:
-                    st.launches = 1
-            self._consider(rec.data["failure"], rec, out)
+            self._on_failure_line(rec, out)
         elif kind == HTTP:
             self._on_http(rec, tag, ts, out)
         elif (
@@ -297,346 +247,6 @@ class PhaseMachine(Timeline, FailureFold):
             self.cand = None  # "retry() failed once … Will delay 0.96s and retry": recovered
         elif any(m in rec.msg for m in self.fmt.stop_marks):
             self._stop(rec.msg.strip(), out)
-
-    def _version_from_prefix(self, rec: Rec) -> None:
-        self.fmt.version_from_prefix(rec, self.ver)
-
-    def _version_marks(self, msg: str) -> None:
-        self.fmt.version_marks(msg, self.ver)
-
-    def _on_server_args(self, rec: Rec, ts: float | None, out: list[ev.Event]) -> None:
-        st = self.st
-        self._version_marks(rec.msg)
-        facts = self.fmt.parse_server_args(rec.data.get("raw", ""))
-        args = _bounded_args(facts.raw)
-        st.args = args
-        st.facts = facts.facts()
-        if facts.tp:
-            self.launch_tp = facts.tp
-        if facts.version:
-            self.ver.exact = facts.version
-        st.launches += 1
-        self.activity = True
-        out.append(self._detected(args, st.facts))
-        self.ver_noted = self.ver.label()  # the LaunchDetected says it; a note only when it sharpens
-        self._start("launch", None, ts, rec.ts_text, out)
-        for topic, key, value in self.fmt.notes_from_args(facts):
-            self._note(topic, key, value, "", rec.ts_text, out)
-
-    #: Distinct notes kept per launch (a log that repeats a warning forever adds nothing after this).
-    MAX_NOTES = 4096
-
-    def _note(self, topic: str, key: str, value: Any, line: str, tt: str, out: list[ev.Event]) -> None:
-        """One :class:`~eagletui.core.events.LaunchNote` per distinct fact and launch."""
-        ident = (topic, key, repr(value))
-        if ident in self.notes_seen or len(self.notes_seen) >= self.MAX_NOTES:
-            return
-        self.notes_seen.add(ident)
-        out.append(
-            ev.LaunchNote(
-                topic=topic, key=key, value=value, line=line.strip()[:240], log_time=tt, launch=self.st.launch
-            )
-        )
-
-    def _version_note(self, out: list[ev.Event]) -> None:
-        """The version guess at ready and at the end, when it changed (the hints name its flags)."""
-        label = self.ver.label()
-        if label and label != self.ver_noted:
-            self.ver_noted = label
-            out.append(
-                ev.LaunchNote(
-                    topic="launch",
-                    key="version",
-                    value=label,
-                    log_time=self.last_ts_text,
-                    launch=self.st.launch,
-                )
-            )
-
-    def _nccl_note(self, out: list[ev.Event]) -> None:
-        """What the launch's ``NCCL INFO`` lines said, once they said something new (at ready and at the end)."""
-        if self.nccl.summary.seen:
-            self._note("nccl", "summary", self.nccl.summary.to_json(), "", self.last_ts_text, out)
-
-    def _bar_note(self, topic: str, phase: str, rec: Rec, out: list[ev.Event]) -> None:
-        """A progress bar's last frame with the elapsed time it shows (tqdm's ``[mm:ss<``): the weight
-        load's read rate and its tail rest on it (the frames before are the phase's progress)."""
-        d = rec.data
-        if not d.get("total") or d.get("done") != d.get("total") or phase == "load_draft":
-            return  # the target's last frame is the one that times its load
-        value = {
-            "phase": phase,
-            "done": d.get("done"),
-            "total": d.get("total"),
-            "elapsed": bar_elapsed(rec.msg[:SCAN_LIMIT]),
-            "label": d.get("label", ""),
-        }
-        ident = (topic, "bar", f"{phase}:{value['done']}/{value['total']}")
-        if ident in self.notes_seen or len(self.notes_seen) >= self.MAX_NOTES:
-            return
-        self.notes_seen.add(ident)
-        out.append(
-            ev.LaunchNote(
-                topic=topic,
-                key="bar",
-                value=value,
-                line="",
-                log_time=self.last_ts_text,
-                launch=self.st.launch,
-            )
-        )
-
-    def _detected(self, args: dict[str, Any], facts: dict[str, Any]) -> ev.LaunchDetected:
-        return ev.LaunchDetected(
-            args=args, facts=facts, version=self.ver.label(), launch=self.st.launch, server=self.fmt.name
-        )
-
-    def _on_phase(self, rec: Rec, tag: str, ts: float | None, out: list[ev.Event]) -> None:
-        st = self.st
-        r: str | None = rec.ranks if rec.rank_actor else None  # None: a global line (not a rank's)
-        rk = "" if r is None else r  # the key of per-rank counters
-        tt = rec.ts_text
-        if tag == "dist_begin":
-            if self.load_count.get(rk):
-                return  # ≤0.5.13 draft runner re-logs dist init before its weights
-            self._finish("launch", ts, tt, out)
-            self._start("dist_init", r, ts, tt, out)
-        elif tag == "dist_end":
-            if self.load_count.get(rk):
-                return
-            self._rank_done("dist_init", r, ts, tt, out)
-        elif tag == "load_begin":
-            n = self.load_count.get(rk, 0) + 1
-            if rec.data.get("draft"):
-                n = max(n, 2)  # the format says it is the draft's (its target load may be cut off)
-            self.load_count[rk] = n
-            self._finish("launch", ts, tt, out)
-            di = st.phases.get("dist_init")
-            if n == 1 and di is not None and r in di.started and r not in di.done:
-                self._rank_done("dist_init", r, ts, tt, out)
-            name = "load_target" if n == 1 else "load_draft"
-            self._start(name, r, ts, tt, out)
-            if rec.tp in (0, None):
-                self.bar_load_phase = name
-        elif tag == "load_end":
-            n = self.load_count.get(rk, 1)
-            name = "load_target" if n <= 1 else "load_draft"
-            typ = rec.data.get("type", "")
-            if n <= 1 and typ and any(d in typ for d in self.fmt.draft_types) and "load_target" in st.phases:
-                name = "load_draft"
-            self._rank_done(name, r, ts, tt, out)
-        elif tag == "compile_begin":
-            info = self._phase("compile")
-            if info.finished:
-                return
-            info.open[rk] = info.open.get(rk, 0) + 1
-            self._start("compile", r, ts, tt, out)
-        elif tag == "compile_end":
-            info = self._phase("compile")
-            if info.finished:
-                return
-            n = info.open.get(rk, 0) - 1
-            info.open[rk] = max(0, n)
-            if n <= 0:
-                self._rank_done("compile", r, ts, tt, out)
-        elif tag == "compile_info":
-            ci = st.phases.get("compile")
-            if ci is not None and not ci.finished and ts is not None and r is not None and r in ci.done:
-                # the profiling run after the compile belongs to it (a server may log only its end)
-                ci.rank_end[r] = ts
-                if ci.end_ts is None or ts >= ci.end_ts:
-                    ci.end_ts, ci.end_text = ts, tt
-        elif tag == "kv_alloc":
-            kv = st.phases.get("kv_cache")
-            if kv is not None and kv.finished:
-                return
-            self._start("kv_cache", r, ts, tt, out)
-            self._after_loads(ts)
-        elif tag == "pool_end":
-            kv = st.phases.get("kv_cache")
-            if kv is not None and kv.finished:
-                return
-            if kv is None or r not in kv.started:
-                self._start("kv_cache", r, ts, tt, out)
-                self._after_loads(ts)
-            self._rank_done("kv_cache", r, ts, tt, out)
-        elif tag == "capture_begin":
-            name = _capture_phase(rec.data)
-            info = self._phase(name)
-            if info.finished:
-                return
-            info.open[rk] = info.open.get(rk, 0) + 1
-            self._start(name, r, ts, tt, out)
-            if rec.tp in (0, None):
-                self.bar_capture_phase = name
-        elif tag == "capture_end":
-            name = _capture_phase(rec.data)
-            info = self._phase(name)
-            if info.finished:
-                return
-            n = info.open.get(rk, 0) - 1
-            info.open[rk] = max(0, n)
-            if n <= 0:
-                self._rank_done(name, r, ts, tt, out)
-        elif tag == "bar_shards":
-            name = self.bar_load_phase or "load_target"
-            d = rec.data
-            self._progress(name, d["done"], d["total"], "shards", d["label"], out)
-            self._bar_note("load", name, rec, out)
-        elif tag == "bar_capture":
-            d = rec.data
-            # A bar that names its graph starts that phase itself (for servers that print no begin line).
-            named = "what" in d or "draft" in d
-            name = _capture_phase(d) if named else self.bar_capture_phase or "capture_target"
-            if "elapsed" in d:
-                self._phase(name).bar_elapsed = d["elapsed"]
-            self._progress(name, d["done"], d["total"], "bs", d["label"], out)
-        elif tag in ("summary", "timings"):
-            self._close_startup(ts, tt, out)
-            secs = rec.data.get("phase_seconds") if tag == "timings" else None
-            if isinstance(secs, dict):
-                self._server_durations(secs)
-        elif tag == "ready":
-            self._on_ready(ts, tt, out)
-
-    def _after_loads(self, ts: float | None) -> None:
-        """The KV pool's allocation began where the weights finished loading: its only lines (``KV Cache
-        is allocated``, ``Memory pool end``) are printed when it is over. So its clock starts at the
-        last load phase's end before this line; its texts stay its own first and last line's."""
-        kv = self.st.phases.get("kv_cache")
-        if kv is None or ts is None:
-            return
-        ends = [
-            info.end_ts
-            for name in ("load_target", "load_draft")
-            if (info := self.st.phases.get(name)) is not None
-            and info.end_ts is not None
-            and info.end_ts <= ts
-        ]
-        if ends and (kv.start_ts is None or max(ends) < kv.start_ts):
-            kv.start_ts = max(ends)
-
-    def _start_warmup(self, ts: float | None, tt: str, out: list[ev.Event]) -> None:
-        st = self.st
-        if "warmup" in st.phases or st.status in (READY, FAILED, STOPPED):
-            return
-        self._close_startup(ts, tt, out)
-        self._start("warmup", None, ts, tt, out)
-
-    def _on_http(self, rec: Rec, tag: str, ts: float | None, out: list[ev.Event]) -> None:
-        st = self.st
-        if tag in ("http_up", "http_startup", "access_generate", "access"):
-            if st.status == LOADING and self.activity and self.fmt.http_warmup:
-                self._start_warmup(ts, rec.ts_text, out)
-            if tag == "http_up":
-                st.url = rec.data.get("url", "")
-        elif tag == "http_shutdown":
-            self._stop(rec.msg.strip(), out)
-
-    def _stop(self, reason: str, out: list[ev.Event]) -> None:
-        st = self.st
-        if st.status in (FAILED, STOPPED) or self.emitted_prio >= 0 or not self.server_ctx:
-            return
-        if self.cand is not None and self.cand.prio >= 50:
-            self._emit_failure(out)
-            return
-        st.status = STOPPED
-        self.cand = None  # cascade markers before a deliberate stop were the stop's own noise
-        stop = ev.ServerStopped(reason=reason[:500], launch=st.launch)
-        st.stopped = stop
-        out.append(stop)
-
-    def _on_ready(self, ts: float | None, tt: str, out: list[ev.Event]) -> None:
-        st = self.st
-        if st.status in (READY, FAILED):
-            return
-        self._close_startup(ts, tt, out)
-        self._finish("warmup", ts, tt, out)
-        info = self._phase("ready")
-        info.start_ts, info.start_text, info.end_ts, info.end_text = ts, tt, ts, tt
-        info.finished = True
-        info.seconds = 0.0 if ts is not None else None
-        st.phase = "ready"
-        st.status = READY
-        self._nccl_note(out)
-        self._version_note(out)
-        out.append(ev.PhaseStarted(phase="ready", launch=st.launch, log_time=tt))
-        out.append(
-            ev.ServerReady(
-                url=st.url, launch=st.launch, gaps=self._account(ts), phase_fixes=dict(self.server_phases)
-            )
-        )
-
-    def _serving_seen(self, rec: Rec, out: list[ev.Event]) -> None:
-        """Decode/Prefill lines without a ready line: the log starts mid-serving."""
-        st = self.st
-        if st.status in (READY, FAILED, STOPPED):
-            return
-        if st.launches == 0:
-            st.launches = 1
-        self.activity = True
-        self._on_ready(None, rec.ts_text, out)
-
-    def note_eager(self, running: int, out: list[Any]) -> None:
-        """A decode step at ``running`` requests ran without a CUDA graph: one note per batch size (the
-        recording and the exports keep the evidence without keeping every stats line)."""
-        self._note("capture", "eager", {"running": running}, "", self.last_ts_text, out)
-
-    def _on_decode(self, rec: Rec, out: list[ev.Event]) -> None:
-        st = self.st
-        if st.status != READY:
-            self._serving_seen(rec, out)
-        if not self.decode_version_checked:
-            self.decode_version_checked = True
-            self._decode_version(rec.msg)
-        if rec.data:
-            self.add_decode(rec.data, out)
-            if rec.data.get("cuda_graph") is False:
-                self.note_eager(int(rec.data.get("running_req") or 0), out)
-
-    def _on_spec(self, rec: Rec, out: list[ev.Event]) -> None:
-        """A speculative-decoding report; the format's reader may have paired it with the stats line
-        of the same interval (``data["decode"]``)."""
-        st = self.st
-        if st.status != READY:
-            self._serving_seen(rec, out)
-        d = rec.data
-        if d.get("decode"):
-            self.add_decode(d["decode"], out)
-        spec = d.get("spec")
-        if spec:
-            out.append(ev.SpecDecodeStats(launch=st.launch, **spec))
-
-    def _decode_version(self, msg: str) -> None:
-        self.fmt.decode_version(msg, self.ver)
-
-    def add_decode(self, d: dict[str, Any], out: list[ev.Event]) -> None:
-        st = self.st
-        e = ev.DecodeStats(launch=st.launch, **d)
-        st.decode_count += 1
-        st.decode_history.append(e)
-        out.append(e)
-
-    def add_decode_rows(self, rows: DecodeRows, out: list[Any]) -> None:
-        """A run of Decode lines folded in bulk (``LogInterpreter.feed_bulk``).
-
-        ``decode_count`` stays exact; ``decode_history`` only receives the run's last line.
-        """
-        st = self.st
-        st.decode_count += rows.count
-        st.decode_history.append(rows.last)
-        out.append(rows)
-
-    def _on_prefill(self, rec: Rec, ts: float | None, out: list[ev.Event]) -> None:
-        st = self.st
-        if st.status != READY:
-            started = any(p != "launch" for p in st.phases)
-            if started and st.status == LOADING:
-                self._start_warmup(ts, rec.ts_text, out)
-            else:
-                self._serving_seen(rec, out)
-        if rec.data:
-            out.append(ev.PrefillStats(launch=st.launch, **rec.data))
 
     def finish(self, out: list[ev.Event]) -> None:
         """End of input: close an open traceback group and report a pending failure."""
@@ -682,34 +292,3 @@ class PhaseMachine(Timeline, FailureFold):
 
     def version_label(self) -> str | None:
         return self.ver.label()
-
-
-#: The server's own args carried by a LaunchDetected (and so recorded once per launch, beside the log line
-#: itself) keep at most about this many characters of their repr, in the server's order (a 0.5.23 args
-#: dict runs to 17k characters). The launch facts and notes are read from the whole line.
-ARGS_RECORD_CHARS = 8192
-
-
-def _bounded_args(args: dict[str, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    used = 0
-    for k, v in args.items():
-        used += len(k) + len(repr(v)) + 4
-        if used > ARGS_RECORD_CHARS:
-            break
-        out[k] = v
-    return out
-
-
-def _capture_phase(data: dict[str, Any]) -> str:
-    """The phase of a ``Capture … CUDA graph`` line: every draft graph is ``capture_draft``; the
-    target's prefill graph (0.5.16+, and the piecewise graph of 0.5.10–0.5.13) is ``capture_prefill``;
-    the target's decode/verify graph is ``capture_target``."""
-    if data.get("draft"):
-        return "capture_draft"
-    if data.get("what") in ("prefill", "piecewise"):
-        return "capture_prefill"
-    return "capture_target"
-
-
-__all__ = ["PhaseMachine", "MachineState", "PhaseInfo", "DecodeRows", "Candidate", "READY", "LOADING"]

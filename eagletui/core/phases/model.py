@@ -1,7 +1,8 @@
 """The state a phase machine folds into: phases per rank, failure candidates, the read-only view.
 
-Plain data, no rules: :mod:`eagletui.core.phases.machine` and its helpers (:mod:`.phase_timeline`,
-:mod:`.failure_fold`) mutate it; callers read it through ``LogInterpreter.state``.
+Plain data, no rules: :mod:`eagletui.core.phases.machine` and its mixins (:mod:`.timeline`,
+:mod:`.phase_lines`, :mod:`.failures`, :mod:`.launch_notes`, :mod:`.serving`) mutate it; callers read
+it through ``LogInterpreter.state``.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The registry of server log formats (see :mod:`eagletui.core.logs.seam`). The first is the default.
 
-Adding a server: one module beside ``sglang/`` and ``vllm.py`` with a
+Adding a server: one package beside ``sglang/`` and ``vllm/`` with a
 :class:`~eagletui.core.logs.seam.LogFormat` subclass (its line classifier mapping lines onto the tags
 documented in :mod:`eagletui.core.logs.seam`, its launch facts and its failure table; anything else
 only if the server has it), then its line here.

@@ -316,50 +316,9 @@ def hint_for(
     """A concrete next step, naming flags that exist in ``version`` (and, with the launch's ``args`` or
     ``draft``, its traceback being the draft model's, the flag whose value the failure is about)."""
     if kind == "oom":
-        if tag == "kv_too_small":
-            cur = _MEM_FRACTION_RE.search(text)
-            now = f" (now {cur.group(1)})" if cur else ""
-            return (
-                f"KV cache pool too small: raise --mem-fraction-static{now}, or reduce "
-                "--context-length / --max-running-requests, or add GPUs (--tp-size)."
-            )
-        if tag == "mem_unbalanced":
-            return (
-                "GPUs have different free memory: another process holds memory on some GPUs "
-                "(check nvidia-smi and kill leftovers of a previous launch)."
-            )
-        if phase == "capture_prefill" or "for prefill runner" in text:
-            return (
-                "OOM while capturing the prefill CUDA graph: lower --cuda-graph-max-bs-prefill or "
-                "--mem-fraction-static, or disable it with --cuda-graph-backend-prefill=disabled."
-            )
-        if phase in ("capture_target", "capture_draft") or "Capture cuda graph failed" in text:
-            return (
-                f"OOM while capturing CUDA graphs: lower {graph_bs_flag(version)} (e.g. 16) or lower "
-                "--mem-fraction-static (e.g. 0.8 or 0.7) to leave room for the graphs."
-            )
-        if phase in ("load_target", "load_draft", "dist_init", "launch"):
-            return (
-                "OOM while loading weights: the model does not fit at this TP size, or leftover "
-                "processes hold GPU memory (check nvidia-smi); use a larger --tp-size or a quantized "
-                "checkpoint."
-            )
-        if phase == "kv_cache":
-            return "OOM while allocating the KV pool: lower --mem-fraction-static (e.g. 0.8)."
-        return (
-            "CUDA OOM while serving: lower --mem-fraction-static, --max-running-requests or "
-            f"{graph_bs_flag(version)}."
-        )
+        return _oom_hint(tag, phase, version, text)
     if kind == "bad_args":
-        m = _AMBIGUOUS_RE.search(text)
-        if m and m.group(1) == "--cuda-graph-max-bs":
-            return (
-                "--cuda-graph-max-bs was removed in sglang 0.5.20: use --cuda-graph-max-bs-decode "
-                "(and --cuda-graph-max-bs-prefill)."
-            )
-        if m:
-            return f"{m.group(1)} is not a full flag name in this sglang version: spell out the flag."
-        return "A command-line flag is wrong for this sglang version: check `sglang serve --help`."
+        return _bad_args_hint(text)
     if kind == "port_in_use":
         if tag == "internal_port":
             return (
@@ -377,44 +336,116 @@ def hint_for(
             "NCCL failed: rerun with NCCL_DEBUG=INFO; try --disable-custom-all-reduce, NCCL_P2P_DISABLE=1 "
             "or NCCL_IB_DISABLE=1 to isolate the transport."
         )
-    if kind == "hang" and tag == "start_timeout":
+    if kind == "hang":
+        return _hang_hint(tag, phase)
+    if kind == "exception":
+        return _exception_hint(tag, phase, version, text, args, draft)
+    if kind == "died":
+        return _died_hint(tag, text)
+    if kind == "signal":
+        return "The server was torn down by a signal (a child failed or it was killed): look above for the first error."
+    return ""
+
+
+def _oom_hint(tag: str, phase: str | None, version: str | None, text: str) -> str:
+    """Out of memory: what to lower, by the phase it happened in."""
+    if tag == "kv_too_small":
+        cur = _MEM_FRACTION_RE.search(text)
+        now = f" (now {cur.group(1)})" if cur else ""
+        return (
+            f"KV cache pool too small: raise --mem-fraction-static{now}, or reduce "
+            "--context-length / --max-running-requests, or add GPUs (--tp-size)."
+        )
+    if tag == "mem_unbalanced":
+        return (
+            "GPUs have different free memory: another process holds memory on some GPUs "
+            "(check nvidia-smi and kill leftovers of a previous launch)."
+        )
+    if phase == "capture_prefill" or "for prefill runner" in text:
+        return (
+            "OOM while capturing the prefill CUDA graph: lower --cuda-graph-max-bs-prefill or "
+            "--mem-fraction-static, or disable it with --cuda-graph-backend-prefill=disabled."
+        )
+    if phase in ("capture_target", "capture_draft") or "Capture cuda graph failed" in text:
+        return (
+            f"OOM while capturing CUDA graphs: lower {graph_bs_flag(version)} (e.g. 16) or lower "
+            "--mem-fraction-static (e.g. 0.8 or 0.7) to leave room for the graphs."
+        )
+    if phase in ("load_target", "load_draft", "dist_init", "launch"):
+        return (
+            "OOM while loading weights: the model does not fit at this TP size, or leftover "
+            "processes hold GPU memory (check nvidia-smi); use a larger --tp-size or a quantized "
+            "checkpoint."
+        )
+    if phase == "kv_cache":
+        return "OOM while allocating the KV pool: lower --mem-fraction-static (e.g. 0.8)."
+    return (
+        "CUDA OOM while serving: lower --mem-fraction-static, --max-running-requests or "
+        f"{graph_bs_flag(version)}."
+    )
+
+
+def _bad_args_hint(text: str) -> str:
+    """A flag the server refused: a removed flag by its new name, an abbreviation spelled out."""
+    m = _AMBIGUOUS_RE.search(text)
+    if m and m.group(1) == "--cuda-graph-max-bs":
+        return (
+            "--cuda-graph-max-bs was removed in sglang 0.5.20: use --cuda-graph-max-bs-decode "
+            "(and --cuda-graph-max-bs-prefill)."
+        )
+    if m:
+        return f"{m.group(1)} is not a full flag name in this sglang version: spell out the flag."
+    return "A command-line flag is wrong for this sglang version: check `sglang serve --help`."
+
+
+def _hang_hint(tag: str, phase: str | None) -> str:
+    """A launch that never got ready, or a forward batch past the watchdog."""
+    if tag == "start_timeout":
         where = f" (it was in {phase})" if phase else ""
         return (
             f"The launcher stopped waiting before the server was ready{where}: a rank that never reports "
             "a phase is stuck (multi-node: check that every node reached the same phase and can reach "
             "--dist-init-addr), or the timeout is too short for this model's load."
         )
-    if kind == "hang":
+    return (
+        "A forward batch exceeded --watchdog-timeout (default 300 s): likely a stuck collective "
+        "or kernel; raise --watchdog-timeout only if batches are legitimately slow."
+    )
+
+
+def _exception_hint(
+    tag: str, phase: str | None, version: str | None, text: str, args: dict[str, Any] | None, draft: bool
+) -> str:
+    """A Python exception: by its tag and phase, else the model path flag it names."""
+    if tag == "cuda_error":
         return (
-            "A forward batch exceeded --watchdog-timeout (default 300 s): likely a stuck collective "
-            "or kernel; raise --watchdog-timeout only if batches are legitimately slow."
+            "A CUDA kernel faulted (illegal memory access / device-side assert): usually a kernel bug of "
+            "the attention backend, CUDA graphs or a quantized path. Rerun with CUDA_LAUNCH_BLOCKING=1, "
+            "and try another --attention-backend or disable CUDA graphs to isolate it."
         )
-    if kind == "exception":
-        if tag == "cuda_error":
-            return (
-                "A CUDA kernel faulted (illegal memory access / device-side assert): usually a kernel bug of "
-                "the attention backend, CUDA graphs or a quantized path. Rerun with CUDA_LAUNCH_BLOCKING=1, "
-                "and try another --attention-backend or disable CUDA graphs to isolate it."
-            )
-        if tag == "compile":
-            return "torch.compile failed: drop --enable-torch-compile or lower --torch-compile-max-bs."
-        if phase == "capture_prefill":
-            return (
-                "The prefill CUDA graph capture failed: disable it with --cuda-graph-backend-prefill=disabled "
-                "(it is on by default since 0.5.16), or read the exception above."
-            )
-        if tag == "capture_failed":
-            return (
-                f"CUDA graph capture failed: lower {graph_bs_flag(version)} or --mem-fraction-static; "
-                "as a last resort disable CUDA graphs."
-            )
-        if tag == "warmup" or phase == "warmup":
-            return "The warmup request failed: check the traceback above; --skip-server-warmup only hides it."
-        named = _model_path_hint(text, phase, args, draft)
-        if named:
-            return named
-        return "A server process raised an exception: read the exception above (key line)."
-    if kind == "died" and tag == "native_crash":
+    if tag == "compile":
+        return "torch.compile failed: drop --enable-torch-compile or lower --torch-compile-max-bs."
+    if phase == "capture_prefill":
+        return (
+            "The prefill CUDA graph capture failed: disable it with --cuda-graph-backend-prefill=disabled "
+            "(it is on by default since 0.5.16), or read the exception above."
+        )
+    if tag == "capture_failed":
+        return (
+            f"CUDA graph capture failed: lower {graph_bs_flag(version)} or --mem-fraction-static; "
+            "as a last resort disable CUDA graphs."
+        )
+    if tag == "warmup" or phase == "warmup":
+        return "The warmup request failed: check the traceback above; --skip-server-warmup only hides it."
+    named = _model_path_hint(text, phase, args, draft)
+    if named:
+        return named
+    return "A server process raised an exception: read the exception above (key line)."
+
+
+def _died_hint(tag: str, text: str) -> str:
+    """A process that died: a native crash by what crashed, a kill by who likely sent it."""
+    if tag == "native_crash":
         low = text.lower()
         if "profiler" in low:
             why = (
@@ -432,13 +463,9 @@ def hint_for(
             "A native crash, not a Python error: compiled code (a CUDA/NCCL library, a kernel, the torch "
             f"profiler) crashed, no flag was wrong; {why}."
         )
-    if kind == "died":
-        if "-9" in text or "illed" in text:
-            return "A process was SIGKILLed (exit -9), usually by the host OOM killer: check `dmesg -T | grep -i oom`."
-        return (
-            "The server process ended without an error line: likely killed from outside (OOM killer, "
-            "container limit, Ctrl-C); check dmesg and the launcher's exit status."
-        )
-    if kind == "signal":
-        return "The server was torn down by a signal (a child failed or it was killed): look above for the first error."
-    return ""
+    if "-9" in text or "illed" in text:
+        return "A process was SIGKILLed (exit -9), usually by the host OOM killer: check `dmesg -T | grep -i oom`."
+    return (
+        "The server process ended without an error line: likely killed from outside (OOM killer, "
+        "container limit, Ctrl-C); check dmesg and the launcher's exit status."
+    )

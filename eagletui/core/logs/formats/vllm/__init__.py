@@ -1,0 +1,264 @@
+"""vLLM's log format (0.6 – 0.25): the :class:`~eagletui.core.logs.seam.LogFormat` of ``vllm serve``.
+
+Built from real vLLM output posted in public issues and repositories (``tests/fixtures/vllm``). What
+differs from SGLang, and where the seam takes it:
+
+* Records: ``LEVEL MM-DD HH:MM:SS [file.py:N] message`` (``file.py:N]`` without the bracket before
+  0.8), since 0.10 behind the writer's actor ``(EngineCore_DP0 pid=1) ``. Actors decide ranks:
+  ``Worker_TP3``/``VllmWorker rank=3`` are ranks; the API server never is; the engine core is the
+  only rank of a TP=1 server and none beside its workers (a :class:`_Reader` notices which).
+* Startup: the API server's ``non-default args`` (or, before it existed, the engine's ``Initializing
+  … LLM engine (vX) with config:``), weight load per rank (target, then ``Loading drafter model``),
+  ``torch.compile`` and the profiling run, KV cache sizing, CUDA-graph capture shown only as bars
+  (``(mixed prefill-decode, PIECEWISE)`` and ``(decode, FULL)``: two phases that a bar starts),
+  ``init engine … took``, then the API server's routes and uvicorn's ``Application startup complete``
+  (ready; there is no warmup request).
+* Serving: ``Engine 000: Avg prompt throughput …, Avg generation throughput …`` every interval and,
+  with speculation, ``SpecDecoding metrics: …`` on the next line. The two are one sample: the reader
+  holds the stats line until its metrics line comes. The metrics line changed wording three times
+  (V0 ``Speculative metrics: Draft acceptance rate: 0.642, System efficiency …``; 0.8–0.10
+  ``SpecDecoding metrics: Draft acceptance rate: 38.8%, Mean acceptance length …``; 0.11+ ``Mean
+  acceptance length …, Avg Draft acceptance rate: 17.5%``) and is read as key/value pairs, so the
+  next wording still parses.
+* Failures: every traceback line is logged at ERROR level with the prefix (``ERROR … [core.py:718]
+  File …``), so those records continue the traceback (``Rec.cont``); the root cause is the engine
+  core's first exception, not ``Engine core initialization failed. See root cause above`` that the API
+  server prints last.
+
+The package: :mod:`.lines` (the record prefix and the classifier of single lines), :mod:`.serving` (the
+stats and speculative-decoding metrics lines), :mod:`.failures` (the failure table, its hints and the
+startup phase of a traceback frame), :mod:`.facts` (the launch facts of the args line); here the
+reader that adds what needs the lines before (:class:`_Reader`) and the format object (``VLLM``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from eagletui.core.logs.formats import progress
+from eagletui.core.logs.formats.vllm.facts import facts_from_args, launch_facts
+from eagletui.core.logs.formats.vllm.failures import (
+    OWN_TAGS,
+    TERMINAL_TAGS,
+    frame_phase,
+    hint_for,
+    match_failure,
+)
+from eagletui.core.logs.formats.vllm.lines import PREFIX_RE, classify
+from eagletui.core.logs.formats.vllm.serving import parse_spec
+from eagletui.core.logs.seam import (
+    DECODE,
+    ERROR,
+    TRACEBACK,
+    LaunchFacts,
+    LineReader,
+    LogFormat,
+    Rec,
+    VersionGuess,
+)
+
+_VERSION_RE = re.compile(r"(?:version |LLM engine \(v)(\d+\.\d+(?:\.\d+)?(?:[.+\w-]*)?)")
+_COMM_RE = re.compile(r"NCCL|HCCL|Gloo|(?<![\w])(?:nccl|gloo|hccl)(?![a-z_])")
+_EVIDENCE_RE = re.compile(
+    r"\s*File \"[^\"]*/vllm/[^\"]*\", line \d+|usage: vllm |vllm(?: serve)?: error: |\S*api_server\.py: error: "
+)
+
+
+# ------------------------------------------------------------------ the reader
+
+
+class _Reader(LineReader):
+    """Per-interpreter state: which writers are ranks, the launch's k, a stats line awaiting its
+    speculative-decoding metrics (one interval's sample is the two lines together)."""
+
+    __slots__ = ("workers", "spec", "steps", "pending", "args_seen", "tb_key")
+
+    def __init__(self, fmt: LogFormat) -> None:
+        super().__init__(fmt)
+        self.classify = self._classify
+        self.workers = False  # a Worker_TPn actor was seen: the engine core is not a rank
+        # whether the launch speculates (then its stats lines wait for their metrics line); None: not
+        # known yet (a log that starts mid-run), and stats lines wait too
+        self.spec: bool | None = None
+        self.steps: int | None = None
+        self.pending: dict[str, Any] | None = None
+        self.args_seen = False
+        self.tb_key: tuple[str, str] | None = None  # writer and source line of the traceback being logged
+
+    def _classify(self, text: str, frame: bool = False) -> Rec:
+        rec = classify(text, frame)
+        actor = rec.actor
+        if actor:
+            if actor.startswith(("Worker", "VllmWorker")):
+                self.workers = True
+            elif self.workers and rec.rank_actor:
+                rec.rank_actor = False  # the engine core beside its workers
+        if rec.prefixed:
+            self._traceback(rec)
+        tag = rec.tag
+        if tag == "server_args" or tag == "engine_config":
+            self._launch(rec)
+        elif tag == "stats":
+            self._stats(rec)
+        elif tag == "spec":
+            self._spec(rec)
+        return rec
+
+    def _traceback(self, rec: Rec) -> None:
+        """``logger.exception`` writes each traceback line as its own ERROR record with the same
+        writer and source location: those records continue the traceback, whatever their text."""
+        if rec.kind not in (ERROR, TRACEBACK):
+            self.tb_key = None
+            return
+        m = PREFIX_RE.search(rec.text, 0, rec.prefix_end + 1)
+        if m is None or m.group("level") not in ("ERROR", "CRITICAL"):
+            self.tb_key = None
+            return
+        key = (rec.actor, m.group("file") + ":" + m.group("lineno"))
+        if key == self.tb_key:
+            rec.cont = True
+            if rec.kind == ERROR and not rec.tag:
+                rec.kind = TRACEBACK
+        elif rec.tag in ("traceback_start", "fail"):
+            self.tb_key = key
+
+    def _launch(self, rec: Rec) -> None:
+        engine = rec.tag == "engine_config"
+        facts = launch_facts(rec.data.get("raw", ""))
+        if engine and self.args_seen:
+            # the engine repeats what the API server's args line said: only its version is new
+            self.args_seen = False
+            rec.tag = "version"
+        else:
+            rec.tag = "server_args"
+            self.args_seen = not engine
+            self.spec = facts.spec_algorithm is not None
+            self.steps = facts.spec_steps
+            self.pending = None
+        if engine and self.steps is None:
+            self.steps = facts.spec_steps
+            self.spec = self.spec or facts.spec_algorithm is not None
+
+    def _stats(self, rec: Rec) -> None:
+        data, rec.tag = rec.data, "decode"
+        if self.spec is False or not data:
+            held, self.pending = self.pending, None
+            rec.data = held if held and not data else data
+            return
+        # with speculation the interval's metrics line follows: hold this one (emit an unpaired one)
+        rec.data = self.pending or {}
+        self.pending = data
+
+    def _spec(self, rec: Rec) -> None:
+        self.spec = True
+        spec = rec.data["spec"]
+        if spec.get("accept_len") is None and self.steps and spec.get("drafted"):
+            spec = parse_spec(rec.msg, self.steps) or spec
+            rec.data["spec"] = spec
+        held, self.pending = self.pending, None
+        if held:
+            rec.data["decode"] = {
+                **held,
+                "accept_len": spec["accept_len"],
+                "accept_rate": spec["accept_rate"],
+            }
+
+    def flush(self) -> list[Rec]:
+        held, self.pending = self.pending, None
+        if not held:
+            return []
+        return [Rec(text="", msg="", kind=DECODE, tag="decode", data=held)]
+
+
+# ------------------------------------------------------------------ the format
+
+
+class VLLMFormat(LogFormat):
+    """vLLM's log format (see the module docstring)."""
+
+    name = "vllm"
+    label = "vLLM"
+    terminal_tags = TERMINAL_TAGS
+    own_tags = OWN_TAGS
+    draft_types = ("Eagle", "EAGLE", "MTP", "DFlash", "Medusa", "Draft")
+    summary_keys = (
+        "model",
+        "tensor_parallel_size",
+        "pipeline_parallel_size",
+        "data_parallel_size",
+        "speculative_config",
+        "gpu_memory_utilization",
+        "max_num_seqs",
+        "max_model_len",
+        "max_num_batched_tokens",
+    )
+    bar_marks = progress.BAR_MARKS
+    #: the API server starts after the engine is warm: no warmup phase between "up" and "ready"
+    http_warmup = False
+
+    classifies_failures = True
+    classify = staticmethod(classify)
+    match_failure = staticmethod(match_failure)
+
+    def parse_server_args(self, raw: Any) -> LaunchFacts:
+        return launch_facts(raw)
+
+    def facts_from_args(self, args: dict[str, Any]) -> LaunchFacts:
+        return facts_from_args(args)
+
+    def reader(self) -> LineReader:
+        return _Reader(self)
+
+    is_bar = staticmethod(progress.is_bar)
+
+    def split_glued(self, segment: str) -> list[str]:
+        return progress.split_glued(segment, PREFIX_RE)
+
+    def ts_seconds(self, ts_text: str) -> float | None:
+        """``MM-DD HH:MM:SS[.mmm]`` (vLLM prints no year): days in a leap year + time of day."""
+        try:
+            month, day = int(ts_text[0:2]), int(ts_text[3:5])
+            h, mi, s = int(ts_text[6:8]), int(ts_text[9:11]), int(ts_text[12:14])
+            if not (1 <= month <= 12 and 1 <= day <= 31 and h < 24 and mi < 60 and s < 62):
+                return None
+            import datetime as _dt
+
+            days = _dt.date(2000, month, day).toordinal()
+        except (ValueError, IndexError):
+            return None
+        secs = days * 86400.0 + h * 3600 + mi * 60 + s
+        if len(ts_text) >= 18 and ts_text[14] == ".":
+            secs += int(ts_text[15:18]) / 1000.0
+        return secs
+
+    frame_phase = staticmethod(frame_phase)
+    hint_for = staticmethod(hint_for)
+
+    def message_phase(self, text: str) -> str | None:
+        head = text[:2000]
+        if "warming up sampler" in head:
+            return "kv_cache"
+        if "GPU memory utilization" in head:
+            return "dist_init"
+        return None
+
+    def evidence(self, msg: str) -> bool:
+        head = msg[:400]
+        return "vllm" in head and _EVIDENCE_RE.match(head) is not None
+
+    def comm_backend_mention(self, msg: str) -> bool:
+        if msg.startswith("    ") or msg.lstrip().startswith('File "'):
+            return False
+        return _COMM_RE.search(msg[:1000]) is not None
+
+    def version_marks(self, msg: str, ver: VersionGuess) -> None:
+        if "version " in msg or "LLM engine (v" in msg:
+            m = _VERSION_RE.search(msg[:300])
+            if m is not None:
+                ver.exact = m.group(1)
+
+
+VLLM = VLLMFormat()
+
+__all__ = ["VLLM", "VLLMFormat"]
