@@ -54,6 +54,17 @@ _GROUPS = (
 )
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` with the ``serial`` group run last, alone (tests/xdist_serial.py)."""
+    if config.getoption("dist") == "loadgroup":
+        from tests.xdist_serial import SerialLastScheduling
+
+        return SerialLastScheduling(config, log)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the groups into the node ids
 def pytest_collection_modifyitems(config, items):
     for item in items:
         for name, wants in _GROUPS:
