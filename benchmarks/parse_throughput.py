@@ -42,6 +42,8 @@ def generate(path: Path, n_lines: int, seed: int = 7, uvicorn_ts: bool = False) 
 
     ``uvicorn_ts``: uvicorn lines as a real SGLang server writes them, behind its own
     ``[YYYY-MM-DD HH:MM:SS]`` timestamp (the default keeps the bare form the baseline was measured on).
+
+    One piece: it writes one synthetic server log top to bottom in the order a server writes it.
     """
     rnd = random.Random(seed)
     t = 12 * 3600
@@ -191,6 +193,8 @@ def run_sglang(path: str, parser: str, rows_out: str) -> dict:
 
 
 def main() -> int:
+    """One piece: each row is timed against the baseline of the same run, in the order printed; the
+    last line is the JSON of every row."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lines", type=int, default=1_000_000)
     ap.add_argument("--sglang-parser", default=os.environ.get("SGLANG_LOG_PARSER", ""))

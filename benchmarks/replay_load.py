@@ -42,7 +42,11 @@ _PHASE_STEPS = {"load_target": 40, "load_draft": 4, "capture_target": 30, "captu
 
 
 def generate(path: Path, n_events: int, *, gz: bool = False) -> int:
-    """Write ``n_events`` (about) with the real Recorder; returns the count written."""
+    """Write ``n_events`` (about) with the real Recorder; returns the count written.
+
+    One piece: it writes one synthetic session top to bottom in the order a live session records it
+    (launch, phases, benchmarks), so the recording reads like a real one.
+    """
     from eagletui.core import events as ev
     from eagletui.session.record import Recorder
 

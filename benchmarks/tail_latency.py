@@ -36,6 +36,8 @@ def pct(values: list[float], q: float) -> float:
 
 
 async def main() -> dict:
+    """One piece: the sshd, the writer and the tail live for the whole measurement and each figure is
+    taken against the same baseline in this run; the last line is the JSON."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--lines", type=int, default=400)
     ap.add_argument("--interval", type=float, default=0.02)

@@ -62,6 +62,8 @@ def write_burst(path: str, n: int) -> None:
 
 
 async def child(mode: str, lines: int, consumer_us: float) -> dict:
+    """One piece: the child process's whole measurement, from its start to the figures it prints; the
+    parent reads only what it prints."""
     from eagletui.core.events import LogLine
     from eagletui.remote.control import RunInfo, ServerControl
     from eagletui.remote.local import LocalTransport

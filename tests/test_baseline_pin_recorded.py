@@ -1,3 +1,4 @@
+
 """A pinned baseline is an event (``BaselinePinned``), so everything folded from the session's events —
 a replay, an export, a read-only browser tab following the owner's feed — judges the runs against the
 baseline the screen showed, not against the first valid run."""
@@ -6,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
+
+import pytest
 
 from eagletui.core.events import BaselinePinned, Event
 from eagletui.core.runs.book import RunBook
@@ -65,6 +68,7 @@ def test_a_follower_of_the_feed_sees_the_owners_pin(tmp_path: Path) -> None:
     assert owner.runbook.baseline == view.runbook.baseline == 3
 
 
+@pytest.mark.slow
 async def test_m_in_the_runs_table_dispatches_the_pin() -> None:
     seen: list[Any] = []
     async with replayed((160, 50), events=_events()) as (app, pilot):

@@ -126,6 +126,7 @@ def test_bench_vs_no_spec_needs_a_spec_profile(tmp_path, capsys):
     assert "--speculative-algorithm" in capsys.readouterr().err
 
 
+@pytest.mark.serial  # measures the simulator's speed: run last, alone
 @pytest.mark.slow
 def test_bench_vs_no_spec_on_h200_nvlink_says_speculation_pays(tmp_path, capsys):
     rc = main(
@@ -144,6 +145,7 @@ def test_bench_vs_no_spec_on_h200_nvlink_says_speculation_pays(tmp_path, capsys)
     assert "pays" in econ["sentence"]
 
 
+@pytest.mark.serial  # measures the simulator's speed: run last, alone
 @pytest.mark.slow
 def test_bench_vs_no_spec_over_several_concurrencies(tmp_path, capsys):
     """Economics per concurrency both runs measured, and where speculation stops paying (None: it pays

@@ -92,6 +92,7 @@ async def test_stalled_before_headers_times_out() -> None:
     assert not res.ok and res.error.startswith("timeout:"), res.error
 
 
+@pytest.mark.slow
 async def test_slow_loris_one_byte_at_a_time_hits_the_idle_timeout() -> None:
     async def h(_r: asyncio.StreamReader, w: asyncio.StreamWriter) -> None:
         w.write(SSE_HEAD)
@@ -217,6 +218,7 @@ async def test_a_benchmark_without_tokens_is_a_failure(handler: Handler) -> None
     assert "no output tokens" in result.error, result.error
 
 
+@pytest.mark.slow
 def test_bench_command_exits_non_zero_on_nan_tokens(tmp_path: Path) -> None:
     loop = asyncio.new_event_loop()
     ready = threading.Event()
@@ -269,6 +271,7 @@ def test_bench_command_exits_non_zero_on_nan_tokens(tmp_path: Path) -> None:
 # ------------------------------------------------------------------------------- custom command runner
 
 
+@pytest.mark.slow
 async def test_custom_command_that_never_ends_is_stopped_at_the_timeout(tmp_path: Path) -> None:
     from eagletui.bench.custom import run_custom
 

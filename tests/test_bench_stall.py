@@ -1,3 +1,4 @@
+
 """Issue 20 item 2: a stalled server ends the benchmark soon, as "server stalled", with what was
 measured; a started stream that goes silent is stalled sooner than a request still queued; while it
 waits, progress is said. Real sockets on 127.0.0.1 speaking raw HTTP (tests/test_bench_hostile.py)."""
@@ -7,6 +8,8 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+
+import pytest
 
 from eagletui.bench.client import run_builtin
 from eagletui.bench.httplimits import HttpLimits
@@ -50,6 +53,7 @@ def _notices(events: list) -> list[str]:
     return [e.message for e in events if isinstance(e, Notice) and e.source == "bench"]
 
 
+@pytest.mark.slow
 async def test_a_server_that_accepts_and_never_answers_ends_as_stalled_soon() -> None:
     """The issue's case: 4 prompts at concurrency 2, nothing ever answered (it took 621.7 s)."""
 
@@ -68,6 +72,7 @@ async def test_a_server_that_accepts_and_never_answers_ends_as_stalled_soon() ->
     assert any(m.startswith("benchmark: server stalled") for m in said), said
 
 
+@pytest.mark.slow
 async def test_a_stream_that_goes_silent_after_it_started_is_stalled_and_others_are_kept() -> None:
     """Every other request streams to its end; every other one sends 2 tokens and goes silent. The
     silent ones are stalled after stall_s, the good ones measured, and after max_stalls the benchmark
@@ -98,6 +103,7 @@ async def test_a_stream_that_goes_silent_after_it_started_is_stalled_and_others_
     assert any("a request stalled" in m for m in said), said
 
 
+@pytest.mark.slow
 async def test_a_queued_request_waits_longer_than_a_started_stream_while_others_progress() -> None:
     """Concurrency 2: one request streams slowly for 3 s (progress), the other waits in the queue with
     no byte for those 3 s (longer than stall_s and than server_stall_s would allow a silent server):
@@ -125,6 +131,7 @@ async def test_a_queued_request_waits_longer_than_a_started_stream_while_others_
     assert result.error == "" and result.requests == 2 and result.failed == 0, result.error
 
 
+@pytest.mark.slow
 async def test_a_stall_in_the_warm_up_ends_before_the_measurement() -> None:
     async def silent(_r, _w) -> None:
         await asyncio.sleep(3600)

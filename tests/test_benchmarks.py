@@ -28,6 +28,7 @@ def test_there_are_benchmarks():
     assert len(SCRIPTS) >= 9
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("script", SCRIPTS, ids=lambda p: p.name)
 def test_every_benchmark_has_a_short_mode(script: Path):
     out = subprocess.run(

@@ -18,6 +18,7 @@ def test_fit_title_keeps_the_title_and_drops_legend_entries_from_the_end() -> No
     assert fit_title("TTFT", [], 3) == "TT…"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(200, 50), (80, 24), (60, 20)])
 async def test_every_chart_title_shows_after_a_benchmark(size: tuple[int, int]) -> None:
     async with replayed(size) as (app, pilot):

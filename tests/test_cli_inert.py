@@ -85,6 +85,7 @@ def test_export_prints_server_text_inert(tmp_path: Path, fmt: str) -> None:
         assert C1_CSI in doc["runs"][0]["command"][-1]
 
 
+@pytest.mark.slow
 def test_export_to_a_file_is_inert_too(tmp_path: Path) -> None:
     path = _hostile_session(tmp_path)
     for fmt in ("md", "csv"):

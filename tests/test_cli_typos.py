@@ -65,6 +65,7 @@ concurrency = 0
 """
 
 
+@pytest.mark.slow
 def test_profile_check_reports_every_problem_with_its_place(tmp_path: Path) -> None:
     f = tmp_path / "bad.toml"
     f.write_text(BAD)
@@ -84,6 +85,7 @@ def test_profile_check_reports_every_problem_with_its_place(tmp_path: Path) -> N
     assert any("no model-path" in w["message"] for w in doc["warnings"])
 
 
+@pytest.mark.slow
 def test_profile_check_warns_without_model_path_and_passes_otherwise(tmp_path: Path) -> None:
     f = tmp_path / "p.toml"
     f.write_text(

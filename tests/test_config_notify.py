@@ -44,6 +44,7 @@ def test_notification_output_follows_channels() -> None:
     assert out == "\a\x1b]777;notify;a;b\x07"
 
 
+@pytest.mark.slow
 @given(st.text(), st.text(), st.sampled_from(["osc9", "osc777"]))
 def test_only_the_framing_is_control(title: str, body: str, kind: str) -> None:
     seq = desktop_notify_sequence(title, body, kind)

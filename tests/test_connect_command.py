@@ -52,6 +52,7 @@ def _ssh_args(srv: SshdServer) -> list[str]:
     return ["--ssh-config", str(srv.config_file), "--known-hosts", str(srv.known_hosts)]
 
 
+@pytest.mark.slow
 @pytest.mark.sshd
 def test_connect_to_a_closed_port_fails_before_the_ui(tmp_path: Path, sshd_server: SshdServer) -> None:
     port = free_port()  # nothing listens there
@@ -66,6 +67,7 @@ def test_connect_to_a_closed_port_fails_before_the_ui(tmp_path: Path, sshd_serve
     _nothing_recorded(tmp_path)
 
 
+@pytest.mark.slow
 def test_connect_to_an_invalid_address_fails_before_the_ui(tmp_path: Path) -> None:
     res = _eagletui(tmp_path, "connect", "root@256.1.1.1")
     assert res.returncode == 1
@@ -95,6 +97,7 @@ async def test_probe_reaches_the_sshd_and_asks_about_an_unknown_key(
     assert sshd_server.host_pub in kh.read_text()  # the UI's own connection will not ask again
 
 
+@pytest.mark.slow
 def test_connect_needs_a_target_or_a_profile(tmp_path: Path) -> None:
     res = _eagletui(tmp_path, "connect")
     assert res.returncode == 2 and "give a target" in res.stderr
@@ -174,6 +177,7 @@ def test_exit_note_says_keeps_running_only_for_a_running_server() -> None:
     assert "PORT_IN_USE" not in note and "port_in_use" not in note
 
 
+@pytest.mark.slow
 @pytest.mark.sshd
 async def test_probe_over_ssh_finds_the_running_launch_and_its_profile(
     tmp_path: Path, sshd_server: SshdServer

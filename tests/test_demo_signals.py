@@ -96,6 +96,7 @@ def demo(tmp_path: Path):
         subprocess.run(["tmux", "-S", pane.sock, "kill-server"], capture_output=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP, signal.SIGINT], ids=lambda s: s.name)
 def test_demo_signal_cleans_up(demo, sig: signal.Signals) -> None:
     pane, pid, sim, tmpdir = demo
@@ -108,6 +109,7 @@ def test_demo_signal_cleans_up(demo, sig: signal.Signals) -> None:
     assert f"EXITED {128 + sig}" in pane.screen()
 
 
+@pytest.mark.slow
 def test_demo_terminal_closed_cleans_up(demo) -> None:
     """A real hang-up: the pane (the terminal) goes away under the demo."""
     pane, pid, sim, tmpdir = demo

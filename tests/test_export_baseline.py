@@ -55,6 +55,7 @@ def test_json_compares_every_run_with_the_other_sessions_run(capsys: pytest.Capt
     assert "not like for like" not in err
 
 
+@pytest.mark.slow
 def test_not_like_for_like_is_warned_and_in_every_format(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -161,6 +161,7 @@ def test_names_are_resolved_like_replay(
     assert exc.value.code == 2 and "invalid choice: 'xml'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 async def test_e_key_exports_the_runs_table(tmp_path: Path) -> None:
     from eagletui.commands import replay as replay_cmd
     from eagletui.config import UserConfig

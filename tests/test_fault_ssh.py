@@ -37,7 +37,14 @@ from tests.conftest_fault import (
 )
 from tests.sshd import SSHD, SshdServer, sshd_server_fixture, start_sshd, stop_sshd  # noqa: F401
 
-pytestmark = [pytest.mark.sshd, pytest.mark.fault, pytest.mark.slow, pytest.mark.timeout(pick(300, 1200))]
+# SSH cuts timed against the simulator's launch: run last, alone
+pytestmark = [
+    pytest.mark.sshd,
+    pytest.mark.fault,
+    pytest.mark.slow,
+    pytest.mark.serial,
+    pytest.mark.timeout(pick(300, 1200)),
+]
 
 TERMINAL = ("failed", "exited", "stopped")
 

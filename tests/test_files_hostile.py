@@ -88,6 +88,7 @@ CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 def test_export_skips_the_bad_value_and_names_file_line_and_field(tmp_path: Path, case: str) -> None:
     edit, why = CASES[case]
@@ -102,6 +103,7 @@ def test_export_skips_the_bad_value_and_names_file_line_and_field(tmp_path: Path
     assert len(doc["runs"]) == 3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", list(CASES))
 async def test_replay_folds_the_rest_and_draws_it(tmp_path: Path, case: str) -> None:
     edit, why = CASES[case]

@@ -207,6 +207,7 @@ def _profile_check(path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_profile_check_of_the_real_0_5_17_profile_follows_its_declared_release(tmp_path: Path) -> None:
     """The profile eagletui checked on the real 0.5.17 host: today's main calls its
     --cuda-graph-max-bs an error (0.5.23 table); with ``version = "0.5.17"`` it is the deprecation the

@@ -1,3 +1,4 @@
+
 """The interpreter never raises or stalls, whatever it is fed, and chunking does not change events."""
 
 from __future__ import annotations
@@ -5,6 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -98,6 +100,7 @@ def _one_feed(data: bytes, emit_lines: bool) -> list[dict]:
     return _strip(interp.feed_bytes(data) + interp.flush())
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.integers(min_value=1, max_value=4000), min_size=1, max_size=60), st.booleans())
 def test_chunk_splits_give_same_events(cuts: list[int], emit_lines: bool) -> None:
@@ -257,6 +260,7 @@ def _summaries(data: bytes, cuts: list[int], bulk: bool) -> tuple[dict, list[flo
     st.lists(st.integers(min_value=1, max_value=3000), min_size=1, max_size=20),
     st.sampled_from(["\n", "\n", "\r\n"]),
 )
+@pytest.mark.slow
 def test_bulk_path_equals_per_line(
     lines: list[str], rare: list[tuple[int, str]], started: bool, cuts: list[int], eol: str
 ) -> None:

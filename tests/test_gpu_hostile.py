@@ -29,6 +29,7 @@ def test_non_finite_values_are_unknown() -> None:
     assert gpus[0]["util_pct"] is None and gpus[0]["power_w"] is None and gpus[1]["mem_total_mb"] is None
 
 
+@pytest.mark.slow
 async def test_nan_gpu_values_do_not_crash_the_ui() -> None:
     """`ValueError: cannot convert float NaN to integer` at ui/widgets/status.py ended the app."""
     nan = float("nan")
@@ -64,6 +65,7 @@ def fake_nvidia_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return script
 
 
+@pytest.mark.slow
 async def test_a_hung_nvidia_smi_whose_child_holds_the_pipe_is_stale_on_time(fake_nvidia_smi: Path) -> None:
     transport = LocalTransport()
     got: list[tuple[float, GpuStats]] = []

@@ -1,3 +1,4 @@
+
 """The history view (``H``): earlier sessions' runs on the same target and model in a real app; Enter
 pins one as the baseline in the run book, and a not-like-for-like pick is called out."""
 
@@ -6,6 +7,8 @@ from __future__ import annotations
 import asyncio
 import shutil
 from pathlib import Path
+
+import pytest
 
 from eagletui.config import UserConfig
 from eagletui.core import events as ev
@@ -36,6 +39,7 @@ async def _open_history(app, pilot) -> HistoryScreen:
     return screen
 
 
+@pytest.mark.slow
 async def test_history_lists_earlier_runs_and_enter_pins_one(tmp_path: Path) -> None:
     sessions = tmp_path / "sessions"
     sessions.mkdir()
@@ -66,6 +70,7 @@ async def test_history_lists_earlier_runs_and_enter_pins_one(tmp_path: Path) -> 
         assert book.external is None
 
 
+@pytest.mark.slow
 async def test_history_with_no_earlier_sessions_says_so_and_escape_pins_nothing(tmp_path: Path) -> None:
     cfg = UserConfig(record=False, sessions_dir=str(tmp_path / "empty"))
     async with replayed((140, 40), user_config=cfg) as (app, pilot):

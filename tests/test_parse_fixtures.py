@@ -137,6 +137,7 @@ def _cli(args: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_cli_corrupt_and_truncated_gzip(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A damaged .gz: a clear message, the part read before it summarised, exit 1, no traceback."""
     import random
@@ -176,6 +177,7 @@ def test_cli_stdin_closed() -> None:
     assert "standard input is closed" in r.stderr and "Traceback" not in r.stderr
 
 
+@pytest.mark.slow
 def test_cli_decompression_bomb_and_cap(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """200 MB of newlines in 200 KB of gzip stops at the ratio bound; a real log obeys the size cap."""
     bomb = tmp_path / "bomb.log.gz"
@@ -242,6 +244,7 @@ def test_cli_text_table(capsys: pytest.CaptureFixture[str]) -> None:
                 assert row[end - 1] != " " and row[end : end + 1] in ("", " "), (col, row)
 
 
+@pytest.mark.slow
 def test_cli_broken_pipe_is_quiet() -> None:
     """``parse --json … | head`` ends without a BrokenPipeError traceback."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -356,6 +359,7 @@ def _serving_log(n: int) -> bytes:
     return head + "\n".join(lines).encode() + b"\nINFO:     Shutting down\n[2026-03-14 14:00:00] tail"
 
 
+@pytest.mark.slow
 def test_bulk_path_equals_per_line_on_serving_log() -> None:
     data = _serving_log(20_000)
     ref, ref_gens = _per_line_summary(data, 1 << 16)

@@ -293,6 +293,7 @@ def test_run_details_show_the_prediction_and_its_check() -> None:
     assert "steps 2 at concurrency 4: predicted 1092.9 tok/s from #1, measured 1060.7 (+3.0 %)" in later
 
 
+@pytest.mark.serial  # measures the simulator's speed: run last, alone
 @pytest.mark.slow
 def test_bench_vs_no_spec_json_carries_the_next_launch_and_the_adaptive_config(tmp_path, capsys) -> None:
     from eagletui.commands.bench import main
@@ -321,6 +322,7 @@ def test_bench_vs_no_spec_json_carries_the_next_launch_and_the_adaptive_config(t
         assert all(isinstance(v["candidate_steps"][0], int) for v in data["adaptive_config"].values())
 
 
+@pytest.mark.serial  # measures the simulator's speed: run last, alone
 @pytest.mark.slow
 def test_sweep_reports_each_predicted_variant_against_its_measurement(
     tmp_path, isolated_dirs, capsys
@@ -352,6 +354,7 @@ def test_sweep_reports_each_predicted_variant_against_its_measurement(
     assert rows[0]["measured_tok_s"] > 0 and abs(rows[0]["error_pct"]) < 25  # the fit, one short benchmark
 
 
+@pytest.mark.serial  # measures the simulator's speed: run last, alone
 @pytest.mark.slow
 @pytest.mark.parametrize("drafter", ["working", "accepts nothing"])
 def test_a_sweep_with_step_profile_predicts_from_the_profile(

@@ -61,6 +61,7 @@ async def serve(server: ProfilingServer) -> tuple[web.AppRunner, str]:
     return runner, f"http://127.0.0.1:{port}"
 
 
+@pytest.mark.slow
 async def test_capture_fetches_every_rank_decode_trace(tmp_path: Path) -> None:
     server = ProfilingServer(ranks=2)
     runner, url = await serve(server)
@@ -93,6 +94,7 @@ async def test_capture_fetches_every_rank_decode_trace(tmp_path: Path) -> None:
     assert any("fetching" in s for s in steps)
 
 
+@pytest.mark.slow
 async def test_no_traces_is_a_clear_timeout(tmp_path: Path) -> None:
     server = ProfilingServer(ranks=1, write=False)
     runner, url = await serve(server)

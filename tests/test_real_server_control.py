@@ -85,6 +85,7 @@ def alive(pid: int, start: str) -> bool:
     return hostproc.probe(pid, start)[0] == hostproc.ALIVE
 
 
+@pytest.mark.slow
 async def test_children_renamed_with_their_environ_wiped_are_stopped(
     tmp_path: Path, control: ServerControl
 ) -> None:
@@ -108,6 +109,7 @@ async def test_children_renamed_with_their_environ_wiped_are_stopped(
     assert await control.liveness(run) == "dead"
 
 
+@pytest.mark.slow
 async def test_stop_takes_sglang_own_shutdown_path(tmp_path: Path, control: ServerControl) -> None:
     """SIGTERM to the leader alone: SGLang drains and kills its tree. A group SIGTERM instead kills the
     schedulers first, and the log ends in the crash wording (and 5 s of crash diagnostics)."""
@@ -159,6 +161,7 @@ while True:
         ("deaf-leader", "kill"),  # the leader ignores SIGTERM
     ],
 )
+@pytest.mark.slow
 async def test_stop_escalates_one_step_at_a_time(
     tmp_path: Path, control: ServerControl, who: str, ended: str
 ) -> None:
@@ -200,6 +203,7 @@ print("leader exits, its grandchild lives on", flush=True)
 """
 
 
+@pytest.mark.slow
 async def test_an_orphan_of_the_server_is_still_ours(tmp_path: Path, control: ServerControl) -> None:
     """The leader exited; a grandchild in a session of its own, environ wiped, holds on. It was
     re-parented to eagletui's waiter (the subreaper), so the stop can prove it and end it; a stranger
@@ -269,6 +273,7 @@ async def test_preflight_finds_sglang_without_importing_it(tmp_path: Path, monke
     assert checks["server module"].status == "pass", checks["server module"]
 
 
+@pytest.mark.slow
 async def test_preflight_port_check_ignores_time_wait_after_a_stop(
     tmp_path: Path, control: ServerControl
 ) -> None:
@@ -344,6 +349,7 @@ async def launched(profile_path: str, control: ServerControl) -> RunInfo:
     return run
 
 
+@pytest.mark.slow
 async def test_trace_capture_reports_a_server_that_dies_after_the_profile(tmp_path: Path, capsys) -> None:
     """sglang 0.5.17's scheduler segfaulted in the torch profiler's destructor 0-2 s after "Profiling
     done" and eagletui printed the breakdown and exited 0. Now it watches the server and says."""
@@ -393,6 +399,7 @@ async def test_trace_capture_reports_a_server_that_dies_after_the_profile(tmp_pa
     await control.stop(run2, grace=10)
 
 
+@pytest.mark.slow
 async def test_reattach_follows_only_this_profiles_run(tmp_path: Path) -> None:
     """Profile B (other port, other model) must not take profile A's server, nor stop it."""
     from eagletui.core.events import Notice
@@ -441,6 +448,7 @@ time.sleep(60)
 """
 
 
+@pytest.mark.slow
 def test_bench_exits_non_zero_when_its_stop_fails(tmp_path: Path, capsys) -> None:
     """``stopping the server failed … exits 0`` was a silent success that left the server running."""
     from eagletui.commands.bench import main
@@ -477,6 +485,7 @@ num_prompts = 1
             os.kill(p_, signal.SIGKILL)
 
 
+@pytest.mark.slow
 async def test_apply_preflight_does_not_warn_about_our_own_server(
     tmp_path: Path, control: ServerControl, monkeypatch
 ) -> None:
@@ -542,6 +551,7 @@ def test_real_server_logs_of_eagletui_stops_read_as_clean_shutdowns(log: Path) -
     assert rec["sid"] == rec["pid"] and rec["waiter_pid"] and rec["subreaper"] is True
 
 
+@pytest.mark.slow
 async def test_trace_capture_says_at_once_when_the_server_dies_during_the_capture(tmp_path: Path, capsys) -> None:
     """sglang 0.5.17's scheduler aborted (``munmap_chunk(): invalid pointer``) one second into a DECODE
     capture and wrote no trace; ``trace --capture`` waited its whole 120 s for the traces before it said

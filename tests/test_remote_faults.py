@@ -148,6 +148,7 @@ async def test_a_real_exit_is_still_reported(tmp_path: Path) -> None:
     assert await control.liveness(run) is Liveness.DEAD
 
 
+@pytest.mark.slow
 async def test_workspace_relaunch_with_unknown_liveness_does_not_start_a_second_server(
     tmp_path: Path,
 ) -> None:
@@ -202,6 +203,7 @@ async def test_two_concurrent_launches_start_exactly_one_server(tmp_path: Path) 
             kill_run(r)
 
 
+@pytest.mark.slow
 async def test_attached_instance_relaunches_and_the_first_is_refused(tmp_path: Path) -> None:
     """Issue 11.2(b): B attaches to A's server and relaunches; A's relaunch must not start a second."""
     profile = sleeper_profile(tmp_path)
@@ -333,6 +335,7 @@ async def _wait(pred, what: str, limit: int = 2000) -> None:
     raise AssertionError(f"never happened: {what}")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["truncate", "replace"])
 async def test_rewritten_log_larger_than_the_offset_loses_nothing(tmp_path: Path, how: str) -> None:
     """Issue 11.3: truncate (or replace) then write more than the old offset while the reader is
@@ -430,6 +433,7 @@ def test_line_limiter_cuts_huge_lines_with_a_marker() -> None:
     assert b"".join(lim2.feed(text[i : i + 777]) for i in range(0, len(text), 777)) == text
 
 
+@pytest.mark.slow
 async def test_burst_is_read_under_backpressure(tmp_path: Path) -> None:
     """A consumer that stops reading stops the tail too: the queue stays bounded, nothing is lost."""
     path = tmp_path / "server.log"

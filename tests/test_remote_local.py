@@ -89,6 +89,7 @@ async def test_open_local_transport() -> None:
         await t.run(["sleep", "5"], timeout=0.2)
 
 
+@pytest.mark.slow
 async def test_launch_tail_stop(tmp_path: Path, control: ServerControl) -> None:
     prof = writer_profile(
         tmp_path, n=100000, delay=0.005, env={"FOO": "a b;c", "HF_TOKEN": "hf_secretsecret"}
@@ -117,6 +118,7 @@ async def test_launch_tail_stop(tmp_path: Path, control: ServerControl) -> None:
     assert await control.exit_status(run) == 128 + 15
 
 
+@pytest.mark.slow
 async def test_exit_code_and_live_source(tmp_path: Path, control: ServerControl) -> None:
     run = await control.launch(writer_profile(tmp_path, n=30, delay=0.01, code=3), launch=7)
     src = LiveSource(control.transport, control, run, poll_s=0.1, timings=FAST)
@@ -130,6 +132,7 @@ async def test_exit_code_and_live_source(tmp_path: Path, control: ServerControl)
     assert await control.exit_info(run) == (3, None)
 
 
+@pytest.mark.slow
 async def test_live_source_stale(tmp_path: Path, control: ServerControl) -> None:
     prof = Profile(
         command=(PY, "-c", "import time; print('hi', flush=True); time.sleep(30)"),
@@ -201,6 +204,7 @@ async def test_not_our_process(tmp_path: Path, control: ServerControl) -> None:
         await control.stop(run, grace=2)
 
 
+@pytest.mark.slow
 async def test_list_runs_and_discover_foreign(tmp_path: Path, control: ServerControl) -> None:
     r1 = await control.launch(writer_profile(tmp_path, n=3, delay=0.01), launch=1)
     await asyncio.sleep(0.05)
@@ -298,6 +302,7 @@ class FlakyTransport(LocalTransport):
                 yield chunk[half:]
 
 
+@pytest.mark.slow
 async def test_tail_resumes_without_loss_or_duplicates(tmp_path: Path, control: ServerControl) -> None:
     # ~3 s of writing: long enough for three cuts even when a slow machine reads big chunks
     run = await control.launch(writer_profile(tmp_path, n=1500, delay=0.002), launch=1)

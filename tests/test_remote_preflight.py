@@ -187,6 +187,7 @@ def _eagletui(*argv: str, stdout: int | None = None) -> subprocess.CompletedProc
     )
 
 
+@pytest.mark.slow
 def test_preflight_command_runs_the_flag_check(tmp_path: Path) -> None:
     """`eagletui preflight local --profile …`: sglang's parser cannot be asked here (not installed), so
     the bundled real 0.5.23 table decides, by argparse's rule."""

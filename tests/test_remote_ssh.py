@@ -105,6 +105,7 @@ async def test_auth_failure_names_methods(sshd_server: SshdServer, tmp_path: Pat
     assert "publickey" in msg and sshd_server.user in msg
 
 
+@pytest.mark.slow
 async def test_launch_tail_stop_over_ssh(sshd_server: SshdServer, tmp_path: Path) -> None:
     t = await connect(sshd_server)
     try:
@@ -136,6 +137,7 @@ def until_profile(tmp: Path, stop: Path):
     return dataclasses.replace(prof, command=(PY, "-c", UNTIL, str(stop)))
 
 
+@pytest.mark.slow
 async def test_tail_survives_20_connection_cuts(sshd_server: SshdServer, tmp_path: Path) -> None:
     """Kill the sshd process serving our connection 20 times while lines are written: 0 lost, 0 dup."""
     t = await connect(sshd_server)
@@ -178,6 +180,7 @@ async def test_tail_survives_20_connection_cuts(sshd_server: SshdServer, tmp_pat
         await t.close()
 
 
+@pytest.mark.slow
 async def test_server_survives_disconnect_and_reattach(sshd_server: SshdServer, tmp_path: Path) -> None:
     t = await connect(sshd_server)
     control = ServerControl(t, str(tmp_path / "runs"), python=PY, timings=FAST)
@@ -232,6 +235,7 @@ HTTP_SERVER = (
 )
 
 
+@pytest.mark.slow
 async def test_forward_port_and_exit_event(sshd_server: SshdServer, tmp_path: Path) -> None:
     import aiohttp
 
@@ -322,6 +326,7 @@ class CutDuringLaunch(SSHTransport):
         return await super().run(argv, timeout=timeout, input=input)
 
 
+@pytest.mark.slow
 async def test_ssh_drop_during_launch_is_reconciled(sshd_server: SshdServer, tmp_path: Path) -> None:
     """Issue 11.2(c): the connection drops during the launch command; the server starts anyway and
     eagletui finds it by run id over a new connection instead of reporting failure."""

@@ -1,3 +1,4 @@
+
 """Seeking a replay from the keyboard: ``[``/``]`` between launches and config changes, ←/→ by 10 s,
 Home/End, the timeline and the position; the screen is rebuilt from the events before the target."""
 
@@ -5,6 +6,8 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+
+import pytest
 
 from eagletui.commands import replay as replay_cmd
 from eagletui.config import UserConfig
@@ -69,6 +72,7 @@ def _five_launches(directory: Path) -> Path:
     return write_session(directory / "20270115-1000-box.jsonl", header, out)
 
 
+@pytest.mark.slow
 async def test_brackets_step_between_launches_and_arrows_move_ten_seconds(tmp_path: Path) -> None:
     shutil.copy(EXAMPLE, tmp_path / "example-demo.jsonl")
     app = _app(["example-demo", "--at", "0"], UserConfig(record=False, sessions_dir=str(tmp_path)))
@@ -115,6 +119,7 @@ async def test_brackets_step_between_launches_and_arrows_move_ten_seconds(tmp_pa
         assert src.position == 0.0
 
 
+@pytest.mark.slow
 async def test_replay_by_name_from_launch_3_then_next_goes_to_4(tmp_path: Path) -> None:
     _five_launches(tmp_path)
     app = _app(["20270115", "--launch", "3"], UserConfig(record=False, sessions_dir=str(tmp_path)))
@@ -139,6 +144,7 @@ async def test_replay_by_name_from_launch_3_then_next_goes_to_4(tmp_path: Path) 
         assert line.count("▲") == 5 and line.count("◆") == 2 and line.count("●") == 5
 
 
+@pytest.mark.slow
 async def test_seek_back_after_the_end_plays_on(tmp_path: Path) -> None:
     path = _five_launches(tmp_path)
     app = _app([str(path), "--speed", "instant"], UserConfig(record=False, sessions_dir=str(tmp_path)))
@@ -159,6 +165,7 @@ async def test_seek_back_after_the_end_plays_on(tmp_path: Path) -> None:
         assert len(app.runbook.runs[1].results) == 1  # folded once, not twice
 
 
+@pytest.mark.slow
 async def test_arrows_stay_with_the_panes_outside_a_replay_seek(tmp_path: Path) -> None:
     """Without a seekable replay (an unindexed Replayer here; a live host likewise) ← and → are still
     the Tune tab's keys: the priority seek bindings step aside."""
@@ -181,6 +188,7 @@ async def test_arrows_stay_with_the_panes_outside_a_replay_seek(tmp_path: Path) 
         assert tuning.pending == {"arg:--speculative-num-draft-tokens": 5}
 
 
+@pytest.mark.slow
 async def test_at_instant_speed_seeking_pauses_and_works_from_the_runs_tab(tmp_path: Path) -> None:
     """Issue 20 item 13: at --speed instant the seek keys seemed to do nothing (the replay raced back
     to the end), and on the Runs tab the table was said to swallow them."""

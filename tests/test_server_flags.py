@@ -191,6 +191,7 @@ def test_deprecated_flags_warn_on_0_5_23() -> None:
     assert not r.errors and len(r.warnings) == 2
 
 
+@pytest.mark.slow
 def test_every_prefix_of_every_real_flag_matches_argparse() -> None:
     n = 0
     for opt in _OPTIONS:

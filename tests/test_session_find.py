@@ -213,6 +213,7 @@ def test_cli_lists_the_sessions_command() -> None:
     assert os.path.exists(cli.COMMANDS["sessions"][0].replace(".", "/") + ".py")
 
 
+@pytest.mark.slow
 async def test_the_app_starts_paused_at_the_launch_and_plays_on(sessions_dir: Path) -> None:
     """What ``eagletui replay NAME --launch 3`` hands the UI, in the real app: the screen stands at
     launch 3 (folded from the catch-up), paused; resuming plays the rest to the end."""

@@ -70,6 +70,7 @@ def test_events_with_wrong_field_types_are_skipped_with_their_line(
     assert warnings == [f"line 3: bad server_failed event ({why}), ignored"]
 
 
+@pytest.mark.slow
 async def test_replay_of_a_recording_with_a_null_kind_shows_the_rest(tmp_path: Path) -> None:
     from tests.replay_apps import EXAMPLE, replayed
 
@@ -103,6 +104,7 @@ def _gzip_stream(parts: list[tuple[bytes, int]]) -> bytes:
     return b"".join(out)
 
 
+@pytest.mark.slow
 def test_a_gzip_of_newlines_is_refused_as_a_bomb_in_bounded_memory(tmp_path: Path) -> None:
     head = (json.dumps(make_header("box", "p")) + "\n" + "".join(map(_line, _good(2)))).encode()
     p = tmp_path / "bomb.jsonl.gz"
@@ -202,6 +204,7 @@ def test_compact_log_rows_round_trip(tmp_path: Path) -> None:
     assert all(_close(a, b) for a, b in zip(loaded, events, strict=True))
 
 
+@pytest.mark.slow
 def test_recording_of_a_real_log_stays_proportional(tmp_path: Path) -> None:
     """Every event the interpreter makes of a real sglang 0.5.17 log, recorded. The log text itself
     takes at most 1.2x the log; the structured events on top (a PhaseProgress per tqdm frame, a
@@ -250,6 +253,7 @@ def test_disk_full_stops_recording_cleanly(tmp_path: Path) -> None:
         subprocess.run(["umount", "-l", str(mnt)])
 
 
+@pytest.mark.slow
 async def test_disk_full_while_recording_the_ui_goes_on(tmp_path: Path) -> None:
     from tests.replay_apps import EXAMPLE, replay_app
 
@@ -371,6 +375,7 @@ def test_disk_full_then_space_returns_recording_resumes(tmp_path: Path) -> None:
         subprocess.run(["umount", "-l", str(mnt)])
 
 
+@pytest.mark.slow
 async def test_the_ui_says_recording_paused_until_it_resumes(tmp_path: Path) -> None:
     from eagletui.ui.widgets.status import StatusHeader
     from tests.replay_apps import replay_app

@@ -241,6 +241,7 @@ def test_gzip_is_read_through_a_private_temp_copy(big: tuple[Path, list[ev.Event
     assert not tmp.exists()
 
 
+@pytest.mark.slow
 def test_files_without_seek_points_get_the_full_pass(
     big: tuple[Path, list[ev.Event]], tmp_path: Path
 ) -> None:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from eagletui.core import events as ev
 from eagletui.core.logs.formats.sglang.lines import classify, split_glued
 from eagletui.core.logs.formats.sglang.serving import parse_decode
@@ -318,6 +320,7 @@ def _live_serving_log(n: int) -> bytes:
     return "\n".join(lines).encode() + b"\nINFO:     Shutting down\n[2026-03-14 14:00:00] tail"
 
 
+@pytest.mark.slow
 def test_live_fast_path_gives_the_same_events() -> None:
     """``feed`` folds serving lines directly while they cannot change the phase: same events and state."""
     sources = [p.read_bytes() for p in sorted(_LOGS.glob("*.log"))]

@@ -18,6 +18,7 @@ CASES = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("host", "total", "name"), CASES)
 def test_host_preset_sets_the_gpu_memory(host: str, total: float, name: str) -> None:
     assert perf.HOSTS[host].gpu_total_gb == total and perf.HOSTS[host].gpu_name == name

@@ -59,6 +59,7 @@ async def _stream_generate(
     return events, times
 
 
+@pytest.mark.slow
 async def test_health_503_until_warmup_done() -> None:
     with SimProc(
         ["--model-path", "m-8b", "--sim-shards", "2"], env={"EAGLETUI_SIM_WARMUP_DELAY": "1.5"}
@@ -82,6 +83,7 @@ async def test_health_503_until_warmup_done() -> None:
         ) in sim.text()
 
 
+@pytest.mark.slow
 async def test_streaming_generate_meta_info(spec_sim: SimProc) -> None:
     async with aiohttp.ClientSession() as s:
         events, _ = await _stream_generate(s, spec_sim.base, 120)
@@ -195,6 +197,7 @@ def _counters(text: str) -> dict[tuple[str, str], float]:
     return out
 
 
+@pytest.mark.slow
 async def test_flush_cache_timeout_waits_for_idle(spec_sim: SimProc) -> None:
     """0.5.23 flush_wrapper.py: without ?timeout a busy server refuses at once; with one it waits for idle."""
     async with aiohttp.ClientSession() as s:
@@ -224,6 +227,7 @@ async def test_flush_cache_timeout_waits_for_idle(spec_sim: SimProc) -> None:
             assert r.status == 422
 
 
+@pytest.mark.slow
 async def test_single_stream_pacing_matches_model(spec_sim: SimProc) -> None:
     async with aiohttp.ClientSession() as s:
         async with s.post(f"{spec_sim.base}/flush_cache") as r:

@@ -85,6 +85,7 @@ def _records(text: str) -> list[tuple[str, str]]:
     return out
 
 
+@pytest.mark.slow
 def test_startup_log_phases_in_order_and_sigterm() -> None:
     with SimProc(SPEC_ARGS + ["--sim-shards", "12"], env={"SGLANG_LOG_MS": "1"}) as sim:
         text = sim.wait_for(READY)
@@ -192,6 +193,7 @@ def test_startup_log_phases_in_order_and_sigterm() -> None:
             pos = tail.index(needle, pos)
 
 
+@pytest.mark.slow
 def test_ep_rank_prefix_and_deprecation_warning() -> None:
     """` EP{n}` after ` TP{n}` when expert parallelism > 1 (scheduler.py logger prefix); a deprecated flag
     warns in argparse_actions.py's words, bold yellow, before logging is configured (no timestamp)."""
@@ -208,6 +210,7 @@ def test_ep_rank_prefix_and_deprecation_warning() -> None:
         assert "cuda_graph={prefill=0.00, decode=0.00, target_verify=0.00, draft_prefill=0.00" in text
 
 
+@pytest.mark.slow
 def test_running_phase_sigquit_like_add_signal_handler() -> None:
     with SimProc(["--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--skip-server-warmup"]) as sim:
         sim.wait_for(READY)
@@ -218,6 +221,7 @@ def test_running_phase_sigquit_like_add_signal_handler() -> None:
         assert re.search(r"kill_process_tree called: parent_pid=(\d+), include_parent=True, pid=\1", text)
 
 
+@pytest.mark.slow
 def test_no_spec_and_disable_cuda_graph() -> None:
     base = ["--model-path", "meta-llama/Llama-3.1-70B-Instruct", "--tp", "8", "--skip-server-warmup"]
     with SimProc(base) as sim:
@@ -237,6 +241,7 @@ def test_no_spec_and_disable_cuda_graph() -> None:
         assert "Capture target prefill" not in text and "Capture target decode CUDA graph end." in text
 
 
+@pytest.mark.slow
 def test_tp1_has_no_rank_prefix() -> None:
     with SimProc(["--model-path", "meta-llama/Llama-3.1-8B-Instruct", "--skip-server-warmup"]) as sim:
         text = sim.wait_for(READY)
@@ -269,6 +274,7 @@ FAIL_CASES = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", sorted(FAIL_CASES))
 def test_failure_injection_kills_like_kill_process_tree(mode: str) -> None:
     args = SPEC_ARGS + ["--sim-shards", "8", "--watchdog-timeout", "100"]
@@ -292,6 +298,7 @@ def test_failure_injection_kills_like_kill_process_tree(mode: str) -> None:
             assert '\n  File "' in tb
 
 
+@pytest.mark.slow
 def test_port_in_use_forced_and_real() -> None:
     with SimProc(SPEC_ARGS + ["--sim-shards", "4"], env={"EAGLETUI_SIM_FAIL": "port-in-use"}) as sim:
         assert sim.wait_exit(30) == 1

@@ -57,6 +57,7 @@ def _kernel_ms(path: Path) -> dict[str, float]:
     return out
 
 
+@pytest.mark.slow
 def test_profile_by_stage_writes_rank_traces(tmp_path: Path) -> None:
     args = SPEC_ARGS + ["--sim-shards", "2", "--sim-draft-quality", str(perf.POOR_DRAFT_P), "--ep", "2"]
     with SimProc(args) as sim:

@@ -118,6 +118,7 @@ def _parse_json(path: Path) -> dict[str, Any]:
     return json.loads(r.stdout)
 
 
+@pytest.mark.slow
 def test_phase_sequence_and_state_match_real(run: Run, tmp_path: Path) -> None:
     assert run.rc == 0
     sim_log = tmp_path / "sim.log"

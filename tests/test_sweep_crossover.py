@@ -14,7 +14,8 @@ from eagletui.commands.demo import free_port
 from eagletui.commands.profile import example_text
 from eagletui.commands.sweep import main
 
-pytestmark = pytest.mark.slow
+# the crossover is read from the simulator's measured speeds: run last, alone
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 
 def test_the_crossover_is_exported_for_sglang(tmp_path, monkeypatch, capsys):

@@ -171,6 +171,7 @@ def test_adaptive_reaches_fixed_3s_ranking_on_the_demo_sweep_with_fewer_runs():
     assert adaptive.decisions[0].winner == 2 and (adaptive.decisions[0].margin.sure or 0) > 0.95
 
 
+@pytest.mark.slow
 def test_adaptive_is_right_at_least_as_often_as_fixed_3_over_reorderings():
     """The recorded runs in 200 random orders: how often each policy ranks the four variants as all
     six runs of each do, and at what cost (noise is heavy-tailed: a slow run now and then)."""

@@ -108,10 +108,13 @@ def test_a_launch_waits_until_the_previous_servers_memory_is_released(dirs, monk
     assert abs(first - second) < 0.2, (first, second)
 
 
-def test_without_telemetry_the_held_memory_ooms_and_is_retried_once(dirs, capsys):
+def test_without_telemetry_the_held_memory_ooms_and_is_retried_once(dirs, capsys, monkeypatch):
     # no nvidia-smi on PATH: the gate cannot see the release, the second launch runs out of memory
-    # while loading (the simulator still holds its predecessor's), eagletui launches it once more
-    rc = main(["local", "--profile", _profile(dirs, wait=5, release=2.5), "--json", "--no-preflight"])
+    # while loading (the simulator still holds its predecessor's), eagletui launches it once more after
+    # min(gpu_wait_s, sweep.oom_settle_s) = 9 s. The margins hold on a busy machine: the second launch
+    # reaches its weights within 6 s of the stop (about 1.5 s when idle), the retry comes after 9 s.
+    monkeypatch.setenv("EAGLETUI_TIMINGS", "fast,sweep.oom_settle_s=9")
+    rc = main(["local", "--profile", _profile(dirs, wait=20, release=6), "--json", "--no-preflight"])
     out = capsys.readouterr()
     assert rc == 0, out.err
     rows = json.loads(out.out)["variants"]

@@ -157,6 +157,7 @@ def test_plan_prints_launches_cells_and_what_the_eta_still_lacks(dirs, capsys):
 # ------------------------------------------------------------------ on the simulator
 
 
+@pytest.mark.serial  # measures the simulator's speed: run last, alone
 @pytest.mark.slow
 def test_3_configs_x_4_concurrencies_is_3_launches_and_the_eta_holds(dirs, capsys):
     prof = _profile(dirs)

@@ -1,3 +1,4 @@
+
 """Terminal escape injection (issue 11.6): log-derived text reaches the terminal only inert."""
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
+
+import pytest
 
 from eagletui.config import UserConfig
 from eagletui.core.events import LaunchDetected, ServerFailed
@@ -90,6 +93,7 @@ async def test_failure_box_and_toast_show_osc52_inert() -> None:
         assert "␛]52;c;" in painted and _raw_free(painted)
 
 
+@pytest.mark.slow
 def test_bench_stderr_last_log_lines_are_inert(tmp_path: Path) -> None:
     """A server that dies printing an OSC 52 line: `bench --launch` shows its log tail, inert."""
     script = tmp_path / "server.py"

@@ -12,6 +12,7 @@ from eagletui.ui.widgets.tuning import TuningPanel
 from tests.replay_apps import replay_app
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("size", [(200, 50), (80, 24)])
 async def test_the_selected_toggles_whole_help_is_on_screen(tmp_path, size) -> None:
     prof = load_profile(write_demo_profile(tmp_path))

@@ -28,6 +28,7 @@ def test_the_shipped_registry() -> None:
     assert repaint.charts_shown() == 4
 
 
+@pytest.mark.slow
 async def test_one_line_in_the_registry_puts_a_chart_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(charts, "CHARTS", (*CHARTS, ChartSpec(DecodeTokSChart, "decode", wide=True)))
     assert repaint.charts_shown() == 5 and charts.wide_grid_rows() == "1fr 1fr 1fr 1fr"

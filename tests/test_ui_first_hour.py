@@ -1,3 +1,4 @@
+
 """What a new user hit in the first hour of the UI (issue 13), driven through the real app: the diff
 window, toggle steps, copy, filters, toasts, the key bar, run details, the palette, themes, search, charts."""
 
@@ -5,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 from pathlib import Path
+
+import pytest
 
 from eagletui.commands.demo import write_demo_profile
 from eagletui.core.events import LOG_PHASES
@@ -23,6 +26,7 @@ def demo_profile(tmp_path: Path):
     return load_profile(write_demo_profile(tmp_path))
 
 
+@pytest.mark.slow
 async def test_a_in_the_diff_window_applies(tmp_path: Path) -> None:
     """The diff window says "a applies": ``a`` there runs apply (a replay refuses it, visibly)."""
     async with replayed(WIDE, profile=demo_profile(tmp_path)) as (app, pilot):
@@ -51,6 +55,7 @@ async def _step_toggle(app, pilot, key: str, presses: list[str]) -> list:
     return seen
 
 
+@pytest.mark.slow
 async def test_a_number_off_its_grid_snaps_instead_of_jumping_to_the_ends(tmp_path: Path) -> None:
     prof = demo_profile(tmp_path)
     key = "arg:--cuda-graph-max-bs-decode"
@@ -78,6 +83,7 @@ def test_the_compare_line_says_a_first_benchmark_is_running() -> None:
     assert "no benchmark yet" not in line and "running" in line
 
 
+@pytest.mark.slow
 async def test_ctrl_c_copies_and_never_shows_raw_markup() -> None:
     from eagletui.ui.screens.modals import HelpScreen
 
@@ -94,6 +100,7 @@ async def test_ctrl_c_copies_and_never_shows_raw_markup() -> None:
         assert not any("[b]" in m or "[/b]" in m for m in _toasts(app)), _toasts(app)
 
 
+@pytest.mark.slow
 async def test_zero_resets_the_rank_filter_and_the_filter_stays_in_sight() -> None:
     from eagletui.ui.widgets.logview import LogView
     from eagletui.ui.widgets.status import StatusHeader
@@ -132,6 +139,7 @@ def _hostless_app(tmp_path: Path):
     return app
 
 
+@pytest.mark.slow
 async def test_toasts_are_short_few_and_do_not_repeat_the_failure_box(tmp_path: Path) -> None:
     from eagletui.core.events import LaunchStarted, ServerFailed
 
@@ -161,6 +169,7 @@ async def test_toasts_are_short_few_and_do_not_repeat_the_failure_box(tmp_path: 
         assert hint in box_text and "PORT_IN_USE" not in box_text and "in warmup" not in box_text
 
 
+@pytest.mark.slow
 async def test_at_80x24_the_log_keeps_at_least_12_rows_while_loading() -> None:
     from eagletui.ui.widgets.logview import LogView
     from eagletui.ui.widgets.phases import PhaseTable
@@ -176,6 +185,7 @@ async def test_at_80x24_the_log_keeps_at_least_12_rows_while_loading() -> None:
         assert "to go" in table and "done" in table  # the rest, folded into one line
 
 
+@pytest.mark.slow
 async def test_key_bar_follows_the_tab_and_the_driver(tmp_path: Path) -> None:
     from eagletui.ui.widgets.keybar import KeyBar
 
@@ -200,6 +210,7 @@ async def test_key_bar_follows_the_tab_and_the_driver(tmp_path: Path) -> None:
         assert {"Relaunch", "Stop", "Bench", "Apply"} <= set(keys) and "Pause" not in keys, keys
 
 
+@pytest.mark.slow
 async def test_run_details_are_readable_and_a_failed_run_lists_every_phase() -> None:
     from eagletui.ui.widgets.runs import RunsTable
     from tests.test_ui_snapshots import CRASH, _events
@@ -223,6 +234,7 @@ async def test_run_details_are_readable_and_a_failed_run_lists_every_phase() -> 
         assert "NCCL_ALGO=" in command and "-m eagletui.sim" in command  # environment first, then argv
 
 
+@pytest.mark.slow
 async def test_diff_window_command_carries_env_changes_and_no_secret(tmp_path: Path) -> None:
     prof = demo_profile(tmp_path)
     prof.env["HF_TOKEN"] = "hf_abcdefghijklmnopqrstuvwxyz0123"
@@ -237,6 +249,7 @@ async def test_diff_window_command_carries_env_changes_and_no_secret(tmp_path: P
         assert "hf_abcdefghijklmnopqrstuvwxyz0123" not in body and "HF_TOKEN='***'" in command
 
 
+@pytest.mark.slow
 async def test_the_config_column_ends_in_an_ellipsis_and_says_it_scrolls(tmp_path: Path) -> None:
     from eagletui.ui.widgets.keybar import KeyBar
     from eagletui.ui.widgets.runs import CONFIG_WIDTH, RunsTable
@@ -251,6 +264,7 @@ async def test_the_config_column_ends_in_an_ellipsis_and_says_it_scrolls(tmp_pat
         assert hints.get("Scroll") == "←/→" and "Details" in hints, hints
 
 
+@pytest.mark.slow
 async def test_palette_lists_our_actions_when_empty_and_has_no_theme_picker() -> None:
     from textual.command import CommandList, CommandPalette
 
@@ -296,6 +310,7 @@ def test_save_theme_keeps_the_file_and_writes_it_private(tmp_path: Path) -> None
     assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
 
 
+@pytest.mark.slow
 async def test_t_saves_the_theme_and_help_names_the_config_path(tmp_path: Path) -> None:
     from eagletui.config import load_user_config
     from eagletui.ui.screens.modals import HelpScreen
@@ -313,6 +328,7 @@ async def test_t_saves_the_theme_and_help_names_the_config_path(tmp_path: Path) 
         assert str(path) in str(app.screen.query_one("#help-text").render())
 
 
+@pytest.mark.slow
 async def test_search_says_which_hit_is_shown() -> None:
     from eagletui.ui.widgets.logview import LogView
     from eagletui.ui.widgets.status import StatusHeader
@@ -336,6 +352,7 @@ def _chart_lines(chart) -> list[str]:
     return ["".join(seg.text for seg in chart.render_line(y)) for y in range(chart.size.height)]
 
 
+@pytest.mark.slow
 async def test_charts_start_at_zero_label_every_tick_and_keep_legends_off_the_data() -> None:
     from eagletui.core.state.screen import Series, SessionState
     from eagletui.ui.widgets.charts import TokSChart

@@ -1,9 +1,12 @@
+
 """Replay goes through the same event path as a live session, so it shows the same state."""
 
 from __future__ import annotations
 
 import shutil
 from pathlib import Path
+
+import pytest
 
 from eagletui.commands import replay as replay_cmd
 from eagletui.core.state.screen import SessionState
@@ -14,6 +17,7 @@ from tests.replay_apps import replay_app
 EXAMPLE = Path(__file__).resolve().parent.parent / "sessions" / "example-demo.jsonl"
 
 
+@pytest.mark.slow
 async def test_replay_rebuilds_the_recorded_session() -> None:
     header, events, warnings = read_session(EXAMPLE)
     assert header["format"] == "eagletui-session" and not warnings
@@ -38,6 +42,7 @@ async def test_replay_rebuilds_the_recorded_session() -> None:
         assert app.state.current == 3
 
 
+@pytest.mark.slow
 async def test_truncated_recording_still_replays(tmp_path: Path) -> None:
     damaged = tmp_path / "cut.jsonl"
     shutil.copy(EXAMPLE, damaged)
@@ -58,6 +63,7 @@ def test_replay_command_rejects_a_non_session(tmp_path: Path, capsys) -> None:
     assert str(bogus) in capsys.readouterr().err
 
 
+@pytest.mark.slow
 async def test_untrusted_text_is_never_markup() -> None:
     """Failure messages, notices and confirm prompts carry log text: brackets must not be parsed."""
     from eagletui.core.events import Notice, ServerFailed
@@ -83,6 +89,7 @@ async def test_untrusted_text_is_never_markup() -> None:
         assert "[/bad]" in str(app.screen.query_one("Label").render())
 
 
+@pytest.mark.slow
 async def test_replay_judges_runs_with_the_recorded_thresholds() -> None:
     import dataclasses
 
@@ -102,6 +109,7 @@ async def test_replay_judges_runs_with_the_recorded_thresholds() -> None:
         assert all(v in ("pass", "fail") for v in verdicts)
 
 
+@pytest.mark.slow
 async def test_mouse_selection_in_the_log_is_copyable() -> None:
     from textual.geometry import Offset
     from textual.selection import Selection

@@ -88,32 +88,38 @@ async def settle(pilot) -> None:
 # ---------------------------------------------------------------------------------- the states
 
 
+@pytest.mark.slow
 def test_loading_with_bars(snap_compare) -> None:
     """Launch 1 halfway through the base weights: 32/64 shards, earlier phases done, ETA."""
     app = replay_app(_cut_mid_load_target(_events(EXAMPLE)))
     assert snap_compare(app, terminal_size=WIDE, run_before=settle)
 
 
+@pytest.mark.slow
 def test_ready_runs_tab(snap_compare) -> None:
     """The whole example session: launch 3 ready, charts on the left, the runs table with deltas."""
     assert snap_compare(replay_app(_events(EXAMPLE)), press=["4"], terminal_size=WIDE, run_before=settle)
 
 
+@pytest.mark.slow
 def test_ready_log_tab(snap_compare) -> None:
     """Same state, Log tab (the default) following the tail."""
     assert snap_compare(replay_app(_events(EXAMPLE)), terminal_size=WIDE, run_before=settle)
 
 
+@pytest.mark.slow
 def test_ready_narrow(snap_compare) -> None:
     """80×24: the narrow layout, phases on top and the tabs (Charts included) below."""
     assert snap_compare(replay_app(_events(EXAMPLE)), terminal_size=NARROW, run_before=settle)
 
 
+@pytest.mark.slow
 def test_crashed_with_hint(snap_compare) -> None:
     """OOM while capturing CUDA graphs: the failed phase, the error line and the hint."""
     assert snap_compare(replay_app(_events(CRASH)), terminal_size=WIDE, run_before=settle)
 
 
+@pytest.mark.slow
 def test_diff_view(snap_compare, tmp_path: Path) -> None:
     """Pending toggles staged in the Tune panel, then ``d``: running → pending and the new command."""
     prof = _demo_profile(tmp_path)
@@ -137,6 +143,7 @@ def test_diff_view(snap_compare, tmp_path: Path) -> None:
     assert snap_compare(app, press=["d"], terminal_size=WIDE, run_before=stage)
 
 
+@pytest.mark.slow
 def test_help(snap_compare) -> None:
     """F1 over the ready session: every key, with its binding id."""
     assert snap_compare(replay_app(_events(EXAMPLE)), press=["f1"], terminal_size=WIDE, run_before=settle)

@@ -1,8 +1,11 @@
+
 """Issue 20 item 15: the words on screen say what is true now — the search counter after a filter
 change, the filter's reset key, the no-benchmark hint once the server is ready or dead, and the ETA
 note beside a phase row that shows an ETA."""
 
 from __future__ import annotations
+
+import pytest
 
 from eagletui.core import events as ev
 from eagletui.core.runs.book import RunBook
@@ -13,6 +16,7 @@ from eagletui.ui.widgets.status import StatusHeader
 from tests.replay_apps import replay_app, replayed
 
 
+@pytest.mark.slow
 async def test_the_search_counter_never_reads_hit_zero_after_a_filter_change() -> None:
     async with replayed((200, 50)) as (app, pilot):
         log = app.query_one(LogView)
@@ -34,6 +38,7 @@ async def test_the_search_counter_never_reads_hit_zero_after_a_filter_change() -
         assert log._hit_rows[log.hit_index] is row
 
 
+@pytest.mark.slow
 async def test_the_filter_header_names_its_reset_key() -> None:
     async with replayed((200, 50)) as (app, pilot):
         await pilot.press("e")
@@ -56,6 +61,7 @@ def test_the_no_benchmark_hint_follows_the_server() -> None:
     assert "press b" not in compare_text(book, None, ServerState.READY, can_bench=False).plain
 
 
+@pytest.mark.slow
 async def test_ready_and_dead_servers_do_not_say_press_b_when_ready() -> None:
     for tail, want in (
         ([ev.ServerReady(launch=1)], "press b to run one"),
@@ -72,6 +78,7 @@ async def test_ready_and_dead_servers_do_not_say_press_b_when_ready() -> None:
             assert ("no benchmark in this recording yet" in text) or (want in text), text
 
 
+@pytest.mark.slow
 async def test_no_estimate_note_does_not_contradict_a_phase_eta() -> None:
     events = [
         ev.LaunchStarted(launch=1, target="local"),

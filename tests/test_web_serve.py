@@ -42,6 +42,7 @@ def _serve_cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("host", ["0.0.0.0", "::", "192.0.2.7", "gpu-host.example"])
 def test_refuses_to_listen_beyond_loopback_without_the_flag(host: str) -> None:
     r = _serve_cli("--host", host, "replay", "demo-eagle3")
@@ -55,6 +56,7 @@ def test_loopback_addresses() -> None:
     assert not any(loopback(h) for h in ("0.0.0.0", "::", "10.0.0.1", "example.org", ""))
 
 
+@pytest.mark.slow
 def test_a_bad_command_is_refused_in_the_terminal_before_listening() -> None:
     r = _serve_cli("replay", "no-such-session")
     assert r.returncode == 2
@@ -73,6 +75,7 @@ def server(tmp_path: Path):
     assert s.proc.returncode == 0
 
 
+@pytest.mark.slow
 def test_every_url_needs_the_token(server: Serve) -> None:
     base = f"http://127.0.0.1:{server.port}"
     token = server.path.strip("/")
@@ -90,6 +93,7 @@ def test_every_url_needs_the_token(server: Serve) -> None:
     assert status == 404  # only the listed files
 
 
+@pytest.mark.slow
 def test_the_page_uses_relative_urls_and_forbids_other_origins(server: Serve) -> None:
     status, headers, body = _get(server.url)
     assert status == 200
@@ -106,6 +110,7 @@ def test_the_page_uses_relative_urls_and_forbids_other_origins(server: Serve) ->
         assert b"fonts.googleapis" not in data and b"fonts.gstatic" not in data, name
 
 
+@pytest.mark.slow
 def test_the_title_is_escaped(tmp_path: Path) -> None:
     s = Serve(["--title", "<script>x</script>", "replay", "demo-eagle3"], tmp_path)
     try:
@@ -115,6 +120,7 @@ def test_the_title_is_escaped(tmp_path: Path) -> None:
         s.stop()
 
 
+@pytest.mark.slow
 def test_a_websocket_without_the_token_is_refused(server: Serve) -> None:
     import asyncio
 
@@ -133,6 +139,7 @@ def test_a_websocket_without_the_token_is_refused(server: Serve) -> None:
     assert server.visits()["visits"] == []  # no app was started for them
 
 
+@pytest.mark.slow
 def test_a_websocket_from_another_origin_is_refused(server: Serve) -> None:
     # a page on another site that learned the URL cannot open a tab: browsers send Origin on every
     # websocket handshake, and a websocket is not bound by the same-origin policy

@@ -1,3 +1,4 @@
+
 """The profile's benchmark runner is honoured by the workspace (the `b` key), and its output streams
 into the log pane."""
 
@@ -8,6 +9,8 @@ import contextlib
 import dataclasses
 import sys
 from pathlib import Path
+
+import pytest
 
 from eagletui.commands.demo import write_demo_profile
 from eagletui.core.profile.load import load_profile
@@ -38,6 +41,7 @@ async def ready_workspace(prof, events: list, also=None):
         await ws.close(stop_server=True)
 
 
+@pytest.mark.slow
 async def test_custom_command_runner_through_the_workspace(tmp_path: Path) -> None:
     prof = load_profile(write_demo_profile(tmp_path, time_scale=0.004))
     script = "print('warming up'); print('throughput: 123.4 tok/s'); print('mean accept length 2.75')"
@@ -57,6 +61,7 @@ async def test_custom_command_runner_through_the_workspace(tmp_path: Path) -> No
         assert "[bench] throughput: 123.4 tok/s" in echoed
 
 
+@pytest.mark.slow
 async def test_repeats_give_mean_and_stdev(tmp_path: Path) -> None:
     from eagletui.core.runs.book import RunBook
 
@@ -72,6 +77,7 @@ async def test_repeats_give_mean_and_stdev(tmp_path: Path) -> None:
         assert row.repeats == 3 and row.tok_s.stdev is not None and "±" in row.tok_s.text(1)
 
 
+@pytest.mark.slow
 async def test_builtin_client_sends_the_api_key(tmp_path: Path) -> None:
     """A server started with --api-key refuses requests without it (the simulator does, like sglang)."""
     import aiohttp

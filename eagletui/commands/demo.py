@@ -159,9 +159,9 @@ def _emergency_cleanup(app, tmp: Path) -> None:
                 os.killpg(int(run.pgid), sig)
             except ProcessLookupError:
                 break
-            deadline = time.monotonic() + 5
+            deadline = time.monotonic() + app.timings.control.demo_kill_wait_s
             while ours() and time.monotonic() < deadline:
-                time.sleep(0.1)
+                time.sleep(app.timings.session.busy_poll_s)
             if not ours():
                 break
     shutil.rmtree(tmp, ignore_errors=True)

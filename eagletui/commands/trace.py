@@ -22,7 +22,8 @@ from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.profiler import summarize_file
 from eagletui.profiler.categories import ORDER
 from eagletui.profiler.chrome import TraceError
-from eagletui.profiler.summary import RankSummary, report_json
+from eagletui.profiler.rank import RankSummary
+from eagletui.profiler.summary import report_json
 
 BAR_WIDTH = 40
 _GLYPHS = {"communication": "█", "gemm": "▓", "attention": "▒", "moe": "░", "other": "·"}

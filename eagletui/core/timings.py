@@ -116,6 +116,10 @@ class WatchTimings:
     gpu_read_s: float = 10.0
     #: a ``stat`` of the log on the host
     stat_s: float = 10.0
+    #: after the server died, its log is read on until it has been quiet this long (the crash message
+    #: is the last thing it wrote), at most ``drain_limit_s``
+    drain_settle_s: float = 0.3
+    drain_limit_s: float = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,8 +147,12 @@ class ControlTimings:
     submit_s: float = 90.0
     #: ``scontrol``/``squeue``/``sinfo`` through the login node
     scheduler_s: float = 40.0
-    #: the demo's own simulator is stopped with this grace on quit
+    #: after a stop returned, the log tail is given this long to deliver the last lines
+    stop_drain_s: float = 0.2
+    #: the demo's own simulator is stopped with this grace on quit; its emergency stop (a quit that
+    #: hung) waits this long after each signal
     demo_grace_s: float = 5.0
+    demo_kill_wait_s: float = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +197,10 @@ class SweepTimings:
     profile_s: float = 180.0
     #: the capture looks for the trace files this often
     profile_poll_s: float = 1.0
+    #: the load that keeps a profiled server decoding: requests started this far apart, and a pause
+    #: after a wave the server refused entirely
+    profile_stagger_s: float = 0.05
+    profile_refused_s: float = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,9 +232,13 @@ class SessionTimings:
     cancel_s: float = 15.0
     #: a quit that has not finished after this long is forced (a gone terminal can block the loop)
     force_quit_s: float = 20.0
+    #: how often a quit looks whether a launch in flight has finished
+    busy_poll_s: float = 0.1
     #: a read-only tab polls the feed this often, and waits this long for the session to start
     follow_poll_s: float = 0.1
     follow_open_s: float = 30.0
+    #: the served session's presence file (who controls, who watches) is re-read at most this often
+    presence_reread_s: float = 0.5
     #: ``eagletui serve``: an app asked to quit, then terminated; a new owner waits for the old to go
     web_quit_s: float = 30.0
     web_term_s: float = 10.0

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eagletui.profiler.chrome import ChromeTrace, TraceError
-from eagletui.profiler.summary import RankFold, RankSummary, rank_from, report_json, skew
+from eagletui.profiler.chrome import ChromeTrace
+from eagletui.profiler.rank import RankSummary
+from eagletui.profiler.summary import RankFold, rank_from
 
 
 def summarize_file(path: str | Path) -> RankSummary:
@@ -20,4 +21,3 @@ def summarize_file(path: str | Path) -> RankSummary:
     return fold.result()
 
 
-__all__ = ["RankSummary", "TraceError", "report_json", "skew", "summarize_file"]

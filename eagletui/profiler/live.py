@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 import aiohttp
 
+from eagletui.core.timings import REAL
+
 if TYPE_CHECKING:
     from eagletui.remote.transport import Transport
 
@@ -125,7 +127,8 @@ async def drive_load(
     requests: int = 8,
     max_new_tokens: int = 96,
     api_key: str | None = None,
-    stagger_s: float = 0.05,
+    stagger_s: float = REAL.sweep.profile_stagger_s,
+    refused_s: float = REAL.sweep.profile_refused_s,
     waves: int | None = None,
 ) -> int:
     """Concurrent greedy requests so the server runs prefill and decode batches, in waves until
@@ -157,7 +160,7 @@ async def drive_load(
         completed += sum(done)
         wave += 1
         if not any(done):
-            await asyncio.sleep(0.5)  # the server refuses: do not spin
+            await asyncio.sleep(refused_s)  # the server refuses: do not spin
     return completed
 
 
@@ -272,7 +275,16 @@ async def capture(
         await say(f"asking the server to profile {req.num_steps} decode cycles (decode batches)")
         await start_profile(http, base_url, req, output_dir, api_key)
         await say("driving a short decode load")
-        load = asyncio.create_task(drive_load(http, base_url, api_key=api_key))
+        sweep = transport.timings.sweep
+        load = asyncio.create_task(
+            drive_load(
+                http,
+                base_url,
+                api_key=api_key,
+                stagger_s=sweep.profile_stagger_s,
+                refused_s=sweep.profile_refused_s,
+            )
+        )
         try:
             files = await wait_for_traces(
                 transport, python, output_dir, req.profile_id, ranks=ranks, timeout=timeout, alive=alive

@@ -281,8 +281,9 @@ class JobSource(LiveSource):
             queued_s=queued_s,
         )
 
-    async def _drain_tail(self, settle: float = 0.3, limit: float = 5.0) -> None:
+    async def _drain_tail(self) -> None:
         """After the job ended, give every node's tail time to deliver its last bytes."""
+        settle, limit = self.timings.watch.drain_settle_s, self.timings.watch.drain_limit_s
         sizes: dict[int, int] = {}
         paths = " ".join(shlex.quote(n.path) for n in self.nodes)
         if paths:

@@ -209,8 +209,9 @@ class LiveSource:
         factor = PHASE_STALE_FACTOR.get(phase, 1.0)
         return None if factor is None else self.stale_after * factor
 
-    async def _drain_tail(self, settle: float = 0.3, limit: float = 5.0) -> None:
+    async def _drain_tail(self) -> None:
         """After the process died, give the tail time to deliver the last bytes (the crash message)."""
+        settle, limit = self.timings.watch.drain_settle_s, self.timings.watch.drain_limit_s
         size = None
         with contextlib.suppress(TransportError, OSError):
             res = await self.transport.run(

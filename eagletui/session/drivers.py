@@ -363,7 +363,7 @@ class LiveDriver(Driver):
         close_s = (ws.timings if ws is not None else REAL).session.close_s
         deadline = time.monotonic() + close_s
         while self.control_busy and time.monotonic() < deadline:
-            await asyncio.sleep(0.1)
+            await asyncio.sleep((ws.timings if ws is not None else REAL).session.busy_poll_s)
         if ws is not None:
             with contextlib.suppress(Exception):
                 await asyncio.wait_for(ws.close(stop_server=self.stops_server_on_quit), timeout=close_s)

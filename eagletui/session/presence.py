@@ -19,6 +19,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from eagletui.core.timings import REAL
+
 #: What the server puts in each app process's environment.
 ROLE_ENV = "EAGLETUI_SERVE_ROLE"  # "owner" | "viewer"
 PRESENCE_ENV = "EAGLETUI_SERVE_PRESENCE"  # the presence file
@@ -29,7 +31,6 @@ SESSION_ENV = "EAGLETUI_SERVE_SESSION"  # the session number this tab belongs to
 #: A presence file is a few hundred bytes; anything much larger is not one.
 MAX_PRESENCE_BYTES = 64 * 1024
 #: How often a reader looks at the file again (the UI asks at 10 Hz).
-REREAD_S = 0.5
 
 
 def write_presence(path: Path, data: dict[str, Any]) -> None:
@@ -63,8 +64,10 @@ class Presence:
         visit: int | None = None,
         session: int | None = None,
         clock: Callable[[], float] = time.monotonic,
+        reread_s: float = REAL.session.presence_reread_s,
     ) -> None:
         self.path = Path(path) if path else None
+        self.reread_s = reread_s
         self.role = role if role in ("owner", "viewer") else "viewer"
         self.visit = visit
         self.session = session
@@ -91,9 +94,9 @@ class Presence:
         return self.role != "owner"
 
     def read(self) -> dict[str, Any] | None:
-        """The presence file's content (re-read at most every :data:`REREAD_S`), None when unknown."""
+        """The presence file's content (re-read at most every ``reread_s``), None when unknown."""
         now = self._clock()
-        if now - self._read_at < REREAD_S:
+        if now - self._read_at < self.reread_s:
             return self._data
         self._read_at = now
         self._data = None

@@ -414,7 +414,7 @@ class Workspace(Benchmarks, StepProfiles):
             self.emit(Notice(level="error", message=f"stop failed: {exc}", source="stop"))
             raise WorkspaceError(str(exc), stage="stop") from None
         # Let the tail drain the last lines before it is stopped.
-        await asyncio.sleep(0.2)
+        await asyncio.sleep(self.timings.control.stop_drain_s)
         self._stop_source()
         self.last_stop = out
         if out.ended_by == "gone":

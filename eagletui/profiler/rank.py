@@ -1,0 +1,196 @@
+"""What one rank's trace summarises to: the kernel time per category, per step and per decode cycle
+(:class:`RankSummary`), and its JSON (contract: docs/trace-json.md).
+
+Apart from the fold that builds it (:mod:`eagletui.profiler.summary`) because the step profile, the cycle
+model and ``eagletui trace`` read these figures without folding anything.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from eagletui.profiler.categories import ORDER
+from eagletui.profiler.cycles import SPEC_PARTS
+
+SCHEMA = 2
+
+
+@dataclass
+class CategoryTotal:
+    us: float = 0.0
+    count: int = 0
+
+
+@dataclass
+class StepSummary:
+    """One outermost stage range (a part of a cycle, or of a prefill batch)."""
+
+    name: str
+    gpu_ms: float
+    kernel_ms: float
+    categories: dict[str, float]
+    stage: str = "decode"
+    #: stage ranges nested in this one: a draft's own forwards when it drafted eagerly (a CUDA-graph
+    #: replay writes none), which the cycle model reads as "each draft step costs its launches"
+    forwards: int = 0
+
+
+@dataclass
+class CycleSummary:
+    """One decode batch: a speculative cycle (draft + verify + draft extend, ``kind`` "spec") or a plain
+    decode step (``kind`` "decode"). ``gpu_ms`` runs from its first part's start to its last part's end;
+    its kernels include those between its parts (tree building, acceptance)."""
+
+    kind: str
+    bs: int | None
+    complete: bool
+    gpu_ms: float
+    kernel_ms: float
+    categories: dict[str, float]
+    parts: list[StepSummary]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "bs": self.bs,
+            "complete": self.complete,
+            "gpu_ms": round(self.gpu_ms, 4),
+            "kernel_ms": round(self.kernel_ms, 4),
+            "categories": {k: round(v, 4) for k, v in self.categories.items()},
+            "parts": [_step_json(p) for p in self.parts],
+        }
+
+
+def _step_json(s: StepSummary) -> dict[str, Any]:
+    return {
+        "name": s.name,
+        "stage": s.stage,
+        "gpu_ms": round(s.gpu_ms, 4),
+        "kernel_ms": round(s.kernel_ms, 4),
+        "categories": {k: round(v, 4) for k, v in s.categories.items()},
+    }
+
+
+def _zero() -> dict[str, float]:
+    return dict.fromkeys((c.label for c in ORDER), 0.0)
+
+
+def _median(xs: list[float]) -> float:
+    ys = sorted(xs)
+    n = len(ys)
+    if not n:
+        return 0.0
+    return ys[n // 2] if n % 2 else (ys[n // 2 - 1] + ys[n // 2]) / 2
+
+
+@dataclass
+class RankSummary:
+    file: str
+    rank: int | None
+    kernel_ms: float
+    categories: dict[str, CategoryTotal]
+    steps: list[StepSummary] | None
+    kernels: int
+    events: int
+    top_kernels: list[tuple[str, str, float, int]] = field(default_factory=list)
+    #: events skipped for a bad ``ts``/``dur`` (NaN, inf, "x", negative): said, never a traceback
+    skipped: int = 0
+    cycles: list[CycleSummary] = field(default_factory=list)
+    prefill: list[CycleSummary] = field(default_factory=list)  # prefill batches (kept out of decode)
+    outside_ms: float = 0.0  # kernel time in no stage range (scheduler, result copies)
+    graph_kernels: int = 0  # kernels replayed by a CUDA graph launch (judged by their names)
+
+    @property
+    def decode_cycles(self) -> list[CycleSummary]:
+        """The complete decode cycles: what every per-cycle figure averages."""
+        return [c for c in self.cycles if c.complete]
+
+    def per_cycle(self) -> dict[str, float] | None:
+        """Kernel ms per complete decode cycle by category; None when the trace has no cycle."""
+        done = self.decode_cycles
+        if not done:
+            return None
+        return {c.label: sum(x.categories[c.label] for x in done) / len(done) for c in ORDER}
+
+    def parts_by_bs(self) -> dict[int, dict[str, Any]]:
+        """:meth:`parts_json` of the complete cycles at each batch size (the cycle model reads the one
+        nearest the concurrency it predicts for: a profile's load runs at several)."""
+        sizes = sorted({c.bs for c in self.decode_cycles if c.bs is not None})
+        return {bs: self.parts_json([c for c in self.decode_cycles if c.bs == bs]) for bs in sizes}
+
+    def parts_json(self, cycles: list[CycleSummary] | None = None) -> dict[str, Any]:
+        """Per part of the cycle (draft, verify, draft extend; or decode): mean over the complete cycles
+        (or over ``cycles``)."""
+        done = self.decode_cycles if cycles is None else cycles
+        out: dict[str, Any] = {}
+        stages = [
+            s for s in (*SPEC_PARTS, "decode", "between") if any(p.stage == s for c in done for p in c.parts)
+        ]
+        for stage in stages:
+            ps = [p for c in done for p in c.parts if p.stage == stage]
+            n = len(done)
+            out[stage] = {
+                "count": len(ps),
+                "gpu_ms": round(sum(p.gpu_ms for p in ps) / n, 4),
+                "kernel_ms": round(sum(p.kernel_ms for p in ps) / n, 4),
+                "forwards": round(sum(p.forwards for p in ps) / n, 4),
+                "categories": {c.label: round(sum(p.categories[c.label] for p in ps) / n, 4) for c in ORDER},
+            }
+        return out
+
+    def decode_json(self) -> dict[str, Any] | None:
+        done = self.decode_cycles
+        if not self.cycles:
+            return None
+        per = self.per_cycle() or _zero()
+        kinds = sorted({c.kind for c in done})
+        return {
+            "cycles": len(done),
+            "partial": len(self.cycles) - len(done),
+            "kind": kinds[0] if len(kinds) == 1 else ("mixed" if kinds else None),
+            "kernel_ms": round(sum(c.kernel_ms for c in done), 4),
+            "kernel_ms_per_cycle": round(sum(per.values()), 4),
+            "median_kernel_ms": round(_median([c.kernel_ms for c in done]), 4),
+            "gpu_ms_per_cycle": round(sum(c.gpu_ms for c in done) / len(done), 4) if done else 0.0,
+            "categories": {k: round(v, 4) for k, v in per.items()},
+            "batch_sizes": sorted({c.bs for c in done if c.bs is not None}),
+            "parts": self.parts_json(),
+        }
+
+    def share(self, cat: str) -> float:
+        total = self.kernel_ms
+        return (self.categories[cat].us / 1000.0) / total if total > 0 else 0.0
+
+    def ms(self, cat: str) -> float:
+        return self.categories[cat].us / 1000.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "file": self.file,
+            "rank": self.rank,
+            "kernel_ms": round(self.kernel_ms, 4),
+            "kernels": self.kernels,
+            "skipped": self.skipped,
+            "categories": {
+                c.label: {
+                    "ms": round(self.ms(c.label), 4),
+                    "share": round(self.share(c.label), 4),
+                    "count": self.categories[c.label].count,
+                }
+                for c in ORDER
+            },
+            "steps": None if self.steps is None else [_step_json(s) for s in self.steps],
+            "decode": self.decode_json(),
+            "cycles": [c.to_json() for c in self.cycles],
+            "prefill": {
+                "batches": len(self.prefill),
+                "kernel_ms": round(sum(p.kernel_ms for p in self.prefill), 4),
+                "gpu_ms": round(sum(p.gpu_ms for p in self.prefill), 4),
+            },
+            "outside_ms": round(self.outside_ms, 4),
+            "graph_kernels": self.graph_kernels,
+            "top_kernels": [
+                {"name": n, "category": c, "ms": round(ms, 4), "count": k} for n, c, ms, k in self.top_kernels
+            ],
+        }
