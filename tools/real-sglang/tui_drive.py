@@ -119,9 +119,13 @@ check("tui: b benchmarks", s is not None, "run #1 line" if s else "no result lin
 key("3", wait=1.5)
 key("Left", wait=1)
 cap("tune-after-left")
-key("d", wait=1.5)
+key("d", wait=0.5)
+# a loaded machine draws the diff late: a key sent before it is up would go to the screen below, and
+# an Escape sent too early leaves the modal open (it then takes the keys meant for the main screen)
+wait_for(lambda s: "escape closes" in s, 30, every=0.3)
 cap("diff")
 key("Escape", wait=0.5)
+wait_for(lambda s: "escape closes" not in s, 30, every=0.3)
 before = alive_runs()
 key("a", wait=2)
 confirm_if_asked()
@@ -159,6 +163,8 @@ for tag, extra in (("default", []), ("no-stack", ["--no-with-stack"])):
         break
 cap("after-traces")
 runs_t = alive_runs()
+if "escape closes" in screen():  # nothing may be left open over the main screen before s
+    key("Escape", wait=0.5)
 key("s", wait=2)
 confirm_if_asked()
 # the header says "stopped" as soon as the log shows SGLang's shutdown; the stop itself (SIGTERM to
