@@ -79,6 +79,7 @@ def test_bench_launch_that_fails_reports_the_phase_machines_verdict(tmp_path, ca
         assert s.connect_ex(("127.0.0.1", port)) != 0
 
 
+@pytest.mark.serial  # measures the simulator's speed: run last, alone
 @pytest.mark.slow
 def test_bench_vs_no_spec_on_pcie_preset_says_speculation_loses(tmp_path, capsys):
     """The one-command answer: spec run, relaunch without --speculative-*, economics. On the PCIe preset

@@ -97,6 +97,7 @@ async def test_demo_launch_ready_bench_relaunch_quit(tmp_path: Path) -> None:
     assert oct((tmp_path / "s.jsonl").stat().st_mode & 0o777) == "0o600"
 
 
+@pytest.mark.serial  # asserts the simulator's speed (no-spec faster on PCIe): run last, alone
 async def test_toggle_diff_apply_relaunch_compare(tmp_path: Path) -> None:
     prof = fast_profile(tmp_path)
     history = PhaseHistory(tmp_path / "h.jsonl")

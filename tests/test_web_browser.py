@@ -122,21 +122,22 @@ async def test_replay_through_a_tunnel_on_another_port_shows_the_runs(
         assert changed_fraction(before, after, (0.5, 0.05, 1.0, 0.9)) > 0.05
         assert changed_fraction(before, after, (0.0, 0.0, 0.45, 0.03)) < 0.02
 
-    # the server side: the session the owner's app folded has the sweep's four runs
-    visits = s.visits()
-    feed = visits["feed"]
-    model = fold_feed(feed)
-    assert sorted(model.runbook.runs) == [1, 2, 3, 4]
-    assert model.state.current == 4
+        # still through the tunnel (closing it would close the tab's socket, and the owner's app with
+        # it): the server side, the session the owner's app folded has the sweep's four runs
+        visits = s.visits()
+        feed = visits["feed"]
+        model = fold_feed(feed)
+        assert sorted(model.runbook.runs) == [1, 2, 3, 4]
+        assert model.state.current == 4
 
-    # Ctrl+C with the tab still open: the tab's app quits, the private runtime dir goes
-    app_pid = visits["owner"]["pid"]
-    assert alive(app_pid)
-    s.stop()
-    assert s.proc.returncode == 0
-    assert not alive(app_pid), "the tab's app outlived eagletui serve"
-    assert not Path(feed).parent.exists(), "the runtime dir was left behind"
-    await wait_for(lambda: page.evaluate("document.body.classList.contains('-closed')"), "the ended bar")
+        # Ctrl+C with the tab still open: the tab's app quits, the private runtime dir goes
+        app_pid = visits["owner"]["pid"]
+        assert alive(app_pid)
+        s.stop()
+        assert s.proc.returncode == 0
+        assert not alive(app_pid), "the tab's app outlived eagletui serve"
+        assert not Path(feed).parent.exists(), "the runtime dir was left behind"
+        await wait_for(lambda: page.evaluate("document.body.classList.contains('-closed')"), "the ended bar")
 
 
 async def test_a_second_tab_is_a_read_only_view_and_closing_leaves_no_process(
