@@ -177,3 +177,21 @@ async def test_the_tune_tab_shows_both_and_says_which_r_uses(tmp_path: Path, siz
         await pilot.pause()
         assert screen.model.staged.pending == {STEPS: 2}
         assert "Tune (1)" in " ".join(_screen_text(app).split())
+
+
+def test_a_control_sequence_recorded_on_the_host_never_reaches_the_screen() -> None:
+    """run.json is the host's file: a value with an escape sequence loads (it is no newline) but the
+    Tune tab's note shows it inert; a file the server runs as it is is not shown at all."""
+    from eagletui.ui.widgets.tuning import file_note
+
+    file = load_profile(FIXTURE / "c1.toml")
+    snap = json.loads((FIXTURE / "run2.json").read_text())["config"]
+    snap["args"]["--dtype"] = "\x1b[2Jbfloat16"
+    rec = running_profile(file, snap)
+    staged = StagedConfig(file)
+    staged.rebase(rec.profile, file=file)
+    note = file_note(staged).plain
+    assert "--dtype" in note and "bfloat16" in note and "\x1b" not in note
+    same = StagedConfig(file)
+    same.rebase(file, file=file)
+    assert same.file is None and not file_note(same).plain and same.stage_file() is not None

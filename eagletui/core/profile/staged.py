@@ -46,6 +46,7 @@ class StagedConfig:
         #: the profile file, once the running config is known to be another one (a reattach): what it
         #: would change is shown beside the running values and can be staged (:meth:`stage_file`)
         self.file: Profile | None = None
+        self._file_diff: tuple[tuple[int, int, int], dict[str, list[Any]]] | None = None
         self._remember(profile)
 
     def _remember(self, profile: Profile | None) -> None:
@@ -108,10 +109,14 @@ class StagedConfig:
         return config_diff(self.profile.snapshot(), new.snapshot())
 
     def file_diff(self) -> dict[str, list[Any]]:
-        """Running → the profile file (empty: no file set, or the server runs the file's config)."""
+        """Running → the profile file (empty: no file set, or the server runs the file's config).
+        Kept until either profile or anything staged changes: the Tune tab asks once per toggle."""
         if self.file is None or self.profile is None:
             return {}
-        return config_diff(self.profile.snapshot(), self.file.snapshot())
+        key = (self.version, id(self.profile), id(self.file))
+        if self._file_diff is None or self._file_diff[0] != key:
+            self._file_diff = (key, config_diff(self.profile.snapshot(), self.file.snapshot()))
+        return dict(self._file_diff[1])
 
     def file_value(self, toggle: Toggle) -> tuple[bool, Any]:
         """(True, the file's value) when the profile file differs from the running config on ``toggle``."""
@@ -147,11 +152,12 @@ class StagedConfig:
         return None
 
     def rebase(self, profile: Profile, *, file: Profile | None = None) -> None:
-        """The server now runs ``profile`` (``file``: the profile file it may differ from, after a
-        reattach): keep only what still names one of its toggles, or a value staged from the file."""
+        """The server now runs ``profile`` (``file``: the profile file, after a reattach; shown beside
+        the running values when they differ): keep only what still names one of its toggles, or a
+        value staged from the file."""
         self.profile = profile
-        if file is not None:
-            self.file = file
+        if file is not None:  # kept only where it differs: a file the server runs says nothing new
+            self.file = file if config_diff(profile.snapshot(), file.snapshot()) else None
         self._remember(profile)
         from_file = self.file_diff()
         self._pending = {

@@ -16,6 +16,7 @@ from textual.widgets import DataTable
 
 from eagletui.core.profile.model import Profile, Toggle
 from eagletui.core.profile.staged import StagedConfig
+from eagletui.core.textsafe import inert
 
 
 def show_value(v: Any) -> str:
@@ -67,7 +68,8 @@ def file_note(staged: StagedConfig) -> Text:
         return Text("")
     name = posixpath.basename(staged.file.path) if staged.file.path else staged.file.name
     out = Text("⚠ the server runs its recorded config, not the profile file's: ", style="bold yellow")
-    out.append(f"running → {name}: {format_diff(diff, limit=4)}. ", style="yellow")
+    # the running values come from the run's record on the host: never a control sequence on screen
+    out.append(inert(f"running → {name}: {format_diff(diff, limit=4)}. "), style="yellow")
     out.append("r relaunches the running config; F stages the file's values (then d, a).", style="yellow")
     return out
 
@@ -157,10 +159,10 @@ class TuningPanel(DataTable):
         else:
             implied, value = self.staged.implied(t)  # goes (or comes back) with --speculative-algorithm
             pending = Text(show_value(value), style="italic") if implied else Text("")
-        shown = Text(show_value(running))
+        shown = Text(inert(show_value(running)))  # a reattached run's value is read from the host
         differs, in_file = self.staged.file_value(t)
         if differs:  # the profile file says otherwise: both, the running one first (r relaunches it)
-            shown.append(f" (file {show_value(in_file)})", style="yellow")
+            shown.append(inert(f" (file {show_value(in_file)})"), style="yellow")
         return name, shown, pending, Text(t.help, style="dim")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
