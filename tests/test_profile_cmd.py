@@ -280,3 +280,58 @@ def test_simulator_examples_get_a_free_port_not_a_fixed_one(tmp_path, example):
         assert port != fixed
         with socket.socket() as probe:
             probe.bind(("127.0.0.1", port))  # free now
+
+
+def test_check_refuses_a_value_outside_its_own_toggle_with_location(tmp_path, capsys):
+    """Issue 31 item 8: the profile of run 1 on the real H200 (tests/fixtures/real-0.5.17-turn4-ui/c1.toml)
+    sets num-draft-tokens = 6 under a toggle of min 2 / max 5; `profile check` said ok. The Tune tab would
+    show a running value its toggle cannot step back to."""
+    from pathlib import Path
+
+    real = Path(__file__).parent / "fixtures" / "real-0.5.17-turn4-ui" / "c1.toml"
+    assert main(["check", str(real)]) == 1
+    out = capsys.readouterr().out
+    assert (
+        f"error: {real}:24:1: server.args.speculative-num-draft-tokens = 6 is outside its own toggle "
+        "(line 59): 6 is above the maximum 5; widen the toggle or change the value" in out
+    ), out
+    assert main(["check", str(real), "--json"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    assert [(e["line"], e["col"]) for e in doc["errors"]] == [(24, 1)]
+    # an env value, a value below the minimum, a choice the toggle does not list: the same rule
+    f, text = _kimi(
+        tmp_path,
+        extra='\n[[toggles]]\nenv = "NCCL_NTHREADS"\ntype = "int"\nmin = 64\nmax = 512\n',
+    )
+    text = text.replace("[server.env]", '[server.env]\nNCCL_NTHREADS = "32"', 1)
+    text = text.replace('speculative-algorithm = "EAGLE3"', 'speculative-algorithm = "EAGLE"', 1)
+    f.write_text(text)
+    assert main(["check", str(f)]) == 1
+    out = capsys.readouterr().out
+    env = _line_of(text, 'NCCL_NTHREADS = "32"')
+    assert f"{f}:{env}:1: server.env.NCCL_NTHREADS = '32' is outside its own toggle" in out, out
+    assert "32 is below the minimum 64" in out
+    algo = _line_of(text, 'speculative-algorithm = "EAGLE"')
+    assert f"{f}:{algo}:1: server.args.speculative-algorithm = 'EAGLE' is outside its own toggle" in out, out
+    # widened to hold its value, the same file is fine again
+    fixed = tmp_path / "c1.toml"
+    fixed.write_text(real.read_text().replace("min = 2\nmax = 5", "min = 2\nmax = 6"))
+    assert main(["check", str(fixed)]) == 0, capsys.readouterr()
+
+
+def test_init_seeds_each_toggle_range_with_the_commands_own_value(tmp_path, capsys):
+    """A pasted command whose values lie outside the generated toggles' default ranges (the real run's
+    --mem-fraction-static 0.3 under 0.5–0.95) gets ranges that hold them: init writes a file check accepts."""
+    f = tmp_path / "pasted.toml"
+    cmd = (
+        "NCCL_MIN_NCHANNELS=64 python -m sglang.launch_server --model-path m --speculative-algorithm EAGLE3 "
+        "--speculative-draft-model-path d --speculative-num-steps 10 --speculative-num-draft-tokens 32 "
+        "--mem-fraction-static 0.3 --cuda-graph-max-bs-decode 4"
+    )
+    assert main(["init", str(f), "--from-command", cmd]) == 0
+    assert "outside its own toggle" not in capsys.readouterr().err
+    assert main(["check", str(f)]) == 0, capsys.readouterr()
+    prof = load_profile(f)
+    ranges = {t.name: (t.min, t.max) for t in prof.toggles if t.min is not None}
+    assert ranges["--mem-fraction-static"] == (0.3, 0.95) and ranges["--speculative-num-steps"] == (1, 10)
+    assert ranges["NCCL_MIN_NCHANNELS"] == (1, 64) and ranges["--cuda-graph-max-bs-decode"] == (4, 256)

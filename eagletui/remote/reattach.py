@@ -16,7 +16,7 @@ from typing import Any
 from eagletui.core.profile.launch import default_toggles
 from eagletui.core.profile.load import profile_from_dict
 from eagletui.core.profile.model import Profile, ProfileError
-from eagletui.core.profile.redact import REDACTED
+from eagletui.core.profile.running import recorded_values
 from eagletui.remote.control import RunInfo, ServerControl
 from eagletui.remote.transport import Transport
 
@@ -67,19 +67,11 @@ def profile_from_run(run: RunInfo, target: str) -> RecordedProfile | None:
     command = [str(c) for c in snap["command"]] if isinstance(snap["command"], list) else []
     if not command:
         return None
-    dropped: list[str] = []
-    args: dict[str, Any] = {}
-    for flag, value in (snap.get("args") or {}).items():
-        if value == REDACTED:
-            dropped.append(str(flag))
-            continue
-        args[str(flag).removeprefix("--")] = value
-    env: dict[str, Any] = {}
-    for name, value in (snap.get("env") or {}).items():
-        if value == REDACTED:
-            dropped.append(str(name))
-            continue
-        env[str(name)] = value
+    # no profile file to take a redacted value from: every secret is dropped (and named)
+    recorded_args, dropped = recorded_values(snap.get("args") or {}, {})
+    args = {flag.removeprefix("--"): value for flag, value in recorded_args.items()}
+    env, dropped_env = recorded_values(snap.get("env") or {}, {})
+    dropped += dropped_env
     target_section: dict[str, Any] = {"host": target}
     # "{python}" in the recorded command is the interpreter argv[0] was expanded to at launch.
     if command[0] == "{python}" and run.argv:

@@ -238,7 +238,11 @@ class LiveDriver(Driver):
             )
             return
         if attached:
-            host.notify("reattached to the running server", title="attach")
+            # the Tune tab shows what the server runs (its recorded config), the file's values beside it
+            model.staged.rebase(ws.profile, file=ws.file_profile)
+            host.config_changed()
+            differs = " (its config differs from the profile file: see the Tune tab)" if model.staged.file_diff() else ""
+            host.notify(f"reattached to the running server{differs}", title="attach")
             return
         foreign = await ws.discover_foreign() if self.asks_about_foreign_servers else []
         for server in foreign:

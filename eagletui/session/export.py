@@ -26,7 +26,6 @@ from eagletui.core.events import (
     LaunchStarted,
 )
 from eagletui.core.predict.next_launch import explain
-from eagletui.core.profile.model import format_diff
 from eagletui.core.profile.redact import Redactor
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.run import Run, RunVerdict
@@ -272,6 +271,10 @@ class RunRecord:
     vs_external: dict[str, Any] | None = None
     #: the run's diagnoses (docs/diagnosis.md), as ``parse --json`` and ``bench --json`` carry them
     diagnosis: list[dict[str, Any]] = field(default_factory=list)
+    #: the config vs the baseline in words, as the runs table says it (``RunBook.diff_text``)
+    diff_text: str = ""
+    #: the launch failed after this run was measured: the rule in words (``RunBook.failed_after``)
+    failed_after: str | None = None
 
     @property
     def launch(self) -> int:
@@ -411,6 +414,8 @@ def build_report(
                 accept=book.accept_definitions(n) | {"per_position_delta_pp": book.position_deltas(n)},
                 has_baseline=book.base_run() is not None,
                 diagnosis=[d.to_json() for d in explain(diag, book, n)],
+                diff_text=book.diff_text(n),
+                failed_after=book.failed_after(n),
             )
         )
     started = min((r.started_wall for r in book.runs.values() if r.started_wall is not None), default=None)
@@ -446,11 +451,7 @@ def _bench_dict(b: BenchmarkResult, run: Run, problems: tuple[str, ...] = ()) ->
 
 
 def _diff_text(rec: RunRecord) -> str:
-    if rec.is_baseline:
-        return "baseline"
-    if not rec.has_baseline:
-        return "no baseline"  # no run with valid results yet: nothing to differ from
-    return format_diff(rec.baseline_diff) or "="
+    return rec.diff_text
 
 
 # -- JSON ----------------------------------------------------------------------------------------
@@ -475,6 +476,7 @@ def report_json(report: SessionReport) -> dict[str, Any]:
                 "failure_kind": r.failure_kind,
                 "diff_vs_baseline": rec.baseline_diff,
                 "diff_text": _diff_text(rec),
+                "failed_after_measurement": rec.failed_after,
                 "changes": r.diff,
                 "args": dict(r.config.get("args") or {}) if isinstance(r.config, dict) else {},
                 "env": r.env,

@@ -303,12 +303,14 @@ def _md_facts(rec: RunRecord) -> list[str]:
         out.append(f"- changed from the launch before: {_md(format_diff(r.diff))}")
     if r.env:
         out.append("- env: " + " ".join(f"`{_md(k)}={_md(v)}`" for k, v in sorted(r.env.items())))
-    if rec.verdict and r.failure:
+    if rec.verdict and r.failure and not rec.failed_after:
         out.append(f"- verdict: **{rec.verdict}** (the launch failed)")  # the reason is the outcome above
     elif rec.verdict:
         out.append(
             f"- verdict: **{rec.verdict}**" + (f": {_md('; '.join(rec.reasons))}" if rec.reasons else "")
         )
+    if rec.failed_after:
+        out.append(f"- ✘ {_md(rec.failed_after)}")
     for a in rec.alarms:
         out.append(f"- ⚠ {_md(a)}")
     for w in rec.warnings:

@@ -131,6 +131,7 @@ def hidden_actions(*, can_launch: bool, can_bench: bool, is_replay: bool) -> fro
 PANE_KEYS: list[tuple[str, str, str]] = [
     ("←/→ enter", "Tune tab: step the selected toggle", "tune.next"),
     ("x", "Tune tab: discard pending changes", "tune.discard"),
+    ("F", "Tune tab: stage the profile file's values (a reattached server runs another config)", "tune.file"),
     ("enter", "Runs tab: run details", ""),
     ("w x R A < >", "Queue tab: start/resume the sweep, skip, retry, abort, reorder", "queue.start"),
     ("end", "Log: follow the tail", "log.follow"),

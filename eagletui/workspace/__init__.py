@@ -70,7 +70,11 @@ class Workspace(Benchmarks, StepProfiles):
         preflight: bool = True,
         slot: int = 0,
     ) -> None:
+        #: the profile a (re)launch without one uses: the file's at first, then what the server runs
+        #: (an applied toggle, or the config a reattached run recorded)
         self.profile = profile
+        #: the profile file as given (a reattach shows how it differs from what the server runs)
+        self.file_profile = profile
         #: every wait of the engine below this workspace (transport, launcher, log source, benchmark,
         #: GPU gate, profile capture): the command's or the app's, passed down from here
         self.timings = timings
@@ -160,7 +164,7 @@ class Workspace(Benchmarks, StepProfiles):
             )
         if not mine:
             return False
-        self._adopt(mine[0])
+        self._adopt(mine[0], against_file=True)
         return True
 
     async def attach_run(self, run_id: str) -> bool:
@@ -174,25 +178,64 @@ class Workspace(Benchmarks, StepProfiles):
         self._adopt(found[0])
         return True
 
-    def _adopt(self, run: RunInfo) -> None:
+    def _adopt(self, run: RunInfo, *, against_file: bool = False) -> None:
+        """Follow ``run``, launched by eagletui but not in this session, as what the server runs: its
+        recorded config (``against_file``: and say where the profile file differs from it)."""
         run.launched_here = False
         self.launch_no = max(self.launch_no, run.launch)
         self.run = run
         config = run.config or self.profile.snapshot()
         self.running_config = config
-        self.running_profile = self.profile
         whose = f"profile {run.profile!r}" if run.profile else "an unnamed profile"
         self.emit(
             Notice(
                 level="info",
                 message=f"reattached to run {run.run_id} ({run.handle}, launched with {whose}): same port "
-                f"{self.profile.port}, command and model as {self.profile.name!r}; it was not launched in "
-                "this session, so stopping or relaunching it asks first",
+                f"{self.file_profile.port}, command and model as {self.file_profile.name!r}; it was not "
+                "launched in this session, so stopping or relaunching it asks first",
                 source="attach",
             )
         )
+        self._take_recorded(run, against_file=against_file)
         self._announce(run, config)
         self._follow(run)
+
+    def _take_recorded(self, run: RunInfo, *, against_file: bool) -> None:
+        """The run's recorded config becomes the running profile (what ``r`` relaunches): a change
+        applied in another session is never undone by a relaunch from the file. Where the file differs
+        (``against_file``), or the record cannot be used, a warning says so and which one ``r`` uses."""
+        from eagletui.core.profile.model import format_diff
+        from eagletui.core.profile.running import running_profile
+
+        rec = running_profile(self.profile, run.config)
+        self.profile = self.running_profile = rec.profile
+        if rec.problem:
+            self.emit(
+                Notice(
+                    level="warning",
+                    message=f"run {run.run_id}: {rec.problem}; r relaunches the profile file's config",
+                    source="attach",
+                )
+            )
+        if rec.dropped_secrets:
+            self.emit(
+                Notice(
+                    level="warning",
+                    message=f"run {run.run_id} was launched with {', '.join(rec.dropped_secrets)}, recorded "
+                    "redacted and not in the profile file: a relaunch goes without them",
+                    source="attach",
+                )
+            )
+        if against_file and rec.file_diff:
+            self.emit(
+                Notice(
+                    level="warning",
+                    message=f"run {run.run_id} runs its recorded config, which differs from the profile "
+                    f"file {self.file_profile.name!r} (running → file: {format_diff(rec.file_diff)}): r "
+                    "relaunches the running config; F in the Tune tab stages the file's values",
+                    source="attach",
+                )
+            )
 
     async def needs_consent(self) -> bool:
         """Stopping the followed server needs the user's yes: eagletui started it, but not this session
@@ -285,7 +328,6 @@ class Workspace(Benchmarks, StepProfiles):
         self.run = run
         config = run.config or self.profile.snapshot()
         self.running_config = config
-        self.running_profile = self.profile
         self.emit(
             Notice(
                 level="info",
@@ -293,6 +335,7 @@ class Workspace(Benchmarks, StepProfiles):
                 source="attach",
             )
         )
+        self._take_recorded(run, against_file=False)
         self._announce(run, config)
         self._follow(run)
         return True

@@ -2,9 +2,10 @@
 
     python3 tools/real-sglang/reattach_check.py PROFILE_A PROFILE_B
 
-launches A's server, asks a workspace of B (another port) to reattach (it must not, and must name A's
-run), then one of A (it must, and must say a stop asks first), then stops A's server. One JSON line per
-check on stdout.
+launches A's server with speculative-num-steps one below the file's (a toggle applied in an earlier
+session), asks a workspace of B (another port) to reattach (it must not, and must name A's run), then one
+of A (it must, must say a stop asks first, and must relaunch with `r` what the server runs, not the file:
+issue 31 item 2), then stops A's server. One JSON line per check on stdout.
 """
 
 import asyncio
@@ -28,7 +29,8 @@ async def main(pa: str, pb: str) -> None:
     seen: list = []
     a = Workspace(load_profile(pa), seen.append, target="local", preflight=False, timings=FAST)
     await a.connect()
-    await a.launch()
+    steps = int(a.profile.args["--speculative-num-steps"])  # type: ignore[arg-type]
+    await a.launch(a.profile.with_values({"arg:--speculative-num-steps": steps - 1}))  # as `a` would
     log = Path(a.run.log_path)
     t = time.monotonic()
     while b"ready to roll" not in log.read_bytes() and time.monotonic() - t < 240:
@@ -48,6 +50,14 @@ async def main(pa: str, pb: str) -> None:
     msgs = [e.message for e in notes if isinstance(e, Notice)]
     check("reattach: profile A follows its run and says why", got and a2.run.run_id == a.run.run_id, msgs)
     check("reattach: stopping a run of another session asks first", await a2.needs_consent(), "")
+    said = [m for m in msgs if "r relaunches the running config" in m]
+    check(
+        "reattach: r relaunches the running config (the applied steps), and says the file differs",
+        a2.profile.args.get("--speculative-num-steps") == steps - 1
+        and a2.file_profile.args.get("--speculative-num-steps") == steps
+        and bool(said),
+        f"r would launch steps {a2.profile.args.get('--speculative-num-steps')}; {said}",
+    )
     await a2.close()
     await a.stop()
     check("reattach: A stopped by its launcher", a.last_stop is not None and a.last_stop.ended_by == "leader", a.last_stop)

@@ -8,6 +8,7 @@ it validates a different input. Callers import these names from :mod:`eagletui.c
 
 from __future__ import annotations
 
+import math
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -166,7 +167,7 @@ def default_toggles(args: dict[str, Any], env: dict[str, str], kind: str = "sgla
         return base if current is None or str(current) in base else [str(current), *base]
 
     if kind == "vllm":
-        return _vllm_toggles(args, env, choices)
+        return _seeded(_vllm_toggles(args, env, choices), args, env)
 
     out: list[dict[str, Any]] = [
         {
@@ -217,7 +218,29 @@ def default_toggles(args: dict[str, Any], env: dict[str, str], kind: str = "sgla
                 "help": "FlashInfer all-reduce fusion backend (0.5.20+)",
             }
         )
-    return out
+    return _seeded(out, args, env)
+
+
+def _seeded(toggles: list[dict[str, Any]], args: dict[str, Any], env: dict[str, str]) -> list[dict[str, Any]]:
+    """Each numeric toggle's range widened to hold the command's own value (``--mem-fraction-static 0.3``
+    under a default of 0.5–0.95): the running value must be one its toggle can come back to, which
+    ``profile check`` enforces."""
+    for t in toggles:
+        if "min" not in t or "max" not in t:
+            continue
+        raw = args.get("--" + t["arg"]) if "arg" in t else env.get(t["env"])
+        try:
+            value = float(raw) if raw is not None and not isinstance(raw, bool | list) else None
+        except ValueError:
+            value = None
+        if value is None or not math.isfinite(value):
+            continue
+        as_type = int if t.get("type") == "int" and value.is_integer() else float
+        if value < t["min"]:
+            t["min"] = as_type(value)
+        if value > t["max"]:
+            t["max"] = as_type(value)
+    return toggles
 
 
 def _vllm_toggles(args: dict[str, Any], env: dict[str, str], choices: Any) -> list[dict[str, Any]]:

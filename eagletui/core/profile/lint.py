@@ -74,6 +74,39 @@ def toggle_problems(prof: Profile, text: str) -> list[ProfileError]:
     return out
 
 
+def value_problems(prof: Profile, text: str) -> list[ProfileError]:
+    """A profile value its own toggle refuses (``num-draft-tokens = 6`` under a toggle of min 2 / max 5,
+    a choice the toggle does not list): the Tune tab would show a running value it cannot step back to,
+    and the first step would lose it. Located at the value, naming the toggle's line."""
+    out: list[ProfileError] = []
+    keys = _arg_keys(text)
+    for i, t in enumerate(prof.toggles):
+        if t.type in ("bool", "str"):
+            continue
+        if t.kind == "arg":
+            value: Any = prof.args.get(t.name)
+            key, section = keys.get(t.name, t.name[2:]), "server.args"
+        else:
+            value, key, section = prof.env.get(t.name), t.name, "server.env"
+        if value is None or value is False or isinstance(value, list):
+            continue
+        try:
+            t.validate(value)
+        except ValueError as exc:
+            toggle_line, _ = toggle_position(text, i, "arg" if t.kind == "arg" else "env")
+            at = f" (line {toggle_line})" if toggle_line is not None else ""
+            reason = str(exc).removeprefix(f"{t.name}: ")
+            out.append(
+                ProfileError(
+                    f"{section}.{key} = {value!r} is outside its own toggle{at}: {reason}; "
+                    "widen the toggle or change the value",
+                    prof.path,
+                    *locate(text, key, section),
+                )
+            )
+    return out
+
+
 def flag_problems(
     prof: Profile, text: str, table: FlagTable | None, version: str | None = None
 ) -> tuple[list[ProfileError], list[ProfileError], list[str], int]:
@@ -111,7 +144,7 @@ def flag_problems(
 def lint_profile(prof: Profile, text: str, table: FlagTable | None, version: str | None = None) -> Lint:
     lint = Lint()
     flag_errors, lint.warnings, lint.notes, lint.flags_checked = flag_problems(prof, text, table, version)
-    lint.errors = toggle_problems(prof, text) + flag_errors
+    lint.errors = toggle_problems(prof, text) + value_problems(prof, text) + flag_errors
     lint.errors.sort(key=lambda e: (e.line or 0, e.col or 0))
     missing = model_path_warning(prof, text)
     if missing is not None:

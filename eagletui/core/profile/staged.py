@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from eagletui.core.profile.model import Profile, Toggle, config_diff
+from eagletui.core.profile.toggles import ENV, split_key
 from eagletui.core.servers.flags import check_flags
 from eagletui.core.servers.spec import spec_flags, speculates, without_speculation
 
@@ -42,6 +43,10 @@ class StagedConfig:
         self.version = 0  # bumped on every change, so a view can tell whether to redraw
         #: the speculative flags of the last speculating profile (restored when speculation comes back)
         self._spec_memory: dict[str, Any] = {}
+        #: the profile file, once the running config is known to be another one (a reattach): what it
+        #: would change is shown beside the running values and can be staged (:meth:`stage_file`)
+        self.file: Profile | None = None
+        self._file_diff: tuple[tuple[int, int, int], dict[str, list[Any]]] | None = None
         self._remember(profile)
 
     def _remember(self, profile: Profile | None) -> None:
@@ -103,6 +108,22 @@ class StagedConfig:
             return {}
         return config_diff(self.profile.snapshot(), new.snapshot())
 
+    def file_diff(self) -> dict[str, list[Any]]:
+        """Running → the profile file (empty: no file set, or the server runs the file's config).
+        Kept until either profile or anything staged changes: the Tune tab asks once per toggle."""
+        if self.file is None or self.profile is None:
+            return {}
+        key = (self.version, id(self.profile), id(self.file))
+        if self._file_diff is None or self._file_diff[0] != key:
+            self._file_diff = (key, config_diff(self.profile.snapshot(), self.file.snapshot()))
+        return dict(self._file_diff[1])
+
+    def file_value(self, toggle: Toggle) -> tuple[bool, Any]:
+        """(True, the file's value) when the profile file differs from the running config on ``toggle``."""
+        if self.file is None or toggle.key not in self.file_diff():
+            return False, None
+        return True, self.file.toggle_value(toggle)
+
     # ------------------------------------------------------------------ changes
 
     def stage(self, key: str | Toggle, value: Any) -> str | None:
@@ -130,12 +151,41 @@ class StagedConfig:
         self.version += 1
         return None
 
-    def rebase(self, profile: Profile) -> None:
-        """The server now runs ``profile``: keep only what still names one of its toggles."""
+    def rebase(self, profile: Profile, *, file: Profile | None = None) -> None:
+        """The server now runs ``profile`` (``file``: the profile file, after a reattach; shown beside
+        the running values when they differ): keep only what still names one of its toggles, or a
+        value staged from the file."""
         self.profile = profile
+        if file is not None:  # kept only where it differs: a file the server runs says nothing new
+            self.file = file if config_diff(profile.snapshot(), file.snapshot()) else None
         self._remember(profile)
-        self._pending = {k: v for k, v in self._pending.items() if profile.toggle(k) is not None}
+        from_file = self.file_diff()
+        self._pending = {
+            k: v for k, v in self._pending.items() if profile.toggle(k) is not None or k in from_file
+        }
         self.version += 1
+
+    def stage_file(self) -> str | None:
+        """Stage every value where the profile file differs from the running config (a flag that is
+        no toggle too), so ``a`` launches the file's config; returns why nothing was staged, or None.
+        The values are the file's own, not its redacted snapshot: a secret is never staged as ``***``."""
+        if self.file is None or self.profile is None:
+            return "the server runs the profile file's config"
+        diff = self.file_diff()
+        if not diff:
+            return "the server runs the profile file's config"
+        for key in diff:
+            kind, name = split_key(key)
+            if kind is None:
+                continue  # target or command: a reattach only follows runs whose command is the file's
+            toggle = self.profile.toggle(key)
+            if toggle is not None:  # as the toggle reads it (an env switch's "1" is on)
+                self._pending[key] = self.file.toggle_value(toggle)
+            else:
+                source: dict[str, Any] = self.file.env if kind is ENV else self.file.args  # type: ignore[assignment]
+                self._pending[key] = source.get(name)
+        self.version += 1
+        return None
 
     def apply(self) -> Profile:
         """The profile to launch with what is staged. Staged values stay until :meth:`applied` is

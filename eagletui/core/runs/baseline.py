@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from eagletui.core.profile.model import Verdict, config_diff
+from eagletui.core.profile.model import Verdict, config_diff, format_diff
 from eagletui.core.runs.run import Delta, Group, Metric, Run
 from eagletui.core.stats.noise import Band, band, outside
 
@@ -152,6 +152,17 @@ class _Baseline:
         if base is None or base is run or not base.config or not run.config:
             return {}
         return config_diff(base.config, run.config)
+
+    def diff_text(self, launch: int, limit: int | None = None) -> str:
+        """The run's config vs the baseline in a few words, the one wording of the runs table and every
+        export: ``baseline``; ``no baseline`` while no run counts (nothing was compared, so nothing is
+        equal); else the flags that differ, and ``=`` only when compared and the same."""
+        base = self.base_run()
+        if base is self.runs[launch]:
+            return "baseline"
+        if base is None:
+            return "no baseline"
+        return format_diff(self.diff(launch), limit=limit) or "="
 
     def _common(self, run: Run, base: Run) -> tuple[Group | None, Group | None]:
         """The setting the two runs are compared at: the run's headline one when the other measured it,

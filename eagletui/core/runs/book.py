@@ -30,7 +30,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from eagletui.core.profile.model import format_diff
 from eagletui.core.runs.economics import _Economics
 from eagletui.core.runs.fold import _Fold
 from eagletui.core.runs.run import Delta, Metric, RunVerdict
@@ -60,6 +59,8 @@ class RunRow:
     economics: str | None = None
     #: the concurrency the row's numbers are for (None: not benchmarked)
     concurrency: int | None = None
+    #: the launch failed after this run was measured: the rule, in words (``RunBook.failed_after``)
+    failed_after: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,7 +81,7 @@ class RunBook(_Verdicts, _Economics, _Fold):
         return RunRow(
             launch=launch,
             is_baseline=is_base,
-            diff="baseline" if is_base else (format_diff(self.diff(launch), limit=4) or "="),
+            diff=self.diff_text(launch, limit=4),
             # ready: launch → ready, as the panel and the export say; else how far its phases got
             phase_total_s=run.ready_after if run.ready_after is not None else run.phase_total_s,
             tok_s=run.metric("tok_s"),
@@ -95,6 +96,7 @@ class RunBook(_Verdicts, _Economics, _Fold):
             repeats=len(head.results) if head is not None else 0,
             economics=self.economics_sentence(launch),
             concurrency=head.concurrency if head is not None else None,
+            failed_after=self.failed_after(launch),
         )
 
     def rows(self) -> list[RunRow]:

@@ -79,13 +79,28 @@ class _Verdicts(_References):
                     out.append(f"spec run slower than no-spec {ref.label} ({tok:.0f} < {ref_tok:.0f} tok/s)")
         return out
 
+    def failed_after(self, launch: int) -> str | None:
+        """The one rule for a launch that failed once it had been measured, said in words (None when it
+        does not apply): its valid results keep their verdict, because the validity gate already left out
+        every result the failure cut (a death during a benchmark makes that result invalid); the failure
+        is the launch's outcome, after the measurement, and is shown beside the verdict, never in place
+        of it. The runs table, the run details, every export and a replay read it from here."""
+        run = self.runs[launch]
+        if not run.failure or not run.good_results:
+            return None
+        what = describe_failure(run.failure_kind, run.failure_phase) if run.failure_kind else run.failure
+        return (
+            f"the launch failed after this run was measured ({what}): the measurement counts and the "
+            "verdict is its; the failure is the launch's"
+        )
+
     def verdict_for(self, launch: int) -> tuple[RunVerdict, list[str]]:
         """``pass``/``fail``/``invalid``/``—`` (nothing to judge) with the reasons behind it."""
         run = self.runs[launch]
         v = self.verdict
         if run.results and not run.good_results:  # measured and nothing counts (a crash mid-run too)
             return RunVerdict.INVALID, run.invalid_reasons or ["benchmark failed"]
-        if run.failure:
+        if run.failure and not run.good_results:  # failed before anything counted: the launch's verdict
             if run.failure_kind:  # in words ("out of GPU memory during …"), then the server's message
                 what = describe_failure(run.failure_kind, run.failure_phase)
                 message = run.failure.partition(": ")[2]

@@ -122,7 +122,15 @@ class MainScreen(WorkerFailures, ServerControl, ReplayControl, Screen):
         return bool(await self.app.push_screen_wait(ConfirmScreen(question)))
 
     def config_changed(self) -> None:
-        self.query_one(TuningPanel).refresh_rows()
+        panel = self.query_one(TuningPanel)
+        panel.refresh_rows()
+        self._tune_footer(panel.current_toggle)
+
+    def _tune_footer(self, toggle: Any) -> None:
+        """The Tune tab's footer: the profile file's difference after a reattach, the toggle's help."""
+        from eagletui.ui.widgets.tuning import tune_footer
+
+        self.query_one("#tune-help", Static).update(tune_footer(self.model.staged, toggle))
 
     def settled(self) -> None:
         self.repaint_now()
@@ -185,9 +193,7 @@ class MainScreen(WorkerFailures, ServerControl, ReplayControl, Screen):
             self.query_one(f"#{pane}").display = name == tab
         self.query_one("#tune-help").display = tab == "tune"
         if tab == "tune":
-            from eagletui.ui.widgets.tuning import help_line
-
-            self.query_one("#tune-help", Static).update(help_line(self.query_one(TuningPanel).current_toggle))
+            self._tune_footer(self.query_one(TuningPanel).current_toggle)
         if tab != "log":
             self.query_one("#search-input", Input).display = False  # it belongs to the log
 
@@ -366,9 +372,7 @@ class MainScreen(WorkerFailures, ServerControl, ReplayControl, Screen):
 
     @on(TuningPanel.Selected)
     def _toggle_selected(self, event: TuningPanel.Selected) -> None:
-        from eagletui.ui.widgets.tuning import help_line
-
-        self.query_one("#tune-help", Static).update(help_line(event.toggle))
+        self._tune_footer(event.toggle)
 
     @on(TuningPanel.PendingChanged)
     def _pending_changed(self, event: TuningPanel.PendingChanged) -> None:

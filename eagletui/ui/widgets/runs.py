@@ -182,6 +182,8 @@ def result_lines(runbook: RunBook, run: Run | None, row: RunRow, launch: int) ->
     if row.reasons:
         t.append("  " + inert("; ".join(row.reasons)))
     t.append("\n")
+    if row.failed_after:
+        t.append(f"✘ {inert(row.failed_after)}\n", style="bold red")
     if row.economics:
         t.append(inert(row.economics) + "\n", style="bold")
     for a in (*row.alarms, *row.warnings):

@@ -6,6 +6,7 @@ ten-minute relaunch, and always see exactly what will change (``d``).
 
 from __future__ import annotations
 
+import posixpath
 from typing import Any
 
 from rich.text import Text
@@ -15,6 +16,7 @@ from textual.widgets import DataTable
 
 from eagletui.core.profile.model import Profile, Toggle
 from eagletui.core.profile.staged import StagedConfig
+from eagletui.core.textsafe import inert
 
 
 def show_value(v: Any) -> str:
@@ -56,6 +58,31 @@ def help_line(t: Toggle | None, width: int = 0) -> Text:
     return out
 
 
+def file_note(staged: StagedConfig) -> Text:
+    """After a reattach whose server runs another config than the profile file: both, and which one
+    ``r`` relaunches (empty when they are the same)."""
+    from eagletui.core.profile.model import format_diff
+
+    diff = staged.file_diff()
+    if not diff or staged.file is None:
+        return Text("")
+    name = posixpath.basename(staged.file.path) if staged.file.path else staged.file.name
+    out = Text("⚠ the server runs its recorded config, not the profile file's: ", style="bold yellow")
+    # the running values come from the run's record on the host: never a control sequence on screen
+    out.append(inert(f"running → {name}: {format_diff(diff, limit=4)}. "), style="yellow")
+    out.append("r relaunches the running config; F stages the file's values (then d, a).", style="yellow")
+    return out
+
+
+def tune_footer(staged: StagedConfig, toggle: Toggle | None) -> Text:
+    """Under the Tune table: the file's difference (if any), then the selected toggle's whole help."""
+    note = file_note(staged)
+    helptext = help_line(toggle)
+    if not note.plain:
+        return helptext
+    return Text("\n").join([note, helptext]) if helptext.plain else note
+
+
 class TuningPanel(DataTable):
     BINDINGS = [
         # In the key bar while the Tune tab has the focus (the key bar repaints only when its keys change).
@@ -63,6 +90,8 @@ class TuningPanel(DataTable):
         Binding("left,minus,h", "step(-1)", "Prev value", id="tune.prev", show=False),
         Binding("enter,space", "cycle", "Cycle", show=True, key_display="Enter"),
         Binding("x,backspace", "discard", "Discard", id="tune.discard", show=True, key_display="x"),
+        # after a reattach to a server that runs another config than the file (said under the table)
+        Binding("F", "stage_file", "Stage file", id="tune.file", show=False),
     ]
 
     class Selected(Message):
@@ -130,7 +159,11 @@ class TuningPanel(DataTable):
         else:
             implied, value = self.staged.implied(t)  # goes (or comes back) with --speculative-algorithm
             pending = Text(show_value(value), style="italic") if implied else Text("")
-        return name, Text(show_value(running)), pending, Text(t.help, style="dim")
+        shown = Text(inert(show_value(running)))  # a reattached run's value is read from the host
+        differs, in_file = self.staged.file_value(t)
+        if differs:  # the profile file says otherwise: both, the running one first (r relaunches it)
+            shown.append(inert(f" (file {show_value(in_file)})"), style="yellow")
+        return name, shown, pending, Text(t.help, style="dim")
 
     def on_data_table_row_highlighted(self, event: DataTable.RowHighlighted) -> None:
         event.stop()
@@ -170,6 +203,15 @@ class TuningPanel(DataTable):
             self.update_cell(other.key, "pending", self._cells(other)[2], update_width=True)
         self.post_message(self.PendingChanged(self.staged.pending))
         return True
+
+    def action_stage_file(self) -> None:
+        """F: stage the profile file's values where the running config differs from them."""
+        error = self.staged.stage_file()
+        if error is not None:
+            self.app.notify(error, severity="warning")
+            return
+        self._rebuild()
+        self.post_message(self.PendingChanged(self.staged.pending))
 
     def action_discard(self) -> None:
         self.staged.discard()
