@@ -2,26 +2,35 @@
 
 Tests in an ``xdist_group`` run on one worker one after another (one Slurm cluster, one Chromium). The
 ``serial`` group is more than that: its tests measure time on the simulator (speed ratios, stall and
-staleness thresholds, ETAs), so they run last, on one worker, once every other test has finished and the
-other workers have been let go: the suite's own parallelism is not what they measure. (A machine busy
-with something else still is; those tests are written to hold under such load.) Everything else is
-scheduled exactly as ``--dist loadgroup`` does.
+staleness thresholds, ETAs), so they run last, once every other test has finished and the other workers
+have been let go: the suite's own parallelism is not what they measure. They run in ``LANES`` lanes (two
+workers, each taking every other serial test in order): each of them mostly waits on the simulator's
+emulated GPU time (about a quarter of one core), so two of them side by side on the 2-core CI machine
+are far less load than they are written to hold (a machine busy with something else), and the serial
+tail of the suite halves. Everything else is scheduled exactly as ``--dist loadgroup`` does.
 """
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Any
 
 from xdist.scheduler import LoadGroupScheduling
 
 SERIAL = "serial"
+#: a file the scheduler creates when the serial tail begins (CI starts its light side work then: the
+#: type checks and the real-server dry runs fill the cores the two lanes leave idle)
+MARK_ENV = "EAGLETUI_SERIAL_MARK"
+#: how many workers run the serial tests side by side at the end
+LANES = 2
 
 
 class SerialLastScheduling(LoadGroupScheduling):
     def __init__(self, config: Any, log: Any = None) -> None:
         super().__init__(config, log)
         self._held: dict[str, bool] | None = None
-        self._runner: Any = None
+        self._runners: list[Any] = []
 
     @property
     def tests_finished(self) -> bool:
@@ -65,8 +74,8 @@ class SerialLastScheduling(LoadGroupScheduling):
 
     def remove_node(self, node: Any) -> str | None:
         crashed = super().remove_node(node)
-        if node is self._runner:
-            self._runner = None  # another worker takes the serial unit
+        if node in self._runners:
+            self._runners.remove(node)  # another worker takes its lane (or the other lane takes all)
             for other in self.nodes:
                 self._reschedule(other)
         self._release()
@@ -81,25 +90,31 @@ class SerialLastScheduling(LoadGroupScheduling):
         if self._held is None:
             node.shutdown()
             return
-        if self._runner is None:
-            # the first worker to run out of work will run the serial unit; the others finish what they
-            # hold (a worker runs its last test only once it is told it gets no more) and go
-            self._runner = node
-            for other in self.nodes:
-                if other is not node and not other.shutting_down:
-                    other.shutdown()
+        if node not in self._runners and len(self._runners) < LANES:
+            # the first workers to run out of work will run the serial lanes; the others finish what
+            # they hold (a worker runs its last test only once it is told it gets no more) and go
+            self._runners.append(node)
+        elif node not in self._runners:
+            node.shutdown()
         self._release()
 
     def _release(self) -> None:
-        """Send the serial unit once every other worker is done (the runner may still hold its own last
-        test: it runs that one, then the serial ones)."""
-        runner = self._runner
-        if self._held is None or runner is None or runner not in self.assigned_work:
+        """Send the serial tests once every other worker is done (a runner may still hold its own last
+        test: it runs that one, then its lane), each runner every other one in order."""
+        runners = [n for n in self._runners if n in self.assigned_work and not n.shutting_down]
+        if self._held is None or not runners:
             return
-        if any(self._pending_of(work) for n, work in self.assigned_work.items() if n is not runner):
+        if any(self._pending_of(work) for n, work in self.assigned_work.items() if n not in runners):
             return
         held, self._held = self._held, None
-        self.assigned_work[runner][SERIAL] = held
-        collection = self.registered_collections[runner]
-        runner.send_runtest_some([collection.index(nodeid) for nodeid in held])
-        runner.shutdown()
+        mark = os.environ.get(MARK_ENV)
+        if mark:
+            Path(mark).touch()
+        ids = list(held)
+        for lane, runner in enumerate(runners):
+            mine = ids[lane :: len(runners)]
+            if mine:
+                self.assigned_work[runner][SERIAL] = dict.fromkeys(mine, False)
+                collection = self.registered_collections[runner]
+                runner.send_runtest_some([collection.index(nodeid) for nodeid in mine])
+            runner.shutdown()

@@ -38,6 +38,8 @@ if [ -n "$DRYRUN" ]; then
   # here, on the simulator: the same steps, to catch the script's own mistakes before a device call
   export PYTHONPATH=$R TMUX_BIN=$(command -v tmux); : "${OUT:=$W/dryrun-out}"; mkdir -p "$OUT"
   HOME=$W/home; export HOME; mkdir -p $HOME
+  # and its own tmux server (tui_drive.py's kill-server must not end another dry run's TUI)
+  export ETR_TMUX_SOCKET=etr-$(basename $W)
 elif [ ! -f /tmp/site/.done ]; then
   log "setup: unpack sglang 0.5.17 overlay, eagletui's wheels"
   mkdir -p /tmp/site && tar -C /tmp/site -xJf $S/sglang_overlay.tar.xz

@@ -23,12 +23,15 @@ from eagletui.remote import hostproc
 P, OUT = sys.argv[1], sys.argv[2]
 TM = os.environ.get("TMUX_BIN", "tmux")
 S = "etr"
+# the tmux server's socket: each dry run has its own (two dry runs side by side, as in CI, would otherwise
+# share one server and each one's kill-server would end the other's session)
+SOCKET = os.environ.get("ETR_TMUX_SOCKET", "etr")
 T0 = time.time()
 READY_S = 240
 
 
 def tm(*a):
-    return subprocess.run([TM, "-L", "etr", *a], capture_output=True, text=True)
+    return subprocess.run([TM, "-L", SOCKET, *a], capture_output=True, text=True)
 
 
 def screen():
