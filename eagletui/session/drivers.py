@@ -245,16 +245,19 @@ class LiveDriver(Driver):
             host.notify(f"reattached to the running server{differs}", title="attach")
             return
         foreign = await ws.discover_foreign() if self.asks_about_foreign_servers else []
-        for server in foreign:
-            if not server.log_path:
-                host.notify(
-                    f"SGLang server pid {server.pid} found; its output is not a file, so it can't be followed"
-                )
-                continue
+        server, others = foreign_to_offer(foreign, ws.profile)
+        if server is None and foreign:
+            host.notify(
+                f"{len(foreign)} SGLang server(s) eagletui did not start found; their output is not a file, so "
+                "they can't be followed"
+            )
+        if server is not None:
             cmd = " ".join(server.cmdline)[:160]
+            more = f"\n(and {others} more on this host that eagletui did not start)" if others else ""
             question = (
                 f"An SGLang server that eagletui did not start is running:\npid {server.pid}: {cmd}\n"
-                f"log: {server.log_path}\n\nFollow its log read-only? It will never be stopped by eagletui. (y/n)"
+                f"log: {server.log_path}{more}\n\nFollow its log read-only? It will never be stopped by "
+                "eagletui. (y/n)"
             )
             if await host.ask(question):
                 ws.follow_foreign(server)
@@ -392,3 +395,22 @@ def make_driver(
     if mode == "live":
         return LiveDriver(workspace_factory, autolaunch=autolaunch)
     raise ValueError(f"unknown mode {mode!r}: live, demo or replay")
+
+
+def foreign_to_offer(foreign: list[Any], profile: Any) -> tuple[Any, int]:
+    """The one hand-started server worth offering to follow, and how many others there are.
+
+    One question, not one per server: on a shared host every other user's server (and every simulator of
+    a test run) is "an SGLang server eagletui did not start", and a declined offer must lead to the
+    launch, not to the next offer. The server on the profile's port comes first (a launch there would
+    collide with it), then one serving the profile's model; only a server whose log is a file can be
+    followed."""
+    followable = [f for f in foreign if f.log_path]
+    port = getattr(profile, "port", None)
+    model_path = str((getattr(profile, "args", None) or {}).get("--model-path", "") or "")
+
+    def rank(f: Any) -> tuple[int, int]:
+        return (0 if port is not None and f.port == port else 1, 0 if model_path and model_path in f.cmdline else 1)
+
+    followable.sort(key=rank)
+    return (followable[0], len(foreign) - 1) if followable else (None, 0)

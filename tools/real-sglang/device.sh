@@ -15,6 +15,12 @@
 #   bash tools/real-sglang/device.sh 2   # the TUI in tmux (connect, b, a toggle, a, r), trace --capture
 #                                        # twice on the running server (server default and old eagletui
 #                                        # profiler arguments), s, q; reattach by profile
+#   bash tools/real-sglang/device.sh grid  # steps 1-5 and speculation off launched twice each, six servers
+#                                        # side by side a round, c=1 and 4, steps 3's step profile (issue 32;
+#                                        # tools/real-sglang/grid.py)
+#   PAIR=work|half bash tools/real-sglang/device.sh PART  # with a known-acceptance drafter pair instead of the
+#                                        # random one (make_known_drafters.py: work accepts steps + 1, half
+#                                        # steps + 1 or 1.0 by the prompt's last character)
 #
 # Without a GPU: DRYRUN=1 runs the same steps on the simulator (.ci/run does, so the script cannot rot).
 # Needs .real/ carried (tools/real-sglang/build.sh makes it). After every step it lists what eagletui
@@ -62,6 +68,16 @@ if [ -z "$DRYRUN" ]; then
     TERMINFO_DIRS=$S/tmux/terminfo:/usr/share/terminfo:/lib/terminfo
   chmod +x $TMUX_BIN 2>/dev/null
   P=$W/tiny.toml; cp $R/tools/real-sglang/tiny-eagle3.toml $P
+  # PAIR=work|half: the known-acceptance pairs (make_known_drafters.py, from shared/known-drafters: accept =
+  # steps + 1 exactly; "half": steps + 1 for prompts ending in ".", 1.0 for "?"), built from the tiny model
+  # in seconds; unset: the random pair (accept ≈ 1, a useless drafter is a real case too)
+  if [ -n "$PAIR" ]; then
+    [ -f /tmp/sgw/$PAIR/draft/model.safetensors ] || { log "setup: known drafters"; python3 \
+      $R/tools/real-sglang/make_known_drafters.py /tmp/sgw/tiny /tmp/sgw $R/eagletui/bench/data/chat.jsonl \
+      $OUTD/pairs-check.json /tmp/sgw/qa.jsonl >>$OUTD/steps.txt 2>&1; }
+    sed -i "s#/tmp/sgw/tiny/target#/tmp/sgw/$PAIR/target#; s#/tmp/sgw/tiny/draft#/tmp/sgw/$PAIR/draft#; s/^name = .*/name = \"tiny-$PAIR\"/" $P
+    [ "$PAIR" = half ] && sed -i 's#^prompts = "chat"#prompts = "/tmp/sgw/qa.jsonl"#; s/^num_prompts = 12$/num_prompts = 32/' $P
+  fi
 else
   free_port(){ python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
   P=$W/tiny.toml; sed "s#\"REPO\"#\"$R\"#; s/^port = 30000/port = $(free_port)/" $R/tools/real-sglang/sim-dryrun.toml > $P
@@ -132,6 +148,11 @@ elif [ "$PART" = noise ]; then
   { sed "s/^num_prompts = 12$/num_prompts = $N/; s/^max_new_tokens = 128$/max_new_tokens = $T/" $P
     printf '\n[sweep]\nrepeats = 1\nstep_profile = true\ndrift_check = false\n[[sweep.variants]]\nname = "steps 3"\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n'"$AGAIN3"'[[sweep.variants]]\nname = "steps 2 again"\nset = { "speculative-num-steps" = 2 }\n'; } > $PL
   step f-sweep 520 python3 -m eagletui sweep local --profile $PL --json --no-record
+elif [ "$PART" = grid ]; then
+  # issue 32's check: steps 1-5 and speculation off, each launched twice (six servers side by side per
+  # round, benchmarked one after another), steps 3's step profile; grid_eval.py predicts offline
+  [ -z "$DRYRUN" ] && export GRID_MEM_FRACTION=0.1
+  step g-grid 560 python3 $R/tools/real-sglang/grid.py $P $OUTD/grid ${GRID_ROUNDS:-2}
 else
   step t0-tui 420 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   [ $(el) -lt 420 ] && step h-reattach-other-profile 180 python3 $R/tools/real-sglang/reattach_check.py $P $PO
