@@ -12,6 +12,7 @@ from typing import Any
 
 from eagletui.core.events import BenchmarkResult
 from eagletui.core.profile.model import Profile
+from eagletui.core.runs.accept import definitions as accept_definitions
 from eagletui.core.runs.run import Group, Run
 from eagletui.core.stats.sample import mean_stdev
 from eagletui.core.textsafe import inert
@@ -59,6 +60,8 @@ def summarize_repeats(
         "config": profile.snapshot(),
         "by_concurrency": [_group_json(g) for g in sorted(groups, key=lambda g: g.concurrency)],
         "invalid": sorted({p for r in results for p in problems.get(id(r), ())}),
+        # which accept length, by each definition, and per request (docs/export-json.md's ``accept``)
+        "accept": accept_definitions(run) if run is not None and run.is_spec else {},
         "repeats": {
             "n": len(results),
             "output_throughput": {"mean": tok_m, "stdev": tok_s},

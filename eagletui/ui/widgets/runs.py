@@ -298,6 +298,7 @@ def accept_lines(book: RunBook, launch: int) -> Text:
         t.append(inert(f"{d['formula']} ({d['source']})") + "\n", style="dim")
     if info.get("warning"):
         t.append(f"  ⚠ {inert(str(info['warning']))}\n", style="yellow")
+    per_request_lines(t, info)
     pos = info.get("per_position") or []
     if pos:
         deltas = book.position_deltas(launch)
@@ -309,6 +310,28 @@ def accept_lines(book: RunBook, launch: int) -> Text:
                 t.append(f" ({d:+.1f} pp)", style="green" if d > 0 else "red" if d < 0 else "dim")
         t.append("\n")
     return t
+
+
+def per_request_lines(t: Text, info: dict[str, Any]) -> None:
+    """The requests' own accept lengths: quantiles, two modes when there are two, and by category and
+    prompt length (:func:`eagletui.core.runs.accept.per_request`)."""
+    d = info.get("per_request")
+    if not d:
+        return
+    t.append(
+        f"  per request      n {d['n']}  p10 {d['p10']:.2f}  p50 {d['p50']:.2f}  p90 {d['p90']:.2f}"
+        "  (1 + correct drafts ÷ verifies)\n",
+        style="dim",
+    )
+    if info.get("bimodal"):
+        t.append(f"  ◆ {inert(str(info['bimodal']))}\n", style="cyan")
+    for label, groups in (
+        ("by category", list((info.get("by_category") or {}).items())),
+        ("by prompt len", [(f"{g['lo']}–{g['hi'] or '…'}", g) for g in info.get("by_prompt_len") or []]),
+    ):
+        if groups:
+            parts = "  ".join(f"{inert(str(k))} {g['p50']:.2f} (n {g['n']})" for k, g in groups[:8])
+            t.append(f"  {label:16} {parts}\n", style="dim")
 
 
 def concurrency_lines(book: RunBook, launch: int) -> Text:
