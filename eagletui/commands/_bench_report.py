@@ -137,7 +137,8 @@ def print_table(rows: list[dict[str, Any]], ref: str) -> None:
     """The spec run vs its no-spec reference, one line per concurrency (``ConcurrencyRow.to_json``)."""
     print(f"per concurrency, vs no-spec {inert(ref)}:")
     print(
-        f"  {'conc':>4}  {'spec tok/s':>16}  {'no-spec tok/s':>16}  {'speedup':>7}  {'accept':>6}  break-even accept"
+        f"  {'conc':>4}  {'spec tok/s':>16}  {'no-spec tok/s':>16}  {'speedup':>7}  {'call':<12}  "
+        f"{'decode':>7}  {'accept':>6}  break-even accept"
     )
 
     def m(x: dict[str, Any] | None) -> str:
@@ -157,13 +158,21 @@ def print_table(rows: list[dict[str, Any]], ref: str) -> None:
             be_text = f"{be:.2f}: out of reach (at most {most} per verify)"
         else:
             be_text = f"{be:.2f}" + (f" (at most {most})" if most else "")
+        st = r.get("steady") or {}
+        decode = f"{st['speedup']:.2f}×" if st.get("speedup") is not None else "—"
+        call = "not judged" if r.get("left_out") else (r.get("call") or "—")
         print(
             f"  {r['concurrency']:>4}  {m(r['spec_tok_s']):>16}  {m(r['nospec_tok_s']):>16}  {sp:>7}  "
-            f"{(f'{acc:.2f}' if acc is not None else '—'):>6}  {be_text}"
+            f"{call:<12}  {decode:>7}  {(f'{acc:.2f}' if acc is not None else '—'):>6}  {be_text}"
         )
-    noise = {str(r["noise"]) for r in rows if r.get("noise")}
-    if noise:
-        print("  noise: " + "; ".join(sorted(noise)))
+    for r in rows:
+        if r.get("noise"):
+            print(f"  {r['concurrency']:>4}  aggregate {inert(str(r['noise']))}")
+        st = r.get("steady") or {}
+        if st.get("band"):
+            print(f"        decode ({inert(str(st['source']))}) {inert(str(st['band']))}")
+        for why in r.get("left_out") or []:
+            print(f"        not judged: {inert(str(why))}")
 
 
 def _print_baseline(b: dict[str, Any]) -> None:
