@@ -266,3 +266,16 @@ def test_logs_are_the_source_when_both_sides_have_clean_lines() -> None:
     row = book.concurrency_table(1)[0]
     assert row.steady.source == LOG and row.steady.speedup == pytest.approx(505 / 400)
 
+
+def test_the_economics_sentence_recommends_no_setting_of_its_own() -> None:
+    """Issue 32, "What was wrong" 3: the sentence said "predicted: steps 1 would give +9 %" from its own
+    neighbour predictions while ``next_launch`` (the one ranking) said something else. It now points at
+    the next launch and names no setting."""
+    from eagletui.core.cycle.economics import economics
+    from eagletui.core.cycle.model import SpecSettings
+
+    e = economics(70.0, 1.6, 80.0, settings=SpecSettings(steps=3, topk=1))
+    assert e is not None and e.best_prediction is not None and e.best_prediction.speedup > 1.0
+    s = e.sentence()
+    assert s.endswith("; see next launch"), s
+    assert "predicted" not in s and "steps 1" not in s and "would give" not in s, s

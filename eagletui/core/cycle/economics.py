@@ -144,11 +144,11 @@ class Economics:
                 text += f", or a verify ≤ {self.needed_verify_ms:.1f} ms ({est}{self.parts.verify_ms:.1f})"
             else:
                 text += "; no verify time would pay at this accept length"
+            # what to launch instead is the one ranking's (next_launch): naming a setting here made two
+            # recommendations that contradicted each other (issue 32, item 3)
             best = self.best_prediction
             if best is not None and best.speedup is not None and best.speedup > 1.0:
-                text += (
-                    f"; predicted: steps {best.settings.steps} would give {(best.speedup - 1) * 100:+.0f} %"
-                )
+                text += "; see next launch"
         else:
             text += f", or a cycle ≤ {self.needed_cycle_ms:.1f} ms (has {self.cycle_ms:.1f})"
         return text
