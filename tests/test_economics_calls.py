@@ -279,3 +279,15 @@ def test_the_economics_sentence_recommends_no_setting_of_its_own() -> None:
     s = e.sentence()
     assert s.endswith("; see next launch"), s
     assert "predicted" not in s and "steps 1" not in s and "would give" not in s, s
+
+
+def test_the_run_details_table_says_each_call_with_both_bands() -> None:
+    """The runs details' per-concurrency table: the call on the aggregate's line, the decode beside it
+    (under the row: as columns they wrapped the table at 80 columns)."""
+    from eagletui.ui.widgets.runs import concurrency_lines
+
+    book = _fold([120, 121, 119], [100, 101, 99], [8.0, 8.1, 7.9], [10.0, 10.1, 9.9])
+    text = concurrency_lines(book, 1).plain
+    assert "        pays: aggregate +20.0 % ± " in text, text
+    assert "        decode (the benchmark's ITL) 1.25×: +25.0 % ± " in text, text
+    assert max(len(line) for line in text.splitlines() if "conc" in line) <= 70

@@ -341,7 +341,7 @@ def concurrency_lines(book: RunBook, launch: int) -> Text:
     if not rows or not any(r.economics is not None for r in rows):
         return t
     t.append("\nper concurrency (vs no-spec)\n", style="bold")
-    t.append("  conc  spec tok/s  no-spec tok/s  speedup  call          decode  accept  break-even\n", style="dim")
+    t.append("  conc  spec tok/s  no-spec tok/s  speedup  accept  break-even\n", style="dim")
     for r in rows:
         e = r.economics
         nospec = r.nospec_tok_s.text(1) if r.nospec_tok_s is not None else "—"
@@ -354,17 +354,19 @@ def concurrency_lines(book: RunBook, launch: int) -> Text:
             be = f"{e.break_even_accept_len:.2f} out of reach (≤ {e.max_accept})"
         else:
             be = f"{e.break_even_accept_len:.2f}"
-        sp = r.steady.speedup if r.steady is not None else None
-        decode = f"{sp:5.2f}×" if sp is not None else "     —"
         t.append(
             f"  {r.concurrency:>4}  {r.spec_tok_s.text(1):>10}  {nospec:>13}  {e.speedup:6.2f}×  "
-            f"{'not judged' if r.left_out else e.call or '—':<12}  {decode}  {r.accept_len.text(2):>6}  {be}\n",
+            f"{r.accept_len.text(2):>6}  {be}\n",
             style="green" if e.pays and not r.left_out else "",
         )
+        # the call and both bands under the row (as columns they wrapped the table at 80 columns)
+        judged = "not judged" if r.left_out else (e.call or "—")
         if r.gap is not None:
-            t.append(f"        aggregate {inert(r.gap.text())}\n", style="dim")
+            t.append(f"        {judged}: aggregate {inert(r.gap.text())}\n", style="dim")
         if r.steady is not None and r.steady_gap is not None:
-            t.append(f"        decode ({inert(r.steady.source)}) {inert(r.steady_gap.text())}\n", style="dim")
+            sp = r.steady.speedup
+            x = f" {sp:.2f}×:" if sp is not None else ""
+            t.append(f"        decode ({inert(r.steady.source)}){x} {inert(r.steady_gap.text())}\n", style="dim")
         for why in r.left_out:
             t.append(f"        not judged: {inert(why)}\n", style="yellow")
     e = book.economics(launch)
