@@ -192,3 +192,19 @@ def test_bench_against_the_half_drafter_reports_two_modes(tmp_path, capsys) -> N
     cats = next(d for d in data["diagnosis"] if d["kind"] == "draft_by_category")["data"]["categories"]
     assert cats["request"]["accept"] > 3.5 and cats["question"]["accept"] < 1.2
     assert "accept length per request is bimodal: 12 requests near 1.00, 20 near 4.00" in json.dumps(data)
+
+
+def test_the_terminal_report_says_the_per_request_distribution_and_its_two_modes(capsys) -> None:
+    from eagletui.commands._bench_report import _print_accept
+
+    _print_accept(
+        {
+            "per_request": {"n": 32, "mean": 2.88, "p10": 1.0, "p50": 4.0, "p90": 4.0},
+            "bimodal": "accept length per request is bimodal: 12 requests near 1.00, 20 near 4.00",
+        }
+    )
+    out = capsys.readouterr().out
+    assert "accept per request n 32  p10 1.00  p50 4.00  p90 4.00" in out
+    assert "  accept length per request is bimodal: 12 requests near 1.00, 20 near 4.00" in out
+    _print_accept({})
+    assert capsys.readouterr().out == ""

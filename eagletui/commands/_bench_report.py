@@ -99,6 +99,18 @@ def _group_json(g: Group) -> dict[str, Any]:
     }
 
 
+def _print_accept(accept: dict[str, Any]) -> None:
+    """The requests' own accept lengths (``accept.per_request``) and what they say: two modes
+    (``bimodal``), or two definitions that disagree (``warning``)."""
+    pr = accept.get("per_request")
+    if isinstance(pr, dict) and pr.get("n"):
+        q = "  ".join(f"{k} {pr[k]:.2f}" for k in ("p10", "p50", "p90") if isinstance(pr.get(k), int | float))
+        print(f"  accept per request n {pr['n']}  {q}  (1 + correct drafts ÷ verifies)")
+    for key in ("bimodal", "warning"):
+        if accept.get(key):
+            print(f"  {inert(str(accept[key]))}")
+
+
 def _print_human(summary: dict[str, Any]) -> None:
     rep = summary["repeats"]
     tok = rep["output_throughput"]
@@ -126,6 +138,7 @@ def _print_human(summary: dict[str, Any]) -> None:
             print(
                 f"  concurrency {g['concurrency']:>4}  {g['output_throughput']:9.1f}{pm} tok/s ({g['runs']} run(s)){a}"
             )
+    _print_accept(summary.get("accept") or {})
     print(f"  requests {summary['requests']}  failed {summary['failed']}")
     for why in summary.get("invalid") or []:
         print(f"  invalid: {inert(why)}")
