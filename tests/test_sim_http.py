@@ -105,8 +105,10 @@ async def test_streaming_generate_meta_info(spec_sim: SimProc) -> None:
     assert "e2e_latency" not in events[0]["meta_info"]
     # spec_* fields only in the final chunk (real: shared/fixtures/sglang-0.5.17-h200/generate.jsonl)
     assert all(not any(k.startswith("spec_") for k in e["meta_info"]) for e in events[:-2])
-    assert sum(meta["spec_accept_histogram"]) == meta["spec_verify_ct"]
+    assert sum(meta["spec_correct_drafts_histogram"]) == meta["spec_verify_ct"]
     assert meta["spec_num_proposed_drafts"] == meta["spec_verify_ct"] * 3
+    # the simulator reports 0.5.23, which no longer sends the FIXME aliases (issue 32)
+    assert "spec_accept_histogram" not in meta and "spec_accepted_drafts" not in meta
 
 
 async def test_non_stream_stops_at_random_length_without_ignore_eos(spec_sim: SimProc) -> None:

@@ -56,6 +56,9 @@ ARGS = [
     "8",
     "--sim-shards",
     "1",
+    # the release of the real run: its answers carry what 0.5.17 sends (the FIXME aliases included)
+    "--sim-version",
+    "0.5.17",
 ]
 
 

@@ -130,7 +130,11 @@ async def test_without_the_hosts_vllm_the_flags_are_said_to_be_unchecked(tmp_pat
 
 
 @pytest.mark.slow
-async def test_openai_benchmark_against_the_vllm_simulator(tmp_path: Path) -> None:
+@pytest.mark.parametrize("per_request", ["none", "summary"])
+async def test_openai_benchmark_against_the_vllm_simulator(tmp_path: Path, per_request: str) -> None:
+    """With ``--per-request-spec-decode-metrics`` (vLLM 0.29+) each answer's final usage chunk carries the
+    request's verify steps and accepted draft tokens: the benchmark pools them as it pools SGLang's
+    ``meta_info`` and keeps each request's accept length (issue 32); without it, the counters."""
     port = free_port()
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
@@ -151,6 +155,8 @@ async def test_openai_benchmark_against_the_vllm_simulator(tmp_path: Path) -> No
         "3",
         "--sim-accept-len",
         "3.0",
+        "--per-request-spec-decode-metrics",
+        per_request,
         stderr=asyncio.subprocess.PIPE,
     )
     try:
@@ -180,6 +186,14 @@ async def test_openai_benchmark_against_the_vllm_simulator(tmp_path: Path) -> No
     assert res.stats["ttft_ms"]["mean"] > 0 and res.stats["itl_ms"]["mean"] > 0
     samples = [e for e in events if e.type == "bench_sample" and getattr(e, "scope", "") == "request"]
     assert len(samples) == 6 and all(s.output_tokens == 32 for s in samples)
+    if per_request == "none":
+        assert "per_request" not in res.accept_by and res.accept["formula"].startswith("Δ generation_tokens")
+        return
+    assert res.accept["formula"].startswith("Σ completion_tokens ÷ Σ spec_verify_ct over 6 requests")
+    assert res.accept_by["per_request"]["n"] == 6 and sum(res.accept["histogram"]) == res.accept["verify_ct"]
+    assert 1.0 + res.accept["correct_drafts"] / res.accept["verify_ct"] == pytest.approx(
+        res.accept["from_drafts"]
+    )
 
 
 @pytest.mark.slow

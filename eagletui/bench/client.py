@@ -438,7 +438,8 @@ def _summarize(
         error="; ".join(errors),
         accept=detail,
         accept_by=accept_groups(
-            (r.prompt_tokens, workload.category(r.index), r.output_tokens, r.verify_ct) for r in ok
+            (r.prompt_tokens, workload.category(r.index), r.output_tokens, r.verify_ct, r.own_accept)
+            for r in ok
         ),
     )
 

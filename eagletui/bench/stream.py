@@ -29,6 +29,7 @@ from typing import Any, TypeGuard
 import aiohttp
 
 from eagletui.bench.httplimits import HttpLimits, ResponseTooLarge, _size, read_bounded
+from eagletui.core.runs.accept_dist import request_accept
 
 _CT_RE = re.compile(rb'"completion_tokens"\s*:\s*(\d+)')
 _CT_KEY = b'"completion_tokens"'
@@ -83,9 +84,16 @@ class RequestResult:
 
     @property
     def accept_len(self) -> float | None:
+        """The server's own per-request figure (``spec_accept_length``: completion ÷ verifies)."""
         if self.verify_ct and self.verify_ct > 0 and self.output_tokens > 0:
             return self.output_tokens / self.verify_ct
         return None
+
+    @property
+    def own_accept(self) -> float | None:
+        """The request's accept length without the prefill's token: ``1 + correct drafts ÷ verifies``
+        (:func:`eagletui.core.runs.accept_dist.request_accept`)."""
+        return request_accept(self.verify_ct, self.correct_drafts, self.output_tokens)
 
 
 class _Live:
@@ -312,7 +320,30 @@ def _final_meta(res: RequestResult, last_body: bytes) -> dict[str, Any] | None:
         res.error = str(final.get("message", "error"))[:200]
         return None
     meta = final.get("meta_info")
-    return meta if isinstance(meta, dict) else {}
+    meta = dict(meta) if isinstance(meta, dict) else {}
+    if "spec_verify_ct" not in meta:
+        meta.update(_openai_spec(final))
+    return meta
+
+
+def _openai_spec(final: dict[str, Any]) -> dict[str, Any]:
+    """vLLM's per-request acceptance (``--per-request-spec-decode-metrics``, 0.29+: ``metrics.
+    speculative_decoding`` of the final usage chunk, vllm/entrypoints/generate/base/protocol.py
+    ``SpeculativeDecodingMetrics``) in SGLang's ``meta_info`` names: verify steps, accepted draft tokens
+    and the histogram of draft tokens accepted per step (the bonus token excluded in both)."""
+    metrics = final.get("metrics")
+    sd = metrics.get("speculative_decoding") if isinstance(metrics, dict) else None
+    if not isinstance(sd, dict):
+        return {}
+    out: dict[str, Any] = {}
+    for theirs, ours in (
+        ("num_spec_steps", "spec_verify_ct"),
+        ("num_accepted_draft_tokens", "spec_num_correct_drafts"),
+        ("acceptance_histogram", "spec_correct_drafts_histogram"),
+    ):
+        if theirs in sd:
+            out[ours] = sd[theirs]
+    return out
 
 
 def _finish(res: RequestResult, st: _Progress, live: _Live | None, lim: HttpLimits) -> None:

@@ -12,6 +12,7 @@ from typing import Any
 
 from eagletui.core.events import BenchmarkResult
 from eagletui.core.profile.model import Profile
+from eagletui.core.runs.accept import definitions as accept_definitions
 from eagletui.core.runs.run import Group, Run
 from eagletui.core.stats.sample import mean_stdev
 from eagletui.core.textsafe import inert
@@ -59,6 +60,8 @@ def summarize_repeats(
         "config": profile.snapshot(),
         "by_concurrency": [_group_json(g) for g in sorted(groups, key=lambda g: g.concurrency)],
         "invalid": sorted({p for r in results for p in problems.get(id(r), ())}),
+        # which accept length, by each definition, and per request (docs/export-json.md's ``accept``)
+        "accept": accept_definitions(run) if run is not None and run.is_spec else {},
         "repeats": {
             "n": len(results),
             "output_throughput": {"mean": tok_m, "stdev": tok_s},
@@ -96,6 +99,18 @@ def _group_json(g: Group) -> dict[str, Any]:
     }
 
 
+def _print_accept(accept: dict[str, Any]) -> None:
+    """The requests' own accept lengths (``accept.per_request``) and what they say: two modes
+    (``bimodal``), or two definitions that disagree (``warning``)."""
+    pr = accept.get("per_request")
+    if isinstance(pr, dict) and pr.get("n"):
+        q = "  ".join(f"{k} {pr[k]:.2f}" for k in ("p10", "p50", "p90") if isinstance(pr.get(k), int | float))
+        print(f"  accept per request n {pr['n']}  {q}  (1 + correct drafts ÷ verifies)")
+    for key in ("bimodal", "warning"):
+        if accept.get(key):
+            print(f"  {inert(str(accept[key]))}")
+
+
 def _print_human(summary: dict[str, Any]) -> None:
     rep = summary["repeats"]
     tok = rep["output_throughput"]
@@ -123,6 +138,7 @@ def _print_human(summary: dict[str, Any]) -> None:
             print(
                 f"  concurrency {g['concurrency']:>4}  {g['output_throughput']:9.1f}{pm} tok/s ({g['runs']} run(s)){a}"
             )
+    _print_accept(summary.get("accept") or {})
     print(f"  requests {summary['requests']}  failed {summary['failed']}")
     for why in summary.get("invalid") or []:
         print(f"  invalid: {inert(why)}")
@@ -134,7 +150,8 @@ def print_table(rows: list[dict[str, Any]], ref: str) -> None:
     """The spec run vs its no-spec reference, one line per concurrency (``ConcurrencyRow.to_json``)."""
     print(f"per concurrency, vs no-spec {inert(ref)}:")
     print(
-        f"  {'conc':>4}  {'spec tok/s':>16}  {'no-spec tok/s':>16}  {'speedup':>7}  {'accept':>6}  break-even accept"
+        f"  {'conc':>4}  {'spec tok/s':>16}  {'no-spec tok/s':>16}  {'speedup':>7}  {'call':<12}  "
+        f"{'decode':>7}  {'accept':>6}  break-even accept"
     )
 
     def m(x: dict[str, Any] | None) -> str:
@@ -154,13 +171,21 @@ def print_table(rows: list[dict[str, Any]], ref: str) -> None:
             be_text = f"{be:.2f}: out of reach (at most {most} per verify)"
         else:
             be_text = f"{be:.2f}" + (f" (at most {most})" if most else "")
+        st = r.get("steady") or {}
+        decode = f"{st['speedup']:.2f}×" if st.get("speedup") is not None else "—"
+        call = "not judged" if r.get("left_out") else (r.get("call") or "—")
         print(
             f"  {r['concurrency']:>4}  {m(r['spec_tok_s']):>16}  {m(r['nospec_tok_s']):>16}  {sp:>7}  "
-            f"{(f'{acc:.2f}' if acc is not None else '—'):>6}  {be_text}"
+            f"{call:<12}  {decode:>7}  {(f'{acc:.2f}' if acc is not None else '—'):>6}  {be_text}"
         )
-    noise = {str(r["noise"]) for r in rows if r.get("noise")}
-    if noise:
-        print("  noise: " + "; ".join(sorted(noise)))
+    for r in rows:
+        if r.get("noise"):
+            print(f"  {r['concurrency']:>4}  aggregate {inert(str(r['noise']))}")
+        st = r.get("steady") or {}
+        if st.get("band"):
+            print(f"        decode ({inert(str(st['source']))}) {inert(str(st['band']))}")
+        for why in r.get("left_out") or []:
+            print(f"        not judged: {inert(str(why))}")
 
 
 def _print_baseline(b: dict[str, Any]) -> None:

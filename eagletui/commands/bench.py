@@ -19,14 +19,15 @@ import asyncio
 import contextlib
 import dataclasses
 import json
+import math
 from typing import Any
 
 from eagletui.commands._args import ArgumentParser, command_timings, timings_from_env
+from eagletui.commands._bench_decide import decide
 from eagletui.commands._bench_report import print_report, summarize_repeats
 from eagletui.commands._headless import PhasePrinter, _say
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core import events as ev
-from eagletui.core.cycle.economics import crossover, crossover_text
 from eagletui.core.events import BenchmarkResult
 from eagletui.core.profile.load import load_profile
 from eagletui.core.profile.model import Profile, ProfileError
@@ -223,7 +224,9 @@ async def _measure(
     summary["warmup"] = "a round of requests at each concurrency before measuring (kernel JIT)"
     base_summary: dict[str, Any] | None = None
     if ns.vs_no_spec:
-        base_summary = await _measure_no_spec(ns, ws, model, profile, target, repeats, redactor, summary)
+        base_summary = await _measure_no_spec(
+            ns, ws, model, profile, target, repeats, redactor, summary, spec_launch
+        )
         if base_summary is None:
             return EXIT_LAUNCH_FAILED
     economics = _economics_json(model, spec_launch)
@@ -290,9 +293,11 @@ async def _measure_no_spec(
     repeats: int,
     redactor: Redactor,
     summary: dict[str, Any],
+    spec_launch: int,
 ) -> dict[str, Any] | None:
-    """``--vs-no-spec``: relaunch without the speculative flags and benchmark the same way; its summary
-    (also ``summary["no_spec"]``), or None when the relaunch failed (``summary`` says why)."""
+    """``--vs-no-spec``: relaunch without the speculative flags and benchmark the same way, then more
+    no-spec runs where they can tell a point from its noise (:mod:`eagletui.commands._bench_decide`); its
+    summary (also ``summary["no_spec"]``), or None when the relaunch failed (``summary`` says why)."""
     nospec = without_speculation(profile)
     _say("relaunching without the speculative flags")
     summary["order"] = ["spec", "no_spec"]
@@ -303,6 +308,11 @@ async def _measure_no_spec(
         return None
     base_results = await _repeats(ws, repeats, redactor, ns.concurrency)
     base_launch = model.state.launch.launch if model.state.launch is not None else -1
+    limit = ns.decide_within if ns.decide_within is not None else ws.timings.sweep.decide_s
+    if limit > 0 and spec_launch in model.runbook.runs:
+        summary["decide"] = await decide(ws, model, spec_launch, base_launch, limit)
+        run = model.runbook.runs.get(base_launch)
+        base_results = list(run.results) if run is not None else base_results
     base_summary: dict[str, Any] = redactor.value(
         summarize_repeats(base_results, nospec, target, model.runbook.runs.get(base_launch))
     )
@@ -321,8 +331,8 @@ def _economics_json(model: SessionModel, spec_launch: int) -> dict[str, Any] | N
     points = book.economics_points(spec_launch)
     return {
         **econ.to_json(),
-        "crossover": crossover(points) if len(points) > 1 else None,
-        "crossover_text": crossover_text(points),
+        "crossover": book.crossover(spec_launch),
+        "crossover_text": book.across(spec_launch),
         "points": [e.to_json() for _, e in points],
         "by_concurrency": [r.to_json() for r in book.concurrency_table(spec_launch)],
         "vs": ref.label,
@@ -452,6 +462,14 @@ def build_parser() -> argparse.ArgumentParser:
         "the economics say where speculation stops paying",
     )
     p.add_argument(
+        "--decide-within",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="with --vs-no-spec: the most time spent on more no-spec runs where a concurrency is within its "
+        "noise and more runs could tell it (default: the timings' sweep.decide_s, 600 s; 0: none)",
+    )
+    p.add_argument(
         "--vs-no-spec",
         action="store_true",
         help="then relaunch without the speculation flags, benchmark again and print the economics "
@@ -474,6 +492,9 @@ def main(argv: list[str]) -> int:
         return int(exc.code or 0)
     if ns.repeats is not None and ns.repeats < 1:
         _say("eagletui: --repeats must be at least 1")
+        return EXIT_USAGE
+    if ns.decide_within is not None and not (math.isfinite(ns.decide_within) and ns.decide_within >= 0):
+        _say("eagletui: --decide-within must be a number of seconds ≥ 0")
         return EXIT_USAGE
     ns.timings = timings_from_env()
     return asyncio.run(_amain(ns))

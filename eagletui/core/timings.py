@@ -201,6 +201,9 @@ class SweepTimings:
     #: after a wave the server refused entirely
     profile_stagger_s: float = 0.05
     profile_refused_s: float = 0.5
+    #: ``bench --vs-no-spec``: the most time spent on more no-spec runs to tell a point from its noise
+    #: (``--decide-within``; 0: none)
+    decide_s: float = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,6 +333,8 @@ FAST = Timings(
         confirm_dead_s=0.2, reconcile_s=0.25, stop_grace_s=15.0, stop_group_wait_s=5.0, stop_kill_wait_s=5.0
     ),
     http=HttpTimings(stall_s=10.0, server_stall_s=15.0, progress_s=2.0, stall_poll_s=0.2, tick_s=0.25),
-    sweep=SweepTimings(gate_poll_s=0.25, oom_settle_s=2.0, profile_s=60.0, profile_poll_s=0.25),
+    sweep=SweepTimings(
+        gate_poll_s=0.25, oom_settle_s=2.0, profile_s=60.0, profile_poll_s=0.25, decide_s=20.0
+    ),
     session=SessionTimings(ready_poll_s=0.05, progress_s=0.5, follow_poll_s=0.05),
 )

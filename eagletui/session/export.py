@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from eagletui.core.cycle.economics import crossover
 from eagletui.core.diagnosis.fold import Diagnoser
 from eagletui.core.events import (
     LOG_PHASES,
@@ -323,9 +322,9 @@ def _economics_for(run: Run, book: RunBook) -> tuple[dict[str, Any] | None, int 
     ref = book.reference(run.launch)
     if econ is None or ref is None:
         return None, None
-    points = book.economics_points(run.launch)
     extra = {
-        "crossover": crossover(points) if len(points) > 1 else None,
+        "crossover": book.crossover(run.launch),
+        "across": book.across(run.launch),
         "sentence": book.economics_sentence(run.launch),
         "vs": ref.label,
         "like_for_like": ref.like_for_like,
@@ -349,17 +348,16 @@ def _comparisons(run: Run, book: RunBook) -> dict[str, Any]:
             "concurrency": head.concurrency if head is not None else None,
         }
     ref = book.reference(run.launch)
-    e = book.economics(run.launch)
+    row = book.headline_row(run.launch)
+    e = row.economics if row is not None else None
     if ref is not None:
-        row = next(
-            (r for r in book.concurrency_table(run.launch) if e and r.concurrency == e.concurrency), None
-        )
         out["vs_no_spec"] = {
             "run": ref.label,
             "like_for_like": ref.like_for_like,
             "differences": list(ref.differences),
             "speedup": e.speedup if e is not None else None,
-            "noise": row.band.text() if row is not None and row.band is not None else None,
+            "call": e.call if e is not None else None,
+            "noise": row.gap.text() if row is not None and row.gap is not None else None,
             "concurrency": e.concurrency if e is not None else None,
         }
     return out

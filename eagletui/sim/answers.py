@@ -14,13 +14,19 @@ from typing import Any
 
 from eagletui.sim.engine import SimRequest
 from eagletui.sim.serverstate import ServerState
+from eagletui.sim.startup import _version_tuple
+
+#: The release whose tokenizer manager no longer sends the three backward-compatible aliases
+#: ``spec_accepted_drafts``, ``spec_proposed_drafts`` and ``spec_accept_histogram`` (0.5.17 and 0.5.20
+#: ``_calculate_spec_decoding_metrics`` mark them "FIXME: remove in next release"; 0.5.23 has none).
+ALIASES_GONE = (0, 5, 23)
 
 
 def meta_info(st: ServerState, r: SimRequest, n: int, final: bool, first: bool = False) -> dict[str, Any]:
     """meta_info as the real server sends it (shared/fixtures/sglang-0.5.17-h200/generate.jsonl): the
     ``spec_*`` fields, latencies and timestamps only in the FINAL answer/chunk, and the ``spec_*`` ones only
     when the request had verify steps (sglang/srt/managers/tokenizer_manager.py adds them when
-    ``spec_verify_ct > 0``)."""
+    ``spec_verify_ct > 0``); the aliases only from the releases that still send them (``--sim-version``)."""
     plan = st.plan
     now = time.time()
     fwd = r.received_wall + 0.0005
@@ -49,10 +55,13 @@ def meta_info(st: ServerState, r: SimRequest, n: int, final: bool, first: bool =
             m["spec_num_correct_drafts"] = drafts
             m["spec_num_proposed_drafts"] = proposed
             m["spec_verify_ct"] = r.verify_ct
-            m["spec_accepted_drafts"] = drafts
-            m["spec_proposed_drafts"] = proposed
+            aliases = _version_tuple(plan.args.sim_version) < ALIASES_GONE
+            if aliases:
+                m["spec_accepted_drafts"] = drafts
+                m["spec_proposed_drafts"] = proposed
             m["spec_correct_drafts_histogram"] = list(r.accept_hist)
-            m["spec_accept_histogram"] = list(r.accept_hist)
+            if aliases:
+                m["spec_accept_histogram"] = list(r.accept_hist)
         m["request_received_ts"] = r.received_wall
         m["api_server_dispatch_finish_ts"] = r.received_wall + 0.0003
         m["request_finished_ts"] = r.finished_wall or now

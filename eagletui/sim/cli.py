@@ -23,6 +23,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from eagletui.sim.drafters import DRAFTERS
+
 #: Whole launch ≈ 600 s at scale 1.0; the default squeezes it into ≈ 20 s.
 DEFAULT_TIME_SCALE = 0.033
 DEFAULT_VERSION = "0.5.23"
@@ -249,6 +251,15 @@ def add_sim_args(parser: argparse.ArgumentParser) -> None:
         default=None,
         help="drafter per-token acceptance probability 0..1 (default from the draft path: "
         "'bad'/'poor'/'weak' → 0.3425 ≈ accept 1.5, else 0.8527 ≈ accept 3.2)",
+    )
+    g.add_argument(
+        "--sim-drafter",
+        choices=DRAFTERS,
+        default=None,
+        help="a drafter of known acceptance, as shared/known-drafters builds for the real server: 'work' "
+        "accepts every draft token (accept = steps + 1), 'half' accepts every draft token of a request "
+        "whose prompt ends in '.' and none of one ending in '?' (other endings: half of them each way) "
+        "(default: per-token acceptance by --sim-draft-quality)",
     )
     g.add_argument("--sim-speed", type=float, default=1.0, help="multiplier on token speed (default 1)")
     g.add_argument("--sim-shards", type=int, default=None, help="target checkpoint shard count")

@@ -21,6 +21,7 @@ from typing import Any
 
 from eagletui.sim import perf
 from eagletui.sim.adaptive import AdaptiveSteps
+from eagletui.sim.drafters import known_accept
 from eagletui.sim.logfmt import SimLog
 
 WORDS = (
@@ -235,6 +236,8 @@ class Engine:
         self.last_graph = cfg.cuda_graph
         #: positions the draft was trained on (``--sim-draft-context``): past them acceptance falls
         self.draft_context = int(getattr(args, "sim_draft_context", None) or 0)
+        #: a drafter of known acceptance (``--sim-drafter``, :mod:`eagletui.sim.drafters`)
+        self.drafter = str(getattr(args, "sim_drafter", None) or "")
         self.adaptive: AdaptiveSteps | None = None
         if cfg.spec and cfg.topk == 1 and getattr(args, "speculative_adaptive", False):
             self.adaptive = AdaptiveSteps(
@@ -414,6 +417,8 @@ class Engine:
         return cfg
 
     def _accept_len(self, cfg: perf.PerfConfig, r: SimRequest) -> int:
+        if self.drafter and cfg.spec:
+            return known_accept(self.drafter, perf.accept_depth(cfg), r.prompt_key)
         if self.draft_context and r.prompt_tokens + r.completion_tokens > self.draft_context:
             return perf.sample_accept_len(dataclasses.replace(cfg, draft_p=cfg.draft_p / 3.0), self.rng)
         return perf.sample_accept_len(cfg, self.rng)

@@ -60,6 +60,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--kv-cache-dtype", default="auto")
     p.add_argument("--max-cudagraph-capture-size", type=int, default=None)
     p.add_argument("--disable-log-stats", action="store_true")
+    # 0.29+ (vllm/config/observability.py): each answer's acceptance under metrics.speculative_decoding
+    p.add_argument(
+        "--per-request-spec-decode-metrics", choices=("none", "summary", "detailed"), default="none"
+    )
     g = p.add_argument_group("eagletui simulator")
     g.add_argument("--sim-time-scale", type=float, default=0.05, help="startup time multiplier")
     g.add_argument("--sim-step-ms", type=float, default=20.0, help="one decode step, alone")
@@ -161,6 +165,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         if not isinstance(cfg, dict):
             sys.stderr.write(f"{PROG}: error: argument --speculative-config: expected a JSON object\n")
             return 2
+    elif args.per_request_spec_decode_metrics != "none":
+        # vllm/config/vllm.py (0.33.0 L1735-1742)
+        sys.stderr.write(
+            "ValueError: --per-request-spec-decode-metrics requires speculative decoding to be enabled "
+            "(via --speculative-config).\n"
+        )
+        return 1
     log = Log()
     signal.signal(signal.SIGTERM, lambda *_: os._exit(143))  # during startup: killed by SIGTERM
     startup(args, log)

@@ -157,6 +157,7 @@ class _Routes:
         eng.prompt_tokens += ptoks
         eng.running += 1
         made = 0
+        hist = [0] * (eng.k + 1)  # this request's verify steps by draft tokens accepted
         resp: web.StreamResponse | None = None
         try:
             if stream:
@@ -165,6 +166,8 @@ class _Routes:
             while made < max_tokens:
                 await asyncio.sleep(eng.step_s())
                 n = min(eng.step_tokens(), max_tokens - made)
+                if eng.k:
+                    hist[n - 1] += 1
                 made += n
                 eng.add_tokens(n)
                 if resp is not None:
@@ -193,11 +196,33 @@ class _Routes:
                     "usage": usage,
                 }
             )
-        await self._end_stream(resp, usage)
+        await self._end_stream(resp, usage, self._spec_metrics(hist))
         return resp
 
-    async def _end_stream(self, resp: web.StreamResponse, usage: dict[str, int]) -> None:
-        """A stream's last chunks: the finish reason, the usage, ``[DONE]``."""
+    def _spec_metrics(self, hist: list[int]) -> dict[str, Any] | None:
+        """``metrics`` of the final usage chunk with ``--per-request-spec-decode-metrics`` (vLLM 0.29+,
+        ``SpeculativeDecodingMetrics``: dense histogram of draft tokens accepted per verify step)."""
+        k = self.eng.k
+        if not k or self.args.per_request_spec_decode_metrics == "none":
+            return None
+        steps = sum(hist)
+        accepted = sum(i * c for i, c in enumerate(hist))
+        sd = {
+            "mean_acceptance_length": 1 + accepted / steps if steps else 1.0,
+            "draft_acceptance_rate": accepted / (steps * k) if steps else 0.0,
+            "acceptance_histogram": hist,
+            "num_spec_steps": steps,
+            "num_accepted_draft_tokens": accepted,
+            "num_draft_tokens": steps * k,
+            "num_spec_tokens": k,
+        }
+        return {"speculative_decoding": sd}
+
+    async def _end_stream(
+        self, resp: web.StreamResponse, usage: dict[str, int], metrics: dict[str, Any] | None = None
+    ) -> None:
+        """A stream's last chunks: the finish reason, the usage (with the request's ``metrics`` when it
+        has any), ``[DONE]``."""
         model = self.model
         last = {
             "object": "text_completion",
@@ -209,6 +234,7 @@ class _Routes:
             b"data: "
             + json.dumps(
                 {"object": "text_completion", "model": model, "choices": [], "usage": usage}
+                | ({"metrics": metrics} if metrics else {})
             ).encode()
             + b"\n\n"
         )

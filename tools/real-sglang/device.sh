@@ -3,7 +3,7 @@
 # GPU machine (tiny random-weight Llama, built here). One command per part; each part fits one device call.
 #
 #   bash tools/real-sglang/device.sh 1   # preflight (fresh machine), bench --launch, preflight right after
-#                                        # the stop, bench --vs-no-spec --concurrency 1,4, a failed launch's
+#                                        # the stop, bench --vs-no-spec --concurrency 1,4,16, a failed launch's
 #                                        # JSON, a two-variant sweep
 #   bash tools/real-sglang/device.sh final  # a re-check in one call: preflight, bench --launch, preflight
 #                                        # after the stop, a steps 3 / no spec / steps 2 sweep (predicted
@@ -111,7 +111,9 @@ if [ "$PART" = 1 ]; then
   step a-preflight-fresh 150 python3 -m eagletui preflight local --profile $P --json
   step b-bench-launch 330 python3 -m eagletui bench local --profile $P --launch --json
   step c-preflight-after-stop 150 python3 -m eagletui preflight local --profile $P --json
-  step d-vs-no-spec 420 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --json
+  # issue 32: c=16 too (the eager point when the launch captures fewer sizes: named, never the headline),
+  # and at most 60 s of extra no-spec runs where a point is within its noise (the JSON's "decide")
+  step d-vs-no-spec 420 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4,16 --decide-within 60 --json
   [ $(el) -lt 400 ] && step g-bad-draft 150 python3 -m eagletui bench local --profile $PB --launch --json
   [ $(el) -lt 430 ] && step f-sweep 300 python3 -m eagletui sweep local --profile $PS --json --no-record
 elif [ "$PART" = final ]; then
@@ -125,7 +127,7 @@ elif [ "$PART" = final ]; then
   step f-sweep 300 python3 -m eagletui sweep local --profile $PP --json --no-record
   if [ $(el) -lt 260 ]; then step t0-tui 330 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   else log "t0-tui: skipped at $(el)s (no time left in this call; part 2 runs the TUI)"; fi
-  [ $(el) -lt 380 ] && step d-vs-no-spec 190 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --json
+  [ $(el) -lt 380 ] && step d-vs-no-spec 190 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --decide-within 30 --json
 elif [ "$PART" = predict ]; then
   # the prediction check alone (issue 25): steps 3 with a step profile after its benchmarks, then no spec
   # and steps 2, each benchmark 32 prompts × 256 tokens (one 12 × 128 run of 2.3 s could not tell steps 3

@@ -216,7 +216,7 @@ if PART in ("1", "final"):
     if "d-vs-no-spec" in steps or PART == "1":
         d = doc("d-vs-no-spec")
         check(
-            "--vs-no-spec --concurrency 1,4 exits 0 (1: only the drafter's accept ≈ 1 is invalid)",
+            "--vs-no-spec exits 0 (1: only the drafter's accept ≈ 1 is invalid)",
             measured(d, rc("d-vs-no-spec")),
             (d or {}).get("error") or (d or {}).get("invalid"),
         )
@@ -231,6 +231,13 @@ if PART in ("1", "final"):
             "spec": (d or {}).get("by_concurrency") or (d or {}).get("output_throughput"),
             "no_spec": ns.get("by_concurrency") or ns.get("output_throughput"),
             "economics": ((d or {}).get("economics") or {}).get("sentence"),
+            # issue 32: each concurrency's call, the steady-state decode beside it, the points not judged
+            "calls": [
+                {k: r.get(k) for k in ("concurrency", "speedup", "call", "noise", "steady", "left_out")}
+                for r in (((d or {}).get("economics") or {}).get("by_concurrency") or [])
+            ],
+            "across": ((d or {}).get("economics") or {}).get("crossover_text"),
+            "decide": (d or {}).get("decide"),
             "stop": stop_of(d),
         }
         clean_after("d-vs-no-spec")

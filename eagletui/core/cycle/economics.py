@@ -57,9 +57,17 @@ class Economics:
     #: the model's predictions for the neighbouring step counts (each one a prediction)
     predictions: tuple[Prediction, ...] = field(default=())
     settings: SpecSettings | None = None
+    #: the call on the measurements (:mod:`eagletui.core.runs.call`: ``pays``, ``within noise``, ``costs``,
+    #: ``disputed``); None: not judged against a noise band (then ``pays`` is the bare ``speedup > 1``)
+    call: str | None = None
+    #: the half-width of the speedup's noise band, in % (None: not known)
+    band_pct: float | None = None
 
     @property
     def pays(self) -> bool:
+        """Speculation pays here: beyond the noise (and confirmed by the steady-state decode) once called."""
+        if self.call is not None:
+            return self.call == "pays"
         return self.speedup > 1.0
 
     @property
@@ -97,15 +105,22 @@ class Economics:
             "cycle_parts": self.parts.to_json() if self.parts is not None else None,
             "predictions": [p.to_json() for p in self.predictions],
             "concurrency": self.concurrency,
+            "call": self.call,
+            "band_pct": r(self.band_pct, 2),
         }
 
     def sentence(self, name: str = "EAGLE-3", context: str = "") -> str:
         """One line for the screen: the verdict, and what would pay (or that nothing reachable would);
         ``context`` follows the percentage (`` vs no-spec #3 at concurrency 8``)."""
         pct = (self.speedup - 1.0) * 100.0
-        head = f"{name} {pct:+.0f} %{context}"
+        band = f" ± {self.band_pct:.0f} %" if self.band_pct is not None else ""
+        head = f"{name} {pct:+.0f} %{band}{context}"
         most = f"at most {self.max_accept} per verify at these settings" if self.max_accept else ""
         be = self.break_even_accept_len
+        if self.call in ("within noise", "disputed"):
+            what = "within noise" if self.call == "within noise" else "not called"
+            tail = f", break-even {be:.2f}" if be is not None else ""
+            return f"{head}: {what} (accept {self.accept_len:.2f}{tail})"
         if self.pays:
             tail = f" ≥ break-even {be:.2f}" if be is not None else ""
             return f"{head}: pays (accept {self.accept_len:.2f}{tail}" + (f"; {most})" if most else ")")
@@ -129,11 +144,11 @@ class Economics:
                 text += f", or a verify ≤ {self.needed_verify_ms:.1f} ms ({est}{self.parts.verify_ms:.1f})"
             else:
                 text += "; no verify time would pay at this accept length"
+            # what to launch instead is the one ranking's (next_launch): naming a setting here made two
+            # recommendations that contradicted each other (issue 32, item 3)
             best = self.best_prediction
             if best is not None and best.speedup is not None and best.speedup > 1.0:
-                text += (
-                    f"; predicted: steps {best.settings.steps} would give {(best.speedup - 1) * 100:+.0f} %"
-                )
+                text += "; see next launch"
         else:
             text += f", or a cycle ≤ {self.needed_cycle_ms:.1f} ms (has {self.cycle_ms:.1f})"
         return text
@@ -213,19 +228,37 @@ def crossover(points: list[tuple[int, Economics]]) -> int | None:
     return None
 
 
-def crossover_text(points: list[tuple[int, Economics]]) -> str:
-    """``pays at every concurrency measured (1–8)`` / ``pays at no concurrency measured (1–8)`` /
-    ``stops paying at concurrency 8`` / ``starts paying at concurrency 8``; "" with one point."""
-    if len(points) < 2:
-        return ""
+def _listed(concs: list[int]) -> str:
+    return ", ".join(map(str, concs[:-1])) + (" and " if len(concs) > 1 else "") + str(concs[-1])
+
+
+def crossover_text(points: list[tuple[int, Economics]], left_out: tuple[str, ...] = ()) -> str:
+    """Across the concurrencies that can be judged: ``pays at every concurrency measured (1–8)`` / ``pays
+    at no concurrency measured (1–8)`` / ``stops paying at concurrency 8`` / ``starts paying at
+    concurrency 8``, or each call by its concurrencies where the calls are mixed (``within noise at 1
+    and 4``); "" with one point. ``left_out``: the points that cannot be judged, each with why
+    (``16: both decoded eagerly …``), said after."""
     ordered = sorted(points, key=lambda p: p[0])
-    lo, hi = ordered[0][0], ordered[-1][0]
-    pays = [e.pays for _, e in ordered]
-    if all(pays):
-        return f"pays at every concurrency measured ({lo}–{hi})"
-    if not any(pays):
-        return f"pays at no concurrency measured ({lo}–{hi})"
-    if pays[0]:
-        return f"stops paying at concurrency {crossover(ordered)}"
-    first = next(c for c, e in ordered if e.pays)
-    return f"starts paying at concurrency {first}"
+    out = ""
+    if len(ordered) >= 2:
+        lo, hi = ordered[0][0], ordered[-1][0]
+        pays = [e.pays for _, e in ordered]
+        calls = [e.call or ("pays" if e.pays else "costs") for _, e in ordered]
+        if all(pays):
+            out = f"pays at every concurrency measured ({lo}–{hi})"
+        elif all(c == "costs" for c in calls):
+            out = f"pays at no concurrency measured ({lo}–{hi})"
+        elif set(calls) == {"pays", "costs"} and pays == sorted(pays, reverse=True):
+            out = f"stops paying at concurrency {crossover(ordered)}"
+        elif set(calls) == {"pays", "costs"} and pays == sorted(pays):
+            out = f"starts paying at concurrency {next(c for c, e in ordered if e.pays)}"
+        else:
+            by: dict[str, list[int]] = {}
+            for (c, _), k in zip(ordered, calls, strict=True):
+                by.setdefault(k, []).append(c)
+            out = "; ".join(f"{k} at {_listed(cs)}" for k, cs in by.items())
+            if not any(pays):
+                out = f"pays at no concurrency measured ({lo}–{hi}): {out}"
+    if left_out:
+        out += ("; " if out else "") + "not judged: " + "; ".join(left_out)
+    return out

@@ -15,8 +15,15 @@ Tools disagree on what "accept length" means, and so do the numbers one run yiel
   went (one value per logging interval, other traffic included; seen live and in a replay, never by an
   export, so it is shown but takes no part in the warning).
 
-Two definitions of one run that differ by more than :data:`DISAGREE` (5 %) get a warning. The server's
+Two definitions of one run that differ by more than :data:`DISAGREE` (5 %) get a warning, unless the
+requests' own accept lengths are **bimodal** (:mod:`eagletui.core.runs.accept_dist`): then the definitions
+differ because the requests do (a drafter that fits some prompts and not others), and that is what is
+said, with the split (category, prompt length) that lines up with the two modes. The server's
 cumulative ``avg_spec_accept_length`` gauge is never used: it mixes in warmup and earlier runs.
+
+**Per request** (``per_request``): the distribution of the requests' own accept lengths over the
+setting's results, and the same by prompt category and by prompt-length bucket (``by_category``,
+``by_prompt_len``: ``n``, ``mean``, ``p10``/``p50``/``p90`` each), from each result's ``accept_by``.
 
 **Acceptance per draft position** comes from ``spec_correct_drafts_histogram`` (``meta_info`` of
 SGLang 0.5.17's final answer: element ``k`` counts the verifies that accepted exactly ``k`` draft
@@ -32,10 +39,11 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from eagletui.core.cycle.model import reach_from_histogram
+from eagletui.core.runs.accept_dist import Modes, bimodal_text, describe, merge, modes
 from eagletui.core.stats.sample import mean_stdev
 
 if TYPE_CHECKING:
-    from eagletui.core.runs.run import Run
+    from eagletui.core.runs.run import Group, Run
 
 #: Two definitions of one run's accept length that differ by more than this share get a warning.
 DISAGREE = 0.05
@@ -75,9 +83,18 @@ def definitions(run: Run) -> dict[str, Any]:
         put(key, detail(key), f, src)
     values = [(k, d["value"]) for k, d in defs.items() if d["value"] > 0]
     out: dict[str, Any] = {"definitions": defs}
+    splits, two = per_request(g)
+    out.update(splits)
+    if two is not None:
+        shown = defs.get("shown", {}).get("value")
+        out["bimodal"] = bimodal_text(
+            two,
+            shown,
+            {"category": out.get("by_category") or {}, "prompt length": _lens(out.get("by_prompt_len"))},
+        )
     for i, (ka, va) in enumerate(values):
         for kb, vb in values[i + 1 :]:
-            if abs(va - vb) > DISAGREE * min(va, vb) and "warning" not in out:
+            if abs(va - vb) > DISAGREE * min(va, vb) and "warning" not in out and two is None:
                 out["warning"] = (
                     f"accept length by {ka} ({va:.2f}) and by {kb} ({vb:.2f}) differ by more than 5 %"
                 )
@@ -92,6 +109,58 @@ def definitions(run: Run) -> dict[str, Any]:
     if hist and sum(hist) > 0:
         out["histogram"] = hist
         out["per_position"] = [round(x, 4) for x in reach_from_histogram(hist)]
+    return out
+
+
+def per_request(g: Group) -> tuple[dict[str, Any], Modes | None]:
+    """The requests' own accept lengths over the setting's results (``per_request``) and by category and
+    prompt length (``by_category``, ``by_prompt_len``), from each result's ``accept_by``, and the two
+    modes when there are two; ({}, None) when no result carries them (another runner, a recording made
+    before them)."""
+    bys = [r.accept_by for r in g.results if isinstance(r.accept_by, dict)]
+    out: dict[str, Any] = {}
+    merged = merge(b.get("per_request") for b in bys)
+    whole = describe(merged)
+    if whole is None:
+        return out, None
+    out["per_request"] = whole
+    cats: dict[str, list[Any]] = {}
+    lens: dict[tuple[Any, Any], list[Any]] = {}
+    for b in bys:
+        cat = b.get("category")
+        for name, grp in (cat.items() if isinstance(cat, dict) else ()):
+            if isinstance(grp, dict):
+                cats.setdefault(str(name)[:64], []).append(grp.get("dist"))
+        for grp in b.get("prompt_len") or []:
+            if isinstance(grp, dict):
+                lens.setdefault((grp.get("lo"), grp.get("hi")), []).append(grp.get("dist"))
+    by_cat = {k: _short(describe(merge(v))) for k, v in sorted(cats.items())}
+    by_cat = {k: v for k, v in by_cat.items() if v is not None}
+    if len(by_cat) >= 2:
+        out["by_category"] = by_cat
+    by_len = []
+    for (lo, hi), v in sorted(lens.items(), key=lambda kv: kv[0][0] if isinstance(kv[0][0], int) else 0):
+        d = _short(describe(merge(v)))
+        if d is not None:
+            by_len.append({"lo": lo, "hi": hi, **d})
+    if len(by_len) >= 2:
+        out["by_prompt_len"] = by_len
+    return out, modes(merged)
+
+
+def _short(d: dict[str, Any] | None) -> dict[str, Any] | None:
+    """A split's group: its numbers without the histogram."""
+    if d is None:
+        return None
+    return {k: d[k] for k in ("n", "mean", "p10", "p50", "p90") if k in d} | {"median": d["p50"]}
+
+
+def _lens(groups: Any) -> dict[str, Any]:
+    """The prompt-length split keyed by its buckets' names (``128–255``)."""
+    out: dict[str, Any] = {}
+    for grp in groups or []:
+        hi = grp.get("hi")
+        out[f"{grp.get('lo')}–{hi - 1 if isinstance(hi, int) else ''}"] = grp
     return out
 
 

@@ -9,31 +9,57 @@ which hands a step profile's split of a speculative cycle to the cycle model. Ap
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
-from eagletui.core.cycle.economics import Economics, crossover_text, economics
+from eagletui.core.cycle.economics import Economics, crossover, crossover_text, economics
 from eagletui.core.cycle.model import finite, rates_from_histogram
+from eagletui.core.runs.call import WITHIN, Gap, call, gap, noise_of
 from eagletui.core.runs.compare import launch_differences
-from eagletui.core.runs.reference import _References
+from eagletui.core.runs.reference import Reference, _References
 from eagletui.core.runs.run import Group, Metric, Run
+from eagletui.core.runs.steady import Steady, eager_at, steady
 from eagletui.core.servers import spec as specflags
-from eagletui.core.stats.noise import Band, band
+from eagletui.core.stats.confidence import Noise
 
 
 @dataclass(frozen=True)
 class ConcurrencyRow:
-    """One line of a spec run's per-concurrency table against its no-spec reference."""
+    """One line of a spec run's per-concurrency table against its no-spec reference: the aggregate, the
+    steady-state decode, the call and, when the point cannot be judged, why (``left_out``)."""
 
     concurrency: int
     spec_tok_s: Metric
     nospec_tok_s: Metric | None
     accept_len: Metric
     economics: Economics | None
-    band: Band | None
+    gap: Gap | None = None
+    steady: Steady | None = None
+    steady_gap: Gap | None = None
+    left_out: tuple[str, ...] = ()
+    #: runs per side at which this point's difference would leave its band (None: it has, or never)
+    runs_needed: int | None = None
+    #: the per-request tok/s of each run of both sides, and the run-to-run noise they were judged with
+    sides: tuple[tuple[float, ...], tuple[float, ...]] = ((), ())
+    noise: Noise | None = None
+
+    @property
+    def call(self) -> str | None:
+        return self.economics.call if self.economics is not None else None
+
+    @property
+    def judged(self) -> bool:
+        """The point can carry the verdict: measured on both sides, like for like, nobody eager."""
+        return self.economics is not None and not self.left_out
 
     def to_json(self) -> dict[str, Any]:
         e = self.economics
+        steady = None
+        if self.steady is not None:
+            steady = self.steady.to_json() | {
+                "band": self.steady_gap.text() if self.steady_gap is not None else None,
+                "agrees": None if self.steady_gap is None else _same_side(self.gap, self.steady_gap),
+            }
         return {
             "concurrency": self.concurrency,
             "spec_tok_s": _metric_json(self.spec_tok_s),
@@ -41,18 +67,33 @@ class ConcurrencyRow:
             "accept_len": _metric_json(self.accept_len),
             "speedup": round(e.speedup, 4) if e is not None else None,
             "pays": e.pays if e is not None else None,
+            "call": self.call,
             "break_even_accept_len": None
             if e is None or e.break_even_accept_len is None
             else round(e.break_even_accept_len, 3),
             "break_even_reachable": e.reachable if e is not None else None,
             "max_accept": e.max_accept if e is not None else None,
-            "noise": self.band.text() if self.band is not None else None,
+            "noise": self.gap.text() if self.gap is not None else None,
+            "steady": steady,
+            "left_out": list(self.left_out),
+            "runs_needed": self.runs_needed,
             "economics": e.to_json() if e is not None else None,
         }
 
 
 def _metric_json(m: Metric) -> dict[str, Any]:
     return {"mean": m.mean, "stdev": m.stdev, "n": m.n}
+
+
+def _same_side(aggregate: Gap | None, steady: Gap) -> bool:
+    """Both faster, both slower or both within their noise."""
+    if aggregate is None:
+        return True
+    return (aggregate.faster, aggregate.slower) == (steady.faster, steady.slower)
+
+
+def _per_request(g: Group) -> list[float]:
+    return [r.output_throughput / g.concurrency for r in g.results if r.output_throughput > 0]
 
 
 class _Economics(_References):
@@ -84,34 +125,85 @@ class _Economics(_References):
 
     def _concurrency_table(self, launch: int) -> list[ConcurrencyRow]:
         """Per concurrency the spec run measured: its tok/s, the reference's at the same setting, the
-        accept length and the economics. Never a mean across concurrencies."""
+        accept length, the economics with their call, the steady-state decode, and why a point cannot be
+        judged. Never a mean across concurrencies."""
         run = self.runs[launch]
         ref = self.reference(launch)
+        groups = sorted(run.groups(), key=lambda g: g.concurrency)
+        pairs = [(g, ref.run.group_like(g) if ref is not None else None) for g in groups]
+        both = [(g, h) for g, h in pairs if h is not None]
+        # run-to-run noise pooled over every setting both runs measured (the sweep's rule)
+        cells = [_per_request(x) for g, h in both for x in (g, h)]
+        steadies = {g.concurrency: steady(run, g, ref.run, h) for g, h in both if ref is not None}
+        steady_cells = [list(xs) for st in steadies.values() if st is not None for xs in (st.spec, st.nospec)]
         out: list[ConcurrencyRow] = []
-        settings = run.spec_settings
-        for g in sorted(run.groups(), key=lambda g: g.concurrency):
-            theirs = ref.run.group_like(g) if ref is not None else None
+        for g, theirs in pairs:
             acc = g.metric("accept_len")
-            econ = None
-            b: Band | None = None
-            nospec = theirs.metric("tok_s") if theirs is not None else None
-            if theirs is not None:
-                mine_t = g.metric("tok_s")
-                assert nospec is not None
-                b = band(mine_t.stdev, mine_t.n, nospec.stdev, nospec.n, base=nospec.mean)
-                rates = rates_from_histogram(g.histogram())
-                econ = economics(
-                    g.metric("tok_s_per_request").mean,
-                    acc.mean,
-                    theirs.metric("tok_s_per_request").mean,
-                    concurrency=g.concurrency,
-                    settings=settings,
-                    rates=rates,
-                    other=self._other_drafter(run, g),
-                    profile=profile_parts(run.step_profile, g.concurrency),
+            if theirs is None or ref is None:
+                why = self._unmeasured(ref.run, g) if ref is not None else ()
+                out.append(ConcurrencyRow(g.concurrency, g.metric("tok_s"), None, acc, None, left_out=why))
+                continue
+            mine, base = _per_request(g), _per_request(theirs)
+            noise = noise_of(cells, [mine, base])
+            agg = gap(mine, base, noise)
+            st = steadies.get(g.concurrency)
+            st_gap = None
+            if st is not None:
+                st_gap = gap(st.spec, st.nospec, noise_of(steady_cells, [st.spec, st.nospec]))
+            econ = economics(
+                g.metric("tok_s_per_request").mean,
+                acc.mean,
+                theirs.metric("tok_s_per_request").mean,
+                concurrency=g.concurrency,
+                settings=run.spec_settings,
+                rates=rates_from_histogram(g.histogram()),
+                other=self._other_drafter(run, g),
+                profile=profile_parts(run.step_profile, g.concurrency),
+            )
+            if econ is not None and agg is not None:
+                econ = replace(econ, call=call(agg, st_gap), band_pct=agg.half_pct)
+            needed = None
+            if agg is not None and not agg.outside and noise is not None:
+                needed = agg.runs_needed(noise.cv)
+            out.append(
+                ConcurrencyRow(
+                    g.concurrency,
+                    g.metric("tok_s"),
+                    theirs.metric("tok_s"),
+                    acc,
+                    econ,
+                    agg,
+                    st,
+                    st_gap,
+                    self._left_out(run, ref, g.concurrency),
+                    needed,
+                    (tuple(mine), tuple(base)),
+                    noise,
                 )
-            out.append(ConcurrencyRow(g.concurrency, g.metric("tok_s"), nospec, acc, econ, b))
+            )
         return out
+
+    def _left_out(self, run: Run, ref: Reference, concurrency: int) -> tuple[str, ...]:
+        """Why the point at ``concurrency`` cannot carry a verdict: a side decoded eagerly, or the pair is
+        not like for like."""
+        why: list[str] = []
+        mine, theirs = eager_at(run, concurrency), eager_at(ref.run, concurrency)
+        if mine is not None and theirs is not None:
+            sizes = f"{mine}" if mine == theirs else f"{mine} and {theirs}"
+            why.append(f"both sides decoded eagerly (batch above the largest CUDA graph captured, {sizes})")
+        elif mine is not None or theirs is not None:
+            side, size = ("the spec run", mine) if mine is not None else (f"no-spec {ref.label}", theirs)
+            why.append(f"{side} decoded eagerly (batch above the largest CUDA graph captured, {size})")
+        if not ref.like_for_like:
+            why.append("not like for like (" + "; ".join(ref.differences[:3]) + ")")
+        return tuple(why)
+
+    @staticmethod
+    def _unmeasured(nospec: Run, g: Group) -> tuple[str, ...]:
+        """Why the reference has no number at ``g``'s setting when it benchmarked it: its runs there are
+        invalid."""
+        bad = [p for r, p in nospec.result_problems() if p and nospec.concurrency_of(r) == g.concurrency]
+        return (f"the no-spec runs at this concurrency are invalid ({bad[-1][0]})",) if bad else ()
 
     def economics_points(self, launch: int) -> list[tuple[int, Economics]]:
         """(concurrency, economics) for every setting both the spec run and its no-spec reference
@@ -120,28 +212,75 @@ class _Economics(_References):
             (r.concurrency, r.economics) for r in self.concurrency_table(launch) if r.economics is not None
         ]
 
-    def economics(self, launch: int) -> Economics | None:
-        """The economics at the run's headline setting (else the lowest concurrency known)."""
-        points = self.economics_points(launch)
-        if not points:
+    def judged_points(self, launch: int) -> list[tuple[int, Economics]]:
+        """The points that can carry the verdict (:attr:`ConcurrencyRow.judged`)."""
+        return [(r.concurrency, r.economics) for r in self.concurrency_table(launch) if r.judged and r.economics]
+
+    def headline_row(self, launch: int) -> ConcurrencyRow | None:
+        """The point the economics speak of: the run's headline setting when it can be judged, else the
+        judged point nearest it (a point where a side decoded eagerly, or that is not like for like, is
+        never the headline), else the headline setting itself, said as not judged."""
+        rows = [r for r in self.concurrency_table(launch) if r.economics is not None]
+        if not rows:
             return None
         head = self.runs[launch].headline()
-        return dict(points).get(head.concurrency if head else 0, points[0][1])
+        c = head.concurrency if head is not None else rows[0].concurrency
+        judged = [r for r in rows if r.judged]
+        pool = judged or rows
+
+        def distance(r: ConcurrencyRow) -> tuple[float, int]:
+            return (abs(math.log(max(r.concurrency, 1) / max(c, 1))), r.concurrency)
+
+        return min(pool, key=distance)
+
+    def economics(self, launch: int) -> Economics | None:
+        """The economics at the headline point (:meth:`headline_row`)."""
+        row = self.headline_row(launch)
+        return row.economics if row is not None else None
 
     def economics_sentence(self, launch: int) -> str | None:
-        """One line: the verdict vs no-spec, what would pay, and where speculation stops paying."""
-        e = self.economics(launch)
+        """One line: the call vs no-spec with its band, the steady-state decode beside it, what would pay,
+        the calls across concurrencies and the points not judged."""
+        row = self.headline_row(launch)
         ref = self.reference(launch)
-        if e is None or ref is None:
+        if row is None or row.economics is None or ref is None:
             return None
+        e = row.economics
         context = f" vs {ref.phrase()}" + ("" if ref.like_for_like else " (not like for like)")
         if e.concurrency and e.concurrency > 1:
             context += f" at concurrency {e.concurrency}"
         text = e.sentence(context=context)
-        across = crossover_text(self.economics_points(launch))
+        if row.left_out:
+            text += "; not judged: " + "; ".join(row.left_out)
+        if row.steady is not None and row.steady_gap is not None:
+            text += f"; steady-state decode ({row.steady.source}) {row.steady_gap.short()}"
+            if not _same_side(row.gap, row.steady_gap):
+                text += (
+                    ": the aggregate and the decode disagree (the aggregate carries each request's TTFT and "
+                    "prefill and the batch's ramp; the decode does not)"
+                )
+        if row.runs_needed is not None and e.call == WITHIN:
+            text += f"; about {row.runs_needed} runs a side would tell a difference this large from the noise"
+        across = self.across(launch, but=row.concurrency)
         if across:
             text += f"; {across}"
         return text
+
+    def across(self, launch: int, but: int | None = None) -> str:
+        """The calls across the judged concurrencies (:func:`~eagletui.core.cycle.economics.crossover_text`)
+        and each point not judged with why (except ``but``, the headline, which says it itself)."""
+        left = tuple(
+            f"{r.concurrency}: {'; '.join(r.left_out)}"
+            for r in self.concurrency_table(launch)
+            if r.economics is not None and r.left_out and r.concurrency != but
+        )
+        return crossover_text(self.judged_points(launch), left)
+
+    def crossover(self, launch: int) -> int | None:
+        """The lowest judged concurrency at which speculation stops paying (None: several judged points
+        are needed, and it pays at all of them)."""
+        points = self.judged_points(launch)
+        return crossover(points) if len(points) > 1 else None
 
     def latest_economics(self) -> tuple[int, str] | None:
         """(launch, sentence) of the newest spec run whose economics are known: after benchmarking the

@@ -22,9 +22,11 @@ from eagletui.core.events import (
     Event,
     JobStatus,
     LaunchDetected,
+    LaunchNote,
     LaunchStarted,
     PhaseFinished,
     PhaseStarted,
+    PrefillStats,
     ProcessExited,
     ProfileCaptured,
     ServerFailed,
@@ -38,6 +40,9 @@ from eagletui.core.runs.baseline import _Baseline
 from eagletui.core.runs.run import Run, RunOutcome
 from eagletui.core.runs.validity import interruption, result_problems
 from eagletui.core.servers import spec as specflags
+
+#: Decode lines kept per benchmark (a long run at a short log interval is thousands: a sample is enough).
+MAX_DECODE_LINES = 4096
 
 
 class _Fold(_Baseline):
@@ -192,17 +197,57 @@ class _Fold(_Baseline):
 
     def _on_decode(self, event: DecodeStats) -> bool:
         run = self.runs.get(event.launch)
-        if run is None or not run.open_benches or event.accept_len is None:
+        if run is None:
             return False
+        clean = not run.prefill_since_decode
+        run.prefill_since_decode = False
+        changed = False
+        running = event.running_req
+        if event.cuda_graph is False and isinstance(running, int) and running > 0:
+            changed = running not in run.eager_running
+            run.eager_running.add(running)
+        if not run.open_benches:
+            return changed
+        gen = event.gen_throughput
+        if isinstance(gen, int | float) and math.isfinite(gen) and gen > 0 and running > 0:
+            for bench in run.open_benches:
+                lines = run.decode_log.setdefault(bench, [])
+                if len(lines) < MAX_DECODE_LINES:
+                    lines.append((running, float(gen), clean))
         acc = event.accept_len
-        if not (isinstance(acc, int | float) and math.isfinite(acc) and acc > 0):
+        if isinstance(acc, int | float) and math.isfinite(acc) and acc > 0:
+            for bench in run.open_benches:
+                run.log_accepts.setdefault(bench, []).append(float(acc))
+        return True
+
+    def _on_prefill(self, event: PrefillStats) -> bool:
+        run = self.runs.get(event.launch)
+        if run is None:
             return False
-        for bench in run.open_benches:
-            run.log_accepts.setdefault(bench, []).append(float(acc))
+        run.prefill_since_decode = True
+        changed = not run.prefill_lines
+        run.prefill_lines = True
+        return changed
+
+    def _on_note(self, event: LaunchNote) -> bool:
+        """The CUDA-graph facts the log stated: sizes captured, the launch's settings, eager batches."""
+        run = self.runs.get(event.launch)
+        if run is None or event.topic != "capture" or not isinstance(event.value, dict):
+            return False
+        v = event.value
+        if event.key == "sizes" and not v.get("draft") and v.get("what") in ("decode", "verify", ""):
+            run.graph_sizes.update(b for b in v.get("bs") or () if isinstance(b, int) and b > 0)
+        elif event.key == "config":
+            run.graph_config = dict(v)
+        elif event.key == "eager" and isinstance(v.get("running"), int) and v["running"] > 0:
+            run.eager_running.add(v["running"])
+        else:
+            return False
         return True
 
     def _on_bench_started(self, event: BenchmarkStarted) -> None:
         run = self._run(event.launch)
+        run.prefill_since_decode = True  # the next decode line's interval began before the benchmark
         workload = event.workload if isinstance(event.workload, dict) else {}
         conc = workload.get("concurrency")
         if isinstance(conc, int) and not isinstance(conc, bool) and conc > 0:
@@ -241,6 +286,8 @@ _FOLD: dict[type, Callable[[_Fold, Any], bool | None]] = {
     ProcessExited: _Fold._on_exited,
     ConnectionState: _Fold._on_connection,
     DecodeStats: _Fold._on_decode,
+    PrefillStats: _Fold._on_prefill,
+    LaunchNote: _Fold._on_note,
     BenchmarkStarted: _Fold._on_bench_started,
     BenchmarkResult: _Fold._on_bench_result,
     ProfileCaptured: _Fold._on_profile,

@@ -160,6 +160,20 @@ class Run:
     open_benches: dict[int, list[str]] = field(default_factory=dict, repr=False)
     #: bench number → the accept lengths the server's decode log lines printed while it ran
     log_accepts: dict[int, list[float]] = field(default_factory=dict, repr=False)
+    #: bench number → the server's decode lines while it ran: (#running-req, gen tok/s, clean), clean when
+    #: no prefill ran since the decode line before it (:mod:`eagletui.core.runs.steady`)
+    decode_log: dict[int, list[tuple[int, float, bool]]] = field(default_factory=dict, repr=False)
+    #: the server's log reports its prefills (SGLang's ``Prefill batch`` lines): a decode line can be
+    #: known clean only then
+    prefill_lines: bool = False
+    #: a prefill, or nothing yet, since this launch's last decode line (the next one is not clean)
+    prefill_since_decode: bool = field(default=True, repr=False)
+    #: running batch sizes that decoded without a CUDA graph (``cuda graph: False``, the launch's notes)
+    eager_running: set[int] = field(default_factory=set, repr=False)
+    #: the target's decode CUDA-graph batch sizes the log said it captured
+    graph_sizes: set[int] = field(default_factory=set, repr=False)
+    #: the launch's CUDA-graph settings as its log read them (``max_bs``, ``bs``, ``disabled``)
+    graph_config: dict[str, Any] = field(default_factory=dict, repr=False)
     #: the last step profile captured against this launch (``ProfileCaptured.summary``)
     step_profile: dict[str, Any] | None = None
     #: eagletui started this process (``LaunchStarted``): its start is known, not only its first line

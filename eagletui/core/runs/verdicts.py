@@ -58,7 +58,8 @@ class _Verdicts(_References):
                     f"(concurrency {_concs(run)} vs {_concs(base)})"
                 )
         if run.good_results:
-            warn = self.accept_definitions(launch).get("warning")
+            info = self.accept_definitions(launch)
+            warn = info.get("warning") or info.get("bimodal")
             if warn:
                 out.append(str(warn))
         return out

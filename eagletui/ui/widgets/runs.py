@@ -300,6 +300,7 @@ def accept_lines(book: RunBook, launch: int) -> Text:
         t.append(inert(f"{d['formula']} ({d['source']})") + "\n", style="dim")
     if info.get("warning"):
         t.append(f"  ⚠ {inert(str(info['warning']))}\n", style="yellow")
+    per_request_lines(t, info)
     pos = info.get("per_position") or []
     if pos:
         deltas = book.position_deltas(launch)
@@ -311,6 +312,28 @@ def accept_lines(book: RunBook, launch: int) -> Text:
                 t.append(f" ({d:+.1f} pp)", style="green" if d > 0 else "red" if d < 0 else "dim")
         t.append("\n")
     return t
+
+
+def per_request_lines(t: Text, info: dict[str, Any]) -> None:
+    """The requests' own accept lengths: quantiles, two modes when there are two, and by category and
+    prompt length (:func:`eagletui.core.runs.accept.per_request`)."""
+    d = info.get("per_request")
+    if not d:
+        return
+    t.append(
+        f"  per request      n {d['n']}  p10 {d['p10']:.2f}  p50 {d['p50']:.2f}  p90 {d['p90']:.2f}"
+        "  (1 + correct drafts ÷ verifies)\n",
+        style="dim",
+    )
+    if info.get("bimodal"):
+        t.append(f"  ◆ {inert(str(info['bimodal']))}\n", style="cyan")
+    for label, groups in (
+        ("by category", list((info.get("by_category") or {}).items())),
+        ("by prompt len", [(f"{g['lo']}–{g['hi'] or '…'}", g) for g in info.get("by_prompt_len") or []]),
+    ):
+        if groups:
+            parts = "  ".join(f"{inert(str(k))} {g['p50']:.2f} (n {g['n']})" for k, g in groups[:8])
+            t.append(f"  {label:16} {parts}\n", style="dim")
 
 
 def concurrency_lines(book: RunBook, launch: int) -> Text:
@@ -336,8 +359,18 @@ def concurrency_lines(book: RunBook, launch: int) -> Text:
         t.append(
             f"  {r.concurrency:>4}  {r.spec_tok_s.text(1):>10}  {nospec:>13}  {e.speedup:6.2f}×  "
             f"{r.accept_len.text(2):>6}  {be}\n",
-            style="green" if e.pays else "",
+            style="green" if e.pays and not r.left_out else "",
         )
+        # the call and both bands under the row (as columns they wrapped the table at 80 columns)
+        judged = "not judged" if r.left_out else (e.call or "—")
+        if r.gap is not None:
+            t.append(f"        {judged}: aggregate {inert(r.gap.text())}\n", style="dim")
+        if r.steady is not None and r.steady_gap is not None:
+            sp = r.steady.speedup
+            x = f" {sp:.2f}×:" if sp is not None else ""
+            t.append(f"        decode ({inert(r.steady.source)}){x} {inert(r.steady_gap.text())}\n", style="dim")
+        for why in r.left_out:
+            t.append(f"        not judged: {inert(why)}\n", style="yellow")
     e = book.economics(launch)
     if e is not None and e.parts is not None:
         p = e.parts
