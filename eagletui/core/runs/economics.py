@@ -15,7 +15,7 @@ from typing import Any, TypeGuard
 from eagletui.core.cycle.economics import Economics, crossover_text, economics
 from eagletui.core.cycle.model import finite, rates_from_histogram
 from eagletui.core.runs.compare import launch_differences
-from eagletui.core.runs.reference import _References
+from eagletui.core.runs.reference import Reference, _References
 from eagletui.core.runs.run import Group, Metric, Run
 from eagletui.core.servers import spec as specflags
 from eagletui.core.stats.noise import Band, band
@@ -31,11 +31,14 @@ class ConcurrencyRow:
     accept_len: Metric
     economics: Economics | None
     band: Band | None
+    #: why the pair is shown but not judged ("" when like for like): no speedup, band or economics then
+    unjudged: str = ""
 
     def to_json(self) -> dict[str, Any]:
         e = self.economics
         return {
             "concurrency": self.concurrency,
+            "unjudged": self.unjudged or None,
             "spec_tok_s": _metric_json(self.spec_tok_s),
             "nospec_tok_s": _metric_json(self.nospec_tok_s) if self.nospec_tok_s is not None else None,
             "accept_len": _metric_json(self.accept_len),
@@ -84,9 +87,11 @@ class _Economics(_References):
 
     def _concurrency_table(self, launch: int) -> list[ConcurrencyRow]:
         """Per concurrency the spec run measured: its tok/s, the reference's at the same setting, the
-        accept length and the economics. Never a mean across concurrencies."""
+        accept length and the economics. Never a mean across concurrencies. A reference that is not like
+        for like is shown (its tok/s, what differs) and never judged: no speedup, band or economics."""
         run = self.runs[launch]
         ref = self.reference(launch)
+        unjudged = ref.unjudged() if ref is not None else ""
         out: list[ConcurrencyRow] = []
         settings = run.spec_settings
         for g in sorted(run.groups(), key=lambda g: g.concurrency):
@@ -95,6 +100,9 @@ class _Economics(_References):
             econ = None
             b: Band | None = None
             nospec = theirs.metric("tok_s") if theirs is not None else None
+            if theirs is not None and unjudged:
+                out.append(ConcurrencyRow(g.concurrency, g.metric("tok_s"), nospec, acc, None, None, unjudged))
+                continue
             if theirs is not None:
                 mine_t = g.metric("tok_s")
                 assert nospec is not None
@@ -129,12 +137,15 @@ class _Economics(_References):
         return dict(points).get(head.concurrency if head else 0, points[0][1])
 
     def economics_sentence(self, launch: int) -> str | None:
-        """One line: the verdict vs no-spec, what would pay, and where speculation stops paying."""
-        e = self.economics(launch)
+        """One line: the verdict vs no-spec, what would pay, and where speculation stops paying; for a
+        reference that is not like for like, the two tok/s and what differs, unjudged."""
         ref = self.reference(launch)
+        if ref is not None and not ref.like_for_like:
+            return self._unjudged_sentence(launch, ref)
+        e = self.economics(launch)
         if e is None or ref is None:
             return None
-        context = f" vs {ref.phrase()}" + ("" if ref.like_for_like else " (not like for like)")
+        context = f" vs {ref.phrase()}"
         if e.concurrency and e.concurrency > 1:
             context += f" at concurrency {e.concurrency}"
         text = e.sentence(context=context)
@@ -142,6 +153,43 @@ class _Economics(_References):
         if across:
             text += f"; {across}"
         return text
+
+    def _unjudged_sentence(self, launch: int, ref: Reference) -> str | None:
+        """``EAGLE-3 1957.6 vs 307.7 tok/s of no-spec #3 at concurrency 4 — unjudged: differs in
+        --sim-host (h200-nvlink vs unset) (…)``: the numbers side by side, no ratio, no verdict (a
+        speedup across hosts or configs is nobody's answer to "does speculation pay here")."""
+        rows = [r for r in self.concurrency_table(launch) if r.nospec_tok_s is not None]
+        if not rows:
+            return None
+        head = self.runs[launch].headline()
+        row = next((r for r in rows if head is not None and r.concurrency == head.concurrency), rows[-1])
+        at = f" at concurrency {row.concurrency}" if row.concurrency > 1 else ""
+        assert row.nospec_tok_s is not None
+        return (
+            f"EAGLE-3 {row.spec_tok_s.text(1)} vs {row.nospec_tok_s.text(1)} tok/s of no-spec {ref.label}"
+            f"{at} — unjudged: differs in {ref.listed()} (no verdict, break-even or prediction on such a pair)"
+        )
+
+    def unjudged_json(self, launch: int) -> dict[str, Any] | None:
+        """The ``economics`` block every JSON view (``bench --json``, ``--baseline``, exports) gives a spec
+        run whose no-spec reference is not like for like: the pair, what differs and why it is unjudged;
+        speedup, pays, break-even and the cycle model null (None: no reference, or a like-for-like one)."""
+        ref = self.reference(launch)
+        if ref is None or ref.like_for_like:
+            return None
+        return {
+            "vs": ref.label,
+            "like_for_like": False,
+            "differences": list(ref.differences),
+            "unjudged": ref.unjudged(),
+            "sentence": self.economics_sentence(launch),
+            "speedup": None,
+            "pays": None,
+            "break_even_accept_len": None,
+            "cycle_parts": None,
+            "predictions": [],
+            "by_concurrency": [r.to_json() for r in self.concurrency_table(launch)],
+        }
 
     def latest_economics(self) -> tuple[int, str] | None:
         """(launch, sentence) of the newest spec run whose economics are known: after benchmarking the
