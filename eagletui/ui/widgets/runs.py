@@ -320,8 +320,10 @@ def concurrency_lines(book: RunBook, launch: int) -> Text:
     for r in rows:
         e = r.economics
         nospec = r.nospec_tok_s.text(1) if r.nospec_tok_s is not None else "—"
-        if e is None:
-            t.append(f"  {r.concurrency:>4}  {r.spec_tok_s.text(1):>10}  {nospec:>13}\n")
+        if e is None:  # unjudged, or no reference here: the accept length is the run's own, shown
+            t.append(
+                f"  {r.concurrency:>4}  {r.spec_tok_s.text(1):>10}  {nospec:>13}  {'—':>7}  {r.accept_len.text(2):>6}  —\n"
+            )
             continue
         if e.break_even_accept_len is None:
             be = "none pays at this cost"
