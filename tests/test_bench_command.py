@@ -205,8 +205,8 @@ def test_bench_baseline_errors_before_connecting(tmp_path, capsys):
 
 @pytest.mark.slow
 def test_bench_baseline_from_an_earlier_session_warns_when_not_like_for_like(tmp_path, capsys):
-    """A no-spec tp=4 run of an earlier session as the baseline: Δ and economics against it, and the
-    guard says the comparison is not like for like."""
+    """A no-spec tp=4 run of an earlier session as the baseline: Δ against it, the guard says the
+    comparison is not like for like, and the economics show the pair unjudged."""
     rec = _baseline_recording(tmp_path / "old.jsonl", tp=4)
     prof = _profile(tmp_path, _free_port())
     rc = main(["local", "--profile", prof, "--launch", "--baseline", f"{rec}:1", "--json"])
@@ -216,7 +216,10 @@ def test_bench_baseline_from_an_earlier_session_warns_when_not_like_for_like(tmp
     assert b["session"] == "old" and b["run"] == 1 and b["tok_s"] == 50.0
     assert b["delta_pct"] is not None and b["comparable"] is False
     assert b["reasons"] == ["different tp (8 vs 4)"]
-    assert "economics" in b and "vs no-spec old:1" in b["economics"]["sentence"]
+    # shown with what differs, never judged (issue 32): no speedup, break-even or cycle model on it
+    assert "economics" in b and "of no-spec old:1" in b["economics"]["sentence"]
+    assert b["economics"]["unjudged"] == "unjudged: differs in tp (8 vs 4) from no-spec old:1"
+    assert b["economics"]["speedup"] is None and b["economics"]["break_even_accept_len"] is None
     assert "not like for like: different tp (8 vs 4)" in out.err
 
 

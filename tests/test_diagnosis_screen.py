@@ -23,7 +23,7 @@ async def test_pcie_demo_screen_says_nccl_over_pcie_with_custom_allreduce_off(tm
 
         def why() -> str:
             text = str(app.query_one("#compare").render())
-            return next((ln for ln in text.splitlines() if ln.startswith("why:")), "")
+            return next((ln for ln in text.splitlines() if ln.startswith("why")), "")
 
         assert await wait_for(pilot, lambda: "NCCL" in why(), 10), str(app.query_one("#compare").render())
         line = why()

@@ -55,7 +55,9 @@ def test_markdown_of_the_example_is_a_report(capsys: pytest.CaptureFixture[str])
     # the exact launch, environment first, in a fenced block
     assert "```sh\nNCCL_ALGO=Ring /" in md and "-m eagletui.sim --model-path moonshotai/Kimi-K2.5" in md
     assert "| load_target | 8.0 |" in md  # phase durations
-    assert "economics vs no-spec #3 at concurrency 4: speedup 0.66×" in md
+    # #1 has no fusion, #3 (its only no-spec run) has: shown with that difference, never judged
+    assert "- verdict: **unjudged**: unjudged: differs in --enable-flashinfer-allreduce-fusion (unset vs on)" in md
+    assert "economics vs no-spec #3 at concurrency 4: speedup 0.69×" in md  # #2: like for like
     assert "spec run slower than no-spec #3" in md
 
 
@@ -75,16 +77,20 @@ def test_json_is_the_documented_document(capsys: pytest.CaptureFixture[str]) -> 
     assert r1["phases_s"]["load_target"] == 8.0 and r1["ready_after_s"] == pytest.approx(12.59, abs=0.01)
     assert r1["env"] == {"NCCL_ALGO": "Ring"} and r1["command"][1:3] == ["-m", "eagletui.sim"]
     assert r1["command_line"].startswith("NCCL_ALGO=Ring ")
-    # economics: per-request tok/s (÷ concurrency 4) against the latest no-spec run, #3
-    e = r1["economics"]
-    assert r1["economics_vs"] == 3 and r1["concurrency"] == 4 and e["concurrency"] == 4
-    assert e["speedup"] == pytest.approx(r1["tok_s"]["mean"] / r3["tok_s"]["mean"], rel=1e-3)
+    # economics: per-request tok/s (÷ concurrency 4) against the like-for-like no-spec run, #3
+    e = r2["economics"]
+    assert r2["economics_vs"] == 3 and r2["concurrency"] == 4 and e["concurrency"] == 4
+    assert e["speedup"] == pytest.approx(r2["tok_s"]["mean"] / r3["tok_s"]["mean"], rel=1e-3)
     assert e["cycle_ms"] == pytest.approx(
-        r1["accept_len"]["mean"] / (r1["tok_s"]["mean"] / 4) * 1000, rel=1e-3
+        r2["accept_len"]["mean"] / (r2["tok_s"]["mean"] / 4) * 1000, rel=1e-3
     )
     assert e["pays"] is False and r3["economics"] is None  # no-spec: nothing to weigh
+    # #1 (no fusion) vs #3 (fusion): the pair is shown with what differs and never judged
+    assert r1["economics_vs"] == 3 and r1["economics"]["speedup"] is None
+    assert r1["economics"]["differences"] == ["--enable-flashinfer-allreduce-fusion (unset vs on)"]
     assert r1["benchmarks"][0]["concurrency"] == 4 and r1["benchmarks"][0]["error"] is None
-    assert r1["verdict"] is None  # the demo recording carries no thresholds
+    # the demo recording carries no thresholds: only whether speculation pays (default 1×) is judged
+    assert r1["verdict"] == "unjudged" and r2["verdict"] == "fail"
 
 
 def test_csv_one_row_per_run(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -94,7 +100,8 @@ def test_csv_one_row_per_run(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     assert _mode(out) == 0o600
     rows = list(csv.DictReader(io.StringIO(out.read_text())))
     assert [r["launch"] for r in rows] == ["1", "2", "3"]
-    assert rows[0]["baseline"] == "yes" and rows[0]["speedup"] == "0.6562" and rows[0]["economics_vs"] == "3"
+    assert rows[0]["baseline"] == "yes" and rows[0]["speedup"] == "" and rows[0]["economics_vs"] == "3"
+    assert rows[0]["verdict"] == "unjudged" and rows[1]["speedup"].startswith("0.6")
     assert rows[1]["diff_vs_baseline"] == "'--enable-flashinfer-allreduce-fusion on"  # formula-safe
     assert rows[2]["delta_tok_s_pct"].startswith("52.")
     assert rows[0]["env"] == "NCCL_ALGO=Ring" and "--speculative-algorithm EAGLE3" in rows[0]["command"]

@@ -58,9 +58,13 @@ def print_human(report: dict[str, Any]) -> None:
         if d.get("winner") is None:
             continue
         where = f" at {inert(d['label'])}" if len(decisions) > 1 else ""
-        print(f"decision{where}: {inert(d['winner'])} — {inert(d['how_sure'])}")
+        # the margin and how sure are against the nearest competitor by mean: named
+        vs = f"vs {inert(d['rival'])}: " if d.get("rival") and d.get("margin_pct") is not None else ""
+        print(f"decision{where}: {inert(d['winner'])} — {vs}{inert(d['how_sure'])}")
         if len(d["ranking"]) > 1:
             print("  ranked: " + " > ".join(inert(n) for n in d["ranking"]))
+        for r in d.get("reordered") or []:  # where the ranking departs from the means: why
+            print(f"  not by the means: {inert(r['text'])}")
     for e in report["effects"]:
         name = split_key(e["factor"])[1].lstrip("-")
         # the band printed is the one the rule used (twice the effect's error), and its reading

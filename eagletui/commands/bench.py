@@ -326,6 +326,8 @@ def _economics_json(model: SessionModel, spec_launch: int) -> dict[str, Any] | N
     book = model.runbook
     econ = book.economics(spec_launch) if spec_launch in book.runs else None
     ref = book.reference(spec_launch) if spec_launch in book.runs else None
+    if ref is not None and not ref.like_for_like:  # shown with what differs, never judged
+        return (book.unjudged_json(spec_launch) or {}) | {"crossover": None, "crossover_text": "", "points": []}
     if econ is None or ref is None:
         return None
     points = book.economics_points(spec_launch)

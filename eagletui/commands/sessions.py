@@ -41,6 +41,15 @@ def _model(model: str) -> str:
     return model.rsplit("/", 1)[-1] if model else ""
 
 
+def _pair(p: dict[str, Any]) -> str:
+    """``#2÷#3 0.71×``; a pair that is not like for like is never a ratio: ``#4÷#3 unjudged (--sim-host)``."""
+    if p.get("unjudged") or p.get("like_for_like") is False:
+        names = [str(n) for n in p.get("differs_in") or []]
+        return f"#{p.get('spec')}÷{p.get('no_spec')} unjudged" + (f" ({', '.join(names)})" if names else "")
+    sp = p.get("speedup")
+    return f"#{p.get('spec')}÷{p.get('no_spec')} {sp:.2f}×" if isinstance(sp, int | float) else ""
+
+
 def row(entry: Any) -> list[str]:
     s = entry.summary
     if s is None:
@@ -49,11 +58,7 @@ def row(entry: Any) -> list[str]:
     best = f"{s.best_tok_s:.1f} (#{s.best_launch})" if s.best_tok_s is not None else "-"
     accept = f"{s.best_accept:.2f}" if s.best_accept is not None else "-"
     base = f"{s.baseline_tok_s:.1f} (#{s.baseline_launch})" if s.baseline_tok_s is not None else "-"
-    pairs = " ".join(
-        f"#{p['spec']}÷{p['no_spec']} {p['speedup']:.2f}×" + ("" if p.get("like_for_like", True) else "≠")
-        for p in s.spec_pairs
-        if isinstance(p, dict) and isinstance(p.get("speedup"), int | float)
-    )
+    pairs = " ".join(_pair(p) for p in s.spec_pairs if isinstance(p, dict))
     return [
         entry.name,
         _start(s.created),
@@ -83,7 +88,8 @@ def table(entries: list[Any]) -> str:
             out.append(f"note: {inert(e.name)}: {inert(e.warnings[0])}")
         if e.summary is not None and any(not p.get("like_for_like", True) for p in e.summary.spec_pairs):
             out.append(
-                f"note: {inert(e.name)}: ≠ a spec run with no like-for-like no-spec run (nearest shown)"
+                f"note: {inert(e.name)}: unjudged: a spec run with no like-for-like no-spec run "
+                "(the nearest differs in what is named; no speedup is judged on it)"
             )
     return "\n".join(out) + "\n"
 

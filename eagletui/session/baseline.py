@@ -119,7 +119,10 @@ def compare(current: Run, base: ForeignRun, *, gpu: str = "") -> dict[str, Any]:
     }
     if current.is_spec and not b.is_spec:
         e = book.economics(current.launch)
-        if e is not None:
+        unjudged = book.unjudged_json(current.launch)
+        if unjudged is not None:  # another host or config: the pair is shown, never judged
+            out["economics"] = unjudged
+        elif e is not None:
             out["economics"] = {
                 **e.to_json(),
                 "sentence": book.economics_sentence(current.launch),

@@ -320,6 +320,8 @@ def _economics_for(run: Run, book: RunBook) -> tuple[dict[str, Any] | None, int 
     concurrencies, the sentence and the reference's differences."""
     econ = book.economics(run.launch)
     ref = book.reference(run.launch)
+    if ref is not None and not ref.like_for_like:
+        return book.unjudged_json(run.launch), (ref.run.launch if ref.run is not book.external else None)
     if econ is None or ref is None:
         return None, None
     extra = {
@@ -355,6 +357,7 @@ def _comparisons(run: Run, book: RunBook) -> dict[str, Any]:
             "run": ref.label,
             "like_for_like": ref.like_for_like,
             "differences": list(ref.differences),
+            "unjudged": ref.unjudged() or None,
             "speedup": e.speedup if e is not None else None,
             "call": e.call if e is not None else None,
             "noise": row.gap.text() if row is not None and row.gap is not None else None,

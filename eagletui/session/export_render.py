@@ -336,7 +336,9 @@ def _md_comparisons(rec: RunRecord) -> list[str]:
         at = f" at concurrency {c['concurrency']}" if c.get("concurrency") else ""
         noise = f" (noise: {c['noise']})" if c.get("noise") else ""
         out.append(f"- {label} {_md(c['run'])}{at}: {_md(what)}{_md(noise)}")
-    if rec.economics:
+    if rec.economics and rec.economics.get("unjudged"):  # shown with what differs, never judged
+        out.append(f"- {_md(rec.economics.get('sentence') or rec.economics['unjudged'])}")
+    elif rec.economics:
         e = rec.economics
         verdict = "pays" if e.get("pays") else "does not pay"
         conc = f" at concurrency {e['concurrency']}" if e.get("concurrency") else ""
@@ -401,7 +403,7 @@ def _md_by_concurrency(rec: RunRecord) -> list[str]:
             out.append(
                 f"| {c['concurrency']} | {_mtext(c['spec_tok_s'])} | {_mtext(c['nospec_tok_s'])} | "
                 f"{_x(c['speedup'])} | {_mtext(c['accept_len'], 2)} | {_md(_break_even_cell(c))} | "
-                f"{_md(c.get('noise') or '–')} |"
+                f"{_md(c.get('noise') or ('unjudged' if c.get('unjudged') else '–'))} |"
             )
         x = (rec.economics or {}).get("crossover")
         if x is not None:

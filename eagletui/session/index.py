@@ -498,7 +498,19 @@ class ReplaySource:
             if acc is not None:
                 accepts.append(acc)
             e, ref = book.economics(n), book.reference(n)
-            if e is not None and ref is not None:
+            if ref is not None and not ref.like_for_like:  # shown with what differs, never judged
+                s.spec_pairs.append(
+                    {
+                        "spec": n,
+                        "no_spec": ref.label,
+                        "speedup": None,
+                        "concurrency": head.concurrency,
+                        "like_for_like": False,
+                        "unjudged": ref.unjudged(),
+                        "differs_in": list(ref.names()),
+                    }
+                )
+            elif e is not None and ref is not None:
                 s.spec_pairs.append(
                     {
                         "spec": n,

@@ -91,7 +91,8 @@ class Summary:
     baseline_tok_s: float | None = None
     baseline_launch: int | None = None
     #: each spec run paired with its no-spec reference: ``{"spec", "no_spec", "speedup",
-    #: "concurrency", "like_for_like"}`` (the run book's economics, as the runs table shows them)
+    #: "concurrency", "like_for_like"}`` (the run book's economics, as the runs table shows them); a
+    #: pair that is not like for like has no speedup and says ``"unjudged"`` and ``"differs_in"``
     spec_pairs: list[dict[str, Any]] = field(default_factory=list)
     #: launches whose results cannot count (the validity gate): ``{"launch", "reason"}`` (the first)
     invalid: list[dict[str, Any]] = field(default_factory=list)

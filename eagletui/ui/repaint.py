@@ -23,7 +23,7 @@ from eagletui.ui.widgets import charts as charts_registry
 from eagletui.ui.widgets.charts import MetricChart
 from eagletui.ui.widgets.logview import LogView
 from eagletui.ui.widgets.phases import PhasePanel, set_label
-from eagletui.ui.widgets.runs import RunsTable
+from eagletui.ui.widgets.runs import VERDICT_STYLES, RunsTable
 from eagletui.ui.widgets.status import GpuStrip, StatusHeader
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ def compare_text(
             t.append(f"benchmark #{bench_running} running: results when it finishes", style="bold")
         else:
             t.append(no_benchmark_text(server_state, can_bench=can_bench), style="dim")
-        why = why_line(diagnoser.diagnoses()) if diagnoser is not None else ""
+        why = why_line(diagnoser.diagnoses(), launch=diagnoser.current or None) if diagnoser is not None else ""
         if why:  # what the launch already says, before any benchmark (the all-reduce path, a slow load)
             t.no_wrap, t.overflow = False, "fold"
             t.append("\n" + inert(why), style="yellow")
@@ -206,20 +206,25 @@ def compare_text(
         t.append("  ★ baseline", style="bold")
     elif runbook.baseline_label:  # #N of this session, or SESSION:RUN pinned from the history view
         t.append(f"  vs baseline {runbook.baseline_label}", style="dim")
-    t.append(
-        f"  {row.verdict}",
-        style={"pass": "bold green", "fail": "bold red", "invalid": "bold yellow"}.get(row.verdict, "dim"),
-    )
+    t.append(f"  {row.verdict}", style=VERDICT_STYLES.get(row.verdict, "dim"))
     if row.verdict == "invalid" and row.reasons:
         t.append(f": {inert(row.reasons[0])}", style="yellow")
     econ = (launch, row.economics) if row.economics else runbook.latest_economics()
     if econ is not None:  # a second line, wrapped: the verdict on speculation and what would change it
         t.no_wrap, t.overflow = False, "fold"
         e = runbook.economics(econ[0])
-        t.append(f"\n#{econ[0]} {econ[1]}", style="bold green" if e is not None and e.pays else "bold red")
+        style = "yellow" if e is None else "bold green" if e.pays else "bold red"  # None: unjudged
+        t.append(f"\n#{econ[0]} {inert(econ[1])}", style=style)
     elif row.alarms:
         t.append(f"  ⚠ {row.alarms[0]}", style="yellow")
-    why = why_line(explain(diagnoser, runbook, launch)) if diagnoser is not None else ""
+    # the line explains the run the numbers above are of: named, and stale once a newer launch started
+    last = runbook.runs[launch].results[-1].bench
+    newer = max(runbook.runs)
+    why = (
+        why_line(explain(diagnoser, runbook, launch), launch=launch, bench=last, newer=newer)
+        if diagnoser is not None
+        else ""
+    )
     if why:
         t.no_wrap, t.overflow = False, "fold"
         t.append("\n" + inert(why), style="yellow")

@@ -7,7 +7,9 @@
 #                                        # JSON, a two-variant sweep
 #   bash tools/real-sglang/device.sh final  # a re-check in one call: preflight, bench --launch, preflight
 #                                        # after the stop, a steps 3 / no spec / steps 2 sweep (predicted
-#                                        # vs measured), the TUI and --vs-no-spec when time is left
+#                                        # vs measured), the TUI and --vs-no-spec when time is left, then
+#                                        # --baseline of its no-spec run from a launch with one more env
+#                                        # variable (issue 32: shown, never judged)
 #   bash tools/real-sglang/device.sh predict  # only the steps 3 / no spec / steps 2 sweep, longer benchmarks,
 #                                        # 3 repeats, a step profile of each spec launch
 #   bash tools/real-sglang/device.sh noise  # steps 3 and steps 2 launched twice each: the spread between
@@ -128,6 +130,12 @@ elif [ "$PART" = final ]; then
   if [ $(el) -lt 260 ]; then step t0-tui 330 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   else log "t0-tui: skipped at $(el)s (no time left in this call; part 2 runs the TUI)"; fi
   [ $(el) -lt 380 ] && step d-vs-no-spec 190 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --decide-within 30 --json
+  # issue 32: --vs-no-spec's no-spec run as the --baseline of a spec launch that differs from it in one
+  # environment variable (SGLang ignores it): the pair is shown with that difference and never judged
+  BASE=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["session"]; print(s["name"] + ":" + str(s["run"]))' $OUTD/d-vs-no-spec.out 2>/dev/null)
+  PU=$W/unlike.toml; sed 's/^\[server.env\]/[server.env]\nEAGLETUI_LIKE_FOR_LIKE_PROBE = "1"/' $P > $PU
+  if [ -n "$BASE" ] && [ $(el) -lt 420 ]; then step e-baseline-unlike 170 python3 -m eagletui bench local --profile $PU --launch --baseline $BASE --json
+  else log "e-baseline-unlike: skipped at $(el)s (no --vs-no-spec session, or no time left in this call)"; fi
 elif [ "$PART" = predict ]; then
   # the prediction check alone (issue 25): steps 3 with a step profile after its benchmarks, then no spec
   # and steps 2, each benchmark 32 prompts × 256 tokens (one 12 × 128 run of 2.3 s could not tell steps 3

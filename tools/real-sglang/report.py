@@ -241,6 +241,39 @@ if PART in ("1", "final"):
             "stop": stop_of(d),
         }
         clean_after("d-vs-no-spec")
+    if "d-vs-no-spec" in steps and (doc("d-vs-no-spec") or {}).get("economics"):
+        e = doc("d-vs-no-spec")["economics"]
+        check(
+            "--vs-no-spec's pair is like for like and judged (issue 32)",
+            e.get("like_for_like") is True and not e.get("unjudged") and e.get("speedup") is not None,
+            {k: e.get(k) for k in ("vs", "like_for_like", "differences", "speedup")},
+        )
+    if "e-baseline-unlike" in steps:
+        # issue 32: a no-spec baseline that differs in one env var: shown with it, never judged. With a
+        # drafter that accepts nothing the spec result is invalid and there is no pair at all: then the
+        # figure says "not exercised" (the "work" drafter of shared/known-drafters exercises it)
+        e = doc("e-baseline-unlike") or {}
+        be = (e.get("baseline") or {}).get("economics")
+        check(
+            "--baseline of a run that differs in one env var: no speedup, break-even or cycle model (issue 32)",
+            measured(e, rc("e-baseline-unlike"))
+            and (
+                be is None
+                or (
+                    str(be.get("unjudged") or "").startswith("unjudged: differs in EAGLETUI_LIKE_FOR_LIKE_PROBE")
+                    and be.get("speedup") is None
+                    and be.get("break_even_accept_len") is None
+                    and be.get("cycle_parts") is None
+                )
+            ),
+            be if be is not None else (e.get("error") or e.get("invalid")),
+        )
+        figures["baseline_unlike"] = (
+            {k: be.get(k) for k in ("unjudged", "sentence", "speedup", "break_even_accept_len")}
+            if be is not None
+            else "not exercised: no valid spec result (a drafter that accepts nothing)"
+        )
+        clean_after("e-baseline-unlike")
     if "g-bad-draft" in steps:
         g = doc("g-bad-draft")
         lf = (g or {}).get("launch_failure") or {}

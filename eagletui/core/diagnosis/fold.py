@@ -333,23 +333,36 @@ def _format(name: str) -> Any:
 WHY_KINDS = ("prediction_check", "next_launch", "allreduce", "draft_positions", "draft_by_category", "adaptive_steps")
 
 
-def why_line(diags: list[Diagnosis]) -> str:
+def why_line(
+    diags: list[Diagnosis], *, launch: int | None = None, bench: int | None = None, newer: int | None = None
+) -> str:
     """The one "why" line under the comparison: the first warning, else the first diagnosis that explains
     the compared numbers (a prediction, the all-reduce path, the drafter's fit); "" when there is none (a
-    launch's load and capture times are in the run's details, not under the comparison)."""
+    launch's load and capture times are in the run's details, not under the comparison).
+
+    It names what it is about (``why (launch #3, benchmark 5): …``): after a relaunch the line still
+    explains the last benchmarked launch until the new one is benchmarked, and ``newer`` (the launch
+    started since) marks it stale, so "NCCL over PCIe" is never read as a fact of the H200 launch."""
     pick = [d for d in diags if d.level == "warn"] or [d for k in WHY_KINDS for d in diags if d.kind == k]
     if not pick:
         return ""
     d = pick[0]
-    out = f"why: {d.text}"
+    about = ""
+    if launch is not None:
+        about = f"launch #{launch}" + (f", benchmark {bench}" if bench is not None else "")
+        if newer is not None and newer != launch:
+            about += f"; stale: #{newer} not benchmarked yet"
+        about = f" ({about})"
+    out = f"why{about}: {d.text}"
+    room = WHY_MAX + len(about)  # the name of the run is no part of the explanation's budget
     if d.hint:  # the first suggestion only, when it fits: the run's details hold the rest
         first = re.sub(r" \([^()]*\)$", "", d.hint.split("; ")[0])
         more = f" → {first}" + (" …" if first != d.hint else "")
-        if len(out) + len(more) <= WHY_MAX:
+        if len(out) + len(more) <= room:
             out += more
         else:
             out += " (details: Runs tab)"
-    return out if len(out) <= WHY_MAX + 40 else out[: WHY_MAX + 39] + "…"
+    return out if len(out) <= room + 40 else out[: room + 39] + "…"
 
 
 #: The why line stays short enough for two lines of the compare box (details hold the whole text).

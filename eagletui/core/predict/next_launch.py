@@ -235,9 +235,10 @@ def timed_groups(run: Run) -> list[Group]:
 
 
 def _reference(book: RunBook, run: Run) -> Run | None:
-    """The no-spec run to read the step from: the run book's reference, else (for a run the gate left
-    out) a valid no-spec run of the same launch but for the speculative flags."""
-    ref = book.reference(run.launch)
+    """The no-spec run to read the step from: the run book's reference when it is like for like (a
+    no-spec run of another host or config is no step of this launch: never a part of the model), else
+    (for a run the gate left out) a valid no-spec run of the same launch but for the speculative flags."""
+    ref = book.like_reference(run.launch)
     if ref is not None:
         return ref.run
     for other in sorted(book.runs.values(), key=lambda r: -r.launch):
@@ -285,7 +286,7 @@ def bases(book: RunBook, launch: int) -> tuple[list[Basis], str]:
             profile=profile_parts(run.step_profile, g.concurrency),
         )
         if parts is None:
-            why = "no no-spec run at this setting and no step profile: run bench --vs-no-spec or capture a profile"
+            why = f"{book.missing_reference(launch)} and no step profile: run bench --vs-no-spec or capture a profile"
             continue
         hist = g.histogram()
         rates = rates_from_histogram(hist) if hist else ()

@@ -105,6 +105,8 @@ def launch_key(run: Run) -> dict[str, Any]:
         "target": _norm(run.target),
         "model": _norm(run.model),
         "command": " ".join(str(c) for c in cmd) if isinstance(cmd, list | tuple) else _norm(cmd),
+        "tp": _norm(run.tp),
+        "GPU type": gpu_type(run),
         "args": args,
         "env": env,
         "configured": bool(cfg.get("args")) or bool(cfg.get("env")),
@@ -115,13 +117,15 @@ def launch_differences(a: Run, b: Run) -> list[str]:
     """What differs between two launches besides speculation, one item each, ``a``'s value first:
     ``--sim-host (h200-nvlink vs unset)``, ``NCCL_ALGO (Tree vs Ring)``, ``target (gpu-a vs gpu-b)``.
     Empty: ``b`` is ``a`` without speculation. A launch known only from the server's own args line
-    (no recorded config) is compared on target and model only."""
+    (no recorded config) is compared on target, model, tp and GPU type only (where the recorded flags
+    are compared, tp is one of them)."""
     ka, kb = launch_key(a), launch_key(b)
+    configured = ka["configured"] and kb["configured"]
     out: list[str] = []
-    for what in ("target", "model", "command"):
+    for what in ("target", "model", "command", "GPU type", *(() if configured else ("tp",))):
         if ka[what] and kb[what] and ka[what] != kb[what]:
             out.append(f"{what} ({ka[what]} vs {kb[what]})")
-    if not (ka["configured"] and kb["configured"]):
+    if not configured:
         return out
     for section in ("args", "env"):
         xa, xb = ka[section], kb[section]

@@ -51,6 +51,8 @@ class ConcurrencyRow:
     def judged(self) -> bool:
         """The point can carry the verdict: measured on both sides, like for like, nobody eager."""
         return self.economics is not None and not self.left_out
+    #: why the pair is shown but not judged ("" when like for like): no speedup, band or economics then
+    unjudged: str = ""
 
     def to_json(self) -> dict[str, Any]:
         e = self.economics
@@ -62,6 +64,7 @@ class ConcurrencyRow:
             }
         return {
             "concurrency": self.concurrency,
+            "unjudged": self.unjudged or None,
             "spec_tok_s": _metric_json(self.spec_tok_s),
             "nospec_tok_s": _metric_json(self.nospec_tok_s) if self.nospec_tok_s is not None else None,
             "accept_len": _metric_json(self.accept_len),
@@ -126,7 +129,8 @@ class _Economics(_References):
     def _concurrency_table(self, launch: int) -> list[ConcurrencyRow]:
         """Per concurrency the spec run measured: its tok/s, the reference's at the same setting, the
         accept length, the economics with their call, the steady-state decode, and why a point cannot be
-        judged. Never a mean across concurrencies."""
+        judged. Never a mean across concurrencies. A reference that is not like for like is shown (its tok/s,
+        what differs) and never judged: no speedup, band or economics."""
         run = self.runs[launch]
         ref = self.reference(launch)
         groups = sorted(run.groups(), key=lambda g: g.concurrency)
@@ -136,12 +140,18 @@ class _Economics(_References):
         cells = [_per_request(x) for g, h in both for x in (g, h)]
         steadies = {g.concurrency: steady(run, g, ref.run, h) for g, h in both if ref is not None}
         steady_cells = [list(xs) for st in steadies.values() if st is not None for xs in (st.spec, st.nospec)]
+        unjudged = ref.unjudged() if ref is not None else ""
         out: list[ConcurrencyRow] = []
         for g, theirs in pairs:
             acc = g.metric("accept_len")
             if theirs is None or ref is None:
                 why = self._unmeasured(ref.run, g) if ref is not None else ()
                 out.append(ConcurrencyRow(g.concurrency, g.metric("tok_s"), None, acc, None, left_out=why))
+                continue
+            if unjudged:
+                out.append(
+                    ConcurrencyRow(g.concurrency, g.metric("tok_s"), theirs.metric("tok_s"), acc, None, unjudged=unjudged)
+                )
                 continue
             mine, base = _per_request(g), _per_request(theirs)
             noise = noise_of(cells, [mine, base])
@@ -240,9 +250,12 @@ class _Economics(_References):
 
     def economics_sentence(self, launch: int) -> str | None:
         """One line: the call vs no-spec with its band, the steady-state decode beside it, what would pay,
-        the calls across concurrencies and the points not judged."""
-        row = self.headline_row(launch)
+        the calls across concurrencies and the points not judged; for a reference that is not like for
+        like, the two tok/s and what differs, unjudged."""
         ref = self.reference(launch)
+        if ref is not None and not ref.like_for_like:
+            return self._unjudged_sentence(launch, ref)
+        row = self.headline_row(launch)
         if row is None or row.economics is None or ref is None:
             return None
         e = row.economics
@@ -281,6 +294,43 @@ class _Economics(_References):
         are needed, and it pays at all of them)."""
         points = self.judged_points(launch)
         return crossover(points) if len(points) > 1 else None
+
+    def _unjudged_sentence(self, launch: int, ref: Reference) -> str | None:
+        """``EAGLE-3 1957.6 vs 307.7 tok/s of no-spec #3 at concurrency 4 — unjudged: differs in
+        --sim-host (h200-nvlink vs unset) (…)``: the numbers side by side, no ratio, no verdict (a
+        speedup across hosts or configs is nobody's answer to "does speculation pay here")."""
+        rows = [r for r in self.concurrency_table(launch) if r.nospec_tok_s is not None]
+        if not rows:
+            return None
+        head = self.runs[launch].headline()
+        row = next((r for r in rows if head is not None and r.concurrency == head.concurrency), rows[-1])
+        at = f" at concurrency {row.concurrency}" if row.concurrency > 1 else ""
+        assert row.nospec_tok_s is not None
+        return (
+            f"EAGLE-3 {row.spec_tok_s.text(1)} vs {row.nospec_tok_s.text(1)} tok/s of no-spec {ref.label}"
+            f"{at} — unjudged: differs in {ref.listed()} (no verdict, break-even or prediction on such a pair)"
+        )
+
+    def unjudged_json(self, launch: int) -> dict[str, Any] | None:
+        """The ``economics`` block every JSON view (``bench --json``, ``--baseline``, exports) gives a spec
+        run whose no-spec reference is not like for like: the pair, what differs and why it is unjudged;
+        speedup, pays, break-even and the cycle model null (None: no reference, or a like-for-like one)."""
+        ref = self.reference(launch)
+        if ref is None or ref.like_for_like:
+            return None
+        return {
+            "vs": ref.label,
+            "like_for_like": False,
+            "differences": list(ref.differences),
+            "unjudged": ref.unjudged(),
+            "sentence": self.economics_sentence(launch),
+            "speedup": None,
+            "pays": None,
+            "break_even_accept_len": None,
+            "cycle_parts": None,
+            "predictions": [],
+            "by_concurrency": [r.to_json() for r in self.concurrency_table(launch)],
+        }
 
     def latest_economics(self) -> tuple[int, str] | None:
         """(launch, sentence) of the newest spec run whose economics are known: after benchmarking the

@@ -27,14 +27,31 @@ class Reference:
     def like_for_like(self) -> bool:
         return not self.differences
 
+    def names(self) -> tuple[str, ...]:
+        """What differs, by name only (``--sim-host``, ``NCCL_ALGO``): for a narrow column."""
+        return tuple(d.split(" (", 1)[0] for d in self.differences)
+
+    def listed(self) -> str:
+        """What else differs, shortened for a line: ``NCCL_ALGO (Tree vs Ring); --sim-host (…)`` (+N more)."""
+        text = "; ".join(self.differences[:3])
+        if len(self.differences) > 3:
+            text += f" (+{len(self.differences) - 3} more)"
+        return text
+
     def phrase(self) -> str:
         """``no-spec #3`` or ``no-spec #3, which also differs in NCCL_ALGO (Tree vs Ring)``."""
         text = f"no-spec {self.label}"
         if self.differences:
-            text += ", which also differs in " + "; ".join(self.differences[:3])
-            if len(self.differences) > 3:
-                text += f" (+{len(self.differences) - 3} more)"
+            text += ", which also differs in " + self.listed()
         return text
+
+    def unjudged(self) -> str:
+        """Why nothing is judged on this pair ("" when it is like for like): ``unjudged: differs in
+        --sim-host (h200-nvlink vs unset) from no-spec #3``. docs/economics.md: such a pair is shown but
+        never judged (no verdict, break-even, cycle model or prediction), so every view says this instead."""
+        if not self.differences:
+            return ""
+        return f"unjudged: differs in {self.listed()} from no-spec {self.label}"
 
 
 class _References(_Baseline):
@@ -68,6 +85,21 @@ class _References(_Baseline):
             if best is None or rank < best[0]:
                 best = (rank, ref)
         return best[1] if best is not None else None
+
+    def like_reference(self, launch: int) -> Reference | None:
+        """The spec run's reference when it is like for like: the only one a verdict, an alarm, the
+        economics or a prediction may be built on (None: no reference, or one that also differs in
+        something else)."""
+        ref = self.reference(launch)
+        return ref if ref is not None and ref.like_for_like else None
+
+    def missing_reference(self, launch: int) -> str:
+        """What a spec run lacks for a model built on a no-spec run: ``no no-spec run at this setting``,
+        or ``no like-for-like no-spec run (unjudged: differs in … from no-spec #3)``."""
+        ref = self.reference(launch)
+        if ref is not None and not ref.like_for_like:
+            return f"no like-for-like no-spec run ({ref.unjudged()})"
+        return "no no-spec run at this setting"
 
     def nospec_reference(self, launch: int) -> Run | None:
         """The run of :meth:`reference` (None when there is none)."""

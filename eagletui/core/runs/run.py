@@ -67,11 +67,14 @@ class RunOutcome(StrEnum):
 
 class RunVerdict(StrEnum):
     """A run judged against the profile's thresholds; ``INVALID``: its results cannot count (or not
-    against the run it is compared with); ``NONE`` when there is nothing to judge."""
+    against the run it is compared with); ``UNJUDGED``: nothing failed, but the comparison the verdict
+    needs is not like for like (a spec run whose only no-spec run differs in more than speculation), so
+    it is not a pass either; ``NONE`` when there is nothing to judge."""
 
     PASS = "pass"
     FAIL = "fail"
     INVALID = "invalid"
+    UNJUDGED = "unjudged"
     NONE = "—"
 
 

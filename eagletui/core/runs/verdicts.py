@@ -71,8 +71,8 @@ class _Verdicts(_References):
         if acc is not None and acc < ACCEPT_ALARM and (run.is_spec or not run.config):
             out.append(f"accept length {acc:.2f} ≈ 1: speculation is not working")
         if run.is_spec:
-            ref = self.reference(launch)
-            if ref is not None and ref.like_for_like:
+            ref = self.like_reference(launch)
+            if ref is not None:
                 mine, theirs = self._common(run, ref.run)
                 tok = mine.metric("tok_s").mean if mine else None
                 ref_tok = theirs.metric("tok_s").mean if theirs else None
@@ -96,7 +96,11 @@ class _Verdicts(_References):
         )
 
     def verdict_for(self, launch: int) -> tuple[RunVerdict, list[str]]:
-        """``pass``/``fail``/``invalid``/``—`` (nothing to judge) with the reasons behind it."""
+        """``pass``/``fail``/``invalid``/``unjudged``/``—`` (nothing to judge) with the reasons behind it.
+
+        ``unjudged`` where nothing failed but the comparison the verdict needs is not like for like (a
+        spec run whose nearest no-spec run differs in more than speculation; a baseline of another session
+        on another model, tp or GPU): never a ``pass`` on a pair docs/economics.md says is not judged."""
         run = self.runs[launch]
         v = self.verdict
         if run.results and not run.good_results:  # measured and nothing counts (a crash mid-run too)
@@ -123,11 +127,17 @@ class _Verdicts(_References):
             else:
                 passes.append(f"accept len {acc:.2f} ≥ {v.min_accept_len:g}")
         base = self.base_run()
+        # a no-spec run of another config says nothing about speculation here: shown, never judged
+        unjudged: list[str] = []
         ref = self.reference(launch) if run.is_spec else None
         if ref is not None and not ref.like_for_like:
-            ref = None  # a no-spec run of another config says nothing about speculation here
+            unjudged.append(ref.unjudged())
+            ref = None
         if v.min_speedup is not None and base is not None and base is not run and base.good_results:
-            if ref is None or ref.run is not base:
+            unlike = comparability(run, base) if base is self.external else []
+            if unlike:  # a run of another session on another model, tp or GPU: no Δ to judge by
+                unjudged.append(f"unjudged vs baseline {self.label_of(base)}: " + "; ".join(unlike))
+            elif ref is None or ref.run is not base:  # vs baseline: did the change help (not vs no-spec)
                 self._speedup_check(
                     run, base, f"vs baseline {self.label_of(base)}", v.min_speedup, passes, fails, invalid
                 )
@@ -149,8 +159,10 @@ class _Verdicts(_References):
                 passes.append(f"TTFT p50 {ttft:.0f} ms ≤ {v.max_ttft_ms:g}")
         if invalid:
             return RunVerdict.INVALID, invalid
-        if fails:
-            return RunVerdict.FAIL, fails
+        if fails:  # what was not judged is said too: a fail vs the baseline is no verdict on speculation
+            return RunVerdict.FAIL, [*fails, *unjudged]
+        if unjudged:
+            return RunVerdict.UNJUDGED, [*unjudged, *passes]
         if passes:
             return RunVerdict.PASS, passes
         return RunVerdict.NONE, []

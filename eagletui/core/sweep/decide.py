@@ -16,8 +16,10 @@ cells at the same client setting form a **group** and compete. The rules (docs/s
 * **Decisions.** In each group the leader is the highest mean; every cell *not* separated from it is
   within the noise, and of those the **cheapest** wins (:func:`cost_of`: speculation off, then fewer
   draft tokens, steps and top-k; then the order the sweep declares, the reference level first). The
-  ranking repeats that on what is left. Each decision carries the comparison that decided it and says
-  how sure it is (:meth:`~eagletui.core.stats.confidence.Difference.sure`).
+  ranking repeats that on what is left. Each decision carries the comparison that decided it — against
+  the winner's nearest competitor by mean, not the config the cost order put second — and says how sure
+  it is (:meth:`~eagletui.core.stats.confidence.Difference.sure`); where the ranking puts a lower mean
+  above a higher one it says so (a tie within the noise, gone to the cheaper setting).
 * **Noise** is pooled over every cell of the sweep with two or more runs (a group whose own pooled
   noise is larger uses that: noise is not the same at every concurrency).
 
@@ -302,8 +304,11 @@ def replay(launches: Sequence[Recorded], policy: RepeatPolicy) -> Replayed:
 @dataclass(frozen=True)
 class Decision:
     """The outcome of one group: its decided ``ranking`` (configs), the ``winner``, the comparison that
-    decided it (``margin``: winner vs the runner-up, or vs the leader it tied with) and whether the
-    winner won a tie on cost (``on_cost``)."""
+    decided it (``margin``: the winner vs its nearest competitor by mean, ``rival`` — the leader it tied
+    with, or the next best mean below it; never whichever config the cost order put second) and whether
+    the winner won a tie on cost (``on_cost``). ``reordered`` says where the ranking departs from the
+    means: (config, the higher-mean config it was ranked above, the leader it tied with) for each pick
+    a tie within the noise gave to the cheaper setting."""
 
     group: int
     ranking: tuple[int, ...]
@@ -314,6 +319,8 @@ class Decision:
     leader: int | None
     noise: Noise | None
     means: Mapping[int, float]
+    rival: int | None = None
+    reordered: tuple[tuple[int, int, int], ...] = ()
 
     def how_sure(self) -> str:
         """In words: ``97.1 % sure``, ``a tie within the noise: the cheaper wins``, ``only one measured``."""
@@ -344,6 +351,21 @@ class Decision:
             return f"within the noise ({fmt_sure(d.sure)})"
         return f"clear, {fmt_sure(d.sure)} sure"
 
+    def reorder_texts(self, names: Mapping[int, str]) -> list[str]:
+        """Each place the ranking departs from the means, and why: ``steps 1 above steps 3 (mean 98.2 <
+        100.5 tok/s): within the noise of steps 3, and cheaper``."""
+        out = []
+
+        def name(k: int) -> str:
+            return names.get(k, f"#{k}")
+
+        for a, b, t in self.reordered:
+            out.append(
+                f"{name(a)} above {name(b)} (mean {self.means[a]:.1f} < {self.means[b]:.1f} tok/s): "
+                f"within the noise of {'it' if t == b else name(t)}, and cheaper"
+            )
+        return out
+
     def to_dict(self) -> dict[str, Any]:
         d = self.margin
         return {
@@ -351,7 +373,9 @@ class Decision:
             "ranking": list(self.ranking),
             "winner": self.winner,
             "runner_up": self.runner_up,
+            "rival": self.rival,
             "leader": self.leader,
+            "reordered": [{"config": a, "above": b, "tied_with": t} for a, b, t in self.reordered],
             "on_cost": self.on_cost,
             "margin_pct": None if d is None or d.pct is None else round(d.pct, 3),
             "margin_ci_pct": None if d is None or d.half_pct is None else round(d.half_pct, 3),
@@ -378,6 +402,7 @@ def decide(
     by_config = {c.config: c for c in mine}
     left = sorted(means)
     ranking: list[int] = []
+    reordered: list[tuple[int, int, int]] = []
     first_margin: Difference | None = None
     first_on_cost = False
     leader0: int | None = None
@@ -398,16 +423,32 @@ def decide(
         pick = min(tied, key=lambda k: (by_config[k].cost, k))
         if not ranking:
             first_on_cost = pick != leader
+        if pick != leader:  # within the noise of the leader and cheaper: ranked above higher means
+            reordered += [(pick, k, leader) for k in left if means[k] > means[pick]]
         ranking.append(pick)
         left.remove(pick)
     winner = ranking[0] if ranking else None
     runner = ranking[1] if len(ranking) > 1 else None
+    rival: int | None = None
     if winner is not None and runner is not None:
-        other = leader0 if first_on_cost and leader0 is not None else runner
-        ew, eo = est[winner], est[other]
+        # the nearest competitor by mean: the leader a cheaper winner tied with, else the best mean below
+        rival = max((k for k in means if k != winner), key=lambda k: (means[k], -k))
+        ew, eo = est[winner], est[rival]
         assert ew is not None and eo is not None
         first_margin = compare(ew, eo, confidence)
-    return Decision(group, tuple(ranking), winner, runner, first_margin, first_on_cost, leader0, noise, means)
+    return Decision(
+        group,
+        tuple(ranking),
+        winner,
+        runner,
+        first_margin,
+        first_on_cost,
+        leader0,
+        noise,
+        means,
+        rival,
+        tuple(reordered),
+    )
 
 
 def drift(

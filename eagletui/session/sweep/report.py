@@ -218,8 +218,13 @@ def _decisions(q: SweepQueue, decisions: list[Decision], names: dict[int, str]) 
             label=client_label(points[ci]) if ci < len(points) else "",
             winner=names.get(d.winner) if d.winner is not None else None,
             runner_up=names.get(d.runner_up) if d.runner_up is not None else None,
+            rival=names.get(d.rival) if d.rival is not None else None,
             leader=names.get(d.leader) if d.leader is not None else None,
             ranking=[names[k] for k in d.ranking],
+            reordered=[
+                {"config": names.get(a), "above": names.get(b), "tied_with": names.get(t), "text": text}
+                for (a, b, t), text in zip(d.reordered, d.reorder_texts(names), strict=True)
+            ],
         )
         dec_out.append(dd)
     return dec_out

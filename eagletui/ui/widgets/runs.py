@@ -41,6 +41,11 @@ COLUMNS = (
 )
 
 
+#: A verdict's colour in the table, the details and the compare line: ``unjudged`` (a pair not like
+#: for like) is neither a pass nor a fail.
+VERDICT_STYLES = {"pass": "bold green", "fail": "bold red", "invalid": "bold yellow", "unjudged": "yellow"}
+
+
 def _delta_cell(d: Any) -> Text:
     if d is None or d.pct is None:
         return Text("—", style="dim")
@@ -86,12 +91,7 @@ class RunsTable(DataTable):
         cursor = self.cursor_row
         self.clear()
         for r in rows:
-            verdict = Text(
-                r.verdict,
-                style={"pass": "bold green", "fail": "bold red", "invalid": "bold yellow"}.get(
-                    r.verdict, "dim"
-                ),
-            )
+            verdict = Text(r.verdict, style=VERDICT_STYLES.get(r.verdict, "dim"))
             if r.alarms:
                 verdict.append(" ⚠", style="bold yellow")
             label = Text(f"{r.launch}{'★' if r.is_baseline else ''}")
@@ -175,10 +175,7 @@ def result_lines(runbook: RunBook, run: Run | None, row: RunRow, launch: int) ->
     """A run's verdict (why, the economics, the alarms), how it compares, and its results against the
     baseline's with the noise band, the repeats, the requests and each result's distributions."""
     t = Text()
-    t.append(
-        f"verdict {row.verdict}",
-        style={"pass": "bold green", "fail": "bold red", "invalid": "bold yellow"}.get(row.verdict, "dim"),
-    )
+    t.append(f"verdict {row.verdict}", style=VERDICT_STYLES.get(row.verdict, "dim"))
     if row.reasons:
         t.append("  " + inert("; ".join(row.reasons)))
     t.append("\n")
@@ -276,11 +273,10 @@ def comparison_lines(book: RunBook, launch: int) -> Text:
         t.append(f"vs baseline {book.label_of(base)}: {inert(text)}{inert(noise)}\n")
     ref = book.reference(launch)
     e = book.economics(launch)
-    if ref is not None and e is not None:
-        t.append(
-            f"vs {inert(ref.phrase())}: speedup {e.speedup:.2f}×\n",
-            style="" if ref.like_for_like else "yellow",
-        )
+    if ref is not None and not ref.like_for_like:  # shown with what differs, never judged
+        t.append(f"vs no-spec {inert(ref.label)}: unjudged: differs in {inert(ref.listed())}\n", style="yellow")
+    elif ref is not None and e is not None:
+        t.append(f"vs {inert(ref.phrase())}: speedup {e.speedup:.2f}×\n")
     elif run.is_spec:
         t.append("vs no-spec: no no-spec run of this model on a setting this run measured yet\n", style="dim")
     return t
@@ -340,15 +336,19 @@ def concurrency_lines(book: RunBook, launch: int) -> Text:
     """A spec run's table per concurrency vs its no-spec reference, and the cycle model's parts."""
     t = Text()
     rows = book.concurrency_table(launch)
-    if not rows or not any(r.economics is not None for r in rows):
+    if not rows or not any(r.economics is not None or r.unjudged for r in rows):
         return t
     t.append("\nper concurrency (vs no-spec)\n", style="bold")
+    if any(r.unjudged for r in rows):  # the tok/s side by side: no speedup, break-even or cycle model
+        t.append(f"  {inert(next(r.unjudged for r in rows if r.unjudged))}\n", style="yellow")
     t.append("  conc  spec tok/s  no-spec tok/s  speedup  accept  break-even\n", style="dim")
     for r in rows:
         e = r.economics
         nospec = r.nospec_tok_s.text(1) if r.nospec_tok_s is not None else "—"
-        if e is None:
-            t.append(f"  {r.concurrency:>4}  {r.spec_tok_s.text(1):>10}  {nospec:>13}\n")
+        if e is None:  # unjudged, or no reference here: the accept length is the run's own, shown
+            t.append(
+                f"  {r.concurrency:>4}  {r.spec_tok_s.text(1):>10}  {nospec:>13}  {'—':>7}  {r.accept_len.text(2):>6}  —\n"
+            )
             continue
         if e.break_even_accept_len is None:
             be = "none pays at this cost"
