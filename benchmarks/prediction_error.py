@@ -28,7 +28,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks._simproc import SimProcess
 from eagletui.bench.client import run_builtin
 from eagletui.core import events as ev
-from eagletui.core.predict.next_launch import checks, forecasts
+from eagletui.core.predict.checks import checks
+from eagletui.core.predict.ranking import forecasts
 from eagletui.core.profile.model import BenchSettings
 from eagletui.core.runs.book import RunBook
 

@@ -11,16 +11,13 @@ from typing import Any
 import pytest
 
 from eagletui.core import events as ev
-from eagletui.core.cycle.model import SpecSettings, fit_parts
+from eagletui.core.cycle.fit import fit_parts
+from eagletui.core.cycle.model import SpecSettings
 from eagletui.core.diagnosis.fold import Diagnoser
-from eagletui.core.predict.next_launch import (
-    adaptive_config,
-    checks,
-    explain,
-    forecasts,
-    prediction_diagnoses,
-    timed_groups,
-)
+from eagletui.core.predict.bases import timed_groups
+from eagletui.core.predict.checks import checks
+from eagletui.core.predict.next_launch import explain, prediction_diagnoses
+from eagletui.core.predict.ranking import adaptive_config, forecasts
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.economics import profile_parts
 
@@ -112,7 +109,7 @@ def test_real_steps_and_no_spec_predicted_from_the_real_trace() -> None:
     book.apply(ev.ProfileCaptured(launch=1, summary=summary))
     ck = checks(book, 3)
     assert len(ck) == 1 and "one CUDA-graph replay" in ck[0].source, ck
-    from eagletui.core.predict.next_launch import timed_groups
+    from eagletui.core.predict.bases import timed_groups
 
     base = next(g for g in timed_groups(book.runs[1]) if g.concurrency == 4).metric("tok_s").mean
     assert base is not None and 1.0 < ck[0].predicted / base < 1.05  # a few per cent, not +20 %
@@ -163,7 +160,8 @@ def test_real_step_change_predicted_within_ten_percent_of_the_launches_mean() ->
     decode lines went 807 → 1172 tok/s), so no single launch can check a ±10 % prediction; the means of the
     seven steps-3 and eight steps-2 launches can. The step profile of a steps 3 launch (run3, call 2) predicts
     steps 2 from the steps 3 launches' mean within ±10 % of the steps 2 launches' mean."""
-    from eagletui.core.cycle.model import SpecSettings, fit_parts
+    from eagletui.core.cycle.fit import fit_parts
+    from eagletui.core.cycle.model import SpecSettings
     from eagletui.core.runs.economics import profile_parts
     from eagletui.profiler import summarize_file
     from eagletui.profiler.summary import step_breakdown
