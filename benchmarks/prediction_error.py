@@ -1,12 +1,14 @@
-"""How close the next-launch prediction comes to the launch it predicts (issue 25), on the simulator.
+"""How close the next-launch prediction comes to the launch it predicts (issues 25 and 32), on the simulator.
 
 Why: "what to launch next" is only worth showing if the tok/s it predicts is what the launch then
 measures. For each host preset of the simulator this launches a spec run (``--speculative-num-steps 3``),
-its no-spec counterpart and the neighbouring step counts (2 and 4), benchmarks each at every
-concurrency, folds them into one run book as a session would, predicts the neighbours from the first
-two launches only (:mod:`eagletui.core.predict.next_launch` on the cycle model of :mod:`eagletui.core.cycle.model`) and
-compares with what they measured. A second pass predicts from a step profile's parts instead of the
-no-spec run (the simulator's own parts for one cycle, as its profiler would report them).
+its no-spec counterpart and the other step counts (1, 2, 4 and 5), benchmarks each at every concurrency,
+folds them into one run book as a session would, predicts the other step counts from the first two
+launches only (:mod:`eagletui.core.predict` on the cycle model of :mod:`eagletui.core.cycle`: the verify
+from the no-spec run, the work per accepted token from the base run's own requests at concurrency 1) and
+compares with what they measured, and with the simulator's noise-free truth (``perf.expected``). A second
+pass predicts from a step profile of the base launch instead of the no-spec run (the trace the
+simulator's profiler writes for the base setting: its graph replays, the draft's lead, the period).
 
 The last printed line is JSON: ``max_abs_error_pct`` over every prediction, and the table.
 
@@ -29,7 +31,7 @@ from benchmarks._simproc import SimProcess
 from eagletui.bench.client import run_builtin
 from eagletui.core import events as ev
 from eagletui.core.predict.checks import checks
-from eagletui.core.predict.ranking import forecasts
+from eagletui.core.predict.forecast import forecasts
 from eagletui.core.profile.model import BenchSettings
 from eagletui.core.runs.book import RunBook
 
@@ -37,7 +39,7 @@ BASE_ARGS = {
     "--model-path": "moonshotai/Kimi-K2.5",
     "--tp": 8,
     "--sim-time-scale": 0.003,
-    "--sim-speed": 2,
+    "--sim-speed": 1,
     "--max-running-requests": 64,
 }
 SPEC = {
@@ -80,10 +82,18 @@ async def launch(
         sim.stop()
 
 
+class _Log:
+    def line(self, msg: str, rank: int | None = None, level: int = 20) -> None:
+        pass
+
+
 def profile_of(host: str, steps: int, accept: float, bs: int) -> dict[str, Any]:
-    """The simulator's own parts of one cycle at batch ``bs`` (what its step profiler reports as spans,
-    at the simulator's speed factor)."""
+    """A step profile of the base setting at batch ``bs``: the trace the simulator's profiler writes for
+    a few decode cycles (graph replays, the draft's lead, the period), summarised as eagletui does."""
+    from eagletui.profiler.summary import step_breakdown, summarize_events
     from eagletui.sim import perf
+    from eagletui.sim.chrome_trace import Step
+    from eagletui.sim.profiler import Session, SimProfiler
 
     cfg = perf.PerfConfig(
         host=host,
@@ -93,102 +103,88 @@ def profile_of(host: str, steps: int, accept: float, bs: int) -> dict[str, Any]:
         num_draft_tokens=steps + 1,
         speed=float(BASE_ARGS["--sim-speed"]),
     )
-    p = perf.spec_parts_ms(cfg, bs, accept)
-    return {
-        "unit": "cycle",
-        "parts": {
-            # the simulator's parts are all GPU work: its kernels fill its spans
-            "draft": {"gpu_ms": p["draft"], "kernel_ms": p["draft"]},
-            "verify": {"gpu_ms": p["verify"], "kernel_ms": p["verify"]},
-            "draft_extend": {"gpu_ms": p["extend"], "kernel_ms": p["extend"]},
-        },
-    }
+    prof = SimProfiler(cfg, _Log(), tp=8, ep=1)
+    session = Session(output_dir=Path("."), profile_id="x", num_steps=None, by_stage=True, activities=["CPU", "GPU"])
+    t = 0.0
+    for _ in range(5):
+        parts = perf.spec_parts_ms(cfg, bs, accept)
+        ms = sum(parts.values())
+        session.steps.append(Step("DECODE", bs, bs * (steps + 1), t, ms, parts))
+        t += ms * 1000 + 50
+    trace = prof.trace(session, 0, [0.0] * 8)
+    return step_breakdown([summarize_events("sim-TP-0-DECODE.trace.json", trace["traceEvents"], rank=0)])
+
+
+STEPS = (1, 2, 4, 5)
 
 
 async def one_host(host: str, concs: list[int], prompts: int, tokens: int) -> list[dict[str, Any]]:
+    from eagletui.sim import perf
+
     base = {**BASE_ARGS, "--sim-host": host}
     book = RunBook()
-    await launch(
-        book,
-        1,
-        {**base, **SPEC, "--speculative-num-steps": 3, "--speculative-num-draft-tokens": 4},
-        concs,
-        prompts,
-        tokens,
-    )
+
+    def spec(steps: int) -> dict[str, Any]:
+        return {**base, **SPEC, "--speculative-num-steps": steps, "--speculative-num-draft-tokens": steps + 1}
+
+    await launch(book, 1, spec(3), concs, prompts, tokens)
     await launch(book, 2, base, concs, prompts, tokens)  # the no-spec reference
-    await launch(
-        book,
-        3,
-        {**base, **SPEC, "--speculative-num-steps": 2, "--speculative-num-draft-tokens": 3},
-        concs,
-        prompts,
-        tokens,
-    )
-    await launch(
-        book,
-        4,
-        {**base, **SPEC, "--speculative-num-steps": 4, "--speculative-num-draft-tokens": 5},
-        concs,
-        prompts,
-        tokens,
-    )
+    for n, steps in enumerate(STEPS, start=3):
+        await launch(book, n, spec(steps), concs, prompts, tokens)
+    truth = {
+        steps: perf.expected({**_sim_args(spec(steps)), "sim_host": host, "sim_speed": BASE_ARGS["--sim-speed"]})
+        for steps in (3, *STEPS)
+    }
     rows: list[dict[str, Any]] = []
-    for n in (3, 4):
-        for ck in checks(book, n):
-            rows.append({**ck.to_json(), "host": host, "parts": "fit (no-spec run)", "basis": ck.source})
-    # the same predictions from a step profile's parts instead of the no-spec run: a profile taken while
-    # benchmarking at each concurrency (its parts are those of that batch size)
+    later = range(3, 3 + len(STEPS))
+    for n in later:
+        # each step count predicted from the base launch and its no-spec run only (in a session the
+        # check reads the nearest earlier launch, which would be another of these)
+        alone = RunBook()
+        for e in _events_of(book, {1, 2, n}, None):
+            alone.apply(e)
+        for ck in checks(alone, n):
+            rows.append(_row(ck, host, "fit (no-spec run)", truth))
+    # the same predictions from a step profile of the base launch instead of the no-spec run, taken at
+    # each concurrency (its parts are those of that batch size)
     for c in concs:
-        pbook = RunBook()
-        for e in _events_of(book, {1, 3, 4}, c):
-            pbook.apply(e)
         g1 = next(g for g in book.runs[1].groups() if g.concurrency == c)
         acc = g1.metric("accept_len").mean or 3.0
-        pbook.apply(ev.ProfileCaptured(launch=1, summary=profile_of(host, 3, acc, c)))
-        rows += _profile_rows(book, pbook, host)
-        rows += _ablation_rows(pbook, host)
+        summary = profile_of(host, 3, acc, c)
+        for n in later:
+            # every concurrency of both launches (the base's requests at concurrency 1 say what an
+            # accepted token costs), the profile taken at this one; the rows of this one
+            pbook = RunBook()
+            for e in _events_of(book, {1, n}, None):
+                pbook.apply(e)
+            pbook.apply(ev.ProfileCaptured(launch=1, summary=summary))
+            rows += [r for r in _profile_rows(book, pbook, host, truth, n) if r["concurrency"] == c]
     return rows
 
 
-def _ablation_rows(pbook: RunBook, host: str) -> list[dict[str, Any]]:
-    """The same profile predictions with the gap split in the spans' shares instead of per forward
-    (what the cycle model did before issue 25): kept out of the headline error, printed to compare."""
-    from eagletui.core.cycle import model as cycle
-
-    def shares(settings: Any, cycle_ms: float, accept: float, d: float, v: float, e: float, **_: Any) -> Any:
-        t = d + v + e
-        return cycle.CycleParts(
-            cycle_ms * d / t / settings.steps,
-            cycle_ms * v / t,
-            cycle_ms * e / t / accept,
-            "shares (ablation)",
-        )
-
-    real = cycle._split
-    cycle._split = shares  # type: ignore[assignment]
-    try:
-        fresh = RunBook()
-        for n in sorted(pbook.runs):
-            for e in _events_of(pbook, {n}, None):
-                fresh.apply(e)
-        fresh.apply(ev.ProfileCaptured(launch=1, summary=pbook.runs[1].step_profile or {}))
-        return [
-            {**ck.to_json(), "host": host, "parts": "profile, shares (ablation)", "ablation": True}
-            for n in (3, 4)
-            for ck in checks(fresh, n)
-        ]
-    finally:
-        cycle._split = real  # type: ignore[assignment]
+def _sim_args(args: dict[str, Any]) -> dict[str, Any]:
+    return {k.lstrip("-").replace("-", "_"): v for k, v in args.items()}
 
 
-def _profile_rows(book: RunBook, pbook: RunBook, host: str) -> list[dict[str, Any]]:
-    rows: list[dict[str, Any]] = []
+def _row(ck: Any, host: str, parts: str, truth: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """A check as a row, with the error against the simulator's noise-free truth where the base's and the
+    setting's truths are known (single stream only: the truth is the one-stream rate)."""
+    row = {**ck.to_json(), "host": host, "parts": parts, "basis": ck.source}
+    steps = int(ck.label.split()[1]) if ck.label.startswith("steps ") else None
+    if steps in truth and ck.concurrency == 1 and ck.measured > 0:
+        ratio = truth[steps]["single_stream_tok_s"] / truth[3]["single_stream_tok_s"]
+        row["true_ratio"] = round(ratio, 4)
+    return row
+
+
+def _profile_rows(
+    book: RunBook, pbook: RunBook, host: str, truth: dict[int, dict[str, Any]], n: int
+) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = [_row(ck, host, "step profile", truth) for ck in checks(pbook, n)]
+    if n != 3:
+        return rows
+    # speculation off estimated from the profile, against the no-spec run's measurement (once)
     fs, _ = forecasts(pbook, 1)
-    for n in (3, 4):
-        for ck in checks(pbook, n):
-            rows.append({**ck.to_json(), "host": host, "parts": "step profile", "basis": ck.source})
-    # speculation off estimated from the profile, against the no-spec run's measurement
     for f in fs:
         if f.settings is None:
             g = next(g for g in book.runs[2].groups() if g.concurrency == f.concurrency)
@@ -229,7 +225,8 @@ def _events_of(book: RunBook, launches: set[int], conc: int | None) -> list[ev.E
 
 async def amain(quick: bool) -> list[dict[str, Any]]:
     concs = [1, 8] if quick else [1, 4, 16]
-    prompts, tokens = (8, 96) if quick else (32, 256)
+    # concurrency 1 needs requests enough for the work per accepted token to show across them
+    prompts, tokens = (12, 96) if quick else (32, 256)
     rows: list[dict[str, Any]] = []
     for host in ("pcie-rtx6000", "h200-nvlink"):
         rows += await one_host(host, concs, prompts, tokens)

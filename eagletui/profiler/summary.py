@@ -32,7 +32,7 @@ from functools import lru_cache
 from typing import Any
 
 from eagletui.profiler.categories import ORDER, Category, by_kernel_name, by_op_name
-from eagletui.profiler.cycles import group, outermost
+from eagletui.profiler.cycles import Group, group, outermost
 from eagletui.profiler.rank import SCHEMA, CategoryTotal, CycleSummary, RankSummary, StepSummary, _zero
 
 _MAX_RANGES = 200_000  # GPU ranges kept per rank (a real 8-rank decode trace has a few hundred)
@@ -248,42 +248,46 @@ class RankFold:
                 for p, acc, rp in zip(g.parts, part_acc[gi], replay[gi], strict=True)
             ]
             steps += [(p.start, st) for p, st in zip(g.parts, summaries, strict=True)]
-            cyc_parts = list(summaries)
-            gap = gap_acc[gi]
-            if sum(gap.values()) > 0:
-                cyc_parts.append(
-                    StepSummary(
-                        name="between parts",
-                        gpu_ms=0.0,
-                        kernel_ms=sum(gap.values()),
-                        categories=gap,
-                        stage="between",
-                    )
-                )
-            total = _zero()
-            for sp in cyc_parts:
-                for c, v in sp.categories.items():
-                    total[c] += v
-            summary = CycleSummary(
-                kind=g.kind,
-                bs=g.bs,
-                complete=g.complete,
-                gpu_ms=(g.end - g.start) / 1000.0,
-                kernel_ms=sum(total.values()),
-                categories=total,
-                parts=cyc_parts,
-            )
+            summary = _cycle(g, summaries, gap_acc[gi])
             (out.prefill if g.kind == "prefill" else out.cycles).append(summary)
         out.steps = [st for _, st in sorted(steps, key=lambda x: x[0])]
-        # each decode cycle's period: to the next decode cycle's start, where nothing else ran between
-        # (a prefill batch in between is not part of the cycle)
-        decode = [g for g in groups if g.kind != "prefill"]
-        order = sorted(range(len(groups)), key=lambda gi: groups[gi].start)
-        cycle_of = {id(g): c for g, c in zip(decode, out.cycles, strict=True)}
-        for a, b in zip(order, order[1:], strict=False):
-            ga, gb = groups[a], groups[b]
-            if ga.kind != "prefill" and gb.kind == ga.kind and ga.complete:
-                cycle_of[id(ga)].period_ms = (gb.start - ga.start) / 1000.0
+        _periods(groups, out.cycles)
+
+
+def _cycle(g: Group, summaries: list[StepSummary], gap: dict[str, float]) -> CycleSummary:
+    """One cycle or prefill batch: its parts, and the kernels between them as a part of their own."""
+    cyc_parts = list(summaries)
+    if sum(gap.values()) > 0:
+        cyc_parts.append(
+            StepSummary(
+                name="between parts", gpu_ms=0.0, kernel_ms=sum(gap.values()), categories=gap, stage="between"
+            )
+        )
+    total = _zero()
+    for sp in cyc_parts:
+        for c, v in sp.categories.items():
+            total[c] += v
+    return CycleSummary(
+        kind=g.kind,
+        bs=g.bs,
+        complete=g.complete,
+        gpu_ms=(g.end - g.start) / 1000.0,
+        kernel_ms=sum(total.values()),
+        categories=total,
+        parts=cyc_parts,
+    )
+
+
+def _periods(groups: list[Group], cycles: list[CycleSummary]) -> None:
+    """Each decode cycle's period: to the next decode cycle's start, where nothing else ran between
+    (a prefill batch in between is not part of the cycle)."""
+    decode = [g for g in groups if g.kind != "prefill"]
+    order = sorted(range(len(groups)), key=lambda gi: groups[gi].start)
+    cycle_of = {id(g): c for g, c in zip(decode, cycles, strict=True)}
+    for a, b in zip(order, order[1:], strict=False):
+        ga, gb = groups[a], groups[b]
+        if ga.kind != "prefill" and gb.kind == ga.kind and ga.complete:
+            cycle_of[id(ga)].period_ms = (gb.start - ga.start) / 1000.0
 
 
 def _sort_ranges(

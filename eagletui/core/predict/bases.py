@@ -108,6 +108,7 @@ def bases(book: RunBook, launch: int) -> tuple[list[Basis], str]:
     if settings is None:
         return [], "the run's steps are unknown (SGLang chose them): set --speculative-num-steps to predict"
     ref_run = _reference(book, run)
+    slope = accept_slope_of(groups)
     out: list[Basis] = []
     why = ""
     for g in sorted(groups, key=lambda g: g.concurrency):
@@ -132,6 +133,7 @@ def bases(book: RunBook, launch: int) -> tuple[list[Basis], str]:
             step if step is not None else math.nan,
             other=_other(book, run, g),
             profile=profile_parts(run.step_profile, g.concurrency),
+            accept_slope=slope,
         )
         if parts is None:
             why = "no no-spec run at this setting and no step profile: run bench --vs-no-spec or capture a profile"
@@ -150,3 +152,21 @@ def bases(book: RunBook, launch: int) -> tuple[list[Basis], str]:
 def _other(book: RunBook, run: Run, g: Group) -> tuple[float, float] | None:
     fn = getattr(book, "_other_drafter", None)
     return fn(run, g) if fn is not None else None
+
+
+def accept_slope_of(groups: list[Group]) -> float | None:
+    """How much this launch's cycle grows per unit of accept length, read by the benchmark client from
+    its own requests at concurrency 1 (``cycle_ms_per_accept``; the mean over such benchmarks), and
+    carried to every concurrency: the work per accepted token does not change with the batch."""
+    values = [
+        float(v)
+        for g in groups
+        if g.concurrency == 1
+        for r in g.results
+        if isinstance(r.accept, dict)
+        and isinstance(v := r.accept.get("cycle_ms_per_accept"), int | float)
+        and not isinstance(v, bool)
+        and math.isfinite(v)
+        and v >= 0
+    ]
+    return sum(values) / len(values) if values else None
