@@ -12,7 +12,7 @@ import pytest
 
 from eagletui.core import events as ev
 from eagletui.core.predict.next_launch import prediction_diagnoses
-from eagletui.core.predict.ranking import adaptive_config
+from eagletui.core.predict.ranking import adaptive_config, decisions, ranked
 from eagletui.core.runs.book import RunBook
 from tests.test_predict_real_turn4 import REAL, _launch, _profile
 
@@ -99,3 +99,70 @@ def test_next_launch_and_adaptive_config_never_disagree(name: str) -> None:
         assert cfg is None, (nxt.text, cfg)
     else:
         assert cfg == {str(c): {"candidate_steps": [s]} for c, s in said.items()}, (nxt.text, cfg)
+
+
+def _eager_book(spec_max_bs: int | None, nospec_max_bs: int | None, nospec_tok_s: float = 40.0) -> RunBook:
+    """A cheap drafter (steps 5 predicted well above steps 3) measured at concurrency 1 and 16, beside a
+    no-spec run; each side's largest captured CUDA-graph batch as given (None: the flags do not say)."""
+    book = _exact_book(1.0, 16.0, 1.5, conc=(1, 16))
+    args = {"--model-path": "m"}
+    if nospec_max_bs is not None:
+        args["--cuda-graph-max-bs"] = nospec_max_bs
+    spec = dict(book.runs[1].config["args"])
+    if spec_max_bs is not None:
+        spec["--cuda-graph-max-bs"] = spec_max_bs
+    fresh = RunBook()
+    fresh.apply(
+        ev.LaunchStarted(launch=1, target="local", config={"args": spec, "env": {}, "target": "local"})
+    )
+    fresh.apply(ev.ServerReady(launch=1))
+    for r in book.runs[1].results:
+        c = book.runs[1].concurrency_of(r)
+        fresh.apply(ev.BenchmarkStarted(bench=r.bench, launch=1, workload={"concurrency": c}))
+        fresh.apply(r)
+    fresh.apply(ev.ProfileCaptured(launch=1, summary=book.runs[1].step_profile or {}))
+    fresh.apply(
+        ev.LaunchStarted(launch=2, target="local", config={"args": args, "env": {}, "target": "local"})
+    )
+    fresh.apply(ev.ServerReady(launch=2))
+    for i, c in enumerate((1, 16)):
+        fresh.apply(ev.BenchmarkStarted(bench=100 + i, launch=2, workload={"concurrency": c}))
+        fresh.apply(
+            ev.BenchmarkResult(
+                bench=100 + i,
+                launch=2,
+                output_throughput=nospec_tok_s * c,
+                requests=12,
+                duration_s=2.0,
+                workload_fingerprint=f"c{c}",
+            )
+        )
+    return fresh
+
+
+@pytest.mark.parametrize(("spec_max", "nospec_max"), [(8, None), (None, 8), (8, 8)])
+def test_an_eager_concurrency_is_never_decided_by_a_prediction(
+    spec_max: int | None, nospec_max: int | None
+) -> None:
+    """Issue 32 item 2's c = 16: the running batch above the largest captured batch (16 > 8) on either
+    side decodes eagerly, where neither the profile nor the cycles at graph sizes carry. There a
+    prediction neither wins nor keeps what ran: undecided, said why, and no adaptive config."""
+    book = _eager_book(spec_max, nospec_max)
+    fs, _ = ranked(book, 1)
+    d = decisions(fs, "steps 3")
+    # at concurrency 1 (under the graphs) the cheap drafter's steps 5 wins on its prediction ...
+    assert d[1].winner is not None and not d[1].winner.measured and not d[1].eager
+    # ... at 16 the same prediction decides nothing
+    assert d[16].eager and d[16].winner is None and d[16].open is not None and not d[16].open.measured
+    assert d[16].steps is None
+    nxt = {x.kind: x for x in prediction_diagnoses(book, 1)}["next_launch"]
+    assert "at concurrency 16: undecided" in nxt.text and "eager decode" in nxt.text, nxt.text
+    assert adaptive_config(book, 1) is None
+
+
+def test_a_measured_setting_still_decides_an_eager_concurrency() -> None:
+    """Where the no-spec run measured far faster at the eager concurrency, that measurement decides it."""
+    book = _eager_book(8, 8, nospec_tok_s=1000.0)
+    d = decisions(ranked(book, 1)[0], "steps 3")
+    assert d[16].eager and d[16].winner is not None and d[16].winner.measured
+    assert d[16].winner.label == "speculation off"

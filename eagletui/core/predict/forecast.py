@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eagletui.core.cycle.model import SpecSettings, neighbours, predict
-from eagletui.core.predict.bases import _label, bases
+from eagletui.core.predict.bases import _label, _reference, bases
 from eagletui.core.runs.book import RunBook
 from eagletui.core.servers.spec import captured_max_bs
 
@@ -120,14 +120,20 @@ def candidates(s: SpecSettings) -> list[SpecSettings]:
 
 def forecasts(book: RunBook, launch: int) -> tuple[list[Forecast], str]:
     """Every candidate at every concurrency of the spec run, best first within each concurrency, each
-    with the model's band; concurrencies above the launch's largest CUDA-graph batch are marked eager."""
+    with the model's band; a concurrency above the largest CUDA-graph batch of the launch or of the
+    no-spec run it is measured against is marked eager on every row (either side decoded eagerly there:
+    neither the profile nor the cycles at graph batch sizes carry to it)."""
     bs, why = bases(book, launch)
     run = book.runs.get(launch)
     largest = captured_max_bs(run.args) if run is not None else None
+    ref = _reference(book, run) if run is not None else None
+    ref_largest = captured_max_bs(ref.args) if ref is not None else None
     out: list[Forecast] = []
     for b in bs:
         m, c = b.measurement, b.group.concurrency
-        eager = largest is not None and c > largest
+        eager = (largest is not None and c > largest) or (
+            b.nospec_tok_s is not None and ref_largest is not None and c > ref_largest
+        )
         src = m.parts.source
         rows: list[Forecast] = []
         noise, noise_text = _base_noise(b)
@@ -136,11 +142,25 @@ def forecasts(book: RunBook, launch: int) -> tuple[list[Forecast], str]:
             tok = b.aggregate(p.tok_s)
             low = b.aggregate(p.tok_s_low) if p.tok_s_low is not None else tok
             high = b.aggregate(p.tok_s_high) if p.tok_s_high is not None else tok
-            band = "; ".join(x for x in ("the model's alternatives" if p.tok_s_low is not None else "", noise_text) if x)
-            rows.append(Forecast(_label(s), s, c, tok, b.tok_s, p.accept, src, False, low, high, band, eager, noise))
+            band = "; ".join(
+                x for x in ("the model's alternatives" if p.tok_s_low is not None else "", noise_text) if x
+            )
+            rows.append(
+                Forecast(_label(s), s, c, tok, b.tok_s, p.accept, src, False, low, high, band, eager, noise)
+            )
         if b.nospec_tok_s:
             rows.append(
-                Forecast(_label(None), None, c, b.nospec_tok_s, b.tok_s, None, "the no-spec run's measurement", True)
+                Forecast(
+                    _label(None),
+                    None,
+                    c,
+                    b.nospec_tok_s,
+                    b.tok_s,
+                    None,
+                    "the no-spec run's measurement",
+                    True,
+                    eager=eager,
+                )
             )
         else:
             est = m.parts.verify_ms
@@ -148,11 +168,16 @@ def forecasts(book: RunBook, launch: int) -> tuple[list[Forecast], str]:
                 off = b.aggregate(1000.0 / est)
                 rows.append(
                     Forecast(
-                        _label(None), None, c, off, b.tok_s, None, "estimate: a no-spec step ≈ the verify part", eager=eager
+                        _label(None),
+                        None,
+                        c,
+                        off,
+                        b.tok_s,
+                        None,
+                        "estimate: a no-spec step ≈ the verify part",
+                        eager=eager,
                     )
                 )
         rows.sort(key=lambda f: -f.tok_s)
         out.extend(rows)
     return out, why
-
-

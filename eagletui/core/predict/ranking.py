@@ -88,7 +88,8 @@ def _with_record(f: Forecast, rec: Record | None) -> Forecast:
 def decisions(fs: list[Forecast], base_label: str) -> dict[int, Decision]:
     """The decision at each concurrency of ``fs``: the best candidate that wins at the low edge of its
     band, else the best one whose band still reaches past :data:`WORTH` (undecided), else keep. An eager
-    concurrency (above the largest CUDA-graph batch) is decided only by a measurement."""
+    concurrency (above the largest CUDA-graph batch of either side) is decided only by a measurement: a
+    measured setting that wins, else undecided while any candidate is only predicted."""
     out: dict[int, Decision] = {}
     for c in sorted({f.concurrency for f in fs}):
         rows = sorted((f for f in fs if f.concurrency == c), key=lambda f: -f.tok_s)
@@ -98,7 +99,10 @@ def decisions(fs: list[Forecast], base_label: str) -> dict[int, Decision]:
         winners = [f for f in rows if (f.measured or not eager) and f.floor > need]
         winner = max(winners, key=lambda f: f.floor) if winners else None
         open_ = None
-        if winner is None:
+        if winner is None and eager:
+            # nothing measured wins, and a prediction cannot say "keep" either: the best one is open
+            open_ = next((f for f in rows if not f.measured), None)
+        elif winner is None:
             open_ = next((f for f in rows if f.ceiling > need), None)
         out[c] = Decision(c, base_label, base, winner, open_, eager)
     return out
