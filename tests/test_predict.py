@@ -184,7 +184,10 @@ def test_real_step_change_predicted_within_ten_percent_of_the_launches_mean() ->
 def test_next_launch_is_shown_as_a_prediction_and_exported_as_adaptive_config() -> None:
     book = _real_book()
     nxt = {d.kind: d for d in prediction_diagnoses(book, 1)}["next_launch"]
-    assert nxt.text.startswith("what to launch next (predicted): ")
+    # the launch, its benchmarks and the no-spec run the recommendation rests on, named first
+    assert nxt.text.startswith("what to launch next (predicted from #1 steps 3, "), nxt.text
+    assert ", no-spec #2): at concurrency " in nxt.text, nxt.text
+    assert nxt.data["built_on"]["launch"] == 1 and nxt.data["built_on"]["nospec_launch"] == 2
     assert "speculation off (measured 2727.6 tok/s" in nxt.text  # the no-spec run's own number, not a guess
     assert "(pred.)" in nxt.evidence and nxt.source == "model"
     assert nxt.hint == "(unset --speculative-algorithm)"
@@ -286,7 +289,10 @@ def test_run_details_show_the_prediction_and_its_check() -> None:
     state = SessionState()
     table = RunsTable()
     spec = table.details(book, state, 1).plain
-    assert "what to launch next (predicted)" in spec and "speculation off (measured 2727.6 tok/s" in spec
+    assert (
+        "what to launch next (predicted from #1 steps 3" in spec
+        and "speculation off (measured 2727.6 tok/s" in spec
+    )
     later = table.details(book, state, 3).plain
     assert "steps 2 at concurrency 4: predicted 1092.9 tok/s from #1, measured 1060.7 (+3.0 %)" in later
 
@@ -305,18 +311,19 @@ def test_bench_vs_no_spec_json_carries_the_next_launch_and_the_adaptive_config(t
     assert rc == 0, out.err
     data = json.loads(out.out)
     nxt = {d["kind"]: d for d in data["diagnosis"]}["next_launch"]
-    assert nxt["text"].startswith("what to launch next (predicted)") and nxt["source"] == "model"
+    assert nxt["text"].startswith("what to launch next (predicted from #") and nxt["source"] == "model"
     concs = {f["concurrency"] for f in nxt["data"]["forecasts"]}
     assert concs == {1, 4}
-    best: dict[int, dict[str, Any]] = {}
-    for f in nxt["data"]["forecasts"]:
-        if f["concurrency"] not in best or f["tok_s"] > best[f["concurrency"]]["tok_s"]:
-            best[f["concurrency"]] = f
-    if all(f["setting"] == "speculation off" for f in best.values()):
+    # the adaptive config is the one ranking's decisions in SGLang's form (issue 32)
+    decided = nxt["data"]["decisions"]
+    assert set(decided) == {"1", "4"}
+    if all(d["decided"] == "launch" and d["setting"] == "speculation off" for d in decided.values()):
         assert "adaptive_config" not in data  # no drafting is best everywhere: speculation off, said so
         assert "speculation off" in nxt["text"] and nxt["hint"] == "(unset --speculative-algorithm)"
+    elif any(d["decided"] == "undecided" for d in decided.values()):
+        assert "adaptive_config" not in data, decided  # a config must not rest on a guess
     else:
-        assert set(data["adaptive_config"]) == {"1", "4"}
+        assert set(data["adaptive_config"]) == {"1", "4"}, decided
         assert all(isinstance(v["candidate_steps"][0], int) for v in data["adaptive_config"].values())
 
 

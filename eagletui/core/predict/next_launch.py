@@ -33,7 +33,7 @@ from __future__ import annotations
 from typing import Any
 
 from eagletui.core.diagnosis.fold import Diagnosis
-from eagletui.core.predict.bases import _label
+from eagletui.core.predict.bases import _label, _reference, timed_groups
 from eagletui.core.predict.checks import Check, checks
 from eagletui.core.predict.forecast import Forecast
 from eagletui.core.predict.ranking import adaptive_config, decisions, ranked
@@ -77,6 +77,7 @@ def _next_launch(book: RunBook, launch: int, run: Run, fs: list[Forecast]) -> Di
         (f.source for f in fs if not f.measured and f.settings is not None),
         next((f.source for f in fs if not f.measured), fs[0].source),
     )
+    built_on, built_on_data = _built_on(book, run, src)
     hint = ""
     wins = [d.winner for d in decided.values() if d.winner is not None]
     if wins:
@@ -84,7 +85,8 @@ def _next_launch(book: RunBook, launch: int, run: Run, fs: list[Forecast]) -> Di
         hint = " ".join(f"{k} {v}" if v is not None else f"(unset {k})" for k, v in w.flags().items())
     return Diagnosis(
         kind="next_launch",
-        text="what to launch next (predicted): " + "; ".join(d.text() for d in decided.values()),
+        text=f"what to launch next (predicted from {built_on}): "
+        + "; ".join(d.text() for d in decided.values()),
         evidence=f"cycle model from #{launch}'s measurements ({src}); concurrency {low}: {ranking}",
         hint=hint,
         source="model",
@@ -94,8 +96,28 @@ def _next_launch(book: RunBook, launch: int, run: Run, fs: list[Forecast]) -> Di
             "forecasts": [f.to_json() for f in fs],
             "decisions": {str(c): _decision_json(d) for c, d in decided.items()},
             "adaptive_config": adaptive_config(book, launch),
+            "built_on": built_on_data,
         },
     )
+
+
+def _built_on(book: RunBook, run: Run, source: str) -> tuple[str, dict[str, Any]]:
+    """The launch and the benchmarks a recommendation rests on, the no-spec run it is measured against
+    and the step profile where the parts came from one, said short (the why line names them, so a line
+    about an earlier launch says so after a relaunch) and in full for the JSON."""
+    benches = sorted({r.bench for g in timed_groups(run) for r in g.results})
+    ref = _reference(book, run)
+    profile = source.startswith("step profile")
+    what = f"#{run.launch} {_label(run.spec_settings)}, {len(benches)} benchmark{'s' if len(benches) != 1 else ''}"
+    what += f", no-spec #{ref.launch}" if ref is not None else ""
+    what += ", its profile" if profile else ""
+    data = {
+        "launch": run.launch,
+        "benchmarks": benches,
+        "nospec_launch": ref.launch if ref is not None else None,
+        "step_profile": profile,
+    }
+    return what, data
 
 
 def _decision_json(d: Any) -> dict[str, Any]:
