@@ -55,4 +55,4 @@ class SimProcess:
                 self.proc.wait(10)
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, 9)
-        os.unlink(self.log.name)
+        Path(self.log.name).unlink(missing_ok=True)  # a second stop is a no-op

@@ -11,16 +11,13 @@ from typing import Any
 import pytest
 
 from eagletui.core import events as ev
-from eagletui.core.cycle.model import SpecSettings, fit_parts
+from eagletui.core.cycle.fit import fit_parts
+from eagletui.core.cycle.model import SpecSettings
 from eagletui.core.diagnosis.fold import Diagnoser
-from eagletui.core.predict.next_launch import (
-    adaptive_config,
-    checks,
-    explain,
-    forecasts,
-    prediction_diagnoses,
-    timed_groups,
-)
+from eagletui.core.predict.bases import timed_groups
+from eagletui.core.predict.checks import checks
+from eagletui.core.predict.next_launch import explain, prediction_diagnoses
+from eagletui.core.predict.ranking import adaptive_config, forecasts
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.economics import profile_parts
 
@@ -112,7 +109,7 @@ def test_real_steps_and_no_spec_predicted_from_the_real_trace() -> None:
     book.apply(ev.ProfileCaptured(launch=1, summary=summary))
     ck = checks(book, 3)
     assert len(ck) == 1 and "one CUDA-graph replay" in ck[0].source, ck
-    from eagletui.core.predict.next_launch import timed_groups
+    from eagletui.core.predict.bases import timed_groups
 
     base = next(g for g in timed_groups(book.runs[1]) if g.concurrency == 4).metric("tok_s").mean
     assert base is not None and 1.0 < ck[0].predicted / base < 1.05  # a few per cent, not +20 %
@@ -163,7 +160,8 @@ def test_real_step_change_predicted_within_ten_percent_of_the_launches_mean() ->
     decode lines went 807 → 1172 tok/s), so no single launch can check a ±10 % prediction; the means of the
     seven steps-3 and eight steps-2 launches can. The step profile of a steps 3 launch (run3, call 2) predicts
     steps 2 from the steps 3 launches' mean within ±10 % of the steps 2 launches' mean."""
-    from eagletui.core.cycle.model import SpecSettings, fit_parts
+    from eagletui.core.cycle.fit import fit_parts
+    from eagletui.core.cycle.model import SpecSettings
     from eagletui.core.runs.economics import profile_parts
     from eagletui.profiler import summarize_file
     from eagletui.profiler.summary import step_breakdown
@@ -186,7 +184,10 @@ def test_real_step_change_predicted_within_ten_percent_of_the_launches_mean() ->
 def test_next_launch_is_shown_as_a_prediction_and_exported_as_adaptive_config() -> None:
     book = _real_book()
     nxt = {d.kind: d for d in prediction_diagnoses(book, 1)}["next_launch"]
-    assert nxt.text.startswith("what to launch next (predicted): ")
+    # the launch, its benchmarks and the no-spec run the recommendation rests on, named first
+    assert nxt.text.startswith("what to launch next (predicted from #1 steps 3, "), nxt.text
+    assert ", no-spec #2): at concurrency " in nxt.text, nxt.text
+    assert nxt.data["built_on"]["launch"] == 1 and nxt.data["built_on"]["nospec_launch"] == 2
     assert "speculation off (measured 2727.6 tok/s" in nxt.text  # the no-spec run's own number, not a guess
     assert "(pred.)" in nxt.evidence and nxt.source == "model"
     assert nxt.hint == "(unset --speculative-algorithm)"
@@ -288,7 +289,10 @@ def test_run_details_show_the_prediction_and_its_check() -> None:
     state = SessionState()
     table = RunsTable()
     spec = table.details(book, state, 1).plain
-    assert "what to launch next (predicted)" in spec and "speculation off (measured 2727.6 tok/s" in spec
+    assert (
+        "what to launch next (predicted from #1 steps 3" in spec
+        and "speculation off (measured 2727.6 tok/s" in spec
+    )
     later = table.details(book, state, 3).plain
     assert "steps 2 at concurrency 4: predicted 1092.9 tok/s from #1, measured 1060.7 (+3.0 %)" in later
 
@@ -307,18 +311,19 @@ def test_bench_vs_no_spec_json_carries_the_next_launch_and_the_adaptive_config(t
     assert rc == 0, out.err
     data = json.loads(out.out)
     nxt = {d["kind"]: d for d in data["diagnosis"]}["next_launch"]
-    assert nxt["text"].startswith("what to launch next (predicted)") and nxt["source"] == "model"
+    assert nxt["text"].startswith("what to launch next (predicted from #") and nxt["source"] == "model"
     concs = {f["concurrency"] for f in nxt["data"]["forecasts"]}
     assert concs == {1, 4}
-    best: dict[int, dict[str, Any]] = {}
-    for f in nxt["data"]["forecasts"]:
-        if f["concurrency"] not in best or f["tok_s"] > best[f["concurrency"]]["tok_s"]:
-            best[f["concurrency"]] = f
-    if all(f["setting"] == "speculation off" for f in best.values()):
+    # the adaptive config is the one ranking's decisions in SGLang's form (issue 32)
+    decided = nxt["data"]["decisions"]
+    assert set(decided) == {"1", "4"}
+    if all(d["decided"] == "launch" and d["setting"] == "speculation off" for d in decided.values()):
         assert "adaptive_config" not in data  # no drafting is best everywhere: speculation off, said so
         assert "speculation off" in nxt["text"] and nxt["hint"] == "(unset --speculative-algorithm)"
+    elif any(d["decided"] == "undecided" for d in decided.values()):
+        assert "adaptive_config" not in data, decided  # a config must not rest on a guess
     else:
-        assert set(data["adaptive_config"]) == {"1", "4"}
+        assert set(data["adaptive_config"]) == {"1", "4"}, decided
         assert all(isinstance(v["candidate_steps"][0], int) for v in data["adaptive_config"].values())
 
 

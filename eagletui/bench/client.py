@@ -46,6 +46,7 @@ from eagletui.bench.pool import _stalled, _watched_pool
 from eagletui.bench.prompts import PromptSetError, Workload, build_workload
 from eagletui.bench.stall import StallWatch
 from eagletui.bench.stream import RequestResult, _count, _Live
+from eagletui.core.cycle.fit import accept_slope
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
 from eagletui.core.profile.model import BenchSettings
 from eagletui.core.stats.sample import percentile, summarize
@@ -402,6 +403,12 @@ def _summarize(
     spec_tokens = sum(r.output_tokens for r in ok if r.verify_ct)
     accept = spec_tokens / verify if verify > 0 else metrics_accept
     detail = _accept_detail(ok, verify, spec_tokens, metrics_accept)
+    if workload.concurrency == 1 and detail:
+        # one stream: each request's own cycles, so how the cycle grows with the accept length shows
+        # across requests (at higher concurrency requests share cycles and it does not)
+        slope = accept_slope([(r.accept_len, r.tok_s) for r in ok if r.accept_len and r.tok_s])
+        if slope is not None:
+            detail["cycle_ms_per_accept"] = slope
     itl_all: list[float] = []
     for r in ok:
         itl_all.extend(r.itls)

@@ -358,7 +358,7 @@ async def _host_done(
 
 def _prediction_rows(model: Any, target: str) -> list[dict[str, Any]]:
     """Predicted vs measured for every run of this host's session that an earlier one predicted."""
-    from eagletui.core.predict.next_launch import checks
+    from eagletui.core.predict.checks import checks
 
     book = model.runbook
     out = []

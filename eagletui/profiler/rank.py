@@ -34,6 +34,13 @@ class StepSummary:
     #: stage ranges nested in this one: a draft's own forwards when it drafted eagerly (a CUDA-graph
     #: replay writes none), which the cycle model reads as "each draft step costs its launches"
     forwards: int = 0
+    #: the kernels one CUDA-graph launch replayed inside this range: their GPU span (first start to
+    #: last end: what the replayed forwards cost the GPU, its gaps included), how many, and the time from
+    #: the range's start to the replay (the eager preparation before it: CPU-bound, inflated by the
+    #: profiler like every gap)
+    replay_ms: float = 0.0
+    replay_kernels: int = 0
+    lead_ms: float = 0.0
 
 
 @dataclass
@@ -49,6 +56,9 @@ class CycleSummary:
     kernel_ms: float
     categories: dict[str, float]
     parts: list[StepSummary]
+    #: from this cycle's start to the next decode cycle's (None for the last one): the profiled cycle
+    #: time, which the profiler inflates (the cycle model scales its CPU-bound parts by measured ÷ this)
+    period_ms: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -59,6 +69,7 @@ class CycleSummary:
             "kernel_ms": round(self.kernel_ms, 4),
             "categories": {k: round(v, 4) for k, v in self.categories.items()},
             "parts": [_step_json(p) for p in self.parts],
+            "period_ms": None if self.period_ms is None else round(self.period_ms, 4),
         }
 
 
@@ -69,6 +80,9 @@ def _step_json(s: StepSummary) -> dict[str, Any]:
         "gpu_ms": round(s.gpu_ms, 4),
         "kernel_ms": round(s.kernel_ms, 4),
         "categories": {k: round(v, 4) for k, v in s.categories.items()},
+        "replay_ms": round(s.replay_ms, 4),
+        "replay_kernels": s.replay_kernels,
+        "lead_ms": round(s.lead_ms, 4),
     }
 
 
@@ -135,9 +149,18 @@ class RankSummary:
                 "gpu_ms": round(sum(p.gpu_ms for p in ps) / n, 4),
                 "kernel_ms": round(sum(p.kernel_ms for p in ps) / n, 4),
                 "forwards": round(sum(p.forwards for p in ps) / n, 4),
+                "replay_ms": round(sum(p.replay_ms for p in ps) / n, 4),
+                "replay_kernels": round(sum(p.replay_kernels for p in ps) / n, 4),
+                "lead_ms": round(sum(p.lead_ms for p in ps) / n, 4),
                 "categories": {c.label: round(sum(p.categories[c.label] for p in ps) / n, 4) for c in ORDER},
             }
         return out
+
+    def period_ms(self, cycles: list[CycleSummary] | None = None) -> float | None:
+        """The mean profiled period of the complete cycles (or of ``cycles``) that have one."""
+        done = self.decode_cycles if cycles is None else cycles
+        periods = [c.period_ms for c in done if c.period_ms is not None and c.period_ms > 0]
+        return sum(periods) / len(periods) if periods else None
 
     def decode_json(self) -> dict[str, Any] | None:
         done = self.decode_cycles

@@ -23,6 +23,7 @@ rank's is time spent waiting for the slowest rank, not transfer.
 
 from __future__ import annotations
 
+import math
 import re
 from array import array
 from bisect import bisect_right
@@ -31,7 +32,7 @@ from functools import lru_cache
 from typing import Any
 
 from eagletui.profiler.categories import ORDER, Category, by_kernel_name, by_op_name
-from eagletui.profiler.cycles import group, outermost
+from eagletui.profiler.cycles import Group, group, outermost
 from eagletui.profiler.rank import SCHEMA, CategoryTotal, CycleSummary, RankSummary, StepSummary, _zero
 
 _MAX_RANGES = 200_000  # GPU ranges kept per rank (a real 8-rank decode trace has a few hundred)
@@ -138,7 +139,8 @@ class RankFold:
 
     def result(self) -> RankSummary:
         n = len(self.k_ts)
-        cats, graph_kernels = self._resolve()
+        cats, replays = self._resolve()
+        graph_kernels = sum(replays)
         totals = {c.label: CategoryTotal() for c in ORDER}
         per_name: dict[tuple[int, int], list[float]] = {}
         labels = {int(c): c.label for c in Category}
@@ -163,20 +165,20 @@ class RankFold:
             top_kernels=[(self.name_list[k], labels[c], v[0] / 1000.0, int(v[1])) for (k, c), v in top],
             graph_kernels=graph_kernels,
         )
-        self._stages(summary, cats, labels)
+        self._stages(summary, cats, labels, replays)
         return summary
 
-    def _resolve(self) -> tuple[array, int]:
-        """Each kernel's category, and how many kernels a CUDA graph replayed."""
+    def _resolve(self) -> tuple[array, array]:
+        """Each kernel's category, and which kernels a CUDA graph launch replayed."""
         cats = array("b", self.k_cat)
+        replays = array("b", bytes(len(cats)))
         other = int(Category.OTHER)
         launches = {corr: j for j, corr in enumerate(self.l_corr)}
         sorted_ranges: dict[int, tuple[list[float], list[float], list[int]]] | None = None
-        graph = 0
         for i in range(len(cats)):
             j = launches.get(self.k_corr[i]) if self.k_corr[i] >= 0 else None
             replayed = j is not None and self.l_graph[j] == 1
-            graph += replayed
+            replays[i] = replayed
             if cats[i] != other or replayed:
                 continue  # a graph replay has no launching op: its kernel's own name is all there is
             c = self.op_cat.get(self.k_ext[i])
@@ -190,9 +192,9 @@ class RankFold:
             r = sorted_ranges.get(self.l_tid[j])
             if r is not None:
                 cats[i] = _innermost(r, self.l_ts[j])
-        return cats, graph
+        return cats, replays
 
-    def _stages(self, out: RankSummary, cats: array, labels: dict[int, str]) -> None:
+    def _stages(self, out: RankSummary, cats: array, labels: dict[int, str], replays: array) -> None:
         """Steps (the outermost stage ranges), decode cycles and prefill batches, with their kernels."""
         parts = outermost(self.steps)
         if not parts:
@@ -211,6 +213,8 @@ class RankFold:
         starts = [sl[0] for sl in slots]
         part_acc = [[_zero() for _ in g.parts] for g in groups]
         gap_acc = [_zero() for _ in groups]
+        # per part: the replayed kernels' first start, last end and count
+        replay = [[[math.inf, -math.inf, 0] for _ in g.parts] for g in groups]
         outside = 0.0
         for i in range(len(self.k_ts)):
             ts = self.k_ts[i]
@@ -221,6 +225,11 @@ class RankFold:
                 continue
             _s, _e, gi, pi = slots[k]
             (part_acc[gi][pi] if pi >= 0 else gap_acc[gi])[labels[cats[i]]] += ms
+            if pi >= 0 and replays[i]:
+                span = replay[gi][pi]
+                span[0] = min(span[0], ts)
+                span[1] = max(span[1], ts + self.k_dur[i])
+                span[2] += 1
         out.outside_ms = outside
         steps: list[tuple[float, StepSummary]] = []
         for gi, g in enumerate(groups):
@@ -232,37 +241,53 @@ class RankFold:
                     categories=acc,
                     stage=p.stage,
                     forwards=len(p.nested),
+                    replay_ms=(rp[1] - rp[0]) / 1000.0 if rp[2] else 0.0,
+                    replay_kernels=int(rp[2]),
+                    lead_ms=(rp[0] - p.start) / 1000.0 if rp[2] else 0.0,
                 )
-                for p, acc in zip(g.parts, part_acc[gi], strict=True)
+                for p, acc, rp in zip(g.parts, part_acc[gi], replay[gi], strict=True)
             ]
             steps += [(p.start, st) for p, st in zip(g.parts, summaries, strict=True)]
-            cyc_parts = list(summaries)
-            gap = gap_acc[gi]
-            if sum(gap.values()) > 0:
-                cyc_parts.append(
-                    StepSummary(
-                        name="between parts",
-                        gpu_ms=0.0,
-                        kernel_ms=sum(gap.values()),
-                        categories=gap,
-                        stage="between",
-                    )
-                )
-            total = _zero()
-            for sp in cyc_parts:
-                for c, v in sp.categories.items():
-                    total[c] += v
-            summary = CycleSummary(
-                kind=g.kind,
-                bs=g.bs,
-                complete=g.complete,
-                gpu_ms=(g.end - g.start) / 1000.0,
-                kernel_ms=sum(total.values()),
-                categories=total,
-                parts=cyc_parts,
-            )
+            summary = _cycle(g, summaries, gap_acc[gi])
             (out.prefill if g.kind == "prefill" else out.cycles).append(summary)
         out.steps = [st for _, st in sorted(steps, key=lambda x: x[0])]
+        _periods(groups, out.cycles)
+
+
+def _cycle(g: Group, summaries: list[StepSummary], gap: dict[str, float]) -> CycleSummary:
+    """One cycle or prefill batch: its parts, and the kernels between them as a part of their own."""
+    cyc_parts = list(summaries)
+    if sum(gap.values()) > 0:
+        cyc_parts.append(
+            StepSummary(
+                name="between parts", gpu_ms=0.0, kernel_ms=sum(gap.values()), categories=gap, stage="between"
+            )
+        )
+    total = _zero()
+    for sp in cyc_parts:
+        for c, v in sp.categories.items():
+            total[c] += v
+    return CycleSummary(
+        kind=g.kind,
+        bs=g.bs,
+        complete=g.complete,
+        gpu_ms=(g.end - g.start) / 1000.0,
+        kernel_ms=sum(total.values()),
+        categories=total,
+        parts=cyc_parts,
+    )
+
+
+def _periods(groups: list[Group], cycles: list[CycleSummary]) -> None:
+    """Each decode cycle's period: to the next decode cycle's start, where nothing else ran between
+    (a prefill batch in between is not part of the cycle)."""
+    decode = [g for g in groups if g.kind != "prefill"]
+    order = sorted(range(len(groups)), key=lambda gi: groups[gi].start)
+    cycle_of = {id(g): c for g, c in zip(decode, cycles, strict=True)}
+    for a, b in zip(order, order[1:], strict=False):
+        ga, gb = groups[a], groups[b]
+        if ga.kind != "prefill" and gb.kind == ga.kind and ga.complete:
+            cycle_of[id(ga)].period_ms = (gb.start - ga.start) / 1000.0
 
 
 def _sort_ranges(
@@ -377,16 +402,26 @@ def report_json(ranks: list[RankSummary]) -> dict[str, Any]:
     return {"schema": SCHEMA, "ranks": [r.to_json() for r in ranks], "skew": skew(ranks)}
 
 
+_PART_FIGURES = ("gpu_ms", "kernel_ms", "forwards", "replay_ms", "replay_kernels", "lead_ms")
+
+
 def _mean_parts(per_rank: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Each part's GPU span, kernel ms and nested forwards per cycle (:meth:`RankSummary.parts_json`),
-    averaged over the ranks (a part a rank lacks counts as 0 there)."""
+    """Each part's GPU span, kernel ms, nested forwards and graph replay per cycle
+    (:meth:`RankSummary.parts_json`), averaged over the ranks (a part a rank lacks counts as 0 there)."""
     acc: dict[str, dict[str, float]] = {}
     for parts in per_rank:
         for stage, d in parts.items():
-            a = acc.setdefault(stage, {"gpu_ms": 0.0, "kernel_ms": 0.0, "forwards": 0.0})
+            a = acc.setdefault(stage, dict.fromkeys(_PART_FIGURES, 0.0))
             for k in a:
-                a[k] += d[k] / len(per_rank)
+                a[k] += d.get(k, 0.0) / len(per_rank)
     return {k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in acc.items()}
+
+
+def _mean_period(periods: list[float | None]) -> float | None:
+    """The ranks' mean profiled cycle period (None where any rank has none)."""
+    if not periods or any(p is None for p in periods):
+        return None
+    return round(sum(p for p in periods if p is not None) / len(periods), 4)
 
 
 def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
@@ -412,6 +447,9 @@ def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
             "cycles": min(sum(1 for c in r.decode_cycles if c.bs == bs) for r in ranks),
             **_mean_parts([p[bs] for p in per_rank_bs]),
         }
+        period = _mean_period([r.period_ms([c for c in r.decode_cycles if c.bs == bs]) for r in ranks])
+        if period is not None:
+            by_bs[str(bs)]["period_ms"] = period
     sk = skew(ranks)
     return {
         "ranks": len(ranks),
@@ -422,6 +460,7 @@ def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
         "step_ms": round(sum(cats.values()), 4),
         "categories": {k: round(v, 4) for k, v in cats.items()},
         "parts": parts,
+        "period_ms": _mean_period([r.period_ms() for r in ranks]),
         "parts_by_bs": by_bs,
         "prefill_batches": min(len(r.prefill) for r in ranks),
         "skew_ms": sk["max_wait_ms"] if sk else 0.0,

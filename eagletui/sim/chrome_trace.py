@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eagletui.sim import perf
+from eagletui.sim.perf import draft_units
 
 LAYERS = 61  # the reference model's decoder layers (Kimi-K2/DeepSeek-V3)
 GEMM = "nvjet_sm90_tst_128x16_64x11_4x1_v_bz_NNT"
@@ -36,6 +37,9 @@ ATTENTION = "_fwd_kernel"
 DECODE_ATTENTION = ("_fwd_grouped_kernel_stage1", "_fwd_kernel_stage2")
 EXTEND_ATTENTION = (ATTENTION,)
 MOE = "fused_moe_kernel"
+#: the draft's preparation before its replay (SGLang 0.5.17: assign_draft_cache_locs and the runner's
+#: buffer copies)
+PREPARE_DRAFT = "assign_draft_cache_locs"
 COPY = (
     "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<long>, "
     "std::array<char*, 1ul> >(int, at::native::FillFunctor<long>, std::array<char*, 1ul>)"
@@ -331,11 +335,21 @@ class RankTrace:
         draft_ms = st.parts.get("draft", 0.0) * scale
         start = ts
         steps = max(1, self.cfg.num_steps)
-        if self.cfg.cuda_graph:
-            ts = self.replay(ts + 1.0, draft_ms, 1, DECODE_ATTENTION, None)
-        else:
-            for _ in range(steps):
-                ts = self.replay(ts + 1.0, draft_ms / steps, 1, DECODE_ATTENTION, f"step[DRAFT bs={st.bs}]")
+        lead, forwards = draft_units(steps)
+        lead_ms = draft_ms * lead / (lead + forwards) if lead + forwards > 0 else draft_ms
+        # the preparation and the draft runner: eager kernels before the replay (their time is the
+        # draft's lead, which the cycle model reads as the runner's work and the preparation)
+        self.kernel(PREPARE_DRAFT, "aten::copy_", ts + 1.0, 2.0)
+        ts = self.forward(ts + 4.0, lead_ms, 1, DECODE_ATTENTION)
+        replay_ms = draft_ms - lead_ms
+        if replay_ms > 0:
+            if self.cfg.cuda_graph:
+                ts = self.replay(ts + 1.0, replay_ms, 1, DECODE_ATTENTION, None)
+            else:
+                for _ in range(steps - 1):
+                    ts = self.replay(
+                        ts + 1.0, replay_ms / (steps - 1), 1, DECODE_ATTENTION, f"step[DRAFT bs={st.bs}]"
+                    )
         self.span("draft", start, ts + 1.0)
         start = ts + 3.0
         ts = self.replay(start, st.parts.get("verify", 0.0) * scale, LAYERS, EXTEND_ATTENTION, None)

@@ -53,6 +53,14 @@ PREFILL_FIXED_MS = 15.0
 PREFILL_MS_PER_TOKEN = 0.12
 NO_CUDA_GRAPH_SLOWDOWN = 2.3
 NOISE_SD = 0.03
+#: How a cycle's drafting splits, in units of the preset's ``draft_step_ms`` (steps 3 costs 3 of them, as
+#: calibrated): what SGLang 0.5.17 does on the lent H200 (its steps-3 trace, issue 32) — preparation every
+#: step count runs (``prepare_for_draft``), the draft runner's own work (copies, attention metadata, the
+#: graph launch) whenever the draft model runs at all, and one forward of the draft model for each step
+#: but the first (the first draft token comes from the previous draft extend): steps 1 runs no forward.
+DRAFT_PREPARE = 0.6
+DRAFT_RUNNER = 0.8
+DRAFT_FORWARD = 0.8
 
 #: Per-draft-token acceptance probabilities that give accept length 3.2 / 1.5 at steps=3, topk=1.
 GOOD_DRAFT_P = 0.8527
@@ -371,14 +379,22 @@ def decode_ms(cfg: PerfConfig, bs: int) -> float:
     return h.decode_ms * (1 + h.decode_bs_slope * (max(bs, 1) - 1)) * step_factor(cfg)
 
 
+def draft_units(steps: int) -> tuple[float, float]:
+    """(before the draft's graph replay, the replay) in units of ``draft_step_ms`` at ``steps``: the
+    preparation and, when the draft model runs at all, its runner; then ``steps − 1`` forwards."""
+    forwards = max(0, steps - 1)
+    return DRAFT_PREPARE + (DRAFT_RUNNER if forwards else 0.0), DRAFT_FORWARD * forwards
+
+
 def spec_parts_ms(cfg: PerfConfig, bs: int, mean_accept: float) -> dict[str, float]:
-    """One speculative cycle: ``draft`` (steps draft forwards), ``verify`` (the target over bs × draft
-    tokens) and ``extend`` (draft extend + commit, per accepted token)."""
+    """One speculative cycle: ``draft`` (preparation, the draft runner and ``steps − 1`` draft forwards:
+    :func:`draft_units`), ``verify`` (the target over bs × draft tokens) and ``extend`` (draft extend +
+    commit, per accepted token)."""
     h = cfg.preset
     bs = max(bs, 1)
     f = step_factor(cfg)
     draft = (
-        cfg.num_steps
+        sum(draft_units(cfg.num_steps))
         * h.draft_step_ms
         * (1 + DRAFT_TOPK_SLOPE * (cfg.topk - 1))
         * (1 + DRAFT_BS_SLOPE * (bs * cfg.topk - 1))

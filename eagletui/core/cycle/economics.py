@@ -176,7 +176,8 @@ def economics(
     (:func:`eagletui.core.cycle.model.fit_parts`) predict neighbours; ``rates`` is the measured per-position
     acceptance, ``other`` (cycle ms, accept) of the same settings with another drafter, ``profile`` a
     step profile's split of the cycle."""
-    from eagletui.core.cycle.model import fit_parts, rates_from_mean
+    from eagletui.core.cycle.fit import fit_parts
+    from eagletui.core.cycle.model import rates_from_mean
 
     if not (_ok(spec_tok_s) and _ok(accept_len) and _ok(base_tok_s)):
         return None

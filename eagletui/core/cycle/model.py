@@ -47,7 +47,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeGuard
 
 #: Positions of a tree that can be predicted at all (SGLang's own limit on draft tokens is far below).
@@ -72,6 +72,13 @@ class SpecSettings:
         if self.topk == 1 or self.draft_tokens is None:
             return self.steps + 1
         return max(2, self.draft_tokens)
+
+    @property
+    def draft_forwards(self) -> int:
+        """Forwards of the draft model in one cycle's drafting: ``steps − 1`` (SGLang's ``draft_forward``
+        takes the first draft token from the previous draft extend and breaks before the last step's
+        forward; steps 1 runs none, and its launch captures no draft graph at all)."""
+        return self.steps - 1
 
     @property
     def depth(self) -> int:
@@ -101,27 +108,58 @@ class SpecSettings:
 class CycleParts:
     """The parts of one cycle at one batch size, ms, and where they come from. ``fixed_ms`` is work of
     the cycle that neither the step count nor the accepted tokens change (a step profile's CPU-side time
-    around a CUDA-graph replay, the scheduler between the parts); a fit leaves it 0."""
+    around a CUDA-graph replay, the scheduler between the parts); a fit leaves it 0.
+
+    With ``per_forward`` (what a real SGLang server does, read from a step profile's graph replays) the
+    draft costs ``draft_step_ms`` per draft-model *forward* (``steps − 1`` of them) plus
+    ``draft_fixed_ms`` of the draft runner's own work whenever it runs at all (its buffer copies and
+    attention metadata: steps 1 skips them); without, ``draft_step_ms`` per step. ``token_ms`` is what a
+    verify costs per draft token beyond the ``measured_tokens`` it was measured with."""
 
     draft_step_ms: float
     verify_ms: float
     per_token_ms: float = 0.0
     source: str = ""
     fixed_ms: float = 0.0
+    draft_fixed_ms: float = 0.0
+    per_forward: bool = False
+    token_ms: float = 0.0
+    measured_tokens: int = 0
+    #: other parts the evidence leaves open (a draft runner's share, a rest that may be fixed or per
+    #: accepted token): a prediction's band is what they give
+    alternatives: tuple[CycleParts, ...] = field(default=(), compare=False)
+
+    def drafts(self, settings: SpecSettings) -> int:
+        """How many times ``draft_step_ms`` is paid at ``settings``."""
+        return settings.draft_forwards if self.per_forward else settings.steps
 
     def cycle_ms(self, settings: SpecSettings, accept: float) -> float:
+        n = self.drafts(settings)
+        runner = self.draft_fixed_ms if (n > 0 or not self.per_forward) else 0.0
+        tokens = self.token_ms * (settings.tokens - self.measured_tokens) if self.measured_tokens else 0.0
         return (
-            settings.steps * self.draft_step_ms + self.verify_ms + self.fixed_ms + accept * self.per_token_ms
+            n * self.draft_step_ms
+            + runner
+            + self.verify_ms
+            + tokens
+            + self.fixed_ms
+            + accept * self.per_token_ms
         )
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out = {
             "draft_step_ms": round(self.draft_step_ms, 3),
             "verify_ms": round(self.verify_ms, 3),
             "per_token_ms": round(self.per_token_ms, 3),
             "fixed_ms": round(self.fixed_ms, 3),
             "source": self.source,
         }
+        if self.per_forward:
+            out["draft_per"] = "forward"
+            out["draft_fixed_ms"] = round(self.draft_fixed_ms, 3)
+        if self.token_ms:
+            out["token_ms"] = round(self.token_ms, 4)
+        return out
 
 
 @dataclass(frozen=True)
@@ -139,16 +177,20 @@ class Measurement:
 @dataclass(frozen=True)
 class Prediction:
     """Predicted for ``settings``: accept length, cycle ms, per-request tok/s and the speedup over the
-    no-spec step (None without one). Always a prediction: say so wherever it is shown."""
+    no-spec step (None without one), and the per-request tok/s the parts' alternatives give
+    (``tok_s_low`` … ``tok_s_high``: the model's own band). Always a prediction: say so wherever it is
+    shown."""
 
     settings: SpecSettings
     accept: float
     cycle_ms: float
     tok_s: float
     speedup: float | None
+    tok_s_low: float | None = None
+    tok_s_high: float | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        out: dict[str, Any] = {
             "steps": self.settings.steps,
             "topk": self.settings.topk,
             "draft_tokens": self.settings.tokens,
@@ -157,6 +199,9 @@ class Prediction:
             "tok_s_per_request": round(self.tok_s, 3),
             "speedup": None if self.speedup is None else round(self.speedup, 4),
         }
+        if self.tok_s_low is not None and self.tok_s_high is not None:
+            out["tok_s_per_request_band"] = [round(self.tok_s_low, 3), round(self.tok_s_high, 3)]
+        return out
 
 
 # ------------------------------------------------------------------------------------- acceptance
@@ -228,118 +273,6 @@ def rates_from_mean(accept: float, depth: int) -> tuple[float, ...]:
 # -------------------------------------------------------------------------------------- the parts
 
 
-def fit_parts(
-    settings: SpecSettings,
-    cycle_ms: float,
-    accept: float,
-    nospec_step_ms: float,
-    *,
-    other: tuple[float, float] | None = None,
-    profile: Mapping[str, Any] | None = None,
-) -> CycleParts | None:
-    """The cycle's parts from what was measured (see the module docstring for each estimate).
-
-    ``other`` is (cycle_ms, accept) of a second spec run at the same settings with another drafter;
-    ``profile`` a step profile's split (``draft_step_ms``, ``verify_ms``, optional ``per_token_ms``),
-    which wins when given."""
-    if profile:
-        d, v = profile.get("draft_step_ms"), profile.get("verify_ms")
-        if finite(d) and finite(v) and d >= 0 and v > 0:
-            e = profile.get("per_token_ms")
-            return CycleParts(float(d), float(v), float(e) if finite(e) and e >= 0 else 0.0, "step profile")
-        shares = profile.get("shares")
-        if isinstance(shares, dict) and finite(cycle_ms) and cycle_ms > 0 and finite(accept) and accept >= 1:
-            ds, vs, es = (shares.get(k) for k in ("draft", "verify", "draft_extend"))
-            if finite(ds) and finite(vs) and finite(es) and vs > 0 and ds >= 0 and es >= 0:
-                kernels = profile.get("kernels")
-                kernels = kernels if isinstance(kernels, dict) else {}
-                dk, ek = kernels.get("draft"), kernels.get("draft_extend")
-                fw = profile.get("draft_forwards")
-                return _split(
-                    settings,
-                    cycle_ms,
-                    accept,
-                    float(ds),
-                    float(vs),
-                    float(es),
-                    draft_kernel=float(dk) if finite(dk) and 0 <= dk <= ds else None,
-                    extend_kernel=float(ek) if finite(ek) and 0 <= ek <= es else None,
-                    draft_forwards=float(fw) if finite(fw) and fw > 0 else 0.0,
-                )
-    if not (finite(cycle_ms) and finite(accept) and finite(nospec_step_ms)):
-        return None
-    if cycle_ms <= 0 or nospec_step_ms <= 0 or accept < 1:
-        return None
-    per_token, how = 0.0, "cycle held fixed in the accept length (one drafter measured)"
-    if other is not None and finite(other[0]) and finite(other[1]) and abs(other[1] - accept) >= 0.2:
-        slope = (other[0] - cycle_ms) / (other[1] - accept)
-        if slope > 0:
-            per_token, how = slope, "per-token part fitted from two drafters"
-    verify = min(nospec_step_ms, cycle_ms - per_token * accept)
-    if verify <= 0:  # the fit explains the whole cycle by the tokens: keep what was measured
-        per_token, verify, how = 0.0, min(nospec_step_ms, cycle_ms), "cycle held fixed in the accept length"
-    draft = max(0.0, (cycle_ms - verify - per_token * accept) / settings.steps)
-    return CycleParts(draft, verify, per_token, f"estimate: verify ≈ one no-spec step; {how}")
-
-
-def _split(
-    settings: SpecSettings,
-    cycle_ms: float,
-    accept: float,
-    draft: float,
-    verify: float,
-    extend: float,
-    *,
-    draft_kernel: float | None = None,
-    extend_kernel: float | None = None,
-    draft_forwards: float = 0.0,
-) -> CycleParts:
-    """The measured cycle split by a step profile's GPU spans per cycle of its draft, verify and draft
-    extend parts (and, where the profile has them, the kernel time inside each). The measured cycle is
-    reproduced; spans longer than it (a profile of a slower moment) are scaled down to it.
-
-    **With kernel times** (what :func:`eagletui.core.runs.economics.profile_parts` passes from a real trace): SGLang
-    runs all of a cycle's draft steps in one CUDA-graph replay (0.5.17 ``eagle_worker_v2.draft``:
-    ``cuda_graph_runner.execute`` around the whole ``draft_forward``), so one step fewer saves that step's
-    kernels, not a launch: ``draft_step_ms`` is the draft's kernel time ÷ steps. Drafted eagerly (the trace
-    has the draft's forwards as ranges nested in it: no graph at that batch size), each step also costs
-    its launches, so the part of the span around the kernels counts per step in the share of cycles that
-    drafted so. The draft extend's kernels run over the accepted tokens (per token); what is left of the
-    cycle (the CPU-side time around the replays, the scheduler between the parts) is ``fixed_ms``. On a
-    small model that is most of the cycle: the lent H200's tiny EAGLE-3 server spent 0.84 ms of a 3.9 ms
-    cycle in kernels, 0.12 ms of it in its 3 draft steps.
-
-    **Spans only** (a recording from before, a hand-made profile): the spans, with the gap to the measured
-    cycle once per forward (``steps`` drafts, one verify, one draft extend: ``(cycle − Σ spans) ÷ (steps
-    + 2)`` each).
-
-    Either way ``verify_ms`` is the verify's span and one forward's share of the gap: what stands in for a
-    no-spec step where no no-spec run was measured."""
-    total = draft + verify + extend
-    scale = min(1.0, cycle_ms / total) if total > 0 else 1.0
-    gap = max(0.0, cycle_ms - total) / (settings.steps + 2)
-    verify_ms = verify * scale + gap
-    if draft_kernel is None:
-        return CycleParts(
-            draft * scale / settings.steps + gap,
-            verify_ms,
-            (extend * scale + gap) / accept,
-            "step profile's spans + the gap to the measured cycle per forward",
-        )
-    eager = min(1.0, draft_forwards / max(1, settings.steps - 1)) if settings.steps > 1 else 0.0
-    per_step = (draft_kernel + eager * (draft - draft_kernel)) * scale / settings.steps
-    per_token = (extend if extend_kernel is None else extend_kernel) * scale / accept
-    fixed = max(0.0, cycle_ms - settings.steps * per_step - verify_ms - accept * per_token)
-    how = "eagerly drafted: its launches too" if eager >= 0.5 else "one CUDA-graph replay"
-    return CycleParts(
-        per_step,
-        verify_ms,
-        per_token,
-        f"step profile: a draft step = its kernels ({how}); the rest of the cycle fixed",
-        fixed,
-    )
-
-
 # ------------------------------------------------------------------------------------ prediction
 
 
@@ -353,7 +286,11 @@ def predict(m: Measurement, settings: SpecSettings | None = None) -> Prediction:
     speedup = None
     if m.nospec_step_ms and m.nospec_step_ms > 0 and cycle > 0:
         speedup = a * m.nospec_step_ms / cycle
-    return Prediction(s, a, cycle, tok, speedup)
+    low = high = None
+    if m.parts.alternatives:
+        toks = [tok] + [1000.0 * a / c for alt in m.parts.alternatives if (c := alt.cycle_ms(s, a)) > 0]
+        low, high = min(toks), max(toks)
+    return Prediction(s, a, cycle, tok, speedup, low, high)
 
 
 def neighbours(s: SpecSettings, *, max_steps: int = 8) -> list[SpecSettings]:

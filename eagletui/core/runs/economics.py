@@ -383,6 +383,19 @@ def profile_parts(profile: dict[str, Any] | None, bs: int | None = None) -> dict
         out["kernels"] = kernels
         fw = parts["draft"].get("forwards")
         out["draft_forwards"] = float(fw) if _ms(fw) else 0.0
+    # the graph replays inside each part and the profiled period (profiles from before issue 32 have
+    # neither): what a draft forward and the draft runner cost, and how much the profiler inflated
+    replay = {}
+    for stage in ("draft", "verify", "draft_extend"):
+        d = parts[stage]
+        figures = {k: float(d[k]) for k in ("replay_ms", "replay_kernels", "lead_ms") if _ms(d.get(k))}
+        if figures.get("replay_kernels"):
+            replay[stage] = figures
+    if replay:
+        out["replay"] = replay
+        period = parts.get("period_ms") if _ms(parts.get("period_ms")) else profile.get("period_ms")
+        if _ms(period):
+            out["period_ms"] = float(period)
     return out
 
 

@@ -100,3 +100,26 @@ def max_accept(args: Mapping[str, Any]) -> int | None:
     if ndt is None:
         return steps + 1
     return min(steps + 1, ndt)
+
+
+#: Flags that bound the decode batch sizes SGLang captures CUDA graphs for (newest spelling first).
+CAPTURE_FLAGS = ("--cuda-graph-max-bs-decode", "--cuda-graph-max-bs")
+
+
+def captured_max_bs(args: Mapping[str, Any]) -> int | None:
+    """The largest running batch a launch decodes under CUDA graphs, where its flags say: 0 with
+    ``--disable-cuda-graph``, the largest of ``--cuda-graph-bs``, else the max-bs flag; None when the
+    flags leave it to SGLang (it then picks by GPU memory, and the log's capture lines say)."""
+    named = {flag_name(k): v for k, v in args.items()}
+    if named.get("--disable-cuda-graph") in (True, "true", "True", "1"):
+        return 0
+    listed = named.get("--cuda-graph-bs")
+    if isinstance(listed, list | tuple) and listed:
+        sizes = [int(v) for v in listed if isinstance(v, int | str) and str(v).isdigit()]
+        if sizes:
+            return max(sizes)
+    for flag in CAPTURE_FLAGS:
+        v = _int(args, flag)
+        if v is not None:
+            return v
+    return None

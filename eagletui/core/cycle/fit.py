@@ -1,0 +1,292 @@
+"""Where a cycle's parts come from: a step profile's split of a measured cycle, or a fit from what a spec
+run and its no-spec reference measured (:func:`fit_parts`), with the alternatives the data leaves open
+(the band a prediction carries).
+
+Apart from the model (:mod:`eagletui.core.cycle.model`) because this is the part that reads evidence —
+profiles, per-request acceptance, a second drafter — and says how sure it is; the model only does the
+arithmetic of a cycle once its parts are known.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import Any
+
+from eagletui.core.cycle.model import CycleParts, SpecSettings, finite
+
+#: The draft runner's own work (its buffer copies, attention metadata, the graph launch) as a share of
+#: the time from the draft range's start to its replay: 0.76-0.84 ms of 1.45 in the lent H200's steps-3
+#: trace of SGLang 0.5.17 (the rest is ``prepare_for_draft``, which every step count runs). The band
+#: runs from the runner's kernels alone to the whole lead.
+RUNNER_SHARE = 0.55
+RUNNER_BAND = (0.3, 1.0)
+#: Fewest requests, and least spread of their accept lengths, from which a slope of the cycle in the
+#: accept length is read (the exact drafter accepts the same everywhere: no slope can be read then).
+SLOPE_MIN_N = 8
+SLOPE_MIN_SPREAD = 0.3
+
+
+def fit_parts(
+    settings: SpecSettings,
+    cycle_ms: float,
+    accept: float,
+    nospec_step_ms: float,
+    *,
+    other: tuple[float, float] | None = None,
+    profile: Mapping[str, Any] | None = None,
+    accept_slope: float | None = None,
+) -> CycleParts | None:
+    """The cycle's parts from what was measured, with the alternatives the evidence leaves open
+    (``CycleParts.alternatives``: a prediction's band spans them).
+
+    ``other`` is (cycle_ms, accept) of a second spec run at the same settings with another drafter;
+    ``profile`` a step profile's split (``draft_step_ms``, ``verify_ms``, optional ``per_token_ms``; or
+    the spans of the parts, with their graph replays where the profile has them), which wins when
+    given; ``accept_slope`` the cycle's growth per unit of accept length read from the run's own requests
+    (:func:`accept_slope`)."""
+    slope = accept_slope if finite(accept_slope) and accept_slope >= 0 else None
+    if profile:
+        parts = _from_profile(settings, cycle_ms, accept, profile, slope)
+        if parts is not None:
+            return parts
+    if not (finite(cycle_ms) and finite(accept) and finite(nospec_step_ms)):
+        return None
+    if cycle_ms <= 0 or nospec_step_ms <= 0 or accept < 1:
+        return None
+    return _estimate(settings, cycle_ms, accept, nospec_step_ms, other, slope)
+
+
+def _from_profile(
+    settings: SpecSettings, cycle_ms: float, accept: float, profile: Mapping[str, Any], slope: float | None
+) -> CycleParts | None:
+    d, v = profile.get("draft_step_ms"), profile.get("verify_ms")
+    if finite(d) and finite(v) and d >= 0 and v > 0:
+        e = profile.get("per_token_ms")
+        return CycleParts(float(d), float(v), float(e) if finite(e) and e >= 0 else 0.0, "step profile")
+    shares = profile.get("shares")
+    if not (isinstance(shares, dict) and finite(cycle_ms) and cycle_ms > 0 and finite(accept) and accept >= 1):
+        return None
+    ds, vs, es = (shares.get(k) for k in ("draft", "verify", "draft_extend"))
+    if not (finite(ds) and finite(vs) and finite(es) and vs > 0 and ds >= 0 and es >= 0):
+        return None
+    replay = profile.get("replay")
+    if isinstance(replay, dict) and _replayed(replay):
+        return _split_replay(settings, cycle_ms, accept, float(ds), float(vs), float(es), replay, profile, slope)
+    kernels = profile.get("kernels")
+    kernels = kernels if isinstance(kernels, dict) else {}
+    dk, ek = kernels.get("draft"), kernels.get("draft_extend")
+    fw = profile.get("draft_forwards")
+    return _split(
+        settings,
+        cycle_ms,
+        accept,
+        float(ds),
+        float(vs),
+        float(es),
+        draft_kernel=float(dk) if finite(dk) and 0 <= dk <= ds else None,
+        extend_kernel=float(ek) if finite(ek) and 0 <= ek <= es else None,
+        draft_forwards=float(fw) if finite(fw) and fw > 0 else 0.0,
+    )
+
+
+def _estimate(
+    settings: SpecSettings,
+    cycle_ms: float,
+    accept: float,
+    nospec_step_ms: float,
+    other: tuple[float, float] | None,
+    slope: float | None,
+) -> CycleParts:
+    """No profile: the verify costs about a no-spec step; what the rest of the cycle is depends on what
+    else was measured. A per-token part from the run's own requests (``slope``) or from a second drafter
+    settles it; without either, the rest may be drafting, fixed work or work per accepted token, and the
+    parts carry all three (the band) with "the rest is drafting" as the estimate's centre."""
+    per_token, how = 0.0, ""
+    if slope is not None:
+        per_token, how = slope, "per-token part read from the run's own requests"
+    elif other is not None and finite(other[0]) and finite(other[1]) and abs(other[1] - accept) >= 0.2:
+        fitted = (other[0] - cycle_ms) / (other[1] - accept)
+        if fitted > 0:
+            per_token, how = fitted, "per-token part fitted from two drafters"
+    verify = min(nospec_step_ms, cycle_ms - per_token * accept)
+    if verify <= 0:  # the fit explains the whole cycle by the tokens: keep what was measured
+        per_token, verify, how = 0.0, min(nospec_step_ms, cycle_ms), ""
+    rest = max(0.0, cycle_ms - verify - per_token * accept)
+    src = "estimate: verify ≈ one no-spec step; "
+    if how:
+        return CycleParts(rest / settings.steps, verify, per_token, src + how)
+    base = CycleParts(rest / settings.steps, verify, 0.0, src + "the rest of the cycle taken as drafting")
+    fixed = CycleParts(0.0, verify, 0.0, src + "the rest of the cycle taken as fixed", fixed_ms=rest)
+    per_accept = CycleParts(0.0, verify, rest / accept, src + "the rest of the cycle taken as per accepted token")
+    return replace(
+        base,
+        source=src + "the rest of the cycle unsplit (one drafter, no profile): taken as drafting, "
+        "anywhere from fixed to per accepted token",
+        alternatives=(fixed, per_accept),
+    )
+
+
+def _replayed(replay: Mapping[str, Any]) -> bool:
+    """The profile says how its parts were replayed (recordings from before do not)."""
+    return any(isinstance(replay.get(k), dict) for k in ("draft", "verify", "draft_extend"))
+
+
+def _num(d: Any, key: str) -> float:
+    v = d.get(key) if isinstance(d, Mapping) else None
+    return float(v) if finite(v) and v >= 0 else 0.0
+
+
+def _split_replay(
+    settings: SpecSettings,
+    cycle_ms: float,
+    accept: float,
+    draft: float,
+    verify: float,
+    extend: float,
+    replay: Mapping[str, Any],
+    profile: Mapping[str, Any],
+    slope: float | None,
+) -> CycleParts:
+    """The measured cycle split by what the GPU and the CPU really spend, read from a step profile's
+    CUDA-graph replays (SGLang 0.5.17 on the lent H200, its steps-3 trace: the draft's replay 122
+    kernels in 0.235 ms for 2 draft forwards; the draft range 1.92 ms, most of it eager preparation).
+
+    * a **draft forward** costs its replay's GPU span (``steps − 1`` forwards replayed; a profile of a
+      steps-1 launch has none, and the draft extend's replay, one draft-model forward, stands in);
+      drafted eagerly (forwards nested in the range), each forward costs its share of the whole range;
+    * the **draft runner** (:data:`RUNNER_SHARE` of the time before its replay) is paid whenever the
+      draft model runs at all, so dropping to steps 1 saves it too;
+    * the profiler inflates every CPU-bound gap (× 1.6-3.3 seen), not the replays: the CPU-bound
+      quantities are scaled by the measured cycle ÷ the profiled period;
+    * the **verify** stands in for a no-spec step as before (its span and one forward's share of the
+      gap); the **draft extend** is padded to the draft tokens by SGLang, so it is fixed per cycle, not
+      per accepted token, unless the run's own requests show a slope (``slope``);
+    * what is left of the measured cycle is fixed work.
+
+    The alternatives span the draft runner's share (:data:`RUNNER_BAND`) and, without a slope, an
+    extend whose work would follow the accepted tokens."""
+    period = _num(profile, "period_ms")
+    total = draft + verify + extend
+    sigma = min(1.0, cycle_ms / period) if period > 0 else (min(1.0, cycle_ms / total) if total > 0 else 1.0)
+    fwd = settings.draft_forwards
+    empty: Mapping[str, Any] = {}
+    rd, rx = (replay[k] if isinstance(replay.get(k), Mapping) else empty for k in ("draft", "draft_extend"))
+    nested = _num(profile, "draft_forwards")
+    if nested > 0 and fwd > 0:
+        per_forward = draft * sigma / max(nested, fwd)
+        how = "eagerly drafted: a forward costs its share of the draft range"
+    elif _num(rd, "replay_kernels") > 0 and fwd > 0:
+        per_forward = _num(rd, "replay_ms") / fwd
+        how = "the draft forwards in one CUDA-graph replay, a forward = its GPU span"
+    else:
+        per_forward = _num(rx, "replay_ms") or _num(rd, "replay_ms")
+        how = "a draft forward ≈ the draft extend's replay (the profile ran no draft forward)"
+    lead = _num(rd, "lead_ms") * sigma
+    runner = RUNNER_SHARE * lead
+    # the verify as a no-spec step's stand-in, as the spans-only split has it: its span (scaled down
+    # where the spans exceed the measured cycle) and one forward's share of the gap to it
+    scale = min(1.0, cycle_ms / total) if total > 0 else 1.0
+    gap = max(0.0, cycle_ms - total) / (settings.steps + 2)
+    verify_ms = min(verify * scale + gap, cycle_ms)
+    per_token = slope if slope is not None else 0.0
+    tokens = settings.tokens
+
+    def parts(runner_ms: float, e: float, label: str) -> CycleParts:
+        used = fwd * per_forward + (runner_ms if fwd > 0 else 0.0) + verify_ms + accept * e
+        return CycleParts(
+            per_forward,
+            verify_ms,
+            e,
+            label,
+            fixed_ms=max(0.0, cycle_ms - used),
+            draft_fixed_ms=runner_ms,
+            per_forward=True,
+            measured_tokens=tokens,
+        )
+
+    src = f"step profile: {how}; the draft runner's own work {runner:.2f} ms; the rest of the cycle fixed"
+    base = parts(runner, per_token, src)
+    alts = [parts(RUNNER_BAND[0] * lead, per_token, src), parts(RUNNER_BAND[1] * lead, per_token, src)]
+    if slope is None:
+        alts.append(parts(runner, _num(rx, "replay_ms") / accept, src + " (extend per accepted token)"))
+    return replace(base, alternatives=tuple(alts))
+
+
+def accept_slope(pairs: Sequence[tuple[float, float]]) -> float | None:
+    """How much a cycle grows per unit of accept length, read from one benchmark's own requests at
+    concurrency 1: ``(accept length, decode tok/s)`` of each request gives its cycle ``1000 × a ÷ tok/s``;
+    the least-squares slope of cycle on ``a``. None where the requests cannot tell (fewer than
+    :data:`SLOPE_MIN_N`, their accept lengths spread less than :data:`SLOPE_MIN_SPREAD`, or a negative
+    slope: noise). At higher concurrency requests share cycles, so the slope says nothing there."""
+    pts = [(float(a), 1000.0 * float(a) / float(t)) for a, t in pairs if finite(a) and finite(t) and a >= 1 and t > 0]
+    if len(pts) < SLOPE_MIN_N:
+        return None
+    xs = [a for a, _ in pts]
+    if max(xs) - min(xs) < SLOPE_MIN_SPREAD:
+        return None
+    mx = sum(xs) / len(xs)
+    my = sum(c for _, c in pts) / len(pts)
+    sxx = sum((a - mx) ** 2 for a in xs)
+    if sxx <= 0:
+        return None
+    b = sum((a - mx) * (c - my) for a, c in pts) / sxx
+    return b if b >= 0 else None
+
+
+def _split(
+    settings: SpecSettings,
+    cycle_ms: float,
+    accept: float,
+    draft: float,
+    verify: float,
+    extend: float,
+    *,
+    draft_kernel: float | None = None,
+    extend_kernel: float | None = None,
+    draft_forwards: float = 0.0,
+) -> CycleParts:
+    """The measured cycle split by a step profile's GPU spans per cycle of its draft, verify and draft
+    extend parts (and, where the profile has them, the kernel time inside each). The measured cycle is
+    reproduced; spans longer than it (a profile of a slower moment) are scaled down to it.
+
+    **With kernel times** (what :func:`eagletui.core.runs.economics.profile_parts` passes from a real trace): SGLang
+    runs all of a cycle's draft steps in one CUDA-graph replay (0.5.17 ``eagle_worker_v2.draft``:
+    ``cuda_graph_runner.execute`` around the whole ``draft_forward``), so one step fewer saves that step's
+    kernels, not a launch: ``draft_step_ms`` is the draft's kernel time ÷ steps. Drafted eagerly (the trace
+    has the draft's forwards as ranges nested in it: no graph at that batch size), each step also costs
+    its launches, so the part of the span around the kernels counts per step in the share of cycles that
+    drafted so. The draft extend's kernels run over the accepted tokens (per token); what is left of the
+    cycle (the CPU-side time around the replays, the scheduler between the parts) is ``fixed_ms``. On a
+    small model that is most of the cycle: the lent H200's tiny EAGLE-3 server spent 0.84 ms of a 3.9 ms
+    cycle in kernels, 0.12 ms of it in its 3 draft steps.
+
+    **Spans only** (a recording from before, a hand-made profile): the spans, with the gap to the measured
+    cycle once per forward (``steps`` drafts, one verify, one draft extend: ``(cycle − Σ spans) ÷ (steps
+    + 2)`` each).
+
+    Either way ``verify_ms`` is the verify's span and one forward's share of the gap: what stands in for a
+    no-spec step where no no-spec run was measured."""
+    total = draft + verify + extend
+    scale = min(1.0, cycle_ms / total) if total > 0 else 1.0
+    gap = max(0.0, cycle_ms - total) / (settings.steps + 2)
+    verify_ms = verify * scale + gap
+    if draft_kernel is None:
+        return CycleParts(
+            draft * scale / settings.steps + gap,
+            verify_ms,
+            (extend * scale + gap) / accept,
+            "step profile's spans + the gap to the measured cycle per forward",
+        )
+    eager = min(1.0, draft_forwards / max(1, settings.steps - 1)) if settings.steps > 1 else 0.0
+    per_step = (draft_kernel + eager * (draft - draft_kernel)) * scale / settings.steps
+    per_token = (extend if extend_kernel is None else extend_kernel) * scale / accept
+    fixed = max(0.0, cycle_ms - settings.steps * per_step - verify_ms - accept * per_token)
+    how = "eagerly drafted: its launches too" if eager >= 0.5 else "one CUDA-graph replay"
+    return CycleParts(
+        per_step,
+        verify_ms,
+        per_token,
+        f"step profile: a draft step = its kernels ({how}); the rest of the cycle fixed",
+        fixed,
+    )

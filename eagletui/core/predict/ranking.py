@@ -1,0 +1,132 @@
+"""The one ranking of the next launch: every candidate setting at every concurrency a spec run measured,
+with its predicted tok/s and band, and the per-concurrency decision every recommendation reads (the
+``next_launch`` diagnosis, the why line, SGLang's ``--speculative-adaptive-config``, ``bench --json``).
+
+A candidate wins a concurrency only when the low edge of its band beats what ran by :data:`WORTH`: a
+prediction whose band straddles the measured setting is "undecided", and says what would decide it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from eagletui.core.predict.bases import _label
+from eagletui.core.predict.checks import Record, kind_of, track_record
+from eagletui.core.predict.forecast import WORTH, Forecast, forecasts
+from eagletui.core.runs.book import RunBook
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What the ranking decides at one concurrency: ``winner`` beats what ran by :data:`WORTH` even at
+    the low edge of its band; ``open`` (no winner) names the best candidate whose band reaches past that
+    margin: undecided until it is measured; neither: keep what ran."""
+
+    concurrency: int
+    base_label: str
+    base_tok_s: float
+    winner: Forecast | None
+    open: Forecast | None
+    eager: bool = False
+
+    @property
+    def steps(self) -> int | None:
+        """The step count this concurrency should run (0: no drafting), None while undecided."""
+        if self.winner is not None:
+            return 0 if self.winner.settings is None else self.winner.settings.steps
+        return None if self.open is not None else -1
+
+    def text(self) -> str:
+        c = self.concurrency
+        if self.winner is not None:
+            f = self.winner
+            kind = "measured" if f.measured else "predicted"
+            band = f"; {f.band_text()}" if not f.measured and f.band_text() else ""
+            return f"at concurrency {c}: {f.label} ({kind} {f.tok_s:.1f} tok/s, {f.delta_pct:+.0f} %{band})"
+        if self.open is not None:
+            f = self.open
+            why = "eager decode: the profile and runs at graph batch sizes do not carry" if self.eager else (
+                f"its band {f.band_text()} reaches both sides"
+            )
+            return (
+                f"at concurrency {c}: undecided — {f.label} predicted {f.tok_s:.1f} tok/s ({f.delta_pct:+.0f} %), "
+                f"{why}: launch it to know"
+            )
+        return f"at concurrency {c}: keep {self.base_label} (nothing predicted beats it by {WORTH * 100:.0f} % at the low edge of its band)"
+
+
+def ranked(book: RunBook, launch: int) -> tuple[list[Forecast], str]:
+    """:func:`~eagletui.core.predict.forecast.forecasts` with this host's track record in each band:
+    where earlier predictions of the same kind of change were checked, the errors they made widen the
+    band (a missed prediction lowers the confidence in the next one of its kind)."""
+    fs, why = forecasts(book, launch)
+    if not fs:
+        return fs, why
+    record = track_record(book)
+    return [_with_record(f, record.get(kind_of(f.label))) for f in fs], why
+
+
+def _with_record(f: Forecast, rec: Record | None) -> Forecast:
+    if f.measured or rec is None:
+        return f
+    band = rec.band()
+    if band is None:
+        return f
+    lo_pct, hi_pct = band
+    # a prediction that errs by e% measures pred ÷ (1 + e): the highest error gives the lowest outcome
+    low = f.tok_s / (1.0 + hi_pct / 100.0) if hi_pct > -100 else f.tok_s
+    high = f.tok_s / (1.0 + lo_pct / 100.0) if lo_pct > -100 else f.tok_s
+    if f.low is not None and f.high is not None:
+        low, high = min(low, f.low), max(high, f.high)
+        source = f"{rec.describe()} and the model's alternatives"
+    else:
+        source = rec.describe()
+    return replace(f, low=low, high=high, band=source)
+
+
+def decisions(fs: list[Forecast], base_label: str) -> dict[int, Decision]:
+    """The decision at each concurrency of ``fs``: the best candidate that wins at the low edge of its
+    band, else the best one whose band still reaches past :data:`WORTH` (undecided), else keep. An eager
+    concurrency (above the largest CUDA-graph batch of either side) is decided only by a measurement: a
+    measured setting that wins, else undecided while any candidate is only predicted."""
+    out: dict[int, Decision] = {}
+    for c in sorted({f.concurrency for f in fs}):
+        rows = sorted((f for f in fs if f.concurrency == c), key=lambda f: -f.tok_s)
+        base = rows[0].base_tok_s
+        eager = any(f.eager for f in rows)
+        need = base * (1 + WORTH)
+        winners = [f for f in rows if (f.measured or not eager) and f.floor > need]
+        winner = max(winners, key=lambda f: f.floor) if winners else None
+        open_ = None
+        if winner is None and eager:
+            # nothing measured wins, and a prediction cannot say "keep" either: the best one is open
+            open_ = next((f for f in rows if not f.measured), None)
+        elif winner is None:
+            open_ = next((f for f in rows if f.ceiling > need), None)
+        out[c] = Decision(c, base_label, base, winner, open_, eager)
+    return out
+
+
+def adaptive_config(book: RunBook, launch: int) -> dict[str, Any] | None:
+    """The JSON file ``--speculative-adaptive-config`` of SGLang 0.5.23 reads, from the one ranking: per
+    measured concurrency (a batch-size key) the step count the decision names, the measured one where it
+    keeps what ran (0: no drafting at that batch size). None without predictions, while any concurrency
+    is undecided (a config must not rest on a guess), and when no drafting wins everywhere (then the
+    answer is speculation off, not adaptive speculation). SGLang requires the launch's
+    ``--speculative-num-steps`` to be one of the candidate steps (``_init_adaptive_speculative_params``)."""
+    fs, _ = ranked(book, launch)
+    if not fs:
+        return None
+    run = book.runs[launch]
+    s = run.spec_settings
+    if s is None or s.topk != 1:
+        return None  # adaptive speculation runs topk 1 only (adaptive_unsupported_reason)
+    out: dict[str, Any] = {}
+    for c, d in decisions(fs, _label(s)).items():
+        if d.steps is None:
+            return None
+        out[str(c)] = {"candidate_steps": [s.steps if d.steps < 0 else d.steps]}
+    if all(v["candidate_steps"] == [0] for v in out.values()):
+        return None
+    return out
