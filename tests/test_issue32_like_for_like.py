@@ -18,7 +18,9 @@ import re
 from pathlib import Path
 
 from eagletui.core import events as ev
-from eagletui.core.predict.next_launch import adaptive_config, forecasts, prediction_diagnoses
+from eagletui.core.predict.forecast import forecasts
+from eagletui.core.predict.next_launch import prediction_diagnoses
+from eagletui.core.predict.ranking import adaptive_config
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.run import RunVerdict
 from eagletui.session.export import build_report

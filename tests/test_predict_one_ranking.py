@@ -140,7 +140,7 @@ def _eager_book(spec_max_bs: int | None, nospec_max_bs: int | None, nospec_tok_s
     return fresh
 
 
-@pytest.mark.parametrize(("spec_max", "nospec_max"), [(8, None), (None, 8), (8, 8)])
+@pytest.mark.parametrize(("spec_max", "nospec_max"), [(8, None), (8, 8)])
 def test_an_eager_concurrency_is_never_decided_by_a_prediction(
     spec_max: int | None, nospec_max: int | None
 ) -> None:
@@ -166,3 +166,14 @@ def test_a_measured_setting_still_decides_an_eager_concurrency() -> None:
     d = decisions(ranked(book, 1)[0], "steps 3")
     assert d[16].eager and d[16].winner is not None and d[16].winner.measured
     assert d[16].winner.label == "speculation off"
+
+
+def test_a_no_spec_run_that_captured_other_graph_sizes_is_no_reference() -> None:
+    """The no-spec side eager alone ((None, 8): it captured up to 8, the spec launch left the sizes to
+    SGLang) differs in a flag that is not speculative: it is not like for like, so it is no reference to
+    predict from or to be eager against (issue 32's like-for-like rule), and no measured "speculation
+    off" enters the ranking."""
+    book = _eager_book(None, 8)
+    assert book.like_reference(1) is None
+    fs, _ = ranked(book, 1)
+    assert not any(f.measured and f.settings is None for f in fs)
