@@ -252,6 +252,8 @@ class LaunchDetected(Event):
     launch: int = 0
     facts: dict[str, Any] = field(default_factory=dict)
     server: str = ""
+    #: read from what the log held when eagletui found the run running: history, never a restart now
+    history: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -10,10 +10,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
-from eagletui.core.events import ConnectionState, Event, LogLine, LogStale, Notice, ProcessExited
+from eagletui.core.events import (
+    ConnectionState,
+    Event,
+    LaunchDetected,
+    LogLine,
+    LogStale,
+    Notice,
+    ProcessExited,
+)
 from eagletui.core.timings import Timings
 from eagletui.remote.control import Liveness, RunInfo
 from eagletui.remote.launcher import Launcher
@@ -120,6 +129,42 @@ class _LineSplitter:
         return out
 
 
+#: Prints a file's size on the host (``~`` expanded as the tail's reader does); stdlib only.
+_SIZE = "import os,sys; print(os.path.getsize(os.path.expanduser(sys.argv[1])))"
+
+
+class Backlog:
+    """What a log already held when eagletui found its run running (a reattach): the interpreter reads it
+    from the start to rebuild the launch's story, but those lines are history. A server-args line in
+    them is the launch itself, long ago, never a restart during a benchmark that runs now (issue 31:
+    every headless ``bench`` of a server eagletui had launched was thrown away as "restarted").
+
+    ``end`` is the log's size when the run was found (None: not known, and nothing is marked)."""
+
+    def __init__(self, end: int | None) -> None:
+        self.end = end
+
+    @classmethod
+    async def measure(cls, transport: Transport, python: str, path: str, timings: Timings) -> Backlog:
+        """The log's size on the host now; unknown (nothing marked) when it cannot be read."""
+        with contextlib.suppress(TransportError, OSError, TimeoutError, ValueError):
+            res = await transport.run([python, "-c", _SIZE, path], timeout=timings.watch.stat_s)
+            if res.exit_status == 0:
+                return cls(int(res.stdout.strip().splitlines()[-1]))
+        return cls(None)
+
+    def split(self, off: int, data: bytes) -> tuple[bytes, bytes]:
+        """``data`` (read at ``off``) as (the part written before the run was found, the rest)."""
+        if self.end is None or off >= self.end:
+            return b"", data
+        cut = self.end - off
+        return data[:cut], data[cut:]
+
+    @staticmethod
+    def mark(events: list[Event]) -> list[Event]:
+        return [dataclasses.replace(e, history=True) if isinstance(e, LaunchDetected) else e for e in events]
+
+
 def make_interpreter(launch: int, log_format: str | None = None) -> Any:
     """The interpreter for one launch's log, in the server's log format (the default when None)."""
     try:
@@ -140,6 +185,7 @@ class LiveSource:
         timings: Timings,
         poll_s: float | None = None,
         log_format: str | None = None,
+        history: bool = False,
     ):
         self.transport = transport
         self.control = control
@@ -162,6 +208,8 @@ class LiveSource:
         self._stopped = False
         self._exit_expected = False
         self._tasks: list[asyncio.Task[Any]] = []
+        #: a run found running: what its log held then is history (:class:`Backlog`)
+        self.history = history
         self.tail = LogTail(
             transport,
             run.log_path,
@@ -193,15 +241,25 @@ class LiveSource:
             await self._room.wait()
         self._emit(events)
 
+    async def _backlog(self, path: str) -> Backlog:
+        if not self.history:
+            return Backlog(None)
+        return await Backlog.measure(self.transport, self.control.python, path, self.timings)
+
     async def _tail_loop(self) -> None:
         end = self.tail.offset
+        backlog = await self._backlog(self.run.log_path)
         async for off, data in self.tail.chunks():
             self._last_data = self.clock.monotonic()
             self._stale_sent = False
             if off < end:  # the file was reset: the old file's unfinished line ends here
                 await self._put(self.interp.flush())
                 self.limiter = LineLimiter()
+                backlog = Backlog(None)  # a new file: nothing in it predates us
             end = off + len(data)
+            old, data = backlog.split(off, data)
+            if old:
+                await self._put(backlog.mark(self.interp.feed_bytes(self.limiter.feed(old))))
             await self._put(self.interp.feed_bytes(self.limiter.feed(data)))
 
     def _stale_limit(self) -> float | None:

@@ -192,7 +192,7 @@ class Workspace(Benchmarks, StepProfiles):
             )
         )
         self._announce(run, config)
-        self._follow(run)
+        self._follow(run, history=True)
 
     async def needs_consent(self) -> bool:
         """Stopping the followed server needs the user's yes: eagletui started it, but not this session
@@ -294,7 +294,7 @@ class Workspace(Benchmarks, StepProfiles):
             )
         )
         self._announce(run, config)
-        self._follow(run)
+        self._follow(run, history=True)
         return True
 
     async def _preflight(self, profile: Profile) -> None:
@@ -359,12 +359,13 @@ class Workspace(Benchmarks, StepProfiles):
             )
         )
 
-    def _follow(self, run: RunInfo) -> None:
+    def _follow(self, run: RunInfo, *, history: bool = False) -> None:
+        """Follow ``run``'s log and process; ``history``: it was found running (its log so far is past)."""
         assert self.transport is not None and self.control is not None
         self._stop_source()
         profile = self.running_profile or self.profile
         self._source = self.control.live_source(
-            self.transport, run, log_format=profile.kind.log_format
+            self.transport, run, log_format=profile.kind.log_format, history=history
         )
         self._source_task = asyncio.create_task(self._pump(self._source), name="log source")
 

@@ -104,7 +104,9 @@ class _Fold(_Baseline):
 
     def _on_launch_detected(self, event: LaunchDetected) -> None:
         run = self._run(event.launch)
-        if run.open_benches:
+        if run.open_benches and not event.history:
+            # a restart is a server-args line written now; the one read back from a log that was
+            # already there when the run was found is the launch itself, long before the benchmark
             self._interrupt(event.launch, "launch_detected")
         if run.started_wall is None:
             run.started_wall, run.started_mono = event.wall, event.mono
