@@ -21,7 +21,9 @@ from eagletui.core.events import (
     LogLine,
     LogStale,
     Notice,
+    PhaseStarted,
     ProcessExited,
+    ServerReady,
 )
 from eagletui.core.timings import Timings
 from eagletui.remote.control import Liveness, RunInfo
@@ -165,6 +167,45 @@ class Backlog:
         return [dataclasses.replace(e, history=True) if isinstance(e, LaunchDetected) else e for e in events]
 
 
+class StartClock:
+    """Times a run found running from its real start: the host's /proc knows when the leader started
+    (``RunInfo.started_clock``, its local time of day) and the log's timestamps tell when the first
+    line and the ready line were written, on the same clock. A reattach otherwise counts start-up from
+    the first log line (issue 31: "elapsed 50.0s" for a launch that took 80 s: imports come first).
+
+    Fills ``since_start`` of the first line's ``PhaseStarted`` (``launch``), the ready one's and the
+    ``ServerReady`` after it. A value past ``started_ago`` (a server logging in another time zone) is
+    dropped, never shown."""
+
+    def __init__(self, fmt: Any, clock: float | None, ago: float | None) -> None:
+        self.fmt = fmt if clock is not None and ago is not None else None
+        self.clock = clock or 0.0
+        self.ago = ago or 0.0
+        self._ready: float | None = None
+
+    def _since(self, log_time: str) -> float | None:
+        ts = self.fmt.ts_seconds(log_time) if log_time and self.fmt is not None else None
+        if ts is None:
+            return None
+        since = (ts % 86400 - self.clock) % 86400  # days apart: the time of day wraps at midnight
+        return round(since, 3) if since <= self.ago + 2.0 else None  # 2 s: the stamps' resolution
+
+    def stamp(self, events: list[Event]) -> list[Event]:
+        if self.fmt is None:
+            return events
+        out = []
+        for e in events:
+            if isinstance(e, PhaseStarted) and e.phase in ("launch", "ready"):
+                since = self._since(e.log_time)
+                if e.phase == "ready":
+                    self._ready = since
+                e = dataclasses.replace(e, since_start=since) if since is not None else e
+            elif isinstance(e, ServerReady) and self._ready is not None:
+                e = dataclasses.replace(e, since_start=self._ready)
+            out.append(e)
+        return out
+
+
 def make_interpreter(launch: int, log_format: str | None = None) -> Any:
     """The interpreter for one launch's log, in the server's log format (the default when None)."""
     try:
@@ -195,6 +236,7 @@ class LiveSource:
         self.stale_after = timings.watch.stale_s
         self.poll_interval = timings.watch.poll_s if poll_s is None else poll_s
         self.interp = make_interpreter(run.launch, log_format)
+        self.start_clock = StartClock(getattr(self.interp, "fmt", None), run.started_clock, run.started_ago)
         self.limiter = LineLimiter()
         # Unbounded for the rare control events (link state, notices, exit), which come from
         # callbacks that cannot wait; log events wait in _put until the consumer has caught up.
@@ -239,7 +281,7 @@ class LiveSource:
         while self._queue.qsize() >= QUEUE_EVENTS:
             self._room.clear()
             await self._room.wait()
-        self._emit(events)
+        self._emit(self.start_clock.stamp(events))
 
     async def _backlog(self, path: str) -> Backlog:
         if not self.history:

@@ -191,7 +191,7 @@ class Workspace(Benchmarks, StepProfiles):
                 source="attach",
             )
         )
-        self._announce(run, config)
+        self._announce(run, config, started_ago=run.started_ago)
         self._follow(run, history=True)
 
     async def needs_consent(self) -> bool:
@@ -342,7 +342,15 @@ class Workspace(Benchmarks, StepProfiles):
             lines = tuple(f"{c.name}: {c.message}" for c in failed)
             raise WorkspaceError("preflight failed: " + "; ".join(lines), stage="preflight", checks=lines)
 
-    def _announce(self, run: RunInfo, config: dict[str, Any], diff: dict[str, Any] | None = None) -> None:
+    def _announce(
+        self,
+        run: RunInfo,
+        config: dict[str, Any],
+        diff: dict[str, Any] | None = None,
+        *,
+        started_ago: float | None = None,
+    ) -> None:
+        """``LaunchStarted`` for ``run``; ``started_ago``: a run found running, started that long ago."""
         self.emit(
             LaunchStarted(
                 launch=run.launch,
@@ -356,6 +364,7 @@ class Workspace(Benchmarks, StepProfiles):
                 diff=diff or {},
                 job_id=run.job_id,
                 nodes=run.num_nodes,
+                started_ago=started_ago,
             )
         )
 
