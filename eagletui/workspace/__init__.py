@@ -251,7 +251,7 @@ class Workspace(Benchmarks, StepProfiles):
         if diff:
             self.emit(ConfigChanged(changes=diff))
         try:
-            run = await self.control.launch(profile, launch=self.launch_no)
+            run = await self._launch_op(profile)
         except LaunchRefused as exc:
             raise WorkspaceError(str(exc), stage="refused") from None
         except LaunchOutcomeUnknown as exc:
@@ -263,6 +263,21 @@ class Workspace(Benchmarks, StepProfiles):
         self.running_config = new_config
         self._announce(run, new_config, diff)
         self._follow(run)
+
+    async def _launch_op(self, profile: Profile) -> RunInfo:
+        """The launcher's launch, carried to its end even when this task is cancelled meanwhile (SIGTERM
+        to a headless command): what it started on the host is then followed (``self.run``), so the
+        command's cleanup stops it instead of leaving a server nobody knows of; the cancellation goes on."""
+        assert self.control is not None, "connect() first"
+        op = asyncio.ensure_future(self.control.launch(profile, launch=self.launch_no))
+        try:
+            return await asyncio.shield(op)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                run = await op  # bounded by the launcher's own launch timeout
+                run.launched_here = True
+                self.run, self.running_profile = run, profile
+            raise
 
     async def _reconcile(self) -> bool:
         """Ask the host what became of the launch whose answer was lost; follow it if it runs."""
