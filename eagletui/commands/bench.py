@@ -170,20 +170,8 @@ async def _amain(ns: argparse.Namespace) -> int:
         summary["interrupted"] = ns.interrupt.to_json()
         _say(f"eagletui: interrupted by {ns.interrupt.name} during the {ns.interrupt.stage or 'setup'}")
     finally:
-        if ws.run is not None and ws.run.owned and ws.run.launched_here:
-            _say("stopping the server")
-            try:
-                await ws.stop()
-                out = ws.last_stop
-                summary["stop"] = {"ok": True}
-                if out is not None:
-                    summary["stop"].update(ended_by=out.ended_by, seconds=out.seconds)
-                    _say(f"the server {out.describe()}")
-            except Exception as exc:
-                # A server left running holds the port and the GPUs: never a silent success.
-                _say(f"eagletui: stopping the server failed: {exc}")
-                summary["stop"] = {"ok": False, "error": redactor.text(str(exc))}
-                code = EXIT_STOP_FAILED
+        if not await _stop_what_we_started(ws, redactor, summary):
+            code = EXIT_STOP_FAILED
         job = ws.job_report()
         if job is not None:
             summary["job"] = job  # a Slurm launch: its job id and the state it ended in
@@ -202,6 +190,26 @@ async def _amain(ns: argparse.Namespace) -> int:
     if ns.json:
         print(json.dumps(summary, indent=2))
     return code
+
+
+async def _stop_what_we_started(ws: Workspace, redactor: Redactor, summary: dict[str, Any]) -> bool:
+    """Stop the server this command launched (none else), its outcome in ``summary["stop"]``; False when
+    the stop failed: a server left running holds the port and the GPUs, never a silent success."""
+    if ws.run is None or not ws.run.owned or not ws.run.launched_here:
+        return True
+    _say("stopping the server")
+    try:
+        await ws.stop()
+    except Exception as exc:
+        _say(f"eagletui: stopping the server failed: {exc}")
+        summary["stop"] = {"ok": False, "error": redactor.text(str(exc))}
+        return False
+    out = ws.last_stop
+    summary["stop"] = {"ok": True}
+    if out is not None:
+        summary["stop"].update(ended_by=out.ended_by, seconds=out.seconds)
+        _say(f"the server {out.describe()}")
+    return True
 
 
 def _measured_so_far(
