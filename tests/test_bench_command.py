@@ -318,3 +318,48 @@ def test_bench_vs_no_spec_runs_no_spec_again_until_a_point_leaves_its_noise(tmp_
 def test_decide_within_is_checked(tmp_path, capsys):
     assert main(["local", "--profile", _profile(tmp_path, 1), "--decide-within", "-1"]) == 2
     assert "--decide-within must be" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_headless_bench_of_a_server_eagletui_launched_is_valid(tmp_path):
+    """Issue 31 item 1 (real: 3 of 3 runs thrown away; simulator 2 of 2): ``bench`` without ``--launch``
+    reattaches to the run eagletui launched and reads its log from the first line; the server-args line
+    read back then is the launch itself, long past, not "the server restarted during the run"."""
+    import asyncio
+    import sys
+
+    from eagletui.core.profile.load import load_profile
+    from eagletui.core.timings import FAST
+    from eagletui.remote.control import ServerControl
+    from eagletui.remote.local import LocalTransport
+
+    port = _free_port()
+    # a benchmark of a few seconds: the log's backfill (the launch's own lines) lands inside it
+    rest = "[bench]\nnum_prompts = 40\nconcurrency = 2\nmax_new_tokens = 64\nwarmup = 1"
+    prof = sim_profile_toml(tmp_path, port, args="enable-metrics = true\n", rest=rest, speed=5)
+    control = ServerControl(LocalTransport(), str(tmp_path / "runs"), python=sys.executable, timings=FAST)
+    run = asyncio.run(control.launch(load_profile(prof), launch=1))
+    try:
+        log = tmp_path / "runs" / run.run_id / "server.log"
+        import time
+
+        deadline = time.monotonic() + 60
+        while "ready to roll" not in log.read_text(errors="replace"):
+            assert time.monotonic() < deadline, log.read_text(errors="replace")[-2000:]
+            time.sleep(0.1)
+        import os
+        import subprocess
+
+        # a process of its own, as a user runs it (in-process the backfill tends to win the race)
+        env = {**os.environ, "EAGLETUI_TIMINGS": "fast"}
+        argv = [sys.executable, "-m", "eagletui", "bench", "local", "--profile", prof, "--json", "--no-record"]
+        out = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=120)
+        rc = out.returncode
+        doc = json.loads(out.stdout)
+        assert doc["invalid"] == [] and rc == 0, (doc["invalid"], out.stderr[-2000:])
+        assert doc["output_throughput"] > 0 and doc["config"].get("external") is None  # the reattached run
+        assert "stop" not in doc  # not launched by this command: left running
+        with socket.socket() as s:
+            assert s.connect_ex(("127.0.0.1", port)) == 0
+    finally:
+        asyncio.run(control.stop(run))

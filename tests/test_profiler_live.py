@@ -100,7 +100,7 @@ async def test_no_traces_is_a_clear_timeout(tmp_path: Path) -> None:
     runner, url = await serve(server)
     transport = LocalTransport()
     try:
-        with pytest.raises(ProfileError, match="no complete DECODE traces"):
+        with pytest.raises(ProfileError, match="no DECODE trace in two attempts: the decode load ended"):
             await capture(
                 transport,
                 url,

@@ -66,10 +66,14 @@ def test_profile_by_stage_writes_rank_traces(tmp_path: Path) -> None:
         assert status == 500
         req = {"output_dir": str(tmp_path), "num_steps": 2, "profile_by_stage": True, "profile_id": "p1"}
         assert _post(sim.base, "/start_profile", req) == (200, "Start profiling.\n")
-        assert _post(sim.base, "/start_profile", {"output_dir": str(tmp_path)})[0] == 500
         for i in range(3):
             sp = {"max_new_tokens": 16, "ignore_eos": True}
             assert _post(sim.base, "/generate", {"text": f"q{i}", "sampling_params": sp})[0] == 200
+        # a profile not by stage starts at once; a second start meanwhile is refused, as SGLang does
+        manual = {"output_dir": str(tmp_path / "manual"), "profile_id": "p2"}
+        assert _post(sim.base, "/start_profile", manual) == (200, "Start profiling.\n")
+        assert _post(sim.base, "/start_profile", {"output_dir": str(tmp_path)})[0] == 500
+        assert _post(sim.base, "/stop_profile")[0] == 200
         text = sim.text()
     assert "\nRuntimeError: Profiling is not in progress. Call /start_profile first.\n" in text
     assert "\nRuntimeError: Profiling is already in progress. Call /stop_profile first.\n" in text
@@ -82,8 +86,12 @@ def test_profile_by_stage_writes_rank_traces(tmp_path: Path) -> None:
         f"Profiling starts for DECODE. Traces will be saved to: {tmp_path} (with profile id: p1)",
         "Stop profiling-DECODE...",
         f"Profiling done. Traces are saved to: {tmp_path}",
+        f"Profiling starts. Traces will be saved to: {tmp_path / 'manual'} (with profile id: p2)",
+        "Stop profiling...",
+        f"Profiling done. Traces are saved to: {tmp_path / 'manual'}",
     ]
-    names = sorted(p.name for p in tmp_path.iterdir())
+    assert sorted(p.name for p in (tmp_path / "manual").iterdir())[0] == "p2-TP-0-EP-0.trace.json.gz"
+    names = sorted(p.name for p in tmp_path.iterdir() if p.is_file())
     assert names == sorted(
         f"p1-TP-{r}-EP-{r // 4}-{stage}.trace.json.gz" for r in range(8) for stage in ("EXTEND", "DECODE")
     )

@@ -2,7 +2,8 @@
 
 For scripts and CI: launch (optionally) the profile's server on TARGET, wait until it serves, run the
 profile's benchmark N times, print one result (JSON on stdout with ``--json``) and stop what we
-started, also on Ctrl-C or failure.
+started, also on failure and on Ctrl-C, SIGTERM or SIGHUP (then the JSON has what finished and an
+``interrupted`` block, and the exit status is 128 + the signal: :mod:`eagletui.commands._signals`).
 
 The same orchestrator as the UI: a :class:`~eagletui.workspace.Workspace` launches, tails and
 benchmarks; its events go into a :class:`~eagletui.session.model.SessionModel`, so readiness is the
@@ -26,6 +27,7 @@ from eagletui.commands._args import ArgumentParser, command_timings, timings_fro
 from eagletui.commands._bench_decide import decide
 from eagletui.commands._bench_report import print_report, summarize_repeats
 from eagletui.commands._headless import PhasePrinter, _say
+from eagletui.commands._signals import Interrupt, run_headless, withdraw
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.core import events as ev
 from eagletui.core.events import BenchmarkResult
@@ -160,21 +162,17 @@ async def _amain(ns: argparse.Namespace) -> int:
     code = EXIT_OK
     try:
         code = await _measure(ns, ws, model, profile, target, repeats, redactor, foreign, summary)
+    except asyncio.CancelledError:
+        if not withdraw(ns.interrupt):
+            raise
+        # SIGTERM, SIGHUP or Ctrl-C: what finished is reported, what we started is stopped below
+        code = ns.interrupt.exit_code
+        _measured_so_far(ns, model, profile, target, redactor, summary)
+        summary["interrupted"] = ns.interrupt.to_json()
+        _say(f"eagletui: interrupted by {ns.interrupt.name} during the {ns.interrupt.stage or 'setup'}")
     finally:
-        if ws.run is not None and ws.run.owned and ws.run.launched_here:
-            _say("stopping the server")
-            try:
-                await ws.stop()
-                out = ws.last_stop
-                summary["stop"] = {"ok": True}
-                if out is not None:
-                    summary["stop"].update(ended_by=out.ended_by, seconds=out.seconds)
-                    _say(f"the server {out.describe()}")
-            except Exception as exc:
-                # A server left running holds the port and the GPUs: never a silent success.
-                _say(f"eagletui: stopping the server failed: {exc}")
-                summary["stop"] = {"ok": False, "error": redactor.text(str(exc))}
-                code = EXIT_STOP_FAILED
+        if not await _stop_what_we_started(ws, redactor, summary):
+            code = EXIT_STOP_FAILED
         job = ws.job_report()
         if job is not None:
             summary["job"] = job  # a Slurm launch: its job id and the state it ended in
@@ -193,6 +191,51 @@ async def _amain(ns: argparse.Namespace) -> int:
     if ns.json:
         print(json.dumps(summary, indent=2))
     return code
+
+
+async def _stop_what_we_started(ws: Workspace, redactor: Redactor, summary: dict[str, Any]) -> bool:
+    """Stop the server this command launched (none else), its outcome in ``summary["stop"]``; False when
+    the stop failed: a server left running holds the port and the GPUs, never a silent success."""
+    if ws.run is None or not ws.run.owned or not ws.run.launched_here:
+        return True
+    _say("stopping the server")
+    try:
+        await ws.stop()
+    except Exception as exc:
+        _say(f"eagletui: stopping the server failed: {exc}")
+        summary["stop"] = {"ok": False, "error": redactor.text(str(exc))}
+        return False
+    out = ws.last_stop
+    summary["stop"] = {"ok": True}
+    if out is not None:
+        summary["stop"].update(ended_by=out.ended_by, seconds=out.seconds)
+        _say(f"the server {out.describe()}")
+    return True
+
+
+def _measured_so_far(
+    ns: argparse.Namespace,
+    model: SessionModel,
+    profile: Profile,
+    target: str,
+    redactor: Redactor,
+    summary: dict[str, Any],
+) -> None:
+    """An interrupted run's ``summary``: the benchmarks that finished before the signal, as the run book
+    filed them (the one in flight measured nothing); printed on the terminal too without ``--json``."""
+    book = model.runbook
+    measured = [n for n in sorted(book.runs) if book.runs[n].results]
+    if "requests" not in summary:
+        run = book.runs[measured[0]] if measured else None
+        done = list(run.results) if run is not None else []
+        summary.update(redactor.value(summarize_repeats(done, profile, target, run)))
+    elif ns.vs_no_spec and "no_spec" not in summary and len(measured) > 1:
+        run = book.runs[measured[-1]]
+        nospec = without_speculation(profile)
+        summary["no_spec"] = redactor.value(summarize_repeats(list(run.results), nospec, target, run))
+    if not ns.json and summary.get("requests"):
+        base = summary.get("no_spec")
+        print_report(summary, base if isinstance(base, dict) and "requests" in base else None, False)
 
 
 def diagnosis_json(model: SessionModel, launch: int, redactor: Redactor) -> list[dict[str, Any]]:
@@ -214,8 +257,10 @@ async def _measure(
     summary: dict[str, Any],
 ) -> int:
     """Launch, benchmark, (relaunch without speculation, benchmark), fill ``summary``: the exit status."""
+    ns.interrupt.stage = "launch" if ns.launch else "attach"
     if not await _server_up(ns, ws, model, profile, target, redactor, summary):
         return EXIT_LAUNCH_FAILED
+    ns.interrupt.stage = "benchmark"
     results = await _repeats(ws, repeats, redactor, ns.concurrency)
     spec_launch = model.state.launch.launch if model.state.launch is not None else 0
     book = model.runbook
@@ -301,11 +346,13 @@ async def _measure_no_spec(
     nospec = without_speculation(profile)
     _say("relaunching without the speculative flags")
     summary["order"] = ["spec", "no_spec"]
+    ns.interrupt.stage = "no-spec launch"
     failed = await _launch_and_wait(ws, model, nospec, redactor, "no-spec ")
     if failed is not None:
         summary["no_spec"] = {"launch_failure": failed}
         summary["error"] = f"no-spec launch failed: {failed['error']}"
         return None
+    ns.interrupt.stage = "no-spec benchmark"
     base_results = await _repeats(ws, repeats, redactor, ns.concurrency)
     base_launch = model.state.launch.launch if model.state.launch is not None else -1
     limit = ns.decide_within if ns.decide_within is not None else ws.timings.sweep.decide_s
@@ -499,4 +546,9 @@ def main(argv: list[str]) -> int:
         _say("eagletui: --decide-within must be a number of seconds ≥ 0")
         return EXIT_USAGE
     ns.timings = timings_from_env()
-    return asyncio.run(_amain(ns))
+
+    def amain(got: Interrupt) -> Any:
+        ns.interrupt = got
+        return _amain(ns)
+
+    return run_headless(amain)

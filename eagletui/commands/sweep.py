@@ -10,8 +10,9 @@ the drift check, the crossover and the run counts) to stdout; ``--crossover FILE
 crossover as the host SGLang's ``--speculative-adaptive-config`` JSON where the winners allow one.
 
 The queue is saved after every step (see :mod:`eagletui.session.sweep.queue`), so a sweep interrupted by
-Ctrl-C, a lost SSH link or a reboot continues with ``--resume``, following the server the host is
-running rather than launching it again.
+Ctrl-C, SIGTERM, SIGHUP, a lost SSH link or a reboot continues with ``--resume``, following the server the
+host is running rather than launching it again (a signal still prints the report of what was measured,
+with an ``interrupted`` block, and exits with 128 + the signal).
 
 Several hosts: ``[sweep] targets = ["gpu1", "gpu2"]`` runs one runner per host over the same queue,
 each taking the next variant (a TARGET on the command line runs on that host alone). Each host
@@ -33,6 +34,7 @@ import sys
 from typing import Any
 
 from eagletui.commands._args import ArgumentParser, command_timings, timings_from_env
+from eagletui.commands._signals import Interrupt, run_headless, withdraw
 from eagletui.commands._ssh import add_ssh_options, ssh_options
 from eagletui.commands._sweep_report import _adaptive_flags, _print_predictions, plan_lines, print_human
 from eagletui.core.profile.load import load_profile
@@ -133,29 +135,39 @@ async def _run(
     several = len(workers) > 1
 
     predictions: list[dict[str, Any]] = []
-    reached = await asyncio.gather(
-        *(
-            _sweep_host(
-                ns,
-                profile,
-                queue,
-                t,
-                s,
-                cfg=cfg,
-                history=history,
-                several=several,
-                predictions=predictions,
-                SessionModel=SessionModel,
-                SweepRunner=SweepRunner,
-                Workspace=Workspace,
+    try:
+        reached = await asyncio.gather(
+            *(
+                _sweep_host(
+                    ns,
+                    profile,
+                    queue,
+                    t,
+                    s,
+                    cfg=cfg,
+                    history=history,
+                    several=several,
+                    predictions=predictions,
+                    SessionModel=SessionModel,
+                    SweepRunner=SweepRunner,
+                    Workspace=Workspace,
+                )
+                for t, s in workers
             )
-            for t, s in workers
         )
-    )
+    except asyncio.CancelledError:
+        if not withdraw(ns.interrupt):
+            raise
+        # SIGTERM, SIGHUP or Ctrl-C: each host said how to resume (its server left running); the report
+        # of what was measured still comes, with the signal, and the exit status says it
+        reached = [True]
     if not any(reached):
         return EXIT_LAUNCH_FAILED
     report = Redactor.for_profile(profile).value(queue.report(profile.verdict, profile))
     report["queue"] = str(qpath)
+    if ns.interrupt.signum is not None:
+        resume = shlex.join(["eagletui", "sweep", *([ns.target] if ns.target else []), "--profile", ns.profile])
+        report["interrupted"] = {**ns.interrupt.to_json(), "resume": resume + " --resume"}
     _write_crossover(ns, report)
     if predictions:
         # each variant the cycle model predicted from an earlier one, predicted vs measured (issue 25)
@@ -165,7 +177,7 @@ async def _run(
     else:
         print_human(report)
         _print_predictions(predictions)
-    return exit_status(report)
+    return ns.interrupt.exit_code if ns.interrupt.signum is not None else exit_status(report)
 
 
 def _open_queue(
@@ -291,17 +303,17 @@ async def _sweep_host(
         except Exception as exc:
             say(f"eagletui: cannot reach {target}: {exc}")
             return False
-        if slot is None:
-            runner = SweepRunner(profile, queue, ws, model, say=say)
-            await runner.reattach()
-        else:  # its variants in flight are found by their run (job) ids, one by one
-            runner = SweepRunner(
-                profile, queue, ws, model, say=say, worker=slot_worker(target, slot), slot=slot
-            )
         try:
+            if slot is None:
+                runner = SweepRunner(profile, queue, ws, model, say=say)
+                await runner.reattach()
+            else:  # its variants in flight are found by their run (job) ids, one by one
+                runner = SweepRunner(
+                    profile, queue, ws, model, say=say, worker=slot_worker(target, slot), slot=slot
+                )
             await runner.run()
         except (asyncio.CancelledError, KeyboardInterrupt):
-            interrupted = True
+            interrupted = True  # the server in flight keeps running for --resume (said below)
             raise
         predictions.extend(_prediction_rows(model, target))
         return True
@@ -477,7 +489,10 @@ def main(argv: list[str]) -> int:
     except SystemExit as exc:
         return int(exc.code or 0)
     ns.timings = timings_from_env()
-    try:
-        return asyncio.run(_amain(ns))
-    except KeyboardInterrupt:
-        return 130
+
+    def amain(got: Interrupt) -> Any:
+        ns.interrupt = got
+        got.stage = "sweep"
+        return _amain(ns)
+
+    return run_headless(amain)

@@ -334,7 +334,7 @@ async def _capture_and_watch(
     (a profiler can take it down just after): the local paths, or ``CaptureError`` with what failed or
     how the server died (and the files that came)."""
     from eagletui.profiler.live import ProfileError as LiveError
-    from eagletui.profiler.live import ProfileRequest, ServerGone, capture
+    from eagletui.profiler.live import ProfileRequest, ServerGone, capture, log_size
 
     api_key = profile.args.get("--api-key")
     log_from = await log_size(transport, run.log_path)
@@ -358,6 +358,7 @@ async def _capture_and_watch(
             timeout=args.timeout,
             on_step=lambda m: print(f"  {m}", file=sys.stderr),
             alive=alive,
+            log_path=run.log_path,
         )
         print(f"eagletui trace: traces in {out}", file=sys.stderr)
     except LiveError as exc:
@@ -382,15 +383,6 @@ async def _capture_and_watch(
     return [str(p) for p in paths]
 
 
-async def log_size(transport: Any, path: str) -> int:
-    """Bytes in the server log now (where a later failure will start), 0 when it cannot be told."""
-    try:
-        res = await transport.run(["stat", "-c", "%s", path])
-        return int(res.stdout.strip() or 0)
-    except (ValueError, OSError, TimeoutError, Exception):
-        return 0
-
-
 #: What the lent H200 showed (docs/real-sglang.md): sglang 0.5.17 + torch 2.11, one native crash of the
 #: scheduler in each of two sessions' captures with with_stack/record_shapes off, none in three with
 #: the server's defaults. Too few to be sure; enough to say before the capture.
@@ -409,6 +401,7 @@ async def watch_after_capture(
     """None while the server stays alive and its log shows no failure for ``seconds``; else what
     happened: the triage of the log written since the capture began, with the exit when it is known."""
 
+    from eagletui.profiler.live import log_since
     from eagletui.remote.control import Liveness
 
     clock = transport.timings.clock
@@ -419,22 +412,8 @@ async def watch_after_capture(
             dead = True
             break
         await clock.sleep(transport.timings.watch.poll_s)
-    text = ""
-    try:
-        res = await transport.run(
-            [
-                "sh",
-                "-c",
-                'tail -c +"$1" "$2" | head -c "$3"',
-                "sh",
-                str(log_from + 1),
-                run.log_path,
-                str(DEATH_LOG_BYTES),
-            ]
-        )
-        text = res.stdout
-    except Exception:  # the log could not be read: the liveness answer still stands
-        text = ""
+    # a log that cannot be read is "": the liveness answer still stands
+    text = await log_since(transport, run.log_path, log_from, DEATH_LOG_BYTES)
     failure = triage_text(text)
     if not dead and failure is None:
         return None

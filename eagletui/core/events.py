@@ -52,12 +52,8 @@ FAILURE_KINDS: tuple[str, ...] = (
 _REGISTRY: dict[str, type[Event]] = {}
 
 
-def _now_wall() -> float:
-    return time.time()
-
-
-def _now_mono() -> float:
-    return time.monotonic()
+_now_wall = time.time  # an event's clocks (the default factories below; event_builders calls them too)
+_now_mono = time.monotonic
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -149,6 +145,8 @@ class PhaseStarted(Event):
     launch: int = 0
     #: The log's own timestamp text of the first line of the phase ("" if the line had none).
     log_time: str = ""
+    #: that line's seconds after the process start, by the log's clock (a run found running only)
+    since_start: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,6 +204,8 @@ class ServerReady(Event):
     #: timestamps' resolution (SGLang ≥ 0.5.17's ``Engine startup timings``): folds take these seconds.
     #: Both fields stay small: a ready event is in every recording.
     phase_fixes: dict[str, float] = field(default_factory=dict)
+    #: the ready line's seconds after the process start, by the log's clock (a run found running only)
+    since_start: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -252,6 +252,8 @@ class LaunchDetected(Event):
     launch: int = 0
     facts: dict[str, Any] = field(default_factory=dict)
     server: str = ""
+    #: read from what the log held when eagletui found the run running: history, never a restart now
+    history: bool = False
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -456,6 +458,8 @@ class LaunchStarted(Event):
     job_id: str = ""
     #: how many nodes the server runs on (a multi-node Slurm job: > 1)
     nodes: int = 1
+    #: a run eagletui found running (a reattach): its process started this many seconds before this event
+    started_ago: float | None = None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -197,9 +197,7 @@ class SweepTimings:
     profile_s: float = 180.0
     #: the capture looks for the trace files this often
     profile_poll_s: float = 1.0
-    #: the load that keeps a profiled server decoding: requests started this far apart, and a pause
-    #: after a wave the server refused entirely
-    profile_stagger_s: float = 0.05
+    #: the load that keeps a profiled server decoding: a pause after a wave the server refused entirely
     profile_refused_s: float = 0.5
     #: ``bench --vs-no-spec``: the most time spent on more no-spec runs to tell a point from its noise
     #: (``--decide-within``; 0: none)

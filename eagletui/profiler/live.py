@@ -1,10 +1,23 @@
 """Profile a running SGLang server's decode steps through its own ``/start_profile``, then fetch the traces.
 
 SGLang (0.5.x, ``srt/managers/scheduler_components/profiler_manager.py``) with ``profile_by_stage=true``
-and ``num_steps=N`` starts a torch profiler at the first prefill batch, stops after N prefill batches and
-writes ``{profile_id}-TP-{rank}[-DP-…][-PP-…][-EP-…]-EXTEND.trace.json.gz``, then profiles the next N
-decode batches into ``…-DECODE.trace.json.gz``, one file per rank, logging "Profiling done" after each
-stage. Nothing is written unless batches run, so a short decode load is driven meanwhile.
+and ``num_steps=N`` starts a torch profiler at the first prefill batch and writes
+``{profile_id}-TP-{rank}[-DP-…][-PP-…][-EP-…]-EXTEND.trace.json.gz`` when the first decode batch comes (or
+after N prefill batches), then profiles the next N decode batches into ``…-DECODE.trace.json.gz``, one
+file per rank, logging "Profiling done" after each stage. Nothing is written unless batches run, so a
+decode load is driven meanwhile.
+
+The load is one burst of at most N requests sent together after ``/start_profile``, long enough to
+outlast the N decode batches, and nothing more until the DECODE trace is written: SGLang counts the
+prefill batches that arrive while decode is recorded and, past N of them, ends the DECODE profile as
+"EXTEND" with no DECODE trace (sglang 0.5.17 on an H200 with the staggered load of before: 1 capture in
+3 waited 180 s for a trace that never came, issue 31 item 3). However the burst is split into prefill
+batches they are at most N, so only someone else's traffic can cut the stage; the server's own lines
+(:mod:`eagletui.profiler.stage_lines`) say when it did, and the capture is asked for once more.
+
+A steady batch *before* ``/start_profile`` would also keep prefills out of the DECODE stage, but SGLang
+keeps ``profile_by_stage`` and its prefill count (0) after the DECODE trace: the next benchmark's first
+prefill would start an EXTEND profile, and its trace write stalls the scheduler for seconds.
 
 The traces are written on the host (``output_dir`` in the run dir there) and fetched over the transport
 with a size bound, so the same code works for ``local`` and an 8-GPU host over SSH.
@@ -13,6 +26,7 @@ with a size bound, so the same code works for ``local`` and an 8-GPU host over S
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import secrets
 import time
@@ -24,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import aiohttp
 
 from eagletui.core.timings import REAL
+from eagletui.profiler.stage_lines import decode_stage
 
 if TYPE_CHECKING:
     from eagletui.remote.transport import Transport
@@ -53,6 +68,21 @@ class ProfileError(Exception):
 
 class ServerGone(ProfileError):
     """The server died while the capture waited for its traces."""
+
+
+class ProfileCut(ProfileError):
+    """This attempt will write no DECODE trace (SGLang ended the stage early, or the load ended first)."""
+
+
+#: Bytes of the server log read per look at the profile's lines (they come right after the start).
+PROFILE_LOG_BYTES = 256 * 1024
+
+
+def burst_tokens(num_steps: int) -> int:
+    """Tokens per request of the profile's burst: enough for ``num_steps`` + 2 decode batches even when
+    each accepts 16 draft tokens (the EXTEND flush and the stop each take a batch); the requests are
+    cancelled as soon as the DECODE trace is there."""
+    return max(256, 16 * (num_steps + 2))
 
 
 @dataclass(frozen=True)
@@ -127,21 +157,16 @@ async def drive_load(
     requests: int = 8,
     max_new_tokens: int = 96,
     api_key: str | None = None,
-    stagger_s: float = REAL.sweep.profile_stagger_s,
     refused_s: float = REAL.sweep.profile_refused_s,
     waves: int | None = None,
 ) -> int:
     """Concurrent greedy requests so the server runs prefill and decode batches, in waves until
-    cancelled (or ``waves`` of them); returns the number that completed. Answers are read with a bound
-    and thrown away.
-
-    The starts are staggered: with ``profile_by_stage`` the EXTEND stage only ends after ``num_steps``
-    prefill *batches*, and one burst of requests is admitted as one batch, so the DECODE stage (the one
-    we want) would never begin."""
+    cancelled (or ``waves`` of them), each wave's requests sent together; returns the number that completed.
+    Answers are read with a bound and thrown away. A step profile sends one wave of ``num_steps``
+    requests together (module docstring)."""
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
     async def one(i: int) -> bool:
-        await asyncio.sleep(i * stagger_s)
         body = {
             "text": f"Profile request {i}: write a long story about a lighthouse keeper.",
             "sampling_params": {"max_new_tokens": max_new_tokens, "temperature": 0, "ignore_eos": True},
@@ -187,8 +212,12 @@ async def wait_for_traces(
     stage: str = "DECODE",
     timeout: float | None = None,
     alive: Callable[[], Awaitable[bool]] | None = None,
+    cut: Callable[[], Awaitable[str | None]] | None = None,
 ) -> list[RemoteTrace]:
     """Wait until every rank's ``stage`` file exists and its size held still for one poll.
+
+    ``cut`` (when given) is asked every poll while the files are incomplete: a reason says this attempt
+    will write none (:class:`ProfileCut`).
 
     ``alive`` (when given) is asked every few polls: a server that died while its profiler recorded
     writes no trace, and waiting out ``timeout`` for one only delays the news (sglang 0.5.17's
@@ -212,6 +241,12 @@ async def wait_for_traces(
         # done" left every rank's trace behind)
         if complete and (sizes == last or dead):
             return sorted(files, key=lambda f: (f.rank is None, f.rank or 0))
+        if not complete and cut is not None and not dead:
+            reason = await cut()
+            # a load that ended because the server died is the death's news, not a cut
+            dead = reason is not None and alive is not None and not await alive()
+            if reason is not None and not dead:
+                raise ProfileCut(reason)
         if dead:
             raise ServerGone(
                 f"the server died during the capture, {clock.monotonic() - t0:.0f} s in, before its "
@@ -242,6 +277,26 @@ async def fetch(
     return n
 
 
+async def log_size(transport: Transport, path: str) -> int:
+    """Bytes in the server log now (where what it writes next starts), 0 when it cannot be told."""
+    try:
+        res = await transport.run(["stat", "-c", "%s", path])
+        return int(res.stdout.strip() or 0)
+    except Exception:  # no log to read: 0, the caller reads from the start or not at all
+        return 0
+
+
+async def log_since(transport: Transport, path: str, offset: int, limit: int) -> str:
+    """At most ``limit`` bytes of the server log from byte ``offset`` on ("" when it cannot be read)."""
+    try:
+        res = await transport.run(
+            ["sh", "-c", 'tail -c +"$1" "$2" | head -c "$3"', "sh", str(offset + 1), path, str(limit)]
+        )
+    except Exception:  # the log could not be read: the caller's other evidence stands
+        return ""
+    return res.stdout
+
+
 async def capture(
     transport: Transport,
     base_url: str,
@@ -255,9 +310,12 @@ async def capture(
     timeout: float | None = None,
     on_step: Callable[[str], Awaitable[None] | None] | None = None,
     alive: Callable[[], Awaitable[bool]] | None = None,
+    log_path: str | None = None,
 ) -> list[Path]:
     """Profile ``num_steps`` decode steps of the server and bring the traces here; returns local paths.
-    ``timeout`` None is the transport's ``timings.sweep.profile_s``."""
+    ``timeout`` None is the transport's ``timings.sweep.profile_s``; ``log_path`` (the server log on the
+    host) lets the capture read SGLang's own end-of-profile lines. An attempt SGLang cuts short is said
+    and made once more with a new profile id; a second cut is a :class:`ProfileError` that says why."""
     req = request or ProfileRequest()
     timeout = transport.timings.sweep.profile_s if timeout is None else timeout
 
@@ -267,32 +325,21 @@ async def capture(
             if asyncio.iscoroutine(r):
                 await r
 
-    output_dir = f"{host_dir.rstrip('/')}/profiles/{req.profile_id}"
     client_timeout = aiohttp.ClientTimeout(total=timeout, sock_connect=10, sock_read=60)
     async with aiohttp.ClientSession(timeout=client_timeout) as http:
-        # SGLang counts decode batches (profiler_manager: profiler_decode_ct); on a speculative server a
-        # decode batch is one cycle: draft + verify + draft extend.
-        await say(f"asking the server to profile {req.num_steps} decode cycles (decode batches)")
-        await start_profile(http, base_url, req, output_dir, api_key)
-        await say("driving a short decode load")
-        sweep = transport.timings.sweep
-        load = asyncio.create_task(
-            drive_load(
-                http,
-                base_url,
-                api_key=api_key,
-                stagger_s=sweep.profile_stagger_s,
-                refused_s=sweep.profile_refused_s,
-            )
-        )
+        attempt = _Attempt(transport, http, base_url, python, host_dir, ranks, api_key, timeout, say, alive)
         try:
-            files = await wait_for_traces(
-                transport, python, output_dir, req.profile_id, ranks=ranks, timeout=timeout, alive=alive
-            )
-        finally:
-            if not load.done():
-                load.cancel()
-            await asyncio.gather(load, return_exceptions=True)
+            output_dir, files = await attempt.run(req, log_path)
+        except ProfileCut as first:
+            await say(f"{first}; asking once more")
+            req = dataclasses.replace(req, profile_id=f"{req.profile_id}-2")
+            try:
+                output_dir, files = await attempt.run(req, log_path)
+            except ProfileCut as second:
+                why = f"no DECODE trace in two attempts: {second}"
+                if "prefill batch arrived" in str(second):
+                    why += " (is another client sending requests to this server? profile it when it is idle)"
+                raise ProfileError(why) from None
     paths: list[Path] = []
     for f in files:
         await say(f"fetching {f.name} ({f.size / 1e6:.1f} MB)")
@@ -300,3 +347,82 @@ async def capture(
         await fetch(transport, f"{output_dir}/{f.name}", dest)
         paths.append(dest)
     return paths
+
+
+@dataclass
+class _Attempt:
+    """One ``/start_profile`` and its burst, until every rank's DECODE trace is written or the attempt
+    is known to write none."""
+
+    transport: Transport
+    http: aiohttp.ClientSession
+    base_url: str
+    python: str
+    host_dir: str
+    ranks: int
+    api_key: str | None
+    timeout: float
+    say: Callable[[str], Awaitable[None]]
+    alive: Callable[[], Awaitable[bool]] | None
+
+    async def run(self, req: ProfileRequest, log_path: str | None) -> tuple[str, list[RemoteTrace]]:
+        output_dir = f"{self.host_dir.rstrip('/')}/profiles/{req.profile_id}"
+        log_from = await log_size(self.transport, log_path) if log_path else 0
+        # SGLang counts decode batches (profiler_manager: profiler_decode_ct); on a speculative server a
+        # decode batch is one cycle: draft + verify + draft extend.
+        await self.say(f"asking the server to profile {req.num_steps} decode cycles (decode batches)")
+        await start_profile(self.http, self.base_url, req, output_dir, self.api_key)
+        burst = max(1, req.num_steps)
+        await self.say(f"driving a decode load: {burst} requests at once, none more until the trace is written")
+        sweep = self.transport.timings.sweep
+        load = asyncio.create_task(
+            drive_load(
+                self.http,
+                self.base_url,
+                requests=burst,
+                max_new_tokens=burst_tokens(req.num_steps),
+                api_key=self.api_key,
+                refused_s=sweep.profile_refused_s,
+                waves=1,
+            )
+        )
+        load_ended_polls = 0
+
+        async def cut() -> str | None:
+            nonlocal load_ended_polls
+            stage = None
+            if log_path:
+                text = await log_since(self.transport, log_path, log_from, PROFILE_LOG_BYTES)
+                stage = decode_stage(text, req.profile_id)
+                if stage.cut and stage.done:
+                    return (
+                        f"SGLang ended the DECODE profile as {stage.ended_as or 'a plain stop'} "
+                        "(\"Stop profiling-EXTEND...\": a prefill batch arrived while decode was recorded)"
+                    )
+                if stage.ended_as == "DECODE":
+                    return None  # its files are being written
+            if load.done():
+                load_ended_polls += 1  # one more poll for a trace being written as the load ended
+                if load_ended_polls > 1:
+                    said = "" if stage is None else (
+                        " (its log never said the DECODE profile started)" if not stage.started else ""
+                    )
+                    return f"the decode load ended before SGLang wrote a DECODE trace{said}"
+            return None
+
+        try:
+            files = await wait_for_traces(
+                self.transport,
+                self.python,
+                output_dir,
+                req.profile_id,
+                ranks=self.ranks,
+                timeout=self.timeout,
+                alive=self.alive,
+                cut=cut,
+            )
+        finally:
+            if not load.done():
+                load.cancel()
+            await asyncio.gather(load, return_exceptions=True)
+        return output_dir, files

@@ -74,6 +74,10 @@ class RunInfo:
     num_nodes: int = 1
     #: the sweep job slot that submitted it (0 outside a parallel sweep)
     slot: int = 0
+    #: a live run as the host listed it: seconds since its leader started, and that start's local time
+    #: of day (the log timestamps' clock), from /proc (:func:`~eagletui.remote.hostproc.started`)
+    started_ago: float | None = None
+    started_clock: float | None = None
 
     @property
     def handle(self) -> str:

@@ -166,6 +166,26 @@ def uptime_ticks():
         return None
 
 
+def started(start_time):
+    """When the process with this /proc start time began: ``started_ago`` (seconds, by the kernel's own
+    count) and ``started_clock`` (its local time of day in seconds: the clock the server's log
+    timestamps use, so a reattach can time the log's lines from the real start); {} if unknown."""
+    now = uptime_ticks()
+    try:
+        ticks = int(start_time)
+    except (TypeError, ValueError):
+        return {}
+    if now is None or ticks > now:
+        return {}
+    ago = (now - ticks) / float(os.sysconf("SC_CLK_TCK"))
+    import time
+
+    at = time.time() - ago
+    lt = time.localtime(at)
+    clock = lt.tm_hour * 3600 + lt.tm_min * 60 + lt.tm_sec + at % 1
+    return {"started_ago": round(ago, 3), "started_clock": round(clock, 3)}
+
+
 def _reap(server_pid, write):
     """Wait for every child (the server, then the orphans a subreaper inherits); record the server's
     exit the moment it happens: code, signal and the tick it died at (bounds the session proof)."""

@@ -26,7 +26,17 @@ import sys
 # host the parts are one program text, and these names are its own)
 from eagletui.remote.hostfiles import _load, _out
 from eagletui.remote.hostlaunch import op_find, op_launch
-from eagletui.remote.hostproc import ALIVE, RUN_ID_VAR, UNKNOWN, cmdline, pids, port_from_argv, probe, read_stat
+from eagletui.remote.hostproc import (
+    ALIVE,
+    RUN_ID_VAR,
+    UNKNOWN,
+    cmdline,
+    pids,
+    port_from_argv,
+    probe,
+    read_stat,
+    started,
+)
 from eagletui.remote.hoststop import op_members, op_stop
 # host-program: end of local imports
 # isort: on
@@ -59,6 +69,8 @@ def op_list(args):
             verdict = UNKNOWN
         run["state"] = verdict
         run["alive"] = verdict == ALIVE
+        if verdict == ALIVE:  # a reattach times the launch from here, not from when it was found
+            run.update(started(run.get("start_time")))
         try:
             run["mtime"] = os.path.getmtime(os.path.join(rd, "run.json"))
         except OSError:

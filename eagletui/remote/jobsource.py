@@ -45,7 +45,7 @@ from eagletui.core.events import (
 from eagletui.core.timings import Timings
 from eagletui.remote.control import Liveness, RunInfo
 from eagletui.remote.slurm import ACTIVE_STATES, as_dict
-from eagletui.remote.source import UNKNOWN_NOTICE_AFTER, LineLimiter, LiveSource, make_interpreter
+from eagletui.remote.source import UNKNOWN_NOTICE_AFTER, Backlog, LineLimiter, LiveSource, make_interpreter
 from eagletui.remote.tail import LogTail
 from eagletui.remote.transport import Transport, TransportError
 
@@ -86,6 +86,7 @@ class JobSource(LiveSource):
         *,
         timings: Timings,
         log_format: str | None = None,
+        history: bool = False,
     ) -> None:
         poll = control.settings.poll_s
         super().__init__(
@@ -95,6 +96,7 @@ class JobSource(LiveSource):
             timings=timings,
             poll_s=timings.watch.job_poll_s if poll is None else poll,
             log_format=log_format,
+            history=history,
         )
         self.log_format = log_format
         self.multi = run.num_nodes > 1
@@ -228,13 +230,19 @@ class JobSource(LiveSource):
 
     async def _follow(self, node: NodeLog) -> None:
         end = node.tail.offset
+        backlog = await self._backlog(node.path)
         async for off, data in node.tail.chunks():
             self._last_data = self.clock.monotonic()
             self._stale_sent = False
             if off < end:
                 await self._put(self._route(node, node.interp.flush()))
                 node.limiter = LineLimiter()
+                backlog = Backlog(None)
             end = off + len(data)
+            old, data = backlog.split(off, data)
+            if old:
+                events = backlog.mark(node.interp.feed_bytes(node.limiter.feed(old)))
+                await self._put(self._route(node, events))
             await self._put(self._route(node, node.interp.feed_bytes(node.limiter.feed(data))))
 
     async def _follow_batch(self) -> None:

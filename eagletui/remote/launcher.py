@@ -102,13 +102,16 @@ class Launcher(ABC):
 
     timings: Timings
 
-    def live_source(self, transport: Transport, run: RunInfo, *, log_format: str | None = None) -> LiveSource:
+    def live_source(
+        self, transport: Transport, run: RunInfo, *, log_format: str | None = None, history: bool = False
+    ) -> LiveSource:
         """The event source that follows ``run``: its log tail (read in ``log_format``) and this
         launcher's liveness (a Slurm job has several logs and a queue to wait in:
-        :class:`~eagletui.remote.jobsource.JobSource`)."""
+        :class:`~eagletui.remote.jobsource.JobSource`). ``history``: a run found running, whose log so
+        far is history (:class:`~eagletui.remote.source.Backlog`)."""
         from eagletui.remote.source import LiveSource
 
-        return LiveSource(transport, self, run, timings=self.timings, log_format=log_format)
+        return LiveSource(transport, self, run, timings=self.timings, log_format=log_format, history=history)
 
 
 def make_launcher(profile: Profile, transport: Transport, *, timings: Timings, slot: int = 0) -> Launcher:

@@ -390,10 +390,12 @@ class SlurmLauncher(Launcher):
 
     # ------------------------------------------------------------------ optional capabilities
 
-    def live_source(self, transport: Transport, run: RunInfo, *, log_format: str | None = None) -> LiveSource:
+    def live_source(
+        self, transport: Transport, run: RunInfo, *, log_format: str | None = None, history: bool = False
+    ) -> LiveSource:
         from eagletui.remote.jobsource import JobSource
 
-        return JobSource(transport, self, run, timings=self.timings, log_format=log_format)
+        return JobSource(transport, self, run, timings=self.timings, log_format=log_format, history=history)
 
     async def check(self) -> dict[str, Any]:
         """What the preflight asks the login node: sbatch's version and the partition's state."""

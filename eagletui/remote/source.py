@@ -10,10 +10,21 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
-from eagletui.core.events import ConnectionState, Event, LogLine, LogStale, Notice, ProcessExited
+from eagletui.core.events import (
+    ConnectionState,
+    Event,
+    LaunchDetected,
+    LogLine,
+    LogStale,
+    Notice,
+    PhaseStarted,
+    ProcessExited,
+    ServerReady,
+)
 from eagletui.core.timings import Timings
 from eagletui.remote.control import Liveness, RunInfo
 from eagletui.remote.launcher import Launcher
@@ -120,6 +131,81 @@ class _LineSplitter:
         return out
 
 
+#: Prints a file's size on the host (``~`` expanded as the tail's reader does); stdlib only.
+_SIZE = "import os,sys; print(os.path.getsize(os.path.expanduser(sys.argv[1])))"
+
+
+class Backlog:
+    """What a log already held when eagletui found its run running (a reattach): the interpreter reads it
+    from the start to rebuild the launch's story, but those lines are history. A server-args line in
+    them is the launch itself, long ago, never a restart during a benchmark that runs now (issue 31:
+    every headless ``bench`` of a server eagletui had launched was thrown away as "restarted").
+
+    ``end`` is the log's size when the run was found (None: not known, and nothing is marked)."""
+
+    def __init__(self, end: int | None) -> None:
+        self.end = end
+
+    @classmethod
+    async def measure(cls, transport: Transport, python: str, path: str, timings: Timings) -> Backlog:
+        """The log's size on the host now; unknown (nothing marked) when it cannot be read."""
+        with contextlib.suppress(TransportError, OSError, TimeoutError, ValueError):
+            res = await transport.run([python, "-c", _SIZE, path], timeout=timings.watch.stat_s)
+            if res.exit_status == 0:
+                return cls(int(res.stdout.strip().splitlines()[-1]))
+        return cls(None)
+
+    def split(self, off: int, data: bytes) -> tuple[bytes, bytes]:
+        """``data`` (read at ``off``) as (the part written before the run was found, the rest)."""
+        if self.end is None or off >= self.end:
+            return b"", data
+        cut = self.end - off
+        return data[:cut], data[cut:]
+
+    @staticmethod
+    def mark(events: list[Event]) -> list[Event]:
+        return [dataclasses.replace(e, history=True) if isinstance(e, LaunchDetected) else e for e in events]
+
+
+class StartClock:
+    """Times a run found running from its real start: the host's /proc knows when the leader started
+    (``RunInfo.started_clock``, its local time of day) and the log's timestamps tell when the first
+    line and the ready line were written, on the same clock. A reattach otherwise counts start-up from
+    the first log line (issue 31: "elapsed 50.0s" for a launch that took 80 s: imports come first).
+
+    Fills ``since_start`` of the first line's ``PhaseStarted`` (``launch``), the ready one's and the
+    ``ServerReady`` after it. A value past ``started_ago`` (a server logging in another time zone) is
+    dropped, never shown."""
+
+    def __init__(self, fmt: Any, clock: float | None, ago: float | None) -> None:
+        self.fmt = fmt if clock is not None and ago is not None else None
+        self.clock = clock or 0.0
+        self.ago = ago or 0.0
+        self._ready: float | None = None
+
+    def _since(self, log_time: str) -> float | None:
+        ts = self.fmt.ts_seconds(log_time) if log_time and self.fmt is not None else None
+        if ts is None:
+            return None
+        since = (ts % 86400 - self.clock) % 86400  # days apart: the time of day wraps at midnight
+        return round(since, 3) if since <= self.ago + 2.0 else None  # 2 s: the stamps' resolution
+
+    def stamp(self, events: list[Event]) -> list[Event]:
+        if self.fmt is None:
+            return events
+        out = []
+        for e in events:
+            if isinstance(e, PhaseStarted) and e.phase in ("launch", "ready"):
+                since = self._since(e.log_time)
+                if e.phase == "ready":
+                    self._ready = since
+                e = dataclasses.replace(e, since_start=since) if since is not None else e
+            elif isinstance(e, ServerReady) and self._ready is not None:
+                e = dataclasses.replace(e, since_start=self._ready)
+            out.append(e)
+        return out
+
+
 def make_interpreter(launch: int, log_format: str | None = None) -> Any:
     """The interpreter for one launch's log, in the server's log format (the default when None)."""
     try:
@@ -140,6 +226,7 @@ class LiveSource:
         timings: Timings,
         poll_s: float | None = None,
         log_format: str | None = None,
+        history: bool = False,
     ):
         self.transport = transport
         self.control = control
@@ -149,6 +236,7 @@ class LiveSource:
         self.stale_after = timings.watch.stale_s
         self.poll_interval = timings.watch.poll_s if poll_s is None else poll_s
         self.interp = make_interpreter(run.launch, log_format)
+        self.start_clock = StartClock(getattr(self.interp, "fmt", None), run.started_clock, run.started_ago)
         self.limiter = LineLimiter()
         # Unbounded for the rare control events (link state, notices, exit), which come from
         # callbacks that cannot wait; log events wait in _put until the consumer has caught up.
@@ -162,6 +250,8 @@ class LiveSource:
         self._stopped = False
         self._exit_expected = False
         self._tasks: list[asyncio.Task[Any]] = []
+        #: a run found running: what its log held then is history (:class:`Backlog`)
+        self.history = history
         self.tail = LogTail(
             transport,
             run.log_path,
@@ -191,17 +281,27 @@ class LiveSource:
         while self._queue.qsize() >= QUEUE_EVENTS:
             self._room.clear()
             await self._room.wait()
-        self._emit(events)
+        self._emit(self.start_clock.stamp(events))
+
+    async def _backlog(self, path: str) -> Backlog:
+        if not self.history:
+            return Backlog(None)
+        return await Backlog.measure(self.transport, self.control.python, path, self.timings)
 
     async def _tail_loop(self) -> None:
         end = self.tail.offset
+        backlog = await self._backlog(self.run.log_path)
         async for off, data in self.tail.chunks():
             self._last_data = self.clock.monotonic()
             self._stale_sent = False
             if off < end:  # the file was reset: the old file's unfinished line ends here
                 await self._put(self.interp.flush())
                 self.limiter = LineLimiter()
+                backlog = Backlog(None)  # a new file: nothing in it predates us
             end = off + len(data)
+            old, data = backlog.split(off, data)
+            if old:
+                await self._put(backlog.mark(self.interp.feed_bytes(self.limiter.feed(old))))
             await self._put(self.interp.feed_bytes(self.limiter.feed(data)))
 
     def _stale_limit(self) -> float | None:

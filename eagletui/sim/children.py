@@ -120,6 +120,22 @@ class Children:
                 return name, pid, code
         return None
 
+    def scheduler_stopped(self) -> bool:
+        """Whether a scheduler child is stopped (SIGSTOP, SIGTSTP: state T in ``/proc/PID/stat``). A real
+        scheduler so stopped runs no batch while the HTTP front end, another process, still answers; the
+        engine holds its batches meanwhile (issue 31 item 9)."""
+        for name, pid in zip(self.names, self.pids, strict=False):
+            if not name.startswith("scheduler_") or pid in self.status:
+                continue
+            try:
+                with open(f"/proc/{pid}/stat") as f:
+                    state = f.read().rsplit(")", 1)[1].split()[0]
+            except (OSError, IndexError):
+                continue
+            if state in ("T", "t"):
+                return True
+        return False
+
     def kill_all(self) -> None:
         """``kill_process_tree``: SIGKILL every child (they are ours; a reused pid is excluded by the
         reaping above: a child not yet reaped cannot have had its pid reused)."""

@@ -16,6 +16,7 @@ import random
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,9 @@ from eagletui.sim import perf
 from eagletui.sim.adaptive import AdaptiveSteps
 from eagletui.sim.drafters import known_accept
 from eagletui.sim.logfmt import SimLog
+
+#: how often a stopped scheduler is looked for (a /proc read per scheduler), and the pause while one is
+HELD_LOOK_S = 0.05
 
 WORDS = (
     "lorem ipsum dolor sit amet consectetur adipiscing elit sed do eiusmod tempor incididunt ut labore et "
@@ -224,6 +228,9 @@ class Engine:
         self.prefill_graph = False
         self.prefill_graph_max_tokens = 0
         self.profiler: Any = None  # eagletui.sim.profiler.SimProfiler, set by the server
+        #: whether a scheduler process is stopped (Children.scheduler_stopped, set by the server)
+        self.held: Callable[[], bool] | None = None
+        self._held_at, self._held_now = float("-inf"), False
         self._interval_tokens = 0
         self._interval_req_rounds = 0
         self._last_log_t = time.monotonic()
@@ -338,8 +345,22 @@ class Engine:
         if delay > 0:
             await asyncio.sleep(delay)
 
+    def _held(self) -> bool:
+        """A scheduler process is stopped (``held``, looked at every ``HELD_LOOK_S`` at most)."""
+        if self.held is None:
+            return False
+        now = time.monotonic()
+        if now - self._held_at >= HELD_LOOK_S:
+            self._held_at, self._held_now = now, self.held()
+        return self._held_now
+
     async def run(self) -> None:
         while True:
+            if self._held():
+                # SIGSTOP of a scheduler: no batch runs, requests wait; the HTTP side still answers
+                self._next = None
+                await asyncio.sleep(HELD_LOOK_S)
+                continue
             if not self.busy:
                 self._next = None
                 self.wake.clear()

@@ -12,6 +12,14 @@ Semantics of sglang 0.5.23 (``sglang/srt/managers/scheduler_components/profiler_
 * a second start while one runs, or a stop when none runs, fails ("Profiling is already in progress. Call
   /stop_profile first." / "Profiling is not in progress. Call /start_profile first.").
 
+With ``profile_by_stage`` the stages follow ``_profile_batch_predicate`` of 0.5.17 (identical in 0.5.23),
+counters and all: the prefill and decode batch counts start at 0 with each ``/start_profile`` and are never
+reset otherwise; the first prefill starts an EXTEND profile, the first decode flushes one still running and
+starts the DECODE profile, the ``num_steps + 1``-th batch of a stage stops it. A prefill batch that arrives
+while DECODE is recorded still counts as prefill: once that count passes ``num_steps`` SGLang stops the
+DECODE profile *as EXTEND* ("Stop profiling-EXTEND...", the trace written over the EXTEND one) and no
+DECODE trace is ever written (the real turn-4 log, issue 31 item 3; docs in the wheel notes, question 3).
+
 The traces' content (ranges, kernels, CUDA-graph replays, the all-reduce's waiting) is
 :mod:`eagletui.sim.chrome_trace`'s.
 """
@@ -31,7 +39,6 @@ from eagletui.sim import perf
 from eagletui.sim.chrome_trace import CUSTOM_AR, FUSED_AR, RankTrace, Step, nccl_kernel
 
 MAX_STEPS = 16  # steps kept per trace: bounded memory and file size whatever num_steps says
-STAGES = ("EXTEND", "DECODE")
 
 
 @dataclass
@@ -41,10 +48,16 @@ class Session:
     num_steps: int | None
     by_stage: bool
     activities: list[str]
-    pending: list[str] = field(default_factory=lambda: list(STAGES))
-    stage: str | None = None  # by_stage: the stage being recorded
+    stage: str | None = None  # by_stage: the stage being recorded (SGLang's profile_in_progress)
     steps: list[Step] = field(default_factory=list)
     counted: int = 0
+    #: by_stage: SGLang's profiler_prefill_ct / profiler_decode_ct, batches seen since /start_profile
+    prefill_ct: int = 0
+    decode_ct: int = 0
+
+    @property
+    def recording(self) -> bool:
+        return self.stage is not None or not self.by_stage
 
 
 class ProfileError(Exception):
@@ -71,7 +84,7 @@ class SimProfiler:
     # --- requests ----------------------------------------------------------------------------------
 
     def start(self, req: dict[str, Any], env: dict[str, str]) -> None:
-        if self.session is not None:
+        if self.session is not None and self.session.recording:
             raise ProfileError("Profiling is already in progress. Call /stop_profile first.")
         out = req.get("output_dir") or env.get("SGLANG_TORCH_PROFILER_DIR") or "/tmp"
         num = req.get("num_steps")
@@ -96,53 +109,56 @@ class SimProfiler:
 
     def stop(self) -> list[Path]:
         s = self.session
-        if s is None:
+        if s is None or not s.recording:
             raise ProfileError("Profiling is not in progress. Call /start_profile first.")
-        return self._finish(s.stage if s.by_stage else None, final=True)
+        return self._finish(None)  # SGLang's /stop_profile names no stage
 
     # --- engine hook -------------------------------------------------------------------------------
 
     @property
     def active(self) -> bool:
-        return self.session is not None
+        return self.session is not None and self.session.recording
 
     def begin(self, stage: str) -> bool:
-        """Before a forward pass of ``stage``: whether it is recorded (by stage: starts that stage's
-        profile, logging ``Profiling starts for STAGE`` before the step's own line).
-
-        As SGLang's ``_profile_batch_predicate``: the first decode batch ends a prefill profile still
-        running and starts the decode one; once a profile runs, torch records every batch, so the
-        prefill batches that arrive while decode is profiled are in the DECODE trace (they do not count
-        towards ``num_steps``)."""
+        """Before a forward pass of ``stage``: whether it is recorded. By stage, SGLang's
+        ``_profile_batch_predicate`` (module docstring): it may start or stop a stage's profile first,
+        logging ``Profiling starts for STAGE`` before the step's own line. Once a profile runs torch
+        records every batch, so the prefill batches that arrive while decode is profiled are in the
+        DECODE trace."""
         s = self.session
         if s is None:
             return False
-        if s.by_stage:
-            if s.stage == "EXTEND" and stage == "DECODE" and "DECODE" in s.pending:
-                self._finish("EXTEND", final=False)
-                s = self.session
-                if s is None:
-                    return False
-            if s.stage is None:
-                if stage not in s.pending:
-                    return False
-                s.stage = stage
-                self._log_start(stage)
+        if not s.by_stage:
             return True
-        return True
+        n = s.num_steps
+        if stage == "EXTEND":
+            if s.prefill_ct == 0:
+                self._start_stage(s, "EXTEND")
+            s.prefill_ct += 1
+            if n and s.prefill_ct > n and s.stage is not None:
+                self._finish("EXTEND")  # also when DECODE is the one recording: the real cut
+        else:
+            if s.decode_ct == 0:
+                if s.stage is not None:
+                    self._finish("EXTEND")  # "force trace flush"
+                self._start_stage(s, "DECODE")
+            s.decode_ct += 1
+            if n and s.decode_ct > n and s.stage is not None:
+                self._finish("DECODE")
+        return s.stage is not None
 
     def on_step(self, stage: str, bs: int, tokens: int, start_wall: float, dur_s: float, parts: dict) -> None:
-        """After a recorded forward pass; stops by itself after ``num_steps`` of the stage profiled."""
+        """After a recorded forward pass; a profile not by stage stops by itself after ``num_steps``."""
         s = self.session
-        if s is None:
+        if s is None or not s.recording:
             return
         if len(s.steps) < MAX_STEPS:
             s.steps.append(Step(stage, bs, tokens, start_wall * 1e6, dur_s * 1000.0, dict(parts)))
-        if s.by_stage and stage != s.stage:
+        if s.by_stage:
             return
         s.counted += 1
         if s.num_steps and s.counted >= s.num_steps:
-            self._finish(s.stage if s.by_stage else None, final=not s.by_stage)
+            self._finish(None)
 
     # --- internals ---------------------------------------------------------------------------------
 
@@ -160,7 +176,16 @@ class SimProfiler:
         if self.on_begin is not None:
             self.on_begin(stage)
 
-    def _finish(self, stage: str | None, final: bool) -> list[Path]:
+    def _start_stage(self, s: Session, stage: str) -> None:
+        """SGLang's ``_start_profile(stage)``; a start while a profile records fails in torch and is
+        ignored by the predicate: the recording goes on."""
+        if s.stage is None:
+            s.stage, s.steps = stage, []
+            self._log_start(stage)
+
+    def _finish(self, stage: str | None) -> list[Path]:
+        """SGLang's ``_stop_profile(stage)``: the file is named for ``stage`` whatever was recorded. By
+        stage the session (its counters) stays: a later first prefill or decode still starts a stage."""
         s = self.session
         assert s is not None
         self._ranks_log("Stop profiling" + (f"-{stage}" if stage else "") + "...")
@@ -168,12 +193,10 @@ class SimProfiler:
         self._ranks_log(f"Profiling done. Traces are saved to: {s.output_dir}")
         if self.on_done is not None:
             self.on_done()
-        if s.by_stage and stage in s.pending:
-            s.pending.remove(stage)
-        if final or not s.by_stage or not s.pending:
-            self.session = None
-        else:
+        if s.by_stage:
             s.stage, s.steps, s.counted = None, [], 0
+        else:
+            self.session = None
         self.written.extend(paths)
         return paths
 

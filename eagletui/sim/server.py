@@ -112,6 +112,7 @@ async def _head_node(
     from eagletui.sim.serverstate import ServerState
 
     engine = _engine(args, env, plan, log)
+    engine.held = children.scheduler_stopped  # SIGSTOP of a scheduler holds the batches
     state = ServerState(plan, engine, log)
     app = make_app(state)
     runner = web.AppRunner(app, access_log=None, handle_signals=False)

@@ -197,8 +197,8 @@ class Workspace(Benchmarks, StepProfiles):
             )
         )
         self._take_recorded(run, against_file=against_file)
-        self._announce(run, config)
-        self._follow(run)
+        self._announce(run, config, started_ago=run.started_ago)
+        self._follow(run, history=True)
 
     def _take_recorded(self, run: RunInfo, *, against_file: bool) -> None:
         """The run's recorded config becomes the running profile (what ``r`` relaunches): a change
@@ -294,7 +294,7 @@ class Workspace(Benchmarks, StepProfiles):
         if diff:
             self.emit(ConfigChanged(changes=diff))
         try:
-            run = await self.control.launch(profile, launch=self.launch_no)
+            run = await self._launch_op(profile)
         except LaunchRefused as exc:
             raise WorkspaceError(str(exc), stage="refused") from None
         except LaunchOutcomeUnknown as exc:
@@ -306,6 +306,21 @@ class Workspace(Benchmarks, StepProfiles):
         self.running_config = new_config
         self._announce(run, new_config, diff)
         self._follow(run)
+
+    async def _launch_op(self, profile: Profile) -> RunInfo:
+        """The launcher's launch, carried to its end even when this task is cancelled meanwhile (SIGTERM
+        to a headless command): what it started on the host is then followed (``self.run``), so the
+        command's cleanup stops it instead of leaving a server nobody knows of; the cancellation goes on."""
+        assert self.control is not None, "connect() first"
+        op = asyncio.ensure_future(self.control.launch(profile, launch=self.launch_no))
+        try:
+            return await asyncio.shield(op)
+        except asyncio.CancelledError:
+            with contextlib.suppress(Exception):
+                run = await op  # bounded by the launcher's own launch timeout
+                run.launched_here = True
+                self.run, self.running_profile = run, profile
+            raise
 
     async def _reconcile(self) -> bool:
         """Ask the host what became of the launch whose answer was lost; follow it if it runs."""
@@ -337,7 +352,7 @@ class Workspace(Benchmarks, StepProfiles):
         )
         self._take_recorded(run, against_file=False)
         self._announce(run, config)
-        self._follow(run)
+        self._follow(run, history=True)
         return True
 
     async def _preflight(self, profile: Profile) -> None:
@@ -385,7 +400,15 @@ class Workspace(Benchmarks, StepProfiles):
             lines = tuple(f"{c.name}: {c.message}" for c in failed)
             raise WorkspaceError("preflight failed: " + "; ".join(lines), stage="preflight", checks=lines)
 
-    def _announce(self, run: RunInfo, config: dict[str, Any], diff: dict[str, Any] | None = None) -> None:
+    def _announce(
+        self,
+        run: RunInfo,
+        config: dict[str, Any],
+        diff: dict[str, Any] | None = None,
+        *,
+        started_ago: float | None = None,
+    ) -> None:
+        """``LaunchStarted`` for ``run``; ``started_ago``: a run found running, started that long ago."""
         self.emit(
             LaunchStarted(
                 launch=run.launch,
@@ -399,15 +422,17 @@ class Workspace(Benchmarks, StepProfiles):
                 diff=diff or {},
                 job_id=run.job_id,
                 nodes=run.num_nodes,
+                started_ago=started_ago,
             )
         )
 
-    def _follow(self, run: RunInfo) -> None:
+    def _follow(self, run: RunInfo, *, history: bool = False) -> None:
+        """Follow ``run``'s log and process; ``history``: it was found running (its log so far is past)."""
         assert self.transport is not None and self.control is not None
         self._stop_source()
         profile = self.running_profile or self.profile
         self._source = self.control.live_source(
-            self.transport, run, log_format=profile.kind.log_format
+            self.transport, run, log_format=profile.kind.log_format, history=history
         )
         self._source_task = asyncio.create_task(self._pump(self._source), name="log source")
 

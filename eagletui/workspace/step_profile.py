@@ -90,6 +90,7 @@ class StepProfiles(ServerEndpoint):
                 timeout=timeout,
                 on_step=say,
                 alive=alive,
+                log_path=run.log_path or None,
             )
             summaries = [summarize_file(p) for p in paths]
             event = ProfileCaptured(

@@ -14,6 +14,8 @@
 #                                        # 3 repeats, a step profile of each spec launch
 #   bash tools/real-sglang/device.sh noise  # steps 3 and steps 2 launched twice each: the spread between
 #                                        # launches of one setting against the predicted step change
+#   bash tools/real-sglang/device.sh stall  # bench --launch under SIGTERM; a headless bench of a server
+#                                        # eagletui launched; SIGSTOP of the scheduler for 90 s (issue 31)
 #   bash tools/real-sglang/device.sh 2   # the TUI in tmux (connect, b, a toggle, a, r), trace --capture
 #                                        # twice on the running server (server default and old eagletui
 #                                        # profiler arguments), s, q; reattach by profile
@@ -163,6 +165,15 @@ elif [ "$PART" = grid ]; then
   # round, benchmarked one after another), steps 3's step profile; grid_eval.py predicts offline
   [ -z "$DRYRUN" ] && export GRID_MEM_FRACTION=0.1
   step g-grid 560 python3 $R/tools/real-sglang/grid.py $P $OUTD/grid ${GRID_ROUNDS:-2}
+elif [ "$PART" = stall ]; then
+  # issue 31: bench --launch ended by SIGTERM mid-benchmark (a `timeout`) stops its server, prints its JSON
+  # with what was measured and exits 143 (item 4); then stall_check.py: a headless bench of a server
+  # eagletui launched is valid (item 1), SIGSTOP of scheduler_TP0 alone for 90 s during a benchmark is said
+  # within the stall threshold and the run invalid, and after SIGCONT the same server serves (item 9)
+  TT=150; STOP_S=90; [ -n "$DRYRUN" ] && { TT=25; STOP_S=20; }
+  step i4-sigterm-bench $((TT + 60)) timeout --preserve-status -s TERM $TT python3 -m eagletui bench local --profile $P --launch --repeats 200 --json
+  if [ -n "$DRYRUN" ]; then step i9-stall 300 env EAGLETUI_TIMINGS=fast python3 $R/tools/real-sglang/stall_check.py $P $STOP_S
+  else step i9-stall 420 python3 $R/tools/real-sglang/stall_check.py $P $STOP_S; fi
 else
   step t0-tui 420 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   [ $(el) -lt 420 ] && step h-reattach-other-profile 180 python3 $R/tools/real-sglang/reattach_check.py $P $PO

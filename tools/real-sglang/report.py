@@ -303,6 +303,22 @@ if PART == "2" or (PART == "final" and "t0-tui" in steps):
     clean_after("t0-tui")
     if "h-reattach-other-profile" in steps:
         clean_after("h-reattach-other-profile")
+if PART == "stall":
+    doc = {}
+    try:
+        doc = json.loads(open(os.path.join(OUT, "i4-sigterm-bench.out")).read() or "{}")
+    except (OSError, ValueError) as exc:
+        doc = {"unreadable": str(exc)}
+    intr = doc.get("interrupted") or {}
+    check(
+        "item 4: bench --launch under SIGTERM exits 143 with its JSON, the server stopped",
+        rc("i4-sigterm-bench") == 143 and intr.get("signal") == "SIGTERM" and (doc.get("stop") or {}).get("ok"),
+        {"rc": rc("i4-sigterm-bench"), "interrupted": intr, "stop": doc.get("stop"), "requests": doc.get("requests")},
+    )
+    clean_after("i4-sigterm-bench")
+    for row in jl("i9-stall.out"):
+        check(row["check"], row["ok"], row.get("detail", ""))
+    clean_after("i9-stall")
 end = left.get("end") or {}
 check("at the end: nothing eagletui started is alive", not end.get("alive"), end.get("alive"))
 report = {

@@ -23,6 +23,17 @@ def launch_to_ready(started: float | None, ready: float, phase_seconds: Iterable
     return max(ready - started, total)
 
 
+def ready_clock(
+    found_running: bool, started: float | None, ready: float, since_start: float | None
+) -> tuple[float | None, float]:
+    """(start, ready) on one clock for :func:`launch_to_ready`. A run found running (a reattach) read its
+    ready line back from the log at once: its ``since_start`` (the log's seconds from the process start)
+    times it, and without one only its phases do; otherwise when the events came."""
+    if since_start is not None:
+        return 0.0, since_start
+    return (None if found_running else started), ready
+
+
 def startup_gaps(gaps: Any) -> list[dict[str, Any]]:
     """``ServerReady.gaps`` (phase indices) as ``[{"after", "before", "seconds"}]`` with phase names;
     malformed entries are skipped."""

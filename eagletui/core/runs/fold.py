@@ -34,7 +34,7 @@ from eagletui.core.events import (
     ServerStopped,
 )
 from eagletui.core.phases.failures import exit_failure
-from eagletui.core.phases.startup import launch_to_ready, startup_gaps
+from eagletui.core.phases.startup import launch_to_ready, ready_clock, startup_gaps
 from eagletui.core.profile.model import Verdict, normalize_flag
 from eagletui.core.runs.baseline import _Baseline
 from eagletui.core.runs.run import Run, RunOutcome
@@ -69,8 +69,10 @@ class _Fold(_Baseline):
         run.target = event.target or str(cfg.get("target", ""))
         run.config = dict(cfg)
         run.diff = dict(event.diff or {})
-        run.started_wall, run.started_mono = event.wall, event.mono
+        ago = event.started_ago or 0.0  # a run found running started before we saw it
+        run.started_wall, run.started_mono = event.wall - ago, event.mono - ago
         run.launched = True
+        run.found_running = event.started_ago is not None
         if self._adopt and isinstance(cfg.get("verdict"), dict):
             # a recording judges its runs with the thresholds its launches carried
             with contextlib.suppress(TypeError, ValueError):
@@ -109,7 +111,9 @@ class _Fold(_Baseline):
 
     def _on_launch_detected(self, event: LaunchDetected) -> None:
         run = self._run(event.launch)
-        if run.open_benches:
+        if run.open_benches and not event.history:
+            # a restart is a server-args line written now; the one read back from a log that was
+            # already there when the run was found is the launch itself, long before the benchmark
             self._interrupt(event.launch, "launch_detected")
         if run.started_wall is None:
             run.started_wall, run.started_mono = event.wall, event.mono
@@ -125,8 +129,10 @@ class _Fold(_Baseline):
     def _on_phase_started(self, event: PhaseStarted) -> None:
         run = self._run(event.launch)
         run.phase_starts.setdefault(event.phase, event.mono)
-        if event.phase == "launch" and run.launched and run.started_mono is not None:
-            if run.before_first_line is None:
+        if event.phase == "launch" and run.launched and run.before_first_line is None:
+            if event.since_start is not None:  # the log's own clock from the real start (found running)
+                run.before_first_line = round(event.since_start, 3)
+            elif run.started_mono is not None and not run.found_running:
                 run.before_first_line = round(max(0.0, event.mono - run.started_mono), 3)
 
     def _on_phase_finished(self, event: PhaseFinished) -> None:
@@ -134,7 +140,10 @@ class _Fold(_Baseline):
         secs = event.seconds
         if secs is None and event.phase in run.phase_starts:
             secs = event.mono - run.phase_starts[event.phase]  # the log gave no duration: measure it
-        if event.phase == "launch" and run.launched and run.started_mono is not None:
+        if event.phase == "launch" and run.found_running:
+            # read back from the log at once: its own seconds, plus the time before its first line
+            secs = float(secs or 0.0) + (run.before_first_line or 0.0)
+        elif event.phase == "launch" and run.launched and run.started_mono is not None:
             # the log times launch from its first line; the process started earlier (imports)
             secs = max(float(secs or 0.0), event.mono - run.started_mono)
         if secs is not None:
@@ -153,7 +162,10 @@ class _Fold(_Baseline):
         run.ready_after = (
             None  # a server that was already running when benchmarked: its launch was not seen
             if run.config.get("external")
-            else launch_to_ready(run.started_mono, event.mono, run.phases.values())
+            else launch_to_ready(
+                *ready_clock(run.found_running, run.started_mono, event.mono, event.since_start),
+                run.phases.values(),
+            )
         )
 
     def _on_failed(self, event: ServerFailed) -> None:

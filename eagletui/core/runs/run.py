@@ -181,6 +181,8 @@ class Run:
     step_profile: dict[str, Any] | None = None
     #: eagletui started this process (``LaunchStarted``): its start is known, not only its first line
     launched: bool = False
+    #: found running (a reattach): its start is the host's record; its log's past is timed by the log only
+    found_running: bool = False
     #: seconds from the process start to its first log line (imports; not in the log), launched runs only
     before_first_line: float | None = None
     #: where the startup's seconds went by the log's clock (``ServerReady.gaps``: ``{"gaps": [...]}``)

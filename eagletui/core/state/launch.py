@@ -142,6 +142,8 @@ class LaunchState:
     version: str | None = None
     #: eagletui started this process (LaunchStarted): ``started`` is the process start, not a first line
     launched: bool = False
+    #: found running (a reattach): ``started`` is the host's record; its log's past is timed by the log only
+    found_running: bool = False
     #: seconds from the process start to its first log line (imports; not in the log), launched only
     before_first_line: float | None = None
     #: where the startup's seconds went by the log's clock (ServerReady.gaps: ``{"gaps": [...]}``)

@@ -41,7 +41,7 @@ from eagletui.core.events import (
     TaskFailed,
 )
 from eagletui.core.phases.failures import exit_failure
-from eagletui.core.phases.startup import launch_to_ready, startup_gaps
+from eagletui.core.phases.startup import launch_to_ready, ready_clock, startup_gaps
 from eagletui.core.state.launch import JobView, LaunchState, NodeView, PhaseState, PhaseStatus, ServerState
 from eagletui.core.wording import pending_reason_short
 
@@ -153,9 +153,10 @@ class SessionState:
 def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
     for task in _PER_LAUNCH_TASKS:
         s.failed_tasks.pop(task, None)
+    started = ev.wall - (ev.started_ago or 0.0)  # a run found running started before we saw it
     la = LaunchState(
         launch=ev.launch,
-        started=ev.wall,
+        started=started,
         config=dict(ev.config),
         command=tuple(ev.command),
         diff=dict(ev.diff),
@@ -170,8 +171,9 @@ def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
         la.status = ServerState.QUEUED
     else:
         la.phases["launch"].status = PhaseStatus.ACTIVE
-        la.phases["launch"].started = ev.wall
+        la.phases["launch"].started = started
     la.launched = True
+    la.found_running = ev.started_ago is not None
     s.launches[ev.launch] = la
     s.current = ev.launch
     s.target = ev.target or s.target
@@ -213,8 +215,11 @@ def _on_phase_started(s: SessionState, ev: PhaseStarted) -> None:
     ph = la.phases.get(ev.phase)
     if ph is None:
         return
-    if ev.phase == "launch" and la.launched and la.started is not None and la.before_first_line is None:
-        la.before_first_line = round(max(0.0, ev.wall - la.started), 3)
+    if ev.phase == "launch" and la.launched and la.before_first_line is None:
+        if ev.since_start is not None:  # the log's own clock from the real start (found running)
+            la.before_first_line = round(ev.since_start, 3)
+        elif la.started is not None and not la.found_running:
+            la.before_first_line = round(max(0.0, ev.wall - la.started), 3)
     # Earlier phases that never reported an end are implicitly over once a later one starts,
     # except in the overlapped orders (draft load while target captures), which report their ends.
     idx = PHASES.index(ev.phase)
@@ -299,7 +304,11 @@ def _on_phase_finished(s: SessionState, ev: PhaseFinished) -> None:
     ph = la.phases.get(ev.phase)
     if ph is None:
         return
-    if ev.phase == "launch" and la.launched and ph.started is not None:
+    if ev.phase == "launch" and la.found_running:
+        # read back from the log at once: its own seconds, plus the time before its first line
+        secs = (ev.seconds or 0.0) + (la.before_first_line or 0.0)
+        ev = dataclasses.replace(ev, seconds=round(secs, 3))
+    elif ev.phase == "launch" and la.launched and ph.started is not None:
         # the log times launch from its first line; eagletui saw the process start (imports)
         secs = max(ev.seconds or 0.0, ev.wall - ph.started)
         ev = dataclasses.replace(ev, seconds=round(secs, 3))
@@ -337,10 +346,9 @@ def _on_ready(s: SessionState, ev: ServerReady) -> None:
     ready.seconds = 0.0
     la.status = ServerState.READY
     la.ready_at = ev.wall
+    clock = ready_clock(la.found_running, la.started, ev.wall, ev.since_start)
     la.ready_after = (
-        None
-        if la.config.get("external")
-        else launch_to_ready(la.started, ev.wall, la.phase_durations().values())
+        None if la.config.get("external") else launch_to_ready(*clock, la.phase_durations().values())
     )
     la.stale_for = None
 
