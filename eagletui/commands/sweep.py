@@ -353,7 +353,7 @@ async def _host_done(
     await ws.close()
     model.close()
     if recorder is not None:
-        say(f"session recorded to {recorder.path}")
+        say(recorder.outcome()[0])
 
 
 def _prediction_rows(model: Any, target: str) -> list[dict[str, Any]]:
