@@ -225,8 +225,8 @@ class LineDecoder:
 
     def __init__(self, codec: LogCodec):
         self.codec = codec
-        #: the event type of the last line skipped, where it was known (a reader that replays says
-        #: what a skipped ``bench_result`` leaves unfinished)
+        #: the event type of the last line decoded, "" where it could not be told; read when that
+        #: line was skipped (a replay says what a skipped ``bench_result`` leaves unfinished)
         self.skipped_type = ""
 
     def decode(self, lineno: int, raw: bytes, complete: bool = True) -> tuple[Event | None, str | None]:
