@@ -363,3 +363,28 @@ def test_headless_bench_of_a_server_eagletui_launched_is_valid(tmp_path):
             assert s.connect_ex(("127.0.0.1", port)) == 0
     finally:
         asyncio.run(control.stop(run))
+
+
+@pytest.mark.slow
+def test_headless_bench_on_a_full_disk_says_what_was_not_recorded_and_exits_non_zero(tmp_path, capsys):
+    """Issue 33 item 10: with the disk full while recording, ``bench`` said "session recorded", exit 0,
+    and the benchmark's result was missing from the file. A real 64 KiB tmpfs, nearly full."""
+    import subprocess
+
+    from eagletui.commands.bench import EXIT_NOT_RECORDED
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(sessions)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        (sessions / "filler").write_bytes(b"x" * (56 * 1024))  # room for the header and a little more
+        prof = _profile(tmp_path, _free_port())
+        rc = main(["local", "--profile", prof, "--launch", "--json", "--record", str(sessions)])
+        out = capsys.readouterr()
+        assert rc == EXIT_NOT_RECORDED, out.err
+        assert "incomplete:" in out.err and "could not be written" in out.err, out.err
+        assert "session recorded to" not in out.err.replace("eagletui: session recorded to", "")
+        assert json.loads(out.out)["recording"]["complete"] is False
+    finally:
+        subprocess.run(["umount", "-l", str(sessions)])

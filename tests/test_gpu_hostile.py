@@ -100,3 +100,37 @@ async def test_stale_gpu_numbers_are_marked_with_their_age() -> None:
         shown = str(app.query_one(GpuStrip).render())
         assert "GPUs stale 42s (nvidia-smi gave no answer within 10s)" in shown, shown
         assert "79G 97%" in shown  # the last numbers, still there, marked old
+
+
+HUGE = "0, NVIDIA H200, 1e308, 143771, 1e308, 1e308\n1, NVIDIA H200, 81000, 1e308, -5, 690.5\n"
+
+
+def test_readings_past_what_a_gpu_can_report_are_unknown() -> None:
+    """Issue 33 item 6: ``nvidia-smi`` printing 1e308 was recorded as read, then refused by the reader."""
+    gpus = parse_query(HUGE)
+    assert [(g["mem_used_mb"], g["util_pct"], g["power_w"]) for g in gpus] == [(None, None, None), (81000.0, None, 690.5)]
+    assert gpus[1]["mem_total_mb"] is None
+
+
+@pytest.mark.slow
+async def test_a_huge_reading_is_drawn_in_a_few_characters(tmp_path: Path) -> None:
+    """The strip drew ``util 1e308`` as a 309-digit integer across two lines; the recording of it
+    is read back whole."""
+    from eagletui.session.format import read_session
+    from eagletui.session.record import Recorder
+
+    rec = Recorder(tmp_path / "s.jsonl", target="local", profile_name="p")
+    sample = GpuStats(gpus=tuple(parse_query(HUGE)))
+    rec.write(sample)
+    rec.close()
+    _h, events, warnings = read_session(tmp_path / "s.jsonl")
+    assert not warnings and events[0] == sample
+    raw = ({"index": 0, "name": "H200", "mem_used_mb": 1e308, "mem_total_mb": 143771.0, "util_pct": 1e308},)
+    app = replay_app([LaunchStarted(launch=1, target="local"), GpuStats(gpus=raw)])
+    async with app.run_test(size=(80, 24)) as pilot:
+        await app.replay_done.wait()
+        await pilot.pause()
+        app.repaint_now()
+        await pilot.pause()
+        shown = str(app.query_one(GpuStrip).render())
+        assert "?G ?%" in shown and len(shown) < 40, shown

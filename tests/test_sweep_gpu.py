@@ -133,7 +133,9 @@ def _queue(data: Path) -> dict:
         return {}
 
 
-def test_memory_that_is_never_released_pauses_the_sweep_and_names_the_holder(dirs, monkeypatch, capsys):
+def _pause_on_a_held_gpu(dirs: Path, monkeypatch) -> tuple[str, subprocess.Popen, str, str]:
+    """Run a sweep until its gate pauses it: someone else's job takes 40 GB of GPU 2 while the first
+    variant benchmarks. (profile, the holder, the sweep's stdout, its stderr)."""
     fake_smi(dirs, monkeypatch)
     prof = _profile(dirs, wait=2, release=0.5)
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
@@ -146,7 +148,6 @@ def test_memory_that_is_never_released_pauses_the_sweep_and_names_the_holder(dir
             if _queue(dirs / "data").get("variants", [{}])[0].get("state") == "benchmarking":
                 break
             time.sleep(0.05)
-        # someone else's job takes 40 GB of GPU 2 while the first variant benchmarks
         holder = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"])
         gpumem.Lease.open(
             Path(os.environ[gpumem.ENV_DIR]),
@@ -160,12 +161,20 @@ def test_memory_that_is_never_released_pauses_the_sweep_and_names_the_holder(dir
             sweep.kill()
             sweep.wait(timeout=30)
     assert sweep.returncode == 1, err
+    return prof, holder, out, err
+
+
+def _server_runs(dirs: Path) -> list[Path]:
+    return [p for p in (dirs / "runs").iterdir() if p.is_dir() and not p.name.startswith(".")]
+
+
+def test_memory_that_is_never_released_pauses_the_sweep_and_names_the_holder(dirs, monkeypatch, capsys):
+    prof, holder, out, err = _pause_on_a_held_gpu(dirs, monkeypatch)
     report = json.loads(out)
     assert [r["state"] for r in report["variants"]] == ["done", "pending"]
     assert f"pid {holder.pid} python3 train.py" in report["paused"] and "GPU 2" in report["paused"]
     assert "the sweep is paused" in err
-    runs = [p for p in (dirs / "runs").iterdir() if p.is_dir() and not p.name.startswith(".")]
-    assert len(runs) == 1  # the second server was never started on the held GPU
+    assert len(_server_runs(dirs)) == 1  # the second server was never started on the held GPU
 
     holder.kill()
     holder.wait(timeout=30)
@@ -174,3 +183,27 @@ def test_memory_that_is_never_released_pauses_the_sweep_and_names_the_holder(dir
     assert rc == 0, res.err
     rows = json.loads(res.out)["variants"]
     assert [r["state"] for r in rows] == ["done", "done"] and rows[1]["launches"] == 1
+
+
+@pytest.mark.parametrize("kept", [True, False], ids=["reading-kept", "no-reading-kept"])
+def test_a_resume_on_a_gpu_still_held_waits_and_pauses_again(dirs, monkeypatch, capsys, kept):
+    """``sweep --resume`` reads the GPUs before its launch like the gate mid-sweep: the holder is still
+    there, so it waits, pauses again naming it and launches nothing (issue 33 item 3). Without the
+    reading from before the pause (an older queue) every process's memory must be gone."""
+    prof, holder, _out, _err = _pause_on_a_held_gpu(dirs, monkeypatch)
+    try:
+        if not kept:
+            qfile = next((dirs / "data" / "sweeps").glob("*.json"))
+            data = json.loads(qfile.read_text())
+            data.pop("gpu_reference", None)
+            qfile.write_text(json.dumps(data))
+        rc = main(["local", "--profile", prof, "--json", "--no-preflight", "--resume"])
+        res = capsys.readouterr()
+        assert rc == 1, res.err
+        report = json.loads(res.out)
+        assert [r["state"] for r in report["variants"]] == ["done", "pending"]
+        assert f"pid {holder.pid} python3 train.py" in report["paused"] and "GPU 2" in report["paused"]
+        assert len(_server_runs(dirs)) == 1  # nothing was launched on the held GPU
+    finally:
+        holder.kill()
+        holder.wait(timeout=30)

@@ -247,3 +247,30 @@ def test_a_drafter_that_accepts_nothing_is_reported_at_once_not_rerun(tmp_path, 
     assert broken["repeats"][0]["invalid"][0].startswith("the drafter is not working")
     assert "not run again" in out.err and "running it again" not in out.err
     assert rep["ranking"] == ["base"] and not _listening(port)
+
+
+@pytest.mark.slow
+def test_a_sweep_whose_recording_lost_events_exits_non_zero(tmp_path, data_dir, capsys):
+    """Issue 33 item 10: a full disk while the sweep records: what was not recorded is said, exit 1.
+    A real 64 KiB tmpfs as the sessions dir, nearly full; the simulator as the server."""
+    import subprocess
+
+    sessions = tmp_path / "sessions"
+    sessions.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", str(sessions)]).returncode != 0:
+        pytest.skip("cannot mount a tmpfs here (needs root)")
+    try:
+        (sessions / "filler").write_bytes(b"x" * (56 * 1024))
+        port = free_port()
+        one = '[[sweep.variants]]\nname = "ring"\n'
+        rc = main(
+            ["local", "--profile", _profile(tmp_path, port, one), "--json", "--no-preflight",
+             "--record", str(sessions)]
+        )
+        out = capsys.readouterr()
+        assert rc == 1, out.err
+        assert "incomplete:" in out.err and "could not be written" in out.err, out.err
+        assert "recording of local is incomplete" in out.err
+        assert json.loads(out.out)["variants"][0]["verdict"] != "fail"  # the sweep itself passed
+    finally:
+        subprocess.run(["umount", "-l", str(sessions)])

@@ -129,3 +129,35 @@ async def test_a_failed_preflight_stays_on_screen_until_the_next_launch(tmp_path
         assert app.state.launch is None  # nothing was started
         await pilot.press("q")
         await pilot.pause(1)
+
+
+async def test_a_declined_stop_of_a_reattached_server_changes_nothing(tmp_path: Path) -> None:
+    """Issue 33 item 12: on a server this session did not launch, ``s`` then ``n`` at "Stop it?" left
+    ``b``, ``s``, ``r``, ``a`` refused ("a launch or stop is in progress") for the rest of the
+    session, and ``q`` waited the whole close bound (30 s) for a stop that never ran. The real demo
+    server; the run is marked as not launched here, as a reattach marks it."""
+    import time
+
+    app = build_app(slow_profile(tmp_path, 0.004), UserConfig(record=False), preflight=False)
+    async with app.run_test(size=(160, 50)) as pilot:
+        assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40), app.state.server_state
+        app.workspace.run.launched_here = False  # what attach_newest leaves: another session's run
+        await pilot.press("s")
+        assert await wait_for(pilot, lambda: isinstance(app.screen, ConfirmScreen), 10)
+        assert "Stop it?" in app.screen.question
+        await pilot.press("n")
+        await pilot.pause(0.5)
+        assert not app.driver.control_busy
+        assert app.state.server_state == "ready"
+        await pilot.press("b")
+        assert await wait_for(pilot, lambda: app.driver.benchmarking or bool(app.state.bench_results), 10)
+        refused = [n.message for n in app._notifications if "in progress" in n.message]
+        assert not refused, refused
+        app.workspace.run.launched_here = True  # the demo's own server: q stops it without asking
+        started = time.monotonic()
+        await pilot.press("q")
+        await pilot.pause()
+        if isinstance(app.screen, ConfirmScreen):
+            await pilot.press("y")
+        assert await wait_for(pilot, lambda: not app.is_running, 15)
+        assert time.monotonic() - started < 10

@@ -164,3 +164,41 @@ def test_a_websocket_from_another_origin_is_refused(server: Serve) -> None:
     # behind a reverse proxy the browser's address is the forwarded host
     proxied = {"Origin": "https://tune.example", "X-Forwarded-Host": "tune.example"}
     assert asyncio.run(attempt(proxied)) == 101
+
+
+@pytest.mark.slow
+def test_tabs_are_capped_and_the_next_one_gets_a_page_that_says_so(tmp_path: Path) -> None:
+    """Issue 33 item 11: ten tabs were ten eagletui processes (about 280 MB) with no cap. A real
+    server with ``--max-tabs 1``, a real tab (websocket) holding its app, then a second tab."""
+    import asyncio
+
+    import aiohttp
+
+    s = Serve(["--max-tabs", "1", "replay", "demo-eagle3", "--speed", "instant"], tmp_path)
+    try:
+
+        async def tabs() -> tuple[int, bytes, str, int]:
+            ws_url = f"ws://127.0.0.1:{s.port}{s.path}ws?width=80&height=24"
+            origin = {"Origin": f"http://127.0.0.1:{s.port}"}
+            async with aiohttp.ClientSession() as session:
+                async with session.ws_connect(ws_url, headers=origin) as first:
+                    await first.receive(timeout=30)  # its app draws: the tab is open
+                    async with session.get(s.url) as r:
+                        status, page = r.status, await r.text()
+                    async with session.ws_connect(ws_url, headers=origin) as second:
+                        said = await second.receive(timeout=30)
+                again = 0
+                for _ in range(100):  # the first tab's app quits, then its place is free
+                    async with session.get(s.url) as r:
+                        again = r.status
+                    if again == 200:
+                        break
+                    await asyncio.sleep(0.2)
+            return status, said.data, page, again
+
+        status, said, page, again = asyncio.run(tabs())
+        assert status == 503 and "all 1 tab(s) this server allows are open" in page and "--max-tabs 1" in page
+        assert b"close one, then reload" in said
+        assert again == 200
+    finally:
+        s.stop()

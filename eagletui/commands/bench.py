@@ -41,6 +41,9 @@ from eagletui.session.waits import wait_exit, wait_ready, why_not_ready
 from eagletui.workspace import Workspace
 
 EXIT_OK, EXIT_BENCH_FAILED, EXIT_USAGE, EXIT_LAUNCH_FAILED, EXIT_STOP_FAILED = 0, 1, 2, 3, 4
+#: The benchmark ran but its recording is missing events (disk full, the file removed): a script
+#: that keeps the session as the run's evidence must not take it as whole.
+EXIT_NOT_RECORDED = 5
 
 
 async def _log_tail(ws: Workspace, n: int = 20) -> str:
@@ -179,7 +182,11 @@ async def _amain(ns: argparse.Namespace) -> int:
         await ws.close()
         model.close()
         if recorder is not None and recorder.events_written:
-            _say(f"session recorded to {recorder.path}")
+            said, whole = recorder.outcome()
+            _say(said if whole else f"eagletui: {said}")
+            if not whole:
+                summary["recording"] = {"complete": False, "message": redactor.text(said)}
+                code = code or EXIT_NOT_RECORDED
     if recorder is not None and "session" not in summary and model.state.launch is not None:
         from eagletui.session.catalog import session_name
 

@@ -162,7 +162,7 @@ def main(argv: list[str]) -> int:
     signum = run_app(app)  # SIGTERM/SIGHUP/SIGINT: the q path (the server keeps running), terminal restored
     sys.stderr.write(exit_note(app, target, profile.port, profile=profile))
     if app.recorder is not None:
-        sys.stderr.write(f"session recorded to {app.recorder.path}\n")
+        sys.stderr.write(app.recorder.outcome()[0] + "\n")
     return 128 + signum if signum else 0
 
 

@@ -115,7 +115,9 @@ def build_app(profile, cfg, *, theme=None, history=None, recorder=None, prefligh
 
 
 def _cleanup(app) -> int:
-    """Belt and braces: whatever happened in the UI, the demo's server does not outlive the demo."""
+    """Belt and braces: whatever happened in the UI, the demo's server does not outlive the demo. The
+    host-side stop goes first (it records how the server ended); when it fails or leaves the server
+    up, the simulator this process started is killed directly, by its pid and start time."""
     ws = app.workspace
     if ws is not None and ws.run is not None and ws.run.owned:
         import asyncio
@@ -124,20 +126,21 @@ def _cleanup(app) -> int:
             try:
                 if await ws.control.liveness(ws.run) != "dead":  # unknown: stop checks on the host
                     await ws.control.stop(ws.run, grace=ws.timings.control.demo_grace_s)
-            except Exception as exc:  # pragma: no cover - reported, not raised
-                _say(f"eagletui: could not stop the demo server: {exc}")
+            except Exception as exc:
+                _say(f"eagletui: the host-side stop of the demo server failed ({exc}): killing it directly")
 
         asyncio.run(stop())
+        if not _kill_local(app):
+            _say(f"eagletui: could not stop the demo server (pid {ws.run.pid}): stop it with kill")
     if app.recorder is not None and getattr(app.recorder, "path", None):
-        _say(f"session recorded to {app.recorder.path}")
+        _say(app.recorder.outcome()[0])
     return 0
 
 
-def _emergency_cleanup(app, tmp: Path) -> None:
-    """From the signal watchdog thread, when the clean quit did not finish: stop the simulator we
-    started (only if its pid still has the start time we recorded) and remove the temp dir."""
+def _kill_local(app) -> bool:
+    """SIGTERM, then SIGKILL, to the process group of the simulator this demo started, only while
+    its pid still has the start time we recorded (a reused pid is left alone). True when it is gone."""
     import os
-    import shutil
     import signal
     import time
 
@@ -153,17 +156,29 @@ def _emergency_cleanup(app, tmp: Path) -> None:
         except (OSError, IndexError, ValueError):
             return False
 
-    if run is not None and getattr(run, "owned", False) and run.pgid and ours():
-        for sig in (signal.SIGTERM, signal.SIGKILL):
-            try:
-                os.killpg(int(run.pgid), sig)
-            except ProcessLookupError:
-                break
-            deadline = time.monotonic() + app.timings.control.demo_kill_wait_s
-            while ours() and time.monotonic() < deadline:
-                time.sleep(app.timings.session.busy_poll_s)
-            if not ours():
-                break
+    if run is None or not getattr(run, "owned", False) or not run.pgid or not ours():
+        return True
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(int(run.pgid), sig)
+        except ProcessLookupError:
+            break
+        except PermissionError:
+            return False
+        deadline = time.monotonic() + app.timings.control.demo_kill_wait_s
+        while ours() and time.monotonic() < deadline:
+            time.sleep(app.timings.session.busy_poll_s)
+        if not ours():
+            break
+    return not ours()
+
+
+def _emergency_cleanup(app, tmp: Path) -> None:
+    """From the signal watchdog thread, when the clean quit did not finish: stop the simulator we
+    started (only if its pid still has the start time we recorded) and remove the temp dir."""
+    import shutil
+
+    _kill_local(app)
     shutil.rmtree(tmp, ignore_errors=True)
 
 

@@ -26,6 +26,7 @@ from typing import Any
 
 from eagletui.commands._args import ArgumentParser
 from eagletui.core.timings import Timings
+from eagletui.web.page import DEFAULT_MAX_TABS
 
 SERVED = ("demo", "connect", "replay")
 DEFAULT_PORT = 8765
@@ -53,19 +54,35 @@ def build_parser() -> argparse.ArgumentParser:
         "session, over plain HTTP (prefer ssh -L)",
     )
     p.add_argument("--title", default=None, help="the page's title (default: the command)")
+    p.add_argument(
+        "--max-tabs",
+        type=_max_tabs,
+        default=DEFAULT_MAX_TABS,
+        help=f"tabs open at once, each an eagletui process of about 28 MB (default {DEFAULT_MAX_TABS}); "
+        "the next one gets a page that says so",
+    )
     p.add_argument("command", choices=SERVED, help="the UI command to serve")
     p.add_argument("args", nargs=argparse.REMAINDER, help="its arguments, as in a terminal")
     return p
 
 
-def _port(value: str) -> int:
-    try:
-        n = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"a port is a number, not {value!r}") from None
-    if not 0 <= n <= 65535:
-        raise argparse.ArgumentTypeError("a port is 0-65535")
-    return n
+def _int_between(what: str, low: int, high: int) -> Any:
+    """An argparse type: a whole number from ``low`` to ``high``, or an error that names ``what``."""
+
+    def parse(value: str) -> int:
+        try:
+            n = int(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{what} is a whole number, not {value!r}") from None
+        if not low <= n <= high:
+            raise argparse.ArgumentTypeError(f"{what} is {low}-{high}, not {n}")
+        return n
+
+    return parse
+
+
+_port = _int_between("a port", 0, 65535)
+_max_tabs = _int_between("--max-tabs", 1, 64)
 
 
 def loopback(host: str) -> bool:
@@ -203,5 +220,14 @@ async def _serve(args: argparse.Namespace, inner: list[str], token: str, runtime
         sys.stdout.flush()
 
     title = args.title or " ".join([args.command, *inner])
-    await serve(floor, token=token, title=title, host=args.host, port=args.port, stop=stop, ready=ready)
+    await serve(
+        floor,
+        token=token,
+        title=title,
+        host=args.host,
+        port=args.port,
+        stop=stop,
+        ready=ready,
+        max_tabs=args.max_tabs,
+    )
     return 128 + got[0] if got and got[0] != signal.SIGINT else 0

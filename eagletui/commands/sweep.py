@@ -135,6 +135,7 @@ async def _run(
     several = len(workers) > 1
 
     predictions: list[dict[str, Any]] = []
+    not_recorded: list[str] = []  # hosts whose recording misses events (disk full, file removed)
     try:
         reached = await asyncio.gather(
             *(
@@ -148,6 +149,7 @@ async def _run(
                     history=history,
                     several=several,
                     predictions=predictions,
+                    not_recorded=not_recorded,
                     SessionModel=SessionModel,
                     SweepRunner=SweepRunner,
                     Workspace=Workspace,
@@ -177,7 +179,12 @@ async def _run(
     else:
         print_human(report)
         _print_predictions(predictions)
-    return ns.interrupt.exit_code if ns.interrupt.signum is not None else exit_status(report)
+    if ns.interrupt.signum is not None:
+        return ns.interrupt.exit_code
+    if not_recorded:
+        _say(f"eagletui: the recording of {', '.join(not_recorded)} is incomplete (said above): exit 1")
+        return exit_status(report) or EXIT_FAIL
+    return exit_status(report)
 
 
 def _open_queue(
@@ -271,6 +278,7 @@ async def _sweep_host(
     history: Any,
     several: bool,
     predictions: list[dict[str, Any]],
+    not_recorded: list[str],
     SessionModel: Any,
     SweepRunner: Any,
     Workspace: Any,
@@ -318,7 +326,8 @@ async def _sweep_host(
         predictions.extend(_prediction_rows(model, target))
         return True
     finally:
-        await _host_done(ns, ws, model, recorder, target, say, interrupted)
+        if not await _host_done(ns, ws, model, recorder, target, say, interrupted):
+            not_recorded.append(label)
 
 
 def _host_recorder(ns: argparse.Namespace, cfg: Any, profile: Any, target: str, say: Any) -> Any:
@@ -341,9 +350,10 @@ def _host_recorder(ns: argparse.Namespace, cfg: Any, profile: Any, target: str, 
 
 async def _host_done(
     ns: argparse.Namespace, ws: Any, model: Any, recorder: Any, target: str, say: Any, interrupted: bool
-) -> None:
+) -> bool:
     """A host's part of the sweep has ended: say how to resume after an interruption (its server left
-    running), else stop the server unless ``--keep-server``; close the workspace and the model."""
+    running), else stop the server unless ``--keep-server``; close the workspace and the model. False
+    when its recording misses events (the sweep then exits non-zero)."""
     ns_targets = [ns.target] if ns.target else []
     if interrupted:
         resume = shlex.join(["eagletui", "sweep", *ns_targets, "--profile", ns.profile, "--resume"])
@@ -364,8 +374,11 @@ async def _host_done(
             say(f"eagletui: stopping the server failed: {exc}")
     await ws.close()
     model.close()
-    if recorder is not None:
-        say(f"session recorded to {recorder.path}")
+    if recorder is None:
+        return True
+    said, whole = recorder.outcome()
+    say(said)
+    return whole
 
 
 def _prediction_rows(model: Any, target: str) -> list[dict[str, Any]]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -84,12 +85,25 @@ def _inert(text: str) -> str:
     return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in text)
 
 
+def _progress(f: str) -> Callable[[int], None]:
+    """A long file says how far it got (a 2 GiB trace gave no sign of life for minutes)."""
+
+    def say(n: int) -> None:
+        print(f"eagletui trace: {_inert(f)}: {n >> 20} MiB read…", file=sys.stderr, flush=True)
+
+    return say
+
+
 def _load(files: list[str]) -> tuple[list[RankSummary], list[str]]:
     ranks: list[RankSummary] = []
     errors: list[str] = []
     for f in files:
         try:
-            r = summarize_file(f)
+            r = summarize_file(f, progress=_progress(f))
+            if not r.kernels and not r.skipped:
+                # nothing read is not a summary of nothing: say so and exit non-zero
+                errors.append(f"{f}: no kernel events in this trace: nothing to summarise")
+                continue
             ranks.append(r)
             if r.skipped:
                 print(

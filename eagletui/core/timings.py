@@ -141,6 +141,8 @@ class ControlTimings:
     stop_group_wait_s: float = 10.0
     #: …then SIGKILL, waited this long
     stop_kill_wait_s: float = 10.0
+    #: the host-side stop is waited for those three plus this (its port release and exit record waits)
+    stop_margin_s: float = 60.0
     #: a Slurm cancel is waited for the grace plus this (Slurm's KillWait, 30 s by default, and margin)
     cancel_margin_s: float = 60.0
     #: ``sbatch`` through the login node

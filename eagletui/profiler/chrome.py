@@ -16,13 +16,21 @@ import gzip
 import json
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 CHUNK = 1 << 20
 MAX_EVENT_BYTES = 4 << 20
 MAX_META_BYTES = 8 << 20
+#: A trace decompresses to at most this much: a decode step on 8 GPUs is hundreds of MB.
+MAX_DECOMPRESSED = 8 << 30
+#: Past :data:`RATIO_AFTER` decompressed bytes, a gzip that expands more than this is a bomb: torch's
+#: JSON compresses about 10x (2.1 MB of gzip holding 2 GiB of whitespace took 520 s of one core).
+MAX_RATIO = 200
+RATIO_AFTER = 64 << 20
+#: ``progress(bytes read)`` is called every this many decompressed bytes
+PROGRESS_EVERY = 256 << 20
 
 
 class TraceError(Exception):
@@ -30,14 +38,26 @@ class TraceError(Exception):
 
 
 _WS = " \t\r\n"
+#: a run of whitespace, skipped in C (a Python loop over 2 GiB of it took minutes)
+_WS_RUN = re.compile(r"[ \t\r\n]*")
 
 
 class ChromeTrace:
     """One trace file: ``events()`` yields each event dict once; ``meta`` fills in as the header is read."""
 
-    def __init__(self, path: str | Path, *, max_event_bytes: int = MAX_EVENT_BYTES) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        max_event_bytes: int = MAX_EVENT_BYTES,
+        max_bytes: int = MAX_DECOMPRESSED,
+        progress: Callable[[int], None] | None = None,
+    ) -> None:
         self.path = Path(path)
         self.max_event_bytes = max_event_bytes
+        self.max_bytes = max_bytes
+        self.progress = progress
+        self._raw: IO[bytes] | None = None  # the compressed file under a gzip stream
         self.meta: dict[str, Any] = {}
         self.bytes_read = 0
         #: values stepped over because they nest deeper than the JSON decoder can go
@@ -48,6 +68,7 @@ class ChromeTrace:
         head = raw.read(2)
         raw.seek(0)
         if head == b"\x1f\x8b":
+            self._raw = raw
             return gzip.GzipFile(fileobj=raw, mode="rb")  # type: ignore[return-value]
         return raw
 
@@ -110,7 +131,7 @@ class _Reader:
             if self._tail:
                 raise TraceError(f"{self.trace.path}: ends inside a UTF-8 character")
             return False
-        self.trace.bytes_read += len(data)
+        self._account(len(data))
         data = self._tail + data
         # Keep an incomplete UTF-8 sequence for the next chunk instead of replacing it.
         cut = len(data)
@@ -127,6 +148,24 @@ class _Reader:
         self.pos = 0
         return True
 
+    def _account(self, n: int) -> None:
+        """Count decompressed bytes; refuse past the size bound or a bomb's ratio; report progress."""
+        trace = self.trace
+        before, trace.bytes_read = trace.bytes_read, trace.bytes_read + n
+        if trace.bytes_read > trace.max_bytes:
+            raise TraceError(
+                f"{trace.path}: over {trace.max_bytes >> 20} MiB decompressed: stopped reading there"
+            )
+        if trace._raw is not None and trace.bytes_read > RATIO_AFTER:
+            packed = max(1, trace._raw.tell())
+            if trace.bytes_read > MAX_RATIO * packed:
+                raise TraceError(
+                    f"{trace.path}: {packed} compressed bytes expand to over {trace.bytes_read >> 20} MiB "
+                    f"(more than {MAX_RATIO}x): a decompression bomb, not a trace; stopped reading"
+                )
+        if trace.progress is not None and before // PROGRESS_EVERY != trace.bytes_read // PROGRESS_EVERY:
+            trace.progress(trace.bytes_read)
+
     def peek(self) -> str:
         while self.pos >= len(self.buf):
             if not self._more():
@@ -135,9 +174,8 @@ class _Reader:
 
     def skip_ws(self) -> None:
         while True:
-            buf, pos, n = self.buf, self.pos, len(self.buf)
-            while pos < n and buf[pos] in _WS:
-                pos += 1
+            pos = _WS_RUN.match(self.buf, self.pos).end()  # type: ignore[union-attr]  # matches "" too
+            n = len(self.buf)
             self.pos = pos
             if pos < n or not self._more():
                 return

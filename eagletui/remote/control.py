@@ -72,6 +72,10 @@ class RunInfo:
     batch_log: str = ""
     #: how many nodes the job asked for (1: a single-node server)
     num_nodes: int = 1
+    #: what the host's listing said of it: ``alive``/``dead``/``unknown``, ``stale`` (its pid is another
+    #: process's now) or ``untrusted`` (its run dir is not the user's); ``note`` says why
+    state: str = ""
+    note: str = ""
     #: the sweep job slot that submitted it (0 outside a parallel sweep)
     slot: int = 0
     #: a live run as the host listed it: seconds since its leader started, and that start's local time
@@ -169,6 +173,10 @@ class LaunchError(TransportError):
     pass
 
 
+class UntrustedRunsDir(TransportError):
+    """The host refuses the runs dir: someone else can write it (the message says how to fix it)."""
+
+
 class LaunchRefused(LaunchError):
     """Another launch holds this host + port (its server is running or starting): never start a second."""
 
@@ -211,9 +219,12 @@ class ServerControl(Launcher):
         *,
         python: str = "python3",
         timings: Timings,
+        runs_group: str = "",
     ):
         self.transport = transport
         self.runs_dir = runs_dir
+        #: the group a shared runs dir may be writable by (the profile's ``runs_dir_group``)
+        self.runs_group = runs_group
         #: Interpreter for the host-side operations; ``launch`` switches to the profile's python.
         self.python = python
         #: A "dead" verdict is acted on only if a second check this much later agrees.
@@ -249,6 +260,7 @@ class ServerControl(Launcher):
         )
         spec: dict[str, Any] = {
             "runs_dir": profile.runs_dir or self.runs_dir,
+            "runs_group": profile.runs_dir_group or self.runs_group,
             "run_id": run_id,
             "argv": argv,
             "argv_redacted": shown_argv,
@@ -339,7 +351,7 @@ class ServerControl(Launcher):
             if attempt:
                 await self.timings.clock.sleep(self.reconcile_delay)
             try:
-                res = await self._host("find", runs_dir, run_id)
+                res = await self._host("find", runs_dir, run_id, self.runs_group)
                 out = json.loads(res.stdout)
                 state = out["state"]
             except (TransportError, TimeoutError, OSError, ValueError, KeyError, TypeError) as exc:
@@ -347,6 +359,8 @@ class ServerControl(Launcher):
                 continue
             if state == "absent":
                 return None
+            if state == "refused":
+                raise LaunchError(f"run {run_id}: {out.get('detail')}")
             data = out.get("run")
             if state in ("running", "exited", "unknown") and isinstance(data, dict):
                 if "pid" not in data:  # it ended before its identity was written: nothing to follow
@@ -440,7 +454,8 @@ class ServerControl(Launcher):
             run.run_id,
             str(float(group_wait)),
             str(float(kill_wait)),
-            timeout=grace + group_wait + kill_wait + 60,
+            self.runs_group,
+            timeout=grace + group_wait + kill_wait + self.timings.control.stop_margin_s,
         )
         try:
             out = json.loads(res.stdout)
@@ -481,23 +496,30 @@ class ServerControl(Launcher):
         if not run.owned or not run.run_dir:
             return []
         try:
-            res = await self._host("members", run.run_dir, run.run_id)
+            res = await self._host("members", run.run_dir, run.run_id, self.runs_group)
         except (TransportError, TimeoutError, OSError):
             return []
         return _json_rows(res.stdout, "run members") if res.exit_status == 0 else []
 
     async def list_runs(self) -> list[RunInfo]:
-        res = await self._host("list", self.runs_dir)
+        """The runs of the runs dir, newest first; those set aside (``stale``, ``untrusted``) come with
+        ``alive`` and ``owned`` false and a ``note``. :class:`UntrustedRunsDir` when the host refuses
+        the runs dir itself."""
+        res = await self._host("list", self.runs_dir, self.runs_group)
         if res.exit_status != 0:
             raise TransportError(f"listing runs failed: {res.stderr.strip()[-500:]}")
-        rows = _json_rows(res.stdout, "listing runs")
+        rows = _json_rows(res.stdout, "listing runs", refused=True)
         rows.sort(key=lambda r: (r.get("mtime", 0), r.get("run_id", "")), reverse=True)
         runs = []
+        aside = {"log_path": "", "pid": 0, "pgid": 0, "start_time": "", "argv": [], "port": 0, "launch": 0}
         for r in rows:
             try:
-                runs.append(RunInfo.from_dict(r))
+                run = RunInfo.from_dict({**aside, **r} if r.get("state") == "untrusted" else r)
             except (TypeError, ValueError):
                 continue  # one damaged run.json must not hide the others
+            if run.state in ("stale", "untrusted"):
+                run.alive = run.owned = False
+            runs.append(run)
         return runs
 
     async def discover_foreign(self) -> list[ForeignServer]:
@@ -535,12 +557,16 @@ def _int(text: str) -> int | None:
         return None
 
 
-def _json_rows(text: str, what: str) -> list[dict[str, Any]]:
-    """Host script output; anything else (a login banner from ~/.bashrc) is a clear error, not a crash."""
+def _json_rows(text: str, what: str, *, refused: bool = False) -> list[dict[str, Any]]:
+    """Host script output; anything else (a login banner from ~/.bashrc) is a clear error, not a crash.
+    With ``refused``, the host's ``{"refused": why}`` (a runs dir it will not trust) is
+    :class:`UntrustedRunsDir`."""
     try:
         rows = json.loads(text or "[]")
     except ValueError:
         raise TransportError(
             f"{what}: unexpected output from the host (check ~/.bashrc for commands that print): {text[:200]!r}"
         ) from None
+    if refused and isinstance(rows, dict) and "refused" in rows:
+        raise UntrustedRunsDir(str(rows["refused"]))
     return [r for r in rows if isinstance(r, dict)] if isinstance(rows, list) else []

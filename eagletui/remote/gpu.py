@@ -10,13 +10,21 @@ to its reading from before the previous launch (:mod:`eagletui.core.host.gpu_mem
 from __future__ import annotations
 
 import asyncio
-import math
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from eagletui.core.events import GpuStats
-from eagletui.core.host.gpu_memory import TOLERANCE_MIB, Reading, describe_held, parse_reading
+from eagletui.core.host.gpu_memory import (
+    MAX_MIB,
+    MAX_POWER_W,
+    MAX_UTIL_PCT,
+    TOLERANCE_MIB,
+    Reading,
+    describe_held,
+    gpu_value,
+    parse_reading,
+)
 from eagletui.core.timings import Timings
 from eagletui.remote.transport import Transport, TransportError
 
@@ -32,23 +40,14 @@ APPS_QUERY = [
 ]
 
 
-def _num(text: str) -> float | None:
-    """A reading, or None when unknown: "[N/A]", "[Not Supported]", and non-finite values ("nan",
-    "inf", "1e999") that a broken driver or a wrapper script prints."""
-    try:
-        value = float(text.strip())
-    except ValueError:
-        return None
-    return value if math.isfinite(value) else None
-
-
 def parse_query(text: str) -> list[dict[str, Any]]:
     gpus = []
     for line in text.splitlines():
         parts = [p.strip() for p in line.split(",")]
         if len(parts) < 6 or not (parts[0].isascii() and parts[0].isdigit()):  # "²".isdigit() is True
             continue
-        used, total, util, power = (_num(p) for p in parts[2:6])
+        used, total = gpu_value(parts[2], MAX_MIB), gpu_value(parts[3], MAX_MIB)
+        util, power = gpu_value(parts[4], MAX_UTIL_PCT), gpu_value(parts[5], MAX_POWER_W)
         gpus.append(
             {
                 "index": int(parts[0]),

@@ -16,7 +16,16 @@ import time
 # isort: off
 # host-program: local imports (host_source drops the lines down to the end marker: on the
 # host the parts are one program text, and these names are its own)
-from eagletui.remote.hostfiles import _load, _out, _write, exit_info
+from eagletui.remote.hostfiles import (
+    _load,
+    _open_own,
+    _out,
+    _touch,
+    _write,
+    exit_info,
+    run_dir_problem,
+    runs_dir_problem,
+)
 from eagletui.remote.hostproc import (
     ALIVE,
     DEAD,
@@ -66,7 +75,7 @@ def live_runs_on_port(runs, port, skip):
     except OSError:
         return found
     for n in names:
-        if n == skip or n.startswith("."):
+        if n == skip or n.startswith(".") or run_dir_problem(os.path.join(runs, n)):
             continue
         run = _load(os.path.join(runs, n, "run.json"))
         if not isinstance(run, dict) or run.get("port") != port or not run.get("pid"):
@@ -106,18 +115,17 @@ def op_launch(args):
     spec = json.load(sys.stdin)
     os.umask(0o077)  # run dirs hold logs with server args: private to the user
     runs = os.path.abspath(os.path.expanduser(spec["runs_dir"]))
-    locks = os.path.join(runs, ".locks")
-    os.makedirs(locks, exist_ok=True)
     port = int(spec["run"].get("port") or 0)
     run_id = spec["run_id"]
-    key = os.path.join(locks, lock_key(port))
-    lfd = os.open(key + ".lock", os.O_RDWR | os.O_CREAT, 0o600)
+    lfd, key, shared, refusal = _launch_lock(runs, spec.get("runs_group") or "", port)
+    if refusal:
+        return _out(refusal)
     try:
         if not _lock(lfd, float(spec.get("lock_timeout", 30))):
-            holder = _load(key + ".json") or {}
+            holder = _load(key + ".json", any_owner=shared) or {}
             _out({"refused": f"another launch on port {port} has held the lock for 30 s: {describe(holder)}"})
             return
-        holder = _load(key + ".json")
+        holder = _load(key + ".json", any_owner=shared)
         if isinstance(holder, dict) and holder.get("run_id") != run_id:
             verdict, who = holder_state(holder)
             if verdict != DEAD:
@@ -131,38 +139,62 @@ def op_launch(args):
             _out({"refused": msg, "holder": run})
             return
         st = read_stat(os.getpid())[1] or [""] * 20
-        _write(
-            key + ".json",
-            json.dumps(
-                {
-                    "run_id": run_id,
-                    "port": port,
-                    "client": spec.get("client", ""),
-                    "since": time.time(),
-                    "launcher_pid": os.getpid(),
-                    "launcher_start": st[19],
-                }
-            ),
-        )
+        record = {"run_id": run_id, "port": port, "client": spec.get("client", ""), "since": time.time()}
+        mode = 0o640 if shared else 0o600
+        _write(key + ".json", json.dumps(dict(record, launcher_pid=os.getpid(), launcher_start=st[19])), mode)
         info = _start(spec, runs, run_id)
         if "pid" in info:
-            _write(
-                key + ".json",
-                json.dumps(
-                    {
-                        "run_id": run_id,
-                        "port": port,
-                        "client": spec.get("client", ""),
-                        "since": time.time(),
-                        "pid": info["pid"],
-                        "pgid": info["pgid"],
-                        "start_time": info["start_time"],
-                    }
-                ),
-            )
+            ident = {k: info[k] for k in ("pid", "pgid", "start_time")}
+            _write(key + ".json", json.dumps(dict(record, since=time.time(), **ident)), mode)
         _out(info)
     finally:
         os.close(lfd)
+
+
+def _launch_lock(runs, group, port):
+    """(lock fd, lock path without its suffix, shared, None) for ``port`` in the runs dir (created if
+    missing, and only if it is to be trusted), or (None, '', False, refusal) saying why not."""
+    try:
+        os.makedirs(runs, exist_ok=True)
+    except OSError as e:
+        return None, "", False, {"error": f"cannot create the runs dir {runs}: {e}"}
+    untrusted = runs_dir_problem(runs, group)
+    if untrusted:
+        return None, "", False, {"refused": untrusted}
+    locks, shared = locks_dir(runs, group)
+    if locks is None:
+        return None, "", False, {"refused": shared}
+    key = os.path.join(locks, lock_key(port))
+    try:
+        lfd = _open_own(key + ".lock", os.O_RDWR | os.O_CREAT, any_owner=shared, mode=0o660 if shared else 0o600)
+    except Exception as e:  # a link or a stranger's file in place of the lock: refuse, say which
+        return None, "", False, {"refused": f"cannot take the launch lock: {e}"}
+    return lfd, key, shared, None
+
+
+def locks_dir(runs, group):
+    """(path, shared) of the runs dir's ``.locks``, created if missing; shared (group-writable, files
+    of other members read) when the profile names the group the runs dir is shared with. (None, why)
+    when it is a link or not a directory: a planted ``.locks`` is not used."""
+    import stat as S
+
+    locks = os.path.join(runs, ".locks")
+    shared = bool(group)
+    try:
+        try:
+            os.mkdir(locks)
+            if shared:
+                os.chmod(locks, 0o2770)
+        except FileExistsError:
+            pass
+        st = os.lstat(locks)
+    except OSError as e:
+        return None, f"cannot create {locks}: {e}"
+    if not S.S_ISDIR(st.st_mode):
+        return None, f"{locks} is not a directory (a symbolic link?): not using it"
+    if not shared and st.st_uid != os.getuid():
+        return None, f"{locks} is not yours: not using it"
+    return locks, shared
 
 
 def describe(holder):
@@ -188,7 +220,7 @@ def _start(spec, runs, run_id):
     w("env.json", json.dumps(spec["env_redacted"], indent=1, sort_keys=True))
     w("command.sh", spec["command_sh"])
     log = os.path.join(rd, "server.log")
-    open(log, "ab").close()
+    _touch(log)
     cwd = os.path.abspath(os.path.expanduser(spec["workdir"]))
     env = dict(os.environ)
     env.update(spec["env"])
@@ -236,7 +268,7 @@ def _waiter(spec, rd, log, cwd, env, wp):
     dn = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(dn, fd)
-    logf = open(log, "ab", buffering=0)
+    logf = os.fdopen(_open_own(log, os.O_WRONLY | os.O_APPEND), "ab", buffering=0)
     info = {"run_dir": rd, "log_path": log}
     try:
         p = subprocess.Popen(
@@ -279,14 +311,20 @@ def _waiter(spec, rd, log, cwd, env, wp):
 
 
 def op_find(args):
-    """argv: runs_dir run_id → what became of a launch whose answer was lost.
+    """argv: runs_dir run_id [runs_group] → what became of a launch whose answer was lost.
 
     ``running`` (with the run's identity), ``exited``, ``starting`` (its launcher is still at work:
-    ask again) or ``absent`` (nothing on the host carries the run id: it never started).
+    ask again), ``absent`` (nothing on the host carries the run id: it never started) or
+    ``refused`` (the runs dir or the run dir is not to be trusted: ``detail`` says why).
     """
     runs = os.path.abspath(os.path.expanduser(args[0]))
     rid = args[1]
     rd = os.path.join(runs, rid)
+    untrusted = runs_dir_problem(runs, args[2] if len(args) > 2 else "")
+    if not untrusted and os.path.lexists(rd):
+        untrusted = run_dir_problem(rd)
+    if untrusted:
+        return _out({"state": "refused", "detail": untrusted})
     run = _load(os.path.join(rd, "run.json"))
     if isinstance(run, dict) and run.get("pid"):
         verdict, why = probe(run["pid"], run.get("start_time", ""))

@@ -11,6 +11,13 @@ import errno
 import os
 import signal
 
+# isort: off
+# host-program: local imports (host_source drops the lines down to the end marker: on the
+# host the parts are one program text, and these names are its own)
+from eagletui.remote.hostfiles import _int_file
+# host-program: end of local imports
+# isort: on
+
 # socket and subprocess are imported where used: every liveness probe starts a Python on
 # the host, and on a busy host their import time is most of what the probe costs.
 
@@ -68,14 +75,31 @@ def probe(pid, start_time):
     return ALIVE, ""
 
 
-def environ_has(pid, name, value):
-    """True/False whether NAME=VALUE is in the process's initial environment; None if unreadable."""
+def environ(pid):
+    """The process's initial environment as a list of ``NAME=VALUE`` bytes; None if unreadable."""
     try:
         with open(f"/proc/{int(pid)}/environ", "rb") as f:
-            env = f.read().split(b"\0")
+            return f.read().split(b"\0")
     except OSError:
         return None
-    return (name + "=" + value).encode() in env
+
+
+def environ_has(pid, name, value):
+    """True/False whether NAME=VALUE is in the process's initial environment; None if unreadable."""
+    env = environ(pid)
+    return None if env is None else (name + "=" + value).encode() in env
+
+
+def run_id_of(pid):
+    """The ``EAGLETUI_RUN_ID`` in the process's environment ('' when none, None if unreadable)."""
+    env = environ(pid)
+    if env is None:
+        return None
+    key = (RUN_ID_VAR + "=").encode()
+    for e in env:
+        if e.startswith(key):
+            return e[len(key) :].decode("utf-8", "replace")
+    return ""
 
 
 def cmdline(pid):
@@ -131,11 +155,14 @@ def launcher_of_run(run_id):
 # the only proof. What the kernel keeps for us instead:
 #
 # * the leader: pid + start time recorded by our waiter the moment it started it (unique for the
-#   host's uptime), and its environ when it still carries the run id;
+#   host's uptime) name the process, but prove nothing on their own: anyone can read both from /proc
+#   and write them into a record. What proves it ours (:func:`prove_leader`) is the run id in its
+#   environment (set by the launch; only its owner and root can read it), or, where setproctitle
+#   wiped that, its parent being the run's waiter, whose command line ends ``launch RUN_ID``;
 # * its session: the leader was started with setsid(), so its session id is its pid, and a session
 #   is only inherited through fork; the kernel does not hand that pid out again while any member of
 #   the session lives;
-# * the parent chain: every descendant of the verified leader, or of the verified waiter, which is
+# * the parent chain: every descendant of the proven leader, or of the verified waiter, which is
 #   the subreaper of the server's tree (orphans are re-parented to it, not to init).
 #
 # A session member is accepted while the leader is alive and verified, or when it started before the
@@ -218,6 +245,55 @@ def proc_table():
     return table
 
 
+def waiter_of_run(rec, rid, table):
+    """The waiter's pid when the record's (waiter pid, start time) is alive and is the launcher of run
+    ``rid`` (its command line ends ``launch RID``: a planter copying a pid and start time from /proc
+    cannot make a stranger's process say that), else 0."""
+    waiter = _int0(rec.get("waiter_pid"))
+    ws = table.get(waiter)
+    if not waiter or ws is None or ws[19] != str(rec.get("waiter_start", "")):
+        return 0
+    argv = cmdline(waiter) or []
+    return waiter if argv[-2:] == ["launch", rid] and "-c" in argv else 0
+
+
+OURS, OTHER, UNPROVEN, GONE = "ours", "other", "unproven", "gone"
+
+
+def prove_leader(rec, rid, table=None):
+    """(verdict, why): whether the record's leader (pid, start time) is run ``rid``'s, by what a
+    planter cannot copy from /proc.
+
+    ``ours``: its environment carries ``EAGLETUI_RUN_ID=rid`` (the launch set it), or (an environment
+    wiped by setproctitle, as vLLM's API server does) its parent is the run's own waiter.
+    ``other``: it carries another run's id (the record is stale: its pid is another run's now).
+    ``unproven``: neither (a stranger's process whose pid and start time were copied into a record).
+    ``gone``: no such process any more (a reused pid has another start time). ``unknown``: /proc
+    could not be read.
+    """
+    pid, st0 = _int0(rec.get("pid")), str(rec.get("start_time", ""))
+    verdict, s = read_stat(pid)
+    if verdict == UNKNOWN:
+        return UNKNOWN, f"cannot read /proc/{pid}/stat"
+    if verdict == DEAD or s[0] in ("Z", "X") or s[19] != st0:
+        return GONE, f"process {pid} has exited"
+    has = run_id_of(pid)
+    if has == rid:
+        return OURS, "its environment carries the run id"
+    if has:
+        return OTHER, f"pid {pid} is run {has}'s now (its environment says so): this record of run {rid} is stale"
+    if table is None:
+        table = proc_table()
+    waiter = waiter_of_run(rec, rid, table)
+    if waiter and _int0(s[1]) == waiter:
+        return OURS, "its parent is the run's waiter"
+    return UNPROVEN, (
+        f"pid {pid} carries no {RUN_ID_VAR}={rid} in its environment and its parent is not the run's "
+        "launcher: nothing proves it is the process eagletui started (a record with a copied pid and "
+        "start time proves nothing)"
+    )
+
+
 def _int0(v):
     try:
         return int(v)
@@ -235,29 +311,22 @@ def run_members(rec, rid, rd, table=None):
         table = proc_table()
     me = os.getpid()
     leader = _int0(rec.get("pid"))
-    lstart = str(rec.get("start_time", ""))
-    lst = _int0(lstart)
+    lst = _int0(rec.get("start_time", ""))
     roots = set()
-    s = table.get(leader)
-    leader_ok = s is not None and s[19] == lstart
+    leader_ok = leader in table and prove_leader(rec, rid, table)[0] == OURS
     if leader_ok:
         roots.add(leader)
-    waiter = _int0(rec.get("waiter_pid"))
-    ws = table.get(waiter)
-    if waiter and ws is not None and ws[19] == str(rec.get("waiter_start", "")):
+    waiter = waiter_of_run(rec, rid, table)
+    if waiter:
         roots.add(waiter)
-    else:
-        waiter = 0
     sid = _int0(rec.get("sid")) or leader
     limit = None
     if not leader_ok:
         # The leader is gone: its session may have emptied and its number been reused, so a session
         # member counts only if it started before the leader died (the waiter recorded when); without
         # that record only the parent chain to the waiter or the environment can prove it.
-        try:
-            with open(os.path.join(rd, "exit_ticks")) as f:
-                limit = int(f.read().strip())
-        except (OSError, ValueError):
+        limit = _int_file(os.path.join(rd, "exit_ticks"))
+        if limit is None:
             limit = -1
 
     def descends(p):

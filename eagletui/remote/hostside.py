@@ -24,16 +24,19 @@ import sys
 # isort: off
 # host-program: local imports (host_source drops the lines down to the end marker: on the
 # host the parts are one program text, and these names are its own)
-from eagletui.remote.hostfiles import _load, _out
+from eagletui.remote.hostfiles import _load, _out, run_dir_problem, runs_dir_problem
 from eagletui.remote.hostlaunch import op_find, op_launch
 from eagletui.remote.hostproc import (
     ALIVE,
+    OTHER,
     RUN_ID_VAR,
     UNKNOWN,
+    UNPROVEN,
     cmdline,
     pids,
     port_from_argv,
     probe,
+    prove_leader,
     read_stat,
     started,
 )
@@ -49,8 +52,18 @@ def op_probe(args):
 
 
 def op_list(args):
-    """argv: runs_dir → every run with ``state`` (alive/dead/unknown) and ``alive`` (state == alive)."""
+    """argv: runs_dir [runs_group] → every run with ``state`` and ``alive`` (state == alive).
+
+    ``state`` is ``alive``/``dead``/``unknown`` for the record's leader, ``stale`` when its pid (and
+    start time) now belong to a process that is not that run's (another run's, or a stranger's whose
+    pid was copied into the record: :func:`prove_leader`), or ``untrusted`` for a run dir that is not
+    a directory of ours; ``note`` says why. A runs dir that is not to be trusted answers
+    ``{"refused": why}`` and lists nothing.
+    """
     runs = os.path.abspath(os.path.expanduser(args[0]))
+    untrusted = runs_dir_problem(runs, args[1] if len(args) > 1 else "")
+    if untrusted:
+        return _out({"refused": untrusted})
     res = []
     try:
         names = os.listdir(runs)
@@ -60,16 +73,18 @@ def op_list(args):
         if n.startswith("."):
             continue
         rd = os.path.join(runs, n)
+        why = run_dir_problem(rd)
+        if why:
+            res.append({"run_id": n, "run_dir": rd, "state": "untrusted", "alive": False, "owned": False, "note": why})
+            continue
         run = _load(os.path.join(rd, "run.json"))
         if not isinstance(run, dict):
             continue
-        try:
-            verdict, _ = probe(run["pid"], run.get("start_time", ""))
-        except (KeyError, TypeError, ValueError):
-            verdict = UNKNOWN
-        run["state"] = verdict
-        run["alive"] = verdict == ALIVE
-        if verdict == ALIVE:  # a reattach times the launch from here, not from when it was found
+        # where a run's files are is where they must be: a record naming another log is not followed
+        run.update(run_id=n, run_dir=rd, log_path=os.path.join(rd, "server.log"))
+        run["state"], run["note"] = _run_state(run, n, rd)
+        run["alive"] = run["state"] == ALIVE
+        if run["alive"]:  # a reattach times the launch from here, not from when it was found
             run.update(started(run.get("start_time")))
         try:
             run["mtime"] = os.path.getmtime(os.path.join(rd, "run.json"))
@@ -77,6 +92,21 @@ def op_list(args):
             run["mtime"] = 0
         res.append(run)
     _out(res)
+
+
+def _run_state(run, rid, rd):
+    """(state, note) of one listed run: its leader's liveness, then its identity."""
+    try:
+        verdict, _ = probe(run["pid"], run.get("start_time", ""))
+    except (KeyError, TypeError, ValueError):
+        return UNKNOWN, "its record names no process"
+    if verdict != ALIVE:
+        return verdict, ""
+    rec = _load(os.path.join(rd, "pid"))
+    proof, why = prove_leader(rec if isinstance(rec, dict) else run, rid)
+    if proof in (OTHER, UNPROVEN):
+        return "stale", why
+    return verdict, ""
 
 
 def is_server_argv(argv):

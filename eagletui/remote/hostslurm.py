@@ -33,17 +33,26 @@ import time
 # isort: off
 # host-program: local imports (host_source drops the lines down to the end marker: on the
 # host the parts are one program text, and these names are its own)
+from eagletui.remote.hostfiles import (
+    Untrusted,
+    _load,
+    _open_own,
+    _out,
+    _touch,
+    _write,
+    run_dir_problem,
+    runs_dir_problem,
+)
 from eagletui.remote.hostslurmjob import (
     TERMINAL,
-    _load,
-    _out,
-    _write,
     cmd,
+    find_job,
     job_state,
     me,
     record_end,
     recorded_end,
-    show_job,
+    server_answers,
+    user_queue,
 )
 # host-program: end of local imports
 # isort: on
@@ -52,7 +61,7 @@ from eagletui.remote.hostslurmjob import (
 def _lock(path, timeout=30.0):
     import fcntl
 
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = _open_own(path, os.O_RDWR | os.O_CREAT)
     t = time.time()
     while True:
         try:
@@ -71,8 +80,10 @@ def _lock(path, timeout=30.0):
 def op_submit(args):
     """Spec on stdin → write the run dir, ``sbatch --parsable`` the batch script, record the job id.
 
-    One job per lock key (the profile and sweep slot): while an earlier job of the key is pending or
-    running, the submit is refused and names it. The lock file makes check-and-submit atomic.
+    One job per lock key (the profile and sweep slot): while a job of the key is pending or running,
+    the submit is refused and names it. Slurm's own queue says which jobs those are (the user's jobs
+    whose name matches ``job_pattern``), not a record here that a submit elsewhere may have
+    overwritten; a queue that cannot be read refuses too. The lock file makes check-and-submit atomic.
     """
     spec = json.loads(sys.stdin.read())
     # 0600 files, 0700 dirs: sbatch hands the umask to the job (SLURM_UMASK), so the logs Slurm
@@ -82,14 +93,20 @@ def op_submit(args):
     run_id = spec["run_id"]
     conf = spec.get("slurm_conf") or ""
     os.makedirs(runs, mode=0o700, exist_ok=True)
+    untrusted = runs_dir_problem(runs, spec.get("runs_group") or "")
+    if untrusted:
+        return _out({"refused": untrusted})
     locks = os.path.join(runs, ".locks")
     os.makedirs(locks, mode=0o700, exist_ok=True)
     key = "".join(c if c.isalnum() or c in "-._" else "_" for c in spec["lock_key"])[:120]
-    lfd = _lock(os.path.join(locks, "slurm-" + key + ".lock"))
+    try:
+        lfd = _lock(os.path.join(locks, "slurm-" + key + ".lock"))
+    except (OSError, Untrusted) as e:
+        return _out({"refused": f"cannot take the submit lock of {key}: {e}"})
     if lfd is None:
         return _out({"refused": f"another eagletui submit holds the lock of {key}"})
     try:
-        refused = _earlier_job(locks, key, conf)
+        refused = _earlier_job(spec.get("job_pattern") or "", key, conf)
         if refused:
             return _out({"refused": refused})
         rd = os.path.join(runs, run_id)
@@ -99,7 +116,7 @@ def op_submit(args):
                 continue
             _write(os.path.join(rd, name), text)
         for name in ("batch.log",):
-            open(os.path.join(rd, name), "ab").close()
+            _touch(os.path.join(rd, name))
         user, uid = me()
         record = dict(spec["run"], run_dir=rd, user=user, uid=uid, submitted=time.time())
         _write(os.path.join(rd, "run.json"), json.dumps(record))
@@ -135,19 +152,22 @@ def op_submit(args):
         os.close(lfd)
 
 
-def _earlier_job(locks, key, conf):
-    """Why the lock key's earlier job forbids a submit (it is still queued or running, or Slurm cannot
-    say), or None when there is none or it has ended."""
-    holder = _load(os.path.join(locks, "slurm-" + key + ".json"))
-    if isinstance(holder, dict) and holder.get("job_id"):
-        verdict, facts = show_job(holder["job_id"], conf)
-        if verdict == "unknown":
-            return "cannot tell whether job {} (run {}) is still queued or running: {}".format(
-                holder["job_id"], holder.get("run_id"), facts
-            )
-        if verdict == "found" and facts["state"] not in TERMINAL and facts["name"] == holder.get("job_name"):
-            return "job {} (run {}, submitted by {}) is {}; stop it first".format(
-                holder["job_id"], holder.get("run_id"), holder.get("client", "?"), facts["state"]
+def _earlier_job(pattern, key, conf):
+    """Why a job of the lock key forbids a submit (Slurm lists one of the user's jobs whose name
+    matches ``pattern`` as queued or running, or the queue cannot be read), or None."""
+    if not pattern:
+        return None
+    rows, why = user_queue(conf)
+    if rows is None:
+        return f"cannot ask Slurm whether a job of {key} is queued or running ({why}); not submitting another"
+    try:
+        match = re.compile(pattern).match
+    except re.error:
+        return f"bad job name pattern {pattern!r}"
+    for r in rows:
+        if match(r["name"]) and r["state"] not in TERMINAL:
+            return "job {} ({}) of {} is {}; stop it first (eagletui runs one job per profile)".format(
+                r["job_id"], r["name"], key, r["state"]
             )
     return None
 
@@ -169,10 +189,15 @@ def _ours(rd, job_id, job_name, conf):
             "not_ours",
             "run dir {} records job name {!r}, not {!r}".format(rd, run.get("job_name"), job_name),
         )
-    verdict, facts = show_job(job_id, conf)
+    why = run_dir_problem(rd)
+    if why:
+        return None, ("not_ours", why)
+    verdict, facts = find_job(job_id, conf)
     if verdict == "unknown":
         return None, ("unknown", f"cannot ask Slurm about job {job_id}: {facts}")
     if verdict == "gone":
+        if recorded_end(rd, job_id) is None and server_answers(rd):
+            return None, ("unknown", f"Slurm lists no job {job_id}, but its server still answers /health")
         return None, ("gone", "")
     user, uid = me()
     if facts["name"] != job_name:
@@ -219,7 +244,7 @@ def op_cancel(args):
         )
     last = facts
     while time.time() - t0 < timeout:
-        verdict, f = show_job(job_id, conf)
+        verdict, f = find_job(job_id, conf)
         if verdict == "gone":
             last = dict(last, state=last["state"] if last["state"] in TERMINAL else "CANCELLED")
             break
@@ -251,9 +276,13 @@ def op_cancel(args):
 
 
 def op_list(args):
-    """argv: runs_dir [conf] → every Slurm run in the runs dir with its job's state (one squeue call)."""
+    """argv: runs_dir [conf runs_group] → every Slurm run in the runs dir with its job's state (one
+    squeue call); ``{"refused": why}`` for a runs dir that is not to be trusted."""
     runs = os.path.abspath(os.path.expanduser(args[0]))
     conf = args[1] if len(args) > 1 else ""
+    untrusted = runs_dir_problem(runs, args[2] if len(args) > 2 else "")
+    if untrusted:
+        return _out({"refused": untrusted})
     rows = []
     try:
         names = os.listdir(runs)
@@ -264,9 +293,12 @@ def op_list(args):
         if n.startswith("."):
             continue
         rd = os.path.join(runs, n)
+        if run_dir_problem(rd):
+            continue  # another user's (or a link): never one of our jobs
         run = _load(os.path.join(rd, "run.json"))
         if not isinstance(run, dict) or run.get("launcher") != "slurm" or not run.get("job_id"):
             continue
+        run.update(run_id=n, run_dir=rd)
         try:
             run["mtime"] = os.path.getmtime(os.path.join(rd, "run.json"))
         except OSError:
@@ -299,12 +331,18 @@ def run_squeue(user, conf):
 
 
 def op_find(args):
-    """argv: runs_dir run_id job_name [conf] → what became of a submit whose answer was lost:
-    ``submitted`` (with the run record), ``absent`` (sbatch never ran or refused), ``starting``."""
+    """argv: runs_dir run_id job_name [conf runs_group] → what became of a submit whose answer was
+    lost: ``submitted`` (with the run record), ``absent`` (sbatch never ran or refused), ``starting``,
+    ``refused`` (the runs dir or run dir is not to be trusted)."""
     runs = os.path.abspath(os.path.expanduser(args[0]))
     run_id, job_name = args[1], args[2]
     conf = args[3] if len(args) > 3 else ""
     rd = os.path.join(runs, run_id)
+    untrusted = runs_dir_problem(runs, args[4] if len(args) > 4 else "")
+    if not untrusted and os.path.lexists(rd):
+        untrusted = run_dir_problem(rd)
+    if untrusted:
+        return _out({"state": "refused", "detail": untrusted})
     run = _load(os.path.join(rd, "run.json"))
     if isinstance(run, dict) and run.get("job_id"):
         return _out({"state": "submitted", "run": run})

@@ -11,8 +11,14 @@ import json
 import os
 import re
 import subprocess
-import sys
 import time
+
+# isort: off
+# host-program: local imports (host_source drops the lines down to the end marker: on the
+# host the parts are one program text, and these names are its own)
+from eagletui.remote.hostfiles import _load, _read, _write
+# host-program: end of local imports
+# isort: on
 
 #: States a job has left Slurm's queue in (it runs no more and holds no node).
 TERMINAL = (
@@ -45,6 +51,8 @@ ACTIVE = (
     "REQUEUE_HOLD",
 )
 CMD_TIMEOUT = 30
+#: How long the login node waits for a forgotten job's server to answer /health.
+HEALTH_TIMEOUT = 3
 #: Slurm writes this into the batch log when it kills a job (scancel, time limit, node failure, preemption).
 KILLED_RE = re.compile(r"\*\*\* JOB (\d+) ON (\S+) CANCELLED AT (\S+)(?: DUE TO ([A-Z ]+?))?(?: \*\*\*|$)")
 KILLED_STATES = {"TIME LIMIT": "TIMEOUT", "NODE FAILURE": "NODE_FAIL", "PREEMPTION": "PREEMPTED"}
@@ -175,6 +183,77 @@ def show_job(job_id, conf):
     return "unknown", f"scontrol answered without job {job_id}: {out[-200:]!r}"
 
 
+#: squeue's columns for the user's jobs; the name last, as it is the one field that may hold a ``|``.
+QUEUE_FORMAT = "%i|%T|%u|%N|%P|%r|%j"
+
+
+def user_queue(conf):
+    """(rows, '') of the user's jobs as squeue lists them (pending, running, completing: those that
+    may still hold a node), each with :func:`job_facts`' keys; (None, why) when squeue failed."""
+    user, uid = me()
+    code, out, err = cmd(["squeue", "-h", "-u", user, "-o", QUEUE_FORMAT], conf)
+    if code != 0:
+        return None, (err or out or "squeue gave no answer").strip()[-300:]
+    rows = []
+    for line in out.splitlines():
+        p = line.split("|", 6)
+        if len(p) < 7:
+            continue
+        rows.append(
+            {
+                "job_id": p[0].strip(),
+                "state": p[1].strip().split("+")[0].upper(),
+                "user": p[2].strip(),
+                "uid": uid if p[2].strip() == user else None,
+                "nodelist": p[3].strip() if p[3].strip() not in ("", "(null)") else "",
+                "partition": p[4].strip(),
+                "reason": "" if p[5].strip() == "None" else p[5].strip(),
+                "name": p[6].strip(),
+                "exit_code": None,
+                "signal": None,
+                "exit_raw": "",
+                "source": "squeue",
+            }
+        )
+    return rows, ""
+
+
+def find_job(job_id, conf):
+    """``show_job``, with a second source before "gone": ``scontrol`` answering "Invalid job id" is not
+    proof that a job has left (slurmctld restarted, a federation, a transient error), so the user's
+    queue is asked too. ("found", facts) when either lists it; ("gone", None) only when ``squeue``
+    answered without it; ("unknown", why) when it could not."""
+    verdict, facts = show_job(job_id, conf)
+    if verdict != "gone":
+        return verdict, facts
+    rows, why = user_queue(conf)
+    if rows is None:
+        return "unknown", f"scontrol does not know job {job_id} and squeue failed: {why}"
+    for r in rows:
+        if r["job_id"] == str(job_id):
+            return "found", r
+    return "gone", None
+
+
+def server_answers(rd):
+    """Whether the run's server answers ``/health`` from here (the login node reaches the job's nodes:
+    the client's benchmark goes through it): the last word before a job Slurm has forgotten is called
+    ended. False when the run has no node address or port on record."""
+    nodes = read_nodes(rd)
+    run = _load(os.path.join(rd, "run.json"))
+    port = run.get("port") if isinstance(run, dict) else None
+    if not nodes or not isinstance(port, int) or not 0 < port < 65536:
+        return False
+    import urllib.request
+
+    host = nodes[0][1] or nodes[0][0]
+    try:
+        with urllib.request.urlopen(f"http://{host}:{port}/health", timeout=HEALTH_TIMEOUT) as r:
+            return r.status == 200
+    except Exception:
+        return False
+
+
 def hostnames(nodelist, conf):
     """``n[1-2]`` → ["n1", "n2"] (Slurm's own expansion), [] if it cannot be expanded."""
     if not nodelist:
@@ -198,44 +277,6 @@ def queue_position(job_id, partition, conf):
         return ids.index(str(job_id)) + 1
     except ValueError:
         return None
-
-
-# ----------------------------------------------------------------------------- files
-
-
-def _write(path, data):
-    """Atomically, 0600 (the node script holds the launch's secrets)."""
-    tmp = os.path.join(os.path.dirname(path), "." + os.path.basename(path) + ".tmp")
-    with os.fdopen(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "w") as f:
-        f.write(data)
-    os.replace(tmp, path)
-
-
-def _load(path):
-    try:
-        with open(path) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def _read(path, limit=65536):
-    try:
-        with open(path, "rb") as f:
-            size = os.fstat(f.fileno()).st_size
-            if size > limit:
-                f.seek(size - limit)
-            return f.read(limit).decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
-def _out(obj):
-    try:
-        sys.stdout.write(json.dumps(obj))
-        sys.stdout.flush()
-    except OSError:
-        pass
 
 
 def me():
@@ -317,12 +358,23 @@ def record_end(rd, facts):
 
 
 def job_state(rd, job_id, conf, position=True):
-    """{"state": found|gone|unknown, "job": facts, ...} for the job of run dir ``rd``."""
-    verdict, facts = show_job(job_id, conf)
+    """{"state": found|gone|unknown, "job": facts, ...} for the job of run dir ``rd``.
+
+    ``gone`` needs two sources to agree: Slurm knows the job by neither ``scontrol`` nor the user's
+    queue, and either the run dir records its end or its server no longer answers ``/health``; a job
+    Slurm has forgotten whose server still answers is ``unknown``, never ended."""
+    verdict, facts = find_job(job_id, conf)
     if verdict == "unknown":
         return {"state": "unknown", "detail": facts}
     if verdict == "gone":
-        return {"state": "gone", "job": recorded_end(rd, job_id), "nodes": read_nodes(rd)}
+        ended = recorded_end(rd, job_id)
+        if ended is None and server_answers(rd):
+            return {
+                "state": "unknown",
+                "detail": f"Slurm lists no job {job_id} (scontrol: Invalid job id; not in squeue), but its "
+                "server still answers /health: not calling it ended",
+            }
+        return {"state": "gone", "job": ended, "nodes": read_nodes(rd)}
     if facts["state"] in TERMINAL:
         record_end(rd, facts)
     out = {"state": "found", "job": facts, "nodes": read_nodes(rd)}

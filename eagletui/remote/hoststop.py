@@ -13,14 +13,13 @@ import time
 # isort: off
 # host-program: local imports (host_source drops the lines down to the end marker: on the
 # host the parts are one program text, and these names are its own)
-from eagletui.remote.hostfiles import _load, _out, exit_info
+from eagletui.remote.hostfiles import _load, _out, exit_info, run_dir_problem, runs_dir_problem
 from eagletui.remote.hostproc import (
-    DEAD,
-    RUN_ID_VAR,
+    OTHER,
     UNKNOWN,
-    environ_has,
+    UNPROVEN,
     proc_table,
-    read_stat,
+    prove_leader,
     run_members,
     signal_proc,
 )
@@ -53,28 +52,34 @@ def _load_record(rd, pid, pgid, st0):
 
 
 def _leader_check(rec, rid):
-    """None if the leader may be signalled (or is gone), else why not. The leader's environ is the
-    launch's own (SGLang renames only its children); a different run id there is a refusal."""
-    pid, st0 = int(rec["pid"]), str(rec["start_time"])
-    verdict, s = read_stat(pid)
+    """None if the leader may be signalled (it is proven the run's, or it is gone), else (result,
+    why): a process that carries another run's id, or nothing that proves it ours, is never signalled."""
+    verdict, why = prove_leader(rec, rid)
     if verdict == UNKNOWN:
-        return "unknown", f"cannot read /proc/{pid}/stat"
-    if verdict == DEAD or s[0] in ("Z", "X") or s[19] != st0:
-        return None, ""  # gone (a reused pid is someone else's: it is simply not a member)
-    has = environ_has(pid, RUN_ID_VAR, rid)
-    if has is False and _environ_names_other_run(pid, rid):
-        return "not_ours", f"pid {pid} carries another run's {RUN_ID_VAR}"
+        return "unknown", why
+    if verdict in (OTHER, UNPROVEN):
+        return "not_ours", why
     return None, ""
 
 
-def _environ_names_other_run(pid, rid):
-    try:
-        with open(f"/proc/{int(pid)}/environ", "rb") as f:
-            env = f.read().split(b"\0")
-    except OSError:
-        return False
-    key = (RUN_ID_VAR + "=").encode()
-    return any(e.startswith(key) and e != key + rid.encode() for e in env)
+def _stop_record(rd, pid, pgid, st0, rid, group):
+    """(the run's pid record, None) when its processes may be signalled, else (None, the answer):
+    a run dir not to be trusted, a record that does not name the process, a leader not proven ours."""
+    untrusted = _trust_problem(rd, group)
+    if untrusted:
+        return None, {"result": "not_ours", "reason": untrusted}
+    rec, why = _load_record(rd, pid, pgid, st0)
+    if rec is None:
+        return None, {"result": "not_ours", "reason": why}
+    bad, why = _leader_check(rec, rid)
+    if bad:
+        return None, {"result": bad, "reason": why}
+    return rec, None
+
+
+def _trust_problem(rd, group):
+    """Why the run dir (or the runs dir it is in) is not to be trusted, or ''."""
+    return run_dir_problem(rd) or runs_dir_problem(os.path.dirname(os.path.abspath(rd)), group) or ""
 
 
 def _wait_gone(rec, rid, rd, seconds, leader_only=False):
@@ -101,7 +106,7 @@ def _signal_members(rec, rid, rd, sig):
 
 
 def op_stop(args):
-    """argv: run_dir pid pgid start_time grace port run_id [group_wait kill_wait].
+    """argv: run_dir pid pgid start_time grace port run_id [group_wait kill_wait runs_group].
 
     SGLang's own shutdown first: SIGTERM to the leader alone (it drains, asks its schedulers to exit
     and kills its tree), up to ``grace`` seconds. Then SIGTERM to every member still alive, then
@@ -113,12 +118,9 @@ def op_stop(args):
     grace, port, rid = float(args[4]), int(args[5]), args[6]
     group_wait = float(args[7]) if len(args) > 7 else 10.0
     kill_wait = float(args[8]) if len(args) > 8 else 10.0
-    rec, why = _load_record(rd, pid, pgid, st0)
-    if rec is None:
-        return _out({"result": "not_ours", "reason": why})
-    bad, why = _leader_check(rec, rid)
-    if bad:
-        return _out({"result": bad, "reason": why})
+    rec, refusal = _stop_record(rd, pid, pgid, st0, rid, args[9] if len(args) > 9 else "")
+    if refusal:
+        return _out(refusal)
     t0 = time.time()
     members = run_members(rec, rid, rd)
     if not members:
@@ -191,9 +193,11 @@ def _comm(pid):
 
 
 def op_members(args):
-    """argv: run_dir run_id → the run's live processes ([{pid, proof, name}]): the preflight of a
-    relaunch leaves them out of "GPU memory is in use" (they are stopped first)."""
+    """argv: run_dir run_id [runs_group] → the run's live processes ([{pid, proof, name}]): the
+    preflight of a relaunch leaves them out of "GPU memory is in use" (they are stopped first)."""
     rd, rid = args[0], args[1]
+    if _trust_problem(rd, args[2] if len(args) > 2 else ""):
+        return _out([])
     rec = _load(os.path.join(rd, "pid"))
     if not isinstance(rec, dict):
         return _out([])

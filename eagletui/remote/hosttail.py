@@ -14,6 +14,13 @@ import sys
 import time
 import zlib
 
+# isort: off
+# host-program: local imports (host_source drops the lines down to the end marker: on the
+# host the parts are one program text, and these names are its own)
+from eagletui.remote.hostfiles import Untrusted, _open_own
+# host-program: end of local imports
+# isort: on
+
 #: Bytes before the read offset that the reader compares to notice a rewritten file of any size.
 ANCHOR = 4096
 #: The read size: a bounded chunk, so a 1 GB append is streamed, never held.
@@ -21,7 +28,7 @@ CHUNK = 262144
 
 #: Frame: kind (1 byte), a (u64), payload length (u32), payload.
 #:   D a=offset data | T a=new offset, payload=reason | I a=inode, payload=device
-#:   W file missing | H a=position
+#:   W file missing | H a=position | E payload=why the file is not read (a link, not ours): final
 HEADER = struct.Struct(">cQI")
 
 
@@ -45,13 +52,16 @@ def rewritten(fd, pos, alen, acrc):
 
 
 def op_tail(args):
-    """argv: path pos ino dev alen acrc. Stream frames from ``pos``; exit when stdin closes.
+    """argv: path pos ino dev alen acrc [own]. Stream frames from ``pos``; exit when stdin closes.
 
     The file is identified by (dev, inode) and by a checksum of the last bytes delivered, so a
-    replaced or rewritten file is reported (``T`` frame, then read from 0) whatever its size.
+    replaced or rewritten file is reported (``T`` frame, then read from 0) whatever its size. ``own``
+    (the log of a run eagletui started) is opened only if it is a regular file of ours, never
+    through a symbolic link: anything else is one ``E`` frame with the reason, and the end.
     """
     path, pos = args[0], int(args[1])
     ino0, dev0, alen, acrc = int(args[2]), int(args[3]), int(args[4]), int(args[5])
+    own = len(args) > 6 and args[6] == "own"
     _deepen_pipe()
     tail = b""  # the last ANCHOR bytes sent (to check the file before each read)
     ifd = _watch_dir(path)
@@ -69,7 +79,10 @@ def op_tail(args):
     while True:
         if fd is None:
             try:
-                fd = os.open(path, os.O_RDONLY)
+                fd = _open_own(path) if own else os.open(path, os.O_RDONLY)
+            except Untrusted as e:
+                _frame(b"E", 0, str(e).encode("utf-8", "replace"))
+                return
             except OSError:
                 fd = None
                 if not waiting:

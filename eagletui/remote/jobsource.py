@@ -110,7 +110,12 @@ class JobSource(LiveSource):
         self._ready = False
         self._running_polls = 0
         self.batch = LogTail(
-            transport, run.batch_log, python=control.python, on_state=self._on_state, timings=timings
+            transport,
+            run.batch_log,
+            python=control.python,
+            on_state=self._on_state,
+            timings=timings,
+            own=run.owned,
         )
         self._batch_buf = b""
 
@@ -136,6 +141,7 @@ class JobSource(LiveSource):
                 on_reset=self._on_reset,
                 python=self.control.python,
                 timings=self.timings,
+                own=self.run.owned,
             )
             interp = make_interpreter(self.run.launch, self.log_format)
             self.nodes.append(NodeLog(i, self._node_name(i), path, tail, interp))

@@ -122,8 +122,16 @@ def make_launcher(profile: Profile, transport: Transport, *, timings: Timings, s
         from eagletui.remote.slurm import SlurmLauncher
 
         return SlurmLauncher(
-            transport, profile.slurm, runs_dir=profile.runs_dir, python=profile.python, slot=slot, timings=timings
+            transport,
+            profile.slurm,
+            runs_dir=profile.runs_dir,
+            python=profile.python,
+            slot=slot,
+            timings=timings,
+            runs_group=profile.runs_dir_group,
         )
     from eagletui.remote.control import ServerControl
 
-    return ServerControl(transport, runs_dir=profile.runs_dir, python=profile.python, timings=timings)
+    return ServerControl(
+        transport, runs_dir=profile.runs_dir, python=profile.python, timings=timings, runs_group=profile.runs_dir_group
+    )

@@ -28,7 +28,13 @@ from typing import TYPE_CHECKING, Any
 
 from eagletui.core.profile.model import Profile, validate_env_name
 from eagletui.core.profile.redact import Redactor
-from eagletui.core.profile.slurm_script import ScriptError, batch_script, job_name, node_script
+from eagletui.core.profile.slurm_script import (
+    ScriptError,
+    batch_script,
+    job_name,
+    job_name_pattern,
+    node_script,
+)
 from eagletui.core.timings import Timings
 from eagletui.remote.control import (
     LaunchError,
@@ -38,6 +44,7 @@ from eagletui.remote.control import (
     RunInfo,
     StopFailed,
     StopOutcome,
+    UntrustedRunsDir,
     client_name,
     new_run_id,
 )
@@ -71,10 +78,13 @@ class SlurmLauncher(Launcher):
         python: str = "python3",
         slot: int = 0,
         timings: Timings,
+        runs_group: str = "",
     ) -> None:
         self.transport = transport
         self.settings = settings
         self.runs_dir = runs_dir
+        #: the group a shared runs dir may be writable by (the profile's ``runs_dir_group``)
+        self.runs_group = runs_group
         self.python = python
         #: which of a sweep's parallel jobs this launcher submits (its lock, ports and job name)
         self.slot = slot
@@ -124,7 +134,7 @@ class SlurmLauncher(Launcher):
         env = {k: str(v) for k, v in profile.env.items()}
         redactor = Redactor.for_profile(profile)
         run_id = new_run_id(launch)
-        name = job_name(profile.name, run_id)
+        name = job_name(profile.name, run_id, self.slot)
         try:
             node_sh = node_script(
                 s,
@@ -153,8 +163,11 @@ class SlurmLauncher(Launcher):
         }
         spec: dict[str, Any] = {
             "runs_dir": profile.runs_dir or self.runs_dir,
+            "runs_group": profile.runs_dir_group or self.runs_group,
             "run_id": run_id,
             "lock_key": self.lock_key(profile),
+            # the guard: no submit while Slurm lists a job of this profile and slot
+            "job_pattern": job_name_pattern(profile.name, self.slot),
             "slurm_conf": self.conf,
             "client": client_name(),
             "files": {
@@ -249,13 +262,15 @@ class SlurmLauncher(Launcher):
             if attempt:
                 await self.timings.clock.sleep(self.reconcile_delay)
             try:
-                out = await self._json("slurm_find", runs_dir, run_id, name, self.conf)
+                out = await self._json("slurm_find", runs_dir, run_id, name, self.conf, self.runs_group)
                 state = out["state"]
             except (TransportError, TimeoutError, OSError, KeyError, TypeError) as exc:
                 last = f"{type(exc).__name__}: {exc}"
                 continue
             if state == "absent":
                 return None
+            if state == "refused":
+                raise LaunchError(f"run {run_id}: {out.get('detail')}")
             if state == "submitted" and isinstance(out.get("run"), dict):
                 return self._run_info(out["run"])
             last = f"login node says {state}"
@@ -375,7 +390,9 @@ class SlurmLauncher(Launcher):
     # ------------------------------------------------------------------ find again
 
     async def list_runs(self) -> list[RunInfo]:
-        rows = await self._json("slurm_list", self.runs_dir, self.conf)
+        rows = await self._json("slurm_list", self.runs_dir, self.conf, self.runs_group)
+        if isinstance(rows, dict) and "refused" in rows:
+            raise UntrustedRunsDir(str(rows["refused"]))
         if not isinstance(rows, list):
             raise TransportError(f"listing jobs on {self.transport.target}: unexpected answer")
         rows = [r for r in rows if isinstance(r, dict)]

@@ -259,6 +259,7 @@ class LiveSource:
             on_reset=self._on_reset,
             python=control.python,
             timings=timings,
+            own=run.owned and bool(run.run_dir),
         )
 
     def _on_state(self, ev: ConnectionState) -> None:

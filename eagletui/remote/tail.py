@@ -23,13 +23,18 @@ from eagletui.remote.transport import StateCallback, Transport, TransportError, 
 
 # Frames as hosttail.op_tail writes them.
 HEADER = struct.Struct(">cQI")
-FRAME_KINDS = frozenset(b"DIWTH"[i : i + 1] for i in range(5))
+FRAME_KINDS = frozenset(b"DIWTHE"[i : i + 1] for i in range(6))
 MAX_FRAME = 8 << 20
 #: Chunks waiting for the consumer: when it is behind, the pump stops reading, the pipe or SSH
 #: window fills and the host-side reader blocks. Memory stays ~QUEUE_CHUNKS × hosttail.CHUNK.
 QUEUE_CHUNKS = 16
 
 TransportSource = Transport | Callable[[], Awaitable[Transport]]
+
+
+class LogRefused(Exception):
+    """The host-side reader will not read the log (a symbolic link, or not the user's file, in a run
+    dir of eagletui's): final, never retried, and said to the user."""
 
 
 class LogTail:
@@ -45,9 +50,12 @@ class LogTail:
         on_reset: Callable[[str], None] | None = None,
         python: str = "python3",
         timings: Timings,
+        own: bool = False,
     ):
         self._source = transport_factory
         self.path = path
+        #: the log of a run eagletui started: read only if it is the user's own regular file
+        self.own = own
         self.offset = start_offset
         self.inode = 0
         self.device = 0
@@ -103,6 +111,7 @@ class LogTail:
                         str(self.device),
                         str(len(anchor)),
                         str(hosttail.anchor_crc(anchor)),
+                        *(["own"] if self.own else []),
                     )
                     buf = bytearray()
                     async with contextlib.aclosing(transport.stream(argv)) as stream:  # type: ignore[type-var]
@@ -161,6 +170,8 @@ class LogTail:
         elif kind == b"W":
             self.file_missing = True
             attempt = 0
+        elif kind == b"E":
+            raise LogRefused(f"not reading the log {self.path}: {payload.decode(errors='replace')}")
         return attempt
 
     async def chunks(self) -> AsyncIterator[tuple[int, bytes]]:

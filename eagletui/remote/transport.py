@@ -120,8 +120,8 @@ class Transport(Protocol):
 #: comes last (its table of operations names what the others define, and it runs ``main``).
 HOST_PARTS: dict[str, tuple[str, ...]] = {
     "hostside": ("hostproc", "hostfiles", "hostlaunch", "hoststop", "hostside"),
-    "hostslurm": ("hostslurmjob", "hostslurm"),
-    "hosttail": ("hosttail",),
+    "hostslurm": ("hostfiles", "hostslurmjob", "hostslurm"),
+    "hosttail": ("hostfiles", "hosttail"),
 }
 #: The fence around the lines by which the parts import each other as ordinary modules (for the unit
 #: tests, the linters): on the host the parts are one text, so those lines are left out of it.

@@ -14,6 +14,27 @@ from typing import Any, TypeGuard
 
 from eagletui.core.events import event_type
 
+#: The largest number a recorded field may hold: far past any tok/s, byte count or duration, and far
+#: from where charts, means and formatting overflow (one ``output_throughput: 1e308`` blanked them).
+MAX_NUMBER = 1e15
+#: Wall clocks within ±1000 years of 1970: ``wall: 1e300`` made the export's date formatting overflow.
+MAX_WALL = 32_503_680_000.0
+
+
+class BadClock(ValueError):
+    """An event whose clock (``du``, ``wall``, ``mono``) cannot be taken. The codec kept its state
+    (the clock as it was, the event's fields as the base of later ``~`` events of its type), so only
+    this event is skipped: one ``du: 1e300`` used to carry into every later clock and lose the rest
+    of the file."""
+
+
+def _clock_problem(name: str, value: Any, bound: float) -> str | None:
+    if not _is_number(value):
+        return f"field {name!r} must be a finite number, got {_kind_of(value)}"
+    if not -bound <= value <= bound:
+        return f"field {name!r} is out of range: {value!r}"
+    return None
+
 
 class LogCodec:
     """The compact form of events (format version 2), shared by the writer and the reader.
@@ -198,6 +219,11 @@ class LogCodec:
         """A line could not be read: what it changed is unknown, so no ``~`` event may build on it."""
         self._bases.clear()
 
+    def forget(self, kind: str) -> None:
+        """A line was read but its event is invalid (a field out of range): only later ``~`` events
+        of its type could build on what it holds; everything else it changed was read right."""
+        self._bases.pop(kind, None)
+
     def read_dict(self, data: dict[str, Any], *, from_row: bool = False) -> dict[str, Any]:
         """Reader side: a full event (``wall``/``mono``: a keyframe, version 1 or a hand-made file)
         anchors the clock; a compact one (``du``) gets its clock and, if ``~``, its unchanged fields
@@ -205,23 +231,28 @@ class LogCodec:
         kind = data["type"]
         if data.pop(self.SEEK_MARK, None) == 1 and self.self_contained and not from_row:
             self._reset()  # (a row's seek point was reset in decode())
+        bad: str | None = None
         if "du" in data and "mono" not in data:
             d_us = data.pop("du")
-            if not _is_number(d_us):
-                raise ValueError(f"field 'du' must be a finite number, got {_kind_of(d_us)}")
-            mono = self.mono + d_us / 1e6
-            if "wall" in data:
-                if not _is_number(data["wall"]):
-                    raise ValueError(f"field 'wall' must be a finite number, got {_kind_of(data['wall'])}")
-                self.offset = float(data["wall"]) - mono
-            else:
-                data["wall"] = mono + self.offset
-            data["mono"] = self.mono = mono
-        else:
-            abs_wall, abs_mono = data.get("wall"), data.get("mono")
-            if _is_number(abs_wall) and _is_number(abs_mono):
-                self.mono = float(abs_mono)
-                self.offset = float(abs_wall) - float(abs_mono)
+            bad = _clock_problem("du", d_us, MAX_NUMBER * 1e6)
+            mono = self.mono + d_us / 1e6 if bad is None else self.mono
+            if bad is None and not -MAX_NUMBER <= mono <= MAX_NUMBER:
+                bad = f"field 'du' is out of range: {d_us!r}"
+            if bad is None and "wall" in data:
+                bad = _clock_problem("wall", data["wall"], MAX_WALL)
+            if bad is None:
+                if "wall" in data:
+                    self.offset = float(data["wall"]) - mono
+                else:
+                    data["wall"] = mono + self.offset
+                data["mono"] = self.mono = mono
+        elif "wall" in data and "mono" in data:
+            bad = _clock_problem("wall", data["wall"], MAX_WALL) or _clock_problem(
+                "mono", data["mono"], MAX_NUMBER
+            )
+            if bad is None:
+                self.mono = float(data["mono"])
+                self.offset = float(data["wall"]) - float(data["mono"])
         if data.pop("~", None) is not None:
             base = self._bases.get(kind)
             if base is None:
@@ -230,6 +261,8 @@ class LogCodec:
         else:
             data = {**_defaults(kind), **data}
         self._bases[kind] = {k: v for k, v in data.items() if k not in ("type", "wall", "mono")}
+        if bad is not None:
+            raise BadClock(bad)
         return data
 
     def decode(self, row: list[Any]) -> dict[str, Any]:
@@ -256,6 +289,8 @@ class LogCodec:
         else:
             mono = self.mono + d_us / 1e6
             wall = float(extras["wall"]) if "wall" in extras else mono + self.offset
+        if not (-MAX_NUMBER <= mono <= MAX_NUMBER and -MAX_WALL <= wall <= MAX_WALL):
+            raise ValueError(f"its clock is out of range (mono {mono!r}, wall {wall!r})")  # kept as it was
         self.offset = wall - mono
         seq = extras.get("seq", self.seq)
         if not isinstance(seq, int) or isinstance(seq, bool):

@@ -15,7 +15,15 @@ from collections.abc import Callable
 from typing import Any
 
 from eagletui.core.events import Event, LogLine, event_type
-from eagletui.session.codec import LogCodec, _is_number, _kind_of, derived_offsets
+from eagletui.session.codec import (
+    MAX_NUMBER,
+    MAX_WALL,
+    BadClock,
+    LogCodec,
+    _is_number,
+    _kind_of,
+    derived_offsets,
+)
 
 # -- per-event validation -------------------------------------------------------------------------
 #
@@ -92,11 +100,6 @@ def _field_checks(cls: type) -> dict[str, Any]:
     return checks
 
 
-#: The largest number a recorded field may hold: far past any tok/s, byte count or duration, and far
-#: from where charts, means and formatting overflow (one ``output_throughput: 1e308`` blanked them).
-MAX_NUMBER = 1e15
-#: Wall clocks within ±1000 years of 1970: ``wall: 1e300`` made the export's date formatting overflow.
-MAX_WALL = 32_503_680_000.0
 #: Nesting a recorded value may have (a config, stats, a GPU sample): a 100k-deep line used to end
 #: the reader (and every later JSON encoder) in a RecursionError.
 MAX_DEPTH = 32
@@ -222,10 +225,14 @@ class LineDecoder:
 
     def __init__(self, codec: LogCodec):
         self.codec = codec
+        #: the event type of the last line decoded, "" where it could not be told; read when that
+        #: line was skipped (a replay says what a skipped ``bench_result`` leaves unfinished)
+        self.skipped_type = ""
 
     def decode(self, lineno: int, raw: bytes, complete: bool = True) -> tuple[Event | None, str | None]:
         """``(event, None)``, or ``(None, why it was skipped)`` such as ``line 9: not an event, ignored``."""
         codec = self.codec
+        self.skipped_type = ""
         try:
             data_obj = json.loads(raw.decode("utf-8", errors="replace"))
         except ValueError:
@@ -247,8 +254,11 @@ class LineDecoder:
         if not isinstance(data_obj, dict) or not isinstance(data_obj.get("type"), str):
             codec.damaged()
             return None, f"line {lineno}: not an event, ignored"
+        self.skipped_type = data_obj["type"]
         try:
             data_obj = codec.read_dict(data_obj, from_row=from_row)
+        except BadClock as exc:  # the codec kept its state: only this event is lost
+            return None, f"line {lineno}: bad {data_obj['type']} event ({exc}), ignored"
         except ValueError as exc:
             codec.damaged()
             return None, f"line {lineno}: bad {data_obj['type']} event ({exc}), ignored"
@@ -258,12 +268,12 @@ class LineDecoder:
             return None, f"line {lineno}: unknown event type {data_obj['type']!r}, ignored"
         problem = check_event_dict(data_obj)
         if problem is not None:
-            codec.damaged()
+            codec.forget(data_obj["type"])
             return None, f"line {lineno}: bad {data_obj['type']} event ({problem}), ignored"
         try:
             event = _from_dict(data_obj)
         except (TypeError, ValueError) as exc:
-            codec.damaged()
+            codec.forget(data_obj["type"])
             return None, f"line {lineno}: bad {data_obj['type']} event ({exc}), ignored"
         if not codec.offsets and type(event) is LogLine:
             event = _with_offsets(event)

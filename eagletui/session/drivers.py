@@ -327,9 +327,11 @@ class LiveDriver(Driver):
         return False
 
     async def stop(self, host: DriverHost) -> None:
-        if self.workspace is None:
-            return
-        if not await self._consent(self.workspace, host, "Stop it"):
+        """Stop the server. The caller may have taken ``control_busy`` already (a second key press
+        before this runs is refused); it is given back on every way out, a declined question too
+        (that left b/s/r/a refused for the session and q waiting out its close bound)."""
+        if self.workspace is None or not await self._consent(self.workspace, host, "Stop it"):
+            self.control_busy = False
             return
         self.control_busy = True
         try:

@@ -45,10 +45,12 @@ from typing import Any
 from eagletui.core.events import (
     Event,
     LaunchStarted,
+    Notice,
     ProcessExited,
     ServerFailed,
     ServerReady,
     ServerStopped,
+    TaskFailed,
 )
 from eagletui.core.phases.failures import exit_is_failure
 from eagletui.core.runs.book import RunBook
@@ -84,6 +86,15 @@ _CACHE_BLOCKS = 12
 SEEK_WINDOW = 2000
 
 
+def _note(problem: str, kind: str, clock: tuple[float, float] | None) -> Event:
+    """What a replay plays where a line was skipped: the reason, as a warning in the UI; for a
+    benchmark's result, the benchmark's end (it failed: nothing else would ever end it)."""
+    mono, wall = clock if clock is not None else (0.0, 0.0)
+    if kind == "bench_result":
+        return TaskFailed(task="bench", message=problem, mono=mono, wall=wall)
+    return Notice(level="warning", source="replay", message=problem, mono=mono, wall=wall)
+
+
 class ReplaySource:
     """A recording opened for indexed, streaming reading. Use :meth:`open`; close it (or use ``with``)."""
 
@@ -93,6 +104,7 @@ class ReplaySource:
         self._tmpdir = tmpdir
         self.warnings = warnings
         self._warned_lines: set[int] = set()
+        self._noted: set[int] = set()
         self._fh = open(plain, "rb")
         self.header: dict[str, Any] = {}
         self._blocks: list[_Block] = []
@@ -164,12 +176,17 @@ class ReplaySource:
         """Lines skipped so far (damaged, invalid, unknown types) in what has been read."""
         return len(self._warned_lines)
 
-    def _warn(self, line: int, msg: str) -> None:
+    def _warn(self, line: int, msg: str) -> bool:
+        """Note a skipped line once; True while it is among the first :data:`MAX_WARNINGS` (those
+        are also played, as notes where they were: a file of bad lines does not flood the screen)."""
         if line in self._warned_lines:
-            return
+            return line in self._noted
         self._warned_lines.add(line)
         if len(self._warned_lines) <= MAX_WARNINGS:
             self.warnings.append(msg)
+            self._noted.add(line)
+            return True
+        return False
 
     def _index(self, max_bytes: int) -> None:
         fh = self._fh
@@ -275,7 +292,7 @@ class ReplaySource:
     def _full_pass(self, start: int) -> None:
         """The slow pass for files without seek points: decode every line once, keeping a snapshot of
         the codec every SEEK_POINT lines so later reads can start there."""
-        codec = LogCodec(self_contained=False, offsets=has_offsets(self.header))
+        codec = LogCodec(self_contained=self_contained(self.header), offsets=has_offsets(self.header))
         decoder = LineDecoder(codec)
         prev: tuple[float, float] | None = None
         t = 0.0
@@ -318,8 +335,8 @@ class ReplaySource:
                 return
             ev, problem = decoder.decode(line + 2, raw, complete)  # +2: 1-based, after the header
             if ev is None:
-                if problem is not None:
-                    self._warn(line, problem)
+                if problem is not None and self._warn(line, problem):
+                    yield line, t, _note(problem, decoder.skipped_type, prev)
                 continue
             t += _step(prev, ev.mono, ev.wall)
             prev = (ev.mono, ev.wall)

@@ -71,6 +71,7 @@ class Recorder:
         private_app_dir(self.path.parent)  # the data dir above sessions/ too: 0700, not 0755
         flags = os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
         self._fd: int | None = os.open(self.path, flags, 0o600)
+        self._made = os.fstat(self._fd)  # what "the file we wrote" is, when the session ends
         header = make_header(target, profile_name, created)
         header = {k: (self.redactor.text(v) if isinstance(v, str) else v) for k, v in header.items()}
         self._write_line(header)
@@ -112,6 +113,8 @@ class Recorder:
         """Record one event. After ``close()`` or a write error this is a silent no-op: events keep
         flowing during shutdown and must not raise into the event pump."""
         if self._fd is None:
+            if self.error is not None:
+                self.lost += 1  # stopped by an error, not closed: this event is missing from the file
             return
         try:
             data = self.redactor.event_dict(event)
@@ -216,6 +219,26 @@ class Recorder:
     def close(self) -> None:
         with self._lock:
             self._close_fd()
+
+    def outcome(self) -> tuple[str, bool]:
+        """What to say when the session ends, and whether the recording is whole. Never claims a file
+        it did not write: the file at ``path`` must still be the one it made (a demo's temp dir, a
+        removed or replaced file: "session not recorded"). Events lost while paused (disk full) or
+        after it stopped are counted, with why: a headless command exits non-zero on them."""
+        try:
+            here = os.path.samestat(os.stat(self.path), self._made)
+        except OSError:
+            here = False
+        if not here:
+            return f"session not recorded: {self.path} is no longer the file this session wrote", False
+        if self.lost or self.error:
+            why = f" ({self.error})" if self.error else ""
+            return (
+                f"session recorded to {self.path}, incomplete: {self.lost} event(s) could not be "
+                f"written{why}",
+                False,
+            )
+        return f"session recorded to {self.path}", True
 
     def __enter__(self) -> Recorder:
         return self

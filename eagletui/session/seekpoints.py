@@ -23,6 +23,24 @@ from eagletui.session.timeline import CONTEXT_TYPES, _clock_of, _step
 #: disables the literal-prefix search and makes the scan ten times slower.
 _TYPE_RE = re.compile(rb'\n\{"type":"(?:' + b"|".join(t.encode() for t in sorted(CONTEXT_TYPES)) + rb')"')
 _SEEK_BYTES = b'"' + LogCodec.SEEK_MARK.encode() + b'":1'
+#: What only a recording not in the compact form holds (``json.dumps`` with its default separators,
+#: hand-edited lines): outside a string a quote is never escaped, inside one it always is, so these
+#: bytes are never inside a log line's text. Where a region holds them, the looser search below runs.
+_LOOSE = (b'"type": ', b'"type" :', b'{ "type"')
+_LOOSE_TYPE_RE = re.compile(
+    rb'\{\s*"type"\s*:\s*"(?:' + b"|".join(t.encode() for t in sorted(CONTEXT_TYPES)) + rb')"'
+)
+_LOOSE_SEEK_BYTES = b'"' + LogCodec.SEEK_MARK.encode() + b'": 1'
+
+
+def _loose_hits(region: bytes) -> list[tuple[int, bool]]:
+    """Seek points and context lines written with spaces after separators: any valid JSON line is
+    read (a recording re-written by ``json.dumps`` read as empty). Context lines at a line start only."""
+    hits = [(p, True) for p in _find_all(region, _LOOSE_SEEK_BYTES)]
+    for m in _LOOSE_TYPE_RE.finditer(region):
+        if m.start() == 0 or region[m.start() - 1 : m.start()] == b"\n":
+            hits.append((m.start(), False))
+    return hits
 
 
 def _find_all(data: bytes, needle: bytes) -> Iterator[int]:
@@ -81,6 +99,8 @@ def find_seek_points(
         hits += [(m.start() + 1, False) for m in _TYPE_RE.finditer(region)]
         if region.startswith(b'{"type":"') and _TYPE_RE.match(b"\n" + region[:64]):
             hits.append((0, False))  # a context line right at the start of the region
+        if any(region.find(x) >= 0 for x in _LOOSE):
+            hits = list(set(hits + _loose_hits(region)))  # (a compact line is found by both)
         hits.sort()
         cnt_pos, cnt_line, last_ls = 0, line, -1
         for pos, is_seek in hits:

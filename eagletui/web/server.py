@@ -32,7 +32,7 @@ from aiohttp import WSMsgType, web
 
 from eagletui.web.appproc import AppProcess
 from eagletui.web.floor import Floor, HandoverTimeout
-from eagletui.web.page import render_page
+from eagletui.web.page import DEFAULT_MAX_TABS, full_page, render_page, tabs_full
 
 log = logging.getLogger("eagletui.serve")
 
@@ -114,8 +114,12 @@ def _int_in(value: Any, default: int) -> int:
 class WebServer:
     """The aiohttp application for one served session."""
 
-    def __init__(self, floor: Floor, *, token: str, title: str) -> None:
+    def __init__(self, floor: Floor, *, token: str, title: str, max_tabs: int = DEFAULT_MAX_TABS) -> None:
         self.floor = floor
+        #: tabs open at once: each is an eagletui process (about 28 MB); the next one gets a page
+        #: that says so instead of a process
+        self.max_tabs = max_tabs
+        self._tabs = 0
         self.token = token
         self.title = title
         self.static = static_files()
@@ -151,6 +155,8 @@ class WebServer:
             return web.Response(status=302, headers={"Location": f"{self.token}/"})
         if request.method not in ("GET", "HEAD"):
             return web.Response(status=405, text="eagletui serve: only GET\n")
+        if rest == "" and self._tabs >= self.max_tabs:
+            return web.Response(status=503, text=full_page(self.max_tabs), content_type="text/html")
         if rest == "":
             size = _int_in(request.query.get("fontsize"), 16)
             return web.Response(text=render_page(self.title, size), content_type="text/html")
@@ -171,6 +177,19 @@ class WebServer:
 
     async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
         ws = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_WS_MESSAGE)
+        if self._tabs >= self.max_tabs:  # (counted before any await: two arrivals cannot both pass)
+            await ws.prepare(request)
+            await ws.send_bytes(f"eagletui serve: {tabs_full(self.max_tabs)}\r\n".encode())
+            await ws.close()
+            return ws
+        self._tabs += 1
+        try:
+            return await self._tab(request, ws)
+        finally:
+            self._tabs -= 1
+
+    async def _tab(self, request: web.Request, ws: web.WebSocketResponse) -> web.StreamResponse:
+        """One tab's life: its app started, fed and stopped."""
         await ws.prepare(request)
         width = _int_in(request.query.get("width"), 80)
         height = _int_in(request.query.get("height"), 24)
@@ -249,9 +268,10 @@ async def serve(
     port: int,
     stop: asyncio.Event,
     ready: Any = None,
+    max_tabs: int = DEFAULT_MAX_TABS,
 ) -> None:
     """Listen until ``stop`` is set; ``ready(port)`` is called once listening (the port may be 0)."""
-    server = WebServer(floor, token=token, title=title)
+    server = WebServer(floor, token=token, title=title, max_tabs=max_tabs)
     runner = web.AppRunner(server.make_app(), access_log=None, handle_signals=False)
     await runner.setup()
     try:

@@ -147,6 +147,7 @@ class Workspace(Benchmarks, StepProfiles):
 
         assert self.control is not None, "connect() first"
         runs = await self.control.list_runs()
+        self._say_set_aside(runs)
         live = [r for r in runs if r.alive and r.owned]
         if not live:
             return False
@@ -166,6 +167,19 @@ class Workspace(Benchmarks, StepProfiles):
             return False
         self._adopt(mine[0], against_file=True)
         return True
+
+    def _say_set_aside(self, runs: list[RunInfo]) -> None:
+        """Name the records the host set aside: a stale one (its pid is another process's now) or one in
+        a run dir that is not the user's; none of them is followed or ever signalled."""
+        for r in runs:
+            if r.state in ("stale", "untrusted"):
+                self.emit(
+                    Notice(
+                        level="warning",
+                        message=f"run record {r.run_id} set aside ({r.state}): {r.note}",
+                        source="attach",
+                    )
+                )
 
     async def attach_run(self, run_id: str) -> bool:
         """Reattach to eagletui's live run ``run_id`` (a sweep's variant found again by its run id, a

@@ -18,7 +18,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 from eagletui.core.events import Notice
 from eagletui.core.profile.load import load_profile
 from eagletui.core.timings import FAST
+from eagletui.remote.control import Liveness
+from eagletui.session.drivers import LiveDriver
 from eagletui.workspace import Workspace
+
+
+class _SaysNo:
+    """The driver's host answering "n" to its question (what a user at the dialog does)."""
+
+    def __init__(self) -> None:
+        self.asked = ""
+
+    async def ask(self, question: str) -> bool:
+        self.asked = question
+        return False
+
+    def notify(self, *_a, **_k) -> None:
+        pass
+
+    def dispatch(self, _ev) -> None:
+        pass
 
 
 def check(name, ok, detail=""):
@@ -57,6 +76,18 @@ async def main(pa: str, pb: str) -> None:
         and a2.file_profile.args.get("--speculative-num-steps") == steps
         and bool(said),
         f"r would launch steps {a2.profile.args.get('--speculative-num-steps')}; {said}",
+    )
+    # issue 33 item 12: "n" at "Stop it?" changes nothing (the UI takes the control before asking)
+    host = _SaysNo()
+    d = LiveDriver(None)
+    d.workspace = a2
+    d.control_busy = True
+    await d.stop(host)
+    alive = await a2.control.liveness(a2.run)
+    check(
+        "reattach: a declined stop gives the control back and leaves the server up",
+        host.asked and not d.control_busy and alive is not Liveness.DEAD,
+        f"asked={host.asked} busy={d.control_busy} liveness={alive}",
     )
     await a2.close()
     await a.stop()

@@ -90,12 +90,30 @@ def _opt_int(v: Any) -> int | None:
         return None
 
 
-def _num(text: str) -> float | None:
-    try:
-        v = float(text.strip())
-    except ValueError:  # "[N/A]", "[Not Supported]"
+#: What a GPU can report, per reading: memory in MiB (4 TiB, past any accelerator made), utilisation
+#: in percent, board power in watts. A reading outside is unknown, not drawn or recorded: a wrapper
+#: printing 1e308 was drawn as a 309-digit number across two lines and recorded into a file the
+#: reader then refused.
+MAX_MIB = 4.0 * 1024 * 1024
+MAX_UTIL_PCT = 100.0
+MAX_POWER_W = 10_000.0
+
+
+def gpu_value(value: object, upper: float = MAX_MIB) -> float | None:
+    """A reading (``nvidia-smi`` text or a recorded number) between 0 and ``upper``, or None: unknown
+    ("[N/A]", "[Not Supported]", NaN, inf, negative, past what a GPU can report)."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    return v if math.isfinite(v) and v >= 0 else None
+    return float(value) if math.isfinite(value) and 0 <= value <= upper else None
+
+
+def _num(text: str) -> float | None:
+    return gpu_value(text, MAX_MIB)
 
 
 def parse_reading(gpus_csv: str, apps_csv: str = "") -> Reading:

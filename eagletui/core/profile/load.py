@@ -41,6 +41,7 @@ _SERVER_KEYS = {
     "port",
     "host",
     "runs_dir",
+    "runs_dir_group",
     "log_dir",
     "args",
     "env",
@@ -205,6 +206,14 @@ def _read_server(data: dict[str, Any], prof: Profile, text: str, path: str | Pat
             f"server.{runs_key} must be a directory path", path, *_locate(text, runs_key, "server")
         )
     prof.runs_dir = runs_dir
+    group = _expect(server.get("runs_dir_group", ""), str, "server.runs_dir_group", text, path, "server")
+    if group and not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}", group):
+        raise ProfileError(
+            f"server.runs_dir_group must be a group name, got {group!r}",
+            path,
+            *_locate(text, "runs_dir_group", "server"),
+        )
+    prof.runs_dir_group = group
     timeout = _expect(
         server.get("ready_timeout_s", 3600.0), (int, float), "server.ready_timeout_s", text, path, "server"
     )

@@ -202,6 +202,9 @@ class Profile:
     port: int = 30000
     host: str = "127.0.0.1"
     runs_dir: str = "~/.eagletui/runs"
+    #: ``[server] runs_dir_group``: the group a shared runs dir may be writable by (a Slurm cluster's
+    #: shared filesystem); without it a runs dir anyone else can write is refused
+    runs_dir_group: str = ""
     ready_timeout_s: float = 3600.0
     #: ``[server] version``: the server release the profile is written for; decides the flag table when
     #: the host cannot say (``eagletui profile check``). None: not declared.

@@ -32,10 +32,21 @@ class ScriptError(ValueError):
     """The launch cannot be written as a job (a flag eagletui owns is set by the profile)."""
 
 
-def job_name(profile_name: str, run_id: str) -> str:
-    """``eagletui-<profile>-<run id>``: the run id makes it unique, the profile readable in squeue."""
-    slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", profile_name).strip("_")[:24] or "profile"
-    return f"eagletui-{slug}-{run_id}"
+def _slug(profile_name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", profile_name).strip("_")[:24] or "profile"
+
+
+def job_name(profile_name: str, run_id: str, slot: int = 0) -> str:
+    """``eagletui-<profile>-<run id>`` (``-s<slot>-`` before the run id for a sweep's parallel slot):
+    the run id makes it unique, the profile readable in squeue and the guard's query."""
+    return f"eagletui-{_slug(profile_name)}-{f's{slot}-' if slot else ''}{run_id}"
+
+
+def job_name_pattern(profile_name: str, slot: int = 0) -> str:
+    """A regular expression for every job :func:`job_name` gives this profile and slot (any run id):
+    what the one-job-per-profile guard looks for in the user's queue."""
+    run_id = r"\d{8}-\d{6}-L\d+-[0-9a-f]+"
+    return "^" + re.escape(f"eagletui-{_slug(profile_name)}-{f's{slot}-' if slot else ''}") + run_id + "$"
 
 
 def quote_dir(path: str) -> str:

@@ -450,6 +450,8 @@ _PER_LAUNCH_TASKS = ("log tail", "process watch", "log source")
 
 def _on_task_failed(s: SessionState, ev: TaskFailed) -> None:
     s.failed_tasks[ev.task] = ev.message
+    if ev.task == "bench":  # a benchmark that failed is not running (its result will never come)
+        s.bench_running = None
 
 
 def _on_bench_started(s: SessionState, ev: BenchmarkStarted) -> None:

@@ -84,6 +84,9 @@ class SweepQueue:
     step_profile: bool = False  # a step profile of each speculative launch after its benchmarks
     aborted: bool = False
     paused: str = ""  # why the sweep stopped itself (GPU memory still held …); a resume clears it
+    #: per worker (host), the GPU reading right before its last launch (gpu_memory.Reading.to_dict):
+    #: what a resume's gate waits for, as the gate mid-sweep does
+    gpu_reference: dict[str, Any] = field(default_factory=dict)
     created: float = field(default_factory=time.time)
     started_wall: float | None = None
     finished_wall: float | None = None
@@ -202,6 +205,7 @@ class SweepQueue:
                 step_profile=d.get("step_profile") is True,
                 aborted=bool(d.get("aborted", False)),
                 paused=str(d.get("paused", "")),
+                gpu_reference={str(k): v for k, v in dict(d.get("gpu_reference") or {}).items()},
                 created=float(d.get("created", time.time())),
                 started_wall=_opt_float(d.get("started_wall")),
                 finished_wall=_opt_float(d.get("finished_wall")),

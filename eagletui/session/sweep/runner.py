@@ -7,7 +7,8 @@ SweepQueue`. For each launch:
    used memory is back to where it was right before that launch (:func:`~eagletui.remote.gpu.
    wait_released`, bounded by ``sweep.gpu_wait_s``). When the bound passes with memory still held the
    sweep **pauses** — the launch stays pending, the holders are named — rather than start a server on
-   a GPU that is not free: ``--resume`` goes on once it is.
+   a GPU that is not free: ``--resume`` goes on once it is. The reading is kept in the queue
+   (:mod:`~eagletui.session.sweep.gate`), so a resume's first launch waits for it the same way.
 2. **Launch**, and wait until ready. A launch that runs out of GPU memory while another process still
    held memory on the GPU (torch's message says how much: :func:`~eagletui.core.host.gpu_memory.
    others_in_oom`) right after the previous server stopped is waited for and launched **once** more,
@@ -44,12 +45,12 @@ from eagletui.session.sweep.cells import (
     client_fingerprint,
     why_not_counted,
 )
+from eagletui.session.sweep.gate import GateReference, reading_without
 from eagletui.session.sweep.jobs import job_slots, resume_variant, slot_profile
 from eagletui.session.sweep.queue import SweepQueue
 from eagletui.session.waits import wait_ready
 
 if TYPE_CHECKING:
-    from eagletui.core.host.gpu_memory import Reading
     from eagletui.core.profile.model import Profile
     from eagletui.session.model import SessionModel
     from eagletui.workspace import Workspace
@@ -130,9 +131,10 @@ class SweepRunner:
         self.on_change = on_change or (lambda: None)
         self.current: VariantState | None = None
         self._reattached = False
-        #: GPU memory right before the last launch: what a stop must give back before the next
-        self._before: Reading | None = None
+        #: GPU memory right before the last launch (a resume starts from the one the queue kept)
+        self.reference = GateReference(queue, self.worker)
         self._stopped_at: float | None = None  # when this runner last stopped a server of the sweep
+        self._resumed = False
         self._unsub = model.subscribe(self._observe)
 
     @property
@@ -183,6 +185,8 @@ class SweepRunner:
         q = self.queue
         if q.paused:
             q.paused, q.aborted = "", False  # a resume: the gate looks again
+        #: a resume of a sweep that launched before: without a kept reading the gate still looks
+        self._resumed = q.started_wall is not None
         if q.started_wall is None:
             q.started_wall = self.clock.wall()
         q.note_eta(history=self.history, when="the start")  # checked against the time it takes
@@ -208,10 +212,12 @@ class SweepRunner:
         run = self.ws.run
         if run is None or not run.owned or not run.alive:
             return False
-        if self._before is None:
+        if self.reference.reading is None:
             # a resumed sweep: no reading from before this server's launch; the gate then waits
             # until its own processes' memory is gone from the reading taken now
-            self._before = await self._reading_without(run)
+            reading = await reading_without(self.ws, run, self.timings.sweep.gate_read_s)
+            if reading is not None:
+                self.reference.keep(reading)
         try:
             await self.ws.stop()
         except Exception as exc:
@@ -232,25 +238,6 @@ class SweepRunner:
         self._notice(f"sweep paused: {why}", "error")
         self._changed()
 
-    async def _reading_without(self, run: Any) -> Reading | None:
-        from eagletui.core.host.gpu_memory import Reading
-        from eagletui.remote.gpu import read_memory
-
-        if self.ws.transport is None:
-            return None
-        now = await read_memory(self.ws.transport, self.timings.sweep.gate_read_s)
-        if now is None:
-            return None
-        pids: set[int] = set()
-        with contextlib.suppress(Exception):
-            if self.ws.control is not None:
-                pids = {int(m["pid"]) for m in await self.ws.control.members(run) if "pid" in m}
-        used = dict(now.used)
-        for h in now.holders:
-            if h.pid in pids and h.gpu is not None:
-                used[h.gpu] = max(0.0, used.get(h.gpu, 0.0) - h.mib)
-        return Reading(used, now.total, tuple(h for h in now.holders if h.pid not in pids))
-
     async def _gate(self, v: VariantState, label: str) -> bool:
         """Wait for the GPUs to be back to their reading from before the previous launch; False (and
         the sweep paused, the launch still pending) when the bound passed with memory still held."""
@@ -264,8 +251,9 @@ class SweepRunner:
             v.gate = {"status": "scheduler", "waited_s": 0.0, "message": "GPUs allocated by Slurm"}
             return True
         q = self.queue
+        before, what = self.reference.for_gate(label, resumed=self._resumed)
         res = await wait_released(
-            self.ws.transport, self._before, timeout=q.gpu_wait_s, timings=self.timings, say=self.say, label=label
+            self.ws.transport, before, timeout=q.gpu_wait_s, timings=self.timings, say=self.say, label=what
         )
         v.gate = res.to_dict()
         if res.status == "held":
@@ -274,7 +262,7 @@ class SweepRunner:
         if res.status == "clean" and res.waited_s >= 0.5:
             self.say(f"  GPU memory released after {res.waited_s:.1f}s")
         if res.reading is not None:
-            self._before = res.reading  # the reading right before this launch
+            self.reference.keep(res.reading)  # the reading right before this launch
         return True
 
     def _oom_retry_reason(self, v: VariantState, kind: str) -> str:

@@ -7,6 +7,7 @@ import math
 from rich.text import Text
 from textual.widgets import Static
 
+from eagletui.core.host.gpu_memory import MAX_UTIL_PCT, gpu_value
 from eagletui.core.state.screen import SessionState
 from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.textview import TextView
@@ -115,7 +116,7 @@ class GpuStrip(Static):
             age = _age(state.gpus_wall, now)
             t.append(f"GPUs stale{f' {age}' if age else ''} ({inert(state.gpu_stale)}): ", style="bold")
         for g in state.gpus:
-            used, total = _finite(g.get("mem_used_mb")), _finite(g.get("mem_total_mb"))
+            used, total = gpu_value(g.get("mem_used_mb")), gpu_value(g.get("mem_total_mb"))
             frac = _finite(used / total) if used is not None and total else None
             blocks = "▁▂▃▄▅▆▇█"
             t.append(f"{inert(str(g.get('index', '?')))}")
@@ -123,8 +124,8 @@ class GpuStrip(Static):
                 t.append(blocks[max(0, min(7, int(frac * 8)))], style="bold")
             else:
                 t.append("?", style="bold")
-            util = _finite(g.get("util_pct"))
-            mem = f"{used / 1024:.0f}G" if used is not None and used < 1e12 else "?G"
+            util = gpu_value(g.get("util_pct"), MAX_UTIL_PCT)
+            mem = f"{used / 1024:.0f}G" if used is not None else "?G"
             t.append(f"{mem} {f'{util:.0f}' if util is not None else '?'}%  ")
         if getattr(self, "_eagle_last", None) != t.plain:
             self._eagle_last = t.plain
