@@ -164,7 +164,11 @@ elif [ "$PART" = grid ]; then
   # issue 32's check: steps 1-5 and speculation off, each launched twice (six servers side by side per
   # round, benchmarked one after another), steps 3's step profile; grid_eval.py predicts offline
   [ -z "$DRYRUN" ] && export GRID_MEM_FRACTION=0.1
-  step g-grid 560 python3 $R/tools/real-sglang/grid.py $P $OUTD/grid ${GRID_ROUNDS:-2}
+  # what is measured so far comes back even when the device call runs out: packed every 30 s
+  ( while sleep 30; do tar -C $OUTD -czf $OUT/.grid.tgz grid 2>/dev/null && mv $OUT/.grid.tgz $OUT/grid.tgz; done ) &
+  PACKER=$!
+  step g-grid ${GRID_S:-520} python3 $R/tools/real-sglang/grid.py $P $OUTD/grid ${GRID_ROUNDS:-2}
+  kill $PACKER 2>/dev/null; tar -C $OUTD -czf $OUT/grid.tgz grid 2>/dev/null
 elif [ "$PART" = stall ]; then
   # issue 31: bench --launch ended by SIGTERM mid-benchmark (a `timeout`) stops its server, prints its JSON
   # with what was measured and exits 143 (item 4); then stall_check.py: a headless bench of a server

@@ -1,0 +1,146 @@
+"""What eagletui predicts from the grid's steps 3 launch, against the means of every launch of each setting
+(tools/real-sglang/grid.py's output: grid-rR-NAME.json from ``eagletui bench --json``, trace-s3/).
+
+    python3 tools/real-sglang/grid_eval.py GRID_DIR [--json]
+
+Three bases, as eagletui meets them: the steps 3 launch with its step profile (profile path), the same
+with the no-spec launch of its round beside it (the run book's like-for-like reference), and both
+without the profile (the fit and estimate paths). Each prediction is printed with its band and the
+measured mean over the launches of that setting, with how far those launches spread; then the one
+ranking's decisions (``next_launch``) and ``adaptive_config`` from the same book, which must agree.
+"""
+
+import glob
+import json
+import os
+import sys
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+from eagletui.core import events as ev
+from eagletui.core.predict.forecast import forecasts
+from eagletui.core.predict.next_launch import prediction_diagnoses
+from eagletui.core.predict.ranking import adaptive_config
+from eagletui.core.runs.book import RunBook
+from eagletui.profiler import summarize_file
+from eagletui.profiler.summary import step_breakdown
+
+D = sys.argv[1]
+AS_JSON = "--json" in sys.argv
+LABEL = {"s1": "steps 1", "s2": "steps 2", "s3": "steps 3", "s4": "steps 4", "s5": "steps 5", "off": "speculation off"}
+
+
+def load(rnd: int, name: str) -> dict | None:
+    try:
+        with open(os.path.join(D, f"grid-r{rnd}-{name}.json")) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
+def runs_of(data: dict) -> list[dict]:
+    return [r for r in (data.get("repeats") or {}).get("runs", []) if r.get("valid", True)]
+
+
+def launch(book: RunBook, n: int, data: dict) -> None:
+    book.apply(ev.LaunchStarted(launch=n, target="local", config={"args": data["config"]["args"], "env": {}, "target": "local"}))
+    book.apply(ev.ServerReady(launch=n))
+    for i, r in enumerate(runs_of(data)):
+        b = 100 * n + i
+        c = r["concurrency"]
+        book.apply(ev.BenchmarkStarted(bench=b, launch=n, workload={"concurrency": c}))
+        ttft = (r.get("ttft_ms") or {}).get("mean")
+        itl = (r.get("itl_ms") or {}).get("mean")
+        stats = {}
+        if itl:
+            stats["tok_s"] = {"mean": 1000.0 / itl}
+        if ttft is not None:
+            stats["ttft_ms"] = {"mean": ttft}
+        acc = r.get("accept_length")
+        book.apply(
+            ev.BenchmarkResult(
+                bench=b, launch=n, output_throughput=r["output_throughput"], accept_length=acc,
+                requests=r["requests"], duration_s=r["duration_s"], workload_fingerprint=f"c{c}", stats=stats,
+            )
+        )
+
+
+def measured() -> dict[tuple[str, int], list[float]]:
+    out: dict[tuple[str, int], list[float]] = {}
+    for path in sorted(glob.glob(os.path.join(D, "grid-r*-*.json"))):
+        name = os.path.basename(path)[:-5].split("-", 2)[2]
+        rnd = int(os.path.basename(path).split("-")[1][1:])
+        data = load(rnd, name)
+        if not data:
+            continue
+        for r in runs_of(data):
+            out.setdefault((LABEL[name], r["concurrency"]), []).append(r["output_throughput"])
+    return out
+
+
+def profile_summary() -> dict | None:
+    files = glob.glob(os.path.join(D, "trace-s3", "*DECODE*"))
+    return step_breakdown([summarize_file(files[0])]) if files else None
+
+
+def book_for(with_profile: bool, with_nospec: bool) -> RunBook | None:
+    base = load(1, "s3")
+    if base is None:
+        return None
+    book = RunBook()
+    launch(book, 1, base)
+    prof = profile_summary() if with_profile else None
+    if prof:
+        book.apply(ev.ProfileCaptured(launch=1, summary=prof))
+    off = load(1, "off") if with_nospec else None
+    if off is not None:
+        launch(book, 2, off)
+    return book
+
+
+meas = measured()
+rows = []
+for name, wp, wn in (("profile", True, False), ("profile + no-spec", True, True), ("fit + no-spec", False, True), ("estimate", False, False)):
+    book = book_for(wp, wn)
+    if book is None:
+        print("no steps 3 launch in", D)
+        sys.exit(1)
+    fs, why = forecasts(book, 1)
+    for f in fs:
+        got = meas.get((f.label, f.concurrency))
+        if not got:
+            continue
+        mean = sum(got) / len(got)
+        spread = (max(got) - min(got)) / mean * 100 if mean else 0.0
+        err = (f.tok_s / mean - 1) * 100 if mean else float("nan")
+        low, high = getattr(f, "low", None), getattr(f, "high", None)
+        rows.append({
+            "base": name, "setting": f.label, "concurrency": f.concurrency, "predicted": round(f.tok_s, 1),
+            "low": None if low is None else round(low, 1), "high": None if high is None else round(high, 1),
+            "measured_mean": round(mean, 1), "launches": len(got), "spread_pct": round(spread, 1),
+            "error_pct": round(err, 1), "measured_here": bool(getattr(f, "measured", False)), "source": f.source[:80],
+        })
+    if why:
+        rows.append({"base": name, "why_none": why})
+
+book = book_for(True, True)
+diag = [d for d in prediction_diagnoses(book, 1) if d.kind == "next_launch"] if book else []
+result = {
+    "rows": rows,
+    "next_launch": diag[0].text if diag else None,
+    "adaptive_config": adaptive_config(book, 1) if book else None,
+    "measured": {f"{k[0]} c={k[1]}": v for k, v in sorted(meas.items())},
+}
+if AS_JSON:
+    print(json.dumps(result, indent=1))
+else:
+    for r in rows:
+        if "why_none" in r:
+            print(f"{r['base']:18} no prediction: {r['why_none']}")
+            continue
+        band = f"[{r['low']}-{r['high']}]" if r["low"] is not None else ""
+        tag = " (measured)" if r["measured_here"] else ""
+        print(f"{r['base']:18} c={r['concurrency']:<2} {r['setting']:16} pred {r['predicted']:8.1f} {band:20} "
+              f"meas {r['measured_mean']:8.1f} over {r['launches']} (spread {r['spread_pct']:.0f} %) "
+              f"err {r['error_pct']:+.1f} %{tag}")
+    print("next_launch:", result["next_launch"])
+    print("adaptive_config:", json.dumps(result["adaptive_config"]))
