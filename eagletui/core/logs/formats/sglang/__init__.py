@@ -59,6 +59,8 @@ class SGLangFormat(LogFormat):
     stop_marks: tuple[str, ...] = versions.STOP_MARKS
 
     fast = serving.FAST_PATH
+    record_start = prefix.RECORD_START_RE
+    nested_records = True
     note_topics = frozenset({"allreduce", "load", "capture", "adaptive"})
     notes = staticmethod(_notes.notes)
     notes_from_args = staticmethod(_notes.notes_from_args)
