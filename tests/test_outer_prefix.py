@@ -151,14 +151,18 @@ def test_what_is_no_wrapper(heads: list[str]) -> None:
 
 
 def test_a_file_the_server_writes_itself_is_not_held_long() -> None:
-    """vLLM's first record decides at once; SGLang's ``[time] text`` may be a wrapper's time in front of
-    plain text, so its first lines wait for the vote (a few lines)."""
+    """vLLM's first record decides at once, and so does SGLang's ranked ``[time TP0]`` (no wrapper copies
+    the ranks: a live tail shows its first bar frame at once); SGLang's unranked ``[time] text`` may be a
+    wrapper's time in front of plain text, so its first lines wait for the vote (a few lines)."""
     op = OuterPrefix(VLLM.record_start, VLLM.nested_records)
     assert op.offer("(APIServer pid=1) INFO 05-07 04:56:17 [api_server.py:1] vLLM API server version 0.11.0", False)
     assert not op.learning and op.pattern is None
     op = OuterPrefix(SGLANG.record_start, SGLANG.nested_records)
+    assert op.offer("[2026-03-14 12:00:00 TP0] Init torch distributed begin.", False)
+    assert not op.learning and op.pattern is None
+    op = OuterPrefix(SGLANG.record_start, SGLANG.nested_records)
     for i in range(7):
-        assert op.offer(f"[2026-03-14 12:00:0{i} TP0] Init torch distributed begin.", False) == []
+        assert op.offer(f"[2026-03-14 12:00:0{i}] Load weight begin.", False) == []
     assert len(op.offer("[2026-03-14 12:00:09] server_args=ServerArgs(model_path='m')", False)) == 8
     assert not op.learning and op.pattern is None
 

@@ -19,8 +19,8 @@ printed by a wrapper in front of the server's ``[date time TP0]``) says so with 
 first of two adjacent record starts is the wrapper's.
 
 The reader decides after :data:`LEARN_LINES` voting lines, or as soon as the file starts with the
-server's own record (not for a nested format, whose ``[time] text`` may be a wrapper's time in front of
-plain text): the file is not wrapped. Lines read before the decision are held and handed back with it, so every line is cut alike
+server's own record (for a nested format only a start with the part no wrapper copies, the pattern's
+``own`` group: its ``[time] text`` may be a wrapper's time in front of plain text): the file is not wrapped. Lines read before the decision are held and handed back with it, so every line is cut alike
 however the text was chunked (a live tail shows a wrapped file's first lines a few lines late). Pure:
 lines in, offsets out.
 """
@@ -51,6 +51,7 @@ CONTENT_RE = re.compile(
     r"|[\w.-]{1,64}:\d{1,10}:\d{1,10} \[\d{1,4}\] NCCL "
     r"|NCCL (?:INFO|WARN) "
     r"|frame #\d+: "
+    r"|\d{1,3} 0x[0-9a-f]{6,16} |={4} backtrace"  # a native backtrace (UCX's handler): numbered frames
 )
 #: A progress-bar frame (it does not vote).
 _BAR_RE = re.compile(r"\d{1,3}%\||% Completed \||\d+/\d+ \[[\d:?]{4,12}<")
@@ -123,10 +124,8 @@ def _plausible(shape: tuple[Token, ...]) -> bool:
     return all(text.count(a) == text.count(b) for a, b in ("()", "[]", "<>", "{}"))
 
 
-def learn(heads: list[list[Token]], voters: int) -> re.Pattern[str] | None:
-    """The shapes ending in whitespace that enough voting lines' heads begin with, the longest first,
-    as one pattern (a line takes the longest that fits: a wrapper's prefix alone where the line does
-    not go on as the lines learned from did), or None."""
+def _shapes(heads: list[list[Token]], voters: int) -> list[tuple[Token, ...]]:
+    """The plausible shapes ending in whitespace that enough voting lines' heads begin with, longest first."""
     need = max(MIN_LINES, math.ceil(SUPPORT * voters))
     counts: dict[tuple[Token, ...], int] = {}
     for head in heads:
@@ -134,10 +133,26 @@ def learn(heads: list[list[Token]], voters: int) -> re.Pattern[str] | None:
             if k == "_":
                 key = tuple(head[: i + 1])
                 counts[key] = counts.get(key, 0) + 1
-    shapes = sorted((key for key, n in counts.items() if n >= need and _plausible(key)), key=len, reverse=True)
-    if not shapes:
-        return None
-    return re.compile("|".join(f"(?:{_pattern(key).pattern})" for key in shapes[:MAX_SHAPES]))
+    return sorted((key for key, n in counts.items() if n >= need and _plausible(key)), key=len, reverse=True)
+
+
+def _alternatives(shapes: list[tuple[Token, ...]]) -> re.Pattern[str]:
+    return re.compile("|".join(f"(?:{_pattern(key).pattern})" for key in shapes))
+
+
+def learn(heads: list[list[Token]], voters: int) -> re.Pattern[str] | None:
+    """The shapes ending in whitespace that enough voting lines' heads begin with, the longest first,
+    as one pattern (a line takes the longest that fits: a wrapper's prefix alone where the line does
+    not go on as the lines learned from did), or None."""
+    shapes = _shapes(heads, voters)
+    return _alternatives(shapes[:MAX_SHAPES]) if shapes else None
+
+
+def learn_bare(heads: list[list[Token]], voters: int) -> re.Pattern[str] | None:
+    """Every learned shape, to recognise a line that is nothing but a wrapper's prefix (a blank line
+    an outer wrapper printed its own prefix for, in front of no inner one)."""
+    shapes = _shapes(heads, voters)
+    return _alternatives(shapes) if shapes else None
 
 
 class OuterPrefix:
@@ -147,12 +162,13 @@ class OuterPrefix:
     and nothing held); ``nested`` as in the module docstring.
     """
 
-    __slots__ = ("record_start", "nested", "pattern", "learning", "held", "heads", "voters")
+    __slots__ = ("record_start", "nested", "pattern", "bare", "learning", "held", "heads", "voters")
 
     def __init__(self, record_start: Any = None, nested: bool = False) -> None:
         self.record_start = record_start
         self.nested = nested
         self.pattern: re.Pattern[str] | None = None
+        self.bare: re.Pattern[str] | None = None
         self.learning = record_start is not None
         self.held: list[tuple[str, bool]] = []
         self.heads: list[list[Token]] = []
@@ -164,6 +180,9 @@ class OuterPrefix:
         if p is None:
             return 0
         m = p.match(seg, 0, HEAD_LIMIT)
+        if m is None and len(seg) < HEAD_LIMIT and seg.strip() and self.bare is not None:
+            # a blank line the wrapper printed its prefix for (its trailing space stripped on the way)
+            return len(seg) if self.bare.fullmatch(seg.rstrip() + " ") is not None else 0
         return 0 if m is None else m.end()
 
     def offer(self, seg: str, after_cr: bool) -> list[tuple[str, bool]]:
@@ -175,9 +194,10 @@ class OuterPrefix:
             self.voters += 1
             if head:
                 self.heads.append(tokens(head))
-            elif not self.heads and not self.nested and self._own_at_start(seg):
-                # the server writes the file itself: nothing to learn (not decided so for a nested
-                # format: there ``[time] text`` may be a wrapper's time in front of plain text)
+            elif not self.heads and self._own_at_start(seg):
+                # the server writes the file itself: nothing to learn (for a nested format only a start
+                # with the part no wrapper copies, the ``own`` group: ``[time] text`` may be a
+                # wrapper's time in front of plain text)
                 return self.decide()
             if self.voters >= LEARN_LINES:
                 return self.decide()
@@ -190,13 +210,14 @@ class OuterPrefix:
         if self.learning:
             self.learning = False
             self.pattern = learn(self.heads, self.voters) if self.voters else None
+            self.bare = learn_bare(self.heads, self.voters) if self.pattern is not None else None
             self.heads = []
         held, self.held = self.held, []
         return held
 
     def _own_at_start(self, seg: str) -> bool:
         m = self.record_start.match(seg, 0, SCAN_LIMIT)
-        return m is not None
+        return m is not None and (not self.nested or bool(m.groupdict().get("own")))
 
     def _outer_copy(self, line: str, end: int) -> bool:
         """A record start ending at ``end`` is a wrapper's copy of the server's: another record start,

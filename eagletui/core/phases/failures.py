@@ -283,8 +283,9 @@ class FailureFold:
         message, and a failure line in it is a candidate."""
         tag = rec.tag
         rec.kind = TRACEBACK
-        if rec.msg.strip():
-            self.group_last = rec.msg.strip()
+        last = rec.msg.strip()
+        if last and last.strip("^~ "):  # not a blank line, nor Python 3.11's caret line under a frame
+            self.group_last = last
         if tag == "frame":
             fam, draft = self.fmt.frame_phase(rec.msg)
             if fam is not None:

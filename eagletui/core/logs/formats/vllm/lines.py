@@ -26,9 +26,12 @@ PREFIX_RE = re.compile(
     r"(?P<date>\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<ms>\d{3})\d*)? "
     r"\[?(?P<file>[\w./-]{1,120}):(?P<lineno>\d{1,7})\] ?"
 )
-#: A record's start: the writer's actor or the level and date (where a wrapper's prefix ends).
+#: A record's start: one of vLLM's own processes as the writer (``(EngineCore_DP0 pid=…)``,
+#: ``(Worker_TP0_EP0 pid=…)``, ``(VllmWorker rank=0 pid=…)``, ``(RayWorkerWrapper pid=…, ip=…)``; another
+#: program's Ray actor in front of them is a wrapper's) or the level and date (where a wrapper's prefix ends).
 RECORD_START_RE = re.compile(
-    r"\([A-Za-z_][\w.-]{0,63}(?: rank=\d{1,6})? pid=\d{1,10}(?:, ip=[\d.:a-f]{1,64})?\)"
+    r"\((?:EngineCore|APIServer|ApiServer|VllmWorker|RayWorker|DPCoordinator|DPSupervisor|Worker(?=[_ ]))"
+    r"[\w.-]{0,63}(?: rank=\d{1,6})? pid=\d{1,10}(?:, ip=[\d.:a-f]{1,64})?\)"
     r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
 )
 _RANK_ACTOR_RE = re.compile(r"(?:Worker|VllmWorker)\w*?(?:_TP(?P<tp>\d+))?")
