@@ -360,6 +360,15 @@ class LogFormat(ABC):
         """(phase family, is the draft's) a traceback frame points to."""
         return None, False
 
+    def capture_stage(self, line: str, current: str | None) -> str | None:
+        """The CUDA-graph capture stage a traceback frame names (``draft extend``, …), the more specific
+        of it and ``current``; ``current`` when the frame names none."""
+        return current
+
+    def capture_hint(self, stage: str, kind: str, version: str | None) -> str:
+        """The remedy for a failure during the capture ``stage`` (empty: the general hint stands)."""
+        return ""
+
     def message_phase(self, text: str) -> str | None:
         """The phase family a failure message names."""
         return None

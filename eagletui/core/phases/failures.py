@@ -124,6 +124,7 @@ class FailureFold:
     crash: CrashSite | None
     headline: bool
     group_server: bool
+    capture_at: str | None
 
     def _start(
         self, name: str, rank: str | None, ts: float | None, ts_text: str, out: list[ev.Event]
@@ -250,12 +251,15 @@ class FailureFold:
         st = self.st
         st.status = FAILED
         version = self.ver.label()
+        hint = self.fmt.hint_for_launch(
+            c.kind, c.tag, c.phase, version, c.line + " " + c.message, args=st.args, draft=c.draft
+        )
+        if self.capture_at is not None and (c.phase or "").startswith("capture") and c.kind in ("oom", "exception"):
+            hint = self.fmt.capture_hint(self.capture_at, c.kind, version) or hint
         fail = ev.ServerFailed(
             kind=c.kind,
             message=c.message[:2000],
-            hint=self.fmt.hint_for_launch(
-                c.kind, c.tag, c.phase, version, c.line + " " + c.message, args=st.args, draft=c.draft
-            ),
+            hint=hint,
             line=c.line[:4000],
             phase=c.phase,
             launch=st.launch,
@@ -277,6 +281,7 @@ class FailureFold:
         self.group_hint, self.group_draft = (
             self.fmt.frame_phase(rec.msg) if rec.tag == "frame" else (None, False)
         )
+        self.capture_at = self.fmt.capture_stage(rec.msg, None) if rec.tag == "frame" else None
 
     def _group_line(self, rec: Rec, out: list[ev.Event]) -> None:
         """A line inside the open traceback group: its frames say the phase, its exception line the
@@ -291,6 +296,7 @@ class FailureFold:
             if fam is not None:
                 self.group_hint = fam
             self.group_draft = self.group_draft or draft
+            self.capture_at = self.fmt.capture_stage(rec.msg, self.capture_at)
             self.group_server = self.group_server or self.fmt.evidence(rec.msg)
         if self.fmt.exception_line(rec.msg):
             self.group_exc = rec.msg.strip()

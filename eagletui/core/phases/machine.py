@@ -105,6 +105,7 @@ class PhaseMachine(PhaseLines, FailureFold, LaunchNotes, ServingFold):
         self.crash: CrashSite | None = None  # a native crash being read (its stack says where)
         self.headline = False  # the last record was a failure header whose traceback follows
         self.group_server = False  # the open traceback has a frame in the server's own code
+        self.capture_at: str | None = None  # the CUDA-graph capture stage the last traceback's frames name
         self.notes_seen: set[tuple[str, str, str]] = set()
         self.nccl = NcclFold()  # NCCL_DEBUG=INFO lines of this launch (NCCL's own format, no server's)
         self.ver_noted: str | None = None

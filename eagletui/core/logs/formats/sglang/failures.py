@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from eagletui.core.logs.formats.nccl_warn import fatal_warning
+from eagletui.core.logs.formats.sglang.capture_stage import stage_remedy
 
 #: (substring, kind, priority, tag). Checked in order; the first hit wins for a line.
 FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
@@ -486,3 +487,10 @@ def _died_hint(tag: str, text: str) -> str:
         "The server process ended without an error line: likely killed from outside (OOM killer, "
         "container limit, Ctrl-C); check dmesg and the launcher's exit status."
     )
+
+
+def capture_hint(stage: str, kind: str, version: str | None) -> str:
+    """A failure during CUDA-graph capture: the stage its traceback names, and that stage's remedy."""
+    what = "Out of memory" if kind == "oom" else "CUDA graph capture failed"
+    has_env = version_at_least(version, (0, 5, 17))
+    return f"{what} while capturing the {stage} CUDA graphs: {stage_remedy(stage, graph_bs_flag(version), has_env)}."
