@@ -215,6 +215,13 @@ class OuterPrefix:
         held, self.held = self.held, []
         return held
 
+    def nothing_to_learn(self) -> bool:
+        """No line read so far could carry a wrapper's prefix (none has a plausible shape in front of
+        its text): a live tail need not hold them any longer."""
+        return self.voters > 0 and not any(
+            k == "_" and _plausible(tuple(h[: i + 1])) for h in self.heads for i, (k, _) in enumerate(h)
+        )
+
     def _own_at_start(self, seg: str) -> bool:
         m = self.record_start.match(seg, 0, SCAN_LIMIT)
         return m is not None and (not self.nested or bool(m.groupdict().get("own")))

@@ -103,6 +103,11 @@ class LogInterpreter(LivePath, BulkPath):
                     else:
                         self._segment(line, self._after_cr, out)
                         self._after_cr = False
+            outer = self._outer
+            if outer.learning and outer.voters:
+                # a live tail shows what has come: learn from the lines so far rather than hold them
+                for seg, after_cr in outer.decide():
+                    self._cut_segment(seg, after_cr, out)
         else:
             line_fn = self._line
             for line in lines:
