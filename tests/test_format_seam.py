@@ -27,6 +27,7 @@ NEUTRAL = [
     # native_crash.py names the packages a native stack's paths are shortened to (data, not wording)
     *sorted(p for p in (ROOT / "core" / "phases").glob("*.py") if p.name != "native_crash.py"),
     ROOT / "commands" / "parse.py",
+    ROOT / "core" / "logs" / "outer_prefix.py",
     *sorted((ROOT / "ui").rglob("*.py")),
 ]
 

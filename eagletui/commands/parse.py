@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from eagletui.commands._args import ArgumentParser
+from eagletui.commands.host_files import read_host_file
 from eagletui.core.logs.registry import formats, get_format
 from eagletui.core.logs.seam import LogFormat
 from eagletui.core.phases.interpreter import LogInterpreter
@@ -216,6 +217,8 @@ def render(path: str, s: dict[str, Any]) -> str:
             )
         lines += _table(rows, right={3, 4})
     lines.append(f"state: {s['state']}  (last phase: {s['phase'] or '—'})")
+    if s.get("host_file"):
+        lines.append(f"not a server log: {s['host_file']['kind']} output: {inert(s['host_file']['says'])}")
     f = s.get("failure")
     if f:
         lines.append(f"failure: {f['kind']}: {inert(f['message'])}")
@@ -339,6 +342,10 @@ def main(argv: list[str]) -> int:
             s = parse_path(path, max_bytes=limit, fmt=fmt)
             if ns.format is None and s["state"] == "unknown" and path != "-":
                 s = _other_format(path, limit, s)
+            if s["state"] == "unknown":
+                host = read_host_file(path)  # nvidia-smi topo -m, NCCL_DEBUG=INFO: what they show
+                if host is not None:
+                    s["host_file"] = host
         except OSError as exc:
             print(f"eagletui parse: cannot read {inert(path)}: {inert(str(exc))}", file=sys.stderr)
             return 2

@@ -288,6 +288,9 @@ class LogFormat(ABC):
     #: a text is its log); the failure a collective backend named in a traceback stands for
     terminal_tags: frozenset[str] = frozenset()
     own_tags: frozenset[str] = frozenset()
+    #: failure tags of a header line above a traceback (``EngineCore failed to start.``): it stays the
+    #: key line while the traceback's exception becomes the message
+    headline_tags: frozenset[str] = frozenset()
     comm_failure: Failure = ("nccl", 78, "nccl_error")
     #: model classes of draft models (a load end naming one is the draft's); text of a deliberate stop
     draft_types: tuple[str, ...] = ()
@@ -298,6 +301,12 @@ class LogFormat(ABC):
     summary_keys: tuple[str, ...] = ()
     #: the serving fast path, or None
     fast: FastPath | None = None
+    #: where the server's own record starts in a line (a compiled pattern): the outer prefix other
+    #: programs put in front of it is learned from the file (:mod:`eagletui.core.logs.outer_prefix`);
+    #: None learns nothing. ``nested_records``: a record start directly in front of another is a
+    #: wrapper's copy of the server's (a wrapper printing the same ``[date time]``)
+    record_start: Any = None
+    nested_records: bool = False
     #: the HTTP server comes up before the server is warm (a warmup phase runs between the two)
     http_warmup: bool = True
     #: classify already tags failure lines (``fail``); otherwise the phase machine asks
@@ -351,12 +360,25 @@ class LogFormat(ABC):
         """(phase family, is the draft's) a traceback frame points to."""
         return None, False
 
+    def capture_stage(self, line: str, current: str | None) -> str | None:
+        """The CUDA-graph capture stage a traceback frame names (``draft extend``, …), the more specific
+        of it and ``current``; ``current`` when the frame names none."""
+        return current
+
+    def capture_hint(self, stage: str, kind: str, version: str | None) -> str:
+        """The remedy for a failure during the capture ``stage`` (empty: the general hint stands)."""
+        return ""
+
     def message_phase(self, text: str) -> str | None:
         """The phase family a failure message names."""
         return None
 
     def evidence(self, msg: str) -> bool:
         """True for a line only this server's output would hold (without a record prefix)."""
+        return False
+
+    def own_actor(self, actor: str) -> bool:
+        """True for a writer's name (``Rec.actor``) only this server's processes carry."""
         return False
 
     def comm_backend_mention(self, msg: str) -> bool:

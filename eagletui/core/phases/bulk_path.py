@@ -17,6 +17,7 @@ from operator import itemgetter
 from typing import TYPE_CHECKING, Any
 
 from eagletui.core import events as ev
+from eagletui.core.logs.outer_prefix import OuterPrefix
 from eagletui.core.logs.seam import SCAN_LIMIT, FastPath
 from eagletui.core.phases.machine import PhaseMachine
 from eagletui.core.phases.model import READY, DecodeRows
@@ -30,6 +31,7 @@ class BulkPath:
     _after_cr: bool
     _bulk_ok: bool
     _scan_sample: str
+    _outer: OuterPrefix
 
     if TYPE_CHECKING:
         # LogInterpreter's
@@ -46,6 +48,7 @@ class BulkPath:
         if (
             fp is not None
             and not self._after_cr
+            and self._outer.pattern is None
             and m.st.status is READY
             and not m.group_open
             and m.decode_version_checked
@@ -83,6 +86,7 @@ class BulkPath:
         return (
             self._bulk_ok
             and not self._after_cr
+            and self._outer.pattern is None
             and m.st.status is READY
             and not m.group_open
             and m.decode_version_checked

@@ -122,6 +122,9 @@ class FailureFold:
     bar_load_phase: str | None
     bar_capture_phase: str | None
     crash: CrashSite | None
+    headline: bool
+    group_server: bool
+    capture_at: str | None
 
     def _start(
         self, name: str, rank: str | None, ts: float | None, ts_text: str, out: list[ev.Event]
@@ -150,12 +153,30 @@ class FailureFold:
 
     def _on_failure_line(self, rec: Rec, out: list[ev.Event]) -> None:
         """A failure line outside a traceback group: the server is at work, and the line a candidate."""
+        self.headline = rec.data["failure"][2] in self.fmt.headline_tags
         self._version_marks(rec.msg)
         if not self.activity:
             self.activity = True
             if self.st.launches == 0:
                 self.st.launches = 1
         self._consider(rec.data["failure"], rec, out)
+
+    def _on_usage(self, rec: Rec) -> None:
+        """argparse's usage banner of the server's launcher: it precedes argparse's error line, so a
+        text that ends after it (the error line cut off) failed on its arguments; --help's text
+        after it withdraws that (see the machine's help sections)."""
+        st = self.st
+        if not self.server_ctx or st.status not in (UNKNOWN, LOADING) or self.cand is not None:
+            return
+        self.cand = Candidate(
+            "bad_args",
+            30,
+            "usage",
+            "the launcher printed its usage and stopped: it refused an argument (the error line after "
+            "the usage is not in the text)",
+            rec.text.strip(),
+            st.phase,
+        )
 
     def _consider(self, fm: tuple[str, int, str], rec: Rec, out: list[ev.Event]) -> None:
         kind, prio, tag = fm
@@ -200,6 +221,7 @@ class FailureFold:
         if (
             rec.prefixed
             or self.fmt.evidence(rec.msg)
+            or (rec.actor != "" and self.fmt.own_actor(rec.actor))
             or (rec.tag == "fail" and rec.data["failure"][2] in self.fmt.own_tags)
         ):
             self._set_ctx(out)
@@ -229,12 +251,15 @@ class FailureFold:
         st = self.st
         st.status = FAILED
         version = self.ver.label()
+        hint = self.fmt.hint_for_launch(
+            c.kind, c.tag, c.phase, version, c.line + " " + c.message, args=st.args, draft=c.draft
+        )
+        if self.capture_at is not None and (c.phase or "").startswith("capture") and c.kind in ("oom", "exception"):
+            hint = self.fmt.capture_hint(self.capture_at, c.kind, version) or hint
         fail = ev.ServerFailed(
             kind=c.kind,
             message=c.message[:2000],
-            hint=self.fmt.hint_for_launch(
-                c.kind, c.tag, c.phase, version, c.line + " " + c.message, args=st.args, draft=c.draft
-            ),
+            hint=hint,
             line=c.line[:4000],
             phase=c.phase,
             launch=st.launch,
@@ -242,34 +267,44 @@ class FailureFold:
         st.failure = fail
         out.append(fail)
 
-    def _open_group(self, rec: Rec) -> None:
-        """A traceback starts (or a frame with no traceback open: the text starts inside one, an
-        excerpt or a cut log): the lines after it belong to its group."""
+    def _open_group(self, rec: Rec, headline: bool = False) -> None:
+        """A traceback starts (or a frame or an exception line with no traceback open: the text starts
+        inside one, an excerpt or a cut log): the lines after it belong to its group. After a failure
+        header line of the format's (``headline``, ``LogFormat.headline_tags``) the traceback is the
+        header's own."""
         self.group_open = True
-        self.group_has_cand = False
-        self.group_exc = None
+        c = self.cand
+        self.group_has_cand = headline and c is not None and c.tag in self.fmt.headline_tags
+        self.group_exc = rec.msg.strip() if rec.tag == "exc_line" else None
         self.group_last = rec.msg.strip()
+        self.group_server = rec.tag == "frame" and self.fmt.evidence(rec.msg)
         self.group_hint, self.group_draft = (
             self.fmt.frame_phase(rec.msg) if rec.tag == "frame" else (None, False)
         )
+        self.capture_at = self.fmt.capture_stage(rec.msg, None) if rec.tag == "frame" else None
 
     def _group_line(self, rec: Rec, out: list[ev.Event]) -> None:
         """A line inside the open traceback group: its frames say the phase, its exception line the
         message, and a failure line in it is a candidate."""
         tag = rec.tag
         rec.kind = TRACEBACK
-        if rec.msg.strip():
-            self.group_last = rec.msg.strip()
+        last = rec.msg.strip()
+        if last and last.strip("^~ "):  # not a blank line, nor Python 3.11's caret line under a frame
+            self.group_last = last
         if tag == "frame":
             fam, draft = self.fmt.frame_phase(rec.msg)
             if fam is not None:
                 self.group_hint = fam
             self.group_draft = self.group_draft or draft
+            self.capture_at = self.fmt.capture_stage(rec.msg, self.capture_at)
+            self.group_server = self.group_server or self.fmt.evidence(rec.msg)
         if self.fmt.exception_line(rec.msg):
             self.group_exc = rec.msg.strip()
             c = self.cand
             if c is not None and self.group_has_cand and (self.emitted_prio < 0 or self.emit_at_close):
-                c.message, c.line = self.group_exc, self.group_exc
+                c.message = self.group_exc
+                if c.tag not in self.fmt.headline_tags:
+                    c.line = self.group_exc
         if tag == "fail":
             self._consider(rec.data["failure"], rec, out)
         elif (

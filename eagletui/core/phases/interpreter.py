@@ -19,11 +19,13 @@ fast paths are mixins of the interpreter, one module each: :mod:`eagletui.core.p
 from __future__ import annotations
 
 import codecs
+import re
 from typing import Any
 
 from eagletui.core import events as ev
+from eagletui.core.logs.outer_prefix import OuterPrefix
 from eagletui.core.logs.registry import get_format
-from eagletui.core.logs.seam import LogFormat
+from eagletui.core.logs.seam import LogFormat, Rec
 from eagletui.core.phases.bulk_path import BulkPath
 from eagletui.core.phases.live_path import LivePath
 from eagletui.core.phases.machine import PhaseMachine
@@ -59,6 +61,8 @@ class LogInterpreter(LivePath, BulkPath):
         self._seq = 0
         self._finished = False
         self._scan_sample = ""  # feed_bulk: a Decode message of the layout last seen
+        # what another program writes in front of every line (compose, journald, Ray, a shipper)
+        self._outer = OuterPrefix(fmt.record_start, fmt.nested_records)
 
     @property
     def state(self) -> MachineState:
@@ -99,6 +103,11 @@ class LogInterpreter(LivePath, BulkPath):
                     else:
                         self._segment(line, self._after_cr, out)
                         self._after_cr = False
+            outer = self._outer
+            if outer.learning and outer.voters:
+                # a live tail shows what has come: learn from the lines so far rather than hold them
+                for seg, after_cr in outer.decide():
+                    self._cut_segment(seg, after_cr, out)
         else:
             line_fn = self._line
             for line in lines:
@@ -155,14 +164,19 @@ class LogInterpreter(LivePath, BulkPath):
         rest = self._decoder.decode(b"", final=True)
         if rest:
             self._hold(rest)
+        for seg, after_cr in self._outer.decide():  # lines held while the wrapper was learned
+            self._cut_segment(seg, after_cr, out)
         if self._pending:
             text = "".join(self._pending)
             self._pending = []
             self._pending_len = 0
             fmt = self.fmt
-            for seg in fmt.split_glued(text):
+            cut = self._outer.cut(text)
+            for j, seg in enumerate(fmt.split_glued(text[cut:])):
                 if seg:
                     rec = self._classify(seg, self._after_cr or fmt.is_bar(seg))
+                    if j == 0 and cut:
+                        _uncut(rec, text[:cut])
                     if rec.kind in ("decode", "prefill"):
                         rec.data = {}  # an unterminated stats line may be cut mid-number
                     self._emit(rec, out)
@@ -205,16 +219,38 @@ class LogInterpreter(LivePath, BulkPath):
     def _segment(self, seg: str, after_cr: bool, out: list[ev.Event]) -> None:
         if not seg:
             return
+        outer = self._outer
+        if outer.learning:
+            for held, held_cr in outer.offer(seg, after_cr):
+                self._cut_segment(held, held_cr, out)
+            return
+        self._cut_segment(seg, after_cr, out)
+
+    def _cut_segment(self, seg: str, after_cr: bool, out: list[ev.Event]) -> None:
+        """One segment, the learned outer prefix cut off before the format reads it."""
         if len(seg) > MAX_LINE:
             seg = seg[:MAX_LINE]
+        outer = self._outer
+        cut = outer.cut(seg)
         fmt = self.fmt
+        if cut and not outer.copies_record(seg[:cut]) and not fmt.is_bar(seg) and fmt.classify(seg).prefixed:
+            cut = 0  # the format reads its record behind the wrapper itself (and the wrapper's time)
+        wrapper = seg[:cut]
+        if cut:
+            seg = seg[cut:]
         if after_cr or fmt.is_bar(seg):
             pieces = fmt.split_glued(seg)
             for j, piece in enumerate(pieces):
                 frame = (after_cr and j == 0) or fmt.is_bar(piece)
-                self._emit(self._classify(piece, frame), out)
+                rec = self._classify(piece, frame)
+                if j == 0 and cut:
+                    _uncut(rec, wrapper)
+                self._emit(rec, out)
         else:
-            self._emit(self._classify(seg, False), out)
+            rec = self._classify(seg, False)
+            if cut:
+                _uncut(rec, wrapper)
+            self._emit(rec, out)
 
     def _emit(self, rec, out: list[ev.Event]) -> None:
         n = len(out)
@@ -235,3 +271,18 @@ class LogInterpreter(LivePath, BulkPath):
             )
             # The line goes before what it caused, so a UI shows cause then effect.
             out.insert(n, line)
+
+
+_SGR_RE = re.compile(r"\x1b\[[0-9;]{0,32}m")
+
+
+def _uncut(rec: Rec, wrapper: str) -> None:
+    """Put the wrapper's prefix back in front of a record read without it: the line shows whole, the
+    wrapper as part of its prefix (colour codes dropped, as the formats drop them)."""
+    if "\x1b" in wrapper:
+        wrapper = _SGR_RE.sub("", wrapper)
+    n = len(wrapper)
+    rec.text = wrapper + rec.text
+    rec.prefix_end += n
+    if rec.rank_span != (0, 0):
+        rec.rank_span = (rec.rank_span[0] + n, rec.rank_span[1] + n)

@@ -40,12 +40,16 @@ from eagletui.core.phases.model import (
     LOADING,
     READY,
     STOPPED,
+    UNKNOWN,
     Candidate,
     MachineState,
 )
 from eagletui.core.phases.native_crash import CrashSite
 from eagletui.core.phases.phase_lines import PhaseLines
 from eagletui.core.phases.serving import ServingFold
+
+#: Section titles of argparse's --help text (after a usage banner that was no error).
+_HELP_SECTIONS = frozenset({"options:", "optional arguments:", "positional arguments:"})
 
 
 class PhaseMachine(PhaseLines, FailureFold, LaunchNotes, ServingFold):
@@ -99,6 +103,9 @@ class PhaseMachine(PhaseLines, FailureFold, LaunchNotes, ServingFold):
         self.rank_num: dict[str, int | None] = {}
         self.server_phases: dict[str, float] = {}  # phase → the server's own measure, where it won
         self.crash: CrashSite | None = None  # a native crash being read (its stack says where)
+        self.headline = False  # the last record was a failure header whose traceback follows
+        self.group_server = False  # the open traceback has a frame in the server's own code
+        self.capture_at: str | None = None  # the CUDA-graph capture stage the last traceback's frames name
         self.notes_seen: set[tuple[str, str, str]] = set()
         self.nccl = NcclFold()  # NCCL_DEBUG=INFO lines of this launch (NCCL's own format, no server's)
         self.ver_noted: str | None = None
@@ -158,8 +165,9 @@ class PhaseMachine(PhaseLines, FailureFold, LaunchNotes, ServingFold):
         elif self.group_open and kind in (OTHER, WARNING, ERROR, TRACEBACK):
             self._group_line(rec, out)
             return
-        if tag in ("traceback_start", "frame") or (kind == ERROR and rec.msg.rstrip().endswith(":")):
-            self._open_group(rec)
+        headline, self.headline = self.headline, False
+        if tag in ("traceback_start", "frame", "exc_line") or (kind == ERROR and rec.msg.rstrip().endswith(":")):
+            self._open_group(rec, headline)
         self._fold(rec, tag, kind, out)
 
     def _table_failure(self, rec: Rec) -> None:
@@ -169,6 +177,16 @@ class PhaseMachine(PhaseLines, FailureFold, LaunchNotes, ServingFold):
             fm = self.fmt.match_failure(rec.msg[:SCAN_LIMIT])
             if fm is not None:
                 rec.kind, rec.tag, rec.data = ERROR, "fail", {"failure": fm}
+
+    def _on_prefix(self, rec: Rec, tag: str) -> None:
+        """A record's prefix: the rank it names (a rank of this launch), the version its shape shows."""
+        st = self.st
+        if rec.ranks and rec.rank_actor and rec.ranks not in st.ranks and tag not in ("decode", "prefill"):
+            st.ranks.add(rec.ranks)
+            self.rank_num[rec.ranks] = rec.tp
+        if not self.prefix_checked:
+            self.prefix_checked = True
+            self._version_from_prefix(rec)
 
     def _fold(self, rec: Rec, tag: str, kind: str, out: list[ev.Event]) -> None:
         """A record of the server's log: the clock and the ranks, a new launch, then the rule for its
@@ -181,17 +199,7 @@ class PhaseMachine(PhaseLines, FailureFold, LaunchNotes, ServingFold):
             ts = self.last_ts
             rec.ts_text = self.last_ts_text
         if rec.prefixed:
-            if (
-                rec.ranks
-                and rec.rank_actor
-                and rec.ranks not in st.ranks
-                and tag not in ("decode", "prefill")
-            ):
-                st.ranks.add(rec.ranks)
-                self.rank_num[rec.ranks] = rec.tp
-            if not self.prefix_checked:
-                self.prefix_checked = True
-                self._version_from_prefix(rec)
+            self._on_prefix(rec, tag)
 
         if tag == "server_args":
             self._on_server_args(rec, ts, out)
@@ -236,6 +244,10 @@ class PhaseMachine(PhaseLines, FailureFold, LaunchNotes, ServingFold):
             self._on_phase(rec, tag, ts, out)
         elif tag == "fail":
             self._on_failure_line(rec, out)
+        elif tag == "usage":
+            self._on_usage(rec)
+        elif self.cand is not None and self.cand.tag == "usage" and rec.msg.strip() in _HELP_SECTIONS:
+            self.cand = None  # the usage was the head of --help's text, not of an error
         elif kind == HTTP:
             self._on_http(rec, tag, ts, out)
         elif (
@@ -260,17 +272,21 @@ class PhaseMachine(PhaseLines, FailureFold, LaunchNotes, ServingFold):
             and self.group_exc is None
             and not self.group_has_cand
             and self.server_ctx
-            and self.activity
-            and st.status == LOADING
+            and (
+                (self.activity and st.status == LOADING)
+                or (st.status == UNKNOWN and self.group_server)
+            )
             and self.emitted_prio < 0
-            and (self.cand is None or self.cand.prio < 50)
+            and (self.cand is None or self.cand.prio < 40)
         ):
-            # The log ends inside a traceback during startup: the process is dying (or died before
-            # its last lines were flushed). An exception, with the last line seen as the key line.
+            # The log ends inside a traceback during startup (or the text is only a traceback through
+            # the server's own code, the excerpt someone posted): the process is dying, or died before
+            # its last lines were flushed. An exception, with the last line seen as the key line.
             last = self.group_last or "Traceback (most recent call last):"
             self.cand = Candidate(
                 "exception", 50, "exception", "log ends inside a traceback: " + last, last, st.phase
             )
+            self.group_has_cand = True  # its frames say the phase
         self._close_group(out)
         self._nccl_note(out)
         self._version_note(out)

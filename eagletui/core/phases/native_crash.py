@@ -27,6 +27,11 @@ SIGNAL_NAMES = {
 }
 
 _FATAL = re.compile(r"Fatal Python error: (" + "|".join(SIGNAL_NAMES.values()) + r")")
+# UCX's (and OpenMPI's) handler, printed before faulthandler's line: ``[node-1:4306 :0:10324] Caught
+# signal 11 (Segmentation fault: address not mapped …)``, then ``==== backtrace (tid: …) ====`` and
+# numbered frames `` 1 0x00000000000494f4 uploadProxyOps()  /…/nccl/…/src/enqueue.cc:1131``.
+_CAUGHT = re.compile(r"Caught signal \d{1,2} \((" + "|".join(SIGNAL_NAMES.values()) + r")")
+_UCX_FRAME = re.compile(r"^\s*\d{1,3} 0x[0-9a-f]+ ([A-Za-z_][\w:~]{0,200})\(\)\s+(/\S{1,600}):(\d{1,7})")
 _EXIT = re.compile(r"(?:exit code|exitcode|exit status)[ :=]*-(\d{1,2})\b")
 _CHILD = re.compile(r"Subprocess (\S{1,64}) \(pid")
 _PY_FRAME = re.compile(r'File "([^"]{1,600})", line (\d{1,7}),? in ([\w.<>]{1,200})')
@@ -44,7 +49,7 @@ def crash_kind(msg: str) -> str | None:
     """``Segmentation fault`` (…) for a fatal-error line or a death by SIGSEGV/SIGBUS/SIGABRT/SIGFPE/
     SIGILL (``exit code -11``), else None."""
     head = msg[:2000]
-    m = _FATAL.search(head)
+    m = _FATAL.search(head) or _CAUGHT.search(head)
     if m:
         return m.group(1)
     e = _EXIT.search(head)
@@ -56,6 +61,9 @@ def crash_kind(msg: str) -> str | None:
 def short_path(path: str) -> str:
     """``…/site-packages/sglang/srt/x.py`` (or an unpacked ``…/sglang/srt/x.py``) → ``sglang/srt/x.py``;
     else the last two parts."""
+    i = path.rfind("/nccl/")
+    if i >= 0:  # NCCL's own build tree (``/dvs/p4/build/sw/gpgpu/nccl/gitfusion/stable/src/enqueue.cc``)
+        return "nccl/" + path.rsplit("/", 1)[-1]
     for marker in ("site-packages/", "dist-packages/"):
         i = path.rfind(marker)
         if i >= 0:
@@ -107,6 +115,9 @@ class CrashSite:
                 self.python = where
             if self.any_python is None:
                 self.any_python = where
+            return
+        if self.native is None and (u := _UCX_FRAME.match(head)) is not None:
+            self.native = f"{u.group(1)}() at {short_path(u.group(2))}:{u.group(3)}"
             return
         if self.native is None:
             m = _ABSL_PC.search(head) or _GDB.search(head) or _CXX.search(head)

@@ -15,6 +15,8 @@ from eagletui.core.logs.seam import Rec
 from eagletui.core.phases.model import FAILED, LOADING, READY, STOPPED, Candidate
 from eagletui.core.phases.timeline import Timeline
 
+#: The startup phases that end before the KV pool is sized (its clock starts at the last of them).
+_BEFORE_KV = ("load_target", "load_draft", "compile")
 
 class PhaseLines(Timeline):
     """Phase lines → phase starts and ends (see the module docstring)."""
@@ -177,21 +179,25 @@ class PhaseLines(Timeline):
         self._progress(name, d["done"], d["total"], "bs", d["label"], out)
 
     def _after_loads(self, ts: float | None) -> None:
-        """The KV pool's allocation began where the weights finished loading: its only lines (``KV Cache
-        is allocated``, ``Memory pool end``) are printed when it is over. So its clock starts at the
-        last load phase's end before this line; its texts stay its own first and last line's."""
+        """The KV pool's allocation began where the phase before it ended (the weights' load; a server's
+        torch.compile and profiling run come between): its only lines (``KV Cache is allocated``,
+        ``Memory pool end``) are printed when it is over. So its clock starts at the last earlier
+        phase's end before this line, and its start text with it: a phase's duration never exceeds the
+        span its start and end show."""
         kv = self.st.phases.get("kv_cache")
         if kv is None or ts is None:
             return
         ends = [
-            info.end_ts
-            for name in ("load_target", "load_draft")
+            (info.end_ts, info.end_text)
+            for name in _BEFORE_KV
             if (info := self.st.phases.get(name)) is not None
             and info.end_ts is not None
             and info.end_ts <= ts
         ]
-        if ends and (kv.start_ts is None or max(ends) < kv.start_ts):
-            kv.start_ts = max(ends)
+        if ends:
+            end = max(ends)
+            if kv.start_ts is None or end[0] < kv.start_ts:
+                kv.start_ts, kv.start_text = end
 
     def _start_warmup(self, ts: float | None, tt: str, out: list[ev.Event]) -> None:
         st = self.st

@@ -149,7 +149,8 @@ class Summarizer:
         else:
             p = self.phases.setdefault(e.phase, _new_phase(e.phase))
             p["end"] = e.log_time or None
-            if e.start_log_time and not p["start"]:
+            if e.start_log_time:
+                # the phase's clock as it ended (a KV pool's starts where the phase before it ended)
                 p["start"] = e.start_log_time
             p["seconds"] = e.seconds
             p["source"] = "log"

@@ -18,6 +18,7 @@ from typing import Any
 from eagletui.core.logs.formats.sglang import advice as _advice
 from eagletui.core.logs.formats.sglang import failures, lines, prefix, serving, versions
 from eagletui.core.logs.formats.sglang import notes as _notes
+from eagletui.core.logs.formats.sglang.capture_stage import more_specific, stage_of
 from eagletui.core.logs.seam import Failure, LaunchFacts, LogFormat
 
 
@@ -43,6 +44,10 @@ class SGLangFormat(LogFormat):
     exception_line = staticmethod(lines.exception_line)
     frame_phase = staticmethod(lines.frame_phase)
     message_phase = staticmethod(lines.message_phase)
+    capture_hint = staticmethod(failures.capture_hint)
+
+    def capture_stage(self, line: str, current: str | None) -> str | None:
+        return more_specific(stage_of(line), current)
 
     terminal_tags = failures.TERMINAL_TAGS
     own_tags = failures.OWN_TAGS
@@ -59,6 +64,8 @@ class SGLangFormat(LogFormat):
     stop_marks: tuple[str, ...] = versions.STOP_MARKS
 
     fast = serving.FAST_PATH
+    record_start = prefix.RECORD_START_RE
+    nested_records = True
     note_topics = frozenset({"allreduce", "load", "capture", "adaptive"})
     notes = staticmethod(_notes.notes)
     notes_from_args = staticmethod(_notes.notes_from_args)

@@ -11,6 +11,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from eagletui.core.logs.formats.nccl_warn import fatal_warning
+from eagletui.core.logs.formats.sglang.capture_stage import stage_remedy
+
 #: (substring, kind, priority, tag). Checked in order; the first hit wins for a line.
 FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("Not enough memory", "oom", 92, "kv_too_small"),
@@ -18,6 +21,9 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("OutOfMemoryError", "oom", 90, "cuda_oom"),
     ("CUDA error: out of memory", "oom", 90, "cuda_oom"),
     ("memory capacity is unbalanced", "oom", 85, "mem_unbalanced"),
+    # model_runner's KV sizing found less than nothing left after the weights (the pool it then builds
+    # cannot hold a request): ``max_total_tokens=131072 is larger than the profiled value -561981``
+    ("than the profiled value -", "oom", 91, "kv_negative"),
     # A CUDA kernel fault (illegal memory access, device-side assert, …), also when the NCCL watchdog
     # is the one that notices it ("… watchdog thread terminated with exception: CUDA error: …").
     ("CUDA error: ", "exception", 79, "cuda_error"),
@@ -59,6 +65,8 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     # for a child killed by SIGSEGV/SIGBUS/SIGABRT/SIGFPE/SIGILL. Not terminal: the stack after it
     # says where (eagletui.core.phases.native_crash), and the cascade's own markers end the sequence.
     ("Fatal Python error: Segmentation fault", "died", 46, "native_crash"),
+    ("Caught signal 11 (Segmentation fault", "died", 46, "native_crash"),  # UCX's handler, first
+    ("Caught signal 7 (Bus error", "died", 46, "native_crash"),
     ("Fatal Python error: Bus error", "died", 46, "native_crash"),
     ("Fatal Python error: Aborted", "died", 46, "native_crash"),
     ("Fatal Python error: Floating point exception", "died", 46, "native_crash"),
@@ -77,6 +85,8 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("crashed with exit code", "died", 40, "subprocess_crashed"),
     (" terminated with ", "died", 38, "subprocess_crashed"),
     ("Initialization failed", "exception", 35, "init_failed"),
+    # sgl_kernel's loader (sgl_kernel/load_utils.py): no build of its ops loads on this GPU/CUDA
+    ("[sgl_kernel] CRITICAL", "exception", 66, "kernel_import"),
     ("leaked semaphore", "died", 20, "leaked_semaphore"),
     ("leaked shared_memory", "died", 20, "leaked_semaphore"),
     ("Received sigquit", "signal", 25, "sigquit"),
@@ -113,6 +123,9 @@ _PREFILTER = (
     "Child process",
     "Fatal Python",
     "timeout",
+    "profiled value",
+    "Caught signal",
+    "CRITICAL",
 )
 
 #: Lines that end a crash sequence: once seen, the failure is reported.
@@ -149,6 +162,8 @@ OWN_TAGS = frozenset(
         "sigquit",
         "kill_tree",
         "watchdog",
+        "kv_negative",
+        "kernel_import",
     }
 )
 
@@ -167,7 +182,7 @@ _SHELL_DEATH_RE = re.compile(
 _SGLANG_EVIDENCE_RE = re.compile(
     r"\s*File \"[^\"]*sglang[^\"]*\", line \d+"
     r"|\S*sglang\S*\.py:\d+: \w*Warning: "
-    r"|usage: (?:sglang|\S*launch_server|\S*sglang\S*) "
+    r"|usage: (?:sglang|\S*launch_server\S*|\S*sglang\S*) "
     r"|(?:sglang \w+|\S*launch_server(?:\.py)?): error: "
 )
 
@@ -206,9 +221,12 @@ def match_failure(msg: str) -> tuple[str, int, str] | None:
     for sub, kind, prio, tag in FAILURE_RULES:
         if sub in msg:
             return kind, prio, tag
-    if "ProcessGroupNCCL" in msg and "]:[E" in msg:
-        # PyTorch c10d at error level: ``[rank1]:[E909 08:45:30.12 ProcessGroupNCCL.cpp:2252] …``.
+    if "]:[E" in msg and ("ProcessGroupNCCL" in msg or "ProcessGroupGloo" in msg):
+        # PyTorch c10d at error level: ``[rank1]:[E909 08:45:30.12 ProcessGroupNCCL.cpp:2252] …``, or
+        # Gloo's monitored barrier naming the rank that did not answer (the collective backend failed).
         return "nccl", 77, "nccl_error"
+    if fatal_warning(msg):
+        return "nccl", 70, "nccl_warn"  # the bootstrap or a CUDA call failed: NCCL's init dies next
     return None
 
 
@@ -469,3 +487,10 @@ def _died_hint(tag: str, text: str) -> str:
         "The server process ended without an error line: likely killed from outside (OOM killer, "
         "container limit, Ctrl-C); check dmesg and the launcher's exit status."
     )
+
+
+def capture_hint(stage: str, kind: str, version: str | None) -> str:
+    """A failure during CUDA-graph capture: the stage its traceback names, and that stage's remedy."""
+    what = "Out of memory" if kind == "oom" else "CUDA graph capture failed"
+    has_env = version_at_least(version, (0, 5, 17))
+    return f"{what} while capturing the {stage} CUDA graphs: {stage_remedy(stage, graph_bs_flag(version), has_env)}."

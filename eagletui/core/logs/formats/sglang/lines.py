@@ -147,8 +147,8 @@ def classify(text: str, frame: bool = False) -> Rec:
         if m is not None and "`" in head[: m.start()]:
             m = None  # a record quoted in prose (markdown inline code), not one the server wrote
     if m is None:
-        if "sglang" in head[:160]:
-            p = PYLOG_RE.match(head)
+        if "sglang" in head[:400]:
+            p = PYLOG_RE.search(head, 0, 400)
             if p is not None:
                 return _classify_pylog(text, p, frame)
         return _classify_unprefixed(text, head, frame)
@@ -374,6 +374,8 @@ def _classify_unprefixed(text: str, head: str, frame: bool) -> Rec:
         ui = head.find(lvl)
         if ui >= 0:
             break
+    if ui > 0 and FOREIGN_PREFIX_RE.fullmatch(head, 0, ui) is None:
+        ui = -1  # a level word inside other text (``[sgl_kernel] CRITICAL: …``), not uvicorn's column
     if ui >= 0:
         rec.msg = text[ui:]
         _uvicorn(rec, head[ui:])

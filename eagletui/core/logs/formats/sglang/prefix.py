@@ -14,6 +14,12 @@ PREFIX_RE = re.compile(
     r"(?P<ranks>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?"
 )
 
+#: The record start alone (no Ray actor in front): where the outer prefix of a wrapped file ends. The
+#: ranks (``own``) are what no wrapper's copy of the time carries: such a start is the server's own.
+RECORD_START_RE = re.compile(
+    r"\[(?:(?:\d{4}-)?\d{2}-\d{2} )?\d{2}:\d{2}:\d{2}(?:[.,]\d{3})?(?P<own>(?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\]"
+)
+
 
 _TP_CACHE: dict[str, int | None] = {}
 

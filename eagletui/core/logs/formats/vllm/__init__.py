@@ -39,13 +39,14 @@ from typing import Any
 from eagletui.core.logs.formats import progress
 from eagletui.core.logs.formats.vllm.facts import facts_from_args, launch_facts
 from eagletui.core.logs.formats.vllm.failures import (
+    HEADLINE_TAGS,
     OWN_TAGS,
     TERMINAL_TAGS,
     frame_phase,
     hint_for,
     match_failure,
 )
-from eagletui.core.logs.formats.vllm.lines import PREFIX_RE, classify
+from eagletui.core.logs.formats.vllm.lines import PREFIX_RE, RECORD_START_RE, classify
 from eagletui.core.logs.formats.vllm.serving import parse_spec
 from eagletui.core.logs.seam import (
     DECODE,
@@ -63,6 +64,10 @@ _COMM_RE = re.compile(r"NCCL|HCCL|Gloo|(?<![\w])(?:nccl|gloo|hccl)(?![a-z_])")
 _EVIDENCE_RE = re.compile(
     r"\s*File \"[^\"]*/vllm/[^\"]*\", line \d+|usage: vllm |vllm(?: serve)?: error: |\S*api_server\.py: error: "
 )
+#: The CUDA-graph bar's description (gpu_model_runner.py, 0.10 – 0.33): only vLLM words it so.
+_CAPTURE_BAR_RE = re.compile(r"Capturing CUDA graphs \((?:decode|mixed prefill-decode|prefill), (?:FULL|PIECEWISE)\)")
+#: vLLM's own process names in the ``(Name pid=N)`` prefix (utils/system_utils.py, multiproc_executor.py).
+_OWN_ACTORS = ("EngineCore", "Worker", "VllmWorker", "APIServer", "ApiServer", "DPSupervisor")
 
 
 # ------------------------------------------------------------------ the reader
@@ -181,6 +186,7 @@ class VLLMFormat(LogFormat):
     label = "vLLM"
     terminal_tags = TERMINAL_TAGS
     own_tags = OWN_TAGS
+    headline_tags = HEADLINE_TAGS
     draft_types = ("Eagle", "EAGLE", "MTP", "DFlash", "Medusa", "Draft")
     summary_keys = (
         "model",
@@ -194,6 +200,7 @@ class VLLMFormat(LogFormat):
         "max_num_batched_tokens",
     )
     bar_marks = progress.BAR_MARKS
+    record_start = RECORD_START_RE
     #: the API server starts after the engine is warm: no warmup phase between "up" and "ready"
     http_warmup = False
 
@@ -245,7 +252,12 @@ class VLLMFormat(LogFormat):
 
     def evidence(self, msg: str) -> bool:
         head = msg[:400]
+        if "Capturing CUDA graphs (" in head:
+            return _CAPTURE_BAR_RE.search(head) is not None
         return "vllm" in head and _EVIDENCE_RE.match(head) is not None
+
+    def own_actor(self, actor: str) -> bool:
+        return actor.startswith(_OWN_ACTORS)
 
     def comm_backend_mention(self, msg: str) -> bool:
         if msg.startswith("    ") or msg.lstrip().startswith('File "'):

@@ -7,6 +7,7 @@ grown) as one list, like SGLang's :mod:`eagletui.core.logs.formats.sglang.failur
 
 from __future__ import annotations
 
+from eagletui.core.logs.formats.nccl_warn import fatal_warning
 from eagletui.core.logs.seam import Failure
 
 #: (substring, kind, priority, tag). Checked in order; the first hit wins for a line.
@@ -39,8 +40,17 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("EngineDeadError", "died", 45, "engine_dead"),
     ("EngineCore encountered an issue", "died", 45, "engine_dead"),
     ("Fatal Python error", "died", 42, "process_killed"),
+    ("Caught signal 11 (Segmentation fault", "died", 42, "process_killed"),  # UCX's handler
     (" died, exit code", "died", 40, "worker_died"),
+    # multiproc_executor's worker monitor (``Worker proc VllmWorker-3 died unexpectedly, shutting down
+    # executor.``; 0.33 adds ``(exit code: N)``; Ray v2: ``RayWorkerProc rank=N died unexpectedly``) and
+    # the client's ``Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.`` (≤ 0.11)
+    ("died unexpectedly", "died", 40, "worker_died"),
     ("WorkerProc failed to start", "exception", 36, "worker_failed"),
+    # a worker's RPC raised (``capture_model``, ``execute_model``): the worker was up
+    ("WorkerProc hit an exception", "exception", 36, "worker_exception"),
+    # core.py's busy loop after a clean start (the first request, a bad batch): logger.exception
+    ("EngineCore encountered a fatal error", "exception", 37, "engine_fatal"),
     ("EngineCore failed to start", "exception", 35, "engine_failed"),
     ("Engine core initialization failed", "exception", 34, "engine_init_failed"),
     ("Engine process failed to start", "exception", 34, "engine_init_failed"),
@@ -68,13 +78,29 @@ _PREFILTER = (
     "terminate",
     "Inductor",
     "dynamo",
+    "died",
+    "ProcessGroup",
+    "Caught signal",
 )
 #: The last words of a crash: the API server has given up (what it names is above it).
 TERMINAL_TAGS = frozenset({"engine_init_failed", "argparse", "ambiguous_option", "http_port", "engine_dead"})
 #: Worded by vLLM itself: such a line alone shows that the text is vLLM's output.
 OWN_TAGS = frozenset(
-    {"gpu_memory_busy", "kv_too_small", "engine_dead", "worker_failed", "engine_failed", "engine_init_failed"}
+    {
+        "gpu_memory_busy",
+        "kv_too_small",
+        "engine_dead",
+        "worker_failed",
+        "engine_failed",
+        "engine_init_failed",
+        "engine_fatal",
+        "worker_exception",
+        "worker_died",
+    }
 )
+#: Headers ``logger.exception`` prints above a traceback: the header stays the key line, the
+#: traceback's exception becomes the message.
+HEADLINE_TAGS = frozenset({"engine_fatal", "engine_failed", "worker_failed", "worker_exception"})
 
 
 def match_failure(msg: str) -> Failure | None:
@@ -83,6 +109,10 @@ def match_failure(msg: str) -> Failure | None:
     for sub, kind, prio, tag in FAILURE_RULES:
         if sub in msg:
             return kind, prio, tag
+    if "]:[E" in msg and ("ProcessGroupNCCL" in msg or "ProcessGroupGloo" in msg):
+        return "nccl", 77, "nccl_error"  # PyTorch c10d at error level
+    if fatal_warning(msg):
+        return "nccl", 70, "nccl_warn"  # NCCL's bootstrap or a CUDA call it makes failed
     return None
 
 

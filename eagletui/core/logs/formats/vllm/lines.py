@@ -26,6 +26,14 @@ PREFIX_RE = re.compile(
     r"(?P<date>\d{2}-\d{2}) (?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<ms>\d{3})\d*)? "
     r"\[?(?P<file>[\w./-]{1,120}):(?P<lineno>\d{1,7})\] ?"
 )
+#: A record's start: one of vLLM's own processes as the writer (``(EngineCore_DP0 pid=…)``,
+#: ``(Worker_TP0_EP0 pid=…)``, ``(VllmWorker rank=0 pid=…)``, ``(RayWorkerWrapper pid=…, ip=…)``; another
+#: program's Ray actor in front of them is a wrapper's) or the level and date (where a wrapper's prefix ends).
+RECORD_START_RE = re.compile(
+    r"\((?:EngineCore|APIServer|ApiServer|VllmWorker|RayWorker|DPCoordinator|DPSupervisor|Worker(?=[_ ]))"
+    r"[\w.-]{0,63}(?: rank=\d{1,6})? pid=\d{1,10}(?:, ip=[\d.:a-f]{1,64})?\)"
+    r"|(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) +\d{2}-\d{2} \d{2}:\d{2}:\d{2}"
+)
 _RANK_ACTOR_RE = re.compile(r"(?:Worker|VllmWorker)\w*?(?:_TP(?P<tp>\d+))?")
 _UVICORN_LEVELS = ("INFO:     ", "ERROR:    ", "WARNING:  ", "DEBUG:    ", "CRITICAL: ")
 #: uvicorn's access line as vLLM 0.10 formats it (``INFO  127.0.0.1:53300 "POST …" 200 OK``)
@@ -76,8 +84,16 @@ MSG_RULES: tuple[tuple[str, str, str], ...] = (
     ("Capturing the model for CUDA graphs", "capture_begin", PHASE),
     ("Graph capturing finished", "summary", PHASE),
     ("init engine (profile, create kv cache", "timings", PHASE),
+    # launcher.py's serve_http, after the engine is up and the socket bound: uvicorn serves next
+    ("Available routes are:", "ready", PHASE),
 )
 _URL_RE = re.compile(r"on (https?://\S+)")
+#: ``Starting vLLM API server 0 on http://…`` (≤ 0.1x), ``Starting vLLM server on http://…`` (0.2x); the
+#: name may be redacted (``Starting v<HOST> server on``). The socket is bound before the engine starts
+#: and this is logged once the engine is up, right before uvicorn serves it.
+_SERVER_ON_RE = re.compile(r"Starting v\S{0,16} (?:API )?server(?: \d+)? on (\S+)")
+_SGR_RE = re.compile(r"\x1b\[[0-9;]{0,32}m")
+_HTML_RE = re.compile(r"</?(?:font|b|i|span|strong|em)\b[^<>]{0,200}>")
 _STATS_RE = re.compile(r"Avg prompt throughput: ")
 
 # argparse's "prog: error: …" (``vllm serve: error: unrecognized arguments: --x``)
@@ -112,7 +128,10 @@ _SHELL_DEATH_RE = re.compile(
 def classify(text: str, frame: bool = False) -> Rec:
     """One logical line → a record (stateless; :class:`_Reader` adds what needs the lines before)."""
     if "\x1b[" in text[:SCAN_LIMIT]:
-        text = re.sub(r"\x1b\[[0-9;]{0,32}m", "", text)
+        text = _SGR_RE.sub("", text)
+    if "</" in text[:300]:
+        # the coloured actor copied from a terminal as rich text: ``<font color=…><b>(APIServer pid=1)</b></font>``
+        text = _HTML_RE.sub("", text[:300]) + text[300:]
     head = text if len(text) <= SCAN_LIMIT else text[:SCAN_LIMIT]
     m = PREFIX_RE.match(head)
     if m is None and ("INFO" in head or "ERROR" in head or "WARNING" in head or "DEBUG" in head):
@@ -176,11 +195,12 @@ def _prefixed(text: str, m: re.Match[str], frame: bool) -> Rec:
             rec.tag, rec.kind = tag, kind
             _phase_fields(rec, msg)
             return rec
-    if "Starting vLLM" in msg and "http" in msg:
-        u = _URL_RE.search(msg)
-        rec.kind, rec.tag = HTTP, "http_up"
-        rec.data = {"url": u.group(1) if u else ""}
-        return rec
+    if "Starting v" in msg and " on " in msg:
+        u = _SERVER_ON_RE.search(msg)
+        if u is not None:
+            rec.kind, rec.tag = HTTP, "http_up"
+            rec.data = {"url": u.group(1)}
+            return rec
     fm = match_failure(msg)
     if fm is not None:
         rec.kind, rec.tag, rec.data = ERROR, "fail", {"failure": fm}
@@ -213,7 +233,9 @@ def _error_record(rec: Rec, msg: str) -> None:
     if fm is not None:
         rec.kind, rec.tag, rec.data = ERROR, "fail", {"failure": fm}
         # the message of an exception inside the traceback, or the header line that starts one
-        rec.cont = not stripped.startswith(("EngineCore failed", "WorkerProc failed"))
+        rec.cont = not stripped.startswith(
+            ("EngineCore failed", "WorkerProc failed", "EngineCore encountered", "WorkerProc hit")
+        )
         return
     rec.kind = ERROR
     if (
