@@ -1,0 +1,59 @@
+"""Issue 33's first-hour items 14-19: what a new user saw that was wrong, each against the real parts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from eagletui.commands.parse import parse_path
+from eagletui.core.events import LaunchStarted, PhaseFinished, PhaseStarted, ServerFailed, ServerReady
+from eagletui.core.logs.registry import get_format
+from eagletui.core.logs.torch_oom import oversized_allocation
+from eagletui.core.profile.model import Verdict
+from eagletui.core.runs.book import RunBook
+from eagletui.ui.widgets.runs import ready_cell
+
+
+def _launch(book: RunBook, n: int) -> None:
+    book.apply(LaunchStarted(launch=n, target="local", config={"args": {}}, wall=1000.0, mono=10.0))
+    book.apply(PhaseStarted(phase="load_target", launch=n, wall=1000.0, mono=10.0))
+    book.apply(PhaseFinished(phase="load_target", seconds=3.6, launch=n, wall=1003.6, mono=13.6))
+
+
+def test_item14_a_launch_that_never_became_ready_has_no_ready_time() -> None:
+    """Item 14: the ``ready`` column showed 3.6 s (how far the phases got) for a launch that crashed."""
+    book = RunBook(Verdict())
+    _launch(book, 1)
+    book.apply(ServerFailed(kind="oom", message="CUDA out of memory", launch=1, wall=1003.7, mono=13.7))
+    _launch(book, 2)  # still starting
+    _launch(book, 3)
+    book.apply(ServerReady(launch=3, wall=1005.0, mono=15.0))
+    failed, starting, ready = (book.row(n) for n in (1, 2, 3))
+    assert failed.ready_s is None and str(ready_cell(failed)) == "failed after 3.6s"
+    assert starting.ready_s is None and str(ready_cell(starting)) == "—"
+    assert ready.ready_s is not None and ready_cell(ready) == " 5.0s"
+
+
+GPU_FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "gpu"
+if not GPU_FIXTURES.exists():
+    GPU_FIXTURES = Path("/work/shared/fixtures/gpu")
+
+
+@pytest.mark.parametrize("fmt", ["sglang", "vllm"])
+def test_item15_one_allocation_larger_than_the_gpu_is_named_not_sent_to_the_memory_knobs(fmt: str) -> None:
+    """Item 15: a real torch 2.11 OOM of 200 GiB on a 139.8 GiB H200 got "lower --mem-fraction-static"."""
+    summary = parse_path(str(GPU_FIXTURES / "torch-cuda-oom.txt"), fmt=get_format(fmt))
+    hint = summary["failure"]["hint"]
+    assert "200.00 GiB is larger than GPU 0's whole memory (139.80 GiB)" in hint
+    assert "mem-fraction" not in hint and "gpu-memory-utilization" not in hint
+
+
+def test_item15_an_allocation_that_would_fit_keeps_the_memory_advice() -> None:
+    line = (
+        "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total "
+        "capacity of 139.81 GiB of which 788.00 MiB is free."
+    )
+    assert oversized_allocation(line) is None
+    hint = get_format("sglang").hint_for("oom", "cuda_oom", None, "0.5.17", line)
+    assert "--mem-fraction-static" in hint
