@@ -7,12 +7,15 @@ from pathlib import Path
 import pytest
 
 from eagletui.commands.parse import parse_path
+from eagletui.core import events as ev
 from eagletui.core.events import LaunchStarted, PhaseFinished, PhaseStarted, ServerFailed, ServerReady
 from eagletui.core.logs.registry import get_format
 from eagletui.core.logs.torch_oom import oversized_allocation
 from eagletui.core.profile.model import Verdict
 from eagletui.core.runs.book import RunBook
+from eagletui.ui.widgets.charts import MetricChart
 from eagletui.ui.widgets.runs import ready_cell
+from tests.replay_apps import replayed
 
 
 def _launch(book: RunBook, n: int) -> None:
@@ -57,3 +60,55 @@ def test_item15_an_allocation_that_would_fit_keeps_the_memory_advice() -> None:
     assert oversized_allocation(line) is None
     hint = get_format("sglang").hint_for("oom", "cuda_oom", None, "0.5.17", line)
     assert "--mem-fraction-static" in hint
+
+
+def _chart_lines(chart: MetricChart) -> list[str]:
+    return ["".join(seg.text for seg in chart.render_line(y)) for y in range(chart.size.height)]
+
+
+@pytest.mark.slow
+async def test_item16_at_60x20_every_y_label_sits_on_the_plot_in_order() -> None:
+    """Item 16: at 60×20 the chart is five rows; the x axis took the plot's rows and the y labels were
+    drawn on the frame, "0" on top and the run's scale on the bottom border."""
+    async with replayed((60, 20)) as (app, pilot):
+        app.screen.action_tab("charts")
+        await pilot.pause()
+        for chart in app.query(MetricChart):
+            chart.mark_stale()
+        app.repaint_now()
+        await pilot.pause()
+        chart = app.query_one("#chart-toks", MetricChart)
+        assert chart.size.height < 7
+        lines = _chart_lines(chart)
+        rows = {
+            label: next(
+                (i for i, ln in enumerate(lines) if ln.lstrip().startswith((label + "┤", label + "├"))), None
+            )
+            for label in chart.y_labels
+        }
+        assert len(rows) >= 2 and None not in rows.values(), lines
+        top, bottom = chart.y_labels[-1], chart.y_labels[0]
+        assert rows[top] < rows[bottom], lines  # the scale reads upwards
+
+
+@pytest.mark.slow
+async def test_item17_launch_5_says_it_is_the_first_of_its_config() -> None:
+    """Item 17: replay said "first launch: no estimate" on launch #5, the first launch of its config."""
+    events: list[ev.Event] = []
+    for n in range(1, 5):
+        events += [
+            ev.LaunchStarted(launch=n, target="local", config={"args": {"--tp": 2}}),
+            ev.PhaseStarted(phase="load_target", launch=n),
+            ev.PhaseFinished(phase="load_target", seconds=3.0, launch=n),
+            ev.ServerReady(launch=n),
+            ev.ProcessExited(code=0, launch=n),
+        ]
+    events += [
+        ev.LaunchStarted(launch=5, target="local", config={"args": {"--tp": 4}}),
+        ev.PhaseStarted(phase="load_target", launch=5),
+    ]
+    async with replayed((200, 50), events=events) as (app, pilot):
+        app.repaint_now()
+        await pilot.pause()
+        summary = str(app.query_one("#phase-summary").render())
+        assert "first launch of this config: no estimate" in summary, summary

@@ -157,7 +157,19 @@ class MetricChart(PlotextPlot):
         # line from both ends, and the title went first)
         self._names, self._title_width = names, self.size.width
         plt.title(fit_title(self.title, names, (self.size.width or 80) - 2))
-        if n:
+        self._axes(xs_all, ys_all)
+        self._plot_version += 1
+        self.points = (
+            (len(samples.points) if samples else 0)
+            + (len(rolling.points) if rolling else 0)
+            + (len(live.points) if live else 0)
+        )
+        self.refresh()
+
+    def _axes(self, xs_all: list[float], ys_all: list[float]) -> None:
+        """Both axes' ranges, the y ticks (every one labelled), and the axis labels where they fit."""
+        plt = self.plt
+        if xs_all:
             # time starts at 0: plotext centres a lone point on −1…1, which reads as negative seconds
             plt.xlim(0.0, max(1.0, max(xs_all)))
             lo, hi = min(ys_all), max(ys_all)
@@ -170,15 +182,20 @@ class MetricChart(PlotextPlot):
             # every tick labelled (plotext drops a label where two would touch)
             self.y_labels = tick_labels(ticks)
             plt.yticks(ticks, self.y_labels)
-        plt.xlabel("s")
-        plt.ylabel(self.ylabel)
-        self._plot_version += 1
-        self.points = (
-            (len(samples.points) if samples else 0)
-            + (len(rolling.points) if rolling else 0)
-            + (len(live.points) if live else 0)
-        )
-        self.refresh()
+        if (self.size.height or 10) < COMPACT_BELOW:
+            # too short for the x axis's ticks and labels: they would take the plot's only rows, and
+            # plotext then writes the y labels onto the frame, upside down (at 60×20: "0" on top)
+            plt.xticks([])
+            plt.xlabel("")
+            plt.ylabel("")
+        else:
+            plt.xlabel("s")
+            plt.ylabel(self.ylabel)
+
+
+#: A chart shorter than this drops its x axis's ticks and labels: the title, the frame and those two
+#: lines take five rows, and the data needs two of its own.
+COMPACT_BELOW = 7
 
 
 def fit_title(title: str, names: list[str], width: int) -> str:
