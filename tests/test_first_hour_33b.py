@@ -7,15 +7,20 @@ from pathlib import Path
 import pytest
 
 from eagletui.commands.parse import parse_path
+from eagletui.commands.trace import render_text
 from eagletui.core import events as ev
 from eagletui.core.events import LaunchStarted, PhaseFinished, PhaseStarted, ServerFailed, ServerReady
 from eagletui.core.logs.registry import get_format
 from eagletui.core.logs.torch_oom import oversized_allocation
 from eagletui.core.profile.model import Verdict
 from eagletui.core.runs.book import RunBook
+from eagletui.profiler import summarize_file
+from eagletui.profiler.summary import step_breakdown
 from eagletui.ui.widgets.charts import MetricChart
 from eagletui.ui.widgets.runs import ready_cell
+from eagletui.ui.widgets.stepbars import step_bars
 from tests.replay_apps import replayed
+from tests.test_diagnosis import REAL, diagnose, kinds
 
 
 def _launch(book: RunBook, n: int) -> None:
@@ -112,3 +117,39 @@ async def test_item17_launch_5_says_it_is_the_first_of_its_config() -> None:
         await pilot.pause()
         summary = str(app.query_one("#phase-summary").render())
         assert "first launch of this config: no estimate" in summary, summary
+
+
+SPEC_TRACE = (
+    Path(__file__).resolve().parent / "fixtures" / "traces" / "eagle3-graphs-TP-0-DECODE.trace.json.gz"
+)
+
+
+def _spec_profile() -> dict:
+    """The real EAGLE-3 decode trace (SGLang 0.5.17, H200, CUDA graphs), summarised as ``P`` does."""
+    return step_breakdown([summarize_file(SPEC_TRACE)])
+
+
+def test_item18_P_shows_the_draft_verify_draft_extend_split_that_trace_prints() -> None:
+    """Item 18: ``P`` showed no draft / verify / draft-extend split although ``eagletui trace`` did."""
+    summary = _spec_profile()
+    book = RunBook(Verdict())
+    book.apply(LaunchStarted(launch=1, target="local", config={"args": {}}))
+    book.apply(ev.ProfileCaptured(launch=1, summary=summary))
+    shown = step_bars(book, 1).plain
+    traced = render_text([summarize_file(SPEC_TRACE)], None)
+    for label in ("draft", "verify", "draft extend"):
+        # the trace's per-part row: label, GPU ms, kernel ms, ...; the bars show the kernel ms
+        row = next(ln.split() for ln in traced.splitlines() if ln.strip().startswith(label + " "))
+        kernel_ms = float(row[len(label.split()) + 1])
+        assert f"{label} {kernel_ms:.2f} ms" in shown, (label, kernel_ms, shown)
+    assert "a cycle: draft " in shown
+
+
+def test_item18_the_why_line_says_speculative_cycle_and_its_verify_part() -> None:
+    """Item 18: the why line said "of a decode step" for a profile of speculative cycles."""
+    text = (REAL / "pcie-l4x4-customar-0434.log").read_text()
+    summary = _spec_profile()
+    summary["parts"]["verify"]["comm_ms"] = 0.25  # a TP rank's verify spends this in NCCL
+    ar = kinds(diagnose(text, after=[ev.ProfileCaptured(launch=1, summary=summary)]))["allreduce"]
+    assert "% of a speculative cycle; verify 0.55 ms, of which 0.25 ms communication" in ar.text, ar.text
+    assert "decode step" not in ar.text
