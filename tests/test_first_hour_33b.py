@@ -12,15 +12,19 @@ from eagletui.core import events as ev
 from eagletui.core.events import LaunchStarted, PhaseFinished, PhaseStarted, ServerFailed, ServerReady
 from eagletui.core.logs.registry import get_format
 from eagletui.core.logs.torch_oom import oversized_allocation
+from eagletui.core.profile.load import load_profile
 from eagletui.core.profile.model import Verdict
 from eagletui.core.runs.book import RunBook
 from eagletui.profiler import summarize_file
 from eagletui.profiler.summary import step_breakdown
+from eagletui.sim.perf import DEFAULT_HOST, HOSTS
 from eagletui.ui.widgets.charts import MetricChart
 from eagletui.ui.widgets.runs import ready_cell
 from eagletui.ui.widgets.stepbars import step_bars
 from tests.replay_apps import replayed
 from tests.test_diagnosis import REAL, diagnose, kinds
+
+PROFILES = Path(__file__).resolve().parent.parent / "eagletui" / "profiles"
 
 
 def _launch(book: RunBook, n: int) -> None:
@@ -153,3 +157,22 @@ def test_item18_the_why_line_says_speculative_cycle_and_its_verify_part() -> Non
     ar = kinds(diagnose(text, after=[ev.ProfileCaptured(launch=1, summary=summary)]))["allreduce"]
     assert "% of a speculative cycle; verify 0.55 ms, of which 0.25 ms communication" in ar.text, ar.text
     assert "decode step" not in ar.text
+
+
+@pytest.mark.slow
+async def test_item19_ctrl_c_with_nothing_selected_says_q_quits() -> None:
+    """Item 19: Ctrl-C in the TUI only said "nothing to copy" (a new user pressed it to quit)."""
+    async with replayed((120, 40)) as (app, pilot):
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert any(m.startswith("copied ") and m.endswith("; q quits") for m in said), said
+
+
+@pytest.mark.parametrize("path", sorted(PROFILES.glob("*.toml")), ids=lambda p: p.name)
+def test_item19_no_shipped_toggle_offers_the_simulators_default_host_beside_unset(path: Path) -> None:
+    """Item 19: ``--sim-host`` offered both ``unset`` and ``pcie-rtx6000``, the same host twice."""
+    for toggle in load_profile(path).toggles:
+        if toggle.name.lstrip("-") == "sim-host":
+            assert DEFAULT_HOST not in toggle.choices, toggle.choices
+            assert None in toggle.options() and set(toggle.choices) <= set(HOSTS)

@@ -298,11 +298,14 @@ class MainScreen(WorkerFailures, ServerControl, ReplayControl, Screen):
     def action_copy_log(self) -> None:
         text = self.query_one(LogView).selected_text()
         if not text:
-            self.app.notify("nothing to copy", severity="warning")
+            # ctrl+c quits in most terminal programs: say what it does here, and how to quit
+            self.app.notify(
+                "nothing to copy: the log is empty. ctrl+c copies log lines here; q quits", severity="warning"
+            )
             return
         self.app.copy_to_clipboard(text)
         n = text.count("\n") + 1
-        self.app.notify(f"copied {n} line{'s' if n != 1 else ''} to the clipboard (OSC 52)")
+        self.app.notify(f"copied {n} line{'s' if n != 1 else ''} to the clipboard (OSC 52); q quits")
 
     def action_follow(self) -> None:
         self.query_one(LogView).action_follow()
