@@ -21,6 +21,7 @@ from eagletui.sim.perf import DEFAULT_HOST, HOSTS
 from eagletui.ui.widgets.charts import MetricChart
 from eagletui.ui.widgets.runs import ready_cell
 from eagletui.ui.widgets.stepbars import step_bars
+from eagletui.ui.widgets.timeline import GLYPHS
 from tests.replay_apps import replayed
 from tests.test_diagnosis import REAL, diagnose, kinds
 
@@ -176,3 +177,11 @@ def test_item19_no_shipped_toggle_offers_the_simulators_default_host_beside_unse
         if toggle.name.lstrip("-") == "sim-host":
             assert DEFAULT_HOST not in toggle.choices, toggle.choices
             assert None in toggle.options() and set(toggle.choices) <= set(HOSTS)
+
+
+def test_item19_the_readme_names_every_mark_the_replay_timeline_draws() -> None:
+    """Item 19: the replay timeline's ✓ and ■ were missing from the legend (the README's replay row)."""
+    readme = (PROFILES.parent.parent / "README.md").read_text(encoding="utf-8")
+    row = next(ln for ln in readme.splitlines() if ln.startswith("| `eagletui replay ") and "timeline" in ln)
+    for kind, (glyph, _style) in GLYPHS.items():
+        assert glyph in row, (kind, glyph)
