@@ -12,6 +12,7 @@ from eagletui.core import events as ev
 from eagletui.core.events import LaunchStarted, PhaseFinished, PhaseStarted, ServerFailed, ServerReady
 from eagletui.core.logs.registry import get_format
 from eagletui.core.logs.torch_oom import oversized_allocation
+from eagletui.core.phases.interpreter import LogInterpreter
 from eagletui.core.profile.load import load_profile
 from eagletui.core.profile.model import Verdict
 from eagletui.core.runs.book import RunBook
@@ -23,7 +24,7 @@ from eagletui.ui.widgets.runs import ready_cell
 from eagletui.ui.widgets.stepbars import step_bars
 from eagletui.ui.widgets.timeline import GLYPHS
 from tests.replay_apps import replayed
-from tests.test_diagnosis import REAL, diagnose, kinds
+from tests.test_diagnosis import HERE, REAL, diagnose, kinds
 
 PROFILES = Path(__file__).resolve().parent.parent / "eagletui" / "profiles"
 
@@ -185,3 +186,14 @@ def test_item19_the_readme_names_every_mark_the_replay_timeline_draws() -> None:
     row = next(ln for ln in readme.splitlines() if ln.startswith("| `eagletui replay ") and "timeline" in ln)
     for kind, (glyph, _style) in GLYPHS.items():
         assert glyph in row, (kind, glyph)
+
+
+def test_item19_a_capture_of_token_counts_is_not_counted_in_bs() -> None:
+    """Item 19: the draft capture's "Capturing num tokens (num_tokens=…)" bar was counted as "bs"."""
+    text = (HERE / "real" / "stopped-sigterm-sigquit-cleanup-0516.log").read_text()
+    it = LogInterpreter(launch=1)
+    got = [e for e in [*it.feed(text), *it.flush()] if isinstance(e, ev.PhaseProgress)]
+    tokens = [e for e in got if e.label.startswith("num_tokens=")]
+    batches = [e for e in got if e.label.startswith("bs=")]
+    assert tokens and all(e.unit == "shapes" for e in tokens), {e.unit for e in tokens}
+    assert batches and all(e.unit == "bs" for e in batches)
