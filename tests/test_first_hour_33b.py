@@ -197,3 +197,31 @@ def test_item19_a_capture_of_token_counts_is_not_counted_in_bs() -> None:
     batches = [e for e in got if e.label.startswith("bs=")]
     assert tokens and all(e.unit == "shapes" for e in tokens), {e.unit for e in tokens}
     assert batches and all(e.unit == "bs" for e in batches)
+
+
+@pytest.mark.slow
+async def test_item21_a_tab_key_on_a_wide_screen_does_not_restyle_the_whole_screen() -> None:
+    """Item 21: every tab key toggled a class on the screen, which restyles every widget under it
+    (~35 ms a key under a burst); only a narrow screen uses that class (the phase panel gives way)."""
+    async with replayed((160, 50)) as (app, pilot):
+        screen = app.screen
+        restyled: list[object] = []
+        real = app.update_styles
+
+        def spy(node, animate=True):  # type: ignore[no-untyped-def]
+            restyled.append(node)
+            return real(node, animate=animate)
+
+        app.update_styles = spy  # type: ignore[method-assign]
+        for tab in ("tune", "log", "runs", "log"):
+            screen.action_tab(tab)
+            await pilot.pause()
+        assert screen not in restyled and not screen.has_class("-full-pane"), restyled
+    async with replayed((80, 24)) as (app, pilot):
+        screen = app.screen
+        screen.action_tab("runs")
+        await pilot.pause()
+        assert screen.has_class("-full-pane") and not app.query_one("#phases").display
+        screen.action_tab("log")
+        await pilot.pause()
+        assert not screen.has_class("-full-pane") and app.query_one("#phases").display
