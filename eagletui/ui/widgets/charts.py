@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.strip import Strip
 from textual.visual import Visual, visualize
@@ -55,6 +55,10 @@ class MetricChart(PlotextPlot):
         self._strips: list[Strip] = []
         self._names: list[str] = []  # the series named beside the title at the last replot
         self._title_width = 0  # the width the title line was fitted to
+        #: what the last replot drew, and at which height: the axes depend on the height (the ticks'
+        #: count, the x axis dropped when short), and a chart replotted while hidden had none
+        self._last_plot: tuple[Any, ...] | None = None
+        self._plot_height = 0
 
     def render_line(self, y: int) -> Strip:
         """plotext rebuilds the whole figure per render: it is built, and cut into lines, once per
@@ -65,6 +69,8 @@ class MetricChart(PlotextPlot):
         that shows a new theme pays neither four plotext builds (~10 ms each with data) nor turning
         four figures of ANSI text back into lines (~4 ms each)."""
         width, height = self.size
+        if height and height != self._plot_height and self._last_plot is not None:
+            self._replot(*self._last_plot)  # e.g. the Charts tab shown: it was drawn at no size
         key = (self._plot_version, width, height)
         if key != self._strips_key:
             if width and width != self._title_width:  # resized since the replot: fit the title again
@@ -107,6 +113,8 @@ class MetricChart(PlotextPlot):
     def _replot(
         self, samples: Series | None, rolling: Series | None, live: Series | None, state: SessionState
     ) -> None:
+        self._last_plot = (samples, rolling, live, state)
+        self._plot_height = self.size.height
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
