@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.containers import Vertical, VerticalScroll
 
 from eagletui.commands.parse import parse_path
 from eagletui.commands.trace import render_text
@@ -19,6 +20,7 @@ from eagletui.core.runs.book import RunBook
 from eagletui.profiler import summarize_file
 from eagletui.profiler.summary import step_breakdown
 from eagletui.sim.perf import DEFAULT_HOST, HOSTS
+from eagletui.ui.screens.modals import TextScreen, _Modal
 from eagletui.ui.widgets.charts import MetricChart
 from eagletui.ui.widgets.runs import ready_cell
 from eagletui.ui.widgets.stepbars import step_bars
@@ -222,3 +224,21 @@ async def test_item21_a_tab_key_on_a_wide_screen_does_not_restyle_the_whole_scre
         screen.action_tab("log")
         await pilot.pause()
         assert not screen.has_class("-full-pane") and app.query_one("#phases").display
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("size", [(200, 50), (80, 24)])
+async def test_item19_a_modal_fits_its_text_and_a_long_one_scrolls_to_its_end(size: tuple[int, int]) -> None:
+    """Item 19: modals were huge and mostly empty at 200×50 (a 5-line body in a 45-row box)."""
+    for lines in (5, 200):
+        async with replayed(size) as (app, pilot):
+            app.push_screen(TextScreen("t", "\n".join(f"line {i}" for i in range(lines))))
+            await pilot.pause()
+            await pilot.pause()
+            box = app.screen.query_one(Vertical).region
+            scroll = app.screen.query_one(VerticalScroll)
+            if lines == 5:
+                assert box.height <= lines + _Modal.CHROME_ROWS, box
+            else:  # the scroll area ends inside the box (its border and padding): the last line is reachable
+                assert scroll.region.bottom <= box.bottom - 2, (scroll.region, box)
+                assert scroll.max_scroll_y == lines - scroll.region.height
