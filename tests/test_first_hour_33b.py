@@ -8,6 +8,7 @@ import pytest
 from textual.containers import Vertical, VerticalScroll
 
 from eagletui.commands.parse import parse_path
+from eagletui.commands.parse import render as render_parse
 from eagletui.commands.trace import render_text
 from eagletui.core import events as ev
 from eagletui.core.events import LaunchStarted, PhaseFinished, PhaseStarted, ServerFailed, ServerReady
@@ -242,3 +243,19 @@ async def test_item19_a_modal_fits_its_text_and_a_long_one_scrolls_to_its_end(si
             else:  # the scroll area ends inside the box (its border and padding): the last line is reachable
                 assert scroll.region.bottom <= box.bottom - 2, (scroll.region, box)
                 assert scroll.max_scroll_y == lines - scroll.region.height
+
+
+@pytest.mark.parametrize(
+    ("name", "says"),
+    [
+        ("nccl-debug-info-tp2.log", "NCCL 2.28.9+cuda13.0 · via P2P/CUMEM ×48"),
+        ("nvidia-smi-h200x2.txt", "nvidia-smi topo -m: NV18 between all 2 GPUs"),
+    ],
+)
+def test_item19_parse_of_the_outputs_eagletuis_hints_ask_for_says_what_they_show(
+    name: str, says: str
+) -> None:
+    """Item 19: ``parse`` of an NCCL_DEBUG=INFO log or of nvidia-smi output said only "unknown"."""
+    path = str(GPU_FIXTURES / name)
+    text = render_parse(path, parse_path(path))
+    assert says in text and "state: unknown" not in text, text

@@ -17,6 +17,8 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from eagletui.commands._args import ArgumentParser
+from eagletui.core.host.nccl import summarize as summarize_nccl
+from eagletui.core.host.topology import parse_topo
 from eagletui.core.logs.registry import formats, get_format
 from eagletui.core.logs.seam import LogFormat
 from eagletui.core.phases.interpreter import LogInterpreter
@@ -113,6 +115,7 @@ def parse_stream(
     buf = bytearray(CHUNK)  # reused: feed_bulk_bytes keeps no reference to it
     readinto = getattr(fh, "readinto", None)
     truncated: str | None = None
+    head = bytearray()  # the first bytes: what a file that is no server log shows (host_words)
     while True:
         try:
             if readinto is not None:
@@ -126,6 +129,8 @@ def parse_stream(
             break
         if not n:
             break
+        if len(head) < HOST_HEAD:
+            head += chunk[: HOST_HEAD - len(head)]
         items = interp.feed_bulk_bytes(chunk)
         if sink is not None:
             sink(items)
@@ -137,9 +142,30 @@ def parse_stream(
     summ.set_version(interp.version)
     result = summ.result()
     result["url"] = interp.state.url or None
+    if result.get("state") == "unknown" and not result.get("launch"):
+        host = host_words(head.decode("utf-8", errors="replace"))
+        if host:
+            result["host"] = host
     if truncated is not None:
         result["truncated"] = truncated
     return result
+
+
+#: How much of a file that is no server log is read for what it shows of the host.
+HOST_HEAD = 1 << 20
+
+
+def host_words(text: str) -> dict[str, str]:
+    """What a file that is no server log shows, for the two outputs eagletui's own hints ask for:
+    ``NCCL_DEBUG=INFO`` lines (version, transports, channels) and ``nvidia-smi topo -m`` (the links)."""
+    out: dict[str, str] = {}
+    nccl = summarize_nccl(text.splitlines())
+    if nccl.seen:
+        out["nccl"] = nccl.one_line()
+    topo = parse_topo(text)
+    if topo.seen:
+        out["topology"] = f"nvidia-smi topo -m: {topo.describe()}"
+    return out
 
 
 def parse_path(
@@ -216,6 +242,10 @@ def render(path: str, s: dict[str, Any]) -> str:
             )
         lines += _table(rows, right={3, 4})
     lines.append(f"state: {s['state']}  (last phase: {s['phase'] or '—'})")
+    host = s.get("host") or {}
+    if host:
+        lines[-1] = "state: no server log here"
+        lines += [inert(str(v)) for v in host.values()]
     f = s.get("failure")
     if f:
         lines.append(f"failure: {f['kind']}: {inert(f['message'])}")
