@@ -20,7 +20,9 @@ from eagletui.core.profile.model import Verdict
 from eagletui.core.runs.book import RunBook
 from eagletui.profiler import summarize_file
 from eagletui.profiler.summary import step_breakdown
+from eagletui.session.baseline import ForeignRun
 from eagletui.sim.perf import DEFAULT_HOST, HOSTS
+from eagletui.ui.screens.history import row_text
 from eagletui.ui.screens.modals import TextScreen, _Modal
 from eagletui.ui.widgets.charts import MetricChart
 from eagletui.ui.widgets.runs import ready_cell
@@ -259,3 +261,23 @@ def test_item19_parse_of_the_outputs_eagletuis_hints_ask_for_says_what_they_show
     path = str(GPU_FIXTURES / name)
     text = render_parse(path, parse_path(path))
     assert says in text and "state: unknown" not in text, text
+
+
+def test_item19_the_history_list_shows_steps_concurrency_and_host() -> None:
+    """Item 19: the ``H`` list showed no concurrency, host or step count."""
+    book = RunBook(Verdict())
+    args = {"--speculative-algorithm": "EAGLE3", "--speculative-num-steps": 3, "--tp": 8}
+    book.apply(LaunchStarted(launch=1, target="gpu-box-7", config={"args": args}))
+    book.apply(ev.BenchmarkStarted(bench=1, launch=1, workload={"concurrency": 4}, workload_fingerprint="w"))
+    book.apply(
+        ev.BenchmarkResult(
+            bench=1,
+            launch=1,
+            output_throughput=250.0,
+            accept_length=3.1,
+            requests=10,
+            workload_fingerprint="w",
+        )
+    )
+    row = row_text(ForeignRun(session="s", path=Path("s.jsonl"), run=book.runs[1]), None).plain
+    assert "spec s3" in row and "c=4" in row and "gpu-box-7" in row, row
