@@ -23,7 +23,7 @@ from eagletui.session.export import build_report
 from eagletui.session.export_render import render_json
 from tests.conftest_sim import sim_profile_toml
 
-TURN4 = Path("/work/shared/fixtures/sglang-0.5.17-h200-turn4/outputs")
+TURN4 = Path(__file__).parent / "fixtures" / "real-sglang-0.5.17-turn4-shared" / "outputs"
 ALIASES = {"spec_accepted_drafts", "spec_proposed_drafts", "spec_accept_histogram"}
 SPEC_KEYS = {
     "spec_verify_ct",

@@ -28,11 +28,10 @@ from eagletui.core.runs.call import COSTS, DISPUTED, PAYS, WITHIN, Gap, call, ga
 from eagletui.core.runs.steady import ITL, LOG, eager_at, largest_graph
 from eagletui.core.stats.confidence import pooled_noise
 
-TURN4 = Path("/work/shared/fixtures/sglang-0.5.17-h200-turn4")
+TURN4 = Path(__file__).parent / "fixtures" / "real-sglang-0.5.17-turn4-shared"
 LOGS = {"spec": "20261201-220202-L1-14e62b", "no_spec": "20261201-220315-L2-853732"}
 _TS = re.compile(r"^\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)")
 
-needs_fixture = pytest.mark.skipif(not TURN4.is_dir(), reason="shared fixtures not present")
 
 
 def _epoch(line: str) -> float | None:
@@ -103,7 +102,6 @@ def _book(events: list) -> RunBook:
     return book
 
 
-@needs_fixture
 def test_run2_no_longer_pays_at_every_concurrency_led_by_the_eager_point() -> None:
     book = _book(_run2_events())
     spec, nospec = book.runs[1], book.runs[2]
@@ -132,7 +130,6 @@ def test_run2_no_longer_pays_at_every_concurrency_led_by_the_eager_point() -> No
     assert "not judged: 16: both sides decoded eagerly" in s, s
 
 
-@needs_fixture
 def test_run2_nospec_decode_lines_are_clean_where_requests_outlast_the_log_interval() -> None:
     """No-spec logs a line every 40 one-token steps: two of three lines at 1 running are free of a
     prefill, and their median is the server's own steady state (≈ 740–830 tok/s a stream)."""

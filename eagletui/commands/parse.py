@@ -218,6 +218,7 @@ def render(path: str, s: dict[str, Any]) -> str:
         lines += _table(rows, right={3, 4})
     lines.append(f"state: {s['state']}  (last phase: {s['phase'] or '—'})")
     if s.get("host_file"):
+        lines[-1] = "state: no server log here"
         lines.append(f"not a server log: {s['host_file']['kind']} output: {inert(s['host_file']['says'])}")
     f = s.get("failure")
     if f:

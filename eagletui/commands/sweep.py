@@ -109,14 +109,7 @@ async def _run(
     queue, refused = _open_queue(ns, profile, spec, targets, target, qpath, SweepQueue)
     if refused is not None:
         return refused
-    queue.save(qpath)
-    c = queue.counts()
-    _say(
-        f"sweep: {len(queue.variants)} launches × {len(queue.variants[0].cells)} client setting(s) on {target} "
-        f"({queue.repeat_policy.describe()}); "
-        + ", ".join(f"{n} {k}" for k, n in sorted(c.items()))
-        + f"; queue {qpath}"
-    )
+    _save_and_announce(queue, qpath, target)
 
     from eagletui.config import load_user_config
 
@@ -185,6 +178,18 @@ async def _run(
         _say(f"eagletui: the recording of {', '.join(not_recorded)} is incomplete (said above): exit 1")
         return exit_status(report) or EXIT_FAIL
     return exit_status(report)
+
+
+def _save_and_announce(queue: Any, qpath: Any, target: str) -> None:
+    """Save the queue (a resume reads it) and say in one line what the sweep will do."""
+    queue.save(qpath)
+    c = queue.counts()
+    _say(
+        f"sweep: {len(queue.variants)} launches × {len(queue.variants[0].cells)} client setting(s) on {target} "
+        f"({queue.repeat_policy.describe()}); "
+        + ", ".join(f"{n} {k}" for k, n in sorted(c.items()))
+        + f"; queue {qpath}"
+    )
 
 
 def _open_queue(

@@ -151,7 +151,7 @@ class PhaseStarted(Event):
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class PhaseProgress(Event):
-    """Progress inside a phase: ``done``/``total`` in ``unit`` (``shards`` or ``bs``).
+    """Progress inside a phase: ``done``/``total`` in ``unit`` (``shards``, ``bs``, or ``shapes`` for a capture of token counts).
 
     ``rank`` is the reporting rank (tqdm bars come from rank 0 only); ``ranks_done``/``ranks_total``
     count ranks that finished the phase, and ``slowest_rank`` names the straggler once some have.

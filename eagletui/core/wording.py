@@ -2,10 +2,14 @@
 
 The classifier, recordings and ``--json`` output keep the stable identifiers (``port_in_use``,
 ``load_target``); everything that prints a sentence for a person goes through these two functions so
-"PORT_IN_USE in warmup" never reaches a terminal.
+"PORT_IN_USE in warmup" never reaches a terminal. A step profile's cycle split is here too: the step
+bars and the why line (core/diagnosis) say it in the same words.
 """
 
 from __future__ import annotations
+
+import math
+from typing import Any
 
 from eagletui.core.events import FAILURE_KINDS, PHASES
 
@@ -95,3 +99,35 @@ def pending_reason_short(reason: str) -> str:
         if reason.startswith(prefix):
             return word
     return reason.split(",")[0].split("(")[0].strip()[:11]
+
+
+#: The parts of a speculative cycle, in its order, in eagletui trace's words.
+PART_LABELS = {"draft": "draft", "verify": "verify", "draft_extend": "draft extend"}
+
+
+def cycle_split(summary: dict[str, Any]) -> str:
+    """A speculative cycle's draft / verify / draft-extend split (kernel ms, and the communication in
+    each where there is any), the split ``eagletui trace`` prints for the same file; "" for a plain
+    decode step or a recording made before the parts were kept."""
+    parts = summary.get("parts")
+    if summary.get("unit") != "cycle" or not isinstance(parts, dict):
+        return ""
+    out = []
+    for stage, label in PART_LABELS.items():
+        p = parts.get(stage)
+        if not isinstance(p, dict):
+            continue
+        out.append(part_words(label, p))
+    return " · ".join(out)
+
+
+def part_words(label: str, part: dict[str, Any]) -> str:
+    """One part of a cycle: "verify 30.00 ms, of which 25.00 ms communication" (a recorded value that is
+    no finite number reads as 0: a recording is input)."""
+    ms, comm = _ms(part.get("kernel_ms")), _ms(part.get("comm_ms"))
+    return f"{label} {ms:.2f} ms" + (f", of which {comm:.2f} ms communication" if comm >= 0.005 else "")
+
+
+def _ms(value: Any) -> float:
+    ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    return max(0.0, float(value)) if ok else 0.0

@@ -152,6 +152,8 @@ class RankSummary:
                 "replay_ms": round(sum(p.replay_ms for p in ps) / n, 4),
                 "replay_kernels": round(sum(p.replay_kernels for p in ps) / n, 4),
                 "lead_ms": round(sum(p.lead_ms for p in ps) / n, 4),
+                # the part's communication kernels: "verify 30 ms, of which 25 ms NCCL" (step bars, why)
+                "comm_ms": round(sum(p.categories.get("communication", 0.0) for p in ps) / n, 4),
                 "categories": {c.label: round(sum(p.categories[c.label] for p in ps) / n, 4) for c in ORDER},
             }
         return out

@@ -402,7 +402,7 @@ def report_json(ranks: list[RankSummary]) -> dict[str, Any]:
     return {"schema": SCHEMA, "ranks": [r.to_json() for r in ranks], "skew": skew(ranks)}
 
 
-_PART_FIGURES = ("gpu_ms", "kernel_ms", "forwards", "replay_ms", "replay_kernels", "lead_ms")
+_PART_FIGURES = ("gpu_ms", "kernel_ms", "forwards", "replay_ms", "replay_kernels", "lead_ms", "comm_ms")
 
 
 def _mean_parts(per_rank: list[dict[str, Any]]) -> dict[str, dict[str, float]]:

@@ -165,6 +165,18 @@ for tag, extra in (("default", []), ("no-stack", ["--no-with-stack"])):
     if r.returncode == 3:
         break
 cap("after-traces")
+# P: the step profile in the TUI shows the same draft / verify / draft-extend split as trace (issue 33
+# item 18); the profile takes a few decode steps under the server's own load, so it may take a while
+key("P", wait=2)
+s = wait_for(lambda s: "step profile of run" in s or "profile failed" in s, 150, every=1)
+cap("step-profile")
+check(
+    "tui: P shows the cycle's draft / verify / draft extend split",
+    s is not None and "a cycle: draft " in s and " verify " in s and "draft extend " in s,
+    (s or screen())[-1500:],
+)
+if "escape closes" in screen() or "step profile of run" in screen():
+    key("Escape", wait=0.5)
 runs_t = alive_runs()
 if "escape closes" in screen():  # nothing may be left open over the main screen before s
     key("Escape", wait=0.5)

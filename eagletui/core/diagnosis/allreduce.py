@@ -16,6 +16,7 @@ from typing import Any
 
 from eagletui.core.diagnosis.fold import Diagnosis, LaunchObs, Note, as_dict
 from eagletui.core.host.topology import Topology
+from eagletui.core.wording import part_words
 
 _REASONS = {
     "pcie": "not supported on more than two PCIe-only GPUs",
@@ -34,21 +35,39 @@ def _gpus(o: LaunchObs, tp: int) -> list[int]:
 
 
 def _comm_share(o: LaunchObs) -> float | None:
-    for prof in reversed(o.profiles):
-        cats = prof.get("categories")
-        if not isinstance(cats, dict):
-            continue
-        total = 0.0
-        comm = None
-        for name, v in cats.items():
-            ms = v.get("ms") if isinstance(v, dict) else v
-            if isinstance(ms, int | float):
-                total += ms
-                if name == "communication":
-                    comm = float(ms)
-        if comm is not None and total > 0:
-            return comm / total
-    return None
+    prof = _last_profile(o)
+    return _share(prof) if prof is not None else None
+
+
+def _last_profile(o: LaunchObs) -> dict[str, Any] | None:
+    """The launch's latest step profile that has categories."""
+    return next((p for p in reversed(o.profiles) if isinstance(p.get("categories"), dict)), None)
+
+
+def _share_words(o: LaunchObs, share: float) -> str:
+    """Communication's share of what was profiled, in its unit: a speculative server's profile is of
+    whole cycles (draft + verify + draft extend), not of a decode step; its verify part and the
+    communication in it follow ("verify 30.00 ms, of which 25.00 ms communication")."""
+    prof = _last_profile(o) or {}
+    if prof.get("unit") != "cycle":
+        return f"; communication is {share * 100:.0f} % of a decode step"
+    text = f"; communication is {share * 100:.0f} % of a speculative cycle"
+    parts = prof.get("parts")
+    verify = parts.get("verify") if isinstance(parts, dict) else None
+    return text + (f"; {part_words('verify', verify)}" if isinstance(verify, dict) else "")
+
+
+def _share(prof: dict[str, Any]) -> float | None:
+    """Communication's share of a profile's kernel time (None: no communication figure)."""
+    total = 0.0
+    comm = None
+    for name, v in prof["categories"].items():
+        ms = v.get("ms") if isinstance(v, dict) else v
+        if isinstance(ms, int | float):
+            total += ms
+            if name == "communication":
+                comm = float(ms)
+    return comm / total if comm is not None and total > 0 else None
 
 
 def allreduce_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
@@ -91,7 +110,7 @@ def allreduce_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     share = _comm_share(o)
     text = f"decode all-reduce (tp {tp}): {path}{off}"
     if share is not None:
-        text += f"; communication is {share * 100:.0f} % of a decode step"
+        text += _share_words(o, share)
         evidence.append("step profile (profile)")
     alt = fmt.advice(
         "allreduce_alternatives",

@@ -24,7 +24,10 @@ from eagletui.core.servers.kinds import SERVER_KINDS, server_kind
 #: Server flags that change how long loading or graph capture takes (the tuned flags but the memory
 #: fraction). Part of the key: changing it would orphan every stored history.
 TIMING_FLAGS: tuple[str, ...] = tuple(f for f in KEY_FLAGS if f != "--mem-fraction-static")
-NO_ESTIMATE = "first launch: no estimate"
+#: No history for this launch's timing key: on launch #5 of a session it is still the first launch of
+#: *this config* (the words say which, not "first launch").
+FIRST_OF_CONFIG = "first launch of this config"
+NO_ESTIMATE = f"{FIRST_OF_CONFIG}: no estimate"
 MAX_SAMPLES = 50  # per key and phase: recent behaviour matters more than last year's driver
 
 

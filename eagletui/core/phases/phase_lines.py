@@ -176,7 +176,10 @@ class PhaseLines(Timeline):
         name = _capture_phase(d) if named else self.bar_capture_phase or "capture_target"
         if "elapsed" in d:
             self._phase(name).bar_elapsed = d["elapsed"]
-        self._progress(name, d["done"], d["total"], "bs", d["label"], out)
+        # a bar of token counts (draft extend / prefill: "Capturing num tokens (num_tokens=…") counts
+        # shapes, not batch sizes
+        unit = "shapes" if str(d["label"]).startswith("num_tokens=") else "bs"
+        self._progress(name, d["done"], d["total"], unit, d["label"], out)
 
     def _after_loads(self, ts: float | None) -> None:
         """The KV pool's allocation began where the phase before it ended (the weights' load; a server's

@@ -32,7 +32,7 @@ from typing import Any
 
 from eagletui.core.runs.economics import _Economics
 from eagletui.core.runs.fold import _Fold
-from eagletui.core.runs.run import Delta, Metric, RunVerdict
+from eagletui.core.runs.run import Delta, Metric, RunOutcome, RunVerdict
 from eagletui.core.runs.verdicts import _Verdicts
 
 
@@ -61,6 +61,8 @@ class RunRow:
     concurrency: int | None = None
     #: the launch failed after this run was measured: the rule, in words (``RunBook.failed_after``)
     failed_after: str | None = None
+    #: launch → ready (None: it has not become ready, or failed first)
+    ready_s: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -97,6 +99,9 @@ class RunBook(_Verdicts, _Economics, _Fold):
             economics=self.economics_sentence(launch),
             concurrency=head.concurrency if head is not None else None,
             failed_after=self.failed_after(launch),
+            ready_s=run.ready_after
+            if run.ready_after is not None
+            else (run.phase_total_s if run.outcome == RunOutcome.READY else None),
         )
 
     def rows(self) -> list[RunRow]:

@@ -21,17 +21,26 @@ from textual.widgets.option_list import Option
 
 from eagletui.core.runs.compare import comparability
 from eagletui.core.runs.run import Run
+from eagletui.core.servers.spec import settings
+from eagletui.core.textsafe import inert
 from eagletui.session.baseline import ForeignRun, history
 from eagletui.ui.workers import WorkerFailures
 
 
 def row_text(fr: ForeignRun, current: Run | None) -> Text:
-    """One row: SESSION:RUN, spec or not, tok/s, accept length, and the guard's verdict (inert text)."""
+    """One row: SESSION:RUN, spec (with its step count) or not, the concurrency and the host measured
+    at, tok/s, accept length, and the guard's verdict (inert text)."""
     run = fr.run
     acc = run.metric("accept_len").mean
     t = Text(no_wrap=True, overflow="ellipsis")
     t.append(f"{fr.ref:<36} ", style="bold")
-    t.append(f"{'spec' if run.is_spec else 'no-spec':<8}")
+    steps = settings(run.config.get("args") or {})[0] if run.is_spec else None
+    spec = f"spec s{steps}" if steps is not None else ("spec" if run.is_spec else "no-spec")
+    t.append(f"{spec:<9}")
+    head = run.headline()
+    conc = head.concurrency if head is not None else None
+    t.append(f"c={conc if conc is not None else '?':<4} ")
+    t.append(f"{inert(run.target or '?')[:14]:<14} ")
     t.append(f"{run.metric('tok_s').text(1):>16} tok/s  ")
     t.append(f"accept {acc:.2f}  " if acc is not None else "accept –     ")
     reasons = comparability(current, run) if current is not None and current.good_results else []

@@ -164,6 +164,8 @@ class MainScreen(WorkerFailures, ServerControl, ReplayControl, Screen):
         narrow = width < NARROW_WIDTH
         self.set_class(narrow, "narrow")
         with contextlib.suppress(NoMatches):
+            self.set_class(narrow and self.query_one(TabBar).active != "log", "-full-pane")
+        with contextlib.suppress(NoMatches):
             self.query_one(TabBar).set_hidden("charts", not narrow)
             if not narrow and self.query_one(TabBar).active == "charts":
                 self.action_tab("log")
@@ -188,7 +190,9 @@ class MainScreen(WorkerFailures, ServerControl, ReplayControl, Screen):
         self.query_one(TabBar).active = tab
         # In a narrow terminal only the Log tab shares the height with the phase panel: charts, toggles
         # and runs need the rows more (the header still names the current phase).
-        self.set_class(tab != "log", "-full-pane")
+        # Only a narrow screen has a use for the class: a class on the screen restyles every widget
+        # under it (~35 ms a tab key under a log burst), so a wide one never changes it.
+        self.set_class(self.narrow and tab != "log", "-full-pane")
         for name, pane in PANES.items():
             self.query_one(f"#{pane}").display = name == tab
         self.query_one("#tune-help").display = tab == "tune"
@@ -298,11 +302,14 @@ class MainScreen(WorkerFailures, ServerControl, ReplayControl, Screen):
     def action_copy_log(self) -> None:
         text = self.query_one(LogView).selected_text()
         if not text:
-            self.app.notify("nothing to copy", severity="warning")
+            # ctrl+c quits in most terminal programs: say what it does here, and how to quit
+            self.app.notify(
+                "nothing to copy: the log is empty. ctrl+c copies log lines here; q quits", severity="warning"
+            )
             return
         self.app.copy_to_clipboard(text)
         n = text.count("\n") + 1
-        self.app.notify(f"copied {n} line{'s' if n != 1 else ''} to the clipboard (OSC 52)")
+        self.app.notify(f"copied {n} line{'s' if n != 1 else ''} to the clipboard (OSC 52); q quits")
 
     def action_follow(self) -> None:
         self.query_one(LogView).action_follow()

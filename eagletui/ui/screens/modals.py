@@ -22,7 +22,27 @@ class _Modal(ModalScreen):
     _Modal > Vertical { width: 90%; max-width: 110; height: auto; max-height: 90%;
         background: $surface; border: thick $primary; padding: 1 2; }
     _Modal .title { text-style: bold; color: $accent; margin-bottom: 1; }
+    /* the box fits its text: a scroll area takes all the height it may (1fr), which left a 5-line
+       body in a 45-row box at 200×50; a long body scrolls inside the box (max height: _fit) */
+    _Modal > Vertical > VerticalScroll { height: auto; }
     """
+
+    #: rows of the box that are not its scroll area: the border (2), the padding (2), the title and
+    #: its margin (2)
+    CHROME_ROWS = 6
+
+    def on_mount(self) -> None:
+        self._fit()
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """The scroll area's most rows: the box's 90 % less its chrome, so a long body's last lines
+        are reachable (CSS cannot subtract the title from a percentage)."""
+        rows = max(3, int(self.size.height * 0.9) - self.CHROME_ROWS)
+        for scroll in self.query(VerticalScroll):
+            scroll.styles.max_height = rows
 
     def action_dismiss_none(self) -> None:
         self.dismiss(None)

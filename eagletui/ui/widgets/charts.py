@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from textual.strip import Strip
 from textual.visual import Visual, visualize
@@ -55,6 +55,10 @@ class MetricChart(PlotextPlot):
         self._strips: list[Strip] = []
         self._names: list[str] = []  # the series named beside the title at the last replot
         self._title_width = 0  # the width the title line was fitted to
+        #: what the last replot drew, and at which height: the axes depend on the height (the ticks'
+        #: count, the x axis dropped when short), and a chart replotted while hidden had none
+        self._last_plot: tuple[Any, ...] | None = None
+        self._plot_height = 0
 
     def render_line(self, y: int) -> Strip:
         """plotext rebuilds the whole figure per render: it is built, and cut into lines, once per
@@ -65,6 +69,8 @@ class MetricChart(PlotextPlot):
         that shows a new theme pays neither four plotext builds (~10 ms each with data) nor turning
         four figures of ANSI text back into lines (~4 ms each)."""
         width, height = self.size
+        if height and height != self._plot_height and self._last_plot is not None:
+            self._replot(*self._last_plot)  # e.g. the Charts tab shown: it was drawn at no size
         key = (self._plot_version, width, height)
         if key != self._strips_key:
             if width and width != self._title_width:  # resized since the replot: fit the title again
@@ -107,6 +113,8 @@ class MetricChart(PlotextPlot):
     def _replot(
         self, samples: Series | None, rolling: Series | None, live: Series | None, state: SessionState
     ) -> None:
+        self._last_plot = (samples, rolling, live, state)
+        self._plot_height = self.size.height
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
@@ -157,7 +165,19 @@ class MetricChart(PlotextPlot):
         # line from both ends, and the title went first)
         self._names, self._title_width = names, self.size.width
         plt.title(fit_title(self.title, names, (self.size.width or 80) - 2))
-        if n:
+        self._axes(xs_all, ys_all)
+        self._plot_version += 1
+        self.points = (
+            (len(samples.points) if samples else 0)
+            + (len(rolling.points) if rolling else 0)
+            + (len(live.points) if live else 0)
+        )
+        self.refresh()
+
+    def _axes(self, xs_all: list[float], ys_all: list[float]) -> None:
+        """Both axes' ranges, the y ticks (every one labelled), and the axis labels where they fit."""
+        plt = self.plt
+        if xs_all:
             # time starts at 0: plotext centres a lone point on −1…1, which reads as negative seconds
             plt.xlim(0.0, max(1.0, max(xs_all)))
             lo, hi = min(ys_all), max(ys_all)
@@ -170,15 +190,20 @@ class MetricChart(PlotextPlot):
             # every tick labelled (plotext drops a label where two would touch)
             self.y_labels = tick_labels(ticks)
             plt.yticks(ticks, self.y_labels)
-        plt.xlabel("s")
-        plt.ylabel(self.ylabel)
-        self._plot_version += 1
-        self.points = (
-            (len(samples.points) if samples else 0)
-            + (len(rolling.points) if rolling else 0)
-            + (len(live.points) if live else 0)
-        )
-        self.refresh()
+        if (self.size.height or 10) < COMPACT_BELOW:
+            # too short for the x axis's ticks and labels: they would take the plot's only rows, and
+            # plotext then writes the y labels onto the frame, upside down (at 60×20: "0" on top)
+            plt.xticks([])
+            plt.xlabel("")
+            plt.ylabel("")
+        else:
+            plt.xlabel("s")
+            plt.ylabel(self.ylabel)
+
+
+#: A chart shorter than this drops its x axis's ticks and labels: the title, the frame and those two
+#: lines take five rows, and the data needs two of its own.
+COMPACT_BELOW = 7
 
 
 def fit_title(title: str, names: list[str], width: int) -> str:

@@ -10,6 +10,7 @@ from textual.containers import Vertical
 from textual.widgets import Static
 
 from eagletui.core.events import LOG_PHASES, LaunchBlocked
+from eagletui.core.phases.history import FIRST_OF_CONFIG, NO_ESTIMATE
 from eagletui.core.state.launch import LaunchState, PhaseStatus, ServerState
 from eagletui.core.textsafe import inert, inert_lines
 from eagletui.ui.widgets.textview import TextView
@@ -291,9 +292,9 @@ class PhasePanel(Vertical):
                 line.append(f"  ETA ready {fmt_secs(remaining)}")
             elif any(st.status == PhaseStatus.ACTIVE and st.total and st.done for st in la.phases.values()):
                 # the phase row shows an ETA from its own progress: say where it comes from
-                line.append("  first launch: ETA from progress only", style="dim")
+                line.append(f"  {FIRST_OF_CONFIG}: ETA from progress only", style="dim")
             else:
-                line.append("  first launch: no estimate", style="dim")
+                line.append(f"  {NO_ESTIMATE}", style="dim")
         if la.stale_for:
             line.append(f"  ⚠ log silent {fmt_secs(la.stale_for)}", style="bold")
         if la.exit_code is not None or la.exit_signal is not None:

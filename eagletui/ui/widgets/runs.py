@@ -59,6 +59,17 @@ def _delta_cell(d: Any) -> Text:
 CONFIG_WIDTH = 44
 
 
+def ready_cell(row: RunRow) -> str | Text:
+    """The ``ready`` column: launch → ready, and only for a launch that became ready. A launch that
+    failed first says how far it got ("failed after 3.6s"), so a crash never reads as a start-up time;
+    one still starting is blank."""
+    if row.ready_s is not None:
+        return fmt_secs(row.ready_s)
+    if row.failure and row.phase_total_s:
+        return Text(f"failed after {fmt_secs(row.phase_total_s).strip()}", style="red")
+    return Text("—", style="dim")
+
+
 class RunsTable(DataTable):
     BINDINGS = [
         # in the key bar while the Runs tab has the focus: the table scrolls sideways, Enter opens a run
@@ -110,7 +121,7 @@ class RunsTable(DataTable):
                 r.ttft_ms.text(0),
                 _delta_cell(r.deltas.get("ttft_ms")),
                 verdict,
-                fmt_secs(r.phase_total_s) if r.phase_total_s else "—",
+                ready_cell(r),
                 diff,
                 key=str(r.launch),
             )

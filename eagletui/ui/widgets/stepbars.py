@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Any
 
 from rich.text import Text
 
+from eagletui.core.wording import cycle_split
+
 if TYPE_CHECKING:
     from eagletui.core.runs.book import RunBook
 
@@ -63,6 +65,9 @@ def step_bars(runbook: RunBook, launch: int, width: int = BAR_WIDTH) -> Text:
             style = "green" if d < -0.005 else ("red" if d > 0.005 else "dim")
             t.append(f"   Δ {d:+7.2f} ms{pct}", style=style)
         t.append("\n")
+    split = cycle_split(mine)
+    if split:
+        t.append(f"  a cycle: {split}\n")
     n, ranks, skew = mine.get("steps"), mine.get("ranks"), mine.get("skew_ms")
     unit = "decode cycle(s) (draft + verify + draft extend)" if mine.get("unit") == "cycle" else "step(s)"
     t.append(

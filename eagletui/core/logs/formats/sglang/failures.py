@@ -13,6 +13,7 @@ from typing import Any
 
 from eagletui.core.logs.formats.nccl_warn import fatal_warning
 from eagletui.core.logs.formats.sglang.capture_stage import stage_remedy
+from eagletui.core.logs.torch_oom import oversized_allocation
 
 #: (substring, kind, priority, tag). Checked in order; the first hit wins for a line.
 FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
@@ -366,7 +367,11 @@ def hint_for(
 
 
 def _oom_hint(tag: str, phase: str | None, version: str | None, text: str) -> str:
-    """Out of memory: what to lower, by the phase it happened in."""
+    """Out of memory: what to lower, by the phase it happened in (nothing, when one allocation is
+    larger than the GPU)."""
+    oversized = oversized_allocation(text)
+    if oversized is not None:
+        return oversized[0].upper() + oversized[1:]
     if tag == "kv_too_small":
         cur = _MEM_FRACTION_RE.search(text)
         now = f" (now {cur.group(1)})" if cur else ""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from eagletui.core.logs.formats.nccl_warn import fatal_warning
 from eagletui.core.logs.seam import Failure
+from eagletui.core.logs.torch_oom import oversized_allocation
 
 #: (substring, kind, priority, tag). Checked in order; the first hit wins for a line.
 FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
@@ -149,6 +150,9 @@ def hint_for(kind: str, tag: str, phase: str | None, version: str | None, text: 
     if tag == "kv_too_small":
         return "the KV cache cannot hold one request of --max-model-len: lower --max-model-len or raise --gpu-memory-utilization"
     if kind == "oom":
+        oversized = oversized_allocation(text)
+        if oversized is not None:
+            return oversized
         if "sampler" in text:
             return "lower --max-num-seqs (the sampler warmup runs that many requests at once) or --gpu-memory-utilization"
         if phase in ("load_target", "load_draft"):
