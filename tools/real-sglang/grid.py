@@ -30,6 +30,14 @@ T0 = time.time()
 SETTINGS = [("s3", 3), ("off", None), ("s1", 1), ("s2", 2), ("s4", 4), ("s5", 5)][: int(os.environ.get("GRID_N", "6"))]
 MEM = os.environ.get("GRID_MEM_FRACTION")  # the real GPU: 0.1 each (six servers share it)
 READY_S = float(os.environ.get("GRID_READY_S", "300"))
+# the benchmark's size: 12 x 128 tokens ran 0.6-2 s a point on the H200 and launches of one setting
+# spread 25-80 %; the warm-up runs at the benchmark's concurrency, so its batch shapes are compiled
+# (Triton JIT on a fresh machine) before the measured run
+BENCH = {
+    "num_prompts": os.environ.get("GRID_PROMPTS"),
+    "max_new_tokens": os.environ.get("GRID_TOKENS"),
+    "warmup": os.environ.get("GRID_WARMUP"),
+}
 
 
 def log(msg):
@@ -62,6 +70,8 @@ def profile_text(base: str, port: int, steps) -> str:
             line = "" if steps is None else f"speculative-num-draft-tokens = {steps + 1}"
         elif key.startswith("speculative-") and steps is None and not line.startswith("#"):
             line = ""
+        elif BENCH.get(key):
+            line = f"{key} = {BENCH[key]}"
         out.append(line)
     return "\n".join(out) + "\n"
 
