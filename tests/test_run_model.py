@@ -36,7 +36,10 @@ def test_the_table_and_the_export_agree_on_a_silent_crash(tmp_path: Path) -> Non
         book.apply(e)
     run = book.runs[1]
     assert run.outcome == RunOutcome.FAILED and run.failure == "exited with code 1"
-    assert book.row(1).verdict == RunVerdict.FAIL == "fail"
+    # measured before the server died: the measurement stands (a lone no-spec run: nothing to judge) and
+    # the failure is the launch's (issue 31 item 7's rule, said in the row)
+    assert book.row(1).verdict == RunVerdict.NONE
+    assert "the launch failed after this run was measured" in (book.row(1).failed_after or "")
     assert run.phases == {"load_target": 30.0} and run.ready_after == 40.0
     assert run.model == "org/model" and run.tp == 2
     assert run.args["--mem-fraction-static"] == 0.8  # the server's own args line, spelled as a flag
