@@ -105,6 +105,7 @@ def _recorded_lines(path: Path) -> tuple[list[str], list[str]]:
     return [e.text for e in events if isinstance(e, LogLine)], warnings
 
 
+@pytest.mark.serial  # kills the UI mid-launch of a simulator timed in real seconds: run last, in a lane
 def test_sigkill_mid_launch_then_reattach(tmp_path: Path) -> None:
     """Issue 11: SIGKILL of eagletui mid-launch → a new eagletui reattaches (the server kept running,
     no second launch) and the killed session's recording replays up to ≤ 0.5 s before the kill."""

@@ -19,8 +19,9 @@ from typing import Any
 from xdist.scheduler import LoadGroupScheduling
 
 SERIAL = "serial"
-#: a file the scheduler creates when the serial tail begins (CI starts its light side work then: the
-#: type checks and the real-server dry runs fill the cores the two lanes leave idle)
+#: a file the scheduler creates when the serial tail begins (for a caller that wants to know when the
+#: timing-sensitive tests start; CI does not start anything then: its rehearsal showed the dry runs beside
+#: the tail failed four of those tests)
 MARK_ENV = "EAGLETUI_SERIAL_MARK"
 #: how many workers run the serial tests side by side at the end
 LANES = 2
