@@ -12,17 +12,11 @@ tail of the suite halves. Everything else is scheduled exactly as ``--dist loadg
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from xdist.scheduler import LoadGroupScheduling
 
 SERIAL = "serial"
-#: a file the scheduler creates when the serial tail begins (for a caller that wants to know when the
-#: timing-sensitive tests start; CI does not start anything then: its rehearsal showed the dry runs beside
-#: the tail failed four of those tests)
-MARK_ENV = "EAGLETUI_SERIAL_MARK"
 #: how many workers run the serial tests side by side at the end
 LANES = 2
 
@@ -108,9 +102,6 @@ class SerialLastScheduling(LoadGroupScheduling):
         if any(self._pending_of(work) for n, work in self.assigned_work.items() if n not in runners):
             return
         held, self._held = self._held, None
-        mark = os.environ.get(MARK_ENV)
-        if mark:
-            Path(mark).touch()
         ids = list(held)
         for lane, runner in enumerate(runners):
             mine = ids[lane :: len(runners)]
