@@ -107,6 +107,12 @@ step(){ local n=$1 t=$2; shift 2; local s=$(date +%s.%N)
   python3 $R/tools/real-sglang/leftovers.py "$n" ${DRYRUN:+--runs-only} >> $OUTD/leftovers.jsonl 2>&1
   tail -1 $OUTD/leftovers.jsonl | cut -c1-300 | tee -a $OUTD/steps.txt
 }
+# on the GPU, a packer copies what the part has so far to $OUT every 30 s: a call cut by its time limit
+# still brings back the steps it finished (part 2's first GPU try came back empty)
+if [ -z "$DRYRUN" ]; then
+  ( while sleep 30; do tar -C $W/out -czf $OUT/.partial.tgz part$PART 2>/dev/null && mv $OUT/.partial.tgz $OUT/partial.tgz; done ) &
+  PARTIAL_PACKER=$!
+fi
 nvidia-smi --query-gpu=name,memory.total,memory.used,driver_version --format=csv > $OUTD/nvidia-smi.txt 2>&1
 python3 -c "import importlib.metadata as m; print('sglang', m.version('sglang'), 'torch', m.version('torch'), 'textual', m.version('textual'))" > $OUTD/versions.txt 2>&1
 git -C $R log -1 --format='%H %s' > $OUTD/commit.txt 2>/dev/null || echo "no git" > $OUTD/commit.txt
@@ -188,6 +194,7 @@ python3 $R/tools/real-sglang/leftovers.py end --kill ${DRYRUN:+--runs-only} >> $
 cp -r ~/.eagletui/runs $OUTD/runs 2>/dev/null
 python3 $R/tools/real-sglang/report.py $OUTD $PART > $OUT/report.md 2> $OUTD/report.err; REPORT_RC=$?
 cp $OUTD/report.json $OUT/ 2>/dev/null
+[ -n "$PARTIAL_PACKER" ] && { kill $PARTIAL_PACKER 2>/dev/null; rm -f $OUT/partial.tgz $OUT/.partial.tgz; }
 tar -C $W/out -czf $OUT/part$PART.tar.gz part$PART
 log "done"; cp $OUTD/steps.txt $OUT/
 # a dry run (CI runs one) fails when any check fails; on the device the report says it all
