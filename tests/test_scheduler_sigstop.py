@@ -1,7 +1,7 @@
 """SIGSTOP of the scheduler alone during a benchmark (issue 31 item 9).
 
-On a real SGLang the scheduler is a process of its own (``sglang::scheduler_TP0``): stopped, it runs no
-batch while the HTTP front end (the main process) still answers, so nothing dies and no port closes; only
+On a real SGLang the scheduler is a process of its own (``sglang::scheduler`` on one GPU,
+``sglang::scheduler_TP0`` with tp > 1): stopped, it runs no batch while the HTTP front end (the main process) still answers, so nothing dies and no port closes; only
 the streams go silent. The simulator's engine now holds its batches while a scheduler child is stopped
 (it did not notice before: the benchmark went on). The benchmark must say the stall within the stall
 threshold, end the run invalid, and the server must serve again after SIGCONT.
@@ -29,6 +29,9 @@ from eagletui.remote.control import ServerControl
 from eagletui.remote.local import LocalTransport
 from tests.test_headless_signals import Command
 
+#: rank 0's scheduler as SGLang titles it: plain on one GPU, "_TP0" with tp > 1 (scheduler.py)
+RANK0_TITLES = (b"sglang::scheduler", b"sglang::scheduler_TP0")
+
 #: the stall thresholds this test runs under (a started stream silent 3 s; no progress at all 5 s)
 STALL_S, SERVER_STALL_S = 3.0, 5.0
 
@@ -53,11 +56,11 @@ def _descendants(pid: int) -> list[int]:
 def _scheduler(leader: int) -> int:
     for pid in _descendants(leader):
         try:
-            if Path(f"/proc/{pid}/cmdline").read_bytes().startswith(b"sglang::scheduler_TP0"):
+            if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].strip() in RANK0_TITLES:
                 return pid
         except OSError:
             continue
-    raise AssertionError(f"no sglang::scheduler_TP0 under {leader}")
+    raise AssertionError(f"no rank-0 scheduler ({RANK0_TITLES}) under {leader}")
 
 
 def _generate(port: int, timeout: float) -> int:

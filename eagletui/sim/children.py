@@ -84,13 +84,21 @@ def _child(title: str) -> None:
         os._exit(0)
 
 
+def scheduler_title(tp: int, rank: int) -> str:
+    """The scheduler's process title as SGLang sets it (0.5.17 ``managers/scheduler.py``,
+    ``run_scheduler_process``): ``sglang::scheduler`` plus `` TP<rank>`` only when ``tp_size > 1`` (DP, PP,
+    EP parts likewise only when used), spaces made ``_``. A one-GPU server's scheduler is plain
+    ``sglang::scheduler``: the GPU run of 2026-12-02 found no ``sglang::scheduler_TP0`` to stop."""
+    return "sglang::scheduler" + (f"_TP{rank}" if tp > 1 else "")
+
+
 class Children:
     """The scheduler and detokenizer processes of one simulated server, with SGLang's names."""
 
     def __init__(self, tp: int, ranks: list[int] | None = None) -> None:
         ranks = ranks if ranks else list(range(max(1, tp)))  # a multi-node launch: this node's ranks
         self.names = [f"scheduler_{i}" for i in ranks] + ["detokenizer"]
-        self.titles = [f"sglang::scheduler_TP{i}" for i in ranks] + ["sglang::detokenizer"]
+        self.titles = [scheduler_title(tp, i) for i in ranks] + ["sglang::detokenizer"]
         self.pids: list[int] = []
         self.status: dict[int, int] = {}  # pid → exit code as multiprocessing reports it (-N: signal)
         self.stopping = False

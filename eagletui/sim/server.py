@@ -373,7 +373,7 @@ def _gpu_lease(args: Any, env: dict[str, str], ranks: list[int], children: Child
         return None
     n = len(ranks)
     pids = children.pids[:n] or [os.getpid()] * n
-    names = children.titles[:n] if children.pids else [f"sglang::scheduler_TP{r}" for r in ranks]
+    names = children.titles[:n]  # SGLang's titles, with or without the child processes
     try:
         return gpumem.Lease.open(d, list(zip(pids, names, range(n), strict=False)), args.sim_gpu_release_s)
     except OSError:

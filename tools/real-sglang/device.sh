@@ -31,6 +31,9 @@
 # started that is still alive; $OUT gets report.md, report.json and partN.tar.gz (every run's server
 # log, every command's stdout/stderr/JSON, the TUI screens).
 PART=${1:-1}
+# the stall part checks that a headless bench is valid: with the random pair it is not (accept ≈ 1 is
+# rightly "the drafter is not working"), so it takes the work pair unless told otherwise
+[ "$PART" = stall ] && : "${PAIR:=work}"
 R=$(pwd); S=$R/.real; T0=$(date +%s)
 # a dry run gets its own dirs and ports: two of them on one machine must not meet
 if [ -n "$DRYRUN" ]; then W=${ETR_WORK:-$(mktemp -d /tmp/etr-XXXXXX)}; else W=${ETR_WORK:-/tmp/etr}; fi

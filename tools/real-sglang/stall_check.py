@@ -6,8 +6,8 @@ launches the profile's server as eagletui does (a run dir, the pid record), then
 
 1. runs ``eagletui bench`` without ``--launch`` against it: the run must be valid (before: "the server
    restarted during the run", 3 of 3 on 0.5.17);
-2. runs it again and SIGSTOPs ``sglang::scheduler_TP0`` alone for STOP_SECONDS (90 on the GPU) once the
-   benchmark decodes: the HTTP front end must still answer ``/metrics``, the benchmark must say "stalled"
+2. runs it again and SIGSTOPs rank 0's scheduler alone (``sglang::scheduler`` on one GPU,
+   ``sglang::scheduler_TP0`` with tp > 1) for STOP_SECONDS (90 on the GPU) once the benchmark decodes: the HTTP front end must still answer ``/metrics``, the benchmark must say "stalled"
    within the stall threshold (``http.stall_s``, 30 s by default), end invalid and exit non-zero;
 3. SIGCONTs it: the same server (one ``server_args`` line) must answer ``/generate``;
 
@@ -31,6 +31,9 @@ from eagletui.core.timings import Timings
 from eagletui.remote.control import ServerControl
 from eagletui.remote.local import LocalTransport
 
+#: rank 0's scheduler as SGLang titles it: plain on one GPU, "_TP0" with tp > 1 (scheduler.py)
+RANK0_TITLES = (b"sglang::scheduler", b"sglang::scheduler_TP0")
+
 
 def check(name, ok, detail=""):
     print(json.dumps({"check": name, "ok": bool(ok), "detail": str(detail)[:1500]}), flush=True)
@@ -48,7 +51,7 @@ def scheduler_of(leader: int) -> int | None:
     while todo:
         for k in kids.get(todo.pop(), []):
             try:
-                if Path(f"/proc/{k}/cmdline").read_bytes().startswith(b"sglang::scheduler_TP0"):
+                if Path(f"/proc/{k}/cmdline").read_bytes().split(b"\0")[0].strip() in RANK0_TITLES:
                     return k
             except OSError:
                 pass
@@ -81,7 +84,7 @@ def main(profile: str, stop_s: float) -> None:
               f"rc={p.returncode} invalid={doc.get('invalid')} err={err[-600:]}")
         # item 9: SIGSTOP of the scheduler alone during a benchmark
         sched = scheduler_of(run.pid)
-        check("item 9: scheduler_TP0 found", sched is not None, f"leader {run.pid}")
+        check("item 9: the rank-0 scheduler found", sched is not None, f"leader {run.pid}")
         if sched is None:
             return
         p = bench(profile)
