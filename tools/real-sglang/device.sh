@@ -185,7 +185,7 @@ elif [ "$PART" = stall ]; then
   # eagletui launched is valid (item 1), SIGSTOP of scheduler_TP0 alone for 90 s during a benchmark is said
   # within the stall threshold and the run invalid, and after SIGCONT the same server serves (item 9)
   TT=150; STOP_S=90; [ -n "$DRYRUN" ] && { TT=25; STOP_S=20; }
-  step i4-sigterm-bench $((TT + 60)) timeout --preserve-status -s TERM $TT python3 -m eagletui bench local --profile $P --launch --repeats 200 --json
+  [ -z "$SKIP_I4" ] && step i4-sigterm-bench $((TT + 60)) timeout --preserve-status -s TERM $TT python3 -m eagletui bench local --profile $P --launch --repeats 200 --json
   if [ -n "$DRYRUN" ]; then step i9-stall 300 env EAGLETUI_TIMINGS=fast python3 $R/tools/real-sglang/stall_check.py $P $STOP_S
   else step i9-stall 420 python3 $R/tools/real-sglang/stall_check.py $P $STOP_S; fi
 else
