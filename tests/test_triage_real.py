@@ -109,3 +109,14 @@ def test_the_real_abort_while_profiling_is_a_native_crash_that_says_where() -> N
     )
     assert f["line"] == "Fatal Python error: Aborted"
     assert "native crash" in f["hint"] and "killed from outside" not in f["hint"]
+
+
+def test_a_kernel_build_that_fails_while_serving_names_the_jit_and_the_fix() -> None:
+    """Real (tools/real-sglang/device.sh stall, 2026-12-02): greedy requests served fine, then the first
+    sampled request needed flashinfer's top_k_renorm_probs, whose JIT build failed. main said only "read
+    the exception above"."""
+    p = parse_path(str(REAL / "exception-flashinfer-jit-sampling-after-serving-0517-h200.log"))
+    f = p["failure"]
+    assert f["kind"] == "exception" and "Ninja build failed" in f["message"]
+    assert "compiled a kernel on first use" in f["hint"] and "flashinfer-jit-cache" in f["hint"]
+    assert "read the exception above" not in f["hint"]

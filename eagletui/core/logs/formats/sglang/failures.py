@@ -61,6 +61,11 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("InductorError", "exception", 64, "compile"),
     ("torch._dynamo.exc", "exception", 64, "compile"),
     ("warmup error", "exception", 62, "warmup"),
+    # a kernel library (flashinfer, tvm_ffi) builds a kernel the first time a request needs it, and the
+    # build fails: flashinfer's "Ninja build failed", tvm_ffi's "ninja exited with status N". Below the
+    # capture rules: a build that fails during capture is a capture failure whose cause this names
+    ("Ninja build failed", "exception", 63, "jit_build"),
+    ("ninja exited with status", "exception", 63, "jit_build"),
     ("hit an exception", "exception", 60, "exception"),
     # A native crash (compiled code segfaulted): the fatal line faulthandler prints and SGLang's word
     # for a child killed by SIGSEGV/SIGBUS/SIGABRT/SIGFPE/SIGILL. Not terminal: the stack after it
@@ -448,6 +453,14 @@ def _exception_hint(
         )
     if tag == "compile":
         return "torch.compile failed: drop --enable-torch-compile or lower --torch-compile-max-bs."
+    if tag == "jit_build":
+        return (
+            "A kernel library compiled a kernel on first use and the build failed (the ninja output above "
+            "says why: sources not installed, no nvcc, a compiler error). After the server was ready this "
+            "is the first request that needed the kernel, e.g. a sampled one (temperature > 0) in EAGLE's "
+            "verify: install the library's prebuilt kernels (flashinfer-jit-cache / flashinfer-cubin of "
+            "the same version) or a CUDA toolchain, and send such a request before benchmarking."
+        )
     if phase == "capture_prefill":
         return (
             "The prefill CUDA graph capture failed: disable it with --cuda-graph-backend-prefill=disabled "
