@@ -88,10 +88,15 @@ def test_real_steps_change_predicted_from_the_spec_and_no_spec_runs() -> None:
     ck = checks(book, 3)
     assert len(ck) == 1 and ck[0].concurrency == 4 and ck[0].source_launch == 1
     assert ck[0].measured == pytest.approx(1060.69, abs=0.01)
-    assert ck[0].predicted == pytest.approx(1092.9, abs=1.0)
-    assert abs(ck[0].error_pct) < 10
+    # the estimate's centre is the middle of its band (a draft step half of all drafting): −10.5 % here,
+    # where this session's steps cost 0.57-0.9 of all drafting; the band (all fixed … all drafting) holds
+    # the measurement (issue 32: "all drafting", +3.0 % here, was 25.7 % off on average on the grid)
+    assert ck[0].predicted == pytest.approx(949.6, abs=1.0)
+    assert abs(ck[0].error_pct) < 11
+    (f,) = [f for f in forecasts(book, 1)[0] if f.label == "steps 2" and f.concurrency == 4]
+    assert f.floor < ck[0].measured < f.ceiling
     diag = {d.kind: d for d in prediction_diagnoses(book, 3)}["prediction_check"]
-    assert "steps 2 at concurrency 4: predicted 1092.9 tok/s from #1, measured 1060.7 (+3.0 %)" in diag.text
+    assert "steps 2 at concurrency 4: predicted 949.6 tok/s from #1, measured 1060.7 (-10.5 %)" in diag.text
 
 
 def test_real_steps_and_no_spec_predicted_from_the_real_trace() -> None:
@@ -294,7 +299,7 @@ def test_run_details_show_the_prediction_and_its_check() -> None:
         and "speculation off (measured 2727.6 tok/s" in spec
     )
     later = table.details(book, state, 3).plain
-    assert "steps 2 at concurrency 4: predicted 1092.9 tok/s from #1, measured 1060.7 (+3.0 %)" in later
+    assert "steps 2 at concurrency 4: predicted 949.6 tok/s from #1, measured 1060.7 (-10.5 %)" in later
 
 
 @pytest.mark.serial  # measures the simulator's speed: run last, alone

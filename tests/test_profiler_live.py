@@ -21,15 +21,31 @@ from eagletui.remote.local import LocalTransport
 TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"
 
 
+#: SGLang 0.5.17's own lines when the DECODE stage came first and a prefill restarted the profiler after
+#: its trace was written (the lent H200's grid; fixtures/real-sglang-0.5.17-grid), the profile id a field
+RESTART_LINES = [
+    ln.replace("eagletui-1796183090-41b0d0", "{pid}")
+    for ln in (Path(__file__).resolve().parent / "fixtures" / "real-sglang-0.5.17-grid" / "profile-overwritten-r1-s3.log")
+    .read_text()
+    .splitlines()
+    if "] Profiling " in ln or "] Stop profiling" in ln
+]
+
+
 class ProfilingServer:
-    def __init__(self, ranks: int, write: bool = True) -> None:
+    def __init__(self, ranks: int, write: bool = True, log: Path | None = None) -> None:
         self.ranks = ranks
         self.write = write
         self.asked: dict | None = None
         self.generated = 0
+        #: where the server's log lines go: the real restart's, once its traces are written
+        self.log = log
+        self.profile_ids: list[str] = []
 
     async def start_profile(self, request: web.Request) -> web.Response:
         self.asked = await request.json()
+        self.profile_ids.append(self.asked["profile_id"])
+        self.generated = 0
         return web.Response(text="Start profiling.\n")
 
     async def generate(self, request: web.Request) -> web.Response:
@@ -45,6 +61,9 @@ class ProfilingServer:
                 shutil.copy(
                     TRACES / f"decode-graph-TP-{r}.trace.json.gz", out / f"{pid}-TP-{r}-DECODE.trace.json.gz"
                 )
+            if self.log is not None:
+                with open(self.log, "a") as f:
+                    f.write("".join(ln.replace("{pid}", pid) + "\n" for ln in RESTART_LINES))
         await asyncio.sleep(0.01)
         return web.json_response({"text": "x", "meta_info": {"completion_tokens": 1}})
 
@@ -92,6 +111,38 @@ async def test_capture_fetches_every_rank_decode_trace(tmp_path: Path) -> None:
     assert [s.rank for s in summaries] == [0, 1]
     assert summaries[1].categories["communication"].count == 96
     assert any("fetching" in s for s in steps)
+
+
+@pytest.mark.slow
+async def test_a_decode_trace_overwritten_by_a_restarted_profile_is_not_kept(tmp_path: Path) -> None:
+    """Issue 32 item 1: SGLang's log says it started the profiler again after writing the DECODE trace
+    (the real grid's lines): what was fetched may be the restarted profile's prefill batches, so the
+    capture asks once more, and says why when that happens again."""
+    log = tmp_path / "server.log"
+    log.write_text("")
+    server = ProfilingServer(ranks=1, log=log)
+    runner, url = await serve(server)
+    transport = LocalTransport()
+    steps: list[str] = []
+    try:
+        with pytest.raises(ProfileError, match="started its profiler again at the next prefill") as err:
+            await capture(
+                transport,
+                url,
+                python=sys.executable,
+                host_dir=str(tmp_path / "run"),
+                local_dir=tmp_path / "local",
+                ranks=1,
+                timeout=20,
+                on_step=steps.append,
+                log_path=str(log),
+            )
+    finally:
+        await runner.cleanup()
+        await transport.close()
+    assert "another client" in str(err.value)
+    assert len(server.profile_ids) == 2 and server.profile_ids[1] == server.profile_ids[0] + "-2"
+    assert any("asking once more" in s for s in steps)
 
 
 @pytest.mark.slow

@@ -329,24 +329,26 @@ async def capture(
     async with aiohttp.ClientSession(timeout=client_timeout) as http:
         attempt = _Attempt(transport, http, base_url, python, host_dir, ranks, api_key, timeout, say, alive)
         try:
-            output_dir, files = await attempt.run(req, log_path)
+            return await attempt.run_and_fetch(req, log_path, local_dir)
         except ProfileCut as first:
             await say(f"{first}; asking once more")
             req = dataclasses.replace(req, profile_id=f"{req.profile_id}-2")
             try:
-                output_dir, files = await attempt.run(req, log_path)
+                return await attempt.run_and_fetch(req, log_path, local_dir)
             except ProfileCut as second:
                 why = f"no DECODE trace in two attempts: {second}"
-                if "prefill batch arrived" in str(second):
+                if "prefill batch arrived" in str(second) or "decode batches were running" in str(second):
                     why += " (is another client sending requests to this server? profile it when it is idle)"
                 raise ProfileError(why) from None
-    paths: list[Path] = []
-    for f in files:
-        await say(f"fetching {f.name} ({f.size / 1e6:.1f} MB)")
-        dest = local_dir / f.name
-        await fetch(transport, f"{output_dir}/{f.name}", dest)
-        paths.append(dest)
-    return paths
+
+
+#: Why a fetched DECODE trace is not kept when SGLang restarted its profiler after writing it
+#: (:mod:`eagletui.profiler.stage_lines`).
+OVERWRITTEN = (
+    "SGLang started its profiler again at the next prefill batch and wrote that profile over the DECODE "
+    "trace (decode batches were running when the profile was asked for, so the DECODE stage came first "
+    "and SGLang's prefill count was still 0)"
+)
 
 
 @dataclass
@@ -365,9 +367,27 @@ class _Attempt:
     say: Callable[[str], Awaitable[None]]
     alive: Callable[[], Awaitable[bool]] | None
 
-    async def run(self, req: ProfileRequest, log_path: str | None) -> tuple[str, list[RemoteTrace]]:
-        output_dir = f"{self.host_dir.rstrip('/')}/profiles/{req.profile_id}"
+    async def run_and_fetch(self, req: ProfileRequest, log_path: str | None, local_dir: Path) -> list[Path]:
+        """One attempt, its traces fetched; a :class:`ProfileCut` when SGLang's log says the DECODE files
+        were (or are being) overwritten by a restarted profile. Read after the fetch: SGLang logs the
+        restart a batch before it writes over the file, so a fetch that saw no restart line got the
+        DECODE trace."""
         log_from = await log_size(self.transport, log_path) if log_path else 0
+        output_dir, files = await self.run(req, log_path, log_from)
+        paths: list[Path] = []
+        for f in files:
+            await self.say(f"fetching {f.name} ({f.size / 1e6:.1f} MB)")
+            dest = local_dir / f.name
+            await fetch(self.transport, f"{output_dir}/{f.name}", dest)
+            paths.append(dest)
+        if log_path:
+            text = await log_since(self.transport, log_path, log_from, PROFILE_LOG_BYTES)
+            if decode_stage(text, req.profile_id).restarted:
+                raise ProfileCut(OVERWRITTEN)
+        return paths
+
+    async def run(self, req: ProfileRequest, log_path: str | None, log_from: int) -> tuple[str, list[RemoteTrace]]:
+        output_dir = f"{self.host_dir.rstrip('/')}/profiles/{req.profile_id}"
         # SGLang counts decode batches (profiler_manager: profiler_decode_ct); on a speculative server a
         # decode batch is one cycle: draft + verify + draft extend.
         await self.say(f"asking the server to profile {req.num_steps} decode cycles (decode batches)")

@@ -12,6 +12,19 @@ profile *as EXTEND* and never writes a DECODE trace. The real turn-4 log (issue 
 The trace files alone cannot tell this from a DECODE trace still being written (the EXTEND file is
 written either way), so the capture reads these lines: a DECODE stage ended as EXTEND is known at once,
 not after the whole capture timeout.
+
+The counters are never reset after the DECODE trace either. Where decode batches already ran when the
+profile was asked for, the DECODE stage comes first and the prefill count is still 0 when it is written:
+the next prefill starts the profiler again ("for EXTEND") and the next decode batch, past ``num_steps``
+decode batches, stops it *as DECODE*, over the DECODE trace. The lent H200's grid (sglang 0.5.17, issue
+32) lost its steps-3 profile so: the file held two prefill batches and no decode cycle::
+
+    Profiling starts for DECODE. Traces will be saved to: DIR (with profile id: ID)
+    Stop profiling-DECODE...
+    Profiling done. Traces are saved to: DIR
+    Profiling starts for EXTEND. Traces will be saved to: DIR (with profile id: ID)
+    Stop profiling-DECODE...
+    Profiling done. Traces are saved to: DIR
 """
 
 from __future__ import annotations
@@ -34,6 +47,9 @@ class DecodeStage:
     ended_as: str | None = None
     #: "Profiling done" followed that stop: the file (named for ``ended_as``) is written
     done: bool = False
+    #: the profiler started again for this profile id after that: what it records is written over the
+    #: file (module docstring)
+    restarted: bool = False
 
     @property
     def cut(self) -> bool:
@@ -44,7 +60,7 @@ class DecodeStage:
 def decode_stage(text: str, profile_id: str) -> DecodeStage:
     """The DECODE stage of ``profile_id`` in ``text`` (the server log written since the profile was
     asked for; each TP rank logs the same lines, the first of each counts)."""
-    started = done = False
+    started = done = restarted = False
     ended: str | None = None
     for line in text.splitlines():
         if not started:
@@ -55,7 +71,9 @@ def decode_stage(text: str, profile_id: str) -> DecodeStage:
             m = _STOP.search(line)
             if m:
                 ended = m.group(1) or ""
-        elif _DONE in line:
-            done = True
+        elif not done:
+            done = _DONE in line
+        elif (m := _START.search(line)) and m.group(2) == profile_id:
+            restarted = True
             break
-    return DecodeStage(started, ended, done)
+    return DecodeStage(started, ended, done, restarted)

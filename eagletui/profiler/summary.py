@@ -465,3 +465,17 @@ def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
         "prefill_batches": min(len(r.prefill) for r in ranks),
         "skew_ms": sk["max_wait_ms"] if sk else 0.0,
     }
+
+
+def decode_missing(summary: dict[str, Any]) -> str | None:
+    """Why a DECODE profile's summary (:func:`step_breakdown`) cannot time a decode cycle: its trace holds
+    prefill batches and no decode cycle or step, as when SGLang wrote a restarted profile over the DECODE
+    trace (:mod:`eagletui.profiler.stage_lines`); None when it can (or when the trace marks no batches
+    at all: its kernels then count as one step)."""
+    prefills = summary.get("prefill_batches")
+    if summary.get("steps") or not isinstance(prefills, int) or prefills <= 0:
+        return None
+    return (
+        f"the DECODE trace holds no decode cycle, only {prefills} prefill batch(es): SGLang wrote a "
+        "later profile over it, or the capture ended before decoding; take the step profile again"
+    )

@@ -43,7 +43,7 @@ class StepProfiles(ServerEndpoint):
         from eagletui.profiler import summarize_file
         from eagletui.profiler.chrome import TraceError
         from eagletui.profiler.live import ProfileError, ProfileRequest, capture
-        from eagletui.profiler.summary import step_breakdown
+        from eagletui.profiler.summary import decode_missing, step_breakdown
 
         run = self.run
         if self.transport is None or run is None:
@@ -92,9 +92,14 @@ class StepProfiles(ServerEndpoint):
                 alive=alive,
                 log_path=run.log_path or None,
             )
-            summaries = [summarize_file(p) for p in paths]
-            event = ProfileCaptured(
-                launch=run.launch, files=tuple(str(p) for p in paths), summary=step_breakdown(summaries)
+            summary = step_breakdown([summarize_file(p) for p in paths])
+            files = tuple(str(p) for p in paths)
+            # a DECODE trace of prefill batches only is no step profile: said, never a cycle's split
+            missing = decode_missing(summary)
+            event = (
+                ProfileCaptured(launch=run.launch, files=files, error=missing)
+                if missing
+                else ProfileCaptured(launch=run.launch, files=files, summary=summary)
             )
         except (ProfileError, TraceError, OSError, WorkspaceError) as exc:
             event = ProfileCaptured(launch=run.launch, error=str(exc))

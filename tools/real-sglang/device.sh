@@ -179,6 +179,10 @@ elif [ "$PART" = grid ]; then
   PACKER=$!
   step g-grid ${GRID_S:-520} python3 $R/tools/real-sglang/grid.py $P $OUTD/grid ${GRID_ROUNDS:-2}
   kill $PACKER 2>/dev/null; tar -C $OUTD -czf $OUT/grid.tgz grid 2>/dev/null
+  # what eagletui predicts from round 1's steps 3 launch (with its step profile, and without), and the
+  # leave-one-out check of the fit path: offline, on what the grid measured (issue 32)
+  step g-eval 60 python3 $R/tools/real-sglang/grid_eval.py $OUTD/grid
+  step g-loo 60 python3 $R/tools/real-sglang/grid_eval.py $OUTD/grid --loo
 elif [ "$PART" = stall ]; then
   # issue 31: bench --launch ended by SIGTERM mid-benchmark (a `timeout`) stops its server, prints its JSON
   # with what was measured and exits 143 (item 4); then stall_check.py: a headless bench of a server

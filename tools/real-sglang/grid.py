@@ -85,15 +85,19 @@ def healthy(port: int) -> bool:
 
 
 def step_profile(port: int) -> None:
-    """Five decode cycles of the steps 3 server through its own /start_profile, under eagletui's own
-    staggered load (eagletui.profiler.live: ``trace --capture`` profiles only servers eagletui launched,
-    and these were launched here); the trace is summarised with ``eagletui trace FILE --json``."""
+    """Five decode cycles of the steps 3 server through its own /start_profile, with eagletui's own load
+    (eagletui.profiler.live: ``trace --capture`` profiles only servers eagletui launched, and these were
+    launched here): the server idle when the profile is asked for, then one burst of 5 requests, nothing
+    more until the DECODE trace is there. A load already decoding when the profile was asked for made
+    SGLang 0.5.17 start the DECODE stage first and, at the next prefill, write a restarted profile (two
+    prefill batches) over the DECODE trace (issue 32; eagletui.profiler.stage_lines). The trace is
+    summarised with ``eagletui trace FILE --json``; the server's own lines say whether it was overwritten."""
     import asyncio
     import glob
 
     import aiohttp
 
-    from eagletui.profiler.live import ProfileRequest, drive_load, start_profile
+    from eagletui.profiler.live import ProfileRequest, burst_tokens, drive_load, start_profile
 
     out_dir = os.path.join(OUT, "trace-s3")
     os.makedirs(out_dir, exist_ok=True)
@@ -101,9 +105,11 @@ def step_profile(port: int) -> None:
 
     async def capture() -> None:
         async with aiohttp.ClientSession() as http:
-            load = asyncio.create_task(drive_load(http, base, requests=4, max_new_tokens=256))
-            await asyncio.sleep(3)  # a steady decode batch before the profile starts
-            await start_profile(http, base, ProfileRequest(num_steps=5), out_dir)
+            req = ProfileRequest(num_steps=5)
+            await start_profile(http, base, req, out_dir)
+            load = asyncio.create_task(
+                drive_load(http, base, requests=req.num_steps, max_new_tokens=burst_tokens(req.num_steps), waves=1)
+            )
             deadline = time.time() + 120
             while time.time() < deadline and not glob.glob(os.path.join(out_dir, "*DECODE*")):
                 await asyncio.sleep(1)

@@ -1,13 +1,18 @@
 """What eagletui predicts from the grid's steps 3 launch, against the means of every launch of each setting
 (tools/real-sglang/grid.py's output: grid-rR-NAME.json from ``eagletui bench --json``, trace-s3/).
 
-    python3 tools/real-sglang/grid_eval.py GRID_DIR [--json]
+    python3 tools/real-sglang/grid_eval.py GRID_DIR [--json] [--loo]
 
 Three bases, as eagletui meets them: the steps 3 launch with its step profile (profile path), the same
 with the no-spec launch of its round beside it (the run book's like-for-like reference), and both
 without the profile (the fit and estimate paths). Each prediction is printed with its band and the
 measured mean over the launches of that setting, with how far those launches spread; then the one
 ranking's decisions (``next_launch``) and ``adaptive_config`` from the same book, which must agree.
+
+``--loo``: the leave-one-out check
+instead: every setting predicted from each single other spec launch and the no-spec launch of its round,
+against the mean of both launches of the predicted setting; per row the error and whether that mean lies
+in the shown band, then the mean and largest |error| and the band's coverage and mean width.
 """
 
 import glob
@@ -98,6 +103,53 @@ def book_for(with_profile: bool, with_nospec: bool) -> RunBook | None:
 
 
 meas = measured()
+
+
+def loo() -> None:
+    """Every spec launch with the no-spec launch of its round, predicting every other setting."""
+    rows = []
+    for rnd in (1, 2):
+        off = load(rnd, "off")
+        for base in ("s1", "s2", "s3", "s4", "s5"):
+            data = load(rnd, base)
+            if data is None or off is None:
+                continue
+            book = RunBook()
+            launch(book, 1, data)
+            launch(book, 2, off)
+            for f in forecasts(book, 1)[0]:
+                got = meas.get((f.label, f.concurrency))
+                if not got or f.measured or f.label == LABEL[base]:
+                    continue
+                mean = sum(got) / len(got)
+                lo, hi = f.shown()
+                rows.append((rnd, LABEL[base], f.label, f.concurrency, f.tok_s, mean, lo, hi))
+    errs = []
+    inside = 0
+    widths = []
+    for rnd, base, label, c, pred, mean, lo, hi in rows:
+        err = (pred / mean - 1) * 100
+        errs.append(abs(err))
+        ok = lo <= mean <= hi
+        inside += ok
+        widths.append((hi - lo) / pred * 100)
+        if not AS_JSON:
+            print(f"r{rnd} {base:8} -> {label:16} c={c:<2} pred {pred:7.1f} [{lo:7.1f}-{hi:7.1f}] meas {mean:7.1f} "
+                  f"err {err:+6.1f} %{'' if ok else '  OUTSIDE'}")
+    summary = {
+        "predictions": len(rows),
+        "mean_abs_error_pct": round(sum(errs) / len(errs), 1) if errs else None,
+        "max_abs_error_pct": round(max(errs), 1) if errs else None,
+        "within_10pct": sum(e <= 10 for e in errs),
+        "inside_band": inside,
+        "mean_band_width_pct": round(sum(widths) / len(widths), 1) if widths else None,
+    }
+    print(json.dumps(summary))
+
+
+if "--loo" in sys.argv:
+    loo()
+    sys.exit(0)
 rows = []
 for name, wp, wn in (("profile", True, False), ("profile + no-spec", True, True), ("fit + no-spec", False, True), ("estimate", False, False)):
     book = book_for(wp, wn)

@@ -100,8 +100,19 @@ def _estimate(
 ) -> CycleParts:
     """No profile: the verify costs about a no-spec step; what the rest of the cycle is depends on what
     else was measured. A per-token part from the run's own requests (``slope``) or from a second drafter
-    settles it; without either, the rest may be drafting, fixed work or work per accepted token, and the
-    parts carry all three (the band) with "the rest is drafting" as the estimate's centre."""
+    settles it.
+
+    Without either, one run cannot split the rest between the draft steps and what every cycle does
+    whatever its steps (the draft extend, the draft runner's preparation, the verify's bookkeeping): it
+    may be anything from all fixed to all drafting, or work per accepted token, and the parts carry all
+    three (the band). The centre is the middle of what the evidence allows: a draft step costs half of
+    what all drafting would give, the rest is fixed. "All drafting", the centre before, is the
+    mechanism's upper bound (the draft extend is at least one more forward of the draft model), and put
+    every prediction at its band's edge. The real server lies on both sides of the middle: on the lent
+    H200 (SGLang 0.5.17, the same tiny pair, CUDA graphs) one step fewer saved 0.64-1.0 ms of a 4.5-4.8 ms
+    cycle in one session (run 1: 0.57-0.9 of all drafting) and the cycle grew 0.15-0.35 ms a step in
+    another (the grid: 0.2-0.45 of it); the draft forwards' layers alone (1 of 8) would have priced the
+    first at a sixth (docs/real-sglang.md)."""
     per_token, how = 0.0, ""
     if slope is not None:
         per_token, how = slope, "per-token part read from the run's own requests"
@@ -116,14 +127,18 @@ def _estimate(
     src = "estimate: verify ≈ one no-spec step; "
     if how:
         return CycleParts(rest / settings.steps, verify, per_token, src + how)
-    base = CycleParts(rest / settings.steps, verify, 0.0, src + "the rest of the cycle taken as drafting")
+    drafting = CycleParts(rest / settings.steps, verify, 0.0, src + "the rest of the cycle taken as drafting")
     fixed = CycleParts(0.0, verify, 0.0, src + "the rest of the cycle taken as fixed", fixed_ms=rest)
     per_accept = CycleParts(0.0, verify, rest / accept, src + "the rest of the cycle taken as per accepted token")
-    return replace(
-        base,
-        source=src + "the rest of the cycle unsplit (one drafter, no profile): taken as drafting, "
-        "anywhere from fixed to per accepted token",
-        alternatives=(fixed, per_accept),
+    step = rest / settings.steps / 2.0
+    return CycleParts(
+        step,
+        verify,
+        0.0,
+        src + "the rest of the cycle unsplit (one drafter, no profile): a draft step half of all drafting, "
+        "the rest fixed; anywhere from all fixed to all drafting or per accepted token",
+        fixed_ms=max(0.0, rest - settings.steps * step),
+        alternatives=(fixed, drafting, per_accept),
     )
 
 

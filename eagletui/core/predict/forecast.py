@@ -15,6 +15,7 @@ from eagletui.core.cycle.model import SpecSettings, neighbours, predict
 from eagletui.core.predict.bases import _label, _reference, bases
 from eagletui.core.runs.book import RunBook
 from eagletui.core.servers.spec import captured_max_bs
+from eagletui.core.stats.noise import ASSUMED_NOISE
 
 #: Predictions within this share of the measured run are not worth a launch.
 WORTH = 0.03
@@ -102,12 +103,15 @@ class Forecast:
 
 def _base_noise(b: Any) -> tuple[float, str]:
     """The relative uncertainty of the base's mean tok/s (two standard errors over its repeats), and how
-    it reads; one benchmark says nothing of its own noise, and the band says so."""
+    it reads. One benchmark says nothing of its own noise: the noise rule's assumed band stands in
+    (:data:`~eagletui.core.stats.noise.ASSUMED_NOISE`, as a single run's comparison has it), said as
+    assumed; a band without it claimed the base exact (the lent H200's launches of one setting spread
+    3-37 %)."""
     m = b.group.metric("tok_s")
     if m.mean and m.stdev is not None and m.n >= 2:
         rel = 2.0 * m.stdev / (m.mean * math.sqrt(m.n))
         return rel, f"±{rel * 100:.0f} % from the base's {m.n} benchmarks"
-    return 0.0, "one benchmark of the base: its own noise unknown"
+    return ASSUMED_NOISE, f"one benchmark of the base: its noise assumed ±{ASSUMED_NOISE * 100:.0f} %"
 
 
 def candidates(s: SpecSettings) -> list[SpecSettings]:
