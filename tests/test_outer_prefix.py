@@ -11,7 +11,6 @@ repeated to learn from and is left out.
 from __future__ import annotations
 
 import functools
-
 import random
 from collections.abc import Callable
 from pathlib import Path
@@ -85,7 +84,7 @@ def _reading(s: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _plain_reading(path: Path, fmt: Any) -> dict[str, Any]:
     """The unwrapped fixture's reading, once per worker: every wrapper compares against it (it was parsed
     again for each of the ten wrappers, half of the test's time)."""
