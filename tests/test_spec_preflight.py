@@ -90,14 +90,22 @@ def test_non_mla_draft_on_an_mla_target_names_the_draft_attention_backend() -> N
     target = ModelFacts.from_facts(CASES["kimi-k26-gb300"]["target"])
     assert not spec_config_findings(args, None, target, mla_draft, ["NVIDIA GB300"])
     # on Hopper SGLang's default is not MLA-only
-    assert not spec_config_findings(args, None, target, ModelFacts(archs=("LlamaForCausalLMEagle3",)), ["NVIDIA H200"])
+    assert not spec_config_findings(
+        args, None, target, ModelFacts(archs=("LlamaForCausalLMEagle3",)), ["NVIDIA H200"]
+    )
 
 
 def test_expert_distribution_metrics_with_two_or_more_steps_is_refused() -> None:
     _, found = _case("expert-metrics-steps3")
     f = _only(found, "expert metrics")
-    assert f.status == "fail" and "--speculative-num-steps 3" in f.message and f.issue == "sgl-project/sglang#32105"
-    _, one = _case("expert-metrics-steps3", **{"--speculative-num-steps": 1, "--speculative-num-draft-tokens": 2})
+    assert (
+        f.status == "fail"
+        and "--speculative-num-steps 3" in f.message
+        and f.issue == "sgl-project/sglang#32105"
+    )
+    _, one = _case(
+        "expert-metrics-steps3", **{"--speculative-num-steps": 1, "--speculative-num-draft-tokens": 2}
+    )
     assert not one  # the thread's steps=1 fleet ran for days
     _, eager = _case("expert-metrics-steps3", **{"--disable-cuda-graph": True})
     assert not eager  # no draft capture, nothing recorded inside one
@@ -109,7 +117,9 @@ def test_adaptive_with_topk_other_than_one_says_sglangs_own_reason() -> None:
     assert f.status == "warn"
     reason = adaptive_fallback_reason(args, "0.5.17")
     # the server's own warning carries the same reason (adaptive_spec_params.py)
-    assert reason is not None and f"speculative_adaptive disabled: {reason}." in CASES["adaptive-topk4"]["crash"]
+    assert (
+        reason is not None and f"speculative_adaptive disabled: {reason}." in CASES["adaptive-topk4"]["crash"]
+    )
     assert adaptive_fallback_reason({**args, "--speculative-eagle-topk": 1}) is None
     del args["--speculative-eagle-topk"]
     assert adaptive_fallback_reason(args) is None  # unset topk becomes 1
@@ -134,10 +144,16 @@ def test_the_draft_must_be_an_eagle3_head_for_this_target() -> None:
     assert not spec_config_findings(args, "0.5.23", target, wide)
     other = ModelFacts(archs=("LlamaForCausalLMEagle3",), hidden=5120, vocab=128256)
     assert "5120" in _only(spec_config_findings(args, "0.5.23", target, other), "draft architecture").message
-    maps = ModelFacts(archs=("LlamaForCausalLMEagle3",), hidden=4096, draft_vocab=32000, d2t=16000, t2d=151936)
+    maps = ModelFacts(
+        archs=("LlamaForCausalLMEagle3",), hidden=4096, draft_vocab=32000, d2t=16000, t2d=151936
+    )
     msgs = [f.message for f in spec_config_findings(args, "0.5.23", target, maps)]
-    assert any("d2t mapping has 16000" in m for m in msgs) and any("t2d mapping has 151936" in m for m in msgs)
-    eagle3_as_eagle = spec_config_findings({**args, "--speculative-algorithm": "EAGLE"}, "0.5.23", target, wide)
+    assert any("d2t mapping has 16000" in m for m in msgs) and any(
+        "t2d mapping has 151936" in m for m in msgs
+    )
+    eagle3_as_eagle = spec_config_findings(
+        {**args, "--speculative-algorithm": "EAGLE"}, "0.5.23", target, wide
+    )
     assert [f.status for f in eagle3_as_eagle] == ["warn"]
 
 
@@ -158,7 +174,11 @@ def _host(tmp_path: Path, model: Path | None, draft: Path | None, ctx: int | Non
         "env": {},
     }
     res = subprocess.run(
-        [sys.executable, "-c", HOST_SCRIPT], input=json.dumps(spec), capture_output=True, text=True, timeout=30
+        [sys.executable, "-c", HOST_SCRIPT],
+        input=json.dumps(spec),
+        capture_output=True,
+        text=True,
+        timeout=30,
     )
     assert res.returncode == 0, res.stderr
     rows = json.loads(res.stdout)
@@ -183,7 +203,10 @@ def test_known_drafters_pass_the_preflight(tmp_path: Path) -> None:
     target, draft = _dir(tmp_path, "target", tcfg), _dir(tmp_path, "draft", dcfg)
     rows = _host(tmp_path, target, draft, 4096)
     assert rows["draft compatibility"][1] == "pass", rows["draft compatibility"]
-    checks = [Check(r[0], r[1], r[2], r[3] if len(r) > 3 else None, r[4] if len(r) > 4 else None) for r in rows.values()]
+    checks = [
+        Check(r[0], r[1], r[2], r[3] if len(r) > 3 else None, r[4] if len(r) > 4 else None)
+        for r in rows.values()
+    ]
     prof = load_profile(ROOT / "tools/real-sglang/tiny-eagle3.toml")
     [ok] = spec_checks(prof.args, prof.server_version, checks)
     assert ok.status == "pass" and "sglang 0.5.17" in ok.message, ok
@@ -200,15 +223,24 @@ def _safetensors(path: Path, tensors: dict[str, list[int]]) -> None:
 
 
 def test_host_reads_d2t_and_t2d_sizes_from_the_safetensors_header(tmp_path: Path) -> None:
-    target = _dir(tmp_path, "t", {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 5120, "vocab_size": 152064})
+    target = _dir(
+        tmp_path, "t", {"architectures": ["Qwen2ForCausalLM"], "hidden_size": 5120, "vocab_size": 152064}
+    )
     draft = _dir(
         tmp_path,
         "d",
-        {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 5120, "vocab_size": 152064, "draft_vocab_size": 32000},
+        {
+            "architectures": ["LlamaForCausalLMEagle3"],
+            "hidden_size": 5120,
+            "vocab_size": 152064,
+            "draft_vocab_size": 32000,
+        },
     )
     _safetensors(draft / "model.safetensors", {"d2t": [32000], "t2d": [152064], "fc.weight": [5120, 15360]})
     facts = _host(tmp_path, target, draft)["model configs"][4]["models"]
-    assert facts["draft"]["d2t"] == 32000 and facts["draft"]["t2d"] == 152064 and facts["target"]["mla"] is False
+    assert (
+        facts["draft"]["d2t"] == 32000 and facts["draft"]["t2d"] == 152064 and facts["target"]["mla"] is False
+    )
 
 
 def test_host_refuses_hostile_configs_without_hanging_or_crashing(tmp_path: Path) -> None:
@@ -226,7 +258,13 @@ def test_host_refuses_hostile_configs_without_hanging_or_crashing(tmp_path: Path
     odd = _dir(
         tmp_path,
         "odd",
-        {"architectures": 5, "hidden_size": "7168", "max_position_embeddings": "x", "text_config": 3, "vocab_size": True},
+        {
+            "architectures": 5,
+            "hidden_size": "7168",
+            "max_position_embeddings": "x",
+            "text_config": 3,
+            "vocab_size": True,
+        },
     )
     rows = _host(tmp_path, odd, deep, 8192)
     assert rows["draft model"][1] == "fail" and "nested too deeply" in rows["draft model"][2]

@@ -35,7 +35,8 @@ class SpecFinding:
     issue: str
 
     def text(self) -> str:
-        return f"{self.message} ({self.issue})"
+        """The issue first: a view that clips the line (the phase panel's failure box) still names it."""
+        return f"{self.issue}: {self.message}"
 
 
 #: The release that fixes each check; None: not fixed in any release read.
@@ -266,8 +267,7 @@ def spec_config_findings(
             _finding(
                 "adaptive",
                 "warn",
-                f"--speculative-adaptive falls back to fixed steps: {reason}; SGLang only logs a warning and "
-                "runs the fixed --speculative-num-steps",
+                f"--speculative-adaptive falls back to fixed steps with only a warning: {reason}",
             )
         )
     return [f for f in out if not _fixed(f.check, ver)]
@@ -289,21 +289,23 @@ def _draft_path(
     if arch in bundled:
         return []
     what = (
-        f"the target ({arch}) bundles no draft layers"
+        f"on {arch}, which bundles no draft"
         if arch
-        else "unless the target bundles its draft (DeepSeek-V3, GLM-4.5 MTP …)"
+        else "(fine only if the target bundles its draft, as DeepSeek-V3 does)"
     )
     return [
         _finding(
             "draft path",
             "fail" if arch else "warn",
-            f"--speculative-algorithm {algo} without --speculative-draft-model-path: {what}, so SGLang loads "
-            "the target again as the draft and crashes after loading the weights twice; pass the draft's path",
+            f"{algo} without --speculative-draft-model-path {what}: SGLang loads the target as its draft and "
+            "crashes after loading the weights twice",
         )
     ]
 
 
-def _multi_layer(a: dict[str, Any], ver: tuple[int, ...] | None, target: ModelFacts | None) -> list[SpecFinding]:
+def _multi_layer(
+    a: dict[str, Any], ver: tuple[int, ...] | None, target: ModelFacts | None
+) -> list[SpecFinding]:
     if not _on(a.get("--enable-multi-layer-eagle", False)):
         return []
     ok = MULTI_LAYER | (MULTI_LAYER_0523 if _newer(ver, (0, 5, 23)) else frozenset())
@@ -316,7 +318,7 @@ def _multi_layer(a: dict[str, Any], ver: tuple[int, ...] | None, target: ModelFa
             _finding(
                 "multi-layer eagle",
                 "warn",
-                f"--enable-multi-layer-eagle needs a target with bundled MTP layers ({names}); the target's "
+                f"--enable-multi-layer-eagle needs a target with bundled MTP layers ({names}); this one's "
                 "architecture is unknown here",
             )
         ]
@@ -324,29 +326,28 @@ def _multi_layer(a: dict[str, Any], ver: tuple[int, ...] | None, target: ModelFa
         _finding(
             "multi-layer eagle",
             "fail",
-            f"--enable-multi-layer-eagle on {arch}: it has no bundled MTP layers (only {names} have), and "
-            "the multi-layer EAGLE worker crashes at start-up; drop the flag",
+            f"--enable-multi-layer-eagle on {arch}, which has no bundled MTP layers: the multi-layer EAGLE "
+            f"worker crashes at start-up (only {names} have them); drop the flag",
         )
     ]
 
 
 def _expert_metrics(a: dict[str, Any], ver: tuple[int, ...] | None) -> list[SpecFinding]:
-    if not _on(a.get("--enable-expert-distribution-metrics", False)) or _on(a.get("--disable-cuda-graph", False)):
+    if not _on(a.get("--enable-expert-distribution-metrics", False)) or _on(
+        a.get("--disable-cuda-graph", False)
+    ):
         return []
     steps = _int(a.get("--speculative-num-steps")) if "--speculative-num-steps" in a else None
     if steps is not None and steps < 2:
         return []
-    why = (
-        "the expert-distribution recorder syncs the GPU inside the draft's CUDA-graph capture and the "
-        "server crash-loops at start-up"
-    )
+    why = "the recorder syncs the GPU inside the draft's CUDA-graph capture: a crash loop at start-up"
     if steps is None:
         return [
             _finding(
                 "expert metrics",
                 "warn",
-                f"--enable-expert-distribution-metrics with the steps SGLang picks (2 or more for most "
-                f"models): {why}; set --speculative-num-steps 1 or drop the metrics",
+                f"--enable-expert-distribution-metrics with the steps SGLang picks (2+ for most models): "
+                f"{why}; set --speculative-num-steps 1 or drop the metrics",
             )
         ]
     return [
@@ -421,18 +422,24 @@ def _draft_attention(
     draft: ModelFacts | None,
     gpus: Sequence[str],
 ) -> list[SpecFinding]:
-    if target is None or draft is None or not target.mla or draft.mla or a.get("--speculative-draft-attention-backend"):
+    if (
+        target is None
+        or draft is None
+        or not target.mla
+        or draft.mla
+        or a.get("--speculative-draft-attention-backend")
+    ):
         return []
     named = [str(a[f]) for f in ATTENTION_FLAGS if a.get(f)]
     mla_only = sorted({b for b in named if b in MLA_ONLY_BACKENDS})
-    fix = "pass --speculative-draft-attention-backend (fa3 on Hopper, trtllm_mha or flashinfer on Blackwell)"
+    fix = "set --speculative-draft-attention-backend (trtllm_mha or flashinfer on Blackwell, fa3 on Hopper)"
     if mla_only:
         return [
             _finding(
                 "draft attention",
                 "fail",
-                f"the draft ({draft.archs[0] if draft.archs else 'non-MLA'}) has no MLA but inherits the "
-                f"target's MLA-only attention backend {', '.join(mla_only)} and fails to start; {fix}",
+                f"the non-MLA draft inherits the MLA target's {', '.join(mla_only)} attention and fails to "
+                f"start; {fix}",
             )
         ]
     blackwell = [g for g in gpus if any(n in g.upper() for n in SM100_NAMES)]
@@ -441,8 +448,8 @@ def _draft_attention(
             _finding(
                 "draft attention",
                 "warn",
-                f"on {blackwell[0]} SGLang picks trtllm_mla for an MLA target and the non-MLA draft inherits "
-                f"it, which fails to start; {fix}",
+                f"on {blackwell[0]} the MLA target gets trtllm_mla and the non-MLA draft inherits it and fails "
+                f"to start; {fix}",
             )
         ]
     return []
