@@ -139,11 +139,8 @@ def test_the_draft_must_be_an_eagle3_head_for_this_target() -> None:
     args = {"--speculative-algorithm": "EAGLE3", "--speculative-draft-model-path": "/d"}
     eagle1 = ModelFacts(archs=("LlamaForCausalLMEagle",), hidden=4096, vocab=128256)
     assert [f.status for f in spec_config_findings(args, "0.5.23", target, eagle1)] == ["fail"]
-    # target_hidden_size is what an EAGLE-3 head reads from the target (llama_eagle3.py hidden_size_in)
     wide = ModelFacts(archs=("LlamaForCausalLMEagle3",), hidden=2048, target_hidden=4096, vocab=128256)
-    assert not spec_config_findings(args, "0.5.23", target, wide)
-    other = ModelFacts(archs=("LlamaForCausalLMEagle3",), hidden=5120, vocab=128256)
-    assert "5120" in _only(spec_config_findings(args, "0.5.23", target, other), "draft architecture").message
+    assert not spec_config_findings(args, "0.5.23", target, wide)  # widths: the host's draft compatibility
     maps = ModelFacts(
         archs=("LlamaForCausalLMEagle3",), hidden=4096, draft_vocab=32000, d2t=16000, t2d=151936
     )
@@ -237,10 +234,18 @@ def test_host_reads_d2t_and_t2d_sizes_from_the_safetensors_header(tmp_path: Path
         },
     )
     _safetensors(draft / "model.safetensors", {"d2t": [32000], "t2d": [152064], "fc.weight": [5120, 15360]})
-    facts = _host(tmp_path, target, draft)["model configs"][4]["models"]
+    rows = _host(tmp_path, target, draft)
+    facts = rows["model configs"][4]["models"]
     assert (
         facts["draft"]["d2t"] == 32000 and facts["draft"]["t2d"] == 152064 and facts["target"]["mla"] is False
     )
+    assert rows["draft compatibility"][1] == "pass"
+    # an EAGLE-3 head narrower than its target reads the target's width (llama_eagle3.py hidden_size_in)
+    narrow = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 2048, "target_hidden_size": 5120}
+    assert _host(tmp_path, target, _dir(tmp_path, "n", narrow))["draft compatibility"][1] == "pass"
+    other = {"architectures": ["LlamaForCausalLMEagle3"], "hidden_size": 4096, "vocab_size": 152064}
+    compat = _host(tmp_path, target, _dir(tmp_path, "o", other))["draft compatibility"]
+    assert compat[1] == "fail" and "hidden_size 5120 (target) vs 4096 (draft)" in compat[2]
 
 
 def test_host_refuses_hostile_configs_without_hanging_or_crashing(tmp_path: Path) -> None:

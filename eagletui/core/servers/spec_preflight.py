@@ -383,16 +383,8 @@ def _draft_architecture(algo: str, draft: ModelFacts | None, target: ModelFacts 
                 "three hidden states are not captured and the draft accepts about nothing; use EAGLE3",
             )
         )
-    width = draft.target_hidden or draft.hidden
-    if target is not None and target.hidden and width and width != target.hidden:
-        out.append(
-            _finding(
-                "draft architecture",
-                "fail",
-                f"the draft reads hidden states {width} wide, the target's are {target.hidden}: it was "
-                "trained for another target",
-            )
-        )
+    # the hidden size it reads (target_hidden_size, else its own) and the vocabularies against the
+    # target's are the host check's "draft compatibility" line (preflight_scripts.HOST_SCRIPT)
     dv = draft.draft_vocab
     if draft.d2t is not None and dv is not None and draft.d2t != dv:
         out.append(
