@@ -1,4 +1,6 @@
-"""Throughput of ``eagletui parse --json`` versus SGLang's own polars log parser, on one synthetic log.
+"""Throughput of ``eagletui parse --json`` versus SGLang's own polars log parser, on one synthetic log, and
+of ``parse --format vllm`` on a vLLM serving log of as many lines (its row, and its ratio to the SGLang path
+in the same run: ``vllm_ratio``).
 
 Usage::
 
@@ -143,14 +145,80 @@ def generate(path: Path, n_lines: int, seed: int = 7, uvicorn_ts: bool = False) 
     return decodes
 
 
+#: The startup of a real vLLM 0.25.1 MTP server (DGX Spark, tests/fixtures/vllm): the vLLM log's head.
+VLLM_HEAD = ROOT / "tests/fixtures/vllm/ready-0251-mtp-qwen38-dgxspark.log"
+
+
+def generate_vllm(path: Path, n_lines: int, seed: int = 7) -> int:
+    """A vLLM 0.25 serving log: a real startup, then each stats interval (vLLM logs its stats every 10 s)
+    as uvicorn's access lines of the requests it finished and the engine's stats line with its
+    ``SpecDecoding metrics`` line. A request is 128-512 output tokens, so an interval at G tokens/s
+    finishes about 10·G/320 requests: access lines are most of the log, as on a busy server. Returns the
+    number of stats lines.
+
+    One piece: it writes one log top to bottom in the order the server writes it."""
+    rnd = random.Random(seed)
+    head = []
+    for line in VLLM_HEAD.read_text(encoding="utf-8").splitlines():
+        head.append(line)
+        if "Application startup complete" in line:
+            break
+    t = 10 * 3600 + 30 * 60
+    stats = 0
+    pid = "(APIServer pid=554845) "
+
+    def stamp() -> str:
+        return f"08-21 {t // 3600 % 24:02d}:{t % 3600 // 60:02d}:{t % 60:02d}"
+
+    with path.open("w", encoding="utf-8") as f:
+        f.write("\n".join(head) + "\n")
+        n = len(head)
+        buf: list[str] = []
+        while n < n_lines:
+            t += 10
+            gen = rnd.uniform(50, 1500)
+            for _ in range(round(10 * gen / rnd.uniform(128, 512))):
+                buf.append(
+                    f'{pid}INFO:     127.0.0.1:{rnd.randint(30000, 60000)} - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+                )
+            buf.append(
+                f"{pid}INFO {stamp()} [loggers.py:273] Engine 000: Avg prompt throughput: "
+                f"{rnd.uniform(0, 9000):.1f} tokens/s, Avg generation throughput: {gen:.1f} tokens/s, "
+                f"Running: {rnd.randint(1, 32)} reqs, Waiting: {rnd.randint(0, 9)} reqs, "
+                f"GPU KV cache usage: {rnd.uniform(0, 90):.1f}%, Prefix cache hit rate: {rnd.uniform(0, 60):.1f}%"
+            )
+            acc = rnd.uniform(1.5, 3.6)
+            drafted = rnd.randint(300, 9000)
+            accepted = int(drafted * (acc - 1) / 3)
+            rates = ", ".join(f"{rnd.uniform(0.2, 0.9):.3f}" for _ in range(3))
+            buf.append(
+                f"{pid}INFO {stamp()} [metrics.py:101] SpecDecoding metrics: Mean acceptance length: {acc:.2f}, "
+                f"Accepted throughput: {accepted / 10:.2f} tokens/s, Drafted throughput: {drafted / 10:.2f} tokens/s, "
+                f"Accepted: {accepted} tokens, Drafted: {drafted} tokens, Per-position acceptance rate: {rates}, "
+                f"Avg Draft acceptance rate: {100 * accepted / drafted:.1f}%"
+            )
+            stats += 1
+            if len(buf) >= 10000 or n + len(buf) >= n_lines:
+                n += len(buf)
+                f.write("\n".join(buf) + "\n")
+                buf.clear()
+        if buf:
+            f.write("\n".join(buf) + "\n")
+    return stats
+
+
 def _peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0
 
 
-def run_ours(path: str, rows_out: str) -> dict:
-    """``eagletui parse``'s own code path (:func:`eagletui.commands.parse.parse_stream`)."""
+def run_ours(path: str, rows_out: str, fmt_name: str | None = None) -> dict:
+    """``eagletui parse``'s own code path (:func:`eagletui.commands.parse.parse_stream`), in the default
+    format or ``fmt_name``'s (``parse --format vllm``)."""
     sys.path.insert(0, str(ROOT))
     from eagletui.commands.parse import parse_stream
+    from eagletui.core.logs.registry import get_format
+
+    fmt = get_format(fmt_name) if fmt_name else None
 
     base = _peak_rss_mb()
     gens: list[float] = []
@@ -164,7 +232,7 @@ def run_ours(path: str, rows_out: str) -> dict:
 
     t0, c0 = time.perf_counter(), time.process_time()
     with open(path, "rb") as fh:
-        result = parse_stream(fh, sink)
+        result = parse_stream(fh, sink, fmt=fmt)
     dt, cpu = time.perf_counter() - t0, time.process_time() - c0
     Path(rows_out).write_text(json.dumps(gens))
     return {
@@ -216,7 +284,10 @@ def main() -> int:
         ns.lines = min(ns.lines, 20_000)
     if ns._child:
         which, path, rows = ns._child
-        res = run_ours(path, rows) if which == "ours" else run_sglang(path, ns.sglang_parser, rows)
+        if which == "sglang":
+            res = run_sglang(path, ns.sglang_parser, rows)
+        else:
+            res = run_ours(path, rows, "vllm" if which == "vllm" else None)
         print(json.dumps(res))
         return 0
 
@@ -228,9 +299,9 @@ def main() -> int:
         n_lines = sum(buf.count(b"\n") for buf in iter(lambda: fh.read(1 << 20), b""))
     print(f"log: {log} ({n_lines} lines, {file_mb:.1f} MB, {decodes} Decode lines)")
 
-    def child(which: str) -> dict:
+    def child(which: str, path: Path = log) -> dict:
         rows = tmp / f"{which}.rows.json"
-        cmd = [sys.executable, __file__, "--_child", which, str(log), str(rows)]
+        cmd = [sys.executable, __file__, "--_child", which, str(path), str(rows)]
         if ns.sglang_parser:
             cmd[2:2] = ["--sglang-parser", ns.sglang_parser]
         out = subprocess.run(cmd, capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
@@ -258,6 +329,31 @@ def main() -> int:
         "rows_identical": None,
         "sglang_seconds": None,
     }
+    # the vLLM row: `parse --format vllm` on a vLLM serving log of as many lines, in the same run
+    vlog = tmp / "bench-vllm.log"
+    vstats = generate_vllm(vlog, ns.lines)
+    with vlog.open("rb") as fh:
+        v_lines = sum(buf.count(b"\n") for buf in iter(lambda: fh.read(1 << 20), b""))
+    vl = child("vllm", vlog)
+    vlps = v_lines / vl["seconds"]
+    # per CPU-second: comparable between the two rows on a busy shared machine, unlike wall time
+    v_cpu = v_lines / max(vl["cpu_seconds"], 1e-9)
+    s_cpu = n_lines / max(ours["cpu_seconds"], 1e-9)
+    print(
+        f"eagletui --format vllm: {vl['seconds']:.2f} s, {vlps:,.0f} lines/s, {v_cpu:,.0f} lines per CPU-second "
+        f"({v_lines} lines, {vstats} stats lines), peak RSS {vl['peak_rss_mb']:.0f} MB, state={vl['state']}, "
+        f"decode={vl['decode_count']}; {v_cpu / s_cpu:.2f}x the SGLang path's lines per CPU-second"
+    )
+    report.update(
+        vllm_lines=v_lines,
+        vllm_lines_per_s=round(vlps),
+        vllm_lines_per_cpu_s=round(v_cpu),
+        vllm_seconds=round(vl["seconds"], 3),
+        vllm_peak_rss_mb=round(vl["peak_rss_mb"], 1),
+        vllm_decode=vl["decode_count"],
+        vllm_ratio=round(v_cpu / s_cpu, 2),
+    )
+    vlog.unlink()
     parser = ns.sglang_parser
     if not parser or not Path(parser).is_file():
         print(

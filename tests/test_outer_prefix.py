@@ -21,7 +21,7 @@ import pytest
 from eagletui.commands.parse import parse_stream
 from eagletui.core.logs.formats.sglang import SGLANG
 from eagletui.core.logs.formats.vllm import VLLM
-from eagletui.core.logs.outer_prefix import OuterPrefix, learn, tokens
+from eagletui.core.logs.outer_prefix import LEARN_LINES, OuterPrefix, learn, tokens
 from eagletui.core.logs.seam import LogFormat
 from eagletui.core.phases.interpreter import LogInterpreter
 from eagletui.core.state.summary import Summarizer
@@ -183,3 +183,42 @@ def test_the_servers_own_record_behind_a_copy_of_its_start_is_found() -> None:
     s = _parse(text, SGLANG)
     assert [p["name"] for p in s["phases"]][-1] == "load_target"
     assert s["phases"][-1]["start"] == "2025-07-02 07:41:50"
+
+
+def _lines(text: str, fmt: LogFormat, per_feed: int | None) -> tuple[list[tuple[str, str, int]], LogInterpreter]:
+    it = LogInterpreter(launch=1, fmt=fmt)
+    events: list[Any] = []
+    if per_feed is None:
+        events += it.feed(text)
+    else:
+        lines = text.split("\n")
+        for i in range(0, len(lines), per_feed):
+            events += it.feed("\n".join(lines[i : i + per_feed]) + ("\n" if i + per_feed < len(lines) else ""))
+    events += it.flush()
+    return [(e.text, e.kind, e.prefix_end) for e in events if e.type == "log"], it
+
+
+@pytest.mark.parametrize(
+    "path,fmt,wrapper",
+    [
+        (FIX / "real" / "exception-ray-sglangengine-prefix-lora-moe.log", SGLANG, "compose"),
+        (FIX / "real-0.5.17" / "eagle3-cudagraph-serve-profile-sigterm.log", SGLANG, "journald"),
+        (FIX / "vllm" / "ready-0251-mtp-qwen38-dgxspark.log", VLLM, "compose"),
+    ],
+    ids=["sglang-compose", "sglang-journald", "vllm-compose"],
+)
+def test_a_live_tail_one_line_at_a_time_decides_the_prefix_again(path: Path, fmt: LogFormat, wrapper: str) -> None:
+    """A live tail decides at the end of each read (it shows what came rather than hold it); a wrapped log
+    arriving one line at a time decided from its first line alone that nothing wraps it. Now the next
+    lines go on voting and the prefix is decided again with LEARN_LINES of them: the same prefix as the
+    whole file gives, every line after the first few shown alike, and the same state."""
+    text = _wrap(path.read_text(encoding="utf-8", errors="replace"), WRAPPERS[wrapper], 3)
+    whole, a = _lines(text, fmt, None)
+    live, b = _lines(text, fmt, 1)
+    assert a._outer.pattern is not None
+    assert b._outer.pattern is not None and b._outer.pattern.pattern == a._outer.pattern.pattern
+    assert len(whole) == len(live)
+    differ = [i for i, (x, y) in enumerate(zip(whole, live, strict=True)) if x != y]
+    assert not differ or max(differ) < 2 * LEARN_LINES, differ
+    for key in ("status", "phase"):
+        assert getattr(a.state, key) == getattr(b.state, key), key

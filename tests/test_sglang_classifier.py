@@ -325,9 +325,11 @@ def test_live_fast_path_gives_the_same_events() -> None:
     """``feed`` folds serving lines directly while they cannot change the phase: same events and state.
 
     A log behind a wrapper (``sglang-server-1  | [...] ...``) is the one exception at a line a feed: a
-    live tail learns the wrapper's prefix from the lines each feed brought (it shows them at once rather
-    than hold them for more lines to vote), so a wrapped log arriving one line at a time is learned from
-    its first line. Those are compared at feeds that carry whole screens of lines."""
+    live tail decides the wrapper's prefix from the lines each feed brought (it shows them at once rather
+    than hold them for more lines to vote) and again once enough lines have voted, so a wrapped log
+    arriving one line at a time shows its first few lines uncut
+    (tests/test_outer_prefix.py::test_a_live_tail_one_line_at_a_time_decides_the_prefix_again). Those are
+    compared at feeds that carry whole screens of lines."""
     sources = [p.read_bytes() for p in sorted(_LOGS.glob("*.log"))]
     assert len(sources) > 10
     head = (_LOGS / "ok_0516_tp8.log").read_bytes()

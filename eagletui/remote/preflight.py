@@ -20,6 +20,8 @@ from typing import Any, Literal
 from eagletui.core.profile.model import Profile
 from eagletui.core.servers.flag_rule import FlagTable, check_server_flags, check_values
 from eagletui.core.servers.flagtables import table_for
+from eagletui.core.servers.spec import speculates
+from eagletui.core.servers.spec_preflight import ISSUES, ModelFacts, spec_config_findings
 from eagletui.remote.gpu import APPS_QUERY, QUERY, missing_nvidia_smi, parse_query
 from eagletui.remote.preflight_scripts import DISK_SCRIPT, HOST_SCRIPT
 from eagletui.remote.transport import Transport, TransportError
@@ -297,7 +299,7 @@ async def _gpu_check(transport: Transport, profile: Profile, ours: OwnServer | N
         checks.append(Check("gpus", "fail", f"--tp {tp} needs {tp} GPUs, the host has {len(gpus)}"))
     else:
         names = sorted({g["name"] for g in gpus})
-        checks.append(Check("gpus", "pass", f"{len(gpus)} × {', '.join(names)}"))
+        checks.append(Check("gpus", "pass", f"{len(gpus)} × {', '.join(names)}", None, {"gpus": names}))
     holders = _memory_holders(apps.stdout if apps.exit_status == 0 else "")
     mine = [h for h in holders if ours is not None and h[0] in ours.pids]
     others = [h for h in holders if h not in mine]
@@ -449,4 +451,30 @@ async def run_preflight_with_flags(
     out = flag_checks(flags, table, version, values)
     if why_not and table is not None and table is not learned:
         out = [Check(c.name, c.status, f"{c.message} ({why_not})") if c.status == "pass" else c for c in out]
+    if profile.kind.flag_module == "sglang":
+        out += spec_checks(profile.args, version, checks)
     return [*checks, *out], learned
+
+
+def spec_checks(args: dict[str, Any], version: str | None, checks: list[Check]) -> list[Check]:
+    """The speculative-config findings (:func:`~eagletui.core.servers.spec_preflight.spec_config_findings`)
+    for these flags on the host's version, from what the host checks read of the models and GPUs: one
+    ``spec config`` line each, naming its public issue."""
+    facts = host_facts(checks).get("models")
+    models = facts if isinstance(facts, dict) else {}
+    gpus: list[str] = []
+    for c in checks:
+        if c.name == "gpus" and c.data and isinstance(c.data.get("gpus"), list):
+            gpus = [str(g) for g in c.data["gpus"]]
+    found = spec_config_findings(
+        args,
+        version,
+        ModelFacts.from_facts(models.get("target")),
+        ModelFacts.from_facts(models.get("draft")),
+        gpus,
+    )
+    if not found and speculates(args):
+        said = ", ".join(sorted(set(ISSUES.values())))
+        where = f"sglang {version}" if version else "this sglang (version unknown)"
+        return [Check("spec config", "pass", f"none of the known speculative start-up failures of {where} ({said})")]
+    return [Check("spec config", f.status, f.text()) for f in found]

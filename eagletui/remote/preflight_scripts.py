@@ -122,52 +122,110 @@ def cfg_of(label, p):
         return None
     cj = os.path.join(path, "config.json")
     try:
-        cfg = json.load(open(cj))
+        cfg = read_json(cj, MAX_CONFIG)
+        if not isinstance(cfg, dict):
+            raise ValueError("not a JSON object")
     except (OSError, ValueError) as e:
         add(label, "fail", "%s has no readable config.json (%s)" % (p, e))
         return None
-    add(label, "pass", "%s (%s)" % (p, ",".join(cfg.get("architectures") or []) or cfg.get("model_type", "?")))
+    add(label, "pass", "%s (%s)" % (p, ",".join(archs_of(cfg)) or str(cfg.get("model_type", "?"))[:80]))
     return cfg
+# A config.json is a few kB (Kimi-K2.5's is 6 kB); anything that is not a regular file of a few MB
+# (a FIFO would block the read, /dev/zero never ends, a 10 GB file fills the memory) is refused unread.
+MAX_CONFIG = 4 << 20
+def read_json(path, limit):
+    import stat
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise ValueError("not a regular file")
+    if st.st_size > limit:
+        raise ValueError("%d bytes, more than the %d a config may have" % (st.st_size, limit))
+    with open(path, "rb") as f:
+        data = f.read(limit + 1)
+    if len(data) > limit:
+        raise ValueError("more than %d bytes" % limit)
+    try:
+        return json.loads(data.decode("utf-8", "replace"))
+    except RecursionError:
+        raise ValueError("nested too deeply")
+def archs_of(c):
+    a = c.get("architectures")
+    return [str(x)[:120] for x in a[:8]] if isinstance(a, list) else []
+def num_of(t, k):
+    v = t.get(k)
+    return v if isinstance(v, int) and not isinstance(v, bool) and 0 < v < 1 << 40 else None
+# d2t / t2d of an EAGLE-3 draft: their shapes from the safetensors header (8-byte length, then JSON),
+# read without loading a tensor; at most 16 files and a 16 MiB header each.
+def vocab_maps(d):
+    import glob, struct
+    out = {}
+    for fn in sorted(glob.glob(os.path.join(d, "*.safetensors")))[:16]:
+        try:
+            if not os.path.isfile(fn):
+                continue
+            with open(fn, "rb") as f:
+                n = struct.unpack("<Q", f.read(8))[0]
+                if n > 16 << 20:
+                    continue
+                head = json.loads(f.read(n).decode("utf-8", "replace"))
+        except (OSError, ValueError, struct.error, RecursionError):
+            continue
+        if not isinstance(head, dict):
+            continue
+        for name, meta in head.items():
+            key = name.rsplit(".", 1)[-1]
+            shape = meta.get("shape") if isinstance(meta, dict) else None
+            if key in ("d2t", "t2d") and isinstance(shape, list) and len(shape) == 1 and isinstance(shape[0], int):
+                out[key] = shape[0]
+    return out
 tcfg = cfg_of("model", spec.get("model"))
 dcfg = cfg_of("draft model", spec.get("draft"))
 def text_cfg(c):
-    return c.get("text_config") or c.get("language_config") or c
-ctx = spec.get("context_length")
+    t = c.get("text_config") or c.get("language_config") or c
+    return t if isinstance(t, dict) else c
+try:
+    ctx = int(spec.get("context_length") or 0) or None
+except (TypeError, ValueError):
+    ctx = None
 if tcfg:
-    t = text_cfg(tcfg)
-    mpe = t.get("max_position_embeddings")
-    if ctx and mpe and int(ctx) > int(mpe):
+    mpe = num_of(text_cfg(tcfg), "max_position_embeddings")
+    if ctx and mpe and ctx > mpe:
         add("context length", "warn", "--context-length %s exceeds the model's max_position_embeddings %s" % (ctx, mpe))
 if tcfg and dcfg:
     t, d = text_cfg(tcfg), text_cfg(dcfg)
     problems = []
-    if t.get("hidden_size") and d.get("hidden_size") and t["hidden_size"] != d["hidden_size"]:
-        problems.append("hidden_size %s (target) vs %s (draft)" % (t["hidden_size"], d["hidden_size"]))
-    tv, dv = t.get("vocab_size"), d.get("vocab_size")
-    dd = d.get("draft_vocab_size")
+    th = num_of(t, "hidden_size")
+    dh = num_of(d, "target_hidden_size") or num_of(d, "hidden_size")  # what the draft reads of the target
+    if th and dh and th != dh:
+        problems.append("hidden_size %s (target) vs %s (draft)" % (th, dh))
+    tv, dv = num_of(t, "vocab_size"), num_of(d, "vocab_size")
+    dd = num_of(d, "draft_vocab_size")
     if tv and dv and tv != dv:
         problems.append("vocab_size %s (target) vs %s (draft)" % (tv, dv))
     if tv and dd and dd > tv:
         problems.append("draft_vocab_size %s > target vocab_size %s" % (dd, tv))
-    dm = d.get("max_position_embeddings")
-    if ctx and dm and int(ctx) > int(dm):
+    dm = num_of(d, "max_position_embeddings")
+    if ctx and dm and ctx > dm:
         problems.append("--context-length %s > draft max_position_embeddings %s" % (ctx, dm))
     if problems:
         add("draft compatibility", "fail", "; ".join(problems))
     else:
         add("draft compatibility", "pass", "hidden size %s, vocab %s%s" % (
-            t.get("hidden_size"), tv, (", draft vocab %s" % dd) if dd else ""))
-def cfg_facts(c):
+            th, tv, (", draft vocab %s" % dd) if dd else ""))
+def cfg_facts(c, maps_from=None):
     if not c:
         return None
     t = text_cfg(c)
-    def num(k):
-        v = t.get(k)
-        return v if isinstance(v, int) and not isinstance(v, bool) else None
-    return {"arch": ",".join(c.get("architectures") or []) or None, "hidden": num("hidden_size"),
-            "vocab": num("vocab_size"), "draft_vocab": num("draft_vocab_size"),
-            "max_position": num("max_position_embeddings")}
-models = {"target": cfg_facts(tcfg), "draft": cfg_facts(dcfg)}
+    out = {"arch": ",".join(archs_of(c)) or None, "hidden": num_of(t, "hidden_size"),
+           "vocab": num_of(t, "vocab_size"), "draft_vocab": num_of(t, "draft_vocab_size"),
+           "max_position": num_of(t, "max_position_embeddings"),
+           "target_hidden": num_of(t, "target_hidden_size"),
+           "mla": t.get("kv_lora_rank") is not None and not isinstance(t.get("kv_lora_rank"), (dict, list))}
+    if maps_from:
+        out.update(vocab_maps(maps_from))
+    return out
+dpath = os.path.expanduser(spec.get("draft") or "")
+models = {"target": cfg_facts(tcfg), "draft": cfg_facts(dcfg, dpath if dcfg and os.path.isdir(dpath) else None)}
 if tcfg or dcfg:
     add("model configs", "pass", "config.json of the %s" % " and the ".join(k for k in ("target", "draft") if models[k]), None, {"models": models})
 NET_FS = ("nfs", "nfs4", "lustre", "cifs", "smb3", "gpfs", "beegfs", "ceph", "glusterfs", "9p", "fuse")

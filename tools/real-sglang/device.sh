@@ -98,6 +98,13 @@ PP=$W/predict.toml; { cat $P; printf '\n[sweep]\nrepeats = 1\n[[sweep.variants]]
 PB=$W/baddraft.toml; sed 's#^speculative-draft-model-path = .*#speculative-draft-model-path = "/tmp/sgw/tiny/no-such-draft"#; s/^ready_timeout_s = 240/ready_timeout_s = 120/' $P > $PB
 # the simulator takes any draft path: there the failed launch is an injected OOM while loading
 [ -n "$DRYRUN" ] && sed -i 's/^\[server.env\]/[server.env]\nEAGLETUI_SIM_FAIL = "oom-load"/' $PB
+# the tiny target without its draft path: SGLang would load the target as the draft and crash after the
+# weights (sgl-project/sglang#36528); the preflight must refuse it. The dry run points it at a local
+# config.json of the same Llama (make_tiny.configs()) so the simulator's profile is refused alike
+PN=$W/nodraft.toml; sed '/^speculative-draft-model-path = /d' $P > $PN
+if [ -n "$DRYRUN" ]; then mkdir -p $W/llama && python3 -c "import json,sys; sys.path.insert(0, '$R/tools/real-sglang'); \
+  import make_tiny; json.dump(make_tiny.configs()[0], open('$W/llama/config.json', 'w'))" && \
+  sed -i "s#^model-path = .*#model-path = \"$W/llama\"#" $PN; fi
 PO=$W/other.toml; sed "s/^name = .*/name = \"other-port\"/; s/^port = .*/port = $(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')/" $P > $PO
 E(){ python3 -m eagletui "$@"; }
 # step NAME TIMEOUT CMD... : run, keep stdout/stderr, record rc and seconds, then list leftovers
@@ -122,6 +129,7 @@ git -C $R log -1 --format='%H %s' > $OUTD/commit.txt 2>/dev/null || echo "no git
 
 if [ "$PART" = 1 ]; then
   step a-preflight-fresh 150 python3 -m eagletui preflight local --profile $P --json
+  step a2-preflight-nodraft 150 python3 -m eagletui preflight local --profile $PN --json
   step b-bench-launch 330 python3 -m eagletui bench local --profile $P --launch --json
   step c-preflight-after-stop 150 python3 -m eagletui preflight local --profile $P --json
   # issue 32: c=16 too (the eager point when the launch captures fewer sizes: named, never the headline),

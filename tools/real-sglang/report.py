@@ -189,6 +189,21 @@ if PART in ("1", "final"):
         by.get("server module"),
     )
     figures["preflight_fresh_s"] = steps.get("a-preflight-fresh", {}).get("seconds")
+    spec = [c for c in a if c.get("name") == "spec config"] if isinstance(a, list) else []
+    check(
+        "preflight: the tiny EAGLE-3 pair passes the spec-config checks (issue 34 item 3)",
+        [c.get("status") for c in spec] == ["pass"],
+        spec,
+    )
+    if "a2-preflight-nodraft" in steps:
+        n = doc("a2-preflight-nodraft") or []
+        refused = [c for c in n if c.get("name") == "spec config"] if isinstance(n, list) else []
+        check(
+            "preflight refuses EAGLE3 without a draft path on the Llama target, naming sgl-project/sglang#36528",
+            rc("a2-preflight-nodraft") != 0
+            and any(c.get("status") == "fail" and "#36528" in c.get("message", "") for c in refused),
+            refused or n,
+        )
     b = doc("b-bench-launch")
     check(
         "bench --launch exits 0 (1: only the random-weight drafter's accept ≈ 1 is invalid)",

@@ -148,7 +148,7 @@ class LaunchObs:
 
 
 #: Events no diagnosis reads (the log lines themselves: their facts arrive as notes).
-_IGNORED = frozenset({"log", "bench_sample", "gpu_stats", "notice", "connection", "prefill_stats"})
+_IGNORED = frozenset({"log", "bench_sample", "gpu_stats", "notice", "connection", "prefill_stats", "spec_rows"})
 
 
 class Diagnoser:

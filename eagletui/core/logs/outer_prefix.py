@@ -162,7 +162,7 @@ class OuterPrefix:
     and nothing held); ``nested`` as in the module docstring.
     """
 
-    __slots__ = ("record_start", "nested", "pattern", "bare", "learning", "held", "heads", "voters")
+    __slots__ = ("record_start", "nested", "pattern", "bare", "learning", "held", "heads", "voters", "provisional")
 
     def __init__(self, record_start: Any = None, nested: bool = False) -> None:
         self.record_start = record_start
@@ -173,6 +173,9 @@ class OuterPrefix:
         self.held: list[tuple[str, bool]] = []
         self.heads: list[list[Token]] = []
         self.voters = 0
+        #: decided early by a live tail (fewer than LEARN_LINES voting lines): the next lines still vote,
+        #: and the decision is made again when they are enough (:meth:`observe`)
+        self.provisional = False
 
     def cut(self, seg: str) -> int:
         """How many leading characters of ``seg`` are the learned wrapper's (0 when none)."""
@@ -205,15 +208,38 @@ class OuterPrefix:
             return self.decide()
         return []
 
-    def decide(self) -> list[tuple[str, bool]]:
-        """End the learning (at the latest at the end of input) and hand back the held segments."""
+    def decide(self, provisional: bool = False) -> list[tuple[str, bool]]:
+        """End the learning (at the latest at the end of input) and hand back the held segments.
+
+        ``provisional``: a live tail decides at the end of each read rather than hold what it shows;
+        with fewer than :data:`LEARN_LINES` voting lines the later lines go on voting (:meth:`observe`)
+        and the prefix is decided again from all of them, as the whole file would decide it."""
         if self.learning:
             self.learning = False
-            self.pattern = learn(self.heads, self.voters) if self.voters else None
-            self.bare = learn_bare(self.heads, self.voters) if self.pattern is not None else None
-            self.heads = []
+            self._learn()
+            self.provisional = provisional and self.voters < LEARN_LINES
+            if not self.provisional:
+                self.heads = []
         held, self.held = self.held, []
         return held
+
+    def _learn(self) -> None:
+        self.pattern = learn(self.heads, self.voters) if self.voters else None
+        self.bare = learn_bare(self.heads, self.voters) if self.pattern is not None else None
+
+    def observe(self, seg: str, after_cr: bool) -> None:
+        """A segment read after a provisional decision: it votes; with :data:`LEARN_LINES` voting lines
+        the prefix is decided again (for the lines that follow: those shown stay as they were)."""
+        head = self._head(seg) if not after_cr else None
+        if head is None:
+            return
+        self.voters += 1
+        if head:
+            self.heads.append(tokens(head))
+        if self.voters >= LEARN_LINES:
+            self._learn()
+            self.provisional = False
+            self.heads = []
 
     def nothing_to_learn(self) -> bool:
         """No line read so far could carry a wrapper's prefix (none has a plausible shape in front of

@@ -233,8 +233,36 @@ class FastPath:
     #: flag); the bulk path reads the running batch size of those lines only
     eager_marker: str = ""
 
+    #: the format reads its serving lines with :meth:`serving_record` (whose answer needs its reader)
+    reads_serving: bool = False
+    #: where a ``scan_re`` match (``findall`` tuple) holds the accept length, the gen throughput and
+    #: the other line; the message is always first
+    scan_ix: tuple[int, int, int] = (1, 2, 3)
+
     def rank_of(self, ranks: str) -> int | None:
         """The rank number of a matched line's (stripped) rank text, as ``classify`` reads it."""
+        return None
+
+    def serving_record(
+        self, line: str, reader: LineReader
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None] | None:
+        """A serving line whose sample needs the reader's state (vLLM pairs a stats line with the metrics
+        line after it): the DecodeStats fields it completes and the SpecDecodeStats fields it carries,
+        exactly what ``classify``, the reader and the phase machine make of it while the server serves;
+        None for any other line (the full path reads it). Only called when :attr:`reads_serving`."""
+        return None
+
+    def scan_ok(self, reader: LineReader) -> bool:
+        """The bulk scan may fold runs now: the reader holds nothing a run would pass over."""
+        return True
+
+    def scan_spec(
+        self, found: list[tuple[Any, ...]], binary: bool, reader: LineReader
+    ) -> tuple[int, list[float], int, int, dict[str, Any]] | None:
+        """A format whose scan matches are a stats line with its metrics line (:attr:`reads_serving`): the
+        run's speculative-decoding reports (count, accept lengths, accepted and drafted tokens, the last
+        report's fields), or None when a value in the run needs the full path (then its lines are read
+        one by one)."""
         return None
 
     def scan_re(self, sample: str, binary: bool = False) -> Any:

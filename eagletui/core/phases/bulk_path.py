@@ -18,9 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from eagletui.core import events as ev
 from eagletui.core.logs.outer_prefix import OuterPrefix
-from eagletui.core.logs.seam import SCAN_LIMIT, FastPath
+from eagletui.core.logs.seam import SCAN_LIMIT, FastPath, LineReader
 from eagletui.core.phases.machine import PhaseMachine
-from eagletui.core.phases.model import READY, DecodeRows
+from eagletui.core.phases.model import READY, DecodeRows, SpecRows
 
 
 class BulkPath:
@@ -32,6 +32,7 @@ class BulkPath:
     _bulk_ok: bool
     _scan_sample: str
     _outer: OuterPrefix
+    reader: LineReader
 
     if TYPE_CHECKING:
         # LogInterpreter's
@@ -61,6 +62,15 @@ class BulkPath:
                 f = line.find(fp.prefix_close, 0, fp.prefix_window)
                 if f >= 0 and line.startswith(access, f + fp.prefix_gap) and access_marker in line:
                     return  # an access line behind the server's own timestamp
+            if fp.reads_serving:
+                got = fp.serving_record(line, self.reader)
+                if got is not None:
+                    decode, spec = got
+                    if decode:
+                        m.add_decode(decode, out)
+                    if spec:
+                        out.append(ev.SpecDecodeStats(launch=m.st.launch, **spec))
+                    return
             window, skip = fp.marker_window, fp.marker_skip
             i = line.find(fp.decode_marker, 0, window) if fp.decode_marker else -1
             j = line.find(fp.prefill_marker, 0, window) if fp.prefill_marker else -1
@@ -81,7 +91,7 @@ class BulkPath:
         self._after_cr = False
 
     def _fast(self) -> bool:
-        """The bulk serving path applies (the same conditions as in :meth:`_line`)."""
+        """The bulk serving path applies (the conditions of :meth:`_line`, and the format's own)."""
         m = self._m
         return (
             self._bulk_ok
@@ -90,6 +100,7 @@ class BulkPath:
             and m.st.status is READY
             and not m.group_open
             and m.decode_version_checked
+            and (self._fp is None or self._fp.scan_ok(self.reader))
         )
 
     def _bulk(self, text: str | bytes | bytearray, pos: int, end: int, out: list[Any]) -> None:
@@ -133,11 +144,12 @@ class BulkPath:
         # lines that ran without a CUDA graph are rare: look for them only where the range holds one
         mark = fp.eager_marker
         eager = bool(mark) and text.find(mark.encode() if binary else mark, pos, limit) >= 0
-        if not any(map(_OTHER, found)):  # only serving lines (and empty ones, which are no-ops)
+        other_of = itemgetter(fp.scan_ix[2])
+        if not any(map(other_of, found)):  # only serving lines (and empty ones, which are no-ops)
             self._rows(found, binary, out, eager)
             return limit
         start = 0
-        for i, other in enumerate(map(_OTHER, found)):
+        for i, other in enumerate(map(other_of, found)):
             if not other:
                 continue
             self._rows(found[start:i], binary, out, eager)
@@ -158,21 +170,31 @@ class BulkPath:
     def _rows(
         self, found: list[tuple[Any, ...]], binary: bool, out: list[Any], eager_lines: bool = False
     ) -> None:
-        """Decode lines among :meth:`_scan` matches (others have empty groups) → one DecodeRows."""
-        gen = array("d", map(float, filter(None, map(_GEN, found))))
+        """Decode lines among :meth:`_scan` matches (others have empty groups) → one DecodeRows (and, for
+        a format whose matches carry metrics lines, one SpecRows)."""
+        fp = self._fp
+        assert fp is not None
+        acc_ix, gen_ix, _ = fp.scan_ix
+        gen = array("d", map(float, filter(None, map(itemgetter(gen_ix), found))))
         if not gen:
+            return
+        spec = fp.scan_spec(found, binary, self.reader) if fp.reads_serving else None
+        if fp.reads_serving and spec is None:
+            # a value of the run needs the full path: its lines one by one (the reader pairs them)
+            for g in found:
+                if g[0]:
+                    for line in (g[0].decode("utf-8", "replace") if binary else g[0]).split("\n"):
+                        self._line(line, out)
             return
         for g in reversed(found):
             if g[0]:
                 break
         msg = g[0]
-        fp = self._fp
-        assert fp is not None
         d = fp.parse_decode(msg.decode() if binary else msg)
         assert d is not None  # a scan pattern accepts only lines its parse_decode reads
         m = self._m
         launch = m.st.launch
-        acc = array("d", map(float, filter(None, map(_ACCEPT, found))))
+        acc = array("d", map(float, filter(None, map(itemgetter(acc_ix), found))))
         eager = array("i")
         mark = fp.eager_marker
         if eager_lines and mark:
@@ -183,11 +205,13 @@ class BulkPath:
                     if e is not None:
                         eager.append(int(e.get("running_req") or 0))
         m.add_decode_rows(DecodeRows(launch, gen, acc, ev.DecodeStats(launch=launch, **d), eager), out)
+        if spec is not None:
+            count, accepts, accepted, drafted, last = spec
+            out.append(
+                SpecRows(launch, count, array("d", accepts), accepted, drafted, ev.SpecDecodeStats(launch=launch, **last))
+            )
         for running in eager:
             m.note_eager(running, out)
 
 
 _NL_RUN, _NL_RUN_B = re.compile("\n+"), re.compile(b"\n+")
-
-# Groups of a serving_scan_re match (findall tuple): Decode message, accept len, gen throughput, other.
-_ACCEPT, _GEN, _OTHER = itemgetter(1), itemgetter(2), itemgetter(3)

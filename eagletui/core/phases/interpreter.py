@@ -105,8 +105,9 @@ class LogInterpreter(LivePath, BulkPath):
                         self._after_cr = False
             outer = self._outer
             if outer.learning and outer.voters:
-                # a live tail shows what has come: learn from the lines so far rather than hold them
-                for seg, after_cr in outer.decide():
+                # a live tail shows what has come: learn from the lines so far rather than hold them,
+                # and decide again when more lines have voted
+                for seg, after_cr in outer.decide(provisional=True):
                     self._cut_segment(seg, after_cr, out)
         else:
             line_fn = self._line
@@ -224,6 +225,8 @@ class LogInterpreter(LivePath, BulkPath):
             for held, held_cr in outer.offer(seg, after_cr):
                 self._cut_segment(held, held_cr, out)
             return
+        if outer.provisional:
+            outer.observe(seg, after_cr)
         self._cut_segment(seg, after_cr, out)
 
     def _cut_segment(self, seg: str, after_cr: bool, out: list[ev.Event]) -> None:

@@ -110,3 +110,22 @@ class DecodeRows:
         self.last = last
         #: the running batch size of each line of the run that ran without a CUDA graph
         self.eager = eager if eager is not None else array("i")
+
+
+class SpecRows:
+    """Several speculative-decoding reports in one item (a format's metrics lines folded by ``eagletui
+    parse``'s bulk scan beside the DecodeRows of the stats lines they pair with): what
+    :class:`~eagletui.core.state.summary.Summarizer` reads of them. Never recorded or shown by the UI."""
+
+    __slots__ = ("launch", "count", "acc", "accepted", "drafted", "last")
+    type = "spec_rows"
+
+    def __init__(
+        self, launch: int, count: int, acc: array, accepted: int, drafted: int, last: ev.SpecDecodeStats
+    ) -> None:
+        self.launch = launch
+        self.count = count
+        self.acc = acc
+        self.accepted = accepted
+        self.drafted = drafted
+        self.last = last

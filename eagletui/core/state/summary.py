@@ -90,6 +90,15 @@ class Summarizer:
                     self._touch(e.launch)
                 self._spec(e)
                 continue
+            if t == "spec_rows":  # LogInterpreter.feed_bulk: vLLM's metrics lines at once
+                if e.launch != self._launch:
+                    self._touch(e.launch)
+                self.spec_count += e.count
+                self.spec_last = e.last
+                self.spec_acc.extend(e.acc)
+                self.spec_drafted += e.drafted
+                self.spec_accepted += e.accepted
+                continue
             launch = getattr(e, "launch", None)
             if isinstance(launch, int):
                 if t == "launch_detected" and self._launch is not None and launch == self._launch:

@@ -33,7 +33,9 @@ reader that adds what needs the lines before (:class:`_Reader`) and the format o
 
 from __future__ import annotations
 
+import operator
 import re
+from operator import itemgetter
 from typing import Any
 
 from eagletui.core.logs.formats import progress
@@ -46,12 +48,21 @@ from eagletui.core.logs.formats.vllm.failures import (
     hint_for,
     match_failure,
 )
-from eagletui.core.logs.formats.vllm.lines import PREFIX_RE, RECORD_START_RE, classify
-from eagletui.core.logs.formats.vllm.serving import parse_spec
+from eagletui.core.logs.formats.vllm.lines import PREFIX_RE, RECORD_START_RE, classify, uvicorn_message
+from eagletui.core.logs.formats.vllm.serving import (
+    MAX_RATE,
+    SPEC_HEADS,
+    parse_spec,
+    parse_stats,
+    spec_src,
+    stats_src,
+)
 from eagletui.core.logs.seam import (
     DECODE,
     ERROR,
+    SCAN_LIMIT,
     TRACEBACK,
+    FastPath,
     LaunchFacts,
     LineReader,
     LogFormat,
@@ -176,6 +187,117 @@ class _Reader(LineReader):
         return [Rec(text="", msg="", kind=DECODE, tag="decode", data=held)]
 
 
+# ------------------------------------------------------------------ the serving fast path
+
+# ``eagletui parse``'s bulk scan (BulkPath._scan). One match: a run of uvicorn access lines (bare, or behind
+# the writer's actor: a subset of what BulkPath._line skips, ``INFO:     `` at the start or two characters
+# after the first ``)`` within 386 characters, then ``HTTP/1.``), then either the API server's stats line
+# with its metrics line right after it, in the common wordings (group 1, the two lines; 2: gen throughput,
+# 3: accept length, 4: accepted, 5: drafted tokens), or any other line (group 6), or the end. The record
+# prefix is a strict subset of PREFIX_RE's (INFO, no actor or the API server's: never a rank), so
+# classify reads both lines as stats and metrics records.
+_PFX = r"(?:\(APIServer pid=\d{1,10}\) )?INFO \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d{3})? \[[\w.-]{1,60}:\d{1,7}\] "
+_SCAN_SRC = (
+    r"(?:(?:INFO:     |[^)\n]{0,385}+\)[^\n]INFO:     )[^\n]*HTTP/1\.[^\n]*\n)*+"
+    r"(?:(" + _PFX + r"(?:Engine \d{1,6}: )?" + stats_src(frozenset({"gen"})) + r"[ \t]*\n"
+    + _PFX + spec_src(frozenset({"mean", "accepted", "drafted"})) + r"[ \t]*)\n|(.*)\n|\Z)"
+)
+_SCAN = re.compile(_SCAN_SRC)
+_SCAN_B = re.compile(_SCAN_SRC.encode())
+_GEN, _ACC, _ACCEPTED, _DRAFTED = (itemgetter(i) for i in (1, 2, 3, 4))
+
+
+class VLLMFastPath(FastPath):
+    """vLLM's serving fast path for ``eagletui parse``: access lines and stats/metrics pairs in bulk, any
+    other stats or metrics line read here with the reader's pairing, as classify and the reader would."""
+
+    prefix_close = ")"
+    prefix_window = 386
+    prefix_gap = 2
+    access_prefix = "INFO:     "
+    access_marker = "HTTP/1."
+    access_tail = '" '
+    reads_serving = True
+    scan_ix = (2, 1, 5)
+
+    def scan_re(self, sample: str, binary: bool = False) -> Any:
+        return _SCAN_B if binary else _SCAN
+
+    def scan_ok(self, reader: LineReader) -> bool:
+        # a stats line held for its metrics line: the next pair must not pass over it
+        return isinstance(reader, _Reader) and reader.pending is None
+
+    def scan_spec(
+        self, found: list[tuple[Any, ...]], binary: bool, reader: LineReader
+    ) -> tuple[int, list[float], int, int, dict[str, Any]] | None:
+        """The run's pairs as the reader would fold them, where every value is one the full path keeps as
+        printed: throughput in (0, MAX_RATE], accept length in [1, 65], accepted ≤ drafted. Else None."""
+        if not isinstance(reader, _Reader) or reader.spec is False:
+            return None  # a launch said no speculation: its stats lines are samples of their own
+        pairs = [g for g in found if g[0]]
+        gen = [float(x) for x in map(_GEN, pairs)]
+        acc = [float(x) for x in map(_ACC, pairs)]
+        accepted = [int(x) for x in map(_ACCEPTED, pairs)]
+        drafted = [int(x) for x in map(_DRAFTED, pairs)]
+        if not pairs or min(gen) <= 0 or max(gen) > MAX_RATE or min(acc) < 1.0 or max(acc) > 65.0:
+            return None
+        if not all(map(operator.le, accepted, drafted)):
+            return None
+        last = pairs[-1][0]
+        spec = self._spec_of(last.decode("utf-8", "replace") if binary else last)
+        if spec is None:
+            return None
+        reader.spec, reader.tb_key = True, None
+        return len(pairs), acc, sum(accepted), sum(drafted), spec
+
+    @staticmethod
+    def _spec_of(pair: str) -> dict[str, Any] | None:
+        line = pair[pair.find("\n") + 1 :]
+        m = PREFIX_RE.match(line)
+        return parse_spec(line[m.end() :]) if m is not None else None
+
+    def parse_decode(self, msg: str) -> dict[str, Any] | None:
+        """A scanned pair (the stats line and its metrics line): the DecodeStats the reader pairs."""
+        stats_line, _, spec_line = msg.partition("\n")
+        m, n = PREFIX_RE.match(stats_line), PREFIX_RE.match(spec_line)
+        if m is None or n is None:
+            return None
+        stats = parse_stats(stats_line[m.end() :])
+        spec = parse_spec(spec_line[n.end() :])
+        if not stats or spec is None:
+            return None
+        return {**stats, "accept_len": spec["accept_len"], "accept_rate": spec["accept_rate"]}
+
+    def serving_record(
+        self, line: str, reader: LineReader
+    ) -> tuple[dict[str, Any] | None, dict[str, Any] | None] | None:
+        """An INFO stats or metrics record of the API server (or a writer without an actor): its sample.
+        Anything classify would read otherwise (colours, HTML, a bar, an over-long line, a rank's
+        writer, a metrics line it cannot parse) goes the full way."""
+        if not isinstance(reader, _Reader) or len(line) > SCAN_LIMIT or "\x1b" in line or "</" in line[:300]:
+            return None
+        m = PREFIX_RE.match(line)
+        if m is None or m.group("level") != "INFO" or m.group("actor") not in (None, "APIServer"):
+            return None
+        msg = line[m.end() :]
+        if uvicorn_message(msg) or progress.is_bar(line):
+            return None
+        if "Avg prompt throughput: " in msg[:80]:
+            rec = Rec(text=line, msg=msg, kind=DECODE, tag="stats", data=parse_stats(msg) or {})
+            reader.tb_key = None
+            reader._stats(rec)
+            return (rec.data or None), None
+        if any(h in msg[:40] for h in SPEC_HEADS):
+            spec = parse_spec(msg)
+            if spec is None:
+                return None
+            rec = Rec(text=line, msg=msg, kind=DECODE, tag="spec", data={"spec": spec})
+            reader.tb_key = None
+            reader._spec(rec)
+            return rec.data.get("decode") or None, rec.data["spec"]
+        return None
+
+
 # ------------------------------------------------------------------ the format
 
 
@@ -201,6 +323,7 @@ class VLLMFormat(LogFormat):
     )
     bar_marks = progress.BAR_MARKS
     record_start = RECORD_START_RE
+    fast = VLLMFastPath()
     #: the API server starts after the engine is warm: no warmup phase between "up" and "ready"
     http_warmup = False
 

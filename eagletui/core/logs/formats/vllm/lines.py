@@ -178,7 +178,7 @@ def _prefixed(text: str, m: re.Match[str], frame: bool) -> Rec:
     if level == "ERROR" or level == "CRITICAL":
         _error_record(rec, msg)
         return rec
-    if msg.startswith(_UVICORN_LEVELS) or _ACCESS_RE.match(msg):
+    if uvicorn_message(msg):
         _uvicorn(rec, msg)
         return rec
     if _STATS_RE.search(msg[:80]):
@@ -207,6 +207,11 @@ def _prefixed(text: str, m: re.Match[str], frame: bool) -> Rec:
     elif level == "WARNING":
         rec.kind = WARNING
     return rec
+
+
+def uvicorn_message(msg: str) -> bool:
+    """A record's message is uvicorn's (its level word, or an access line): classify reads it as such."""
+    return msg.startswith(_UVICORN_LEVELS) or _ACCESS_RE.match(msg) is not None
 
 
 def _phase_fields(rec: Rec, msg: str) -> None:

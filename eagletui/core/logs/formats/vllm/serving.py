@@ -15,7 +15,8 @@ from typing import Any
 SPEC_HEADS = ("SpecDecoding metrics: ", "Speculative metrics: ")
 # A key of a "Key: value, Key: value" stats line (a value such as "0.983, 0.949" holds commas).
 _KV_SPLIT_RE = re.compile(r",\s+(?=[A-Z#][\w #/-]{0,48}: )")
-_NUM_RE = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+|nan|inf)", re.IGNORECASE)
+# an exponent is part of the number ("1e999" is not 1: it overflows to inf, which is refused)
+_NUM_RE = re.compile(r"[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|nan|inf)", re.IGNORECASE)
 
 
 def _split_kv(body: str) -> dict[str, str]:
@@ -40,6 +41,48 @@ def _num(text: str | None) -> float | None:
     return v if math.isfinite(v) else None
 
 
+#: The bound on a throughput a stats line can claim (tokens/s): a larger one is a garbled line.
+MAX_RATE = 1e9
+
+# The common wordings (0.11+, as real servers print them) read by one match; any other line, and one
+# whose tail repeats a key the readers use, goes through the key/value reading, which these equal. The
+# bulk scan of ``eagletui parse`` (formats/vllm/__init__.py) matches the same texts, keeping fewer groups.
+_NUM = r"\d{1,20}(?:\.\d{1,20})?"
+
+
+def _group(name: str, pat: str, keep: frozenset[str]) -> str:
+    return f"({pat})" if name in keep else f"(?:{pat})"
+
+
+def stats_src(keep: frozenset[str]) -> str:
+    """The common stats message (from ``Avg prompt throughput``), capturing the fields named in ``keep``
+    (``gen``, ``run``, ``wait``, ``usage``) in that order."""
+    return (
+        r"Avg prompt throughput: " + _NUM + r" tokens/s, Avg generation throughput: " + _group("gen", _NUM, keep)
+        + r" tokens/s, Running: " + _group("run", r"\d{1,12}", keep) + r" reqs, Waiting: "
+        + _group("wait", r"\d{1,12}", keep) + r" reqs, GPU KV cache usage: " + _group("usage", _NUM, keep) + r"%"
+        r"(?:, (?!(?:Avg generation throughput|Running|Waiting|Pending|GPU KV cache usage): )"
+        r"[A-Z][\w /-]{0,48}: [\d.]{1,24}%?)*"
+    )
+
+
+def spec_src(keep: frozenset[str]) -> str:
+    """The common metrics message (0.11+), capturing the fields named in ``keep`` (``mean``, ``accepted``,
+    ``drafted``, ``pos``, ``rate``) in that order."""
+    return (
+        r"SpecDecoding metrics: Mean acceptance length: " + _group("mean", _NUM, keep) + r", Accepted throughput: "
+        + _NUM + r" tokens/s, Drafted throughput: " + _NUM + r" tokens/s, Accepted: "
+        + _group("accepted", r"\d{1,15}", keep) + r" tokens, Drafted: " + _group("drafted", r"\d{1,15}", keep)
+        + r" tokens, Per-position acceptance rate: "
+        + _group("pos", r"\d{1,3}\.\d{1,12}(?:, \d{1,3}\.\d{1,12}){0,63}", keep)
+        + r", Avg Draft acceptance rate: " + _group("rate", _NUM, keep) + r"%"
+    )
+
+
+_STATS_FAST_RE = re.compile(stats_src(frozenset({"gen", "run", "wait", "usage"})) + r"\s*$")
+_SPEC_FAST_RE = re.compile(spec_src(frozenset({"mean", "accepted", "drafted", "pos", "rate"})) + r"\s*$")
+
+
 def parse_stats(msg: str) -> dict[str, Any] | None:
     """The fields of an ``Avg prompt throughput …`` line as DecodeStats fields, None if incomplete.
 
@@ -48,13 +91,25 @@ def parse_stats(msg: str) -> dict[str, Any] | None:
     i = msg.find("Avg prompt throughput: ")
     if i < 0:
         return None
+    m = _STATS_FAST_RE.match(msg, i)
+    if m is not None:
+        gen_t, run_t, wait_t, usage_t = m.groups()
+        return _stats_fields(float(gen_t), float(run_t), float(wait_t), float(usage_t))
     kv = _split_kv(msg[i:])
-    gen = _num(kv.get("Avg generation throughput"))
-    if gen is None:
+    return _stats_fields(
+        _num(kv.get("Avg generation throughput")),
+        _num(kv.get("Running")),
+        _num(kv.get("Waiting") or kv.get("Pending")),
+        _num(kv.get("GPU KV cache usage")),
+    )
+
+
+def _stats_fields(
+    gen: float | None, running: float | None, waiting: float | None, usage: float | None
+) -> dict[str, Any] | None:
+    """Bounded DecodeStats fields from the numbers of a stats line (both readings end here)."""
+    if gen is None or not 0 <= gen <= MAX_RATE:
         return None
-    running = _num(kv.get("Running"))
-    waiting = _num(kv.get("Waiting") or kv.get("Pending"))
-    usage = _num(kv.get("GPU KV cache usage"))
     run = int(running) if running is not None and 0 <= running < 1e9 else 0
     if gen <= 0 and run == 0:
         return {}
@@ -62,7 +117,7 @@ def parse_stats(msg: str) -> dict[str, Any] | None:
         "gen_throughput": gen,
         "running_req": run,
         "queue_req": int(waiting) if waiting is not None and 0 <= waiting < 1e9 else 0,
-        "token_usage": None if usage is None else round(usage / 100.0, 6),
+        "token_usage": None if usage is None or not 0 <= usage <= 100 else round(usage / 100.0, 6),
     }
 
 
@@ -76,25 +131,54 @@ def parse_spec(msg: str, steps: int | None = None) -> dict[str, Any] | None:
     head = next((h for h in SPEC_HEADS if h in msg), None)
     if head is None:
         return None
-    kv = _split_kv(msg[msg.find(head) + len(head) :])
+    at = msg.find(head)
+    m = _SPEC_FAST_RE.match(msg, at) if head == SPEC_HEADS[0] else None
+    if m is not None:
+        mean_t, acc_t, drafted_t, pos_t, rate_t = m.groups()
+        return _spec_fields(
+            float(mean_t),
+            float(rate_t) / 100.0,
+            float(acc_t),
+            float(drafted_t),
+            None,
+            steps,
+            tuple(float(x) for x in pos_t.split(", ")),
+        )
+    kv = _split_kv(msg[at + len(head) :])
     if not kv:
         return None
-    mean = _num(kv.get("Mean acceptance length"))
     rate_text = kv.get("Avg Draft acceptance rate") or kv.get("Draft acceptance rate")
     rate = _num(rate_text)
     if rate is not None and rate_text is not None and rate_text.rstrip().endswith("%"):
         rate /= 100.0
-    accepted = _num(kv.get("Accepted") or kv.get("Number of accepted tokens"))
-    drafted = _num(kv.get("Drafted") or kv.get("Number of draft tokens"))
-    emitted = _num(kv.get("Number of emitted tokens"))
     k = _num(kv.get("Number of speculative tokens")) or _num(kv.get("Current speculative depth")) or steps
+    pos_text = kv.get("Per-position acceptance rate")
+    return _spec_fields(
+        _num(kv.get("Mean acceptance length")),
+        rate,
+        _num(kv.get("Accepted") or kv.get("Number of accepted tokens")),
+        _num(kv.get("Drafted") or kv.get("Number of draft tokens")),
+        _num(kv.get("Number of emitted tokens")),
+        k,
+        tuple(v for v in (_num(x) for x in pos_text.split(",")) if v is not None) if pos_text else (),
+    )
+
+
+def _spec_fields(
+    mean: float | None,
+    rate: float | None,
+    accepted: float | None,
+    drafted: float | None,
+    emitted: float | None,
+    k: float | None,
+    per_pos: tuple[float, ...],
+) -> dict[str, Any] | None:
+    """Bounded SpecDecodeStats fields from the numbers of a metrics line (both readings end here)."""
     if mean is None and k and drafted:
         if emitted is not None:
             mean = emitted * k / drafted
         elif accepted is not None:
             mean = 1.0 + k * accepted / drafted
-    pos_text = kv.get("Per-position acceptance rate")
-    per_pos = tuple(v for v in (_num(x) for x in pos_text.split(",")) if v is not None) if pos_text else ()
     # bounded by what speculation can give: at most k drafted tokens and a bonus token per step
     if mean is not None and not 1.0 <= mean <= (k + 1 if k else 65):
         mean = None
