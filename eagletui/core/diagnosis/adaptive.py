@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from eagletui.core.diagnosis.fold import Diagnosis, LaunchObs
+from eagletui.core.servers.spec import adaptive_fallback, adaptive_fallback_text
 
 COLLAPSE = 0.6
 #: Decode samples on each side of a change that judge it.
@@ -53,14 +54,45 @@ def _running_at(samples: list[tuple[int, int, float, float | None]], at: int) ->
     return best
 
 
+def fallback_diagnosis(o: LaunchObs) -> Diagnosis | None:
+    """``--speculative-adaptive`` asked for, static steps served: the server's own WARNING, or (when the
+    log did not show it) the launch's args judged by the same rule the profile check and the preflight
+    use (:func:`~eagletui.core.servers.spec.adaptive_fallback`)."""
+    said = o.note("adaptive", "fallback")
+    reason = said.value.get("reason") if said is not None and isinstance(said.value, dict) else None
+    source = "log"
+    if not reason:
+        reason = adaptive_fallback(o.asked) if o.asked else None
+        source = "profile"
+    if not reason:
+        return None
+    return Diagnosis(
+        kind="adaptive_fallback",
+        text=adaptive_fallback_text(str(reason)[:300]),
+        evidence=(
+            f"'speculative_adaptive disabled: {str(reason)[:120]}' (log)"
+            if source == "log"
+            else "the launch's flags, by SGLang's adaptive_unsupported_reason (profile)"
+        ),
+        hint="--speculative-eagle-topk 1 (adaptive runs a chain), or drop --speculative-adaptive",
+        level="warn",
+        source=source,
+        data={"reason": str(reason)[:300]},
+    )
+
+
 def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     cfg = o.note("adaptive", "config")
     on = cfg is not None and isinstance(cfg.value, dict) and cfg.value.get("on")
     init = o.note("adaptive", "init")
     updates = [n for n in o.note_list("adaptive", "update") if isinstance(n.value, dict)]
+    fallback = fallback_diagnosis(o)
+    if fallback is not None:
+        return [fallback]
     if not (on or init or updates):
         return []
     out: list[Diagnosis] = []
+    swaps = len(o.note_list("adaptive", "switch"))
     start = (
         init.value.get("steps")
         if init is not None and isinstance(init.value, dict)
@@ -78,8 +110,12 @@ def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
         )
         more = f" (+{len(steps_seq) - 8} more)" if len(steps_seq) > 8 else ""
         text = f"adaptive speculation: started at steps {start}; {shown}{more}"
+    elif swaps:
+        text = f"adaptive speculation: started at steps {start}; the batch size swapped the tier (no EMA change logged)"
     else:
         text = f"adaptive speculation on: steps {start} all along (no change logged)"
+    if swaps:
+        text += f"; {swaps} tier swap{'s' if swaps != 1 else ''} logged"
     if cands:
         text += f"; candidate steps {cands}"
     out.append(

@@ -123,3 +123,56 @@ def captured_max_bs(args: Mapping[str, Any]) -> int | None:
         if v is not None:
             return v
     return None
+
+
+ADAPTIVE = "--speculative-adaptive"
+
+
+def _on(named: Mapping[str, Any], flag: str) -> bool:
+    v = named.get(flag)
+    return v is True or str(v).strip().lower() in ("true", "1", "yes")
+
+
+def adaptive_fallback(args: Mapping[str, Any]) -> str | None:
+    """Why SGLang would run these args with **static** steps although ``--speculative-adaptive`` is set,
+    in the server's own words; None when adaptive runs (or is not asked for).
+
+    SGLang 0.5.23 (``speculative/adaptive_spec_params.py`` ``adaptive_unsupported_reason``, called by
+    ``arg_groups/speculative_hook.py`` ``_maybe_disable_adaptive``) does not refuse these launches: it logs
+    one WARNING, ``speculative_adaptive disabled: {reason}. Falling back to static speculative params.``,
+    and serves the fixed steps. A tuner who asked for adaptive then compares the wrong thing without
+    knowing, so the profile check, the preflight and the launch's diagnosis all ask this one function
+    (the diagnosis also reads the server's own line). The checks are the wheel's, in its order, on the
+    flags as given: the algorithm, a ``topk`` set to anything but 1, attention DP over more than one
+    rank, multi-layer EAGLE, two-batch overlap and PD multiplexing (the platform-worker check needs the
+    host and is left to the server's line)."""
+    named = _normal(args)
+    if not _on(named, ADAPTIVE) or not speculates(args):
+        return None
+    algo = str(named.get("--speculative-algorithm") or "").upper()
+    algo = "EAGLE" if algo == "NEXTN" else algo  # SGLang reads NEXTN as EAGLE before this check
+    if algo not in ("EAGLE", "EAGLE3"):
+        return f"speculative_algorithm={algo} (only EAGLE/EAGLE3 are supported)"
+    raw_topk = named.get(TOPK)
+    if raw_topk is not None and str(raw_topk).strip() != "1":
+        return f"speculative_eagle_topk={raw_topk} (only topk=1 is supported)"
+    if _on(named, "--enable-dp-attention") and (_int(args, "--dp-size") or _int(args, "--dp") or 1) > 1:
+        return "attention DP is not supported (adaptive tier decisions are not synchronized across DP ranks)"
+    if _on(named, "--enable-multi-layer-eagle"):
+        return "enable_multi_layer_eagle=True is not supported (MultiLayerEagleWorkerV2 does not implement adaptive)"
+    if _on(named, "--enable-two-batch-overlap"):
+        return (
+            "enable_two_batch_overlap=True is not supported "
+            "(adaptive state swap would discard the TboAttnBackend wrapper)"
+        )
+    if _on(named, "--enable-pdmux"):
+        return "enable_pdmux=True is not supported (adaptive state swap does not update decode_attn_backend_group)"
+    return None
+
+
+def adaptive_fallback_text(reason: str) -> str:
+    """The warning eagletui shows for :func:`adaptive_fallback` (and for the server's own line)."""
+    return (
+        f"--speculative-adaptive will not adapt: {reason}; SGLang falls back to static steps "
+        "with only a WARNING in its log"
+    )

@@ -295,6 +295,11 @@ class PhasePanel(Vertical):
                 line.append(f"  {FIRST_OF_CONFIG}: ETA from progress only", style="dim")
             else:
                 line.append(f"  {NO_ESTIMATE}", style="dim")
+        if la.adaptive.fallback is not None:
+            line.append(f"  ⚠ adaptive off: {_clip(la.adaptive.fallback, 70)}", style="bold")
+        tiers = la.adaptive.capture_text()
+        if tiers:  # the extra tiers' graphs are in the capture rows' time: say how much of it
+            line.append(f"  {tiers}", style="dim")
         if la.stale_for:
             line.append(f"  ⚠ log silent {fmt_secs(la.stale_for)}", style="bold")
         if la.exit_code is not None or la.exit_signal is not None:
