@@ -236,3 +236,52 @@ def test_the_notes_parse_only_the_wheels_wording() -> None:
     assert notes("Switch adaptive runtime state: steps x -> 3") == []
     assert notes("Built adaptive runtime state steps=5: elapsed=nan s, mem=1GB") == []
     assert notes("speculative_adaptive disabled: " + "x" * 5000) == []  # no reason sentence: no note
+
+
+def test_the_demo_runs_adaptive_on_request(tmp_path: Path) -> None:
+    from eagletui.commands.demo import write_demo_profile
+    from eagletui.core.profile.load import load_profile
+
+    prof = load_profile(write_demo_profile(tmp_path, adaptive=True))
+    assert prof.args.get("--speculative-adaptive") is True and adaptive_fallback(prof.args) is None
+    assert "--speculative-adaptive" not in load_profile(write_demo_profile(tmp_path)).args
+
+
+@pytest.mark.parametrize(
+    ("extra", "invalid"),
+    [({}, True), ({"--speculative-adaptive": True}, False), ({"--speculative-adaptive": True, "--speculative-eagle-topk": 4}, True)],
+)
+def test_an_adaptive_run_may_accept_more_than_its_first_tier(extra: dict[str, Any], invalid: bool) -> None:
+    """The demo with --adaptive measured accept 4.11 at --speculative-num-steps 3 and the run book threw
+    the run away as impossible (at most 4 per verify): adaptive runs tiers up to 7 (at most 8)."""
+    from eagletui.core.runs.book import RunBook
+
+    book = RunBook()
+    args = {"--model-path": "m", "--speculative-algorithm": "EAGLE3", "--speculative-num-steps": 3, **extra}
+    book.apply(ev.LaunchStarted(launch=1, target="local", config={"model": "m", "args": args}))
+    book.apply(ev.BenchmarkStarted(bench=1, launch=1, workload={"concurrency": 4, "num_prompts": 12, "max_new_tokens": 128}))
+    book.apply(ev.BenchmarkResult(bench=1, launch=1, output_throughput=500.0, accept_length=4.11, requests=12, duration_s=3.0))
+    problems = " ".join(p for ps in book.runs[1].problems for p in ps)
+    assert ("impossible accept length" in problems) is invalid, problems
+
+
+def test_the_run_details_give_each_benchmarks_tiers_and_the_startup_cost() -> None:
+    from eagletui.core.runs.book import RunBook
+    from eagletui.core.state.adaptive import TierView
+    from eagletui.ui.widgets.runs import adaptive_lines
+
+    view = TierView()
+    view.fold("init", {"steps": 3, "candidates": [1, 3, 5, 7]}, 0.0)
+    view.fold("switch", {"from": 3, "to": 5}, 106.0)
+    view.fold("built", {"steps": 7, "elapsed": 0.5, "mem_gb": 0.4}, 0.0)
+    book = RunBook()
+    book.apply(ev.LaunchStarted(launch=1, target="local", config={"args": {"--speculative-algorithm": "EAGLE3"}}))
+    book.apply(ev.BenchmarkStarted(bench=1, launch=1, workload={"concurrency": 4}))
+    book.apply(ev.BenchmarkResult(bench=1, launch=1, output_throughput=1.0, duration_s=10.0, wall=110.0))
+    text = adaptive_lines(view, book.runs[1]).plain
+    assert "started at steps 3, candidates [1, 3, 5, 7]; 1 swap\n" in text
+    assert "bench 1 at concurrency 4: steps 3 60% · 5 40%, 1 swap" in text
+    assert "startup: adaptive: +1 tier (steps 7) 0.5 s, 0.40 GB" in text
+    view.fold("fallback", {"reason": "speculative_eagle_topk=4 (only topk=1 is supported)"}, 0.0)
+    assert "will not adapt: speculative_eagle_topk=4" in adaptive_lines(view, None).plain
+    assert adaptive_lines(TierView(), None).plain == ""

@@ -29,6 +29,9 @@ STEPS = "--speculative-num-steps"
 TOPK = "--speculative-eagle-topk"
 DRAFT_TOKENS = "--speculative-num-draft-tokens"
 DRAFT_MODEL = "--speculative-draft-model-path"
+ADAPTIVE = "--speculative-adaptive"
+#: The largest tier of SGLang's default adaptive config, in every release that has one (0.5.11 to 0.5.23)
+ADAPTIVE_DEFAULT_MAX_STEPS = 7
 
 
 def flag_name(name: Any) -> str:
@@ -91,7 +94,14 @@ def max_accept(args: Mapping[str, Any]) -> int | None:
     """The most tokens one verify can accept at these settings (bonus included), None when unknown.
 
     A verify checks a tree ``steps`` deep; a request can keep at most one token per level plus the
-    target's own (bonus) token, and never more than the ``num-draft-tokens`` the tree holds."""
+    target's own (bonus) token, and never more than the ``num-draft-tokens`` the tree holds. Under
+    adaptive speculation the deepest tier counts (its default config's, unknown with a config file)."""
+    named = _normal(args)
+    if _on(named, ADAPTIVE) and adaptive_fallback(args) is None:
+        # adaptive speculation runs tiers up to the config's largest step, whatever --speculative-num-steps
+        # says (that is only the first tier): 7 in every default config (0.5.11's [1, 3, 7] to 0.5.23's
+        # [1, 3, 5, 7]); a config file of the user's may hold more, and it is on the host, not here
+        return None if named.get("--speculative-adaptive-config") else ADAPTIVE_DEFAULT_MAX_STEPS + 1
     steps, _topk, ndt = settings(args)
     if steps is None and ndt is None:
         return None
@@ -124,8 +134,6 @@ def captured_max_bs(args: Mapping[str, Any]) -> int | None:
             return v
     return None
 
-
-ADAPTIVE = "--speculative-adaptive"
 
 
 def _on(named: Mapping[str, Any], flag: str) -> bool:

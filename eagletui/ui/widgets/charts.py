@@ -165,6 +165,7 @@ class MetricChart(PlotextPlot):
                 xs_all += xs
                 ys_all += ys
         right: list[float] = []
+        extra_names: list[str] = []  # named first: the generic names give way where the title is short
         for e in extras:
             if not e.series.points:
                 continue
@@ -172,10 +173,11 @@ class MetricChart(PlotextPlot):
             xs = [t - t0 for t, _ in pts]
             ys = [v for _, v in pts]
             plt.plot(xs, ys, color=_rgb(self.app, e.colour_var, e.fallback), yside="right" if e.right else "left")
-            names.append(f"─ {e.label}")
+            extra_names.append(f"─ {e.label}")
             n += len(pts)
             xs_all += xs
             (right if e.right else ys_all).extend(ys)
+        names[:0] = extra_names
         if right:
             top = max(1.0, max(right))
             plt.ylim(0.0, top * 1.1, yside="right")  # type: ignore[arg-type]  # plotext's stub types it float

@@ -239,7 +239,8 @@ def adaptive_lines(view: TierView, run: Run | None) -> Text:
         t.append(f"⚠ {inert(adaptive_fallback_text(view.fallback))}\n", style="yellow")
     if view.on:
         cands = f", candidates {list(view.candidates)}" if view.candidates else ""
-        t.append(f"  started at steps {view.start if view.start is not None else '?'}{cands}; {view.swaps} swaps\n")
+        swaps = f"{view.swaps} swap{'s' if view.swaps != 1 else ''}"
+        t.append(f"  started at steps {view.start if view.start is not None else '?'}{cands}; {swaps}\n")
     for res in run.results if run is not None else ():
         share = view.share_text(res.wall - max(0.0, res.duration_s), res.wall)
         if share:
