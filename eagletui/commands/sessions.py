@@ -106,7 +106,29 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--limit", type=int, default=200, help="list at most this many (newest first; default 200)"
     )
+    p.add_argument(
+        "--history",
+        metavar="FILE",
+        help="the phase history for the startup table (default: the config's history_path)",
+    )
     return p
+
+
+def startup_table(path: str | Path) -> str:
+    """Startup, cold and warm, per launch signature, from the phase history every launch feeds (the ETA's):
+    p50/p90 of launch → ready and of the longest phases, split by the page cache the preflight measured."""
+    from eagletui.core.phases.history import PhaseHistory
+    from eagletui.core.phases.startup_stats import MAX_SIGNATURES, startup_lines
+    from eagletui.core.textsafe import inert
+
+    h = PhaseHistory.load(path)
+    keys = h.keys()[-MAX_SIGNATURES:]
+    lines = startup_lines((k, h.launches(k)) for k in reversed(keys))
+    notes = [f"note: {inert(w)}" for w in h.warnings[:3]]
+    if not lines:
+        return "\n".join(notes) + ("\n" if notes else "")
+    head = f"startup by launch signature ({inert(str(path))}; p50/p90 by page cache, measured by the preflight)"
+    return "\n".join([head, *(inert(x) for x in lines), *notes]) + "\n"
 
 
 def main(argv: list[str]) -> int:
@@ -115,10 +137,14 @@ def main(argv: list[str]) -> int:
     from eagletui.session.catalog import list_sessions
 
     cache = False
-    if args.dir is None:
+    history = args.history
+    if args.dir is None or history is None:
         from eagletui.commands._ui import load_config
 
-        directory = Path(load_config().sessions_dir).expanduser()
+        cfg = load_config()
+        history = history or cfg.history_path
+    if args.dir is None:
+        directory = Path(cfg.sessions_dir).expanduser()
         cache = True  # eagletui's own dir: summaries are cached beside the recordings
     else:
         directory = Path(args.dir).expanduser()
@@ -131,8 +157,8 @@ def main(argv: list[str]) -> int:
     if args.json:
         sys.stdout.write(json.dumps([e.to_dict() for e in entries], indent=1) + "\n")
         return 0
-    if not entries:
-        sys.stdout.write(f"no sessions in {inert(str(directory))}\n")
-        return 0
-    sys.stdout.write(table(entries))
+    sys.stdout.write(table(entries) if entries else f"no sessions in {inert(str(directory))}\n")
+    startup = startup_table(Path(history).expanduser())
+    if startup:
+        sys.stdout.write("\n" + startup)
     return 0
