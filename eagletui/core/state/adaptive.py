@@ -132,14 +132,15 @@ class TierView:
             sum(g for _, g in self.built.values()),
         )
 
-    def capture_text(self) -> str | None:
-        """The extra tiers' share of the capture, in one phrase (the phase panel and the run details)."""
+    def capture_text(self, steps: bool = True) -> str | None:
+        """The extra tiers' share of the capture, in one phrase (the run details; the phase panel leaves
+        out which ``steps``, it has one line)."""
         cost = self.capture_cost()
         if cost is None:
             return None
         n, secs, gb = cost
-        steps = ", ".join(str(s) for s in sorted(self.built))
-        return f"adaptive: +{n} tier{'s' if n != 1 else ''} (steps {steps}) {secs:.1f} s, {gb:.2f} GB"
+        which = f" (steps {', '.join(str(s) for s in sorted(self.built))})" if steps else ""
+        return f"adaptive: +{n} tier{'s' if n != 1 else ''}{which} {secs:.1f} s, {gb:.2f} GB"
 
     def share_text(self, t0: float, t1: float) -> str | None:
         """``steps 3 62% · 1 38%, 14 swaps`` over a window; None when the tier is unknown there."""

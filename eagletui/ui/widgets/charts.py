@@ -291,7 +291,7 @@ class RequestTokSChart(MetricChart):
 
 class AcceptChart(MetricChart):
     """Accept length; with adaptive speculation also the tier that ran (steps, on the same token axis:
-    a verify accepts at most steps + 1) and the running batch that routes it (right-hand axis)."""
+    a verify accepts at most steps + 1) and the running batch that routes it (``batch``, on the right-hand axis)."""
 
     baseline_metric = "accept_len"
 
@@ -306,7 +306,7 @@ class AcceptChart(MetricChart):
             return []
         return [
             Extra(state.tier, "steps", "warning", (230, 200, 60)),
-            Extra(state.running, "batch (right)", "chart-ttft", (200, 120, 200), right=True),
+            Extra(state.running, "batch", "chart-ttft", (200, 120, 200), right=True),
         ]
 
 

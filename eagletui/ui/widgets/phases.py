@@ -303,7 +303,7 @@ class PhasePanel(Vertical):
                 line.append(f"  {NO_ESTIMATE}", style="dim")
         if la.adaptive.fallback is not None:
             line.append(f"  ⚠ adaptive off: {_clip(la.adaptive.fallback, 70)}", style="bold")
-        tiers = la.adaptive.capture_text()
+        tiers = la.adaptive.capture_text(steps=False)
         if tiers:  # the extra tiers' graphs are in the capture rows' time: say how much of it
             line.append(f"  {tiers}", style="dim")
         if la.stale_for:
