@@ -285,3 +285,14 @@ def test_the_run_details_give_each_benchmarks_tiers_and_the_startup_cost() -> No
     view.fold("fallback", {"reason": "speculative_eagle_topk=4 (only topk=1 is supported)"}, 0.0)
     assert "will not adapt: speculative_eagle_topk=4" in adaptive_lines(view, None).plain
     assert adaptive_lines(TierView(), None).plain == ""
+
+
+def test_the_launch_diagnosis_counts_swaps_and_the_extra_tiers_capture() -> None:
+    it = LogInterpreter(launch=1)
+    d = Diagnoser()
+    d.add_one(ev.LaunchStarted(launch=1, target="t", config={}))
+    d.add([*it.feed(_launch_log()), *it.flush()])
+    steps = {x.kind: x for x in d.diagnoses(1)}["adaptive_steps"]
+    assert "the batch size swapped the tier" in steps.text and "3 tier swaps logged" in steps.text
+    assert "3 extra tiers captured at startup: 0.9 s, 3.26 GB" in steps.text
+    assert steps.data["swaps"] == 3 and len(steps.data["built"]) == 3

@@ -7,13 +7,18 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
+import shutil
 from pathlib import Path
+
+import pytest
 
 from eagletui.core import events as ev
 from eagletui.core.phases.history import PhaseHistory, history_key
 from eagletui.core.phases.startup_stats import LaunchRecord, by_state, estimates_for, startup_lines
 from eagletui.session.model import SessionModel
 
+REAL_SESSION = Path(__file__).parent / "fixtures" / "real-0.5.17-turn4-ui" / "session-kill9.jsonl"
 COLD = LaunchRecord({"load_target": 312.0, "capture_target": 95.0}, 520.0, "cold")
 WARM = [LaunchRecord({"load_target": s, "capture_target": 93.0 + i}, 290.0 + 10 * i, "warm") for i, s in enumerate((88.0, 92.0, 96.0))]
 OLD = LaunchRecord({"load_target": 100.0, "capture_target": 97.0})  # history from before the cache was kept
@@ -83,18 +88,23 @@ def test_the_session_records_each_launchs_cache_and_estimates_by_it() -> None:
     assert model.cache_state() is None and model.estimates()["load_target"][0] == 12.0
 
 
-def test_sessions_prints_the_startup_table(tmp_path: Path) -> None:
+@pytest.mark.slow  # indexes a 600 kB real recording (~1.4 s)
+def test_sessions_prints_the_startup_table_of_the_recorded_launches(tmp_path: Path) -> None:
+    """The real 0.5.17 run on the lent H200 (issue 33's kill -9 session): the preflight found the tiny
+    checkpoint wholly in the page cache (mincore 1.0), the launch reached ready in 67 s."""
     from eagletui.commands.sessions import main
+    from eagletui.session.catalog import list_sessions
 
-    hist = tmp_path / "history.jsonl"
-    h = PhaseHistory(hist)
-    key = history_key({"target": "root@gpu1", "model": "org/Kimi-K2.5", "tp": 8, "args": {"--speculative-adaptive": True}})
-    for r in (COLD, *WARM):
-        h.record(key, dict(r.phases), total=r.total, cache=r.cache)
-    (tmp_path / "sessions").mkdir()
+    shutil.copy(REAL_SESSION, tmp_path / "real.jsonl")
+    [entry] = list_sessions(tmp_path)
+    assert entry.summary is not None
+    [row] = entry.summary.startup
+    assert row["cache"] == "warm" and row["launch"] == 1 and 66 < row["total"] < 68
+    assert json.loads(row["signature"])["flags"]["--speculative-num-steps"] == "3"
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        assert main([str(tmp_path / "sessions"), "--history", str(hist)]) == 0
+        assert main([str(tmp_path)]) == 0
     text = out.getvalue()
-    assert "startup by launch signature" in text and "root@gpu1 · Kimi-K2.5 · tp 8 · adaptive=true" in text
-    assert "warm      3 launches" in text and "cold      1 launch " in text
+    assert "startup by launch signature (1 launch that reached ready;" in text
+    assert "local · target · tp 1 · algorithm=EAGLE3 draft-model-path=/tmp/sgw/half/draft" in text
+    assert re.search(r"\n    warm      1 launch     ready p50 1m07s p90 1m07s   launch p50 58s", text), text

@@ -106,29 +106,33 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--limit", type=int, default=200, help="list at most this many (newest first; default 200)"
     )
-    p.add_argument(
-        "--history",
-        metavar="FILE",
-        help="the phase history for the startup table (default: the config's history_path)",
-    )
     return p
 
 
-def startup_table(path: str | Path) -> str:
-    """Startup, cold and warm, per launch signature, from the phase history every launch feeds (the ETA's):
+def startup_table(entries: list[Any]) -> str:
+    """Startup, cold and warm, per launch signature, over the listed sessions' launches (the run book):
     p50/p90 of launch → ready and of the longest phases, split by the page cache the preflight measured."""
-    from eagletui.core.phases.history import PhaseHistory
-    from eagletui.core.phases.startup_stats import MAX_SIGNATURES, startup_lines
+    from eagletui.core.phases.startup_stats import MAX_SIGNATURES, record_of, startup_lines
     from eagletui.core.textsafe import inert
 
-    h = PhaseHistory.load(path)
-    keys = h.keys()[-MAX_SIGNATURES:]
-    lines = startup_lines((k, h.launches(k)) for k in reversed(keys))
-    notes = [f"note: {inert(w)}" for w in h.warnings[:3]]
+    groups: dict[str, list[Any]] = {}
+    # oldest session first, so a signature's place is its most recent launch's
+    for e in reversed(entries):
+        for row in (e.summary.startup if e.summary is not None else None) or []:
+            rec = record_of(row)
+            if rec is not None:
+                sig = str(row["signature"])
+                groups[sig] = [*groups.pop(sig, []), rec]  # re-inserted: the most recent signature last
+    keys = list(groups)[-MAX_SIGNATURES:]
+    lines = startup_lines((k, groups[k]) for k in reversed(keys))
     if not lines:
-        return "\n".join(notes) + ("\n" if notes else "")
-    head = f"startup by launch signature ({inert(str(path))}; p50/p90 by page cache, measured by the preflight)"
-    return "\n".join([head, *(inert(x) for x in lines), *notes]) + "\n"
+        return ""
+    n = sum(len(groups[k]) for k in keys)
+    head = (
+        f"startup by launch signature ({n} launch{'es' if n != 1 else ''} that reached ready; "
+        "p50/p90 by page cache, as the preflight measured it)"
+    )
+    return "\n".join([head, *(inert(x) for x in lines)]) + "\n"
 
 
 def main(argv: list[str]) -> int:
@@ -137,14 +141,10 @@ def main(argv: list[str]) -> int:
     from eagletui.session.catalog import list_sessions
 
     cache = False
-    history = args.history
-    if args.dir is None or history is None:
+    if args.dir is None:
         from eagletui.commands._ui import load_config
 
-        cfg = load_config()
-        history = history or cfg.history_path
-    if args.dir is None:
-        directory = Path(cfg.sessions_dir).expanduser()
+        directory = Path(load_config().sessions_dir).expanduser()
         cache = True  # eagletui's own dir: summaries are cached beside the recordings
     else:
         directory = Path(args.dir).expanduser()
@@ -157,8 +157,11 @@ def main(argv: list[str]) -> int:
     if args.json:
         sys.stdout.write(json.dumps([e.to_dict() for e in entries], indent=1) + "\n")
         return 0
-    sys.stdout.write(table(entries) if entries else f"no sessions in {inert(str(directory))}\n")
-    startup = startup_table(Path(history).expanduser())
+    if not entries:
+        sys.stdout.write(f"no sessions in {inert(str(directory))}\n")
+        return 0
+    sys.stdout.write(table(entries))
+    startup = startup_table(entries)
     if startup:
         sys.stdout.write("\n" + startup)
     return 0

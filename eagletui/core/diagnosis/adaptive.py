@@ -118,6 +118,11 @@ def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
         text += f"; {swaps} tier swap{'s' if swaps != 1 else ''} logged"
     if cands:
         text += f"; candidate steps {cands}"
+    built = [n.value for n in o.note_list("adaptive", "built") if isinstance(n.value, dict)]
+    if built:  # the extra tiers' graphs, captured after the launch's own (Built adaptive runtime state)
+        secs = sum(float(b.get("elapsed") or 0.0) for b in built)
+        gb = sum(float(b.get("mem_gb") or 0.0) for b in built)
+        text += f"; {len(built)} extra tier{'s' if len(built) != 1 else ''} captured at startup: {secs:.1f} s, {gb:.2f} GB"
     out.append(
         Diagnosis(
             kind="adaptive_steps",
@@ -130,6 +135,8 @@ def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
                     {"from": a, "to": b, "running": bs, "decode_line": i} for a, b, bs, i, _ in steps_seq
                 ],
                 "candidates": cands,
+                "swaps": swaps,
+                "built": built,
             },
         )
     )

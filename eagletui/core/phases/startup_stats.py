@@ -51,6 +51,27 @@ class Spread:
         return f"p50 {fmt(self.p50)} p90 {fmt(self.p90)}"
 
 
+def record_of(row: Any) -> LaunchRecord | None:
+    """A recorded launch's startup (``Summary.startup``'s rows) as a :class:`LaunchRecord`; None when the
+    row is not one (a hostile or damaged summary cache)."""
+    if not isinstance(row, Mapping) or not isinstance(row.get("signature"), str):
+        return None
+    phases = row.get("phases")
+    if not isinstance(phases, Mapping):
+        return None
+    kept = {
+        str(p): float(v)
+        for p, v in list(phases.items())[:32]
+        if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    }
+    raw = row.get("total")
+    total = float(raw) if isinstance(raw, int | float) and not isinstance(raw, bool) else None
+    if total is not None and not (math.isfinite(total) and total >= 0):
+        total = None
+    cache = row.get("cache")
+    return LaunchRecord(kept, total, cache if cache in (WARM, PART, COLD) else None) if kept else None
+
+
 def spread(values: Iterable[float]) -> Spread | None:
     vals = sorted(v for v in values if isinstance(v, int | float) and math.isfinite(v) and v >= 0)
     if not vals:
