@@ -296,3 +296,27 @@ def test_the_launch_diagnosis_counts_swaps_and_the_extra_tiers_capture() -> None
     assert "the batch size swapped the tier" in steps.text and "3 tier swaps logged" in steps.text
     assert "3 extra tiers captured at startup: 0.9 s, 3.26 GB" in steps.text
     assert steps.data["swaps"] == 3 and len(steps.data["built"]) == 3
+
+
+def test_hostile_adaptive_notes_from_a_recording_are_ignored_not_fatal() -> None:
+    import json
+
+    s = SessionState()
+    d = Diagnoser()
+    for key, value in (
+        ("built", {"steps": 3, "elapsed": "1e999", "mem_gb": [1]}),
+        ("built", {"steps": -1, "elapsed": float("nan")}),
+        ("switch", {"from": [], "to": "z"}),
+        ("switch", {"from": 1, "to": 10**9}),
+        ("init", {"steps": True, "candidates": ["a", 10**12, 3]}),
+        ("fallback", {"reason": {"a": "\x1b]0;pwned\x07"}}),
+        ("update", "not a dict"),
+    ):
+        note = ev.LaunchNote(launch=1, topic="adaptive", key=key, value=value, wall=1.0)
+        s.apply(note)
+        d.add_one(note)
+    view = s.launch.adaptive if s.launch else None
+    assert view is not None and view.swaps == 0 and view.capture_cost() is None and view.candidates == (3,)
+    out = d.diagnoses(1)
+    json.dumps([x.to_json() for x in out])
+    assert {x.kind for x in out} == {"adaptive_fallback"}

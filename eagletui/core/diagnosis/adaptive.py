@@ -14,6 +14,7 @@ batch-size threshold).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from eagletui.core.diagnosis.fold import Diagnosis, LaunchObs
@@ -81,6 +82,25 @@ def fallback_diagnosis(o: LaunchObs) -> Diagnosis | None:
     )
 
 
+def _num(v: Any) -> float:
+    """A seconds or GB value of a note (a recording's may be anything): 0 unless a finite number."""
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    return float(v) if ok else 0.0
+
+
+def _tiers_text(swaps: int, cands: Any, built: list[dict[str, Any]]) -> str:
+    """The swaps logged, the first slot's candidates and the extra tiers' graphs, captured after the
+    launch's own (``Built adaptive runtime state``), as the steps line's tail."""
+    text = f"; {swaps} tier swap{'s' if swaps != 1 else ''} logged" if swaps else ""
+    if cands:
+        text += f"; candidate steps {cands}"
+    if built:
+        secs = sum(_num(b.get("elapsed")) for b in built)
+        gb = sum(_num(b.get("mem_gb")) for b in built)
+        text += f"; {len(built)} extra tier{'s' if len(built) != 1 else ''} captured at startup: {secs:.1f} s, {gb:.2f} GB"
+    return text
+
+
 def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     cfg = o.note("adaptive", "config")
     on = cfg is not None and isinstance(cfg.value, dict) and cfg.value.get("on")
@@ -114,15 +134,8 @@ def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
         text = f"adaptive speculation: started at steps {start}; the batch size swapped the tier (no EMA change logged)"
     else:
         text = f"adaptive speculation on: steps {start} all along (no change logged)"
-    if swaps:
-        text += f"; {swaps} tier swap{'s' if swaps != 1 else ''} logged"
-    if cands:
-        text += f"; candidate steps {cands}"
     built = [n.value for n in o.note_list("adaptive", "built") if isinstance(n.value, dict)]
-    if built:  # the extra tiers' graphs, captured after the launch's own (Built adaptive runtime state)
-        secs = sum(float(b.get("elapsed") or 0.0) for b in built)
-        gb = sum(float(b.get("mem_gb") or 0.0) for b in built)
-        text += f"; {len(built)} extra tier{'s' if len(built) != 1 else ''} captured at startup: {secs:.1f} s, {gb:.2f} GB"
+    text += _tiers_text(swaps, cands, built)
     out.append(
         Diagnosis(
             kind="adaptive_steps",

@@ -164,23 +164,9 @@ class MetricChart(PlotextPlot):
                 n += len(pts)
                 xs_all += xs
                 ys_all += ys
-        right: list[float] = []
-        extra_names: list[str] = []  # named first: the generic names give way where the title is short
-        for e in extras:
-            if not e.series.points:
-                continue
-            pts = self._thin(e.series.points)
-            xs = [t - t0 for t, _ in pts]
-            ys = [v for _, v in pts]
-            plt.plot(xs, ys, color=_rgb(self.app, e.colour_var, e.fallback), yside="right" if e.right else "left")
-            extra_names.append(f"─ {e.label}")
-            n += len(pts)
-            xs_all += xs
-            (right if e.right else ys_all).extend(ys)
+        extra_names, extra_n = self._plot_extras(extras, t0, xs_all, ys_all)
         names[:0] = extra_names
-        if right:
-            top = max(1.0, max(right))
-            plt.ylim(0.0, top * 1.1, yside="right")  # type: ignore[arg-type]  # plotext's stub types it float
+        n += extra_n
         if self.baseline is not None and n:
             plt.hline(self.baseline, color=_rgb(self.app, "chart-baseline", (200, 200, 200)))
             names.append("┄ baseline")
@@ -197,6 +183,31 @@ class MetricChart(PlotextPlot):
             + (len(live.points) if live else 0)
         )
         self.refresh()
+
+    def _plot_extras(
+        self, extras: list[Extra], t0: float, xs_all: list[float], ys_all: list[float]
+    ) -> tuple[list[str], int]:
+        """Draw the further lines (the right-hand ones on their own axis from 0); their names (named
+        first: the generic names give way where the title is short) and how many points. The left-hand
+        values join ``ys_all`` and every x joins ``xs_all``."""
+        plt = self.plt
+        names: list[str] = []
+        right: list[float] = []
+        n = 0
+        for e in extras:
+            if not e.series.points:
+                continue
+            pts = self._thin(e.series.points)
+            xs = [t - t0 for t, _ in pts]
+            ys = [v for _, v in pts]
+            plt.plot(xs, ys, color=_rgb(self.app, e.colour_var, e.fallback), yside="right" if e.right else "left")
+            names.append(f"─ {e.label}")
+            n += len(pts)
+            xs_all += xs
+            (right if e.right else ys_all).extend(ys)
+        if right:
+            plt.ylim(0.0, max(1.0, max(right)) * 1.1, yside="right")  # type: ignore[arg-type]  # plotext's stub types it float
+        return names, n
 
     def _axes(self, xs_all: list[float], ys_all: list[float]) -> None:
         """Both axes' ranges, the y ticks (every one labelled), and the axis labels where they fit."""

@@ -281,26 +281,7 @@ class PhasePanel(Vertical):
         if note:
             line.append(f"  of which {note}", style="dim")
         if la.status in (ServerState.LOADING, ServerState.LAUNCHING):
-            if estimates:
-                remaining = 0.0
-                for phase in la.shown_phases():
-                    st = la.phases[phase]
-                    est = estimates.get(phase)
-                    if est is None or st.status in (
-                        PhaseStatus.DONE,
-                        PhaseStatus.SKIPPED,
-                        PhaseStatus.FAILED,
-                    ):
-                        continue
-                    remaining += max(0.0, est[0] - (st.elapsed(now) or 0.0))
-                line.append(f"  ETA ready {fmt_secs(remaining)}")
-                if basis:  # p50s of which launches: a warm ETA for a cold launch is minutes short
-                    line.append(f" (p50 of {inert(basis)})", style="dim")
-            elif any(st.status == PhaseStatus.ACTIVE and st.total and st.done for st in la.phases.values()):
-                # the phase row shows an ETA from its own progress: say where it comes from
-                line.append(f"  {FIRST_OF_CONFIG}: ETA from progress only", style="dim")
-            else:
-                line.append(f"  {NO_ESTIMATE}", style="dim")
+            _eta_text(line, la, now, estimates, basis)
         if la.adaptive.fallback is not None:
             line.append(f"  ⚠ adaptive off: {_clip(la.adaptive.fallback, 70)}", style="bold")
         tiers = la.adaptive.capture_text(steps=False)
@@ -372,6 +353,28 @@ class PhasePanel(Vertical):
                 style=f"bold {warn}",
             )
         set_label(box, text)
+
+
+def _eta_text(
+    line: Text, la: LaunchState, now: float, estimates: dict[str, tuple[float, float]], basis: str
+) -> None:
+    """The launch's ETA from the history's p50s of the phases to go, and which launches they are."""
+    if estimates:
+        remaining = 0.0
+        for phase in la.shown_phases():
+            st = la.phases[phase]
+            est = estimates.get(phase)
+            if est is None or st.status in (PhaseStatus.DONE, PhaseStatus.SKIPPED, PhaseStatus.FAILED):
+                continue
+            remaining += max(0.0, est[0] - (st.elapsed(now) or 0.0))
+        line.append(f"  ETA ready {fmt_secs(remaining)}")
+        if basis:  # p50s of which launches: a warm ETA for a cold launch is minutes short
+            line.append(f" (p50 of {inert(basis)})", style="dim")
+    elif any(st.status == PhaseStatus.ACTIVE and st.total and st.done for st in la.phases.values()):
+        # the phase row shows an ETA from its own progress: say where it comes from
+        line.append(f"  {FIRST_OF_CONFIG}: ETA from progress only", style="dim")
+    else:
+        line.append(f"  {NO_ESTIMATE}", style="dim")
 
 
 def startup_gaps(la: LaunchState) -> list[tuple[str, str, float]]:
