@@ -254,12 +254,6 @@ class Engine:
     # --- public -------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self.adaptive is not None:
-            first = self.adaptive.slots[self.adaptive.keys[0]]
-            self.log.line(
-                f"AdaptiveSpeculativeParams initialized: steps={first.steps}, candidate_steps={first.candidates}",
-                rank=0,
-            )
         self._last_log_t = time.monotonic()
         self.task = asyncio.get_running_loop().create_task(self.run())
 

@@ -260,22 +260,29 @@ class Startup:
             if p.steps > 1:
                 await self.capture_draft("decode", p.topk, 2.0, 0.4)
             await self.capture_draft("extend", p.ndt, 2.0, 0.3)
-            if p.topk == 1 and getattr(p.args, "speculative_adaptive", False):
-                await self.capture_adaptive_tiers()
+        if p.spec and p.topk == 1 and getattr(p.args, "speculative_adaptive", False):
+            await self.capture_adaptive_tiers(graphs=p.decode_graph)
 
-    async def capture_adaptive_tiers(self) -> None:
-        """``EAGLEWorkerV2.init_cuda_graphs`` with ``--speculative-adaptive`` (0.5.23 L1387-1414): after the
-        launch's own graphs, every other candidate step gets its draft graphs, a target-verify runner and
-        a workspace of its own, over the captured sizes whose slot lists that step
-        (``cuda_graph_bs_for_step``): the draft capture lines, the verify runner's bar (it prints no
-        begin/end lines) and ``Built adaptive runtime state steps=N: elapsed=…s, mem=…GB``."""
+    async def capture_adaptive_tiers(self, graphs: bool) -> None:
+        """``EAGLEWorkerV2`` with ``--speculative-adaptive`` (0.5.23 L1349, L1387-1414): the controller is
+        made after the draft worker (``AdaptiveSpeculativeParams initialized``), then, after the launch's
+        own graphs, every other candidate step gets its draft graphs, a target-verify runner and a
+        workspace of its own, over the captured sizes whose slot lists that step
+        (``cuda_graph_bs_for_step``; none without graphs: a workspace only): the draft capture lines, the verify runner's
+        bar (it prints no begin/end lines) and ``Built adaptive runtime state steps=N: elapsed=…s, mem=…GB``."""
         p, log = self.p, self.log
         tiers = AdaptiveSteps(p.steps, getattr(p.args, "speculative_adaptive_config", None), p.capture_bs)
         first = p.local_rank(0)
+        if p.head:
+            slot = tiers.slots[tiers.keys[0]]
+            log.line(
+                f"AdaptiveSpeculativeParams initialized: steps={slot.steps}, candidate_steps={slot.candidates}",
+                rank=0,
+            )
         for step in tiers.candidates():
             if step == p.steps:
                 continue
-            bs = tiers.graph_bs_for_step(step)
+            bs = tiers.graph_bs_for_step(step) if graphs else []
             t, before = time.monotonic(), self.avail[first]
             if bs:  # none: the tier runs eagerly (``disable_cuda_graph``), a workspace only
                 share = len(bs) / max(1, len(p.capture_bs))  # the draft graphs' share of the sizes
