@@ -174,7 +174,7 @@ PHASES_SHOWN = 3
 
 def startup_lines(signatures: Iterable[tuple[str, list[LaunchRecord]]]) -> list[str]:
     """``eagletui sessions``' startup table: per signature, per page-cache state, how many launches, launch
-    → ready p50/p90 and the longest phases' p50/p90 (``vllm bench sweep startup``'s cold/warm split)."""
+    → ready p50/p90 and the longest phases' p50/p90 (the cold/warm split startup sweeps report)."""
     out: list[str] = []
     for key, records in signatures:
         stats = by_state(records)
