@@ -24,7 +24,7 @@ from eagletui.core.servers.spec_preflight import (
     adaptive_fallback_reason,
     spec_config_findings,
 )
-from eagletui.remote.preflight import Check, spec_checks
+from eagletui.remote.preflight import Check, flag_checks, spec_checks
 from eagletui.remote.preflight_scripts import HOST_SCRIPT
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -113,8 +113,9 @@ def test_expert_distribution_metrics_with_two_or_more_steps_is_refused() -> None
 
 def test_adaptive_with_topk_other_than_one_says_sglangs_own_reason() -> None:
     args, found = _case("adaptive-topk4")
-    f = _only(found, "adaptive")
-    assert f.status == "warn"
+    assert not [f for f in found if f.check == "adaptive"]  # said once, by the preflight's flag check
+    checks = flag_checks(list(args), None, "0.5.17", dict(args))
+    assert [c.status for c in checks if "will not adapt" in c.message] == ["warn"]
     reason = adaptive_fallback_reason(args, "0.5.17")
     # the server's own warning carries the same reason (adaptive_spec_params.py)
     assert (
@@ -123,7 +124,10 @@ def test_adaptive_with_topk_other_than_one_says_sglangs_own_reason() -> None:
     assert adaptive_fallback_reason({**args, "--speculative-eagle-topk": 1}) is None
     del args["--speculative-eagle-topk"]
     assert adaptive_fallback_reason(args) is None  # unset topk becomes 1
-    assert adaptive_fallback_reason({**args, "--enable-dp-attention": True}) is not None
+    # 0.5.17 refuses any --enable-dp-attention; 0.5.23 only attention DP over more than one rank
+    assert adaptive_fallback_reason({**args, "--enable-dp-attention": True}, "0.5.17") is not None
+    assert adaptive_fallback_reason({**args, "--enable-dp-attention": True}, "0.5.23") is None
+    assert adaptive_fallback_reason({**args, "--enable-dp-attention": True, "--dp-size": 2}, "0.5.23") is not None
 
 
 def test_a_host_whose_release_has_the_fix_says_nothing(monkeypatch: pytest.MonkeyPatch) -> None:

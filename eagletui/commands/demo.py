@@ -32,12 +32,17 @@ def with_free_port(text: str, port: int | None = None) -> str:
     return _PORT_LINE.sub(f"port = {port or free_port()}", text, count=1)
 
 
-def write_demo_profile(directory: Path, *, port: int | None = None, time_scale: float | None = None) -> Path:
-    """The packaged demo profile, with a free port and its runs kept under ``directory``."""
+def write_demo_profile(
+    directory: Path, *, port: int | None = None, time_scale: float | None = None, adaptive: bool = False
+) -> Path:
+    """The packaged demo profile, with a free port and its runs kept under ``directory``; ``adaptive``
+    adds ``--speculative-adaptive`` (SGLang 0.5.23's tiers, as the simulator runs them)."""
     from importlib.resources import files
 
     text = files("eagletui.profiles").joinpath("demo.toml").read_text(encoding="utf-8")
     text = with_free_port(text, port)
+    if adaptive:
+        text = text.replace("[server.args]\n", "[server.args]\nspeculative-adaptive = true\n", 1)
     text = text.replace('runs_dir = "~/.eagletui/runs"', f'runs_dir = "{directory / "runs"}"', 1)
     if time_scale is not None:
         text = re.sub(r"sim-time-scale = [0-9.]+", f"sim-time-scale = {time_scale}", text, count=1)
@@ -57,6 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="simulated launch speed (1.0 = a real ~10 min launch; default ≈ 20 s)",
     )
     p.add_argument("--port", type=int, default=None, help="HTTP port for the simulator (default: a free one)")
+    p.add_argument(
+        "--adaptive",
+        action="store_true",
+        help="launch with --speculative-adaptive: the tier over time in the accept chart and the run details",
+    )
     add_ui_options(p)
     return p
 
@@ -71,7 +81,7 @@ def main(argv: list[str]) -> int:
     from eagletui.core.profile.load import load_profile
 
     with tempfile.TemporaryDirectory(prefix="eagletui-demo-") as tmp:
-        path = write_demo_profile(Path(tmp), port=args.port, time_scale=args.time_scale)
+        path = write_demo_profile(Path(tmp), port=args.port, time_scale=args.time_scale, adaptive=args.adaptive)
         profile = load_profile(path)
         cfg = load_config()
         app = build_app(

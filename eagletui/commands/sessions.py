@@ -109,6 +109,32 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def startup_table(entries: list[Any]) -> str:
+    """Startup, cold and warm, per launch signature, over the listed sessions' launches (the run book):
+    p50/p90 of launch → ready and of the longest phases, split by the page cache the preflight measured."""
+    from eagletui.core.phases.startup_stats import MAX_SIGNATURES, record_of, startup_lines
+    from eagletui.core.textsafe import inert
+
+    groups: dict[str, list[Any]] = {}
+    # oldest session first, so a signature's place is its most recent launch's
+    for e in reversed(entries):
+        for row in (e.summary.startup if e.summary is not None else None) or []:
+            rec = record_of(row)
+            if rec is not None:
+                sig = str(row["signature"])
+                groups[sig] = [*groups.pop(sig, []), rec]  # re-inserted: the most recent signature last
+    keys = list(groups)[-MAX_SIGNATURES:]
+    lines = startup_lines((k, groups[k]) for k in reversed(keys))
+    if not lines:
+        return ""
+    n = sum(len(groups[k]) for k in keys)
+    head = (
+        f"startup by launch signature ({n} launch{'es' if n != 1 else ''} that reached ready; "
+        "p50/p90 by page cache, as the preflight measured it)"
+    )
+    return "\n".join([head, *(inert(x) for x in lines)]) + "\n"
+
+
 def main(argv: list[str]) -> int:
     args = build_parser().parse_args(argv)
     from eagletui.core.textsafe import inert
@@ -135,4 +161,7 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(f"no sessions in {inert(str(directory))}\n")
         return 0
     sys.stdout.write(table(entries))
+    startup = startup_table(entries)
+    if startup:
+        sys.stdout.write("\n" + startup)
     return 0

@@ -20,8 +20,13 @@ from typing import Any, Literal
 from eagletui.core.profile.model import Profile
 from eagletui.core.servers.flag_rule import FlagTable, check_server_flags, check_values
 from eagletui.core.servers.flagtables import table_for
-from eagletui.core.servers.spec import speculates
-from eagletui.core.servers.spec_preflight import ISSUES, ModelFacts, spec_config_findings
+from eagletui.core.servers.spec import adaptive_fallback_text, speculates
+from eagletui.core.servers.spec_preflight import (
+    ISSUES,
+    ModelFacts,
+    adaptive_fallback_reason,
+    spec_config_findings,
+)
 from eagletui.remote.gpu import APPS_QUERY, QUERY, missing_nvidia_smi, parse_query
 from eagletui.remote.preflight_scripts import DISK_SCRIPT, HOST_SCRIPT
 from eagletui.remote.transport import Transport, TransportError
@@ -415,6 +420,9 @@ def flag_checks(
     report.errors += check_values(values or {}, table, version)
     checks = [Check("flags", "fail", m) for m in report.errors]
     checks += [Check("flags", "warn", m) for m in report.warnings]
+    fallback = adaptive_fallback_reason(values or {}, version)
+    if fallback is not None:  # the server starts and only warns: the profile check says the same
+        checks.append(Check("flags", "warn", adaptive_fallback_text(fallback)))
     if not report.errors:
         source = table.source if table is not None else "the version notes only (parser unknown)"
         msg = f"{report.checked} flags accepted by {source}"

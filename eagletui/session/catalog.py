@@ -27,7 +27,7 @@ SUFFIXES = (".jsonl", ".jsonl.gz")
 LIST_MAX_BYTES = 512 * 1024**2
 #: A listing looks at this many files at most (newest first), so a dir of a million files is bounded.
 LIST_MAX_FILES = 1000
-_CACHE_VERSION = 3  # 2: the run book's baseline, spec pairs and invalid runs; 3: unjudged pairs
+_CACHE_VERSION = 4  # 2: the run book's baseline, spec pairs and invalid runs; 3: unjudged pairs; 4: startup
 _CACHE_MAX = 64 * 1024
 
 

@@ -52,8 +52,11 @@ from eagletui.core.events import (
     ServerStopped,
     TaskFailed,
 )
+from eagletui.core.host.page_cache import cache_state
 from eagletui.core.phases.failures import exit_is_failure
+from eagletui.core.phases.history import history_key
 from eagletui.core.runs.book import RunBook
+from eagletui.core.state.screen import SessionState
 from eagletui.session.codec import LogCodec
 from eagletui.session.decode import LineDecoder
 from eagletui.session.format import (
@@ -543,4 +546,32 @@ class ReplaySource:
         base = book.base_run()
         if base is not None:
             s.baseline_tok_s, s.baseline_launch = base.metric("tok_s").mean, base.launch
+        s.startup = self._startup()
         return s
+
+    def _startup(self) -> list[dict[str, Any]]:
+        """Each ready launch's startup, from the screen's own fold of the context events (its phases and
+        launch → ready) and the preflight's page cache before it."""
+        st = SessionState()
+        for _line, _t, ev in self.context:
+            st.apply(ev)
+        out: list[dict[str, Any]] = []
+        for n, la in sorted(st.launches.items()):
+            phases = la.phase_durations()
+            if la.ready_at is None or not phases or not la.config:
+                continue
+            obs = st.diagnoser.launches.get(n)
+            try:
+                key = history_key(la.config)
+            except (TypeError, ValueError):
+                continue
+            out.append(
+                {
+                    "launch": n,
+                    "signature": key,
+                    "phases": {p: round(v, 3) for p, v in phases.items()},
+                    "total": round(la.ready_after, 3) if la.ready_after is not None else None,
+                    "cache": cache_state(obs.host.get("checkpoint")) if obs is not None else None,
+                }
+            )
+        return out

@@ -23,7 +23,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 from eagletui.core.events import PHASES, Event, ServerReady
+from eagletui.core.host.page_cache import cache_state
 from eagletui.core.phases.history import history_key
+from eagletui.core.phases.startup_stats import LaunchRecord, estimates_for
 from eagletui.core.profile.staged import StagedConfig
 from eagletui.core.runs.book import RunBook
 from eagletui.core.state.screen import SessionState
@@ -45,11 +47,11 @@ class EventWriter(Protocol):
 class PhaseHistoryStore(Protocol):
     """Phase durations of earlier launches (:class:`~eagletui.core.phases.history.PhaseHistory`)."""
 
-    def record(self, key: str, durations: dict[str, float]) -> Any: ...
+    def record(
+        self, key: str, durations: dict[str, float], *, total: float | None = None, cache: str | None = None
+    ) -> Any: ...
 
-    def estimate(self, key: str, phase: str) -> float | None: ...
-
-    def p95(self, key: str, phase: str) -> float | None: ...
+    def launches(self, key: str) -> list[LaunchRecord]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +99,7 @@ class SessionModel:
         self._reset_observers: list[Callable[[], None]] = []
         #: the launch/phase/benchmark/config events, for an export of the session (a few per launch)
         self.report_events: list[Event] = []
+        self._eta_memo: tuple[tuple[int, int, int], tuple[dict[str, tuple[float, float]], str]] | None = None
 
     # ------------------------------------------------------------------ observers
 
@@ -195,25 +198,43 @@ class SessionModel:
         if self.history is None or la is None or not self.learn_history:
             return
         try:
-            self.history.record(history_key(la.config), la.phase_durations())
+            self.history.record(
+                history_key(la.config), la.phase_durations(), total=la.ready_after, cache=self.cache_state()
+            )
         except Exception as exc:
             self._problem("history", f"phase durations not saved: {exc}", "warning")
 
-    def estimates(self) -> dict[str, tuple[float, float]]:
-        """Phase → (median, p95) seconds from earlier launches of the same config."""
+    def cache_state(self) -> str | None:
+        """The current launch's page cache as the preflight before it measured it (None: not measured)."""
+        la = self.state.launch
+        obs = self.state.diagnoser.launches.get(la.launch) if la is not None else None
+        return cache_state(obs.host.get("checkpoint")) if obs is not None else None
+
+    def _estimates(self) -> tuple[dict[str, tuple[float, float]], str]:
+        """Once per event at most: the repaint asks ten times a second."""
         la = self.state.launch
         if self.history is None or la is None:
-            return {}
-        out: dict[str, tuple[float, float]] = {}
+            return {}, ""
+        memo = (la.launch, self.events_seen, id(self.history))
+        if self._eta_memo is not None and self._eta_memo[0] == memo:
+            return self._eta_memo[1]
         try:
             key = history_key(la.config)
-            for phase in PHASES:
-                med = self.history.estimate(key, phase)
-                if med is not None:
-                    out[phase] = (med, self.history.p95(key, phase) or med * 1.5)
         except (TypeError, ValueError):  # a config the key cannot be built from: no ETA
-            return {}
+            return {}, ""
+        ests, basis = estimates_for(self.history.launches(key), self.cache_state())
+        out = ({p: v for p, v in ests.items() if p in PHASES}, basis)
+        self._eta_memo = (memo, out)
         return out
+
+    def estimates(self) -> dict[str, tuple[float, float]]:
+        """Phase → (p50, p90) seconds from earlier launches of the same signature, of the same page-cache
+        state when the preflight measured it and some did (core/phases/startup_stats.estimates_for)."""
+        return self._estimates()[0]
+
+    def eta_basis(self) -> str:
+        """What :meth:`estimates` rests on, in words (``warm page cache, 4 launches``); "" without history."""
+        return self._estimates()[1]
 
     # ------------------------------------------------------------------ end
 

@@ -96,6 +96,10 @@ class Summary:
     spec_pairs: list[dict[str, Any]] = field(default_factory=list)
     #: launches whose results cannot count (the validity gate): ``{"launch", "reason"}`` (the first)
     invalid: list[dict[str, Any]] = field(default_factory=list)
+    #: each launch that reached ready: ``{"launch", "signature", "phases", "total", "cache"}`` (its launch
+    #: signature, phase seconds, launch → ready, page cache as the preflight measured it), for the startup
+    #: distributions (core/phases/startup_stats.py)
+    startup: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -5,7 +5,8 @@ size that covers it and routed to the largest key at or below that. Each slot ke
 average of the accepted drafts per request (``ema_alpha`` 0.2), starts at ``current − 1``, waits
 ``warmup_batches`` (10), then every ``update_interval`` (5) verifies moves down while the EMA is at or below
 the threshold of the next lower candidate (``prev − 0.5``, ``0.5`` towards 0, plus ``down_hysteresis``) or
-else up while it is above ``current − 0.5 + up_hysteresis``. A zero-step slot drafts nothing and probes the
+else up while it is above ``current − 0.5 + up_hysteresis``; a ``ceiling_coeff`` above 0 caps a target that
+is no step up at ``ceil(ema × coeff)``. A zero-step slot drafts nothing and probes the
 smallest positive step at its next update. Every change is logged as SGLang logs it:
 ``Adaptive spec params updated: steps 3 -> 1 (ema_accept_len=0.42)``.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import bisect
 import json
+import math
 from typing import Any
 
 DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
@@ -32,6 +34,7 @@ class Slot:
         self.warmup = int(cfg.get("warmup_batches", 10))
         self.down = float(cfg.get("down_hysteresis", -0.25))
         self.up = float(cfg.get("up_hysteresis", 0.0))
+        self.ceiling = float(cfg.get("ceiling_coeff", 0) or 0)
         self.steps = initial if initial in self.candidates else self.candidates[len(self.candidates) // 2]
         self.ema = float(self.steps - 1)
         self.batches = 0
@@ -65,6 +68,12 @@ class Slot:
                 while idx < len(self.candidates) - 1 and self.ema > self.candidates[idx] - 0.5 + self.up:
                     idx += 1
             target = self.candidates[idx]
+            if self.ceiling > 0:  # caps a target that is not a step up at ceil(ema × coeff)
+                cap = max(1, math.ceil(self.ema * self.ceiling))
+                if cap < target <= old:
+                    while idx > 0 and self.candidates[idx] > cap:
+                        idx -= 1
+                    target = self.candidates[idx]
         if target == old:
             return None
         self.steps = target
@@ -87,14 +96,33 @@ class AdaptiveSteps:
         self.keys = sorted(entries)
         self.slots = {k: Slot(initial, {**cfg, **entries[k]}) for k in self.keys}
         self.graph_bs = sorted(graph_bs) if graph_bs else None
+        #: the tier the worker runs now: the launch's steps until the first swap
+        self.active = initial
+
+    def _key_slot(self, bs: int) -> Slot:
+        i = bisect.bisect_right(self.keys, bs) - 1
+        return self.slots[self.keys[max(0, i)]]
 
     def _slot(self, bs: int) -> Slot:
         padded = bs
         if self.graph_bs:
             i = bisect.bisect_left(self.graph_bs, bs)
             padded = self.graph_bs[i] if i < len(self.graph_bs) else bs
-        i = bisect.bisect_right(self.keys, padded) - 1
-        return self.slots[self.keys[max(0, i)]]
+        return self._key_slot(padded)
+
+    def graph_bs_for_step(self, step: int) -> list[int]:
+        """``cuda_graph_bs_for_step``: the captured batch sizes whose slot lists ``step`` (the sizes an
+        extra tier's graphs are captured for; none: that tier runs eagerly)."""
+        return [v for v in self.graph_bs or [] if step in self._key_slot(v).candidates]
+
+    def activate(self, bs: int) -> tuple[int, int] | None:
+        """``activate_step_by_batch`` before a decode round: (old, new) when the batch's slot runs another
+        tier than the worker's (the server logs ``Switch adaptive runtime state`` then)."""
+        steps = self.steps_for(bs)
+        if steps == self.active:
+            return None
+        old, self.active = self.active, steps
+        return old, steps
 
     def steps_for(self, bs: int) -> int:
         return self._slot(bs).steps

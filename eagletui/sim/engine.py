@@ -254,12 +254,6 @@ class Engine:
     # --- public -------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        if self.adaptive is not None:
-            first = self.adaptive.slots[self.adaptive.keys[0]]
-            self.log.line(
-                f"AdaptiveSpeculativeParams initialized: steps={first.steps}, candidate_steps={first.candidates}",
-                rank=0,
-            )
         self._last_log_t = time.monotonic()
         self.task = asyncio.get_running_loop().create_task(self.run())
 
@@ -427,11 +421,19 @@ class Engine:
         self._reap()
 
     def _iteration_cfg(self, bs: int) -> perf.PerfConfig:
-        """This iteration's configuration: adaptive speculation's step count for the batch, eager when the
+        """This iteration's configuration: adaptive speculation's step count for the batch (activating its
+        tier first, as ``activate_step_by_batch`` does, with SGLang's line for a swap), eager when the
         batch is larger than every captured graph."""
         cfg = self.cfg
         if self.adaptive is not None:
-            steps = self.adaptive.steps_for(bs)
+            swap = self.adaptive.activate(bs)
+            if swap is not None:
+                self.log.line(
+                    f"Switch adaptive runtime state: steps {swap[0]} -> {swap[1]}, "
+                    f"draft_tokens {swap[0] + 1} -> {swap[1] + 1}",
+                    rank=0,
+                )
+            steps = self.adaptive.active
             cfg = dataclasses.replace(cfg, spec=steps > 0, num_steps=max(1, steps), num_draft_tokens=max(2, steps + 1))
         if cfg.cuda_graph and self.graph_max_bs and bs > self.graph_max_bs:
             cfg = dataclasses.replace(cfg, cuda_graph=False)

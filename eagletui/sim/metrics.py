@@ -176,10 +176,12 @@ def _scheduler_gauges(x: _Exposition, eng: Engine, plan: Plan, gen: float) -> No
             eng.last_accept_rate or 0.0,
             "Speculative acceptance rate (`accepted drafts / proposed drafts` in batch).",
         )
-        gauge("sglang:spec_num_steps", plan.steps, "Currently active speculative_num_steps.")
+        # ``_active_spec_config_snapshot`` reads the worker's steps: the adaptive tier running now
+        active = eng.adaptive.active if eng.adaptive is not None else None
+        gauge("sglang:spec_num_steps", plan.steps if active is None else active, "Currently active speculative_num_steps.")
         gauge(
             "sglang:spec_num_draft_tokens",
-            plan.ndt,
+            plan.ndt if active is None else active + 1,
             "Currently active speculative_num_draft_tokens (decouples from steps under topk>1).",
         )
     gauge("sglang:utilization", 1.0 if eng.busy else 0.0, "The utilization.")

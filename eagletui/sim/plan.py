@@ -176,6 +176,13 @@ def _speculative(args: Any, arch: str, msgs: list[str]) -> tuple[bool, Any, Any,
         args.speculative_eagle_topk,
         args.speculative_num_draft_tokens,
     )
+    if spec and getattr(args, "speculative_adaptive", False) and topk is not None and topk != 1:
+        # ``_maybe_disable_adaptive`` (0.5.23 speculative_hook.py L1374): no error, one warning, static steps
+        msgs.append(
+            f"speculative_adaptive disabled: speculative_eagle_topk={topk} (only topk=1 is supported). "
+            "Falling back to static speculative params."
+        )
+        args.speculative_adaptive = False
     if spec:
         if steps is None and topk is None and ndt is None:
             steps, topk, ndt = perf.auto_spec_params(arch)

@@ -56,6 +56,13 @@ def server_info_dict(st: ServerState) -> dict[str, Any]:
         startup_time=startup_time_dict(plan),
         effective_max_running_requests_per_dp=plan.max_running,
     )
+    if eng.adaptive is not None:
+        # the scheduler's args overlay every override: each tier swap's ``adaptive_spec.restore`` sets
+        # them (0.5.23 ``scheduler_components/internal_state.py`` L45-48), so internal_states shows the
+        # active tier while the top level keeps the launch's
+        internal.update(
+            speculative_num_steps=eng.adaptive.active, speculative_num_draft_tokens=eng.adaptive.active + 1
+        )
     if plan.spec and eng.avg_spec_accept_length is not None:
         internal["avg_spec_accept_length"] = eng.avg_spec_accept_length
     if eng.record_step_time:  # JSON object keys are strings: {"1": [0.0058, …], "6": […]}

@@ -17,6 +17,7 @@ import time
 from typing import Any
 
 from eagletui.sim import multinode
+from eagletui.sim.adaptive import AdaptiveSteps
 from eagletui.sim.crashes import (
     scheduler_exception,
     sigquit_from_child,
@@ -25,7 +26,7 @@ from eagletui.sim.crashes import (
     tb_oom_capture,
     tb_oom_load,
 )
-from eagletui.sim.logfmt import ERROR, WARNING, SimLog, shard_frame, tqdm_frame
+from eagletui.sim.logfmt import ERROR, INFO, WARNING, SimLog, shard_frame, tqdm_frame
 from eagletui.sim.plan import GRAPH_PHASES, Plan
 
 
@@ -121,8 +122,8 @@ class Startup:
 
     async def run(self) -> None:
         p, log = self.p, self.log
-        for m in p.resolution_msgs:
-            log.line(m)
+        for m in p.resolution_msgs:  # ServerArgs' resolution: warnings (logger.warning in the wheel)
+            log.line(m, level=WARNING if "disabled" in m else INFO)
         log.line(f"server_args={p.server_args!r}")
         await self.sleep(6)
         await self.init_parallel()
@@ -259,6 +260,49 @@ class Startup:
             if p.steps > 1:
                 await self.capture_draft("decode", p.topk, 2.0, 0.4)
             await self.capture_draft("extend", p.ndt, 2.0, 0.3)
+        if p.spec and p.topk == 1 and getattr(p.args, "speculative_adaptive", False):
+            await self.capture_adaptive_tiers(graphs=p.decode_graph)
+
+    async def capture_adaptive_tiers(self, graphs: bool) -> None:
+        """``EAGLEWorkerV2`` with ``--speculative-adaptive`` (0.5.23 L1349, L1387-1414): the controller is
+        made after the draft worker (``AdaptiveSpeculativeParams initialized``), then, after the launch's
+        own graphs, every other candidate step gets its draft graphs, a target-verify runner and a
+        workspace of its own, over the captured sizes whose slot lists that step
+        (``cuda_graph_bs_for_step``; none without graphs: a workspace only): the draft capture lines, the verify runner's
+        bar (it prints no begin/end lines) and ``Built adaptive runtime state steps=N: elapsed=…s, mem=…GB``."""
+        p, log = self.p, self.log
+        tiers = AdaptiveSteps(p.steps, getattr(p.args, "speculative_adaptive_config", None), p.capture_bs)
+        first = p.local_rank(0)
+        if p.head:
+            slot = tiers.slots[tiers.keys[0]]
+            log.line(
+                f"AdaptiveSpeculativeParams initialized: steps={slot.steps}, candidate_steps={slot.candidates}",
+                rank=0,
+            )
+        for step in tiers.candidates():
+            if step == p.steps:
+                continue
+            bs = tiers.graph_bs_for_step(step) if graphs else []
+            t, before = time.monotonic(), self.avail[first]
+            if bs:  # none: the tier runs eagerly (``disable_cuda_graph``), a workspace only
+                share = len(bs) / max(1, len(p.capture_bs))  # the draft graphs' share of the sizes
+                if step > 1:
+                    await self.capture_draft("decode", p.topk, 1.0, 0.2 * share, bs)
+                await self.capture_draft("extend", step + 1, 1.0, 0.15 * share, bs)
+                await self.capture_bar(bs, 3.0, self.avail[first])
+                verify = 0.1 + 0.02 * max(bs) * (step + 1) / 4  # the launch's verify graphs, scaled
+                p.graph_gb["target_verify"] = p.graph_gb.get("target_verify", 0.0) + verify
+                p.timings["graph:target_verify"] = p.timings.get("graph:target_verify", 0.0) + time.monotonic() - t
+                for r in range(p.tp):
+                    self.avail[r] -= verify
+            for r in range(p.tp):
+                self.avail[r] -= 0.05  # the new attention workspace
+            if p.head:
+                log.line(
+                    f"Built adaptive runtime state steps={step}: elapsed={time.monotonic() - t:.2f}s, "
+                    f"mem={before - self.avail[first]:.2f}GB",
+                    rank=0,
+                )
 
     async def engine_summary(self) -> None:
         """Node 0's scheduler summary and the engine's ``Engine startup timings`` line."""
@@ -469,23 +513,28 @@ class Startup:
                 rank=r,
             )
 
-    async def capture_draft(self, name: str, ntok: int, per_bs_s: float, mem: float) -> None:
+    async def capture_draft(
+        self, name: str, ntok: int, per_bs_s: float, mem: float, bs: list[int] | None = None
+    ) -> None:
+        """One draft capture over ``bs`` (the launch's sizes by default); an adaptive tier's adds to the
+        phase's time and memory as the server's accounting does."""
         p, log = self.p, self.log
+        bs = bs or p.capture_bs
         t = time.monotonic()
         if not p.head:  # logged by rank 0 only: another node captures in silence
-            await self.capture_bar(p.capture_bs, per_bs_s, self.avail[p.local_rank(0)])
+            await self.capture_bar(bs, per_bs_s, self.avail[p.local_rank(0)])
             for r in range(p.tp):
                 self.avail[r] -= mem
             return
         log.line(
-            f"Capture draft {name} CUDA graph begin. backend=full, num_tokens_per_req={ntok}, bs={p.capture_bs}, "
+            f"Capture draft {name} CUDA graph begin. backend=full, num_tokens_per_req={ntok}, bs={bs}, "
             f"avail mem={self.avail[0]:.2f} GB",
             rank=0,
         )
-        await self.capture_bar(p.capture_bs, per_bs_s, self.avail[0])
+        await self.capture_bar(bs, per_bs_s, self.avail[0])
         el = time.monotonic() - t
-        p.timings[f"graph:draft_{name}"] = el
-        p.graph_gb[f"draft_{name}"] = mem
+        p.timings[f"graph:draft_{name}"] = p.timings.get(f"graph:draft_{name}", 0.0) + el
+        p.graph_gb[f"draft_{name}"] = p.graph_gb.get(f"draft_{name}", 0.0) + mem
         for r in range(p.tp):
             self.avail[r] -= mem
         log.line(

@@ -104,7 +104,9 @@ class Repainter:
             return
         self.dirty = False
         screen = self.screen
-        self.phases.show(la, screen.now(), self.model.estimates(), blocked=state.blocked)
+        self.phases.show(
+            la, screen.now(), self.model.estimates(), blocked=state.blocked, basis=self.model.eta_basis()
+        )
         self.status.show(
             state,
             recording=self.model.recorder is not None,

@@ -22,6 +22,9 @@
 #   bash tools/real-sglang/device.sh grid  # steps 1-5 and speculation off launched twice each, six servers
 #                                        # side by side a round, c=1 and 4, steps 3's step profile (issue 32;
 #                                        # tools/real-sglang/grid.py)
+#   bash tools/real-sglang/device.sh adaptive  # --speculative-adaptive launched and benchmarked at c=1,16 (tier
+#                                        # swaps, extra tiers' capture); topk 4 (the silent fall-back: preflight
+#                                        # warning, the server's line, the diagnosis); the startup table
 #   PAIR=work|half bash tools/real-sglang/device.sh PART  # with a known-acceptance drafter pair instead of the
 #                                        # random one (make_known_drafters.py: work accepts steps + 1, half
 #                                        # steps + 1 or 1.0 by the prompt's last character)
@@ -200,6 +203,19 @@ elif [ "$PART" = stall ]; then
   [ -z "$SKIP_I4" ] && step i4-sigterm-bench $((TT + 60)) timeout --preserve-status -s TERM $TT python3 -m eagletui bench local --profile $P --launch --repeats 200 --json
   if [ -n "$DRYRUN" ]; then step i9-stall 300 env EAGLETUI_TIMINGS=fast python3 $R/tools/real-sglang/stall_check.py $P $STOP_S
   else step i9-stall 420 python3 $R/tools/real-sglang/stall_check.py $P $STOP_S; fi
+elif [ "$PART" = adaptive ]; then
+  # issue 35 item 5: --speculative-adaptive on the real server. c=1 and 16 route the batch to different
+  # slots (0.5.17's default config: bs 1-7 [1, 3, 7], 8-31 [0, 1, 3]), so the log has "Switch adaptive
+  # runtime state" lines and the benchmark's tiers are in its diagnosis; the launch logs "Built adaptive
+  # runtime state" per extra tier. Then topk 4: the preflight warns, the server falls back to static
+  # steps with its one WARNING, and the diagnosis says so from the log. Then the startup table.
+  PA=$W/adaptive.toml; sed 's/^\[server.args\]$/[server.args]\nspeculative-adaptive = true/' $P > $PA
+  PF=$W/adaptive-topk4.toml; sed 's/^speculative-eagle-topk = .*/speculative-eagle-topk = 4/; s/^speculative-num-draft-tokens = .*/speculative-num-draft-tokens = 8/' $PA > $PF
+  step a-preflight-adaptive 150 python3 -m eagletui preflight local --profile $PA --json
+  step b-bench-adaptive 330 python3 -m eagletui bench local --profile $PA --launch --concurrency 1,16 --json
+  step c-preflight-topk4 150 python3 -m eagletui preflight local --profile $PF --json
+  step d-bench-topk4 330 python3 -m eagletui bench local --profile $PF --launch --json
+  step e-sessions 60 python3 -m eagletui sessions
 else
   step t0-tui 420 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   [ $(el) -lt 420 ] && step h-reattach-other-profile 180 python3 $R/tools/real-sglang/reattach_check.py $P $PO

@@ -334,6 +334,35 @@ if PART == "stall":
     for row in jl("i9-stall.out"):
         check(row["check"], row["ok"], row.get("detail", ""))
     clean_after("i9-stall")
+if PART == "adaptive":
+    # issue 35 item 5 on the real server: tiers seen, swaps and extra-tier captures read, the fall-back said
+
+    def text_of(step):
+        try:
+            return open(os.path.join(OUT, f"{step}.out")).read()
+        except OSError:
+            return ""
+
+    def diag(d, kind):
+        return next((x for x in (d or {}).get("diagnosis") or [] if x.get("kind") == kind), None)
+
+    check("adaptive: the preflight of an adaptive launch does not warn", rc("a-preflight-adaptive") == 0
+          and "will not adapt" not in text_of("a-preflight-adaptive"))
+    b = doc("b-bench-adaptive")
+    steps_d = diag(b, "adaptive_steps")
+    check("adaptive: bench --launch measured, the diagnosis names the tiers (swaps, extra tiers' capture)",
+          measured(b, rc("b-bench-adaptive")) and steps_d is not None and "extra tier" in steps_d.get("text", ""),
+          steps_d and steps_d.get("text"))
+    figures["adaptive"] = steps_d and steps_d.get("data")
+    clean_after("b-bench-adaptive")
+    check("adaptive: topk 4 makes the preflight warn (the server would only log a WARNING)",
+          "will not adapt" in text_of("c-preflight-topk4"))
+    fb = diag(doc("d-bench-topk4"), "adaptive_fallback")
+    check("adaptive: the topk 4 launch's diagnosis reads the server's fall-back line",
+          fb is not None and fb.get("source") == "log", fb)
+    clean_after("d-bench-topk4")
+    check("startup: eagletui sessions prints the startup table", rc("e-sessions") == 0
+          and "startup by launch signature" in text_of("e-sessions"))
 end = left.get("end") or {}
 check("at the end: nothing eagletui started is alive", not end.get("alive"), end.get("alive"))
 report = {

@@ -14,9 +14,11 @@ batch-size threshold).
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from eagletui.core.diagnosis.fold import Diagnosis, LaunchObs
+from eagletui.core.servers.spec import adaptive_fallback, adaptive_fallback_text
 
 COLLAPSE = 0.6
 #: Decode samples on each side of a change that judge it.
@@ -53,14 +55,64 @@ def _running_at(samples: list[tuple[int, int, float, float | None]], at: int) ->
     return best
 
 
+def fallback_diagnosis(o: LaunchObs) -> Diagnosis | None:
+    """``--speculative-adaptive`` asked for, static steps served: the server's own WARNING, or (when the
+    log did not show it) the launch's args judged by the same rule the profile check and the preflight
+    use (:func:`~eagletui.core.servers.spec.adaptive_fallback`)."""
+    said = o.note("adaptive", "fallback")
+    reason = said.value.get("reason") if said is not None and isinstance(said.value, dict) else None
+    source = "log"
+    if not reason:
+        reason = adaptive_fallback(o.asked) if o.asked else None
+        source = "profile"
+    if not reason:
+        return None
+    return Diagnosis(
+        kind="adaptive_fallback",
+        text=adaptive_fallback_text(str(reason)[:300]),
+        evidence=(
+            f"'speculative_adaptive disabled: {str(reason)[:120]}' (log)"
+            if source == "log"
+            else "the launch's flags, by SGLang's adaptive_unsupported_reason (profile)"
+        ),
+        hint="--speculative-eagle-topk 1 (adaptive runs a chain), or drop --speculative-adaptive",
+        level="warn",
+        source=source,
+        data={"reason": str(reason)[:300]},
+    )
+
+
+def _num(v: Any) -> float:
+    """A seconds or GB value of a note (a recording's may be anything): 0 unless a finite number."""
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v)
+    return float(v) if ok else 0.0
+
+
+def _tiers_text(swaps: int, cands: Any, built: list[dict[str, Any]]) -> str:
+    """The swaps logged, the first slot's candidates and the extra tiers' graphs, captured after the
+    launch's own (``Built adaptive runtime state``), as the steps line's tail."""
+    text = f"; {swaps} tier swap{'s' if swaps != 1 else ''} logged" if swaps else ""
+    if cands:
+        text += f"; candidate steps {cands}"
+    if built:
+        secs = sum(_num(b.get("elapsed")) for b in built)
+        gb = sum(_num(b.get("mem_gb")) for b in built)
+        text += f"; {len(built)} extra tier{'s' if len(built) != 1 else ''} captured at startup: {secs:.1f} s, {gb:.2f} GB"
+    return text
+
+
 def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     cfg = o.note("adaptive", "config")
     on = cfg is not None and isinstance(cfg.value, dict) and cfg.value.get("on")
     init = o.note("adaptive", "init")
     updates = [n for n in o.note_list("adaptive", "update") if isinstance(n.value, dict)]
+    fallback = fallback_diagnosis(o)
+    if fallback is not None:
+        return [fallback]
     if not (on or init or updates):
         return []
     out: list[Diagnosis] = []
+    swaps = len(o.note_list("adaptive", "switch"))
     start = (
         init.value.get("steps")
         if init is not None and isinstance(init.value, dict)
@@ -78,10 +130,12 @@ def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
         )
         more = f" (+{len(steps_seq) - 8} more)" if len(steps_seq) > 8 else ""
         text = f"adaptive speculation: started at steps {start}; {shown}{more}"
+    elif swaps:
+        text = f"adaptive speculation: started at steps {start}; the batch size swapped the tier (no EMA change logged)"
     else:
         text = f"adaptive speculation on: steps {start} all along (no change logged)"
-    if cands:
-        text += f"; candidate steps {cands}"
+    built = [n.value for n in o.note_list("adaptive", "built") if isinstance(n.value, dict)]
+    text += _tiers_text(swaps, cands, built)
     out.append(
         Diagnosis(
             kind="adaptive_steps",
@@ -94,6 +148,8 @@ def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
                     {"from": a, "to": b, "running": bs, "decode_line": i} for a, b, bs, i, _ in steps_seq
                 ],
                 "candidates": cands,
+                "swaps": swaps,
+                "built": built,
             },
         )
     )

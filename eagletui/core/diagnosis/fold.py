@@ -109,6 +109,8 @@ class LaunchObs:
     version: str | None = None
     facts: dict[str, Any] = field(default_factory=dict)
     env: dict[str, str] = field(default_factory=dict)
+    #: the flags eagletui launched it with (LaunchStarted's profile args; empty for a log read alone)
+    asked: dict[str, Any] = field(default_factory=dict)
     notes: dict[tuple[str, str], list[Note]] = field(default_factory=dict)
     phases: dict[str, PhaseObs] = field(default_factory=dict)
     host: dict[str, Any] = field(default_factory=dict)
@@ -205,6 +207,9 @@ class Diagnoser:
             env = (e.config or {}).get("env") if isinstance(e.config, dict) else None
             if isinstance(env, dict):
                 o.env = {str(k): str(v) for k, v in env.items()}
+            asked = (e.config or {}).get("args") if isinstance(e.config, dict) else None
+            if isinstance(asked, dict):
+                o.asked = dict(asked)
             if self._host:
                 o.host = self._host
                 self._host = {}

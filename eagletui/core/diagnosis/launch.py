@@ -23,6 +23,7 @@ import math
 from typing import Any
 
 from eagletui.core.diagnosis.fold import Diagnosis, LaunchObs, as_dict, fmt_bytes, fmt_s
+from eagletui.core.host.page_cache import COLD, WARM, cache_state, cached_share
 from eagletui.core.servers.flags import parse_version
 
 #: A load is worth a hint only when it is long enough to matter.
@@ -236,13 +237,13 @@ def _load_tail(bar_s: float | None, end_s: float | None) -> Diagnosis | None:
 
 def _page_cache(o: LaunchObs) -> list[Diagnosis]:
     ckpt = as_dict(o.host.get("checkpoint"))
-    frac = ckpt.get("cached")
-    if not isinstance(frac, int | float) or not math.isfinite(frac) or not ckpt.get("bytes"):
+    frac, state = cached_share(ckpt), cache_state(ckpt)
+    if frac is None or not ckpt.get("bytes"):
         return []
     nbytes = ckpt["bytes"]
     sampled = ckpt.get("sampled_bytes")
     how = f"mincore over {fmt_bytes(sampled)}" if isinstance(sampled, int | float) and sampled else "mincore"
-    if frac >= 0.9:
+    if state == WARM:
         return [
             Diagnosis(
                 kind="page_cache",
@@ -256,7 +257,7 @@ def _page_cache(o: LaunchObs) -> list[Diagnosis]:
                 data={"cached": frac, "bytes": nbytes},
             )
         ]
-    if frac <= 0.1:
+    if state == COLD:
         return [
             Diagnosis(
                 kind="page_cache",

@@ -38,7 +38,10 @@ once per launch as a :class:`~eagletui.core.events.LaunchNote`, and the server-n
 * ``capture``: ``sizes`` ``{"draft": bool, "what": str, "bs": [int]}``; ``config`` (args) ``{"max_bs": int |
   None, "bs": [int] | None, "disabled": bool}``;
 * ``adaptive``: ``config`` (args) ``{"on": bool, "config": path | None}``; ``init`` ``{"steps": int,
-  "candidates": [int]}``; ``update`` ``{"from": int, "to": int, "ema": float}``.
+  "candidates": [int]}``; ``update`` ``{"from": int, "to": int, "ema": float}``; ``switch`` ``{"from", "to",
+  "draft_from", "draft_to"}`` (every swap of the active tier); ``built`` ``{"steps": int, "elapsed": s,
+  "mem_gb": GB}`` (an extra tier's capture); ``fallback`` ``{"reason": str}`` (static steps after all).
+  ``update`` and ``switch`` state a change over time: the phase machine keeps one per log second.
 
 The phase machine adds ``load`` ``bar`` notes itself (tqdm is no one server's): ``{"phase", "done",
 "total", "elapsed", "label"}`` at a shard bar's first and last frame; and ``capture`` ``eager``

@@ -3,7 +3,10 @@
 Durations only compare between launches that should behave alike, so the key holds what changes load
 and capture times (host, model, TP, speculative settings, CUDA graph sizes) and nothing else: an env
 toggle such as NCCL_ALGO keeps its history. The median is the estimate because one slow launch
-(a cold page cache, a busy disk) should not drag the ETA; p95 gives the "worst realistic" bound.
+(a cold page cache, a busy disk) should not drag the ETA; p95 gives the "worst realistic" bound. Each
+launch is also kept whole, with launch → ready and its page-cache state, for the cold/warm
+distributions of :mod:`eagletui.core.phases.startup_stats` (the ETA of a launch whose state the
+preflight measured rests on launches of the same state).
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from eagletui.core.host.page_cache import COLD, PART, WARM
+from eagletui.core.phases.startup_stats import LaunchRecord, fmt
 from eagletui.core.private_files import private_dir
 from eagletui.core.profile.model import normalize_flag
 from eagletui.core.servers.flags import KEY_FLAGS
@@ -23,12 +28,17 @@ from eagletui.core.servers.kinds import SERVER_KINDS, server_kind
 
 #: Server flags that change how long loading or graph capture takes (the tuned flags but the memory
 #: fraction). Part of the key: changing it would orphan every stored history.
-TIMING_FLAGS: tuple[str, ...] = tuple(f for f in KEY_FLAGS if f != "--mem-fraction-static")
+TIMING_FLAGS: tuple[str, ...] = tuple(f for f in KEY_FLAGS if f != "--mem-fraction-static") + (
+    # adaptive speculation captures one set of graphs per extra tier (core/state/adaptive.py)
+    "--speculative-adaptive",
+    "--speculative-adaptive-config",
+)
 #: No history for this launch's timing key: on launch #5 of a session it is still the first launch of
 #: *this config* (the words say which, not "first launch").
 FIRST_OF_CONFIG = "first launch of this config"
 NO_ESTIMATE = f"{FIRST_OF_CONFIG}: no estimate"
 MAX_SAMPLES = 50  # per key and phase: recent behaviour matters more than last year's driver
+CACHE_STATES = (WARM, PART, COLD)
 
 
 def _norm(value: Any) -> str | None:
@@ -93,8 +103,12 @@ class PhaseHistory:
         self.path = Path(path).expanduser() if path is not None else None
         self.warnings: list[str] = []
         self._samples: dict[str, dict[str, list[float]]] = {}
+        #: whole launches per key, with launch → ready and the page cache (core/phases/startup_stats.py)
+        self._launches: dict[str, list[LaunchRecord]] = {}
 
-    def _add(self, key: str, phase_durations: Mapping[str, Any]) -> dict[str, float]:
+    def _add(
+        self, key: str, phase_durations: Mapping[str, Any], total: Any = None, cache: Any = None
+    ) -> dict[str, float]:
         kept: dict[str, float] = {}
         phases = self._samples.setdefault(key, {})
         for phase, secs in phase_durations.items():
@@ -104,17 +118,29 @@ class PhaseHistory:
             samples.append(float(secs))
             del samples[:-MAX_SAMPLES]
             kept[str(phase)] = float(secs)
+        if kept:
+            rows = self._launches.setdefault(key, [])
+            rows.append(
+                LaunchRecord(kept, float(total) if _valid(total) else None, cache if cache in CACHE_STATES else None)
+            )
+            del rows[:-MAX_SAMPLES]
         return kept
 
-    def record(self, key: str, phase_durations: Mapping[str, float]) -> None:
-        """Add one launch's durations (negative/NaN ones are dropped) and append them to the file.
-        A file that cannot be written costs a warning, not the launch."""
-        kept = self._add(key, phase_durations)
+    def record(
+        self, key: str, phase_durations: Mapping[str, float], *, total: float | None = None, cache: str | None = None
+    ) -> None:
+        """Add one launch's durations (negative/NaN ones are dropped), with its launch → ready seconds
+        and page-cache state when known, and append them to the file. A file that cannot be written
+        costs a warning, not the launch."""
+        kept = self._add(key, phase_durations, total, cache)
         if not kept or self.path is None:
             return
-        line = (
-            json.dumps({"key": key, "t": round(time.time(), 3), "phases": kept}, separators=(",", ":")) + "\n"
-        )
+        row: dict[str, Any] = {"key": key, "t": round(time.time(), 3), "phases": kept}
+        if _valid(total):
+            row["total"] = round(float(total or 0.0), 3)
+        if cache in CACHE_STATES:
+            row["cache"] = cache
+        line = json.dumps(row, separators=(",", ":")) + "\n"
         try:
             private_dir(self.path.parent)
             fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -148,8 +174,16 @@ class PhaseHistory:
             except (ValueError, KeyError, TypeError):
                 h.warnings.append(f"{h.path}:{n}: not a history record, ignored")
                 continue
-            h._add(key, phases)
+            h._add(key, phases, row.get("total"), row.get("cache"))
         return h
+
+    def keys(self) -> list[str]:
+        """The launch signatures with launches, the most recently recorded last."""
+        return list(self._launches)
+
+    def launches(self, key: str) -> list[LaunchRecord]:
+        """The recorded launches of one signature, oldest first (at most MAX_SAMPLES)."""
+        return list(self._launches.get(key, []))
 
     def samples(self, key: str, phase: str) -> list[float]:
         return list(self._samples.get(key, {}).get(phase, []))
@@ -184,11 +218,4 @@ class PhaseHistory:
             return NO_ESTIMATE
         n = len(self.samples(key, phase))
         p95 = self.p95(key, phase)
-        return f"~{_fmt_secs(est)} (p95 {_fmt_secs(p95 or est)}, {n} launch{'es' if n != 1 else ''})"
-
-
-def _fmt_secs(s: float) -> str:
-    if s < 60:
-        return f"{s:.0f}s"
-    m, sec = divmod(round(s), 60)
-    return f"{m}m{sec:02d}s"
+        return f"~{fmt(est)} (p95 {fmt(p95 or est)}, {n} launch{'es' if n != 1 else ''})"

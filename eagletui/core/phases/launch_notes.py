@@ -80,10 +80,19 @@ class LaunchNotes:
     #: Distinct notes kept per launch (a log that repeats a warning forever adds nothing after this).
     MAX_NOTES = 4096
 
+    #: Notes that state a change over time (adaptive speculation's active tier): the same change again
+    #: later is news, so they are distinct per log second; they stop this far short of MAX_NOTES, so a
+    #: tier that flaps all day cannot crowd out the launch's other notes.
+    TIMED_NOTES = frozenset({("adaptive", "update"), ("adaptive", "switch")})
+    TIMED_RESERVE = 512
+
     def _note(self, topic: str, key: str, value: Any, line: str, tt: str, out: list[ev.Event]) -> None:
-        """One :class:`~eagletui.core.events.LaunchNote` per distinct fact and launch."""
-        ident = (topic, key, repr(value))
-        if ident in self.notes_seen or len(self.notes_seen) >= self.MAX_NOTES:
+        """One :class:`~eagletui.core.events.LaunchNote` per distinct fact and launch (per log second for
+        :data:`TIMED_NOTES`)."""
+        timed = (topic, key) in self.TIMED_NOTES
+        ident = (topic, key, f"{tt}|{value!r}" if timed else repr(value))
+        limit = self.MAX_NOTES - (self.TIMED_RESERVE if timed else 0)
+        if ident in self.notes_seen or len(self.notes_seen) >= limit:
             return
         self.notes_seen.add(ident)
         out.append(

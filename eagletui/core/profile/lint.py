@@ -15,6 +15,7 @@ from typing import Any
 
 from eagletui.core.profile.model import Profile, ProfileError, normalize_flag
 from eagletui.core.servers.flag_rule import FlagTable, check_server_flags, check_values
+from eagletui.core.servers.spec import ADAPTIVE, adaptive_fallback, adaptive_fallback_text
 from eagletui.core.tomlpos import loads as toml_loads
 from eagletui.core.tomlpos import locate, locate_in_array
 
@@ -149,7 +150,22 @@ def lint_profile(prof: Profile, text: str, table: FlagTable | None, version: str
     missing = model_path_warning(prof, text)
     if missing is not None:
         lint.warnings.insert(0, missing)
+    fallback = adaptive_warning(prof, text)
+    if fallback is not None:
+        lint.warnings.append(fallback)
     return lint
+
+
+def adaptive_warning(prof: Profile, text: str) -> ProfileError | None:
+    """``--speculative-adaptive`` on a launch SGLang runs with static steps (a ``topk`` other than 1, …):
+    the server only warns, so say it here, at the flag (:func:`~eagletui.core.servers.spec.adaptive_fallback`,
+    the preflight's check too)."""
+    reason = adaptive_fallback(prof.args)
+    if reason is None:
+        return None
+    keys = _arg_keys(text)
+    line, col = locate(text, keys.get(ADAPTIVE, ADAPTIVE[2:]), "server.args")
+    return ProfileError(adaptive_fallback_text(reason), prof.path, line, col)
 
 
 def model_path_warning(prof: Profile, text: str) -> ProfileError | None:

@@ -217,29 +217,14 @@ def _newer(version: tuple[int, ...] | None, release: tuple[int, ...]) -> bool:
 
 
 def adaptive_fallback_reason(args: Mapping[str, Any], version: str | None = None) -> str | None:
-    """Why ``--speculative-adaptive`` would fall back to fixed steps with these flags (SGLang's own
-    ``adaptive_unsupported_reason``, 0.5.17 and 0.5.23, in its words), None when it would run.
+    """Why ``--speculative-adaptive`` would fall back to fixed steps with these flags on this version, None
+    when it would run: :func:`eagletui.core.servers.spec.adaptive_fallback` (the one rule the profile
+    check, the preflight and the live diagnosis share), silenced where a release fixes it."""
+    from eagletui.core.servers.spec import adaptive_fallback
 
-    The server only logs a WARNING and keeps running with the fixed steps: the tuner then measures
-    something other than what they asked for."""
-    a = _named(args)
-    if not _on(a.get("--speculative-adaptive", False)) or _fixed("adaptive", parse_version(version)):
+    if _fixed("adaptive", parse_version(version)):
         return None
-    algo = str(a.get("--speculative-algorithm", "")).upper()
-    if algo not in ("EAGLE", "EAGLE3"):
-        return f"speculative_algorithm={algo or None} (only EAGLE/EAGLE3 are supported)"
-    topk = _int(a.get("--speculative-eagle-topk")) if "--speculative-eagle-topk" in a else None
-    if topk is not None and topk != 1:
-        return f"speculative_eagle_topk={topk} (only topk=1 is supported)"
-    for flag, why in (
-        ("--enable-dp-attention", "adaptive tier decisions are not synchronized across DP ranks"),
-        ("--enable-multi-layer-eagle", "MultiLayerEagleWorkerV2 does not implement adaptive"),
-        ("--enable-two-batch-overlap", "adaptive state swap would discard the TboAttnBackend wrapper"),
-        ("--enable-pdmux", "adaptive state swap does not update decode_attn_backend_group"),
-    ):
-        if _on(a.get(flag, False)):
-            return f"{flag[2:].replace('-', '_')}=True is not supported ({why})"
-    return None
+    return adaptive_fallback(args, version)
 
 
 def spec_config_findings(
@@ -261,15 +246,8 @@ def spec_config_findings(
     if algo in ("EAGLE", "EAGLE3"):
         out += _draft_architecture(algo, draft, target)
         out += _draft_attention(a, ver, target, draft, gpus)
-    reason = adaptive_fallback_reason(args, version)
-    if reason is not None:
-        out.append(
-            _finding(
-                "adaptive",
-                "warn",
-                f"--speculative-adaptive falls back to fixed steps with only a warning: {reason}",
-            )
-        )
+    # the adaptive fall-back is not repeated here: the preflight's flag check says it once
+    # (eagletui.remote.preflight.flag_checks, from adaptive_fallback_reason)
     return [f for f in out if not _fixed(f.check, ver)]
 
 

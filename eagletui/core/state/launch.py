@@ -14,6 +14,7 @@ from typing import Any
 
 from eagletui.core.events import LOG_PHASES, PHASES, ServerFailed
 from eagletui.core.host.nccl import NcclFold
+from eagletui.core.state.adaptive import TierView
 
 
 class ServerState(StrEnum):
@@ -155,6 +156,8 @@ class LaunchState:
     #: a multi-node server's nodes by name, in rank order of arrival
     nodes: dict[str, NodeView] = field(default_factory=dict)
     node_count: int = 1
+    #: adaptive speculation's tiers over time, their startup cost, a silent fall-back (core/state/adaptive)
+    adaptive: TierView = field(default_factory=TierView)
 
     @property
     def current_phase(self) -> str | None:

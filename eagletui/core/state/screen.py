@@ -26,6 +26,7 @@ from eagletui.core.events import (
     JobStatus,
     LaunchBlocked,
     LaunchDetected,
+    LaunchNote,
     LaunchStarted,
     LogLine,
     LogStale,
@@ -88,6 +89,9 @@ class SessionState:
     bench_accept: Series = field(default_factory=Series)
     bench_ttft: Series = field(default_factory=Series)
     bench_tick_tok_s: Series = field(default_factory=Series)
+    #: adaptive speculation's active tier (steps) and the Decode lines' running batch, while adaptive is on
+    tier: Series = field(default_factory=Series)
+    running: Series = field(default_factory=Series)
     last_decode: DecodeStats | None = None
     bench_running: int | None = None
     bench_results: list[BenchmarkResult] = field(default_factory=list)
@@ -179,6 +183,8 @@ def _on_launch_started(s: SessionState, ev: LaunchStarted) -> None:
     s.target = ev.target or s.target
     s.gen_throughput.clear()
     s.accept_len.clear()
+    s.tier.clear()
+    s.running.clear()
     s.last_decode = None
     s.bench_running = None
     s.blocked = None
@@ -423,6 +429,24 @@ def _on_decode(s: SessionState, ev: DecodeStats) -> None:
     s.gen_throughput.add(ev.wall, ev.gen_throughput)
     if ev.accept_len is not None:
         s.accept_len.add(ev.wall, ev.accept_len)
+    la = s.launch
+    if la is not None and la.adaptive.on:  # the tier chart's batch and the tier carried to now
+        s.running.add(ev.wall, float(ev.running_req))
+        if la.adaptive.active is not None:
+            s.tier.add(ev.wall, float(la.adaptive.active))
+
+
+def _on_note(s: SessionState, ev: LaunchNote) -> None:
+    """Adaptive speculation's notes (core/state/adaptive.py); a swap draws a vertical step in the tier."""
+    if ev.topic != "adaptive":
+        return
+    la = s._launch_for(ev.launch, ev.wall)
+    before = la.adaptive.active
+    if la.adaptive.fold(ev.key, ev.value, ev.wall) and ev.key == "switch" and la.launch == s.current:
+        if before is not None:
+            s.tier.add(ev.wall, float(before))
+        if la.adaptive.active is not None:
+            s.tier.add(ev.wall, float(la.adaptive.active))
 
 
 def _on_connection(s: SessionState, ev: ConnectionState) -> None:
@@ -499,6 +523,7 @@ _HANDLERS: dict[type, Any] = {
     LogStale: _on_stale,
     LogLine: _on_log,
     DecodeStats: _on_decode,
+    LaunchNote: _on_note,
     ConnectionState: _on_connection,
     GpuStats: _on_gpu,
     Notice: _on_notice,

@@ -87,13 +87,18 @@ class MetricChart(PlotextPlot):
         """(samples, rolling, live) for this chart; subclasses pick from the state."""
         raise NotImplementedError
 
+    def extras(self, state: SessionState) -> list[Extra]:
+        """Further series drawn as lines (none by default; the accept chart adds adaptive speculation's)."""
+        return []
+
     def mark_stale(self) -> None:
         """Replot on the next :meth:`sync` even if no series moved (the theme's colours did)."""
         self._seen = ()
 
     def sync(self, state: SessionState, baseline: float | None) -> bool:
         samples, rolling, live = self.series_for(state)
-        key = tuple(s.version if s is not None else -1 for s in (samples, rolling, live)) + (baseline,)
+        key: tuple[Any, ...] = tuple(s.version if s is not None else -1 for s in (samples, rolling, live))
+        key += (baseline,) + tuple((e.label, e.series.version) for e in self.extras(state))
         if key == self._seen:
             return False
         self._seen = key
@@ -119,7 +124,9 @@ class MetricChart(PlotextPlot):
         plt.clear_data()
         plt.clear_figure()
         colour = _rgb(self.app, self.colour_var, (80, 160, 255))
+        extras = self.extras(state)
         starts = [s.points[0][0] for s in (samples, rolling, live) if s is not None and s.points]
+        starts += [e.series.points[0][0] for e in extras if e.series.points]
         t0 = min(starts) if starts else 0.0  # only used when some series has points
         n = 0
         # No plotext legend: it is drawn inside the plot, over the data. The series are named in the
@@ -157,6 +164,9 @@ class MetricChart(PlotextPlot):
                 n += len(pts)
                 xs_all += xs
                 ys_all += ys
+        extra_names, extra_n = self._plot_extras(extras, t0, xs_all, ys_all)
+        names[:0] = extra_names
+        n += extra_n
         if self.baseline is not None and n:
             plt.hline(self.baseline, color=_rgb(self.app, "chart-baseline", (200, 200, 200)))
             names.append("┄ baseline")
@@ -173,6 +183,31 @@ class MetricChart(PlotextPlot):
             + (len(live.points) if live else 0)
         )
         self.refresh()
+
+    def _plot_extras(
+        self, extras: list[Extra], t0: float, xs_all: list[float], ys_all: list[float]
+    ) -> tuple[list[str], int]:
+        """Draw the further lines (the right-hand ones on their own axis from 0); their names (named
+        first: the generic names give way where the title is short) and how many points. The left-hand
+        values join ``ys_all`` and every x joins ``xs_all``."""
+        plt = self.plt
+        names: list[str] = []
+        right: list[float] = []
+        n = 0
+        for e in extras:
+            if not e.series.points:
+                continue
+            pts = self._thin(e.series.points)
+            xs = [t - t0 for t, _ in pts]
+            ys = [v for _, v in pts]
+            plt.plot(xs, ys, color=_rgb(self.app, e.colour_var, e.fallback), yside="right" if e.right else "left")
+            names.append(f"─ {e.label}")
+            n += len(pts)
+            xs_all += xs
+            (right if e.right else ys_all).extend(ys)
+        if right:
+            plt.ylim(0.0, max(1.0, max(right)) * 1.1, yside="right")  # type: ignore[arg-type]  # plotext's stub types it float
+        return names, n
 
     def _axes(self, xs_all: list[float], ys_all: list[float]) -> None:
         """Both axes' ranges, the y ticks (every one labelled), and the axis labels where they fit."""
@@ -266,6 +301,9 @@ class RequestTokSChart(MetricChart):
 
 
 class AcceptChart(MetricChart):
+    """Accept length; with adaptive speculation also the tier that ran (steps, on the same token axis:
+    a verify accepts at most steps + 1) and the running batch that routes it (``batch``, on the right-hand axis)."""
+
     baseline_metric = "accept_len"
 
     def __init__(self, **kwargs) -> None:
@@ -274,6 +312,14 @@ class AcceptChart(MetricChart):
     def series_for(self, state: SessionState):
         return state.bench_accept, None, state.accept_len
 
+    def extras(self, state: SessionState) -> list[Extra]:
+        if not state.tier.points and not state.running.points:
+            return []
+        return [
+            Extra(state.tier, "steps", "warning", (230, 200, 60)),
+            Extra(state.running, "batch", "chart-ttft", (200, 120, 200), right=True),
+        ]
+
 
 class TtftChart(MetricChart):
     def __init__(self, **kwargs) -> None:
@@ -281,6 +327,18 @@ class TtftChart(MetricChart):
 
     def series_for(self, state: SessionState):
         return state.bench_ttft, None, None
+
+
+@dataclass(frozen=True)
+class Extra:
+    """A further line of a chart: its series, its name in the title, its colour, and whether it has the
+    right-hand axis (another unit than the chart's)."""
+
+    series: Series
+    label: str
+    colour_var: str
+    fallback: tuple[int, int, int]
+    right: bool = False
 
 
 @dataclass(frozen=True)

@@ -89,7 +89,7 @@ def _bar(fraction: float | None, colour: str, dim: str, now: float) -> Text:
 
 
 class PhasePanel(Vertical):
-    """Renders a :class:`LaunchState`; ``estimates`` maps phase → (median s, p95 s) from history."""
+    """Renders a :class:`LaunchState`; ``estimates`` maps phase → (p50 s, p90 s) from history."""
 
     DEFAULT_CSS = """
     PhasePanel { height: auto; }
@@ -113,7 +113,9 @@ class PhasePanel(Vertical):
         estimates: dict[str, tuple[float, float]] | None = None,
         *,
         blocked: LaunchBlocked | None = None,
+        basis: str = "",
     ) -> None:
+        """``basis`` says what the estimates rest on (which launches, which page cache), beside the ETA."""
         estimates = estimates or {}
         v = self.app.theme_variables
         colours = {
@@ -163,7 +165,7 @@ class PhasePanel(Vertical):
             table._eagle_height = height  # type: ignore[attr-defined]
             table.styles.height = height
         self.query_one(PhaseTable).set_text(out)
-        self._summary(la, now, estimates)
+        self._summary(la, now, estimates, basis)
         self._node_rows(la, now, colours, warn)
         if blocked is not None:
             self._blocked(blocked)
@@ -242,7 +244,9 @@ class PhasePanel(Vertical):
         if st.slowest_rank is not None and st.ranks_total and st.ranks_done < st.ranks_total:
             out.append(f"  slow TP{st.slowest_rank}", style=warn)
 
-    def _summary(self, la: LaunchState | None, now: float, estimates: dict[str, tuple[float, float]]) -> None:
+    def _summary(
+        self, la: LaunchState | None, now: float, estimates: dict[str, tuple[float, float]], basis: str = ""
+    ) -> None:
         summary = self.query_one("#phase-summary", Static)
         failure = self.query_one("#phase-failure", Static)
         if la is None:
@@ -277,24 +281,12 @@ class PhasePanel(Vertical):
         if note:
             line.append(f"  of which {note}", style="dim")
         if la.status in (ServerState.LOADING, ServerState.LAUNCHING):
-            if estimates:
-                remaining = 0.0
-                for phase in la.shown_phases():
-                    st = la.phases[phase]
-                    est = estimates.get(phase)
-                    if est is None or st.status in (
-                        PhaseStatus.DONE,
-                        PhaseStatus.SKIPPED,
-                        PhaseStatus.FAILED,
-                    ):
-                        continue
-                    remaining += max(0.0, est[0] - (st.elapsed(now) or 0.0))
-                line.append(f"  ETA ready {fmt_secs(remaining)}")
-            elif any(st.status == PhaseStatus.ACTIVE and st.total and st.done for st in la.phases.values()):
-                # the phase row shows an ETA from its own progress: say where it comes from
-                line.append(f"  {FIRST_OF_CONFIG}: ETA from progress only", style="dim")
-            else:
-                line.append(f"  {NO_ESTIMATE}", style="dim")
+            _eta_text(line, la, now, estimates, basis)
+        if la.adaptive.fallback is not None:
+            line.append(f"  ⚠ adaptive off: {_clip(la.adaptive.fallback, 70)}", style="bold")
+        tiers = la.adaptive.capture_text(steps=False)
+        if tiers:  # the extra tiers' graphs are in the capture rows' time: say how much of it
+            line.append(f"  {tiers}", style="dim")
         if la.stale_for:
             line.append(f"  ⚠ log silent {fmt_secs(la.stale_for)}", style="bold")
         if la.exit_code is not None or la.exit_signal is not None:
@@ -361,6 +353,28 @@ class PhasePanel(Vertical):
                 style=f"bold {warn}",
             )
         set_label(box, text)
+
+
+def _eta_text(
+    line: Text, la: LaunchState, now: float, estimates: dict[str, tuple[float, float]], basis: str
+) -> None:
+    """The launch's ETA from the history's p50s of the phases to go, and which launches they are."""
+    if estimates:
+        remaining = 0.0
+        for phase in la.shown_phases():
+            st = la.phases[phase]
+            est = estimates.get(phase)
+            if est is None or st.status in (PhaseStatus.DONE, PhaseStatus.SKIPPED, PhaseStatus.FAILED):
+                continue
+            remaining += max(0.0, est[0] - (st.elapsed(now) or 0.0))
+        line.append(f"  ETA ready {fmt_secs(remaining)}")
+        if basis:  # p50s of which launches: a warm ETA for a cold launch is minutes short
+            line.append(f" (p50 of {inert(basis)})", style="dim")
+    elif any(st.status == PhaseStatus.ACTIVE and st.total and st.done for st in la.phases.values()):
+        # the phase row shows an ETA from its own progress: say where it comes from
+        line.append(f"  {FIRST_OF_CONFIG}: ETA from progress only", style="dim")
+    else:
+        line.append(f"  {NO_ESTIMATE}", style="dim")
 
 
 def startup_gaps(la: LaunchState) -> list[tuple[str, str, float]]:

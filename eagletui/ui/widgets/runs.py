@@ -14,6 +14,8 @@ from textual.widgets import DataTable
 from eagletui.core.predict.next_launch import explain
 from eagletui.core.profile.redact import Redactor
 from eagletui.core.profile.toggles import split_key
+from eagletui.core.servers.spec import adaptive_fallback_text
+from eagletui.core.state.adaptive import TierView
 from eagletui.core.state.launch import PhaseStatus
 from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.phases import PHASE_LABELS, fmt_secs, startup_gaps
@@ -170,6 +172,7 @@ class RunsTable(DataTable):
         t.append_text(why_lines(explain(state.diagnoser, runbook, launch)))
         t.append_text(config_lines(runbook, run, launch))
         if la is not None:
+            t.append_text(adaptive_lines(la.adaptive, run))
             t.append_text(phase_lines(la))
         if la is not None and la.command:
             t.append("\nlaunch command (secrets redacted)\n", style="bold")
@@ -222,6 +225,30 @@ def result_lines(runbook: RunBook, run: Run | None, row: RunRow, launch: int) ->
             if isinstance(dist, dict):
                 vals = "  ".join(f"{k} {v:.1f}" for k, v in dist.items() if isinstance(v, int | float))
                 t.append(f"  {inert(str(name)):9} {vals}\n", style="dim")
+    return t
+
+
+def adaptive_lines(view: TierView, run: Run | None) -> Text:
+    """Adaptive speculation in the run: each benchmark's share of time at each tier (its window is the
+    result's duration before it arrived), the startup cost of the extra tiers, a silent fall-back."""
+    t = Text()
+    if not view.on and view.fallback is None:
+        return t
+    t.append("\nadaptive speculation\n", style="bold")
+    if view.fallback is not None:
+        t.append(f"⚠ {inert(adaptive_fallback_text(view.fallback))}\n", style="yellow")
+    if view.on:
+        cands = f", candidates {list(view.candidates)}" if view.candidates else ""
+        swaps = f"{view.swaps} swap{'s' if view.swaps != 1 else ''}"
+        t.append(f"  started at steps {view.start if view.start is not None else '?'}{cands}; {swaps}\n")
+    for res in run.results if run is not None else ():
+        share = view.share_text(res.wall - max(0.0, res.duration_s), res.wall)
+        if share:
+            at = run.concurrency_of(res) if run is not None else None
+            t.append(f"  bench {res.bench}{f' at concurrency {at}' if at else ''}: {inert(share)}\n")
+    cost = view.capture_text()
+    if cost:
+        t.append(f"  startup: {inert(cost)}\n", style="dim")
     return t
 
 

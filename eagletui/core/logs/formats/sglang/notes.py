@@ -20,8 +20,11 @@ where it differs):
 * the batch sizes a capture covers (``Capture … CUDA graph begin. backend=full, num_tokens_per_req=4,
   bs=[1, 2, …]``, 0.5.16+);
 * adaptive speculation (``speculative/adaptive_spec_params.py``, 0.5.17 and 0.5.23:
-  ``AdaptiveSpeculativeParams initialized: steps=3, candidate_steps=[1, 3, 7]`` and ``Adaptive spec
-  params updated: steps 3 -> 1 (ema_accept_len=0.42)``).
+  ``AdaptiveSpeculativeParams initialized: steps=3, candidate_steps=[1, 3, 7]``, ``Adaptive spec
+  params updated: steps 3 -> 1 (ema_accept_len=0.42)``, every swap of the active tier ``Switch adaptive
+  runtime state: steps 3 -> 1, draft_tokens 4 -> 2``, each extra tier's capture ``Built adaptive runtime
+  state steps=7: elapsed=4.10s, mem=0.52GB`` and the silent fall-back ``speculative_adaptive disabled:
+  speculative_eagle_topk=4 (only topk=1 is supported). Falling back to static speculative params.``).
 """
 
 from __future__ import annotations
@@ -56,10 +59,22 @@ _ADAPTIVE_INIT_RE = re.compile(
 _ADAPTIVE_UPD_RE = re.compile(
     r"Adaptive spec params updated: steps (\d+) -> (\d+)(?: \(ema_accept_len=(-?[\d.]+)\))?"
 )
+# ``speculative/eagle_worker_v2.py`` (0.5.17 L1382, 0.5.23 L1866): every swap of the active tier, the
+# batch-size routing's as well as the EMA's
+_ADAPTIVE_SWITCH_RE = re.compile(
+    r"Switch adaptive runtime state: steps (\d+) -> (\d+), draft_tokens (\d+) -> (\d+)"
+)
+# ``build_adaptive_runtime_state`` (0.5.17 L1368, 0.5.23 L1852): the graphs and workspace of one extra tier
+_ADAPTIVE_BUILT_RE = re.compile(
+    r"Built adaptive runtime state steps=(\d+): elapsed=(\d+(?:\.\d+)?)s, mem=(-?\d+(?:\.\d+)?)GB"
+)
+# ``arg_groups/speculative_hook.py`` ``_maybe_disable_adaptive`` (0.5.23 L1374): the flag is dropped, the
+# server runs static steps and says so only here
+_ADAPTIVE_OFF_RE = re.compile(r"speculative_adaptive disabled: (.{1,300}?)\. Falling back to static speculative")
 
 
 #: Cheap substrings: a message holding none of them states no note (most lines).
-_MARKS = ("llreduce", "lReduce", "nccl==", "Adaptive", "prefetch-checkpoints", "PCIe-IPC")
+_MARKS = ("llreduce", "lReduce", "nccl==", "daptive", "prefetch-checkpoints", "PCIe-IPC")
 
 
 def _ints(text: str, limit: int = 512) -> list[int]:
@@ -143,7 +158,23 @@ def notes(rec: Rec) -> list[Note]:
     m = _ADAPTIVE_INIT_RE.search(msg)
     if m is not None:
         return [("adaptive", "init", {"steps": int(m.group(1)), "candidates": _ints(m.group(2), 64)})]
-    return out
+    return out + _adaptive_state(msg)
+
+
+def _adaptive_state(msg: str) -> list[Note]:
+    """A swap of adaptive speculation's active tier, an extra tier's capture, or the fall-back to static
+    steps (see the regexes' comments for where the wheel prints each)."""
+    m = _ADAPTIVE_SWITCH_RE.search(msg)
+    if m is not None:
+        a, b, c, d = (int(g) for g in m.groups())
+        return [("adaptive", "switch", {"from": a, "to": b, "draft_from": c, "draft_to": d})]
+    m = _ADAPTIVE_BUILT_RE.search(msg)
+    if m is not None:
+        return [("adaptive", "built", {"steps": int(m.group(1)), "elapsed": float(m.group(2)), "mem_gb": float(m.group(3))})]
+    m = _ADAPTIVE_OFF_RE.search(msg)
+    if m is not None:
+        return [("adaptive", "fallback", {"reason": m.group(1).strip()})]
+    return []
 
 
 # ----------------------------------------------------------------------------------- launch args
