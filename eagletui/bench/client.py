@@ -298,6 +298,7 @@ async def _measured_run(
                 ttft_ms=None if ttft is None else ttft * 1000.0,
                 itl_ms=None if itl is None else itl * 1000.0,
                 output_tokens=r.output_tokens,
+                e2e_ms=r.latency * 1000.0 if r.last is not None else None,
             )
         )
 

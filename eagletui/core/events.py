@@ -544,6 +544,7 @@ class BenchmarkSample(Event):
     itl_ms: float | None = None
     output_tokens: int | None = None
     launch: int = 0
+    e2e_ms: float | None = None  # sent → last token (:mod:`eagletui.core.runs.latency`); None before issue 35
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

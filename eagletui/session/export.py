@@ -20,6 +20,7 @@ from eagletui.core.diagnosis.fold import Diagnoser
 from eagletui.core.events import (
     LOG_PHASES,
     BenchmarkResult,
+    BenchmarkSample,
     ConfigChanged,
     Event,
     LaunchStarted,
@@ -27,6 +28,7 @@ from eagletui.core.events import (
 from eagletui.core.predict.next_launch import explain
 from eagletui.core.profile.redact import Redactor
 from eagletui.core.runs.book import RunBook
+from eagletui.core.runs.frontier import frontiers
 from eagletui.core.runs.run import Run, RunVerdict
 from eagletui.core.servers.flags import KEY_FLAGS
 from eagletui.core.textsafe import escaped
@@ -274,6 +276,8 @@ class RunRecord:
     diff_text: str = ""
     #: the launch failed after this run was measured: the rule in words (``RunBook.failed_after``)
     failed_after: str | None = None
+    #: per concurrency: per-request latencies under the ``[slo]``, attainment and goodput (issue 35)
+    slo: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def launch(self) -> int:
@@ -299,11 +303,19 @@ class SessionReport:
     title: str = "eagletui session"
     #: the run of another session every run is also compared with (``export --baseline``)
     external: dict[str, Any] | None = None
+    frontier: list[dict[str, Any]] = field(default_factory=list)  # core/runs/frontier.py, per host
 
 
 def report_events(events: Iterable[Event]) -> list[Event]:
-    """The events of ``events`` a report needs (see :data:`REPORT_TYPES`)."""
-    return [ev for ev in events if ev.type in REPORT_TYPES]
+    """The events of ``events`` a report needs (see :data:`REPORT_TYPES`), and each finished request's
+    sample: goodput under the SLO is recomputed from them (:mod:`eagletui.core.runs.latency`). A live
+    session keeps no list of those (:attr:`SessionModel.report_events` holds :data:`REPORT_TYPES` only):
+    its export takes the run book's bounded records instead (``build_report(latency_from=…)``)."""
+    return [
+        ev
+        for ev in events
+        if ev.type in REPORT_TYPES or (isinstance(ev, BenchmarkSample) and ev.scope == "request")
+    ]
 
 
 def _metric_dict(m: Any) -> dict[str, Any]:
@@ -367,7 +379,10 @@ def _comparisons(run: Run, book: RunBook) -> dict[str, Any]:
 
 
 def build_report(
-    events: Iterable[Event], header: dict[str, Any] | None = None, title: str = ""
+    events: Iterable[Event],
+    header: dict[str, Any] | None = None,
+    title: str = "",
+    latency_from: RunBook | None = None,
 ) -> SessionReport:
     """Fold a session's events (any iterable: a recording is streamed) into a :class:`SessionReport`.
     Secrets are redacted before anything is folded: two passes over the few report events. The
@@ -384,6 +399,11 @@ def build_report(
             commands[ev.launch] = [str(a) for a in ev.command]
         elif isinstance(ev, ConfigChanged):
             changes += 1
+    if latency_from is not None:  # a live session's per-request records (the same launches)
+        for n, run in book.runs.items():
+            live = latency_from.runs.get(n)
+            if live is not None and not run.latency:
+                run.latency = dict(live.latency)
     records: list[RunRecord] = []
     for n in sorted(book.runs):
         run = book.runs[n]
@@ -417,6 +437,7 @@ def build_report(
                 diagnosis=[d.to_json() for d in explain(diag, book, n)],
                 diff_text=book.diff_text(n),
                 failed_after=book.failed_after(n),
+                slo=[{"concurrency": g.concurrency, **book.slo_stats(run, g).to_json()} for g in run.groups()],
             )
         )
     started = min((r.started_wall for r in book.runs.values() if r.started_wall is not None), default=None)
@@ -427,6 +448,7 @@ def build_report(
         config_changes=changes,
         started_wall=started,
         title=title or "eagletui session",
+        frontier=[f.to_json() for f in frontiers(book)],
     )
 
 
@@ -504,6 +526,7 @@ def report_json(report: SessionReport) -> dict[str, Any]:
                 "economics_vs": rec.economics_vs,
                 "comparisons": rec.comparisons,
                 "by_concurrency": rec.by_concurrency,
+                "slo_by_concurrency": rec.slo,
                 "accept": rec.accept,
                 "benchmarks": rec.benches,
                 "diagnosis": rec.diagnosis,
@@ -523,6 +546,7 @@ def report_json(report: SessionReport) -> dict[str, Any]:
         },
         "baseline": report.baseline,
         "runs": runs,
+        "frontier": report.frontier,
         **({"external_baseline": report.external} if report.external is not None else {}),
     }
 

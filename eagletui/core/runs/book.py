@@ -32,7 +32,8 @@ from typing import Any
 
 from eagletui.core.runs.economics import _Economics
 from eagletui.core.runs.fold import _Fold
-from eagletui.core.runs.run import Delta, Metric, RunOutcome, RunVerdict
+from eagletui.core.runs.latency import SloStats, slo_stats
+from eagletui.core.runs.run import Delta, Group, Metric, Run, RunOutcome, RunVerdict
 from eagletui.core.runs.verdicts import _Verdicts
 
 
@@ -102,6 +103,16 @@ class RunBook(_Verdicts, _Economics, _Fold):
             ready_s=run.ready_after
             if run.ready_after is not None
             else (run.phase_total_s if run.outcome == RunOutcome.READY else None),
+        )
+
+    def slo_stats(self, run: Run, group: Group) -> SloStats:
+        """One setting's per-request latencies under the SLO (:mod:`eagletui.core.runs.latency`)."""
+        if run is not self.runs.get(run.launch):  # an external baseline: not this book's to cache
+            return slo_stats(((r, run.latency.get(r.bench)) for r in group.results), self.slo)
+        return self._cached(  # type: ignore[no-any-return]
+            f"slo {group.concurrency} {group.fingerprint}",
+            run.launch,
+            lambda: slo_stats(((r, run.latency.get(r.bench)) for r in group.results), self.slo),
         )
 
     def rows(self) -> list[RunRow]:

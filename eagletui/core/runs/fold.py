@@ -16,6 +16,7 @@ from eagletui.core.events import (
     JOB_RUNNING_STATES,
     BaselinePinned,
     BenchmarkResult,
+    BenchmarkSample,
     BenchmarkStarted,
     ConnectionState,
     DecodeStats,
@@ -36,7 +37,9 @@ from eagletui.core.events import (
 from eagletui.core.phases.failures import exit_failure
 from eagletui.core.phases.startup import launch_to_ready, ready_clock, startup_gaps
 from eagletui.core.profile.model import Verdict, normalize_flag
+from eagletui.core.profile.slo import Slo
 from eagletui.core.runs.baseline import _Baseline
+from eagletui.core.runs.latency import LatencyRecords
 from eagletui.core.runs.run import Run, RunOutcome
 from eagletui.core.runs.validity import interruption, result_problems
 from eagletui.core.servers import spec as specflags
@@ -77,6 +80,8 @@ class _Fold(_Baseline):
             # a recording judges its runs with the thresholds its launches carried
             with contextlib.suppress(TypeError, ValueError):
                 self.verdict = Verdict(**{k: float(v) for k, v in cfg["verdict"].items()})
+        if self._adopt_slo and isinstance(cfg.get("slo"), dict):
+            self.slo = Slo.from_dict(cfg["slo"]) or None
 
     def _interrupt(self, launch: int | None, kind: str, detail: str = "") -> None:
         runs = self.runs.values() if launch is None else [r for r in (self.runs.get(launch),) if r]
@@ -266,6 +271,16 @@ class _Fold(_Baseline):
             run.bench_concurrency[event.bench] = conc
         run.bench_workload[event.bench] = dict(workload)
         run.open_benches[event.bench] = []
+        run.latency.pop(event.bench, None)
+
+    def _on_bench_sample(self, event: BenchmarkSample) -> bool:
+        """A finished request of an open benchmark into its bounded records; nothing shown changes
+        until the result (False: the analyses' caches stay)."""
+        if event.scope == "request":
+            run = self.runs.get(event.launch)
+            if run is not None and event.bench in run.open_benches:
+                run.latency.setdefault(event.bench, LatencyRecords(seed=event.bench)).add(event)
+        return False
 
     def _on_bench_result(self, event: BenchmarkResult) -> None:
         run = self._run(event.launch)
@@ -301,6 +316,7 @@ _FOLD: dict[type, Callable[[_Fold, Any], bool | None]] = {
     PrefillStats: _Fold._on_prefill,
     LaunchNote: _Fold._on_note,
     BenchmarkStarted: _Fold._on_bench_started,
+    BenchmarkSample: _Fold._on_bench_sample,
     BenchmarkResult: _Fold._on_bench_result,
     ProfileCaptured: _Fold._on_profile,
     BaselinePinned: _Fold._on_baseline_pinned,

@@ -23,6 +23,7 @@ from eagletui.core.cycle.model import SpecSettings
 from eagletui.core.events import BenchmarkResult
 from eagletui.core.logs.registry import get_format
 from eagletui.core.profile.model import normalize_flag
+from eagletui.core.runs.latency import LatencyRecords
 from eagletui.core.runs.validity import result_problems as judge_result
 from eagletui.core.servers import spec as specflags
 from eagletui.core.servers.kinds import ServerKind, kind_or_default
@@ -161,6 +162,8 @@ class Run:
     bench_workload: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
     #: benchmarks started and not finished: what happened to the server or the link meanwhile
     open_benches: dict[int, list[str]] = field(default_factory=dict, repr=False)
+    #: bench number → its finished requests' latencies, bounded (:mod:`eagletui.core.runs.latency`)
+    latency: dict[int, LatencyRecords] = field(default_factory=dict, repr=False)
     #: bench number → the accept lengths the server's decode log lines printed while it ran
     log_accepts: dict[int, list[float]] = field(default_factory=dict, repr=False)
     #: bench number → the server's decode lines while it ran: (#running-req, gen tok/s, clean), clean when

@@ -361,7 +361,12 @@ class MainScreen(WorkerFailures, ServerControl, ReplayControl, Screen):
         stem = export_stem(self.model, self.driver)
         try:
             private_app_dir(directory)
-            report = build_report(self.model.report_events, header=header, title=f"eagletui session {stem}")
+            report = build_report(
+                self.model.report_events,
+                header=header,
+                title=f"eagletui session {stem}",
+                latency_from=self.model.runbook,
+            )
             path = write_private(export_path(directory, stem, "md"), render(report, "md"))
         except OSError as exc:
             self.app.notify(f"export failed: {exc}", title="export", severity="error")
