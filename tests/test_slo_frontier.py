@@ -15,14 +15,14 @@ from dataclasses import replace
 import pytest
 
 from eagletui.commands._bench_report import summarize_repeats
-from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, LaunchStarted
+from eagletui.core.events import BenchmarkResult, BenchmarkStarted, LaunchStarted
 from eagletui.core.profile.load import parse_profile
 from eagletui.core.profile.model import ProfileError
 from eagletui.core.profile.slo import Slo, SloBound
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.frontier import frontiers
 from eagletui.core.runs.frontier_text import frontier_lines
-from eagletui.core.runs.latency import RESERVOIR, LatencyRecords
+from eagletui.core.runs.latency import RESERVOIR, LatencyRecords, records_of
 from eagletui.session.export import build_report
 from eagletui.session.export_render import render_csv, render_json, render_markdown
 
@@ -104,13 +104,6 @@ def _bench(n, bench, conc, reqs, duration=4.0, acc=None):
             bench=bench, launch=n, workload={"concurrency": conc, "prompts": "chat"}, workload_fingerprint=f"c{conc}"
         )
     ]
-    for ttft, itl, e2e, tokens in reqs:
-        evs.append(
-            BenchmarkSample(
-                bench=bench, launch=n, scope="request", ttft_ms=ttft, itl_ms=itl, e2e_ms=e2e, output_tokens=tokens
-            )
-        )
-    evs.append(BenchmarkSample(bench=bench, launch=n, scope="tick", tok_s=1.0))  # ticks are no requests
     tokens = sum(r[3] for r in reqs)
     evs.append(
         BenchmarkResult(
@@ -121,6 +114,7 @@ def _bench(n, bench, conc, reqs, duration=4.0, acc=None):
             requests=len(reqs),
             duration_s=duration,
             workload_fingerprint=f"c{conc}",
+            latency=records_of(reqs, seed=bench),  # as the built-in client writes them
         )
     )
     return evs
@@ -186,12 +180,19 @@ def test_records_stay_bounded_and_a_replay_keeps_the_same_sample():
     def fill(seed):
         rec = LatencyRecords(seed=seed)
         for i in range(4 * RESERVOIR):
-            rec.add(BenchmarkSample(bench=1, ttft_ms=float(i), itl_ms=1.0, e2e_ms=float(i) + 99, output_tokens=100))
+            rec.add(float(i), 1.0, float(i) + 99, 100)
         return rec
 
     a, b = fill(3), fill(3)
     assert len(a) == RESERVOIR and a.seen == 4 * RESERVOIR
     assert list(a.column("ttft_ms")) == list(b.column("ttft_ms"))
+    # what a result carries reads back the same, however hostile: bounded, NaN for nonsense
+    back = LatencyRecords.from_json(a.to_json(), seed=3)
+    assert len(back) == RESERVOIR and back.seen == 4 * RESERVOIR
+    assert list(back.column("ttft_ms")) == list(a.column("ttft_ms"))
+    bad = LatencyRecords.from_json({"n": "x", "ttft_ms": [1, "a", -3, float("inf"), True], "itl_ms": 5, "tokens": [2]})
+    assert len(bad) == 5 and bad.column("ttft_ms")[0] == 1.0
+    assert all(math.isnan(v) for v in [*bad.column("ttft_ms")[1:], *bad.column("itl_ms")])
     # a uniform sample: its median is near the stream's (within a few % of 2 × RESERVOIR)
     assert _pct(list(a.column("ttft_ms")), 50) == pytest.approx(2 * RESERVOIR, rel=0.06)
 
@@ -278,8 +279,3 @@ def test_every_export_carries_the_slo_numbers_and_the_frontier():
     assert any(r["on_frontier"] for r in rows)
     md = render_markdown(report)
     assert "## Frontier" in md and SLO.describe() in md
-    # a live session's export takes the run book's records (its report events hold no samples)
-    live = _book(slo_events, slo=None)
-    kept = [e for e in slo_events if not isinstance(e, BenchmarkSample)]
-    again = json.loads(render_json(build_report(kept, latency_from=live)))
-    assert again["runs"][0]["slo_by_concurrency"] == doc["runs"][0]["slo_by_concurrency"]

@@ -544,7 +544,6 @@ class BenchmarkSample(Event):
     itl_ms: float | None = None
     output_tokens: int | None = None
     launch: int = 0
-    e2e_ms: float | None = None  # sent → last token (:mod:`eagletui.core.runs.latency`); None before issue 35
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -576,6 +575,7 @@ class BenchmarkResult(Event):
     #: prompt category (``category``: ``{name: {accept, n}}``), pooled Σ completion ÷ Σ verify per group,
     #: from each request's ``prompt_tokens``/``completion_tokens``/``spec_verify_ct`` (issue 25)
     accept_by: dict[str, Any] = field(default_factory=dict)
+    latency: dict[str, Any] = field(default_factory=dict)  # per request, bounded: core/runs/latency.py
 
 
 # -------------------------------------------------------------------------------------- step profiles

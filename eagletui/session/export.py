@@ -20,7 +20,6 @@ from eagletui.core.diagnosis.fold import Diagnoser
 from eagletui.core.events import (
     LOG_PHASES,
     BenchmarkResult,
-    BenchmarkSample,
     ConfigChanged,
     Event,
     LaunchStarted,
@@ -307,15 +306,8 @@ class SessionReport:
 
 
 def report_events(events: Iterable[Event]) -> list[Event]:
-    """The events of ``events`` a report needs (see :data:`REPORT_TYPES`), and each finished request's
-    sample: goodput under the SLO is recomputed from them (:mod:`eagletui.core.runs.latency`). A live
-    session keeps no list of those (:attr:`SessionModel.report_events` holds :data:`REPORT_TYPES` only):
-    its export takes the run book's bounded records instead (``build_report(latency_from=…)``)."""
-    return [
-        ev
-        for ev in events
-        if ev.type in REPORT_TYPES or (isinstance(ev, BenchmarkSample) and ev.scope == "request")
-    ]
+    """The events of ``events`` a report needs (see :data:`REPORT_TYPES`)."""
+    return [ev for ev in events if ev.type in REPORT_TYPES]
 
 
 def _metric_dict(m: Any) -> dict[str, Any]:
@@ -379,10 +371,7 @@ def _comparisons(run: Run, book: RunBook) -> dict[str, Any]:
 
 
 def build_report(
-    events: Iterable[Event],
-    header: dict[str, Any] | None = None,
-    title: str = "",
-    latency_from: RunBook | None = None,
+    events: Iterable[Event], header: dict[str, Any] | None = None, title: str = ""
 ) -> SessionReport:
     """Fold a session's events (any iterable: a recording is streamed) into a :class:`SessionReport`.
     Secrets are redacted before anything is folded: two passes over the few report events. The
@@ -399,11 +388,6 @@ def build_report(
             commands[ev.launch] = [str(a) for a in ev.command]
         elif isinstance(ev, ConfigChanged):
             changes += 1
-    if latency_from is not None:  # a live session's per-request records (the same launches)
-        for n, run in book.runs.items():
-            live = latency_from.runs.get(n)
-            if live is not None and not run.latency:
-                run.latency = dict(live.latency)
     records: list[RunRecord] = []
     for n in sorted(book.runs):
         run = book.runs[n]

@@ -16,7 +16,6 @@ from eagletui.core.events import (
     JOB_RUNNING_STATES,
     BaselinePinned,
     BenchmarkResult,
-    BenchmarkSample,
     BenchmarkStarted,
     ConnectionState,
     DecodeStats,
@@ -271,16 +270,6 @@ class _Fold(_Baseline):
             run.bench_concurrency[event.bench] = conc
         run.bench_workload[event.bench] = dict(workload)
         run.open_benches[event.bench] = []
-        run.latency.pop(event.bench, None)
-
-    def _on_bench_sample(self, event: BenchmarkSample) -> bool:
-        """A finished request of an open benchmark into its bounded records; nothing shown changes
-        until the result (False: the analyses' caches stay)."""
-        if event.scope == "request":
-            run = self.runs.get(event.launch)
-            if run is not None and event.bench in run.open_benches:
-                run.latency.setdefault(event.bench, LatencyRecords(seed=event.bench)).add(event)
-        return False
 
     def _on_bench_result(self, event: BenchmarkResult) -> None:
         run = self._run(event.launch)
@@ -295,6 +284,8 @@ class _Fold(_Baseline):
         problems = [*during, *(p for p in found if not (during and "requests failed" in p))]
         run.results.append(event)
         run.problems.append(tuple(problems))
+        if event.latency:  # the requests' own latencies (bounded by the client; checked again here)
+            run.latency[event.bench] = LatencyRecords.from_json(event.latency, seed=event.bench)
 
     def _on_profile(self, event: ProfileCaptured) -> None:
         if event.summary and not event.error:
@@ -316,7 +307,6 @@ _FOLD: dict[type, Callable[[_Fold, Any], bool | None]] = {
     PrefillStats: _Fold._on_prefill,
     LaunchNote: _Fold._on_note,
     BenchmarkStarted: _Fold._on_bench_started,
-    BenchmarkSample: _Fold._on_bench_sample,
     BenchmarkResult: _Fold._on_bench_result,
     ProfileCaptured: _Fold._on_profile,
     BaselinePinned: _Fold._on_baseline_pinned,

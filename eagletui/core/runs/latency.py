@@ -1,47 +1,54 @@
 """Per-request latencies of a benchmark, kept bounded, and what they say under the profile's SLO.
 
-Every finished request of the built-in client is a ``BenchmarkSample`` (``scope="request"``) with its
-TTFT, mean ITL, end-to-end latency and output tokens: the per-request records, in the recording. The run
-book keeps them per benchmark in :class:`LatencyRecords`: **exact up to** :data:`RESERVOIR` **requests**,
-beyond that a uniform reservoir sample of that many (Algorithm R, seeded by the benchmark's number, so a
-replay keeps the same sample). A 100k-request run therefore holds 2048 rows in packed arrays (≈ 80 KiB),
-not 100k objects; its attainment is then an estimate whose standard error is at most
-√(0.25 ÷ 2048) ≈ 1.1 percentage points, and its percentiles those of the sample.
+The built-in client measures every request's TTFT, mean ITL, end-to-end latency and output tokens, and
+its result carries them (``BenchmarkResult.latency``: one column per latency, the per-request records),
+so a recording, a replay's seek, a browser's feed and every export judge the SLO from the same records.
+They are bounded: **exact up to** :data:`RESERVOIR` **requests**, beyond that a uniform reservoir sample
+of that many (Algorithm R, seeded by the benchmark's number, so the same run keeps the same sample). A
+100k-request run therefore holds 2048 rows (packed arrays in the run book, ≈ 80 KiB), not 100k objects;
+its attainment is then an estimate whose standard error is at most √(0.25 ÷ 2048) ≈ 1.1 percentage
+points, and its percentiles those of the sample (``sampled`` < ``requests`` says so).
 
 :func:`slo_stats` turns the records of one setting's repeats (one concurrency) into what a tuner reads:
-the percentage of requests meeting every bound (attainment), goodput (requests/s and output tokens/s
-of those requests), p50/p90/p99 of each latency, and whether each bound holds at its percentile. The
-percentiles interpolate like :mod:`eagletui.core.stats.sample` (numpy's default), the same definition
-as the benchmark's own summary.
+the share of requests meeting every bound (attainment), goodput (requests/s and output tokens/s of those
+requests), p50/p90/p99 of each latency, and whether each bound holds at its percentile. TPOT is
+(e2e − TTFT) ÷ (tokens − 1), as vLLM and ``bench_serving`` define it. The percentiles interpolate like
+:mod:`eagletui.core.stats.sample` (numpy's default), the benchmark's own summary's definition.
 
 Pure: no I/O, no clock.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 from array import array
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagletui.core.events import BenchmarkResult, BenchmarkSample
+from eagletui.core.events import BenchmarkResult
 from eagletui.core.profile.slo import METRICS, Slo
 from eagletui.core.stats.sample import percentile
 
 #: requests kept exactly per benchmark; beyond it a uniform sample of this many
 RESERVOIR = 2048
 _NAN = math.nan
+#: the columns a result carries (TPOT is derived from them)
+_STORED = ("ttft_ms", "itl_ms", "e2e_ms")
+#: rows read back from a result at most (a hostile recording's million-row column costs no minute)
+_MAX_ROWS = 64 * RESERVOIR
 
 
-def _value(v: float | None) -> float:
-    return float(v) if isinstance(v, int | float) and math.isfinite(v) and v >= 0 else _NAN
+def _value(v: Any) -> float:
+    ok = isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+    return float(v) if ok else _NAN
 
 
 class LatencyRecords:
     """One benchmark's per-request rows (ttft, itl, tpot, e2e in ms, output tokens), at most
-    :data:`RESERVOIR` of them; ``seen`` counts every request folded."""
+    :data:`RESERVOIR` of them; ``seen`` counts every request added."""
 
     __slots__ = ("_cols", "_rng", "seen", "tokens")
 
@@ -54,12 +61,12 @@ class LatencyRecords:
     def __len__(self) -> int:
         return len(self.tokens)
 
-    def add(self, sample: BenchmarkSample) -> None:
-        """Fold one finished request (``scope="request"``); TPOT = (e2e − TTFT) ÷ (tokens − 1)."""
-        ttft, e2e = _value(sample.ttft_ms), _value(sample.e2e_ms)
-        n = sample.output_tokens if isinstance(sample.output_tokens, int) and sample.output_tokens > 0 else 0
+    def add(self, ttft_ms: Any, itl_ms: Any, e2e_ms: Any, tokens: Any) -> None:
+        """One finished request; a value it lacks (or an impossible one) is NaN: it meets no bound."""
+        ttft, e2e = _value(ttft_ms), _value(e2e_ms)
+        n = tokens if isinstance(tokens, int) and not isinstance(tokens, bool) and tokens > 0 else 0
         tpot = (e2e - ttft) / (n - 1) if n > 1 and e2e >= ttft else _NAN
-        row = {"ttft_ms": ttft, "itl_ms": _value(sample.itl_ms), "tpot_ms": tpot, "e2e_ms": e2e}
+        row = {"ttft_ms": ttft, "itl_ms": _value(itl_ms), "tpot_ms": tpot, "e2e_ms": e2e}
         self.seen += 1
         if len(self.tokens) < RESERVOIR:
             for m, col in self._cols.items():
@@ -74,6 +81,40 @@ class LatencyRecords:
 
     def column(self, metric: str) -> Sequence[float]:
         return self._cols[metric]
+
+    def to_json(self) -> dict[str, Any]:
+        """``BenchmarkResult.latency``: ``n`` requests seen, then one list per stored column (null for a
+        value the request lacked)."""
+        out: dict[str, Any] = {"n": self.seen}
+        for m in _STORED:
+            out[m] = [None if math.isnan(v) else v for v in self._cols[m]]
+        out["tokens"] = list(self.tokens)
+        return out
+
+    @classmethod
+    def from_json(cls, d: Mapping[str, Any], seed: int = 0) -> LatencyRecords:
+        """Back from :meth:`to_json` (a recording, a feed: not trusted): a value a column lacks or gets
+        wrong is NaN, rows past :data:`RESERVOIR` are sampled like new ones, past :data:`_MAX_ROWS` ignored."""
+        rec = cls(seed)
+        cols = [_list(d.get(m))[:_MAX_ROWS] for m in (*_STORED, "tokens")]
+        for ttft, itl, e2e, tok in itertools.zip_longest(*cols):
+            rec.add(ttft, itl, e2e, tok)
+        n = d.get("n")
+        if isinstance(n, int) and not isinstance(n, bool) and n > rec.seen:
+            rec.seen = n  # the client saw more than it kept
+        return rec
+
+
+def _list(v: Any) -> list[Any]:
+    return v if isinstance(v, list) else []
+
+
+def records_of(rows: Iterable[tuple[Any, Any, Any, Any]], seed: int = 0) -> dict[str, Any]:
+    """(ttft ms, mean itl ms, e2e ms, output tokens) per request → ``BenchmarkResult.latency``."""
+    rec = LatencyRecords(seed)
+    for row in rows:
+        rec.add(*row)
+    return rec.to_json()
 
 
 @dataclass(frozen=True)
