@@ -233,7 +233,7 @@ def test_frontier_marks_pareto_points_greys_slo_misses_and_answers_under_the_slo
     best = max((p for p in labels["EAGLE3 steps 3"].points if p.meets_slo), key=lambda p: p.slo.goodput_req_s)
     assert f"{best.slo.goodput_req_s:.1f} req/s (concurrency ≤ {best.concurrency})" in f.answer
     lines = frontier_lines(f.to_json(), all_points=True)
-    assert lines[0] == "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms):"
+    assert lines[0] == "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms; per user ≥ 20.0 tok/s):"
     assert sum(ln.lstrip().startswith("x ") for ln in lines) == len(misses)
 
 

@@ -119,9 +119,17 @@ class Frontier:
         pts = [(c, p) for c in self.curves for p in c.points if p.on_frontier]
         return sorted(pts, key=lambda cp: cp[1].tok_s_per_gpu)
 
+    @property
+    def slo_line(self) -> float | None:
+        """The SLO on the chart's y axis: a per-token bound (ITL or TPOT, ms) is a floor on tok/s per
+        user (1000 ÷ bound); None when the SLO bounds no per-token latency."""
+        per_token = [b.max_ms for b in (self.slo.bounds if self.slo else ()) if b.metric in ("itl_ms", "tpot_ms")]
+        return 1000.0 / min(per_token) if per_token else None
+
     def to_json(self) -> dict[str, Any]:
         return {
             "target": self.target,
+            "slo_tok_s_per_user": self.slo_line,
             "workload": self.workload,
             "slo": self.slo.to_dict() if self.slo else None,
             "slo_text": self.slo.describe() if self.slo else "",
@@ -240,8 +248,10 @@ def slo_answer(f: Frontier) -> str:
         return head + "; ".join(said)
     (sc, sp), (_, np_) = spec, nospec
     text = head + f"{sc.label} serves up to {sp.served:.1f} req/s (concurrency ≤ {sp.concurrency})"
-    if np_.served > sp.served:
+    if np_.served > sp.served and np_.concurrency > sp.concurrency:
         text += f"; no-spec serves more beyond: {np_.served:.1f} req/s (concurrency ≤ {np_.concurrency})"
+    elif np_.served > sp.served:
+        text += f"; no-spec serves more: {np_.served:.1f} req/s (concurrency ≤ {np_.concurrency})"
     else:
         text += f"; no-spec up to {np_.served:.1f} req/s (concurrency ≤ {np_.concurrency})"
     if sc.across:

@@ -56,7 +56,9 @@ HEADER = ("", "launch config", "conc", "tok/s/GPU", "tok/s/user", "req/s served"
 def frontier_lines(f: dict[str, Any], *, all_points: bool = False) -> list[str]:
     """The frontier's heading (host, SLO), its table and the answer under the SLO."""
     slo = f.get("slo_text") or "no [slo] in the profile"
-    out = [f"frontier on {inert(str(f.get('target') or 'this host'))} ({inert(slo)}):"]
+    floor = f.get("slo_tok_s_per_user")
+    floor_text = f"; per user ≥ {floor:.1f} tok/s" if isinstance(floor, int | float) else ""
+    out = [f"frontier on {inert(str(f.get('target') or 'this host'))} ({inert(slo)}{floor_text}):"]
     rows = frontier_rows(f, all_points=all_points)
     if not rows:
         out.append("  no point meets the SLO" if f.get("slo") else "  nothing measured")

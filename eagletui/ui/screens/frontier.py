@@ -54,12 +54,18 @@ class FrontierChart(PlotextPlot):
                     [p.tok_s_per_gpu for p in ok],
                     [p.tok_s_per_user for p in ok],
                     color=_COLOURS[i % len(_COLOURS)],
-                    marker="dot" if c.spec else "x",
+                    marker="dot" if c.spec else "+",
                     label=inert(c.label),
                 )
             miss = [p for p in c.points if p.meets_slo is False]
             if miss:
-                plt.scatter([p.tok_s_per_gpu for p in miss], [p.tok_s_per_user for p in miss], color="gray")
+                plt.scatter(
+                    [p.tok_s_per_gpu for p in miss], [p.tok_s_per_user for p in miss], color="gray", marker="x"
+                )
+        if f.slo_line is not None:  # a per-token bound is a floor on tok/s per user
+            plt.hline(f.slo_line, color="red")
+            xs = [p.tok_s_per_gpu for c in f.curves for p in c.points] or [0.0]
+            plt.text("SLO", x=min(xs) + (max(xs) - min(xs)) * 0.03, y=f.slo_line, color="red")
         front = f.frontier_points()
         if len(front) > 1:
             plt.plot(
@@ -128,7 +134,7 @@ class FrontierScreen(ModalScreen[None]):
         lines: list[str] = []
         for f in self.frontiers:
             lines += frontier_lines(f.to_json(), all_points=not small)
-        marks = "* on the frontier  x misses the SLO (grey in the chart)  · another point does better on both"
+        marks = "* on the frontier  x misses the SLO (grey x in the chart)  · another point does better on both"
         if not small:
             lines.append(marks)
         self.query_one("#frontier-text", Static).update(Text("\n".join(lines) or "no benchmark yet"))
