@@ -279,3 +279,40 @@ def test_every_export_carries_the_slo_numbers_and_the_frontier():
     assert any(r["on_frontier"] for r in rows)
     md = render_markdown(report)
     assert "## Frontier" in md and SLO.describe() in md
+
+
+# ------------------------------------------------------------------------------- the frontier view
+
+
+@pytest.mark.slow
+async def test_frontier_view_from_the_runs_tab_a_table_when_small_a_chart_when_wide_and_live():
+    """``v`` over a replayed session: at 80x24 the frontier as a table, at 200x50 the chart (a grey x per
+    SLO miss) and every point; a result landing while it is open is in the next refresh."""
+    from eagletui.ui.screens.frontier import FrontierChart, FrontierScreen
+    from tests.replay_apps import replayed
+
+    events, _ = _session()
+    events = [replace(e, config={**e.config, "slo": SLO.to_dict()}) if isinstance(e, LaunchStarted) else e for e in events]
+    async with replayed((80, 24), events=events) as (app, pilot):
+        await pilot.press("4", "v")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, FrontierScreen) and screen.has_class("small")
+        text = str(screen.query_one("#frontier-text").render())
+        assert "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms" in text and "serves up to" in text
+        assert " x " not in text  # small: the frontier's points only, no SLO misses listed
+        await pilot.resize_terminal(200, 50)
+        await pilot.pause()
+        screen.refresh_frontier()
+        assert not screen.has_class("small") and screen.query_one(FrontierChart).display
+        text = str(screen.query_one("#frontier-text").render())
+        assert sum(ln.lstrip().startswith("x ") for ln in text.splitlines()) >= 1
+        # live: a no-spec result at a new concurrency lands while the view is open
+        new = _bench(2, 500, 128, _requests(random.Random(5), 2, 1.0), duration=0.5)
+        for e in new:
+            app.dispatch(e)
+        assert screen.refresh_frontier() is True
+        points = {(c.label, p.concurrency) for f in screen.frontiers for c in f.curves for p in c.points}
+        assert ("no-spec", 128) in points
+        await pilot.press("escape")
+        assert not isinstance(app.screen, FrontierScreen)

@@ -109,6 +109,20 @@ def sweep_checks():
             "rc": rc("f-sweep"),
             "variants": len(variants) if isinstance(variants, list) else variants,
         }
+        # issue 35: the frontier per host under the profile's [slo], with its answer
+        fr = [x for x in (f or {}).get("frontier") or [] if isinstance(x, dict)]
+        check(
+            "the sweep's JSON has a frontier under the [slo] with an answer (issue 35)",
+            bool(fr) and all(x.get("slo") and x.get("answer") and x.get("curves") for x in fr),
+            [x.get("answer") for x in fr] or "no frontier in the sweep's JSON",
+        )
+        figures["sweep"]["frontier"] = [
+            {"answer": x.get("answer"), "on_frontier": [
+                (c.get("label"), p.get("concurrency")) for c in x.get("curves") or [] for p in c.get("points") or []
+                if p.get("on_frontier")
+            ]}
+            for x in fr
+        ]
         # issue 25: a variant the cycle model predicted from an earlier launch, predicted vs measured
         preds = [p for p in (f or {}).get("predictions") or [] if isinstance(p, dict)]
         figures["sweep"]["predictions"] = preds
@@ -227,6 +241,22 @@ if PART in ("1", "final"):
             {"spec": (d or {}).get("output_throughput"), "no_spec": ns.get("output_throughput")},
         )
         check("--vs-no-spec stopped its last server", stop_of(d).get("ok"), stop_of(d))
+        # issue 35: per concurrency, goodput and SLO attainment from the requests' own latencies
+        slo_rows = [
+            {k: g.get(k) for k in ("concurrency", "requests", "sampled", "slo_attainment", "goodput", "meets_slo")}
+            for g in (d or {}).get("by_concurrency") or []
+        ]
+        check(
+            "bench --json gives goodput and slo_attainment per concurrency (issue 35)",
+            bool(slo_rows)
+            and all(
+                isinstance(g["slo_attainment"], (int, float)) and 0 <= g["slo_attainment"] <= 1
+                and isinstance((g["goodput"] or {}).get("req_s"), (int, float))
+                and g["sampled"] == g["requests"]
+                for g in slo_rows
+            ),
+            slo_rows,
+        )
         figures["vs_no_spec"] = {
             "spec": (d or {}).get("by_concurrency") or (d or {}).get("output_throughput"),
             "no_spec": ns.get("by_concurrency") or ns.get("output_throughput"),
