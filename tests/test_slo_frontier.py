@@ -199,10 +199,15 @@ def test_records_stay_bounded_and_a_replay_keeps_the_same_sample():
 
 def test_a_result_without_records_has_no_goodput_rather_than_a_wrong_one():
     # bench_serving keeps no per-request records: attainment and goodput are null, never 0 or 100 %
-    book = _book([_launch(1, NOSPEC), *_bench(1, 1, 4, [])])
+    evs = _bench(1, 1, 4, _requests(random.Random(2), 4, 1.0))
+    evs[-1] = replace(evs[-1], latency={}, runner="bench_serving")
+    book = _book([_launch(1, NOSPEC), *evs])
     run = book.runs[1]
-    got = book.slo_stats(run, run.groups()[0]) if run.groups() else None
-    assert got is None or (got.attainment is None and got.goodput_req_s is None)
+    (group,) = run.groups()
+    got = book.slo_stats(run, group)
+    assert got.attainment is None and got.goodput_req_s is None and got.meets_slo is None
+    (f,) = frontiers(book)
+    assert f.curves[0].points[0].slo.attainment is None  # shown as "—", never 0 %
 
 
 # --------------------------------------------------------------------------------- the frontier
