@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from eagletui.core.profile.slo import Slo
 from eagletui.core.runs.latency import SloStats, slo_stats
 from eagletui.core.runs.run import Group, Run
+from eagletui.core.stats.noise import band, outside
 from eagletui.core.stats.sample import mean_stdev
 
 if TYPE_CHECKING:
@@ -50,6 +51,8 @@ class Point:
     req_s: float | None
     slo: SloStats
     on_frontier: bool = False
+    #: the stdev of :attr:`served` over the repeats (None below two): the noise rule's input
+    served_sd: float | None = None
 
     @property
     def meets_slo(self) -> bool | None:
@@ -70,6 +73,8 @@ class Point:
             "runs": self.runs,
             "req_s": self.req_s,
             "on_frontier": self.on_frontier,
+            "served_req_s": self.served,
+            "served_req_s_stdev": self.served_sd,
             **self.slo.to_json(),
         }
 
@@ -173,7 +178,12 @@ def _point(book: RunBook, members: list[tuple[Run, Group]]) -> Point:
     duration = sum(r.duration_s for _, r in results)
     req_s = sum(r.requests for _, r in results) / duration if duration > 0 else None
     slo = slo_stats(((r, run.latency.get(r.bench)) for run, r in results), book.slo)
-    return Point(conc, per_gpu or 0.0, per_user or 0.0, n, req_s, slo)
+    # each repeat's own requests/s served, for the noise band of a comparison between two points
+    each = [slo_stats([(r, run.latency.get(r.bench))], book.slo).goodput_req_s for run, r in results]
+    if any(v is None for v in each):
+        each = [r.requests / r.duration_s if r.duration_s > 0 else None for _, r in results]
+    _, sd, _ = mean_stdev(each)
+    return Point(conc, per_gpu or 0.0, per_user or 0.0, n, req_s, slo, served_sd=sd)
 
 
 def _mark(points: list[Point]) -> set[int]:
@@ -248,12 +258,17 @@ def slo_answer(f: Frontier) -> str:
         return head + "; ".join(said)
     (sc, sp), (_, np_) = spec, nospec
     text = head + f"{sc.label} serves up to {sp.served:.1f} req/s (concurrency ≤ {sp.concurrency})"
-    if np_.served > sp.served and np_.concurrency > sp.concurrency:
-        text += f"; no-spec serves more beyond: {np_.served:.1f} req/s (concurrency ≤ {np_.concurrency})"
+    # how sure: the one noise rule on the two points' repeats (assumed ±5 % where a side ran once)
+    b = band(np_.served_sd, np_.runs, sp.served_sd, sp.runs, base=sp.served)
+    sure = outside(np_.served - sp.served, b)
+    np_text = f"{np_.served:.1f} req/s (concurrency ≤ {np_.concurrency})"
+    if not sure:
+        text += f"; no-spec {np_text}: within noise of it ({b.text()})"
     elif np_.served > sp.served:
-        text += f"; no-spec serves more: {np_.served:.1f} req/s (concurrency ≤ {np_.concurrency})"
+        beyond = " beyond" if np_.concurrency > sp.concurrency else ""
+        text += f"; no-spec serves more{beyond}: {np_text}, outside noise ({b.text()})"
     else:
-        text += f"; no-spec up to {np_.served:.1f} req/s (concurrency ≤ {np_.concurrency})"
+        text += f"; no-spec only {np_text}, outside noise ({b.text()})"
     if sc.across:
         text += f"; per request vs no-spec it {sc.across}"
     return text
