@@ -299,11 +299,16 @@ async def test_frontier_view_from_the_runs_tab_a_table_when_small_a_chart_when_w
     """``v`` over a replayed session: at 80x24 the frontier as a table, at 200x50 the chart (a grey x per
     SLO miss) and every point; a result landing while it is open is in the next refresh."""
     from eagletui.ui.screens.frontier import FrontierChart, FrontierScreen
+    from eagletui.ui.widgets.runs import RunsTable
     from tests.replay_apps import replayed
 
     events, _ = _session()
     events = [replace(e, config={**e.config, "slo": SLO.to_dict()}) if isinstance(e, LaunchStarted) else e for e in events]
     async with replayed((80, 24), events=events) as (app, pilot):
+        # the run details say the same per concurrency (Enter on the Runs tab)
+        body = app.screen.query_one(RunsTable).details(app.model.runbook, app.model.state, 2).plain
+        assert "under the SLO (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms; v: the frontier)" in body
+        assert "c=32   misses" in body and "c=1    meets" in body
         await pilot.press("4", "v")
         await pilot.pause()
         screen = app.screen

@@ -32,7 +32,7 @@ from typing import Any
 
 from eagletui.core.runs.economics import _Economics
 from eagletui.core.runs.fold import _Fold
-from eagletui.core.runs.latency import SloStats, slo_stats
+from eagletui.core.runs.latency import SloStats
 from eagletui.core.runs.run import Delta, Group, Metric, Run, RunOutcome, RunVerdict
 from eagletui.core.runs.verdicts import _Verdicts
 
@@ -108,12 +108,9 @@ class RunBook(_Verdicts, _Economics, _Fold):
     def slo_stats(self, run: Run, group: Group) -> SloStats:
         """One setting's per-request latencies under the SLO (:mod:`eagletui.core.runs.latency`)."""
         if run is not self.runs.get(run.launch):  # an external baseline: not this book's to cache
-            return slo_stats(((r, run.latency.get(r.bench)) for r in group.results), self.slo)
-        return self._cached(  # type: ignore[no-any-return]
-            f"slo {group.concurrency} {group.fingerprint}",
-            run.launch,
-            lambda: slo_stats(((r, run.latency.get(r.bench)) for r in group.results), self.slo),
-        )
+            return run.slo_stats(group, self.slo)
+        key = f"slo {group.concurrency} {group.fingerprint}"
+        return self._cached(key, run.launch, lambda: run.slo_stats(group, self.slo))  # type: ignore[no-any-return]
 
     def rows(self) -> list[RunRow]:
         return [self.row(n) for n in sorted(self.runs)]
