@@ -92,6 +92,31 @@ def over_text(p):
     return f"launches {o.get('launches')} vs {o.get('source_launches')}: {o.get('predicted_tok_s')} vs {o.get('measured_tok_s')} ({o.get('error_pct'):+.1f} %; spread {o.get('spread_pct')} % / {o.get('source_spread_pct')} %)"
 
 
+def frontier_checks():
+    """issue 35: the sweep's frontier per host under the profile's [slo], with its answer."""
+    if "f-sweep" not in steps:
+        return
+    f = doc("f-sweep")
+    fr = [x for x in (f or {}).get("frontier") or [] if isinstance(x, dict)]
+    check(
+        "the sweep's JSON has a frontier under the [slo] with an answer (issue 35)",
+        bool(fr) and all(x.get("slo") and x.get("answer") and x.get("curves") for x in fr),
+        [x.get("answer") for x in fr] or "no frontier in the sweep's JSON",
+    )
+    figures.setdefault("sweep", {})["frontier"] = [
+        {
+            "answer": x.get("answer"),
+            "on_frontier": [
+                (c.get("label"), p.get("concurrency"))
+                for c in x.get("curves") or []
+                for p in c.get("points") or []
+                if p.get("on_frontier")
+            ],
+        }
+        for x in fr
+    ]
+
+
 def sweep_checks():
     if "f-sweep" in steps:
         f = doc("f-sweep")
@@ -109,20 +134,6 @@ def sweep_checks():
             "rc": rc("f-sweep"),
             "variants": len(variants) if isinstance(variants, list) else variants,
         }
-        # issue 35: the frontier per host under the profile's [slo], with its answer
-        fr = [x for x in (f or {}).get("frontier") or [] if isinstance(x, dict)]
-        check(
-            "the sweep's JSON has a frontier under the [slo] with an answer (issue 35)",
-            bool(fr) and all(x.get("slo") and x.get("answer") and x.get("curves") for x in fr),
-            [x.get("answer") for x in fr] or "no frontier in the sweep's JSON",
-        )
-        figures["sweep"]["frontier"] = [
-            {"answer": x.get("answer"), "on_frontier": [
-                (c.get("label"), p.get("concurrency")) for c in x.get("curves") or [] for p in c.get("points") or []
-                if p.get("on_frontier")
-            ]}
-            for x in fr
-        ]
         # issue 25: a variant the cycle model predicted from an earlier launch, predicted vs measured
         preds = [p for p in (f or {}).get("predictions") or [] if isinstance(p, dict)]
         figures["sweep"]["predictions"] = preds
@@ -315,8 +326,10 @@ if PART in ("1", "final"):
         figures["bad_draft"] = {k: lf.get(k) for k in ("kind", "phase", "hint", "exit_code", "exit_signal")}
         clean_after("g-bad-draft")
     sweep_checks()
+    frontier_checks()
 if PART in ("predict", "noise"):
     sweep_checks()
+    frontier_checks()
 if PART == "2" or (PART == "final" and "t0-tui" in steps):
     for row in jl("tui.jsonl") + jl("h-reattach-other-profile.out"):
         check(row["check"], row["ok"], row.get("detail", ""))
