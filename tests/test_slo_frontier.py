@@ -201,13 +201,14 @@ def test_a_result_without_records_has_no_goodput_rather_than_a_wrong_one():
     # bench_serving keeps no per-request records: attainment and goodput are null, never 0 or 100 %
     evs = _bench(1, 1, 4, _requests(random.Random(2), 4, 1.0))
     evs[-1] = replace(evs[-1], latency={}, runner="bench_serving")
-    book = _book([_launch(1, NOSPEC), *evs])
+    book = _book([_launch(1, NOSPEC), *evs], slo=SLO)
     run = book.runs[1]
     (group,) = run.groups()
     got = book.slo_stats(run, group)
     assert got.attainment is None and got.goodput_req_s is None and got.meets_slo is None
     (f,) = frontiers(book)
     assert f.curves[0].points[0].slo.attainment is None  # shown as "—", never 0 %
+    assert f.answer.endswith("(req/s of all requests: the SLO not judged, no per-request records)")
 
 
 # --------------------------------------------------------------------------------- the frontier

@@ -255,7 +255,7 @@ def slo_answer(f: Frontier) -> str:
     nospec = max((b for b in bests if not b[0].spec), key=lambda b: b[1].served, default=None)
     said = [f"{c.label} serves up to {p.served:.1f} req/s (concurrency ≤ {p.concurrency})" for c, p in bests]
     if spec is None or nospec is None:
-        return head + "; ".join(said)
+        return head + "; ".join(said) + _unjudged(f, *(p for _, p in bests))
     (sc, sp), (_, np_) = spec, nospec
     text = head + f"{sc.label} serves up to {sp.served:.1f} req/s (concurrency ≤ {sp.concurrency})"
     # how sure: the one noise rule on the two points' repeats (assumed ±5 % where a side ran once)
@@ -271,4 +271,11 @@ def slo_answer(f: Frontier) -> str:
         text += f"; no-spec only {np_text}, outside noise ({b.text()})"
     if sc.across:
         text += f"; per request vs no-spec it {sc.across}"
-    return text
+    return text + _unjudged(f, sp, np_)
+
+
+def _unjudged(f: Frontier, *points: Point) -> str:
+    """An SLO the answer's points could not be judged by (a runner without per-request records)."""
+    if f.slo and any(p.slo.attainment is None for p in points):
+        return " (req/s of all requests: the SLO not judged, no per-request records)"
+    return ""
