@@ -199,8 +199,8 @@ def slo_lines(runbook: RunBook, run: Run) -> Text:
         shown = ("ttft_ms", "itl_ms")
         p99 = "  ".join(f"{m[:-3]} p99 {v['p99']:.0f} ms" for m, v in st.percentiles.items() if m in shown)
         t.append(
-            f"  c={c:<4} {mark:<6} {(st.attainment or 0) * 100:5.1f} % of {st.requests} requests within it  "
-            f"goodput {st.goodput_req_s or 0:.2f} req/s {st.goodput_tok_s or 0:.1f} tok/s  {p99}\n",
+            f"  c={c:<4} {mark:<6} {(st.attainment or 0) * 100:5.1f} % in SLO of {st.requests}  "
+            f"goodput {st.goodput_req_s or 0:.2f} req/s {st.goodput_tok_s or 0:.0f} tok/s  {p99}\n",
             style="red" if st.meets_slo is False else "",
         )
     return t
