@@ -104,6 +104,7 @@ from benchmarks._ui_load_drive import (  # noqa: E402
     pct,
     rss,
 )
+from benchmarks._ui_sweep_phase import sweep_frames  # noqa: E402
 from eagletui.config import UserConfig  # noqa: E402
 from eagletui.core.phases.interpreter import LogInterpreter  # noqa: E402
 from eagletui.ui.app import EagleApp  # noqa: E402
@@ -174,6 +175,9 @@ async def run(ns: argparse.Namespace, log: Path) -> dict:
                 # ---- bursts (the first fills the 100k scrollback; later ones run against a full one)
                 b = await _bursts(ns, app, probe, feeder, rnd)
                 res = _results(ns, app, probe, b, idle, idle_per, startup_lines, rss_base, rss_idle)
+                # ---- a sweep's cells landing: frame time with the charts, then the frontier view open
+                if ns.sweep_s > 0:
+                    res["sweep"] = await sweep_frames(app, pilot, probe, feeder, ns.sweep_s)
             replay.stop.set()
             await pilot.pause()
     finally:
@@ -394,6 +398,9 @@ def _parse_args() -> argparse.Namespace:
         action="store_true",
         help="turn the app's IdleCollector off (Python's automatic full collections, nothing frozen)",
     )
+    ap.add_argument(
+        "--sweep-s", type=float, default=5.0, help="seconds per pass of the sweep phase (0: skip it)"
+    )
     ap.add_argument("--profile", default="", help="cProfile the burst phase only, dump pstats here")
     ap.add_argument(
         "--quick",
@@ -403,7 +410,7 @@ def _parse_args() -> argparse.Namespace:
     )
     ns = ap.parse_args()
     if ns.quick:
-        ns.lines, ns.bursts, ns.idle_keys, ns.pause = 5_000, 1, 5, 0.2
+        ns.lines, ns.bursts, ns.idle_keys, ns.pause, ns.sweep_s = 5_000, 1, 5, 0.2, 2.0
     return ns
 
 
@@ -411,7 +418,8 @@ def main() -> int:
     ns = _parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="eagletui-uiload-"))
     log = tmp / "server.log"
-    _load_generator()(log, ns.lines * ns.bursts + 400)  # + startup head (~130 lines) and slack
+    # + startup head (~130 lines) and slack, + the sweep phase's two passes at 2,000 lines/s
+    _load_generator()(log, ns.lines * ns.bursts + 400 + int(ns.sweep_s * 2 * 2_000))
     try:
         res = asyncio.run(run(ns, log))
     finally:
@@ -502,6 +510,21 @@ def _rows(ns: argparse.Namespace, res: dict, ok: dict[str, bool]) -> list[tuple[
             f"{res['rss_current_mb']} MB, idle {res['rss_idle_mb']} MB, before app {res['rss_baseline_mb']} MB",
         ),
         ("LogView", f"{res['logview_rows']:,} rows, {res['logview_dropped']:,} dropped"),
+        *_sweep_rows(res.get("sweep")),
+    ]
+
+
+def _sweep_rows(sw: dict | None) -> list[tuple[str, str]]:
+    if not sw:
+        return []
+    return [
+        (
+            "frames (sweep)",
+            f"{sw['cells']} cells landed; charts p50 {sw['charts_frame_p50_ms']} p95 {sw['charts_frame_p95_ms']} ms "
+            f"({sw['charts_frames']} frames); frontier view ({sw['screen']}) p50 {sw['frontier_frame_p50_ms']} "
+            f"p95 {sw['frontier_frame_p95_ms']} ms ({sw['frontier_frames']} frames); "
+            f"p95 ratio {sw['frontier_vs_charts_p95']}",
+        )
     ]
 
 

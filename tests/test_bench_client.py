@@ -119,6 +119,12 @@ async def test_builtin_measures_tokens_accept_and_events(fake):
         assert set(res.stats[key]) == {"mean", "median", "p90", "p99"}
     # 10 chunks of 3 tokens: 9 gaps spread over 27 tokens
     assert res.stats["itl_ms"]["median"] > 0
+    # the per-request records the SLO is judged by (issue 35): one row per request, the same TTFTs as
+    # the request samples, and an end-to-end latency past each TTFT
+    lat = res.latency
+    assert lat["n"] == 8 and lat["tokens"] == [30] * 8
+    assert sorted(lat["ttft_ms"]) == pytest.approx(sorted(e.ttft_ms for e in reqs))
+    assert all(e2e > ttft for e2e, ttft in zip(lat["e2e_ms"], lat["ttft_ms"], strict=True))
     assert BenchmarkResult.from_dict(json.loads(json.dumps(res.to_dict()))) == res
 
 

@@ -49,6 +49,7 @@ from eagletui.bench.stream import RequestResult, _count, _Live
 from eagletui.core.cycle.fit import accept_slope
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
 from eagletui.core.profile.model import BenchSettings
+from eagletui.core.runs.latency import records_of
 from eagletui.core.stats.sample import percentile, summarize
 from eagletui.core.timings import REAL
 
@@ -448,7 +449,18 @@ def _summarize(
             (r.prompt_tokens, workload.category(r.index), r.output_tokens, r.verify_ct, r.own_accept)
             for r in ok
         ),
+        latency=records_of(
+            ((_ms(r.ttft), _ms(_mean(r.itls)), _ms(r.latency), r.output_tokens) for r in ok), seed=bench
+        ),
     )
+
+
+def _ms(seconds: float | None) -> float | None:
+    return None if seconds is None else seconds * 1000.0
+
+
+def _mean(values: list[float]) -> float | None:
+    return sum(values) / len(values) if values else None
 
 
 def _accept_detail(

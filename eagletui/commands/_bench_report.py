@@ -12,6 +12,7 @@ from typing import Any
 
 from eagletui.core.events import BenchmarkResult
 from eagletui.core.profile.model import Profile
+from eagletui.core.profile.slo import Slo
 from eagletui.core.runs.accept import definitions as accept_definitions
 from eagletui.core.runs.run import Group, Run
 from eagletui.core.stats.sample import mean_stdev
@@ -58,7 +59,11 @@ def summarize_repeats(
         "failed": sum(r.failed for r in results),
         "workload_fingerprint": fps[0] if len(fps) == 1 else fps,
         "config": profile.snapshot(),
-        "by_concurrency": [_group_json(g) for g in sorted(groups, key=lambda g: g.concurrency)],
+        "by_concurrency": [
+            _group_json(g, run, profile.slo) for g in sorted(groups, key=lambda g: g.concurrency) if run is not None
+        ],
+        "slo": profile.slo.to_dict() if profile.slo else None,
+        "slo_text": profile.slo.describe() if profile.slo else "",
         "invalid": sorted({p for r in results for p in problems.get(id(r), ())}),
         # which accept length, by each definition, and per request (docs/export-json.md's ``accept``)
         "accept": accept_definitions(run) if run is not None and run.is_spec else {},
@@ -88,7 +93,9 @@ def summarize_repeats(
     }
 
 
-def _group_json(g: Group) -> dict[str, Any]:
+def _group_json(g: Group, run: Run, slo: Slo | None) -> dict[str, Any]:
+    """One concurrency: its tok/s over the repeats, and its per-request latencies under the SLO
+    (``slo_attainment`` and ``goodput`` null without an ``[slo]`` or per-request records)."""
     tok, acc = g.metric("tok_s"), g.metric("accept_len")
     return {
         "concurrency": g.concurrency,
@@ -96,7 +103,23 @@ def _group_json(g: Group) -> dict[str, Any]:
         "output_throughput_stdev": tok.stdev,
         "accept_length": acc.mean,
         "runs": tok.n,
+        **run.slo_stats(g, slo).to_json(),
     }
+
+
+def _slo_line(g: dict[str, Any], text: str) -> str:
+    """``meets ttft p99 ≤ 2 s and itl p99 ≤ 50 ms: 97.5 % of requests within it, goodput 6.10 req/s 780.0
+    tok/s  ttft p99 812 ms  itl p99 31 ms`` (the percentiles alone without an SLO)."""
+    lat = g.get("latency_ms") or {}
+    pcts = "  ".join(f"{k[:-3]} p99 {v['p99']:.0f} ms" for k, v in lat.items() if k in ("ttft_ms", "itl_ms"))
+    if g.get("slo_attainment") is None:
+        return pcts
+    gp = g["goodput"]
+    verdict = {True: "meets", False: "misses", None: "cannot tell"}[g.get("meets_slo")]
+    return (
+        f"{verdict} {text}: {g['slo_attainment'] * 100:.1f} % of requests within it, goodput "
+        f"{gp['req_s']:.2f} req/s {gp['tok_s']:.1f} tok/s  {pcts}"
+    )
 
 
 def _print_accept(accept: dict[str, Any]) -> None:
@@ -138,6 +161,11 @@ def _print_human(summary: dict[str, Any]) -> None:
             print(
                 f"  concurrency {g['concurrency']:>4}  {g['output_throughput']:9.1f}{pm} tok/s ({g['runs']} run(s)){a}"
             )
+    many = len(summary["by_concurrency"]) > 1
+    for g in summary["by_concurrency"]:
+        line = _slo_line(g, summary.get("slo_text") or "")
+        if line:
+            print((f"  concurrency {g['concurrency']:>4}: " if many else "  ") + line)
     _print_accept(summary.get("accept") or {})
     print(f"  requests {summary['requests']}  failed {summary['failed']}")
     for why in summary.get("invalid") or []:

@@ -13,6 +13,7 @@ import shlex
 from typing import Any
 
 from eagletui.core.profile.toggles import split_key
+from eagletui.core.runs.frontier_text import frontier_lines
 from eagletui.core.textsafe import inert
 
 
@@ -89,6 +90,8 @@ def print_human(report: dict[str, Any]) -> None:
         print(
             f"best: {inert(report['best']['name'])} at {report['best']['tok_s']:.1f} tok/s ({inert(report['best']['how_sure'])})"
         )
+    for f in report.get("frontier") or []:  # each host's points, the frontier marked, the SLO answer
+        print("\n".join(frontier_lines(f, all_points=True)))
     pooled = report.get("noise")
     runs = f"{report.get('runs', 0)} benchmarks in {report.get('launches', 0)} launches for {report.get('cells', 0)} cells"
     print(runs + (f"; {pooled['text']}" if pooled else ""))

@@ -40,6 +40,7 @@ from eagletui.commands._sweep_report import _adaptive_flags, _print_predictions,
 from eagletui.core.profile.load import load_profile
 from eagletui.core.profile.model import ProfileError
 from eagletui.core.profile.redact import Redactor
+from eagletui.core.runs.frontier import frontiers
 from eagletui.core.textsafe import inert_lines
 
 EXIT_OK, EXIT_FAIL, EXIT_USAGE, EXIT_LAUNCH_FAILED = 0, 1, 2, 3
@@ -128,6 +129,7 @@ async def _run(
     several = len(workers) > 1
 
     predictions: list[dict[str, Any]] = []
+    frontier: list[dict[str, Any]] = []  # each host's frontier (its run book's: issue 35)
     not_recorded: list[str] = []  # hosts whose recording misses events (disk full, file removed)
     try:
         reached = await asyncio.gather(
@@ -142,6 +144,7 @@ async def _run(
                     history=history,
                     several=several,
                     predictions=predictions,
+                    frontier=frontier,
                     not_recorded=not_recorded,
                     SessionModel=SessionModel,
                     SweepRunner=SweepRunner,
@@ -167,6 +170,7 @@ async def _run(
     if predictions:
         # each variant the cycle model predicted from an earlier one, predicted vs measured (issue 25)
         report["predictions"] = predictions
+    report["frontier"] = Redactor.for_profile(profile).value(frontier)
     if ns.json:
         print(json.dumps(report, indent=2, default=str))
     else:
@@ -283,6 +287,7 @@ async def _sweep_host(
     history: Any,
     several: bool,
     predictions: list[dict[str, Any]],
+    frontier: list[dict[str, Any]],
     not_recorded: list[str],
     SessionModel: Any,
     SweepRunner: Any,
@@ -329,6 +334,7 @@ async def _sweep_host(
             interrupted = True  # the server in flight keeps running for --resume (said below)
             raise
         predictions.extend(_prediction_rows(model, target))
+        frontier.extend(f.to_json() for f in frontiers(model.runbook))
         return True
     finally:
         if not await _host_done(ns, ws, model, recorder, target, say, interrupted):

@@ -575,6 +575,7 @@ class BenchmarkResult(Event):
     #: prompt category (``category``: ``{name: {accept, n}}``), pooled Σ completion ÷ Σ verify per group,
     #: from each request's ``prompt_tokens``/``completion_tokens``/``spec_verify_ct`` (issue 25)
     accept_by: dict[str, Any] = field(default_factory=dict)
+    latency: dict[str, Any] = field(default_factory=dict)  # per request, bounded: core/runs/latency.py
 
 
 # -------------------------------------------------------------------------------------- step profiles

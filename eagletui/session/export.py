@@ -27,6 +27,7 @@ from eagletui.core.events import (
 from eagletui.core.predict.next_launch import explain
 from eagletui.core.profile.redact import Redactor
 from eagletui.core.runs.book import RunBook
+from eagletui.core.runs.frontier import frontiers
 from eagletui.core.runs.run import Run, RunVerdict
 from eagletui.core.servers.flags import KEY_FLAGS
 from eagletui.core.textsafe import escaped
@@ -274,6 +275,8 @@ class RunRecord:
     diff_text: str = ""
     #: the launch failed after this run was measured: the rule in words (``RunBook.failed_after``)
     failed_after: str | None = None
+    #: per concurrency: per-request latencies under the ``[slo]``, attainment and goodput (issue 35)
+    slo: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def launch(self) -> int:
@@ -299,6 +302,7 @@ class SessionReport:
     title: str = "eagletui session"
     #: the run of another session every run is also compared with (``export --baseline``)
     external: dict[str, Any] | None = None
+    frontier: list[dict[str, Any]] = field(default_factory=list)  # core/runs/frontier.py, per host
 
 
 def report_events(events: Iterable[Event]) -> list[Event]:
@@ -417,6 +421,7 @@ def build_report(
                 diagnosis=[d.to_json() for d in explain(diag, book, n)],
                 diff_text=book.diff_text(n),
                 failed_after=book.failed_after(n),
+                slo=[{"concurrency": g.concurrency, **book.slo_stats(run, g).to_json()} for g in run.groups()],
             )
         )
     started = min((r.started_wall for r in book.runs.values() if r.started_wall is not None), default=None)
@@ -427,6 +432,7 @@ def build_report(
         config_changes=changes,
         started_wall=started,
         title=title or "eagletui session",
+        frontier=[f.to_json() for f in frontiers(book)],
     )
 
 
@@ -504,6 +510,7 @@ def report_json(report: SessionReport) -> dict[str, Any]:
                 "economics_vs": rec.economics_vs,
                 "comparisons": rec.comparisons,
                 "by_concurrency": rec.by_concurrency,
+                "slo_by_concurrency": rec.slo,
                 "accept": rec.accept,
                 "benchmarks": rec.benches,
                 "diagnosis": rec.diagnosis,
@@ -523,6 +530,7 @@ def report_json(report: SessionReport) -> dict[str, Any]:
         },
         "baseline": report.baseline,
         "runs": runs,
+        "frontier": report.frontier,
         **({"external_baseline": report.external} if report.external is not None else {}),
     }
 

@@ -16,6 +16,7 @@ from typing import Any
 
 from eagletui.core.events import LOG_PHASES, PHASES
 from eagletui.core.profile.model import format_diff
+from eagletui.core.runs.frontier_text import frontier_lines
 from eagletui.core.runs.run import Run
 from eagletui.core.textsafe import inert_lines, json_inert
 from eagletui.session.export import (
@@ -80,6 +81,11 @@ REPORT_CSV_COLUMNS: tuple[str, ...] = (
     "speedup_by_concurrency",
     "accept_formula",
     "accept_per_position",
+    "slo_attainment",
+    "goodput_req_s",
+    "goodput_tok_s",
+    "meets_slo",
+    "on_frontier",
     "env",
     "command",
     "why",
@@ -147,6 +153,7 @@ def render_csv(report: SessionReport) -> str:
             ),
             ((rec.accept.get("definitions") or {}).get("shown") or {}).get("formula", ""),
             " ".join(f"{x:.3f}" for x in rec.accept.get("per_position") or []),
+            *_slo_cells(rec, report.frontier),
             " ".join(f"{k}={v}" for k, v in sorted(r.env.items())),
             shlex.join(rec.command),
             " | ".join(str(d.get("text", "")) for d in rec.diagnosis),
@@ -160,6 +167,28 @@ def render_csv(report: SessionReport) -> str:
             ]
         w.writerow([_safe_cell(c) for c in row])
     return buf.getvalue()
+
+
+def _slo_cells(rec: RunRecord, frontier: list[dict[str, Any]]) -> list[Any]:
+    """At the run's headline concurrency: attainment, goodput req/s and tok/s, whether it meets the SLO;
+    then the concurrencies of this run on its frontier (``c16 c64``)."""
+    head = next((c for c in rec.slo if c["concurrency"] == rec.concurrency), {})
+    gp = head.get("goodput") or {}
+    on = sorted(
+        p["concurrency"]
+        for f in frontier
+        for c in f.get("curves") or []
+        if rec.launch in (c.get("launches") or [])
+        for p in c.get("points") or []
+        if p.get("on_frontier")
+    )
+    return [
+        _round(head.get("slo_attainment")),
+        _round(gp.get("req_s")),
+        _round(gp.get("tok_s")),
+        _yes_no(head.get("meets_slo")),
+        " ".join(f"c{c}" for c in on),
+    ]
 
 
 def _blank(v: Any) -> Any:
@@ -236,6 +265,9 @@ def _markdown(report: SessionReport) -> str:
     out += ["", "★ baseline; Δ vs the baseline, `~` = within the run-to-run noise.", ""]
     if report.external is not None:
         out += _md_external(report)
+    for f in report.frontier:  # per host: every point, the frontier marked (*), SLO misses (x)
+        out += ["## Frontier", "", "```", *frontier_lines(f, all_points=True), "```", ""]
+        out += ["`*` on the frontier, `x` misses the SLO, `·` another point does better on both axes.", ""]
     for rec in report.records:
         out += _md_run(rec)
     return "\n".join(out)

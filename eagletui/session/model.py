@@ -82,7 +82,7 @@ class SessionModel:
         self.profile = profile
         self.target = target
         self.state = SessionState(target=target)
-        self.runbook = RunBook(verdict=profile.verdict if profile else None)
+        self.runbook = RunBook(verdict=profile.verdict if profile else None, slo=profile.slo if profile else None)
         self.staged = StagedConfig(profile)
         self.recorder = recorder
         self.history = history
@@ -120,7 +120,9 @@ class SessionModel:
         rebuilds what was shown, it is not a new session); the verdict thresholds are the profile's
         again (without a profile the run book adopts the recorded ones from the launch events)."""
         self.state = SessionState(target=self.target)
-        self.runbook = RunBook(verdict=self.profile.verdict if self.profile else None)
+        self.runbook = RunBook(
+            verdict=self.profile.verdict if self.profile else None, slo=self.profile.slo if self.profile else None
+        )
         self.report_events = []
         self.events_seen = 0
         self._runbook_failed.clear()

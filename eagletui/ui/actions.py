@@ -32,6 +32,13 @@ ACTIONS: list[tuple[str, str, str, str, str]] = [
         "History",
         "Earlier sessions' runs on this target and model: pin one as baseline",
     ),
+    (
+        "frontier",
+        "v",
+        "frontier",
+        "Frontier",
+        "Frontier: tok/s per GPU vs per user per launch config, the SLO answer",
+    ),
     ("profile_step", "P", "profile_step", "Profile", "Profile a few decode steps: GPU time by category"),
     ("search", "slash", "search", "Search", "Search the log"),
     ("search_next", "n", "search_next", "Next hit", "Next search hit"),

@@ -92,6 +92,31 @@ def over_text(p):
     return f"launches {o.get('launches')} vs {o.get('source_launches')}: {o.get('predicted_tok_s')} vs {o.get('measured_tok_s')} ({o.get('error_pct'):+.1f} %; spread {o.get('spread_pct')} % / {o.get('source_spread_pct')} %)"
 
 
+def frontier_checks():
+    """issue 35: the sweep's frontier per host under the profile's [slo], with its answer."""
+    if "f-sweep" not in steps:
+        return
+    f = doc("f-sweep")
+    fr = [x for x in (f or {}).get("frontier") or [] if isinstance(x, dict)]
+    check(
+        "the sweep's JSON has a frontier under the [slo] with an answer (issue 35)",
+        bool(fr) and all(x.get("slo") and x.get("answer") and x.get("curves") for x in fr),
+        [x.get("answer") for x in fr] or "no frontier in the sweep's JSON",
+    )
+    figures.setdefault("sweep", {})["frontier"] = [
+        {
+            "answer": x.get("answer"),
+            "on_frontier": [
+                (c.get("label"), p.get("concurrency"))
+                for c in x.get("curves") or []
+                for p in c.get("points") or []
+                if p.get("on_frontier")
+            ],
+        }
+        for x in fr
+    ]
+
+
 def sweep_checks():
     if "f-sweep" in steps:
         f = doc("f-sweep")
@@ -242,6 +267,22 @@ if PART in ("1", "final"):
             {"spec": (d or {}).get("output_throughput"), "no_spec": ns.get("output_throughput")},
         )
         check("--vs-no-spec stopped its last server", stop_of(d).get("ok"), stop_of(d))
+        # issue 35: per concurrency, goodput and SLO attainment from the requests' own latencies
+        slo_rows = [
+            {k: g.get(k) for k in ("concurrency", "requests", "sampled", "slo_attainment", "goodput", "meets_slo")}
+            for g in (d or {}).get("by_concurrency") or []
+        ]
+        check(
+            "bench --json gives goodput and slo_attainment per concurrency (issue 35)",
+            bool(slo_rows)
+            and all(
+                isinstance(g["slo_attainment"], (int, float)) and 0 <= g["slo_attainment"] <= 1
+                and isinstance((g["goodput"] or {}).get("req_s"), (int, float))
+                and g["sampled"] == g["requests"]
+                for g in slo_rows
+            ),
+            slo_rows,
+        )
         figures["vs_no_spec"] = {
             "spec": (d or {}).get("by_concurrency") or (d or {}).get("output_throughput"),
             "no_spec": ns.get("by_concurrency") or ns.get("output_throughput"),
@@ -300,8 +341,10 @@ if PART in ("1", "final"):
         figures["bad_draft"] = {k: lf.get(k) for k in ("kind", "phase", "hint", "exit_code", "exit_signal")}
         clean_after("g-bad-draft")
     sweep_checks()
+    frontier_checks()
 if PART in ("predict", "noise"):
     sweep_checks()
+    frontier_checks()
 if PART == "2" or (PART == "final" and "t0-tui" in steps):
     for row in jl("tui.jsonl") + jl("h-reattach-other-profile.out"):
         check(row["check"], row["ok"], row.get("detail", ""))

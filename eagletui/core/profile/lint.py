@@ -195,12 +195,12 @@ MAX_LOAD_ERRORS = 50
 def _pieces(data: dict[str, Any]) -> list[tuple[tuple[str, ...], dict[str, Any]]]:
     """(where the piece sits in ``data``, a profile dict holding just that piece): every key of the
     top level and of each table on its own, every toggle on its own."""
-    tables = ("target", "server", "toggles", "toggle", "bench", "verdict", "sweep")
+    tables = ("target", "server", "toggles", "toggle", "bench", "verdict", "sweep", "slo")
     out: list[tuple[tuple[str, ...], dict[str, Any]]] = []
     for k, v in data.items():
         if k not in tables:
             out.append(((k,), {k: v}))
-    for section in ("target", "server", "bench", "verdict"):
+    for section in ("target", "server", "bench", "verdict", "slo"):
         if section not in data:
             continue
         body = data[section]

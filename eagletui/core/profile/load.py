@@ -28,12 +28,13 @@ from eagletui.core.profile.model import (
     normalize_flag,
 )
 from eagletui.core.profile.redact import resolve_flag
+from eagletui.core.profile.slo import parse_slo
 from eagletui.core.servers.kinds import SERVER_KINDS, ServerKind, kind_of_command, server_kind
 from eagletui.core.servers.sglang_flagtable import SAME_DEST
 from eagletui.core.tomlpos import decode_error_position, locate, locate_in_array
 from eagletui.core.tomlpos import loads as toml_loads
 
-_TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict", "sweep", "slurm"}
+_TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict", "sweep", "slurm", "slo"}
 _TARGET_KEYS = {"host", "workdir", "python"}
 _SERVER_KEYS = {
     "kind",
@@ -161,6 +162,8 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
         from eagletui.core.profile.slurm import parse_slurm
 
         prof.slurm = parse_slurm(data["slurm"], text, path)
+    if "slo" in data:
+        prof.slo = parse_slo(data["slo"], text, path)
     if "sweep" in data:  # late import: core.sweep stages values through core.staged, which imports us
         from eagletui.core.profile.sweep import parse_sweep
 

@@ -12,11 +12,14 @@ import dataclasses
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from eagletui.core.profile.redact import Redactor, is_secret_env
 from eagletui.core.profile.toggles import ARG, ENV, TOGGLE_KINDS, split_key
 from eagletui.core.servers.kinds import ServerKind, kind_or_default
+
+if TYPE_CHECKING:
+    from eagletui.core.profile.slo import Slo
 
 ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 FLAG_RE = re.compile(r"^--[a-z0-9][a-z0-9-]*$")
@@ -218,6 +221,8 @@ class Profile:
     #: a core.slurm_settings.SlurmSettings when the profile has a [slurm] table: the server runs as a
     #: Slurm job (see eagletui.remote.slurm), not as a detached process
     slurm: Any = None
+    #: ``[slo]``: the latency bounds goodput and the frontier are judged by (None: the profile has none)
+    slo: Slo | None = None
 
     # ------------------------------------------------------------------ derived views
 
@@ -268,6 +273,9 @@ class Profile:
             # thresholds travel with the launch so a replay judges runs as the live session did
             "verdict": {k: v for k, v in dataclasses.asdict(self.verdict).items() if v is not None},
         }
+        if self.slo:
+            # like the thresholds: a replay or an export judges goodput by the SLO of its launches
+            snap["slo"] = self.slo.to_dict()
         if self.slurm is not None:
             # where the job ran and what it asked for; a reattach without the profile resubmits from it
             snap["slurm"] = self.slurm.to_dict()

@@ -32,7 +32,8 @@ from typing import Any
 
 from eagletui.core.runs.economics import _Economics
 from eagletui.core.runs.fold import _Fold
-from eagletui.core.runs.run import Delta, Metric, RunOutcome, RunVerdict
+from eagletui.core.runs.latency import SloStats
+from eagletui.core.runs.run import Delta, Group, Metric, Run, RunOutcome, RunVerdict
 from eagletui.core.runs.verdicts import _Verdicts
 
 
@@ -103,6 +104,13 @@ class RunBook(_Verdicts, _Economics, _Fold):
             if run.ready_after is not None
             else (run.phase_total_s if run.outcome == RunOutcome.READY else None),
         )
+
+    def slo_stats(self, run: Run, group: Group) -> SloStats:
+        """One setting's per-request latencies under the SLO (:mod:`eagletui.core.runs.latency`)."""
+        if run is not self.runs.get(run.launch):  # an external baseline: not this book's to cache
+            return run.slo_stats(group, self.slo)
+        key = f"slo {group.concurrency} {group.fingerprint}"
+        return self._cached(key, run.launch, lambda: run.slo_stats(group, self.slo))  # type: ignore[no-any-return]
 
     def rows(self) -> list[RunRow]:
         return [self.row(n) for n in sorted(self.runs)]

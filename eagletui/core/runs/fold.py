@@ -36,7 +36,9 @@ from eagletui.core.events import (
 from eagletui.core.phases.failures import exit_failure
 from eagletui.core.phases.startup import launch_to_ready, ready_clock, startup_gaps
 from eagletui.core.profile.model import Verdict, normalize_flag
+from eagletui.core.profile.slo import Slo
 from eagletui.core.runs.baseline import _Baseline
+from eagletui.core.runs.latency import LatencyRecords
 from eagletui.core.runs.run import Run, RunOutcome
 from eagletui.core.runs.validity import interruption, result_problems
 from eagletui.core.servers import spec as specflags
@@ -77,6 +79,8 @@ class _Fold(_Baseline):
             # a recording judges its runs with the thresholds its launches carried
             with contextlib.suppress(TypeError, ValueError):
                 self.verdict = Verdict(**{k: float(v) for k, v in cfg["verdict"].items()})
+        if self._adopt_slo and isinstance(cfg.get("slo"), dict):
+            self.slo = Slo.from_dict(cfg["slo"]) or None
 
     def _interrupt(self, launch: int | None, kind: str, detail: str = "") -> None:
         runs = self.runs.values() if launch is None else [r for r in (self.runs.get(launch),) if r]
@@ -280,6 +284,8 @@ class _Fold(_Baseline):
         problems = [*during, *(p for p in found if not (during and "requests failed" in p))]
         run.results.append(event)
         run.problems.append(tuple(problems))
+        if event.latency:  # the requests' own latencies (bounded by the client; checked again here)
+            run.latency[event.bench] = LatencyRecords.from_json(event.latency, seed=event.bench)
 
     def _on_profile(self, event: ProfileCaptured) -> None:
         if event.summary and not event.error:

@@ -23,6 +23,8 @@ from eagletui.core.cycle.model import SpecSettings
 from eagletui.core.events import BenchmarkResult
 from eagletui.core.logs.registry import get_format
 from eagletui.core.profile.model import normalize_flag
+from eagletui.core.profile.slo import Slo
+from eagletui.core.runs.latency import LatencyRecords, SloStats, slo_stats
 from eagletui.core.runs.validity import result_problems as judge_result
 from eagletui.core.servers import spec as specflags
 from eagletui.core.servers.kinds import ServerKind, kind_or_default
@@ -161,6 +163,8 @@ class Run:
     bench_workload: dict[int, dict[str, Any]] = field(default_factory=dict, repr=False)
     #: benchmarks started and not finished: what happened to the server or the link meanwhile
     open_benches: dict[int, list[str]] = field(default_factory=dict, repr=False)
+    #: bench number → its finished requests' latencies, bounded (:mod:`eagletui.core.runs.latency`)
+    latency: dict[int, LatencyRecords] = field(default_factory=dict, repr=False)
     #: bench number → the accept lengths the server's decode log lines printed while it ran
     log_accepts: dict[int, list[float]] = field(default_factory=dict, repr=False)
     #: bench number → the server's decode lines while it ran: (#running-req, gen tok/s, clean), clean when
@@ -323,6 +327,10 @@ class Run:
     def group_like(self, other: Group) -> Group | None:
         """This run's results of the same setting as ``other`` (None: it never measured it)."""
         return next((g for g in reversed(self.groups()) if g.matches(other)), None)
+
+    def slo_stats(self, group: Group, slo: Slo | None) -> SloStats:
+        """``group``'s requests under ``slo``, each result with this run's records of it."""
+        return slo_stats(((r, self.latency.get(r.bench)) for r in group.results), slo)
 
     def by_concurrency(self) -> dict[int, list[BenchmarkResult]]:
         out: dict[int, list[BenchmarkResult]] = {}

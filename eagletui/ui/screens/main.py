@@ -216,6 +216,12 @@ class MainScreen(WorkerFailures, ServerControl, ReplayControl, Screen):
             self.app.notify(inert(str(exc.args[0] if exc.args else exc)), severity="warning")
         self.painter.dirty = True
 
+    def action_frontier(self) -> None:
+        """The frontier view; it follows the run book (a replay's seek replaces the book: asked each time)."""
+        from eagletui.ui.screens.frontier import FrontierScreen
+
+        self.app.push_screen(FrontierScreen(lambda: self.model.runbook))
+
     def action_history(self) -> None:
         """Runs of earlier sessions on this target and model; the chosen one becomes the baseline."""
         from eagletui.config import default_sessions_dir

@@ -167,6 +167,7 @@ class RunsTable(DataTable):
         if runbook is not None and run is not None:
             t.append_text(accept_lines(runbook, launch))
             t.append_text(concurrency_lines(runbook, launch))
+            t.append_text(slo_lines(runbook, run))
         if run is not None and run.step_profile and runbook is not None:
             t.append("\nstep profile\n", style="bold").append_text(step_bars(runbook, launch))
         t.append_text(why_lines(explain(state.diagnoser, runbook, launch)))
@@ -183,6 +184,29 @@ class RunsTable(DataTable):
             t.append("log      ", style="bold")
             t.append(inert(la.log_path) + "\n")
         return t
+
+
+def slo_lines(runbook: RunBook, run: Run) -> Text:
+    """Per concurrency, the requests under the ``[slo]``: attainment, goodput and p99s (issue 35); nothing
+    without an SLO or per-request records (``v``: the frontier across runs)."""
+    t = Text()
+    if not runbook.slo:
+        return t
+    groups = sorted(run.groups(), key=lambda g: g.concurrency)
+    rows = [(g.concurrency, st) for g in groups if (st := runbook.slo_stats(run, g)).attainment is not None]
+    if not rows:
+        return t
+    t.append(f"\nunder the SLO ({inert(runbook.slo.describe())}; v: the frontier)\n", style="bold")
+    for c, st in rows:
+        mark = {True: "meets", False: "misses", None: "cannot tell"}[st.meets_slo]
+        shown = ("ttft_ms", "itl_ms")
+        p99 = "  ".join(f"{m[:-3]} p99 {v['p99']:.0f} ms" for m, v in st.percentiles.items() if m in shown)
+        t.append(
+            f"  c={c:<4} {mark:<6} {(st.attainment or 0) * 100:5.1f} % in SLO of {st.requests}  "
+            f"goodput {st.goodput_req_s or 0:.2f} req/s {st.goodput_tok_s or 0:.0f} tok/s  {p99}\n",
+            style="red" if st.meets_slo is False else "",
+        )
+    return t
 
 
 def result_lines(runbook: RunBook, run: Run | None, row: RunRow, launch: int) -> Text:

@@ -1,0 +1,281 @@
+"""The frontier: which launch serves the most users at the latency promised them.
+
+Every tool a tuner would otherwise pick plots one shape (vLLM ``bench sweep plot_pareto``, AIPerf's
+pareto sweep): per launch config, one point per load (concurrency), x = output tok/s per GPU (what the
+hardware earns), y = tok/s per user (what a user feels). A point is on the **Pareto frontier** when no
+other point of the same host and workload is at least as good on both axes and better on one; with an
+``[slo]``, only points that meet it can be on the frontier, and those that miss it are greyed.
+Speculation is the case where the answer flips along the curve: it wins per user at low load and can
+lose per GPU at high load, so the spec settings and no-spec are separate curves.
+
+Like for like: one :class:`Frontier` per host, model, GPUs and workload (the prompts, lengths and
+sampling; only the concurrency may differ); launches of the same config on it are one curve, their
+repeats pooled. y is Σ output tok/s ÷ concurrency (the per-request tok/s the economics compare,
+:mod:`eagletui.core.runs.economics`); x is output tok/s ÷ the launch's tensor-parallel GPUs.
+
+:func:`frontiers` is the one function every view reads (the frontier view, ``sweep --json``'s
+``frontier``, every export, the browser); :func:`slo_answer` is its sentence.
+
+Pure: reads a :class:`~eagletui.core.runs.book.RunBook`, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Any
+
+from eagletui.core.profile.slo import Slo
+from eagletui.core.runs.latency import SloStats, slo_stats
+from eagletui.core.runs.run import Group, Run
+from eagletui.core.stats.noise import band, outside
+from eagletui.core.stats.sample import mean_stdev
+
+if TYPE_CHECKING:
+    from eagletui.core.runs.book import RunBook
+
+#: workload keys that may differ between the points of one frontier (they are its x axis or its size)
+_LOAD_KEYS = frozenset({"concurrency", "num_prompts", "warmup", "request_rate"})
+#: config keys that say nothing about what was launched (thresholds travel in the snapshot)
+_NOT_LAUNCH = frozenset({"verdict", "slo", "port"})
+
+
+@dataclass(frozen=True)
+class Point:
+    """One load of one curve: its axes (means over the pooled repeats), its SLO numbers and marks."""
+
+    concurrency: int
+    tok_s_per_gpu: float
+    tok_s_per_user: float
+    runs: int
+    req_s: float | None
+    slo: SloStats
+    on_frontier: bool = False
+    #: the stdev of :attr:`served` over the repeats (None below two): the noise rule's input
+    served_sd: float | None = None
+
+    @property
+    def meets_slo(self) -> bool | None:
+        return self.slo.meets_slo
+
+    @property
+    def served(self) -> float:
+        """Requests/s served: goodput under the SLO when there is one and records to judge by, else all."""
+        if self.slo.goodput_req_s is not None:
+            return self.slo.goodput_req_s
+        return self.req_s or 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "concurrency": self.concurrency,
+            "tok_s_per_gpu": self.tok_s_per_gpu,
+            "tok_s_per_user": self.tok_s_per_user,
+            "runs": self.runs,
+            "req_s": self.req_s,
+            "on_frontier": self.on_frontier,
+            "served_req_s": self.served,
+            "served_req_s_stdev": self.served_sd,
+            **self.slo.to_json(),
+        }
+
+
+@dataclass(frozen=True)
+class Curve:
+    """One launch config's points over load, by concurrency."""
+
+    label: str
+    spec: bool
+    launches: tuple[int, ...]
+    points: tuple[Point, ...]
+    #: the concurrency at which its speculation stops paying vs like-for-like no-spec, by the noise rule
+    #: (the run book's economics); None: not a spec curve, or it pays everywhere measured
+    crossover: int | None = None
+    #: the economics' calls across concurrencies in words, by the noise rule (``within noise at 1 and 4``)
+    across: str = ""
+
+    def best_under_slo(self) -> Point | None:
+        """The point serving the most requests/s (goodput with an SLO) among those meeting it."""
+        ok = [p for p in self.points if p.meets_slo is not False and p.req_s is not None]
+        return max(ok, key=lambda p: (p.served, p.concurrency), default=None)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "label": self.label,
+            "spec": self.spec,
+            "launches": list(self.launches),
+            "crossover": self.crossover,
+            "across": self.across,
+            "points": [p.to_json() for p in self.points],
+        }
+
+
+@dataclass(frozen=True)
+class Frontier:
+    """The curves of one host and workload, with the frontier marked and the answer under the SLO."""
+
+    target: str
+    workload: dict[str, Any]
+    slo: Slo | None
+    curves: tuple[Curve, ...] = ()
+    answer: str = ""
+
+    def frontier_points(self) -> list[tuple[Curve, Point]]:
+        """The frontier, by tok/s per GPU (the way a table of it reads)."""
+        pts = [(c, p) for c in self.curves for p in c.points if p.on_frontier]
+        return sorted(pts, key=lambda cp: cp[1].tok_s_per_gpu)
+
+    @property
+    def slo_line(self) -> float | None:
+        """The SLO on the chart's y axis: a per-token bound (ITL or TPOT, ms) is a floor on tok/s per
+        user (1000 ÷ bound); None when the SLO bounds no per-token latency."""
+        per_token = [b.max_ms for b in (self.slo.bounds if self.slo else ()) if b.metric in ("itl_ms", "tpot_ms")]
+        return 1000.0 / min(per_token) if per_token else None
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "slo_tok_s_per_user": self.slo_line,
+            "workload": self.workload,
+            "slo": self.slo.to_dict() if self.slo else None,
+            "slo_text": self.slo.describe() if self.slo else "",
+            "answer": self.answer,
+            "curves": [c.to_json() for c in self.curves],
+        }
+
+
+def _launch_key(run: Run) -> str:
+    cfg = {k: v for k, v in run.config.items() if k not in _NOT_LAUNCH}
+    return json.dumps(cfg or {"launch": run.launch}, sort_keys=True, default=str)
+
+
+def _workload_key(run: Run, group: Group) -> dict[str, Any]:
+    bench = next((r.bench for r in group.results), None)
+    wl = run.bench_workload.get(bench, {}) if bench is not None else {}
+    return {k: v for k, v in sorted(wl.items()) if k not in _LOAD_KEYS}
+
+
+def _label(run: Run) -> str:
+    if not run.is_spec:
+        return "no-spec"
+    algo = str(run.args.get("--speculative-algorithm") or "spec")
+    s = run.spec_settings
+    if s is None:
+        return algo
+    return f"{algo} steps {s.steps}" + ("" if s.topk == 1 else f" topk {s.topk} draft {s.tokens}")
+
+
+def _gpus(run: Run) -> int:
+    tp = run.tp
+    return tp if isinstance(tp, int) and not isinstance(tp, bool) and tp > 0 else 1
+
+
+def _point(book: RunBook, members: list[tuple[Run, Group]]) -> Point:
+    """One load of a curve: the repeats of every launch of the config at that concurrency, pooled."""
+    results = [(run, r) for run, g in members for r in g.results]
+    conc = members[0][1].concurrency
+    per_gpu, _, n = mean_stdev([r.output_throughput / _gpus(run) for run, r in results])
+    per_user, _, _ = mean_stdev([r.output_throughput / conc for _, r in results])
+    duration = sum(r.duration_s for _, r in results)
+    req_s = sum(r.requests for _, r in results) / duration if duration > 0 else None
+    slo = slo_stats(((r, run.latency.get(r.bench)) for run, r in results), book.slo)
+    # each repeat's own requests/s served, for the noise band of a comparison between two points
+    each = [slo_stats([(r, run.latency.get(r.bench))], book.slo).goodput_req_s for run, r in results]
+    if any(v is None for v in each):
+        each = [r.requests / r.duration_s if r.duration_s > 0 else None for _, r in results]
+    _, sd, _ = mean_stdev(each)
+    return Point(conc, per_gpu or 0.0, per_user or 0.0, n, req_s, slo, served_sd=sd)
+
+
+def _mark(points: list[Point]) -> set[int]:
+    """ids of the points no other dominates (at least as good on both axes, better on one) among those
+    not known to miss the SLO."""
+    eligible = [p for p in points if p.meets_slo is not False]
+    out = set()
+    for p in eligible:
+        if not any(
+            q is not p
+            and q.tok_s_per_gpu >= p.tok_s_per_gpu
+            and q.tok_s_per_user >= p.tok_s_per_user
+            and (q.tok_s_per_gpu > p.tok_s_per_gpu or q.tok_s_per_user > p.tok_s_per_user)
+            for q in eligible
+        ):
+            out.add(id(p))
+    return out
+
+
+def frontiers(book: RunBook) -> list[Frontier]:
+    """Every host and workload's frontier from the run book's valid results (one view, every view)."""
+    by_set: dict[str, dict[str, list[tuple[Run, Group]]]] = {}
+    workloads: dict[str, tuple[str, dict[str, Any]]] = {}
+    for n in sorted(book.runs):
+        run = book.runs[n]
+        for g in run.groups():
+            wl = _workload_key(run, g)
+            model = {k: run.config.get(k) for k in ("server", "model", "tp")}
+            set_key = json.dumps([run.target, model, wl], sort_keys=True, default=str)
+            workloads.setdefault(set_key, (run.target, wl))
+            by_set.setdefault(set_key, {}).setdefault(_launch_key(run), []).append((run, g))
+    out = []
+    for set_key, configs in by_set.items():
+        curves_raw = []
+        for members in configs.values():
+            by_conc: dict[int, list[tuple[Run, Group]]] = {}
+            for run, g in members:
+                by_conc.setdefault(g.concurrency, []).append((run, g))
+            pts = [_point(book, by_conc[c]) for c in sorted(by_conc)]
+            runs = sorted({run.launch for run, _ in members})
+            curves_raw.append((book.runs[runs[0]], runs, pts))
+        marked = _mark([p for _, _, pts in curves_raw for p in pts])
+        labels = [_label(first) for first, _, _ in curves_raw]
+        curves = []
+        for (first, runs, pts), label in zip(curves_raw, labels, strict=True):
+            pts = [replace(p, on_frontier=id(p) in marked) for p in pts]
+            if labels.count(label) > 1:  # two configs with the same speculation: which launch is which
+                label += f" (#{runs[0]})"
+            spec = first.is_spec
+            cross = book.crossover(first.launch) if spec else None
+            across = book.across(first.launch) if spec else ""
+            curves.append(Curve(label, spec, tuple(runs), tuple(pts), cross, across))
+        target, wl = workloads[set_key]
+        f = Frontier(target, wl, book.slo, tuple(curves))
+        out.append(Frontier(target, wl, book.slo, tuple(curves), slo_answer(f)))
+    return out
+
+
+def slo_answer(f: Frontier) -> str:
+    """``at ttft p99 ≤ 2 s and itl p99 ≤ 50 ms: EAGLE3 steps 3 serves up to 6.1 req/s (concurrency ≤ 8);
+    no-spec serves more beyond: 9.0 req/s (concurrency ≤ 16); per request vs no-spec it stops paying at
+    concurrency 16`` — the best spec curve against the best no-spec one on one host and workload, the
+    calls by the noise rule (the run book's economics); "" when nothing was measured."""
+    bests = [(c, p) for c in f.curves for p in (c.best_under_slo(),) if p is not None]
+    head = f"at {f.slo.describe()}: " if f.slo else "without an [slo]: "
+    if not bests:
+        return head + "no measured load meets it" if f.slo else ""
+    spec = max((b for b in bests if b[0].spec), key=lambda b: b[1].served, default=None)
+    nospec = max((b for b in bests if not b[0].spec), key=lambda b: b[1].served, default=None)
+    said = [f"{c.label} serves up to {p.served:.1f} req/s (concurrency ≤ {p.concurrency})" for c, p in bests]
+    if spec is None or nospec is None:
+        return head + "; ".join(said) + _unjudged(f, *(p for _, p in bests))
+    (sc, sp), (_, np_) = spec, nospec
+    text = head + f"{sc.label} serves up to {sp.served:.1f} req/s (concurrency ≤ {sp.concurrency})"
+    # how sure: the one noise rule on the two points' repeats (assumed ±5 % where a side ran once)
+    b = band(np_.served_sd, np_.runs, sp.served_sd, sp.runs, base=sp.served)
+    sure = outside(np_.served - sp.served, b)
+    np_text = f"{np_.served:.1f} req/s (concurrency ≤ {np_.concurrency})"
+    if not sure:
+        text += f"; no-spec {np_text}: within noise of it ({b.text()})"
+    elif np_.served > sp.served:
+        beyond = " beyond" if np_.concurrency > sp.concurrency else ""
+        text += f"; no-spec serves more{beyond}: {np_text}, outside noise ({b.text()})"
+    else:
+        text += f"; no-spec only {np_text}, outside noise ({b.text()})"
+    if sc.across:
+        text += f"; per request vs no-spec it {sc.across}"
+    return text + _unjudged(f, sp, np_)
+
+
+def _unjudged(f: Frontier, *points: Point) -> str:
+    """An SLO the answer's points could not be judged by (a runner without per-request records)."""
+    if f.slo and any(p.slo.attainment is None for p in points):
+        return " (req/s of all requests: the SLO not judged, no per-request records)"
+    return ""

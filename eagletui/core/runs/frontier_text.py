@@ -1,0 +1,72 @@
+"""The frontier as lines of text: what ``sweep`` prints, the Markdown export holds and the frontier view
+shows where the terminal is too small for a chart.
+
+Reads :meth:`eagletui.core.runs.frontier.Frontier.to_json` (a dict), so a report written earlier and a
+live run book print alike. Every text that came from elsewhere (labels, the host) passes
+:func:`eagletui.core.textsafe.inert`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eagletui.core.textsafe import inert
+
+
+def _num(v: Any, digits: int = 1) -> str:
+    return "—" if not isinstance(v, int | float) or isinstance(v, bool) else f"{v:.{digits}f}"
+
+
+def point_mark(p: dict[str, Any]) -> str:
+    """``*`` on the frontier, ``x`` misses the SLO, ``?`` cannot be told, ``·`` dominated."""
+    if p.get("meets_slo") is False:
+        return "x"
+    if p.get("on_frontier"):
+        return "*"
+    return "?" if p.get("meets") and p.get("meets_slo") is None else "·"
+
+
+def frontier_rows(f: dict[str, Any], *, all_points: bool = False) -> list[tuple[str, ...]]:
+    """(mark, curve, concurrency, tok/s per GPU, tok/s per user, goodput req/s, SLO %) per point:
+    the frontier's points only unless ``all_points``, by tok/s per GPU."""
+    rows = []
+    for c in f.get("curves") or []:
+        for p in c.get("points") or []:
+            if not all_points and not p.get("on_frontier"):
+                continue
+            att = p.get("slo_attainment")
+            gp = (p.get("goodput") or {}).get("req_s")
+            rows.append(
+                (
+                    point_mark(p),
+                    inert(str(c.get("label", ""))),
+                    str(p.get("concurrency", "")),
+                    _num(p.get("tok_s_per_gpu")),
+                    _num(p.get("tok_s_per_user")),
+                    _num(gp if gp is not None else p.get("req_s"), 2),
+                    "—" if att is None else f"{att * 100:.0f} %",
+                )
+            )
+    return sorted(rows, key=lambda r: float(r[3]) if r[3] != "—" else 0.0)
+
+
+HEADER = ("", "launch config", "conc", "tok/s/GPU", "tok/s/user", "req/s served", "in SLO")
+
+
+def frontier_lines(f: dict[str, Any], *, all_points: bool = False) -> list[str]:
+    """The frontier's heading (host, SLO), its table and the answer under the SLO."""
+    slo = f.get("slo_text") or "no [slo] in the profile"
+    floor = f.get("slo_tok_s_per_user")
+    floor_text = f"; per user ≥ {floor:.1f} tok/s" if isinstance(floor, int | float) else ""
+    out = [f"frontier on {inert(str(f.get('target') or 'this host'))} ({inert(slo)}{floor_text}):"]
+    rows = frontier_rows(f, all_points=all_points)
+    if not rows:
+        out.append("  no point meets the SLO" if f.get("slo") else "  nothing measured")
+    else:
+        widths = [max(len(r[i]) for r in (HEADER, *rows)) for i in range(len(HEADER))]
+        for r in (HEADER, *rows):
+            cells = (v.rjust(w) if i > 1 else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True)))
+            out.append(("  " + "  ".join(cells)).rstrip())
+    if f.get("answer"):
+        out.append(f"  {inert(str(f['answer']))}")
+    return out

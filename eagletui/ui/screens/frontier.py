@@ -1,0 +1,146 @@
+"""The frontier view (``v``, from the Runs tab or anywhere): per launch config, tok/s per GPU against tok/s
+per user over the loads measured, the Pareto frontier drawn as a line, points that miss the ``[slo]``
+greyed, and the answer under the SLO.
+
+Everything it shows is :func:`eagletui.core.runs.frontier.frontiers` of the session's run book, the
+function ``sweep --json``, the exports and the browser read too; this screen only draws it. It follows
+the run book live (a sweep's cells land as they finish): each refresh asks whether a result arrived
+since it last drew (the results' count) and only then folds the frontier again and replots, so an open
+view costs a counter check per tick while decode lines stream in. Where the terminal is too small for a
+chart (80x24), the same frontier is a table.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Vertical, VerticalScroll
+from textual.screen import ModalScreen
+from textual.widgets import Label, Static
+from textual_plotext import PlotextPlot
+
+from eagletui.core.runs.book import RunBook
+from eagletui.core.runs.frontier import Frontier, frontiers
+from eagletui.core.runs.frontier_text import frontier_lines
+from eagletui.core.textsafe import inert
+
+#: seconds between checks for new results (a check is a sum of list lengths)
+REFRESH_S = 0.5
+#: below this size the chart has no room to say anything: the frontier is a table
+MIN_CHART = (100, 30)
+#: plotext colours for the curves, in order (SLO misses are grey whatever their curve)
+_COLOURS = ("cyan", "orange", "green", "magenta", "blue", "red", "yellow")
+
+
+class FrontierChart(PlotextPlot):
+    """One frontier: a scatter per curve, the SLO misses grey, the frontier a line through its points."""
+
+    DEFAULT_CSS = "FrontierChart { height: 1fr; min-height: 12; }"
+
+    def draw(self, f: Frontier) -> None:
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        plt.title(inert(f"{f.target or 'this host'}: " + (f.slo.describe() if f.slo else "no [slo]")))
+        plt.xlabel("output tok/s per GPU")
+        plt.ylabel("tok/s per user")
+        for i, c in enumerate(f.curves):
+            ok = [p for p in c.points if p.meets_slo is not False]
+            if ok:
+                plt.scatter(
+                    [p.tok_s_per_gpu for p in ok],
+                    [p.tok_s_per_user for p in ok],
+                    color=_COLOURS[i % len(_COLOURS)],
+                    marker="dot" if c.spec else "+",
+                    label=inert(c.label),
+                )
+            miss = [p for p in c.points if p.meets_slo is False]
+            if miss:
+                plt.scatter(
+                    [p.tok_s_per_gpu for p in miss], [p.tok_s_per_user for p in miss], color="gray", marker="x"
+                )
+        if f.slo_line is not None:  # a per-token bound is a floor on tok/s per user
+            plt.hline(f.slo_line, color="red")
+            xs = [p.tok_s_per_gpu for c in f.curves for p in c.points] or [0.0]
+            plt.text("SLO", x=min(xs) + (max(xs) - min(xs)) * 0.03, y=f.slo_line, color="red")
+        front = f.frontier_points()
+        if len(front) > 1:
+            plt.plot(
+                [p.tok_s_per_gpu for _, p in front],
+                [p.tok_s_per_user for _, p in front],
+                color="white",
+                label="frontier",
+            )
+        self.refresh()
+
+
+class FrontierScreen(ModalScreen[None]):
+    """The session's frontier(s), live; Escape closes."""
+
+    BINDINGS = [Binding("escape,q", "dismiss_none", "Close")]
+    DEFAULT_CSS = """
+    FrontierScreen { align: center middle; }
+    FrontierScreen > Vertical { width: 96%; height: 94%; background: $surface; border: thick $primary;
+        padding: 0 1; }
+    FrontierScreen .title { text-style: bold; color: $accent; }
+    FrontierScreen #frontier-text { height: auto; }
+    FrontierScreen VerticalScroll { height: auto; max-height: 40%; }
+    FrontierScreen.small VerticalScroll { height: 1fr; max-height: 100%; }
+    FrontierScreen.small FrontierChart { display: none; }
+    """
+
+    def __init__(self, book: Any) -> None:
+        super().__init__(id="frontier-screen")
+        #: a callable giving the current run book (a replay's seek replaces it) or the book itself
+        self._book = book
+        self._seen: tuple[int, int] | None = None
+        self.frontiers: list[Frontier] = []
+
+    def book(self) -> RunBook:
+        return self._book() if callable(self._book) else self._book  # type: ignore[no-any-return]
+
+    def compose(self) -> ComposeResult:
+        with Vertical():
+            yield Label("Frontier — tok/s per GPU vs tok/s per user, per launch config", classes="title")
+            yield FrontierChart(id="frontier-chart")
+            with VerticalScroll():
+                yield Static(Text("no benchmark yet"), id="frontier-text", markup=False)
+
+    def on_mount(self) -> None:
+        self._layout()
+        self.refresh_frontier()
+        self.set_interval(REFRESH_S, self.refresh_frontier)
+
+    def on_resize(self) -> None:
+        self._layout()
+        self._seen = None  # the table or the chart: draw again for the new size
+
+    def _layout(self) -> None:
+        w, h = self.app.size
+        self.set_class(w < MIN_CHART[0] or h < MIN_CHART[1], "small")
+
+    def refresh_frontier(self) -> bool:
+        """Fold and draw again if a result arrived (or the book was replaced) since the last draw."""
+        book = self.book()
+        key = (id(book), sum(len(r.results) for r in book.runs.values()))
+        if key == self._seen:
+            return False
+        self._seen = key
+        self.frontiers = frontiers(book)
+        small = self.has_class("small")
+        lines: list[str] = []
+        for f in self.frontiers:
+            lines += frontier_lines(f.to_json(), all_points=not small)
+        marks = "* on the frontier  x misses the SLO (grey x in the chart)  · another point does better on both"
+        if not small:
+            lines.append(marks)
+        self.query_one("#frontier-text", Static).update(Text("\n".join(lines) or "no benchmark yet"))
+        if self.frontiers and not small:
+            self.query_one(FrontierChart).draw(self.frontiers[0])
+        return True
+
+    def action_dismiss_none(self) -> None:
+        self.dismiss(None)
