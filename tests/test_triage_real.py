@@ -115,7 +115,7 @@ def test_a_kernel_build_that_fails_while_serving_names_the_jit_and_the_fix() -> 
     """Real (tools/real-sglang/device.sh stall, 2026-12-02): greedy requests served fine, then the first
     sampled request needed flashinfer's top_k_renorm_probs, whose JIT build failed. main said only "read
     the exception above"."""
-    p = parse_path(str(REAL / "exception-flashinfer-jit-sampling-after-serving-0517-h200.log"))
+    p = parse_path(str(REAL17 / "eagletui-stall-jit-crash-055022.log"))
     f = p["failure"]
     assert f["kind"] == "exception" and "Ninja build failed" in f["message"]
     assert "compiled a kernel on first use" in f["hint"] and "flashinfer-jit-cache" in f["hint"]
