@@ -13,7 +13,16 @@ from eagletui.core.profile.load import parse_profile
 from eagletui.core.profile.model import ProfileError
 from eagletui.core.profile.tune import Objective
 from eagletui.core.stats.confidence import estimate
-from eagletui.core.sweep.tune import Point, Ratio, choose, expected_gain, factor_effect
+from eagletui.core.sweep.tune import (
+    Point,
+    Ratio,
+    choose,
+    expected_gain,
+    factor_effect,
+    margin,
+    noise_of,
+    objective_estimates,
+)
 from eagletui.session.sweep.cells import DONE, SKIPPED
 from eagletui.session.sweep.queue import SweepQueue
 from eagletui.session.sweep.tuner import Tuner, point_of, tune_report
@@ -126,6 +135,15 @@ def test_an_anchor_that_predicts_the_speculative_change_beats_one_that_would_gue
     c = choose(P, measured, fc, tried={0, 3}, prior=0.1, confidence=0.9)
     g = {g.index: g for g in c.guesses}
     assert g[1].anchor == 0 and g[1].value < 70  # s3 tree from s3 ring (× Tree's prior), not from off tree
+
+
+def test_without_a_repeat_the_noise_is_unknown_not_zero():
+    """Found in the dry run of device.sh tune (one benchmark a concurrency): the margin read "± 0.0 %,
+    >99.9 % sure" because two copies of one mean have no spread."""
+    est = objective_estimates({0: [[100.0], [400.0]], 1: [[90.0], [380.0]]})
+    assert est[0].mean == pytest.approx(200.0) and est[0].se is None
+    assert "noise unknown" in (margin(est, 0.9) or ("", "", ""))[2]
+    assert noise_of(est[0], 0.9) == 0.05  # the assumed band, not none
 
 
 def test_expected_gain_reads_the_band_as_uniform():

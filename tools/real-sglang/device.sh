@@ -22,6 +22,8 @@
 #   bash tools/real-sglang/device.sh grid  # steps 1-5 and speculation off launched twice each, six servers
 #                                        # side by side a round, c=1 and 4, steps 3's step profile (issue 32;
 #                                        # tools/real-sglang/grid.py)
+#   bash tools/real-sglang/device.sh tune  # eagletui tune over steps 1-5 x speculation on/off (issue 37):
+#                                        # its launches against the grid's 6, every launch predicted vs measured
 #   PAIR=work|half bash tools/real-sglang/device.sh PART  # with a known-acceptance drafter pair instead of the
 #                                        # random one (make_known_drafters.py: work accepts steps + 1, half
 #                                        # steps + 1 or 1.0 by the prompt's last character)
@@ -170,6 +172,15 @@ elif [ "$PART" = grid ]; then
   PACKER=$!
   step g-grid ${GRID_S:-520} python3 $R/tools/real-sglang/grid.py $P $OUTD/grid ${GRID_ROUNDS:-2}
   kill $PACKER 2>/dev/null; tar -C $OUTD -czf $OUT/grid.tgz grid 2>/dev/null
+elif [ "$PART" = tune ]; then
+  # issue 37 item 4: eagletui tune over steps 1-5 x speculation on/off (6 configurations: the grid launches
+  # all 6; tune as few as the cycle model allows), objective tok/s at c=1 and 4, a step profile of each
+  # spec launch; then the same command again: finished, its report again, nothing launched
+  PT=$W/tune.toml; N=32; T=256; RP=2; [ -n "$DRYRUN" ] && { N=8; T=64; RP=1; }
+  { sed "/^arg = \"speculative-num-steps\"/,/^max = /s/^max = 4/max = 5/; s/^num_prompts = 12$/num_prompts = $N/; s/^max_new_tokens = 128$/max_new_tokens = $T/" $P
+    printf '\n[tune]\nconcurrency = [1, 4]\nrepeats = %s\n[tune.space]\nspeculative-algorithm = ["EAGLE3", ""]\nspeculative-num-steps = [3, 1, 2, 4, 5]\n' $RP; } > $PT
+  step u-tune 540 python3 -m eagletui tune local --profile $PT --json --no-record
+  step u-tune-again 40 python3 -m eagletui tune local --profile $PT --json --no-record
 elif [ "$PART" = stall ]; then
   # issue 31: bench --launch ended by SIGTERM mid-benchmark (a `timeout`) stops its server, prints its JSON
   # with what was measured and exits 143 (item 4); then stall_check.py: a headless bench of a server

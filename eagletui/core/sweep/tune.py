@@ -92,7 +92,8 @@ def objective_estimates(samples: Mapping[int, Sequence[Sequence[float]]]) -> dic
             continue
         geo = math.exp(sum(math.log(m) for m in means) / len(means))
         n = sum(len(r) for r in runs)
-        e = estimate([geo] * n, noise)
+        # without a repeat anywhere the noise is unknown, never zero (n copies of one mean have no spread)
+        e = estimate([geo] * n, noise) if noise is not None else Estimate(geo, n, None, None)
         if e is not None:
             out[i] = e
     return out
