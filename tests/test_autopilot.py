@@ -1,7 +1,8 @@
-"""Issue 37: ``n`` stages what the one ranking puts first. On a recording of the demo's H200 preset
-(tests/fixtures/autopilot/demo-h200-n.jsonl: steps 3 measured, then ``n`` three times in tmux at 80x24):
-speculation off first (the model had no prediction), then the predicted winner, and after that launch
-missed its prediction the measured best again — never "keep" over a worse setting."""
+"""Issue 37: ``n`` stages what the one ranking puts first. On recordings of the demo (tmux, ``b`` then
+``n`` three times; only the events the run book folds kept): the H200 preset (80x24,
+tests/fixtures/autopilot/demo-h200-n.jsonl): speculation off first (the model had no prediction), then
+the predicted winner, and after that launch missed its prediction the measured best again — never
+"keep" over a worse setting; the PCIe preset (200x50, demo-pcie-n.jsonl): speculation off, then keep."""
 
 from __future__ import annotations
 
@@ -18,13 +19,26 @@ from eagletui.session.index import ReplaySource
 from eagletui.ui.screens.autopilot import NextLaunchScreen
 from tests.replay_apps import replay_app
 
-FIXTURE = Path(__file__).parent / "fixtures" / "autopilot" / "demo-h200-n.jsonl"
+FIXTURES = Path(__file__).parent / "fixtures" / "autopilot"
+
+
+def _events(name: str) -> list:
+    with ReplaySource.open(FIXTURES / name) as src:
+        return [ev for _line, _t, ev in src.context]
 
 
 @pytest.fixture(scope="module")
 def events():
-    with ReplaySource.open(FIXTURE) as src:
-        return [ev for _line, _t, ev in src.context]
+    return _events("demo-h200-n.jsonl")
+
+
+def test_n_on_the_pcie_preset_ends_at_speculation_off():
+    pcie = _events("demo-pcie-n.jsonl")
+    first = propose(_book(pcie, 1), 1)
+    assert first.label == "speculation off"
+    for _ in range(2):  # n again, and again: nothing beats what runs
+        again = propose(_book(pcie, 2), 2)
+        assert again.label == "keep" and not again.flags and "#2 speculation off" in again.why
 
 
 def _book(events, upto: int) -> RunBook:
