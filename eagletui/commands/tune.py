@@ -125,7 +125,7 @@ async def _run(ns: argparse.Namespace, profile: Any, target: str, qpath: Any) ->
     if refused is not None:
         return refused
     spec = profile.tune
-    tuner = Tuner(profile, spec, now=ns.timings.clock.wall)
+    tuner = Tuner(profile, spec, now=ns.timings.clock.wall, say=_say)
     if not finished:
         queue.save(qpath)
         _say(

@@ -56,6 +56,7 @@ class Tuner:
     now: Any = None
     last: Choice | None = None
     stopped: str = ""  # why the search ended ("" while it goes on)
+    say: Any = None  # progress lines (the command's stderr): each choice and why, the stop and why
 
     def points(self, q: SweepQueue) -> list[Point]:
         return [point_of(self.profile, v) for v in q.variants]
@@ -124,9 +125,13 @@ class Tuner:
             v.tune["chosen"] = c.why
             if g is not None:
                 v.tune["predicted"] = [g.value, g.low, g.high]
+            if self.say is not None:
+                self.say(f"tune: next {v.name}: {c.why}")
             return v
         why = spent or c.why
         self.stopped = why
+        if self.say is not None:
+            self.say(f"tune: stop: {why}")
         for v in q.variants:
             if v.state == PENDING:
                 g = next((g for g in c.guesses if g.index == v.index), None)
