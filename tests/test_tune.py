@@ -188,3 +188,45 @@ def test_the_tuner_never_picks_a_tried_configuration_and_says_why_the_rest_were_
     assert (
         rep["tried"][1]["predicted_band"][0] <= rep["tried"][1]["predicted"] and len(rep["never_tried"]) == 10
     )
+
+
+def test_a_configuration_is_launched_twice_only_when_the_repeat_separates_the_best_two():
+    prof = _profile()
+    q = _queue(prof)
+    t = Tuner(prof, prof.tune)
+    assert t.pick(q).index == 0
+    _measure(q, 0, [60.0, 66.0], [400.0, 440.0])
+    q.variants[0].tune["forecast"] = {
+        "speculation off": [1.05, 1.0, 1.1, "cycle model"],
+        **{f"steps {k}": [0.8, 0.75, 0.85, "cycle model"] for k in (1, 2, 4, 5)},
+    }
+    nxt = t.pick(q)
+    while nxt is not None and nxt.recheck_of is None:
+        # speculation off and the NCCL factor measured alike: nothing left to beat the best
+        same = [61.0, 65.0], [405.0, 436.0]
+        _measure(q, nxt.index, *same)
+        nxt = t.pick(q)
+    assert nxt is not None and q.variants[nxt.recheck_of].state == DONE and nxt.name.endswith("(again)")
+    assert "a repeat" in nxt.tune["chosen"] and "not told apart" in nxt.tune["chosen"]
+    _measure(q, nxt.index, [62.0, 64.0], [410.0, 430.0])
+    assert t.pick(q) is None  # once: still not told apart, never a third launch of it
+    assert sum(1 for v in q.variants if v.recheck_of is not None) == 1
+    rep = tune_report(t, q)
+    assert rep["tried"][-1]["config"].endswith("(again)") and rep["tried"][-1]["measured"] is not None
+
+
+def test_no_repeat_where_the_noise_is_unknown_but_the_two_are_far_apart():
+    """Found in the dry run of device.sh tune (one benchmark a concurrency): speculation off 558 vs
+    steps 3 373 tok/s, noise unknown, was launched again to "separate" them."""
+    prof = _profile("budget_launches = 6")
+    q = _queue(prof)
+    t = Tuner(prof, prof.tune)
+    _measure(q, 0, [60.0], [400.0])
+    _measure(q, 10, [90.0], [600.0])
+    for v in q.variants:
+        if v.state != DONE:
+            v.state = SKIPPED  # nothing else to try: only a repeat could follow
+    assert t._repeat(q) is None
+    q.variants[10].cells[0].repeats = [{"tok_s": 62.0}]
+    q.variants[10].cells[1].repeats = [{"tok_s": 405.0}]
+    assert t._repeat(q) is not None  # within the assumed band: the repeat is what tells them apart

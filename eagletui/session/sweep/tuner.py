@@ -23,7 +23,7 @@ from eagletui.core.profile.sweep import Variant, variant_profile
 from eagletui.core.profile.tune import SPEC_ONLY, TuneSpec
 from eagletui.core.stats.confidence import Estimate, fmt_sure
 from eagletui.core.sweep.tune import ASSUMED_NOISE, Choice, Point, Ratio, choose, margin, objective_estimates
-from eagletui.session.sweep.cells import DONE, FAILED, IN_FLIGHT, PENDING, SKIPPED, VariantState
+from eagletui.session.sweep.cells import DONE, FAILED, IN_FLIGHT, PENDING, SKIPPED, CellState, VariantState
 
 if TYPE_CHECKING:
     from eagletui.core.profile.model import Profile
@@ -59,7 +59,8 @@ class Tuner:
     say: Any = None  # progress lines (the command's stderr): each choice and why, the stop and why
 
     def points(self, q: SweepQueue) -> list[Point]:
-        return [point_of(self.profile, v) for v in q.variants]
+        """The space's configurations (a repeat launch of one is not another configuration)."""
+        return [point_of(self.profile, v) for v in q.variants if v.recheck_of is None]
 
     def measured(self, q: SweepQueue) -> dict[int, Estimate]:
         """Each done configuration's objective with its error (noise pooled over every launch)."""
@@ -68,11 +69,10 @@ class Tuner:
         for v in q.variants:
             if v.state != DONE:
                 continue
-            runs = []
-            for c in v.cells:
+            runs = samples.setdefault(v.config, [[] for _ in v.cells])  # a repeat joins its config
+            for ci, c in enumerate(v.cells):
                 conc = int(c.client.get("concurrency", self.profile.bench.concurrency))
-                runs.append([obj.value(x, conc) for x in c.values()])
-            samples[v.index] = runs
+                runs[ci].extend(obj.value(x, conc) for x in c.values())
         return objective_estimates(samples)
 
     def forecasts(self, q: SweepQueue) -> dict[int, dict[str, Ratio]]:
@@ -103,7 +103,7 @@ class Tuner:
         return ""
 
     def choice(self, q: SweepQueue) -> Choice:
-        tried = {v.index for v in q.variants if v.state != PENDING}
+        tried = {v.config for v in q.variants if v.state != PENDING}
         return choose(
             self.points(q),
             self.measured(q),
@@ -128,6 +128,10 @@ class Tuner:
             if self.say is not None:
                 self.say(f"tune: next {v.name}: {c.why}")
             return v
+        if not spent and c.next is None:
+            again = self._repeat(q)
+            if again is not None:
+                return again
         why = spent or c.why
         self.stopped = why
         if self.say is not None:
@@ -143,6 +147,39 @@ class Tuner:
                 )
                 v.failure = v.failure[:500]
         return None
+
+    def _repeat(self, q: SweepQueue) -> VariantState | None:
+        """The one case a configuration is launched twice: nothing left can beat the best, but the
+        best and the runner-up are not told apart at the declared confidence and no configuration
+        was launched again yet — a second launch of the best decides between them (once a tune)."""
+        measured = self.measured(q)
+        m = margin(measured, self.spec.confidence)
+        if m is None or (m[3] is not None and m[3] >= self.spec.confidence):
+            return None
+        if m[3] is None and measured[m[0]].mean > measured[m[1]].mean * (1 + 2 * ASSUMED_NOISE):
+            return None  # noise unknown (no repeats), but farther apart than the assumed band
+        best, second = m[0], m[1]
+        if any(v.recheck_of is not None for v in q.variants):
+            return None  # one repeat a tune: a host whose launches never settle is said, not chased
+        base = q.variants[best]
+        v = VariantState(
+            len(q.variants),
+            f"{base.name} (again)",
+            dict(base.settings),
+            cells=[CellState(dict(c.client)) for c in base.cells],
+            recheck_of=best,
+            cost=list(base.cost),
+            launch_key=base.launch_key,
+        )
+        v.tune["chosen"] = (
+            f"a repeat: nothing left can beat {base.name}, but it and {q.variants[second].name} are not "
+            f"told apart ({m[2]}; {self.spec.confidence * 100:g} % asked)"
+        )
+        q.variants.append(v)
+        q.order.append(v.index)
+        if self.say is not None:
+            self.say(f"tune: next {v.name}: {v.tune['chosen']}")
+        return v
 
     def after(self, runner: SweepRunner, v: VariantState) -> None:
         """Keep the cycle model's forecasts from the launch just measured (objective ratios to it)."""
@@ -196,7 +233,7 @@ def tune_report(tuner: Tuner, q: SweepQueue) -> dict[str, Any]:
     for v in sorted(
         (v for v in q.variants if v.state not in (PENDING, SKIPPED)), key=lambda v: v.started_wall or 0
     ):
-        e = measured.get(v.index)
+        e = measured.get(v.config)  # a repeat's row: the configuration's value over both launches
         pred = v.tune.get("predicted")
         row: dict[str, Any] = {
             "config": v.name,
