@@ -7,7 +7,8 @@ others, shrunk as they are measured. It stops when no configuration left can bea
 noise at the declared confidence, or at the budget. The launches run through the sweep's machinery
 (:mod:`eagletui.session.sweep.runner`: the GPU gate between launches, benchmarks in rounds, a step
 profile of each speculative launch, the queue saved after every step), so a tune killed by anything,
-SIGKILL included, continues with ``--resume`` and never launches a configuration twice.
+SIGKILL included, continues with ``--resume`` without launching again what it launched; a configuration
+is launched twice only when that repeat tells the best two apart (once a tune).
 
 The report (``--json``: the same as an object): the best setting with its margin over the runner-up and
 how sure, every launch predicted vs measured, what was never tried and why, and SGLang's

@@ -6,8 +6,8 @@ benchmarks in rounds, step profile, save after every step, reattach on resume), 
 exhaustive sweep of the space; :class:`Tuner` gives the runner its ``pick`` (the next launch by
 expected improvement, or none: the rest are marked skipped with why) and its ``after`` (the cycle
 model's forecasts from the launch just measured, read from the one ranking and kept on the variant, so a
-resumed tune predicts from launches an earlier process made). A configuration is never launched twice:
-what was chosen is in the queue, done, failed or in flight.
+resumed tune predicts from launches an earlier process made). What was chosen is in the queue (done,
+failed or in flight) and never chosen again; the one repeat (:meth:`Tuner._repeat`) is its own entry.
 """
 
 from __future__ import annotations
