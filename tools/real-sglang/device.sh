@@ -179,7 +179,8 @@ elif [ "$PART" = tune ]; then
   PT=$W/tune.toml; N=32; T=256; RP=2; [ -n "$DRYRUN" ] && { N=8; T=64; RP=1; }
   { sed "/^arg = \"speculative-num-steps\"/,/^max = /s/^max = 4/max = 5/; s/^num_prompts = 12$/num_prompts = $N/; s/^max_new_tokens = 128$/max_new_tokens = $T/" $P
     printf '\n[tune]\nconcurrency = [1, 4]\nrepeats = %s\n[tune.space]\nspeculative-algorithm = ["EAGLE3", ""]\nspeculative-num-steps = [3, 1, 2, 4, 5]\n' $RP; } > $PT
-  step u-tune 540 python3 -m eagletui tune local --profile $PT --json --no-record
+  # --resume: a call that ran out of time continues where it stopped when the part is run again
+  step u-tune 540 python3 -m eagletui tune local --profile $PT --json --no-record --resume
   step u-tune-again 40 python3 -m eagletui tune local --profile $PT --json --no-record
 elif [ "$PART" = stall ]; then
   # issue 31: bench --launch ended by SIGTERM mid-benchmark (a `timeout`) stops its server, prints its JSON
