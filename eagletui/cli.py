@@ -21,6 +21,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "bench": ("eagletui.commands.bench", "headless benchmark (optionally launch first)"),
     "sweep": ("eagletui.commands.sweep", "run a profile's [sweep] unattended: variants, ranking, effects"),
+    "tune": (
+        "eagletui.commands.tune",
+        "find the best setting of a profile's [tune] space in as few launches as the cycle model allows",
+    ),
     "preflight": ("eagletui.commands.preflight", "run the pre-launch checks for a profile"),
     "profile": ("eagletui.commands.profile", "create or check a profile (TOML)"),
     "trace": ("eagletui.commands.trace", "where a decode step's GPU time goes, from SGLang profiler traces"),

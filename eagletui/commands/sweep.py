@@ -292,8 +292,10 @@ async def _sweep_host(
     SessionModel: Any,
     SweepRunner: Any,
     Workspace: Any,
+    hooks: dict[str, Any] | None = None,
 ) -> bool:
-    """One host (or job slot) taking the next variant until none is left; True if it reached a host."""
+    """One host (or job slot) taking the next variant until none is left; True if it reached a host.
+    ``hooks``: the runner's ``pick`` and ``after`` (``eagletui tune`` chooses which variant runs next)."""
     from eagletui.commands._headless import PhasePrinter
     from eagletui.session.sweep.jobs import slot_worker
 
@@ -323,7 +325,7 @@ async def _sweep_host(
             return False
         try:
             if slot is None:
-                runner = SweepRunner(profile, queue, ws, model, say=say)
+                runner = SweepRunner(profile, queue, ws, model, say=say, **(hooks or {}))
                 await runner.reattach()
             else:  # its variants in flight are found by their run (job) ids, one by one
                 runner = SweepRunner(
@@ -367,7 +369,8 @@ async def _host_done(
     when its recording misses events (the sweep then exits non-zero)."""
     ns_targets = [ns.target] if ns.target else []
     if interrupted:
-        resume = shlex.join(["eagletui", "sweep", *ns_targets, "--profile", ns.profile, "--resume"])
+        command = getattr(ns, "command", "sweep")
+        resume = shlex.join(["eagletui", command, *ns_targets, "--profile", ns.profile, "--resume"])
         run = ws.run
         if run is not None and run.owned and run.alive:
             left = (
@@ -494,7 +497,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--retry-failed", action="store_true", help="with --resume: run failed/skipped variants again"
     )
-    p.add_argument("--keep-server", action="store_true", help="leave the last variant's server running")
+    add_run_options(p)
+    return p
+
+
+def add_run_options(p: argparse.ArgumentParser) -> None:
+    """What ``sweep`` and ``tune`` share: the server at the end, the preflight, the recording, the queue."""
+    p.add_argument("--keep-server", action="store_true", help="leave the last launch's server running")
     p.add_argument("--no-preflight", action="store_true", help="skip the pre-launch checks")
     p.add_argument(
         "--record",
@@ -504,7 +513,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--no-record", action="store_true", help="do not record the session")
     p.add_argument("--queue-dir", default=None, metavar="DIR", help=argparse.SUPPRESS)
-    return p
 
 
 def main(argv: list[str]) -> int:

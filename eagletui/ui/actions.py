@@ -41,7 +41,15 @@ ACTIONS: list[tuple[str, str, str, str, str]] = [
     ),
     ("profile_step", "P", "profile_step", "Profile", "Profile a few decode steps: GPU time by category"),
     ("search", "slash", "search", "Search", "Search the log"),
-    ("search_next", "n", "search_next", "Next hit", "Next search hit"),
+    (
+        "next_launch",
+        "n",
+        "next_launch",
+        "Next launch",
+        "Stage the launch the ranking puts first: its prediction, band and diff; a applies and benchmarks it"
+        " (while searching the log: the next hit)",
+    ),
+    ("search_next", "f3", "search_next", "Next hit", "Next search hit"),
     ("search_prev", "N", "search_prev", "Prev hit", "Previous search hit"),
     ("follow", "f", "follow", "Follow", "Follow the log tail"),
     ("errors", "e", "filter('errors')", "Errors", "Log filter: errors and warnings only"),
@@ -105,7 +113,7 @@ PRIORITY = {"replay_back", "replay_forward", "replay_start", "replay_end"}
 
 #: Actions that need a capability of the driver: hidden from the key bar when it lacks it (a replay
 #: cannot launch or benchmark; only a replay can pause or change speed).
-NEEDS_LAUNCH = frozenset({"relaunch", "stop", "apply"})
+NEEDS_LAUNCH = frozenset({"relaunch", "stop", "apply", "next_launch"})
 NEEDS_BENCH = frozenset({"bench"})
 NEEDS_REPLAY = frozenset(
     {

@@ -25,6 +25,8 @@
 #   bash tools/real-sglang/device.sh adaptive  # --speculative-adaptive launched and benchmarked at c=1,16 (tier
 #                                        # swaps, extra tiers' capture); topk 4 (the silent fall-back: preflight
 #                                        # warning, the server's line, the diagnosis); the startup table
+#   bash tools/real-sglang/device.sh tune  # eagletui tune over steps 1-5 x speculation on/off (issue 37):
+#                                        # its launches against the grid's 6, every launch predicted vs measured
 #   PAIR=work|half bash tools/real-sglang/device.sh PART  # with a known-acceptance drafter pair instead of the
 #                                        # random one (make_known_drafters.py: work accepts steps + 1, half
 #                                        # steps + 1 or 1.0 by the prompt's last character)
@@ -194,6 +196,16 @@ elif [ "$PART" = grid ]; then
   # leave-one-out check of the fit path: offline, on what the grid measured (issue 32)
   step g-eval 60 python3 $R/tools/real-sglang/grid_eval.py $OUTD/grid
   step g-loo 60 python3 $R/tools/real-sglang/grid_eval.py $OUTD/grid --loo
+elif [ "$PART" = tune ]; then
+  # issue 37 item 4: eagletui tune over steps 1-5 x speculation on/off (6 configurations: the grid launches
+  # all 6; tune as few as the cycle model allows), objective tok/s at c=1 and 4, a step profile of each
+  # spec launch; then the same command again: finished, its report again, nothing launched
+  PT=$W/tune.toml; N=32; T=256; RP=2; [ -n "$DRYRUN" ] && { N=8; T=64; RP=1; }
+  { sed "/^arg = \"speculative-num-steps\"/,/^max = /s/^max = 4/max = 5/; s/^num_prompts = 12$/num_prompts = $N/; s/^max_new_tokens = 128$/max_new_tokens = $T/" $P
+    printf '\n[tune]\nconcurrency = [1, 4]\nrepeats = %s\n[tune.space]\nspeculative-algorithm = ["EAGLE3", ""]\nspeculative-num-steps = [3, 1, 2, 4, 5]\n' $RP; } > $PT
+  # --resume: a call that ran out of time continues where it stopped when the part is run again
+  step u-tune 540 python3 -m eagletui tune local --profile $PT --json --no-record --resume
+  step u-tune-again 40 python3 -m eagletui tune local --profile $PT --json --no-record
 elif [ "$PART" = stall ]; then
   # issue 31: bench --launch ended by SIGTERM mid-benchmark (a `timeout`) stops its server, prints its JSON
   # with what was measured and exits 143 (item 4); then stall_check.py: a headless bench of a server

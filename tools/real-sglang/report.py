@@ -361,6 +361,32 @@ if PART == "2" or (PART == "final" and "t0-tui" in steps):
     clean_after("t0-tui")
     if "h-reattach-other-profile" in steps:
         clean_after("h-reattach-other-profile")
+if PART == "tune":
+    # issue 37 item 4: tune finds a best setting in fewer launches than the grid's 6, each launch after the
+    # first chosen on a prediction; run again, it reports the same and launches nothing
+    t, again = doc("u-tune"), doc("u-tune-again")
+    tried = (t or {}).get("tried") or []
+    check(
+        "tune: a best setting, in fewer launches than the grid of 6 configurations",
+        rc("u-tune") == 0 and bool((t or {}).get("best")) and 0 < len(tried) < 6,
+        {"rc": rc("u-tune"), "launches": len(tried), "best": (t or {}).get("best")},
+    )
+    check(
+        "tune: every launch after the start was chosen on a prediction with its band (a repeat on the noise)",
+        all(
+            "predicted" in r and "predicted_band" in r
+            for r in tried[1:]
+            if not r["config"].endswith("(again)")
+        ),
+        [{k: r.get(k) for k in ("config", "predicted", "predicted_band", "measured")} for r in tried],
+    )
+    check(
+        "tune again: finished, the same report, nothing launched",
+        rc("u-tune-again") == 0 and (again or {}).get("launches") == len(tried),
+        {"rc": rc("u-tune-again"), "launches": (again or {}).get("launches")},
+    )
+    figures["tune"] = {k: (t or {}).get(k) for k in ("best", "tried", "never_tried", "stopped", "launches")}
+    clean_after("u-tune")
 if PART == "stall":
     doc = {}
     try:

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from eagletui.core.predict.bases import _label, timed_groups
-from eagletui.core.predict.forecast import forecasts
+from eagletui.core.predict.forecast import WORTH, forecasts
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.compare import launch_differences
 from eagletui.core.runs.run import Group, Run
@@ -68,10 +68,24 @@ class Check:
     launch: int
     source: str
     pooled: Pooled | None = None
+    #: the band the prediction was shown with (aggregate tok/s; None: it had none)
+    band: tuple[float, float] | None = None
 
     @property
     def error_pct(self) -> float:
         return _error_pct(self.predicted, self.measured)
+
+    @property
+    def missed(self) -> bool:
+        """The measurement (the means where there are several launches) fell outside the stated band."""
+        if self.band is None or self.predicted <= 0 or min(self.band) <= 0:
+            return False
+        # the band as errors (predicted − measured) ÷ measured, widened by the difference no launch is
+        # made for (a ±0 band is not missed by 0.5 %); judged by the decisive error (the means' where
+        # there are several launches)
+        e_lo = self.predicted / self.band[1] - 1.0 - WORTH
+        e_hi = self.predicted / self.band[0] - 1.0 + WORTH
+        return not e_lo * 100.0 <= self.decisive_error_pct <= e_hi * 100.0
 
     @property
     def decisive_error_pct(self) -> float:
@@ -91,6 +105,9 @@ class Check:
         }
         if self.pooled is not None:
             out["over_launches"] = self.pooled.to_json()
+        if self.band is not None:
+            out["band"] = [round(self.band[0], 2), round(self.band[1], 2)]
+            out["outside_band"] = self.missed
         return out
 
 
@@ -147,7 +164,8 @@ def checks(book: RunBook, launch: int) -> list[Check]:
             base = sg.metric("tok_s").mean
             if tok:
                 pooled = _pooled(book, src, run, g, f.tok_s / base) if base else None
-                out.append(Check(f.label, f.concurrency, f.tok_s, tok, n, launch, f.source, pooled))
+                band = f.shown() if f.low is not None and f.high is not None else None
+                out.append(Check(f.label, f.concurrency, f.tok_s, tok, n, launch, f.source, pooled, band))
         done |= {c.concurrency for c in out}
     return sorted(out, key=lambda c: c.concurrency)
 

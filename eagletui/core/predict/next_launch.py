@@ -34,7 +34,7 @@ from typing import Any
 
 from eagletui.core.diagnosis.fold import Diagnosis
 from eagletui.core.predict.bases import _label, _reference, timed_groups
-from eagletui.core.predict.checks import Check, checks
+from eagletui.core.predict.checks import Check, checks, kind_of
 from eagletui.core.predict.forecast import Forecast
 from eagletui.core.predict.ranking import adaptive_config, decisions, ranked
 from eagletui.core.runs.book import RunBook
@@ -150,12 +150,18 @@ def _prediction_check(ck: Check, launch: int) -> Diagnosis:
             f"; launches of one setting spread {max(pl.spread_pct, pl.source_spread_pct):.0f} % "
             f"(max − min ÷ mean) on this host"
         )
+    if ck.missed and ck.band is not None:
+        # said where the user looks, and counted: the track record widens the next band of this kind
+        text += (
+            f"; outside its band {ck.band[0]:.1f} … {ck.band[1]:.1f}: the next {kind_of(ck.label)} "
+            "prediction on this host is less sure"
+        )
     return Diagnosis(
         kind="prediction_check",
         text=text,
         evidence=evidence,
         source="model",
-        level="warn" if abs(ck.decisive_error_pct) > 10 else "info",
+        level="warn" if abs(ck.decisive_error_pct) > 10 or ck.missed else "info",
         launch=launch,
         data=ck.to_json(),
     )

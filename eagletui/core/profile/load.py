@@ -34,7 +34,7 @@ from eagletui.core.servers.sglang_flagtable import SAME_DEST
 from eagletui.core.tomlpos import decode_error_position, locate, locate_in_array
 from eagletui.core.tomlpos import loads as toml_loads
 
-_TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict", "sweep", "slurm", "slo"}
+_TOP_KEYS = {"name", "target", "server", "toggles", "toggle", "bench", "verdict", "sweep", "slurm", "slo", "tune"}
 _TARGET_KEYS = {"host", "workdir", "python"}
 _SERVER_KEYS = {
     "kind",
@@ -168,6 +168,10 @@ def profile_from_dict(data: dict[str, Any], text: str = "", path: str | Path | N
         from eagletui.core.profile.sweep import parse_sweep
 
         prof.sweep = parse_sweep(data["sweep"], prof, text, path)
+    if "tune" in data:
+        from eagletui.core.profile.tune import parse_tune
+
+        prof.tune = parse_tune(data["tune"], prof, text, path)
     return prof
 
 

@@ -218,6 +218,7 @@ class Profile:
     bench: BenchSettings = field(default_factory=BenchSettings)
     verdict: Verdict = field(default_factory=Verdict)
     sweep: Any = None  # a core.sweep.SweepSpec when the profile has a [sweep] table
+    tune: Any = None  # a core.profile.tune.TuneSpec when the profile has a [tune] table
     #: a core.slurm_settings.SlurmSettings when the profile has a [slurm] table: the server runs as a
     #: Slurm job (see eagletui.remote.slurm), not as a detached process
     slurm: Any = None

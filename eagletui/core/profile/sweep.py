@@ -324,16 +324,18 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
     )
 
 
-def _check_sweep_keys(raw: dict[str, Any], text: str, path: Any) -> None:
-    """Refuse a key ``[sweep]`` does not know, with the nearest known one."""
+def _check_sweep_keys(
+    raw: dict[str, Any], text: str, path: Any, allowed: set[str] = _SWEEP_KEYS, section: str = "sweep"
+) -> None:
+    """Refuse a key ``[sweep]`` (or ``[tune]``) does not know, with the nearest known one."""
     for key in raw:
-        if key not in _SWEEP_KEYS:
-            close = difflib.get_close_matches(str(key), sorted(_SWEEP_KEYS), n=1, cutoff=0.6)
+        if key not in allowed:
+            close = difflib.get_close_matches(str(key), sorted(allowed), n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             raise _err(
-                f"unknown key {key!r} in [sweep]{hint} (allowed: {', '.join(sorted(_SWEEP_KEYS))})",
+                f"unknown key {key!r} in [{section}]{hint} (allowed: {', '.join(sorted(allowed))})",
                 path,
-                locate(text, key, "sweep"),
+                locate(text, key, section),
             )
 
 
@@ -466,36 +468,42 @@ def _client_table(raw: Any, text: str, path: Any, client: list[tuple[str, tuple[
 
 
 def _matrix(
-    raw: Any, profile: Profile, text: str, path: Any, client: list[tuple[str, tuple[Any, ...]]]
+    raw: Any,
+    profile: Profile,
+    text: str,
+    path: Any,
+    client: list[tuple[str, tuple[Any, ...]]],
+    section: str = "sweep.matrix",
 ) -> tuple[list[Variant], list[str]]:
+    """Toggles × values crossed in full (``section`` names the table in errors: ``[tune.space]`` too)."""
     if not isinstance(raw, dict) or not raw:
-        raise _err("[sweep.matrix] must map toggles to lists of values", path, locate(text, "matrix"))
+        raise _err(f"[{section}] must map toggles to lists of values", path, locate(text, section.split(".")[-1]))
     keys: list[str] = []
     levels: list[list[Any]] = []
     for name, values in raw.items():
-        where = locate(text, name, "sweep.matrix")
+        where = locate(text, name, section)
         ckey = client_key(name)
         if ckey is not None:
             if any(k == ckey for k, _ in client):
-                raise _err(f"sweep.matrix: {ckey} is given twice", path, where)
-            client.append((ckey, _client_values(ckey, values, where, path, "sweep.matrix")))
+                raise _err(f"{section}: {ckey} is given twice", path, where)
+            client.append((ckey, _client_values(ckey, values, where, path, section)))
             continue
         toggle = resolve_toggle(profile, name)
         if toggle is None:
             close = difflib.get_close_matches(name.lstrip("-"), _toggle_names(profile), n=1, cutoff=0.6)
             hint = f"; did you mean {close[0]!r}?" if close else " (add it to [[toggles]] first)"
-            raise _err(f"sweep.matrix: {name!r} is not a toggle of this profile{hint}", path, where)
+            raise _err(f"{section}: {name!r} is not a toggle of this profile{hint}", path, where)
         if toggle.key in keys:
-            raise _err(f"sweep.matrix: {name!r} is given twice", path, where)
+            raise _err(f"{section}: {name!r} is given twice", path, where)
         if not isinstance(values, list) or not values:
-            raise _err(f"sweep.matrix.{name} must be a non-empty list of values", path, where)
+            raise _err(f"{section}.{name} must be a non-empty list of values", path, where)
         canon_values: list[Any] = []
         for v in values:
             canon, why = _check_value(profile, toggle, v)
             if why is not None and not why.startswith("no profile"):
-                raise _err(f"sweep.matrix: {why}", path, where)
+                raise _err(f"{section}: {why}", path, where)
             if canon in canon_values:
-                raise _err(f"sweep.matrix.{name}: {_fmt(canon)} is listed twice", path, where)
+                raise _err(f"{section}.{name}: {_fmt(canon)} is listed twice", path, where)
             canon_values.append(canon)
         keys.append(toggle.key)
         levels.append(canon_values)

@@ -132,6 +132,9 @@ class VariantState:
     profile_note: str = ""
     oom_retry: str = ""  # set when its launch ran out of GPU memory and was launched again once
     gate: dict[str, Any] = field(default_factory=dict)  # how the wait for clean GPUs before it ended
+    #: ``eagletui tune``'s notes (eagletui.session.sweep.tuner): the prediction it was chosen on, the
+    #: cycle model's forecasts from its launch, why it was never tried
+    tune: dict[str, Any] = field(default_factory=dict)
 
     @property
     def config(self) -> int:

@@ -79,6 +79,8 @@ _VARIANT_FIELDS: dict[str, tuple[str, Any]] = {
     "oom_retry": ("a string", lambda v: isinstance(v, str)),
     "profile_note": ("a string", lambda v: isinstance(v, str)),
     "gate": ("an object", lambda v: isinstance(v, dict) and all(_scalar(x) for x in v.values())),
+    # eagletui tune's notes: read back by the tuner, which checks each value it uses
+    "tune": ("an object", lambda v: isinstance(v, dict)),
 }
 
 #: The most client points (cells) a launch may hold.

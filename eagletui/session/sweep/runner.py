@@ -115,6 +115,8 @@ class SweepRunner:
         on_change: Callable[[], None] | None = None,
         worker: str | None = None,
         slot: int = 0,
+        pick: Callable[[SweepQueue], VariantState | None] | None = None,
+        after: Callable[[SweepRunner, VariantState], None] | None = None,
     ) -> None:
         self.profile = profile
         #: the workspace's timings: the GPU gate's and the profile capture's waits, the clock of the ETA
@@ -135,6 +137,10 @@ class SweepRunner:
         self.reference = GateReference(queue, self.worker)
         self._stopped_at: float | None = None  # when this runner last stopped a server of the sweep
         self._resumed = False
+        #: ``eagletui tune``: which pending variant runs next (None: stop), and what to note after each
+        #: one; a sweep runs its queue in order and notes nothing
+        self.pick = pick
+        self.after = after
         self._unsub = model.subscribe(self._observe)
 
     @property
@@ -191,8 +197,11 @@ class SweepRunner:
             q.started_wall = self.clock.wall()
         q.note_eta(history=self.history, when="the start")  # checked against the time it takes
         try:
-            while (v := q.next(self.worker)) is not None:
+            while (v := self._next()) is not None:
                 await self._run_variant(v)
+                if self.after is not None:
+                    self.after(self, v)
+                    self._changed()
                 if q.paused:
                     break
         finally:
@@ -202,6 +211,14 @@ class SweepRunner:
             q.finished_wall = self.clock.wall()
             q.save()
         return q
+
+    def _next(self) -> VariantState | None:
+        """The variant left in flight (a resume follows it), else the next in order or the one ``pick``
+        chooses."""
+        v = self.queue.next(self.worker)
+        if self.pick is None or v is None or v.state in IN_FLIGHT:
+            return v
+        return self.pick(self.queue)
 
     # ------------------------------------------------------------------ the GPU gate
 

@@ -31,6 +31,7 @@ from eagletui.core.events import BaselinePinned, Event
 from eagletui.core.textsafe import inert
 from eagletui.ui import actions
 from eagletui.ui.repaint import Repainter
+from eagletui.ui.screens.autopilot import AutopilotControl
 from eagletui.ui.screens.modals import ConfirmScreen, HelpScreen, TextScreen
 from eagletui.ui.screens.replay_control import ReplayControl
 from eagletui.ui.screens.server_control import ServerControl
@@ -56,7 +57,7 @@ PANES = {"log": "logview", "charts": "charts", "tune": "tuning", "runs": "runs-t
 FILTERS = FILTER_NAMES
 
 
-class MainScreen(WorkerFailures, ServerControl, ReplayControl, Screen):
+class MainScreen(WorkerFailures, AutopilotControl, ServerControl, ReplayControl, Screen):
     BINDINGS: ClassVar[list[BindingType]] = [
         *actions.bindings(),
         # the README's "ctrl+c copies" (Textual binds ctrl+c to a "press ctrl+q to quit" hint)

@@ -126,7 +126,9 @@ class ConfirmScreen(_Modal):
         self.dismiss(event.button.id == "yes")
 
 
-def diff_text(diff: dict[str, Any], command: str | list[str] | None) -> Text:
+def diff_text(
+    diff: dict[str, Any], command: str | list[str] | None, applies: str = "a applies (preflight, stop, relaunch)"
+) -> Text:
     t = Text()
     if not diff:
         t.append("No pending changes. Stage some in the Tune tab (←/→ on a toggle).\n", style="dim")
@@ -146,5 +148,5 @@ def diff_text(diff: dict[str, Any], command: str | list[str] | None) -> Text:
 
         t.append("\nnew command:\n", style="bold")
         t.append((command if isinstance(command, str) else shlex.join(command)) + "\n", style="dim")
-    t.append("\na applies (preflight, stop, relaunch); escape closes.", style="dim")
+    t.append(f"\n{applies}; escape closes.", style="dim")
     return t
