@@ -200,7 +200,7 @@ elif [ "$PART" = tune ]; then
   # issue 37 item 4: eagletui tune over steps 1-5 x speculation on/off (6 configurations: the grid launches
   # all 6; tune as few as the cycle model allows), objective tok/s at c=1 and 4, a step profile of each
   # spec launch; then the same command again: finished, its report again, nothing launched
-  PT=$W/tune.toml; N=32; T=256; RP=2; [ -n "$DRYRUN" ] && { N=8; T=64; RP=1; }
+  PT=$W/tune.toml; N=32; T=256; RP=${TUNE_REPEATS:-2}; [ -n "$DRYRUN" ] && { N=8; T=64; RP=1; }
   { sed "/^arg = \"speculative-num-steps\"/,/^max = /s/^max = 4/max = 5/; s/^num_prompts = 12$/num_prompts = $N/; s/^max_new_tokens = 128$/max_new_tokens = $T/" $P
     printf '\n[tune]\nconcurrency = [1, 4]\nrepeats = %s\n[tune.space]\nspeculative-algorithm = ["EAGLE3", ""]\nspeculative-num-steps = [3, 1, 2, 4, 5]\n' $RP; } > $PT
   # --resume: a call that ran out of time continues where it stopped when the part is run again
