@@ -48,3 +48,18 @@ def test_the_why_line_names_its_run_without_brackets_and_the_allreduce_text_is_f
     assert _depth(line) <= 1, line  # d26d01f: "why (launch #3 …): decode all-reduce (tp 4): … (details: Runs tab)"
     assert "(details" not in line and "; custom all-reduce off" not in line, line
 
+
+
+def test_a_read_only_view_of_a_live_session_says_no_recording(tmp_path) -> None:
+    """d26d01f: the second browser tab of a live ``serve`` said "no benchmark in this recording yet"."""
+    from eagletui.core.runs.book import RunBook
+    from eagletui.session.feed import FeedFollower
+    from eagletui.session.follow import FollowDriver
+    from eagletui.ui.repaint import compare_text
+
+    follower = FeedFollower(tmp_path / "feed.jsonl")
+    view = FollowDriver(follower)
+    line = compare_text(RunBook(), None, "ready", can_bench=view.can_bench, not_here=view.no_bench_here()).plain
+    assert line == "no benchmark yet in this session: the tab in control runs them (this view is read-only)"
+    follower.source = "replay"  # a view of a served replay: that one is a recording
+    assert view.no_bench_here() == "no benchmark in this recording yet"

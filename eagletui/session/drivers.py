@@ -88,6 +88,10 @@ class Driver:
         """Why a control action (launch, stop, bench) cannot run now."""
         return "not connected"
 
+    def no_bench_here(self) -> str:
+        """What the compare line says before any result where ``b`` cannot run (``can_bench`` false)."""
+        return "no benchmark in this recording yet"
+
     def now(self, model: SessionModel, clock: Callable[[], float]) -> float:
         """The time elapsed times are measured to: the wall clock, or a replay's own."""
         return clock()
