@@ -29,6 +29,7 @@ def _recording(path: Path, *, run_dir: str = RUN_DIR, launch: int = 2) -> Path:
         for b, tok in ((2, 120.0), (3, 124.0)):
             rec.write(ev.BenchmarkStarted(bench=b, launch=launch, workload={"concurrency": 1}))
             rec.write(ev.BenchmarkResult(bench=b, launch=launch, output_throughput=tok, accept_length=3.1, requests=8))
+        rec.write(ev.BenchmarkStarted(bench=4, launch=launch, workload={"concurrency": 1}))  # quit mid-run
     return path
 
 
@@ -67,6 +68,7 @@ def test_a_reattach_shows_them_in_the_runs_table_and_numbers_the_next_benchmark_
     run = model.runbook.runs[2]
     assert [r.output_throughput for r in run.good_results] == [120.0, 124.0]
     assert ws.bench_no == 3  # the next b is benchmark 4, never a second "benchmark 2"
+    assert model.state.bench_running is None  # the benchmark that session never finished is left out
     assert host.notes == ["run #2: 2 benchmark(s) from session earlier shown"]
     assert any("broken" in n.message for n in model.state.notices)  # the unreadable file is said
     recorder.close()

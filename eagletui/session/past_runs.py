@@ -66,12 +66,11 @@ def earlier_benchmarks(
         if not any(_same_server(e, target, run_dir, launch) for e in context):
             continue
         stamp = Event()  # now, in this process's clocks
+        mine = [e for e in context if isinstance(e, _KEPT) and e.launch == launch]
+        # a benchmark that session never finished (it quit mid-run) would show as running here forever
+        finished = {e.bench for e in mine if isinstance(e, BenchmarkResult)}
         out.session = session_name(path)
-        out.events = [
-            dataclasses.replace(e, wall=stamp.wall, mono=stamp.mono)
-            for e in context
-            if isinstance(e, _KEPT) and e.launch == launch
-        ]
+        out.events = [dataclasses.replace(e, wall=stamp.wall, mono=stamp.mono) for e in mine if e.bench in finished]
         return out
     return out
 
