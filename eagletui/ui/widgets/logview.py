@@ -141,45 +141,62 @@ class LogView(ScrollView, can_focus=True):
         self._pending.append(make_row(text, "phase", None))
 
     def flush(self) -> None:
-        """Merge the pending rows. A filtered view follows row by row (the rows added, the rows that
-        fell off the ring's front, a last row merged into): rebuilding it from the whole 100,000-row
-        ring at every 10 Hz flush was the pane's cost while a filter was on during a burst."""
+        """Merge the pending rows. A filtered view and the search's hits follow row by row (the rows
+        added, the rows that fell off the ring's front, a last row merged into): rebuilding them from
+        the whole 100,000-row ring at every 10 Hz flush was the pane's cost while a filter or a search
+        was on during a burst (issue 33 item 21)."""
         if not self._pending:
             return
         pending, self._pending = self._pending, []
         rows = self.rows
         vis = self._visible
         keep = self._kept() if vis is not None else None
-        gone = 0  # shown rows that fell off the front of the full ring, dropped from the view at the end
+        before = len(vis) if vis is not None else len(rows)  # the view's rows before this flush
+        front = 0  # view rows that fell off the front of the full ring
+        appended = 0
+        touched_last = False  # the view's last row before this flush was merged into
         for row in pending:
             if rows:
                 last = rows[-1]
                 merged = self._merged(last, row)
                 if merged is not None:
                     rows[-1] = merged
+                    touched_last = touched_last or not appended
                     if vis is not None and keep is not None:
                         _replace_last(vis, keep, last, merged)
                     continue
             if len(rows) == rows.maxlen:
                 self.dropped += 1
-                if keep is not None and keep(rows[0]):
-                    gone += 1
+                if keep is None or keep(rows[0]):
+                    front += 1
             rows.append(row)
+            appended += 1
             if vis is not None and keep is not None and keep(row):
                 vis.append(row)
-        if vis is not None and gone:
-            del vis[:gone]
+        if vis is not None and front:
+            del vis[:front]
         # The virtual width comes from the content (measured here, not while painting), so the
         # horizontal scrollbar does not depend on which rows happened to be drawn.
         widest = max(len(r[TEXT]) for r in pending) + 16  # room for a collapsed "TP0–7 ×8" label
         if widest > self._width:
             self._width = widest
-        if vis is None:
-            self._refilter()
-        else:
-            if self.search:
-                self._find_hits()
-            self._update_size()
+        if self.search:
+            self._follow_hits(before - (1 if touched_last else 0), front)
+        self._update_size()
+
+    def _follow_hits(self, unchanged: int, front: int) -> None:
+        """The search's hits after a flush: those among the view's first ``unchanged`` rows of before
+        (less the ``front`` rows that fell off) are kept, shifted; only the rows after them are searched."""
+        if front > unchanged:  # more fell off than was there: nothing of before is left
+            self._find_hits()
+            return
+        rows = self.view_rows
+        needle = self.search.lower()
+        kept = [(h - front, r) for h, r in zip(self.hits, self._hit_rows, strict=True) if front <= h < unchanged]
+        start = unchanged - front
+        found = [(i, rows[i]) for i in range(start, len(rows)) if needle in rows[i][TEXT].lower()]
+        both = kept + found
+        self._find_hits([h for h, _ in both], [r for _, r in both])
 
     def _merged(self, last: Row, row: Row) -> Row | None:
         """What the ring's last row becomes when ``row`` merges into it (None: ``row`` is a row of its
@@ -255,18 +272,21 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
         return len(self.hits)
 
-    def _find_hits(self) -> None:
-        """The hits in the rows shown now. After a filter change the current hit stays the same line
-        when it is still shown, else the nearest one before it: never "hit 0/8"."""
+    def _find_hits(self, hits: list[int] | None = None, hit_rows: list[Row] | None = None) -> None:
+        """The hits in the rows shown now (``hits``/``hit_rows``: found already, by :meth:`flush`). After
+        a filter change the current hit stays the same line when it is still shown, else the nearest
+        one before it: never "hit 0/8"."""
         rows = self.view_rows
         current = (
             self._hit_rows[self.hit_index]
             if 0 <= self.hit_index < len(getattr(self, "_hit_rows", []))
             else None
         )
-        needle = self.search.lower()
-        self.hits = [i for i, r in enumerate(rows) if needle in r[TEXT].lower()] if needle else []
-        self._hit_rows = [rows[i] for i in self.hits]
+        if hits is None or hit_rows is None:
+            needle = self.search.lower()
+            hits = [i for i, r in enumerate(rows) if needle in r[TEXT].lower()] if needle else []
+            hit_rows = [rows[i] for i in hits]
+        self.hits, self._hit_rows = hits, hit_rows
         if not self.hits:
             self.hit_index = -1
             return
