@@ -320,11 +320,11 @@ async def shows(page: Any, text: str, since: int = 0, timeout: float = 30) -> No
 _focused: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
-async def press(page: Any, key: str) -> int:
-    """Click the terminal (keys reach xterm only once it has focus), then press; returns the update
-    count before the key, for :func:`shows` ``since``."""
+async def press(page: Any, key: str, *, click: bool = True) -> int:
+    """Click the terminal (as a user would; the page focuses it on load too), then press; returns the
+    update count before the key, for :func:`shows` ``since``. ``click=False``: the key alone."""
     before = await updates(page)
-    if page not in _focused:  # once: more clicks would count as double clicks and select text
+    if click and page not in _focused:  # once: more clicks would count as double clicks and select text
         await page.mouse.click(VIEWPORT["width"] // 2, VIEWPORT["height"] // 2)
         _focused.add(page)
     await page.keyboard.press(key)

@@ -111,7 +111,7 @@ def test_bench_vs_no_spec_on_pcie_preset_says_speculation_loses(tmp_path, capsys
     assert econ["max_accept"] == 4
     assert econ["break_even_reachable"] is (econ["break_even_accept_len"] <= econ["max_accept"])
     if not econ["break_even_reachable"]:
-        assert "is out of reach (at most 4 per verify" in econ["sentence"]
+        assert "is out of reach. At most 4 tokens per verify" in econ["sentence"]
         assert "needs accept ≥" not in econ["sentence"]
     else:
         assert "out of reach" not in econ["sentence"]
@@ -145,7 +145,7 @@ def test_bench_vs_no_spec_on_h200_nvlink_says_speculation_pays(tmp_path, capsys)
     assert rc == 0, out.err
     econ = json.loads(out.out)["economics"]
     assert econ["speedup"] > 1.0 and econ["break_even_accept_len"] < econ["accept_len"]
-    assert econ["call"] == "pays" and ": pays (accept" in econ["sentence"], econ["sentence"]
+    assert econ["call"] == "pays" and ": pays. Accept" in econ["sentence"], econ["sentence"]
     row = econ["by_concurrency"][0]
     assert row["steady"]["source"] == "the benchmark's ITL" and row["steady"]["agrees"] is True
 
@@ -165,7 +165,7 @@ def test_bench_vs_no_spec_over_several_concurrencies(tmp_path, capsys):
     econ = data["economics"]
     assert [p["concurrency"] for p in econ["points"]] == [1, 2]
     assert all(p["speedup"] > 1.0 for p in econ["points"]) and econ["crossover"] is None
-    assert "pays at every concurrency measured (1–2)" in econ["sentence"]
+    assert "Pays at every concurrency measured, 1–2." in econ["sentence"]
 
 
 def test_bench_concurrency_list_is_checked(tmp_path, capsys):

@@ -63,7 +63,7 @@ def test_pcie_launch_says_nccl_over_pcie_with_custom_allreduce_off_from_the_real
     for bulk in (False, True):
         ar = kinds(diagnose(text, bulk=bulk))["allreduce"]
         assert "tp 4" in ar.text and "NCCL" in ar.text and "PCIe" in ar.text
-        assert "custom all-reduce off: not supported on more than two PCIe-only GPUs" in ar.text
+        assert "Custom all-reduce is off: not supported on more than two PCIe-only GPUs." in ar.text
         assert "Custom allreduce is disabled because it's not supported" in ar.evidence
         assert "nccl" in ar.evidence.lower() and "2.21.5" in ar.evidence
         assert ar.level == "warn" and ar.data["custom"] is False and ar.data["custom_reason"] == "pcie"
@@ -110,7 +110,7 @@ def test_nvlink_host_uses_the_custom_allreduce_with_real_h200_nccl_lines() -> No
         ar = kinds(diagnose(args + version_line + nccl + ready, host={"topology": topo.to_json()}))[
             "allreduce"
         ]
-        assert "the custom all-reduce (NVLink (P2P))" in ar.text
+        assert "the custom all-reduce over NVLink (P2P)" in ar.text
         assert "nothing in the log disabled the custom all-reduce" in ar.evidence
         assert "NCCL 2.28.9" in ar.evidence and "P2P/CUMEM" in ar.evidence
         assert "--enable-nccl-nvls" in ar.hint and ar.level == "info"
@@ -128,7 +128,7 @@ def test_communication_share_from_a_step_profile_goes_beside_the_verdict() -> No
         summary={"categories": {"communication": {"ms": 24.0}, "gemm": {"ms": 4.0}, "other": {"ms": 2.0}}},
     )
     ar = kinds(diagnose(text, after=[prof]))["allreduce"]
-    assert "communication is 80 % of a decode step" in ar.text and "step profile" in ar.evidence
+    assert "Communication is 80 % of a decode step." in ar.text and "step profile" in ar.evidence
 
 
 def test_npu_launch_names_no_cuda_alternatives() -> None:
@@ -393,7 +393,7 @@ def test_diagnoses_travel_in_parse_json(tmp_path: Path) -> None:
     assert set(row) == {"kind", "level", "text", "evidence", "hint", "source", "launch", "data"}
     json.dumps(s)
     text = render("x.log", s)
-    assert "why: ⚠ decode all-reduce (tp 4)" in text and "  from: " in text and "  hint: " in text
+    assert "why: ⚠ decode all-reduce at tp 4: " in text and "  from: " in text and "  hint: " in text
 
 
 def test_hostile_notes_and_facts_do_not_break_the_fold() -> None:

@@ -49,8 +49,8 @@ def test_pcie_preset_bench_json_says_nccl_over_pcie_and_the_alternatives(tmp_pat
     assert rc == 0, out.err
     data = json.loads(out.out)
     ar = _kinds(data["diagnosis"])["allreduce"]
-    assert ar["text"].startswith("decode all-reduce (tp 8): NCCL") and "over PCIe" in ar["text"]
-    assert "custom all-reduce off: not supported on more than two PCIe-only GPUs" in ar["text"]
+    assert ar["text"].startswith("decode all-reduce at tp 8: NCCL") and "over PCIe" in ar["text"]
+    assert "Custom all-reduce is off: not supported on more than two PCIe-only GPUs." in ar["text"]
     assert "CustomAllreduce is disabled" in ar["evidence"]
     # the simulator reports sglang 0.5.23: its PCIe-IPC all-reduce and fusion spelling are named
     assert "SGLANG_ENABLE_PCIE_IPC_ALLREDUCE=1" in ar["hint"]
@@ -219,9 +219,9 @@ def test_exports_carry_the_diagnoses(tmp_path) -> None:
     doc = json.loads(render(report, "json"))
     assert doc["runs"][0]["diagnosis"][0]["kind"] == "allreduce"
     md = render(report, "md")
-    assert "Why (docs/diagnosis.md):" in md and "custom all-reduce off" in md
+    assert "Why (docs/diagnosis.md):" in md and "Custom all-reduce is off" in md
     csv_text = render(report, "csv")
-    assert csv_text.splitlines()[0].endswith(",why") and "custom all-reduce off" in csv_text
+    assert csv_text.splitlines()[0].endswith(",why") and "Custom all-reduce is off" in csv_text
 
 
 @pytest.mark.slow

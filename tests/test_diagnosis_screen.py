@@ -27,8 +27,8 @@ async def test_pcie_demo_screen_says_nccl_over_pcie_with_custom_allreduce_off(tm
 
         assert await wait_for(pilot, lambda: "NCCL" in why(), 10), str(app.query_one("#compare").render())
         line = why()
-        assert "decode all-reduce (tp 8): NCCL" in line and "over PCIe" in line, line
-        assert "custom all-reduce off" in line, line
+        assert "decode all-reduce at tp 8: NCCL" in line and "over PCIe" in line, line
+        assert "Custom all-reduce is off" in line, line
         pid = app.workspace.run.pid
         await pilot.press("q")
         await pilot.pause(3)

@@ -111,7 +111,7 @@ def test_run2_no_longer_pays_at_every_concurrency_led_by_the_eager_point() -> No
     assert eager_at(spec, 16) == eager_at(nospec, 16) == 8 and eager_at(spec, 4) is None
     rows = {r.concurrency: r for r in book.concurrency_table(1)}
     assert rows[16].left_out == (
-        "both sides decoded eagerly (batch above the largest CUDA graph captured, 8)",
+        "both sides decoded eagerly, above their largest CUDA graph batch of 8",
     )
     assert not rows[1].left_out and not rows[4].left_out
     # +7 % and +0.15 % are inside their bands: within noise, not "pays"
@@ -125,9 +125,9 @@ def test_run2_no_longer_pays_at_every_concurrency_led_by_the_eager_point() -> No
     assert book.economics(1).concurrency == 4
     s = book.economics_sentence(1)
     assert s.startswith("EAGLE-3 +0 % ± ") and "at concurrency 4: within noise" in s, s
-    assert "steady-state decode (the benchmark's ITL) +16" in s, s
-    assert "pays at every concurrency" not in s and "within noise at 1 and 4" in s, s
-    assert "not judged: 16: both sides decoded eagerly" in s, s
+    assert "Steady-state decode from the benchmark's ITL: +16" in s, s
+    assert "pays at every concurrency" not in s.lower() and "within noise at 1 and 4" in s, s
+    assert "Not judged at 16: both sides decoded eagerly" in s, s
 
 
 def test_run2_nospec_decode_lines_are_clean_where_requests_outlast_the_log_interval() -> None:
@@ -180,19 +180,19 @@ def test_pays_only_outside_the_band_and_where_the_decode_agrees() -> None:
     book = _fold([120, 121, 119], [100, 101, 99], [8.0, 8.1, 7.9], [10.0, 10.1, 9.9])
     row = book.concurrency_table(1)[0]
     assert row.call == PAYS and row.economics.pays and row.steady_gap.faster
-    assert "EAGLE-3 +20 % ± " in book.economics_sentence(1) and ": pays (accept" in book.economics_sentence(1)
+    assert "EAGLE-3 +20 % ± " in book.economics_sentence(1) and ": pays. Accept" in book.economics_sentence(1)
     # the same aggregate, but the decode is slower: TTFT or the prefill made the difference, not called
     book = _fold([120, 121, 119], [100, 101, 99], [10.5, 10.6, 10.4], [10.0, 10.1, 9.9])
     row = book.concurrency_table(1)[0]
     assert row.call == DISPUTED and not row.economics.pays
-    assert "the aggregate and the decode disagree" in book.economics_sentence(1)
+    assert "The aggregate and the decode disagree." in book.economics_sentence(1)
     # +8 % with runs moving by ±10 %: within noise, with how many runs would tell; +1 %: none would
     book = _fold([108, 120, 96], [100, 110, 90])
     row = book.concurrency_table(1)[0]
     assert row.call == WITHIN and row.runs_needed and 10 < row.runs_needed < 30
     assert _fold([101, 112, 90], [100, 110, 90]).concurrency_table(1)[0].runs_needed is None
     s = book.economics_sentence(1)
-    assert ": within noise (accept 3.00" in s and f"about {row.runs_needed} runs a side" in s
+    assert ": within noise. Accept 3.00" in s and f"About {row.runs_needed} runs a side" in s
     # slower beyond the noise: costs
     book = _fold([80, 81, 79], [100, 101, 99])
     assert book.concurrency_table(1)[0].call == COSTS
@@ -223,8 +223,8 @@ def test_a_point_above_the_captured_graphs_is_never_the_headline() -> None:
     book = _book(events)
     assert book.economics(1).concurrency == 4  # the last measured (16) is left out
     s = book.economics_sentence(1)
-    assert "pays at every concurrency measured (1–4)" in s
-    assert "not judged: 16: both sides decoded eagerly (batch above the largest CUDA graph captured, 8)" in s
+    assert "Pays at every concurrency measured, 1–4." in s
+    assert "Not judged at 16: both sides decoded eagerly, above their largest CUDA graph batch of 8." in s
 
 
 def test_log_lines_spanning_a_prefill_are_not_steady_state() -> None:
@@ -275,7 +275,7 @@ def test_the_economics_sentence_recommends_no_setting_of_its_own() -> None:
     e = economics(75.0, 2.0, 80.0, settings=SpecSettings(steps=1, topk=1))
     assert e is not None and e.best_prediction is not None and e.best_prediction.speedup > 1.0
     s = e.sentence()
-    assert s.endswith("; see next launch"), s
+    assert s.endswith(" See next launch."), s
     assert "predicted" not in s and "steps 1" not in s and "would give" not in s, s
 
 

@@ -23,7 +23,7 @@ def test_the_original_case_loses_and_says_why() -> None:
     assert e.needed_cycle_ms == pytest.approx(1.5 / 82 * 1000)  # ≈ 18.3
     assert not e.pays
     s = e.sentence()
-    assert s.startswith("EAGLE-3 -37 %") and "accept ≥ 2.37 (has 1.50)" in s and "≤ 18.3 ms (has 28.8)" in s
+    assert s.startswith("EAGLE-3 -37 %") and "accept ≥ 2.37. It accepts 1.50." in s and "≤ 18.3 ms would pay. The cycle takes 28.8 ms." in s
     assert set(e.to_json()) >= {
         "speedup",
         "accept_len",

@@ -158,7 +158,7 @@ def test_item18_the_why_line_says_speculative_cycle_and_its_verify_part() -> Non
     summary = _spec_profile()
     summary["parts"]["verify"]["comm_ms"] = 0.25  # a TP rank's verify spends this in NCCL
     ar = kinds(diagnose(text, after=[ev.ProfileCaptured(launch=1, summary=summary)]))["allreduce"]
-    assert "% of a speculative cycle; verify 0.55 ms, of which 0.25 ms communication" in ar.text, ar.text
+    assert "% of a speculative cycle. Verify 0.55 ms, of which 0.25 ms communication." in ar.text, ar.text
     assert "decode step" not in ar.text
 
 

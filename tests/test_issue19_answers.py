@@ -215,7 +215,7 @@ def test_numbers_are_per_concurrency_never_a_mean_across_them() -> None:
         (8, 333.5, 260.0),
     ]
     assert not table[0].economics.pays and table[1].economics.pays
-    assert "starts paying at concurrency 8" in book.economics_sentence(1)
+    assert "Starts paying at concurrency 8." in book.economics_sentence(1)
     # bench's summary of the same launch: one line per concurrency, no top-level mean
     from eagletui.commands._bench_report import summarize_repeats
     from eagletui.core.profile.model import Profile
@@ -237,7 +237,7 @@ def test_numbers_are_per_concurrency_never_a_mean_across_them() -> None:
 def test_a_break_even_beyond_what_the_settings_accept_is_out_of_reach_not_a_goal() -> None:
     e = economics(61.8, 3.2, 86.0, settings=SpecSettings(steps=3, topk=1))
     assert e.max_accept == 4 and e.break_even_accept_len > 4 and e.reachable is False
-    assert "out of reach (at most 4 per verify" in e.sentence() and "needs accept ≥" not in e.sentence()
+    assert "is out of reach. At most 4 tokens per verify" in e.sentence() and "needs accept ≥" not in e.sentence()
     # topk 1: at most --speculative-num-draft-tokens, whatever steps says
     assert SpecSettings(steps=5, topk=1, draft_tokens=4).max_accept == 6  # SGLang makes it steps + 1
     assert SpecSettings(steps=5, topk=4, draft_tokens=4).max_accept == 4

@@ -280,10 +280,10 @@ def test_after_a_relaunch_the_why_line_names_its_run_and_says_it_is_stale() -> N
     """d26d01f: after ``a`` the line still said "why: …" of the previous launch, nothing saying which."""
     book, diag = _demo_until(4)  # launch #4 started (fusion on, NCCL_PROTO=LL), not benchmarked yet
     line = _why(book, diag)
-    assert line.startswith("why (launch #3, benchmark 3; stale: #4 not benchmarked yet): "), line
+    assert line.startswith("why for launch #3, benchmark 3, stale until #4 is benchmarked: "), line
     book, diag = _demo_until(None)  # and once #4 is benchmarked, it is about #4, not stale
     line = _why(book, diag)
-    assert line.startswith("why (launch #4, benchmark 4): "), line
+    assert line.startswith("why for launch #4, benchmark 4: "), line
 
 
 def test_the_runs_name_is_no_part_of_the_explanations_budget() -> None:
@@ -297,9 +297,9 @@ def test_the_runs_name_is_no_part_of_the_explanations_budget() -> None:
     )
     plain = why_line([d])
     assert plain == f"why: {d.text} → --enable-flashinfer-allreduce-fusion …"
-    assert why_line([d], launch=1) == plain.replace("why:", "why (launch #1):", 1)  # before any benchmark
+    assert why_line([d], launch=1) == plain.replace("why:", "why for launch #1:", 1)  # before any benchmark
     stale = why_line([d], launch=3, bench=5, newer=4)
-    assert stale == plain.replace("why:", "why (launch #3, benchmark 5; stale: #4 not benchmarked yet):", 1)
+    assert stale == plain.replace("why:", "why for launch #3, benchmark 5, stale until #4 is benchmarked:", 1)
 
 
 # 6 ---------------------------------------------------------------- the sweep's nearest competitor

@@ -335,3 +335,30 @@ def test_init_seeds_each_toggle_range_with_the_commands_own_value(tmp_path, caps
     ranges = {t.name: (t.min, t.max) for t in prof.toggles if t.min is not None}
     assert ranges["--mem-fraction-static"] == (0.3, 0.95) and ranges["--speculative-num-steps"] == (1, 10)
     assert ranges["NCCL_MIN_NCHANNELS"] == (1, 64) and ranges["--cuda-graph-max-bs-decode"] == (4, 256)
+
+
+def test_check_reports_syntax_errors_values_and_flags_in_one_run(tmp_path, capsys):
+    """Issue 33 item 19: a TOML syntax error stopped the check, so a user fixed a file one stage per run
+    (d26d01f printed only the first error here). Now: every bad line, then what reads without them."""
+    f, text = _kimi(
+        tmp_path,
+        {
+            "tp = 8": "pp = 2",
+            "port = 30000": "port = 99999999",
+            "num_prompts = 64\nconcurrency = 16": "num_prompts = eight\nconcurrency = [1, 2",
+        },
+    )
+    assert main(["check", str(f)]) == 1
+    cap = capsys.readouterr()
+    both = cap.err + cap.out
+    arr, eight = _line_of(text, "concurrency = [1, 2"), _line_of(text, "num_prompts = eight")
+    port, pp = _line_of(text, "port = 99999999"), _line_of(text, "pp = 2")
+    assert f"{f}:{arr}:" in both and f"{f}:{eight}:" in both and both.count("invalid TOML") == 2, both
+    assert f"{f}:{port}:1: server.port must be at least 1" in both, both
+    assert f"error: {f}:{pp}:1: ambiguous option: --pp" in both, both
+    assert "4 error(s)" in cap.out
+    # a broken [table] header: its keys would land in the table above, so only the syntax is said
+    f.write_text(text.replace("[server.args]", "[server.args", 1))
+    assert main(["check", str(f)]) == 1
+    err = capsys.readouterr().err
+    assert "Expected ']'" in err and "unknown key" not in err, err

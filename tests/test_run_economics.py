@@ -65,8 +65,8 @@ def test_spec_run_gets_economics_vs_latest_nospec_run_even_when_baseline_is_spec
     assert e.break_even_accept_len == pytest.approx(82 * 1.5 / 52)
     assert e.needed_cycle_ms == pytest.approx(1.5 / 82 * 1000)
     s = book.row(1).economics
-    assert s.startswith("EAGLE-3 -37 %") and "needs accept ≥ 2.37 (has 1.50)" in s
-    assert "cycle ≤ 18.3 ms (has 28.8)" in s and "vs no-spec #2" in s
+    assert s.startswith("EAGLE-3 -37 %") and "needs accept ≥ 2.37. It accepts 1.50." in s
+    assert "A cycle ≤ 18.3 ms would pay. The cycle takes 28.8 ms." in s and "vs no-spec #2" in s
     assert book.row(2).economics is None
 
 
@@ -107,7 +107,7 @@ def test_per_request_tok_s_and_crossover_over_concurrencies():
     assert points[8].cycle_ms == pytest.approx(3.0 / (600 / 8) * 1000)
     assert book.economics(2).concurrency == 32  # the last benchmark's concurrency
     s = book.economics_sentence(2)
-    assert "at concurrency 32" in s and "stops paying at concurrency 32" in s
+    assert "at concurrency 32" in s and "Stops paying at concurrency 32." in s
 
 
 def test_exports_carry_the_run_books_economics():
@@ -140,7 +140,7 @@ def test_runs_details_and_comparison_line_show_the_sentence():
     events = [_launch(2, NOSPEC), *_bench(2, 2, 82.0), _launch(3, SPEC), *_bench(3, 3, 52.0, 1.5)]
     book = _book(events)
     details = RunsTable().details(book, SessionState(target="local"), 3).plain
-    assert "needs accept ≥ 2.37 (has 1.50)" in details
+    assert "needs accept ≥ 2.37. It accepts 1.50." in details
     assert "#3 EAGLE-3 -37 %" in compare_text(book).plain  # the latest benchmarked run: #3
     # the no-spec run benchmarked last: the line still says what it means for the spec run
     book = _book(_issue_example())

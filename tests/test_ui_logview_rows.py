@@ -56,3 +56,49 @@ async def test_ranks_collapse_by_the_formats_offsets_for_either_server() -> None
     assert [r[COUNT] for r in rows] == [4, 2]
     assert _display_text(rows[0]) == "[2026-03-14 12:00:00 TP0–3 ×4] Load weight begin. avail mem=78.50 GB"
     assert _display_text(rows[1]).startswith("(TP0–1 ×2 pid=10) INFO 05-06 20:59:00")
+
+
+async def test_a_filtered_view_follows_row_by_row_as_a_full_refilter_would() -> None:
+    """Issue 33 item 21: a filter or a search on during a burst rebuilt the view (and searched it) from
+    the whole ring at every flush. Now both follow the rows added, merged (ranks, tqdm frames) and
+    dropped off a full ring; this checks them against the full rebuild over random batches (a small
+    ring, so rows fall off it)."""
+    import random
+
+    from eagletui.ui.widgets.logview import make_row
+
+    rnd = random.Random(5)
+    kinds = ["error", "decode", "http", "progress", "warning"]
+    async with _One().run_test() as pilot:
+        view = pilot.app.query_one(LogView)
+        view.rows = type(view.rows)(maxlen=50)
+        view.set_filter({"error", "progress", "warning"}, rank=2)
+        n = most = 0
+        for batch in range(120):
+            if batch == 60:  # the same without a filter, a search on
+                view.set_filter(None)
+                view.set_search("1")
+            for _ in range(rnd.randint(1, 30)):
+                kind = rnd.choice(kinds)
+                msg = f"step {n // 3}" if kind != "progress" else f"Capturing batches {rnd.randint(1, 9)}%"
+                rank = rnd.choice([None, 0, 1, 2, 3])
+                prefix = "[TP] " if rank is not None else ""
+                view._pending.append(make_row(prefix + msg, kind, rank, len(prefix)))
+                n += 1
+            if batch == 30:
+                view.set_search("2")  # a search beside the filter from here on
+            view.flush()
+            shown, hits, index = list(view.view_rows), list(view.hits), view.hit_index
+            view._refilter()  # what the rebuild from the whole ring gives
+            assert shown == list(view.view_rows)
+            assert hits == view.hits and index == view.hit_index, batch
+            assert all(view.view_rows[h] is r for h, r in zip(view.hits, view._hit_rows, strict=True))
+            most = max(most, len(hits))
+        assert view.dropped > 0 and most > 5
+        view.set_filter({"error", "progress", "warning"}, rank=2)
+        rebuilt: list[int] = []
+        view._refilter = lambda: rebuilt.append(1)  # type: ignore[method-assign]
+        view._pending.append(make_row("[TP] boom", "error", 2, 5))
+        view.flush()
+        assert not rebuilt and view.view_rows[-1][TEXT] == "[TP] boom"  # d26d01f rebuilt it here
+        del view._refilter

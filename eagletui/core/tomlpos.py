@@ -110,3 +110,49 @@ def loads(text: str) -> dict[str, Any]:
         return tomllib.loads(text)
     except RecursionError:
         raise tomllib.TOMLDecodeError("nested too deep to read (at end of document)") from None
+
+
+def syntax_errors(text: str, limit: int = 50) -> tuple[str | None, list[tuple[int, int, str]], bool]:
+    """Every TOML syntax error of ``text`` in one pass, each ``(line, col, message)``: each bad line is
+    blanked (the line count kept, so every other position stays true) and the rest read again; a
+    parser stops at its first error, which made a user fix a file one error per run (issue 33 item 19).
+
+    Returns the text as read once every bad line is blank (None when even that does not read: an
+    error with no line to blank, or past ``limit``), the errors, and whether a blanked line was a
+    ``[table]`` header (then the keys under it landed in the table above, and what a later check says
+    about them is not to be trusted)."""
+    import tomllib
+
+    lines = text.split("\n")
+    errors: list[tuple[int, int, str]] = []
+    header = False
+    while len(errors) < limit:
+        try:
+            loads("\n".join(lines))
+        except tomllib.TOMLDecodeError as exc:
+            line, col, msg = decode_error_position(exc, "\n".join(lines))
+            if msg.startswith("Unclosed") or not 1 <= line <= len(lines) or not lines[line - 1].strip():
+                # an array or inline table left open ends where the next statement (or the file) does:
+                # the statement that opened it is the line to name and blank
+                line, col = _statement_above(lines, min(line, len(lines)) - (1 if col == 1 else 0))
+                if line == 0:
+                    errors.append((len(lines), 1, msg))
+                    return None, errors, header
+            errors.append((line, col, msg))
+            header = header or lines[line - 1].lstrip().startswith("[")
+            lines[line - 1] = ""
+            continue
+        return "\n".join(lines), errors, header
+    return None, errors, header
+
+
+_STATEMENT = re.compile(r"^\s*(\[|[A-Za-z0-9_\"'.-][^=]*=)")
+
+
+def _statement_above(lines: list[str], line: int) -> tuple[int, int]:
+    """(line, 1) of the nearest statement (``key =`` or ``[table]``) at or above 1-based ``line``; (0, 0)
+    when there is none."""
+    for i in range(min(line, len(lines)), 0, -1):
+        if _STATEMENT.match(lines[i - 1]):
+            return i, 1
+    return 0, 0

@@ -64,7 +64,7 @@ def session_name(path: Path) -> str:
     return name
 
 
-def _recordings(directory: Path) -> list[Path]:
+def recordings_newest_first(directory: Path) -> list[Path]:
     try:
         found = [p for p in directory.iterdir() if p.name.endswith(SUFFIXES) and p.is_file()]
     except OSError:
@@ -160,7 +160,7 @@ def summarize(path: Path, *, cache: bool = False, max_bytes: int = LIST_MAX_BYTE
 def list_sessions(directory: str | Path, *, cache: bool = False, limit: int = LIST_MAX_FILES) -> list[Entry]:
     """The recordings in ``directory``, newest first (by the header's start, else the file's mtime)."""
     d = Path(directory).expanduser()
-    entries = [summarize(p, cache=cache) for p in _recordings(d)[:limit]]
+    entries = [summarize(p, cache=cache) for p in recordings_newest_first(d)[:limit]]
     # Newest first by when the session started; files sort by mtime already, and a header's
     # ``created`` (ISO 8601 with offset) wins where it parses.
     import datetime as _dt
@@ -209,13 +209,13 @@ def resolve(name: str, directories: list[Path]) -> Path:
     searched = [d for d in directories if d.is_dir()]
     everything: list[Path] = []
     for d in searched:
-        files = _recordings(d)
+        files = recordings_newest_first(d)
         everything += files
         exact = [f for f in files if session_name(f) == name]
         if exact:
             return exact[0]  # .jsonl and .jsonl.gz of one name: the newer one
     for d in searched:
-        prefixed = [f for f in _recordings(d) if f.name.startswith(name)]
+        prefixed = [f for f in recordings_newest_first(d) if f.name.startswith(name)]
         if len(prefixed) == 1:
             return prefixed[0]
         if prefixed:

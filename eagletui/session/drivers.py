@@ -88,6 +88,10 @@ class Driver:
         """Why a control action (launch, stop, bench) cannot run now."""
         return "not connected"
 
+    def no_bench_here(self) -> str:
+        """What the compare line says before any result where ``b`` cannot run (``can_bench`` false)."""
+        return "no benchmark in this recording yet"
+
     def now(self, model: SessionModel, clock: Callable[[], float]) -> float:
         """The time elapsed times are measured to: the wall clock, or a replay's own."""
         return clock()
@@ -243,6 +247,7 @@ class LiveDriver(Driver):
             host.config_changed()
             differs = " (its config differs from the profile file: see the Tune tab)" if model.staged.file_diff() else ""
             host.notify(f"reattached to the running server{differs}", title="attach")
+            await self._earlier_benchmarks(model, host, ws)
             return
         foreign = await ws.discover_foreign() if self.asks_about_foreign_servers else []
         server, others = foreign_to_offer(foreign, ws.profile)
@@ -275,6 +280,51 @@ class LiveDriver(Driver):
                 severity="warning",
                 timeout=20,
             )
+
+    async def _earlier_benchmarks(self, model: SessionModel, host: DriverHost, ws: Workspace) -> None:
+        """The runs table of a reattach starts with what earlier sessions measured on this server (issue
+        33 item 19: it started empty): their benchmark events, folded again, and the next ``b`` numbered
+        after them. A recording that cannot be read is said, never a reason not to attach."""
+        from pathlib import Path
+
+        from eagletui.session.past_runs import earlier_benchmarks
+
+        run = ws.run
+        if run is None or not run.run_dir:
+            return
+        here = getattr(model.recorder, "path", None)
+        if isinstance(here, Path):
+            directory = here.parent
+        else:
+            from eagletui.config import default_sessions_dir
+
+            directory = Path(default_sessions_dir())
+        past = await asyncio.to_thread(
+            earlier_benchmarks,
+            directory,
+            target=ws.target,
+            run_dir=run.run_dir,
+            launch=run.launch,
+            exclude=here if isinstance(here, Path) else None,
+        )
+        if past.unreadable:
+            more = f" (and {len(past.unreadable) - 1} more)" if len(past.unreadable) > 1 else ""
+            host.dispatch(
+                Notice(
+                    level="warning",
+                    message=f"earlier session not read for this server's runs: {past.unreadable[0]}{more}",
+                    source="attach",
+                )
+            )
+        if not past.events:
+            return
+        for e in past.events:
+            host.dispatch(e)
+        ws.bench_no = max(ws.bench_no, past.last_bench)
+        host.notify(
+            f"run #{run.launch}: {past.benchmarks} benchmark(s) from session {past.session} shown",
+            title="attach",
+        )
 
     # ------------------------------------------------------------------ commands
 

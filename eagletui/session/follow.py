@@ -55,6 +55,12 @@ class FollowDriver(Driver):
             return "read-only view: this follows a recording; the eagletui writing it has the controls"
         return f"read-only view: {self.presence.owner_label()} controls this session"
 
+    def no_bench_here(self) -> str:
+        # a view of a live session is no recording (issue 33 item 19: it said "in this recording")
+        if self.source.source == "replay":
+            return super().no_bench_here()
+        return "no benchmark yet in this session: the tab in control runs them (this view is read-only)"
+
     def now(self, model: SessionModel, clock: Callable[[], float]) -> float:
         # a view of a replay measures elapsed times to the replay's clock, a live one to now
         if self.source.source == "replay":

@@ -140,7 +140,12 @@ class Repainter:
         set_label(
             self.compare,
             compare_text(
-                runbook, state.bench_running, state.server_state, can_bench=screen.driver.can_bench, diagnoser=state.diagnoser
+                runbook,
+                state.bench_running,
+                state.server_state,
+                can_bench=screen.driver.can_bench,
+                diagnoser=state.diagnoser,
+                not_here=screen.driver.no_bench_here(),
             ),
         )
         nccl = state.nccl_line() or "NCCL: toggle NCCL_DEBUG=INFO to see how the ranks talk"
@@ -159,10 +164,11 @@ def baseline_value(runbook: RunBook, metric: str | None) -> float | None:
     return base.metric(metric).mean if base is not None and metric else None
 
 
-def no_benchmark_text(server_state: str | None, *, can_bench: bool = True) -> str:
-    """What the compare line says before any result: what to press, for the state the server is in."""
+def no_benchmark_text(server_state: str | None, *, can_bench: bool = True, not_here: str = "") -> str:
+    """What the compare line says before any result: what to press, for the state the server is in;
+    ``not_here``: what the driver says where ``b`` cannot run (a replay, a read-only view)."""
     if not can_bench:
-        return "no benchmark in this recording yet"
+        return not_here or "no benchmark in this recording yet"
     if server_state == ServerState.READY:
         return "no benchmark yet: press b to run one"
     if server_state in (ServerState.FAILED, ServerState.EXITED, ServerState.STOPPED):
@@ -179,6 +185,7 @@ def compare_text(
     *,
     can_bench: bool = True,
     diagnoser: Diagnoser | None = None,
+    not_here: str = "",
 ) -> Text:
     """Current run vs the baseline in one line, beside the charts (and whether a benchmark runs); under
     it the economics, and a "why" line: the run's most important diagnosis (core/diagnosis/fold.py)."""
@@ -189,7 +196,7 @@ def compare_text(
         if bench_running is not None:
             t.append(f"benchmark #{bench_running} running: results when it finishes", style="bold")
         else:
-            t.append(no_benchmark_text(server_state, can_bench=can_bench), style="dim")
+            t.append(no_benchmark_text(server_state, can_bench=can_bench, not_here=not_here), style="dim")
         why = why_line(diagnoser.diagnoses(), launch=diagnoser.current or None) if diagnoser is not None else ""
         if why:  # what the launch already says, before any benchmark (the all-reduce path, a slow load)
             t.no_wrap, t.overflow = False, "fold"

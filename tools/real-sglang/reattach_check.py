@@ -5,11 +5,13 @@
 launches A's server with speculative-num-steps one below the file's (a toggle applied in an earlier
 session), asks a workspace of B (another port) to reattach (it must not, and must name A's run), then one
 of A (it must, must say a stop asks first, and must relaunch with `r` what the server runs, not the file:
-issue 31 item 2), then stops A's server. One JSON line per check on stdout.
+issue 31 item 2), benchmarks A's server headless (recorded) and checks that a reattach starts with that
+benchmark in its runs table (issue 33 item 19), then stops A's server. One JSON line per check on stdout.
 """
 
 import asyncio
 import json
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,6 +23,43 @@ from eagletui.core.timings import FAST
 from eagletui.remote.control import Liveness
 from eagletui.session.drivers import LiveDriver
 from eagletui.workspace import Workspace
+
+
+class _Shows:
+    """A driver's host that folds what it is given into a session model (the screen's part)."""
+
+    def __init__(self, model) -> None:
+        self.model, self.notes = model, []
+
+    def dispatch(self, ev) -> None:
+        self.model.dispatch(ev)
+
+    def notify(self, message, **_k) -> None:
+        self.notes.append(message)
+
+
+async def _earlier_runs_shown(pa: str, a2: Workspace, d: LiveDriver) -> None:
+    """Issue 33 item 19: a headless bench of the running server (recorded in the sessions dir), then what
+    a reattach's runs table starts with: that benchmark, not nothing."""
+    from eagletui.config import default_sessions_dir
+    from eagletui.session.model import SessionModel
+    from eagletui.session.record import Recorder
+
+    r = subprocess.run(
+        [sys.executable, "-m", "eagletui", "bench", "local", "--profile", pa, "--json"],
+        capture_output=True, text=True, timeout=150,
+    )
+    rec = Recorder(Path(default_sessions_dir()) / "reattach-check.jsonl", target="local", profile_name="a")
+    model = SessionModel(target="local", recorder=rec)
+    host = _Shows(model)
+    await d._earlier_benchmarks(model, host, a2)
+    run = model.runbook.runs.get(a2.run.launch)
+    check(
+        "reattach: the runs table starts with the benchmark an earlier session ran on this server",
+        r.returncode == 0 and run is not None and bool(run.good_results) and a2.bench_no >= 1,
+        f"bench rc {r.returncode}; {host.notes}; next bench {a2.bench_no + 1}; {r.stderr[-400:]}",
+    )
+    rec.close()
 
 
 class _SaysNo:
@@ -89,6 +128,7 @@ async def main(pa: str, pb: str) -> None:
         host.asked and not d.control_busy and alive is not Liveness.DEAD,
         f"asked={host.asked} busy={d.control_busy} liveness={alive}",
     )
+    await _earlier_runs_shown(pa, a2, d)
     await a2.close()
     await a.stop()
     check("reattach: A stopped by its launcher", a.last_stop is not None and a.last_stop.ended_by == "leader", a.last_stop)

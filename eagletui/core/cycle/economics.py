@@ -110,48 +110,70 @@ class Economics:
         }
 
     def sentence(self, name: str = "EAGLE-3", context: str = "") -> str:
-        """One line for the screen: the verdict, and what would pay (or that nothing reachable would);
-        ``context`` follows the percentage (`` vs no-spec #3 at concurrency 8``)."""
+        """A few short sentences for the screen: the verdict, then one fact each (the accept length against
+        its break-even, the most a verify can accept, what else would pay). ``context`` follows the
+        percentage (`` vs no-spec #3 at concurrency 8``). Plain sentences, no nested brackets: issue 33
+        item 19 found "(accept 4.00 ≥ break-even 2.26; at most 4 per verify at these settings)" hard to read."""
         pct = (self.speedup - 1.0) * 100.0
         band = f" ± {self.band_pct:.0f} %" if self.band_pct is not None else ""
         head = f"{name} {pct:+.0f} %{band}{context}"
-        most = f"at most {self.max_accept} per verify at these settings" if self.max_accept else ""
+        most = f"At most {self.max_accept} tokens per verify at these settings." if self.max_accept else ""
         be = self.break_even_accept_len
+        against = f" against a break-even of {be:.2f}" if be is not None else ""
         if self.call in ("within noise", "disputed"):
             what = "within noise" if self.call == "within noise" else "not called"
-            tail = f", break-even {be:.2f}" if be is not None else ""
-            return f"{head}: {what} (accept {self.accept_len:.2f}{tail})"
+            return f"{head}: {what}. Accept {self.accept_len:.2f}{against}."
         if self.pays:
-            tail = f" ≥ break-even {be:.2f}" if be is not None else ""
-            return f"{head}: pays (accept {self.accept_len:.2f}{tail}" + (f"; {most})" if most else ")")
+            return _sentences(f"{head}: pays.", f"Accept {self.accept_len:.2f}{against}.", most)
         if be is None:
             per = self.parts.per_token_ms if self.parts is not None else 0.0
-            text = (
-                f"{head}: no accept length pays at this cost (each accepted token costs {per:.1f} ms, "
-                f"a no-spec step {self.baseline_step_ms:.1f} ms)"
-            )
+            parts = [
+                f"{head}: no accept length pays at this cost.",
+                f"Each accepted token costs {per:.1f} ms.",
+                f"A no-spec step costs {self.baseline_step_ms:.1f} ms.",
+            ]
         elif self.reachable is False:
-            text = (
-                f"{head}: the break-even accept {be:.2f} is out of reach ({most}; has {self.accept_len:.2f})"
-            )
+            parts = [f"{head}: the break-even accept {be:.2f} is out of reach.", most, f"It accepts {self.accept_len:.2f}."]
         else:
-            text = f"{head}: needs accept ≥ {be:.2f} (has {self.accept_len:.2f}" + (
-                f"; {most})" if most else ")"
-            )
-        if self.parts is not None:
-            est = "est. " if self.parts.source.startswith("estimate") else ""
-            if self.needed_verify_ms is not None:
-                text += f", or a verify ≤ {self.needed_verify_ms:.1f} ms ({est}{self.parts.verify_ms:.1f})"
-            else:
-                text += "; no verify time would pay at this accept length"
-            # what to launch instead is the one ranking's (next_launch): naming a setting here made two
-            # recommendations that contradicted each other (issue 32, item 3)
-            best = self.best_prediction
-            if best is not None and best.speedup is not None and best.speedup > 1.0:
-                text += "; see next launch"
+            parts = [f"{head}: needs accept ≥ {be:.2f}.", f"It accepts {self.accept_len:.2f}.", most]
+        parts.extend(self._what_else_pays())
+        return _sentences(*parts)
+
+    def _what_else_pays(self) -> list[str]:
+        """The sentences after a verdict that does not pay: the verify (or cycle) time that would."""
+        if self.parts is None:
+            return [
+                f"A cycle ≤ {self.needed_cycle_ms:.1f} ms would pay.",
+                f"The cycle takes {self.cycle_ms:.1f} ms.",
+            ]
+        est = "estimated " if self.parts.source.startswith("estimate") else ""
+        if self.needed_verify_ms is not None:
+            out = [
+                f"A verify ≤ {self.needed_verify_ms:.1f} ms would pay.",
+                f"The {est}verify takes {self.parts.verify_ms:.1f} ms.",
+            ]
         else:
-            text += f", or a cycle ≤ {self.needed_cycle_ms:.1f} ms (has {self.cycle_ms:.1f})"
-        return text
+            out = ["No verify time would pay at this accept length."]
+        # what to launch instead is the one ranking's (next_launch): naming a setting here made two
+        # recommendations that contradicted each other (issue 32, item 3)
+        best = self.best_prediction
+        if best is not None and best.speedup is not None and best.speedup > 1.0:
+            out.append("See next launch.")
+        return out
+
+
+def _sentences(*parts: str) -> str:
+    """The non-empty sentences, one space apart."""
+    return " ".join(p for p in parts if p)
+
+
+def as_sentence(text: str) -> str:
+    """``text`` as a sentence of its own: first letter up, a full stop at the end ("" stays "")."""
+    text = text.strip()
+    if not text:
+        return ""
+    text = text[0].upper() + text[1:]
+    return text if text.endswith((".", "…")) else text + "."
 
 
 def _ok(x: float | None) -> bool:
@@ -234,11 +256,11 @@ def _listed(concs: list[int]) -> str:
 
 
 def crossover_text(points: list[tuple[int, Economics]], left_out: tuple[str, ...] = ()) -> str:
-    """Across the concurrencies that can be judged: ``pays at every concurrency measured (1–8)`` / ``pays
-    at no concurrency measured (1–8)`` / ``stops paying at concurrency 8`` / ``starts paying at
+    """Across the concurrencies that can be judged: ``pays at every concurrency measured, 1–8`` / ``pays
+    at no concurrency measured, 1–8`` / ``stops paying at concurrency 8`` / ``starts paying at
     concurrency 8``, or each call by its concurrencies where the calls are mixed (``within noise at 1
     and 4``); "" with one point. ``left_out``: the points that cannot be judged, each with why
-    (``16: both decoded eagerly …``), said after."""
+    (``16: both decoded eagerly …``), said after in a sentence of their own."""
     ordered = sorted(points, key=lambda p: p[0])
     out = ""
     if len(ordered) >= 2:
@@ -246,9 +268,9 @@ def crossover_text(points: list[tuple[int, Economics]], left_out: tuple[str, ...
         pays = [e.pays for _, e in ordered]
         calls = [e.call or ("pays" if e.pays else "costs") for _, e in ordered]
         if all(pays):
-            out = f"pays at every concurrency measured ({lo}–{hi})"
+            out = f"pays at every concurrency measured, {lo}–{hi}"
         elif all(c == "costs" for c in calls):
-            out = f"pays at no concurrency measured ({lo}–{hi})"
+            out = f"pays at no concurrency measured, {lo}–{hi}"
         elif set(calls) == {"pays", "costs"} and pays == sorted(pays, reverse=True):
             out = f"stops paying at concurrency {crossover(ordered)}"
         elif set(calls) == {"pays", "costs"} and pays == sorted(pays):
@@ -259,7 +281,7 @@ def crossover_text(points: list[tuple[int, Economics]], left_out: tuple[str, ...
                 by.setdefault(k, []).append(c)
             out = "; ".join(f"{k} at {_listed(cs)}" for k, cs in by.items())
             if not any(pays):
-                out = f"pays at no concurrency measured ({lo}–{hi}): {out}"
+                out = f"pays at no concurrency measured, {lo}–{hi}: {out}"
     if left_out:
-        out += ("; " if out else "") + "not judged: " + "; ".join(left_out)
+        out += (". Not" if out else "not") + " judged at " + "; at ".join(left_out)
     return out

@@ -50,11 +50,11 @@ def _share_words(o: LaunchObs, share: float) -> str:
     communication in it follow ("verify 30.00 ms, of which 25.00 ms communication")."""
     prof = _last_profile(o) or {}
     if prof.get("unit") != "cycle":
-        return f"; communication is {share * 100:.0f} % of a decode step"
-    text = f"; communication is {share * 100:.0f} % of a speculative cycle"
+        return f" Communication is {share * 100:.0f} % of a decode step."
+    text = f" Communication is {share * 100:.0f} % of a speculative cycle."
     parts = prof.get("parts")
     verify = parts.get("verify") if isinstance(parts, dict) else None
-    return text + (f"; {part_words('verify', verify)}" if isinstance(verify, dict) else "")
+    return text + (f" {part_words('Verify', verify)}." if isinstance(verify, dict) else "")
 
 
 def _share(prof: dict[str, Any]) -> float | None:
@@ -106,9 +106,10 @@ def allreduce_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     path = _path_words(link, device, algo, proto, ipc_on=ipc_on, custom_on=custom_on, fusion_on=fusion_on)
     if not ipc_on and custom_on and custom is None and reason is None:
         evidence.append("nothing in the log disabled the custom all-reduce")
-    off = f"; custom all-reduce off: {_REASONS.get(reason or '', reason)}" if reason else ""
+    # short sentences, one fact each (issue 33 item 19: "(tp 8): …; custom all-reduce off: …" read badly)
+    off = f" Custom all-reduce is off: {_REASONS.get(reason or '', reason)}." if reason else ""
     share = _comm_share(o)
-    text = f"decode all-reduce (tp {tp}): {path}{off}"
+    text = f"decode all-reduce at tp {tp}: {path}.{off}"
     if share is not None:
         text += _share_words(o, share)
         evidence.append("step profile (profile)")
@@ -206,18 +207,18 @@ def _path_words(
 ) -> str:
     """The path decode's all-reduce takes, in words: which implementation, over what link, fused or not."""
     if ipc_on:
-        path = f"FlashInfer's PCIe-IPC all-reduce for decode-sized messages ({link}), NCCL for larger ones"
+        path = f"FlashInfer's PCIe-IPC all-reduce over {link} for decode-sized messages, NCCL for larger ones"
     elif custom_on:
-        path = f"the custom all-reduce ({link}) for decode-sized messages, NCCL for larger ones"
+        path = f"the custom all-reduce over {link} for decode-sized messages, NCCL for larger ones"
     elif device != "cuda":
         path = f"the {device} collective library over {link}"
     else:
-        how = f"NCCL {algo.lower()}" if algo else "NCCL (ring/tree as NCCL tunes it)"
+        how = f"NCCL {algo.lower()}" if algo else "NCCL's own pick of ring or tree"
         if proto:
             how += f" {proto}"
         path = f"{how} over {link}"
     if fusion_on:
-        path += ", fused into the RMSNorm (FlashInfer)"
+        path += ", fused into FlashInfer's RMSNorm"
     else:
         path += ", not fused"
     return path

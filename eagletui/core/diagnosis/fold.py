@@ -345,19 +345,19 @@ def why_line(
     the compared numbers (a prediction, the all-reduce path, the drafter's fit); "" when there is none (a
     launch's load and capture times are in the run's details, not under the comparison).
 
-    It names what it is about (``why (launch #3, benchmark 5): …``): after a relaunch the line still
+    It names what it is about (``why for launch #3, benchmark 5: …``): after a relaunch the line still
     explains the last benchmarked launch until the new one is benchmarked, and ``newer`` (the launch
-    started since) marks it stale, so "NCCL over PCIe" is never read as a fact of the H200 launch."""
+    started since) marks it stale (``…, stale until #4 is benchmarked: …``), so "NCCL over PCIe" is never
+    read as a fact of the H200 launch. Plain words, no brackets around the name (issue 33 item 19)."""
     pick = [d for d in diags if d.level == "warn"] or [d for k in WHY_KINDS for d in diags if d.kind == k]
     if not pick:
         return ""
     d = pick[0]
     about = ""
     if launch is not None:
-        about = f"launch #{launch}" + (f", benchmark {bench}" if bench is not None else "")
+        about = f" for launch #{launch}" + (f", benchmark {bench}" if bench is not None else "")
         if newer is not None and newer != launch:
-            about += f"; stale: #{newer} not benchmarked yet"
-        about = f" ({about})"
+            about += f", stale until #{newer} is benchmarked"
     out = f"why{about}: {d.text}"
     room = WHY_MAX + len(about)  # the name of the run is no part of the explanation's budget
     if d.hint:  # the first suggestion only, when it fits: the run's details hold the rest
@@ -366,7 +366,7 @@ def why_line(
         if len(out) + len(more) <= room:
             out += more
         else:
-            out += " (details: Runs tab)"
+            out += " More in the Runs tab." if out.endswith(".") else ". More in the Runs tab."
     return out if len(out) <= room + 40 else out[: room + 39] + "…"
 
 

@@ -17,7 +17,7 @@ from eagletui.core.profile.model import Profile, ProfileError, normalize_flag
 from eagletui.core.servers.flag_rule import FlagTable, check_server_flags, check_values
 from eagletui.core.servers.spec import ADAPTIVE, adaptive_fallback, adaptive_fallback_text
 from eagletui.core.tomlpos import loads as toml_loads
-from eagletui.core.tomlpos import locate, locate_in_array
+from eagletui.core.tomlpos import locate, locate_in_array, syntax_errors
 
 
 @dataclass
@@ -252,7 +252,13 @@ def load_problems(text: str, path: Any = None) -> tuple[Profile | None, list[Pro
     try:
         data = toml_loads(text)
     except tomllib.TOMLDecodeError:
-        return None, errors  # a syntax error: the rest of the file cannot be read
+        # every syntax error at once, then the checks on what reads without the bad lines (issue 33
+        # item 19: one error per run, then the next stage's); not past a broken [table] header
+        readable, syntax, header_lost = syntax_errors(text, MAX_LOAD_ERRORS)
+        errors = [ProfileError(f"invalid TOML: {msg}", path, line, col) for line, col, msg in syntax]
+        if readable is None or header_lost:
+            return None, errors
+        data = toml_loads(readable)
     seen = {(first.line, first.col, first.message)}
     cleaned = data
     for where, piece in _pieces(data):

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, replace
 from typing import Any, TypeGuard
 
-from eagletui.core.cycle.economics import Economics, crossover, crossover_text, economics
+from eagletui.core.cycle.economics import Economics, as_sentence, crossover, crossover_text, economics
 from eagletui.core.cycle.model import finite, rates_from_histogram
 from eagletui.core.runs.call import WITHIN, Gap, call, gap, noise_of
 from eagletui.core.runs.compare import launch_differences
@@ -200,12 +200,12 @@ class _Economics(_References):
         mine, theirs = eager_at(run, concurrency), eager_at(ref.run, concurrency)
         if mine is not None and theirs is not None:
             sizes = f"{mine}" if mine == theirs else f"{mine} and {theirs}"
-            why.append(f"both sides decoded eagerly (batch above the largest CUDA graph captured, {sizes})")
+            why.append(f"both sides decoded eagerly, above their largest CUDA graph batch of {sizes}")
         elif mine is not None or theirs is not None:
             side, size = ("the spec run", mine) if mine is not None else (f"no-spec {ref.label}", theirs)
-            why.append(f"{side} decoded eagerly (batch above the largest CUDA graph captured, {size})")
+            why.append(f"{side} decoded eagerly, above its largest CUDA graph batch of {size}")
         if not ref.like_for_like:
-            why.append("not like for like (" + "; ".join(ref.differences[:3]) + ")")
+            why.append("not like for like: " + "; ".join(ref.differences[:3]))
         return tuple(why)
 
     @staticmethod
@@ -262,22 +262,18 @@ class _Economics(_References):
         context = f" vs {ref.phrase()}" + ("" if ref.like_for_like else " (not like for like)")
         if e.concurrency and e.concurrency > 1:
             context += f" at concurrency {e.concurrency}"
-        text = e.sentence(context=context)
+        parts = [e.sentence(context=context)]
         if row.left_out:
-            text += "; not judged: " + "; ".join(row.left_out)
+            parts.append(as_sentence(f"not judged at {row.concurrency}: " + "; ".join(row.left_out)))
         if row.steady is not None and row.steady_gap is not None:
-            text += f"; steady-state decode ({row.steady.source}) {row.steady_gap.short()}"
+            parts.append(f"Steady-state decode from {row.steady.source}: {row.steady_gap.short()}.")
             if not _same_side(row.gap, row.steady_gap):
-                text += (
-                    ": the aggregate and the decode disagree (the aggregate carries each request's TTFT and "
-                    "prefill and the batch's ramp; the decode does not)"
-                )
+                parts.append("The aggregate and the decode disagree.")
+                parts.append("The aggregate carries each request's TTFT, its prefill and the batch's ramp.")
         if row.runs_needed is not None and e.call == WITHIN:
-            text += f"; about {row.runs_needed} runs a side would tell a difference this large from the noise"
-        across = self.across(launch, but=row.concurrency)
-        if across:
-            text += f"; {across}"
-        return text
+            parts.append(f"About {row.runs_needed} runs a side would tell a difference this large from the noise.")
+        parts.append(as_sentence(self.across(launch, but=row.concurrency)))
+        return " ".join(p for p in parts if p)
 
     def across(self, launch: int, but: int | None = None) -> str:
         """The calls across the judged concurrencies (:func:`~eagletui.core.cycle.economics.crossover_text`)
@@ -307,8 +303,8 @@ class _Economics(_References):
         at = f" at concurrency {row.concurrency}" if row.concurrency > 1 else ""
         assert row.nospec_tok_s is not None
         return (
-            f"EAGLE-3 {row.spec_tok_s.text(1)} vs {row.nospec_tok_s.text(1)} tok/s of no-spec {ref.label}"
-            f"{at} — unjudged: differs in {ref.listed()} (no verdict, break-even or prediction on such a pair)"
+            f"EAGLE-3 {row.spec_tok_s.text(1)} vs {row.nospec_tok_s.text(1)} tok/s of no-spec {ref.label}{at}"
+            f" — unjudged: differs in {ref.listed()}. No verdict, break-even or prediction on such a pair."
         )
 
     def unjudged_json(self, launch: int) -> dict[str, Any] | None:

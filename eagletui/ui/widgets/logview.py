@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Callable
 from typing import Final
 
 from rich.segment import Segment
@@ -140,36 +141,87 @@ class LogView(ScrollView, can_focus=True):
         self._pending.append(make_row(text, "phase", None))
 
     def flush(self) -> None:
+        """Merge the pending rows. A filtered view and the search's hits follow row by row (the rows
+        added, the rows that fell off the ring's front, a last row merged into): rebuilding them from
+        the whole 100,000-row ring at every 10 Hz flush was the pane's cost while a filter or a search
+        was on during a burst (issue 33 item 21)."""
         if not self._pending:
             return
         pending, self._pending = self._pending, []
         rows = self.rows
+        vis = self._visible
+        keep = self._kept() if vis is not None else None
+        before = len(vis) if vis is not None else len(rows)  # the view's rows before this flush
+        front = 0  # view rows that fell off the front of the full ring
+        appended = 0
+        touched_last = False  # the view's last row before this flush was merged into
         for row in pending:
             if rows:
                 last = rows[-1]
-                kind = row[KIND]
-                if (
-                    kind == "progress"
-                    and last[KIND] == "progress"
-                    and _same_bar(last[TEXT][last[PREFIX] :], row[TEXT][row[PREFIX] :])
-                ):
-                    rows[-1] = row  # a tqdm frame replaces the previous frame of the same bar
+                merged = self._merged(last, row)
+                if merged is not None:
+                    rows[-1] = merged
+                    touched_last = touched_last or not appended
+                    if vis is not None and keep is not None:
+                        _replace_last(vis, keep, last, merged)
                     continue
-                rank, last_ranks = row[RANK], last[RANKS]
-                if self.collapse_ranks and rank is not None and last[RANK] is not None:
-                    if rank not in last_ranks and row[TEXT][row[PREFIX] :] == last[TEXT][last[PREFIX] :]:
-                        # ranks log the same message a second apart: one row, labelled with all of them
-                        rows[-1] = (*last[:COUNT], last[COUNT] + 1, (*last_ranks, rank), *last[PREFIX:])
-                        continue
             if len(rows) == rows.maxlen:
                 self.dropped += 1
+                if keep is None or keep(rows[0]):
+                    front += 1
             rows.append(row)
+            appended += 1
+            if vis is not None and keep is not None and keep(row):
+                vis.append(row)
+        if vis is not None and front:
+            del vis[:front]
         # The virtual width comes from the content (measured here, not while painting), so the
         # horizontal scrollbar does not depend on which rows happened to be drawn.
         widest = max(len(r[TEXT]) for r in pending) + 16  # room for a collapsed "TP0–7 ×8" label
         if widest > self._width:
             self._width = widest
-        self._refilter()
+        if self.search:
+            self._follow_hits(before - (1 if touched_last else 0), front)
+        self._update_size()
+
+    def _follow_hits(self, unchanged: int, front: int) -> None:
+        """The search's hits after a flush: those among the view's first ``unchanged`` rows of before
+        (less the ``front`` rows that fell off) are kept, shifted; only the rows after them are searched."""
+        if front > unchanged:  # more fell off than was there: nothing of before is left
+            self._find_hits()
+            return
+        rows = self.view_rows
+        needle = self.search.lower()
+        kept = [(h - front, r) for h, r in zip(self.hits, self._hit_rows, strict=True) if front <= h < unchanged]
+        start = unchanged - front
+        found = [(i, rows[i]) for i in range(start, len(rows)) if needle in rows[i][TEXT].lower()]
+        both = kept + found
+        self._find_hits([h for h, _ in both], [r for _, r in both])
+
+    def _merged(self, last: Row, row: Row) -> Row | None:
+        """What the ring's last row becomes when ``row`` merges into it (None: ``row`` is a row of its
+        own): a tqdm frame replaces the previous frame of the same bar, and ranks logging the same
+        message a second apart share one row, labelled with all of them."""
+        if (
+            row[KIND] == "progress"
+            and last[KIND] == "progress"
+            and _same_bar(last[TEXT][last[PREFIX] :], row[TEXT][row[PREFIX] :])
+        ):
+            return row
+        rank, last_ranks = row[RANK], last[RANKS]
+        if self.collapse_ranks and rank is not None and last[RANK] is not None:
+            if rank not in last_ranks and row[TEXT][row[PREFIX] :] == last[TEXT][last[PREFIX] :]:
+                return (*last[:COUNT], last[COUNT] + 1, (*last_ranks, rank), *last[PREFIX:])
+        return None
+
+    def _kept(self) -> Callable[[Row], bool]:
+        """Whether a row shows under the current filter."""
+        kinds, rank = self.filter_kinds, self.filter_rank
+
+        def keep(r: Row) -> bool:
+            return (kinds is None or r[KIND] in kinds) and (rank is None or rank in r[RANKS] or r[RANK] is None)
+
+        return keep
 
     def clear(self) -> None:
         self.rows.clear()
@@ -201,7 +253,7 @@ class LogView(ScrollView, can_focus=True):
             self._visible = None
         else:
             kinds, rank = self.filter_kinds, self.filter_rank
-            self._visible = [
+            self._visible = [  # inline, not _kept(): a call per row would double a filter key's cost
                 r
                 for r in self.rows
                 if (kinds is None or r[KIND] in kinds)
@@ -220,18 +272,21 @@ class LogView(ScrollView, can_focus=True):
         self.refresh()
         return len(self.hits)
 
-    def _find_hits(self) -> None:
-        """The hits in the rows shown now. After a filter change the current hit stays the same line
-        when it is still shown, else the nearest one before it: never "hit 0/8"."""
+    def _find_hits(self, hits: list[int] | None = None, hit_rows: list[Row] | None = None) -> None:
+        """The hits in the rows shown now (``hits``/``hit_rows``: found already, by :meth:`flush`). After
+        a filter change the current hit stays the same line when it is still shown, else the nearest
+        one before it: never "hit 0/8"."""
         rows = self.view_rows
         current = (
             self._hit_rows[self.hit_index]
             if 0 <= self.hit_index < len(getattr(self, "_hit_rows", []))
             else None
         )
-        needle = self.search.lower()
-        self.hits = [i for i, r in enumerate(rows) if needle in r[TEXT].lower()] if needle else []
-        self._hit_rows = [rows[i] for i in self.hits]
+        if hits is None or hit_rows is None:
+            needle = self.search.lower()
+            hits = [i for i, r in enumerate(rows) if needle in r[TEXT].lower()] if needle else []
+            hit_rows = [rows[i] for i in hits]
+        self.hits, self._hit_rows = hits, hit_rows
         if not self.hits:
             self.hit_index = -1
             return
@@ -412,6 +467,17 @@ def _same_bar(a: str, b: str) -> bool:
     ka = _NUMBERS.sub("#", a.split("%", 1)[0]).rstrip("# ")
     kb = _NUMBERS.sub("#", b.split("%", 1)[0]).rstrip("# ")
     return ka == kb or not ka or not kb  # tqdm's first frame has no description yet
+
+
+def _replace_last(vis: list[Row], keep: Callable[[Row], bool], old: Row, new: Row) -> None:
+    """The filtered view after the ring's last row ``old`` became ``new``."""
+    if vis and vis[-1] is old:
+        if keep(new):
+            vis[-1] = new
+        else:
+            vis.pop()
+    elif keep(new):
+        vis.append(new)
 
 
 def _display_text(row: Row) -> str:

@@ -13,14 +13,27 @@
     url.hash = "";
     el.dataset.sessionWebsocketUrl = url.href;
   }
+  // xterm takes keys only while its hidden textarea has the focus, which only a click gave it: keys
+  // did nothing until the page was clicked. Focus it as soon as the terminal exists, and again when
+  // the window comes back to the front.
+  function focusTerminal() {
+    const area = document.querySelector(".xterm-helper-textarea");
+    if (area) { area.focus({ preventScroll: true }); }
+    return Boolean(area);
+  }
   const start = window.onload;
   window.onload = function (event) {
     const font = document.fonts ? document.fonts.load("16px 'Roboto Mono'") : Promise.resolve();
     const patience = new Promise(function (resolve) { setTimeout(resolve, 3000); });
     Promise.race([font, patience]).catch(function () {}).then(function () {
       if (typeof start === "function") { start(event); }
+      if (!focusTerminal()) {
+        const watch = new MutationObserver(function () { if (focusTerminal()) { watch.disconnect(); } });
+        watch.observe(document.body, { childList: true, subtree: true });
+      }
     });
   };
+  window.addEventListener("focus", focusTerminal);
   for (const button of document.querySelectorAll("button.reload")) {
     button.addEventListener("click", function () { window.location.reload(); });
   }
