@@ -12,16 +12,11 @@ tail of the suite halves. Everything else is scheduled exactly as ``--dist loadg
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 from typing import Any
 
 from xdist.scheduler import LoadGroupScheduling
 
 SERIAL = "serial"
-#: a file the scheduler creates when the serial tail begins: CI then starts its side work (the checks,
-#: benchmarks and real-server dry runs) at nice 19, in the CPU the tail leaves idle
-MARK_ENV = "EAGLETUI_SERIAL_MARK"
 #: how many workers run the serial tests side by side at the end
 LANES = 2
 
@@ -107,9 +102,6 @@ class SerialLastScheduling(LoadGroupScheduling):
         if any(self._pending_of(work) for n, work in self.assigned_work.items() if n not in runners):
             return
         held, self._held = self._held, None
-        mark = os.environ.get(MARK_ENV)
-        if mark:
-            Path(mark).touch()
         ids = list(held)
         for lane, runner in enumerate(runners):
             mine = ids[lane :: len(runners)]
