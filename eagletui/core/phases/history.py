@@ -25,6 +25,7 @@ from eagletui.core.private_files import private_dir
 from eagletui.core.profile.model import normalize_flag
 from eagletui.core.servers.flags import KEY_FLAGS
 from eagletui.core.servers.kinds import SERVER_KINDS, server_kind
+from eagletui.core.stats.sample import percentile
 
 #: Server flags that change how long loading or graph capture takes (the tuned flags but the memory
 #: fraction). Part of the key: changing it would orphan every stored history.
@@ -74,17 +75,6 @@ def history_key(snapshot: Mapping[str, Any]) -> str:
         "flags": flags,
     }
     return json.dumps(key, sort_keys=True, separators=(",", ":"))
-
-
-def _percentile(values: list[float], q: float) -> float:
-    """Linear interpolation between closest ranks (numpy's default), without numpy."""
-    s = sorted(values)
-    if len(s) == 1:
-        return s[0]
-    pos = (len(s) - 1) * q
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(s) - 1)
-    return s[lo] + (s[hi] - s[lo]) * (pos - lo)
 
 
 def _valid(seconds: Any) -> bool:
@@ -190,11 +180,11 @@ class PhaseHistory:
 
     def estimate(self, key: str, phase: str) -> float | None:
         s = self.samples(key, phase)
-        return _percentile(s, 0.5) if s else None
+        return percentile(sorted(s), 50) if s else None
 
     def p95(self, key: str, phase: str) -> float | None:
         s = self.samples(key, phase)
-        return _percentile(s, 0.95) if s else None
+        return percentile(sorted(s), 95) if s else None
 
     def estimate_total(self, key: str, phases: list[str] | tuple[str, ...]) -> float | None:
         """Sum of medians over ``phases``; None unless every phase has history (a partial sum would

@@ -17,6 +17,7 @@ from eagletui.core.predict.forecast import WORTH, forecasts
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.compare import launch_differences
 from eagletui.core.runs.run import Group, Run
+from eagletui.core.stats.sample import percentile
 
 
 def _error_pct(predicted: float, measured: float) -> float:
@@ -230,7 +231,7 @@ class Record:
         if not e:
             return None
         if len(e) >= 3:
-            lo, hi = _quantile(e, 0.1), _quantile(e, 0.9)
+            lo, hi = percentile(e, 10), percentile(e, 90)
         else:
             lo, hi = e[0] - 5.0, e[-1] + 5.0
         return min(lo, 0.0), max(hi, 0.0)
@@ -238,14 +239,6 @@ class Record:
     def describe(self) -> str:
         n = len(self.errors)
         return f"{n} check{'s' if n != 1 else ''} on this host"
-
-
-def _quantile(xs: list[float], q: float) -> float:
-    """Linear-interpolated quantile of sorted ``xs``."""
-    pos = q * (len(xs) - 1)
-    i = int(math.floor(pos))
-    j = min(i + 1, len(xs) - 1)
-    return xs[i] + (xs[j] - xs[i]) * (pos - i)
 
 
 def kind_of(label: str) -> str:
