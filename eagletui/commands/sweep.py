@@ -31,6 +31,7 @@ import dataclasses
 import json
 import shlex
 import sys
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from eagletui.commands._args import ArgumentParser, command_timings, timings_from_env
@@ -64,8 +65,7 @@ def exit_status(report: dict[str, Any]) -> int:
 
 async def _amain(ns: argparse.Namespace) -> int:
     from eagletui.session.model import SessionModel
-    from eagletui.session.sweep.cells import SweepError
-    from eagletui.session.sweep.files import QueueLock, queue_path
+    from eagletui.session.sweep.files import queue_path
     from eagletui.session.sweep.queue import SweepQueue
     from eagletui.session.sweep.runner import SweepRunner
     from eagletui.workspace import Workspace
@@ -90,6 +90,18 @@ async def _amain(ns: argparse.Namespace) -> int:
     qpath = queue_path(target, ns.profile, ns.queue_dir)
     if ns.plan:
         return _print_plan(ns, profile, spec, targets, target, qpath)
+    return await run_locked(
+        qpath,
+        lambda: _run(ns, profile, spec, targets, target, qpath, SessionModel, SweepQueue, SweepRunner, Workspace),
+    )
+
+
+async def run_locked(qpath: Any, run: Callable[[], Awaitable[int]]) -> int:
+    """``run()`` holding the queue's lock (one runner per queue: a sweep's or a tune's); EXIT_USAGE, said,
+    when another eagletui holds it."""
+    from eagletui.session.sweep.cells import SweepError
+    from eagletui.session.sweep.files import QueueLock
+
     lock = QueueLock(qpath)
     try:
         lock.acquire()
@@ -97,9 +109,7 @@ async def _amain(ns: argparse.Namespace) -> int:
         _say(f"eagletui: {exc}")
         return EXIT_USAGE
     try:
-        return await _run(
-            ns, profile, spec, targets, target, qpath, SessionModel, SweepQueue, SweepRunner, Workspace
-        )
+        return await run()
     finally:
         lock.release()
 

@@ -30,7 +30,7 @@ from typing import Any
 from eagletui.commands._args import ArgumentParser, timings_from_env
 from eagletui.commands._signals import Interrupt, run_headless, withdraw
 from eagletui.commands._ssh import add_ssh_options
-from eagletui.commands.sweep import add_run_options
+from eagletui.commands.sweep import add_run_options, run_locked
 from eagletui.core.profile.load import load_profile
 from eagletui.core.profile.model import ProfileError
 from eagletui.core.profile.redact import Redactor
@@ -44,9 +44,6 @@ def _say(msg: str) -> None:
 
 
 async def _amain(ns: argparse.Namespace) -> int:
-    from eagletui.session.sweep.cells import SweepError
-    from eagletui.session.sweep.files import QueueLock
-
     try:
         profile = load_profile(ns.profile)
     except ProfileError as exc:
@@ -57,16 +54,7 @@ async def _amain(ns: argparse.Namespace) -> int:
         return EXIT_USAGE
     target = ns.target or profile.target
     qpath = _queue_path(ns, target)
-    lock = QueueLock(qpath)
-    try:
-        lock.acquire()
-    except SweepError as exc:
-        _say(f"eagletui: {exc}")
-        return EXIT_USAGE
-    try:
-        return await _run(ns, profile, target, qpath)
-    finally:
-        lock.release()
+    return await run_locked(qpath, lambda: _run(ns, profile, target, qpath))
 
 
 def _queue_path(ns: argparse.Namespace, target: str) -> Any:
