@@ -111,3 +111,24 @@ def test_a_tune_sigkilled_mid_launch_resumes_without_repeating_a_launch(tmp_path
     )  # one server per configuration, in both processes
     assert rep["best"] is not None and rep["tried"][1]["predicted"] > 0
     assert len(rep["never_tried"]) == 12 - len(launched) and all(r["why"] for r in rep["never_tried"])
+
+
+def test_a_second_tune_of_the_same_queue_is_refused_while_the_first_holds_it(tmp_path, monkeypatch, capsys):
+    """One runner per queue (commands/sweep.run_locked, shared with sweep): a second tune exits 2, says so,
+    and launches nothing."""
+    import argparse
+
+    from eagletui.commands.tune import _queue_path
+    from eagletui.session.sweep.files import QueueLock
+
+    monkeypatch.setenv("EAGLETUI_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("EAGLETUI_CONFIG_DIR", str(tmp_path / "config"))
+    prof = sim_profile_toml(tmp_path, free_port(), name="tunelock", filename="tune.toml", rest=REST, speed=20)
+    held = QueueLock(_queue_path(argparse.Namespace(queue_dir=None, profile=prof), "local"))
+    held.acquire()
+    try:
+        assert main(["local", "--profile", prof, "--json", "--no-preflight"]) == 2
+    finally:
+        held.release()
+    assert "another eagletui sweep is running this queue" in capsys.readouterr().err
+    assert not (tmp_path / "runs").exists() or not any((tmp_path / "runs").iterdir())
