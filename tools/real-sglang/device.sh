@@ -27,6 +27,8 @@
 #                                        # warning, the server's line, the diagnosis); the startup table
 #   bash tools/real-sglang/device.sh tune  # eagletui tune over steps 1-5 x speculation on/off (issue 37):
 #                                        # its launches against the grid's 6, every launch predicted vs measured
+#   bash tools/real-sglang/device.sh trained  # the trained pair (trained_pair/, ~4 min of training first):
+#                                        # accept, reach per position, accept by category vs its offline replay
 #   PAIR=work|half bash tools/real-sglang/device.sh PART  # with a known-acceptance drafter pair instead of the
 #                                        # random one (make_known_drafters.py: work accepts steps + 1, half
 #                                        # steps + 1 or 1.0 by the prompt's last character)
@@ -39,6 +41,8 @@ PART=${1:-1}
 # the stall part checks that a headless bench is valid: with the random pair it is not (accept ≈ 1 is
 # rightly "the drafter is not working"), so it takes the work pair unless told otherwise
 [ "$PART" = stall ] && : "${PAIR:=work}"
+# the trained part is about the trained pair
+[ "$PART" = trained ] && : "${PAIR:=trained}"
 R=$(pwd); S=$R/.real; T0=$(date +%s)
 # a dry run gets its own dirs and ports: two of them on one machine must not meet
 if [ -n "$DRYRUN" ]; then W=${ETR_WORK:-$(mktemp -d /tmp/etr-XXXXXX)}; else W=${ETR_WORK:-/tmp/etr}; fi
@@ -83,12 +87,24 @@ if [ -z "$DRYRUN" ]; then
   # PAIR=work|half: the known-acceptance pairs (make_known_drafters.py, from shared/known-drafters: accept =
   # steps + 1 exactly; "half": steps + 1 for prompts ending in ".", 1.0 for "?"), built from the tiny model
   # in seconds; unset: the random pair (accept ≈ 1, a useless drafter is a real case too)
-  if [ -n "$PAIR" ]; then
+  # PAIR=trained: a tiny target trained on the interpreter's standard library and an EAGLE-3 head trained on
+  # its hidden states (trained_pair/: TRAIN_S seconds of training, then the offline replay's expected.json),
+  # so acceptance falls with the draft position and differs by prompt category as a real drafter's does
+  if [ "$PAIR" = trained ]; then
+    [ -f /tmp/sgw/trained/draft/model.safetensors ] || { log "setup: train the pair (${TRAIN_S:-240} s budget)"; \
+      python3 $R/tools/real-sglang/trained_pair/train_pair.py --tiny /tmp/sgw/tiny --out /tmp/sgw/trained \
+      --time-budget-s ${TRAIN_S:-240} > $OUTD/train.log 2>&1; log "setup: train_pair rc=$?"; }
+    cp /tmp/sgw/trained/expected.json /tmp/sgw/trained/train_meta.json $OUTD/ 2>/dev/null
+  elif [ -n "$PAIR" ]; then
     [ -f /tmp/sgw/$PAIR/draft/model.safetensors ] || { log "setup: known drafters"; python3 \
       $R/tools/real-sglang/make_known_drafters.py /tmp/sgw/tiny /tmp/sgw $R/eagletui/bench/data/chat.jsonl \
       $OUTD/pairs-check.json /tmp/sgw/qa.jsonl >>$OUTD/steps.txt 2>&1; }
+  fi
+  if [ -n "$PAIR" ]; then
     sed -i "s#/tmp/sgw/tiny/target#/tmp/sgw/$PAIR/target#; s#/tmp/sgw/tiny/draft#/tmp/sgw/$PAIR/draft#; s/^name = .*/name = \"tiny-$PAIR\"/" $P
     [ "$PAIR" = half ] && sed -i 's#^prompts = "chat"#prompts = "/tmp/sgw/qa.jsonl"#; s/^num_prompts = 12$/num_prompts = 32/' $P
+    # every held-out prompt once (16 code, 16 prose), greedy, 128 new tokens: what expected.json replayed
+    [ "$PAIR" = trained ] && sed -i 's#^prompts = "chat"#prompts = "/tmp/sgw/trained/prompts.jsonl"#; s/^num_prompts = 12$/num_prompts = 32/; s/^warmup = 1$/warmup = 0/' $P
   fi
 else
   free_port(){ python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
@@ -217,6 +233,14 @@ elif [ "$PART" = stall ]; then
   [ -z "$SKIP_I4" ] && step i4-sigterm-bench $((TT + 60)) python3 $R/tools/real-sglang/term_when.py "repeat 1/" $TT 3 -- python3 -m eagletui bench local --profile $P --launch --repeats 200 --json
   if [ -n "$DRYRUN" ]; then step i9-stall 300 env EAGLETUI_TIMINGS=fast python3 $R/tools/real-sglang/stall_check.py $P $STOP_S
   else step i9-stall 420 python3 $R/tools/real-sglang/stall_check.py $P $STOP_S; fi
+elif [ "$PART" = trained ]; then
+  # issue 31: the trained pair served; eagletui's accept, reach per position and accept by category against
+  # the offline replay of the same prompts (trained_check.py), at concurrency 1 as the replay decodes; then
+  # steps 2, where the reach of the positions kept must stay what it was (a built pair cannot show that)
+  step b-bench-launch 330 python3 -m eagletui bench local --profile $P --launch --concurrency 1 --json
+  [ -f $OUTD/expected.json ] && python3 $R/tools/real-sglang/trained_check.py $OUTD/expected.json $OUTD/b-bench-launch.out > $OUTD/trained-check.jsonl 2>&1
+  P2=$W/trained-s2.toml; sed 's/^speculative-num-steps = 3$/speculative-num-steps = 2/; s/^speculative-num-draft-tokens = 4$/speculative-num-draft-tokens = 3/' $P > $P2
+  [ $(el) -lt 420 ] && step c-bench-steps2 200 python3 -m eagletui bench local --profile $P2 --launch --concurrency 1,4 --json
 elif [ "$PART" = adaptive ]; then
   # issue 35 item 5: --speculative-adaptive on the real server. c=1 and 16 route the batch to different
   # slots (0.5.17's default config: bs 1-7 [1, 3, 7], 8-31 [0, 1, 3]), so the log has "Switch adaptive

@@ -403,6 +403,25 @@ if PART == "stall":
     for row in jl("i9-stall.out"):
         check(row["check"], row["ok"], row.get("detail", ""))
     clean_after("i9-stall")
+if PART == "trained":
+    # issue 31: the trained pair on the server against its offline replay (trained_check.py's lines)
+    b = doc("b-bench-launch")
+    check("trained: bench --launch of the trained pair measured", measured(b, rc("b-bench-launch")),
+          b and (b.get("invalid") or b.get("error")))
+    rows = jl("trained-check.jsonl")
+    check("trained: the offline replay's expected.json was there to compare with", bool(rows))
+    for row in rows:
+        if "check" in row:
+            check(row["check"], row["ok"], row.get("detail", ""))
+        elif "figures" in row:
+            figures["trained"] = row["figures"]
+    clean_after("b-bench-launch")
+    if "c-bench-steps2" in steps:
+        b2 = doc("c-bench-steps2")
+        check("trained: steps 2 measured at c=1,4", measured(b2, rc("c-bench-steps2")), b2 and b2.get("invalid"))
+        figures["trained_steps2"] = b2 and {"accept": (b2.get("accept") or {}).get("per_position"),
+                                            "tok_s": b2.get("tok_s")}
+        clean_after("c-bench-steps2")
 if PART == "adaptive":
     # issue 35 item 5 on the real server: tiers seen, swaps and extra-tier captures read, the fall-back said
 
