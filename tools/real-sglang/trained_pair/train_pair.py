@@ -87,6 +87,8 @@ def tokenize_docs(tok, docs, bos=0):
 
 
 def main(argv=None):
+    """One piece: the pipeline's phases in their order (corpus, target, regeneration, draft, save, check) share
+    the parsed arguments, one time budget and one log; the work of each phase is in pairlib."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--tiny", default="/tmp/sgw/tiny")
     ap.add_argument("--make-tiny", default=None)
