@@ -320,3 +320,57 @@ def test_hostile_adaptive_notes_from_a_recording_are_ignored_not_fatal() -> None
     out = d.diagnoses(1)
     json.dumps([x.to_json() for x in out])
     assert {x.kind for x in out} == {"adaptive_fallback"}
+
+
+def test_adaptive_tiers_larger_than_the_launch_are_refused_before_0_5_23() -> None:
+    """Real (device.sh adaptive, 2026-12-02): 0.5.17 at steps 3 / 4 draft tokens with the default tiers died
+    building steps 7 (sglang#30549). 0.5.23 sizes the buffer for the tiers; a launch at the largest tier
+    fits; a launch that falls back to static steps builds no tier."""
+    from eagletui.core.servers.spec_preflight import spec_config_findings
+
+    args = {
+        "--speculative-algorithm": "EAGLE3", "--speculative-draft-model-path": "/d", "--speculative-num-steps": 3,
+        "--speculative-eagle-topk": 1, "--speculative-num-draft-tokens": 4, "--speculative-adaptive": True,
+    }  # fmt: skip
+    found = [f for f in spec_config_findings(args, "0.5.17") if f.check == "adaptive tiers"]
+    assert [f.status for f in found] == ["fail"] and "sgl-project/sglang#30549" in found[0].text()
+    assert "--speculative-num-steps 7 --speculative-num-draft-tokens 8" in found[0].message
+    assert not [f for f in spec_config_findings(args, "0.5.23") if f.check == "adaptive tiers"]
+    top = {**args, "--speculative-num-steps": 7, "--speculative-num-draft-tokens": 8}
+    assert not [f for f in spec_config_findings(top, "0.5.17") if f.check == "adaptive tiers"]
+    static = {**args, "--speculative-eagle-topk": 4}
+    assert not [f for f in spec_config_findings(static, "0.5.17") if f.check == "adaptive tiers"]
+    unknown = [f for f in spec_config_findings(args, None) if f.check == "adaptive tiers"]
+    assert [f.status for f in unknown] == ["warn"]
+
+
+def test_the_real_adaptive_crash_is_not_read_as_a_server_that_served() -> None:
+    """The same real log: the launch diagnosis said "steps 3 all along (no change logged); 2 extra tiers
+    captured" of a server that died before it was ready."""
+    log = (Path(__file__).parent / "fixtures/real-0.5.17/eagletui-adaptive-tier-crash-084201.log").read_text()
+    it = LogInterpreter(launch=1)
+    d = Diagnoser()
+    d.add_one(ev.LaunchStarted(launch=1, target="t", config={}))
+    d.add([*it.feed(log), *it.flush()])
+    steps = {x.kind: x for x in d.diagnoses(1)}["adaptive_steps"]
+    assert "all along" not in steps.text and "did not serve" in steps.text
+    assert "2 extra tiers captured at startup" in steps.text
+
+
+@pytest.mark.slow
+def test_the_simulator_dies_like_0_5_17_on_a_tier_larger_than_the_launch() -> None:
+    from tests.conftest_sim import SimProc
+
+    with SimProc(
+        [
+            "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8", "--speculative-algorithm", "EAGLE3",
+            "--speculative-draft-model-path", "lmsys/Kimi-K2.5-EAGLE3", "--speculative-num-steps", "3",
+            "--speculative-eagle-topk", "1", "--speculative-num-draft-tokens", "4", "--speculative-adaptive",
+            "--cuda-graph-max-bs-decode", "8", "--sim-version", "0.5.17", "--sim-speed", "50",
+        ]
+    ) as sim:  # fmt: skip
+        sim.wait_exit(60)
+        text = sim.text()
+    assert "Built adaptive runtime state steps=1" in text
+    assert "AssertionError: shared logits buffer holds 32 rows but caller needs 64" in text
+    assert "ready to roll" not in text

@@ -120,3 +120,13 @@ def test_a_kernel_build_that_fails_while_serving_names_the_jit_and_the_fix() -> 
     assert f["kind"] == "exception" and "Ninja build failed" in f["message"]
     assert "compiled a kernel on first use" in f["hint"] and "flashinfer-jit-cache" in f["hint"]
     assert "read the exception above" not in f["hint"]
+
+
+def test_an_adaptive_tier_that_outgrows_the_shared_logits_buffer_is_named_with_its_fix() -> None:
+    """Real (tools/real-sglang/device.sh adaptive, 2026-12-02): 0.5.17 with --speculative-adaptive at steps 3
+    died capturing the steps-7 tier. eagletui said only "failed (exception): AssertionError: …" and its
+    adaptive diagnosis read "steps 3 all along; 2 extra tiers captured" for a server that never served."""
+    p = parse_path(str(REAL17 / "eagletui-adaptive-tier-crash-084201.log"))
+    f = p["failure"]
+    assert f["kind"] == "exception" and "shared logits buffer holds 32 rows" in f["message"]
+    assert "sgl-project/sglang#30549" in f["hint"] and "--speculative-num-draft-tokens 8" in f["hint"]

@@ -25,6 +25,13 @@ DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
     "64": {"candidate_steps": [0], "up_hysteresis": 0.0, "down_hysteresis": 0.0},
 }
 
+#: 0.5.17's default (the same file of its wheel; the real server logged ``candidate_steps=[1, 3, 7]``): no
+#: steps 5 in the first slot
+DEFAULT_CONFIG_0517: dict[str, dict[str, Any]] = {
+    **DEFAULT_CONFIG,
+    "1": {"candidate_steps": [1, 3, 7], "up_hysteresis": 0.0, "down_hysteresis": -0.25},
+}
+
 
 class Slot:
     def __init__(self, initial: int, cfg: dict[str, Any]) -> None:
@@ -80,11 +87,23 @@ class Slot:
         return old, target
 
 
+def _before_0523(version: str | None) -> bool:
+    """The simulated release's default config is 0.5.17's (unknown: the newest)."""
+    try:
+        parts = tuple(int("".join(c for c in p if c.isdigit()) or 0) for p in str(version or "").split(".")[:3])
+    except ValueError:
+        return False
+    return bool(version) and parts < (0, 5, 23)
+
+
 class AdaptiveSteps:
     """The per-batch-size slots of one server."""
 
-    def __init__(self, initial: int, config_path: str | None, graph_bs: list[int] | None) -> None:
-        cfg: dict[str, Any] = DEFAULT_CONFIG
+    def __init__(
+        self, initial: int, config_path: str | None, graph_bs: list[int] | None, version: str | None = None
+    ) -> None:
+        default = DEFAULT_CONFIG_0517 if _before_0523(version) else DEFAULT_CONFIG
+        cfg: dict[str, Any] = default
         if config_path:
             with open(config_path) as f:
                 loaded = json.load(f)
@@ -92,7 +111,7 @@ class AdaptiveSteps:
                 cfg = loaded
         entries = {int(k): v for k, v in cfg.items() if str(k).isdigit() and isinstance(v, dict)}
         if not entries:
-            entries = {int(k): v for k, v in DEFAULT_CONFIG.items()}
+            entries = {int(k): v for k, v in default.items()}
         self.keys = sorted(entries)
         self.slots = {k: Slot(initial, {**cfg, **entries[k]}) for k in self.keys}
         self.graph_bs = sorted(graph_bs) if graph_bs else None

@@ -209,3 +209,27 @@ def profiler_abort(pid: int) -> list[str]:
         "Extension modules: numpy._core._multiarray_umath, torch._C, torch._C._fft, sgl_kernel.common_ops "
         "(total: 64)",
     ]
+
+
+def tb_adaptive_buffer(have: int, need: int, vocab: int) -> str:
+    """SGLang 0.5.17's scheduler dying while ``--speculative-adaptive`` builds a tier with more draft tokens
+    than the launch (the real frames of tests/fixtures/real-0.5.17/eagletui-adaptive-tier-crash-084201.log):
+    the logits buffer the graph runners share was sized for the launch's draft tokens (sglang#30549)."""
+    return "\n".join(
+        [
+            "Traceback (most recent call last):",
+            f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 4931, in run_scheduler_process',
+            "    scheduler = Scheduler(",
+            f'  File "{PKG}/sglang/srt/managers/scheduler.py", line 985, in init_model_worker',
+            "    self.init_all_cuda_graphs()",
+            f'  File "{PKG}/sglang/srt/speculative/eagle_worker_v2.py", line 1095, in init_cuda_graphs',
+            "    self.adaptive_controller.init_states(",
+            f'  File "{PKG}/sglang/srt/speculative/adaptive_runtime_state.py", line 103, in init_states',
+            "    state = self.worker.build_adaptive_runtime_state(",
+            f'  File "{PKG}/sglang/srt/model_executor/graph_shared_output.py", line 56, in get_logits_buffer',
+            "    assert rows <= self.max_rows, (",
+            f"AssertionError: shared logits buffer holds {have} rows but caller needs {need} (vocab_size={vocab})",
+            "",
+        ]
+    )
+

@@ -248,7 +248,10 @@ class Engine:
         self.adaptive: AdaptiveSteps | None = None
         if cfg.spec and cfg.topk == 1 and getattr(args, "speculative_adaptive", False):
             self.adaptive = AdaptiveSteps(
-                cfg.num_steps, getattr(args, "speculative_adaptive_config", None), self.graph_bs
+                cfg.num_steps,
+                getattr(args, "speculative_adaptive_config", None),
+                self.graph_bs,
+                str(getattr(args, "sim_version", "") or ""),
             )
 
     # --- public -------------------------------------------------------------------------------------

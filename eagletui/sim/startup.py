@@ -21,6 +21,7 @@ from eagletui.sim.adaptive import AdaptiveSteps
 from eagletui.sim.crashes import (
     scheduler_exception,
     sigquit_from_child,
+    tb_adaptive_buffer,
     tb_nccl,
     tb_not_enough_memory,
     tb_oom_capture,
@@ -271,7 +272,12 @@ class Startup:
         (``cuda_graph_bs_for_step``; none without graphs: a workspace only): the draft capture lines, the verify runner's
         bar (it prints no begin/end lines) and ``Built adaptive runtime state steps=N: elapsed=…s, mem=…GB``."""
         p, log = self.p, self.log
-        tiers = AdaptiveSteps(p.steps, getattr(p.args, "speculative_adaptive_config", None), p.capture_bs)
+        tiers = AdaptiveSteps(
+            p.steps,
+            getattr(p.args, "speculative_adaptive_config", None),
+            p.capture_bs,
+            p.args.sim_version,
+        )
         first = p.local_rank(0)
         if p.head:
             slot = tiers.slots[tiers.keys[0]]
@@ -283,6 +289,13 @@ class Startup:
             if step == p.steps:
                 continue
             bs = tiers.graph_bs_for_step(step) if graphs else []
+            # before 0.5.23 the shared logits buffer holds the launch's draft tokens per captured request
+            # (model_runner.max_decode_logits_rows): a tier drafting more outgrows it (sglang#30549; the
+            # real 0.5.17 on the H200 built steps 0 and 1, then died on steps 7 needing 64 rows of 32)
+            have, need = max(p.capture_bs or [1]) * p.ndt, max(p.capture_bs or [1]) * (step + 1)
+            if bs and need > have and _version_tuple(p.args.sim_version) < (0, 5, 23):
+                self.fail(first, tb_adaptive_buffer(have, need, 1024))
+                return
             t, before = time.monotonic(), self.avail[first]
             if bs:  # none: the tier runs eagerly (``disable_cuda_graph``), a workspace only
                 share = len(bs) / max(1, len(p.capture_bs))  # the draft graphs' share of the sizes

@@ -247,10 +247,16 @@ elif [ "$PART" = adaptive ]; then
   # runtime state" lines and the benchmark's tiers are in its diagnosis; the launch logs "Built adaptive
   # runtime state" per extra tier. Then topk 4: the preflight warns, the server falls back to static
   # steps with its one WARNING, and the diagnosis says so from the log. Then the startup table.
+  # 0.5.17 sizes the logits buffer the graph runners share for the launch's draft tokens, and the default
+  # tiers go up to steps 7: at steps 3 the launch dies building that tier (sglang#30549, first seen here
+  # 2026-12-02), so the preflight must refuse it; launched at the largest tier (steps 7, 8 draft tokens)
+  # it starts and adaptive steps down from there
   PA=$W/adaptive.toml; sed 's/^\[server.args\]$/[server.args]\nspeculative-adaptive = true/' $P > $PA
-  PF=$W/adaptive-topk4.toml; sed 's/^speculative-eagle-topk = .*/speculative-eagle-topk = 4/; s/^speculative-num-draft-tokens = .*/speculative-num-draft-tokens = 8/' $PA > $PF
+  PA7=$W/adaptive-steps7.toml; sed 's/^speculative-num-steps = .*/speculative-num-steps = 7/; s/^speculative-num-draft-tokens = .*/speculative-num-draft-tokens = 8/; /^arg = "speculative-num-steps"/,/^max = /s/^max = .*/max = 7/; /^arg = "speculative-num-draft-tokens"/,/^max = /s/^max = .*/max = 8/' $PA > $PA7
+  PF=$W/adaptive-topk4.toml; sed 's/^speculative-eagle-topk = .*/speculative-eagle-topk = 4/; s/^speculative-num-draft-tokens = .*/speculative-num-draft-tokens = 8/; /^arg = "speculative-num-draft-tokens"/,/^max = /s/^max = .*/max = 8/' $PA > $PF
   step a-preflight-adaptive 150 python3 -m eagletui preflight local --profile $PA --json
-  step b-bench-adaptive 330 python3 -m eagletui bench local --profile $PA --launch --concurrency 1,16 --json
+  step a2-preflight-adaptive7 150 python3 -m eagletui preflight local --profile $PA7 --json
+  step b-bench-adaptive 330 python3 -m eagletui bench local --profile $PA7 --launch --concurrency 1,16 --json
   step c-preflight-topk4 150 python3 -m eagletui preflight local --profile $PF --json
   step d-bench-topk4 330 python3 -m eagletui bench local --profile $PF --launch --json
   step e-sessions 60 python3 -m eagletui sessions

@@ -434,8 +434,12 @@ if PART == "adaptive":
     def diag(d, kind):
         return next((x for x in (d or {}).get("diagnosis") or [] if x.get("kind") == kind), None)
 
-    check("adaptive: the preflight of an adaptive launch does not warn", rc("a-preflight-adaptive") == 0
+    check("adaptive: the preflight refuses steps 3 with the default tiers before 0.5.23 (sglang#30549)",
+          rc("a-preflight-adaptive") != 0 and "shared logits buffer" in text_of("a-preflight-adaptive")
           and "will not adapt" not in text_of("a-preflight-adaptive"))
+    check("adaptive: the preflight of the launch at the largest tier (steps 7) passes without a warning",
+          rc("a2-preflight-adaptive7") == 0 and "shared logits buffer" not in text_of("a2-preflight-adaptive7")
+          and "will not adapt" not in text_of("a2-preflight-adaptive7"))
     b = doc("b-bench-adaptive")
     steps_d = diag(b, "adaptive_steps")
     check("adaptive: bench --launch measured, the diagnosis names the tiers (swaps, extra tiers' capture)",

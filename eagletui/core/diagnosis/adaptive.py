@@ -132,6 +132,9 @@ def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
         text = f"adaptive speculation: started at steps {start}; {shown}{more}"
     elif swaps:
         text = f"adaptive speculation: started at steps {start}; the batch size swapped the tier (no EMA change logged)"
+    elif not o.decode_lines and not o.benches:
+        # a launch that died building its tiers (sglang#30549) never ran a step: "all along" would be a claim
+        text = f"adaptive speculation on, steps {start}: no decode logged (the server did not serve)"
     else:
         text = f"adaptive speculation on: steps {start} all along (no change logged)"
     built = [n.value for n in o.note_list("adaptive", "built") if isinstance(n.value, dict)]

@@ -254,7 +254,14 @@ class FailureFold:
         hint = self.fmt.hint_for_launch(
             c.kind, c.tag, c.phase, version, c.line + " " + c.message, args=st.args, draft=c.draft
         )
-        if self.capture_at is not None and (c.phase or "").startswith("capture") and c.kind in ("oom", "exception"):
+        # the capture stage's remedy, unless the failure names its own cause (an adaptive tier that outgrew
+        # the shared logits buffer: lowering the batch sizes does not help)
+        if (
+            self.capture_at is not None
+            and (c.phase or "").startswith("capture")
+            and c.kind in ("oom", "exception")
+            and c.tag != "adaptive_buffer"
+        ):
             hint = self.fmt.capture_hint(self.capture_at, c.kind, version) or hint
         fail = ev.ServerFailed(
             kind=c.kind,

@@ -7,7 +7,8 @@ preflight (:mod:`eagletui.remote.preflight`) turns them into its check lines; an
 flags (the adaptive fallback shown live) calls :func:`adaptive_fallback_reason` directly.
 
 Each check carries the release that fixes it (``FIXED_IN``): on a host whose version has the fix the check
-says nothing. None of them is fixed in the newest wheel read (0.5.23): the sources are named per check.
+says nothing. Only the adaptive tiers' crash is fixed in the newest wheel read (0.5.23): the sources are
+named per check.
 Where the facts are missing (a Hugging Face id not on the host, an unknown version) a check that would
 refuse warns instead: a refusal must be certain.
 """
@@ -59,6 +60,10 @@ FIXED_IN: dict[str, tuple[int, ...] | None] = {
     # speculative/adaptive_spec_params.py adaptive_unsupported_reason, a WARNING and fixed steps.
     "adaptive": None,
     "draft architecture": None,
+    # #30549 closed as inactive, PR #30554 open; 0.5.23 model_runner.py max_decode_logits_rows adds every
+    # adaptive candidate's steps + 1 (resolve_candidate_steps_from_config); 0.5.17's sizes for the launch's
+    # draft tokens only and crashed so on the lent H200 (docs/real-sglang.md, 2026-12-02 third session)
+    "adaptive tiers": (0, 5, 23),
 }
 
 ISSUES = {
@@ -68,7 +73,12 @@ ISSUES = {
     "expert metrics": "sgl-project/sglang#32105",
     "adaptive": "sgl-project/sglang#21599",
     "draft architecture": "sgl-project/sglang#21272",
+    "adaptive tiers": "sgl-project/sglang#30549",
 }
+
+#: The candidate steps of SGLang's default adaptive config (0.5.17 and 0.5.23
+#: ``speculative/adaptive_spec_params.py`` DEFAULT_ADAPTIVE_CONFIG, the union over its batch-size slots)
+DEFAULT_ADAPTIVE_STEPS = (0, 1, 3, 7)
 
 #: Targets whose checkpoint may carry its own draft (MTP/NextN layers): SGLang defaults the draft path to
 #: the target for these (0.5.17 speculative_hook.py L561-577) or rewrites their config into a draft class
@@ -246,6 +256,7 @@ def spec_config_findings(
     if algo in ("EAGLE", "EAGLE3"):
         out += _draft_architecture(algo, draft, target)
         out += _draft_attention(a, ver, target, draft, gpus)
+        out += _adaptive_tiers(a, ver)
     # the adaptive fall-back is not repeated here: the preflight's flag check says it once
     # (eagletui.remote.preflight.flag_checks, from adaptive_fallback_reason)
     return [f for f in out if not _fixed(f.check, ver)]
@@ -423,3 +434,56 @@ def _draft_attention(
             )
         ]
     return []
+
+
+def _adaptive_tiers(a: dict[str, Any], ver: tuple[int, ...] | None) -> list[SpecFinding]:
+    """``--speculative-adaptive`` builds the CUDA graphs of every candidate tier at start-up
+    (``AdaptiveController.init_states``: a tier of ``steps`` drafts ``steps + 1`` tokens), but before 0.5.23
+    the logits buffer all graph runners share is sized for the launch's own draft tokens
+    (``model_runner.max_decode_logits_rows``: the largest captured batch × ``speculative_num_draft_tokens``).
+    A tier with more draft tokens than the launch then asserts "shared logits buffer holds N rows but caller
+    needs M" and the server dies before it is ready: on the lent H200, 0.5.17 at steps 3 (4 draft tokens)
+    with the default tiers died building steps 7 (32 rows, 64 needed), as sglang#30549 reports for a 2026-07
+    nightly (128 rows, 256 needed). No tiers are built where the launch falls back to static steps."""
+    from eagletui.core.servers.spec import adaptive_fallback
+
+    if not _on(a.get("--speculative-adaptive", False)) or _on(a.get("--disable-cuda-graph", False)):
+        return []
+    if adaptive_fallback(a, None if ver is None else ".".join(map(str, ver))) is not None:
+        return []
+    steps = _int(a.get("--speculative-num-steps"))
+    tokens = _int(a.get("--speculative-num-draft-tokens"))
+    tokens = tokens if tokens is not None else (steps + 1 if steps is not None else None)
+    own_config = a.get("--speculative-adaptive-config")
+    top = max(DEFAULT_ADAPTIVE_STEPS)
+    if tokens is not None and not own_config and tokens >= top + 1:
+        return []
+    most = "the launch's steps" if tokens is None else str(tokens - 1)
+    fix = (
+        f"launch at the largest tier (--speculative-num-steps {top} --speculative-num-draft-tokens {top + 1}: "
+        f"adaptive steps down from there), give --speculative-adaptive-config candidate_steps of at most {most}, "
+        "or use SGLang 0.5.23+"
+    )
+    if own_config:
+        if tokens is None:
+            return []
+        return [
+            _finding(
+                "adaptive tiers",
+                "warn",
+                f"--speculative-adaptive-config {str(own_config)[:120]}: a candidate of more than "
+                f"{tokens - 1} steps has more draft tokens than this launch's {tokens}, and SGLang before 0.5.23 "
+                "dies capturing it (shared logits buffer too small)",
+            )
+        ]
+    asked = "the steps SGLang picks" if tokens is None else f"this launch's {tokens} draft tokens"
+    return [
+        _finding(
+            "adaptive tiers",
+            "fail" if ver is not None and tokens is not None else "warn",
+            f"--speculative-adaptive builds its steps-{top} tier ({top + 1} draft tokens) at start-up, but "
+            f"SGLang before 0.5.23 sizes the shared logits buffer for {asked}: the capture asserts "
+            f'"shared logits buffer holds … rows" and the server dies before it is ready; {fix}',
+        )
+    ]
+

@@ -64,6 +64,10 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     # a kernel library (flashinfer, tvm_ffi) builds a kernel the first time a request needs it, and the
     # build fails: flashinfer's "Ninja build failed", tvm_ffi's "ninja exited with status N". Below the
     # capture rules: a build that fails during capture is a capture failure whose cause this names
+    # --speculative-adaptive before 0.5.23: a tier with more draft tokens than the launch outgrows the logits
+    # buffer the graph runners share (sglang#30549; 0.5.17 on the lent H200). Above the capture rules: it
+    # happens while the extra tiers' graphs are captured, and this names why
+    ("shared logits buffer holds", "exception", 66, "adaptive_buffer"),
     ("Ninja build failed", "exception", 63, "jit_build"),
     ("ninja exited with status", "exception", 63, "jit_build"),
     ("hit an exception", "exception", 60, "exception"),
@@ -453,6 +457,14 @@ def _exception_hint(
         )
     if tag == "compile":
         return "torch.compile failed: drop --enable-torch-compile or lower --torch-compile-max-bs."
+    if tag == "adaptive_buffer":
+        return (
+            "--speculative-adaptive built a tier with more draft tokens than the launch and outgrew the logits "
+            "buffer the CUDA-graph runners share (SGLang before 0.5.23, sgl-project/sglang#30549): launch at "
+            "the largest tier (--speculative-num-steps 7 --speculative-num-draft-tokens 8 with the default "
+            "tiers; adaptive steps down from there), or give --speculative-adaptive-config candidate_steps no "
+            "larger than the launch's steps, or upgrade to 0.5.23."
+        )
     if tag == "jit_build":
         return (
             "A kernel library compiled a kernel on first use and the build failed (the ninja output above "
