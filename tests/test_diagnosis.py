@@ -429,3 +429,22 @@ def test_a_format_that_reads_no_allreduce_lines_gets_no_verdict_from_silence() -
         d = Diagnoser()
         d.add(it.feed_bulk(p.read_text(errors="replace")) + it.flush())
         assert all(x.kind != "allreduce" for x in d.diagnoses(1)), p.name
+
+
+def test_no_collapse_is_judged_across_a_change_of_load() -> None:
+    """Real (device.sh adaptive, 2026-12-02, the H200): a swap at c=1, then the benchmark moved to c=16;
+    the decode lines after it ran 16 requests at a lower speed each, and eagletui called that a collapse
+    (931.4 → 24.6 tok/s per request) although the load, not the tier, had changed."""
+    args = EAGLE_ARGS.replace(
+        "speculative_num_draft_tokens=6)", "speculative_num_draft_tokens=6, speculative_adaptive=True)"
+    )
+    one = "".join(
+        f"[2026-12-01 08:02:{i:02d} TP0] Decode batch, #running-req: 1, #token: 9, token usage: 0.01, accept len: "
+        "8.00, accept rate: 1.00, cuda graph: True, gen throughput (token/s): 931.40, #queue-req: 0\n"
+        for i in range(10)
+    )
+    change = "[2026-12-01 08:02:30 TP0] Adaptive spec params updated: steps 1 -> 3 (ema_accept_len=2.9)\n"
+    sixteen = one.replace("#running-req: 1,", "#running-req: 16,").replace("931.40", "394.00").replace("08:02:", "08:03:")
+    d = kinds(diagnose(args + one + change + sixteen))
+    assert "adaptive_steps" in d and "adaptive_collapse" not in d
+

@@ -23,6 +23,8 @@ from eagletui.core.servers.spec import adaptive_fallback, adaptive_fallback_text
 COLLAPSE = 0.6
 #: Decode samples on each side of a change that judge it.
 WINDOW = 8
+#: The most the mean running batch may differ (as a ratio) between the two sides of a change it judges
+SAME_BATCH = 1.5
 
 
 def _segment(rows: list[tuple[int, int, float, float | None]]) -> tuple[float, float] | None:
@@ -159,6 +161,10 @@ def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     for a, b, _bs, at, t in steps_seq:
         before, after = _around(o.samples, at)
         if before is None or after is None:
+            continue
+        # like for like: per-request speed falls with the batch anyway, so only a change whose two sides
+        # ran about the same batch is judged (the real H200 run went from c=1 to c=16 right after a swap)
+        if max(before[0], after[0]) > SAME_BATCH * min(before[0], after[0]):
             continue
         if after[1] < COLLAPSE * before[1]:
             out.append(
