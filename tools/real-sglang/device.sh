@@ -238,7 +238,8 @@ elif [ "$PART" = trained ]; then
   # the offline replay of the same prompts (trained_check.py), at concurrency 1 as the replay decodes; then
   # steps 2, where the reach of the positions kept must stay what it was (a built pair cannot show that)
   step b-bench-launch 330 python3 -m eagletui bench local --profile $P --launch --concurrency 1 --json
-  [ -f $OUTD/expected.json ] && python3 $R/tools/real-sglang/trained_check.py $OUTD/expected.json $OUTD/b-bench-launch.out > $OUTD/trained-check.jsonl 2>&1
+  [ -f $OUTD/expected.json ] && python3 $R/tools/real-sglang/trained_check.py $OUTD/expected.json $OUTD/b-bench-launch.out \
+    "$(ls -td ~/.eagletui/runs/*/ 2>/dev/null | head -1)server.log" > $OUTD/trained-check.jsonl 2>&1
   P2=$W/trained-s2.toml; sed 's/^speculative-num-steps = 3$/speculative-num-steps = 2/; s/^speculative-num-draft-tokens = 4$/speculative-num-draft-tokens = 3/' $P > $P2
   [ $(el) -lt 420 ] && step c-bench-steps2 200 python3 -m eagletui bench local --profile $P2 --launch --concurrency 1,4 --json
 elif [ "$PART" = adaptive ]; then

@@ -3,7 +3,11 @@
 prompt category) beside what ``trained_pair/check_pair.py`` computed for the same prompts by replaying
 SGLang's greedy verify loop in plain PyTorch. One JSON line per check on stdout, like stall_check.py.
 
-    python3 tools/real-sglang/trained_check.py EXPECTED.json BENCH.json
+    python3 tools/real-sglang/trained_check.py EXPECTED.json BENCH.json [SERVER.log]
+
+With the launch's server.log, eagletui's pooled accept is also checked against the server's own decode lines
+(the mean of their ``accept len``: at concurrency 1 every logging interval holds the same number of
+verifies, so that mean is the pooled figure) within 1 %.
 
 The tolerances are the replay's, not eagletui's: the server's bf16 kernels and batching can send a greedy
 near-tie down another path, which changes that request's acceptance, so pooled numbers are compared
@@ -12,6 +16,7 @@ too (acceptance falls with position; the categories differ the way the replay sa
 """
 
 import json
+import re
 import sys
 
 
@@ -34,6 +39,19 @@ def main():
         isinstance(shown, (int, float)) and abs(shown - want["accept_length"]) <= 0.15,
         {"eagletui": shown, "replay": want["accept_length"]},
     )
+    if len(sys.argv) > 3:
+        try:
+            lens = [float(m) for m in re.findall(r"accept len: ([0-9.]+)", open(sys.argv[3], errors="replace").read())]
+        except OSError as exc:
+            lens, shown_err = [], str(exc)
+        else:
+            shown_err = ""
+        mean = sum(lens) / len(lens) if lens else None
+        out(
+            "trained: accept length within 1 % of the server's own decode lines",
+            isinstance(shown, (int, float)) and mean is not None and abs(shown - mean) <= 0.01 * mean,
+            {"eagletui": shown, "server_log_mean": mean and round(mean, 4), "lines": len(lens), "error": shown_err},
+        )
     reach = acc.get("per_position") or []
     rw = want["per_position"]
     out(
