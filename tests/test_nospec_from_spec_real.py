@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from eagletui.core import events as ev
 from eagletui.core.cycle.model import SpecSettings
 from eagletui.core.predict.forecast import Forecast, forecasts
@@ -55,6 +57,7 @@ def _steps3_book() -> RunBook:
     return book
 
 
+@pytest.mark.slow  # reads the real trace (≈ 1 s on a loaded machine)
 def test_speculation_off_from_the_steps_3_profile_is_near_the_measurement_and_inside_its_band() -> None:
     measured = {r["concurrency"]: r["output_throughput"] for r in _bench("off")["repeats"]["runs"]}
     off = [f for f in forecasts(_steps3_book(), 1)[0] if f.settings is None]
@@ -67,6 +70,7 @@ def test_speculation_off_from_the_steps_3_profile_is_near_the_measurement_and_in
         assert not f.measured and "only a no-spec launch can tell" in f.source
 
 
+@pytest.mark.slow  # reads the real trace (≈ 1 s on a loaded machine)
 def test_the_no_spec_step_estimate_lies_between_the_verify_alone_and_half_the_gaps() -> None:
     (b,) = [f for f in forecasts(_steps3_book(), 1)[0] if f.settings is None and f.concurrency == 1]
     assert b.low is not None and b.high is not None
@@ -93,6 +97,7 @@ def test_an_estimated_speculation_off_whose_band_reaches_past_the_choice_is_not_
     assert decisions([win, measured], "steps 3")[1].off_open is None
 
 
+@pytest.mark.slow  # reads the real trace (≈ 1 s on a loaded machine)
 def test_before_any_check_the_shown_band_holds_every_setting_the_round_measured() -> None:
     """The profile path's band was −6 … +5 % where steps 5 then measured 14 % below it (the model's
     alternatives and ±5 % for one benchmark: no launch-to-launch noise). Until this host has checks the
