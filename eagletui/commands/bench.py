@@ -24,7 +24,6 @@ import math
 from typing import Any
 
 from eagletui.commands._args import ArgumentParser, command_timings, timings_from_env
-from eagletui.commands._bench_decide import decide
 from eagletui.commands._bench_report import print_report, summarize_repeats
 from eagletui.commands._headless import PhasePrinter, _say
 from eagletui.commands._signals import Interrupt, run_headless, withdraw
@@ -36,6 +35,7 @@ from eagletui.core.profile.model import Profile, ProfileError
 from eagletui.core.profile.redact import Redactor
 from eagletui.core.servers.spec import without_speculation as no_spec_args
 from eagletui.session.baseline import warning as baseline_warning
+from eagletui.session.decide import decide
 from eagletui.session.model import SessionModel
 from eagletui.session.waits import wait_exit, wait_ready, why_not_ready
 from eagletui.workspace import Workspace
@@ -348,7 +348,7 @@ async def _measure_no_spec(
     spec_launch: int,
 ) -> dict[str, Any] | None:
     """``--vs-no-spec``: relaunch without the speculative flags and benchmark the same way, then more
-    no-spec runs where they can tell a point from its noise (:mod:`eagletui.commands._bench_decide`); its
+    no-spec runs where they can tell a point from its noise (:mod:`eagletui.session.decide`); its
     summary (also ``summary["no_spec"]``), or None when the relaunch failed (``summary`` says why)."""
     nospec = without_speculation(profile)
     _say("relaunching without the speculative flags")
@@ -364,7 +364,7 @@ async def _measure_no_spec(
     base_launch = model.state.launch.launch if model.state.launch is not None else -1
     limit = ns.decide_within if ns.decide_within is not None else ws.timings.sweep.decide_s
     if limit > 0 and spec_launch in model.runbook.runs:
-        summary["decide"] = await decide(ws, model, spec_launch, base_launch, limit)
+        summary["decide"] = await decide(ws, model, spec_launch, base_launch, limit, _say)
         run = model.runbook.runs.get(base_launch)
         base_results = list(run.results) if run is not None else base_results
     base_summary: dict[str, Any] = redactor.value(

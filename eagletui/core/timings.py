@@ -201,8 +201,8 @@ class SweepTimings:
     profile_poll_s: float = 1.0
     #: the load that keeps a profiled server decoding: a pause after a wave the server refused entirely
     profile_refused_s: float = 0.5
-    #: ``bench --vs-no-spec``: the most time spent on more no-spec runs to tell a point from its noise
-    #: (``--decide-within``; 0: none)
+    #: ``bench --vs-no-spec`` and the TUI's ``D``: the most time spent on more no-spec runs to tell a
+    #: point from its noise (``--decide-within``; 0: none)
     decide_s: float = 600.0
 
 

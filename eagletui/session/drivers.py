@@ -412,6 +412,34 @@ class LiveDriver(Driver):
                     )
                 )
 
+    async def decide(self, model: SessionModel, host: DriverHost, spec_launch: int) -> None:
+        """More benchmarks of the no-spec server up now until each point of ``spec_launch``'s comparison
+        with it leaves its noise or more runs cannot tell, within the timings' ``sweep.decide_s``
+        (:func:`eagletui.session.decide.decide`, the loop ``bench --decide-within`` runs); what stayed
+        open and why is said at the end."""
+        from eagletui.session.decide import decide
+
+        ws, base = self.workspace, model.state.current
+        if ws is None or not base:
+            return
+        limit = ws.timings.sweep.decide_s
+        self.bench_task = asyncio.current_task()
+        try:
+            out = await decide(ws, model, spec_launch, base, limit, lambda m: host.notify(m, title="deciding"))
+        except Exception as exc:
+            host.notify(f"{exc}", title="repeat until decided failed", severity="error")
+            return
+        finally:
+            self.bench_task = None
+        runs = sum(out["extra_no_spec_runs"].values())
+        open_ = "; ".join(f"concurrency {c}: {why}" for c, why in out["undecided"].items())
+        host.notify(
+            f"{runs} more no-spec run{'s' if runs != 1 else ''} in {out['used_s']:.0f} s (limit {limit:.0f} s)"
+            + (f"; still within noise: {open_}" if open_ else "; every point decided"),
+            title="repeat until decided",
+            severity="warning" if open_ else "information",
+        )
+
     async def close(self) -> None:
         """Cancel a benchmark, let a launch in flight finish so its server is known, then
         disconnect (stopping the server only where ``stops_server_on_quit``); both bounded by the

@@ -22,6 +22,13 @@ ACTIONS: list[tuple[str, str, str, str, str]] = [
     ("relaunch", "r", "relaunch", "Relaunch", "Relaunch the server with the running config"),
     ("stop", "s", "stop", "Stop", "Stop the server eagletui started"),
     ("bench", "b", "bench", "Bench", "Run a benchmark"),
+    (
+        "decide",
+        "D",
+        "decide",
+        "Decide",
+        "Repeat the no-spec benchmark until vs-no-spec leaves its noise (limit: sweep.decide_s)",
+    ),
     ("apply", "a", "apply", "Apply", "Apply pending toggles: preflight, stop, relaunch"),
     ("diff", "d", "diff", "Diff", "Show pending changes (running vs pending)"),
     ("pin", "m", "pin_baseline", "Baseline", "Pin the selected run (or the latest) as baseline"),
@@ -114,7 +121,7 @@ PRIORITY = {"replay_back", "replay_forward", "replay_start", "replay_end"}
 #: Actions that need a capability of the driver: hidden from the key bar when it lacks it (a replay
 #: cannot launch or benchmark; only a replay can pause or change speed).
 NEEDS_LAUNCH = frozenset({"relaunch", "stop", "apply", "next_launch"})
-NEEDS_BENCH = frozenset({"bench"})
+NEEDS_BENCH = frozenset({"bench", "decide"})
 NEEDS_REPLAY = frozenset(
     {
         "replay_pause",

@@ -100,6 +100,8 @@ class Announcer:
                 msg += f", accept {ev.accept_length:.2f}"
             if ev.error:
                 msg += f" ({ev.error})"
+            else:
+                msg += _decide_hint(self.app)
             self.announce("bench_done", "benchmark done", msg)
         elif isinstance(ev, TaskFailed):
             # lasting news, like a stopped recording: it stays until read; the status line keeps it
@@ -130,6 +132,18 @@ class Announcer:
         out = notification_output(channels, f"eagletui: {title}", desktop_body or body, config.desktop_kind)
         if out:
             terminal.write(out)
+
+
+def _decide_hint(app: EagleApp) -> str:
+    """Where this benchmark leaves a spec launch's comparison with the server up now within its noise and
+    more runs could tell: the key that repeats it until decided (a replay cannot benchmark: no hint)."""
+    from eagletui.session.decide import spec_launch_for
+
+    model = app.model
+    if not getattr(app.driver, "can_bench", False) or not model.state.current:
+        return ""
+    spec = spec_launch_for(model.runbook, model.state.current)
+    return "" if spec is None else f"; vs spec #{spec} within noise: D repeats it until decided"
 
 
 #: The session model's problem sources, as a toast title says them.

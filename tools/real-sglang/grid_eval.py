@@ -143,6 +143,7 @@ def loo() -> None:
         "within_10pct": sum(e <= 10 for e in errs),
         "inside_band": inside,
         "mean_band_width_pct": round(sum(widths) / len(widths), 1) if widths else None,
+        "mean_half_width_pct": round(sum(widths) / len(widths) / 2, 1) if widths else None,
     }
     print(json.dumps(summary))
 
@@ -164,7 +165,7 @@ for name, wp, wn in (("profile", True, False), ("profile + no-spec", True, True)
         mean = sum(got) / len(got)
         spread = (max(got) - min(got)) / mean * 100 if mean else 0.0
         err = (f.tok_s / mean - 1) * 100 if mean else float("nan")
-        low, high = getattr(f, "low", None), getattr(f, "high", None)
+        low, high = f.shown() if f.low is not None and f.high is not None else (None, None)
         rows.append({
             "base": name, "setting": f.label, "concurrency": f.concurrency, "predicted": round(f.tok_s, 1),
             "low": None if low is None else round(low, 1), "high": None if high is None else round(high, 1),
@@ -182,6 +183,16 @@ result = {
     "adaptive_config": adaptive_config(book, 1) if book else None,
     "measured": {f"{k[0]} c={k[1]}": v for k, v in sorted(meas.items())},
 }
+judged = [r for r in rows if "why_none" not in r and not r["measured_here"] and r["low"] is not None]
+for name in dict.fromkeys(r["base"] for r in judged):
+    mine = [r for r in judged if r["base"] == name]
+    inside = sum(r["low"] <= r["measured_mean"] <= r["high"] for r in mine)
+    half = sum((r["high"] - r["low"]) / 2 / r["predicted"] * 100 for r in mine) / len(mine)
+    errs = [abs(r["error_pct"]) for r in mine]
+    result.setdefault("coverage", {})[name] = {
+        "predictions": len(mine), "inside_band": inside, "mean_half_width_pct": round(half, 1),
+        "mean_abs_error_pct": round(sum(errs) / len(errs), 1), "within_10pct": sum(e <= 10 for e in errs),
+    }
 if AS_JSON:
     print(json.dumps(result, indent=1))
 else:
@@ -196,3 +207,5 @@ else:
               f"err {r['error_pct']:+.1f} %{tag}")
     print("next_launch:", result["next_launch"])
     print("adaptive_config:", json.dumps(result["adaptive_config"]))
+    for name, cov in result.get("coverage", {}).items():
+        print(f"coverage {name}: {json.dumps(cov)}")

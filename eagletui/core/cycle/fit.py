@@ -25,6 +25,16 @@ RUNNER_BAND = (0.3, 1.0)
 #: accept length is read (the exact drafter accepts the same everywhere: no slope can be read then).
 SLOPE_MIN_N = 8
 SLOPE_MIN_SPREAD = 0.3
+#: A no-spec decode step estimated from a speculative cycle (:func:`nospec_from_cycle`): the share of
+#: the cycle's CPU-bound gaps it pays beyond the verify alone, and the range the evidence allows. A
+#: cycle hands off between its GPU parts three times and once more to the scheduler (draft → verify →
+#: draft extend → result and the next batch), CPU work each; a no-spec step makes one hand-off, and its
+#: overlap scheduler hides part of that behind the forward. Measured on the lent H200 (SGLang 0.5.17,
+#: tiny pairs, four sessions' steps-3 launches against no-spec launches of the same host): 0.13-0.37 of
+#: the gaps, moving with the host's state, so the centre is the middle of the band, which runs from the
+#: verify alone (no gap at all: the fastest a step can be) to half the gaps (docs/economics.md).
+NOSPEC_GAP_SHARE = 0.25
+NOSPEC_GAP_BAND = (0.0, 0.5)
 
 
 def fit_parts(
@@ -221,11 +231,36 @@ def _split_replay(
         )
 
     src = f"step profile: {how}; the draft runner's own work {runner:.2f} ms; the rest of the cycle fixed"
-    base = parts(runner, per_token, src)
+    nospec, band = nospec_from_cycle(cycle_ms, verify, replay, sigma, max(0.0, cycle_ms - total * sigma))
+    base = replace(parts(runner, per_token, src), nospec_ms=nospec, nospec_band=band)
     alts = [parts(RUNNER_BAND[0] * lead, per_token, src), parts(RUNNER_BAND[1] * lead, per_token, src)]
     if slope is None:
         alts.append(parts(runner, _num(rx, "replay_ms") / accept, src + " (extend per accepted token)"))
     return replace(base, alternatives=tuple(alts))
+
+
+def nospec_from_cycle(
+    cycle_ms: float, verify: float, replay: Mapping[str, Any], sigma: float, gaps_ms: float
+) -> tuple[float, tuple[float, float] | None]:
+    """A no-spec decode step from a speculative cycle's step profile, ms, and the (fastest, slowest) step
+    the evidence allows (None: nothing to spread).
+
+    The verify is one target forward over ``steps + 1`` tokens a request; a no-spec step is one over
+    one token, whose GPU time on a memory-bound target is about the same (the verify's replay grew by
+    ≈ 0.001 ms a token on the lent H200). So the step is the verify alone — its preparation, scaled as
+    every CPU-bound span by ``sigma`` (measured cycle ÷ profiled period), and its replay — plus its share
+    of the CPU-bound gaps between the parts (``gaps_ms``, already scaled): :data:`NOSPEC_GAP_SHARE`,
+    anywhere in :data:`NOSPEC_GAP_BAND`. The verify alone put the step at 0.44 of what it measured on
+    the lent H200 (speculation off predicted +54 … +82 % too high); the share cannot be known without a
+    no-spec launch, hence the band. A profile with no gaps (a GPU-bound cycle) gives the verify alone."""
+    rv = replay.get("verify") if isinstance(replay.get("verify"), Mapping) else {}
+    rep, lead = _num(rv, "replay_ms"), _num(rv, "lead_ms")
+    alone = rep + lead * sigma if rep > 0 else verify * sigma
+    alone = min(alone, cycle_ms)
+    if gaps_ms <= 0:
+        return alone, None
+    pick = lambda share: min(cycle_ms, alone + share * gaps_ms)  # noqa: E731
+    return pick(NOSPEC_GAP_SHARE), (pick(NOSPEC_GAP_BAND[0]), pick(NOSPEC_GAP_BAND[1]))
 
 
 def accept_slope(pairs: Sequence[tuple[float, float]]) -> float | None:

@@ -128,6 +128,18 @@ class CycleParts:
     #: other parts the evidence leaves open (a draft runner's share, a rest that may be fixed or per
     #: accepted token): a prediction's band is what they give
     alternatives: tuple[CycleParts, ...] = field(default=(), compare=False)
+    #: what a no-spec decode step would cost, estimated from the cycle where no no-spec run was measured
+    #: (0: the verify stands in), and the (fastest, slowest) step the evidence allows
+    nospec_ms: float = 0.0
+    nospec_band: tuple[float, float] | None = None
+
+    def nospec_step(self) -> tuple[float, float, float]:
+        """(estimate, fastest, slowest) no-spec decode step in ms: :attr:`nospec_ms` and its band where a
+        step profile gave them, else the verify (a fit's verify *is* the measured no-spec step)."""
+        if self.nospec_ms > 0:
+            lo, hi = self.nospec_band or (self.nospec_ms, self.nospec_ms)
+            return self.nospec_ms, min(lo, self.nospec_ms), max(hi, self.nospec_ms)
+        return self.verify_ms, self.verify_ms, self.verify_ms
 
     def drafts(self, settings: SpecSettings) -> int:
         """How many times ``draft_step_ms`` is paid at ``settings``."""
@@ -159,6 +171,10 @@ class CycleParts:
             out["draft_fixed_ms"] = round(self.draft_fixed_ms, 3)
         if self.token_ms:
             out["token_ms"] = round(self.token_ms, 4)
+        if self.nospec_ms > 0:
+            out["nospec_step_ms"] = round(self.nospec_ms, 3)
+            if self.nospec_band is not None:
+                out["nospec_step_band_ms"] = [round(x, 3) for x in self.nospec_band]
         return out
 
 

@@ -12,13 +12,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from eagletui.core.cycle.model import SpecSettings, neighbours, predict
-from eagletui.core.predict.bases import _label, _reference, bases
+from eagletui.core.predict.bases import Basis, _label, _reference, bases
 from eagletui.core.runs.book import RunBook
 from eagletui.core.servers.spec import captured_max_bs
 from eagletui.core.stats.noise import ASSUMED_NOISE
 
 #: Predictions within this share of the measured run are not worth a launch.
 WORTH = 0.03
+#: How far one launch's tok/s lies from the mean over launches of its setting (relative standard
+#: deviation), before this host has any check of its own: 0.12 on the lent H200 (SGLang 0.5.17, twelve
+#: settings launched twice in one grid, 32 × 256 requests: their launches 2-37 % apart).
+LAUNCH_SD = 0.12
+#: The prior's width in standard deviations: four predictions in five inside it.
+LAUNCH_Z = 1.28
+#: The half-width a prediction's shown band gets from launch-to-launch noise until checks exist: the
+#: base is one launch and what checks it another, each off its setting's mean by ``LAUNCH_SD``.
+LAUNCH_PRIOR = LAUNCH_Z * LAUNCH_SD * math.sqrt(2.0)
+#: How the prior reads in a band's source.
+PRIOR_TEXT = f"launches of one setting ±{LAUNCH_PRIOR * 100:.0f} % apart until this host has checks"
 
 
 @dataclass(frozen=True)
@@ -44,6 +55,9 @@ class Forecast:
     #: the relative uncertainty of the base's mean, which the predicted tok/s inherits (shown in the
     #: band; a decision compares against the same base, so there it cancels)
     noise: float = 0.0
+    #: how far a launch may land off its setting's mean, relative: :data:`LAUNCH_PRIOR` until this host's
+    #: checks of this kind of prediction measure it (then 0: the track record holds it)
+    launch_noise: float = 0.0
 
     @property
     def delta_pct(self) -> float:
@@ -60,8 +74,16 @@ class Forecast:
 
     def shown(self) -> tuple[float, float]:
         """The band of what a launch of this setting may measure: the decision's band widened by the
-        base's own uncertainty."""
-        return self.floor * (1 - self.noise), self.ceiling * (1 + self.noise)
+        base's own uncertainty and, before any check on this host, by how far launches of one setting
+        land apart: each edge's distance from the prediction and those noises are independent, so they add
+        in quadrature (added end to end, the model's alternatives and the launch prior together made the
+        lent H200's bands twice as wide as its misses needed)."""
+        if self.tok_s <= 0:
+            return self.floor, self.ceiling
+        n = math.hypot(self.noise, self.launch_noise)
+        down = math.hypot(1 - self.floor / self.tok_s, n)
+        up = math.hypot(self.ceiling / self.tok_s - 1, n)
+        return self.tok_s * max(0.0, 1 - down), self.tok_s * (1 + up)
 
     def band_text(self) -> str:
         """``-15 … +7 %, 4 checks on this host``; "" without a band."""
@@ -149,8 +171,11 @@ def forecasts(book: RunBook, launch: int) -> tuple[list[Forecast], str]:
             band = "; ".join(
                 x for x in ("the model's alternatives" if p.tok_s_low is not None else "", noise_text) if x
             )
+            band = f"{band}; {PRIOR_TEXT}"
             rows.append(
-                Forecast(_label(s), s, c, tok, b.tok_s, p.accept, src, False, low, high, band, eager, noise)
+                Forecast(
+                    _label(s), s, c, tok, b.tok_s, p.accept, src, False, low, high, band, eager, noise, LAUNCH_PRIOR
+                )
             )
         if b.nospec_tok_s:
             rows.append(
@@ -167,21 +192,33 @@ def forecasts(book: RunBook, launch: int) -> tuple[list[Forecast], str]:
                 )
             )
         else:
-            est = m.parts.verify_ms
-            if est > 0:
-                off = b.aggregate(1000.0 / est)
-                rows.append(
-                    Forecast(
-                        _label(None),
-                        None,
-                        c,
-                        off,
-                        b.tok_s,
-                        None,
-                        "estimate: a no-spec step ≈ the verify part",
-                        eager=eager,
-                    )
-                )
+            off = _nospec_estimate(b, eager, noise, noise_text)
+            if off is not None:
+                rows.append(off)
         rows.sort(key=lambda f: -f.tok_s)
         out.extend(rows)
     return out, why
+
+
+def _nospec_estimate(b: Basis, eager: bool, noise: float, noise_text: str) -> Forecast | None:
+    """Speculation off where no no-spec run was measured: the no-spec step the cycle's parts estimate
+    (a step profile's verify alone and its share of the cycle's CPU-bound gaps, with the band that share
+    leaves open: :func:`eagletui.core.cycle.fit.nospec_from_cycle`), else the verify part."""
+    step, fast, slow = b.measurement.parts.nospec_step()
+    if step <= 0:
+        return None
+    tok = b.aggregate(1000.0 / step)
+    if fast < slow:
+        src = (
+            f"estimate: a no-spec step ≈ the verify alone and a share of the cycle's CPU-bound gaps, "
+            f"{step:.2f} ms ({fast:.2f}-{slow:.2f}); only a no-spec launch can tell"
+        )
+        low, high, band = b.aggregate(1000.0 / slow), b.aggregate(1000.0 / fast), "the model's alternatives"
+        return Forecast(
+            _label(None), None, b.group.concurrency, tok, b.tok_s, None, src, False, low, high,
+            f"{band}; {noise_text}; {PRIOR_TEXT}", eager, noise, LAUNCH_PRIOR,
+        )
+    return Forecast(
+        _label(None), None, b.group.concurrency, tok, b.tok_s, None, "estimate: a no-spec step ≈ the verify part",
+        eager=eager,
+    )

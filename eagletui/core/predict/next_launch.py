@@ -17,7 +17,7 @@ adds is where the parts come from and what is done with the predictions:
 
 **Candidates**: the step counts around the run's (:func:`~eagletui.core.cycle.model.neighbours`), a chain
 (topk 1) for a tree run, and speculation off. Speculation off is the no-spec reference's own measurement
-where one exists, else an estimate (a no-spec step ≈ the verify part, with its forward's gap).
+where one exists, else an estimate with its band (:func:`eagletui.core.cycle.fit.nospec_from_cycle`).
 
 **Predicted vs measured**: a later run whose launch equals this one but for the speculative flags (the
 reference rule's :func:`~eagletui.core.runs.compare.launch_differences`) and that ran a predicted setting at the
@@ -125,6 +125,7 @@ def _decision_json(d: Any) -> dict[str, Any]:
         "decided": "launch" if d.winner is not None else "undecided" if d.open is not None else "keep",
         "setting": (d.winner or d.open).label if (d.winner or d.open) is not None else d.base_label,
         "eager": d.eager,
+        "speculation_off": "not ruled out" if d.off_open is not None else None,
         "text": d.text(),
     }
 

@@ -29,6 +29,9 @@ class Decision:
     winner: Forecast | None
     open: Forecast | None
     eager: bool = False
+    #: speculation off, estimated (no no-spec run measured), whose band reaches past what this decision
+    #: picks: whether to draft at all stays open until a no-spec launch is measured
+    off_open: Forecast | None = None
 
     @property
     def steps(self) -> int | None:
@@ -38,6 +41,15 @@ class Decision:
         return None if self.open is not None else -1
 
     def text(self) -> str:
+        off = self.off_open
+        if off is None:
+            return self._text()
+        return (
+            f"{self._text()}; speculation off not ruled out (estimated {off.tok_s:.1f} tok/s, "
+            f"{off.band_text()}): bench --vs-no-spec to know"
+        )
+
+    def _text(self) -> str:
         c = self.concurrency
         if self.winner is not None:
             f = self.winner
@@ -82,7 +94,8 @@ def _with_record(f: Forecast, rec: Record | None) -> Forecast:
         source = f"{rec.describe()} and the model's alternatives"
     else:
         source = rec.describe()
-    return replace(f, low=low, high=high, band=source)
+    # the checks' errors hold how far launches land apart on this host: the prior gives way to them
+    return replace(f, low=low, high=high, band=source, launch_noise=0.0)
 
 
 def decisions(fs: list[Forecast], base_label: str) -> dict[int, Decision]:
@@ -104,16 +117,27 @@ def decisions(fs: list[Forecast], base_label: str) -> dict[int, Decision]:
             open_ = next((f for f in rows if not f.measured), None)
         elif winner is None:
             open_ = next((f for f in rows if f.ceiling > need), None)
-        out[c] = Decision(c, base_label, base, winner, open_, eager)
+        out[c] = Decision(c, base_label, base, winner, open_, eager, _off_open(rows, winner, open_, need))
     return out
+
+
+def _off_open(rows: list[Forecast], winner: Forecast | None, open_: Forecast | None, need: float) -> Forecast | None:
+    """Speculation off estimated from a speculative cycle (no no-spec run) whose band still reaches past
+    what the decision picks (the winner's low edge, else what ran): not decided against until measured."""
+    off = next((f for f in rows if f.settings is None and not f.measured), None)
+    if off is None or off is open_ or off is winner:
+        return None
+    bar = winner.floor if winner is not None else need
+    return off if off.ceiling > bar else None
 
 
 def adaptive_config(book: RunBook, launch: int) -> dict[str, Any] | None:
     """The JSON file ``--speculative-adaptive-config`` of SGLang 0.5.23 reads, from the one ranking: per
     measured concurrency (a batch-size key) the step count the decision names, the measured one where it
     keeps what ran (0: no drafting at that batch size). None without predictions, while any concurrency
-    is undecided (a config must not rest on a guess), and when no drafting wins everywhere (then the
-    answer is speculation off, not adaptive speculation). SGLang requires the launch's
+    is undecided or drafting at all is (speculation off only estimated, its band reaching past the
+    choice: a config must not rest on a guess), and when no drafting wins everywhere (then the answer
+    is speculation off, not adaptive speculation). SGLang requires the launch's
     ``--speculative-num-steps`` to be one of the candidate steps (``_init_adaptive_speculative_params``)."""
     fs, _ = ranked(book, launch)
     if not fs:
@@ -124,7 +148,7 @@ def adaptive_config(book: RunBook, launch: int) -> dict[str, Any] | None:
         return None  # adaptive speculation runs topk 1 only (adaptive_unsupported_reason)
     out: dict[str, Any] = {}
     for c, d in decisions(fs, _label(s)).items():
-        if d.steps is None:
+        if d.steps is None or d.off_open is not None:
             return None
         out[str(c)] = {"candidate_steps": [s.steps if d.steps < 0 else d.steps]}
     if all(v["candidate_steps"] == [0] for v in out.values()):

@@ -149,10 +149,11 @@ class ServerControl(Screen):
     async def _stop_worker(self, d: LiveDriver) -> None:
         await d.stop(self._as_host)
 
-    def action_bench(self) -> None:
+    def _bench_ready(self) -> LiveDriver | None:
+        """The live driver when a benchmark may start now, else None after saying why not."""
         d = self._live()
         if d is None:
-            return
+            return None
         if d.control_busy:
             self.app.notify("a launch or stop is in progress", severity="warning")
         elif self.model.state.server_state != ServerState.READY:
@@ -160,11 +161,46 @@ class ServerControl(Screen):
         elif d.benchmarking:
             self.app.notify("a benchmark is already running", severity="warning")
         else:
+            return d
+        return None
+
+    def action_bench(self) -> None:
+        d = self._bench_ready()
+        if d is not None:
             self._bench_worker(d)
 
     @work(exclusive=False, group="bench", name="benchmark", exit_on_error=False)
     async def _bench_worker(self, d: LiveDriver) -> None:
         await d.benchmark(self.model, self._as_host)
+
+    def action_decide(self) -> None:
+        """``D``: repeat the no-spec benchmark until the vs-no-spec comparison leaves its noise, within
+        the stated time limit (the loop ``bench --vs-no-spec --decide-within`` runs)."""
+        from eagletui.session.decide import spec_launch_for
+
+        d = self._bench_ready()
+        if d is None:
+            return
+        base = self.model.state.current
+        spec = spec_launch_for(self.model.runbook, base) if base else None
+        if spec is None:
+            self.app.notify(
+                "nothing to decide: D repeats the no-spec server's benchmark while a spec launch's comparison "
+                "with it is within noise and more runs could tell (benchmark a spec launch, then launch "
+                "without speculation and benchmark it)",
+                severity="warning",
+            )
+            return
+        limit = d.workspace.timings.sweep.decide_s if d.workspace is not None else 0.0
+        self.app.notify(
+            f"repeating the no-spec benchmark until #{spec}'s comparison leaves its noise (at most {limit:.0f} s)",
+            title="repeat until decided",
+        )
+        self._decide_worker(d, spec)
+
+    @work(exclusive=False, group="bench", name="repeat until decided", exit_on_error=False)
+    async def _decide_worker(self, d: LiveDriver, spec: int) -> None:
+        await d.decide(self.model, self._as_host, spec)
 
     def action_diff(self) -> None:
         staged = self.model.staged
