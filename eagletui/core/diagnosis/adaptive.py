@@ -103,6 +103,24 @@ def _tiers_text(swaps: int, cands: Any, built: list[dict[str, Any]]) -> str:
     return text
 
 
+def _steps_text(o: LaunchObs, start: Any, swaps: int, steps_seq: list[tuple[Any, ...]]) -> str:
+    """The steps line's head: the EMA's changes, else the batch size's swaps, else one tier all along (or,
+    for a launch that never decoded, that it did not serve)."""
+    if steps_seq:
+        shown = "; ".join(
+            f"{a} → {b}" + (f" at running batch {bs}" if bs is not None else "") + (f" ({t})" if t else "")
+            for a, b, bs, _, t in steps_seq[:8]
+        )
+        more = f" (+{len(steps_seq) - 8} more)" if len(steps_seq) > 8 else ""
+        return f"adaptive speculation: started at steps {start}; {shown}{more}"
+    if swaps:
+        return f"adaptive speculation: started at steps {start}; the batch size swapped the tier (no EMA change logged)"
+    if not o.decode_lines and not o.benches:
+        # a launch that died building its tiers (sglang#30549) never ran a step: "all along" would be a claim
+        return f"adaptive speculation on, steps {start}: no decode logged (the server did not serve)"
+    return f"adaptive speculation on: steps {start} all along (no change logged)"
+
+
 def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     cfg = o.note("adaptive", "config")
     on = cfg is not None and isinstance(cfg.value, dict) and cfg.value.get("on")
@@ -125,20 +143,7 @@ def adaptive_diagnoses(o: LaunchObs, fmt: Any) -> list[Diagnosis]:
     for n in updates:
         bs = _running_at(o.samples, n.at_decode)
         steps_seq.append((n.value.get("from"), n.value.get("to"), bs, n.at_decode, n.log_time))
-    if steps_seq:
-        shown = "; ".join(
-            f"{a} → {b}" + (f" at running batch {bs}" if bs is not None else "") + (f" ({t})" if t else "")
-            for a, b, bs, _, t in steps_seq[:8]
-        )
-        more = f" (+{len(steps_seq) - 8} more)" if len(steps_seq) > 8 else ""
-        text = f"adaptive speculation: started at steps {start}; {shown}{more}"
-    elif swaps:
-        text = f"adaptive speculation: started at steps {start}; the batch size swapped the tier (no EMA change logged)"
-    elif not o.decode_lines and not o.benches:
-        # a launch that died building its tiers (sglang#30549) never ran a step: "all along" would be a claim
-        text = f"adaptive speculation on, steps {start}: no decode logged (the server did not serve)"
-    else:
-        text = f"adaptive speculation on: steps {start} all along (no change logged)"
+    text = _steps_text(o, start, swaps, steps_seq)
     built = [n.value for n in o.note_list("adaptive", "built") if isinstance(n.value, dict)]
     text += _tiers_text(swaps, cands, built)
     out.append(
