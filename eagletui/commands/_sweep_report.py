@@ -55,6 +55,9 @@ def print_human(report: dict[str, Any]) -> None:
         if r.get("step_profile"):
             print(f"  step profile of {inert(r['name'])}: {inert(r['step_profile'])}")
     decisions = report.get("decisions") or []
+    goal = report.get("objective") or {}
+    if decisions and goal.get("kind", "tok_s") != "tok_s":
+        print(f"decisions by the objective: {inert(str(goal.get('text', '')))}")
     for d in decisions:
         if d.get("winner") is None:
             continue

@@ -44,6 +44,9 @@ class Forecast:
     #: the relative uncertainty of the base's mean, which the predicted tok/s inherits (shown in the
     #: band; a decision compares against the same base, so there it cancels)
     noise: float = 0.0
+    #: what ``tok_s``, the band and ``base_tok_s`` are in: the book's objective (``tok/s``, ``tok/s per
+    #: user``, ``goodput tok/s``: :func:`eagletui.core.predict.ranking.ranked` converts them)
+    unit: str = "tok/s"
 
     @property
     def delta_pct(self) -> float:
@@ -91,6 +94,7 @@ class Forecast:
             "accept_len": None if self.accept is None else round(self.accept, 3),
             "source": self.source,
             "measured": self.measured,
+            "unit": self.unit,
         }
         if self.low is not None and self.high is not None:
             lo, hi = self.shown()

@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eagletui.core.profile.objective import Objective, parse_kind
 from eagletui.core.stats.confidence import DEFAULT_CONFIDENCE
 from eagletui.core.tomlpos import locate, locate_in_array
 
@@ -133,6 +134,7 @@ _SWEEP_KEYS = {
     "drift_check",
     "gpu_wait_s",
     "step_profile",
+    "objective",
 }
 
 
@@ -170,6 +172,8 @@ class SweepSpec:
     #: a step profile (SGLang's /start_profile, a few decode cycles) of each speculative launch after
     #: its benchmarks: the cycle model then predicts the next launch from the measured split of a cycle
     step_profile: bool = False
+    #: what the decisions and the crossover optimise (:mod:`eagletui.core.profile.objective`)
+    objective: Objective = field(default_factory=Objective)
 
     @property
     def factorial(self) -> bool:
@@ -321,6 +325,7 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
         drift,
         float(wait),
         step_profile,
+        Objective(parse_kind(raw, "sweep", text, path, has_slo=bool(profile.slo))),
     )
 
 

@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagletui.core import events as ev
 from eagletui.core.profile.sweep import Variant, apply_client, variant_profile
+from eagletui.core.runs.latency import goodput_of
 from eagletui.core.runs.validity import repeats_alike, timed_truly
 from eagletui.session.sweep.cells import (
     BENCHMARKING,
@@ -551,6 +552,8 @@ class SweepRunner:
                 "tok_s": r.output_throughput,
                 "accept": r.accept_length,
                 "ttft_ms": (r.stats.get("ttft_ms") or {}).get("median"),
+                "concurrency": settings.concurrency,
+                "goodput_tok_s": goodput_of(r, prof.slo),  # [sweep] objective = "goodput" ranks by it
                 "requests": r.requests,
                 "failed": r.failed,
                 "error": r.error,

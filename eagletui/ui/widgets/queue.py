@@ -149,7 +149,7 @@ class SweepQueueView(WorkerFailures, Widget, can_focus=True):
         queue: SweepQueue | None = None
         if path.exists():
             try:
-                old = SweepQueue.load(path)
+                old = SweepQueue.load(path).adopt(profile.sweep)
                 if old.fingerprint == spec_fingerprint(profile.sweep) and not old.finished:
                     queue = old
             except SweepError as exc:
