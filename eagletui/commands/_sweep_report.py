@@ -54,6 +54,8 @@ def print_human(report: dict[str, Any]) -> None:
     for r in report["variants"]:
         if r.get("step_profile"):
             print(f"  step profile of {inert(r['name'])}: {inert(r['step_profile'])}")
+        if r.get("max_rate"):
+            print(f"  max rate of {inert(r['name'])}: {inert(str(r['max_rate'].get('text', '')))}")
     decisions = report.get("decisions") or []
     goal = report.get("objective") or {}
     if decisions and goal.get("kind", "tok_s") != "tok_s":

@@ -41,6 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eagletui.core.profile.max_rate import MaxRateSpec, parse_max_rate
 from eagletui.core.profile.objective import Objective, parse_kind
 from eagletui.core.stats.confidence import DEFAULT_CONFIDENCE
 from eagletui.core.tomlpos import locate, locate_in_array
@@ -135,6 +136,7 @@ _SWEEP_KEYS = {
     "gpu_wait_s",
     "step_profile",
     "objective",
+    "max_rate",
 }
 
 
@@ -174,6 +176,7 @@ class SweepSpec:
     step_profile: bool = False
     #: what the decisions and the crossover optimise (:mod:`eagletui.core.profile.objective`)
     objective: Objective = field(default_factory=Objective)
+    max_rate: MaxRateSpec | None = None  # [sweep.max_rate]: each launch's highest rate meeting the [slo]
 
     @property
     def factorial(self) -> bool:
@@ -326,6 +329,7 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
         float(wait),
         step_profile,
         Objective(parse_kind(raw, "sweep", text, path, has_slo=bool(profile.slo))),
+        None if "max_rate" not in raw else parse_max_rate(raw["max_rate"], profile, text, path),
     )
 
 

@@ -24,10 +24,10 @@ does it for both tables), errors name ``file:line:col``. No I/O.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eagletui.core.profile.numbers import bounded_number
 from eagletui.core.profile.objective import Objective, parse_kind
 from eagletui.core.profile.sweep import (
     DEFAULT_GPU_WAIT_S,
@@ -151,14 +151,7 @@ def _number(
     *,
     integer: bool = False,
 ) -> float:
-    v = raw.get(key, default)
-    bad = isinstance(v, bool) or not isinstance(v, int | float) or (integer and not isinstance(v, int))
-    if bad or not math.isfinite(v) or not lo <= v <= hi:
-        kind = "an integer" if integer else "a number"
-        raise _err(
-            f"tune.{key} must be {kind} from {lo:g} to {hi:g}, got {v!r}", path, locate(text, key, "tune")
-        )
-    return float(v)
+    return bounded_number(raw, key, default, lo, hi, text, path, section="tune", integer=integer)
 
 
 def _objective(raw: dict[str, Any], profile: Profile, text: str, path: Any) -> Objective:

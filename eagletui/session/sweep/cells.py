@@ -154,6 +154,9 @@ class VariantState:
     #: ``eagletui tune``'s notes (eagletui.session.sweep.tuner): the prediction it was chosen on, the
     #: cycle model's forecasts from its launch, why it was never tried
     tune: dict[str, Any] = field(default_factory=dict)
+    #: ``[sweep.max_rate]``'s answer for this launch (core.runs.max_rate.MaxRate.to_json, the search's
+    #: stop reason and benchmarks); empty without the search
+    max_rate: dict[str, Any] = field(default_factory=dict)
 
     @property
     def config(self) -> int:

@@ -85,6 +85,7 @@ _VARIANT_FIELDS: dict[str, tuple[str, Any]] = {
     "gate": ("an object", lambda v: isinstance(v, dict) and all(_scalar(x) for x in v.values())),
     # eagletui tune's notes: read back by the tuner, which checks each value it uses
     "tune": ("an object", lambda v: isinstance(v, dict)),
+    "max_rate": ("an object", lambda v: isinstance(v, dict)),
 }
 
 #: The most client points (cells) a launch may hold.

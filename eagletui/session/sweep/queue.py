@@ -487,6 +487,7 @@ def spec_fingerprint(spec: SweepSpec) -> str:
             "p": spec.repeat_policy.to_dict(),
             "d": spec.drift_enabled(),
             **({"sp": True} if spec.step_profile else {}),
+            **({"mr": asdict(spec.max_rate)} if spec.max_rate is not None else {}),
         },
         sort_keys=True,
         default=str,

@@ -145,6 +145,7 @@ def _variant_row(
         "reasons": reasons,
         "triage_kind": v.failure_kind or None,
         "run_id": v.run_id or None,
+        "max_rate": v.max_rate or None,  # [sweep.max_rate]: the highest request rate meeting the SLO
         "host": v.target or None,
         "launches": v.launches,
         "oom_retry": v.oom_retry or None,

@@ -48,6 +48,7 @@ from eagletui.session.sweep.cells import (
 )
 from eagletui.session.sweep.gate import GateReference, reading_without
 from eagletui.session.sweep.jobs import job_slots, resume_variant, slot_profile
+from eagletui.session.sweep.maxrate import search_max_rate
 from eagletui.session.sweep.queue import SweepQueue
 from eagletui.session.waits import wait_ready
 
@@ -476,6 +477,8 @@ class SweepRunner:
         v.bench_s = (v.bench_s or 0.0) + (self.clock.monotonic() - t1)
         if q.step_profile and _timed(v) and prof.kind.is_spec(prof.args):
             await self._step_profile(v)
+        if self.profile.sweep is not None and self.profile.sweep.max_rate is not None and v.good:
+            await search_max_rate(self, v, prof)  # [sweep.max_rate]: the same launch, Poisson arrivals
         v.state, v.phase = DONE, ""
         if not v.good:
             v.state, v.failure_kind, v.failure = (
