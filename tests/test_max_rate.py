@@ -150,8 +150,12 @@ def _rate_session():
         reqs = _requests(rng, 1, 1.0)
         if rate == 8.0:
             reqs = [(t + 5000.0, itl, e2e + 5000.0, n) for t, itl, e2e, n in reqs]
+        RAW[rate] = reqs
         events += _rate_bench(2, 10 + i, rate, reqs, 40 / rate)
     return events
+
+
+RAW: dict[float, list[tuple[float, float, float, int]]] = {}
 
 
 def test_rate_points_are_their_own_points_and_the_curve_says_its_max_rate():
@@ -165,6 +169,10 @@ def test_rate_points_are_their_own_points_and_the_curve_says_its_max_rate():
     text = "\n".join(frontier_lines(f.to_json(), all_points=True))
     assert "4/s≤64" in text and "8/s≤64" in text
     assert f.to_json()["curves"][0]["max_rate"]["req_s"] == 4.0
+    # at a rate the cap (64) is not how many users share the tokens: y is tokens ÷ seconds in flight
+    for p in curve.points[1:]:
+        reqs = RAW[p.rate or 0]
+        assert p.tok_s_per_user == pytest.approx(sum(r[3] for r in reqs) / sum(r[2] / 1000 for r in reqs))
 
 
 def test_every_export_carries_the_max_rate():

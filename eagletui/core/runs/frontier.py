@@ -11,7 +11,9 @@ lose per GPU at high load, so the spec settings and no-spec are separate curves.
 Like for like: one :class:`Frontier` per host, model, GPUs and workload (the prompts, lengths and
 sampling; only the concurrency may differ); launches of the same config on it are one curve, their
 repeats pooled. y is Σ output tok/s ÷ concurrency (the per-request tok/s the economics compare,
-:mod:`eagletui.core.runs.economics`); x is output tok/s ÷ the launch's tensor-parallel GPUs.
+:mod:`eagletui.core.runs.economics`); at a request rate (Poisson arrivals, where the concurrency is only
+the client's cap) it is the output tokens ÷ the seconds requests were in flight — the same quantity by
+Little's law. x is output tok/s ÷ the launch's tensor-parallel GPUs.
 
 :func:`frontiers` is the one function every view reads (the frontier view, ``sweep --json``'s
 ``frontier``, every export, the browser); :func:`slo_answer` is its sentence.
@@ -27,7 +29,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from eagletui.core.profile.slo import Slo
-from eagletui.core.runs.latency import SloStats, slo_stats
+from eagletui.core.runs.latency import LatencyRecords, SloStats, slo_stats
 from eagletui.core.runs.max_rate import MaxRate, Trial, near_bound, sustainable
 from eagletui.core.runs.run import Group, Run
 from eagletui.core.stats.noise import band, outside
@@ -189,6 +191,17 @@ def _rate(run: Run, group: Group) -> float | None:
     return float(r) if ok else None
 
 
+def _open_loop_per_user(recs: list[LatencyRecords]) -> float | None:
+    """tok/s per user of Poisson arrivals: output tokens ÷ seconds in flight over the requests (Little's
+    law: the mean number in flight is Σ e2e ÷ the duration, so this is the aggregate tok/s ÷ it)."""
+    tokens = seconds = 0.0
+    for rec in recs:
+        for tok, e2e in zip(rec.tokens, rec.column("e2e_ms"), strict=True):
+            if tok > 0 and e2e > 0 and math.isfinite(e2e):
+                tokens, seconds = tokens + tok, seconds + e2e / 1000.0
+    return tokens / seconds if seconds > 0 else None
+
+
 def _max_rate(book: RunBook, pts: list[Point]) -> MaxRate | None:
     """``[sweep.max_rate]``'s answer from a curve's rate points (None without an SLO or rate points)."""
     rated = [p for p in pts if p.rate is not None]
@@ -214,6 +227,9 @@ def _point(book: RunBook, members: list[tuple[Run, Group]]) -> Point:
     _, sd, _ = mean_stdev(each)
     rate = _rate(*members[0])
     recs = [rec for run, r in results if (rec := run.latency.get(r.bench)) is not None]
+    if rate is not None:
+        # open loop: the concurrency is only a cap, not how many users share the tokens
+        per_user = _open_loop_per_user(recs) or per_user
     near = rate is not None and book.slo is not None and bool(recs) and near_bound(recs, book.slo)
     return Point(conc, per_gpu or 0.0, per_user or 0.0, n, req_s, slo, served_sd=sd, rate=rate, near=near)
 
