@@ -27,6 +27,9 @@
 #                                        # warning, the server's line, the diagnosis); the startup table
 #   bash tools/real-sglang/device.sh tune  # eagletui tune over steps 1-5 x speculation on/off (issue 37):
 #                                        # its launches against the grid's 6, every launch predicted vs measured
+#   bash tools/real-sglang/device.sh maxrate  # a steps 3 / no spec sweep at c=1,4 decided by goodput under a
+#                                        # tight [slo], each launch searched for its highest request rate
+#                                        # meeting it ([sweep.max_rate], issue 35; the work pair)
 #   PAIR=work|half bash tools/real-sglang/device.sh PART  # with a known-acceptance drafter pair instead of the
 #                                        # random one (make_known_drafters.py: work accepts steps + 1, half
 #                                        # steps + 1 or 1.0 by the prompt's last character)
@@ -39,6 +42,7 @@ PART=${1:-1}
 # the stall part checks that a headless bench is valid: with the random pair it is not (accept ≈ 1 is
 # rightly "the drafter is not working"), so it takes the work pair unless told otherwise
 [ "$PART" = stall ] && : "${PAIR:=work}"
+[ "$PART" = maxrate ] && [ -z "$DRYRUN" ] && : "${PAIR:=work}"
 R=$(pwd); S=$R/.real; T0=$(date +%s)
 # a dry run gets its own dirs and ports: two of them on one machine must not meet
 if [ -n "$DRYRUN" ]; then W=${ETR_WORK:-$(mktemp -d /tmp/etr-XXXXXX)}; else W=${ETR_WORK:-/tmp/etr}; fi
@@ -217,6 +221,31 @@ elif [ "$PART" = stall ]; then
   [ -z "$SKIP_I4" ] && step i4-sigterm-bench $((TT + 60)) python3 $R/tools/real-sglang/term_when.py "repeat 1/" $TT 3 -- python3 -m eagletui bench local --profile $P --launch --repeats 200 --json
   if [ -n "$DRYRUN" ]; then step i9-stall 300 env EAGLETUI_TIMINGS=fast python3 $R/tools/real-sglang/stall_check.py $P $STOP_S
   else step i9-stall 420 python3 $R/tools/real-sglang/stall_check.py $P $STOP_S; fi
+elif [ "$PART" = maxrate ]; then
+  # issue 35 items 3-4: [sweep] objective = "goodput" decides the sweep (and its crossover) by the tok/s of
+  # the requests meeting the [slo]; [sweep.max_rate] bisects each launch's request rate (Poisson arrivals,
+  # the same launch) for the highest one meeting it. The work pair: the random drafter's spec runs are
+  # invalid (accept ≈ 1), and an invalid step cannot be judged (the search would stop at its first step)
+  PM=$W/maxrate.toml; N=64; LO=2; HI=2000; [ -n "$DRYRUN" ] && { N=16; LO=20; }
+  { sed "s/^ttft_ms = .*/ttft_ms = { p = 90, max = 100 }/" $P
+    printf '
+[sweep]
+repeats = 1
+objective = "goodput"
+[[sweep.variants]]
+name = "steps 3"
+[[sweep.variants]]
+name = "no spec"
+set = { "speculative-algorithm" = "" }
+[sweep.client]
+concurrency = [1, 4]
+[sweep.max_rate]
+low = %s
+high = %s
+steps = 6
+num_prompts = %s
+' $LO $HI $N; } > $PM
+  step f-sweep 540 python3 -m eagletui sweep local --profile $PM --json --no-record --crossover $W/adaptive.json
 elif [ "$PART" = adaptive ]; then
   # issue 35 item 5: --speculative-adaptive on the real server. c=1 and 16 route the batch to different
   # slots (0.5.17's default config: bs 1-7 [1, 3, 7], 8-31 [0, 1, 3]), so the log has "Switch adaptive
