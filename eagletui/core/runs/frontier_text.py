@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eagletui.core.runs.max_rate import rate_text
 from eagletui.core.textsafe import inert
 
 
@@ -76,4 +77,4 @@ def _load(p: dict[str, Any]) -> str:
     """``8``: a closed loop at concurrency 8; ``4.2/s≤64``: Poisson arrivals at 4.2 req/s, ≤ 64 in flight."""
     rate = p.get("request_rate")
     conc = str(p.get("concurrency", ""))
-    return f"{rate:g}/s≤{conc}" if isinstance(rate, int | float) and not isinstance(rate, bool) else conc
+    return f"{rate_text(rate)}/s≤{conc}" if isinstance(rate, int | float) and not isinstance(rate, bool) else conc

@@ -53,9 +53,9 @@ class MaxRate:
         noise = "; within the noise of a bound" if self.unsure else ""
         if self.rate is None:
             low = min((t.rate for t in self.trials), default=None)
-            return f"misses the SLO even at {low:g} req/s ({tried}{noise})" if low is not None else "no rate tried"
-        above = f"{self.fails_at:g} misses it" if self.fails_at is not None else "no rate tried missed it"
-        return f"sustains {self.rate:g} req/s under the SLO ({above}; {tried}{noise})"
+            return f"misses the SLO even at {rate_text(low)} req/s ({tried}{noise})" if low is not None else "no rate tried"
+        above = f"{rate_text(self.fails_at)} misses it" if self.fails_at is not None else "no rate tried missed it"
+        return f"sustains {rate_text(self.rate)} req/s under the SLO ({above}; {tried}{noise})"
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -65,6 +65,12 @@ class MaxRate:
             "trials": [{"req_s": t.rate, "meets_slo": t.meets, "near_bound": t.near} for t in self.trials],
             "text": self.text(),
         }
+
+
+def rate_text(rate: float) -> str:
+    """A rate as a person reads it: three significant digits (a bisection's 159.055 is 159), whole from
+    1000 up (2000, not 2e+03)."""
+    return f"{rate:.3g}" if rate < 1000 else f"{rate:.0f}"
 
 
 def sustainable(trials: Iterable[Trial]) -> MaxRate:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from eagletui.core.profile.max_rate import MaxRateSpec
 from eagletui.core.profile.sweep import apply_client
 from eagletui.core.runs.latency import LatencyRecords, slo_stats
-from eagletui.core.runs.max_rate import Trial, near_bound
+from eagletui.core.runs.max_rate import Trial, near_bound, rate_text
 from eagletui.core.sweep.maxrate import Bisection
 
 if TYPE_CHECKING:
@@ -69,7 +69,7 @@ async def search_max_rate(runner: SweepRunner, v: VariantState, prof: Profile) -
             meets = slo_stats([(r, rec) for r, rec in pairs if r is not None], slo).meets_slo
         search.record(Trial(rate, meets, near), runs)
         said = {True: "meets the SLO", False: "misses the SLO", None: "cannot be judged"}[meets]
-        runner.say(f"  max rate: {rate:g} req/s {said}" + (" (within the noise of a bound)" if near else ""))
+        runner.say(f"  max rate: {rate_text(rate)} req/s {said}" + (" (within the noise of a bound)" if near else ""))
     answer = search.answer()
     v.max_rate = {**answer.to_json(), "stopped": search.stopped, "benchmarks": search.runs}
     runner.say(f"  max rate: {answer.text()}; stopped: {search.stopped}")
