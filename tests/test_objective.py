@@ -123,6 +123,26 @@ def test_the_sweep_decides_and_exports_the_crossover_by_its_objective():
     assert [d["winner"] for d in per_user["decisions"]] == [names[0], names[0]]
 
 
+def test_the_queue_tab_says_what_decided_and_each_launchs_max_rate():
+    """The Queue tab (its text, no app): the best per client point by the objective, and a launch's
+    ``[sweep.max_rate]`` answer, a hostile queue file's escape sequence made inert."""
+    from eagletui.ui.widgets.queue import SweepQueueView
+
+    p = _profile('"goodput"')
+    q = SweepQueue.plan(p.sweep, target="local", profile_path="p.toml", profile=p)
+    for v in q.variants[:2]:
+        v.state = DONE
+        for ci, c in enumerate(v.cells):
+            c.repeats = [{"tok_s": t, "goodput_tok_s": g, "concurrency": c.client["concurrency"]} for t, g in RUNS[(v.index, ci)]]
+    q.variants[0].max_rate = {"text": "sustains 4.2 req/s under the SLO (5.1 misses it; 4 rates tried)\x1b[31m"}
+    view = SweepQueueView()
+    view.queue = q
+    text = view.render().plain
+    assert "best at concurrency=8 by goodput tok/s: speculative-algorithm=unset" in text, text
+    assert "max rate: sustains 4.2 req/s under the SLO (5.1 misses it; 4 rates tried)" in text
+    assert "\x1b" not in text
+
+
 def test_a_resumed_queue_is_decided_by_the_profiles_objective_now():
     p_tok, p_good = _profile('"tok_s"'), _profile('"goodput"')
     q = SweepQueue.plan(p_tok.sweep, target="local", profile_path="p.toml", profile=p_tok)
