@@ -25,7 +25,7 @@ from textual_plotext import PlotextPlot
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.frontier import Frontier, frontiers
 from eagletui.core.runs.frontier_text import frontier_lines
-from eagletui.ui.widgets.frontier_plot import plot_frontier
+from eagletui.ui.widgets.frontier_plot import latest, plot_frontier
 
 #: seconds between checks for new results (a check is a sum of list lengths)
 REFRESH_S = 0.5
@@ -106,8 +106,9 @@ class FrontierScreen(ModalScreen[None]):
         if not small:
             lines.append(marks)
         self.query_one("#frontier-text", Static).update(Text("\n".join(lines) or "no benchmark yet"))
-        if self.frontiers and not small:
-            self.query_one(FrontierChart).draw(self.frontiers[0])
+        newest = latest(self.frontiers)  # the one the newest launch is on, as the charts column's
+        if newest is not None and not small:
+            self.query_one(FrontierChart).draw(newest)
         return True
 
     def action_dismiss_none(self) -> None:
