@@ -246,3 +246,19 @@ def test_goodput_without_records_says_why_there_is_no_ranking():
     book.slo = None  # nothing to judge the requests by
     fs, why = ranked(book, 1)
     assert fs == [] and "has no goodput" in why
+
+
+def test_the_plan_says_what_decides_and_that_the_max_rate_search_is_not_in_the_eta():
+    from eagletui.commands._sweep_report import plan_lines
+
+    p = parse_profile(
+        PROFILE + SLO_TOML + SWEEP.format(objective='"goodput"') + "[sweep.max_rate]\nlow = 1\nhigh = 32\n", "p.toml"
+    )
+    q = SweepQueue.plan(p.sweep, target="local", profile_path="p.toml", profile=p)
+    text = "\n".join(plan_lines(q, None, ["local"], p))
+    assert "decided by: goodput tok/s under the SLO at each concurrency ([sweep] objective)" in text
+    assert "then in each launch: the highest request rate meeting the SLO, 1–32 req/s in ≤ 6 steps" in text
+    assert "not in the ETA below" in text
+    plain = _profile('"tok_s"')
+    q = SweepQueue.plan(plain.sweep, target="local", profile_path="p.toml", profile=plain)
+    assert "decided by" not in "\n".join(plan_lines(q, None, ["local"], plain))

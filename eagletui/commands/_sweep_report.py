@@ -156,6 +156,13 @@ def plan_lines(queue: Any, history: Any, targets: list[str], profile: Any = None
                     f"note: at concurrency={c} only {n} prompts are sent: at most {n} requests are in flight "
                     "(raise bench.num_prompts to the highest concurrency)"
                 )
+    if q.goal.kind != "tok_s":
+        out.append(f"decided by: {q.goal.describe()} ([sweep] objective)")
+    mr = getattr(getattr(profile, "sweep", None), "max_rate", None)
+    if mr is not None:
+        out.append(
+            f"then in each launch: {mr.describe()} ([sweep.max_rate]; its benchmarks are not in the ETA below)"
+        )
     for pos, i in enumerate(q.order):
         v = q.variants[i]
         est = eta.per_launch.get(i)
