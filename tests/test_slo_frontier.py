@@ -332,3 +332,35 @@ async def test_frontier_view_from_the_runs_tab_a_table_when_small_a_chart_when_w
         assert ("no-spec", 128) in points
         await pilot.press("escape")
         assert not isinstance(app.screen, FrontierScreen)
+
+
+@pytest.mark.slow
+async def test_the_frontier_chart_of_the_charts_column_follows_the_run_book():
+    """The frontier in the wide layout's charts column (the registry's ``frontier``): drawn from the run
+    book by the repaint, the host and the SLO in its title, and a result landing (a sweep's next cell)
+    is on it at the next repaint; a repaint without a new result does not fold the frontier again."""
+    from eagletui.ui.widgets.charts import FrontierMiniChart
+    from tests.replay_apps import replayed
+
+    events, _ = _session()
+    events = [replace(e, config={**e.config, "slo": SLO.to_dict()}) if isinstance(e, LaunchStarted) else e for e in events]
+    async with replayed((200, 50), events=events) as (app, pilot):
+        chart = app.screen.query_one("#chart-frontier-wide", FrontierMiniChart)
+
+        def paint() -> None:
+            app.screen.painter.force_charts = True
+            app.screen.painter.dirty = True
+            app.screen.painter.paint()
+
+        paint()
+        await pilot.pause()
+        assert chart.points == 6  # two curves × three concurrencies
+        text = "\n".join(chart.render_line(y).text for y in range(chart.size.height))
+        assert "frontier   h200: ttft p99 ≤ 2 s and itl p99 ≤ 50 ms" in text, text[:300]
+        drawn = chart._plot_version
+        paint()
+        assert chart._plot_version == drawn  # nothing new: not folded again
+        for e in _bench(2, 500, 128, _requests(random.Random(5), 2, 1.0), duration=0.5):
+            app.dispatch(e)
+        paint()
+        assert chart.points == 7 and chart._plot_version == drawn + 1

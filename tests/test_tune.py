@@ -11,7 +11,7 @@ import pytest
 from eagletui.commands.profile import example_text
 from eagletui.core.profile.load import parse_profile
 from eagletui.core.profile.model import ProfileError
-from eagletui.core.profile.tune import Objective
+from eagletui.core.profile.objective import Objective
 from eagletui.core.stats.confidence import estimate
 from eagletui.core.sweep.tune import (
     Point,

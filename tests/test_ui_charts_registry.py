@@ -23,22 +23,22 @@ class DecodeTokSChart(MetricChart):
 
 
 def test_the_shipped_registry() -> None:
-    assert [c.key for c in CHARTS] == ["toks", "accept", "req", "ttft"]
-    assert charts.wide_grid_rows() == "1fr 1fr 1fr" and charts.tab_grid_rows() == "1fr 1fr"
-    assert repaint.charts_shown() == 4
+    assert [c.key for c in CHARTS] == ["toks", "accept", "req", "ttft", "frontier"]
+    assert charts.wide_grid_rows() == "1fr 1fr 1fr 1fr" and charts.tab_grid_rows() == "1fr 1fr"
+    assert repaint.charts_shown() == 5
 
 
 @pytest.mark.slow
 async def test_one_line_in_the_registry_puts_a_chart_everywhere(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(charts, "CHARTS", (*CHARTS, ChartSpec(DecodeTokSChart, "decode", wide=True)))
-    assert repaint.charts_shown() == 5 and charts.wide_grid_rows() == "1fr 1fr 1fr 1fr"
+    assert repaint.charts_shown() == 6 and charts.wide_grid_rows() == "1fr 1fr 1fr 1fr 1fr"
     async with replayed((200, 50)) as (app, pilot):
         screen = app.screen
         wide = screen.query_one("#chart-decode-wide", DecodeTokSChart)
         tab = screen.query_one("#chart-decode", DecodeTokSChart)
         assert wide.has_class("wide") and tab.has_class("in-tab")
         grid = screen.query_one("#wide-charts")
-        assert len(grid.styles.grid_rows) == 4
+        assert len(grid.styles.grid_rows) == 5
         # the repaint gives it its turn like the shipped ones: it plotted the replayed decode lines
         screen.painter.force_charts = True
         screen.painter.dirty = True

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -256,3 +257,28 @@ def _reachable(port: int) -> bool:
             return True
     except OSError:
         return False
+
+
+async def test_the_frontier_with_its_slo_line_and_answer_in_the_browser(
+    chromium: Browser, serve: Any, tmp_path: Path
+) -> None:
+    """Issue 35: a session with an ``[slo]`` and per-request records, served: the charts column's frontier
+    chart and ``v``'s frontier view, with the SLO (its line in the chart, the per-user floor in the
+    table's heading) and the answer under it, reach the browser."""
+    from eagletui.session.format import make_header, write_session
+    from tests.test_slo_frontier import SLO, _session
+
+    events, _ = _session()
+    events = [replace(e, config={**e.config, "slo": SLO.to_dict()}) if hasattr(e, "config") else e for e in events]
+    path = write_session(tmp_path / "slo.jsonl", make_header("h200", "slo"), events)
+    s = serve("replay", str(path), "--speed", "instant")
+    ctx = await chromium.context()
+    page = await new_page(ctx, f"http://127.0.0.1:{s.port}{s.path}")
+    await drawn(page, "launch #2")
+    await shows(page, "frontier   h200: ttft p99 ≤ 2 s and itl p99 ≤ 50 ms")  # the charts column's chart
+    since = await press(page, "v")
+    await shows(page, "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms; per user ≥ 20.0 tok/s)", since)
+    await shows(page, "serves up to", since)
+    await shows(page, "SLO", since)  # the label on the chart's SLO line
+    save_screenshot(await page.screenshot(), "serve-frontier.png", tmp_path)
+    await ctx.close()

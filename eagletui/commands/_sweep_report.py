@@ -54,7 +54,12 @@ def print_human(report: dict[str, Any]) -> None:
     for r in report["variants"]:
         if r.get("step_profile"):
             print(f"  step profile of {inert(r['name'])}: {inert(r['step_profile'])}")
+        if r.get("max_rate"):
+            print(f"  max rate of {inert(r['name'])}: {inert(str(r['max_rate'].get('text', '')))}")
     decisions = report.get("decisions") or []
+    goal = report.get("objective") or {}
+    if decisions and goal.get("kind", "tok_s") != "tok_s":
+        print(f"decisions by the objective: {inert(str(goal.get('text', '')))}")
     for d in decisions:
         if d.get("winner") is None:
             continue
@@ -151,6 +156,13 @@ def plan_lines(queue: Any, history: Any, targets: list[str], profile: Any = None
                     f"note: at concurrency={c} only {n} prompts are sent: at most {n} requests are in flight "
                     "(raise bench.num_prompts to the highest concurrency)"
                 )
+    if q.goal.kind != "tok_s":
+        out.append(f"decided by: {q.goal.describe()} ([sweep] objective)")
+    mr = getattr(getattr(profile, "sweep", None), "max_rate", None)
+    if mr is not None:
+        out.append(
+            f"then in each launch: {mr.describe()} ([sweep.max_rate]; its benchmarks are not in the ETA below)"
+        )
     for pos, i in enumerate(q.order):
         v = q.variants[i]
         est = eta.per_launch.get(i)

@@ -227,7 +227,7 @@ def _open_queue(
     )
     if qpath.exists() and not ns.restart:
         try:
-            old = SweepQueue.load(qpath)
+            old = SweepQueue.load(qpath).adopt(spec)
         except SweepError as exc:
             _say(f"eagletui: {exc}; start over with --restart")
             return None, EXIT_USAGE
@@ -448,7 +448,7 @@ def _print_plan(
     )
     if qpath.exists() and not ns.restart:
         with contextlib.suppress(SweepError):
-            old = SweepQueue.load(qpath)
+            old = SweepQueue.load(qpath).adopt(spec)
             if old.fingerprint == spec_fingerprint(spec) and not old.finished:
                 queue = old
                 _say(f"eagletui: the unfinished sweep in {qpath}: what is left of it")

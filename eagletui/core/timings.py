@@ -204,6 +204,9 @@ class SweepTimings:
     #: ``bench --vs-no-spec`` and the TUI's ``D``: the most time spent on more no-spec runs to tell a
     #: point from its noise (``--decide-within``; 0: none)
     decide_s: float = 600.0
+    #: ``[sweep.max_rate]``: the most time one launch's search for its highest rate under the SLO may
+    #: take; no step starts after it (a benchmark under way ends by its own waits)
+    max_rate_s: float = 1800.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,7 +337,7 @@ FAST = Timings(
     ),
     http=HttpTimings(stall_s=10.0, server_stall_s=15.0, progress_s=2.0, stall_poll_s=0.2, tick_s=0.25),
     sweep=SweepTimings(
-        gate_poll_s=0.25, oom_settle_s=2.0, profile_s=60.0, profile_poll_s=0.25, decide_s=20.0
+        gate_poll_s=0.25, oom_settle_s=2.0, profile_s=60.0, profile_poll_s=0.25, decide_s=20.0, max_rate_s=60.0
     ),
     session=SessionTimings(ready_poll_s=0.05, progress_s=0.5, follow_poll_s=0.05),
 )

@@ -82,7 +82,7 @@ class SessionModel:
         self.profile = profile
         self.target = target
         self.state = SessionState(target=target)
-        self.runbook = RunBook(verdict=profile.verdict if profile else None, slo=profile.slo if profile else None)
+        self.runbook = _runbook(profile)
         self.staged = StagedConfig(profile)
         self.recorder = recorder
         self.history = history
@@ -120,9 +120,7 @@ class SessionModel:
         rebuilds what was shown, it is not a new session); the verdict thresholds are the profile's
         again (without a profile the run book adopts the recorded ones from the launch events)."""
         self.state = SessionState(target=self.target)
-        self.runbook = RunBook(
-            verdict=self.profile.verdict if self.profile else None, slo=self.profile.slo if self.profile else None
-        )
+        self.runbook = _runbook(self.profile)
         self.report_events = []
         self.events_seen = 0
         self._runbook_failed.clear()
@@ -249,3 +247,11 @@ class SessionModel:
                 rec.close()
             except Exception as exc:
                 self._problem("record", f"closing the recording failed: {exc}")
+
+
+def _runbook(profile: Profile | None) -> RunBook:
+    """An empty run book judging by the profile's thresholds, SLO and objective (none: the recording's)."""
+    if profile is None:
+        return RunBook()
+    goal = profile.sweep.objective if profile.sweep is not None else None
+    return RunBook(verdict=profile.verdict, slo=profile.slo, objective=goal)

@@ -33,7 +33,8 @@ if TYPE_CHECKING:
 
 
 def charts_shown() -> int:
-    """Charts on screen: the registry's, in the wide left column or in the Charts tab, never both."""
+    """Charts a repaint round gives turns to: the registry's (the wide left column holds them all, the
+    Charts tab those ``in_tab``; never both on screen)."""
     return len(charts_registry.CHARTS)
 
 
@@ -134,7 +135,7 @@ class Repainter:
             todo = charts[self._chart_cursor : self._chart_cursor + 1]
         runbook = self.model.runbook
         for chart in todo:
-            chart.sync(state, baseline_value(runbook, chart.baseline_metric))
+            chart.sync(state, baseline_value(runbook, chart.baseline_metric), runbook)
         self.force_charts = False
         self.runs.show(runbook, state)
         set_label(

@@ -29,6 +29,9 @@
 #                                        # its launches against the grid's 6, every launch predicted vs measured
 #   bash tools/real-sglang/device.sh trained  # the trained pair (trained_pair/, ~4 min of training first):
 #                                        # accept, reach per position, accept by category vs its offline replay
+#   bash tools/real-sglang/device.sh maxrate  # a steps 3 / no spec sweep at c=1,4 decided by goodput under a
+#                                        # tight [slo], each launch searched for its highest request rate
+#                                        # meeting it ([sweep.max_rate], issue 35; the work pair)
 #   PAIR=work|half bash tools/real-sglang/device.sh PART  # with a known-acceptance drafter pair instead of the
 #                                        # random one (make_known_drafters.py: work accepts steps + 1, half
 #                                        # steps + 1 or 1.0 by the prompt's last character)
@@ -43,6 +46,7 @@ PART=${1:-1}
 [ "$PART" = stall ] && : "${PAIR:=work}"
 # the trained part is about the trained pair
 [ "$PART" = trained ] && : "${PAIR:=trained}"
+[ "$PART" = maxrate ] && [ -z "$DRYRUN" ] && : "${PAIR:=work}"
 R=$(pwd); S=$R/.real; T0=$(date +%s)
 # a dry run gets its own dirs and ports: two of them on one machine must not meet
 if [ -n "$DRYRUN" ]; then W=${ETR_WORK:-$(mktemp -d /tmp/etr-XXXXXX)}; else W=${ETR_WORK:-/tmp/etr}; fi
@@ -242,6 +246,31 @@ elif [ "$PART" = trained ]; then
     "$(ls -td ~/.eagletui/runs/*/ 2>/dev/null | head -1)server.log" > $OUTD/trained-check.jsonl 2>&1
   P2=$W/trained-s2.toml; sed 's/^speculative-num-steps = 3$/speculative-num-steps = 2/; s/^speculative-num-draft-tokens = 4$/speculative-num-draft-tokens = 3/' $P > $P2
   [ $(el) -lt 420 ] && step c-bench-steps2 200 python3 -m eagletui bench local --profile $P2 --launch --concurrency 1,4 --json
+elif [ "$PART" = maxrate ]; then
+  # issue 35 items 3-4: [sweep] objective = "goodput" decides the sweep (and its crossover) by the tok/s of
+  # the requests meeting the [slo]; [sweep.max_rate] bisects each launch's request rate (Poisson arrivals,
+  # the same launch) for the highest one meeting it. The work pair: the random drafter's spec runs are
+  # invalid (accept ≈ 1), and an invalid step cannot be judged (the search would stop at its first step)
+  PM=$W/maxrate.toml; N=64; LO=2; HI=2000; [ -n "$DRYRUN" ] && { N=16; LO=20; }
+  { sed "s/^ttft_ms = .*/ttft_ms = { p = 90, max = 100 }/" $P
+    printf '
+[sweep]
+repeats = 1
+objective = "goodput"
+[[sweep.variants]]
+name = "steps 3"
+[[sweep.variants]]
+name = "no spec"
+set = { "speculative-algorithm" = "" }
+[sweep.client]
+concurrency = [1, 4]
+[sweep.max_rate]
+low = %s
+high = %s
+steps = 6
+num_prompts = %s
+' $LO $HI $N; } > $PM
+  step f-sweep 540 python3 -m eagletui sweep local --profile $PM --json --no-record --crossover $W/adaptive.json
 elif [ "$PART" = adaptive ]; then
   # issue 35 item 5: --speculative-adaptive on the real server. c=1 and 16 route the batch to different
   # slots (0.5.17's default config: bs 1-7 [1, 3, 7], 8-31 [0, 1, 3]), so the log has "Switch adaptive

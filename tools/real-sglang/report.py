@@ -422,6 +422,24 @@ if PART == "trained":
         figures["trained_steps2"] = b2 and {"accept": (b2.get("accept") or {}).get("per_position"),
                                             "tok_s": b2.get("tok_s")}
         clean_after("c-bench-steps2")
+if PART == "maxrate":
+    # issue 35 items 3-4: the objective decides, every launch searched for its max rate, on the frontier
+    sweep_checks()
+    frontier_checks()
+    f = doc("f-sweep") or {}
+    check("maxrate: the report's decisions are by goodput under the SLO", (f.get("objective") or {}).get("kind") == "goodput",
+          f.get("objective"))
+    done = [v for v in f.get("variants") or [] if isinstance(v, dict) and v.get("state") == "done"]
+    rates = {v.get("name"): v.get("max_rate") or {} for v in done}
+    check("maxrate: every launch that ran was searched, each step judged and the steps bounded",
+          bool(done) and all(r.get("trials") and r.get("benchmarks", 99) <= 6
+                             and all(t.get("meets_slo") is not None for t in r["trials"]) for r in rates.values()),
+          {k: (r.get("text"), r.get("stopped")) for k, r in rates.items()})
+    curves = [c for x in f.get("frontier") or [] for c in x.get("curves") or []]
+    check("maxrate: each curve of the frontier says its max rate", bool(curves) and all(c.get("max_rate") for c in curves),
+          [(c.get("label"), (c.get("max_rate") or {}).get("text")) for c in curves])
+    figures["max_rate"] = rates
+    clean_after("f-sweep")
 if PART == "adaptive":
     # issue 35 item 5 on the real server: tiers seen, swaps and extra-tier captures read, the fall-back said
 

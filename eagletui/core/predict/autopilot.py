@@ -16,7 +16,7 @@ from typing import Any
 
 from eagletui.core.predict.bases import _label, timed_groups
 from eagletui.core.predict.forecast import WORTH, Forecast
-from eagletui.core.predict.ranking import decisions, ranked
+from eagletui.core.predict.ranking import decisions, objective_value, ranked
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.compare import launch_differences
 from eagletui.core.runs.run import Run
@@ -44,7 +44,7 @@ class Proposal:
         if f is not None and not f.measured:
             band = f.band_text()
             head += (
-                f" — predicted {f.tok_s:.1f} tok/s at concurrency {f.concurrency} "
+                f" — predicted {f.tok_s:.1f} {f.unit} at concurrency {f.concurrency} "
                 f"({f.delta_pct:+.0f} % vs #{self.source_launch}{'; ' + band if band else ''})"
             )
         return f"{head}\nwhy first: {self.why}"
@@ -123,7 +123,7 @@ def propose(book: RunBook, current: int | None) -> Proposal:
     c = min(decided)
     best = _best_measured(book, run, c)
     if best is None or (running is not None and best[0].launch == running.launch):
-        what = f"#{best[0].launch} {best[1]} ({best[2]:.1f} tok/s)" if best is not None else "what runs"
+        what = f"#{best[0].launch} {best[1]} ({best[2]:.1f} {book.objective.unit})" if best is not None else "what runs"
         return Proposal(
             "keep", f"{what} is the best measured at concurrency {c} and no prediction beats it: keep it"
         )
@@ -131,7 +131,8 @@ def propose(book: RunBook, current: int | None) -> Proposal:
     flags = {SPEC_ALGORITHM: None} if not other.is_spec else _spec_flags(other)
     return Proposal(
         label,
-        f"the best measured at concurrency {c}: #{other.launch} {label} {tok:.1f} tok/s, and no prediction beats it"
+        f"the best measured at concurrency {c}: #{other.launch} {label} {tok:.1f} {book.objective.unit}, "
+        "and no prediction beats it"
         " (back to it)",
         flags,
         None,
@@ -151,7 +152,7 @@ def _spec_flags(run: Run) -> dict[str, Any]:
 
 
 def _best_measured(book: RunBook, run: Run, concurrency: int) -> tuple[Run, str, float] | None:
-    """The best tok/s measured at ``concurrency`` (the same workload as ``run``'s) by a run of the same
+    """The best value of the book's objective (tok/s by default) measured at ``concurrency`` (the same workload as ``run``'s) by a run of the same
     launch but for the speculative flags, ``run`` included."""
     base = next((g for g in timed_groups(run) if g.concurrency == concurrency), None)
     if base is None:
@@ -161,7 +162,7 @@ def _best_measured(book: RunBook, run: Run, concurrency: int) -> tuple[Run, str,
         if other is not run and launch_differences(run, other):
             continue
         g = other.group_like(base)
-        tok = g.metric("tok_s").mean if g is not None else None
+        tok = objective_value(book, other, g) if g is not None else None
         if tok and (best is None or tok > best[2]):
             best = (other, _label(other.spec_settings) if other.is_spec else _label(None), tok)
     return best

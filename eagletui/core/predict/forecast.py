@@ -58,6 +58,9 @@ class Forecast:
     #: how far a launch may land off its setting's mean, relative: :data:`LAUNCH_PRIOR` until this host's
     #: checks of this kind of prediction measure it (then 0: the track record holds it)
     launch_noise: float = 0.0
+    #: what ``tok_s``, the band and ``base_tok_s`` are in: the book's objective (``tok/s``, ``tok/s per
+    #: user``, ``goodput tok/s``: :func:`eagletui.core.predict.ranking.ranked` converts them)
+    unit: str = "tok/s"
 
     @property
     def delta_pct(self) -> float:
@@ -113,6 +116,7 @@ class Forecast:
             "accept_len": None if self.accept is None else round(self.accept, 3),
             "source": self.source,
             "measured": self.measured,
+            "unit": self.unit,
         }
         if self.low is not None and self.high is not None:
             lo, hi = self.shown()

@@ -85,7 +85,7 @@ def _next_launch(book: RunBook, launch: int, run: Run, fs: list[Forecast]) -> Di
         hint = " ".join(f"{k} {v}" if v is not None else f"(unset {k})" for k, v in w.flags().items())
     return Diagnosis(
         kind="next_launch",
-        text=f"what to launch next (predicted from {built_on}): "
+        text=f"what to launch next{_by(book)} (predicted from {built_on}): "
         + "; ".join(d.text() for d in decided.values()),
         evidence=f"cycle model from #{launch}'s measurements ({src}); concurrency {low}: {ranking}",
         hint=hint,
@@ -97,8 +97,14 @@ def _next_launch(book: RunBook, launch: int, run: Run, fs: list[Forecast]) -> Di
             "decisions": {str(c): _decision_json(d) for c, d in decided.items()},
             "adaptive_config": adaptive_config(book, launch),
             "built_on": built_on_data,
+            "objective": book.objective.to_json(),
         },
     )
+
+
+def _by(book: RunBook) -> str:
+    """`` by goodput tok/s``: the objective the ranking optimises, said where it is not the default."""
+    return "" if book.objective.kind == "tok_s" else f" by {book.objective.unit}"
 
 
 def _built_on(book: RunBook, run: Run, source: str) -> tuple[str, dict[str, Any]]:

@@ -11,10 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from eagletui.core.predict.bases import _label
+from eagletui.core.predict.bases import _label, _reference
 from eagletui.core.predict.checks import Record, kind_of, track_record
 from eagletui.core.predict.forecast import WORTH, Forecast, forecasts
 from eagletui.core.runs.book import RunBook
+from eagletui.core.runs.run import Group, Run
 
 
 @dataclass(frozen=True)
@@ -55,14 +56,14 @@ class Decision:
             f = self.winner
             kind = "measured" if f.measured else "predicted"
             band = f"; {f.band_text()}" if not f.measured and f.band_text() else ""
-            return f"at concurrency {c}: {f.label} ({kind} {f.tok_s:.1f} tok/s, {f.delta_pct:+.0f} %{band})"
+            return f"at concurrency {c}: {f.label} ({kind} {f.tok_s:.1f} {f.unit}, {f.delta_pct:+.0f} %{band})"
         if self.open is not None:
             f = self.open
             why = "eager decode: the profile and runs at graph batch sizes do not carry" if self.eager else (
                 f"its band {f.band_text()} reaches both sides"
             )
             return (
-                f"at concurrency {c}: undecided — {f.label} predicted {f.tok_s:.1f} tok/s ({f.delta_pct:+.0f} %), "
+                f"at concurrency {c}: undecided — {f.label} predicted {f.tok_s:.1f} {f.unit} ({f.delta_pct:+.0f} %), "
                 f"{why}: launch it to know"
             )
         return f"at concurrency {c}: keep {self.base_label} (nothing predicted beats it by {WORTH * 100:.0f} % at the low edge of its band)"
@@ -71,12 +72,77 @@ class Decision:
 def ranked(book: RunBook, launch: int) -> tuple[list[Forecast], str]:
     """:func:`~eagletui.core.predict.forecast.forecasts` with this host's track record in each band:
     where earlier predictions of the same kind of change were checked, the errors they made widen the
-    band (a missed prediction lowers the confidence in the next one of its kind)."""
+    band (a missed prediction lowers the confidence in the next one of its kind); then in the units of
+    the book's objective (:func:`in_objective`), so every decision optimises what the profile asks."""
     fs, why = forecasts(book, launch)
     if not fs:
         return fs, why
     record = track_record(book)
-    return [_with_record(f, record.get(kind_of(f.label))) for f in fs], why
+    return in_objective(book, launch, [_with_record(f, record.get(kind_of(f.label))) for f in fs], why)
+
+
+def in_objective(book: RunBook, launch: int, fs: list[Forecast], why: str) -> tuple[list[Forecast], str]:
+    """The forecasts (aggregate tok/s) as the book's :class:`~eagletui.core.profile.objective.Objective`
+    values. ``tok_s_per_user``: each number ÷ its concurrency. ``goodput``: the spec run's and a measured
+    no-spec reference's own goodput at that concurrency (their per-request records under the ``[slo]``);
+    a predicted setting keeps its tok/s scaled by the share of the spec run's tokens that met the SLO,
+    with a band from 0 (the cycle model predicts no latency: it may meet the SLO for no request) to its
+    tok/s high edge (every request meets it), so it can be "undecided: launch it to know", never a winner
+    on a guess. No goodput to compare with (no SLO, no records): no forecasts, and why."""
+    goal = book.objective
+    if goal.kind == "tok_s":
+        return fs, why
+    if goal.kind == "tok_s_per_user":
+        return [_scaled(f, 1.0 / max(1, f.concurrency), goal.unit) for f in fs], why
+    run = book.runs[launch]
+    ref = _reference(book, run)
+    out = []
+    for f in fs:
+        base = _goodput(book, run, f.concurrency)
+        if base is None or f.base_tok_s <= 0:
+            return [], (
+                f"the objective is goodput under the SLO and launch {launch}'s benchmark at concurrency "
+                f"{f.concurrency} has no goodput (no [slo], or a runner without per-request records)"
+            )
+        if f.measured:
+            own = _goodput(book, ref, f.concurrency) if ref is not None else None
+            if own is None:
+                continue  # the reference's goodput is unknown: it cannot be compared
+            out.append(replace(f, tok_s=own, base_tok_s=base, low=None, high=None, unit=goal.unit))
+            continue
+        share = base / f.base_tok_s
+        out.append(
+            replace(
+                f,
+                tok_s=f.tok_s * share,
+                base_tok_s=base,
+                low=0.0,
+                high=f.ceiling,
+                band="goodput is not predicted (the cycle model predicts tok/s, not latencies)",
+                unit=goal.unit,
+            )
+        )
+    return out, why
+
+
+def _scaled(f: Forecast, k: float, unit: str) -> Forecast:
+    low = None if f.low is None else f.low * k
+    high = None if f.high is None else f.high * k
+    return replace(f, tok_s=f.tok_s * k, base_tok_s=f.base_tok_s * k, low=low, high=high, unit=unit)
+
+
+def _goodput(book: RunBook, run: Run, concurrency: int) -> float | None:
+    g = next((g for g in run.groups() if g.concurrency == concurrency), None)
+    return None if g is None else book.slo_stats(run, g).goodput_tok_s
+
+
+def objective_value(book: RunBook, run: Run, group: Group) -> float | None:
+    """A measured group's value under the book's objective: what a measurement is compared with a
+    ranked forecast by (the same units)."""
+    if book.objective.kind == "goodput":
+        return book.slo_stats(run, group).goodput_tok_s
+    tok = group.metric("tok_s").mean
+    return None if tok is None else book.objective.value(tok, group.concurrency)
 
 
 def _with_record(f: Forecast, rec: Record | None) -> Forecast:

@@ -277,6 +277,10 @@ class Profile:
         if self.slo:
             # like the thresholds: a replay or an export judges goodput by the SLO of its launches
             snap["slo"] = self.slo.to_dict()
+        goal = getattr(self.sweep, "objective", None)
+        if goal is not None and goal.kind != "tok_s":
+            # the ranking of the next launch follows it: a replay ranks as the live session did
+            snap["objective"] = goal.to_json()
         if self.slurm is not None:
             # where the job ran and what it asked for; a reattach without the profile resubmits from it
             snap["slurm"] = self.slurm.to_dict()

@@ -41,6 +41,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eagletui.core.profile.max_rate import MaxRateSpec, parse_max_rate
+from eagletui.core.profile.objective import Objective, parse_kind
 from eagletui.core.stats.confidence import DEFAULT_CONFIDENCE
 from eagletui.core.tomlpos import locate, locate_in_array
 
@@ -133,6 +135,8 @@ _SWEEP_KEYS = {
     "drift_check",
     "gpu_wait_s",
     "step_profile",
+    "objective",
+    "max_rate",
 }
 
 
@@ -170,6 +174,9 @@ class SweepSpec:
     #: a step profile (SGLang's /start_profile, a few decode cycles) of each speculative launch after
     #: its benchmarks: the cycle model then predicts the next launch from the measured split of a cycle
     step_profile: bool = False
+    #: what the decisions and the crossover optimise (:mod:`eagletui.core.profile.objective`)
+    objective: Objective = field(default_factory=Objective)
+    max_rate: MaxRateSpec | None = None  # [sweep.max_rate]: each launch's highest rate meeting the [slo]
 
     @property
     def factorial(self) -> bool:
@@ -321,6 +328,8 @@ def parse_sweep(raw: Any, profile: Profile, text: str = "", path: Any = None) ->
         drift,
         float(wait),
         step_profile,
+        Objective(parse_kind(raw, "sweep", text, path, has_slo=bool(profile.slo))),
+        None if "max_rate" not in raw else parse_max_rate(raw["max_rate"], profile, text, path),
     )
 
 

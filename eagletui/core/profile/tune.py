@@ -24,10 +24,11 @@ does it for both tables), errors name ``file:line:col``. No I/O.
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from eagletui.core.profile.numbers import bounded_number
+from eagletui.core.profile.objective import Objective, parse_kind
 from eagletui.core.profile.sweep import (
     DEFAULT_GPU_WAIT_S,
     MAX_GPU_WAIT_S,
@@ -63,40 +64,6 @@ _TUNE_KEYS = {
     "gpu_wait_s",
 }
 
-#: What a configuration is worth, per concurrency: the aggregate tok/s, or tok/s per user (÷ concurrency).
-OBJECTIVES = ("tok_s", "tok_s_per_user")
-
-
-@dataclass(frozen=True)
-class Objective:
-    """What ``tune`` maximises: ``kind`` at each of ``concurrencies``, combined by the geometric mean (a
-    configuration 10 % better at one concurrency and 10 % worse at another is no better). One small type
-    so another kind (goodput under an SLO) is one more branch of :meth:`value`."""
-
-    kind: str = "tok_s"
-    concurrencies: tuple[int, ...] = ()
-
-    def value(self, tok_s: float, concurrency: int) -> float:
-        """The objective at one concurrency from the benchmark's aggregate tok/s."""
-        if self.kind == "tok_s_per_user":
-            return tok_s / max(1, concurrency)
-        return tok_s
-
-    def combine(self, values: list[float]) -> float | None:
-        """One number over the concurrencies (None when one is missing or not positive)."""
-        if not values or len(values) != max(1, len(self.concurrencies)) or min(values) <= 0:
-            return None
-        return math.exp(sum(math.log(v) for v in values) / len(values))
-
-    def describe(self) -> str:
-        what = "tok/s per user" if self.kind == "tok_s_per_user" else "tok/s"
-        where = ", ".join(str(c) for c in self.concurrencies) or "the profile's"
-        return f"{what} at concurrency {where}" + (" (geometric mean)" if len(self.concurrencies) > 1 else "")
-
-    def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "concurrencies": list(self.concurrencies)}
-
-
 @dataclass(frozen=True)
 class TuneSpec:
     """A validated ``[tune]``: the configurations (index 0 the start), which toggles are the cycle
@@ -131,6 +98,7 @@ class TuneSpec:
             False,
             self.gpu_wait_s,
             True,  # a step profile of each speculative launch: the cycle model predicts from its split
+            Objective(self.objective.kind),  # the queue's decisions and crossover by the tune's objective
         )
 
 
@@ -183,21 +151,15 @@ def _number(
     *,
     integer: bool = False,
 ) -> float:
-    v = raw.get(key, default)
-    bad = isinstance(v, bool) or not isinstance(v, int | float) or (integer and not isinstance(v, int))
-    if bad or not math.isfinite(v) or not lo <= v <= hi:
-        kind = "an integer" if integer else "a number"
-        raise _err(
-            f"tune.{key} must be {kind} from {lo:g} to {hi:g}, got {v!r}", path, locate(text, key, "tune")
-        )
-    return float(v)
+    return bounded_number(raw, key, default, lo, hi, text, path, section="tune", integer=integer)
 
 
 def _objective(raw: dict[str, Any], profile: Profile, text: str, path: Any) -> Objective:
-    kind = raw.get("objective", "tok_s")
-    if kind not in OBJECTIVES:
+    kind = parse_kind(raw, "tune", text, path, has_slo=bool(profile.slo))
+    if kind == "goodput":
         raise _err(
-            f"tune.objective must be one of {', '.join(OBJECTIVES)}, got {kind!r}",
+            "tune.objective = 'goodput' is a [sweep] objective: tune ranks unlaunched configurations by the "
+            "cycle model, which predicts tok/s, not latencies (use tok_s or tok_s_per_user)",
             path,
             locate(text, "objective", "tune"),
         )

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from eagletui.core.profile.model import Verdict, config_diff, format_diff
+from eagletui.core.profile.objective import Objective
 from eagletui.core.profile.slo import Slo
 from eagletui.core.runs.run import Delta, Group, Metric, Run
 from eagletui.core.stats.noise import Band, band, outside
@@ -55,13 +56,19 @@ def _concs(run: Run) -> str:
 class _Baseline:
     """The runs by launch number, the cache of their analyses, and the baseline rule."""
 
-    def __init__(self, verdict: Verdict | None = None, slo: Slo | None = None) -> None:
+    def __init__(
+        self, verdict: Verdict | None = None, slo: Slo | None = None, objective: Objective | None = None
+    ) -> None:
         #: thresholds; without any given, those a recording's launches carry are adopted
         self.verdict = verdict or Verdict()
         self._adopt = verdict is None
         #: the profile's ``[slo]`` (goodput, the frontier); without a profile, the recording's, as above
         self.slo = slo or None
         self._adopt_slo = verdict is None and slo is None
+        #: what the ranking of the next launch optimises (the profile's ``[sweep] objective``); without
+        #: a profile, the one the recording's launches carry, as above
+        self.objective = objective or Objective()
+        self._adopt_objective = verdict is None and objective is None
         self.runs: dict[int, Run] = {}
         self._pinned: int | None = None
         #: a run of another session pinned as the baseline (``external_label`` says which: SESSION:RUN)

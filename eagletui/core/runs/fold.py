@@ -36,6 +36,7 @@ from eagletui.core.events import (
 from eagletui.core.phases.failures import exit_failure
 from eagletui.core.phases.startup import launch_to_ready, ready_clock, startup_gaps
 from eagletui.core.profile.model import Verdict, normalize_flag
+from eagletui.core.profile.objective import Objective
 from eagletui.core.profile.slo import Slo
 from eagletui.core.runs.baseline import _Baseline
 from eagletui.core.runs.latency import LatencyRecords
@@ -81,6 +82,8 @@ class _Fold(_Baseline):
                 self.verdict = Verdict(**{k: float(v) for k, v in cfg["verdict"].items()})
         if self._adopt_slo and isinstance(cfg.get("slo"), dict):
             self.slo = Slo.from_dict(cfg["slo"]) or None
+        if self._adopt_objective and isinstance(cfg.get("objective"), dict):
+            self.objective = Objective.from_json(cfg["objective"])
 
     def _interrupt(self, launch: int | None, kind: str, detail: str = "") -> None:
         runs = self.runs.values() if launch is None else [r for r in (self.runs.get(launch),) if r]

@@ -11,7 +11,9 @@ lose per GPU at high load, so the spec settings and no-spec are separate curves.
 Like for like: one :class:`Frontier` per host, model, GPUs and workload (the prompts, lengths and
 sampling; only the concurrency may differ); launches of the same config on it are one curve, their
 repeats pooled. y is Σ output tok/s ÷ concurrency (the per-request tok/s the economics compare,
-:mod:`eagletui.core.runs.economics`); x is output tok/s ÷ the launch's tensor-parallel GPUs.
+:mod:`eagletui.core.runs.economics`); at a request rate (Poisson arrivals, where the concurrency is only
+the client's cap) it is the output tokens ÷ the seconds requests were in flight — the same quantity by
+Little's law. x is output tok/s ÷ the launch's tensor-parallel GPUs.
 
 :func:`frontiers` is the one function every view reads (the frontier view, ``sweep --json``'s
 ``frontier``, every export, the browser); :func:`slo_answer` is its sentence.
@@ -22,11 +24,13 @@ Pure: reads a :class:`~eagletui.core.runs.book.RunBook`, no I/O.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from eagletui.core.profile.slo import Slo
-from eagletui.core.runs.latency import SloStats, slo_stats
+from eagletui.core.runs.latency import LatencyRecords, SloStats, slo_stats
+from eagletui.core.runs.max_rate import MaxRate, Trial, near_bound, sustainable
 from eagletui.core.runs.run import Group, Run
 from eagletui.core.stats.noise import band, outside
 from eagletui.core.stats.sample import mean_stdev
@@ -53,6 +57,10 @@ class Point:
     on_frontier: bool = False
     #: the stdev of :attr:`served` over the repeats (None below two): the noise rule's input
     served_sd: float | None = None
+    #: the request rate of Poisson arrivals (req/s; None: a closed loop at the concurrency), and whether
+    #: a bound's percentile lay within the noise of it there (``[sweep.max_rate]``'s steps)
+    rate: float | None = None
+    near: bool = False
 
     @property
     def meets_slo(self) -> bool | None:
@@ -75,6 +83,7 @@ class Point:
             "on_frontier": self.on_frontier,
             "served_req_s": self.served,
             "served_req_s_stdev": self.served_sd,
+            "request_rate": self.rate,
             **self.slo.to_json(),
         }
 
@@ -92,10 +101,14 @@ class Curve:
     crossover: int | None = None
     #: the economics' calls across concurrencies in words, by the noise rule (``within noise at 1 and 4``)
     across: str = ""
+    #: the highest request rate meeting the SLO among its rate points (None: none measured, or no SLO)
+    max_rate: MaxRate | None = None
 
     def best_under_slo(self) -> Point | None:
-        """The point serving the most requests/s (goodput with an SLO) among those meeting it."""
-        ok = [p for p in self.points if p.meets_slo is not False and p.req_s is not None]
+        """The point serving the most requests/s (goodput with an SLO) among those meeting it: of the
+        closed-loop points where there are any (a rate point's answer is :attr:`max_rate`'s)."""
+        loads = [p for p in self.points if p.rate is None] or list(self.points)
+        ok = [p for p in loads if p.meets_slo is not False and p.req_s is not None]
         return max(ok, key=lambda p: (p.served, p.concurrency), default=None)
 
     def to_json(self) -> dict[str, Any]:
@@ -105,6 +118,7 @@ class Curve:
             "launches": list(self.launches),
             "crossover": self.crossover,
             "across": self.across,
+            "max_rate": None if self.max_rate is None else self.max_rate.to_json(),
             "points": [p.to_json() for p in self.points],
         }
 
@@ -169,8 +183,36 @@ def _gpus(run: Run) -> int:
     return tp if isinstance(tp, int) and not isinstance(tp, bool) and tp > 0 else 1
 
 
+def _rate(run: Run, group: Group) -> float | None:
+    """The group's request rate (its workload's ``request_rate``), None for a closed loop."""
+    wl = run.bench_workload.get(group.results[0].bench, {}) if group.results else {}
+    r: Any = wl.get("request_rate")
+    ok = isinstance(r, int | float) and not isinstance(r, bool) and math.isfinite(r) and r > 0
+    return float(r) if ok else None
+
+
+def _open_loop_per_user(recs: list[LatencyRecords]) -> float | None:
+    """tok/s per user of Poisson arrivals: output tokens ÷ seconds in flight over the requests (Little's
+    law: the mean number in flight is Σ e2e ÷ the duration, so this is the aggregate tok/s ÷ it)."""
+    tokens = seconds = 0.0
+    for rec in recs:
+        for tok, e2e in zip(rec.tokens, rec.column("e2e_ms"), strict=True):
+            if tok > 0 and e2e > 0 and math.isfinite(e2e):
+                tokens, seconds = tokens + tok, seconds + e2e / 1000.0
+    return tokens / seconds if seconds > 0 else None
+
+
+def _max_rate(book: RunBook, pts: list[Point]) -> MaxRate | None:
+    """``[sweep.max_rate]``'s answer from a curve's rate points (None without an SLO or rate points)."""
+    rated = [p for p in pts if p.rate is not None]
+    if not book.slo or not rated:
+        return None
+    return sustainable(Trial(p.rate, p.meets_slo, p.near) for p in rated if p.rate is not None)
+
+
 def _point(book: RunBook, members: list[tuple[Run, Group]]) -> Point:
-    """One load of a curve: the repeats of every launch of the config at that concurrency, pooled."""
+    """One load of a curve: the repeats of every launch of the config at that concurrency (and request
+    rate), pooled."""
     results = [(run, r) for run, g in members for r in g.results]
     conc = members[0][1].concurrency
     per_gpu, _, n = mean_stdev([r.output_throughput / _gpus(run) for run, r in results])
@@ -183,7 +225,13 @@ def _point(book: RunBook, members: list[tuple[Run, Group]]) -> Point:
     if any(v is None for v in each):
         each = [r.requests / r.duration_s if r.duration_s > 0 else None for _, r in results]
     _, sd, _ = mean_stdev(each)
-    return Point(conc, per_gpu or 0.0, per_user or 0.0, n, req_s, slo, served_sd=sd)
+    rate = _rate(*members[0])
+    recs = [rec for run, r in results if (rec := run.latency.get(r.bench)) is not None]
+    if rate is not None:
+        # open loop: the concurrency is only a cap, not how many users share the tokens
+        per_user = _open_loop_per_user(recs) or per_user
+    near = rate is not None and book.slo is not None and bool(recs) and near_bound(recs, book.slo)
+    return Point(conc, per_gpu or 0.0, per_user or 0.0, n, req_s, slo, served_sd=sd, rate=rate, near=near)
 
 
 def _mark(points: list[Point]) -> set[int]:
@@ -219,10 +267,12 @@ def frontiers(book: RunBook) -> list[Frontier]:
     for set_key, configs in by_set.items():
         curves_raw = []
         for members in configs.values():
-            by_conc: dict[int, list[tuple[Run, Group]]] = {}
+            # a load is a concurrency, and a request rate where arrivals were Poisson (rate points of
+            # [sweep.max_rate] are points of their own, never pooled with the closed loop)
+            by_load: dict[tuple[int, float], list[tuple[Run, Group]]] = {}
             for run, g in members:
-                by_conc.setdefault(g.concurrency, []).append((run, g))
-            pts = [_point(book, by_conc[c]) for c in sorted(by_conc)]
+                by_load.setdefault((g.concurrency, _rate(run, g) or 0.0), []).append((run, g))
+            pts = [_point(book, by_load[k]) for k in sorted(by_load)]
             runs = sorted({run.launch for run, _ in members})
             curves_raw.append((book.runs[runs[0]], runs, pts))
         marked = _mark([p for _, _, pts in curves_raw for p in pts])
@@ -235,7 +285,7 @@ def frontiers(book: RunBook) -> list[Frontier]:
             spec = first.is_spec
             cross = book.crossover(first.launch) if spec else None
             across = book.across(first.launch) if spec else ""
-            curves.append(Curve(label, spec, tuple(runs), tuple(pts), cross, across))
+            curves.append(Curve(label, spec, tuple(runs), tuple(pts), cross, across, _max_rate(book, pts)))
         target, wl = workloads[set_key]
         f = Frontier(target, wl, book.slo, tuple(curves))
         out.append(Frontier(target, wl, book.slo, tuple(curves), slo_answer(f)))
@@ -255,7 +305,7 @@ def slo_answer(f: Frontier) -> str:
     nospec = max((b for b in bests if not b[0].spec), key=lambda b: b[1].served, default=None)
     said = [f"{c.label} serves up to {p.served:.1f} req/s (concurrency ≤ {p.concurrency})" for c, p in bests]
     if spec is None or nospec is None:
-        return head + "; ".join(said) + _unjudged(f, *(p for _, p in bests))
+        return head + "; ".join(said) + _unjudged(f, *(p for _, p in bests)) + _rates(f)
     (sc, sp), (_, np_) = spec, nospec
     text = head + f"{sc.label} serves up to {sp.served:.1f} req/s (concurrency ≤ {sp.concurrency})"
     # how sure: the one noise rule on the two points' repeats (assumed ±5 % where a side ran once)
@@ -271,7 +321,13 @@ def slo_answer(f: Frontier) -> str:
         text += f"; no-spec only {np_text}, outside noise ({b.text()})"
     if sc.across:
         text += f"; per request vs no-spec it {sc.across}"
-    return text + _unjudged(f, sp, np_)
+    return text + _unjudged(f, sp, np_) + _rates(f)
+
+
+def _rates(f: Frontier) -> str:
+    """``; EAGLE3 steps 3 sustains 4.2 req/s under the SLO (…); no-spec …``: each curve's max rate."""
+    said = [f"{c.label} {c.max_rate.text()}" for c in f.curves if c.max_rate is not None]
+    return "; " + "; ".join(said) if said else ""
 
 
 def _unjudged(f: Frontier, *points: Point) -> str:

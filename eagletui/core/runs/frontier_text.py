@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eagletui.core.runs.max_rate import rate_text
 from eagletui.core.textsafe import inert
 
 
@@ -27,7 +28,7 @@ def point_mark(p: dict[str, Any]) -> str:
 
 
 def frontier_rows(f: dict[str, Any], *, all_points: bool = False) -> list[tuple[str, ...]]:
-    """(mark, curve, concurrency, tok/s per GPU, tok/s per user, goodput req/s, SLO %) per point:
+    """(mark, curve, load (concurrency, or request rate and its cap), tok/s per GPU, tok/s per user, goodput req/s, SLO %) per point:
     the frontier's points only unless ``all_points``, by tok/s per GPU."""
     rows = []
     for c in f.get("curves") or []:
@@ -40,7 +41,7 @@ def frontier_rows(f: dict[str, Any], *, all_points: bool = False) -> list[tuple[
                 (
                     point_mark(p),
                     inert(str(c.get("label", ""))),
-                    str(p.get("concurrency", "")),
+                    _load(p),
                     _num(p.get("tok_s_per_gpu")),
                     _num(p.get("tok_s_per_user")),
                     _num(gp if gp is not None else p.get("req_s"), 2),
@@ -50,7 +51,7 @@ def frontier_rows(f: dict[str, Any], *, all_points: bool = False) -> list[tuple[
     return sorted(rows, key=lambda r: float(r[3]) if r[3] != "—" else 0.0)
 
 
-HEADER = ("", "launch config", "conc", "tok/s/GPU", "tok/s/user", "req/s served", "in SLO")
+HEADER = ("", "launch config", "load", "tok/s/GPU", "tok/s/user", "req/s served", "in SLO")
 
 
 def frontier_lines(f: dict[str, Any], *, all_points: bool = False) -> list[str]:
@@ -70,3 +71,10 @@ def frontier_lines(f: dict[str, Any], *, all_points: bool = False) -> list[str]:
     if f.get("answer"):
         out.append(f"  {inert(str(f['answer']))}")
     return out
+
+
+def _load(p: dict[str, Any]) -> str:
+    """``8``: a closed loop at concurrency 8; ``4.2/s≤64``: Poisson arrivals at 4.2 req/s, ≤ 64 in flight."""
+    rate = p.get("request_rate")
+    conc = str(p.get("concurrency", ""))
+    return f"{rate_text(rate)}/s≤{conc}" if isinstance(rate, int | float) and not isinstance(rate, bool) else conc

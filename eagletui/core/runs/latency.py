@@ -196,3 +196,11 @@ def slo_stats(pairs: Iterable[tuple[BenchmarkResult, LatencyRecords | None]], sl
         attainment = good_req / requests if requests else None
         goodput_req, goodput_tok = good_req / duration, good_tok / duration
     return SloStats(requests, sampled, attainment, goodput_req, goodput_tok, pct, meets)
+
+
+def goodput_of(result: BenchmarkResult, slo: Slo | None) -> float | None:
+    """One benchmark's goodput tok/s under ``slo`` from the records it carries (None: no SLO, or no
+    per-request records to judge by): what a sweep keeps per repeat for ``objective = "goodput"``."""
+    if not slo or not isinstance(result.latency, dict) or not result.latency:
+        return None
+    return slo_stats([(result, LatencyRecords.from_json(result.latency, result.bench))], slo).goodput_tok_s

@@ -351,7 +351,7 @@ class Decision:
             return f"within the noise ({fmt_sure(d.sure)})"
         return f"clear, {fmt_sure(d.sure)} sure"
 
-    def reorder_texts(self, names: Mapping[int, str]) -> list[str]:
+    def reorder_texts(self, names: Mapping[int, str], unit: str = "tok/s") -> list[str]:
         """Each place the ranking departs from the means, and why: ``steps 1 above steps 3 (mean 98.2 <
         100.5 tok/s): within the noise of steps 3, and cheaper``."""
         out = []
@@ -361,7 +361,7 @@ class Decision:
 
         for a, b, t in self.reordered:
             out.append(
-                f"{name(a)} above {name(b)} (mean {self.means[a]:.1f} < {self.means[b]:.1f} tok/s): "
+                f"{name(a)} above {name(b)} (mean {self.means[a]:.1f} < {self.means[b]:.1f} {unit}): "
                 f"within the noise of {'it' if t == b else name(t)}, and cheaper"
             )
         return out

@@ -16,6 +16,7 @@ from eagletui.core.stats.sample import mean_stdev
 
 if TYPE_CHECKING:
     from eagletui.core.profile.model import BenchSettings
+    from eagletui.core.profile.objective import Objective
 PENDING = "pending"
 
 
@@ -39,6 +40,10 @@ IN_FLIGHT = (LAUNCHING, BENCHMARKING)
 
 #: Extra benchmarks a cell may run in place of failed repeats before it gives up.
 MAX_RERUNS = 2
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) and v > 0 else None
 
 
 class SweepError(Exception):
@@ -91,6 +96,20 @@ class CellState:
     def values(self) -> tuple[float, ...]:
         return tuple(float(r["tok_s"]) for r in self.good)
 
+    def objective_values(self, objective: Objective | None, concurrency: int | None = None) -> tuple[float, ...]:
+        """Each counted run's value under ``objective`` (None: tok/s), at the concurrency the run
+        recorded (else ``concurrency``, else the client point's). A run the objective cannot judge (no
+        goodput: no per-request records) is left out, not counted as zero."""
+        if objective is None or objective.kind == "tok_s":
+            return self.values()
+        out = []
+        for r in self.good:
+            conc = _int(r.get("concurrency")) or concurrency or _int(self.client.get("concurrency")) or 1
+            v = objective.value(float(r["tok_s"]), conc, r.get("goodput_tok_s"))
+            if v is not None:
+                out.append(v)
+        return tuple(out)
+
     def tok_s(self) -> tuple[float | None, float | None, int]:
         return mean_stdev([r["tok_s"] for r in self.good])
 
@@ -135,6 +154,9 @@ class VariantState:
     #: ``eagletui tune``'s notes (eagletui.session.sweep.tuner): the prediction it was chosen on, the
     #: cycle model's forecasts from its launch, why it was never tried
     tune: dict[str, Any] = field(default_factory=dict)
+    #: ``[sweep.max_rate]``'s answer for this launch (core.runs.max_rate.MaxRate.to_json, the search's
+    #: stop reason and benchmarks); empty without the search
+    max_rate: dict[str, Any] = field(default_factory=dict)
 
     @property
     def config(self) -> int:

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from eagletui.core.profile.objective import OBJECTIVES
+
 #: The most repeats a queue may ask per variant, and variants it may hold (a [sweep] is far smaller).
 MAX_REPEATS = 1000
 MAX_VARIANTS = 10_000
@@ -43,9 +45,11 @@ def _scalar(v: Any) -> bool:
 def _repeat_problem(r: Any) -> str | None:
     if not isinstance(r, dict):
         return f"must be an object, got {_kind(r)}"
-    for key in ("tok_s", "accept", "ttft_ms", "seconds"):
+    for key in ("tok_s", "accept", "ttft_ms", "seconds", "goodput_tok_s"):
         if r.get(key) is not None and not _num(r[key]):
             return f".{key} must be a finite number, got {_kind(r[key])} {r[key]!r}"[:200]
+    if r.get("concurrency") is not None and not _int(r["concurrency"], 1, 10**6):
+        return f".concurrency must be a positive integer, got {_kind(r['concurrency'])} {r['concurrency']!r}"[:200]
     if "warm" in r and not isinstance(r["warm"], bool):
         return f".warm must be true or false, got {_kind(r['warm'])}"
     if r.get("error") not in (None, "") and not isinstance(r.get("error"), str):
@@ -81,6 +85,7 @@ _VARIANT_FIELDS: dict[str, tuple[str, Any]] = {
     "gate": ("an object", lambda v: isinstance(v, dict) and all(_scalar(x) for x in v.values())),
     # eagletui tune's notes: read back by the tuner, which checks each value it uses
     "tune": ("an object", lambda v: isinstance(v, dict)),
+    "max_rate": ("an object", lambda v: isinstance(v, dict)),
 }
 
 #: The most client points (cells) a launch may hold.
@@ -193,6 +198,9 @@ def _v2_problem(d: dict[str, Any]) -> str | None:
         return "client_factors must be a list of strings"
     if "workers" in d and not _int(d["workers"], 1, 100_000):
         return f"workers must be a positive integer, got {_kind(d['workers'])} {d['workers']!r}"[:200]
+    obj = d.get("objective", {})
+    if not isinstance(obj, dict) or ("kind" in obj and obj["kind"] not in OBJECTIVES):
+        return f"objective must be an object with a kind of {', '.join(OBJECTIVES)}, got {obj!r}"[:200]
     if "step_profile" in d and not isinstance(d["step_profile"], bool):
         return f"step_profile must be true or false, got {_kind(d['step_profile'])}"
     if "gpu_wait_s" in d and not (_num(d["gpu_wait_s"]) and d["gpu_wait_s"] >= 0):

@@ -36,6 +36,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from eagletui.core.profile.objective import Objective
 from eagletui.core.profile.sweep import (
     RepeatPolicy,
     SweepSpec,
@@ -82,6 +83,8 @@ class SweepQueue:
     workers: int = 1  # hosts or parallel jobs: the ETA divides by them
     gpu_wait_s: float = 300.0
     step_profile: bool = False  # a step profile of each speculative launch after its benchmarks
+    #: what the decisions optimise (Objective.to_json); the spec's, adopted again on a resume (:meth:`adopt`)
+    objective: dict[str, Any] = field(default_factory=dict)
     aborted: bool = False
     paused: str = ""  # why the sweep stopped itself (GPU memory still held …); a resume clears it
     #: per worker (host), the GPU reading right before its last launch (gpu_memory.Reading.to_dict):
@@ -152,6 +155,7 @@ class SweepQueue:
             workers=max(1, workers),
             gpu_wait_s=spec.gpu_wait_s,
             step_profile=spec.step_profile,
+            objective=spec.objective.to_json(),
         )
 
     @property
@@ -159,6 +163,17 @@ class SweepQueue:
         if not self.policy:
             return RepeatPolicy(adaptive=False, repeats=self.repeats)
         return RepeatPolicy.from_dict(self.policy)
+
+    @property
+    def goal(self) -> Objective:
+        """What the decisions optimise (tok/s at each client point for a queue that names none)."""
+        return Objective.from_json(self.objective)
+
+    def adopt(self, spec: SweepSpec) -> SweepQueue:
+        """The saved queue under the profile's objective now: the objective changes which config wins,
+        not what was run, so a resumed or finished sweep is decided again without a launch."""
+        self.objective = spec.objective.to_json()
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -203,6 +218,7 @@ class SweepQueue:
                 workers=max(1, int(d.get("workers", 1))),
                 gpu_wait_s=float(d.get("gpu_wait_s", 300.0)),
                 step_profile=d.get("step_profile") is True,
+                objective=dict(d.get("objective") or {}),
                 aborted=bool(d.get("aborted", False)),
                 paused=str(d.get("paused", "")),
                 gpu_reference={str(k): v for k, v in dict(d.get("gpu_reference") or {}).items()},
@@ -327,8 +343,11 @@ class SweepQueue:
     def launch_cells(self) -> list[Cell]:
         """One :class:`~eagletui.core.sweep.decide.Cell` per launch and client point (its config's
         index, its valid runs): the noise is pooled over these."""
+        return self._cells(None)
+
+    def _cells(self, objective: Objective | None) -> list[Cell]:
         return [
-            Cell(v.config, ci, c.values(), tuple(v.cost))
+            Cell(v.config, ci, c.objective_values(objective), tuple(v.cost))
             for v in self.variants
             for ci, c in enumerate(v.cells)
         ]
@@ -355,8 +374,9 @@ class SweepQueue:
         return step_in(me, others, policy, reference=ref)
 
     def decisions(self) -> list[Decision]:
-        """One decision per client point over every config measured there."""
-        launch_cells = self.launch_cells()
+        """One decision per client point over every config measured there, by the objective's value of
+        each run (how many runs a cell took was decided on its tok/s: the measurement's own noise)."""
+        launch_cells = self._cells(self.goal)
         cells = pool_by_config(launch_cells)
         points = len(self.variants[0].cells) if self.variants else 0
         conf = self.repeat_policy.confidence
@@ -467,6 +487,7 @@ def spec_fingerprint(spec: SweepSpec) -> str:
             "p": spec.repeat_policy.to_dict(),
             "d": spec.drift_enabled(),
             **({"sp": True} if spec.step_profile else {}),
+            **({"mr": asdict(spec.max_rate)} if spec.max_rate is not None else {}),
         },
         sort_keys=True,
         default=str,

@@ -61,6 +61,8 @@ def build_report(q: SweepQueue, verdict: Any = None, profile: Profile | None = N
         "profile": q.profile,
         "repeats": q.repeats,
         "policy": {**policy.to_dict(), "text": policy.describe()},
+        # what "best" means in the decisions and the crossover ([sweep] objective)
+        "objective": {**q.goal.to_json(), "unit": q.goal.unit, "text": q.goal.describe()},
         "baseline": q.variants[0].name if q.variants else None,
         "client_factors": list(q.client_factors),
         "variants": rows,
@@ -72,7 +74,8 @@ def build_report(q: SweepQueue, verdict: Any = None, profile: Profile | None = N
         else {
             "name": names[top.winner],
             "settings": dict(q.variants[top.winner].settings),
-            "tok_s": _r(top_mean, 2),
+            "tok_s": _r(top_mean if q.goal.kind == "tok_s" else _config_tok_s(q, top.winner), 2),
+            "objective_value": _r(top_mean, 2),
             "how_sure": top.how_sure(),
         },
         "noise": None
@@ -89,6 +92,11 @@ def build_report(q: SweepQueue, verdict: Any = None, profile: Profile | None = N
         "aborted": q.aborted,
         "paused": q.paused or None,
     }
+
+
+def _config_tok_s(q: SweepQueue, config: int) -> float | None:
+    """The mean tok/s of a config's counted runs (its launches pooled) at the one client point."""
+    return mean_stdev([x for v in q.variants if v.config == config for x in v.cells[0].values()])[0]
 
 
 def _variant_row(
@@ -137,6 +145,7 @@ def _variant_row(
         "reasons": reasons,
         "triage_kind": v.failure_kind or None,
         "run_id": v.run_id or None,
+        "max_rate": v.max_rate or None,  # [sweep.max_rate]: the highest request rate meeting the SLO
         "host": v.target or None,
         "launches": v.launches,
         "oom_retry": v.oom_retry or None,
@@ -223,7 +232,7 @@ def _decisions(q: SweepQueue, decisions: list[Decision], names: dict[int, str]) 
             ranking=[names[k] for k in d.ranking],
             reordered=[
                 {"config": names.get(a), "above": names.get(b), "tied_with": names.get(t), "text": text}
-                for (a, b, t), text in zip(d.reordered, d.reorder_texts(names), strict=True)
+                for (a, b, t), text in zip(d.reordered, d.reorder_texts(names, q.goal.unit), strict=True)
             ],
         )
         dec_out.append(dd)

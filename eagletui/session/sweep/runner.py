@@ -32,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 from eagletui.core import events as ev
 from eagletui.core.profile.sweep import Variant, apply_client, variant_profile
+from eagletui.core.runs.latency import goodput_of
 from eagletui.core.runs.validity import repeats_alike, timed_truly
 from eagletui.session.sweep.cells import (
     BENCHMARKING,
@@ -47,6 +48,7 @@ from eagletui.session.sweep.cells import (
 )
 from eagletui.session.sweep.gate import GateReference, reading_without
 from eagletui.session.sweep.jobs import job_slots, resume_variant, slot_profile
+from eagletui.session.sweep.maxrate import search_max_rate
 from eagletui.session.sweep.queue import SweepQueue
 from eagletui.session.waits import wait_ready
 
@@ -475,6 +477,8 @@ class SweepRunner:
         v.bench_s = (v.bench_s or 0.0) + (self.clock.monotonic() - t1)
         if q.step_profile and _timed(v) and prof.kind.is_spec(prof.args):
             await self._step_profile(v)
+        if self.profile.sweep is not None and self.profile.sweep.max_rate is not None and v.good:
+            await search_max_rate(self, v, prof)  # [sweep.max_rate]: the same launch, Poisson arrivals
         v.state, v.phase = DONE, ""
         if not v.good:
             v.state, v.failure_kind, v.failure = (
@@ -551,6 +555,8 @@ class SweepRunner:
                 "tok_s": r.output_throughput,
                 "accept": r.accept_length,
                 "ttft_ms": (r.stats.get("ttft_ms") or {}).get("median"),
+                "concurrency": settings.concurrency,
+                "goodput_tok_s": goodput_of(r, prof.slo),  # [sweep] objective = "goodput" ranks by it
                 "requests": r.requests,
                 "failed": r.failed,
                 "error": r.error,

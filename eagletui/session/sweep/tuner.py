@@ -72,7 +72,7 @@ class Tuner:
             runs = samples.setdefault(v.config, [[] for _ in v.cells])  # a repeat joins its config
             for ci, c in enumerate(v.cells):
                 conc = int(c.client.get("concurrency", self.profile.bench.concurrency))
-                runs[ci].extend(obj.value(x, conc) for x in c.values())
+                runs[ci].extend(x for x in c.objective_values(obj, conc))
         return objective_estimates(samples)
 
     def forecasts(self, q: SweepQueue) -> dict[int, dict[str, Ratio]]:

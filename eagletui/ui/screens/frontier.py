@@ -25,14 +25,12 @@ from textual_plotext import PlotextPlot
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.frontier import Frontier, frontiers
 from eagletui.core.runs.frontier_text import frontier_lines
-from eagletui.core.textsafe import inert
+from eagletui.ui.widgets.frontier_plot import latest, plot_frontier
 
 #: seconds between checks for new results (a check is a sum of list lengths)
 REFRESH_S = 0.5
 #: below this size the chart has no room to say anything: the frontier is a table
 MIN_CHART = (100, 30)
-#: plotext colours for the curves, in order (SLO misses are grey whatever their curve)
-_COLOURS = ("cyan", "orange", "green", "magenta", "blue", "red", "yellow")
 
 
 class FrontierChart(PlotextPlot):
@@ -41,39 +39,9 @@ class FrontierChart(PlotextPlot):
     DEFAULT_CSS = "FrontierChart { height: 1fr; min-height: 12; }"
 
     def draw(self, f: Frontier) -> None:
-        plt = self.plt
-        plt.clear_data()
-        plt.clear_figure()
-        plt.title(inert(f"{f.target or 'this host'}: " + (f.slo.describe() if f.slo else "no [slo]")))
-        plt.xlabel("output tok/s per GPU")
-        plt.ylabel("tok/s per user")
-        for i, c in enumerate(f.curves):
-            ok = [p for p in c.points if p.meets_slo is not False]
-            if ok:
-                plt.scatter(
-                    [p.tok_s_per_gpu for p in ok],
-                    [p.tok_s_per_user for p in ok],
-                    color=_COLOURS[i % len(_COLOURS)],
-                    marker="dot" if c.spec else "+",
-                    label=inert(c.label),
-                )
-            miss = [p for p in c.points if p.meets_slo is False]
-            if miss:
-                plt.scatter(
-                    [p.tok_s_per_gpu for p in miss], [p.tok_s_per_user for p in miss], color="gray", marker="x"
-                )
-        if f.slo_line is not None:  # a per-token bound is a floor on tok/s per user
-            plt.hline(f.slo_line, color="red")
-            xs = [p.tok_s_per_gpu for c in f.curves for p in c.points] or [0.0]
-            plt.text("SLO", x=min(xs) + (max(xs) - min(xs)) * 0.03, y=f.slo_line, color="red")
-        front = f.frontier_points()
-        if len(front) > 1:
-            plt.plot(
-                [p.tok_s_per_gpu for _, p in front],
-                [p.tok_s_per_user for _, p in front],
-                color="white",
-                label="frontier",
-            )
+        self.plt.clear_data()
+        self.plt.clear_figure()
+        plot_frontier(self.plt, f)
         self.refresh()
 
 
@@ -138,8 +106,9 @@ class FrontierScreen(ModalScreen[None]):
         if not small:
             lines.append(marks)
         self.query_one("#frontier-text", Static).update(Text("\n".join(lines) or "no benchmark yet"))
-        if self.frontiers and not small:
-            self.query_one(FrontierChart).draw(self.frontiers[0])
+        newest = latest(self.frontiers)  # the one the newest launch is on, as the charts column's
+        if newest is not None and not small:
+            self.query_one(FrontierChart).draw(newest)
         return True
 
     def action_dismiss_none(self) -> None:

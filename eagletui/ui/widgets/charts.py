@@ -16,7 +16,10 @@ from textual.strip import Strip
 from textual.visual import Visual, visualize
 from textual_plotext import PlotextPlot
 
+from eagletui.core.runs.book import RunBook
+from eagletui.core.runs.frontier import frontiers
 from eagletui.core.state.screen import Series, SessionState
+from eagletui.ui.widgets.frontier_plot import latest, plot_frontier
 
 
 def _rgb(app, name: str, fallback: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -95,7 +98,8 @@ class MetricChart(PlotextPlot):
         """Replot on the next :meth:`sync` even if no series moved (the theme's colours did)."""
         self._seen = ()
 
-    def sync(self, state: SessionState, baseline: float | None) -> bool:
+    def sync(self, state: SessionState, baseline: float | None, book: RunBook | None = None) -> bool:
+        """Replot if a series moved; ``book`` is the session's run book, for a chart drawn from it."""
         samples, rolling, live = self.series_for(state)
         key: tuple[Any, ...] = tuple(s.version if s is not None else -1 for s in (samples, rolling, live))
         key += (baseline,) + tuple((e.label, e.series.version) for e in self.extras(state))
@@ -329,6 +333,38 @@ class TtftChart(MetricChart):
         return state.bench_ttft, None, None
 
 
+class FrontierMiniChart(MetricChart):
+    """The frontier of the session's run book in the charts column (the view ``v`` at chart size): it
+    follows the run book, so a sweep's points appear as its cells finish. It folds the frontier again
+    only when a result arrived (the results' count), so a tick without one costs a sum."""
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__("frontier", "tok/s per user", "chart-toks", **kwargs)
+
+    def series_for(self, state: SessionState):
+        return None, None, None
+
+    def sync(self, state: SessionState, baseline: float | None, book: RunBook | None = None) -> bool:
+        if book is None:
+            return False
+        key = (id(book), sum(len(r.results) for r in book.runs.values()))
+        if key == self._seen:
+            return False
+        self._seen = key
+        plt = self.plt
+        plt.clear_data()
+        plt.clear_figure()
+        f = latest(frontiers(book))
+        # "frontier", then the host and the SLO as far as the chart is wide (a resize fits it anew)
+        names = ["no benchmark yet"] if f is None else [plot_frontier(plt, f, compact=True)]
+        self._names, self._title_width = names, self.size.width
+        plt.title(fit_title(self.title, names, (self.size.width or 80) - 2))
+        self.points = sum(len(c.points) for c in f.curves) if f is not None else 0
+        self._plot_version += 1
+        self.refresh()
+        return True
+
+
 @dataclass(frozen=True)
 class Extra:
     """A further line of a chart: its series, its name in the title, its colour, and whether it has the
@@ -349,6 +385,9 @@ class ChartSpec:
     cls: Callable[..., MetricChart]  # a MetricChart subclass, built with the widget's id and classes
     key: str
     wide: bool = False
+    #: also in the Charts tab of the narrow layout (the frontier is not: at 80x24 a fifth chart leaves
+    #: none room for its axes, and ``v`` shows the same frontier as a table there)
+    in_tab: bool = True
 
 
 #: Every chart, in screen order (see the module docstring).
@@ -357,6 +396,7 @@ CHARTS: tuple[ChartSpec, ...] = (
     ChartSpec(AcceptChart, "accept", wide=True),
     ChartSpec(RequestTokSChart, "req"),
     ChartSpec(TtftChart, "ttft"),
+    ChartSpec(FrontierMiniChart, "frontier", wide=True, in_tab=False),
 )
 
 
@@ -369,7 +409,8 @@ def wide_charts() -> Iterator[MetricChart]:
 def tab_charts() -> Iterator[MetricChart]:
     """The charts of the Charts tab (the narrow layout), a two-column grid."""
     for spec in CHARTS:
-        yield spec.cls(id=f"chart-{spec.key}", classes="chart in-tab")
+        if spec.in_tab:
+            yield spec.cls(id=f"chart-{spec.key}", classes="chart in-tab")
 
 
 def wide_grid_rows() -> str:
@@ -379,4 +420,4 @@ def wide_grid_rows() -> str:
 
 
 def tab_grid_rows() -> str:
-    return " ".join(["1fr"] * max(1, (len(CHARTS) + 1) // 2))
+    return " ".join(["1fr"] * max(1, (sum(1 for c in CHARTS if c.in_tab) + 1) // 2))

@@ -21,6 +21,7 @@ from rich.text import Text
 from textual.binding import Binding
 from textual.widget import Widget
 
+from eagletui.core.textsafe import inert
 from eagletui.session.sweep.cells import BENCHMARKING, DONE, FAILED, LAUNCHING, PENDING, SKIPPED, SweepError
 from eagletui.session.sweep.files import queue_path
 from eagletui.session.sweep.queue import SweepQueue, spec_fingerprint
@@ -149,7 +150,7 @@ class SweepQueueView(WorkerFailures, Widget, can_focus=True):
         queue: SweepQueue | None = None
         if path.exists():
             try:
-                old = SweepQueue.load(path)
+                old = SweepQueue.load(path).adopt(profile.sweep)
                 if old.fingerprint == spec_fingerprint(profile.sweep) and not old.finished:
                     queue = old
             except SweepError as exc:
@@ -193,6 +194,8 @@ class SweepQueueView(WorkerFailures, Widget, can_focus=True):
                     out.append(
                         "        " + cell_line(v, ci, q) + "\n", style="dim" if v.state != DONE else ""
                     )
+            if v.max_rate.get("text"):  # [sweep.max_rate]: the highest request rate meeting the [slo]
+                out.append(f"        max rate: {inert(str(v.max_rate['text']))[:200]}\n")
         done = [v for v in q.variants if v.state == DONE and v.recheck_of is None]
         if len(done) >= 2:
             points = q.variants[0].cells
@@ -200,7 +203,8 @@ class SweepQueueView(WorkerFailures, Widget, can_focus=True):
                 if d.winner is None:
                     continue
                 where = f" at {points[ci].label}" if len(points) > 1 else ""
-                out.append(f"\n  best{where}: {q.variants[d.winner].name} — {d.short()}")
+                by = f" by {q.goal.unit}" if q.goal.kind != "tok_s" else ""  # [sweep] objective
+                out.append(f"\n  best{where}{by}: {q.variants[d.winner].name} — {d.short()}")
             out.append("\n")
         out.append("\nw start/resume · x skip · R retry · A abort · < > reorder", style="dim")
         return out

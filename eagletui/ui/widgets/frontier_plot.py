@@ -1,0 +1,57 @@
+"""The frontier drawn with plotext: one scatter per launch config, the SLO misses grey, the Pareto frontier
+a line through its points, a per-token SLO a red line. The frontier view (``v``) and the frontier chart
+of the charts column draw through it, so the two never differ in what a mark means.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eagletui.core.runs.frontier import Frontier
+from eagletui.core.textsafe import inert
+
+#: plotext colours for the curves, in order (SLO misses are grey whatever their curve)
+COLOURS = ("cyan", "orange", "green", "magenta", "blue", "red", "yellow")
+
+
+def plot_frontier(plt: Any, f: Frontier, *, compact: bool = False) -> str:
+    """Draw ``f`` on a cleared plotext figure and return its title; ``compact``: no axis labels and no
+    legend (a chart of the charts column: the curves are named in the frontier view and its table)."""
+    title = inert(f"{f.target or 'this host'}: " + (f.slo.describe() if f.slo else "no [slo]"))
+    plt.title(title)
+    if not compact:
+        plt.xlabel("output tok/s per GPU")
+        plt.ylabel("tok/s per user")
+    for i, c in enumerate(f.curves):
+        ok = [p for p in c.points if p.meets_slo is not False]
+        if ok:
+            plt.scatter(
+                [p.tok_s_per_gpu for p in ok],
+                [p.tok_s_per_user for p in ok],
+                color=COLOURS[i % len(COLOURS)],
+                marker="dot" if c.spec else "+",
+                label=None if compact else inert(c.label),
+            )
+        miss = [p for p in c.points if p.meets_slo is False]
+        if miss:
+            plt.scatter([p.tok_s_per_gpu for p in miss], [p.tok_s_per_user for p in miss], color="gray", marker="x")
+    if f.slo_line is not None:  # a per-token bound is a floor on tok/s per user
+        plt.hline(f.slo_line, color="red")
+        xs = [p.tok_s_per_gpu for c in f.curves for p in c.points] or [0.0]
+        plt.text("SLO", x=min(xs) + (max(xs) - min(xs)) * 0.03, y=f.slo_line, color="red")
+    front = f.frontier_points()
+    if len(front) > 1:
+        plt.plot(
+            [p.tok_s_per_gpu for _, p in front],
+            [p.tok_s_per_user for _, p in front],
+            color="white",
+            label=None if compact else "frontier",
+        )
+    return title
+
+
+def latest(fs: list[Frontier]) -> Frontier | None:
+    """The frontier the newest launch is on (several hosts or workloads: the one being worked on now)."""
+    if not fs:
+        return None
+    return max(fs, key=lambda f: max((n for c in f.curves for n in c.launches), default=0))
