@@ -8,6 +8,7 @@ A mixin of :class:`~eagletui.core.phases.machine.PhaseMachine`.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from eagletui.core import events as ev
@@ -26,6 +27,11 @@ from eagletui.core.phases.native_crash import CrashSite, crash_kind
 
 if TYPE_CHECKING:
     from eagletui.core.logs.seam import LogFormat
+
+#: Backticks a program writes, not a person's markdown: CUDA's device-side assert quotes its condition
+#: (``Indexing.cu:1500: indexSelectSmallIndex: block: [32,0,0], thread: [63,0,0] Assertion `srcIndex <
+#: srcSelectDimSize` failed.``). Such a line in front of the server's records is no sign of prose.
+_MACHINE_QUOTES_RE = re.compile(r"Assertion `[^`\n]{0,400}` failed")
 
 
 # -- a death the log does not explain -------------------------------------------------------------
@@ -227,7 +233,7 @@ class FailureFold:
             self._set_ctx(out)
         elif rec.kind == OTHER and not self.prose:
             m = rec.msg.lstrip()
-            if m.startswith(("# ", "## ", "### ")) or m.count("`") >= 2:
+            if m.startswith(("# ", "## ", "### ")) or _MACHINE_QUOTES_RE.sub("", m).count("`") >= 2:
                 self.prose = True
                 return True
         return False
@@ -298,6 +304,9 @@ class FailureFold:
             self.group_draft = self.group_draft or draft
             self.capture_at = self.fmt.capture_stage(rec.msg, self.capture_at)
             self.group_server = self.group_server or self.fmt.evidence(rec.msg)
+        elif rec.msg[:1].isspace():
+            # a frame's code line may build the runner whose own frames the excerpt lost
+            self.capture_at = self.fmt.capture_stage(rec.msg, self.capture_at)
         if self.fmt.exception_line(rec.msg):
             self.group_exc = rec.msg.strip()
             c = self.cand

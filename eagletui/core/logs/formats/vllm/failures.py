@@ -47,6 +47,12 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     # executor.``; 0.33 adds ``(exit code: N)``; Ray v2: ``RayWorkerProc rank=N died unexpectedly``) and
     # the client's ``Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.`` (≤ 0.11)
     ("died unexpectedly", "died", 40, "worker_died"),
+    # a worker's RPC answered with a failure: multiproc_executor raises ``RuntimeError(f"Worker failed with
+    # error '{result}', please check the stack trace above for the root cause")`` (0.11 L248, 0.33 L526);
+    # the worker's death the monitor reports after it is the consequence. ``result`` may span lines: the
+    # message's head and its tail each name it. Above "died unexpectedly"
+    ("Worker failed with error", "exception", 41, "worker_error"),
+    ("please check the stack trace above for the root cause", "exception", 41, "worker_error"),
     ("WorkerProc failed to start", "exception", 36, "worker_failed"),
     # a worker's RPC raised (``capture_model``, ``execute_model``): the worker was up
     ("WorkerProc hit an exception", "exception", 36, "worker_exception"),
@@ -82,6 +88,7 @@ _PREFILTER = (
     "died",
     "ProcessGroup",
     "Caught signal",
+    "root cause",
 )
 #: The last words of a crash: the API server has given up (what it names is above it).
 TERMINAL_TAGS = frozenset({"engine_init_failed", "argparse", "ambiguous_option", "http_port", "engine_dead"})
@@ -97,6 +104,7 @@ OWN_TAGS = frozenset(
         "engine_fatal",
         "worker_exception",
         "worker_died",
+        "worker_error",
     }
 )
 #: Headers ``logger.exception`` prints above a traceback: the header stays the key line, the
