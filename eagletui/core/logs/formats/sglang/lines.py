@@ -447,6 +447,10 @@ FRAME_PHASES: tuple[tuple[str, str], ...] = (
     ("in initialize_model_parallel", "dist_init"),
     ("in init_distributed_environment", "dist_init"),
     ("in init_parallel", "dist_init"),
+    # the scheduler building the draft worker (0.5.4 launch_draft_worker, 0.5.10+ maybe_init_draft_worker):
+    # its frames are the draft's (_DRAFT_FRAMES), so the phase is load_draft unless a deeper frame says more
+    ("in maybe_init_draft_worker", "load"),
+    ("in launch_draft_worker", "load"),
     ("in load_model", "load"),
     ("in load_weights", "load"),
     ("/model_loader/", "load"),
