@@ -262,8 +262,11 @@ class FailureFold:
         )
         if self.capture_at is not None and (c.phase or "").startswith("capture") and c.kind in ("oom", "exception"):
             hint = self.fmt.capture_hint(self.capture_at, c.kind, version) or hint
+        # a native crash in NCCL's own code is an NCCL failure (the hint stays the native crash's, which
+        # names NCCL); the kind is what a tuner filters on
+        nccl_native = c.tag == "native_crash" and self.crash is not None and self.crash.in_nccl()
         fail = ev.ServerFailed(
-            kind=c.kind,
+            kind="nccl" if nccl_native else c.kind,
             message=c.message[:2000],
             hint=hint,
             line=c.line[:4000],
