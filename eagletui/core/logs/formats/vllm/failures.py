@@ -145,8 +145,17 @@ FRAME_PHASES: tuple[tuple[str, str], ...] = (
 _DRAFT_FRAMES = ("/spec_decode/", "eagle.py", "drafter", "proposer")
 
 
+#: Frames under ``/compilation/`` that every forward passes, compiled or not: the
+#: ``@support_torch_compile`` wrapper's ``__call__`` (``compilation/decorators.py``) runs the model's
+#: forward on every step, so a traceback through it (an MTP forward crashing while serving) is no sign of
+#: torch.compile; a compile failure goes deeper (``torch/_dynamo``, ``compilation/backends.py``).
+_EVERY_FORWARD = ("compilation/decorators.py",)
+
+
 def frame_phase(line: str) -> tuple[str | None, bool]:
     head = line[:1000]
+    if any(f in head for f in _EVERY_FORWARD):
+        return None, any(d in head for d in _DRAFT_FRAMES)
     fam = next((f for needle, f in FRAME_PHASES if needle in head), None)
     return fam, any(d in head for d in _DRAFT_FRAMES)
 

@@ -1,6 +1,9 @@
-"""A log that shows one of the crashes the spec-config preflight prevents names that check and its issue
-(eagletui/core/logs/formats/sglang/spec_crashes.py): the preflight's cases (tests/fixtures/spec-preflight,
-each with the crash its thread reports) and the real excerpts of issue 34's second round."""
+"""Triage of issue 34's second round, on real excerpts (tests/fixtures/real/p34-*, tests/fixtures/vllm/p34-*).
+
+A log that shows one of the crashes the spec-config preflight prevents names that check and its issue
+(eagletui/core/logs/formats/sglang/spec_crashes.py), checked on the preflight's cases
+(tests/fixtures/spec-preflight, each with the crash its thread reports) and the real excerpts; and the
+classes the held-out excerpts showed wrong before this round (each test failed on main b7050fe)."""
 
 from __future__ import annotations
 
@@ -12,9 +15,11 @@ import pytest
 from eagletui.commands.parse import parse_path
 from eagletui.core.logs.formats.sglang.capture_stage import stage_of
 from eagletui.core.logs.formats.sglang.spec_crashes import crash_check, launch_finding
+from eagletui.core.logs.formats.vllm import VLLM
 
 ROOT = Path(__file__).resolve().parents[1]
 REAL = ROOT / "tests" / "fixtures" / "real"
+VLLM_DIR = ROOT / "tests" / "fixtures" / "vllm"
 CASES = json.loads((ROOT / "tests/fixtures/spec-preflight/cases.json").read_text())
 #: the preflight cases whose crash is an exception a log shows in its own words
 WORDED = {"no-draft-path": "draft path", "multi-layer-llama": "multi-layer eagle", "kimi-k26-gb300": "draft attention"}
@@ -59,3 +64,41 @@ def test_a_runner_built_in_a_cut_traceback_names_its_stage() -> None:
     assert stage_of("    self.cuda_graph_runner = CudaGraphRunner(self)") == "target decode/verify"
     assert stage_of("    self.draft_cuda_graph_runner = EAGLEDraftCudaGraphRunner(self)") == "draft decode"
     assert stage_of("    self.init_cuda_graphs()") is None
+
+
+def test_a_cuda_device_assert_in_front_is_no_markdown() -> None:
+    """sgl-project/sglang#7139: CUDA's assert quotes its condition in backticks; main took the file for
+    prose (inline code) and read nothing."""
+    p = parse_path(str(REAL / "p34-eagle3-index-assert-while-serving-0470-issue7139.log"))
+    assert p["state"] == "failed" and p["failure"]["kind"] == "exception"
+
+
+def test_a_workers_reported_error_outranks_its_death() -> None:
+    """vllm-project/vllm-ascend#6842: 'Worker failed with error …, please check the stack trace above for
+    the root cause' and then the monitor's 'Worker proc VllmWorker-0 died unexpectedly': main said died."""
+    f = parse_path(str(VLLM_DIR / "p34-ascend-310p-worker-died-enginecore-process-traceback.log"), fmt=VLLM)["failure"]
+    assert f["kind"] == "exception" and "root cause" in f["line"]
+
+
+def test_the_torch_compile_wrapper_of_every_forward_is_not_the_compile_phase() -> None:
+    """intel/llm-scaler#386: an MTP forward's traceback passes compilation/decorators.py's __call__, as
+    every forward does; main blamed torch.compile and suggested --enforce-eager."""
+    f = parse_path(str(VLLM_DIR / "p34-intel-xpu-qwen35-mtp-enginecore-traceback-middle.log"), fmt=VLLM)["failure"]
+    assert f["phase"] != "compile" and "--enforce-eager" not in f["hint"]
+
+
+def test_a_native_crash_in_nccls_own_code_is_nccl() -> None:
+    """sgl-project/sglang#2803: UCX's segfault inside NCCL's uploadProxyOps; main said died."""
+    f = parse_path(str(REAL / "h34-nccl-sigsegv-fatal-python-error-deepseek-v3.log"))["failure"]
+    assert f["kind"] == "nccl" and "nccl/enqueue.cc" in f["message"] and "native crash" in f["hint"]
+
+
+def test_a_structured_loggers_records_are_sglangs_when_the_message_is() -> None:
+    """ai-dynamo/dynamo#4121: '<time>Z  INFO model_runner.init_device_graphs: Capture cuda graph end.'; main
+    read nothing. A dotted exception name in front of its message is no logger location."""
+    from eagletui.core.logs.formats.sglang.lines import classify
+
+    p = parse_path(str(REAL / "h34-dynamo-structured-wrapper-capture-end-scheduler-init.log"))
+    assert p["state"] == "loading" and "capture_target" in [x["name"] for x in p["phases"]]
+    assert not classify("torch.distributed.DistBackendError: NCCL error in: x").prefixed
+    assert not classify("2025-11-05T01:56:54Z  INFO dynamo_runtime.worker: started").prefixed
