@@ -102,3 +102,21 @@ def test_a_structured_loggers_records_are_sglangs_when_the_message_is() -> None:
     assert p["state"] == "loading" and "capture_target" in [x["name"] for x in p["phases"]]
     assert not classify("torch.distributed.DistBackendError: NCCL error in: x").prefixed
     assert not classify("2025-11-05T01:56:54Z  INFO dynamo_runtime.worker: started").prefixed
+
+
+def test_a_clients_openai_request_answered_is_serving(tmp_path: Path) -> None:
+    """sgl-project/sglang#14368: cache flushes and a chat completion answered 200, no ready line in the
+    excerpt: main said loading. SGLang's own warmup (/get_model_info, /generate) is still no sign of it,
+    nor is an access line in a text not known to be SGLang's."""
+    p = parse_path(str(REAL / "p34-pd-spec-serving-flush-cache-tp8-issue14368.log"))
+    assert p["state"] == "ready"
+    warmup = tmp_path / "warmup.log"
+    warmup.write_text(
+        "[2026-01-01 10:00:00 TP0] Load weight end. type=LlamaForCausalLM, avail mem=60.00 GB\n"
+        '[2026-01-01 10:00:05] INFO:     127.0.0.1:40000 - "GET /get_model_info HTTP/1.1" 200 OK\n'
+        '[2026-01-01 10:00:06] INFO:     127.0.0.1:40002 - "POST /generate HTTP/1.1" 200 OK\n'
+    )
+    assert parse_path(str(warmup))["state"] == "loading"
+    bare = tmp_path / "access.log"
+    bare.write_text('INFO:     10.0.0.7:51000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
+    assert parse_path(str(bare))["state"] == "unknown"

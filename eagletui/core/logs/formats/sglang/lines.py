@@ -441,12 +441,19 @@ def _classify_unprefixed(text: str, head: str, frame: bool) -> Rec:
     return rec
 
 
+_SERVED_RE = re.compile(r'"POST /v1/(?:chat/completions|completions|embeddings|responses) HTTP/1\.[01]" 2\d\d')
+
+
 def _uvicorn(rec: Rec, body: str) -> None:
     """A uvicorn line (``INFO:     …`` etc.), bare or behind SGLang's ``[timestamp]`` (0.4.6+)."""
     if "HTTP/1." in body and '" ' in body:
         rec.kind, rec.tag = HTTP, "access"
         if "POST /generate" in body:
             rec.tag = "access_generate"
+        elif _SERVED_RE.search(body) is not None:
+            # an OpenAI-API request answered: SGLang's own warmup never uses these endpoints (it asks
+            # /get_model_info and /generate or /encode), so the server is serving a client
+            rec.data = {"serving": True}
         return
     rec.kind = HTTP
     if "Uvicorn running on" in body:
