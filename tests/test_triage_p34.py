@@ -120,3 +120,15 @@ def test_a_clients_openai_request_answered_is_serving(tmp_path: Path) -> None:
     bare = tmp_path / "access.log"
     bare.write_text('INFO:     10.0.0.7:51000 - "POST /v1/chat/completions HTTP/1.1" 200 OK\n')
     assert parse_path(str(bare))["state"] == "unknown"
+
+
+def test_a_vllm_traceback_pasted_without_indentation_stays_one_traceback() -> None:
+    """vllm-project/vllm#14095: a worker's ERROR-level traceback whose frames' source lines lost their
+    indentation (``self.qkv_proj = QKVParallelLinear(``); main closed the traceback at the first of them
+    and read the log as still loading. A log message is no source line."""
+    from eagletui.core.logs.formats.vllm.lines import classify as vclassify
+
+    p = parse_path(str(VLLM_DIR / "p34-v0-worker-traceback-no-indent-llama-attention-init.log"), fmt=VLLM)
+    assert p["state"] == "failed" and p["failure"]["kind"] == "exception"
+    rec = vclassify("(EngineCore_DP0 pid=1) ERROR 04-27 04:09:36 [core.py:938] Error in preprocessing prompt inputs")
+    assert not rec.cont
