@@ -13,7 +13,8 @@ Without ``--set`` it reads the committed real corpora, split as they were collec
 ``tests/fixtures/real`` (earlier rounds; ``h34-*`` of issue 34's first round; ``p34-*`` of its second)
 and vLLM ``tests/fixtures/vllm`` (the same split). A held-out set nobody here has seen is a directory of
 ``NAME.log`` + ``NAME.expect.json`` in the same layout (or a collector's ``NAME.meta.json``, whose kinds are
-mapped by ``KIND_ALIASES``): pass it with ``--set``. ``--misses`` prints each
+mapped by ``KIND_ALIASES``): pass it with ``--set`` (``PREFIX``: only the files so named; ``*``: every file;
+none: the files of no round prefix, so ``--set x=DIR`` on a directory of plain names reads them all). ``--misses`` prints each
 miss (what was expected, what was read) on stderr; ``--quick`` (CI's short mode) is the same run: reading
 the whole corpus takes about a second. The last output line is a JSON object.
 """
@@ -81,8 +82,11 @@ def expectation(log: Path) -> dict[str, Any] | None:
 
 
 def logs_of(directory: Path, prefix: str) -> list[Path]:
-    """The set's logs: those named with ``prefix``, or with no round prefix at all when it is empty."""
+    """The set's logs: those named with ``prefix``, with no round prefix at all when it is empty, every
+    one when it is ``*``."""
     logs = sorted(p for p in directory.glob("*.log") if expectation(p) is not None)
+    if prefix == "*":
+        return logs
     if prefix:
         return [p for p in logs if p.name.startswith(prefix)]
     return [p for p in logs if not p.name.startswith(ROUND_PREFIXES)]
