@@ -15,7 +15,7 @@ from eagletui.core.logs.formats.sglang.capture_stage import more_specific, stage
 from eagletui.core.logs.formats.sglang.failures import capture_hint
 
 REAL = Path(__file__).parent / "fixtures" / "real"
-STAGED = sorted(p for p in REAL.glob("h34-*.log") if "capture_stage" in json.loads(p.with_suffix(".expect.json").read_text()))
+STAGED = sorted(p for p in (*REAL.glob("h34-*.log"), *REAL.glob("p34-*.log")) if "capture_stage" in json.loads(p.with_suffix(".expect.json").read_text()))
 #: an excerpt whose traceback was cut before any runner's frame: the stage cannot be read from it
 NO_RUNNER_FRAME = {"h34-compose-service-1-prefix-torch-compile-dp-capture"}
 

@@ -27,13 +27,7 @@ STATES = {"ready", "loading", "failed", "stopped", "unknown"}
 PHASE_MEANS: dict[str, set[str]] = {"capture_target": {"capture_target", "capture_prefill"}}
 
 #: Expectations the parser does not meet yet, with the reason; strict, so fixing one fails loudly here.
-KNOWN_GAPS: dict[str, str] = {
-    "h34-nccl-sigsegv-fatal-python-error-deepseek-v3": "UCX's segfault inside NCCL's uploadProxyOps reads as "
-    "'died' (native crash, site nccl/enqueue.cc named); the kind is not yet 'nccl' for a crash in NCCL's code",
-    "h34-dynamo-structured-wrapper-capture-end-scheduler-init": "Dynamo's structured wrapper "
-    "(``INFO model_runner.init_device_graphs: Capture cuda graph end.``) drops SGLang's own prefix: no "
-    "record start to learn the wrapper from",
-}
+KNOWN_GAPS: dict[str, str] = {}
 
 
 def _expect(log: Path) -> dict[str, Any]:

@@ -8,6 +8,7 @@ A mixin of :class:`~eagletui.core.phases.machine.PhaseMachine`.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from eagletui.core import events as ev
@@ -26,6 +27,11 @@ from eagletui.core.phases.native_crash import CrashSite, crash_kind
 
 if TYPE_CHECKING:
     from eagletui.core.logs.seam import LogFormat
+
+#: Backticks a program writes, not a person's markdown: CUDA's device-side assert quotes its condition
+#: (``Indexing.cu:1500: indexSelectSmallIndex: block: [32,0,0], thread: [63,0,0] Assertion `srcIndex <
+#: srcSelectDimSize` failed.``). Such a line in front of the server's records is no sign of prose.
+_MACHINE_QUOTES_RE = re.compile(r"Assertion `[^`\n]{0,400}` failed")
 
 
 # -- a death the log does not explain -------------------------------------------------------------
@@ -227,7 +233,7 @@ class FailureFold:
             self._set_ctx(out)
         elif rec.kind == OTHER and not self.prose:
             m = rec.msg.lstrip()
-            if m.startswith(("# ", "## ", "### ")) or m.count("`") >= 2:
+            if m.startswith(("# ", "## ", "### ")) or _MACHINE_QUOTES_RE.sub("", m).count("`") >= 2:
                 self.prose = True
                 return True
         return False
@@ -263,8 +269,11 @@ class FailureFold:
             and c.tag != "adaptive_buffer"
         ):
             hint = self.fmt.capture_hint(self.capture_at, c.kind, version) or hint
+        # a native crash in NCCL's own code is an NCCL failure (the hint stays the native crash's, which
+        # names NCCL); the kind is what a tuner filters on
+        nccl_native = c.tag == "native_crash" and self.crash is not None and self.crash.in_nccl()
         fail = ev.ServerFailed(
-            kind=c.kind,
+            kind="nccl" if nccl_native else c.kind,
             message=c.message[:2000],
             hint=hint,
             line=c.line[:4000],
@@ -305,6 +314,9 @@ class FailureFold:
             self.group_draft = self.group_draft or draft
             self.capture_at = self.fmt.capture_stage(rec.msg, self.capture_at)
             self.group_server = self.group_server or self.fmt.evidence(rec.msg)
+        elif rec.msg[:1].isspace():
+            # a frame's code line may build the runner whose own frames the excerpt lost
+            self.capture_at = self.fmt.capture_stage(rec.msg, self.capture_at)
         if self.fmt.exception_line(rec.msg):
             self.group_exc = rec.msg.strip()
             c = self.cand

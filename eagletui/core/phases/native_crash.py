@@ -125,6 +125,14 @@ class CrashSite:
                 name = m.group(1)
                 self.native = name if name.endswith(")") else name + "()"
 
+    def in_nccl(self) -> bool:
+        """The crashing native frame is NCCL's own code (``uploadProxyOps() at nccl/enqueue.cc:1131``, an
+        ``nccl…`` symbol): the collective library crashed, an NCCL failure rather than an unexplained
+        death. A Python frame that only calls into NCCL (``ncclCommInitRank`` in pynccl_wrapper.py) is
+        not enough: the native site is unknown there."""
+        n = self.native or ""
+        return " at nccl/" in n or n.startswith("nccl")
+
     def describe(self) -> str:
         """``Segmentation fault in torch::…::~ProfilerResult() (native), Python at stop (sglang/…:330)``."""
         where = []

@@ -39,6 +39,9 @@ class PhaseLines(Timeline):
         # FailureFold's
         def _emit_failure(self, out: list[ev.Event]) -> None: ...
 
+        # ServingFold's
+        def _serving_seen(self, rec: Rec, out: list[ev.Event]) -> None: ...
+
     def _on_phase(self, rec: Rec, tag: str, ts: float | None, out: list[ev.Event]) -> None:
         """A phase line or a progress bar of the server's: the phase it begins or ends, for its rank."""
         if not self.server_ctx:
@@ -211,6 +214,11 @@ class PhaseLines(Timeline):
 
     def _on_http(self, rec: Rec, tag: str, ts: float | None, out: list[ev.Event]) -> None:
         st = self.st
+        if tag == "access" and rec.data.get("serving") and self.server_ctx and st.status == LOADING:
+            # a client's request answered before any ready line or stats line of this text: it serves
+            # (a log that starts mid-serving, or one at a log level that hides the stats lines)
+            self._serving_seen(rec, out)
+            return
         if tag in ("http_up", "http_startup", "access_generate", "access"):
             if st.status == LOADING and self.activity and self.fmt.http_warmup:
                 self._start_warmup(ts, rec.ts_text, out)

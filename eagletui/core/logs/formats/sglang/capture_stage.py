@@ -19,16 +19,30 @@ _RUNNERS: tuple[tuple[str, str], ...] = (
     ("cuda_graph_runner.py", "target decode/verify"),  # CudaGraphRunner (≤ 0.5.13), the base class
 )
 STAGES = tuple(dict.fromkeys(s for _, s in _RUNNERS))
+#: (runner class, stage), the most specific first: the code line of a frame that builds a runner
+#: (``self.cuda_graph_runner_for_draft_extend = EAGLEDraftExtendCudaGraphRunner(``) names it when the
+#: traceback was cut before the runner's own frames (sgl-project/sglang#12421's excerpt ends there).
+_CLASSES: tuple[tuple[str, str], ...] = (
+    ("DraftExtendCudaGraphRunner(", "draft extend"),
+    ("EAGLEDraftCudaGraphRunner(", "draft decode"),
+    ("PrefillCudaGraphRunner(", "target prefill"),
+    ("PiecewiseCudaGraphRunner(", "target prefill"),
+    ("DecodeCudaGraphRunner(", "target decode/verify"),
+    ("CudaGraphRunner(", "target decode/verify"),
+)
 
 
 def stage_of(line: str) -> str | None:
-    """The stage a traceback frame line's runner file captures, or None."""
+    """The stage a traceback frame line's runner file captures (or a code line's runner class), or None."""
     head = line[:1000]
-    if "cuda_graph_runner" not in head:
-        return None
-    for needle, stage in _RUNNERS:
-        if needle in head:
-            return stage
+    if "cuda_graph_runner" in head:
+        for needle, stage in _RUNNERS:
+            if needle in head:
+                return stage
+    if "CudaGraphRunner(" in head:
+        for needle, stage in _CLASSES:
+            if needle in head:
+                return stage
     return None
 
 

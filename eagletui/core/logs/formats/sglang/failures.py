@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from eagletui.core.logs.formats.nccl_warn import fatal_warning
+from eagletui.core.logs.formats.sglang import spec_crashes
 from eagletui.core.logs.formats.sglang.capture_stage import stage_remedy
 from eagletui.core.logs.torch_oom import oversized_allocation
 
@@ -70,6 +71,8 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("shared logits buffer holds", "exception", 66, "adaptive_buffer"),
     ("Ninja build failed", "exception", 63, "jit_build"),
     ("ninja exited with status", "exception", 63, "jit_build"),
+    # the crashes the spec-config preflight prevents (spec_crashes.SIGNATURES): above the header
+    *((needle, "exception", 61, spec_crashes.TAG) for needle, _, _ in spec_crashes.SIGNATURES),
     ("hit an exception", "exception", 60, "exception"),
     # A native crash (compiled code segfaulted): the fatal line faulthandler prints and SGLang's word
     # for a child killed by SIGSEGV/SIGBUS/SIGABRT/SIGFPE/SIGILL. Not terminal: the stack after it
@@ -174,6 +177,7 @@ OWN_TAGS = frozenset(
         "watchdog",
         "kv_negative",
         "kernel_import",
+        spec_crashes.TAG,
     }
 )
 
@@ -449,6 +453,10 @@ def _exception_hint(
     tag: str, phase: str | None, version: str | None, text: str, args: dict[str, Any] | None, draft: bool
 ) -> str:
     """A Python exception: by its tag and phase, else the model path flag it names."""
+    if tag == spec_crashes.TAG:
+        known = spec_crashes.hint(text, args, version)
+        if known is not None:
+            return known
     if tag == "cuda_error":
         return (
             "A CUDA kernel faulted (illegal memory access / device-side assert): usually a kernel bug of "

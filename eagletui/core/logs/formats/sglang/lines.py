@@ -17,6 +17,7 @@ from typing import Any
 from eagletui.core.logs.formats.progress import BAR_COUNT_RE as _BAR_COUNT_RE
 from eagletui.core.logs.formats.progress import BAR_MARKS, is_bar
 from eagletui.core.logs.formats.progress import split_glued as _split_bar
+from eagletui.core.logs.formats.sglang.failures import match_failure
 from eagletui.core.logs.formats.sglang.prefix import PREFIX_RE, tp_of, ts_seconds
 from eagletui.core.logs.formats.sglang.serving import parse_decode, parse_prefill
 from eagletui.core.logs.seam import (
@@ -151,6 +152,15 @@ def classify(text: str, frame: bool = False) -> Rec:
             p = PYLOG_RE.search(head, 0, 400)
             if p is not None:
                 return _classify_pylog(text, p, frame)
+        if ": " in head[:200]:
+            s = STRUCTURED_RE.match(head)
+            if s is not None:
+                rec = _classify_pylog(text, s, frame)
+                if rec.kind != OTHER or rec.tag or match_failure(rec.msg[:SCAN_LIMIT]) is not None:
+                    # untimed: whether the logger's time is still in front depends on whether the file's
+                    # outer prefix took it, and a reading must not depend on another wrapper around it
+                    rec.ts_text, rec.has_date, rec.has_ms = "", False, False
+                    return rec
         return _classify_unprefixed(text, head, frame)
     end = m.end()
     msg = text[end:]
@@ -191,14 +201,28 @@ PYLOG_RE = re.compile(
     r"[^\n]{0,40}?\bsglang(?:\.\w+)*(?:: | - (?:[A-Z]+ - )?)"
 )
 
+#: A structured logger that replaced SGLang's own ``[time TPn]`` with its time, level and the logger's
+#: location (NVIDIA Dynamo: ``2025-11-05T01:56:54.281615Z  INFO model_runner.init_device_graphs: Capture
+#: cuda graph end. …``); the time and level may already be cut off as the file's outer prefix
+#: (eagletui.core.logs.outer_prefix), leaving ``model_runner.init_device_graphs: …``. Only a message SGLang
+#: writes makes such a line a record (classify): the shape alone is anyone's. The location ends in a
+#: function's name (lower case or ``__init__``), which an exception's ``torch.distributed.DistBackendError:``
+#: does not.
+STRUCTURED_RE = re.compile(
+    r"(?:(?P<date>\d{4}-\d{2}-\d{2})[ T](?P<time>\d{2}:\d{2}:\d{2})(?:[.,](?P<ms>\d{3})\d*)?Z? +"
+    r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL) +)?"
+    r"[A-Za-z_]\w{0,63}(?:\.\w{1,64}){0,3}\.(?:[a-z_]\w{0,63}): "
+)
+
 
 def _classify_pylog(text: str, m: re.Match[str], frame: bool) -> Rec:
     ms = m.group("ms")
+    date = m.group("date")
     rec = Rec(
         text=text,
         msg=text[m.end() :],
-        ts_text=m.group("date") + " " + m.group("time") + ("." + ms if ms else ""),
-        has_date=True,
+        ts_text=date + " " + m.group("time") + ("." + ms if ms else "") if date else "",
+        has_date=date is not None,
         has_ms=ms is not None,
         prefixed=True,
         frame=frame,
@@ -417,12 +441,19 @@ def _classify_unprefixed(text: str, head: str, frame: bool) -> Rec:
     return rec
 
 
+_SERVED_RE = re.compile(r'"POST /v1/(?:chat/completions|completions|embeddings|responses) HTTP/1\.[01]" 2\d\d')
+
+
 def _uvicorn(rec: Rec, body: str) -> None:
     """A uvicorn line (``INFO:     …`` etc.), bare or behind SGLang's ``[timestamp]`` (0.4.6+)."""
     if "HTTP/1." in body and '" ' in body:
         rec.kind, rec.tag = HTTP, "access"
         if "POST /generate" in body:
             rec.tag = "access_generate"
+        elif _SERVED_RE.search(body) is not None:
+            # an OpenAI-API request answered: SGLang's own warmup never uses these endpoints (it asks
+            # /get_model_info and /generate or /encode), so the server is serving a client
+            rec.data = {"serving": True}
         return
     rec.kind = HTTP
     if "Uvicorn running on" in body:
@@ -447,6 +478,10 @@ FRAME_PHASES: tuple[tuple[str, str], ...] = (
     ("in initialize_model_parallel", "dist_init"),
     ("in init_distributed_environment", "dist_init"),
     ("in init_parallel", "dist_init"),
+    # the scheduler building the draft worker (0.5.4 launch_draft_worker, 0.5.10+ maybe_init_draft_worker):
+    # its frames are the draft's (_DRAFT_FRAMES), so the phase is load_draft unless a deeper frame says more
+    ("in maybe_init_draft_worker", "load"),
+    ("in launch_draft_worker", "load"),
     ("in load_model", "load"),
     ("in load_weights", "load"),
     ("/model_loader/", "load"),

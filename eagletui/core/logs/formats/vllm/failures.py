@@ -47,6 +47,12 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     # executor.``; 0.33 adds ``(exit code: N)``; Ray v2: ``RayWorkerProc rank=N died unexpectedly``) and
     # the client's ``Engine core proc EngineCore_DP0 died unexpectedly, shutting down client.`` (≤ 0.11)
     ("died unexpectedly", "died", 40, "worker_died"),
+    # a worker's RPC answered with a failure: multiproc_executor raises ``RuntimeError(f"Worker failed with
+    # error '{result}', please check the stack trace above for the root cause")`` (0.11 L248, 0.33 L526);
+    # the worker's death the monitor reports after it is the consequence. ``result`` may span lines: the
+    # message's head and its tail each name it. Above "died unexpectedly"
+    ("Worker failed with error", "exception", 41, "worker_error"),
+    ("please check the stack trace above for the root cause", "exception", 41, "worker_error"),
     ("WorkerProc failed to start", "exception", 36, "worker_failed"),
     # a worker's RPC raised (``capture_model``, ``execute_model``): the worker was up
     ("WorkerProc hit an exception", "exception", 36, "worker_exception"),
@@ -82,6 +88,7 @@ _PREFILTER = (
     "died",
     "ProcessGroup",
     "Caught signal",
+    "root cause",
 )
 #: The last words of a crash: the API server has given up (what it names is above it).
 TERMINAL_TAGS = frozenset({"engine_init_failed", "argparse", "ambiguous_option", "http_port", "engine_dead"})
@@ -97,6 +104,7 @@ OWN_TAGS = frozenset(
         "engine_fatal",
         "worker_exception",
         "worker_died",
+        "worker_error",
     }
 )
 #: Headers ``logger.exception`` prints above a traceback: the header stays the key line, the
@@ -137,8 +145,17 @@ FRAME_PHASES: tuple[tuple[str, str], ...] = (
 _DRAFT_FRAMES = ("/spec_decode/", "eagle.py", "drafter", "proposer")
 
 
+#: Frames under ``/compilation/`` that every forward passes, compiled or not: the
+#: ``@support_torch_compile`` wrapper's ``__call__`` (``compilation/decorators.py``) runs the model's
+#: forward on every step, so a traceback through it (an MTP forward crashing while serving) is no sign of
+#: torch.compile; a compile failure goes deeper (``torch/_dynamo``, ``compilation/backends.py``).
+_EVERY_FORWARD = ("compilation/decorators.py",)
+
+
 def frame_phase(line: str) -> tuple[str | None, bool]:
     head = line[:1000]
+    if any(f in head for f in _EVERY_FORWARD):
+        return None, any(d in head for d in _DRAFT_FRAMES)
     fam = next((f for needle, f in FRAME_PHASES if needle in head), None)
     return fam, any(d in head for d in _DRAFT_FRAMES)
 

@@ -225,6 +225,12 @@ def _phase_fields(rec: Rec, msg: str) -> None:
         rec.data = {"draft": "drafter" in msg}
 
 
+#: A frame's source line in an ERROR record whose indentation the paste lost (``self.qkv_proj =
+#: QKVParallelLinear(``, ``return func(*args, **kwargs)``, ``super().init(input_size=input_size,``): a
+#: Python statement, which a log message never starts with (``Error in …``, ``RuntimeError: …``).
+_CODE_LINE_RE = re.compile(r"(?:return |raise |await |yield )?[A-Za-z_][\w.]*(?:\(\))?(?:\[[^\]\n]{0,80}\])?(?: = |\.?\()")
+
+
 def _error_record(rec: Rec, msg: str) -> None:
     """An ERROR record: a failure line, or a piece of a traceback that continues the one before."""
     stripped = msg.lstrip()
@@ -234,6 +240,9 @@ def _error_record(rec: Rec, msg: str) -> None:
     fm = match_failure(msg)
     if stripped.startswith('File "') and '", line ' in stripped:
         rec.kind, rec.tag, rec.cont = TRACEBACK, "frame", True
+        return
+    if fm is None and _CODE_LINE_RE.match(stripped) is not None:
+        rec.kind, rec.cont = TRACEBACK, True
         return
     if fm is not None:
         rec.kind, rec.tag, rec.data = ERROR, "fail", {"failure": fm}
