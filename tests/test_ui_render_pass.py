@@ -1,0 +1,81 @@
+"""Issue 33 item 21: a frame reads the log pane's and a chart's DOM-walking properties once per render
+pass, not once per line. ``Widget.rich_style`` (~130 µs) and ``Widget.size`` (~25 µs) per line were
+over half of the log pane's cost at every 10 Hz flush of a burst and in every full repaint (a tab or
+theme key). The lines drawn are the same as line-by-line rendering gives; how fast is measured by
+``benchmarks/ui_load.py``, not here."""
+
+from __future__ import annotations
+
+from rich.style import Style
+from textual.app import App, ComposeResult
+from textual.geometry import Size
+
+from eagletui.core.events import LogLine
+from eagletui.ui.widgets.charts import TokSChart
+from eagletui.ui.widgets.logview import LogView
+
+
+class _CountingLog(LogView):
+    reads = 0
+
+    @property
+    def rich_style(self) -> Style:
+        type(self).reads += 1
+        return super().rich_style
+
+
+class _CountingChart(TokSChart):
+    reads = 0
+
+    @property
+    def size(self) -> Size:
+        type(self).reads += 1
+        return super().size
+
+
+class _Pane(App):
+    def compose(self) -> ComposeResult:
+        yield _CountingLog(id="log")
+        yield _CountingChart(id="chart")
+
+
+_TEXTS = [
+    "[2026-03-14 12:00:00 TP0] Decode batch. #running-req: 8, #token: 4096, gen throughput (token/s): 812.5",
+    "plain ascii with a\ttab",
+    "wide 漢字 characters and an escape \x1b[31m here",
+    "",
+    "x" * 300,
+]
+
+
+def _strips_text(strips) -> list[str]:
+    return ["".join(seg.text for seg in s) for s in strips]
+
+
+async def test_one_pass_reads_the_panes_style_and_a_charts_size_once_and_draws_the_same_lines() -> None:
+    app = _Pane()
+    async with app.run_test(size=(90, 40)) as pilot:
+        view = app.query_one(_CountingLog)
+        chart = app.query_one(_CountingChart)
+        view.add_events(
+            [LogLine(text=_TEXTS[i % len(_TEXTS)], kind="decode", launch=1, seq=i + 1) for i in range(120)]
+        )
+        view.flush()
+        await pilot.pause()
+        for setup in (lambda: None, lambda: view.set_search("tab"), lambda: view.scroll_to(x=7, animate=False)):
+            setup()
+            await pilot.pause()
+            height = view.size.height
+            assert height > 10
+            # line by line, outside a pass: what the pane drew before it read the properties once
+            alone = _strips_text(view.render_line(y) for y in range(height))
+            _CountingLog.reads = 0
+            view._styles_cache.clear()
+            in_pass = _strips_text(view.render_lines(view.size.region))
+            assert _CountingLog.reads <= 2, _CountingLog.reads  # was one per line
+            assert in_pass == alone
+        _CountingChart.reads = 0
+        chart._styles_cache.clear()
+        chart.render_lines(chart.size.region)
+        assert chart.size.height > 5
+        assert _CountingChart.reads <= 4, _CountingChart.reads  # was one per line
