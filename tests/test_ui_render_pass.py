@@ -6,13 +6,15 @@ theme key). The lines drawn are the same as line-by-line rendering gives; how fa
 
 from __future__ import annotations
 
+from rich.segment import Segment
 from rich.style import Style
 from textual.app import App, ComposeResult
 from textual.geometry import Size
+from textual.strip import Strip
 
 from eagletui.core.events import LogLine
 from eagletui.ui.widgets.charts import TokSChart
-from eagletui.ui.widgets.logview import LogView
+from eagletui.ui.widgets.logview import LogView, _display_text
 
 
 class _CountingLog(LogView):
@@ -74,6 +76,11 @@ async def test_one_pass_reads_the_panes_style_and_a_charts_size_once_and_draws_t
             in_pass = _strips_text(view.render_lines(view.size.region))
             assert _CountingLog.reads <= 2, _CountingLog.reads  # was one per line
             assert in_pass == alone
+            # the plain rows' one-Strip path cuts and pads as Strip.crop/extend_cell_length would
+            sx, sy, width = int(view.scroll_offset.x), int(view.scroll_offset.y), view.size.width
+            for y, row in enumerate(list(view.view_rows)[sy : sy + height]):
+                whole = Strip([Segment(_display_text(row))]).crop(sx, sx + width).extend_cell_length(width)
+                assert _strips_text([view.render_line(y)]) == [whole.text], row[0]
         _CountingChart.reads = 0
         chart._styles_cache.clear()
         chart.render_lines(chart.size.region)

@@ -139,15 +139,17 @@ class LogView(ScrollView, can_focus=True):
     def add_events(self, events: list[LogLine]) -> None:
         """Buffer lines; they are merged into the view on the next :meth:`flush` (coalesced repaint)."""
         for ev in events:
-            row = row_of(ev)
-            if ev.frame and self._pending and ev.kind == "progress":
-                last = self._pending[-1]
-                if last[KIND] == "progress" and _same_bar(
-                    last[TEXT][last[PREFIX] :], row[TEXT][row[PREFIX] :]
-                ):
-                    self._pending[-1] = row  # the next frame of the same bar
-                    continue
-            self._pending.append(row)
+            self.add_event(ev)
+
+    def add_event(self, ev: LogLine) -> None:
+        """Buffer one line (the repaint's path: one call per log line of a burst, no list around it)."""
+        row = row_of(ev)
+        if ev.frame and self._pending and ev.kind == "progress":
+            last = self._pending[-1]
+            if last[KIND] == "progress" and _same_bar(last[TEXT][last[PREFIX] :], row[TEXT][row[PREFIX] :]):
+                self._pending[-1] = row  # the next frame of the same bar
+                return
+        self._pending.append(row)
 
     def add_marker(self, text: str) -> None:
         self._pending.append(make_row(text, "phase", None))
@@ -463,6 +465,16 @@ class LogView(ScrollView, can_focus=True):
                 segments.append(Segment(text[pos:i], base))
                 segments.append(Segment(text[i : i + len(needle)], self._styles.get("hit", base)))
                 pos = i + len(needle)
+        elif text.isascii():
+            # the common row: one cell per character, so the crop and the padding are slices and one
+            # Strip is built instead of three (each Strip builds its own caches)
+            shown = text[scroll_x : scroll_x + width]
+            pad = width - len(shown)
+            if shown:
+                segments.append(Segment(shown, base))
+            if pad > 0:
+                segments.append(Segment(" " * pad, pane))
+            return Strip(segments, width).apply_offsets(scroll_x, index)
         else:
             segments.append(Segment(text, base))
         strip = Strip(segments)
