@@ -14,7 +14,7 @@ from textual.strip import Strip
 
 from eagletui.core.events import LogLine
 from eagletui.ui.widgets.charts import TokSChart
-from eagletui.ui.widgets.logview import LogView, _display_text
+from eagletui.ui.widgets.logview import LogView, _display_text, make_row, printable, row_of
 
 
 class _CountingLog(LogView):
@@ -86,3 +86,25 @@ async def test_one_pass_reads_the_panes_style_and_a_charts_size_once_and_draws_t
         chart.render_lines(chart.size.region)
         assert chart.size.height > 5
         assert _CountingChart.reads <= 4, _CountingChart.reads  # was one per line
+
+
+def test_a_printable_line_takes_the_short_way_to_the_same_row() -> None:
+    """``row_of`` hands a line with nothing to make visible straight to the row; every other line still
+    goes through ``printable`` (control characters shown, tabs expanded, offsets moved with the text)."""
+    texts = _TEXTS + [
+        "nbsp\u00a0and a line separator\u2028",
+        "\x9b31m one-byte CSI",
+        "\x7f",
+        "é accents ok",
+        "y" * 5000,
+        "[2026-03-14 12:00:00 TP3] \tindented after the prefix",
+    ]
+    for text in texts:
+        ev = LogLine(text=text, kind="decode", rank=3, launch=1, prefix_end=26, rank_start=21, rank_end=24)
+        row = row_of(ev)
+        shown = printable(text)
+        assert row[0] == shown
+        if shown == text:  # the short way: the format's offsets as they were
+            assert row == make_row(text, "decode", 3, 26, (21, 24))
+        elif len(shown) != len(text):  # offsets moved with the text
+            assert row[5] == len(printable(text[:26]))
