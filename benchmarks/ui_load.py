@@ -72,7 +72,10 @@ Garbage collection
     schedule, nothing frozen) to show what it is worth.
 
 Also reported, to point at the cost: frame (compositor) time, ``_tick`` time, event-loop stalls (a 5 ms
-heartbeat's overshoot) and the feeder's dispatch time. The last output line is a JSON object.
+heartbeat's overshoot), the feeder's dispatch time, and ``cpu_ms_per_1k_lines``: the process's CPU time
+over the bursts per 1,000 lines (feeder, app, keys and frames together), the figure that compares two
+builds like for like on a shared machine, where wall-clock latencies follow the load of others. The
+last output line is a JSON object.
 """
 
 from __future__ import annotations
@@ -258,10 +261,12 @@ async def _burst(
             rss_samples.append(rss()[0])
             await asyncio.sleep(0.25)
 
+    cpu0 = time.process_time()
     ft = asyncio.create_task(feed())
     st = asyncio.create_task(sample_rss())
     kt = asyncio.create_task(key_loop(probe, None, burst_done, ns.key_gap, rnd, keys, per))
     await ft
+    cpu_s = time.process_time() - cpu0  # the whole process: feeder, app, keys, frames
     t_end = feeder.t_last
     probe.expect_last = printable(feeder.last_text or "")
     t_rows = None
@@ -294,6 +299,7 @@ async def _burst(
         "burst_s": round(burst_s, 3),
         "lines_per_s": round(feeder.lines / burst_s) if burst_s > 0 else 0,
         "dispatch_cpu_share": round(feeder.dispatch_s / burst_s, 3) if burst_s > 0 else None,
+        "cpu_s": round(cpu_s, 3),
         "lag_s": round(probe.lag_frame_end - t_end, 3) if probe.lag_frame_end else None,
         "lag_rows_s": round(t_rows - t_end, 3) if t_rows else None,
         "lag_unpainted_state": stuck,
@@ -330,6 +336,9 @@ def _results(
         "lines_per_s_mean": round(lines / wall) if wall > 0 else None,
         "target_rate": ns.rate,
         "dispatch_cpu_share": round(statistics.mean(x["dispatch_cpu_share"] or 0 for x in bursts), 3),
+        # CPU seconds of the whole process per 1,000 burst lines: unlike the wall times, barely moved by
+        # other work on a shared machine, so two builds compare like for like across runs
+        "cpu_ms_per_1k_lines": round(1e6 * sum(x["cpu_s"] for x in bursts) / lines, 1) if lines else None,
         "key_n": len(keys),
         "key_p50_ms": round(pct(keys, 0.5), 1),
         "key_p95_ms": round(pct(keys, 0.95), 1),
@@ -464,7 +473,11 @@ def _rows(ns: argparse.Namespace, res: dict, ok: dict[str, bool]) -> list[tuple[
                 for i, x in enumerate(res["per_burst"])
             ),
         ),
-        ("feeder cost", f"interpret+dispatch {res['dispatch_cpu_share'] * 100:.0f}% of the burst wall time"),
+        (
+            "feeder cost",
+            f"interpret+dispatch {res['dispatch_cpu_share'] * 100:.0f}% of the burst wall time; the whole "
+            f"process used {res['cpu_ms_per_1k_lines']} ms CPU per 1,000 lines",
+        ),
         (
             "key → repaint (burst)",
             f"p50 {res['key_p50_ms']:.1f} ms  p95 {res['key_p95_ms']:.1f} ms  max "

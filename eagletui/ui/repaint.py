@@ -54,6 +54,7 @@ class Repainter:
         self._chart_cursor = -1
         self._chart_rounds = 0
         self.log: LogView | None = None
+        self._charts = charts_shown()  # the registry is fixed once the screen is composed
         self._nccl = ""
         #: who controls the session, when ``eagletui serve`` started this app behind a browser tab
         self.presence = Presence.from_env()
@@ -70,12 +71,13 @@ class Repainter:
     # ------------------------------------------------------------------ marking
 
     def on_event(self, ev: Event) -> None:
-        """The model's observer: the log gets its lines now (cheap), everything else on the tick."""
-        self._chart_rounds = charts_shown()
+        """The model's observer: the log gets its lines now (cheap), everything else on the tick. Run for
+        every event of a burst (~150,000 a second at 100,000 lines/s): no call it can do without."""
+        self._chart_rounds = self._charts
         log = self.log
         if log is not None:
             if type(ev) is LogLine:
-                log.add_events([ev])
+                log.add_event(ev)
             elif isinstance(ev, LaunchStarted):
                 log.add_marker(f"──────── launch #{ev.launch} ────────")
         self.dirty = True
@@ -83,7 +85,7 @@ class Repainter:
     def replot_all_soon(self) -> None:
         """Give every visible chart its turn of the coalesced replot, even if no event comes (a theme
         change or a resize while idle would otherwise leave some charts as they were)."""
-        self._chart_rounds = max(self._chart_rounds, charts_shown())
+        self._chart_rounds = max(self._chart_rounds, self._charts)
         self.dirty = True
 
     # ------------------------------------------------------------------ painting

@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from textual.geometry import Region, Size
 from textual.strip import Strip
 from textual.visual import Visual, visualize
 from textual_plotext import PlotextPlot
@@ -62,6 +63,16 @@ class MetricChart(PlotextPlot):
         #: count, the x axis dropped when short), and a chart replotted while hidden had none
         self._last_plot: tuple[Any, ...] | None = None
         self._plot_height = 0
+        self._pass_size: Size | None = None  # set while Textual renders a frame's lines
+
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """The size is read once per render pass, not per line: ``Widget.size`` walks the box model
+        (~25 µs), and a full repaint asks a chart for every one of its lines."""
+        self._pass_size = self.size
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass_size = None
 
     def render_line(self, y: int) -> Strip:
         """plotext rebuilds the whole figure per render: it is built, and cut into lines, once per
@@ -71,7 +82,7 @@ class MetricChart(PlotextPlot):
         in the new colours on its next turn of the coalesced replot (within a second), so the frame
         that shows a new theme pays neither four plotext builds (~10 ms each with data) nor turning
         four figures of ANSI text back into lines (~4 ms each)."""
-        width, height = self.size
+        width, height = self._pass_size or self.size
         if height and height != self._plot_height and self._last_plot is not None:
             self._replot(*self._last_plot)  # e.g. the Charts tab shown: it was drawn at no size
         key = (self._plot_version, width, height)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import re
 from collections import deque
 from collections.abc import Callable
-from typing import Final
+from typing import Final, NamedTuple
 
 from rich.segment import Segment
 from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import reactive
 from textual.scroll_view import ScrollView
@@ -63,6 +63,17 @@ SPAN: Final = 6
 _NO_SPAN = (0, 0)
 
 
+class _LinePass(NamedTuple):
+    """What every line of one render pass shares (:meth:`LogView.render_lines`)."""
+
+    scroll_x: int
+    scroll_y: int
+    width: int
+    style: Style
+    selection: Selection | None
+    rows: list[Row] | deque[Row]
+
+
 def make_row(
     text: str, kind: str, rank: int | None, prefix_end: int = 0, rank_span: tuple[int, int] = _NO_SPAN
 ) -> Row:
@@ -72,6 +83,10 @@ def make_row(
 def row_of(ev: LogLine) -> Row:
     """A pane row for a log line; the format's offsets follow the text through :func:`printable`."""
     raw = ev.text
+    if len(raw) <= MAX_RENDER and raw.isprintable():
+        # nearly every line: no control character and no tab (both are unprintable to str), so
+        # :func:`printable` would hand it back as it is; one C call instead of a regex search and a replace
+        return make_row(raw, ev.kind, ev.rank, ev.prefix_end, (ev.rank_start, ev.rank_end))
     text = printable(raw)
     pe, span = ev.prefix_end, (ev.rank_start, ev.rank_end)
     if len(text) != len(raw) and (pe or span != _NO_SPAN):
@@ -121,21 +136,24 @@ class LogView(ScrollView, can_focus=True):
         self._width = 0
         self._styles: dict[str, Style] = {}
         self.dropped = 0
+        self._pass: _LinePass | None = None  # set while Textual renders a frame's lines
 
     # ------------------------------------------------------------------ data in
 
     def add_events(self, events: list[LogLine]) -> None:
         """Buffer lines; they are merged into the view on the next :meth:`flush` (coalesced repaint)."""
         for ev in events:
-            row = row_of(ev)
-            if ev.frame and self._pending and ev.kind == "progress":
-                last = self._pending[-1]
-                if last[KIND] == "progress" and _same_bar(
-                    last[TEXT][last[PREFIX] :], row[TEXT][row[PREFIX] :]
-                ):
-                    self._pending[-1] = row  # the next frame of the same bar
-                    continue
-            self._pending.append(row)
+            self.add_event(ev)
+
+    def add_event(self, ev: LogLine) -> None:
+        """Buffer one line (the repaint's path: one call per log line of a burst, no list around it)."""
+        row = row_of(ev)
+        if ev.frame and self._pending and ev.kind == "progress":
+            last = self._pending[-1]
+            if last[KIND] == "progress" and _same_bar(last[TEXT][last[PREFIX] :], row[TEXT][row[PREFIX] :]):
+                self._pending[-1] = row  # the next frame of the same bar
+                return
+        self._pending.append(row)
 
     def add_marker(self, text: str) -> None:
         self._pending.append(make_row(text, "phase", None))
@@ -395,24 +413,41 @@ class LogView(ScrollView, can_focus=True):
         self._load_styles()
         self.refresh()
 
-    def render_line(self, y: int) -> Strip:
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Textual asks for a frame's lines one :meth:`render_line` at a time; what every line of the pass
+        shares (the pane's style, width, scroll offset, selection) is read once here. Each is a
+        property that walks the DOM (``rich_style`` alone ~130 µs): per line that was over half of
+        the pane's cost, paid for every row at every flush of a burst and in every full repaint."""
+        self._pass = self._line_context()
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._pass = None
+
+    def _line_context(self) -> _LinePass:
         scroll_x, scroll_y = self.scroll_offset
-        index = scroll_y + y
-        rows = self.view_rows
-        width = self.size.width
+        return _LinePass(
+            int(scroll_x), int(scroll_y), self.size.width, self.rich_style, self.text_selection, self.view_rows
+        )
+
+    def render_line(self, y: int) -> Strip:
+        ctx = self._pass or self._line_context()
+        scroll_x, width, pane = ctx.scroll_x, ctx.width, ctx.style
+        index = ctx.scroll_y + y
+        rows = ctx.rows
         if index >= len(rows):
             if index == 0 and self._visible is not None and self.rows:
                 # a filter that hides everything: say so, instead of a blank pane
                 note = f"no lines match filter {self.filter_label()} (0 resets)"
                 return Strip([Segment(note, self._styles.get("dim", Style(dim=True)))]).extend_cell_length(
-                    width, self.rich_style
+                    width, pane
                 )
-            return Strip.blank(width, self.rich_style)
+            return Strip.blank(width, pane)
         row = rows[index]
         base = self._styles.get(row[KIND], Style())
         text = _display_text(row)
         segments: list[Segment] = []
-        selection = self.text_selection
+        selection = ctx.selection
         span = selection.get_span(index) if selection is not None else None
         if span is not None:
             # Mouse selection on this row: the rare case, so the simple (Rich Text) path is fine.
@@ -434,10 +469,20 @@ class LogView(ScrollView, can_focus=True):
                 segments.append(Segment(text[pos:i], base))
                 segments.append(Segment(text[i : i + len(needle)], self._styles.get("hit", base)))
                 pos = i + len(needle)
+        elif text.isascii():
+            # the common row: one cell per character, so the crop and the padding are slices and one
+            # Strip is built instead of three (each Strip builds its own caches)
+            shown = text[scroll_x : scroll_x + width]
+            pad = width - len(shown)
+            if shown:
+                segments.append(Segment(shown, base))
+            if pad > 0:
+                segments.append(Segment(" " * pad, pane))
+            return Strip(segments, width).apply_offsets(scroll_x, index)
         else:
             segments.append(Segment(text, base))
         strip = Strip(segments)
-        strip = strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, self.rich_style)
+        strip = strip.crop(scroll_x, scroll_x + width).extend_cell_length(width, pane)
         return strip.apply_offsets(scroll_x, index)  # lets the mouse select text in the pane
 
     def get_selection(self, selection: Selection) -> tuple[str, str] | None:
