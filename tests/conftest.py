@@ -126,6 +126,23 @@ def _fast_timings(monkeypatch):
 
 
 @pytest.fixture(autouse=True)
+def _toasts_stay(monkeypatch):
+    """Textual's toasts stay for the whole test: Textual expires a notification by the wall clock
+    (``textual.notifications.time``; eagletui's information toasts last 4 s), so a test that read the
+    toasts after a loaded machine's slow pause found them gone (the toast test failed at load 10-15).
+    Textual's notification clock is set an hour back: every toast raised in the test has an hour left
+    (``Notification.time_left``, which also times the toast's own removal), and what eagletui decides
+    is still checked where it is decided: how many stay (``MAX_TOASTS``, enforced on each new toast)
+    and the timeout each gets (``Notification.timeout``, which this leaves alone)."""
+    import time
+
+    import textual.notifications
+
+    then = time.time() - 3600.0
+    monkeypatch.setattr(textual.notifications, "time", lambda: then)
+
+
+@pytest.fixture(autouse=True)
 def _private_data_dir(tmp_path_factory, monkeypatch):
     """Commands the tests run record sessions (the UI, and headless bench since issue 20): into a
     throw-away data dir of each test's own, never the user's (a test that sets its own still wins),

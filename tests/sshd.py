@@ -95,9 +95,12 @@ class SshdServer:
         return len(pids)
 
 
-def _wait_banner(port: int, timeout: float = 10.0) -> bool:
+def _wait_banner(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> bool:
+    """Wait until sshd answers with its banner. An sshd that exited is a failure at once; the bound
+    only stops a hang: readiness, not a number, decides (10 s once decided, and a machine at load 15
+    can take several seconds to start sshd and load its keys)."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and proc.poll() is None:
         try:
             with socket.create_connection(("127.0.0.1", port), timeout=1) as s:
                 if s.recv(64).startswith(b"SSH-"):
@@ -145,7 +148,7 @@ def start_sshd(base: Path) -> SshdServer:
     proc = subprocess.Popen(
         [SSHD, "-D", "-e", "-f", str(cfg)], stdout=log, stderr=log, stdin=subprocess.DEVNULL
     )
-    if not _wait_banner(port):
+    if not _wait_banner(port, proc):
         proc.kill()
         proc.wait()
         raise RuntimeError(f"sshd did not start: {(base / 'sshd.log').read_text()[-2000:]}")

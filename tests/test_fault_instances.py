@@ -166,6 +166,12 @@ def test_sigkill_mid_launch_then_reattach(tmp_path: Path) -> None:
             try:
                 word, (run2, pid2) = second.outcome()
                 assert (word, run2, int(pid2)) == ("ATTACHED", run_id, pid_i)
+                # its tail follows the log: wait for the first line it recorded (a loaded machine took
+                # more than the 0.5 s this once slept; the bound only stops a hang)
+                assert second.recording is not None
+                deadline = time.monotonic() + 60
+                while not _recorded_lines(second.recording)[0] and time.monotonic() < deadline:
+                    time.sleep(0.05)
                 time.sleep(0.5)
                 assert sim_pids(port) == [pid_i], "a second server was started"
                 # one run dir (names starting with "." are eagletui's own bookkeeping, e.g. locks)

@@ -434,12 +434,18 @@ def test_line_limiter_cuts_huge_lines_with_a_marker() -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)  # a hang's bound only: 120-200 s at load 11-13 came close to the suite's 300 s
 async def test_burst_is_read_under_backpressure(tmp_path: Path) -> None:
     """A consumer that stops reading stops the tail too: the queue stays bounded, nothing is lost."""
     path = tmp_path / "server.log"
     n = 400_000
     path.write_bytes(numbered("b", 0, n))
-    sleeper = await asyncio.create_subprocess_exec(PY, "-c", "import time; time.sleep(120)")
+    # the server stand-in lives until the test ends it (its stdin closes with the test's process, so it
+    # cannot be left behind): a fixed sleep of 120 s ran out on a loaded machine before the 400,000
+    # lines were read, and the source saw its "server" exit mid-test
+    sleeper = await asyncio.create_subprocess_exec(
+        PY, "-c", "import sys; sys.stdin.read()", stdin=asyncio.subprocess.PIPE
+    )
     start = Path(f"/proc/{sleeper.pid}/stat").read_text().rsplit(")", 1)[1].split()[19]
     run = RunInfo(
         run_id="bp", run_dir="", log_path=str(path), pid=sleeper.pid, pgid=sleeper.pid,
@@ -474,5 +480,6 @@ async def test_burst_is_read_under_backpressure(tmp_path: Path) -> None:
         src.stop()
         await gen.aclose()
         await src.tail.wait_closed()
-        sleeper.kill()
+        if sleeper.returncode is None:
+            sleeper.kill()
         await sleeper.wait()
