@@ -53,7 +53,10 @@ class Decision:
                 f"at concurrency {c}: undecided — {f.label} predicted {f.tok_s:.1f} tok/s ({f.delta_pct:+.0f} %), "
                 f"{why}: launch it to know"
             )
-        return f"at concurrency {c}: keep {self.base_label} (nothing predicted beats it by {WORTH * 100:.0f} % at the low edge of its band)"
+        return (
+            f"at concurrency {c}: keep {self.base_label} (nothing predicted beats it by {WORTH * 100:.0f} % at the "
+            "low edge of its band, nor by more than its noise at the prediction)"
+        )
 
 
 def ranked(book: RunBook, launch: int) -> tuple[list[Forecast], str]:
@@ -85,9 +88,20 @@ def _with_record(f: Forecast, rec: Record | None) -> Forecast:
     return replace(f, low=low, high=high, band=source)
 
 
+def worth_a_launch(f: Forecast) -> bool:
+    """Whether a launch could show ``f`` better than what ran: its prediction itself beats the measured
+    base by more than that measurement's noise (and :data:`WORTH`). A band that merely reaches past the
+    base is no reason: a model whose alternatives span ±15 % has such a band for every neighbour, and a
+    candidate predicted within the base's noise could not be told apart from it by one launch anyway
+    (the H200 demo walked from its measured best, steps 5, to steps 7 predicted +3 % against a ±5 %
+    base)."""
+    return f.measured or f.tok_s > f.base_tok_s * (1.0 + max(WORTH, f.noise))
+
+
 def decisions(fs: list[Forecast], base_label: str) -> dict[int, Decision]:
     """The decision at each concurrency of ``fs``: the best candidate that wins at the low edge of its
-    band, else the best one whose band still reaches past :data:`WORTH` (undecided), else keep. An eager
+    band, else the best one whose band still reaches past :data:`WORTH` and whose prediction is
+    :func:`worth_a_launch` (undecided: launch it to know), else keep. An eager
     concurrency (above the largest CUDA-graph batch of either side) is decided only by a measurement: a
     measured setting that wins, else undecided while any candidate is only predicted."""
     out: dict[int, Decision] = {}
@@ -103,7 +117,7 @@ def decisions(fs: list[Forecast], base_label: str) -> dict[int, Decision]:
             # nothing measured wins, and a prediction cannot say "keep" either: the best one is open
             open_ = next((f for f in rows if not f.measured), None)
         elif winner is None:
-            open_ = next((f for f in rows if f.ceiling > need), None)
+            open_ = next((f for f in rows if f.ceiling > need and worth_a_launch(f)), None)
         out[c] = Decision(c, base_label, base, winner, open_, eager)
     return out
 
