@@ -88,6 +88,13 @@ def _with_record(f: Forecast, rec: Record | None) -> Forecast:
     return replace(f, low=low, high=high, band=source)
 
 
+def launch_bar(measured: float, noise: float) -> float:
+    """What a prediction must beat for its launch to be worth making: the measured value lifted by that
+    measurement's noise (relative half-width), never by less than :data:`WORTH`. ``n`` and ``tune`` both
+    read it (:func:`worth_a_launch`, :func:`~eagletui.core.sweep.tune.choose`)."""
+    return measured * (1.0 + max(WORTH, noise))
+
+
 def worth_a_launch(f: Forecast) -> bool:
     """Whether a launch could show ``f`` better than what ran: its prediction itself beats the measured
     base by more than that measurement's noise (and :data:`WORTH`). A band that merely reaches past the
@@ -95,7 +102,7 @@ def worth_a_launch(f: Forecast) -> bool:
     candidate predicted within the base's noise could not be told apart from it by one launch anyway
     (the H200 demo walked from its measured best, steps 5, to steps 7 predicted +3 % against a ±5 %
     base)."""
-    return f.measured or f.tok_s > f.base_tok_s * (1.0 + max(WORTH, f.noise))
+    return f.measured or f.tok_s > launch_bar(f.base_tok_s, f.noise)
 
 
 def decisions(fs: list[Forecast], base_label: str) -> dict[int, Decision]:

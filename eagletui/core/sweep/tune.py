@@ -13,17 +13,25 @@ Every configuration of the space not yet launched gets an estimate of the object
   so an unmeasured factor is worth one launch and a measured one only what its pairs allow.
 
 The anchor whose band is narrowest wins. The next launch is the configuration with the largest
-expected improvement over the best launched value lifted by its noise at the declared confidence (the
-band read as uniform); when none has any, the search stops: no candidate can beat the best by more than
-the noise. Pure: numbers in, a choice out (the session feeds it, :mod:`eagletui.session.sweep.tuner`).
+expected improvement over the bar: the best launched value lifted by its noise at the declared
+confidence (:func:`~eagletui.core.predict.ranking.launch_bar`, the one ``n`` reads). What the cycle
+model and measured effects predict is worth what the prediction beats the bar by, and nothing where it
+does not: a model band that merely reaches past the bar is no reason to launch (with bands of ±15 %
+every neighbour reaches past it, and a loaded host's noise widened them further: 6 launches of 12 on
+the simulated H200). A prior (a factor never measured, a step count the model cannot predict) is
+explored: its band, around the prediction of the rest and read as uniform, is worth its expected
+improvement over the bar. When nothing is worth a launch the search stops: no candidate can beat the
+best by more than the noise. Pure: numbers in, a choice out (the session feeds it,
+:mod:`eagletui.session.sweep.tuner`).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from eagletui.core.predict.ranking import launch_bar
 from eagletui.core.stats.confidence import Estimate, compare, estimate, pooled_noise
 
 #: The relative band assumed for one launch while no launch has been repeated (the noise rule's 5 %).
@@ -50,6 +58,8 @@ class Ratio:
     lo: float
     hi: float
     source: str = ""
+    #: the band is a prior (nothing measured or modelled says where in it the value lies): worth exploring
+    prior: bool = False
 
 
 @dataclass(frozen=True)
@@ -64,6 +74,14 @@ class Guess:
     anchor: int
     why: str
     gain: float = 0.0
+    #: the band the priors alone leave (the cycle model's and measured parts at their middle): what a
+    #: launch explores; ``value`` itself where no part is a prior
+    explore_low: float = 0.0
+    explore_high: float = 0.0
+
+    @property
+    def explores(self) -> bool:
+        return self.explore_low < self.explore_high
 
     def band_pct(self) -> tuple[float, float]:
         return (self.low / self.value - 1) * 100.0, (self.high / self.value - 1) * 100.0
@@ -165,6 +183,7 @@ def guess(
                     1 - 2 * prior,
                     1 + 2 * prior,
                     f"{point.spec}: no prediction, prior ±{2 * prior * 100:.0f} %",
+                    prior=True,
                 )
             parts.append(r)
         mine = dict(point.others)
@@ -179,13 +198,27 @@ def guess(
                     1 - prior,
                     1 + prior,
                     f"{name} {value}→{mine.get(key)}: not measured, prior ±{prior * 100:.0f} %",
+                    prior=True,
                 )
             parts.append(r)
         mid = e.mean * math.prod(r.mid for r in parts)
         lo = e.mean * math.prod(r.lo for r in parts)
         hi = e.mean * math.prod(r.hi for r in parts)
         why = "; ".join(r.source for r in parts) or "the same configuration"
-        g = Guess(point.index, mid, min(lo, mid), max(hi, mid), anchor.index, f"from {anchor.name}: {why}")
+        # the priors' band alone: a launch explores what nothing measured or modelled can say
+        e_lo = e.mean * math.prod(r.lo if r.prior else r.mid for r in parts)
+        e_hi = e.mean * math.prod(r.hi if r.prior else r.mid for r in parts)
+        g = Guess(
+            point.index,
+            mid,
+            min(lo, mid),
+            max(hi, mid),
+            anchor.index,
+            f"from {anchor.name}: {why}",
+            0.0,
+            min(e_lo, mid),
+            max(e_hi, mid),
+        )
         if best is None or g.high / g.low < best.high / best.low:
             best = g
     return best
@@ -212,20 +245,23 @@ def choose(
     confidence: float,
 ) -> Choice:
     """The next launch: the start (index 0) first, then the largest expected improvement over the best
-    launched value lifted by its noise; None when no untried configuration has any."""
+    launched value lifted by its noise (see the module doc: a prior's band is explored, a prediction
+    must beat the bar itself); None when no untried configuration has any."""
     if not measured:
         first = next((p.index for p in points if p.index not in tried), None)
         return Choice(first, "the start: the first value of every factor", None, None)
     best = max(measured, key=lambda i: measured[i].mean)
-    bar = measured[best].mean * (1 + noise_of(measured[best], confidence))
+    bar = launch_bar(measured[best].mean, noise_of(measured[best], confidence))
     guesses = []
     for p in points:
         if p.index in tried:
             continue
         g = guess(p, points, measured, forecasts, prior, confidence)
         if g is not None:
-            guesses.append(Guess(**{**g.__dict__, "gain": expected_gain(g.low, g.value, g.high, bar)}))
-    guesses.sort(key=lambda g: (-g.gain, -g.value))
+            guesses.append(replace(g, gain=expected_gain(g.explore_low, g.value, g.explore_high, bar)))
+    # at an equal gain, the launch that tests one thing (a prediction, or a prior) before one that
+    # stacks a prior on a prediction: its measurement checks the model or measures the factor
+    guesses.sort(key=lambda g: (-g.gain, g.explores, -g.value))
     if not guesses or guesses[0].gain <= 0:
         return Choice(
             None,
