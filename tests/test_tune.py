@@ -145,6 +145,26 @@ def test_a_prediction_within_the_noise_is_not_worth_a_launch_however_wide_its_ba
     assert g[1].explores and g[1].gain > 0  # Ring → Tree never measured: explored by its prior
 
 
+def test_every_launch_that_predicts_a_configuration_counts_not_only_the_first():
+    """Found in benchmarks/tune_efficiency.py (the simulated H200): steps 3's forecast of steps 4 (+8 %)
+    launched it after steps 5, nearer, had measured 8 % under its own forecast and predicted steps 4
+    below the best. Both forecasts now count, weighted by their bands: steps 4 is not worth a launch."""
+    pts = [
+        Point(0, "s3", "steps 3", (("env:NCCL_ALGO", "Ring"),)),
+        Point(1, "s5", "steps 5", (("env:NCCL_ALGO", "Ring"),)),
+        Point(2, "s4", "steps 4", (("env:NCCL_ALGO", "Ring"),)),
+    ]
+    measured = {0: _m(2066.0, 2070.0, 2062.0, 2066.0), 1: _m(2139.0, 2143.0, 2135.0, 2139.0)}
+    fc = {
+        0: {"steps 4": Ratio(1.077, 1.023, 1.131), "steps 5": Ratio(1.125, 1.069, 1.181)},
+        1: {"steps 4": Ratio(0.957, 0.909, 1.005), "steps 3": Ratio(0.889, 0.845, 0.933)},
+    }
+    c = choose(pts, measured, fc, tried={0, 1}, prior=0.1, confidence=0.9)
+    g = {g.index: g for g in c.guesses}
+    assert 2066.0 * 0.957 < g[2].value < 2066.0 * 1.077 and "other launch" in g[2].why
+    assert c.next is None and c.best == 1
+
+
 def test_an_anchor_that_predicts_the_speculative_change_beats_one_that_would_guess_it():
     """Found on the simulator: from 'off tree' (no forecast of steps) a ±20 % guess outran the cycle
     model's forecast from 's3 ring'; a launch of a step count the model called 25 % worse followed."""
