@@ -145,6 +145,17 @@ def test_a_prediction_within_the_noise_is_not_worth_a_launch_however_wide_its_ba
     assert g[1].explores and g[1].gain > 0  # Ring → Tree never measured: explored by its prior
 
 
+def test_a_first_launchs_noise_lifts_the_bar_by_its_standard_error_not_a_t_quantile_of_two_df():
+    """The loaded simulated H200 (``eagletui tune``, its first launch: steps 3 at 1402/1231 and
+    7212/7840 tok/s): the 90 % t interval of two degrees of freedom is ±11 %, and steps 5 predicted +9 %
+    was never launched. The bar is the best lifted by its standard error × the normal quantile (±6 %)."""
+    est = objective_estimates({0: [[1401.7, 1230.7], [7211.5, 7840.2]]})
+    assert est[0].half_pct(0.9) > 11.0 and noise_of(est[0], 0.9) == pytest.approx(0.0635, abs=0.001)
+    fc = {0: {"steps 5": Ratio(1.089, 1.034, 1.143)}}
+    pts = [Point(0, "s3", "steps 3", ()), Point(1, "s5", "steps 5", ())]
+    assert choose(pts, est, fc, tried={0}, prior=0.1, confidence=0.9).next == 1
+
+
 def test_every_launch_that_predicts_a_configuration_counts_not_only_the_first():
     """Found in benchmarks/tune_efficiency.py (the simulated H200): steps 3's forecast of steps 4 (+8 %)
     launched it after steps 5, nearer, had measured 8 % under its own forecast and predicted steps 4

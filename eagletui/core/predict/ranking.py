@@ -21,7 +21,8 @@ from eagletui.core.runs.book import RunBook
 class Decision:
     """What the ranking decides at one concurrency: ``winner`` beats what ran by :data:`WORTH` even at
     the low edge of its band; ``open`` (no winner) names the best candidate whose band reaches past that
-    margin: undecided until it is measured; neither: keep what ran."""
+    margin and whose prediction is :func:`worth_a_launch`: undecided until it is measured; neither: keep
+    what ran."""
 
     concurrency: int
     base_label: str
