@@ -12,7 +12,8 @@ Every configuration of the space not yet launched gets an estimate of the object
   their spread and the noise; without such a pair, the exploration prior (``prior_pct`` either side),
   so an unmeasured factor is worth one launch and a measured one only what its pairs allow.
 
-The anchor whose band is narrowest wins. The next launch is the configuration with the largest
+Where several launches predict a configuration without a prior, their predictions are pooled (see
+:func:`guess`); otherwise the anchor whose band is narrowest wins. The next launch is the configuration with the largest
 expected improvement over the bar: the best launched value lifted by its noise at the declared
 confidence (:func:`~eagletui.core.predict.ranking.launch_bar`, the one ``n`` reads). What the cycle
 model and measured effects predict is worth what the prediction beats the bar by, and nothing where it
@@ -197,7 +198,8 @@ def guess(
     weights = [1.0 / max(_width(g), 1e-6) ** 2 for g in sure]
     mid = math.exp(sum(w * math.log(g.value) for w, g in zip(weights, sure, strict=True)) / sum(weights))
     k = mid / narrowest.value
-    why = f"{narrowest.why}; with {len(sure) - 1} other launch{'es' if len(sure) > 2 else ''}' predictions"
+    n = len(sure) - 1
+    why = f"{narrowest.why}; with the predictions of {n} other launch{'es' if n > 1 else ''}"
     return replace(
         narrowest,
         value=mid,
