@@ -176,6 +176,26 @@ def test_every_launch_that_predicts_a_configuration_counts_not_only_the_first():
     assert c.next is None and c.best == 1
 
 
+def test_a_prediction_is_launched_before_the_same_prediction_with_a_prior_stacked_on_it():
+    """Found in the benchmark's end-to-end run (the simulated H200, seed 1): steps 4 Tree, the model's
+    steps 4 from one launch times Tree's untried prior, outbid steps 4 Ring, the same prediction pooled
+    over both launches. Guesses with a prior pool alike now, and at an equal gain the one that tests one
+    thing goes first."""
+    ring, tree = (("env:NCCL_ALGO", "Ring"),), (("env:NCCL_ALGO", "Tree"),)
+    pts = [
+        Point(0, "s3 ring", "steps 3", ring),
+        Point(1, "s5 ring", "steps 5", ring),
+        Point(2, "s4 ring", "steps 4", ring),
+        Point(3, "s4 tree", "steps 4", tree),
+    ]
+    measured = {0: _m(2000.0, 2002.0, 1998.0, 2000.0), 1: _m(2050.0, 2052.0, 2048.0, 2050.0)}
+    fc = {0: {"steps 4": Ratio(1.10, 1.05, 1.15)}, 1: {"steps 4": Ratio(1.06, 1.01, 1.11)}}
+    c = choose(pts, measured, fc, tried={0, 1}, prior=0.1, confidence=0.9)
+    g = {g.index: g for g in c.guesses}
+    assert g[3].priors and g[3].value == pytest.approx(g[2].value, rel=1e-3)  # was 2200: s3 ring's alone
+    assert c.next == 2
+
+
 def test_an_anchor_that_predicts_the_speculative_change_beats_one_that_would_guess_it():
     """Found on the simulator: from 'off tree' (no forecast of steps) a ±20 % guess outran the cycle
     model's forecast from 's3 ring'; a launch of a step count the model called 25 % worse followed."""

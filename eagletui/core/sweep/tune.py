@@ -81,6 +81,8 @@ class Guess:
     #: ``value`` itself otherwise (a prediction is worth what it beats the bar by)
     explore_low: float = 0.0
     explore_high: float = 0.0
+    #: some part is a prior (explored or stacked on a prediction)
+    priors: bool = False
 
     @property
     def explores(self) -> bool:
@@ -178,7 +180,7 @@ def guess(
     agreeing anchors do not narrow it). One anchor's forecast is made when it is launched and kept: a
     later launch nearer the point, or one that found the model off, must move the estimate too (on the
     simulated H200 steps 4 was launched on steps 3's forecast after steps 5 measured 8 % under its own).
-    Otherwise the narrowest guess, priors and all."""
+    Without such launches, the guesses with priors are pooled alike."""
     # an anchor that predicts the speculative change beats one that can only guess it
     predicts = [
         a
@@ -191,14 +193,14 @@ def guess(
     ]
     if not made:
         return None
-    sure = [g for g, has_prior in made if not has_prior]
-    narrowest = min(sure or [g for g, _ in made], key=_width)
-    if len(sure) < 2:
+    pool = [g for g in made if not g.priors] or made
+    narrowest = min(pool, key=_width)
+    if len(pool) < 2:
         return narrowest
-    weights = [1.0 / max(_width(g), 1e-6) ** 2 for g in sure]
-    mid = math.exp(sum(w * math.log(g.value) for w, g in zip(weights, sure, strict=True)) / sum(weights))
+    weights = [1.0 / max(_width(g), 1e-6) ** 2 for g in pool]
+    mid = math.exp(sum(w * math.log(g.value) for w, g in zip(weights, pool, strict=True)) / sum(weights))
     k = mid / narrowest.value
-    n = len(sure) - 1
+    n = len(pool) - 1
     why = f"{narrowest.why}; with the predictions of {n} other launch{'es' if n > 1 else ''}"
     return replace(
         narrowest,
@@ -206,8 +208,8 @@ def guess(
         low=narrowest.low * k,
         high=narrowest.high * k,
         why=why,
-        explore_low=mid,
-        explore_high=mid,
+        explore_low=narrowest.explore_low * k,
+        explore_high=narrowest.explore_high * k,
     )
 
 
@@ -229,8 +231,8 @@ def _from_anchor(
     forecasts: Mapping[int, Mapping[str, Ratio]],
     prior: float,
     confidence: float,
-) -> tuple[Guess, bool]:
-    """``point`` estimated from one launched ``anchor`` as ratios, and whether any part is a prior."""
+) -> Guess:
+    """``point`` estimated from one launched ``anchor`` as ratios."""
     e = measured[anchor.index]
     parts: list[Ratio] = []
     if anchor.spec != point.spec:
@@ -267,8 +269,9 @@ def _from_anchor(
         0.0,
         min(e_lo, mid),
         max(e_hi, mid),
+        any(r.prior for r in parts),
     )
-    return g, any(r.prior for r in parts)
+    return g
 
 
 def expected_gain(low: float, value: float, high: float, bar: float) -> float:
@@ -306,9 +309,9 @@ def choose(
         g = guess(p, points, measured, forecasts, prior, confidence)
         if g is not None:
             guesses.append(replace(g, gain=expected_gain(g.explore_low, g.value, g.explore_high, bar)))
-    # at an equal gain, the launch that tests one thing (a prediction, or a prior) before one that
+    # at an equal gain, the launch that tests one thing (a prediction, then a prior) before one that
     # stacks a prior on a prediction: its measurement checks the model or measures the factor
-    guesses.sort(key=lambda g: (-g.gain, g.explores, -g.value))
+    guesses.sort(key=lambda g: (-g.gain, g.priors and not g.explores, g.explores, -g.value))
     if not guesses or guesses[0].gain <= 0:
         return Choice(
             None,
