@@ -2,7 +2,8 @@
 ``n`` three times; only the events the run book folds kept): the H200 preset (80x24,
 tests/fixtures/autopilot/demo-h200-n.jsonl): speculation off first (the model had no prediction), then
 the predicted winner, and after that launch missed its prediction the measured best again — never
-"keep" over a worse setting; the PCIe preset (200x50, demo-pcie-n.jsonl): speculation off, then keep."""
+"keep" over a worse setting; where the predicted winner measured best (demo-h200-n-steps5.jsonl), keep it;
+the PCIe preset (200x50, demo-pcie-n.jsonl): speculation off, then keep."""
 
 from __future__ import annotations
 
@@ -62,6 +63,20 @@ def test_n_three_times_on_the_h200_preset_ends_at_the_best_measured_step_count(e
     third = propose(_book(events, 4), 4)
     assert third.label == "steps 3" and third.flags["--speculative-num-steps"] == 3
     assert "the best measured" in third.why and "#2" in third.why
+
+
+def test_n_three_times_where_the_predicted_step_count_measured_best_stays_there():
+    """The H200 demo of 2026-12-02 (tmux 200x50: sim-host h200-nvlink, b, then n three times): steps 3
+    (#2), speculation off (#3), steps 5 predicted +11 % and measured 2693 tok/s (#4), the best. The third
+    n used to propose steps 7, predicted +3 % with a -13 … +16 % band, "undecided" though its prediction
+    sits inside the ±5 % noise of the one benchmark of steps 5: a launch could never show it better."""
+    ev = _events("demo-h200-n-steps5.jsonl")
+    assert propose(_book(ev, 2), 2).label == "speculation off"
+    second = propose(_book(ev, 3), 3)
+    assert second.label == "steps 5" and "undecided" in second.why
+    third = propose(_book(ev, 4), 4)
+    assert third.label == "keep" and not third.flags
+    assert "#4 steps 5" in third.why and "the best measured" in third.why
 
 
 def test_a_miss_beyond_the_band_says_so_and_counts_against_the_next_prediction_of_its_kind(events):

@@ -105,7 +105,8 @@ def propose(book: RunBook, current: int | None) -> Proposal:
             picks.append(
                 (
                     d.open,
-                    f"undecided at concurrency {d.concurrency}: its band reaches past +{WORTH * 100:.0f} %",
+                    f"undecided at concurrency {d.concurrency}: predicted {d.open.delta_pct:+.0f} %, beyond the "
+                    f"noise of what ran, and its band reaches both sides",
                 )
             )
     # decided winners before undecided ones, then the largest predicted gain

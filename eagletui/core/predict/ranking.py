@@ -22,7 +22,8 @@ from eagletui.core.runs.run import Group, Run
 class Decision:
     """What the ranking decides at one concurrency: ``winner`` beats what ran by :data:`WORTH` even at
     the low edge of its band; ``open`` (no winner) names the best candidate whose band reaches past that
-    margin: undecided until it is measured; neither: keep what ran."""
+    margin and whose prediction is :func:`worth_a_launch`: undecided until it is measured; neither: keep
+    what ran."""
 
     concurrency: int
     base_label: str
@@ -66,7 +67,10 @@ class Decision:
                 f"at concurrency {c}: undecided — {f.label} predicted {f.tok_s:.1f} {f.unit} ({f.delta_pct:+.0f} %), "
                 f"{why}: launch it to know"
             )
-        return f"at concurrency {c}: keep {self.base_label} (nothing predicted beats it by {WORTH * 100:.0f} % at the low edge of its band)"
+        return (
+            f"at concurrency {c}: keep {self.base_label} (nothing predicted beats it by {WORTH * 100:.0f} % at the "
+            "low edge of its band, nor by more than its noise at the prediction)"
+        )
 
 
 def ranked(book: RunBook, launch: int) -> tuple[list[Forecast], str]:
@@ -164,9 +168,27 @@ def _with_record(f: Forecast, rec: Record | None) -> Forecast:
     return replace(f, low=low, high=high, band=source, launch_noise=0.0)
 
 
+def launch_bar(measured: float, noise: float) -> float:
+    """What a prediction must beat for its launch to be worth making: the measured value lifted by that
+    measurement's noise (relative half-width), never by less than :data:`WORTH`. ``n`` and ``tune`` both
+    read it (:func:`worth_a_launch`, :func:`~eagletui.core.sweep.tune.choose`)."""
+    return measured * (1.0 + max(WORTH, noise))
+
+
+def worth_a_launch(f: Forecast) -> bool:
+    """Whether a launch could show ``f`` better than what ran: its prediction itself beats the measured
+    base by more than that measurement's noise (and :data:`WORTH`). A band that merely reaches past the
+    base is no reason: a model whose alternatives span ±15 % has such a band for every neighbour, and a
+    candidate predicted within the base's noise could not be told apart from it by one launch anyway
+    (the H200 demo walked from its measured best, steps 5, to steps 7 predicted +3 % against a ±5 %
+    base)."""
+    return f.measured or f.tok_s > launch_bar(f.base_tok_s, f.noise)
+
+
 def decisions(fs: list[Forecast], base_label: str) -> dict[int, Decision]:
     """The decision at each concurrency of ``fs``: the best candidate that wins at the low edge of its
-    band, else the best one whose band still reaches past :data:`WORTH` (undecided), else keep. An eager
+    band, else the best one whose band still reaches past :data:`WORTH` and whose prediction is
+    :func:`worth_a_launch` (undecided: launch it to know), else keep. An eager
     concurrency (above the largest CUDA-graph batch of either side) is decided only by a measurement: a
     measured setting that wins, else undecided while any candidate is only predicted."""
     out: dict[int, Decision] = {}
@@ -182,7 +204,7 @@ def decisions(fs: list[Forecast], base_label: str) -> dict[int, Decision]:
             # nothing measured wins, and a prediction cannot say "keep" either: the best one is open
             open_ = next((f for f in rows if not f.measured), None)
         elif winner is None:
-            open_ = next((f for f in rows if f.ceiling > need), None)
+            open_ = next((f for f in rows if f.ceiling > need and worth_a_launch(f)), None)
         out[c] = Decision(c, base_label, base, winner, open_, eager, _off_open(rows, winner, open_, need))
     return out
 
