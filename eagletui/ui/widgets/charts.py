@@ -235,7 +235,14 @@ class MetricChart(PlotextPlot):
                 pad = abs(hi) * 0.1 or 1.0
                 lo, hi = lo - pad, hi + pad
             lo = max(0.0, lo) if min(ys_all) >= 0 else lo
-            ticks = y_ticks(lo, hi, max(2, min(5, (self.size.height or 10) // 3)))
+            height = self.size.height or 10
+            ticks = y_ticks(lo, hi, max(2, min(5, height // 3)))
+            # no more labels than the plot has rows (the title, the frame and the x axis take the rest):
+            # two labels on one row were drawn in plotext's hash order, "90" in one run and "100" in
+            # the next (a 7-row chart beside the frontier chart, 2 plot rows for 80/90/100)
+            rows = height - (3 if height < COMPACT_BELOW else 5)
+            if len(ticks) > max(2, rows):
+                ticks = [ticks[0], ticks[-1]]
             plt.ylim(ticks[0], ticks[-1])
             # every tick labelled (plotext drops a label where two would touch)
             self.y_labels = tick_labels(ticks)
