@@ -24,23 +24,6 @@ from eagletui.session.format import read_session
 from eagletui.ui.app import EagleApp
 from tests.replay_apps import replay_app as _replay_app
 
-
-@pytest.fixture(autouse=True)
-def _one_svg_namespace(monkeypatch) -> None:
-    """Every screenshot's SVG under one CSS namespace. Rich names it ``terminal-<adler32 of repr(segment)
-    …>``, and since the frontier chart joined the charts column the segments' reprs (not what they draw)
-    vary from run to run: the same screen came out under another name in about half the runs, and the
-    snapshot differed in that name only. What is drawn, and in which style, is still all compared."""
-    from rich.console import Console
-
-    export = Console.export_svg
-
-    def fixed(self, *args, **kwargs):
-        kwargs.setdefault("unique_id", "terminal-eagletui")
-        return export(self, *args, **kwargs)
-
-    monkeypatch.setattr(Console, "export_svg", fixed)
-
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "sessions" / "example-demo.jsonl"
 CRASH = REPO / "tests" / "fixtures" / "sessions" / "crash-oom-capture.jsonl"
