@@ -127,9 +127,9 @@ async def test_replay_through_a_tunnel_on_another_port_shows_the_runs(
 
         # still through the tunnel (closing it would close the tab's socket, and the owner's app with
         # it): the server side, the session the owner's app folded has the sweep's four runs
-        # visits.json names no owner while the owner's app is leaving (feed None): seen twice with another
-        # suite beside this one, most likely the tab's socket closed and reopened (a missed heartbeat).
-        # Wait, bounded, for the owner the tab has then; the fold below is the same check
+        # visits.json names no owner while the owner's app is leaving (feed None). With another suite
+        # beside this one the owner left and did not come back within 60 s (not yet explained: eagletui
+        # serve under load); the bounded wait makes that failure say what it waited for
         visits = await wait_for(lambda: (v := s.visits())["feed"] and v, "the tab's owner in visits.json", 60)
         feed = visits["feed"]
         model = fold_feed(feed)
