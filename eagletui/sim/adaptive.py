@@ -18,6 +18,8 @@ import json
 import math
 from typing import Any
 
+from eagletui.sim.version import version_tuple
+
 DEFAULT_CONFIG: dict[str, dict[str, Any]] = {
     "1": {"candidate_steps": [1, 3, 5, 7], "up_hysteresis": 0.0, "down_hysteresis": -0.25},
     "8": {"candidate_steps": [0, 1, 3], "up_hysteresis": 0.0, "down_hysteresis": 0.0},
@@ -89,11 +91,7 @@ class Slot:
 
 def _before_0523(version: str | None) -> bool:
     """The simulated release's default config is 0.5.17's (unknown: the newest)."""
-    try:
-        parts = tuple(int("".join(c for c in p if c.isdigit()) or 0) for p in str(version or "").split(".")[:3])
-    except ValueError:
-        return False
-    return bool(version) and parts < (0, 5, 23)
+    return bool(version) and version_tuple(str(version)) < (0, 5, 23)
 
 
 class AdaptiveSteps:

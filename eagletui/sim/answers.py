@@ -14,7 +14,7 @@ from typing import Any
 
 from eagletui.sim.engine import SimRequest
 from eagletui.sim.serverstate import ServerState
-from eagletui.sim.startup import _version_tuple
+from eagletui.sim.version import version_tuple
 
 #: The release whose tokenizer manager no longer sends the three backward-compatible aliases
 #: ``spec_accepted_drafts``, ``spec_proposed_drafts`` and ``spec_accept_histogram`` (0.5.17 and 0.5.20
@@ -55,7 +55,7 @@ def meta_info(st: ServerState, r: SimRequest, n: int, final: bool, first: bool =
             m["spec_num_correct_drafts"] = drafts
             m["spec_num_proposed_drafts"] = proposed
             m["spec_verify_ct"] = r.verify_ct
-            aliases = _version_tuple(plan.args.sim_version) < ALIASES_GONE
+            aliases = version_tuple(plan.args.sim_version) < ALIASES_GONE
             if aliases:
                 m["spec_accepted_drafts"] = drafts
                 m["spec_proposed_drafts"] = proposed

@@ -29,6 +29,7 @@ from eagletui.sim.crashes import (
 )
 from eagletui.sim.logfmt import ERROR, INFO, WARNING, SimLog, shard_frame, tqdm_frame
 from eagletui.sim.plan import GRAPH_PHASES, Plan
+from eagletui.sim.version import version_tuple
 
 
 def nccl_info_lines(p: Plan, pid: int) -> list[str]:
@@ -69,14 +70,6 @@ def nccl_info_lines(p: Plan, pid: int) -> list[str]:
         total = (0.9 if nvlink else 1.6) + 0.01 * r
         out.append(head + f"Init timings - ncclCommInitRankConfig: rank {r} nranks {p.tp} total {total:.2f}")
     return out
-
-
-def _version_tuple(v: str) -> tuple[int, ...]:
-    out = []
-    for part in str(v).split(".")[:3]:
-        digits = "".join(ch for ch in part if ch.isdigit())
-        out.append(int(digits or 0))
-    return tuple(out)
 
 
 class Startup:
@@ -293,7 +286,7 @@ class Startup:
             # (model_runner.max_decode_logits_rows): a tier drafting more outgrows it (sglang#30549; the
             # real 0.5.17 on the H200 built steps 0 and 1, then died on steps 7 needing 64 rows of 32)
             have, need = max(p.capture_bs or [1]) * p.ndt, max(p.capture_bs or [1]) * (step + 1)
-            if bs and need > have and _version_tuple(p.args.sim_version) < (0, 5, 23):
+            if bs and need > have and version_tuple(p.args.sim_version) < (0, 5, 23):
                 self.fail(first, tb_adaptive_buffer(have, need, 1024))
                 return
             t, before = time.monotonic(), self.avail[first]
@@ -504,7 +497,7 @@ class Startup:
             )
         label = (
             "Capturing prefill shape (num_tokens={n} avail_mem={avail:.2f} GB)"
-            if _version_tuple(p.args.sim_version) >= (0, 5, 23)
+            if version_tuple(p.args.sim_version) >= (0, 5, 23)
             else "Capturing num tokens (num_tokens={n} avail_mem={avail:.2f} GB)"
         )
         await self.capture_bar(
