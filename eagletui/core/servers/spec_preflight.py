@@ -256,7 +256,7 @@ def spec_config_findings(
     if algo in ("EAGLE", "EAGLE3"):
         out += _draft_architecture(algo, draft, target)
         out += _draft_attention(a, ver, target, draft, gpus)
-        out += _adaptive_tiers(a, ver)
+        out += _adaptive_tiers(a, ver, version)
     # the adaptive fall-back is not repeated here: the preflight's flag check says it once
     # (eagletui.remote.preflight.flag_checks, from adaptive_fallback_reason)
     return [f for f in out if not _fixed(f.check, ver)]
@@ -436,7 +436,7 @@ def _draft_attention(
     return []
 
 
-def _adaptive_tiers(a: dict[str, Any], ver: tuple[int, ...] | None) -> list[SpecFinding]:
+def _adaptive_tiers(a: dict[str, Any], ver: tuple[int, ...] | None, version: str | None) -> list[SpecFinding]:
     """``--speculative-adaptive`` builds the CUDA graphs of every candidate tier at start-up
     (``AdaptiveController.init_states``: a tier of ``steps`` drafts ``steps + 1`` tokens), but before 0.5.23
     the logits buffer all graph runners share is sized for the launch's own draft tokens
@@ -449,7 +449,7 @@ def _adaptive_tiers(a: dict[str, Any], ver: tuple[int, ...] | None) -> list[Spec
 
     if not _on(a.get("--speculative-adaptive", False)) or _on(a.get("--disable-cuda-graph", False)):
         return []
-    if adaptive_fallback(a, None if ver is None else ".".join(map(str, ver))) is not None:
+    if adaptive_fallback(a, version) is not None:
         return []
     steps = _int(a.get("--speculative-num-steps"))
     tokens = _int(a.get("--speculative-num-draft-tokens"))
