@@ -473,6 +473,17 @@ if PART == "adaptive":
     clean_after("d-bench-topk4")
     check("startup: eagletui sessions prints the startup table", rc("e-sessions") == 0
           and "startup by launch signature" in text_of("e-sessions"))
+if os.environ.get("PAIR") in ("work", "half") and PART in ("1", "final"):
+    # issue 31: eagletui's accept, per position, per category and per request against the known pair's
+    # construction and the server's own decode lines, after each bench step (pair_check.py's lines)
+    rows = jl("pair-check.jsonl")
+    check(f"{os.environ['PAIR']} pair: pair_check.py ran after the bench steps", any("check" in r for r in rows),
+          "no pair-check.jsonl lines")
+    for row in rows:
+        if "check" in row:
+            check(row["check"], row["ok"], row.get("detail", ""))
+        elif "figures" in row:
+            figures.setdefault("pair", []).append(row["figures"])
 end = left.get("end") or {}
 check("at the end: nothing eagletui started is alive", not end.get("alive"), end.get("alive"))
 report = {
