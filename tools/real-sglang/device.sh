@@ -34,7 +34,12 @@
 #                                        # meeting it ([sweep.max_rate], issue 35; the work pair)
 #   PAIR=work|half bash tools/real-sglang/device.sh PART  # with a known-acceptance drafter pair instead of the
 #                                        # random one (make_known_drafters.py: work accepts steps + 1, half
-#                                        # steps + 1 or 1.0 by the prompt's last character)
+#                                        # steps + 1 or 1.0 by the prompt's last character); after each
+#                                        # bench step pair_check.py compares eagletui's accept (pooled, per
+#                                        # request, from drafts, per position, per category, the histograms)
+#                                        # with the pair's construction and the server's decode lines, and
+#                                        # part 2's TUI with the server's /metrics (work); with DRYRUN=1 the
+#                                        # simulator serves the pair (--sim-drafter)
 #
 # Without a GPU: DRYRUN=1 runs the same steps on the simulator (.ci/run does, so the script cannot rot).
 # Needs .real/ carried (tools/real-sglang/build.sh makes it). After every step it lists what eagletui
@@ -161,6 +166,8 @@ if [ -n "$DRYRUN" ]; then mkdir -p $W/llama && python3 -c "import json,sys; sys.
   import make_tiny; json.dump(make_tiny.configs()[0], open('$W/llama/config.json', 'w'))" && \
   sed -i "s#^model-path = .*#model-path = \"$W/llama\"#" $PN; fi
 PO=$W/other.toml; sed "s/^name = .*/name = \"other-port\"/; s/^port = .*/port = $(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')/" $P > $PO
+# tui_drive.py checks /metrics against the TUI's accept with the work pair
+export PAIR
 E(){ python3 -m eagletui "$@"; }
 # step NAME TIMEOUT CMD... : run, keep stdout/stderr, record rc and seconds, then list leftovers
 step(){ local n=$1 t=$2; shift 2; local s=$(date +%s.%N)

@@ -348,6 +348,10 @@ if PART in ("predict", "noise"):
 if PART == "2" or (PART == "final" and "t0-tui" in steps):
     for row in jl("tui.jsonl") + jl("h-reattach-other-profile.out"):
         check(row["check"], row["ok"], row.get("detail", ""))
+    try:  # the server's /metrics over the TUI's b (tui_drive.py; a check of its own with the work pair)
+        figures["tui_metrics"] = json.load(open(os.path.join(OUT, "tui-metrics.json")))
+    except (OSError, ValueError):
+        pass
     for tag in ("default", "no-stack"):
         try:
             err = open(os.path.join(OUT, f"trace-{tag}.err")).read()
