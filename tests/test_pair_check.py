@@ -116,3 +116,19 @@ def test_a_half_run_passes_and_its_log_is_only_bounded() -> None:
     assert _failed(pc.check_pair("half", bench, n_tokens=128, ignore_eos=True, flags=flags)) == [
         "half pair: accept of the 'request' prompts (mean per request) within 1 % of the construction's"
     ]
+
+
+def test_a_real_sweeps_spec_variants_are_checked_at_their_steps() -> None:
+    """The real maxrate sweep (work pair): "steps 3" finished at 4.0 at c = 1 and 4, "no spec" is no
+    speculation and was cut short: one check, passing; a repeat at 3.9 fails it; at steps 2 (a variant's
+    own setting) the same 4.0 is wrong (2.98 expected)."""
+    sweep = json.loads((HERE / "maxrate-sweep.json").read_text())
+    rows = pc.check_sweep("work", sweep, steps=3, n_tokens=128, ignore_eos=True)
+    assert [r["ok"] for r in rows if "check" in r] == [True]
+    sweep["variants"][0]["repeats"][1]["accept"] = 3.9
+    assert _failed(pc.check_sweep("work", sweep, steps=3, n_tokens=128, ignore_eos=True)) == [
+        "work pair: sweep variant 'steps 3' (steps 3): every benchmark's accept within 1 % of the construction's"
+    ]
+    sweep["variants"][0]["repeats"][1]["accept"] = 4.0
+    sweep["variants"][0]["settings"] = {"arg:--speculative-num-steps": 2}
+    assert len(_failed(pc.check_sweep("work", sweep, steps=3, n_tokens=128, ignore_eos=True))) == 1

@@ -179,14 +179,14 @@ step(){ local n=$1 t=$2; shift 2; local s=$(date +%s.%N)
   python3 $R/tools/real-sglang/leftovers.py "$n" ${DRYRUN:+--runs-only} >> $OUTD/leftovers.jsonl 2>&1
   tail -1 $OUTD/leftovers.jsonl | cut -c1-300 | tee -a $OUTD/steps.txt
 }
-# pairck STEP [LAUNCHES]: with a known pair (PAIR=work|half), that bench step's JSON against the pair's
-# construction and the server's own decode lines (pair_check.py, lines into pair-check.jsonl, report.py
-# makes them checks); LAUNCHES: how many of the newest run dirs the step made (--vs-no-spec: 2, its spec
-# half's log is the one with accept lines)
+# pairck STEP [LAUNCHES [PROFILE]]: with a known pair (PAIR=work|half), that bench step's JSON against the
+# pair's construction and the server's own decode lines (pair_check.py, lines into pair-check.jsonl,
+# report.py makes them checks); LAUNCHES: how many of the newest run dirs the step made (--vs-no-spec: 2,
+# its spec half's log is the one with accept lines; a sweep: 0, each variant's accept is checked)
 pairck(){ local n=$1 k=${2:-1} logs
   case "$PAIR" in work|half) ;; *) return 0 ;; esac
   [ -s $OUTD/$n.out ] || { log "$n: pair_check skipped (no JSON)"; return 0; }
-  logs=$(ls -td ~/.eagletui/runs/*/ 2>/dev/null | head -$k | sed 's#$#server.log#')
+  logs=$([ "$k" -gt 0 ] && ls -td ~/.eagletui/runs/*/ 2>/dev/null | head -$k | sed 's#$#server.log#')
   python3 $R/tools/real-sglang/pair_check.py $PAIR $OUTD/$n.out ${3:-$P} --label $n --pairs $OUTD/pairs-check.json \
     --qa "$QA" --log $logs >> $OUTD/pair-check.jsonl 2>&1
   log "$n: pair_check rc=$? ($(grep -c '"ok": true' $OUTD/pair-check.jsonl) pass, $(grep -c '"ok": false' $OUTD/pair-check.jsonl) fail so far)"
@@ -212,7 +212,7 @@ if [ "$PART" = 1 ]; then
   step d-vs-no-spec 420 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4,16 --decide-within 60 --json
   pairck d-vs-no-spec 2
   [ $(el) -lt 400 ] && step g-bad-draft 150 python3 -m eagletui bench local --profile $PB --launch --json
-  [ $(el) -lt 430 ] && step f-sweep 300 python3 -m eagletui sweep local --profile $PS --json --no-record
+  [ $(el) -lt 430 ] && step f-sweep 300 python3 -m eagletui sweep local --profile $PS --json --no-record && pairck f-sweep 0 $PS
 elif [ "$PART" = final ]; then
   # one call for a re-check after a change: the fresh preflight, bench --launch and its stop, the
   # preflight right after it, the steps 3 -> no spec -> steps 2 sweep (predicted vs measured for the step
@@ -223,6 +223,7 @@ elif [ "$PART" = final ]; then
   pairck b-bench-launch
   step c-preflight-after-stop 150 python3 -m eagletui preflight local --profile $P --json
   step f-sweep 300 python3 -m eagletui sweep local --profile $PP --json --no-record
+  pairck f-sweep 0 $PP
   if [ $(el) -lt 260 ]; then step t0-tui 330 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   else log "t0-tui: skipped at $(el)s (no time left in this call; part 2 runs the TUI)"; fi
   [ $(el) -lt 380 ] && step d-vs-no-spec 190 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --decide-within 30 --json && pairck d-vs-no-spec 2
@@ -244,6 +245,7 @@ elif [ "$PART" = predict ]; then
     printf '\n[sweep]\nrepeats = %s\nstep_profile = true\ndrift_check = true\n[[sweep.variants]]\nname = "steps 3"\n[[sweep.variants]]\nname = "no spec"\nset = { "speculative-algorithm" = "" }\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n' $RP; } > $PL
   # four launches of ~60-130 s, three step profiles and the benchmarks: give the device call 560 s
   step f-sweep 520 python3 -m eagletui sweep local --profile $PL --json --no-record
+  pairck f-sweep 0 $PL
 elif [ "$PART" = noise ]; then
   # launch-to-launch spread (issue 25): steps 3 and steps 2 twice each, a step profile of each, the same
   # benchmarks as part predict; each steps 2 launch is predicted from the latest steps 3 launch before it
@@ -254,6 +256,7 @@ elif [ "$PART" = noise ]; then
   { sed "s/^num_prompts = 12$/num_prompts = $N/; s/^max_new_tokens = 128$/max_new_tokens = $T/" $P
     printf '\n[sweep]\nrepeats = 1\nstep_profile = true\ndrift_check = false\n[[sweep.variants]]\nname = "steps 3"\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n'"$AGAIN3"'[[sweep.variants]]\nname = "steps 2 again"\nset = { "speculative-num-steps" = 2 }\n'; } > $PL
   step f-sweep 520 python3 -m eagletui sweep local --profile $PL --json --no-record
+  pairck f-sweep 0 $PL
 elif [ "$PART" = grid ]; then
   # issue 32's check: steps 1-5 and speculation off, each launched twice (six servers side by side per
   # round, benchmarked one after another), steps 3's step profile; grid_eval.py predicts offline

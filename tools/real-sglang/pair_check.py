@@ -7,6 +7,9 @@ line per check on stdout and one ``{"figures": …}`` line, like trained_check.p
     python3 tools/real-sglang/pair_check.py PAIR BENCH.json PROFILE.toml [--log SERVER.log ...]
         [--pairs PAIRS_CHECK.json --qa QA.jsonl] [--label STEP]
 
+BENCH.json may be a ``sweep --json`` output too: then each finished speculative variant's accept, every
+repeat and concurrency, is checked against the construction at the variant's own steps.
+
 PAIR is ``work`` or ``half``. PROFILE.toml is the profile the bench ran (its ``[bench] max_new_tokens`` and
 ``ignore_eos``: every request makes exactly that many tokens). For ``half``, PAIRS_CHECK.json is
 make_known_drafters.py's report (per category, in the prompt file's order, whether the half draft predicts
@@ -204,6 +207,42 @@ def log_checks(out, pair, steps, lines, val, want, log_given):
     return mine
 
 
+def profile_steps(path: str) -> int | None:
+    """The profile's speculative-num-steps (what a sweep variant that does not set it runs)."""
+    m = re.search(r"^speculative-num-steps\s*=\s*(\d+)", open(path).read(), re.M)
+    return int(m.group(1)) if m else None
+
+
+def check_sweep(pair, sweep, *, steps, n_tokens, ignore_eos, flags=None, label=""):
+    """Each finished speculative variant of a sweep: every benchmark's accept (each repeat, each
+    concurrency) within 1 % of the construction at the variant's own steps. A half sweep is taken to send
+    every prompt of the file once a benchmark (the half profile's num_prompts is the file's 32)."""
+    tag = f"{pair} pair{' (' + label + ')' if label else ''}"
+    counts = {"all": (1, 1.0)} if pair == "work" else {
+        c: (len(f), sum(f) / len(f)) for c, f in (flags or {}).items() if f}
+    if not (counts and isinstance(n_tokens, int) and n_tokens > 1 and ignore_eos):
+        return [{"check": f"{tag}: the sweep's tokens per request and prompts are known", "ok": False,
+                 "detail": {"max_new_tokens": n_tokens, "ignore_eos": ignore_eos, "categories": sorted(counts)}}]
+    rows, seen = [], []
+    for v in sweep.get("variants") or []:
+        settings = v.get("settings") or {}
+        if "arg:--speculative-algorithm" in settings and not settings["arg:--speculative-algorithm"]:
+            continue  # speculation off
+        k = settings.get("arg:--speculative-num-steps", steps)
+        got = [r.get("accept") for r in v.get("repeats") or [] if isinstance(r, dict)]
+        seen.append({"name": v.get("name"), "state": v.get("state"), "steps": k, "accept": got})
+        if v.get("state") != "done" or not isinstance(k, int):
+            continue  # cut short (the sweep's own checks say so)
+        want = expected(k, n_tokens, counts)["shown"]
+        rows.append({"check": f"{tag}: sweep variant {v.get('name')!r} (steps {k}): every benchmark's accept "
+                     "within 1 % of the construction's", "ok": bool(got) and all(within(a, want) for a in got),
+                     "detail": {"eagletui": got, "expected": round(want, 4)}})
+    if not rows:
+        rows.append({"check": f"{tag}: the sweep finished a speculative variant to check", "ok": False, "detail": seen})
+    rows.append({"figures": {"label": label, "pair": pair, "sweep": seen}})
+    return rows
+
+
 def main(argv):
     pair, bench_path, profile = argv[:3]
     opts: dict[str, list[str]] = {}
@@ -235,8 +274,12 @@ def main(argv):
     if pair not in ("work", "half"):
         print(json.dumps({"check": f"pair_check: a known pair (work, half), not {pair!r}", "ok": False}))
         return 1
-    rows = check_pair(pair, bench, n_tokens=n_tokens, ignore_eos=ignore_eos, flags=flags, flag_problems=problems,
-                      logs=logs, log_given=bool(opts.get("log")), label=label)
+    if isinstance(bench.get("variants"), list):  # a sweep's JSON
+        rows = check_sweep(pair, bench, steps=profile_steps(profile), n_tokens=n_tokens, ignore_eos=ignore_eos,
+                           flags=flags, label=label)
+    else:
+        rows = check_pair(pair, bench, n_tokens=n_tokens, ignore_eos=ignore_eos, flags=flags,
+                          flag_problems=problems, logs=logs, log_given=bool(opts.get("log")), label=label)
     for row in rows:
         print(json.dumps(row, default=str))
     return 0 if all(r.get("ok", True) for r in rows) else 1

@@ -477,7 +477,7 @@ if PART == "adaptive":
     clean_after("d-bench-topk4")
     check("startup: eagletui sessions prints the startup table", rc("e-sessions") == 0
           and "startup by launch signature" in text_of("e-sessions"))
-if os.environ.get("PAIR") in ("work", "half") and PART in ("1", "final"):
+if os.environ.get("PAIR") in ("work", "half") and PART in ("1", "final", "predict", "noise"):
     # issue 31: eagletui's accept, per position, per category and per request against the known pair's
     # construction and the server's own decode lines, after each bench step (pair_check.py's lines)
     rows = jl("pair-check.jsonl")
