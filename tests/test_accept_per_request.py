@@ -7,6 +7,7 @@ more than 5 %")."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import aiohttp
@@ -35,8 +36,8 @@ SPEC_KEYS = {
 }
 
 
-async def _final_meta(base: str, text: str) -> dict:
-    payload = {"text": text, "sampling_params": {"max_new_tokens": 41, "ignore_eos": True}}
+async def _final_meta(base: str, text: str, tokens: int = 41) -> dict:
+    payload = {"text": text, "sampling_params": {"max_new_tokens": tokens, "ignore_eos": True}}
     async with aiohttp.ClientSession() as s, s.post(f"{base}/generate", json=payload) as r:
         assert r.status == 200
         return (await r.json())["meta_info"]
@@ -59,14 +60,23 @@ async def test_sim_meta_info_keys_are_the_releases_own(version: str, aliases: bo
 async def test_sim_half_drafter_accepts_by_prompt_ending() -> None:
     """The "half" drafter: a prompt ending in "." accepts every draft token (steps + 1 = 4), one ending in
     "?" none (1.0), as the real pair of shared/known-drafters does; the simulator had no such drafter."""
-    with SimProc([*SPEC_ARGS, "--sim-drafter", "half", "--sim-speed", "8"]) as sim:
+    with SimProc([*SPEC_ARGS, "--sim-drafter", "half", "--sim-speed", "8", "--decode-log-interval", "1"]) as sim:
         sim.wait_for(READY)
         fits = await _final_meta(sim.base, "Write a short email.")
         misses = await _final_meta(sim.base, "Why is the sky blue?")
+        cut = await _final_meta(sim.base, "Write a long email.", 40)
+        # one request at a time, a decode line per verify: 1 + correct drafts per verify, so 4.00 or 1.00
+        # and never the 3.00 of a cut verify's tokens (SGLang's update_spec_metrics counts its drafts)
+        lens = {float(x) for x in re.findall(r"accept len: ([0-9.]+)", sim.text())}
+    assert lens and lens <= {1.0, 4.0}, lens
     for meta, own in ((fits, 4.0), (misses, 1.0)):
         assert request_accept(meta["spec_verify_ct"], meta["spec_num_correct_drafts"], 41) == own
     assert fits["spec_correct_drafts_histogram"][-1] == fits["spec_verify_ct"]  # every verify kept 3
     assert misses["spec_correct_drafts_histogram"] == [misses["spec_verify_ct"]]  # every verify kept 0
+    # 40 tokens: the prefill's 1, then 10 verifies of 4, the last cut to 3 by max_new_tokens; the real
+    # server still counts its 3 drafts ([0, 0, 516] for 12 × 128 tokens at steps 2: the GPU's work pair,
+    # fixtures/real-sglang-0.5.17-pair-work); the simulator had counted 2 ([0, 0, 1, 9])
+    assert cut["spec_correct_drafts_histogram"] == [0, 0, 0, 10] and cut["spec_num_correct_drafts"] == 30
 
 
 def test_request_accept_leaves_out_the_prefills_token() -> None:

@@ -34,13 +34,21 @@
 #                                        # meeting it ([sweep.max_rate], issue 35; the work pair)
 #   PAIR=work|half bash tools/real-sglang/device.sh PART  # with a known-acceptance drafter pair instead of the
 #                                        # random one (make_known_drafters.py: work accepts steps + 1, half
-#                                        # steps + 1 or 1.0 by the prompt's last character)
+#                                        # steps + 1 or 1.0 by the prompt's last character); after each
+#                                        # bench step pair_check.py compares eagletui's accept (pooled, per
+#                                        # request, from drafts, per position, per category, the histograms)
+#                                        # with the pair's construction and the server's decode lines, and
+#                                        # part 2's TUI with the server's /metrics (work); with DRYRUN=1 the
+#                                        # simulator serves the pair (--sim-drafter)
 #
 # Without a GPU: DRYRUN=1 runs the same steps on the simulator (.ci/run does, so the script cannot rot).
 # Needs .real/ carried (tools/real-sglang/build.sh makes it). After every step it lists what eagletui
 # started that is still alive; $OUT gets report.md, report.json and partN.tar.gz (every run's server
 # log, every command's stdout/stderr/JSON, the TUI screens).
 PART=${1:-1}
+# what the caller asked for: a dry run gives the simulator only a pair asked for by name (CI's dry runs
+# of the parts that default to a pair below keep the simulator's configured acceptance)
+PAIR_ASKED=$PAIR
 # the stall part checks that a headless bench is valid: with the random pair it is not (accept ≈ 1 is
 # rightly "the drafter is not working"), so it takes the work pair unless told otherwise
 [ "$PART" = stall ] && : "${PAIR:=work}"
@@ -100,9 +108,12 @@ if [ -z "$DRYRUN" ]; then
       --time-budget-s ${TRAIN_S:-240} > $OUTD/train.log 2>&1; log "setup: train_pair rc=$?"; }
     cp /tmp/sgw/trained/expected.json /tmp/sgw/trained/train_meta.json $OUTD/ 2>/dev/null
   elif [ -n "$PAIR" ]; then
-    [ -f /tmp/sgw/$PAIR/draft/model.safetensors ] || { log "setup: known drafters"; python3 \
-      $R/tools/real-sglang/make_known_drafters.py /tmp/sgw/tiny /tmp/sgw $R/eagletui/bench/data/chat.jsonl \
-      $OUTD/pairs-check.json /tmp/sgw/qa.jsonl >>$OUTD/steps.txt 2>&1; }
+    [ -f /tmp/sgw/$PAIR/draft/model.safetensors ] && [ -f /tmp/sgw/pairs-check.json ] || { log "setup: known drafters"; \
+      python3 $R/tools/real-sglang/make_known_drafters.py /tmp/sgw/tiny /tmp/sgw $R/eagletui/bench/data/chat.jsonl \
+      /tmp/sgw/pairs-check.json /tmp/sgw/qa.jsonl >>$OUTD/steps.txt 2>&1; }
+    # what pair_check.py compares with: which prompts the half draft predicts (a machine kept warm from an
+    # earlier part has the pairs already: their report is kept beside them)
+    cp /tmp/sgw/pairs-check.json $OUTD/pairs-check.json 2>/dev/null; QA=/tmp/sgw/qa.jsonl
   fi
   if [ -n "$PAIR" ]; then
     sed -i "s#/tmp/sgw/tiny/target#/tmp/sgw/$PAIR/target#; s#/tmp/sgw/tiny/draft#/tmp/sgw/$PAIR/draft#; s/^name = .*/name = \"tiny-$PAIR\"/" $P
@@ -113,6 +124,30 @@ if [ -z "$DRYRUN" ]; then
 else
   free_port(){ python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
   P=$W/tiny.toml; sed "s#\"REPO\"#\"$R\"#; s/^port = 30000/port = $(free_port)/" $R/tools/real-sglang/sim-dryrun.toml > $P
+  # PAIR=work|half asked for: the simulator's copy of the pair (--sim-drafter: every draft accepted, or by
+  # the prompt's last character), the chat prompts with make_known_drafters' categories, and its report's
+  # per-prompt flags from the simulator's own rule, so pair_check.py runs as on the GPU
+  PAIR=$PAIR_ASKED
+  case "$PAIR" in
+    work|half)
+      sed -i "s/^\[server.args\]\$/[server.args]\nsim-drafter = \"$PAIR\"/" $P; QA=$W/qa.jsonl
+      python3 - $R/eagletui/bench/data/chat.jsonl $QA $OUTD/pairs-check.json <<'PY'
+import json, sys
+from eagletui.sim.drafters import fits
+rows = [json.loads(x)["prompt"] for x in open(sys.argv[1]) if x.strip()]
+cat = lambda p: "question" if p.rstrip().endswith("?") else "request"
+with open(sys.argv[2], "w") as f:
+    for p in rows:
+        f.write(json.dumps({"prompt": p, "category": cat(p)}) + "\n")
+per = {}
+for p in rows:
+    per.setdefault(cat(p), []).append({"last": p.rstrip()[-1:], "half_right": fits(p), "work_right": True})
+json.dump({"simulator": "eagletui.sim.drafters.fits", "prompts": per}, open(sys.argv[3], "w"), indent=1)
+PY
+      [ "$PAIR" = half ] && sed -i "s#^prompts = \"chat\"#prompts = \"$QA\"#; s/^num_prompts = 12\$/num_prompts = 32/" $P ;;
+    "") ;;
+    *) log "PAIR=$PAIR: the simulator has no such pair; the dry run keeps its configured acceptance"; PAIR= ;;
+  esac
 fi
 PS=$W/sweep.toml; { cat $P; printf '\n[sweep]\nrepeats = 1\n[[sweep.variants]]\nname = "steps 3"\nset = { "speculative-num-steps" = 3 }\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n'; } > $PS
 # part final's sweep: steps 3, its no-spec counterpart, then steps 2, which the cycle model predicts from
@@ -131,6 +166,8 @@ if [ -n "$DRYRUN" ]; then mkdir -p $W/llama && python3 -c "import json,sys; sys.
   import make_tiny; json.dump(make_tiny.configs()[0], open('$W/llama/config.json', 'w'))" && \
   sed -i "s#^model-path = .*#model-path = \"$W/llama\"#" $PN; fi
 PO=$W/other.toml; sed "s/^name = .*/name = \"other-port\"/; s/^port = .*/port = $(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')/" $P > $PO
+# tui_drive.py checks /metrics against the TUI's accept with the work pair
+export PAIR
 E(){ python3 -m eagletui "$@"; }
 # step NAME TIMEOUT CMD... : run, keep stdout/stderr, record rc and seconds, then list leftovers
 step(){ local n=$1 t=$2; shift 2; local s=$(date +%s.%N)
@@ -141,6 +178,18 @@ step(){ local n=$1 t=$2; shift 2; local s=$(date +%s.%N)
   log "$n: rc=$rc in ${d}s"
   python3 $R/tools/real-sglang/leftovers.py "$n" ${DRYRUN:+--runs-only} >> $OUTD/leftovers.jsonl 2>&1
   tail -1 $OUTD/leftovers.jsonl | cut -c1-300 | tee -a $OUTD/steps.txt
+}
+# pairck STEP [LAUNCHES [PROFILE]]: with a known pair (PAIR=work|half), that bench step's JSON against the
+# pair's construction and the server's own decode lines (pair_check.py, lines into pair-check.jsonl,
+# report.py makes them checks); LAUNCHES: how many of the newest run dirs the step made (--vs-no-spec: 2,
+# its spec half's log is the one with accept lines; a sweep: 0, each variant's accept is checked)
+pairck(){ local n=$1 k=${2:-1} logs
+  case "$PAIR" in work|half) ;; *) return 0 ;; esac
+  [ -s $OUTD/$n.out ] || { log "$n: pair_check skipped (no JSON)"; return 0; }
+  logs=$([ "$k" -gt 0 ] && ls -td ~/.eagletui/runs/*/ 2>/dev/null | head -$k | sed 's#$#server.log#')
+  python3 $R/tools/real-sglang/pair_check.py $PAIR $OUTD/$n.out ${3:-$P} --label $n --pairs $OUTD/pairs-check.json \
+    --qa "$QA" --log $logs >> $OUTD/pair-check.jsonl 2>&1
+  log "$n: pair_check rc=$? ($(grep -c '"ok": true' $OUTD/pair-check.jsonl) pass, $(grep -c '"ok": false' $OUTD/pair-check.jsonl) fail so far)"
 }
 # on the GPU, a packer copies what the part has so far to $OUT every 30 s: a call cut by its time limit
 # still brings back the steps it finished (part 2's first GPU try came back empty)
@@ -156,12 +205,14 @@ if [ "$PART" = 1 ]; then
   step a-preflight-fresh 150 python3 -m eagletui preflight local --profile $P --json
   step a2-preflight-nodraft 150 python3 -m eagletui preflight local --profile $PN --json
   step b-bench-launch 330 python3 -m eagletui bench local --profile $P --launch --json
+  pairck b-bench-launch
   step c-preflight-after-stop 150 python3 -m eagletui preflight local --profile $P --json
   # issue 32: c=16 too (the eager point when the launch captures fewer sizes: named, never the headline),
   # and at most 60 s of extra no-spec runs where a point is within its noise (the JSON's "decide")
   step d-vs-no-spec 420 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4,16 --decide-within 60 --json
+  pairck d-vs-no-spec 2
   [ $(el) -lt 400 ] && step g-bad-draft 150 python3 -m eagletui bench local --profile $PB --launch --json
-  [ $(el) -lt 430 ] && step f-sweep 300 python3 -m eagletui sweep local --profile $PS --json --no-record
+  [ $(el) -lt 430 ] && step f-sweep 300 python3 -m eagletui sweep local --profile $PS --json --no-record && pairck f-sweep 0 $PS
 elif [ "$PART" = final ]; then
   # one call for a re-check after a change: the fresh preflight, bench --launch and its stop, the
   # preflight right after it, the steps 3 -> no spec -> steps 2 sweep (predicted vs measured for the step
@@ -169,16 +220,18 @@ elif [ "$PART" = final ]; then
   # them (the TUI takes ~260 s on the device: part 2 runs it on its own)
   step a-preflight-fresh 150 python3 -m eagletui preflight local --profile $P --json
   step b-bench-launch 330 python3 -m eagletui bench local --profile $P --launch --json
+  pairck b-bench-launch
   step c-preflight-after-stop 150 python3 -m eagletui preflight local --profile $P --json
   step f-sweep 300 python3 -m eagletui sweep local --profile $PP --json --no-record
+  pairck f-sweep 0 $PP
   if [ $(el) -lt 260 ]; then step t0-tui 330 python3 $R/tools/real-sglang/tui_drive.py $P $OUTD
   else log "t0-tui: skipped at $(el)s (no time left in this call; part 2 runs the TUI)"; fi
-  [ $(el) -lt 380 ] && step d-vs-no-spec 190 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --decide-within 30 --json
+  [ $(el) -lt 380 ] && step d-vs-no-spec 190 python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4 --decide-within 30 --json && pairck d-vs-no-spec 2
   # issue 32: --vs-no-spec's no-spec run as the --baseline of a spec launch that differs from it in one
   # environment variable (SGLang ignores it): the pair is shown with that difference and never judged
   BASE=$(python3 -c 'import json,sys; s=json.load(open(sys.argv[1]))["session"]; print(s["name"] + ":" + str(s["run"]))' $OUTD/d-vs-no-spec.out 2>/dev/null)
   PU=$W/unlike.toml; sed 's/^\[server.env\]/[server.env]\nEAGLETUI_LIKE_FOR_LIKE_PROBE = "1"/' $P > $PU
-  if [ -n "$BASE" ] && [ $(el) -lt 420 ]; then step e-baseline-unlike 170 python3 -m eagletui bench local --profile $PU --launch --baseline $BASE --json
+  if [ -n "$BASE" ] && [ $(el) -lt 420 ]; then step e-baseline-unlike 170 python3 -m eagletui bench local --profile $PU --launch --baseline $BASE --json; pairck e-baseline-unlike 1 $PU
   else log "e-baseline-unlike: skipped at $(el)s (no --vs-no-spec session, or no time left in this call)"; fi
 elif [ "$PART" = predict ]; then
   # the prediction check alone (issue 25): steps 3 with a step profile after its benchmarks, then no spec
@@ -192,6 +245,7 @@ elif [ "$PART" = predict ]; then
     printf '\n[sweep]\nrepeats = %s\nstep_profile = true\ndrift_check = true\n[[sweep.variants]]\nname = "steps 3"\n[[sweep.variants]]\nname = "no spec"\nset = { "speculative-algorithm" = "" }\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n' $RP; } > $PL
   # four launches of ~60-130 s, three step profiles and the benchmarks: give the device call 560 s
   step f-sweep 520 python3 -m eagletui sweep local --profile $PL --json --no-record
+  pairck f-sweep 0 $PL
 elif [ "$PART" = noise ]; then
   # launch-to-launch spread (issue 25): steps 3 and steps 2 twice each, a step profile of each, the same
   # benchmarks as part predict; each steps 2 launch is predicted from the latest steps 3 launch before it
@@ -202,6 +256,7 @@ elif [ "$PART" = noise ]; then
   { sed "s/^num_prompts = 12$/num_prompts = $N/; s/^max_new_tokens = 128$/max_new_tokens = $T/" $P
     printf '\n[sweep]\nrepeats = 1\nstep_profile = true\ndrift_check = false\n[[sweep.variants]]\nname = "steps 3"\n[[sweep.variants]]\nname = "steps 2"\nset = { "speculative-num-steps" = 2 }\n'"$AGAIN3"'[[sweep.variants]]\nname = "steps 2 again"\nset = { "speculative-num-steps" = 2 }\n'; } > $PL
   step f-sweep 520 python3 -m eagletui sweep local --profile $PL --json --no-record
+  pairck f-sweep 0 $PL
 elif [ "$PART" = grid ]; then
   # issue 32's check: steps 1-5 and speculation off, each launched twice (six servers side by side per
   # round, benchmarked one after another), steps 3's step profile; grid_eval.py predicts offline
@@ -297,7 +352,7 @@ fi
 E sessions --json > $OUTD/sessions.json 2>&1
 python3 $R/tools/real-sglang/leftovers.py end --kill ${DRYRUN:+--runs-only} >> $OUTD/leftovers.jsonl 2>&1
 cp -r ~/.eagletui/runs $OUTD/runs 2>/dev/null
-python3 $R/tools/real-sglang/report.py $OUTD $PART > $OUT/report.md 2> $OUTD/report.err; REPORT_RC=$?
+PAIR=$PAIR python3 $R/tools/real-sglang/report.py $OUTD $PART > $OUT/report.md 2> $OUTD/report.err; REPORT_RC=$?
 cp $OUTD/report.json $OUT/ 2>/dev/null
 [ -n "$PARTIAL_PACKER" ] && { kill $PARTIAL_PACKER 2>/dev/null; rm -f $OUT/partial.tgz $OUT/.partial.tgz; }
 tar -C $W/out -czf $OUT/part$PART.tar.gz part$PART

@@ -348,6 +348,10 @@ if PART in ("predict", "noise"):
 if PART == "2" or (PART == "final" and "t0-tui" in steps):
     for row in jl("tui.jsonl") + jl("h-reattach-other-profile.out"):
         check(row["check"], row["ok"], row.get("detail", ""))
+    try:  # the server's /metrics over the TUI's b (tui_drive.py; a check of its own with the work pair)
+        figures["tui_metrics"] = json.load(open(os.path.join(OUT, "tui-metrics.json")))
+    except (OSError, ValueError):
+        pass
     for tag in ("default", "no-stack"):
         try:
             err = open(os.path.join(OUT, f"trace-{tag}.err")).read()
@@ -473,6 +477,17 @@ if PART == "adaptive":
     clean_after("d-bench-topk4")
     check("startup: eagletui sessions prints the startup table", rc("e-sessions") == 0
           and "startup by launch signature" in text_of("e-sessions"))
+if os.environ.get("PAIR") in ("work", "half") and PART in ("1", "final", "predict", "noise"):
+    # issue 31: eagletui's accept, per position, per category and per request against the known pair's
+    # construction and the server's own decode lines, after each bench step (pair_check.py's lines)
+    rows = jl("pair-check.jsonl")
+    check(f"{os.environ['PAIR']} pair: pair_check.py ran after the bench steps", any("check" in r for r in rows),
+          "no pair-check.jsonl lines")
+    for row in rows:
+        if "check" in row:
+            check(row["check"], row["ok"], row.get("detail", ""))
+        elif "figures" in row:
+            figures.setdefault("pair", []).append(row["figures"])
 end = left.get("end") or {}
 check("at the end: nothing eagletui started is alive", not end.get("alive"), end.get("alive"))
 report = {

@@ -13,9 +13,11 @@ for 15 s → s (stop #3) → q. Between steps the run dirs say which launches ar
 import glob
 import json
 import os
+import re
 import subprocess
 import sys
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from eagletui.remote import hostproc
@@ -95,6 +97,21 @@ def alive_runs():
     return out
 
 
+def spec_counters():
+    """SGLang 0.5.17's own counters on /metrics (observability/metrics_collector.py): tokens generated and
+    verifies, summed over their label sets; None where /metrics does not answer."""
+    port = re.search(r"^port\s*=\s*(\d+)", open(P).read(), re.M)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port and port.group(1)}/metrics", timeout=10) as r:
+            text = r.read().decode(errors="replace")
+    except (OSError, ValueError) as exc:
+        return {"error": str(exc)}
+    out = {}
+    for name in ("sglang:generation_tokens_total", "sglang:spec_verify_calls_total"):
+        out[name] = sum(float(m) for m in re.findall(rf"^{name}(?:{{[^}}]*}})? ([0-9.e+]+)$", text, re.M))
+    return out
+
+
 def ready_launch(k):
     return lambda s: f"launch #{k}" in header(s) and ("server ready" in header(s) or "failed" in header(s) or "exited" in header(s))
 
@@ -113,12 +130,26 @@ if wait_for(lambda s: "did not start is running" in s or "launch #1" in header(s
 s = wait_for(ready_launch(1), READY_S)
 cap("launch-1")
 check("tui: launch #1 ready", s is not None and "server ready" in header(s), header(s or screen()))
+m0 = spec_counters()
 key("b", wait=3)
 cap("bench-running")
 s = wait_for(lambda s: "run #1:" in s, 120)
 time.sleep(2)
 cap("bench-done")
 check("tui: b benchmarks", s is not None, "run #1 line" if s else "no result line")
+# issue 31: the server's /metrics over the benchmark (its warm-up included) beside the accept the TUI shows;
+# with the work pair every request accepts alike, so the two are one pooled figure; with another pair the
+# warm-up's requests weigh in, so it is only recorded (tui-metrics.json)
+m1 = spec_counters()
+shown = re.search(r"run #1: .*?accept ([0-9.]+)", s or "")
+gen, ver = (m1.get(k, 0) - m0.get(k, 0) for k in ("sglang:generation_tokens_total", "sglang:spec_verify_calls_total"))
+metrics_accept = gen / ver if ver > 0 else None
+fig = {"before": m0, "after": m1, "metrics_accept": metrics_accept, "tui_accept": shown and float(shown.group(1))}
+json.dump(fig, open(os.path.join(OUT, "tui-metrics.json"), "w"), indent=1)
+if os.environ.get("PAIR") == "work":
+    check("tui: /metrics accept over b (Δ generation_tokens_total ÷ Δ spec_verify_calls_total) within 1 % of the TUI's",
+          shown is not None and metrics_accept is not None
+          and abs(metrics_accept - float(shown.group(1))) <= 0.01 * metrics_accept, fig)
 key("3", wait=1.5)
 key("Left", wait=1)
 cap("tune-after-left")
