@@ -408,7 +408,7 @@ def _parse_args() -> argparse.Namespace:
         help="turn the app's IdleCollector off (Python's automatic full collections, nothing frozen)",
     )
     ap.add_argument(
-        "--sweep-s", type=float, default=5.0, help="seconds per pass of the sweep phase (0: skip it)"
+        "--sweep-s", type=float, default=6.0, help="seconds per view of the sweep phase, in two halves (0: skip it)"
     )
     ap.add_argument("--profile", default="", help="cProfile the burst phase only, dump pstats here")
     ap.add_argument(
@@ -419,7 +419,7 @@ def _parse_args() -> argparse.Namespace:
     )
     ns = ap.parse_args()
     if ns.quick:
-        ns.lines, ns.bursts, ns.idle_keys, ns.pause, ns.sweep_s = 5_000, 1, 5, 0.2, 2.0
+        ns.lines, ns.bursts, ns.idle_keys, ns.pause, ns.sweep_s = 5_000, 1, 5, 0.2, 3.0
     return ns
 
 
@@ -537,7 +537,14 @@ def _sweep_rows(sw: dict | None) -> list[tuple[str, str]]:
             f"({sw['charts_frames']} frames); frontier view ({sw['screen']}) p50 {sw['frontier_frame_p50_ms']} "
             f"p95 {sw['frontier_frame_p95_ms']} ms ({sw['frontier_frames']} frames); "
             f"p95 ratio {sw['frontier_vs_charts_p95']}",
-        )
+        ),
+        (
+            "frame CPU (sweep)",
+            f"charts p50 {sw['charts_frame_cpu_p50_ms']} p95 {sw['charts_frame_cpu_p95_ms']} ms; frontier view "
+            f"p50 {sw['frontier_frame_cpu_p50_ms']} p95 {sw['frontier_frame_cpu_p95_ms']} ms; ratios p50 "
+            f"{sw['frontier_vs_charts_cpu_p50']} p95 {sw['frontier_vs_charts_cpu_p95']}; process CPU share charts "
+            f"{sw['charts_cpu_share']} frontier {sw['frontier_cpu_share']} (ratio {sw['frontier_vs_charts_cpu_share']})",
+        ),
     ]
 
 

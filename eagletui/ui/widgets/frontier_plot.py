@@ -5,6 +5,7 @@ of the charts column draw through it, so the two never differ in what a mark mea
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from eagletui.core.runs.frontier import Frontier
@@ -50,7 +51,7 @@ def plot_frontier(plt: Any, f: Frontier, *, compact: bool = False) -> str:
     return title
 
 
-def latest(fs: list[Frontier]) -> Frontier | None:
+def latest(fs: Sequence[Frontier]) -> Frontier | None:
     """The frontier the newest launch is on (several hosts or workloads: the one being worked on now)."""
     if not fs:
         return None
