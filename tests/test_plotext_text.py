@@ -36,3 +36,28 @@ def test_figure_text_draws_what_plotexts_ansi_text_drew(width, height, theme):
     assert new.plain == old.plain
     console = Console(width=200, color_system="truecolor", force_terminal=True)
     assert list(Segment.simplify(console.render(new))) == list(Segment.simplify(console.render(old)))
+
+
+def test_the_frontier_chart_keeps_every_point_visible_under_its_legend_and_line():
+    """plotext puts the legend over the plot's top left corner, where speculation's low-load points sit
+    (few tok/s per GPU, many per user): the y axis leaves the legend its rows. The frontier's line is
+    drawn under the points, so a point on it keeps its mark. Every spec point (a dot) is drawn."""
+    from eagletui.core.runs.frontier import frontiers
+    from eagletui.ui.widgets.frontier_plot import plot_frontier
+    from tests.test_slo_frontier import _book, _session
+
+    (f,) = frontiers(_book(_session()[0]))
+    spec = [p for c in f.curves if c.spec for p in c.points if p.meets_slo is not False]  # misses: a grey x
+    top = max(p.tok_s_per_user for c in f.curves for p in c.points)
+    assert any(p.tok_s_per_user == top for p in spec)  # the top-left point is speculation's
+    assert any(p.on_frontier for p in spec)
+    for width, height in ((147, 30), (130, 22)):
+        p = Plot()
+        p.plotsize(width, height)
+        p._set_size(width, height)
+        plot_frontier(p, f, rows=height)
+        lines = figure_text(p).plain.splitlines()
+        legend = [ln for ln in lines if "•• " in ln or "++ " in ln or "▞▞ " in ln]
+        assert len(legend) == len(f.curves) + 1
+        drawn = sum(ln.count("•") for ln in lines) - 2 * sum(1 for c in f.curves if c.spec)
+        assert drawn == len(spec), "\n".join(lines)

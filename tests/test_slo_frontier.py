@@ -331,7 +331,8 @@ async def test_frontier_view_from_the_runs_tab_a_table_when_small_a_chart_when_w
         screen = app.screen
         assert isinstance(screen, FrontierScreen) and screen.has_class("small")
         text = str(screen.query_one("#frontier-text").render())
-        assert "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms" in text and "serves up to" in text
+        assert "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms" in text
+        assert "serves up to" in str(screen.query_one("#frontier-answer").render())
         assert " x " not in text  # small: the frontier's points only, no SLO misses listed
         await pilot.resize_terminal(200, 50)
         await pilot.pause()
@@ -346,6 +347,16 @@ async def test_frontier_view_from_the_runs_tab_a_table_when_small_a_chart_when_w
         assert screen.refresh_frontier() is True
         points = {(c.label, p.concurrency) for f in screen.frontiers for c in f.curves for p in c.points}
         assert ("no-spec", 128) in points
+        # the answer is on screen above the table, never scrolled out of sight by its rows (at 100x30
+        # eight points left it below the table's fold, and a browser tab of an H200 sweep never showed it)
+        for e in _bench(1, 501, 128, _requests(random.Random(6), 2, 1.8), duration=0.4):
+            app.dispatch(e)
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        screen.refresh_frontier()
+        await pilot.pause()
+        shown = app.export_screenshot().replace("&#160;", " ")
+        assert not screen.has_class("small") and "serves up to" in shown
         await pilot.press("escape")
         assert not isinstance(app.screen, FrontierScreen)
 

@@ -26,6 +26,7 @@ from textual_plotext import PlotextPlot
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.frontier import Frontier, frontiers
 from eagletui.core.runs.frontier_text import frontier_lines
+from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.frontier_plot import latest, plot_frontier
 from eagletui.ui.widgets.plotext_text import figure_text
 
@@ -43,7 +44,7 @@ class FrontierChart(PlotextPlot):
     def draw(self, f: Frontier) -> None:
         self.plt.clear_data()
         self.plt.clear_figure()
-        plot_frontier(self.plt, f)
+        plot_frontier(self.plt, f, rows=self.size.height)
         self.refresh()
 
     def render(self) -> Text:
@@ -66,6 +67,7 @@ class FrontierScreen(ModalScreen[None]):
         padding: 0 1; }
     FrontierScreen .title { text-style: bold; color: $accent; }
     FrontierScreen #frontier-text { height: auto; }
+    FrontierScreen #frontier-answer { height: auto; text-style: bold; }
     FrontierScreen VerticalScroll { height: auto; max-height: 40%; }
     FrontierScreen.small VerticalScroll { height: 1fr; max-height: 100%; }
     FrontierScreen.small FrontierChart { display: none; }
@@ -85,6 +87,7 @@ class FrontierScreen(ModalScreen[None]):
         with Vertical():
             yield Label("Frontier — tok/s per GPU vs tok/s per user, per launch config", classes="title")
             yield FrontierChart(id="frontier-chart")
+            yield Static(Text(""), id="frontier-answer", markup=False)
             with VerticalScroll():
                 yield Static(Text("no benchmark yet"), id="frontier-text", markup=False)
 
@@ -112,7 +115,11 @@ class FrontierScreen(ModalScreen[None]):
         small = self.has_class("small")
         lines: list[str] = []
         for f in self.frontiers:
-            lines += frontier_lines(f.to_json(), all_points=not small)
+            lines += frontier_lines(f.to_json(), all_points=not small, answer=False)
+        # the answer above the table, never scrolled out of sight by a long sweep's rows
+        several = len(self.frontiers) > 1
+        answers = [inert(f"{f.target}: {f.answer}" if several else f.answer) for f in self.frontiers if f.answer]
+        self.query_one("#frontier-answer", Static).update(Text("\n".join(answers)))
         marks = "* on the frontier  x misses the SLO (grey x in the chart)  · another point does better on both"
         if not small:
             lines.append(marks)
