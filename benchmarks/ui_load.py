@@ -26,6 +26,10 @@ Phases (one process, one app)
        state), and together they give enough key samples for a p95. Key stats pool all bursts.
     4. lag: after each burst, time from its last dispatched line until a frame painted it (see
        below); ``lag_s`` is the worst burst's.
+    5. sweep (``--sweep-s`` per view, 0: none): a sweep's cells land while decode lines stream, with
+       the charts shown and with the frontier view open, in alternating halves
+       (``benchmarks/_ui_sweep_phase.py``); frame p50/p95 in wall and CPU time per view, the process's
+       CPU share, and the ratios frontier ÷ charts (issue 35: the frontier view no worse than the charts).
 
 Key sequence
     Pairs that always return to the Log tab with no filter and follow on, so the tail stays visible:
@@ -419,7 +423,7 @@ def _parse_args() -> argparse.Namespace:
     )
     ns = ap.parse_args()
     if ns.quick:
-        ns.lines, ns.bursts, ns.idle_keys, ns.pause, ns.sweep_s = 5_000, 1, 5, 0.2, 3.0
+        ns.lines, ns.bursts, ns.idle_keys, ns.pause, ns.sweep_s = 5_000, 1, 5, 0.2, 2.0
     return ns
 
 
