@@ -61,3 +61,11 @@ def test_the_frontier_chart_keeps_every_point_visible_under_its_legend_and_line(
         assert len(legend) == len(f.curves) + 1
         drawn = sum(ln.count("•") for ln in lines) - 2 * sum(1 for c in f.curves if c.spec)
         assert drawn == len(spec), "\n".join(lines)
+    # too short to give the legend its rows: no legend (the table under the chart names the curves)
+    p = Plot()
+    p.plotsize(100, 12)
+    p._set_size(100, 12)
+    plot_frontier(p, f, rows=12)
+    lines = figure_text(p).plain.splitlines()
+    assert not any("•• " in ln or "▞▞ " in ln for ln in lines)
+    assert sum(ln.count("•") for ln in lines) == len(spec), "\n".join(lines)

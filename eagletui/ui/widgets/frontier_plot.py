@@ -24,19 +24,22 @@ def plot_frontier(plt: Any, f: Frontier, *, compact: bool = False, rows: int = 0
     The frontier's line is drawn first and the points over it, so a point on the frontier keeps its
     mark. plotext puts the legend in the top left corner, over the plot: exactly where speculation's
     points at low load sit (few tok/s per GPU, many per user). ``rows`` (the figure's height) lifts the
-    y axis's top by the legend's rows, so the legend sits above every point."""
+    y axis's top by the legend's rows, so the legend sits above every point; a figure too short to
+    give it half its plot leaves the legend out (the table under the chart names every curve)."""
     title = inert(f"{f.target or 'this host'}: " + (f.slo.describe() if f.slo else "no [slo]"))
     plt.title(title)
     if not compact:
         plt.xlabel("output tok/s per GPU")
         plt.ylabel("tok/s per user")
     front = f.frontier_points()
+    entries = len(f.curves) + (len(front) > 1)
+    legend = not compact and not 0 < rows - _NOT_PLOT_ROWS < 2 * entries + 2
     if len(front) > 1:
         plt.plot(
             [p.tok_s_per_gpu for _, p in front],
             [p.tok_s_per_user for _, p in front],
             color="white",
-            label=None if compact else "frontier",
+            label="frontier" if legend else None,
         )
     for i, c in enumerate(f.curves):
         ok = [p for p in c.points if p.meets_slo is not False]
@@ -46,7 +49,7 @@ def plot_frontier(plt: Any, f: Frontier, *, compact: bool = False, rows: int = 0
                 [p.tok_s_per_user for p in ok],
                 color=COLOURS[i % len(COLOURS)],
                 marker="dot" if c.spec else "+",
-                label=None if compact else inert(c.label),
+                label=inert(c.label) if legend else None,
             )
         miss = [p for p in c.points if p.meets_slo is False]
         if miss:
@@ -55,8 +58,8 @@ def plot_frontier(plt: Any, f: Frontier, *, compact: bool = False, rows: int = 0
         plt.hline(f.slo_line, color="red")
         xs = [p.tok_s_per_gpu for c in f.curves for p in c.points] or [0.0]
         plt.text("SLO", x=min(xs) + (max(xs) - min(xs)) * 0.03, y=f.slo_line, color="red")
-    if not compact and rows > 0:
-        _legend_room(plt, f, len(f.curves) + (len(front) > 1), rows)
+    if legend and rows > 0:
+        _legend_room(plt, f, entries, rows)
     return title
 
 
@@ -70,7 +73,7 @@ def _legend_room(plt: Any, f: Frontier, entries: int, rows: int) -> None:
         return
     lo, hi = min(ys), max(ys)
     plot_rows = rows - _NOT_PLOT_ROWS
-    if hi <= lo or plot_rows <= entries + 2:
+    if hi <= lo:
         return
     plt.ylim(lo, hi + (hi - lo) * (entries + 1) / (plot_rows - entries - 1))
 
