@@ -2,8 +2,8 @@
 
 ``PlotextPlot.render`` asks plotext for the figure as one ANSI string (``set_canvas``: a string built a
 character at a time, with a list comparison per cell) and hands it to ``Text.from_ansi``, which parses it
-back. For the frontier view's chart (a whole screen of cells) those two steps were two thirds of the
-chart's cost and the slowest frames of the view. :func:`figure_text` builds the same
+back. For the frontier view's chart (a whole screen of cells) those two steps were half the chart's
+cost or more, in the view's slowest frames. :func:`figure_text` builds the same
 :class:`~rich.text.Text` from the matrices: one span per run of cells of the same colours, the style of
 each colour triple parsed once from the very ANSI prefix plotext would have written, so what is drawn
 is what ``from_ansi`` gave (tests/test_plotext_text.py compares the two).
