@@ -99,7 +99,7 @@ class Repainter:
         """Whether another screen (the frontier view, help, a dialog) is over this one. Behind it nothing
         is painted but the log's lines, once every :data:`COVERED_FLUSH_S`: every region repainted
         under a dialog makes Textual render the whole screen again, tinted, as the dialog's backdrop
-        (with the frontier view open during a sweep, a frame in three was that alone: the log and
+        (with the frontier view open during a sweep, about a frame in four was that alone: the log and
         the charts painting under it). The first tick uncovered paints everything, every chart
         included."""
         screen = self.screen
