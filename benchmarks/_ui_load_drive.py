@@ -70,6 +70,7 @@ class Probe:
         self.app = app
         self.encode = encode
         self.frames: list[tuple[float, float]] = []  # (start, end) of frames that produced output
+        self.frame_cpu: list[float] = []  # the process's CPU seconds in each of those frames
         self.last_frame_end = 0.0
         self._frame_displayed = False
         self.ticks: list[float] = []
@@ -123,7 +124,7 @@ class Probe:
         self._orig_timer_update = Screen._on_timer_update
 
         def _on_timer_update(screen_self) -> None:
-            t = time.perf_counter()
+            t, cpu = time.perf_counter(), time.process_time()
             probe._frame_displayed = False
             probe._orig_timer_update(screen_self)
             if probe._frame_displayed:
@@ -131,6 +132,7 @@ class Probe:
                 probe.last_frame_end = end
                 if probe.record_frames:
                     probe.frames.append((t, end))
+                    probe.frame_cpu.append(time.process_time() - cpu)
                 if probe.last_row_painted and probe.lag_frame_end is None:
                     probe.lag_frame_end = end
 

@@ -4,9 +4,12 @@ frontier view (issue 35) open over them.
 A sweep's host streams decode lines (the feeder keeps the log going at ``rate`` lines/s) and a cell
 finishes every ``cell_s`` seconds: a ``BenchmarkStarted``/``BenchmarkResult`` pair carrying 64 requests'
 latencies, alternating between a spec and a no-spec launch over eight concurrencies, so the frontier
-refolds and replots on each one. The same stream runs twice for ``seconds`` each: first with the main
-screen (the live charts), then with the frontier view pushed (``v``). Frames are the probe's compositor
-frames that produced output; the report is their p50/p95 per pass and the ratio frontier ÷ charts.
+refolds and replots on each one. The same stream runs for ``seconds`` with each view, in alternating
+halves (charts, frontier view pushed with ``v``, charts, frontier view), so a change in the machine's
+load during the phase falls on both alike. Frames are the probe's compositor frames that produced
+output; the report is their p50/p95 per view, in wall time and in the process's CPU time (on a shared
+machine the wall time of a frame follows the load of others; its CPU time much less), and the ratios
+frontier ÷ charts of both.
 """
 
 from __future__ import annotations
@@ -57,9 +60,13 @@ def _cell(app: Any, rnd: random.Random, k: int) -> None:
     )
 
 
-async def _pass(app: Any, probe: Probe, feeder: Feeder, seconds: float, cell_s: float, rate: float, k0: int) -> tuple[list[float], int]:
+async def _pass(
+    app: Any, probe: Probe, feeder: Feeder, seconds: float, cell_s: float, rate: float, k0: int
+) -> tuple[list[float], list[float], float, int]:
     rnd = random.Random(k0)
+    cpu0, t0 = time.process_time(), time.perf_counter()
     probe.frames.clear()
+    probe.frame_cpu.clear()
     probe.record_frames = True
     t_end = time.perf_counter() + seconds
     k = k0
@@ -71,28 +78,42 @@ async def _pass(app: Any, probe: Probe, feeder: Feeder, seconds: float, cell_s: 
             next_cell += cell_s
         await feeder.burst(max(1, int(rate * 0.05)), rate, 0.005, 200)
     probe.record_frames = False
-    return [(e - s) * 1000 for s, e in probe.frames], k
+    busy = (time.process_time() - cpu0) / (time.perf_counter() - t0)
+    return [(e - s) * 1000 for s, e in probe.frames], [c * 1000 for c in probe.frame_cpu], busy, k
 
 
-async def sweep_frames(app: Any, pilot: Any, probe: Probe, feeder: Feeder, seconds: float, cell_s: float = 0.25, rate: float = 2000.0) -> dict:
-    """Frame times with the charts, then with the frontier view open, under the same sweep stream."""
+async def sweep_frames(
+    app: Any, pilot: Any, probe: Probe, feeder: Feeder, seconds: float, cell_s: float = 0.25, rate: float = 2000.0
+) -> dict:
+    """Frame times with the charts and with the frontier view open, in alternating halves, under the
+    same sweep stream."""
     _launches(app)
-    charts, k = await _pass(app, probe, feeder, seconds, cell_s, rate, 0)
-    await pilot.press("v")
-    await pilot.pause()
-    opened = type(app.screen).__name__
-    frontier, k = await _pass(app, probe, feeder, seconds, cell_s, rate, k)
-    await pilot.press("escape")
-    await pilot.pause()
-    p95c, p95f = pct(charts, 0.95), pct(frontier, 0.95)
-    return {
-        "screen": opened,
-        "cells": k,
-        "charts_frames": len(charts),
-        "charts_frame_p50_ms": round(pct(charts, 0.5), 1),
-        "charts_frame_p95_ms": round(p95c, 1),
-        "frontier_frames": len(frontier),
-        "frontier_frame_p50_ms": round(pct(frontier, 0.5), 1),
-        "frontier_frame_p95_ms": round(p95f, 1),
-        "frontier_vs_charts_p95": round(p95f / p95c, 3) if p95c > 0 else None,
-    }
+    wall: dict[str, list[float]] = {"charts": [], "frontier": []}
+    cpu: dict[str, list[float]] = {"charts": [], "frontier": []}
+    busy: dict[str, list[float]] = {"charts": [], "frontier": []}
+    k, opened = 0, ""
+    for _ in range(2):
+        for view in ("charts", "frontier"):
+            if view == "frontier":
+                await pilot.press("v")
+                await pilot.pause()
+                opened = type(app.screen).__name__
+            w, c, b, k = await _pass(app, probe, feeder, seconds / 2, cell_s, rate, k)
+            wall[view] += w
+            cpu[view] += c
+            busy[view].append(b)
+            if view == "frontier":
+                await pilot.press("escape")
+                await pilot.pause()
+    out: dict[str, Any] = {"screen": opened, "cells": k}
+    for view in ("charts", "frontier"):
+        out[f"{view}_frames"] = len(wall[view])
+        # the whole process's CPU share (frames, folds, the feeder): what the view costs, like for like
+        out[f"{view}_cpu_share"] = round(sum(busy[view]) / len(busy[view]), 3)
+        for q in (50, 95):
+            out[f"{view}_frame_p{q}_ms"] = round(pct(wall[view], q / 100), 1)
+            out[f"{view}_frame_cpu_p{q}_ms"] = round(pct(cpu[view], q / 100), 1)
+    for what in ("frame_p95_ms", "frame_cpu_p95_ms", "frame_cpu_p50_ms", "cpu_share"):
+        c, f = out[f"charts_{what}"], out[f"frontier_{what}"]
+        out[f"frontier_vs_charts_{what.removeprefix('frame_').removesuffix('_ms')}"] = round(f / c, 3) if c > 0 else None
+    return out

@@ -26,6 +26,10 @@ Phases (one process, one app)
        state), and together they give enough key samples for a p95. Key stats pool all bursts.
     4. lag: after each burst, time from its last dispatched line until a frame painted it (see
        below); ``lag_s`` is the worst burst's.
+    5. sweep (``--sweep-s`` per view, 0: none): a sweep's cells land while decode lines stream, with
+       the charts shown and with the frontier view open, in alternating halves
+       (``benchmarks/_ui_sweep_phase.py``); frame p50/p95 in wall and CPU time per view, the process's
+       CPU share, and the ratios frontier ÷ charts (issue 35: the frontier view no worse than the charts).
 
 Key sequence
     Pairs that always return to the Log tab with no filter and follow on, so the tail stays visible:
@@ -408,7 +412,7 @@ def _parse_args() -> argparse.Namespace:
         help="turn the app's IdleCollector off (Python's automatic full collections, nothing frozen)",
     )
     ap.add_argument(
-        "--sweep-s", type=float, default=5.0, help="seconds per pass of the sweep phase (0: skip it)"
+        "--sweep-s", type=float, default=6.0, help="seconds per view of the sweep phase, in two halves (0: skip it)"
     )
     ap.add_argument("--profile", default="", help="cProfile the burst phase only, dump pstats here")
     ap.add_argument(
@@ -537,7 +541,14 @@ def _sweep_rows(sw: dict | None) -> list[tuple[str, str]]:
             f"({sw['charts_frames']} frames); frontier view ({sw['screen']}) p50 {sw['frontier_frame_p50_ms']} "
             f"p95 {sw['frontier_frame_p95_ms']} ms ({sw['frontier_frames']} frames); "
             f"p95 ratio {sw['frontier_vs_charts_p95']}",
-        )
+        ),
+        (
+            "frame CPU (sweep)",
+            f"charts p50 {sw['charts_frame_cpu_p50_ms']} p95 {sw['charts_frame_cpu_p95_ms']} ms; frontier view "
+            f"p50 {sw['frontier_frame_cpu_p50_ms']} p95 {sw['frontier_frame_cpu_p95_ms']} ms; ratios p50 "
+            f"{sw['frontier_vs_charts_cpu_p50']} p95 {sw['frontier_vs_charts_cpu_p95']}; process CPU share charts "
+            f"{sw['charts_cpu_share']} frontier {sw['frontier_cpu_share']} (ratio {sw['frontier_vs_charts_cpu_share']})",
+        ),
     ]
 
 

@@ -252,6 +252,22 @@ def _results(book, curve, conc):
     return [r for n in curve.launches for g in book.runs[n].groups() if g.concurrency == conc for r in g.results]
 
 
+def test_the_frontier_is_folded_once_per_book_version_and_again_when_a_cell_lands():
+    """The frontier view and the charts column's chart both ask for the frontier when a result lands:
+    one fold serves both until the book changes; a sweep's next cell is in the next one."""
+    book = _book(_session()[0])
+    first = frontiers(book)
+    assert frontiers(book) is first
+    for e in _bench(2, 500, 128, _requests(random.Random(5), 2, 1.0), duration=0.5):
+        book.apply(e)
+    again = frontiers(book)
+    assert again is not first
+    points = {(c.label, p.concurrency) for c in again[0].curves for p in c.points}
+    assert ("no-spec", 128) in points and ("no-spec", 128) not in {
+        (c.label, p.concurrency) for c in first[0].curves for p in c.points
+    }
+
+
 def test_other_hosts_and_workloads_are_separate_frontiers():
     events, _ = _session()
     other = [_launch(3, NOSPEC, target="pcie"), *_bench(3, 99, 1, _requests(random.Random(1), 1, 1.0))]
@@ -315,7 +331,8 @@ async def test_frontier_view_from_the_runs_tab_a_table_when_small_a_chart_when_w
         screen = app.screen
         assert isinstance(screen, FrontierScreen) and screen.has_class("small")
         text = str(screen.query_one("#frontier-text").render())
-        assert "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms" in text and "serves up to" in text
+        assert "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms" in text
+        assert "serves up to" in str(screen.query_one("#frontier-answer").render())
         assert " x " not in text  # small: the frontier's points only, no SLO misses listed
         await pilot.resize_terminal(200, 50)
         await pilot.pause()
@@ -330,6 +347,16 @@ async def test_frontier_view_from_the_runs_tab_a_table_when_small_a_chart_when_w
         assert screen.refresh_frontier() is True
         points = {(c.label, p.concurrency) for f in screen.frontiers for c in f.curves for p in c.points}
         assert ("no-spec", 128) in points
+        # the answer is on screen above the table, never scrolled out of sight by its rows (at 100x30
+        # eight points left it below the table's fold, and a browser tab of an H200 sweep never showed it)
+        for e in _bench(1, 501, 128, _requests(random.Random(6), 2, 1.8), duration=0.4):
+            app.dispatch(e)
+        await pilot.resize_terminal(100, 30)
+        await pilot.pause()
+        screen.refresh_frontier()
+        await pilot.pause()
+        shown = app.export_screenshot().replace("&#160;", " ")
+        assert not screen.has_class("small") and "serves up to" in shown
         await pilot.press("escape")
         assert not isinstance(app.screen, FrontierScreen)
 
@@ -348,9 +375,9 @@ async def test_the_frontier_chart_of_the_charts_column_follows_the_run_book():
         chart = app.screen.query_one("#chart-frontier-wide", FrontierMiniChart)
 
         def paint() -> None:
-            app.screen.painter.force_charts = True
-            app.screen.painter.dirty = True
-            app.screen.painter.paint()
+            painter = chart.screen.painter  # the main screen's, under the frontier view too
+            painter.force_charts = painter.dirty = True
+            painter.paint()
 
         paint()
         await pilot.pause()
@@ -364,3 +391,15 @@ async def test_the_frontier_chart_of_the_charts_column_follows_the_run_book():
             app.dispatch(e)
         paint()
         assert chart.points == 7 and chart._plot_version == drawn + 1
+        # behind the frontier view nothing of this screen is painted (every region painted under a
+        # dialog is the whole screen rendered again as its backdrop); closing it paints every chart
+        await pilot.press("v")
+        await pilot.pause()
+        for e in _bench(2, 501, 256, _requests(random.Random(6), 2, 1.0), duration=0.5):
+            app.dispatch(e)
+        paint()  # even a forced paint
+        assert chart.points == 7 and chart._plot_version == drawn + 1
+        await pilot.press("escape")
+        await pilot.pause()
+        chart.screen.painter.paint()  # the first tick uncovered, unforced
+        assert chart.points == 8 and chart._plot_version == drawn + 2

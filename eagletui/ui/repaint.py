@@ -39,6 +39,9 @@ def charts_shown() -> int:
 
 
 CHART_SLOT_S = 0.25
+#: while another screen covers this one, the log's pending lines are merged this often (bounded memory;
+#: the dimmed margin around a dialog is all that shows of it)
+COVERED_FLUSH_S = 1.0
 _ACTIVE = (LaunchStatus.LAUNCHING, LaunchStatus.LOADING)
 
 
@@ -55,6 +58,8 @@ class Repainter:
         self._chart_rounds = 0
         self.log: LogView | None = None
         self._charts = charts_shown()  # the registry is fixed once the screen is composed
+        self._covered_since_flush = 0.0
+        self._was_covered = False
         self._nccl = ""
         #: who controls the session, when ``eagletui serve`` started this app behind a browser tab
         self.presence = Presence.from_env()
@@ -90,9 +95,29 @@ class Repainter:
 
     # ------------------------------------------------------------------ painting
 
+    def covered(self, log: LogView) -> bool:
+        """Whether another screen (the frontier view, help, a dialog) is over this one. Behind it nothing
+        is painted but the log's lines, once every :data:`COVERED_FLUSH_S`: every region repainted
+        under a dialog makes Textual render the whole screen again, tinted, as the dialog's backdrop
+        (with the frontier view open during a sweep, about a frame in four was that alone: the log and
+        the charts painting under it). The first tick uncovered paints everything, every chart
+        included."""
+        screen = self.screen
+        if screen.app.screen is screen:
+            if self._was_covered:
+                self._was_covered = False
+                self.dirty = self.force_charts = True
+            return False
+        self._was_covered = True
+        now = time.monotonic()
+        if now - self._covered_since_flush >= COVERED_FLUSH_S:
+            self._covered_since_flush = now
+            log.flush()
+        return True
+
     def paint(self) -> None:
         log = self.log
-        if log is None or not log.is_attached:
+        if log is None or not log.is_attached or self.covered(log):
             return
         log.flush()
         log.keep_following()

@@ -90,6 +90,12 @@ class _Baseline:
             self._cache[k] = compute()
         return self._cache[k]
 
+    def memo(self, what: str, compute: Callable[[], Any]) -> Any:
+        """``compute()`` once per book version for an analysis of the whole book: the frontier view and
+        the charts column's frontier chart both ask for the frontier when a result lands, and a fold of
+        it pools every run's per-request records."""
+        return self._cached(what, -1, compute)
+
     def step_profiles(self, launch: int) -> tuple[dict[str, Any] | None, dict[str, Any] | None, int | None]:
         """(this run's step profile, the baseline run's, the baseline's launch) for the step bars; the
         baseline part is None when the baseline has no profile or is this run."""

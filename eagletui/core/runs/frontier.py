@@ -251,8 +251,13 @@ def _mark(points: list[Point]) -> set[int]:
     return out
 
 
-def frontiers(book: RunBook) -> list[Frontier]:
-    """Every host and workload's frontier from the run book's valid results (one view, every view)."""
+def frontiers(book: RunBook) -> tuple[Frontier, ...]:
+    """Every host and workload's frontier from the run book's valid results (one view, every view);
+    folded once per book version (a tuple: every caller shares it)."""
+    return book.memo("frontiers", lambda: tuple(_fold(book)))  # type: ignore[no-any-return]
+
+
+def _fold(book: RunBook) -> list[Frontier]:
     by_set: dict[str, dict[str, list[tuple[Run, Group]]]] = {}
     workloads: dict[str, tuple[str, dict[str, Any]]] = {}
     for n in sorted(book.runs):

@@ -54,8 +54,8 @@ def frontier_rows(f: dict[str, Any], *, all_points: bool = False) -> list[tuple[
 HEADER = ("", "launch config", "load", "tok/s/GPU", "tok/s/user", "req/s served", "in SLO")
 
 
-def frontier_lines(f: dict[str, Any], *, all_points: bool = False) -> list[str]:
-    """The frontier's heading (host, SLO), its table and the answer under the SLO."""
+def frontier_lines(f: dict[str, Any], *, all_points: bool = False, answer: bool = True) -> list[str]:
+    """The frontier's heading (host, SLO), its table and (``answer``) the answer under the SLO."""
     slo = f.get("slo_text") or "no [slo] in the profile"
     floor = f.get("slo_tok_s_per_user")
     floor_text = f"; per user ≥ {floor:.1f} tok/s" if isinstance(floor, int | float) else ""
@@ -68,7 +68,7 @@ def frontier_lines(f: dict[str, Any], *, all_points: bool = False) -> list[str]:
         for r in (HEADER, *rows):
             cells = (v.rjust(w) if i > 1 else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True)))
             out.append(("  " + "  ".join(cells)).rstrip())
-    if f.get("answer"):
+    if answer and f.get("answer"):
         out.append(f"  {inert(str(f['answer']))}")
     return out
 

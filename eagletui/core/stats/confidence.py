@@ -23,6 +23,7 @@ that wants an interval) call this one; it holds no policy.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -83,8 +84,11 @@ def t_cdf(t: float, df: float) -> float:
     return 1.0 - tail if t > 0 else tail
 
 
+@functools.lru_cache(maxsize=1024)
 def t_quantile(p: float, df: float) -> float:
-    """The t value below which a fraction ``p`` (0 < p < 1) of Student's t with ``df`` lies."""
+    """The t value below which a fraction ``p`` (0 < p < 1) of Student's t with ``df`` lies. Remembered:
+    a bisection over the incomplete beta costs ~1 ms, and the run book's calls ask for the same few
+    (confidence, degrees of freedom) over and over (a frontier's fold asked 256 times)."""
     if not 0.0 < p < 1.0 or not df > 0:
         raise ValueError(f"t_quantile needs 0 < p < 1 and df > 0 (got p={p}, df={df})")
     if p == 0.5:

@@ -5,8 +5,9 @@ greyed, and the answer under the SLO.
 Everything it shows is :func:`eagletui.core.runs.frontier.frontiers` of the session's run book, the
 function ``sweep --json``, the exports and the browser read too; this screen only draws it. It follows
 the run book live (a sweep's cells land as they finish): each refresh asks whether a result arrived
-since it last drew (the results' count) and only then folds the frontier again and replots, so an open
-view costs a counter check per tick while decode lines stream in. Where the terminal is too small for a
+since it last drew (the results' count) and only then takes the frontier (folded once per book version,
+shared with the charts column's chart) and replots, the table in one frame and the chart in the next, so
+an open view costs a counter check per tick while decode lines stream in. Where the terminal is too small for a
 chart (80x24), the same frontier is a table.
 """
 
@@ -25,7 +26,9 @@ from textual_plotext import PlotextPlot
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.frontier import Frontier, frontiers
 from eagletui.core.runs.frontier_text import frontier_lines
+from eagletui.core.textsafe import inert
 from eagletui.ui.widgets.frontier_plot import latest, plot_frontier
+from eagletui.ui.widgets.plotext_text import figure_text
 
 #: seconds between checks for new results (a check is a sum of list lengths)
 REFRESH_S = 0.5
@@ -41,8 +44,17 @@ class FrontierChart(PlotextPlot):
     def draw(self, f: Frontier) -> None:
         self.plt.clear_data()
         self.plt.clear_figure()
-        plot_frontier(self.plt, f)
+        plot_frontier(self.plt, f, rows=self.size.height)
         self.refresh()
+
+    def render(self) -> Text:
+        """As ``PlotextPlot.render`` (sized to the widget, in the app's theme), the figure read from
+        plotext's matrices instead of its ANSI text (:mod:`eagletui.ui.widgets.plotext_text`)."""
+        w, h = self.size
+        self.plt.plotsize(w, h)
+        self.plt._set_size(w, h)
+        self.plt.theme(self._get_plotext_theme_name(self.app.theme))
+        return figure_text(self.plt)
 
 
 class FrontierScreen(ModalScreen[None]):
@@ -55,6 +67,7 @@ class FrontierScreen(ModalScreen[None]):
         padding: 0 1; }
     FrontierScreen .title { text-style: bold; color: $accent; }
     FrontierScreen #frontier-text { height: auto; }
+    FrontierScreen #frontier-answer { height: auto; text-style: bold; }
     FrontierScreen VerticalScroll { height: auto; max-height: 40%; }
     FrontierScreen.small VerticalScroll { height: 1fr; max-height: 100%; }
     FrontierScreen.small FrontierChart { display: none; }
@@ -65,7 +78,7 @@ class FrontierScreen(ModalScreen[None]):
         #: a callable giving the current run book (a replay's seek replaces it) or the book itself
         self._book = book
         self._seen: tuple[int, int] | None = None
-        self.frontiers: list[Frontier] = []
+        self.frontiers: tuple[Frontier, ...] = ()
 
     def book(self) -> RunBook:
         return self._book() if callable(self._book) else self._book  # type: ignore[no-any-return]
@@ -74,6 +87,7 @@ class FrontierScreen(ModalScreen[None]):
         with Vertical():
             yield Label("Frontier — tok/s per GPU vs tok/s per user, per launch config", classes="title")
             yield FrontierChart(id="frontier-chart")
+            yield Static(Text(""), id="frontier-answer", markup=False)
             with VerticalScroll():
                 yield Static(Text("no benchmark yet"), id="frontier-text", markup=False)
 
@@ -101,14 +115,20 @@ class FrontierScreen(ModalScreen[None]):
         small = self.has_class("small")
         lines: list[str] = []
         for f in self.frontiers:
-            lines += frontier_lines(f.to_json(), all_points=not small)
+            lines += frontier_lines(f.to_json(), all_points=not small, answer=False)
+        # the answer above the table, never scrolled out of sight by a long sweep's rows
+        several = len(self.frontiers) > 1
+        answers = [inert(f"{f.target}: {f.answer}" if several else f.answer) for f in self.frontiers if f.answer]
+        self.query_one("#frontier-answer", Static).update(Text("\n".join(answers)))
         marks = "* on the frontier  x misses the SLO (grey x in the chart)  · another point does better on both"
         if not small:
             lines.append(marks)
         self.query_one("#frontier-text", Static).update(Text("\n".join(lines) or "no benchmark yet"))
         newest = latest(self.frontiers)  # the one the newest launch is on, as the charts column's
         if newest is not None and not small:
-            self.query_one(FrontierChart).draw(newest)
+            # in the frame after the table's: the table's new height re-lays the view out, plotext
+            # builds the whole figure, and the two in one frame were the view's slowest frames
+            self.call_after_refresh(self.query_one(FrontierChart).draw, newest)
         return True
 
     def action_dismiss_none(self) -> None:
