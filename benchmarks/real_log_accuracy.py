@@ -48,8 +48,10 @@ DEFAULT_SETS: tuple[tuple[str, Path, str, str], ...] = (
     ("vllm-earlier", VLLM_DIR, "vllm", ""),
     ("vllm-h34", VLLM_DIR, "vllm", "h34-"),
     ("vllm-p34", VLLM_DIR, "vllm", "p34-"),
+    ("sglang-q34", REAL, "sglang", "q34-"),
+    ("vllm-q34", VLLM_DIR, "vllm", "q34-"),
 )
-ROUND_PREFIXES = ("h34-", "p34-")
+ROUND_PREFIXES = ("h34-", "p34-", "q34-")
 #: A collector's ``NAME.meta.json`` (``expected``: ``final_state``, ``failure_kind``; the layout of issue 34's
 #: collections before they were committed) names some kinds finer than eagletui's vocabulary: its
 #: ``failure_kind`` → eagletui's (the mapping the committed ``h34-*`` copies of those logs were given).

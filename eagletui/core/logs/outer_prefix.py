@@ -111,17 +111,29 @@ def _pattern(shape: tuple[Token, ...]) -> re.Pattern[str]:
 
 def _plausible(shape: tuple[Token, ...]) -> bool:
     """A wrapper's prefix: starts in the first column, ends in whitespace, names something (a number, a
-    word, a level), and is not a source location (``…/x.py:63: `` shared by two warnings is the
+    word, a level) or is a pane's border (:func:`_frame`), and is not a source location (``…/x.py:63: `` shared by two warnings is the
     warnings' text)."""
     if not shape or shape[-1][0] != "_" or shape[0][0] == "_":
         return False
-    if not any(k in "DLS" or (k == "=" and text[:1].isalpha()) for k, text in shape):
+    if not any(k in "DLS" or (k == "=" and text[:1].isalpha()) for k, text in shape) and not _frame(shape):
         return False
     text = "".join(t for _, t in shape)
     if ".py" in text or "File" in text:
         return False
     # a wrapper's prefix is whole: every bracket it opens it closes (``<font `` of a pasted HTML tag is not)
     return all(text.count(a) == text.count(b) for a, b in ("()", "[]", "<>", "{}"))
+
+
+#: The vertical box-drawing strokes a viewer draws down the left of a pane (k9s, a TUI, rich's panels).
+_STROKES = frozenset("│┃║╎╏┆┇┊┋")
+
+
+def _frame(shape: tuple[Token, ...]) -> bool:
+    """A pane's left border: nothing but vertical strokes and the spaces between them (``│ │ ``). It names
+    nothing, but no server writes it: a log viewer framed the lines (sgl-project/sglang#6523)."""
+    return all(k == "_" or (k == "=" and text in _STROKES) for k, text in shape) and any(
+        k == "=" for k, _ in shape
+    )
 
 
 def _shapes(heads: list[list[Token]], voters: int) -> list[tuple[Token, ...]]:
