@@ -8,6 +8,7 @@ classifier and parse calls: milliseconds.
 from __future__ import annotations
 
 import io
+import json
 from pathlib import Path
 from typing import Any
 
@@ -85,3 +86,24 @@ def test_a_log_viewers_pane_border_is_learned_as_the_outer_prefix() -> None:
         k: v for k, v in want["failure"].items() if k != "line"
     }
     assert wrapped["failure"]["line"] == "│ │ " + want["failure"]["line"]
+
+
+def test_without_format_a_file_of_vllm_records_is_read_as_vllm_though_sglang_knows_its_failure(
+    capsys: Any,
+) -> None:
+    """SGLang is the default and knows torch's OOM wordings: a vLLM excerpt of ``(EngineCore pid=N) ERROR
+    MM-DD …`` records around one was read as a failed SGLang server with SGLang's flags in its hint
+    (noonghunna/club-3090#16). Its lines are vLLM's records and none is SGLang's: vLLM reads it. A file
+    with one SGLang record of its own stays SGLang's, and so does a bare traceback."""
+    from eagletui.commands.parse import main as parse_main
+
+    vllm_oom = FIX / "vllm" / "q34-oom-step-enginecore-then-asyncllm-output-handler-club3090-16.log"
+    sglang_tb = FIX / "real" / "q34-exception-capture-b200-llama-forward-issue8826.log"
+    sglang_with_vllm_lines = FIX / "real" / "ready-docs-ci-2024-11-vllm-weightutils.log"
+    assert parse_main(["--json", str(vllm_oom), str(sglang_tb), str(sglang_with_vllm_lines)]) == 0
+    out = capsys.readouterr()
+    oom, tb, ready = json.loads(out.out)
+    assert oom["failure"]["kind"] == "oom" and "--gpu-memory-utilization" in oom["failure"]["hint"]
+    assert "--mem-fraction-static" not in oom["failure"]["hint"]
+    assert tb["failure"]["kind"] == "exception" and ready["state"] == "ready"
+    assert out.err.count("read as vllm") == 1 and vllm_oom.name in out.err
