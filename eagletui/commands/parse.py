@@ -355,7 +355,7 @@ def main(argv: list[str]) -> int:
         "--format",
         choices=names,
         default=None,
-        help=f"the server's log format (default: {names[0]}, or the first format that recognises a file {names[0]} does not)",
+        help=f"the server's log format (default: {names[0]}, or the first format that recognises a file {names[0]} does not or whose records the file is made of)",
     )
     ns = ap.parse_args(argv)
     fmt = get_format(ns.format)
