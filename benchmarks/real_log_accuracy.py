@@ -12,9 +12,10 @@ Usage::
 Without ``--set`` it reads the committed real corpora, split as they were collected: SGLang
 ``tests/fixtures/real`` (earlier rounds; ``h34-*`` of issue 34's first round; ``p34-*`` of its second;
 ``q34-*`` of its third) and vLLM ``tests/fixtures/vllm`` (the same split). Each round's set was read
-before that round's fixes, as a held-out measure; the third (``q34-*``, 22 SGLang and 16 vLLM logs from
-public threads, measured on c646a97) read SGLang 21/22 (95.5 %) and vLLM 13/16 (81.2 %)
-before its fixes, 22/22 and 16/16 after (the fixtures' READMEs name the misses). A held-out set nobody here has seen is a directory of
+before that round's fixes, as a held-out measure; the third (``q34-*``, 33 SGLang and 24 vLLM logs from
+public threads) read its first batch (22 + 16, on c646a97) SGLang 21/22 and vLLM 13/16 before its fixes,
+22/22 and 16/16 after, and its second (11 + 8, after those fixes) 11/11 and 8/8: before any fix, SGLang
+32/33 (97.0 %) and vLLM 21/24 (87.5 %). The fixtures' READMEs name the misses. A held-out set nobody here has seen is a directory of
 ``NAME.log`` + ``NAME.expect.json`` in the same layout (or a collector's ``NAME.meta.json``, whose kinds are
 mapped by ``KIND_ALIASES``): pass it with ``--set`` (``PREFIX``: only the files so named; ``*``: every file;
 none: the files of no round prefix, so ``--set x=DIR`` on a directory of plain names reads them all). ``--misses`` prints each
