@@ -107,3 +107,22 @@ def test_without_format_a_file_of_vllm_records_is_read_as_vllm_though_sglang_kno
     assert "--mem-fraction-static" not in oom["failure"]["hint"]
     assert tb["failure"]["kind"] == "exception" and ready["state"] == "ready"
     assert out.err.count("read as vllm") == 1 and vllm_oom.name in out.err
+
+
+def test_a_pane_framed_on_both_sides_reads_as_the_bare_log() -> None:
+    """k9s frames a pod's log on both sides and pads each line to the pane's width (``│ INFO … text      │``,
+    kubernetes-sigs/gateway-api-inference-extension#550): the right border is cut off as the left one is,
+    so a failure's message is the exception's, not the padding and the stroke; the line is shown whole."""
+    for name, fmt in (
+        ("vllm/q34-oom-cuda-driver-marlin-repack-enginecore-club3090-60.log", VLLM),
+        ("real/q34-exception-capture-no-kernel-image-sm75-controller-issue748.log", SGLANG),
+        ("real/q34-ready-moore-threads-indented-serving-pr10023.log", SGLANG),
+    ):
+        bare = (FIX / name).read_text(encoding="utf-8")
+        framed = "".join("│ " + line.ljust(200) + " │\n" for line in bare.splitlines())
+        want, got = _parse_text(bare, fmt), _parse_text(framed, fmt)
+        for key in ("state", "phase", "phases", "decode"):
+            assert got[key] == want[key], (name, key)
+        if want["failure"] is not None:
+            assert got["failure"]["message"] == want["failure"]["message"], name
+            assert got["failure"]["line"].startswith("│ ") and got["failure"]["line"].endswith("│"), name

@@ -128,6 +128,10 @@ def _plausible(shape: tuple[Token, ...]) -> bool:
 _STROKES = frozenset("│┃║╎╏┆┇┊┋")
 
 
+#: A pane's right border: a stroke at the end of the line after the padding.
+_RIGHT_BORDER_RE = re.compile("[ \t]*[" + "".join(sorted(_STROKES)) + "][ \t]*$")
+
+
 def _frame(shape: tuple[Token, ...]) -> bool:
     """A pane's left border: nothing but vertical strokes and the spaces between them (``│ │ ``). It names
     nothing, but no server writes it: a log viewer framed the lines (sgl-project/sglang#6523)."""
@@ -174,13 +178,17 @@ class OuterPrefix:
     and nothing held); ``nested`` as in the module docstring.
     """
 
-    __slots__ = ("record_start", "nested", "pattern", "bare", "learning", "held", "heads", "voters", "provisional")
+    __slots__ = (
+        "record_start", "nested", "pattern", "bare", "framed", "learning", "held", "heads", "voters", "provisional"
+    )
 
     def __init__(self, record_start: Any = None, nested: bool = False) -> None:
         self.record_start = record_start
         self.nested = nested
         self.pattern: re.Pattern[str] | None = None
         self.bare: re.Pattern[str] | None = None
+        #: the learned prefix is a pane's left border: a right border may end the lines (:meth:`trail`)
+        self.framed = False
         self.learning = record_start is not None
         self.held: list[tuple[str, bool]] = []
         self.heads: list[list[Token]] = []
@@ -238,6 +246,16 @@ class OuterPrefix:
     def _learn(self) -> None:
         self.pattern = learn(self.heads, self.voters) if self.voters else None
         self.bare = learn_bare(self.heads, self.voters) if self.pattern is not None else None
+        self.framed = self.pattern is not None and any(_frame(k) for k in _shapes(self.heads, self.voters)[:MAX_SHAPES])
+
+    def trail(self, seg: str) -> int:
+        """Where the pane's right border begins at the end of ``seg`` (``len(seg)`` when there is none, or
+        the file is not framed): a viewer that frames both sides pads each line to the pane's width
+        (k9s: ``│ INFO … text          │``, kubernetes-sigs/gateway-api-inference-extension#550)."""
+        if not self.framed:
+            return len(seg)
+        m = _RIGHT_BORDER_RE.search(seg)
+        return len(seg) if m is None else m.start()
 
     def observe(self, seg: str, after_cr: bool) -> None:
         """A segment read after a provisional decision: it votes; with :data:`LEARN_LINES` voting lines
