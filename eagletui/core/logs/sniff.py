@@ -1,12 +1,12 @@
 """Whose records a text is made of, for ``parse`` without ``--format``.
 
-SGLang's format is the default, and the failure wordings it knows are no one server's (torch's ``CUDA
-out of memory``, the CUDA driver's, a Python traceback): a vLLM excerpt made of ``(EngineCore pid=77) ERROR
-05-05 07:35:19 [core.py:1136] …`` records around such a line was read as a failed SGLang server, with
-SGLang's flags in its hint (noonghunna/club-3090#60 and #16, vllm-project/production-stack#407). Only a
-text the default read as ``unknown`` was offered to the other formats. Counting each format's own record
-starts (``LogFormat.record_start``) in the first lines decides instead: a text with none of the default's
-and several of another's is that other's.
+The registry's first format is the default, and the failure wordings a format knows are often no one
+server's (torch's out-of-memory message, the CUDA driver's, a Python traceback): an excerpt made of another
+format's records around such a line was read by the default, with the default server's flags in its hint
+(three logs of the q34 held-out set; see docs/parse-json.md). Only a text the default read as ``unknown``
+was offered to the other formats. Counting each format's own record starts (``LogFormat.record_start``) in
+the first lines decides instead: a text with none of the default's and several of another's is that
+other's.
 """
 
 from __future__ import annotations

@@ -38,7 +38,9 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("torch._dynamo.exc", "exception", 64, "compile"),
     # multiprocessing's ``Process EngineCore:`` (``EngineCore_DP0:``, ``EngineCore_0:``) heads the traceback
     # of an exception that left the engine core's run_engine_core: the core raised, it did not vanish. The
-    # API server's EngineDeadError about it may come first (two processes' lines interleave); above it
+    # API server's EngineDeadError about it may come first (two processes' lines interleave): a root cause's
+    # priority, so it displaces that death once reported. After a line that named the failure already
+    # (NAMED_BY) it is that failure's repeat, and the reader lowers it (:data:`REPEAT_PRIORITY`)
     ("Process EngineCore", "exception", 50, "engine_core_raised"),
     ("EngineDeadError", "died", 45, "engine_dead"),
     ("EngineCore encountered an issue", "died", 45, "engine_dead"),
@@ -110,6 +112,11 @@ OWN_TAGS = frozenset(
         "worker_error",
     }
 )
+#: Lines that name the engine's failure themselves: a ``Process EngineCore:`` traceback after one of them
+#: repeats it (run_engine_core logs the failure, then re-raises it).
+NAMED_BY = frozenset({"engine_fatal", "engine_failed", "worker_failed", "worker_exception", "worker_error"})
+#: The priority of such a repeat: below every line of NAMED_BY.
+REPEAT_PRIORITY = 30
 #: Headers ``logger.exception`` prints above a traceback: the header stays the key line, the
 #: traceback's exception becomes the message.
 HEADLINE_TAGS = frozenset({"engine_fatal", "engine_failed", "worker_failed", "worker_exception", "engine_core_raised"})
