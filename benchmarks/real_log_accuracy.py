@@ -10,8 +10,12 @@ Usage::
     python benchmarks/real_log_accuracy.py [--set NAME=DIR[:sglang|vllm][:PREFIX]] ... [--misses] [--quick]
 
 Without ``--set`` it reads the committed real corpora, split as they were collected: SGLang
-``tests/fixtures/real`` (earlier rounds; ``h34-*`` of issue 34's first round; ``p34-*`` of its second)
-and vLLM ``tests/fixtures/vllm`` (the same split). A held-out set nobody here has seen is a directory of
+``tests/fixtures/real`` (earlier rounds; ``h34-*`` of issue 34's first round; ``p34-*`` of its second;
+``q34-*`` of its third) and vLLM ``tests/fixtures/vllm`` (the same split). Each round's set was read
+before that round's fixes, as a held-out measure; the third (``q34-*``, 33 SGLang and 24 vLLM logs from
+public threads) read its first batch (22 + 16, on c646a97) SGLang 21/22 and vLLM 13/16 before its fixes,
+22/22 and 16/16 after, and its second (11 + 8, after those fixes) 11/11 and 8/8: before any fix, SGLang
+32/33 (97.0 %) and vLLM 21/24 (87.5 %). The fixtures' READMEs name the misses. A held-out set nobody here has seen is a directory of
 ``NAME.log`` + ``NAME.expect.json`` in the same layout (or a collector's ``NAME.meta.json``, whose kinds are
 mapped by ``KIND_ALIASES``): pass it with ``--set`` (``PREFIX``: only the files so named; ``*``: every file;
 none: the files of no round prefix, so ``--set x=DIR`` on a directory of plain names reads them all). ``--misses`` prints each
@@ -48,8 +52,10 @@ DEFAULT_SETS: tuple[tuple[str, Path, str, str], ...] = (
     ("vllm-earlier", VLLM_DIR, "vllm", ""),
     ("vllm-h34", VLLM_DIR, "vllm", "h34-"),
     ("vllm-p34", VLLM_DIR, "vllm", "p34-"),
+    ("sglang-q34", REAL, "sglang", "q34-"),
+    ("vllm-q34", VLLM_DIR, "vllm", "q34-"),
 )
-ROUND_PREFIXES = ("h34-", "p34-")
+ROUND_PREFIXES = ("h34-", "p34-", "q34-")
 #: A collector's ``NAME.meta.json`` (``expected``: ``final_state``, ``failure_kind``; the layout of issue 34's
 #: collections before they were committed) names some kinds finer than eagletui's vocabulary: its
 #: ``failure_kind`` → eagletui's (the mapping the committed ``h34-*`` copies of those logs were given).

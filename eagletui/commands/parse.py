@@ -20,6 +20,7 @@ from eagletui.commands._args import ArgumentParser
 from eagletui.commands.host_files import read_host_file
 from eagletui.core.logs.registry import formats, get_format
 from eagletui.core.logs.seam import LogFormat
+from eagletui.core.logs.sniff import records_owner
 from eagletui.core.phases.interpreter import LogInterpreter
 from eagletui.core.profile.redact import Redactor
 from eagletui.core.state.summary import Summarizer
@@ -28,6 +29,8 @@ from eagletui.core.textsafe import inert, json_inert
 #: Read size. Serving lines are matched a block at a time (LogInterpreter.feed_bulk), so large blocks
 #: keep the per-call overhead negligible; memory stays around a few blocks.
 CHUNK = 8 << 20
+#: The start of a file read to see whose records it is made of (no --format given).
+SNIFF_BYTES = 256 << 10
 #: A compressed log may expand to at most this many bytes (``--max-decompressed``)...
 MAX_DECOMPRESSED = 32 << 30
 #: ...and, once past BOMB_FLOOR bytes, to at most this many times its compressed size: text logs
@@ -296,6 +299,27 @@ def _other_format(path: str, limit: int, first: dict[str, Any]) -> dict[str, Any
     return first
 
 
+def _records_format(path: str, limit: int, first: dict[str, Any]) -> dict[str, Any]:
+    """No --format and the default format read the file: another format's reading instead where the
+    file's lines are that format's records and none is the default's (:mod:`eagletui.core.logs.sniff`),
+    said on stderr."""
+    fmts = formats()
+    buf = bytearray(SNIFF_BYTES)
+    try:
+        fh: Any = _BoundedGzip(path, limit, MAX_RATIO) if path.endswith(".gz") else open(path, "rb")
+        try:
+            n = fh.readinto(buf)
+        finally:
+            fh.close()
+    except (OSError, Truncated):
+        return first
+    other = records_owner(buf[:n].decode("utf-8", "replace").splitlines(), fmts[0], fmts[1:])
+    if other is None:
+        return first
+    print(f"eagletui parse: {inert(path)}: read as {other.name} (no --format given: its lines are {other.name}'s records)", file=sys.stderr)
+    return parse_path(path, max_bytes=limit, fmt=other)
+
+
 def _write(text: str) -> bool:
     """Print to stdout; False if the reader went away (``parse … | head``), without a traceback."""
     try:
@@ -331,7 +355,7 @@ def main(argv: list[str]) -> int:
         "--format",
         choices=names,
         default=None,
-        help=f"the server's log format (default: {names[0]}, or the first format that recognises a file {names[0]} does not)",
+        help=f"the server's log format (default: {names[0]}, or the first format that recognises a file {names[0]} does not or whose records the file is made of)",
     )
     ns = ap.parse_args(argv)
     fmt = get_format(ns.format)
@@ -341,8 +365,8 @@ def main(argv: list[str]) -> int:
         limit = max(1, ns.max_decompressed) << 20
         try:
             s = parse_path(path, max_bytes=limit, fmt=fmt)
-            if ns.format is None and s["state"] == "unknown" and path != "-":
-                s = _other_format(path, limit, s)
+            if ns.format is None and path != "-":
+                s = _other_format(path, limit, s) if s["state"] == "unknown" else _records_format(path, limit, s)
             if s["state"] == "unknown":
                 host = read_host_file(path)  # nvidia-smi topo -m, NCCL_DEBUG=INFO: what they show
                 if host is not None:

@@ -111,17 +111,34 @@ def _pattern(shape: tuple[Token, ...]) -> re.Pattern[str]:
 
 def _plausible(shape: tuple[Token, ...]) -> bool:
     """A wrapper's prefix: starts in the first column, ends in whitespace, names something (a number, a
-    word, a level), and is not a source location (``…/x.py:63: `` shared by two warnings is the
+    word, a level) or is a pane's border (:func:`_frame`), and is not a source location (``…/x.py:63: `` shared by two warnings is the
     warnings' text)."""
     if not shape or shape[-1][0] != "_" or shape[0][0] == "_":
         return False
-    if not any(k in "DLS" or (k == "=" and text[:1].isalpha()) for k, text in shape):
+    if not any(k in "DLS" or (k == "=" and text[:1].isalpha()) for k, text in shape) and not _frame(shape):
         return False
     text = "".join(t for _, t in shape)
     if ".py" in text or "File" in text:
         return False
     # a wrapper's prefix is whole: every bracket it opens it closes (``<font `` of a pasted HTML tag is not)
     return all(text.count(a) == text.count(b) for a, b in ("()", "[]", "<>", "{}"))
+
+
+#: The vertical box-drawing strokes a viewer draws down the left of a pane (k9s, a TUI, rich's panels).
+_STROKES = frozenset("│┃║╎╏┆┇┊┋")
+
+
+#: A pane's right border: a stroke at the end of the line after the padding.
+_RIGHT_BORDER_RE = re.compile("[ \t]*[" + "".join(sorted(_STROKES)) + "][ \t]*$")
+
+
+def _frame(shape: tuple[Token, ...]) -> bool:
+    """A pane's left border: nothing but vertical strokes and the spaces between them (``│ │ ``). It names
+    nothing, but no server writes it: a log viewer framed the lines (a tokenizer traceback copied from a
+    pane, in the q34 held-out set)."""
+    return all(k == "_" or (k == "=" and text in _STROKES) for k, text in shape) and any(
+        k == "=" for k, _ in shape
+    )
 
 
 def _shapes(heads: list[list[Token]], voters: int) -> list[tuple[Token, ...]]:
@@ -162,13 +179,17 @@ class OuterPrefix:
     and nothing held); ``nested`` as in the module docstring.
     """
 
-    __slots__ = ("record_start", "nested", "pattern", "bare", "learning", "held", "heads", "voters", "provisional")
+    __slots__ = (
+        "record_start", "nested", "pattern", "bare", "framed", "learning", "held", "heads", "voters", "provisional"
+    )
 
     def __init__(self, record_start: Any = None, nested: bool = False) -> None:
         self.record_start = record_start
         self.nested = nested
         self.pattern: re.Pattern[str] | None = None
         self.bare: re.Pattern[str] | None = None
+        #: the learned prefix is a pane's left border: a right border may end the lines (:meth:`trail`)
+        self.framed = False
         self.learning = record_start is not None
         self.held: list[tuple[str, bool]] = []
         self.heads: list[list[Token]] = []
@@ -226,6 +247,16 @@ class OuterPrefix:
     def _learn(self) -> None:
         self.pattern = learn(self.heads, self.voters) if self.voters else None
         self.bare = learn_bare(self.heads, self.voters) if self.pattern is not None else None
+        self.framed = self.pattern is not None and any(_frame(k) for k in _shapes(self.heads, self.voters)[:MAX_SHAPES])
+
+    def trail(self, seg: str) -> int:
+        """Where the pane's right border begins at the end of ``seg`` (``len(seg)`` when there is none, or
+        the file is not framed): a viewer that frames both sides pads each line to the pane's width
+        (k9s: ``│ INFO … text          │``, kubernetes-sigs/gateway-api-inference-extension#550)."""
+        if not self.framed:
+            return len(seg)
+        m = _RIGHT_BORDER_RE.search(seg)
+        return len(seg) if m is None else m.start()
 
     def observe(self, seg: str, after_cr: bool) -> None:
         """A segment read after a provisional decision: it votes; with :data:`LEARN_LINES` voting lines

@@ -11,6 +11,17 @@ from __future__ import annotations
 
 import re
 
+#: The device running out of memory, in the wordings torch and the CUDA runtime and driver print; shared by
+#: SGLang's and vLLM's failure tables, ``(substring, kind, priority, tag)`` like their rows. The driver's
+#: ``RuntimeError: CUDA driver error: out of memory`` comes from a ``cuMem*`` call outside torch's allocator
+#: (vLLM's GPTQ-Marlin repack at load, noonghunna/club-3090#60), so it names no sizes.
+OOM_RULES: tuple[tuple[str, str, int, str], ...] = (
+    ("CUDA out of memory", "oom", 90, "cuda_oom"),
+    ("OutOfMemoryError", "oom", 90, "cuda_oom"),
+    ("CUDA error: out of memory", "oom", 90, "cuda_oom"),
+    ("CUDA driver error: out of memory", "oom", 90, "cuda_oom"),
+)
+
 _SIZE = r"([0-9]+(?:\.[0-9]+)?)\s*(B|KiB|MiB|GiB|TiB)"
 _TORCH_OOM_RE = re.compile(
     rf"Tried to allocate {_SIZE}\.\s*GPU\s+(\d+) has a total capacity of {_SIZE}", re.IGNORECASE

@@ -173,11 +173,16 @@ class LogInterpreter(LivePath, BulkPath):
             self._pending_len = 0
             fmt = self.fmt
             cut = self._outer.cut(text)
-            for j, seg in enumerate(fmt.split_glued(text[cut:])):
+            body = text[cut:]
+            end = self._outer.trail(body)
+            pieces = fmt.split_glued(body[:end])
+            for j, seg in enumerate(pieces):
                 if seg:
                     rec = self._classify(seg, self._after_cr or fmt.is_bar(seg))
                     if j == 0 and cut:
                         _uncut(rec, text[:cut])
+                    if j == len(pieces) - 1:
+                        rec.text += body[end:]
                     if rec.kind in ("decode", "prefill"):
                         rec.data = {}  # an unterminated stats line may be cut mid-number
                     self._emit(rec, out)
@@ -230,7 +235,8 @@ class LogInterpreter(LivePath, BulkPath):
         self._cut_segment(seg, after_cr, out)
 
     def _cut_segment(self, seg: str, after_cr: bool, out: list[ev.Event]) -> None:
-        """One segment, the learned outer prefix cut off before the format reads it."""
+        """One segment, the learned outer prefix (and a pane's right border) cut off before the format
+        reads it."""
         if len(seg) > MAX_LINE:
             seg = seg[:MAX_LINE]
         outer = self._outer
@@ -241,6 +247,8 @@ class LogInterpreter(LivePath, BulkPath):
         wrapper = seg[:cut]
         if cut:
             seg = seg[cut:]
+        end = outer.trail(seg)
+        border, seg = seg[end:], seg[:end]
         if after_cr or fmt.is_bar(seg):
             pieces = fmt.split_glued(seg)
             for j, piece in enumerate(pieces):
@@ -248,11 +256,14 @@ class LogInterpreter(LivePath, BulkPath):
                 rec = self._classify(piece, frame)
                 if j == 0 and cut:
                     _uncut(rec, wrapper)
+                if j == len(pieces) - 1:
+                    rec.text += border  # shown whole, the pane's right border too
                 self._emit(rec, out)
         else:
             rec = self._classify(seg, False)
             if cut:
                 _uncut(rec, wrapper)
+            rec.text += border
             self._emit(rec, out)
 
     def _emit(self, rec, out: list[ev.Event]) -> None:

@@ -14,14 +14,12 @@ from typing import Any
 from eagletui.core.logs.formats.nccl_warn import fatal_warning
 from eagletui.core.logs.formats.sglang import spec_crashes
 from eagletui.core.logs.formats.sglang.capture_stage import stage_remedy
-from eagletui.core.logs.torch_oom import oversized_allocation
+from eagletui.core.logs.torch_oom import OOM_RULES, oversized_allocation
 
 #: (substring, kind, priority, tag). Checked in order; the first hit wins for a line.
 FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("Not enough memory", "oom", 92, "kv_too_small"),
-    ("CUDA out of memory", "oom", 90, "cuda_oom"),
-    ("OutOfMemoryError", "oom", 90, "cuda_oom"),
-    ("CUDA error: out of memory", "oom", 90, "cuda_oom"),
+    *OOM_RULES,
     ("memory capacity is unbalanced", "oom", 85, "mem_unbalanced"),
     # model_runner's KV sizing found less than nothing left after the weights (the pool it then builds
     # cannot hold a request): ``max_total_tokens=131072 is larger than the profiled value -561981``

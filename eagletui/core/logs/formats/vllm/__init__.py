@@ -42,7 +42,9 @@ from eagletui.core.logs.formats import progress
 from eagletui.core.logs.formats.vllm.facts import facts_from_args, launch_facts
 from eagletui.core.logs.formats.vllm.failures import (
     HEADLINE_TAGS,
+    NAMED_BY,
     OWN_TAGS,
+    REPEAT_PRIORITY,
     TERMINAL_TAGS,
     frame_phase,
     hint_for,
@@ -88,7 +90,7 @@ class _Reader(LineReader):
     """Per-interpreter state: which writers are ranks, the launch's k, a stats line awaiting its
     speculative-decoding metrics (one interval's sample is the two lines together)."""
 
-    __slots__ = ("workers", "spec", "steps", "pending", "args_seen", "tb_key")
+    __slots__ = ("workers", "spec", "steps", "pending", "args_seen", "tb_key", "named")
 
     def __init__(self, fmt: LogFormat) -> None:
         super().__init__(fmt)
@@ -101,6 +103,7 @@ class _Reader(LineReader):
         self.pending: dict[str, Any] | None = None
         self.args_seen = False
         self.tb_key: tuple[str, str] | None = None  # writer and source line of the traceback being logged
+        self.named = False  # a line of NAMED_BY was read: the failure is named
 
     def _classify(self, text: str, frame: bool = False) -> Rec:
         rec = classify(text, frame)
@@ -119,7 +122,19 @@ class _Reader(LineReader):
             self._stats(rec)
         elif tag == "spec":
             self._spec(rec)
+        elif tag == "fail":
+            self._named(rec)
         return rec
+
+    def _named(self, rec: Rec) -> None:
+        """``Process EngineCore:`` is the failure where no line before it named one, and a repeat of the
+        named one after such a line (:data:`~eagletui.core.logs.formats.vllm.failures.NAMED_BY`)."""
+        kind, _, tag = rec.data["failure"]
+        if tag == "engine_core_raised":
+            if self.named:
+                rec.data = {"failure": (kind, REPEAT_PRIORITY, tag)}
+        elif tag in NAMED_BY:
+            self.named = True
 
     def _traceback(self, rec: Rec) -> None:
         """``logger.exception`` writes each traceback line as its own ERROR record with the same

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from eagletui.core.logs.formats.nccl_warn import fatal_warning
 from eagletui.core.logs.seam import Failure
-from eagletui.core.logs.torch_oom import oversized_allocation
+from eagletui.core.logs.torch_oom import OOM_RULES, oversized_allocation
 
 #: (substring, kind, priority, tag). Checked in order; the first hit wins for a line.
 FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
@@ -17,9 +17,7 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("larger than the available KV cache memory", "oom", 92, "kv_too_small"),
     ("larger than the maximum number of tokens that can be stored in KV cache", "oom", 92, "kv_too_small"),
     ("No available memory for the cache blocks", "oom", 92, "kv_too_small"),
-    ("CUDA out of memory", "oom", 90, "cuda_oom"),
-    ("OutOfMemoryError", "oom", 90, "cuda_oom"),
-    ("CUDA error: out of memory", "oom", 90, "cuda_oom"),
+    *OOM_RULES,
     ("CUDA error: ", "exception", 79, "cuda_error"),
     ("error: ambiguous option", "bad_args", 88, "ambiguous_option"),
     ("error: unrecognized arguments", "bad_args", 88, "argparse"),
@@ -38,6 +36,12 @@ FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("BackendCompilerFailed", "exception", 64, "compile"),
     ("InductorError", "exception", 64, "compile"),
     ("torch._dynamo.exc", "exception", 64, "compile"),
+    # multiprocessing's ``Process EngineCore:`` (``EngineCore_DP0:``, ``EngineCore_0:``) heads the traceback
+    # of an exception that left the engine core's run_engine_core: the core raised, it did not vanish. The
+    # API server's EngineDeadError about it may come first (two processes' lines interleave): a root cause's
+    # priority, so it displaces that death once reported. After a line that named the failure already
+    # (NAMED_BY) it is that failure's repeat, and the reader lowers it (:data:`REPEAT_PRIORITY`)
+    ("Process EngineCore", "exception", 50, "engine_core_raised"),
     ("EngineDeadError", "died", 45, "engine_dead"),
     ("EngineCore encountered an issue", "died", 45, "engine_dead"),
     ("Fatal Python error", "died", 42, "process_killed"),
@@ -89,6 +93,7 @@ _PREFILTER = (
     "ProcessGroup",
     "Caught signal",
     "root cause",
+    "Process Engine",
 )
 #: The last words of a crash: the API server has given up (what it names is above it).
 TERMINAL_TAGS = frozenset({"engine_init_failed", "argparse", "ambiguous_option", "http_port", "engine_dead"})
@@ -107,9 +112,14 @@ OWN_TAGS = frozenset(
         "worker_error",
     }
 )
+#: Lines that name the engine's failure themselves: a ``Process EngineCore:`` traceback after one of them
+#: repeats it (run_engine_core logs the failure, then re-raises it).
+NAMED_BY = frozenset({"engine_fatal", "engine_failed", "worker_failed", "worker_exception", "worker_error"})
+#: The priority of such a repeat: below every line of NAMED_BY.
+REPEAT_PRIORITY = 30
 #: Headers ``logger.exception`` prints above a traceback: the header stays the key line, the
 #: traceback's exception becomes the message.
-HEADLINE_TAGS = frozenset({"engine_fatal", "engine_failed", "worker_failed", "worker_exception"})
+HEADLINE_TAGS = frozenset({"engine_fatal", "engine_failed", "worker_failed", "worker_exception", "engine_core_raised"})
 
 
 def match_failure(msg: str) -> Failure | None:

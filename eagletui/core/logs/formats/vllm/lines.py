@@ -78,8 +78,13 @@ MSG_RULES: tuple[tuple[str, str, str], ...] = (
     ("Initial profiling/warmup run took", "compile_info", PHASE),
     ("Profiling CUDA graph memory", "kv_alloc", PHASE),
     ("Available KV cache memory", "kv_alloc", PHASE),
+    # V0 (≤ 0.10): the worker's profile of what is left for the KV cache (``worker/worker.py:274``), then
+    # the executor's ``# %s blocks: %d, # CPU blocks: %d`` with the platform's device name (``cuda``,
+    # ``rocm``; older releases print ``GPU``) (``executor/executor_base.py:114`` of 0.10.2)
+    ("Memory profiling takes", "kv_alloc", PHASE),
     ("GPU KV cache size", "pool_end", PHASE),
     ("# GPU blocks:", "pool_end", PHASE),
+    (", # CPU blocks:", "pool_end", PHASE),
     ("Maximum concurrency for", "kv_info", PHASE),
     ("Capturing the model for CUDA graphs", "capture_begin", PHASE),
     ("Graph capturing finished", "summary", PHASE),
