@@ -132,3 +132,21 @@ def test_a_real_sweeps_spec_variants_are_checked_at_their_steps() -> None:
     sweep["variants"][0]["repeats"][1]["accept"] = 4.0
     sweep["variants"][0]["settings"] = {"arg:--speculative-num-steps": 2}
     assert len(_failed(pc.check_sweep("work", sweep, steps=3, n_tokens=128, ignore_eos=True))) == 1
+
+
+def test_the_real_half_pair_passes_every_check() -> None:
+    """The half pair on the real server (the lent H200, ``PAIR=half device.sh final``): every figure eagletui
+    showed is the construction's within 1 % (pooled 1.8928 = 4096 ÷ 2164, per request 2.878, "request" 4.00,
+    "question" 1.00, every position 0.2957, [1524, 0, 0, 640]); its 15 decode lines only lie in 1 … 4."""
+    pairs = json.loads((HERE / "half-pairs-check.json").read_text())
+    qa = [json.loads(x) for x in (HERE / "half-qa.jsonl").read_text().splitlines() if x.strip()]
+    flags, problems = pc.category_flags(pairs, qa)
+    bench = json.loads((HERE / "half-real-bench.json").read_text())
+    log = (HERE / "half-real-server.log").read_text()
+    rows = pc.check_pair("half", bench, n_tokens=128, ignore_eos=True, flags=flags, flag_problems=problems,
+                         logs=[log], log_given=True)
+    assert _failed(rows) == []
+    assert len([r for r in rows if "check" in r]) >= 12
+    fig = rows[-1]["figures"]
+    assert fig["expected"]["shown"] == pytest.approx(4096 / 2164, rel=1e-4)
+    assert fig["eagletui"]["per_position"] == [0.2957] * 3
