@@ -128,8 +128,10 @@ async def test_replay_through_a_tunnel_on_another_port_shows_the_runs(
         # still through the tunnel (closing it would close the tab's socket, and the owner's app with
         # it): the server side, the session the owner's app folded has the sweep's four runs
         # visits.json names no owner while the owner's app is leaving (feed None). With another suite
-        # beside this one the owner left and did not come back within 60 s (not yet explained: eagletui
-        # serve under load); the bounded wait makes that failure say what it waited for
+        # beside this one the owner left and did not come back: this test's loop (the forwarder's too)
+        # was busy decoding the screenshots above for longer than aiohttp's heartbeat gave a pong (7.5 s),
+        # so eagletui serve closed the owner's tab; a tab is now gone only after several unanswered pings
+        # (eagletui/web/heartbeat.py, tests/test_web_heartbeat.py). The bounded wait says what it waited for
         visits = await wait_for(lambda: (v := s.visits())["feed"] and v, "the tab's owner in visits.json", 60)
         feed = visits["feed"]
         model = fold_feed(feed)
