@@ -220,6 +220,9 @@ class WebServer:
                 log.warning("tab #%d: %s", visit.number, lost)
             elif ws.exception() is not None:
                 log.warning("tab #%d: its connection failed: %s", visit.number, ws.exception())
+            else:
+                ended = "its app ended" if proc.returncode is not None else "the browser closed it"
+                log.info("tab #%d: %s (websocket code %s)", visit.number, ended, ws.close_code)
         except Exception as exc:  # the tab must not take the server down
             log.error("tab #%d: %s", visit.number, exc)
         finally:
