@@ -17,6 +17,7 @@ import signal
 import struct
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import weakref
@@ -87,6 +88,7 @@ class Serve:
         )
         self.url = ""
         self.banner: list[str] = []
+        self.log = ""  # its stderr, once stopped
         deadline = time.monotonic() + 60
         assert self.proc.stdout is not None
         while time.monotonic() < deadline:
@@ -122,7 +124,10 @@ class Serve:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait(10)
                 raise AssertionError("eagletui serve did not stop on SIGINT") from None
-        return self.proc.stderr.read() if self.proc.stderr else ""
+        if self.proc.stderr is not None and not self.proc.stderr.closed:
+            self.log += self.proc.stderr.read()
+            self.proc.stderr.close()
+        return self.log
 
 
 def alive(pid: int | None) -> bool:
@@ -154,24 +159,49 @@ async def wait_for(predicate: Any, what: str, timeout: float = 30.0, every: floa
 
 
 class Forwarder:
-    """A local TCP forwarder: 127.0.0.1:``port`` → 127.0.0.1:``target`` (what ``ssh -L`` gives)."""
+    """A local TCP forwarder: 127.0.0.1:``port`` → 127.0.0.1:``target`` (what ``ssh -L`` gives).
+
+    It runs on a thread with an event loop of its own, as ``ssh -L`` is a process of its own: on the
+    test's loop, every second the test spent computing (decoding two screenshots took 36 s on a loaded
+    machine) was a second the tunnel carried nothing, not even the browser's answers to the server's
+    pings."""
 
     def __init__(self, target: int) -> None:
         self.target = target
         self.port = 0
         self.connections = 0
         self._server: asyncio.AbstractServer | None = None
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="forwarder", daemon=True)
+
+    def _on_own_loop(self, coro: Any) -> Any:
+        return asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self._loop))
 
     async def __aenter__(self) -> Forwarder:
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self._thread.start()
+        self._server = await self._on_own_loop(asyncio.start_server(self._handle, "127.0.0.1", 0))
         self.port = self._server.sockets[0].getsockname()[1]
         return self
 
     async def __aexit__(self, *exc: object) -> None:
         assert self._server is not None
-        self._server.close()
-        with contextlib.suppress(Exception):
-            await asyncio.wait_for(self._server.wait_closed(), 5)
+        server = self._server
+
+        async def close() -> None:
+            server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(server.wait_closed(), 5)
+            pipes = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in pipes:
+                t.cancel()
+            await asyncio.gather(*pipes, return_exceptions=True)
+
+        try:
+            await self._on_own_loop(close())
+        finally:
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(10)
+            self._loop.close()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1

@@ -11,6 +11,7 @@ but this machine's loopback.
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from pathlib import Path
@@ -93,6 +94,7 @@ def serve(tmp_path: Path):
     yield start
     for s in started:
         err = s.stop()
+        sys.stderr.write(f"eagletui serve's log:\n{err[-4000:]}\n")  # shown when the test fails
         assert s.proc.returncode == 0, f"eagletui serve exited {s.proc.returncode}: {err[-2000:]}"
 
 
@@ -128,8 +130,11 @@ async def test_replay_through_a_tunnel_on_another_port_shows_the_runs(
         # still through the tunnel (closing it would close the tab's socket, and the owner's app with
         # it): the server side, the session the owner's app folded has the sweep's four runs
         # visits.json names no owner while the owner's app is leaving (feed None). With another suite
-        # beside this one the owner left and did not come back within 60 s (not yet explained: eagletui
-        # serve under load); the bounded wait makes that failure say what it waited for
+        # beside this one the owner left and did not come back: the forwarder shared this test's loop,
+        # which spent up to 36 s decoding the screenshots above, so the browser's pong reached the server
+        # later than aiohttp's heartbeat allowed (7.5 s) and eagletui serve closed the owner's tab. A tab
+        # is now gone only after several unanswered pings (eagletui/web/heartbeat.py), and the forwarder
+        # has a thread of its own, as ssh -L has a process. The bounded wait says what it waited for
         visits = await wait_for(lambda: (v := s.visits())["feed"] and v, "the tab's owner in visits.json", 60)
         feed = visits["feed"]
         model = fold_feed(feed)
@@ -224,7 +229,6 @@ async def test_plain_textual_serve_draws_eagletui_but_fetches_an_outside_font(ch
     leaving), which is why eagletui serves its own page."""
     import socket
     import subprocess
-    import sys
 
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -249,6 +249,10 @@ class SessionTimings:
     web_quit_s: float = 30.0
     web_term_s: float = 10.0
     web_handover_s: float = 60.0
+    #: a browser tab is pinged this often, and taken as gone (its app quits) only after this many pings
+    #: in a row went unanswered: one late pong (a loaded machine, a slow tunnel) never ends a session
+    web_ping_s: float = 15.0
+    web_ping_misses: int = 4
 
 
 @dataclass(frozen=True, slots=True)

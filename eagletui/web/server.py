@@ -32,6 +32,7 @@ from aiohttp import WSMsgType, web
 
 from eagletui.web.appproc import AppProcess
 from eagletui.web.floor import Floor, HandoverTimeout
+from eagletui.web.heartbeat import TabHeartbeat, watch_tab
 from eagletui.web.page import DEFAULT_MAX_TABS, full_page, render_page, tabs_full
 
 log = logging.getLogger("eagletui.serve")
@@ -176,7 +177,9 @@ class WebServer:
         return web.Response(status=404, text="eagletui serve: no such page\n")
 
     async def handle_websocket(self, request: web.Request) -> web.StreamResponse:
-        ws = web.WebSocketResponse(heartbeat=15, max_msg_size=MAX_WS_MESSAGE)
+        # no aiohttp heartbeat (it drops a tab whose one pong is 7.5 s late): web/heartbeat.py's rule,
+        # so pings and pongs reach the reader (autoping off) and count as the tab's answers
+        ws = web.WebSocketResponse(autoping=False, max_msg_size=MAX_WS_MESSAGE)
         if self._tabs >= self.max_tabs:  # (counted before any await: two arrivals cannot both pass)
             await ws.prepare(request)
             await ws.send_bytes(f"eagletui serve: {tabs_full(self.max_tabs)}\r\n".encode())
@@ -212,7 +215,14 @@ class WebServer:
             visit.pid = proc.pid
             self.floor.publish()
             log.info("tab #%d: %s (pid %s)", visit.number, visit.role, proc.pid)
-            await self._pump_input(ws, proc)
+            lost = await self._attend(ws, proc)
+            if lost:
+                log.warning("tab #%d: %s", visit.number, lost)
+            elif ws.exception() is not None:
+                log.warning("tab #%d: its connection failed: %s", visit.number, ws.exception())
+            else:
+                ended = "its app ended" if proc.returncode is not None else "the browser closed it"
+                log.info("tab #%d: %s (websocket code %s)", visit.number, ended, ws.close_code)
         except Exception as exc:  # the tab must not take the server down
             log.error("tab #%d: %s", visit.number, exc)
         finally:
@@ -228,9 +238,31 @@ class WebServer:
                 await ws.close()
         return ws
 
-    async def _pump_input(self, ws: web.WebSocketResponse, proc: AppProcess) -> None:
-        """The tab's keys, mouse and size go to its app; a ping is answered."""
+    async def _attend(self, ws: web.WebSocketResponse, proc: AppProcess) -> str:
+        """The tab's input pumped to its app while its heartbeat is watched, until the socket closes
+        ("") or the tab stops answering pings (why)."""
+        heartbeat = TabHeartbeat(self.floor.timings.session.web_ping_misses)
+        pump = asyncio.ensure_future(self._pump_input(ws, proc, heartbeat))
+        watch = asyncio.ensure_future(watch_tab(ws, heartbeat, self.floor.timings))
+        try:
+            await asyncio.wait({pump, watch}, return_when=asyncio.FIRST_COMPLETED)
+            if pump.done():
+                pump.result()  # a failure of the pump is the tab's failure
+                return ""
+            return watch.result()
+        finally:
+            for task in (pump, watch):
+                task.cancel()
+            await asyncio.gather(pump, watch, return_exceptions=True)
+
+    async def _pump_input(self, ws: web.WebSocketResponse, proc: AppProcess, heartbeat: TabHeartbeat) -> None:
+        """The tab's keys, mouse and size go to its app; a ping is answered; anything the tab sends
+        tells the heartbeat it is there."""
         async for message in ws:
+            heartbeat.heard()
+            if message.type == WSMsgType.PING:
+                await ws.pong(message.data)
+                continue
             if message.type != WSMsgType.TEXT:
                 continue
             try:
