@@ -411,17 +411,20 @@ def _keypath_ab(keys: dict, burst: list[float], idle: list[float]) -> dict:
     """``--ab-keypath``: the keys pressed with the app's direct key path off (Textual's bubbling), beside
     the others of the same run, and the ratios direct / bubbling (below 1: the direct path is faster)."""
 
-    def ratio(a: float, b: float) -> float | None:
-        return round(a / b, 2) if b and b == b and a == a else None
+    def ratio(a: float, b: float | None) -> float | None:
+        return round(a / b, 2) if b and a == a else None
 
-    b50, b95, i50, i95 = pct(burst, 0.5), pct(burst, 0.95), pct(idle, 0.5), pct(idle, 0.95)
+    def q(xs: list[float], p: float) -> float | None:
+        return round(pct(xs, p), 1) if xs else None  # no NaN in the JSON line
+
+    b50, b95, i50, i95 = q(burst, 0.5), q(burst, 0.95), q(idle, 0.5), q(idle, 0.95)
     return {
         "burst_n": len(burst),
-        "burst_p50_ms": round(b50, 1),
-        "burst_p95_ms": round(b95, 1),
+        "burst_p50_ms": b50,
+        "burst_p95_ms": b95,
         "idle_n": len(idle),
-        "idle_p50_ms": round(i50, 1),
-        "idle_p95_ms": round(i95, 1),
+        "idle_p50_ms": i50,
+        "idle_p95_ms": i95,
         "burst_p50_ratio": ratio(keys["key_p50_ms"], b50),
         "burst_p95_ratio": ratio(keys["key_p95_ms"], b95),
         "idle_p50_ratio": ratio(keys["idle_key_p50_ms"], i50),
