@@ -104,6 +104,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._ui_keypath_ab import keypath_ab, keypath_rows  # noqa: E402
 from benchmarks._ui_load_drive import (  # noqa: E402
     Feeder,
     GcWatch,
@@ -188,7 +189,7 @@ async def run(ns: argparse.Namespace, log: Path) -> dict:
                 b = await _bursts(ns, app, probe, feeder, rnd)
                 res = _results(ns, app, probe, b, idle, idle_per, startup_lines, rss_base, rss_idle)
                 if idle_textual is not None:
-                    res["keypath_ab"] = _keypath_ab(keys=res, burst=b.keys_textual, idle=idle_textual)
+                    res["keypath_ab"] = keypath_ab(keys=res, burst=b.keys_textual, idle=idle_textual)
                 # ---- a sweep's cells landing: frame time with the charts, then the frontier view open
                 if ns.sweep_s > 0:
                     res["sweep"] = await sweep_frames(app, pilot, probe, feeder, ns.sweep_s)
@@ -407,31 +408,6 @@ def _results(
     }
 
 
-def _keypath_ab(keys: dict, burst: list[float], idle: list[float]) -> dict:
-    """``--ab-keypath``: the keys pressed with the app's direct key path off (Textual's bubbling), beside
-    the others of the same run, and the ratios direct / bubbling (below 1: the direct path is faster)."""
-
-    def ratio(a: float, b: float | None) -> float | None:
-        return round(a / b, 2) if b and a == a else None
-
-    def q(xs: list[float], p: float) -> float | None:
-        return round(pct(xs, p), 1) if xs else None  # no NaN in the JSON line
-
-    b50, b95, i50, i95 = q(burst, 0.5), q(burst, 0.95), q(idle, 0.5), q(idle, 0.95)
-    return {
-        "burst_n": len(burst),
-        "burst_p50_ms": b50,
-        "burst_p95_ms": b95,
-        "idle_n": len(idle),
-        "idle_p50_ms": i50,
-        "idle_p95_ms": i95,
-        "burst_p50_ratio": ratio(keys["key_p50_ms"], b50),
-        "burst_p95_ratio": ratio(keys["key_p95_ms"], b95),
-        "idle_p50_ratio": ratio(keys["idle_key_p50_ms"], i50),
-        "idle_p95_ratio": ratio(keys["idle_key_p95_ms"], i95),
-    }
-
-
 def _parse_args() -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--lines", type=int, default=100_000, help="serving lines in the burst")
@@ -578,21 +554,7 @@ def _rows(ns: argparse.Namespace, res: dict, ok: dict[str, bool]) -> list[tuple[
         ),
         ("LogView", f"{res['logview_rows']:,} rows, {res['logview_dropped']:,} dropped"),
         *_sweep_rows(res.get("sweep")),
-        *_keypath_rows(res.get("keypath_ab")),
-    ]
-
-
-def _keypath_rows(ab: dict | None) -> list[tuple[str, str]]:
-    if not ab:
-        return []
-    return [
-        (
-            "keys via bubbling",
-            f"burst p50 {ab['burst_p50_ms']} p95 {ab['burst_p95_ms']} ms (n={ab['burst_n']}), idle p50 "
-            f"{ab['idle_p50_ms']} p95 {ab['idle_p95_ms']} ms (n={ab['idle_n']}); direct/bubbling: burst p50 "
-            f"{ab['burst_p50_ratio']} p95 {ab['burst_p95_ratio']}, idle p50 {ab['idle_p50_ratio']} "
-            f"p95 {ab['idle_p95_ratio']}",
-        )
+        *keypath_rows(res.get("keypath_ab")),
     ]
 
 
