@@ -21,6 +21,11 @@ class _KeyMethod(Widget):
         pass
 
 
+class _OwnEntry(Widget):
+    async def on_event(self, event: events.Event) -> None:
+        await super().on_event(event)
+
+
 class _OnKey(Widget):
     @on(events.Key)
     def seen(self, event: events.Key) -> None:
@@ -32,7 +37,7 @@ def test_which_nodes_pass_a_key_on() -> None:
     assert keypath.passes_on(LogView, x) and keypath.passes_on(MainScreen, three)
     assert not keypath.passes_on(MainScreen, escape)  # Textual's Screen._key_escape clears a selection
     assert not keypath.passes_on(_KeyMethod, x) and keypath.passes_on(_KeyMethod, three)
-    assert not keypath.passes_on(_OnKey, three)
+    assert not keypath.passes_on(_OnKey, three) and not keypath.passes_on(_OwnEntry, three)
     assert not keypath.passes_on(Input, three)  # types the key
 
 

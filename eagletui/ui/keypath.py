@@ -22,13 +22,17 @@ from textual import events
 from textual._dispatch_key import dispatch_key
 from textual.app import App
 from textual.dom import DOMNode, NoScreen
+from textual.message_pump import MessagePump
 from textual.widget import Widget
+
+_ENTRIES = ("on_event", "_on_message", "_dispatch_message")
 
 
 @cache
 def _key_methods(cls: type[DOMNode]) -> frozenset[str] | None:
     """The key names this class has ``key_*`` methods for; None if it looks at every key (or is no
-    widget): ``_on_key`` / ``handle_key`` overridden, an ``on_key``, an ``@on(Key)`` handler."""
+    widget): ``_on_key`` / ``handle_key`` overridden, an ``on_key``, an ``@on(Key)`` handler, or its
+    own entry for every message (``on_event``, ``_on_message``, ``_dispatch_message``)."""
     if not issubclass(cls, Widget):
         return None
     if getattr(cls, "_on_key", None) is not Widget._on_key or getattr(cls, "handle_key", None) is not (
@@ -37,6 +41,8 @@ def _key_methods(cls: type[DOMNode]) -> frozenset[str] | None:
         return None
     if getattr(cls, "on_key", None) is not None:
         return None
+    if any(getattr(cls, name) is not getattr(MessagePump, name) for name in _ENTRIES):
+        return None  # every message goes through its own code first
     if any(
         issubclass(message, events.Key)
         for klass in cls.__mro__
