@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from textual import events, on
 from textual.widget import Widget
 from textual.widgets import Input
@@ -49,6 +50,7 @@ async def _turns_until(done, limit: int = 50) -> int:
     raise AssertionError(f"not done after {limit} turns of the loop")
 
 
+@pytest.mark.slow
 async def test_a_key_acts_within_one_turn_and_the_search_line_still_types() -> None:
     app = replay_app([])
     async with app.run_test(size=(120, 40)) as pilot:
