@@ -218,18 +218,34 @@ async def key_loop(
     rnd: random.Random,
     out: list[float],
     per_key: dict[str, list[float]],
+    textual_path: list[float] | None = None,
 ) -> None:
-    """Press key pairs until ``n`` presses are done or ``until`` is set (finishing the current pair)."""
+    """Press key pairs until ``n`` presses are done or ``until`` is set (finishing the current pair).
+
+    ``textual_path`` (``--ab-keypath``): every other pair is pressed with the app's direct key path
+    off (each key bubbling through the widgets' queues, as plain Textual does) and timed into it, so
+    the two compare under the same load in the same run."""
     i = 0
     count = 0
+    app = probe.app
     while True:
-        for key in KEY_PAIRS[i % len(KEY_PAIRS)]:
-            ms = await probe.press(key)
-            if ms is not None:
-                out.append(ms)
-                per_key.setdefault(key, []).append(ms)
-            count += 1
-            await asyncio.sleep(gap * rnd.uniform(0.5, 1.5))
+        # half of each cycle's pairs, the other half the next cycle: both paths press every key
+        plain = textual_path is not None and (i + i // len(KEY_PAIRS)) % 2 == 1
+        saved = app._direct_keys
+        app._direct_keys = saved and not plain
+        try:
+            for key in KEY_PAIRS[i % len(KEY_PAIRS)]:
+                ms = await probe.press(key)
+                if ms is not None:
+                    if plain and textual_path is not None:
+                        textual_path.append(ms)
+                    else:
+                        out.append(ms)
+                        per_key.setdefault(key, []).append(ms)
+                count += 1
+                await asyncio.sleep(gap * rnd.uniform(0.5, 1.5))
+        finally:
+            app._direct_keys = saved
         i += 1
         if n is not None and count >= n:
             return

@@ -3,7 +3,7 @@
 Usage::
 
     python benchmarks/ui_load.py [--lines 100000] [--rate 30000] [--bursts 3] [--idle-keys 30]
-                                 [--no-encode] [--python-gc] [--profile /tmp/burst.pstats]
+                                 [--no-encode] [--python-gc] [--ab-keypath] [--profile /tmp/burst.pstats]
 
 What runs
     The real :class:`~eagletui.ui.app.EagleApp`, headless, through Textual's ``App.run_test(size=(160, 50),
@@ -75,6 +75,13 @@ Garbage collection
     collection during the bursts and pauses. ``--python-gc`` switches the policy off (Python's own
     schedule, nothing frozen) to show what it is worth.
 
+Key path A/B
+    ``--ab-keypath``: every other key pair (alternating per cycle, so both halves press every key) runs
+    with the app's direct key path off (``eagletui/ui/keypath.py``: a key handed to the bindings in one
+    turn of the loop instead of bubbling through each widget's queue), and is timed apart
+    (``keypath_ab``: its p50/p95, burst and idle, and the ratios direct / bubbling). The headline key
+    figures are then the direct half only. Both halves run under the same load, in the same run.
+
 Also reported, to point at the cost: frame (compositor) time, ``_tick`` time, event-loop stalls (a 5 ms
 heartbeat's overshoot), the feeder's dispatch time, and ``cpu_ms_per_1k_lines``: the process's CPU time
 over the bursts per 1,000 lines (feeder, app, keys and frames together), the figure that compares two
@@ -101,6 +108,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchmarks._ui_keypath_ab import keypath_ab, keypath_rows  # noqa: E402
 from benchmarks._ui_load_drive import (  # noqa: E402
     Feeder,
     GcWatch,
@@ -142,6 +150,7 @@ class _BurstRun:
     view: LogView
     rss_after: float
     rss_peak: float
+    keys_textual: list[float]
 
 
 async def run(ns: argparse.Namespace, log: Path) -> dict:
@@ -175,13 +184,16 @@ async def run(ns: argparse.Namespace, log: Path) -> dict:
                 # ---- idle
                 idle: list[float] = []
                 idle_per: dict[str, list[float]] = {}
-                await key_loop(probe, ns.idle_keys, None, ns.key_gap, rnd, idle, idle_per)
+                idle_textual: list[float] | None = [] if ns.ab_keypath else None
+                await key_loop(probe, ns.idle_keys, None, ns.key_gap, rnd, idle, idle_per, idle_textual)
                 rss_idle, _ = rss()
                 await asyncio.sleep(0.3)
 
                 # ---- bursts (the first fills the 100k scrollback; later ones run against a full one)
                 b = await _bursts(ns, app, probe, feeder, rnd)
                 res = _results(ns, app, probe, b, idle, idle_per, startup_lines, rss_base, rss_idle)
+                if idle_textual is not None:
+                    res["keypath_ab"] = keypath_ab(keys=res, burst=b.keys_textual, idle=idle_textual)
                 # ---- a sweep's cells landing: frame time with the charts, then the frontier view open
                 if ns.sweep_s > 0:
                     res["sweep"] = await sweep_frames(app, pilot, probe, feeder, ns.sweep_s)
@@ -201,6 +213,7 @@ async def _bursts(
     stop_hb = asyncio.Event()
     hb = asyncio.create_task(heartbeat(stalls, stop_hb))
     keys: list[float] = []
+    keys_textual: list[float] = []
     per: dict[str, list[float]] = {}
     rss_samples: list[float] = []
     bursts: list[dict] = []
@@ -217,7 +230,7 @@ async def _bursts(
         prof = cProfile.Profile()
         prof.enable()
     for b in range(ns.bursts):
-        bursts.append(await _burst(ns, app, view, probe, feeder, rnd, keys, per, rss_samples))
+        bursts.append(await _burst(ns, app, view, probe, feeder, rnd, keys, per, rss_samples, keys_textual))
         if b + 1 < ns.bursts:
             await asyncio.sleep(ns.pause)
     if prof is not None:
@@ -230,7 +243,17 @@ async def _bursts(
     probe.record_frames = False
     rss_after, rss_peak = rss()
     return _BurstRun(
-        bursts, keys, per, stalls, rss_samples, gcw, collections_before, view, rss_after, rss_peak
+        bursts,
+        keys,
+        per,
+        stalls,
+        rss_samples,
+        gcw,
+        collections_before,
+        view,
+        rss_after,
+        rss_peak,
+        keys_textual,
     )
 
 
@@ -244,6 +267,7 @@ async def _burst(
     keys: list[float],
     per: dict[str, list[float]],
     rss_samples: list[float],
+    keys_textual: list[float],
 ) -> dict:
     """One burst of ``--lines`` with keys pressed through it, then the wait for its last line's frame."""
     burst_done = asyncio.Event()
@@ -268,7 +292,8 @@ async def _burst(
     cpu0 = time.process_time()
     ft = asyncio.create_task(feed())
     st = asyncio.create_task(sample_rss())
-    kt = asyncio.create_task(key_loop(probe, None, burst_done, ns.key_gap, rnd, keys, per))
+    textual = keys_textual if ns.ab_keypath else None
+    kt = asyncio.create_task(key_loop(probe, None, burst_done, ns.key_gap, rnd, keys, per, textual))
     await ft
     cpu_s = time.process_time() - cpu0  # the whole process: feeder, app, keys, frames
     t_end = feeder.t_last
@@ -414,6 +439,11 @@ def _parse_args() -> argparse.Namespace:
     ap.add_argument(
         "--sweep-s", type=float, default=6.0, help="seconds per view of the sweep phase, in two halves (0: skip it)"
     )
+    ap.add_argument(
+        "--ab-keypath",
+        action="store_true",
+        help="every other key pair with the direct key path off (Textual's bubbling): both, same run",
+    )
     ap.add_argument("--profile", default="", help="cProfile the burst phase only, dump pstats here")
     ap.add_argument(
         "--quick",
@@ -528,6 +558,7 @@ def _rows(ns: argparse.Namespace, res: dict, ok: dict[str, bool]) -> list[tuple[
         ),
         ("LogView", f"{res['logview_rows']:,} rows, {res['logview_dropped']:,} dropped"),
         *_sweep_rows(res.get("sweep")),
+        *keypath_rows(res.get("keypath_ab")),
     ]
 
 

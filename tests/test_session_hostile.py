@@ -209,8 +209,9 @@ def test_recording_of_a_real_log_stays_proportional(tmp_path: Path) -> None:
     """Every event the interpreter makes of a real sglang 0.5.17 log, recorded. The log text itself
     takes at most 1.2x the log; the structured events on top (a PhaseProgress per tqdm frame, a
     DecodeStats per decode line, the diagnoses' notes: about 0.8 KB per launch, here 20 launches of a
-    tiny model's short log) keep the whole under 1.65x (it was 3.3x with full dicts, 1.60x before the
-    notes)."""
+    tiny model's short log) keep the whole under 1.75x (it was 3.3x with full dicts, 1.60x before the
+    notes, 1.62x with a seek point every 1024 events; 1.69x at every 256 since issue 33: a start-up
+    log has many event types, and each stands alone once after a seek point)."""
     if not REAL_LOG.exists():
         pytest.skip("shared fixture not available")
     log = REAL_LOG.read_bytes() * 20
@@ -224,7 +225,7 @@ def test_recording_of_a_real_log_stays_proportional(tmp_path: Path) -> None:
             rec.write(e)
     rows = [line for line in path.read_bytes().splitlines(keepends=True) if line.startswith(b"[")]
     assert sum(map(len, rows)) <= 1.2 * len(log), sum(map(len, rows)) / len(log)
-    assert path.stat().st_size <= 1.65 * len(log), path.stat().st_size / len(log)
+    assert path.stat().st_size <= 1.75 * len(log), path.stat().st_size / len(log)
     _, events, warnings = read_session(path)
     assert warnings == [] and len(events) == rec.events_written
 

@@ -459,3 +459,47 @@ async def test_idle_stretches_are_skipped_not_waited(tmp_path: Path) -> None:
 
         got = await asyncio.wait_for(play_all(), 10)  # a hang guard, not a timing
         assert got == read_session(path)[1] and r.duration == pytest.approx(3600.01)
+
+
+def _decoded(src: ReplaySource) -> int:
+    """Events the source decoded since its cache was emptied (whole blocks, and the partial one)."""
+    partial = src._partial
+    extra = len(partial[2]) if partial is not None and partial[0] not in src._cache else 0
+    return sum(len(b) for b in src._cache.values()) + extra
+
+
+@pytest.mark.slow
+def test_a_seek_decodes_at_most_a_seek_point_more_than_its_window(big: tuple[Path, list[ev.Event]]) -> None:
+    """From the seek point before the window to the target: under 256 events beyond the window (with
+    seek points every 1024 events, a target early in a block decoded up to ~3,000 for the UI's
+    2,000-event window)."""
+    path, _loaded = big
+    window = 600
+    assert LogCodec.SEEK_POINT <= 256
+    with ReplaySource.open(path) as src:
+        assert len(src._blocks) > 4
+        times = {ln: t for ln, t, _e in src.events_from(0)}
+        for k in (3, len(src._blocks) // 2, len(src._blocks) - 2):
+            for into in (1, LogCodec.SEEK_POINT // 3, LogCodec.SEEK_POINT - 1):
+                at = times[src._blocks[k].line + into]
+                src._cache.clear()
+                src._partial = None
+                recent = src.events_before(src.at_time(at), window)
+                assert len(recent) == window
+                assert _decoded(src) < window + 256, (k, into, _decoded(src))
+
+
+@pytest.mark.slow
+def test_recordings_with_seek_points_every_1024_events_still_take_the_fast_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Files written before issue 33 (seek points every 1024 events) are indexed by the byte scan, not
+    the full decoding pass, and read back whole."""
+    monkeypatch.setattr(LogCodec, "SEEK_POINT", 1024)  # the recorder of before
+    path = record(tmp_path / "old.jsonl", session_events(n_serving=1100, launches=2))
+    monkeypatch.undo()
+    _, loaded, warnings = read_session(path)
+    assert warnings == [] and len(loaded) > 2 * 1024
+    with ReplaySource.open(path) as src:
+        assert len(src._blocks) >= 3 and all(b.codec is None for b in src._blocks)  # no full-pass snapshots
+        assert all_from(src) == loaded

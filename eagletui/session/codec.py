@@ -62,8 +62,11 @@ class LogCodec:
       extras): it also resets the per-type bases and the predicted ``seq``/``rank``/``launch`` on both
       sides, so nothing after it depends on anything before it. A reader can start at any seek point,
       and the index of a recording is just their byte offsets. Not every keyframe: the first event of
-      each type after a reset stands alone, which costs about 3 % of the file at every 256 events
-      and under 1 % at every 1024. Files without the header key (the first version-2 files) are read
+      each type after a reset stands alone, which cost 0.1 % of the file at every 256 events on
+      ``benchmarks/replay_load.py``'s mix (a type stands alone every :data:`TYPE_KEYFRAME` events
+      anyway). 256 since issue 33, 1024 before: a seek decodes from the seek point before its
+      window, up to a block more than the window, and at 1024 that block made seeks ~25 % slower.
+      Files without the header key (the first version-2 files) are read
       as before, from the start.
 
     Both sides fold events through the same arithmetic, so the predictions agree exactly; only the
@@ -73,7 +76,7 @@ class LogCodec:
     _WALL_TOLERANCE = 0.0005
     KEYFRAME = 256
     TYPE_KEYFRAME = 32
-    SEEK_POINT = 1024  # a multiple of KEYFRAME
+    SEEK_POINT = 256  # a multiple of KEYFRAME; files written before issue 33 have 1024
     SEEK_MARK = "@"
 
     def __init__(self, *, self_contained: bool = False, offsets: bool = True) -> None:

@@ -15,7 +15,7 @@ takes tens of seconds and gigabytes for a long recording. :class:`ReplaySource` 
   blocks, so seeking is a bisect plus at most a few thousand line decodes.
 * **Files without seek points** (format version 1, the first version-2 files, hand-made files) get
   the same index from a slower pass that decodes every line once and keeps a snapshot of the codec
-  state every ``SEEK_POINT`` lines; everything else works the same.
+  state every 1,024 lines; everything else works the same.
 * **Gzip**: decompressed once, through the same bounded reader as ``read_session`` (size and
   ratio limits against bombs), into a private temp file (0600 in a 0700 dir, removed on
   :meth:`ReplaySource.close`) that is then indexed like a plain file. Chosen over zlib seek points
@@ -83,8 +83,14 @@ from eagletui.session.timeline import (
 )
 
 _SCAN_CHUNK = 8 * 1024**2
-#: Decoded blocks kept for back-and-forth seeking (each is SEEK_POINT events).
-_CACHE_BLOCKS = 12
+#: Decoded events kept for back-and-forth seeking, in whole blocks (SEEK_POINT events each, 1024 in
+#: files written before issue 33).
+_CACHE_EVENTS = 12 * 1024
+#: The widest spacing of seek points a recorder ever wrote (1024 until issue 33, 256 since): a file
+#: whose seek points are further apart than twice that is indexed by the full pass.
+_WIDEST_SEEK_POINTS = 1024
+#: Codec snapshots of the full pass (files without seek points), every this many lines.
+_SNAPSHOT_LINES = 1024
 #: Events before a seek target that are re-fed besides the context events (charts keep 2000 points).
 SEEK_WINDOW = 2000
 
@@ -263,7 +269,7 @@ class ReplaySource:
             self._fh, start, self._end, chunk_size=_SCAN_CHUNK, max_line=MAX_LINE
         )
         starts = [0, *(b.line for b in self._blocks), self.events_count]
-        if max(b - a for a, b in zip(starts, starts[1:], strict=False)) > 2 * LogCodec.SEEK_POINT:
+        if max(b - a for a, b in zip(starts, starts[1:], strict=False)) > 2 * _WIDEST_SEEK_POINTS:
             return False
         if not self._blocks or self._blocks[0].line != 0:
             # The first lines are not a seek point (damaged, or hand-made): read them from the top.
@@ -294,7 +300,7 @@ class ReplaySource:
 
     def _full_pass(self, start: int) -> None:
         """The slow pass for files without seek points: decode every line once, keeping a snapshot of
-        the codec every SEEK_POINT lines so later reads can start there."""
+        the codec every :data:`_SNAPSHOT_LINES` lines so later reads can start there."""
         codec = LogCodec(self_contained=self_contained(self.header), offsets=has_offsets(self.header))
         decoder = LineDecoder(codec)
         prev: tuple[float, float] | None = None
@@ -302,7 +308,7 @@ class ReplaySource:
         n = 0
         line = 0
         for off, line, raw, complete in self._lines_at(start, 0):
-            if n % LogCodec.SEEK_POINT == 0:
+            if n % _SNAPSHOT_LINES == 0:
                 snap = copy.copy(codec)
                 snap._bases = dict(codec._bases)
                 self._blocks.append(_Block(off, line, t, prev, snap))
@@ -351,10 +357,15 @@ class ReplaySource:
             self._cache.move_to_end(k)
             return got
         got = list(self._iter_block(k))
-        self._cache[k] = got
-        if len(self._cache) > _CACHE_BLOCKS:
-            self._cache.popitem(last=False)
+        self._cache_put(k, got)
         return got
+
+    def _cache_put(self, k: int, got: list[tuple[int, float, Event]]) -> None:
+        """Keep block ``k`` decoded, the least recently used going first past :data:`_CACHE_EVENTS`."""
+        self._cache[k] = got
+        self._cache.move_to_end(k)
+        while len(self._cache) > 1 and sum(len(b) for b in self._cache.values()) > _CACHE_EVENTS:
+            self._cache.popitem(last=False)
 
     def _block_of_line(self, line: int) -> int:
         return max(0, bisect.bisect_right(self._block_line, line) - 1)
@@ -432,9 +443,7 @@ class ReplaySource:
                         self._partial = (k, item[0], got)
                         return Position(item[0], t)
                     got.append(item)
-                self._cache[k] = got
-                if len(self._cache) > _CACHE_BLOCKS:
-                    self._cache.popitem(last=False)
+                self._cache_put(k, got)
             k += 1
         return Position(self.events_count, t)
 

@@ -26,7 +26,7 @@ from eagletui.core.events import Event
 from eagletui.core.timings import Timings
 from eagletui.session.drivers import Driver, LiveDriver, ReplayDriver, make_driver
 from eagletui.session.model import SessionModel
-from eagletui.ui import textual_patches
+from eagletui.ui import keypath, textual_patches
 from eagletui.ui.actions import EagleCommands
 from eagletui.ui.gcpolicy import IdleCollector
 from eagletui.ui.notify import MAX_TOASTS, TOAST_TIMEOUT, Announcer
@@ -93,6 +93,7 @@ class EagleApp(WorkerFailures, App):
         # Textual internals and the GC policy: one switch, tested Textual versions only.
         self._css_speedups = StylesheetSpeedups() if textual_patches.enabled() else None
         self.collector = IdleCollector(active=textual_patches.enabled())
+        self._direct_keys = textual_patches.enabled()
         self._requested_theme = theme_name
         self._quitting = False
         keymap = self.keymap_config()
@@ -261,6 +262,14 @@ class EagleApp(WorkerFailures, App):
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollUp, events.MouseScrollDown)):
             self.collector.input_seen()
+        if (
+            self._direct_keys
+            and isinstance(event, events.Key)
+            and not event.is_forwarded
+            and keypath.direct_path(self, event)
+        ):
+            await keypath.deliver(self, event)  # no hop per widget under a burst (see keypath)
+            return
         await super().on_event(event)
 
     def on_unmount(self) -> None:
