@@ -93,6 +93,10 @@ def kept_book(queue: SweepQueue, profile: Profile | None) -> tuple[RunBook, int,
     many of those the file held, and what could not be read (said by the caller)."""
     book = runbook_for(profile)
     counted = {str(r.get("kept")) for v in queue.variants for c in v.cells for r in c.good if r.get("kept")}
+    for v in queue.variants:  # [sweep.max_rate]'s benchmarks: the frontier's rate points
+        ids = v.max_rate.get("kept")
+        if isinstance(ids, list):
+            counted.update(str(x) for x in ids if x)
     problems: list[str] = []
     if queue.path is None or not counted:
         return book, 0, problems
