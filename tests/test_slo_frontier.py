@@ -388,7 +388,9 @@ async def test_the_frontier_chart_of_the_charts_column_follows_the_run_book():
     """The frontier in the wide layout's charts column (the registry's ``frontier``): drawn from the run
     book by the repaint, the host and the SLO in its title, and a result landing (a sweep's next cell)
     is on it at the next repaint; a repaint without a new result does not fold the frontier again."""
-    from eagletui.ui.widgets.charts import FrontierMiniChart
+    from textual.widgets import Static
+
+    from eagletui.ui.widgets.charts import FRONTIER_CHART_ROWS, FrontierMiniChart
     from tests.replay_apps import replayed
 
     events, _ = _session()
@@ -425,3 +427,10 @@ async def test_the_frontier_chart_of_the_charts_column_follows_the_run_book():
         await pilot.pause()
         chart.screen.painter.paint()  # the first tick uncovered, unforced
         assert chart.points == 8 and chart._plot_version == drawn + 2
+        # a long compare text above the charts left it one plot row at 200x50: its points as a table
+        app.screen.query_one("#compare", Static).update("\n".join(f"compare {i}" for i in range(14)))
+        await pilot.pause()
+        assert chart.size.height < FRONTIER_CHART_ROWS
+        rows = [chart.render_line(y).text.rstrip() for y in range(chart.size.height)]
+        assert rows[0].startswith("frontier   too short for its chart") and "tok/s/user" in rows[1], rows
+        assert rows[2].lstrip().startswith("* ") and all(len(r) <= chart.size.width for r in rows), rows
