@@ -149,5 +149,9 @@ def test_a_sweep_under_sigterm_says_how_to_resume_and_prints_its_report(tmp_path
         # one curve per variant (launch = its variant's number), variant 1's run from the first session
         assert sorted(n for c in front["curves"] for n in c["launches"]) == [1, 2, 3], front["curves"]
         assert all(p["runs"] == 1 for c in front["curves"] for p in c["points"])
+        # the finished sweep's report again (no launch): the same frontier, from the runs kept
+        assert main(["local", "--profile", prof, "--json", "--no-preflight", "--no-record"]) == 0
+        again = json.loads(capsys.readouterr().out)
+        assert again["frontier"] == resumed["frontier"] and again["ranking"] == resumed["ranking"]
     finally:
         cmd.kill()

@@ -274,6 +274,8 @@ def _open_queue(
             )
             report = Redactor.for_profile(profile).value(old.report(profile.verdict, profile))
             report["queue"] = str(qpath)
+            # its frontier too, from the runs kept beside the queue (none kept: none to show)
+            report["frontier"] = Redactor.for_profile(profile).value(_frontier(old, profile, []))
             if ns.json:
                 print(json.dumps(report, indent=2, default=str))
             else:
