@@ -109,16 +109,18 @@ def _variant(data: Path, i: int) -> dict:
 
 
 @pytest.mark.slow
-def test_a_sweep_under_sigterm_says_how_to_resume_and_prints_its_report(tmp_path, monkeypatch) -> None:
+def test_a_sweep_under_sigterm_says_how_to_resume_and_prints_its_report(tmp_path, monkeypatch, capsys) -> None:
+    """…and the resume's frontier holds every variant's runs, the earlier session's too: the set its
+    decisions rank (issue 35: it held only the resumed session's 2 of 3 configs)."""
     data = tmp_path / "data"
     monkeypatch.setenv("EAGLETUI_DATA_DIR", str(data))
     monkeypatch.setenv("EAGLETUI_CONFIG_DIR", str(tmp_path / "config"))
     port = free_port()
     rest = (
         "[server.env]\nNCCL_ALGO = \"Ring\"\n"
-        "[[toggles]]\nenv = \"NCCL_ALGO\"\nchoices = [\"Ring\", \"Tree\"]\n"
+        "[[toggles]]\nenv = \"NCCL_ALGO\"\nchoices = [\"Ring\", \"Tree\", \"NVLS\"]\n"
         "[bench]\nnum_prompts = 4\nconcurrency = 2\nmax_new_tokens = 32\nwarmup = 0\n"
-        "[sweep]\nrepeats = 1\n[sweep.matrix]\nNCCL_ALGO = [\"Ring\", \"Tree\"]\n"
+        "[sweep]\nrepeats = 1\n[sweep.matrix]\nNCCL_ALGO = [\"Ring\", \"Tree\", \"NVLS\"]\n"
     )
     prof = sim_profile_toml(tmp_path, port, name="sigsweep", filename="sweep.toml", rest=rest)
     cmd = Command(["sweep", "local", "--profile", prof, "--json", "--no-preflight", "--no-record"])
@@ -140,5 +142,16 @@ def test_a_sweep_under_sigterm_says_how_to_resume_and_prints_its_report(tmp_path
 
         assert main(["local", "--profile", prof, "--json", "--no-preflight", "--no-record", "--resume"]) == 0
         assert not _listening(port)
+        resumed = json.loads(capsys.readouterr().out)
+        ranked = {v["name"] for v in resumed["variants"] if v["state"] == "done"}
+        assert len(ranked) == 3 and set(resumed["ranking"]) == ranked
+        (front,) = resumed["frontier"]
+        # one curve per variant (launch = its variant's number), variant 1's run from the first session
+        assert sorted(n for c in front["curves"] for n in c["launches"]) == [1, 2, 3], front["curves"]
+        assert all(p["runs"] == 1 for c in front["curves"] for p in c["points"])
+        # the finished sweep's report again (no launch): the same frontier, from the runs kept
+        assert main(["local", "--profile", prof, "--json", "--no-preflight", "--no-record"]) == 0
+        again = json.loads(capsys.readouterr().out)
+        assert again["frontier"] == resumed["frontier"] and again["ranking"] == resumed["ranking"]
     finally:
         cmd.kill()

@@ -244,8 +244,30 @@ def test_frontier_marks_pareto_points_greys_slo_misses_and_answers_under_the_slo
     said = "within noise of it" if abs(other.served - best.served) <= half else "outside noise"
     assert f"{said} (±" in f.answer and "2σ of 2+2 runs)" in f.answer
     lines = frontier_lines(f.to_json(), all_points=True)
-    assert lines[0] == "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms; per user ≥ 20.0 tok/s):"
+    assert lines[0] == "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms; x: misses it):"
     assert sum(ln.lstrip().startswith("x ") for ln in lines) == len(misses)
+
+
+def test_the_slo_is_shown_by_greying_alone_never_as_a_floor_on_tok_s_per_user():
+    """y (tok/s per user) includes each request's time to first token, so an ITL bound of 50 ms is no
+    floor of 20 tok/s per user on it: a point under 20 can meet the SLO (PCIe steps 5 at concurrency 64:
+    19.3, met). Neither the chart, the table's heading nor the JSON draws or states such a line."""
+    from textual_plotext.plot import Plot
+
+    from eagletui.ui.widgets.frontier_plot import plot_frontier
+    from eagletui.ui.widgets.plotext_text import figure_text
+
+    events, _ = _session()
+    (f,) = frontiers(_book(events))
+    assert f.slo is not None and any(b.metric == "itl_ms" for b in f.slo.bounds)
+    doc = f.to_json()
+    assert "slo_tok_s_per_user" not in doc
+    assert "per user ≥" not in frontier_lines(doc)[0]
+    p = Plot()
+    p.plotsize(147, 30)
+    p._set_size(147, 30)
+    plot_frontier(p, f, rows=30)
+    assert "SLO" not in figure_text(p).plain.replace("[slo]", "")
 
 
 def _results(book, curve, conc):
@@ -366,7 +388,9 @@ async def test_the_frontier_chart_of_the_charts_column_follows_the_run_book():
     """The frontier in the wide layout's charts column (the registry's ``frontier``): drawn from the run
     book by the repaint, the host and the SLO in its title, and a result landing (a sweep's next cell)
     is on it at the next repaint; a repaint without a new result does not fold the frontier again."""
-    from eagletui.ui.widgets.charts import FrontierMiniChart
+    from textual.widgets import Static
+
+    from eagletui.ui.widgets.charts import FRONTIER_CHART_ROWS, FrontierMiniChart
     from tests.replay_apps import replayed
 
     events, _ = _session()
@@ -403,3 +427,10 @@ async def test_the_frontier_chart_of_the_charts_column_follows_the_run_book():
         await pilot.pause()
         chart.screen.painter.paint()  # the first tick uncovered, unforced
         assert chart.points == 8 and chart._plot_version == drawn + 2
+        # a long compare text above the charts left it one plot row at 200x50: its points as a table
+        app.screen.query_one("#compare", Static).update("\n".join(f"compare {i}" for i in range(14)))
+        await pilot.pause()
+        assert chart.size.height < FRONTIER_CHART_ROWS
+        rows = [chart.render_line(y).text.rstrip() for y in range(chart.size.height)]
+        assert rows[0].startswith("frontier   too short for its chart") and "tok/s/user" in rows[1], rows
+        assert rows[2].lstrip().startswith("* ") and all(len(r) <= chart.size.width for r in rows), rows

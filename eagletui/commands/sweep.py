@@ -92,7 +92,9 @@ async def _amain(ns: argparse.Namespace) -> int:
         return _print_plan(ns, profile, spec, targets, target, qpath)
     return await run_locked(
         qpath,
-        lambda: _run(ns, profile, spec, targets, target, qpath, SessionModel, SweepQueue, SweepRunner, Workspace),
+        lambda: _run(
+            ns, profile, spec, targets, target, qpath, SessionModel, SweepQueue, SweepRunner, Workspace
+        ),
     )
 
 
@@ -174,13 +176,15 @@ async def _run(
     report = Redactor.for_profile(profile).value(queue.report(profile.verdict, profile))
     report["queue"] = str(qpath)
     if ns.interrupt.signum is not None:
-        resume = shlex.join(["eagletui", "sweep", *([ns.target] if ns.target else []), "--profile", ns.profile])
+        resume = shlex.join(
+            ["eagletui", "sweep", *([ns.target] if ns.target else []), "--profile", ns.profile]
+        )
         report["interrupted"] = {**ns.interrupt.to_json(), "resume": resume + " --resume"}
     _write_crossover(ns, report)
     if predictions:
         # each variant the cycle model predicted from an earlier one, predicted vs measured (issue 25)
         report["predictions"] = predictions
-    report["frontier"] = Redactor.for_profile(profile).value(frontier)
+    report["frontier"] = Redactor.for_profile(profile).value(_frontier(queue, profile, frontier))
     if ns.json:
         print(json.dumps(report, indent=2, default=str))
     else:
@@ -192,6 +196,17 @@ async def _run(
         _say(f"eagletui: the recording of {', '.join(not_recorded)} is incomplete (said above): exit 1")
         return exit_status(report) or EXIT_FAIL
     return exit_status(report)
+
+
+def _frontier(queue: Any, profile: Any, sessions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The frontier of every counted run of the queue, this session's and a resumed sweep's earlier
+    ones (the set its decisions rank: ``kept_runs``); each host's session book where none was kept."""
+    from eagletui.session.sweep.kept_runs import kept_book
+
+    book, kept, problems = kept_book(queue, profile)
+    for problem in problems:
+        _say(f"eagletui: frontier: {problem}")
+    return [f.to_json() for f in frontiers(book)] if kept else sessions
 
 
 def _save_and_announce(queue: Any, qpath: Any, target: str) -> None:
@@ -259,6 +274,8 @@ def _open_queue(
             )
             report = Redactor.for_profile(profile).value(old.report(profile.verdict, profile))
             report["queue"] = str(qpath)
+            # its frontier too, from the runs kept beside the queue (none kept: none to show)
+            report["frontier"] = Redactor.for_profile(profile).value(_frontier(old, profile, []))
             if ns.json:
                 print(json.dumps(report, indent=2, default=str))
             else:
@@ -315,7 +332,9 @@ async def _sweep_host(
     # the sweep learns launch and benchmark times (the next sweep's plan has an ETA at its start)
     model = SessionModel(target=target, profile=profile, recorder=recorder, history=history)
     # one line per variant and step: no line per phase (20 a launch), progress every 30 s
-    model.subscribe(PhasePrinter(samples=False, phases=False, progress_every=30.0, timings=command_timings(ns)))
+    model.subscribe(
+        PhasePrinter(samples=False, phases=False, progress_every=30.0, timings=command_timings(ns))
+    )
     model.on_problem(PhasePrinter.problem)
     ws = Workspace(
         profile,

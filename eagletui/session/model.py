@@ -82,7 +82,7 @@ class SessionModel:
         self.profile = profile
         self.target = target
         self.state = SessionState(target=target)
-        self.runbook = _runbook(profile)
+        self.runbook = runbook_for(profile)
         self.staged = StagedConfig(profile)
         self.recorder = recorder
         self.history = history
@@ -120,7 +120,7 @@ class SessionModel:
         rebuilds what was shown, it is not a new session); the verdict thresholds are the profile's
         again (without a profile the run book adopts the recorded ones from the launch events)."""
         self.state = SessionState(target=self.target)
-        self.runbook = _runbook(self.profile)
+        self.runbook = runbook_for(self.profile)
         self.report_events = []
         self.events_seen = 0
         self._runbook_failed.clear()
@@ -249,7 +249,7 @@ class SessionModel:
                 self._problem("record", f"closing the recording failed: {exc}")
 
 
-def _runbook(profile: Profile | None) -> RunBook:
+def runbook_for(profile: Profile | None) -> RunBook:
     """An empty run book judging by the profile's thresholds, SLO and objective (none: the recording's)."""
     if profile is None:
         return RunBook()

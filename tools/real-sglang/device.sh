@@ -326,6 +326,9 @@ steps = 6
 num_prompts = %s
 ' $LO $HI $N; } > $PM
   step f-sweep 540 python3 -m eagletui sweep local --profile $PM --json --no-record --crossover $W/adaptive.json
+  # the finished sweep's report again, in a new process without a launch: its frontier is folded from the
+  # runs kept beside the queue (<queue>.runs.jsonl), so it must equal f-sweep's (as after a --resume)
+  step f-sweep-report 60 python3 -m eagletui sweep local --profile $PM --json --no-record
 elif [ "$PART" = adaptive ]; then
   # issue 35 item 5: --speculative-adaptive on the real server. c=1 and 16 route the batch to different
   # slots (0.5.17's default config: bs 1-7 [1, 3, 7], 8-31 [0, 1, 3]), so the log has "Switch adaptive

@@ -4,7 +4,10 @@ Every tool a tuner would otherwise pick plots one shape (vLLM ``bench sweep plot
 pareto sweep): per launch config, one point per load (concurrency), x = output tok/s per GPU (what the
 hardware earns), y = tok/s per user (what a user feels). A point is on the **Pareto frontier** when no
 other point of the same host and workload is at least as good on both axes and better on one; with an
-``[slo]``, only points that meet it can be on the frontier, and those that miss it are greyed.
+``[slo]``, only points that meet it can be on the frontier, and those that miss it are greyed. The SLO is
+shown by that greying alone, never as a line: y includes each request's time to first token (and its
+wait in the queue), so a per-token bound (ITL, TPOT ≤ b ms) is no floor on it — a point below 1000 ÷ b
+tok/s per user can meet the SLO (PCIe steps 5 at concurrency 64: 19.3 against 20.0, met).
 Speculation is the case where the answer flips along the curve: it wins per user at low load and can
 lose per GPU at high load, so the spec settings and no-spec are separate curves.
 
@@ -138,17 +141,9 @@ class Frontier:
         pts = [(c, p) for c in self.curves for p in c.points if p.on_frontier]
         return sorted(pts, key=lambda cp: cp[1].tok_s_per_gpu)
 
-    @property
-    def slo_line(self) -> float | None:
-        """The SLO on the chart's y axis: a per-token bound (ITL or TPOT, ms) is a floor on tok/s per
-        user (1000 ÷ bound); None when the SLO bounds no per-token latency."""
-        per_token = [b.max_ms for b in (self.slo.bounds if self.slo else ()) if b.metric in ("itl_ms", "tpot_ms")]
-        return 1000.0 / min(per_token) if per_token else None
-
     def to_json(self) -> dict[str, Any]:
         return {
             "target": self.target,
-            "slo_tok_s_per_user": self.slo_line,
             "workload": self.workload,
             "slo": self.slo.to_dict() if self.slo else None,
             "slo_text": self.slo.describe() if self.slo else "",

@@ -57,9 +57,9 @@ HEADER = ("", "launch config", "load", "tok/s/GPU", "tok/s/user", "req/s served"
 def frontier_lines(f: dict[str, Any], *, all_points: bool = False, answer: bool = True) -> list[str]:
     """The frontier's heading (host, SLO), its table and (``answer``) the answer under the SLO."""
     slo = f.get("slo_text") or "no [slo] in the profile"
-    floor = f.get("slo_tok_s_per_user")
-    floor_text = f"; per user ≥ {floor:.1f} tok/s" if isinstance(floor, int | float) else ""
-    out = [f"frontier on {inert(str(f.get('target') or 'this host'))} ({inert(slo)}{floor_text}):"]
+    # the SLO is the x marks (grey in a chart), never a floor on tok/s per user: that includes the TTFT
+    misses = "; x: misses it" if f.get("slo") else ""
+    out = [f"frontier on {inert(str(f.get('target') or 'this host'))} ({inert(slo)}{misses}):"]
     rows = frontier_rows(f, all_points=all_points)
     if not rows:
         out.append("  no point meets the SLO" if f.get("slo") else "  nothing measured")

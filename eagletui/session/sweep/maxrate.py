@@ -20,6 +20,7 @@ from eagletui.core.profile.sweep import apply_client
 from eagletui.core.runs.latency import LatencyRecords, slo_stats
 from eagletui.core.runs.max_rate import Trial, near_bound, rate_text
 from eagletui.core.sweep.maxrate import Bisection
+from eagletui.session.sweep.kept_runs import keep_run
 
 if TYPE_CHECKING:
     from eagletui.core.events import BenchmarkResult
@@ -50,17 +51,18 @@ async def search_max_rate(runner: SweepRunner, v: VariantState, prof: Profile) -
     runner.say(f"  max rate: {spec.describe()}")
     t0 = runner.clock.monotonic()
     budget = runner.timings.sweep.max_rate_s
+    kept: list[str] = []  # its benchmarks beside the queue: the frontier's rate points after a resume
     while (rate := search.next_rate()) is not None:
         if runner.clock.monotonic() - t0 >= budget:
             search.stopped = f"the time budget ({budget:g} s, timings sweep.max_rate_s)"
             break
         settings = rate_settings(spec, prof, rate)
-        pairs = [await _judged_run(runner, settings)]
+        pairs = [await _judged_run(runner, settings, v, kept)]
         runs = 1
         records = [rec for _, rec in pairs if rec is not None]
         near = bool(records) and near_bound(records, slo)
         if near and search.runs + 1 < spec.steps and runner.clock.monotonic() - t0 < budget:
-            pairs.append(await _judged_run(runner, settings))  # within the noise: once more, both judged
+            pairs.append(await _judged_run(runner, settings, v, kept))  # within the noise: once more, both judged
             runs = 2
             records = [rec for _, rec in pairs if rec is not None]
             near = bool(records) and near_bound(records, slo)
@@ -71,17 +73,20 @@ async def search_max_rate(runner: SweepRunner, v: VariantState, prof: Profile) -
         said = {True: "meets the SLO", False: "misses the SLO", None: "cannot be judged"}[meets]
         runner.say(f"  max rate: {rate_text(rate)} req/s {said}" + (" (within the noise of a bound)" if near else ""))
     answer = search.answer()
-    v.max_rate = {**answer.to_json(), "stopped": search.stopped, "benchmarks": search.runs}
+    v.max_rate = {**answer.to_json(), "stopped": search.stopped, "benchmarks": search.runs, "kept": kept}
     runner.say(f"  max rate: {answer.text()}; stopped: {search.stopped}")
     runner._notice(f"sweep: {v.name}: {answer.text()}")
 
 
 async def _judged_run(
-    runner: SweepRunner, settings: BenchSettings
+    runner: SweepRunner, settings: BenchSettings, v: VariantState, kept: list[str]
 ) -> tuple[BenchmarkResult | None, LatencyRecords | None]:
     """One benchmark and its per-request records; (result, None) where it cannot be judged: an error, a
-    run the validity gate leaves out, or no records."""
+    run the validity gate leaves out, or no records. One that counts is kept beside the queue."""
     r = await runner.ws.benchmark(settings=settings)
-    if r.error or runner._problems(r) or not r.latency:
+    if r.error or runner._problems(r):
+        return r, None
+    kept.append(keep_run(runner.queue, v, runner.model, r, runner.profile))
+    if not r.latency:
         return r, None
     return r, LatencyRecords.from_json(r.latency, seed=r.bench)

@@ -48,6 +48,7 @@ from eagletui.session.sweep.cells import (
 )
 from eagletui.session.sweep.gate import GateReference, reading_without
 from eagletui.session.sweep.jobs import job_slots, resume_variant, slot_profile
+from eagletui.session.sweep.kept_runs import keep_run
 from eagletui.session.sweep.maxrate import search_max_rate
 from eagletui.session.sweep.queue import SweepQueue
 from eagletui.session.waits import wait_ready
@@ -550,6 +551,8 @@ class SweepRunner:
         r = await self.ws.benchmark(settings=settings)
         seconds = self.clock.monotonic() - t
         problems = self._problems(r)
+        # kept beside the queue: a resume's frontier folds every session's counted runs
+        kept = "" if r.error or problems else keep_run(self.queue, v, self.model, r, self.profile)
         c.repeats.append(
             {
                 "tok_s": r.output_throughput,
@@ -563,6 +566,7 @@ class SweepRunner:
                 "invalid": problems,
                 "seconds": round(seconds, 3),
                 "warm": warm_up,
+                "kept": kept,
             }
         )
         if not r.error and not problems:

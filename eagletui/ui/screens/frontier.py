@@ -120,7 +120,10 @@ class FrontierScreen(ModalScreen[None]):
         several = len(self.frontiers) > 1
         answers = [inert(f"{f.target}: {f.answer}" if several else f.answer) for f in self.frontiers if f.answer]
         self.query_one("#frontier-answer", Static).update(Text("\n".join(answers)))
-        marks = "* on the frontier  x misses the SLO (grey x in the chart)  · another point does better on both"
+        marks = (
+            "* on the frontier  x misses the SLO (grey x in the chart: no SLO line, tok/s per user includes"
+            " the time to first token)  · another point does better on both"
+        )
         if not small:
             lines.append(marks)
         self.query_one("#frontier-text", Static).update(Text("\n".join(lines) or "no benchmark yet"))

@@ -18,7 +18,8 @@ from textual.visual import Visual, visualize
 from textual_plotext import PlotextPlot
 
 from eagletui.core.runs.book import RunBook
-from eagletui.core.runs.frontier import frontiers
+from eagletui.core.runs.frontier import Frontier, frontiers
+from eagletui.core.runs.frontier_text import frontier_lines
 from eagletui.core.state.screen import Series, SessionState
 from eagletui.ui.widgets.frontier_plot import latest, plot_frontier
 
@@ -351,13 +352,33 @@ class TtftChart(MetricChart):
         return state.bench_ttft, None, None
 
 
+#: The fewest rows the charts column's frontier chart is drawn in (its title, frame and axis take 5, and
+#: four plot rows tell its curves apart); shorter — a long compare text above it at 200x50 left one plot
+#: row — it is the frontier's small table, as the view ``v`` is on a small terminal.
+FRONTIER_CHART_ROWS = 7
+
+
 class FrontierMiniChart(MetricChart):
     """The frontier of the session's run book in the charts column (the view ``v`` at chart size): it
     follows the run book, so a sweep's points appear as its cells finish. It folds the frontier again
-    only when a result arrived (the results' count), so a tick without one costs a sum."""
+    only when a result arrived (the results' count), so a tick without one costs a sum. Shorter than
+    :data:`FRONTIER_CHART_ROWS` it shows the frontier's points as a table instead of an unreadable plot."""
 
     def __init__(self, **kwargs) -> None:
         super().__init__("frontier", "tok/s per user", "chart-toks", **kwargs)
+        self.frontier: Frontier | None = None
+
+    def render(self) -> Any:
+        width, height = self._pass_size or self.size
+        if self.frontier is None or height >= FRONTIER_CHART_ROWS:
+            return super().render()
+        from rich.text import Text
+
+        # its points on the frontier (x: misses the SLO), each line cut to the width: no wrapped rows
+        lines = ["frontier   too short for its chart: the frontier's points (v: the view)"]
+        lines += frontier_lines(self.frontier.to_json(), answer=False)[1:]
+        cut = [ln if len(ln) <= width else ln[: max(0, width - 1)] + "…" for ln in lines[:height]]
+        return Text("\n".join(cut))
 
     def series_for(self, state: SessionState):
         return None, None, None
@@ -372,7 +393,7 @@ class FrontierMiniChart(MetricChart):
         plt = self.plt
         plt.clear_data()
         plt.clear_figure()
-        f = latest(frontiers(book))
+        f = self.frontier = latest(frontiers(book))
         # "frontier", then the host and the SLO as far as the chart is wide (a resize fits it anew)
         names = ["no benchmark yet"] if f is None else [plot_frontier(plt, f, compact=True)]
         self._names, self._title_width = names, self.size.width

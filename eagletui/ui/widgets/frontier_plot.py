@@ -1,5 +1,6 @@
 """The frontier drawn with plotext: one scatter per launch config, the SLO misses grey, the Pareto frontier
-a line through its points, a per-token SLO a red line. The frontier view (``v``) and the frontier chart
+a line through its points; no SLO line (y includes the time to first token, so a per-token bound is no
+floor on it: :mod:`eagletui.core.runs.frontier`), the misses' grey says it. The frontier view (``v``) and the frontier chart
 of the charts column draw through it, so the two never differ in what a mark means.
 """
 
@@ -54,10 +55,6 @@ def plot_frontier(plt: Any, f: Frontier, *, compact: bool = False, rows: int = 0
         miss = [p for p in c.points if p.meets_slo is False]
         if miss:
             plt.scatter([p.tok_s_per_gpu for p in miss], [p.tok_s_per_user for p in miss], color="gray", marker="x")
-    if f.slo_line is not None:  # a per-token bound is a floor on tok/s per user
-        plt.hline(f.slo_line, color="red")
-        xs = [p.tok_s_per_gpu for c in f.curves for p in c.points] or [0.0]
-        plt.text("SLO", x=min(xs) + (max(xs) - min(xs)) * 0.03, y=f.slo_line, color="red")
     if legend and rows > 0:
         _legend_room(plt, f, entries, rows)
     return title
@@ -67,8 +64,6 @@ def _legend_room(plt: Any, f: Frontier, entries: int, rows: int) -> None:
     """Raise the y axis's top so that the legend's ``entries`` rows (and one spare) are above the
     highest point of a plot ``rows`` high."""
     ys = [p.tok_s_per_user for c in f.curves for p in c.points]
-    if f.slo_line is not None:
-        ys.append(f.slo_line)
     if not ys:
         return
     lo, hi = min(ys), max(ys)

@@ -1,0 +1,175 @@
+"""Each counted benchmark of a sweep, kept beside its queue: the frontier of a resumed sweep is folded
+from every session's runs, the same set its decisions rank.
+
+The queue keeps one summary per benchmark (tok/s, goodput …): enough for the decisions, not for the
+frontier, which pools each setting's per-request latencies under the SLO. A ``sweep --resume`` is a new
+process with a new run book, so before this file its frontier held only the resumed session's runs
+(2 of 4 configs) while its decisions ranked all four. Now each benchmark's launch config, workload and
+result (the recording's events, secrets redacted) are appended as one JSON line to ``<queue>.runs.jsonl``
+(0600) with the id its queue entry carries, and :func:`kept_book` folds those of the queue's counted
+runs into one :class:`~eagletui.core.runs.book.RunBook` (one launch per variant, the benchmarks
+renumbered): the frontier, its answer and the report read that book.
+
+The file is untrusted input like a recording: bounded in size, each event checked against its type
+before it is built, a bad line skipped and counted; lines of an earlier sweep at the same path (another
+``created``) are ignored.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from eagletui.core.events import BenchmarkResult, BenchmarkStarted, Event, LaunchStarted, Notice
+from eagletui.core.private_files import FILE_MODE, private_dir
+from eagletui.core.profile.redact import Redactor
+from eagletui.session.decode import check_event_dict
+from eagletui.session.model import SessionModel, runbook_for
+
+if TYPE_CHECKING:
+    from eagletui.core.profile.model import Profile
+    from eagletui.core.runs.book import RunBook
+    from eagletui.session.sweep.cells import VariantState
+    from eagletui.session.sweep.queue import SweepQueue
+
+#: the most of the file read back (a run's latency rows are bounded: 2048 per benchmark, ≈ 100 KiB)
+MAX_KEPT_BYTES = 256 * 1024 * 1024
+
+
+def kept_path(queue_file: Path) -> Path:
+    """``<queue>.runs.jsonl`` beside the queue file."""
+    return queue_file.with_name(queue_file.stem + ".runs.jsonl")
+
+
+def keep_run(
+    queue: SweepQueue,
+    variant: VariantState,
+    model: SessionModel,
+    result: BenchmarkResult,
+    profile: Profile,
+) -> str:
+    """Append one benchmark of the session's run book (redacted) for the queue's later folds; the id
+    its queue entry carries, "" when nothing was kept (no queue file: nothing to resume; a write that
+    failed: said as a warning notice, the sweep goes on)."""
+    run = model.runbook.runs.get(result.launch)
+    if queue.path is None or run is None:
+        return ""
+    workload = run.bench_workload.get(result.bench, {})
+    events = (
+        LaunchStarted(launch=result.launch, target=run.target, config=run.config),
+        BenchmarkStarted(bench=result.bench, launch=result.launch, workload=workload),
+        result,
+    )
+    rid = f"{variant.index}/{variant.run_id}/{result.launch}/{result.bench}"
+    red = Redactor.for_profile(profile)
+    line = {
+        "created": queue.created,
+        "variant": variant.index,
+        "id": rid,
+        "events": [red.event_dict(e) for e in events],
+    }
+    path = kept_path(queue.path)
+    try:
+        private_dir(path.parent)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
+        try:
+            os.fchmod(fd, FILE_MODE)
+            view = memoryview((json.dumps(line, default=str) + "\n").encode())
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        why = f"sweep: {variant.name}: cannot keep the run for a resume's frontier: {exc}"
+        model.dispatch(Notice(level="warning", message=why, source="sweep"))
+        return ""
+    return rid
+
+
+def kept_book(queue: SweepQueue, profile: Profile | None) -> tuple[RunBook, int, list[str]]:
+    """The run book of the queue's counted benchmarks from every session (the decisions' set), how
+    many of those the file held, and what could not be read (said by the caller)."""
+    book = runbook_for(profile)
+    counted = {str(r.get("kept")) for v in queue.variants for c in v.cells for r in c.good if r.get("kept")}
+    for v in queue.variants:  # [sweep.max_rate]'s benchmarks: the frontier's rate points
+        ids = v.max_rate.get("kept")
+        if isinstance(ids, list):
+            counted.update(str(x) for x in ids if x)
+    problems: list[str] = []
+    if queue.path is None or not counted:
+        return book, 0, problems
+    path = kept_path(queue.path)
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_KEPT_BYTES + 1)
+    except FileNotFoundError:
+        return book, 0, [f"{path}: missing: the frontier holds only this session's runs"]
+    except OSError as exc:
+        return book, 0, [f"cannot read {path}: {exc}"]
+    if len(raw) > MAX_KEPT_BYTES:
+        problems.append(f"{path}: over {MAX_KEPT_BYTES // 2**20} MiB, the rest not read")
+    launched: set[int] = set()
+    found, bad, bench = set(), 0, 0
+    for line in raw[:MAX_KEPT_BYTES].splitlines():
+        got = _entry(line, queue.created)
+        if got is None:
+            bad += 1
+            continue
+        if not got:
+            continue  # an earlier sweep's line at the same path
+        rid, variant, (launch, started, result) = got
+        if rid not in counted or rid in found:
+            continue
+        found.add(rid)
+        bench += 1
+        n = variant + 1  # one launch per variant: a relaunch of it is the same config
+        if n not in launched:
+            launched.add(n)
+            book.apply(_with(launch, launch=n))
+        book.apply(_with(started, launch=n, bench=bench))
+        book.apply(_with(result, launch=n, bench=bench))
+    if bad:
+        problems.append(f"{path}: {bad} damaged line(s) skipped")
+    return book, len(found), problems
+
+
+def _with(event: Event, **changes: Any) -> Event:
+    d = event.to_dict()
+    d.update(changes)
+    return Event.from_dict(d)
+
+
+def _entry(
+    line: bytes, created: float
+) -> tuple[str, int, tuple[LaunchStarted, BenchmarkStarted, BenchmarkResult]] | tuple[()] | None:
+    """One line: (id, variant, its three events); () for another sweep's line; None when damaged."""
+    try:
+        d = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(d, dict):
+        return None
+    if d.get("created") != created:
+        return ()
+    rid, variant, evs = d.get("id"), d.get("variant"), d.get("events")
+    if not isinstance(rid, str) or type(variant) is not int or variant < 0 or not isinstance(evs, list):
+        return None
+    kinds = ("launch_started", "bench_started", "bench_result")
+    if len(evs) != 3:
+        return None
+    out = []
+    for want, e in zip(kinds, evs, strict=True):
+        if not isinstance(e, dict) or e.get("type") != want:
+            return None
+        try:
+            if check_event_dict(e) is not None:
+                return None
+            out.append(Event.from_dict(e))
+        except (KeyError, TypeError, ValueError):
+            return None
+    launch, started, result = out
+    assert isinstance(launch, LaunchStarted) and isinstance(started, BenchmarkStarted)
+    assert isinstance(result, BenchmarkResult)
+    return rid, variant, (launch, started, result)
