@@ -132,8 +132,11 @@ async def test_two_node_launch_merges_both_logs_and_reaches_ready(slurm: SlurmCa
         await ws.stop()
         assert ws.last_stop is not None and ws.last_stop.ended_by == "scancel"
     assert slurm.jobs() == []
-    # scancel reached both nodes' servers with SIGTERM
-    assert "SIGTERM received. signum=None frame=None" in (run_dir / "node-0.log").read_text()
+    # scancel reached both nodes' servers with SIGTERM. On node 0 the group SIGTERM also kills the
+    # schedulers (-15), and which the server logs first is a race, as in SGLang: its own handler's line, or
+    # its watchdog's "crashed with exit code -15" and the SIGQUIT teardown (a loaded run saw only the latter)
+    node0 = (run_dir / "node-0.log").read_text()
+    assert "SIGTERM received. signum=None frame=None" in node0 or "crashed with exit code -15" in node0, node0[-2000:]
     assert "SIGTERM received on node_rank 1" in (run_dir / "node-1.log").read_text()
     print(f"SLURM-FIGURES two_node_ready_s={ready_s:.2f}")
 
