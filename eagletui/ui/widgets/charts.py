@@ -375,7 +375,10 @@ class FrontierMiniChart(MetricChart):
         from rich.text import Text
 
         # its points on the frontier (x: misses the SLO), each line cut to the width: no wrapped rows
-        lines = ["frontier   too short for its chart: the frontier's points (v: the view)"]
+        # the chart's own title first (the host and the SLO the x marks are judged by), then the note as
+        # far as the width allows
+        note = "too short for its chart: the frontier's points (v: the view)"
+        lines = [fit_title(self.title, [*self._names[:1], note], max(1, width))]
         lines += frontier_lines(self.frontier.to_json(), answer=False)[1:]
         cut = [ln if len(ln) <= width else ln[: max(0, width - 1)] + "…" for ln in lines[:height]]
         return Text("\n".join(cut))
