@@ -28,6 +28,23 @@ def _work(bench: dict | None = None, log: bool = True) -> list[dict]:
                          n_tokens=n, ignore_eos=eos, logs=logs, log_given=log)
 
 
+def _half_inputs() -> tuple[dict, list[dict]]:
+    """make_known_drafters' report of the half pair and its prompt file (fixtures)."""
+    pairs = json.loads((HERE / "half-pairs-check.json").read_text())
+    qa = [json.loads(x) for x in (HERE / "half-qa.jsonl").read_text().splitlines() if x.strip()]
+    return pairs, qa
+
+
+def _half_run(bench_file: str, log_file: str) -> tuple[dict, list[dict]]:
+    """A half-pair bench JSON and its server log (fixtures) through the checker, with the category
+    flags of make_known_drafters' report and the prompt file: the bench and the rows."""
+    flags, problems = pc.category_flags(*_half_inputs())
+    bench = json.loads((HERE / bench_file).read_text())
+    rows = pc.check_pair("half", bench, n_tokens=128, ignore_eos=True, flags=flags, flag_problems=problems,
+                         logs=[(HERE / log_file).read_text()], log_given=True)
+    return bench, rows
+
+
 def _failed(rows: list[dict]) -> list[str]:
     return [r["check"] for r in rows if "check" in r and not r["ok"]]
 
@@ -70,8 +87,7 @@ def test_half_pooled_expectation_is_the_real_run_3s_accept() -> None:
     """Pooled vs per request: the real half pair's run 3 (20 prompts ending in "." at 4.0, 12 ending in "?"
     at 128/127) measured 1.8928 = 4096 ÷ 2164 verifies, far below the per-request mean 2.88; the
     category flags come from make_known_drafters' report of that same device run."""
-    pairs = json.loads((HERE / "half-pairs-check.json").read_text())
-    qa = [json.loads(x) for x in (HERE / "half-qa.jsonl").read_text().splitlines() if x.strip()]
+    pairs, qa = _half_inputs()
     flags, problems = pc.category_flags(pairs, qa)
     assert problems == [] and {c: (len(f), sum(f)) for c, f in flags.items()} == {"request": (20, 20), "question": (12, 0)}
     exp = pc.expected(3, 128, {c: (len(f), sum(f) / len(f)) for c, f in flags.items()})
@@ -86,8 +102,7 @@ def test_half_pooled_expectation_is_the_real_run_3s_accept() -> None:
 def test_half_categories_must_be_the_prompt_files() -> None:
     """A bench JSON whose categories are not the prompt file's (or a report that disagrees with the file)
     fails, with both lists said."""
-    pairs = json.loads((HERE / "half-pairs-check.json").read_text())
-    qa = [json.loads(x) for x in (HERE / "half-qa.jsonl").read_text().splitlines() if x.strip()]
+    pairs, qa = _half_inputs()
     flags, problems = pc.category_flags(pairs, qa[:-1])
     assert problems and "in the prompt file" in problems[0]
     bench = json.loads((HERE / "grid-r1-s2.json").read_text())
@@ -100,13 +115,8 @@ def test_a_half_run_passes_and_its_log_is_only_bounded() -> None:
     """The half pair as the simulator serves it (``--sim-drafter half``, the dry run of ``device.sh final``
     with PAIR=half): every check against the construction passes; its decode lines (1.96 weighted, 2.00
     plain) are no pooled figure (1.887), so for this pair they are only bounded by the two modes."""
-    pairs = json.loads((HERE / "half-pairs-check.json").read_text())
-    qa = [json.loads(x) for x in (HERE / "half-qa.jsonl").read_text().splitlines() if x.strip()]
-    flags, problems = pc.category_flags(pairs, qa)
-    bench = json.loads((HERE / "half-sim-bench.json").read_text())
-    log = (HERE / "half-sim-server.log").read_text()
-    rows = pc.check_pair("half", bench, n_tokens=128, ignore_eos=True, flags=flags, flag_problems=problems,
-                         logs=[log], log_given=True)
+    flags = pc.category_flags(*_half_inputs())[0]
+    bench, rows = _half_run("half-sim-bench.json", "half-sim-server.log")
     assert _failed(rows) == []
     names = [r["check"] for r in rows if "check" in r]
     assert "half pair: accept of the 'question' prompts (mean per request) within 1 % of the construction's" in names
@@ -138,13 +148,7 @@ def test_the_real_half_pair_passes_every_check() -> None:
     """The half pair on the real server (the lent H200, ``PAIR=half device.sh final``): every figure eagletui
     showed is the construction's within 1 % (pooled 1.8928 = 4096 ÷ 2164, per request 2.878, "request" 4.00,
     "question" 1.00, every position 0.2957, [1524, 0, 0, 640]); its 15 decode lines only lie in 1 … 4."""
-    pairs = json.loads((HERE / "half-pairs-check.json").read_text())
-    qa = [json.loads(x) for x in (HERE / "half-qa.jsonl").read_text().splitlines() if x.strip()]
-    flags, problems = pc.category_flags(pairs, qa)
-    bench = json.loads((HERE / "half-real-bench.json").read_text())
-    log = (HERE / "half-real-server.log").read_text()
-    rows = pc.check_pair("half", bench, n_tokens=128, ignore_eos=True, flags=flags, flag_problems=problems,
-                         logs=[log], log_given=True)
+    bench, rows = _half_run("half-real-bench.json", "half-real-server.log")
     assert _failed(rows) == []
     assert len([r for r in rows if "check" in r]) >= 12
     fig = rows[-1]["figures"]
