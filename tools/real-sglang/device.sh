@@ -268,6 +268,7 @@ elif [ "$PART" = grid ]; then
   # what is measured so far comes back even when the device call runs out: packed every 30 s
   ( while sleep 30; do tar -C $OUTD -czf $OUT/.grid.tgz grid 2>/dev/null && mv $OUT/.grid.tgz $OUT/grid.tgz; done ) &
   PACKER=$!
+  export GRID_DEADLINE_S=$(( ${GRID_S:-520} - 15 ))
   step g-grid ${GRID_S:-520} python3 $R/tools/real-sglang/grid.py $P $OUTD/grid ${GRID_ROUNDS:-2}
   kill $PACKER 2>/dev/null; tar -C $OUTD -czf $OUT/grid.tgz grid 2>/dev/null
   # what eagletui predicts from round 1's steps 3 launch (with its step profile, and without), and the

@@ -6,8 +6,9 @@ the means of the launches of each setting.
     python3 tools/real-sglang/grid.py PROFILE OUTDIR [ROUNDS]
 
 The six servers of a round are launched side by side on one GPU (each with a small static memory
-fraction) and benchmarked one after another, so a round costs one launch's wait instead of six; an idle
-SGLang server puts no kernels on the GPU while another one is measured. Each server's own log is kept
+fraction) and benchmarked one after another, so a round costs one launch's wait instead of six; while
+one is measured the others are stopped (SIGSTOP: an idle SGLang server puts no kernels on the GPU, but its
+scheduler polls a CPU core without sleeping). Each server's own log is kept
 (OUTDIR/grid-rR-NAME.log) and so is each benchmark's JSON (OUTDIR/grid-rR-NAME.json). With the
 simulator's profile (tools/real-sglang/sim-dryrun.toml) the same flow runs here as a dry run.
 """
@@ -30,6 +31,10 @@ T0 = time.time()
 SETTINGS = [("s3", 3), ("off", None), ("s1", 1), ("s2", 2), ("s4", 4), ("s5", 5)][: int(os.environ.get("GRID_N", "6"))]
 MEM = os.environ.get("GRID_MEM_FRACTION")  # the real GPU: 0.1 each (six servers share it)
 READY_S = float(os.environ.get("GRID_READY_S", "300"))
+# the device call's limit (device.sh's step timeout less a margin): no benchmark starts that it would cut
+# short, and the servers are stopped here rather than left to the step's SIGTERM
+DEADLINE_S = float(os.environ.get("GRID_DEADLINE_S", "0")) or None
+BENCH_S = 45  # the longest one server's bench took on the H200 (32 x 256 tokens at c = 1 and 4, warm-up 8)
 # the benchmark's size: 12 x 128 tokens ran 0.6-2 s a point on the H200 and launches of one setting
 # spread 25-80 %; the warm-up runs at the benchmark's concurrency, so its batch shapes are compiled
 # (Triton JIT on a fresh machine) before the measured run
@@ -127,6 +132,31 @@ def step_profile(port: int) -> None:
         log(f"step profile: {os.path.basename(f)} ({os.path.getsize(f)} bytes), summary rc {j.returncode}")
 
 
+def hold_others(servers, measured) -> list:
+    """Stop (SIGSTOP) every other server of the round while one is measured. An idle SGLang 0.5.17
+    scheduler polls its sockets without sleeping (``sleep_on_idle`` is off by default: server_args.py), so
+    five idle servers kept five cores busy beside the measured one, and launches of one setting spread
+    25-42 % at concurrency 1 (a CPU-bound tiny model). Stopped, they take no CPU and put nothing on the GPU;
+    their flags stay exactly the measured ones (``--sleep-on-idle`` would have changed the config)."""
+    held = []
+    for _name, _port, _path, proc in servers:
+        if proc is not measured and proc.poll() is None:
+            try:
+                os.killpg(proc.pid, signal.SIGSTOP)
+                held.append(proc)
+            except ProcessLookupError:
+                pass
+    return held
+
+
+def resume(held) -> None:
+    for proc in held:
+        try:
+            os.killpg(proc.pid, signal.SIGCONT)
+        except ProcessLookupError:
+            pass
+
+
 def run_round(rnd: int, base: str) -> None:
     servers = []
     for name, steps in SETTINGS:
@@ -157,6 +187,10 @@ def run_round(rnd: int, base: str) -> None:
         for name, port, path, proc in servers:
             if proc.poll() is not None or not healthy(port):
                 continue
+            if DEADLINE_S and time.time() - T0 > DEADLINE_S - BENCH_S:
+                log(f"round {rnd}: {name} not measured: the call's deadline ({DEADLINE_S:.0f} s) is near")
+                continue
+            paused = hold_others(servers, proc)
             out = os.path.join(OUT, f"grid-r{rnd}-{name}.json")
             r = subprocess.run(
                 [sys.executable, "-m", "eagletui", "bench", "local", "--profile", path, "--concurrency", "1,4",
@@ -173,7 +207,14 @@ def run_round(rnd: int, base: str) -> None:
             log(f"round {rnd}: {name} bench rc {r.returncode} tok/s {tok} {r.stderr.strip()[-200:]}")
             if rnd == 1 and name == "s3":
                 step_profile(port)
+            resume(paused)
     finally:
+        for _name, _, _, proc in servers:
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGCONT)  # a stopped group would not see its SIGTERM
+                except ProcessLookupError:
+                    pass
         for _name, _, _, proc in servers:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
@@ -186,8 +227,16 @@ def run_round(rnd: int, base: str) -> None:
         log(f"round {rnd}: servers stopped")
 
 
+def _terminated(signum, _frame):
+    raise SystemExit(128 + signum)  # the round's finally stops its servers (they may be SIGSTOPped)
+
+
+signal.signal(signal.SIGTERM, _terminated)
 os.makedirs(OUT, exist_ok=True)
 base_text = open(P).read()
 for rnd in range(1, ROUNDS + 1):
+    if DEADLINE_S and time.time() - T0 > DEADLINE_S - 120:
+        log(f"round {rnd} not started: the call's deadline ({DEADLINE_S:.0f} s) is near")
+        break
     run_round(rnd, base_text)
 log("done")
