@@ -29,7 +29,7 @@ def pytest_configure(config):
     if mode:
         os.environ["EAGLETUI_FAULTS"] = mode
     config.addinivalue_line(
-        "markers", "serial: timing-sensitive: runs in the 'serial' xdist group, after every other test, in two lanes"
+        "markers", "serial: timing-sensitive: runs in the 'serial' xdist group, after every other test, in three lanes"
     )
     # Every process a test starts inherits this mark; at the end of the run whatever still carries it
     # was leaked by a test (a simulator left serving after run_test, say) and is named and ended.
@@ -56,7 +56,7 @@ _GROUPS = (
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_xdist_make_scheduler(config, log):
-    """``--dist loadgroup`` with the ``serial`` group run last, in two lanes (tests/xdist_serial.py)."""
+    """``--dist loadgroup`` with the ``serial`` group run last, in three lanes (tests/xdist_serial.py)."""
     if config.getoption("dist") == "loadgroup":
         from tests.xdist_serial import SerialLastScheduling
 

@@ -3,22 +3,34 @@
 Tests in an ``xdist_group`` run on one worker one after another (one Slurm cluster, one Chromium). The
 ``serial`` group is more than that: its tests measure time on the simulator (speed ratios, stall and
 staleness thresholds, ETAs), so they run last, once every other test has finished and the other workers
-have been let go: the suite's own parallelism is not what they measure. They run in ``LANES`` lanes (two
-workers, each taking every other serial test in order): each of them mostly waits on the simulator's
-emulated GPU time (about a quarter of one core), so two of them side by side on the 2-core CI machine
-are far less load than they are written to hold (a machine busy with something else), and the serial
-tail of the suite halves. Everything else is scheduled exactly as ``--dist loadgroup`` does.
+have been let go: the suite's own parallelism is not what they measure. They run in ``LANES`` lanes (three
+workers, each taking every third serial test in order): each of them mostly waits on the simulator's
+emulated GPU time (about a quarter of one core), so three of them side by side on the 2-core CI machine
+are less load than they are written to hold (a machine busy with something else), and the serial tail
+of the suite is a third of their sum. In CI they also wait for CI's side work (``GATE_ENV``). Everything
+else is scheduled exactly as ``--dist loadgroup`` does.
 """
 
 from __future__ import annotations
 
+import os
+import sys
+import time
+from pathlib import Path
 from typing import Any
 
 from xdist.scheduler import LoadGroupScheduling
 
 SERIAL = "serial"
 #: how many workers run the serial tests side by side at the end
-LANES = 2
+LANES = 3
+#: CI's gate (.ci/run): a file that appears once CI's side work (the benchmarks and the real-server dry
+#: runs, started beside the suite) is done. The serial tests wait for it, so that they run on a machine
+#: as quiet as they have always had, while the side work shares the cores with the parallel part (whose
+#: tests must not depend on an idle machine) instead of running after the suite.
+GATE_ENV = "EAGLETUI_SERIAL_GATE"
+#: the most the serial tests wait for the gate: past it they run anyway and say so
+GATE_TIMEOUT_S = 900.0
 
 
 class SerialLastScheduling(LoadGroupScheduling):
@@ -101,6 +113,7 @@ class SerialLastScheduling(LoadGroupScheduling):
             return
         if any(self._pending_of(work) for n, work in self.assigned_work.items() if n not in runners):
             return
+        _wait_for_gate(self.config)
         held, self._held = self._held, None
         ids = list(held)
         for lane, runner in enumerate(runners):
@@ -110,3 +123,31 @@ class SerialLastScheduling(LoadGroupScheduling):
                 collection = self.registered_collections[runner]
                 runner.send_runtest_some([collection.index(nodeid) for nodeid in mine])
             runner.shutdown()
+
+
+def _wait_for_gate(config: Any) -> None:
+    """Block the controller until CI's side work is done (``$EAGLETUI_SERIAL_GATE`` exists). Called only
+    once every other test has finished, so nothing else is held up: the lanes' workers wait for work."""
+    gate = os.environ.get(GATE_ENV)
+    if not gate:
+        return
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+
+    def say(text: str) -> None:
+        if reporter is not None:
+            reporter.write_line(f"[serial] {text}")
+        else:
+            print(f"[serial] {text}", file=sys.stderr, flush=True)
+
+    path, start = Path(gate), time.monotonic()
+    if not path.exists():
+        say(f"waiting for CI's side work ({path}) before the serial tests")
+    while not path.exists():
+        if time.monotonic() - start > GATE_TIMEOUT_S:
+            say(f"{path} did not appear in {GATE_TIMEOUT_S:.0f} s: the serial tests run now, beside whatever side "
+                "work is still running")
+            return
+        time.sleep(0.5)
+    waited = time.monotonic() - start
+    if waited > 1:
+        say(f"the side work was done {waited:.0f} s later: the serial tests start")
