@@ -88,15 +88,21 @@ def keep_run(
     return rid
 
 
-def kept_book(queue: SweepQueue, profile: Profile | None) -> tuple[RunBook, int, list[str]]:
-    """The run book of the queue's counted benchmarks from every session (the decisions' set), how
-    many of those the file held, and what could not be read (said by the caller)."""
-    book = runbook_for(profile)
+def counted_ids(queue: SweepQueue) -> set[str]:
+    """The kept ids of the queue's counted benchmarks (its cells' good repeats and its max-rate steps)."""
     counted = {str(r.get("kept")) for v in queue.variants for c in v.cells for r in c.good if r.get("kept")}
     for v in queue.variants:  # [sweep.max_rate]'s benchmarks: the frontier's rate points
         ids = v.max_rate.get("kept")
         if isinstance(ids, list):
             counted.update(str(x) for x in ids if x)
+    return counted
+
+
+def kept_book(queue: SweepQueue, profile: Profile | None) -> tuple[RunBook, int, list[str]]:
+    """The run book of the queue's counted benchmarks from every session (the decisions' set), how
+    many of those the file held, and what could not be read (said by the caller)."""
+    book = runbook_for(profile)
+    counted = counted_ids(queue)
     problems: list[str] = []
     if queue.path is None or not counted:
         return book, 0, problems
@@ -133,6 +139,31 @@ def kept_book(queue: SweepQueue, profile: Profile | None) -> tuple[RunBook, int,
     if bad:
         problems.append(f"{path}: {bad} damaged line(s) skipped")
     return book, len(found), problems
+
+
+class SweepBook:
+    """The book the TUI's frontier view (``v``) folds: the queue's kept runs, every session's, where it
+    counted any (the set its decisions and ``sweep``'s report rank, so after a resume the view's points
+    are the report's frontier), else the session's own run book (the report's fallback too). The view
+    asks twice a second: the file is read again only when the queue's counted runs change."""
+
+    def __init__(self) -> None:
+        self._key: tuple[str, float, frozenset[str]] | None = None
+        self._kept: RunBook | None = None
+
+    def book(
+        self, queue: SweepQueue | None, profile: Profile | None, session: RunBook
+    ) -> tuple[RunBook, list[str]]:
+        """(the book to fold, what could not be read: returned once, when the file was read)."""
+        ids = counted_ids(queue) if queue is not None and queue.path is not None else set()
+        if queue is None or queue.path is None or not ids:
+            return session, []
+        key = (str(queue.path), queue.created, frozenset(ids))
+        if key == self._key:
+            return self._kept or session, []
+        book, kept, problems = kept_book(queue, profile)
+        self._key, self._kept = key, book if kept else None
+        return self._kept or session, problems
 
 
 def _with(event: Event, **changes: Any) -> Event:

@@ -218,10 +218,21 @@ class MainScreen(WorkerFailures, AutopilotControl, ServerControl, ReplayControl,
         self.painter.dirty = True
 
     def action_frontier(self) -> None:
-        """The frontier view; it follows the run book (a replay's seek replaces the book: asked each time)."""
+        """The frontier view; it follows the run book (a replay's seek replaces the book: asked each
+        time). With a sweep queue that counted runs (a resumed one: earlier sessions' too) it folds those,
+        the runs its decisions rank, as ``sweep``'s report does (``kept_runs.SweepBook``)."""
+        from eagletui.session.sweep.kept_runs import SweepBook
         from eagletui.ui.screens.frontier import FrontierScreen
 
-        self.app.push_screen(FrontierScreen(lambda: self.model.runbook))
+        sweep, view = SweepBook(), self.query_one(SweepQueueView)
+
+        def book() -> Any:
+            got, problems = sweep.book(view.queue, self.model.profile, self.model.runbook)
+            for problem in problems:  # a damaged or missing file of kept runs: said, never silent
+                self.app.notify(inert(f"frontier: {problem}"), severity="warning")
+            return got
+
+        self.app.push_screen(FrontierScreen(book))
 
     def action_history(self) -> None:
         """Runs of earlier sessions on this target and model; the chosen one becomes the baseline."""
