@@ -61,6 +61,45 @@ def test_kept_runs_fold_into_one_book_and_skip_what_they_must(tmp_path: Path) ->
     assert "missing" in kept_book(q, profile)[2][0]
 
 
+def test_a_restart_starts_a_new_kept_book_and_keeps_the_old_one_aside(tmp_path: Path) -> None:
+    """``sweep --restart`` (a new queue, another ``created``, at the same path): its first kept run starts
+    a new ``<queue>.runs.jsonl``; the earlier sweep's goes aside as ``<queue>.runs.prev.jsonl`` (one
+    generation: a second restart replaces it). A resume (the same ``created``, a new process) appends."""
+    import json
+
+    from eagletui.session.sweep import kept_runs
+
+    profile = load_profile(PROFILE)
+
+    def keep(created: float, tok_s: float) -> SweepQueue:
+        v = VariantState(0, "v0", {}, run_id="r", cells=[CellState({})])
+        q = SweepQueue(
+            "local", str(PROFILE), "fp", 1, [], [v], [0], path=tmp_path / "q.json", created=created
+        )
+        book, r = _live_book(1, "Ring", tok_s)
+        model = SessionModel(target="local", profile=profile)
+        model.runbook = book
+        v.cells[0].repeats.append({"tok_s": tok_s, "kept": keep_run(q, v, model, r, profile)})
+        return q
+
+    def sweeps_in(path: Path) -> list[float]:
+        return [json.loads(line)["created"] for line in path.read_text().splitlines()]
+
+    path = kept_path(tmp_path / "q.json")
+    prev = kept_runs.prev_kept_path(tmp_path / "q.json")
+    keep(1.0, 100.0)  # the first sweep: two runs
+    keep(1.0, 110.0)
+    q2 = keep(2.0, 120.0)  # --restart: a new queue
+    assert sweeps_in(path) == [2.0] and sweeps_in(prev) == [1.0, 1.0]
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert kept_book(q2, profile)[1] == 1
+    kept_runs._CHECKED.clear()  # a resume is a new process: the file's first line is its own sweep's
+    keep(2.0, 130.0)
+    assert sweeps_in(path) == [2.0, 2.0] and sweeps_in(prev) == [1.0, 1.0]
+    keep(3.0, 140.0)  # restarted again: the previous sweep's file replaces the older one aside
+    assert sweeps_in(path) == [3.0] and sweeps_in(prev) == [2.0, 2.0]
+
+
 @pytest.mark.slow
 async def test_the_frontier_view_after_a_resume_shows_the_reports_frontier(tmp_path: Path) -> None:
     """A resumed queue in the TUI: two variants were measured by an earlier session (kept beside the

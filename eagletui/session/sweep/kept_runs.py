@@ -13,12 +13,19 @@ renumbered): the frontier, its answer and the report read that book.
 The file is untrusted input like a recording: bounded in size, each event checked against its type
 before it is built, a bad line skipped and counted; lines of an earlier sweep at the same path (another
 ``created``) are ignored.
+
+A new sweep at the same queue path (``sweep --restart``, a changed ``[sweep]``, a finished one started
+again from the Queue tab) starts a new file at its first kept run: the earlier sweep's is **kept aside**
+as ``<queue>.runs.prev.jsonl`` (replacing an older one), not removed, because with recording off
+(``--no-record``) it may be the only copy of that sweep's per-request latencies; one generation aside
+keeps the files bounded, where before the one file grew with every sweep ever run at that path.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +48,38 @@ MAX_KEPT_BYTES = 256 * 1024 * 1024
 def kept_path(queue_file: Path) -> Path:
     """``<queue>.runs.jsonl`` beside the queue file."""
     return queue_file.with_name(queue_file.stem + ".runs.jsonl")
+
+
+def prev_kept_path(queue_file: Path) -> Path:
+    """``<queue>.runs.prev.jsonl``: the kept runs of the sweep that ran at this path before."""
+    return queue_file.with_name(queue_file.stem + ".runs.prev.jsonl")
+
+
+#: (kept file, queue ``created``) already checked by this process: a queue's first keep checks the file
+_CHECKED: set[tuple[str, float]] = set()
+#: a line starts with its sweep's ``created`` (:func:`keep_run` writes that key first)
+_CREATED = re.compile(rb'\{"created": ([0-9.eE+-]+),')
+
+
+def _new_book(queue_file: Path, created: float) -> None:
+    """Before a queue's first keep: a file whose first line is another sweep's (a restart's new queue
+    at the same path) goes aside (:func:`prev_kept_path`), so this sweep starts a new kept book. A first
+    line that does not say (damaged) is left: only a sweep known to be another one's goes aside."""
+    path = kept_path(queue_file)
+    if (str(path), created) in _CHECKED:
+        return
+    try:
+        with open(path, "rb") as f:
+            m = _CREATED.match(f.read(64))
+    except FileNotFoundError:
+        m = None
+    try:
+        other = m is not None and float(m.group(1)) != created
+    except ValueError:
+        other = False
+    if other:
+        os.replace(path, prev_kept_path(queue_file))
+    _CHECKED.add((str(path), created))
 
 
 def keep_run(
@@ -73,6 +112,7 @@ def keep_run(
     path = kept_path(queue.path)
     try:
         private_dir(path.parent)
+        _new_book(queue.path, queue.created)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         try:
             os.fchmod(fd, FILE_MODE)
