@@ -250,6 +250,9 @@ def test_frontier_marks_pareto_points_greys_slo_misses_and_answers_under_the_slo
         " misses it); ttft p99 ≤ 2 s: grey x only (no line on this axis)"
     )
     assert sum(ln.lstrip().startswith("x ") for ln in lines) == len(misses)
+    # the table's rows fit the frontier view at 80x24 (72 columns inside its frame): no row wraps
+    table = frontier_lines(f.to_json(), all_points=True, answer=False, caption=False)[1:]
+    assert max(len(ln) for ln in table) <= 72, table
 
 
 @pytest.mark.parametrize(
@@ -484,5 +487,5 @@ async def test_the_frontier_chart_of_the_charts_column_follows_the_run_book():
         assert chart.size.height < FRONTIER_CHART_ROWS
         rows = [chart.render_line(y).text.rstrip() for y in range(chart.size.height)]
         # the chart's title (host and SLO; the note "too short for its chart" where the width allows), its table
-        assert rows[0].startswith("frontier   h200: ttft p99") and "decode tok/s/user" in rows[1], rows
+        assert rows[0].startswith("frontier   h200: ttft p99") and "decode/user" in rows[1], rows
         assert rows[2].lstrip().startswith("* ") and all(len(r) <= chart.size.width for r in rows), rows

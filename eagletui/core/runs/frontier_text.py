@@ -29,7 +29,8 @@ def point_mark(p: dict[str, Any]) -> str:
 
 def frontier_rows(f: dict[str, Any], *, all_points: bool = False) -> list[tuple[str, ...]]:
     """(mark, curve, load (concurrency, or request rate and its cap), tok/s per GPU, decode tok/s per user
-    (the y axis), goodput req/s, SLO %) per point: the frontier's points only unless ``all_points``, by
+    (the y axis, headed ``decode/user``: the caption says its unit, and a row fits 80 columns), goodput
+    req/s, SLO %) per point: the frontier's points only unless ``all_points``, by
     tok/s per GPU."""
     rows = []
     for c in f.get("curves") or []:
@@ -52,7 +53,7 @@ def frontier_rows(f: dict[str, Any], *, all_points: bool = False) -> list[tuple[
     return sorted(rows, key=lambda r: float(r[3]) if r[3] != "—" else 0.0)
 
 
-HEADER = ("", "launch config", "load", "tok/s/GPU", "decode tok/s/user", "req/s served", "in SLO")
+HEADER = ("", "launch config", "load", "tok/s/GPU", "decode/user", "req/s served", "in SLO")
 
 
 def frontier_lines(
