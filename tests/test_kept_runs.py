@@ -103,14 +103,15 @@ def test_a_restart_starts_a_new_kept_book_and_keeps_the_old_one_aside(tmp_path: 
 @pytest.mark.slow
 async def test_the_frontier_view_after_a_resume_shows_the_reports_frontier(tmp_path: Path) -> None:
     """A resumed queue in the TUI: two variants were measured by an earlier session (kept beside the
-    queue), one by this one. ``v`` folds the runs the decisions rank, every session's: its points are
-    ``sweep``'s report's frontier, not only this session's curve."""
+    queue), one by this one. ``v`` and the charts column's frontier chart fold the runs the decisions
+    rank, every session's: their points are ``sweep``'s report's frontier, not only this session's curve."""
     import shutil
 
     from eagletui.commands.sweep import _frontier
     from eagletui.session.sweep.cells import DONE
     from eagletui.session.sweep.files import queue_path
     from eagletui.ui.screens.frontier import FrontierScreen
+    from eagletui.ui.widgets.charts import FrontierMiniChart
     from tests.replay_apps import replayed
     from tests.test_slo_frontier import SPEC, _bench, _launch, _requests
 
@@ -143,3 +144,9 @@ async def test_the_frontier_view_after_a_resume_shows_the_reports_frontier(tmp_p
         screen = app.screen
         assert isinstance(screen, FrontierScreen)
         assert [f.to_json() for f in screen.frontiers] == report
+        # the charts column's frontier chart folds the same runs (behind the view it waits: closed, it paints)
+        await pilot.press("escape")
+        app.screen.painter.force_charts = app.screen.painter.dirty = True
+        app.screen.painter.paint()
+        chart = app.screen.query_one("#chart-frontier-wide", FrontierMiniChart)
+        assert chart.frontier is not None and chart.frontier.to_json() == report[0]
