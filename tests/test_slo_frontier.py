@@ -209,6 +209,13 @@ def test_a_result_without_records_has_no_goodput_rather_than_a_wrong_one():
     (f,) = frontiers(book)
     assert f.curves[0].points[0].slo.attainment is None  # shown as "—", never 0 %
     assert f.answer.endswith("(req/s of all requests: the SLO not judged, no per-request records)")
+    # no records and no summary at the axis's percentile: no decode speed, listed but never on the frontier
+    assert f.curves[0].points[0].decode_tok_s_per_user is None and not f.curves[0].points[0].on_frontier
+    # bench_serving's own summary of TPOT over requests: the axis at its percentile (median, p90, p99)
+    evs[-1] = replace(evs[-1], stats={"tpot_ms": {"median": 20.0, "p90": 30.0, "p99": 40.0}})
+    for slo, want in ((None, 50.0), (Slo((SloBound("tpot_ms", 99, 50),)), 25.0), (SLO, None)):
+        (f,) = frontiers(_book([_launch(1, NOSPEC), *evs], slo=slo))
+        assert f.curves[0].points[0].decode_tok_s_per_user == want  # SLO's itl: not in that summary
 
 
 # --------------------------------------------------------------------------------- the frontier
