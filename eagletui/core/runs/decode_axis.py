@@ -15,7 +15,8 @@ output tokens (:mod:`eagletui.core.runs.latency`, TPOT = (e2e − TTFT) ÷ (toke
 judged on those per-request values at a percentile; the median of them is what a typical user's stream
 ran at, and one stalled request does not move it as it moves a mean. A run that kept no per-request
 records (``bench_serving``) gives the summary's TPOT at that percentile where it has it (its median, p90
-or p99 over requests, as SGLang's ``bench_serving`` computes them), else no y: such a point is listed
+or p99 over requests, as SGLang's ``bench_serving`` computes them; its ITL percentiles are over the gaps
+between chunks, another quantity, so an ITL axis takes none), else no y: such a point is listed
 (``—``) but not drawn nor on the frontier. TTFT and e2e bounds have no line on this axis: they grey
 the points that miss them, and the caption says so.
 
@@ -85,7 +86,9 @@ class DecodeAxis:
             if self.bound
             else stats.percentiles.get(self.metric, {}).get("p50")
         )
-        if ms is None and stats.requests == 0:  # no per-request records: the runner's own summary
+        if ms is None and stats.requests == 0 and self.metric == "tpot_ms":
+            # no per-request records: the runner's own summary of TPOT over requests (bench_serving's
+            # ITL summary is over gaps between chunks, not per request: never this axis)
             key = _SUMMARY_KEY.get(self.p)
             got = [stat(r.stats, self.metric, key) for r in results] if key else []
             ms = mean_stdev(got)[0] if got and None not in got else None
