@@ -199,11 +199,12 @@ class SweepBook:
         if queue is None or queue.path is None or not ids:
             return session, []
         key = (str(queue.path), queue.created, frozenset(ids))
-        if key == self._key:
-            return self._kept or session, []
-        book, kept, problems = kept_book(queue, profile)
-        self._key, self._kept = key, book if kept else None
-        return self._kept or session, problems
+        if key != self._key:
+            book, kept, problems = kept_book(queue, profile)
+            self._key, self._kept = key, book if kept else None
+        else:
+            problems = []
+        return (self._kept if self._kept is not None else session), problems
 
 
 def _with(event: Event, **changes: Any) -> Event:
