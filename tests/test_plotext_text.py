@@ -48,8 +48,8 @@ def test_the_frontier_chart_keeps_every_point_visible_under_its_legend_and_line(
 
     (f,) = frontiers(_book(_session()[0]))
     spec = [p for c in f.curves if c.spec for p in c.points if p.meets_slo is not False]  # misses: a grey x
-    top = max(p.tok_s_per_user for c in f.curves for p in c.points)
-    assert any(p.tok_s_per_user == top for p in spec)  # the top-left point is speculation's
+    top = max(p.decode_tok_s_per_user for c in f.curves for p in c.points)
+    assert any(p.decode_tok_s_per_user == top for p in spec)  # the top-left point is speculation's
     assert any(p.on_frontier for p in spec)
     for width, height in ((147, 30), (130, 22)):
         p = Plot()

@@ -209,6 +209,14 @@ def test_a_result_without_records_has_no_goodput_rather_than_a_wrong_one():
     (f,) = frontiers(book)
     assert f.curves[0].points[0].slo.attainment is None  # shown as "—", never 0 %
     assert f.answer.endswith("(req/s of all requests: the SLO not judged, no per-request records)")
+    # no records and no summary at the axis's percentile: no decode speed, listed but never on the frontier
+    assert f.curves[0].points[0].decode_tok_s_per_user is None and not f.curves[0].points[0].on_frontier
+    # bench_serving's own summary of TPOT over requests: the axis at its percentile (median, p90, p99)
+    summary = {"tpot_ms": {"median": 20.0, "p90": 30.0, "p99": 40.0}, "itl_ms": {"p99": 10.0}}  # itl: per gap
+    evs[-1] = replace(evs[-1], stats=summary)
+    for slo, want in ((None, 50.0), (Slo((SloBound("tpot_ms", 99, 50),)), 25.0), (SLO, None)):
+        (f,) = frontiers(_book([_launch(1, NOSPEC), *evs], slo=slo))
+        assert f.curves[0].points[0].decode_tok_s_per_user == want  # an itl axis: never the gaps' summary
 
 
 # --------------------------------------------------------------------------------- the frontier
@@ -224,8 +232,8 @@ def test_frontier_marks_pareto_points_greys_slo_misses_and_answers_under_the_slo
     for c, p in pts:
         dominated = any(
             q.tok_s_per_gpu >= p.tok_s_per_gpu
-            and q.tok_s_per_user >= p.tok_s_per_user
-            and (q.tok_s_per_gpu, q.tok_s_per_user) != (p.tok_s_per_gpu, p.tok_s_per_user)
+            and q.decode_tok_s_per_user >= p.decode_tok_s_per_user
+            and (q.tok_s_per_gpu, q.decode_tok_s_per_user) != (p.tok_s_per_gpu, p.decode_tok_s_per_user)
             for _, q in pts
             if q.meets_slo is not False
         )
@@ -245,29 +253,81 @@ def test_frontier_marks_pareto_points_greys_slo_misses_and_answers_under_the_slo
     assert f"{said} (±" in f.answer and "2σ of 2+2 runs)" in f.answer
     lines = frontier_lines(f.to_json(), all_points=True)
     assert lines[0] == "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms; x: misses it):"
+    assert lines[1] == (
+        "  y: decode tok/s per user (1000 ÷ itl p99); SLO line at 20.0: itl p99 ≤ 50 ms (under it decode"
+        " misses it); ttft p99 ≤ 2 s: grey x only (no line on this axis)"
+    )
     assert sum(ln.lstrip().startswith("x ") for ln in lines) == len(misses)
+    # the table's rows fit the frontier view at 80x24 (72 columns inside its frame): no row wraps
+    table = frontier_lines(f.to_json(), all_points=True, answer=False, caption=False)[1:]
+    assert max(len(ln) for ln in table) <= 72, table
 
 
-def test_the_slo_is_shown_by_greying_alone_never_as_a_floor_on_tok_s_per_user():
-    """y (tok/s per user) includes each request's time to first token, so an ITL bound of 50 ms is no
-    floor of 20 tok/s per user on it: a point under 20 can meet the SLO (PCIe steps 5 at concurrency 64:
-    19.3, met). Neither the chart, the table's heading nor the JSON draws or states such a line."""
+@pytest.mark.parametrize(
+    ("slo", "metric"),
+    [
+        (Slo((SloBound("ttft_ms", 99, 2000), SloBound("itl_ms", 99, 25))), "itl_ms"),
+        (Slo((SloBound("itl_ms", 99, 25), SloBound("tpot_ms", 90, 20))), "tpot_ms"),
+    ],
+)
+def test_the_slo_line_on_the_decode_axis_splits_the_points_by_their_per_token_bound(slo, metric):
+    """y is 1000 ÷ the per-token latency at the SLO's percentile (TPOT first, else ITL) and the line
+    1000 ÷ its bound: every point under the line is greyed because its decode misses that bound, every
+    point on or over it meets that bound (other bounds may still grey it). The chart draws the line,
+    the table's caption places it, the JSON carries the axis."""
     from textual_plotext.plot import Plot
 
     from eagletui.ui.widgets.frontier_plot import plot_frontier
     from eagletui.ui.widgets.plotext_text import figure_text
 
-    events, _ = _session()
-    (f,) = frontiers(_book(events))
-    assert f.slo is not None and any(b.metric == "itl_ms" for b in f.slo.bounds)
+    events, raw = _session()
+    (f,) = frontiers(_book(events, slo))
+    bound = next(b for b in slo.bounds if b.metric == metric)
+    line = 1000 / bound.max_ms
+    assert f.axis.metric == metric and f.axis.line == pytest.approx(line)
+    pts = [(c, p) for c in f.curves for p in c.points]
+    under = [p for _, p in pts if p.decode_tok_s_per_user < line]
+    over = [p for _, p in pts if p.decode_tok_s_per_user >= line]
+    assert under and over  # the data has points on both sides
+    for p in under:
+        assert p.meets_slo is False and p.slo.meets[metric] is False and not p.on_frontier
+    for p in over:
+        assert p.slo.meets[metric] is True
+    # y recomputed from the per-request records: 1000 ÷ the metric at the bound's percentile
+    for c, p in pts:
+        n = 1 if c.spec else 2
+        rows = [r for reqs, _ in raw[(n, p.concurrency)] for r in reqs]
+        per_req = [r[1] for r in rows] if metric == "itl_ms" else [(e2e - t) / (k - 1) for t, _, e2e, k in rows]
+        assert p.decode_tok_s_per_user == pytest.approx(1000 / _pct(per_req, bound.p))
     doc = f.to_json()
-    assert "slo_tok_s_per_user" not in doc
-    assert "per user ≥" not in frontier_lines(doc)[0]
+    assert doc["y_axis"]["slo_line"] == pytest.approx(line)
+    assert doc["y_axis"]["name"] == f"decode tok/s per user (1000 ÷ {metric[:-3]} p{bound.p:g})"
+    caption = frontier_lines(doc)[1]
+    assert f"SLO line at {line:.1f}: {bound.describe()} (under it decode misses it)" in caption
+    others = " and ".join(b.describe() for b in slo.bounds if b is not bound)
+    assert caption.endswith(f"{others}: grey x only (no line on this axis)")
     p = Plot()
     p.plotsize(147, 30)
     p._set_size(147, 30)
     plot_frontier(p, f, rows=30)
-    assert "SLO" not in figure_text(p).plain.replace("[slo]", "")
+    assert f"SLO {bound.describe()}" in figure_text(p).plain
+
+
+def test_without_a_per_token_bound_y_is_the_median_tpot_and_no_line_is_drawn():
+    """A TTFT-only SLO has no line on the decode axis: y is 1000 ÷ the median request's TPOT, the
+    misses are grey only, and the caption says so."""
+    events, raw = _session()
+    slo = Slo((SloBound("ttft_ms", 99, 2000),))
+    (f,) = frontiers(_book(events, slo))
+    assert f.axis.line is None and f.to_json()["y_axis"]["slo_line"] is None
+    for c in f.curves:
+        for p in c.points:
+            rows = [r for reqs, _ in raw[(1 if c.spec else 2, p.concurrency)] for r in reqs]
+            tpot = [(e2e - t) / (k - 1) for t, _, e2e, k in rows]
+            assert p.decode_tok_s_per_user == pytest.approx(1000 / _pct(tpot, 50))
+    assert frontier_lines(f.to_json())[1] == (
+        "  y: decode tok/s per user (1000 ÷ tpot p50); ttft p99 ≤ 2 s: grey x only (no line on this axis)"
+    )
 
 
 def _results(book, curve, conc):
@@ -355,7 +415,9 @@ async def test_frontier_view_from_the_runs_tab_a_table_when_small_a_chart_when_w
         text = str(screen.query_one("#frontier-text").render())
         assert "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms" in text
         assert "serves up to" in str(screen.query_one("#frontier-answer").render())
-        assert " x " not in text  # small: the frontier's points only, no SLO misses listed
+        # small: the frontier's points only, no SLO misses listed; the caption places the SLO's line
+        assert not any(ln.lstrip().startswith("x ") for ln in text.splitlines())
+        assert "SLO line at 20.0: itl p99 ≤ 50 ms (under it decode misses it)" in text
         await pilot.resize_terminal(200, 50)
         await pilot.pause()
         screen.refresh_frontier()
@@ -433,5 +495,5 @@ async def test_the_frontier_chart_of_the_charts_column_follows_the_run_book():
         assert chart.size.height < FRONTIER_CHART_ROWS
         rows = [chart.render_line(y).text.rstrip() for y in range(chart.size.height)]
         # the chart's title (host and SLO; the note "too short for its chart" where the width allows), its table
-        assert rows[0].startswith("frontier   h200: ttft p99") and "tok/s/user" in rows[1], rows
+        assert rows[0].startswith("frontier   h200: ttft p99") and "decode/user" in rows[1], rows
         assert rows[2].lstrip().startswith("* ") and all(len(r) <= chart.size.width for r in rows), rows

@@ -270,8 +270,8 @@ async def test_the_frontier_with_its_slo_and_answer_in_the_browser(
     chromium: Browser, serve: Any, tmp_path: Path
 ) -> None:
     """Issue 35: a session with an ``[slo]`` and per-request records, served: the charts column's frontier
-    chart and ``v``'s frontier view, with the SLO (its misses grey in the chart, ``x`` in the table, no
-    SLO line: tok/s per user includes the time to first token) and the answer under it, reach the browser."""
+    chart and ``v``'s frontier view, with the SLO (its per-token bound a line on the decode axis, its
+    misses grey in the chart, ``x`` in the table) and the answer under it, reach the browser."""
     from eagletui.session.format import make_header, write_session
     from tests.test_slo_frontier import SLO, _session
 
@@ -286,6 +286,8 @@ async def test_the_frontier_with_its_slo_and_answer_in_the_browser(
     since = await press(page, "v")
     await shows(page, "frontier on h200 (ttft p99 ≤ 2 s and itl p99 ≤ 50 ms; x: misses it)", since)
     await shows(page, "serves up to", since)
-    await shows(page, "x misses the SLO (grey x in the chart", since)  # the SLO: the misses' grey, no line
+    await shows(page, "x misses the SLO (grey x in the chart", since)
+    await shows(page, "SLO line at 20.0: itl p99 ≤ 50 ms", since)  # the table's caption
+    await shows(page, "SLO itl p99 ≤ 50 ms", since)  # the label on the chart's SLO line
     save_screenshot(await page.screenshot(), "serve-frontier.png", tmp_path)
     await ctx.close()

@@ -44,7 +44,7 @@ ACTIONS: list[tuple[str, str, str, str, str]] = [
         "v",
         "frontier",
         "Frontier",
-        "Frontier: tok/s per GPU vs per user per launch config, the SLO answer",
+        "Frontier: tok/s per GPU vs decode tok/s per user per launch config, the SLO answer",
     ),
     ("profile_step", "P", "profile_step", "Profile", "Profile a few decode steps: GPU time by category"),
     ("search", "slash", "search", "Search", "Search the log"),

@@ -20,7 +20,7 @@ from eagletui.core.state.launch import LaunchStatus, ServerState
 from eagletui.core.textsafe import inert
 from eagletui.session.presence import Presence
 from eagletui.ui.widgets import charts as charts_registry
-from eagletui.ui.widgets.charts import MetricChart
+from eagletui.ui.widgets.charts import FrontierMiniChart, MetricChart
 from eagletui.ui.widgets.logview import LogView
 from eagletui.ui.widgets.phases import PhasePanel, set_label
 from eagletui.ui.widgets.runs import VERDICT_STYLES, RunsTable
@@ -162,7 +162,9 @@ class Repainter:
             todo = charts[self._chart_cursor : self._chart_cursor + 1]
         runbook = self.model.runbook
         for chart in todo:
-            chart.sync(state, baseline_value(runbook, chart.baseline_metric), runbook)
+            # the frontier's chart folds what ``v`` folds: a sweep's kept runs, every session's
+            book = screen.frontier_book() if isinstance(chart, FrontierMiniChart) else runbook
+            chart.sync(state, baseline_value(runbook, chart.baseline_metric), book)
         self.force_charts = False
         self.runs.show(runbook, state)
         set_label(

@@ -333,6 +333,10 @@ num_prompts = %s
   # the finished sweep's report again, in a new process without a launch: its frontier is folded from the
   # runs kept beside the queue (<queue>.runs.jsonl), so it must equal f-sweep's (as after a --resume)
   step f-sweep-report 60 python3 -m eagletui sweep local --profile $PM --json --no-record
+  # the SLO's line on the decode axis (1000 ÷ the itl bound) splits the points by that bound, and the
+  # report again has the same frontier
+  python3 $R/tools/real-sglang/frontier_check.py $OUTD/f-sweep.out $OUTD/f-sweep-report.out > $OUTD/frontier-check.jsonl 2>&1
+  log "frontier_check rc=$? ($(grep -c '"ok": true' $OUTD/frontier-check.jsonl) pass, $(grep -c '"ok": false' $OUTD/frontier-check.jsonl) fail)"
 elif [ "$PART" = adaptive ]; then
   # issue 35 item 5: --speculative-adaptive on the real server. c=1 and 16 route the batch to different
   # slots (0.5.17's default config: bs 1-7 [1, 3, 7], 8-31 [0, 1, 3]), so the log has "Switch adaptive

@@ -3,7 +3,8 @@
 Three kinds, each a number per benchmark at one concurrency:
 
 * ``tok_s``: the aggregate output tok/s (what the hardware earns; the default).
-* ``tok_s_per_user``: the output tok/s ÷ the concurrency (what one user sees, the frontier's y axis).
+* ``tok_s_per_user``: the output tok/s ÷ the concurrency (what one user sees, TTFT included; the
+  frontier's y axis is the decode speed instead: :mod:`eagletui.core.runs.decode_axis`).
   At one concurrency it ranks settings as ``tok_s`` does; it changes what the numbers say and how
   ``tune`` weighs its concurrencies.
 * ``goodput``: the output tok/s of the requests that met every bound of the profile's ``[slo]``

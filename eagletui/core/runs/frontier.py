@@ -2,21 +2,26 @@
 
 Every tool a tuner would otherwise pick plots one shape (vLLM ``bench sweep plot_pareto``, AIPerf's
 pareto sweep): per launch config, one point per load (concurrency), x = output tok/s per GPU (what the
-hardware earns), y = tok/s per user (what a user feels). A point is on the **Pareto frontier** when no
-other point of the same host and workload is at least as good on both axes and better on one; with an
-``[slo]``, only points that meet it can be on the frontier, and those that miss it are greyed. The SLO is
-shown by that greying alone, never as a line: y includes each request's time to first token (and its
-wait in the queue), so a per-token bound (ITL, TPOT ≤ b ms) is no floor on it — a point below 1000 ÷ b
-tok/s per user can meet the SLO (PCIe steps 5 at concurrency 64: 19.3 against 20.0, met).
-Speculation is the case where the answer flips along the curve: it wins per user at low load and can
-lose per GPU at high load, so the spec settings and no-spec are separate curves.
+hardware earns), y = what a user feels. Here y is the **decode tok/s per user**: 1000 ÷ the run's
+per-token latency at the percentile its ``[slo]`` names (TPOT, else ITL; the median request's TPOT
+without a per-token bound: :mod:`eagletui.core.runs.decode_axis` says why). It is the speed a TPOT or ITL
+bound constrains, so the SLO is drawn as a line at 1000 ÷ the bound and a point under it is exactly a
+point whose decode misses that bound. Output tok/s ÷ concurrency (``tok_s_per_user``, kept in the JSON)
+is not the axis: it includes each request's time to first token and its queueing, so a per-token bound
+is no floor on it. TTFT and e2e bounds have no line on this axis; the points missing them are greyed.
+
+A point is on the **Pareto frontier** when no other point of the same host and workload is at least as
+good on both axes and better on one; with an ``[slo]``, only points that meet it can be on the frontier,
+and those that miss it are greyed. Speculation is the case where the answer flips along the curve: it
+wins per user at low load and can lose per GPU at high load, so the spec settings and no-spec are
+separate curves.
 
 Like for like: one :class:`Frontier` per host, model, GPUs and workload (the prompts, lengths and
 sampling; only the concurrency may differ); launches of the same config on it are one curve, their
-repeats pooled. y is Σ output tok/s ÷ concurrency (the per-request tok/s the economics compare,
-:mod:`eagletui.core.runs.economics`); at a request rate (Poisson arrivals, where the concurrency is only
-the client's cap) it is the output tokens ÷ the seconds requests were in flight — the same quantity by
-Little's law. x is output tok/s ÷ the launch's tensor-parallel GPUs.
+repeats pooled (the percentile is over the pooled requests, as the SLO's judgement). x is output tok/s ÷
+the launch's tensor-parallel GPUs. ``tok_s_per_user`` is Σ output tok/s ÷ concurrency (the per-request
+tok/s the economics compare, :mod:`eagletui.core.runs.economics`); at a request rate (Poisson arrivals,
+where the concurrency is only the client's cap) the output tokens ÷ the seconds requests were in flight.
 
 :func:`frontiers` is the one function every view reads (the frontier view, ``sweep --json``'s
 ``frontier``, every export, the browser); :func:`slo_answer` is its sentence.
@@ -32,6 +37,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from eagletui.core.profile.slo import Slo
+from eagletui.core.runs.decode_axis import DecodeAxis
 from eagletui.core.runs.latency import LatencyRecords, SloStats, slo_stats
 from eagletui.core.runs.max_rate import MaxRate, Trial, near_bound, sustainable
 from eagletui.core.runs.run import Group, Run
@@ -64,6 +70,8 @@ class Point:
     #: a bound's percentile lay within the noise of it there (``[sweep.max_rate]``'s steps)
     rate: float | None = None
     near: bool = False
+    #: the y axis: 1000 ÷ the per-token latency at the axis's percentile (None: not measured, not drawn)
+    decode_tok_s_per_user: float | None = None
 
     @property
     def meets_slo(self) -> bool | None:
@@ -80,6 +88,7 @@ class Point:
         return {
             "concurrency": self.concurrency,
             "tok_s_per_gpu": self.tok_s_per_gpu,
+            "decode_tok_s_per_user": self.decode_tok_s_per_user,
             "tok_s_per_user": self.tok_s_per_user,
             "runs": self.runs,
             "req_s": self.req_s,
@@ -135,6 +144,8 @@ class Frontier:
     slo: Slo | None
     curves: tuple[Curve, ...] = ()
     answer: str = ""
+    #: the y axis (its SLO line, its name)
+    axis: DecodeAxis = DecodeAxis()
 
     def frontier_points(self) -> list[tuple[Curve, Point]]:
         """The frontier, by tok/s per GPU (the way a table of it reads)."""
@@ -147,6 +158,8 @@ class Frontier:
             "workload": self.workload,
             "slo": self.slo.to_dict() if self.slo else None,
             "slo_text": self.slo.describe() if self.slo else "",
+            "y_axis": self.axis.to_json(),
+            "slo_caption": self.axis.caption(self.slo),
             "answer": self.answer,
             "curves": [c.to_json() for c in self.curves],
         }
@@ -205,7 +218,7 @@ def _max_rate(book: RunBook, pts: list[Point]) -> MaxRate | None:
     return sustainable(Trial(p.rate, p.meets_slo, p.near) for p in rated if p.rate is not None)
 
 
-def _point(book: RunBook, members: list[tuple[Run, Group]]) -> Point:
+def _point(book: RunBook, axis: DecodeAxis, members: list[tuple[Run, Group]]) -> Point:
     """One load of a curve: the repeats of every launch of the config at that concurrency (and request
     rate), pooled."""
     results = [(run, r) for run, g in members for r in g.results]
@@ -226,21 +239,34 @@ def _point(book: RunBook, members: list[tuple[Run, Group]]) -> Point:
         # open loop: the concurrency is only a cap, not how many users share the tokens
         per_user = _open_loop_per_user(recs) or per_user
     near = rate is not None and book.slo is not None and bool(recs) and near_bound(recs, book.slo)
-    return Point(conc, per_gpu or 0.0, per_user or 0.0, n, req_s, slo, served_sd=sd, rate=rate, near=near)
+    decode = axis.value(slo, (r for _, r in results))
+    return Point(
+        conc,
+        per_gpu or 0.0,
+        per_user or 0.0,
+        n,
+        req_s,
+        slo,
+        served_sd=sd,
+        rate=rate,
+        near=near,
+        decode_tok_s_per_user=decode,
+    )
 
 
 def _mark(points: list[Point]) -> set[int]:
     """ids of the points no other dominates (at least as good on both axes, better on one) among those
-    not known to miss the SLO."""
-    eligible = [p for p in points if p.meets_slo is not False]
+    on the chart (a decode speed measured) and not known to miss the SLO."""
+    eligible = [(p, p.decode_tok_s_per_user) for p in points if p.meets_slo is not False]
     out = set()
-    for p in eligible:
-        if not any(
+    for p, y in eligible:
+        if y is not None and not any(
             q is not p
+            and qy is not None
             and q.tok_s_per_gpu >= p.tok_s_per_gpu
-            and q.tok_s_per_user >= p.tok_s_per_user
-            and (q.tok_s_per_gpu > p.tok_s_per_gpu or q.tok_s_per_user > p.tok_s_per_user)
-            for q in eligible
+            and qy >= y
+            and (q.tok_s_per_gpu > p.tok_s_per_gpu or qy > y)
+            for q, qy in eligible
         ):
             out.add(id(p))
     return out
@@ -264,6 +290,7 @@ def _fold(book: RunBook) -> list[Frontier]:
             workloads.setdefault(set_key, (run.target, wl))
             by_set.setdefault(set_key, {}).setdefault(_launch_key(run), []).append((run, g))
     out = []
+    axis = DecodeAxis.for_slo(book.slo)
     for set_key, configs in by_set.items():
         curves_raw = []
         for members in configs.values():
@@ -272,7 +299,7 @@ def _fold(book: RunBook) -> list[Frontier]:
             by_load: dict[tuple[int, float], list[tuple[Run, Group]]] = {}
             for run, g in members:
                 by_load.setdefault((g.concurrency, _rate(run, g) or 0.0), []).append((run, g))
-            pts = [_point(book, by_load[k]) for k in sorted(by_load)]
+            pts = [_point(book, axis, by_load[k]) for k in sorted(by_load)]
             runs = sorted({run.launch for run, _ in members})
             curves_raw.append((book.runs[runs[0]], runs, pts))
         marked = _mark([p for _, _, pts in curves_raw for p in pts])
@@ -287,8 +314,8 @@ def _fold(book: RunBook) -> list[Frontier]:
             across = book.across(first.launch) if spec else ""
             curves.append(Curve(label, spec, tuple(runs), tuple(pts), cross, across, _max_rate(book, pts)))
         target, wl = workloads[set_key]
-        f = Frontier(target, wl, book.slo, tuple(curves))
-        out.append(Frontier(target, wl, book.slo, tuple(curves), slo_answer(f)))
+        f = Frontier(target, wl, book.slo, tuple(curves), axis=axis)
+        out.append(replace(f, answer=slo_answer(f)))
     return out
 
 

@@ -28,8 +28,10 @@ def point_mark(p: dict[str, Any]) -> str:
 
 
 def frontier_rows(f: dict[str, Any], *, all_points: bool = False) -> list[tuple[str, ...]]:
-    """(mark, curve, load (concurrency, or request rate and its cap), tok/s per GPU, tok/s per user, goodput req/s, SLO %) per point:
-    the frontier's points only unless ``all_points``, by tok/s per GPU."""
+    """(mark, curve, load (concurrency, or request rate and its cap), tok/s per GPU, decode tok/s per user
+    (the y axis, headed ``decode/user``: the caption says its unit, and a row fits 80 columns), goodput
+    req/s, SLO %) per point: the frontier's points only unless ``all_points``, by
+    tok/s per GPU."""
     rows = []
     for c in f.get("curves") or []:
         for p in c.get("points") or []:
@@ -43,7 +45,7 @@ def frontier_rows(f: dict[str, Any], *, all_points: bool = False) -> list[tuple[
                     inert(str(c.get("label", ""))),
                     _load(p),
                     _num(p.get("tok_s_per_gpu")),
-                    _num(p.get("tok_s_per_user")),
+                    _num(p.get("decode_tok_s_per_user")),
                     _num(gp if gp is not None else p.get("req_s"), 2),
                     "—" if att is None else f"{att * 100:.0f} %",
                 )
@@ -51,15 +53,19 @@ def frontier_rows(f: dict[str, Any], *, all_points: bool = False) -> list[tuple[
     return sorted(rows, key=lambda r: float(r[3]) if r[3] != "—" else 0.0)
 
 
-HEADER = ("", "launch config", "load", "tok/s/GPU", "tok/s/user", "req/s served", "in SLO")
+HEADER = ("", "launch config", "load", "tok/s/GPU", "decode/user", "req/s served", "in SLO")
 
 
-def frontier_lines(f: dict[str, Any], *, all_points: bool = False, answer: bool = True) -> list[str]:
-    """The frontier's heading (host, SLO), its table and (``answer``) the answer under the SLO."""
+def frontier_lines(
+    f: dict[str, Any], *, all_points: bool = False, answer: bool = True, caption: bool = True
+) -> list[str]:
+    """The frontier's heading (host, SLO), (``caption``) what its y axis is and where the SLO's line
+    sits, its table and (``answer``) the answer under the SLO."""
     slo = f.get("slo_text") or "no [slo] in the profile"
-    # the SLO is the x marks (grey in a chart), never a floor on tok/s per user: that includes the TTFT
     misses = "; x: misses it" if f.get("slo") else ""
     out = [f"frontier on {inert(str(f.get('target') or 'this host'))} ({inert(slo)}{misses}):"]
+    if caption:
+        out += axis_caption(f)
     rows = frontier_rows(f, all_points=all_points)
     if not rows:
         out.append("  no point meets the SLO" if f.get("slo") else "  nothing measured")
@@ -71,6 +77,19 @@ def frontier_lines(f: dict[str, Any], *, all_points: bool = False, answer: bool 
     if answer and f.get("answer"):
         out.append(f"  {inert(str(f['answer']))}")
     return out
+
+
+def axis_caption(f: dict[str, Any]) -> list[str]:
+    """``  y: decode tok/s per user (1000 ÷ itl p99); SLO line at 20.0: itl p99 ≤ 50 ms (under it decode
+    misses it); ttft p99 ≤ 2 s: grey x only (no line on this axis)`` — [] for a report written before
+    the decode axis (its ``y_axis`` absent)."""
+    y = f.get("y_axis")
+    if not isinstance(y, dict) or not isinstance(y.get("name"), str):
+        return []
+    line = y.get("slo_line")
+    at = f" at {line:.1f}" if isinstance(line, int | float) and not isinstance(line, bool) else ""
+    said = str(f.get("slo_caption") or "").replace("SLO line:", f"SLO line{at}:", 1)
+    return [inert(f"  y: {y['name']}" + (f"; {said}" if said else ""))]
 
 
 def _load(p: dict[str, Any]) -> str:

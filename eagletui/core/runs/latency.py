@@ -132,6 +132,9 @@ class SloStats:
     percentiles: dict[str, dict[str, float]] = field(default_factory=dict)
     #: metric → its bound's percentile is within it (None: that latency was not recorded)
     meets: dict[str, bool | None] = field(default_factory=dict)
+    #: metric → its value (ms) at its bound's percentile, what :attr:`meets` compares with the bound (the
+    #: frontier's decode axis is 1000 ÷ the per-token one: the same number, so its SLO line is exact)
+    at_bound: dict[str, float] = field(default_factory=dict)
 
     @property
     def meets_slo(self) -> bool | None:
@@ -188,14 +191,17 @@ def slo_stats(pairs: Iterable[tuple[BenchmarkResult, LatencyRecords | None]], sl
             values.sort()
             pct[m] = {f"p{q}": percentile(values, q) for q in (50, 90, 99)}
     meets: dict[str, bool | None] = {}
+    at_bound: dict[str, float] = {}
     attainment = goodput_req = goodput_tok = None
     if slo:
         for b in slo.bounds:
             values = cols[b.metric]  # sorted above
-            meets[b.metric] = percentile(values, b.p) <= b.max_ms if values else None
+            if values:
+                at_bound[b.metric] = percentile(values, b.p)
+            meets[b.metric] = at_bound[b.metric] <= b.max_ms if values else None
         attainment = good_req / requests if requests else None
         goodput_req, goodput_tok = good_req / duration, good_tok / duration
-    return SloStats(requests, sampled, attainment, goodput_req, goodput_tok, pct, meets)
+    return SloStats(requests, sampled, attainment, goodput_req, goodput_tok, pct, meets, at_bound)
 
 
 def goodput_of(result: BenchmarkResult, slo: Slo | None) -> float | None:

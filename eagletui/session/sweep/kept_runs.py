@@ -13,12 +13,19 @@ renumbered): the frontier, its answer and the report read that book.
 The file is untrusted input like a recording: bounded in size, each event checked against its type
 before it is built, a bad line skipped and counted; lines of an earlier sweep at the same path (another
 ``created``) are ignored.
+
+A new sweep at the same queue path (``sweep --restart``, a changed ``[sweep]``, a finished one started
+again from the Queue tab) starts a new file at its first kept run: the earlier sweep's is **kept aside**
+as ``<queue>.runs.prev.jsonl`` (replacing an older one), not removed, because with recording off
+(``--no-record``) it may be the only copy of that sweep's per-request latencies; one generation aside
+keeps the files bounded, where before the one file grew with every sweep ever run at that path.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,6 +48,38 @@ MAX_KEPT_BYTES = 256 * 1024 * 1024
 def kept_path(queue_file: Path) -> Path:
     """``<queue>.runs.jsonl`` beside the queue file."""
     return queue_file.with_name(queue_file.stem + ".runs.jsonl")
+
+
+def prev_kept_path(queue_file: Path) -> Path:
+    """``<queue>.runs.prev.jsonl``: the kept runs of the sweep that ran at this path before."""
+    return queue_file.with_name(queue_file.stem + ".runs.prev.jsonl")
+
+
+#: (kept file, queue ``created``) already checked by this process: a queue's first keep checks the file
+_CHECKED: set[tuple[str, float]] = set()
+#: a line starts with its sweep's ``created`` (:func:`keep_run` writes that key first)
+_CREATED = re.compile(rb'\{"created": ([0-9.eE+-]+),')
+
+
+def _new_book(queue_file: Path, created: float) -> None:
+    """Before a queue's first keep: a file whose first line is another sweep's (a restart's new queue
+    at the same path) goes aside (:func:`prev_kept_path`), so this sweep starts a new kept book. A first
+    line that does not say (damaged) is left: only a sweep known to be another one's goes aside."""
+    path = kept_path(queue_file)
+    if (str(path), created) in _CHECKED:
+        return
+    try:
+        with open(path, "rb") as f:
+            m = _CREATED.match(f.read(64))
+    except FileNotFoundError:
+        m = None
+    try:
+        other = m is not None and float(m.group(1)) != created
+    except ValueError:
+        other = False
+    if other:
+        os.replace(path, prev_kept_path(queue_file))
+    _CHECKED.add((str(path), created))
 
 
 def keep_run(
@@ -73,6 +112,7 @@ def keep_run(
     path = kept_path(queue.path)
     try:
         private_dir(path.parent)
+        _new_book(queue.path, queue.created)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE)
         try:
             os.fchmod(fd, FILE_MODE)
@@ -88,15 +128,21 @@ def keep_run(
     return rid
 
 
-def kept_book(queue: SweepQueue, profile: Profile | None) -> tuple[RunBook, int, list[str]]:
-    """The run book of the queue's counted benchmarks from every session (the decisions' set), how
-    many of those the file held, and what could not be read (said by the caller)."""
-    book = runbook_for(profile)
+def counted_ids(queue: SweepQueue) -> set[str]:
+    """The kept ids of the queue's counted benchmarks (its cells' good repeats and its max-rate steps)."""
     counted = {str(r.get("kept")) for v in queue.variants for c in v.cells for r in c.good if r.get("kept")}
     for v in queue.variants:  # [sweep.max_rate]'s benchmarks: the frontier's rate points
         ids = v.max_rate.get("kept")
         if isinstance(ids, list):
             counted.update(str(x) for x in ids if x)
+    return counted
+
+
+def kept_book(queue: SweepQueue, profile: Profile | None) -> tuple[RunBook, int, list[str]]:
+    """The run book of the queue's counted benchmarks from every session (the decisions' set), how
+    many of those the file held, and what could not be read (said by the caller)."""
+    book = runbook_for(profile)
+    counted = counted_ids(queue)
     problems: list[str] = []
     if queue.path is None or not counted:
         return book, 0, problems
@@ -133,6 +179,32 @@ def kept_book(queue: SweepQueue, profile: Profile | None) -> tuple[RunBook, int,
     if bad:
         problems.append(f"{path}: {bad} damaged line(s) skipped")
     return book, len(found), problems
+
+
+class SweepBook:
+    """The book the TUI's frontier view (``v``) folds: the queue's kept runs, every session's, where it
+    counted any (the set its decisions and ``sweep``'s report rank, so after a resume the view's points
+    are the report's frontier), else the session's own run book (the report's fallback too). The view
+    asks twice a second: the file is read again only when the queue's counted runs change."""
+
+    def __init__(self) -> None:
+        self._key: tuple[str, float, frozenset[str]] | None = None
+        self._kept: RunBook | None = None
+
+    def book(
+        self, queue: SweepQueue | None, profile: Profile | None, session: RunBook
+    ) -> tuple[RunBook, list[str]]:
+        """(the book to fold, what could not be read: returned once, when the file was read)."""
+        ids = counted_ids(queue) if queue is not None and queue.path is not None else set()
+        if queue is None or queue.path is None or not ids:
+            return session, []
+        key = (str(queue.path), queue.created, frozenset(ids))
+        if key != self._key:
+            book, kept, problems = kept_book(queue, profile)
+            self._key, self._kept = key, book if kept else None
+        else:
+            problems = []
+        return (self._kept if self._kept is not None else session), problems
 
 
 def _with(event: Event, **changes: Any) -> Event:

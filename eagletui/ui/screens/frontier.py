@@ -1,6 +1,7 @@
-"""The frontier view (``v``, from the Runs tab or anywhere): per launch config, tok/s per GPU against tok/s
-per user over the loads measured, the Pareto frontier drawn as a line, points that miss the ``[slo]``
-greyed, and the answer under the SLO.
+"""The frontier view (``v``, from the Runs tab or anywhere): per launch config, tok/s per GPU against decode
+tok/s per user over the loads measured, the Pareto frontier drawn as a line, a TPOT or ITL bound of the
+``[slo]`` a red line (:mod:`eagletui.core.runs.decode_axis`), points that miss the SLO greyed, and the
+answer under the SLO.
 
 Everything it shows is :func:`eagletui.core.runs.frontier.frontiers` of the session's run book, the
 function ``sweep --json``, the exports and the browser read too; this screen only draws it. It follows
@@ -85,7 +86,7 @@ class FrontierScreen(ModalScreen[None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label("Frontier — tok/s per GPU vs tok/s per user, per launch config", classes="title")
+            yield Label("Frontier — tok/s per GPU vs decode tok/s per user, per launch config", classes="title")
             yield FrontierChart(id="frontier-chart")
             yield Static(Text(""), id="frontier-answer", markup=False)
             with VerticalScroll():
@@ -120,10 +121,7 @@ class FrontierScreen(ModalScreen[None]):
         several = len(self.frontiers) > 1
         answers = [inert(f"{f.target}: {f.answer}" if several else f.answer) for f in self.frontiers if f.answer]
         self.query_one("#frontier-answer", Static).update(Text("\n".join(answers)))
-        marks = (
-            "* on the frontier  x misses the SLO (grey x in the chart: no SLO line, tok/s per user includes"
-            " the time to first token)  · another point does better on both"
-        )
+        marks = "* on the frontier  x misses the SLO (grey x in the chart)  · another point does better on both"
         if not small:
             lines.append(marks)
         self.query_one("#frontier-text", Static).update(Text("\n".join(lines) or "no benchmark yet"))

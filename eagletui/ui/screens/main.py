@@ -29,6 +29,7 @@ from textual.widgets import Input, Static
 
 from eagletui.core.events import BaselinePinned, Event
 from eagletui.core.textsafe import inert
+from eagletui.session.sweep.kept_runs import SweepBook
 from eagletui.ui import actions
 from eagletui.ui.repaint import Repainter
 from eagletui.ui.screens.autopilot import AutopilotControl
@@ -71,6 +72,7 @@ class MainScreen(WorkerFailures, AutopilotControl, ServerControl, ReplayControl,
         self.driver = driver
         self.scrollback = scrollback
         self.painter = Repainter(self)
+        self._sweep_book = SweepBook()  # the frontiers' book: read again only when the sweep's runs change
         #: keys the key bar leaves out: they would only answer "not available" with this driver
         self.hidden_actions = actions.hidden_actions(
             can_launch=driver.can_launch, can_bench=driver.can_bench, is_replay=driver.is_replay
@@ -217,11 +219,23 @@ class MainScreen(WorkerFailures, AutopilotControl, ServerControl, ReplayControl,
             self.app.notify(inert(str(exc.args[0] if exc.args else exc)), severity="warning")
         self.painter.dirty = True
 
+    def frontier_book(self) -> Any:
+        """The run book every frontier on this screen folds (``v`` and the charts column's chart): with a
+        sweep queue that counted runs (a resumed one: earlier sessions' too) those, the runs its decisions
+        rank, as ``sweep``'s report does (``kept_runs.SweepBook``); else the session's run book (a
+        replay's seek replaces it: asked each time)."""
+        got, problems = self._sweep_book.book(
+            self.query_one(SweepQueueView).queue, self.model.profile, self.model.runbook
+        )
+        for problem in problems:  # a damaged or missing file of kept runs: said, never silent
+            self.app.notify(inert(f"frontier: {problem}"), severity="warning")
+        return got
+
     def action_frontier(self) -> None:
-        """The frontier view; it follows the run book (a replay's seek replaces the book: asked each time)."""
+        """The frontier view, following :meth:`frontier_book`."""
         from eagletui.ui.screens.frontier import FrontierScreen
 
-        self.app.push_screen(FrontierScreen(lambda: self.model.runbook))
+        self.app.push_screen(FrontierScreen(self.frontier_book))
 
     def action_history(self) -> None:
         """Runs of earlier sessions on this target and model; the chosen one becomes the baseline."""

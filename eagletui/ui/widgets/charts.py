@@ -365,7 +365,7 @@ class FrontierMiniChart(MetricChart):
     :data:`FRONTIER_CHART_ROWS` it shows the frontier's points as a table instead of an unreadable plot."""
 
     def __init__(self, **kwargs) -> None:
-        super().__init__("frontier", "tok/s per user", "chart-toks", **kwargs)
+        super().__init__("frontier", "decode tok/s per user", "chart-toks", **kwargs)
         self.frontier: Frontier | None = None
 
     def render(self) -> Any:
@@ -379,7 +379,7 @@ class FrontierMiniChart(MetricChart):
         # far as the width allows
         note = "too short for its chart: the frontier's points (v: the view)"
         lines = [fit_title(self.title, [*self._names[:1], note], max(1, width))]
-        lines += frontier_lines(self.frontier.to_json(), answer=False)[1:]
+        lines += frontier_lines(self.frontier.to_json(), answer=False, caption=False)[1:]
         cut = [ln if len(ln) <= width else ln[: max(0, width - 1)] + "…" for ln in lines[:height]]
         return Text("\n".join(cut))
 

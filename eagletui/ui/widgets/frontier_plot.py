@@ -1,7 +1,9 @@
 """The frontier drawn with plotext: one scatter per launch config, the SLO misses grey, the Pareto frontier
-a line through its points; no SLO line (y includes the time to first token, so a per-token bound is no
-floor on it: :mod:`eagletui.core.runs.frontier`), the misses' grey says it. The frontier view (``v``) and the frontier chart
-of the charts column draw through it, so the two never differ in what a mark means.
+a line through its points, a per-token SLO bound (TPOT or ITL) a red line at 1000 ÷ the bound on the decode
+axis (:mod:`eagletui.core.runs.decode_axis`: a point under it is one whose decode misses the bound; TTFT
+and e2e bounds have no line, their misses are grey only). A point without a decode speed (a runner that
+kept no per-request records) is not drawn: the table lists it. The frontier view (``v``) and the frontier
+chart of the charts column draw through it, so the two never differ in what a mark means.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from eagletui.core.runs.frontier import Frontier
+from eagletui.core.runs.frontier import Frontier, Point
 from eagletui.core.textsafe import inert
 
 #: plotext colours for the curves, in order (SLO misses are grey whatever their curve)
@@ -31,46 +33,59 @@ def plot_frontier(plt: Any, f: Frontier, *, compact: bool = False, rows: int = 0
     plt.title(title)
     if not compact:
         plt.xlabel("output tok/s per GPU")
-        plt.ylabel("tok/s per user")
+        plt.ylabel(f.axis.name)
     front = f.frontier_points()
     entries = len(f.curves) + (len(front) > 1)
     legend = not compact and not 0 < rows - _NOT_PLOT_ROWS < 2 * entries + 2
+    if f.axis.bound is not None:  # a per-token bound: the decode speed it promises, under the points
+        line = 1000.0 / f.axis.bound.max_ms
+        plt.hline(line, color="red")
+        xs = [p.tok_s_per_gpu for c in f.curves for p in c.points] or [0.0]
+        plt.text(f"SLO {f.axis.bound.describe()}", x=min(xs), y=line, color="red", alignment="left")
     if len(front) > 1:
         plt.plot(
             [p.tok_s_per_gpu for _, p in front],
-            [p.tok_s_per_user for _, p in front],
+            [_y(p) for _, p in front],
             color="white",
             label="frontier" if legend else None,
         )
     for i, c in enumerate(f.curves):
-        ok = [p for p in c.points if p.meets_slo is not False]
+        drawn = [p for p in c.points if p.decode_tok_s_per_user is not None]
+        ok = [p for p in drawn if p.meets_slo is not False]
         if ok:
             plt.scatter(
                 [p.tok_s_per_gpu for p in ok],
-                [p.tok_s_per_user for p in ok],
+                [_y(p) for p in ok],
                 color=COLOURS[i % len(COLOURS)],
                 marker="dot" if c.spec else "+",
                 label=inert(c.label) if legend else None,
             )
-        miss = [p for p in c.points if p.meets_slo is False]
+        miss = [p for p in drawn if p.meets_slo is False]
         if miss:
-            plt.scatter([p.tok_s_per_gpu for p in miss], [p.tok_s_per_user for p in miss], color="gray", marker="x")
-    if legend and rows > 0:
-        _legend_room(plt, f, entries, rows)
+            plt.scatter([p.tok_s_per_gpu for p in miss], [_y(p) for p in miss], color="gray", marker="x")
+    _y_range(plt, f, entries if legend and rows > 0 else 0, rows)
     return title
 
 
-def _legend_room(plt: Any, f: Frontier, entries: int, rows: int) -> None:
-    """Raise the y axis's top so that the legend's ``entries`` rows (and one spare) are above the
-    highest point of a plot ``rows`` high."""
-    ys = [p.tok_s_per_user for c in f.curves for p in c.points]
+def _y_range(plt: Any, f: Frontier, entries: int, rows: int) -> None:
+    """The y axis from the lowest to the highest of the points and the SLO's line (plotext's own range
+    leaves out a line beyond the points), its top raised so that the legend's ``entries`` rows (and one
+    spare) are above the highest point of a plot ``rows`` high."""
+    ys = [_y(p) for c in f.curves for p in c.points if p.decode_tok_s_per_user is not None]
+    if f.axis.line is not None:
+        ys.append(f.axis.line)
     if not ys:
         return
     lo, hi = min(ys), max(ys)
-    plot_rows = rows - _NOT_PLOT_ROWS
-    if hi <= lo:
+    if hi <= lo or not entries and f.axis.line is None:
         return
-    plt.ylim(lo, hi + (hi - lo) * (entries + 1) / (plot_rows - entries - 1))
+    plot_rows = rows - _NOT_PLOT_ROWS
+    plt.ylim(lo, hi + (hi - lo) * (entries + 1) / (plot_rows - entries - 1) if entries else hi)
+
+
+def _y(p: Point) -> float:
+    """The point's decode tok/s per user (the callers draw only points that have one)."""
+    return p.decode_tok_s_per_user or 0.0
 
 
 def latest(fs: Sequence[Frontier]) -> Frontier | None:
