@@ -193,8 +193,8 @@ class LogTail:
     async def wait_closed(self) -> None:
         """Let the cancelled pump finish its cleanup (closing the remote reader) before moving on."""
         if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            # its outcome is chunks()'s to read; asyncio.wait raises only a cancellation of ours
+            await asyncio.wait({self._task})
 
     def stop(self) -> None:
         # Cancel the pump once: a second cancel (chunks() ends by calling stop() too) would interrupt
