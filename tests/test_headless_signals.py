@@ -109,6 +109,9 @@ def test_bench_launch_under_a_signal_stops_its_server_and_prints_what_it_measure
     assert f"interrupted by {sig.name} during the benchmark" in err and "stopping the server" in err
     runs = [p for p in (tmp_path / "runs").iterdir() if p.is_dir() and not p.name.startswith(".")]
     assert len(runs) == 1 and ((runs[0] / "exit_code").exists() or (runs[0] / "exit_signal").exists())
+    # the requests cut by the stop are aborted as SGLang aborts them: no error, no traceback in its log
+    log = (runs[0] / "server.log").read_text(errors="replace")
+    assert "Error handling request" not in log and "Traceback" not in log, log[-2000:]
 
 
 def _stopped_at_once(cmd: Command, sent: float) -> None:

@@ -299,6 +299,12 @@ async def _sse(request: web.Request) -> web.StreamResponse:
     return resp
 
 
+# A stream whose client went (a benchmark cancelled by the user or a SIGTERM) is aborted without a word
+# in the log: SGLang's StreamingResponse ends on the disconnect and its background task aborts the request
+# (sglang 0.5.17 http_server.generate_request, tokenizer_manager.create_abort_task), where a handler
+# raising ConnectionResetError made aiohttp log "Error handling request" and a traceback in the log pane.
+
+
 async def _send(resp: web.StreamResponse, obj: Any) -> None:
     await resp.write(b"data: " + json.dumps(obj).encode() + b"\n\n")
 
@@ -363,7 +369,11 @@ async def generate(request: web.Request) -> web.StreamResponse:
             await _send(resp, obj)
             done += final
         await resp.write(b"data: [DONE]\n\n")
-    except (ConnectionResetError, asyncio.CancelledError):
+    except ConnectionResetError:
+        for r in reqs:
+            st.engine.abort(r)
+        return resp  # the client went (a cancelled benchmark): aborted quietly (the note above _send)
+    except asyncio.CancelledError:
         for r in reqs:
             st.engine.abort(r)
         raise
@@ -405,7 +415,10 @@ async def _openai(request: web.Request, chat: bool) -> web.StreamResponse:
         if include_usage:
             await _send(resp, answer.usage_chunk())
         await resp.write(b"data: [DONE]\n\n")
-    except (ConnectionResetError, asyncio.CancelledError):
+    except ConnectionResetError:
+        st.engine.abort(r)
+        return resp  # the client went: aborted quietly (see generate)
+    except asyncio.CancelledError:
         st.engine.abort(r)
         raise
     return resp
