@@ -240,6 +240,8 @@ def _measured_so_far(
         run = book.runs[measured[-1]]
         nospec = without_speculation(profile)
         summary["no_spec"] = redactor.value(summarize_repeats(list(run.results), nospec, target, run))
+    if measured and "diagnosis" not in summary:  # the report's why lines: those of the run it shows
+        summary["diagnosis"] = diagnosis_json(model, measured[0], redactor)
     if not ns.json and summary.get("requests"):
         base = summary.get("no_spec")
         print_report(summary, base if isinstance(base, dict) and "requests" in base else None, False)
