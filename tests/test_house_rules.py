@@ -1,6 +1,6 @@
 """The house rules the code keeps (issue 30), checked on every run so they cannot erode one change at a time:
-small modules, long functions that say why they are one piece, no re-export facades, and every engine
-wait in the one timing object (:mod:`eagletui.core.timings`).
+small modules, long functions that say why they are one piece, no re-export facades, every engine
+wait in the one timing object (:mod:`eagletui.core.timings`), and no idiom that drops a cancellation.
 """
 
 from __future__ import annotations
@@ -108,3 +108,29 @@ def test_engine_waits_come_from_the_timings(path: Path) -> None:
             if isinstance(arg, ast.Constant) and isinstance(arg.value, int | float) and arg.value > 0.05:
                 found.append(f"sleep({arg.value}) at line {node.lineno}")
     assert found == [], f"{_rel(path)}: put these in eagletui.core.timings and pass them down"
+
+
+#: code a cancellation must get through (SIGTERM, SIGHUP and Ctrl-C cancel a command's main task, the UI's
+#: stop its benchmark): all of eagletui but the simulator, which stands alone
+CANCELLABLE = [p for p in CODE if p.parts[len(ROOT.parts)] == "eagletui" and "sim" not in p.parts]
+
+
+def test_no_idiom_that_drops_a_cancellation() -> None:
+    """Neither idiom that dropped a SIGTERM on its way (a CI rehearsal benchmarked 45 repeats on after
+    "SIGTERM: stopping"; :mod:`eagletui.remote.cancel` says how each does it): Python 3.11's
+    ``asyncio.wait_for`` and a ``suppress`` of ``CancelledError``."""
+    found = []
+    for path in CANCELLABLE:
+        text = path.read_text(encoding="utf-8")
+        if "wait_for" not in text and "CancelledError" not in text:
+            continue
+        for node in ast.walk(ast.parse(text)):
+            if not isinstance(node, ast.Call):
+                continue
+            f = node.func
+            name = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+            if name == "wait_for" and isinstance(f, ast.Attribute) and ast.unparse(f.value) == "asyncio":
+                found.append(f"{_rel(path)}:{node.lineno}: asyncio.wait_for (use asyncio.timeout)")
+            if name == "suppress" and any("CancelledError" in ast.unparse(a) for a in node.args):
+                found.append(f"{_rel(path)}:{node.lineno}: suppress(CancelledError) (use cancel_and_wait)")
+    assert found == [], "\n".join(found)

@@ -17,6 +17,7 @@ from aiohttp import web
 from eagletui.profiler import summarize_file
 from eagletui.profiler.live import ProfileError, ProfileRequest, capture, fetch
 from eagletui.remote.local import LocalTransport
+from tests.http_app import serve_app
 
 TRACES = Path(__file__).resolve().parent / "fixtures" / "traces"
 
@@ -72,12 +73,7 @@ async def serve(server: ProfilingServer) -> tuple[web.AppRunner, str]:
     app = web.Application()
     app.router.add_post("/start_profile", server.start_profile)
     app.router.add_post("/generate", server.generate)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    return runner, f"http://127.0.0.1:{port}"
+    return await serve_app(app)
 
 
 @pytest.mark.slow
@@ -173,17 +169,13 @@ async def test_start_profile_refused_says_why(tmp_path: Path) -> None:
         return web.Response(status=400, text="Profiling is already in progress. Call /stop_profile first.")
 
     app.router.add_post("/start_profile", refuse)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    runner, url = await serve_app(app)
     transport = LocalTransport()
     try:
         with pytest.raises(ProfileError, match="already in progress"):
             await capture(
                 transport,
-                f"http://127.0.0.1:{port}",
+                url,
                 python=sys.executable,
                 host_dir=str(tmp_path),
                 local_dir=tmp_path / "l",

@@ -296,3 +296,29 @@ async def test_openai_endpoints(spec_sim: SimProc) -> None:
         assert info["architectures"] == ["DeepseekV3ForCausalLM"] and info["is_generation"] is True
         async with s.get(f"{base}/get_server_info") as r:
             assert r.status == 200
+
+
+async def test_a_client_that_goes_mid_stream_is_aborted_without_a_traceback(spec_sim: SimProc) -> None:
+    """SGLang ends a stream whose client went (a benchmark cancelled by the user or a SIGTERM) and aborts
+    its request without a word (0.5.17 http_server: StreamingResponse + create_abort_task); the simulator
+    logged aiohttp's "Error handling request" and a traceback, which the log pane showed after every
+    cancelled benchmark. Clients go before the headers, after them and after the first event."""
+    host, port = "127.0.0.1", spec_sim.port
+    gen = json.dumps({"text": "hi", "sampling_params": {"max_new_tokens": 400, "ignore_eos": True}, "stream": True})
+    oai = json.dumps({"prompt": "hi", "max_tokens": 400, "ignore_eos": True, "stream": True})
+    for path, body in (("/generate", gen), ("/v1/completions", oai)):
+        for upto in (b"", b"\r\n\r\n", b"data: "):
+            reader, writer = await asyncio.open_connection(host, port)
+            writer.write(
+                f"POST {path} HTTP/1.1\r\nHost: {host}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n{body}".encode()
+            )
+            await writer.drain()
+            if upto:
+                await reader.readuntil(upto)
+            writer.close()
+    async with aiohttp.ClientSession() as s:  # the streams cut above have written (and failed) since
+        events, _ = await _stream_generate(s, spec_sim.base, 40)
+    assert events[-1] == {"done": True}
+    log = spec_sim.text()
+    assert "Error handling request" not in log and "Traceback" not in log, log[-3000:]

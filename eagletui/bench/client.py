@@ -30,7 +30,6 @@ through them: the warm-up, the measured run with its samples and ticks, and the 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import json
 import time
@@ -52,6 +51,7 @@ from eagletui.core.profile.model import BenchSettings
 from eagletui.core.runs.latency import records_of
 from eagletui.core.stats.sample import percentile, summarize
 from eagletui.core.timings import REAL
+from eagletui.remote.cancel import cancel_and_wait
 
 
 async def flush_cache(
@@ -320,9 +320,7 @@ async def _measured_run(
             workload.arrivals,
         )
     finally:
-        tick_task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await tick_task
+        await cancel_and_wait(tick_task)
     return t0, results, watch
 
 

@@ -10,7 +10,6 @@ the result, only payloads in and :class:`~eagletui.bench.stream.RequestResult` o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,6 +20,7 @@ from eagletui.bench.httplimits import HttpLimits
 from eagletui.bench.stall import StallWatch
 from eagletui.bench.stream import RequestResult, _Live, stream_generate
 from eagletui.core.events import BenchmarkResult, Event
+from eagletui.remote.cancel import cancel_and_wait
 
 #: How a request ends when the link under it is cut (the SSH forward of the server's port).
 _LINK_ERRORS = ("connection failed", "ServerDisconnectedError", "ClientOSError", "ClientConnectionError")
@@ -34,7 +34,9 @@ async def _link_up(link: asyncio.Event | None, timeout: float) -> bool:
     if link is None or link.is_set():
         return True
     try:
-        await asyncio.wait_for(link.wait(), timeout)
+        # not 3.11's wait_for, which drops a cancellation that lands as the link comes back
+        async with asyncio.timeout(timeout):
+            await link.wait()
     except TimeoutError:
         return False
     return True
@@ -77,22 +79,22 @@ async def _run_pool(
                 await asyncio.sleep(lim.link_settle_s)  # a cut: let the link's state catch up first
 
     workers = [asyncio.create_task(worker()) for _ in range(max(1, min(concurrency, len(payloads))))]
-    if stop is None:
-        await asyncio.gather(*workers)
-        return results
-    stopper = asyncio.create_task(stop.wait())
+    stopper = asyncio.create_task(stop.wait()) if stop is not None else None
+    extra = [stopper] if stopper is not None else []
     try:
         pending: set[asyncio.Task[Any]] = set(workers)
         while pending:
-            done, pending = await asyncio.wait(pending | {stopper}, return_when=asyncio.FIRST_COMPLETED)
-            pending.discard(stopper)
+            done, _ = await asyncio.wait([*pending, *extra], return_when=asyncio.FIRST_COMPLETED)
+            pending -= done
+            for w in done:
+                if w is not stopper and not w.cancelled() and (exc := w.exception()) is not None:
+                    raise exc  # a worker's bug (its on_done): said, not lost in a task nobody awaits
             if stopper in done:
-                for w in pending:
-                    w.cancel()
-                await asyncio.gather(*pending, return_exceptions=True)
                 break
     finally:
-        stopper.cancel()
+        # halted, failed or cancelled (SIGTERM, the UI's stop): no worker draws another prompt, and
+        # the caller's own cancellation is not lost while the workers end (:mod:`eagletui.remote.cancel`)
+        await cancel_and_wait(*workers, *extra, errors=False)
     return results
 
 
@@ -138,9 +140,7 @@ async def _watched_pool(
             session, url, payloads, concurrency, live, done, watch.halt, limits, link, arrivals
         )
     finally:
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+        await cancel_and_wait(task)
     return results, watch
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Callable
-from typing import Any
 
 from eagletui.bench.httplimits import HttpLimits
 from eagletui.core.events import Event, Notice
@@ -137,6 +136,11 @@ class StallWatch:
                 self.halt.set()
                 return
             self.check()
-            waiter: Any = self.user_stop.wait() if self.user_stop is not None else asyncio.sleep(self.lim.stall_poll_s)
+            if self.user_stop is None:
+                await asyncio.sleep(self.lim.stall_poll_s)
+                continue
+            # not 3.11's wait_for, which drops a cancellation that lands as the user's stop comes: the
+            # pool would then wait forever for a watch that goes on looking
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(waiter, timeout=self.lim.stall_poll_s)
+                async with asyncio.timeout(self.lim.stall_poll_s):
+                    await self.user_stop.wait()

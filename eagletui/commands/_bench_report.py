@@ -240,7 +240,7 @@ def print_report(summary: dict[str, Any], base_summary: dict[str, Any] | None, b
         if summary["economics"]["crossover_text"]:
             print(f"  {summary['economics']['crossover_text']}")
         print(inert(summary["economics"]["sentence"]))
-    for d in summary["diagnosis"]:
+    for d in summary.get("diagnosis") or []:  # none yet: a run interrupted before its first launch
         print(inert(f"why: {d['text']}" + (f" → {d['hint']}" if d.get("hint") else "")))
     if baseline:
         _print_baseline(summary["baseline"])

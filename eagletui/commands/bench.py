@@ -78,12 +78,6 @@ async def _repeats(
         for i in range(repeats):
             r = await ws.benchmark()
             results.append(r)
-            # a SIGTERM that came while a benchmark ended can be swallowed on its way (a CI rehearsal's
-            # dry run benchmarked 45 repeats on after "SIGTERM: stopping"): the task still says it was
-            # asked to stop, and no further repeat starts
-            task = asyncio.current_task()
-            if task is not None and task.cancelling():
-                raise asyncio.CancelledError
             _say(
                 f"repeat {i + 1}/{repeats}: {r.output_throughput:.1f} tok/s"
                 + (f", accept {r.accept_length:.2f}" if r.accept_length else "")
@@ -246,6 +240,8 @@ def _measured_so_far(
         run = book.runs[measured[-1]]
         nospec = without_speculation(profile)
         summary["no_spec"] = redactor.value(summarize_repeats(list(run.results), nospec, target, run))
+    if measured and "diagnosis" not in summary:  # the report's why lines: those of the run it shows
+        summary["diagnosis"] = diagnosis_json(model, measured[0], redactor)
     if not ns.json and summary.get("requests"):
         base = summary.get("no_spec")
         print_report(summary, base if isinstance(base, dict) and "requests" in base else None, False)

@@ -39,6 +39,7 @@ import aiohttp
 
 from eagletui.core.timings import REAL
 from eagletui.profiler.stage_lines import decode_stage
+from eagletui.remote.cancel import cancel_and_wait
 
 if TYPE_CHECKING:
     from eagletui.remote.transport import Transport
@@ -442,7 +443,5 @@ class _Attempt:
                 cut=cut,
             )
         finally:
-            if not load.done():
-                load.cancel()
-            await asyncio.gather(load, return_exceptions=True)
+            await cancel_and_wait(load, errors=False)  # a failed load is not the capture's answer
         return output_dir, files

@@ -43,6 +43,7 @@ from eagletui.core.events import (
     ServerReady,
 )
 from eagletui.core.timings import Timings
+from eagletui.remote.cancel import cancel_and_wait
 from eagletui.remote.control import Liveness, RunInfo
 from eagletui.remote.slurm import ACTIVE_STATES, as_dict
 from eagletui.remote.source import UNKNOWN_NOTICE_AFTER, Backlog, LineLimiter, LiveSource, make_interpreter
@@ -261,9 +262,7 @@ class JobSource(LiveSource):
             await self._started.wait()
             await asyncio.gather(*(self._follow(n) for n in self.nodes))
         finally:
-            batch.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await batch
+            await cancel_and_wait(batch, errors=False)
 
     def _status_event(self, out: dict[str, Any]) -> JobStatus | None:
         job = as_dict(out.get("job"))

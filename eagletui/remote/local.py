@@ -55,15 +55,16 @@ class LocalTransport:
         except OSError as exc:  # e.g. the executable does not exist: same shape as sh's 127
             return CommandResult(127, "", str(exc))
         try:
-            out, err = await asyncio.wait_for(
-                proc.communicate(input.encode() if input is not None else None), timeout
-            )
+            async with asyncio.timeout(timeout):
+                out, err = await proc.communicate(input.encode() if input is not None else None)
         except (TimeoutError, asyncio.CancelledError):
             _kill_group(proc)
             # bounded: a child that left the group (setsid) may still hold the pipes; they are
-            # closed below, and the timeout is the caller's answer either way
-            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
-                await asyncio.wait_for(asyncio.shield(proc.wait()), self.timings.link.kill_wait_s)
+            # closed below, and the timeout is the caller's answer either way (a cancellation of the
+            # caller meanwhile is raised instead: a SIGTERM is never turned into a timeout)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.timings.link.kill_wait_s):
+                    await asyncio.shield(proc.wait())
             raise
         finally:
             _close_pipes(proc)
@@ -96,7 +97,8 @@ class LocalTransport:
                     with contextlib.suppress(ProcessLookupError):
                         proc.terminate()
                     with contextlib.suppress(Exception):
-                        await asyncio.wait_for(proc.wait(), self.timings.link.kill_wait_s)
+                        async with asyncio.timeout(self.timings.link.kill_wait_s):
+                            await proc.wait()
             finally:  # even if a cancel cuts the wait short (closing the transport kills a live child)
                 _close_pipes(proc)
 
@@ -108,7 +110,8 @@ class LocalTransport:
             with contextlib.suppress(ProcessLookupError):
                 proc.terminate()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(proc.wait(), self.timings.link.kill_wait_s)
+                async with asyncio.timeout(self.timings.link.kill_wait_s):
+                    await proc.wait()
             _close_pipes(proc)
         self.emit_state("closed")
 

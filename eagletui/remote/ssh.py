@@ -285,7 +285,8 @@ class SSHTransport:
                     break
                 yield chunk
             with contextlib.suppress(asyncssh.Error, OSError):
-                await asyncio.wait_for(proc.wait_closed(), 5)
+                async with asyncio.timeout(5):
+                    await proc.wait_closed()
             if proc.exit_status is None and proc.exit_signal is None:
                 self._drop(conn)
                 raise ConnectionLost(f"{self.target}: connection lost")
@@ -321,7 +322,8 @@ class SSHTransport:
         if conn is not None:
             conn.close()
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(conn.wait_closed(), 5)
+                async with asyncio.timeout(5):
+                    await conn.wait_closed()
         self._state("closed")
 
 

@@ -193,8 +193,11 @@ class LogTail:
     async def wait_closed(self) -> None:
         """Let the cancelled pump finish its cleanup (closing the remote reader) before moving on."""
         if self._task is not None:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await self._task
+            # asyncio.wait raises only a cancellation of ours (never the pump's own); its failure is
+            # chunks()'s to raise, and marked read here for when nobody iterates any more
+            await asyncio.wait({self._task})
+            if not self._task.cancelled():
+                self._task.exception()
 
     def stop(self) -> None:
         # Cancel the pump once: a second cancel (chunks() ends by calling stop() too) would interrupt

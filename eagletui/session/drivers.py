@@ -453,7 +453,8 @@ class LiveDriver(Driver):
             await asyncio.sleep((ws.timings if ws is not None else REAL).session.busy_poll_s)
         if ws is not None:
             with contextlib.suppress(Exception):
-                await asyncio.wait_for(ws.close(stop_server=self.stops_server_on_quit), timeout=close_s)
+                async with asyncio.timeout(close_s):
+                    await ws.close(stop_server=self.stops_server_on_quit)
 
 
 class DemoDriver(LiveDriver):

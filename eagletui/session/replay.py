@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import bisect
+import contextlib
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any, Literal
@@ -156,10 +157,9 @@ class _VirtualClock:
             if remaining <= 0:
                 return True
             self._wake.clear()
-            try:
-                await asyncio.wait_for(self._wake.wait(), timeout=remaining)
-            except TimeoutError:
-                pass
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(remaining):
+                    await self._wake.wait()
 
 
 class Replayer(_VirtualClock):

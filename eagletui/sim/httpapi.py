@@ -293,10 +293,16 @@ async def _final_count(r: SimRequest) -> int:
     return n
 
 
-async def _sse(request: web.Request) -> web.StreamResponse:
-    resp = web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
-    await resp.prepare(request)
-    return resp
+def _sse() -> web.StreamResponse:
+    """An event stream's response, prepared by the handler inside its disconnect handling (the client
+    may be gone before the headers are written)."""
+    return web.StreamResponse(headers={"Content-Type": "text/event-stream", "Cache-Control": "no-cache"})
+
+
+# A stream whose client went (a benchmark cancelled by the user or a SIGTERM) is aborted without a word
+# in the log: SGLang's StreamingResponse ends on the disconnect and its background task aborts the request
+# (sglang 0.5.17 http_server.generate_request, tokenizer_manager.create_abort_task), where a handler
+# raising ConnectionResetError made aiohttp log "Error handling request" and a traceback in the log pane.
 
 
 async def _send(resp: web.StreamResponse, obj: Any) -> None:
@@ -343,7 +349,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
                 st.engine.abort(r)
             raise
         return _json(results if batch else results[0])
-    resp = await _sse(request)
+    resp = _sse()
     merged: asyncio.Queue = asyncio.Queue()
 
     async def pump(idx: int, r: SimRequest) -> None:
@@ -354,6 +360,7 @@ async def generate(request: web.Request) -> web.StreamResponse:
     done = 0
     sent_first: set[int] = set()
     try:
+        await resp.prepare(request)
         while done < len(reqs):
             idx, r, n, final = await merged.get()
             obj = _gen_result(st, r, n, final, first=idx not in sent_first)
@@ -363,7 +370,11 @@ async def generate(request: web.Request) -> web.StreamResponse:
             await _send(resp, obj)
             done += final
         await resp.write(b"data: [DONE]\n\n")
-    except (ConnectionResetError, asyncio.CancelledError):
+    except ConnectionResetError:
+        for r in reqs:
+            st.engine.abort(r)
+        return resp  # the client went (a cancelled benchmark): aborted quietly (the note above _send)
+    except asyncio.CancelledError:
         for r in reqs:
             st.engine.abort(r)
         raise
@@ -390,11 +401,12 @@ async def _openai(request: web.Request, chat: bool) -> web.StreamResponse:
     if not body.get("stream"):
         n = await _final_count(r)
         return _json(answer.whole(r.text(n)))
-    resp = await _sse(request)
+    resp = _sse()
     so = body.get("stream_options") or {}
     include_usage = bool(so.get("include_usage"))
     answer.continuous = bool(so.get("continuous_usage_stats"))
     try:
+        await resp.prepare(request)
         if chat:
             await _send(resp, answer.chunk("", None, role=True))
         sent = ""
@@ -405,7 +417,10 @@ async def _openai(request: web.Request, chat: bool) -> web.StreamResponse:
         if include_usage:
             await _send(resp, answer.usage_chunk())
         await resp.write(b"data: [DONE]\n\n")
-    except (ConnectionResetError, asyncio.CancelledError):
+    except ConnectionResetError:
+        st.engine.abort(r)
+        return resp  # the client went: aborted quietly (see generate)
+    except asyncio.CancelledError:
         st.engine.abort(r)
         raise
     return resp

@@ -83,7 +83,7 @@ class AppProcess:
     async def _read_stderr(self) -> None:
         assert self.process is not None and self.process.stderr is not None
         err = self.process.stderr
-        with contextlib.suppress(asyncio.CancelledError, OSError):
+        with contextlib.suppress(OSError):
             while chunk := await err.read(16 * 1024):
                 self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
 
@@ -126,10 +126,11 @@ class AppProcess:
         finally:
             if self.process is not None:
                 with contextlib.suppress(Exception):
-                    await asyncio.wait_for(self.process.wait(), timeout=self.timings.session.web_quit_s)
+                    async with asyncio.timeout(self.timings.session.web_quit_s):
+                        await self.process.wait()
         if self._stderr is not None:
-            with contextlib.suppress(Exception):
-                await asyncio.wait_for(self._stderr, timeout=2)
+            await asyncio.wait({self._stderr}, timeout=2)  # its tail is read below, whatever it ended as
+            self._stderr.cancel()
         if not self.started and self.stderr_tail:
             # The app never drew (a bad target, a refused option): its error is the page's content.
             text = self.stderr_tail.decode("utf-8", errors="replace")
@@ -178,7 +179,8 @@ class AppProcess:
         if proc is None:
             return True
         try:
-            await asyncio.wait_for(asyncio.shield(proc.wait()), timeout=timeout)
+            async with asyncio.timeout(timeout):
+                await asyncio.shield(proc.wait())
         except TimeoutError:
             return False
         return True
@@ -209,5 +211,5 @@ class AppProcess:
                 self.process.stdin.close()
         for task in (self._pump, self._stderr):
             if task is not None and not task.done():
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(task, timeout=5)
+                await asyncio.wait({task}, timeout=5)
+                task.cancel()  # given up on after that (nothing when it ended)

@@ -104,7 +104,8 @@ class Floor:
                 self.publish()
                 return visit
             try:
-                await asyncio.wait_for(self._owner_gone.wait(), timeout=self.timings.session.web_handover_s)
+                async with asyncio.timeout(self.timings.session.web_handover_s):
+                    await self._owner_gone.wait()
             except TimeoutError:
                 raise HandoverTimeout(
                     f"the previous session's app has not quit after {self.timings.session.web_handover_s:.0f} s"

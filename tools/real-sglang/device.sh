@@ -27,6 +27,7 @@
 #                                        # warning, the server's line, the diagnosis); the startup table
 #   bash tools/real-sglang/device.sh tune  # eagletui tune over steps 1-5 x speculation on/off (issue 37):
 #                                        # its launches against the grid's 6, every launch predicted vs measured
+#                                        # (first SIGTERMed mid-benchmark: 143, then --resume follows its server)
 #   bash tools/real-sglang/device.sh trained  # the trained pair (trained_pair/, ~4 min of training first):
 #                                        # accept, reach per position, accept by category vs its offline replay
 #   bash tools/real-sglang/device.sh maxrate  # a steps 3 / no spec sweep at c=1,4 decided by goodput under a
@@ -282,6 +283,10 @@ elif [ "$PART" = tune ]; then
   PT=$W/tune.toml; N=32; T=256; RP=${TUNE_REPEATS:-2}; [ -n "$DRYRUN" ] && { N=8; T=64; RP=1; }
   { sed "/^arg = \"speculative-num-steps\"/,/^max = /s/^max = 4/max = 5/; s/^num_prompts = 12$/num_prompts = $N/; s/^max_new_tokens = 128$/max_new_tokens = $T/" $P
     printf '\n[tune]\nconcurrency = [1, 4]\nrepeats = %s\n[tune.space]\nspeculative-algorithm = ["EAGLE3", ""]\nspeculative-num-steps = [3, 1, 2, 4, 5]\n' $RP; } > $PT
+  # SIGTERM two seconds after the first benchmark's repeat (term_when.py): exits 143 with its report and
+  # leaves the server in flight for --resume, which u-tune then follows instead of launching it again
+  TT=240; [ -n "$DRYRUN" ] && TT=120
+  [ -z "$SKIP_TUNE_TERM" ] && step u-tune-sigterm $((TT + 60)) python3 $R/tools/real-sglang/term_when.py "repeat 1" $TT 2 -- python3 -m eagletui tune local --profile $PT --json --no-record --resume
   # --resume: a call that ran out of time continues where it stopped when the part is run again
   step u-tune 540 python3 -m eagletui tune local --profile $PT --json --no-record --resume
   step u-tune-again 40 python3 -m eagletui tune local --profile $PT --json --no-record
@@ -294,7 +299,9 @@ elif [ "$PART" = stall ]; then
   # SIGTERM a few seconds after the benchmark's first repeat (TT: the most it waits for it), not after a
   # fixed time: under CI's load the dry run's fixed 25 s came before Python had its signal handlers
   [ -z "$SKIP_I4" ] && step i4-sigterm-bench $((TT + 60)) python3 $R/tools/real-sglang/term_when.py "repeat 1/" $TT 3 -- python3 -m eagletui bench local --profile $P --launch --repeats 200 --json
-  if [ -n "$DRYRUN" ]; then step i9-stall 300 env EAGLETUI_TIMINGS=fast python3 $R/tools/real-sglang/stall_check.py $P $STOP_S
+  # SKIP_I4 / SKIP_I9: one half alone (a dry run of the SIGTERM check in a minute)
+  if [ -n "$SKIP_I9" ]; then :
+  elif [ -n "$DRYRUN" ]; then step i9-stall 300 env EAGLETUI_TIMINGS=fast python3 $R/tools/real-sglang/stall_check.py $P $STOP_S
   else step i9-stall 420 python3 $R/tools/real-sglang/stall_check.py $P $STOP_S; fi
 elif [ "$PART" = trained ]; then
   # issue 31: the trained pair served; eagletui's accept, reach per position and accept by category against

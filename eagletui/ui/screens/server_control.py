@@ -9,7 +9,6 @@ these are the keys that change what runs on the host; the screen mixes them in a
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, cast
 
@@ -113,8 +112,9 @@ class ServerControl(Screen):
         task = d.bench_task
         if task is not None:
             task.cancel()
-            with contextlib.suppress(asyncio.CancelledError, asyncio.TimeoutError, Exception):
-                await asyncio.wait_for(asyncio.shield(task), timeout=self.app.timings.session.cancel_s)
+            # its outcome is the driver's to report; asyncio.wait raises only a cancellation of this
+            # worker (the app quitting), which must not go on to ``then`` (a relaunch, a stop)
+            await asyncio.wait({task}, timeout=self.app.timings.session.cancel_s)
         if d.benchmarking:
             self.app.notify("the benchmark did not stop: try again", severity="warning")
             return
