@@ -317,7 +317,8 @@ elif [ "$PART" = maxrate ]; then
   # the requests meeting the [slo]; [sweep.max_rate] bisects each launch's request rate (Poisson arrivals,
   # the same launch) for the highest one meeting it. The work pair: the random drafter's spec runs are
   # invalid (accept ≈ 1), and an invalid step cannot be judged (the search would stop at its first step)
-  PM=$W/maxrate.toml; N=64; LO=2; HI=2000; [ -n "$DRYRUN" ] && { N=16; LO=20; }
+  # MAXRATE_N / MAXRATE_STEPS: a smaller search where the device call must hold another part too
+  PM=$W/maxrate.toml; N=${MAXRATE_N:-64}; LO=2; HI=2000; [ -n "$DRYRUN" ] && { N=16; LO=20; }
   { sed "s/^ttft_ms = .*/ttft_ms = { p = 90, max = 100 }/" $P
     printf '
 [sweep]
@@ -333,9 +334,9 @@ concurrency = [1, 4]
 [sweep.max_rate]
 low = %s
 high = %s
-steps = 6
+steps = %s
 num_prompts = %s
-' $LO $HI $N; } > $PM
+' $LO $HI ${MAXRATE_STEPS:-6} $N; } > $PM
   step f-sweep 540 python3 -m eagletui sweep local --profile $PM --json --no-record --crossover $W/adaptive.json
   # the finished sweep's report again, in a new process without a launch: its frontier is folded from the
   # runs kept beside the queue (<queue>.runs.jsonl), so it must equal f-sweep's (as after a --resume)
