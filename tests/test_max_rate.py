@@ -21,7 +21,7 @@ from eagletui.core.runs.max_rate import Trial, sustainable
 from eagletui.core.sweep.maxrate import RESOLUTION, Bisection
 from eagletui.session.export import build_report
 from eagletui.session.export_render import render_json
-from tests.test_slo_frontier import NOSPEC, SLO, _bench, _book, _launch, _requests
+from tests.test_slo_frontier import NOSPEC, SLO, SPEC, _bench, _book, _launch, _requests
 
 BASE = """name = "t"
 [server]
@@ -215,3 +215,23 @@ def test_a_sweep_searches_each_launch_for_its_max_rate(tmp_path, isolated_dirs, 
     (curve,) = rep["frontier"][0]["curves"]
     assert [p["request_rate"] for p in curve["points"]][1:] == sorted(t["req_s"] for t in mr["trials"])
     assert curve["max_rate"]["req_s"] == mr["req_s"]
+
+
+def test_a_max_rate_search_is_no_concurrencys_point_in_the_economics():
+    """On the H200 (2026-12-02, part maxrate) each launch's four Poisson steps ran with the 48 prompts as
+    their cap, and the spec curve's calls read "Not judged at 48: both sides decoded eagerly …" four times:
+    a rate step is not a closed loop of 48 streams. The economics judge closed loops only; the steps stay
+    on the frontier as rate points."""
+    rng = random.Random(5)
+    events = [_launch(1, SPEC), _launch(2, NOSPEC)]
+    events += _bench(1, 1, 1, _requests(rng, 1, 1.3), 10.0, acc=3.0)
+    events += _bench(2, 2, 1, _requests(rng, 1, 1.0), 10.0)
+    for n, first in ((1, 10), (2, 20)):
+        for i, rate in enumerate((2.0, 4.0, 8.0, 16.0)):
+            events += _rate_bench(n, first + i, rate, _requests(rng, 1, 1.0), 40 / rate)
+    book = _book(events)
+    assert [r.concurrency for r in book.concurrency_table(1)] == [1]
+    (f,) = frontiers(book)
+    spec = next(c for c in f.curves if c.spec)
+    assert "64" not in spec.across
+    assert [p.rate for p in spec.points] == [None, 2.0, 4.0, 8.0, 16.0]  # still drawn, as rate points

@@ -133,7 +133,9 @@ class _Economics(_References):
         what differs) and never judged: no speedup, band or economics."""
         run = self.runs[launch]
         ref = self.reference(launch)
-        groups = sorted(run.groups(), key=lambda g: g.concurrency)
+        # closed loops only: a max-rate search's Poisson steps (request_rate) are no concurrency's point
+        # (their "concurrency" is the prompt count), and four of them once read "not judged at 48" four times
+        groups = sorted((g for g in run.groups() if run.rate_of(g) is None), key=lambda g: g.concurrency)
         pairs = [(g, ref.run.group_like(g) if ref is not None else None) for g in groups]
         both = [(g, h) for g, h in pairs if h is not None]
         # run-to-run noise pooled over every setting both runs measured (the sweep's rule)

@@ -191,14 +191,6 @@ def _gpus(run: Run) -> int:
     return tp if isinstance(tp, int) and not isinstance(tp, bool) and tp > 0 else 1
 
 
-def _rate(run: Run, group: Group) -> float | None:
-    """The group's request rate (its workload's ``request_rate``), None for a closed loop."""
-    wl = run.bench_workload.get(group.results[0].bench, {}) if group.results else {}
-    r: Any = wl.get("request_rate")
-    ok = isinstance(r, int | float) and not isinstance(r, bool) and math.isfinite(r) and r > 0
-    return float(r) if ok else None
-
-
 def _open_loop_per_user(recs: list[LatencyRecords]) -> float | None:
     """tok/s per user of Poisson arrivals: output tokens ÷ seconds in flight over the requests (Little's
     law: the mean number in flight is Σ e2e ÷ the duration, so this is the aggregate tok/s ÷ it)."""
@@ -233,7 +225,7 @@ def _point(book: RunBook, axis: DecodeAxis, members: list[tuple[Run, Group]]) ->
     if any(v is None for v in each):
         each = [r.requests / r.duration_s if r.duration_s > 0 else None for _, r in results]
     _, sd, _ = mean_stdev(each)
-    rate = _rate(*members[0])
+    rate = members[0][0].rate_of(members[0][1])
     recs = [rec for run, r in results if (rec := run.latency.get(r.bench)) is not None]
     if rate is not None:
         # open loop: the concurrency is only a cap, not how many users share the tokens
@@ -298,7 +290,7 @@ def _fold(book: RunBook) -> list[Frontier]:
             # [sweep.max_rate] are points of their own, never pooled with the closed loop)
             by_load: dict[tuple[int, float], list[tuple[Run, Group]]] = {}
             for run, g in members:
-                by_load.setdefault((g.concurrency, _rate(run, g) or 0.0), []).append((run, g))
+                by_load.setdefault((g.concurrency, run.rate_of(g) or 0.0), []).append((run, g))
             pts = [_point(book, axis, by_load[k]) for k in sorted(by_load)]
             runs = sorted({run.launch for run, _ in members})
             curves_raw.append((book.runs[runs[0]], runs, pts))

@@ -299,6 +299,14 @@ class Run:
         c = self.bench_concurrency.get(result.bench)
         return c if isinstance(c, int) and c > 0 else 1
 
+    def rate_of(self, group: Group) -> float | None:
+        """The group's request rate (its workload's ``request_rate``: Poisson arrivals, a max-rate
+        search's step), None for a closed loop of ``concurrency`` streams."""
+        wl = self.bench_workload.get(group.results[0].bench, {}) if group.results else {}
+        r: Any = wl.get("request_rate")
+        ok = isinstance(r, int | float) and not isinstance(r, bool) and math.isfinite(r) and r > 0
+        return float(r) if ok else None
+
     def groups(self) -> list[Group]:
         """The valid results by setting, in the order the settings were first measured."""
         return self.group(self.good_results)
