@@ -69,6 +69,10 @@ async def test_tab_strip_click_switches_and_focuses_the_pane() -> None:
         assert app.focused is app.query_one(RunsTable)
         await pilot.press("1")
         assert bar.active == "log" and app.focused is app.query_one(LogView)
+        # issue 33.21: a focus move repaints the widgets its focus changes, not the whole screen (a
+        # second full frame after every tab key, search line and Esc)
+        app.main.set_focus(None)
+        assert app.focused is None and not app.main._repaint_required
 
 
 @pytest.mark.slow
