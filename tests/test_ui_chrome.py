@@ -12,6 +12,7 @@ import pytest
 
 from eagletui.commands.demo import write_demo_profile
 from eagletui.config import UserConfig
+from eagletui.core.events import LogLine
 from eagletui.core.profile.load import load_profile
 from eagletui.ui.app import EagleApp
 from eagletui.ui.gcpolicy import IdleCollector
@@ -279,6 +280,17 @@ async def test_app_restores_the_collector_settings_when_it_closes() -> None:
     before = gc.get_threshold()
     async with replayed(WIDE) as (app, pilot):
         assert app.collector.active
+        # issue 33.21: a session event counts as activity, like a key: no full collection while a log
+        # burst keeps the loop busy (a key waiting behind the burst is not seen as input yet)
+        col = app.collector
+        col.quiet, col.min_gap, col._last_input = 60.0, 0.0, 0.0
+        done = col.collections
+        app.dispatch(LogLine(text="INFO: a burst", kind="other", wall=1.0, mono=1.0))
+        app._tick()
+        assert col.collections == done
+        col.quiet = 0.0
+        app._tick()
+        assert col.collections == done + 1
     assert gc.get_threshold() == before and gc.get_freeze_count() == 0
 
 

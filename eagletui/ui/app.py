@@ -93,6 +93,7 @@ class EagleApp(WorkerFailures, App):
         # Textual internals and the GC policy: one switch, tested Textual versions only.
         self._css_speedups = StylesheetSpeedups() if textual_patches.enabled() else None
         self.collector = IdleCollector(active=textual_patches.enabled())
+        self._events_at_tick = 0  # the model's event count at the last tick (see _tick)
         self._direct_keys = textual_patches.enabled()
         self._requested_theme = theme_name
         self._quitting = False
@@ -255,6 +256,10 @@ class EagleApp(WorkerFailures, App):
     # ------------------------------------------------------------------ the tick
 
     def _tick(self) -> None:
+        seen = self.model.events_seen
+        if seen != self._events_at_tick:  # a log burst: no full collection while it keeps the loop busy
+            self._events_at_tick = seen
+            self.collector.input_seen()
         if not self._quitting:
             self.main.repaint()
         self.collector.tick()
