@@ -94,6 +94,8 @@ class EagleApp(WorkerFailures, App):
         self._css_speedups = StylesheetSpeedups() if textual_patches.enabled() else None
         self.collector = IdleCollector(active=textual_patches.enabled())
         self._events_at_tick = 0  # the model's event count at the last tick (see _tick)
+        self._themes_to_warm: list[str] = []  # themes whose rules are parsed ahead when idle (see _tick)
+        self._warm_sources = -1  # how many CSS sources there were when they were queued
         self._direct_keys = textual_patches.enabled()
         self._requested_theme = theme_name
         self._quitting = False
@@ -260,9 +262,30 @@ class EagleApp(WorkerFailures, App):
         if seen != self._events_at_tick:  # a log burst: no full collection while it keeps the loop busy
             self._events_at_tick = seen
             self.collector.input_seen()
+        elif self._css_speedups is not None and self.collector.quiet_for() >= 1.0:
+            self._warm_themes()
         if not self._quitting:
             self.main.repaint()
         self.collector.tick()
+
+    def _warm_themes(self) -> None:
+        """Parse the themes' rules ahead, one per quiet tick, so ``t`` skips the parser. The rules
+        depend on every CSS source, and a widget class adds its own the first time one is mounted (the
+        first toast): then what was parsed ahead is stale and the themes are parsed again."""
+        sources = len(self.stylesheet.source)
+        if sources != self._warm_sources:
+            self._warm_sources = sources
+            self._themes_to_warm = list(self._theme_names)  # (the current one is parsed already: skipped)
+        if self._themes_to_warm:
+            self._warm_theme(self._themes_to_warm.pop())
+
+    def _warm_theme(self, name: str) -> None:
+        theme = self.get_theme(name)
+        if theme is None or self._css_speedups is None:
+            return
+        # what App.get_css_variables() gives once the theme is current
+        variables = {**theme.to_color_system().generate(), **theme.variables}
+        self._css_speedups.warm(self.stylesheet, {**self.get_theme_variable_defaults(), **variables})
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollUp, events.MouseScrollDown)):
