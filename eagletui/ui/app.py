@@ -262,16 +262,17 @@ class EagleApp(WorkerFailures, App):
         if seen != self._events_at_tick:  # a log burst: no full collection while it keeps the loop busy
             self._events_at_tick = seen
             self.collector.input_seen()
-        elif self._css_speedups is not None and self.collector.quiet_for() >= 1.0:
+        elif self._css_speedups is not None:  # no log burst: parse a theme ahead if one is due
             self._warm_themes()
         if not self._quitting:
             self.main.repaint()
         self.collector.tick()
 
     def _warm_themes(self) -> None:
-        """Parse the themes' rules ahead, one per quiet tick, so ``t`` skips the parser. The rules
-        depend on every CSS source, and a widget class adds its own the first time one is mounted (the
-        first toast): then what was parsed ahead is stale and the themes are parsed again."""
+        """Parse the themes' rules ahead, one per tick without session events (~30 ms each, three
+        ticks), so ``t`` skips the parser. The rules depend on every CSS source, and a widget class adds
+        its own the first time one is mounted (the first toast, the first dialog): then what was parsed
+        ahead is stale and the themes are parsed again, once per new source set."""
         sources = len(self.stylesheet.source)
         if sources != self._warm_sources:
             self._warm_sources = sources

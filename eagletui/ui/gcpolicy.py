@@ -64,10 +64,6 @@ class IdleCollector:
         """A key, a click or a session event: the user or the log is busy, collect later."""
         self._last_input = time.monotonic()
 
-    def quiet_for(self) -> float:
-        """Seconds since the last input or session event."""
-        return time.monotonic() - self._last_input
-
     def tick(self) -> None:
         """Run a full collection if one is due and the user is not in the middle of typing."""
         if self._saved is None:
