@@ -26,7 +26,7 @@ from eagletui.core.events import Event
 from eagletui.core.timings import Timings
 from eagletui.session.drivers import Driver, LiveDriver, ReplayDriver, make_driver
 from eagletui.session.model import SessionModel
-from eagletui.ui import keypath, textual_patches
+from eagletui.ui import keypath, scrollbars, textual_patches
 from eagletui.ui.actions import EagleCommands
 from eagletui.ui.gcpolicy import IdleCollector
 from eagletui.ui.notify import MAX_TOASTS, TOAST_TIMEOUT, Announcer
@@ -92,6 +92,8 @@ class EagleApp(WorkerFailures, App):
         self._theme_names: list[str] = []
         # Textual internals and the GC policy: one switch, tested Textual versions only.
         self._css_speedups = StylesheetSpeedups() if textual_patches.enabled() else None
+        if textual_patches.enabled():
+            scrollbars.install()
         self.collector = IdleCollector(active=textual_patches.enabled())
         self._events_at_tick = 0  # the model's event count at the last tick (see _tick)
         self._themes_to_warm: list[str] = []  # themes whose rules are parsed ahead when idle (see _tick)
