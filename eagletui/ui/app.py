@@ -26,7 +26,7 @@ from eagletui.core.events import Event
 from eagletui.core.timings import Timings
 from eagletui.session.drivers import Driver, LiveDriver, ReplayDriver, make_driver
 from eagletui.session.model import SessionModel
-from eagletui.ui import keypath, textual_patches
+from eagletui.ui import keypath, scrollbars, textual_patches
 from eagletui.ui.actions import EagleCommands
 from eagletui.ui.gcpolicy import IdleCollector
 from eagletui.ui.notify import MAX_TOASTS, TOAST_TIMEOUT, Announcer
@@ -92,7 +92,12 @@ class EagleApp(WorkerFailures, App):
         self._theme_names: list[str] = []
         # Textual internals and the GC policy: one switch, tested Textual versions only.
         self._css_speedups = StylesheetSpeedups() if textual_patches.enabled() else None
+        if textual_patches.enabled():
+            scrollbars.install()
         self.collector = IdleCollector(active=textual_patches.enabled())
+        self._events_at_tick = 0  # the model's event count at the last tick (see _tick)
+        self._themes_to_warm: list[str] = []  # themes whose rules are parsed ahead when idle (see _tick)
+        self._warm_sources = -1  # how many CSS sources there were when they were queued
         self._direct_keys = textual_patches.enabled()
         self._requested_theme = theme_name
         self._quitting = False
@@ -255,9 +260,35 @@ class EagleApp(WorkerFailures, App):
     # ------------------------------------------------------------------ the tick
 
     def _tick(self) -> None:
+        seen = self.model.events_seen
+        if seen != self._events_at_tick:  # a log burst: no full collection while it keeps the loop busy
+            self._events_at_tick = seen
+            self.collector.input_seen()
+        elif self._css_speedups is not None:  # no log burst: parse a theme ahead if one is due
+            self._warm_themes()
         if not self._quitting:
             self.main.repaint()
         self.collector.tick()
+
+    def _warm_themes(self) -> None:
+        """Parse the themes' rules ahead, one per tick without session events (~30 ms each, three
+        ticks), so ``t`` skips the parser. The rules depend on every CSS source, and a widget class adds
+        its own the first time one is mounted (the first toast, the first dialog): then what was parsed
+        ahead is stale and the themes are parsed again, once per new source set."""
+        sources = len(self.stylesheet.source)
+        if sources != self._warm_sources:
+            self._warm_sources = sources
+            self._themes_to_warm = list(self._theme_names)  # (the current one is parsed already: skipped)
+        if self._themes_to_warm:
+            self._warm_theme(self._themes_to_warm.pop())
+
+    def _warm_theme(self, name: str) -> None:
+        theme = self.get_theme(name)
+        if theme is None or self._css_speedups is None:
+            return
+        # what App.get_css_variables() gives once the theme is current
+        variables = {**theme.to_color_system().generate(), **theme.variables}
+        self._css_speedups.warm(self.stylesheet, {**self.get_theme_variable_defaults(), **variables})
 
     async def on_event(self, event: events.Event) -> None:
         if isinstance(event, (events.Key, events.MouseDown, events.MouseScrollUp, events.MouseScrollDown)):

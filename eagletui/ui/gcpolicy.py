@@ -8,8 +8,12 @@ that moment waited for it. Two changes, both undone when the app closes:
 * the objects alive after the first frame (modules, classes, widgets: they live as long as the app)
   are frozen (``gc.freeze``), so no collection walks them again;
 * automatic full collections are switched off and run from the app's 10 Hz tick instead, when no key
-  or mouse input came for ``quiet`` seconds (at least ``min_gap`` apart), and in any case every
-  ``max_gap`` seconds. Young generations are collected as usual, which frees most short-lived cycles.
+  or mouse input and no session event came for ``quiet`` seconds (at least ``min_gap`` apart), and in
+  any case every ``max_gap`` seconds. Young generations are collected as usual, which frees most
+  short-lived cycles. Events count because a key pressed during a log burst waits behind the burst
+  for longer than ``quiet``: the collection then ran while the key was still queued, and the loop
+  was already the slowest part (``benchmarks/ui_load.py``: 80-660 ms pauses mid-burst on a loaded
+  2-core machine).
 
 The same idea as Textual's own ``PAUSE_GC_ON_SCROLL``, applied to typing instead of scrolling.
 """
@@ -57,6 +61,7 @@ class IdleCollector:
         self._last_full = time.monotonic()
 
     def input_seen(self) -> None:
+        """A key, a click or a session event: the user or the log is busy, collect later."""
         self._last_input = time.monotonic()
 
     def tick(self) -> None:

@@ -1,8 +1,9 @@
 """One switch for everything eagletui does to Textual beyond its public API.
 
-Three speed-ups reach into Textual's internals (``restyle.StylesheetSpeedups``: the stylesheet's private
+Four speed-ups reach into Textual's internals (``restyle.StylesheetSpeedups``: the stylesheet's private
 rule cache and ``Widget.refresh`` during a restyle; ``keypath``: a key handed to the bindings without
-bubbling through each widget's queue) or take over process-wide runtime policy
+bubbling through each widget's queue; ``scrollbars``: a scrollbar's lines kept while what it draws is the
+same) or take over process-wide runtime policy
 (``gcpolicy.IdleCollector``: garbage collection). They are measured and tested on the Textual minor
 versions in :data:`TESTED`; on any other version, or with ``EAGLETUI_TEXTUAL_PATCHES=0``, the app runs on
 plain Textual (slower theme switches and keys, GC pauses under a log burst, same screens).

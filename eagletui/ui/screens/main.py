@@ -23,6 +23,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Grid, Vertical
 from textual.css.query import NoMatches
+from textual.reactive import Reactive
 from textual.screen import Screen
 from textual.widget import Widget
 from textual.widgets import Input, Static
@@ -65,6 +66,10 @@ class MainScreen(WorkerFailures, AutopilotControl, ServerControl, ReplayControl,
         Binding("ctrl+c", "copy_log", "Copy", show=False),
     ]
     app: EagleApp
+    #: Textual repaints the whole screen when the focus moves; the widgets whose look depends on the focus
+    #: are restyled (and so repainted) on their own, so that repaint only composed every widget again: a
+    #: second full frame after each tab switch or search line (~7 ms of a tab key's ~60, 2-core machine).
+    focused: Reactive[Widget | None] = Reactive(None, repaint=False)
 
     def __init__(self, model: SessionModel, driver: Driver, *, scrollback: int = 100_000) -> None:
         super().__init__(id="_default")
