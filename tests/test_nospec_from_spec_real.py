@@ -129,3 +129,13 @@ def test_a_track_record_replaces_the_launch_prior() -> None:
     g = _with_record(f, Record("steps", (4.0, -2.0, 6.0)))
     lo, hi = g.shown()
     assert g.launch_noise == 0 and 900 < lo < 960 and 1010 < hi < 1080 and "3 checks on this host" in g.band
+
+
+@pytest.mark.slow  # reads the real trace (≈ 1 s on a loaded machine)
+def test_the_profile_says_how_long_the_gpu_idles_after_the_draft_replay() -> None:
+    """Issue 32: the draft graph's replay (0.24 ms) is followed by GPU idle while the CPU prepares the
+    verify; the cycle model reads that idle to tell a CPU-bound cycle (more forwards hide) from one whose
+    GPU work adds up. The partgrid trace: 3.4 ms profiled a cycle."""
+    draft = _profile()["parts"]["draft"]
+    assert draft["idle_after_ms"] == pytest.approx(3.44, abs=0.05)
+    assert draft["idle_after_ms"] > 5 * draft["replay_ms"]

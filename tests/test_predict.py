@@ -117,7 +117,10 @@ def test_real_steps_and_no_spec_predicted_from_the_real_trace() -> None:
     from eagletui.core.predict.bases import timed_groups
 
     base = next(g for g in timed_groups(book.runs[1]) if g.concurrency == 4).metric("tok_s").mean
-    assert base is not None and 1.0 < ck[0].predicted / base < 1.05  # a few per cent, not +20 %
+    # a few per cent at most, not +20 %: the GPU idles 1.2-1.5 ms profiled after this trace's draft replay,
+    # so one forward fewer saves no GPU time (overlap, issue 32); the band's additive edge keeps +3 %
+    assert base is not None and 0.99 < ck[0].predicted / base < 1.05
+    assert ck[0].band is not None and ck[0].band[1] / base > 1.02
     off = [f for f in forecasts(book, 1)[0] if f.settings is None]
     d = json.loads((RUN1 / "outputs" / "d-vs-no-spec.out").read_text())
     measured = {r["concurrency"]: r["output_throughput"] for r in d["no_spec"]["by_concurrency"]}

@@ -41,6 +41,10 @@ class StepSummary:
     replay_ms: float = 0.0
     replay_kernels: int = 0
     lead_ms: float = 0.0
+    #: how long the GPU idles from this part's replay end to the next part's replay start in the same
+    #: cycle, less the kernels run between: what the replay could grow by (more draft forwards) without
+    #: delaying the next part, because the CPU is still preparing it (profiled: inflated as every gap)
+    idle_after_ms: float = 0.0
 
 
 @dataclass
@@ -83,6 +87,7 @@ def _step_json(s: StepSummary) -> dict[str, Any]:
         "replay_ms": round(s.replay_ms, 4),
         "replay_kernels": s.replay_kernels,
         "lead_ms": round(s.lead_ms, 4),
+        "idle_after_ms": round(s.idle_after_ms, 4),
     }
 
 
@@ -152,6 +157,7 @@ class RankSummary:
                 "replay_ms": round(sum(p.replay_ms for p in ps) / n, 4),
                 "replay_kernels": round(sum(p.replay_kernels for p in ps) / n, 4),
                 "lead_ms": round(sum(p.lead_ms for p in ps) / n, 4),
+                "idle_after_ms": round(sum(p.idle_after_ms for p in ps) / n, 4),
                 # the part's communication kernels: "verify 30 ms, of which 25 ms NCCL" (step bars, why)
                 "comm_ms": round(sum(p.categories.get("communication", 0.0) for p in ps) / n, 4),
                 "categories": {c.label: round(sum(p.categories[c.label] for p in ps) / n, 4) for c in ORDER},

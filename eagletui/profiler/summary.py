@@ -194,6 +194,21 @@ class RankFold:
                 cats[i] = _innermost(r, self.l_ts[j])
         return cats, replays
 
+    def _idle_after(self, groups: list[Group], replay: list[list[list[float]]]) -> dict[tuple[int, int], float]:
+        """Per (group, part) with a graph replay followed by another part's replay in its cycle: the GPU's
+        idle ms between the two (:attr:`StepSummary.idle_after_ms`)."""
+        order = sorted(range(len(self.k_ts)), key=self.k_ts.__getitem__)
+        starts = [self.k_ts[i] for i in order]
+        ends = [self.k_ts[i] + self.k_dur[i] for i in order]
+        out: dict[tuple[int, int], float] = {}
+        for gi, g in enumerate(groups):
+            ordered = sorted(range(len(g.parts)), key=lambda i: g.parts[i].start)
+            for a, b in zip(ordered, ordered[1:], strict=False):
+                ra, rb = replay[gi][a], replay[gi][b]
+                if ra[2] and rb[2] and rb[0] > ra[1]:
+                    out[(gi, a)] = _idle_between(starts, ends, ra[1], rb[0]) / 1000.0
+        return out
+
     def _stages(self, out: RankSummary, cats: array, labels: dict[int, str], replays: array) -> None:
         """Steps (the outermost stage ranges), decode cycles and prefill batches, with their kernels."""
         parts = outermost(self.steps)
@@ -231,6 +246,7 @@ class RankFold:
                 span[1] = max(span[1], ts + self.k_dur[i])
                 span[2] += 1
         out.outside_ms = outside
+        idle = self._idle_after(groups, replay)
         steps: list[tuple[float, StepSummary]] = []
         for gi, g in enumerate(groups):
             summaries = [
@@ -244,14 +260,26 @@ class RankFold:
                     replay_ms=(rp[1] - rp[0]) / 1000.0 if rp[2] else 0.0,
                     replay_kernels=int(rp[2]),
                     lead_ms=(rp[0] - p.start) / 1000.0 if rp[2] else 0.0,
+                    idle_after_ms=idle.get((gi, pi), 0.0),
                 )
-                for p, acc, rp in zip(g.parts, part_acc[gi], replay[gi], strict=True)
+                for pi, (p, acc, rp) in enumerate(zip(g.parts, part_acc[gi], replay[gi], strict=True))
             ]
             steps += [(p.start, st) for p, st in zip(g.parts, summaries, strict=True)]
             summary = _cycle(g, summaries, gap_acc[gi])
             (out.prefill if g.kind == "prefill" else out.cycles).append(summary)
         out.steps = [st for _, st in sorted(steps, key=lambda x: x[0])]
         _periods(groups, out.cycles)
+
+
+def _idle_between(starts: list[float], ends: list[float], a: float, b: float) -> float:
+    """Microseconds from ``a`` to ``b`` in which no kernel ran (``starts`` sorted, ``ends`` matching)."""
+    busy, edge = 0.0, a
+    for i in range(bisect_right(starts, a), bisect_right(starts, b)):
+        lo, hi = max(starts[i], edge), min(ends[i], b)
+        if hi > lo:
+            busy += hi - lo
+            edge = hi
+    return max(0.0, (b - a) - busy)
 
 
 def _cycle(g: Group, summaries: list[StepSummary], gap: dict[str, float]) -> CycleSummary:
@@ -402,7 +430,9 @@ def report_json(ranks: list[RankSummary]) -> dict[str, Any]:
     return {"schema": SCHEMA, "ranks": [r.to_json() for r in ranks], "skew": skew(ranks)}
 
 
-_PART_FIGURES = ("gpu_ms", "kernel_ms", "forwards", "replay_ms", "replay_kernels", "lead_ms", "comm_ms")
+_PART_FIGURES = (
+    "gpu_ms", "kernel_ms", "forwards", "replay_ms", "replay_kernels", "lead_ms", "idle_after_ms", "comm_ms"
+)
 
 
 def _mean_parts(per_rank: list[dict[str, Any]]) -> dict[str, dict[str, float]]:

@@ -132,6 +132,10 @@ class CycleParts:
     #: (0: the verify stands in), and the (fastest, slowest) step the evidence allows
     nospec_ms: float = 0.0
     nospec_band: tuple[float, float] | None = None
+    #: GPU time the draft forwards run under while the CPU still prepares the verify (a step profile's
+    #: idle GPU after the draft graph's replay, scaled to the measured cycle): a cycle bound by the CPU
+    #: pays for drafting only past it (0: the draft's GPU time adds to the cycle)
+    hidden_ms: float = 0.0
 
     def nospec_step(self) -> tuple[float, float, float]:
         """(estimate, fastest, slowest) no-spec decode step in ms: :attr:`nospec_ms` and its band where a
@@ -145,12 +149,24 @@ class CycleParts:
         """How many times ``draft_step_ms`` is paid at ``settings``."""
         return settings.draft_forwards if self.per_forward else settings.steps
 
+    @property
+    def regime(self) -> str:
+        """``overlap`` (the draft's GPU work runs under the CPU's: the cycle is the longer of the two) or
+        ``additive`` (each part's time adds to the cycle)."""
+        return "overlap" if self.hidden_ms > 0 else "additive"
+
+    def draft_ms(self, settings: SpecSettings) -> float:
+        """What the draft forwards add to the cycle at ``settings``: their time, less what hides under
+        the CPU's preparation of the verify (``max(CPU, GPU)`` where the two overlap)."""
+        gpu = self.drafts(settings) * self.draft_step_ms
+        return max(0.0, gpu - self.hidden_ms)
+
     def cycle_ms(self, settings: SpecSettings, accept: float) -> float:
         n = self.drafts(settings)
         runner = self.draft_fixed_ms if (n > 0 or not self.per_forward) else 0.0
         tokens = self.token_ms * (settings.tokens - self.measured_tokens) if self.measured_tokens else 0.0
         return (
-            n * self.draft_step_ms
+            self.draft_ms(settings)
             + runner
             + self.verify_ms
             + tokens
@@ -169,6 +185,9 @@ class CycleParts:
         if self.per_forward:
             out["draft_per"] = "forward"
             out["draft_fixed_ms"] = round(self.draft_fixed_ms, 3)
+            out["regime"] = self.regime
+        if self.hidden_ms > 0:
+            out["hidden_ms"] = round(self.hidden_ms, 3)
         if self.token_ms:
             out["token_ms"] = round(self.token_ms, 4)
         if self.nospec_ms > 0:

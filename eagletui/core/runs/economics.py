@@ -386,7 +386,7 @@ def profile_parts(profile: dict[str, Any] | None, bs: int | None = None) -> dict
     replay = {}
     for stage in ("draft", "verify", "draft_extend"):
         d = parts[stage]
-        figures = {k: float(d[k]) for k in ("replay_ms", "replay_kernels", "lead_ms") if _ms(d.get(k))}
+        figures = {k: float(d[k]) for k in ("replay_ms", "replay_kernels", "lead_ms", "idle_after_ms") if _ms(d.get(k))}
         if figures.get("replay_kernels"):
             replay[stage] = figures
     if replay:

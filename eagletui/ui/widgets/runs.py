@@ -437,8 +437,9 @@ def concurrency_lines(book: RunBook, launch: int) -> Text:
     if e is not None and e.parts is not None:
         p = e.parts
         t.append(
-            f"  cycle model: {p.draft_step_ms:.2f} ms per draft step + verify {p.verify_ms:.2f} ms"
-            f" + {p.per_token_ms:.2f} ms per accepted token\n",
+            f"  cycle model: {p.draft_step_ms:.2f} ms per draft step"
+            + (f" (hidden under the CPU up to {p.hidden_ms:.2f} ms)" if p.regime == "overlap" else "")
+            + f" + verify {p.verify_ms:.2f} ms + {p.per_token_ms:.2f} ms per accepted token\n",
             style="dim",
         )
         t.append(f"  ({inert(p.source)})\n", style="dim")
