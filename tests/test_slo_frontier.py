@@ -497,3 +497,17 @@ async def test_the_frontier_chart_of_the_charts_column_follows_the_run_book():
         # the chart's title (host and SLO; the note "too short for its chart" where the width allows), its table
         assert rows[0].startswith("frontier   h200: ttft p99") and "decode/user" in rows[1], rows
         assert rows[2].lstrip().startswith("* ") and all(len(r) <= chart.size.width for r in rows), rows
+
+
+def test_points_without_a_decode_speed_are_listed_not_called_nothing_measured():
+    """A recording from before the runs kept per-request latencies (sessions/example-demo.jsonl): its
+    points have no decode speed, so none is on the frontier; the table said "nothing measured" over three
+    benchmarks, and the charts column drew an empty frame (its snapshot now shows the points' table)."""
+    from eagletui.core.runs.frontier_text import frontier_lines
+
+    f = {"target": "local", "curves": [{"label": "no-spec", "points": [
+        {"concurrency": 4, "tok_s_per_gpu": 43.4, "decode_tok_s_per_user": None, "on_frontier": False}]}]}
+    lines = frontier_lines(f, answer=False, caption=False)
+    assert "nothing measured" not in "\n".join(lines)
+    assert "1 point(s), none with a decode speed" in lines[1]
+    assert "43.4" in "\n".join(frontier_lines(f, all_points=True, answer=False, caption=False))

@@ -68,7 +68,11 @@ def frontier_lines(
         out += axis_caption(f)
     rows = frontier_rows(f, all_points=all_points)
     if not rows:
-        out.append("  no point meets the SLO" if f.get("slo") else "  nothing measured")
+        points = [p for c in f.get("curves") or [] for p in c.get("points") or []]
+        if points and all(p.get("decode_tok_s_per_user") is None for p in points):
+            out.append(f"  {len(points)} point(s), none with a decode speed (no run kept per-request TPOT)")
+        else:
+            out.append("  no point meets the SLO" if f.get("slo") else "  nothing measured")
     else:
         widths = [max(len(r[i]) for r in (HEADER, *rows)) for i in range(len(HEADER))]
         for r in (HEADER, *rows):

@@ -21,7 +21,7 @@ from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.frontier import Frontier, frontiers
 from eagletui.core.runs.frontier_text import frontier_lines
 from eagletui.core.state.screen import Series, SessionState
-from eagletui.ui.widgets.frontier_plot import latest, plot_frontier
+from eagletui.ui.widgets.frontier_plot import UNDRAWN, drawable, latest, plot_frontier
 
 
 def _rgb(app, name: str, fallback: tuple[int, int, int]) -> tuple[int, int, int]:
@@ -370,16 +370,17 @@ class FrontierMiniChart(MetricChart):
 
     def render(self) -> Any:
         width, height = self._pass_size or self.size
-        if self.frontier is None or height >= FRONTIER_CHART_ROWS:
+        undrawn = self.frontier is not None and not drawable(self.frontier)
+        if self.frontier is None or height >= FRONTIER_CHART_ROWS and not undrawn:
             return super().render()
         from rich.text import Text
 
         # its points on the frontier (x: misses the SLO), each line cut to the width: no wrapped rows
         # the chart's own title first (the host and the SLO the x marks are judged by), then the note as
-        # far as the width allows
-        note = "too short for its chart: the frontier's points (v: the view)"
+        # far as the width allows; a frontier with no point to draw is its table too, never an empty frame
+        note = UNDRAWN if undrawn else "too short for its chart: the frontier's points (v: the view)"
         lines = [fit_title(self.title, [*self._names[:1], note], max(1, width))]
-        lines += frontier_lines(self.frontier.to_json(), answer=False, caption=False)[1:]
+        lines += frontier_lines(self.frontier.to_json(), all_points=undrawn, answer=False, caption=False)[1:]
         cut = [ln if len(ln) <= width else ln[: max(0, width - 1)] + "…" for ln in lines[:height]]
         return Text("\n".join(cut))
 

@@ -30,6 +30,8 @@ def plot_frontier(plt: Any, f: Frontier, *, compact: bool = False, rows: int = 0
     y axis's top by the legend's rows, so the legend sits above every point; a figure too short to
     give it half its plot leaves the legend out (the table under the chart names every curve)."""
     title = inert(f"{f.target or 'this host'}: " + (f.slo.describe() if f.slo else "no [slo]"))
+    if not compact and not drawable(f):  # (the charts column's chart says it in its table's note)
+        title += f" · {UNDRAWN}"
     plt.title(title)
     if not compact:
         plt.xlabel("output tok/s per GPU")
@@ -65,6 +67,16 @@ def plot_frontier(plt: Any, f: Frontier, *, compact: bool = False, rows: int = 0
             plt.scatter([p.tok_s_per_gpu for p in miss], [_y(p) for p in miss], color="gray", marker="x")
     _y_range(plt, f, entries if legend and rows > 0 else 0, rows)
     return title
+
+
+#: what the chart says when none of its points has a decode speed to draw (a recording from before the
+#: runs kept per-request latencies: an empty frame said nothing)
+UNDRAWN = "no run kept per-request TPOT: nothing to draw on the decode axis (the table lists the points)"
+
+
+def drawable(f: Frontier) -> bool:
+    """Whether any point of ``f`` has a decode speed (the y of the plot)."""
+    return any(p.decode_tok_s_per_user is not None for c in f.curves for p in c.points)
 
 
 def _y_range(plt: Any, f: Frontier, entries: int, rows: int) -> None:
