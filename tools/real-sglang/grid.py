@@ -209,12 +209,7 @@ def run_round(rnd: int, base: str) -> None:
                 step_profile(port)
             resume(paused)
     finally:
-        for _name, _, _, proc in servers:
-            if proc.poll() is None:
-                try:
-                    os.killpg(proc.pid, signal.SIGCONT)  # a stopped group would not see its SIGTERM
-                except ProcessLookupError:
-                    pass
+        resume([proc for *_, proc in servers if proc.poll() is None])  # a stopped group would not see its SIGTERM
         for _name, _, _, proc in servers:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGTERM)
