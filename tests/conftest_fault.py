@@ -236,20 +236,25 @@ def wait_pid_gone(pid: int, timeout: float = 10.0) -> bool:
 
 
 def sim_pids(port: int) -> list[int]:
-    """Simulator processes serving ``port`` on this host (launched by anyone)."""
-    out = []
+    """Simulator servers serving ``port`` on this host (launched by anyone), their own children left out.
+
+    The simulator forks its scheduler and detokenizer children (``eagletui/sim/children.py``), which
+    carry the server's command line until they rename themselves; on a loaded machine that took more than
+    the second a test waits (a CI run counted one server and its four children as five servers)."""
+    found: dict[int, int] = {}  # pid -> parent pid
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             argv = Path(f"/proc/{d}/cmdline").read_bytes().split(b"\0")
-        except OSError:
+            ppid = int(Path(f"/proc/{d}/stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
             continue
         if b"eagletui.sim" in argv and b"--port" in argv:
             i = argv.index(b"--port")
             if i + 1 < len(argv) and argv[i + 1] == str(port).encode():
-                out.append(int(d))
-    return out
+                found[int(d)] = ppid
+    return sorted(pid for pid, ppid in found.items() if ppid not in found)
 
 
 # ------------------------------------------------------------------ the headless driver

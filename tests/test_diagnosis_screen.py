@@ -10,7 +10,7 @@ import pytest
 
 from eagletui.commands.demo import build_app
 from eagletui.config import UserConfig
-from tests.test_ui_demo import fast_profile, pid_alive, wait_for
+from tests.test_ui_demo import fast_profile, pid_alive, quit_app, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -30,6 +30,5 @@ async def test_pcie_demo_screen_says_nccl_over_pcie_with_custom_allreduce_off(tm
         assert "decode all-reduce at tp 8: NCCL" in line and "over PCIe" in line, line
         assert "Custom all-reduce is off" in line, line
         pid = app.workspace.run.pid
-        await pilot.press("q")
-        await pilot.pause(3)
+        await quit_app(pilot)
     assert not pid_alive(pid), "the demo server outlived the demo"

@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
-import time
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from eagletui.config import UserConfig
 from eagletui.core.profile.load import load_profile
 from eagletui.ui.widgets.queue import SweepQueueView, row_text, title_text
 from eagletui.ui.widgets.tabbar import TabBar
-from tests.test_ui_demo import pid_alive
+from tests.test_ui_demo import pid_alive, quit_app
 
 pytestmark = pytest.mark.slow
 
@@ -77,11 +76,7 @@ async def test_queue_tab_runs_the_sweep_with_skip_and_reorder(tmp_path, monkeypa
         assert [v["state"] for v in saved["variants"]] == ["done", "done", "done", "skipped"]
         assert oct(Path(q.path).stat().st_mode & 0o777) == "0o600"
         last_pid = app.workspace.run.pid
-        await pilot.press("q")
-        await pilot.pause(2)
-    deadline = time.monotonic() + 30  # a bounded wait for the stop, not a timing assertion
-    while pid_alive(last_pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
+        await quit_app(pilot)
     assert not pid_alive(last_pid), "the sweep's last server outlived the demo"
 
 

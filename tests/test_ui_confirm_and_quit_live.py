@@ -12,7 +12,7 @@ from eagletui.commands.demo import build_app, write_demo_profile
 from eagletui.config import UserConfig
 from eagletui.core.profile.load import load_profile
 from eagletui.ui.screens.modals import ConfirmScreen
-from tests.test_ui_demo import wait_for
+from tests.test_ui_demo import wait_for, wait_quit
 
 pytestmark = pytest.mark.slow
 
@@ -104,7 +104,7 @@ async def test_quit_during_a_benchmark_closes_its_run_before_the_loop_ends(tmp_p
         await pilot.press("q")
         await pilot.pause()
         await pilot.press("y")
-        await pilot.pause(3)
+        await wait_quit(app)
     assert app.driver.bench_task is None
     _header, events, _warnings = read_session(tmp_path / "s.jsonl")
     results = [e for e in events if e.type == "bench_result"]

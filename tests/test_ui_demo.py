@@ -3,8 +3,10 @@ the toggle → diff → apply → relaunch → compare cycle, and crash triage o
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -39,6 +41,23 @@ async def wait_for(pilot, predicate, timeout: float = 30.0, step: float = 0.1) -
         await pilot.pause(step)
         waited += step
     return predicate()
+
+
+async def quit_app(pilot, timeout: float = 60.0) -> None:
+    """Press q and wait until the app has finished quitting (see ``wait_quit``)."""
+    await pilot.press("q")
+    await wait_quit(pilot.app, timeout)
+
+
+async def wait_quit(app, timeout: float = 60.0) -> None:
+    """Wait, bounded, until an app asked to quit has finished quitting: it exits only after its driver
+    stopped the demo server and its benchmark. A fixed pause was not enough on a loaded CI machine:
+    leaving ``run_test`` shuts the app down and cancels a quit still stopping the server, which then
+    outlived the test."""
+    deadline = time.monotonic() + timeout
+    while app.return_code is None and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert app.return_code is not None, f"the app did not finish quitting within {timeout:.0f} s"
 
 
 def pid_alive(pid: int) -> bool:
@@ -86,8 +105,7 @@ async def test_demo_launch_ready_bench_relaunch_quit(tmp_path: Path) -> None:
         assert not pid_alive(first_pid)
         second_pid = app.workspace.run.pid
 
-        await pilot.press("q")
-        await pilot.pause(3)
+        await quit_app(pilot)
     assert not pid_alive(second_pid), "the demo server outlived the demo"
 
     header, events, warnings = read_session(tmp_path / "s.jsonl")

@@ -13,7 +13,7 @@ from eagletui.commands.demo import build_app
 from eagletui.config import UserConfig
 from eagletui.session.format import read_session
 from eagletui.ui.widgets.tuning import TuningPanel
-from tests.test_ui_demo import fast_profile, pid_alive, wait_for
+from tests.test_ui_demo import fast_profile, pid_alive, quit_app, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -57,8 +57,7 @@ async def test_num_draft_tokens_change_applies_and_key_stays_hidden(tmp_path: Pa
         assert KEY not in " ".join(cmd)
         assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40)
         pid = app.workspace.run.pid
-        await pilot.press("q")
-        await pilot.pause(3)
+        await quit_app(pilot)
     assert not pid_alive(pid)
     raw = rec.path.read_text()
     assert KEY not in raw
