@@ -4,10 +4,11 @@ Tests in an ``xdist_group`` run on one worker one after another (one Slurm clust
 ``serial`` group is more than that: its tests measure time on the simulator (speed ratios, stall and
 staleness thresholds, ETAs), so they run last, once every other test has finished and the other workers
 have been let go: the suite's own parallelism is not what they measure. They run in ``LANES`` lanes (three
-workers, each taking every third serial test in order): each of them mostly waits on the simulator's
-emulated GPU time (about a quarter of one core), so three of them side by side on the 2-core CI machine
-are less load than they are written to hold (a machine busy with something else), and the serial tail
-of the suite is a third of their sum. In CI they also wait for CI's side work (``GATE_ENV``). Everything
+workers, each taking the next serial test in order as soon as it is done with its previous one): each of
+them mostly waits on the simulator's emulated GPU time (about a quarter of one core), so three of them side
+by side on the 2-core CI machine are less load than they are written to hold (a machine busy with something
+else), and the serial tail of the suite is about a third of their sum. (Dealt out every third test up
+front, one lane got 88 s of them and another 62 s: the tail took the longest lane's time.) In CI they also wait for CI's side work (``GATE_ENV``). Everything
 else is scheduled exactly as ``--dist loadgroup`` does.
 """
 
@@ -37,15 +38,17 @@ class SerialLastScheduling(LoadGroupScheduling):
     def __init__(self, config: Any, log: Any = None) -> None:
         super().__init__(config, log)
         self._held: dict[str, bool] | None = None
+        #: the serial tests not yet handed to a lane, once they are released (None before)
+        self._queue: list[str] | None = None
         self._runners: list[Any] = []
 
     @property
     def tests_finished(self) -> bool:
-        return self._held is None and super().tests_finished
+        return self._held is None and not self._queue and super().tests_finished
 
     @property
     def has_pending(self) -> bool:
-        return self._held is not None or super().has_pending
+        return self._held is not None or bool(self._queue) or super().has_pending
 
     def schedule(self) -> None:
         assert self.collection_is_completed
@@ -94,6 +97,9 @@ class SerialLastScheduling(LoadGroupScheduling):
         if self.workqueue:
             super()._reschedule(node)
             return
+        if self._queue is not None and node in self._runners:
+            self._feed(node)  # the serial phase: its lane's next test
+            return
         if self._held is None:
             node.shutdown()
             return
@@ -106,8 +112,8 @@ class SerialLastScheduling(LoadGroupScheduling):
         self._release()
 
     def _release(self) -> None:
-        """Send the serial tests once every other worker is done (a runner may still hold its own last
-        test: it runs that one, then its lane), each runner every other one in order."""
+        """Start the serial tests once every other worker is done (a runner may still hold its own last
+        test: it runs that one, then its lane's)."""
         runners = [n for n in self._runners if n in self.assigned_work and not n.shutting_down]
         if self._held is None or not runners:
             return
@@ -115,13 +121,22 @@ class SerialLastScheduling(LoadGroupScheduling):
             return
         _wait_for_gate(self.config)
         held, self._held = self._held, None
-        ids = list(held)
-        for lane, runner in enumerate(runners):
-            mine = ids[lane :: len(runners)]
-            if mine:
-                self.assigned_work[runner][SERIAL] = dict.fromkeys(mine, False)
-                collection = self.registered_collections[runner]
-                runner.send_runtest_some([collection.index(nodeid) for nodeid in mine])
+        self._queue = list(held)
+        for runner in runners:
+            self._feed(runner)
+
+    def _feed(self, runner: Any) -> None:
+        """Keep two serial tests pending on a lane (a worker runs a test only once it holds the next one
+        or is told it gets no more), in order; a lane with none left to take is let go."""
+        if runner.shutting_down or self._queue is None:
+            return
+        work = self.assigned_work[runner].setdefault(SERIAL, {})
+        collection = self.registered_collections[runner]
+        while self._queue and self._pending_of(self.assigned_work[runner]) < 2:
+            nodeid = self._queue.pop(0)
+            work[nodeid] = False
+            runner.send_runtest_some([collection.index(nodeid)])
+        if not self._queue:
             runner.shutdown()
 
 
