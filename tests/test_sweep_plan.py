@@ -183,9 +183,25 @@ def test_3_configs_x_4_concurrencies_is_3_launches_and_the_eta_holds(dirs, capsy
     rc = main(["local", "--profile", prof, "--json", "--no-preflight", "--restart"])
     out = capsys.readouterr()
     assert rc == 0, out.err
-    eta = json.loads(out.out)["eta_check"]
+    again = json.loads(out.out)
+    eta = again["eta_check"]
     assert eta["launches_done_then"] == 0  # predicted at the start
-    assert abs(eta["error_pct"]) <= 15.0, eta
+    predicted, actual = eta["predicted_s"], eta["actual_s"]
+    assert eta["error_pct"] == pytest.approx((predicted - actual) / actual * 100, abs=1.0), eta  # both rounded to 0.1 s
+    # The ETA was learned from the first sweep's launches and benchmarks and is checked against the
+    # second's. The simulator is CPU-bound: where the machine's load changes between the two (other
+    # tests starting or finishing) every launch and benchmark of the second takes longer or shorter
+    # alike. Compare at the first sweep's pace: the ratio of the same launches' and benchmarks' own
+    # times is the machine's change, not the ETA's; what the ETA adds (the time between launches,
+    # how the parts sum) is still checked, and an ETA that left out a launch or a cell is a third off.
+    pace = _measured_s(again) / _measured_s(rep)
+    error = (predicted * pace - actual) / actual * 100
+    assert abs(error) <= 15.0, (eta, f"{pace=:.2f} {error=:.1f}")
+
+
+def _measured_s(report: dict) -> float:
+    """Seconds a sweep's launches and benchmarks took by their own clocks."""
+    return sum(v["launch_s"] + v["bench_s"] for v in report["variants"])
 
 
 def test_the_drift_check_runs_last_and_on_the_baselines_host():
