@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
 import sys
 
 import pytest
@@ -207,6 +209,73 @@ async def test_transport_lines_adapter():
 async def test_local_lines_runs_without_shell():
     out = [x async for x in local_lines([sys.executable, "-c", "import sys; print(sys.argv[1])", "a;b $(x)"])]
     assert out == ["a;b $(x)"]
+
+
+async def test_local_lines_reads_a_progress_bar_that_never_prints_a_newline():
+    # tqdm redraws with "\r" only: 200 KiB of it before the first newline (a few minutes of a long
+    # benchmark) once overran asyncio's 64 KiB line limit and ended the benchmark with a ValueError
+    code = (
+        "import sys\n"
+        "for i in range(2000): sys.stdout.write(f'\\r{i:5d}/2000 ' + '#' * 90)\n"
+        "sys.stdout.write('\\r\\nResult: done\\n')\n"
+    )
+    out = [x async for x in local_lines([sys.executable, "-c", code])]
+    assert out[0] == "" and out[1].startswith("    0/2000 ") and out[2000].startswith(" 1999/2000 ")
+    assert out[-1] == "Result: done" and len(out) == 2002
+
+
+async def test_local_lines_ends_a_child_that_ignores_sigterm_when_the_reader_stops():
+    code = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(120)\n"
+    )
+    pids = []
+
+    async def first_line():
+        gen = local_lines([sys.executable, "-c", code], stop_wait_s=0.5)
+        try:
+            line = await anext(gen)
+            pids.extend(int(p) for p in os.listdir("/proc") if p.isdigit() and _is_child(int(p), code))
+            return line
+        finally:
+            await gen.aclose()
+
+    async with asyncio.timeout(20):  # before: the reader waited for as long as the child lived
+        assert await first_line() == "ready"
+    assert len(pids) == 1
+    assert not os.path.exists(f"/proc/{pids[0]}") or _state(pids[0]) == "Z"
+
+
+def _is_child(pid: int, code: str) -> bool:
+    try:
+        return code.encode() in open(f"/proc/{pid}/cmdline", "rb").read() and int(
+            open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[1]
+        ) == os.getpid()
+    except OSError:
+        return False
+
+
+def _state(pid: int) -> str:
+    try:
+        return open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return "gone"
+
+
+async def test_split_lines_holds_a_carriage_return_until_it_knows_it_is_not_half_of_crlf():
+    from eagletui.bench.bench_serving import MAX_LINE_BYTES, split_lines
+
+    async def chunks(*parts):
+        for p in parts:
+            yield p
+
+    got = [x async for x in split_lines(chunks(b"a\r", b"\nb\r", b"c\r\r", b"d"))]
+    assert got == ["a", "b", "c", "", "d"]
+    big = b"x" * (MAX_LINE_BYTES + 10)
+    got = [x async for x in split_lines(chunks(big[:1000], big[1000:], b"\nend"))]
+    assert [len(x) for x in got] == [MAX_LINE_BYTES, 10, 3]
 
 
 # A stand-in for sglang's benchmark module: its result block is printed with the exact format strings of

@@ -28,6 +28,7 @@ from typing import Any
 
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
 from eagletui.core.profile.model import BenchSettings
+from eagletui.core.timings import REAL
 
 RunLines = Callable[[list[str]], AsyncIterator[str]]
 
@@ -184,8 +185,11 @@ def to_result(
     )
 
 
-async def local_lines(argv: list[str]) -> AsyncIterator[str]:
-    """Run ``argv`` locally (no shell), yielding merged stdout/stderr lines; a missing program is a line."""
+async def local_lines(argv: list[str], *, stop_wait_s: float = REAL.link.kill_wait_s) -> AsyncIterator[str]:
+    """Run ``argv`` locally (no shell), yielding merged stdout/stderr lines (a progress bar's ``\r``
+    updates each a line, as they come); a missing program is a line. A reader that stops early ends
+    the process: SIGTERM, then SIGKILL after ``stop_wait_s``, each waited at most that long (a
+    benchmark client that ignores SIGTERM never holds the caller)."""
     try:
         proc = await asyncio.create_subprocess_exec(
             *argv,
@@ -196,42 +200,63 @@ async def local_lines(argv: list[str]) -> AsyncIterator[str]:
     except OSError as exc:
         yield f"eagletui: cannot run {argv[0]!r}: {exc.strerror}"
         return
-    assert proc.stdout is not None
+    out = proc.stdout
+    assert out is not None
+
+    async def chunks() -> AsyncIterator[bytes]:
+        while chunk := await out.read(65536):
+            yield chunk
+
     try:
-        async for raw in proc.stdout:
-            for part in raw.decode("utf-8", "replace").rstrip("\n").split("\r"):
-                yield part
+        async with contextlib.aclosing(split_lines(chunks())) as lines:
+            async for line in lines:
+                yield line
+        await proc.wait()
     finally:
         if proc.returncode is None:
-            try:
-                proc.terminate()
-            except ProcessLookupError:
-                pass
-        await proc.wait()
+            for sig in (proc.terminate, proc.kill):
+                with contextlib.suppress(ProcessLookupError):
+                    sig()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(stop_wait_s):
+                        await asyncio.shield(proc.wait())
+                if proc.returncode is not None:
+                    break
 
 
+#: a "line" that has gone this long without a newline or carriage return is handed on cut
 MAX_LINE_BYTES = 1024 * 1024
+_EOL = re.compile(rb"\r\n|\r|\n")
+
+
+async def split_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+    """Bytes as they arrive, as text lines: ``\n``, ``\r\n`` and a lone ``\r`` (a progress bar
+    redrawing itself: tqdm writes nothing else for minutes) each end one; a run of more than
+    :data:`MAX_LINE_BYTES` without either is cut, so the buffer never grows without bound."""
+    buf = b""
+    async for chunk in chunks:
+        buf += chunk
+        parts = _EOL.split(buf)
+        buf = parts.pop()
+        if not buf and parts and chunk.endswith(b"\r"):
+            buf = parts.pop() + b"\r"  # perhaps the first half of a \r\n: wait for the next byte
+        for part in parts:
+            yield part.decode("utf-8", "replace")
+        while len(buf) > MAX_LINE_BYTES:
+            yield buf[:MAX_LINE_BYTES].decode("utf-8", "replace")
+            buf = buf[MAX_LINE_BYTES:]
+    if buf:
+        yield buf.rstrip(b"\r").decode("utf-8", "replace")
 
 
 def transport_lines(transport: Any) -> RunLines:
     """Adapt a remote ``Transport.stream(argv)`` (bytes chunks) to the line-source interface."""
 
     async def run(argv: list[str]) -> AsyncIterator[str]:
-        buf = b""
         async with contextlib.aclosing(transport.stream(argv)) as stream:
-            async for chunk in stream:
-                buf += chunk
-                *lines, buf = buf.split(b"\n")
-                if (
-                    len(buf) > MAX_LINE_BYTES
-                ):  # no newline for 1 MiB: hand it on cut, never grow without bound
-                    lines.append(buf[:MAX_LINE_BYTES])
-                    buf = b""
-                for line in lines:
-                    for part in line.rstrip(b"\r").decode("utf-8", "replace").split("\r"):
-                        yield part
-        if buf:
-            yield buf.decode("utf-8", "replace")
+            async with contextlib.aclosing(split_lines(stream)) as lines:
+                async for line in lines:
+                    yield line
 
     return run
 

@@ -96,6 +96,8 @@ class LinkTimings:
     reach_s: float = 20.0
     #: how long a local command that overran is given to die after SIGKILL
     kill_wait_s: float = 2.0
+    #: a finished SSH stream's exit status, and a closing connection's goodbye, are waited this long
+    close_s: float = 5.0
     #: the tail's reconnect back-off after a dropped channel: doubles from ``backoff_initial_s``
     backoff_initial_s: float = 0.1
     backoff_max_s: float = 10.0

@@ -285,7 +285,7 @@ class SSHTransport:
                     break
                 yield chunk
             with contextlib.suppress(asyncssh.Error, OSError):
-                async with asyncio.timeout(5):
+                async with asyncio.timeout(self.timings.link.close_s):
                     await proc.wait_closed()
             if proc.exit_status is None and proc.exit_signal is None:
                 self._drop(conn)
@@ -322,7 +322,7 @@ class SSHTransport:
         if conn is not None:
             conn.close()
             with contextlib.suppress(Exception):
-                async with asyncio.timeout(5):
+                async with asyncio.timeout(self.timings.link.close_s):
                     await conn.wait_closed()
         self._state("closed")
 
