@@ -219,6 +219,29 @@ def test_a_result_without_records_has_no_goodput_rather_than_a_wrong_one():
         assert f.curves[0].points[0].decode_tok_s_per_user == want  # an itl axis: never the gaps' summary
 
 
+def test_one_token_answers_leave_an_itl_bound_untold_and_the_attainment_with_it(capsys):
+    # one output token each: a ttft, no inter-token latency. The verdict said "cannot tell" while the
+    # attainment beside it read 0 % (every request failed the itl bound it never reported)
+    reqs = [(100.0 + i, float("nan"), 100.0 + i, 1) for i in range(20)]
+    book = _book([_launch(1, NOSPEC), *_bench(1, 1, 4, reqs)], slo=SLO)
+    run = book.runs[1]
+    (group,) = run.groups()
+    got = book.slo_stats(run, group)
+    assert got.meets == {"ttft_ms": True, "itl_ms": None} and got.meets_slo is None
+    assert got.unrecorded == ["itl_ms"]
+    assert got.attainment is None and got.goodput_req_s is None and got.goodput_tok_s is None
+    (f,) = frontiers(book)
+    assert f.answer.endswith("(req/s of all requests: the SLO not judged, no request recorded itl_ms)"), f.answer
+    from eagletui.commands._bench_report import _slo_line
+
+    line = _slo_line(got.to_json() | {"sampled": got.sampled}, SLO.describe())
+    assert line.startswith("cannot tell ") and "no request recorded itl_ms" in line and "%" not in line
+    from eagletui.ui.widgets.runs import slo_lines
+
+    text = slo_lines(book, run).plain
+    assert "cannot tell: no request recorded itl_ms of 20" in text and "0.0 %" not in text
+
+
 # --------------------------------------------------------------------------------- the frontier
 
 

@@ -113,6 +113,9 @@ def _slo_line(g: dict[str, Any], text: str) -> str:
     lat = g.get("latency_ms") or {}
     pcts = "  ".join(f"{k[:-3]} p99 {v['p99']:.0f} ms" for k, v in lat.items() if k in ("ttft_ms", "itl_ms"))
     if g.get("slo_attainment") is None:
+        unrecorded = [inert(str(k)) for k, v in (g.get("meets") or {}).items() if v is None]
+        if unrecorded and g.get("sampled"):
+            return f"cannot tell {text}: no request recorded {', '.join(unrecorded)}  {pcts}".rstrip()
         return pcts
     gp = g["goodput"]
     verdict = {True: "meets", False: "misses", None: "cannot tell"}[g.get("meets_slo")]

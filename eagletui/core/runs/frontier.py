@@ -350,7 +350,12 @@ def _rates(f: Frontier) -> str:
 
 
 def _unjudged(f: Frontier, *points: Point) -> str:
-    """An SLO the answer's points could not be judged by (a runner without per-request records)."""
-    if f.slo and any(p.slo.attainment is None for p in points):
-        return " (req/s of all requests: the SLO not judged, no per-request records)"
-    return ""
+    """An SLO the answer's points could not be judged by (a runner without per-request records, or
+    records without a bound's latency)."""
+    unjudged = [p for p in points if p.slo.attainment is None]
+    if not f.slo or not unjudged:
+        return ""
+    unrecorded = sorted({m for p in unjudged if p.slo.sampled for m in p.slo.unrecorded})
+    if unrecorded:
+        return f" (req/s of all requests: the SLO not judged, no request recorded {', '.join(unrecorded)})"
+    return " (req/s of all requests: the SLO not judged, no per-request records)"

@@ -120,7 +120,8 @@ def records_of(rows: Iterable[tuple[Any, Any, Any, Any]], seed: int = 0) -> dict
 @dataclass(frozen=True)
 class SloStats:
     """One setting's (one concurrency's) latencies under the SLO. ``attainment`` is a fraction of the
-    requests (None: no SLO, or no per-request records); goodput is over the repeats' summed time."""
+    requests (None: no SLO, no per-request records, or a bound's latency that no request recorded: see
+    :attr:`unrecorded`); goodput is over the repeats' summed time."""
 
     requests: int = 0
     #: requests the numbers are computed from (below ``requests`` only past the reservoir)
@@ -135,6 +136,12 @@ class SloStats:
     #: metric → its value (ms) at its bound's percentile, what :attr:`meets` compares with the bound (the
     #: frontier's decode axis is 1000 ÷ the per-token one: the same number, so its SLO line is exact)
     at_bound: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def unrecorded(self) -> list[str]:
+        """The bounds' latencies no request recorded (``itl_ms`` of one-token answers): why the SLO
+        cannot be told though records were kept."""
+        return [m for m, v in self.meets.items() if v is None]
 
     @property
     def meets_slo(self) -> bool | None:
@@ -199,8 +206,11 @@ def slo_stats(pairs: Iterable[tuple[BenchmarkResult, LatencyRecords | None]], sl
             if values:
                 at_bound[b.metric] = percentile(values, b.p)
             meets[b.metric] = at_bound[b.metric] <= b.max_ms if values else None
-        attainment = good_req / requests if requests else None
-        goodput_req, goodput_tok = good_req / duration, good_tok / duration
+        # a bound no request recorded (an itl bound over one-token answers) leaves every request
+        # unjudged: the share within the SLO is as unknown as the verdict, never "0 %" beside it
+        if all(v is not None for v in meets.values()):
+            attainment = good_req / requests if requests else None
+            goodput_req, goodput_tok = good_req / duration, good_tok / duration
     return SloStats(requests, sampled, attainment, goodput_req, goodput_tok, pct, meets, at_bound)
 
 

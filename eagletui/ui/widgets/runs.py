@@ -193,7 +193,8 @@ def slo_lines(runbook: RunBook, run: Run) -> Text:
     if not runbook.slo:
         return t
     groups = sorted(run.groups(), key=lambda g: g.concurrency)
-    rows = [(g.concurrency, st) for g in groups if (st := runbook.slo_stats(run, g)).attainment is not None]
+    # judged, or kept records that could not be (a bound's latency none of them recorded)
+    rows = [(g.concurrency, st) for g in groups if (st := runbook.slo_stats(run, g)).attainment is not None or st.sampled]
     if not rows:
         return t
     t.append(f"\nunder the SLO ({inert(runbook.slo.describe())}; v: the frontier)\n", style="bold")
@@ -201,8 +202,11 @@ def slo_lines(runbook: RunBook, run: Run) -> Text:
         mark = {True: "meets", False: "misses", None: "cannot tell"}[st.meets_slo]
         shown = ("ttft_ms", "itl_ms")
         p99 = "  ".join(f"{m[:-3]} p99 {v['p99']:.0f} ms" for m, v in st.percentiles.items() if m in shown)
+        if st.attainment is None:  # records, but a bound's latency none of them has
+            t.append(f"  c={c:<4} {mark}: no request recorded {', '.join(st.unrecorded)} of {st.requests}  {p99}\n")
+            continue
         t.append(
-            f"  c={c:<4} {mark:<6} {(st.attainment or 0) * 100:5.1f} % in SLO of {st.requests}  "
+            f"  c={c:<4} {mark:<6} {st.attainment * 100:5.1f} % in SLO of {st.requests}  "
             f"goodput {st.goodput_req_s or 0:.2f} req/s {st.goodput_tok_s or 0:.0f} tok/s  {p99}\n",
             style="red" if st.meets_slo is False else "",
         )
