@@ -23,7 +23,7 @@ import contextlib
 import hashlib
 import json
 import re
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from typing import Any
 
 from eagletui.core.events import BenchmarkResult, BenchmarkSample, BenchmarkStarted, Event
@@ -203,7 +203,7 @@ async def local_lines(argv: list[str], *, stop_wait_s: float = REAL.link.kill_wa
     out = proc.stdout
     assert out is not None
 
-    async def chunks() -> AsyncIterator[bytes]:
+    async def chunks() -> AsyncGenerator[bytes, None]:
         while chunk := await out.read(65536):
             yield chunk
 
@@ -229,7 +229,7 @@ MAX_LINE_BYTES = 1024 * 1024
 _EOL = re.compile(rb"\r\n|\r|\n")
 
 
-async def split_lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[str]:
+async def split_lines(chunks: AsyncIterator[bytes]) -> AsyncGenerator[str, None]:
     """Bytes as they arrive, as text lines: ``\n``, ``\r\n`` and a lone ``\r`` (a progress bar
     redrawing itself: tqdm writes nothing else for minutes) each end one; a run of more than
     :data:`MAX_LINE_BYTES` without either is cut, so the buffer never grows without bound."""
