@@ -140,3 +140,51 @@ async def test_a_stall_in_the_warm_up_ends_before_the_measurement() -> None:
     assert took < 10
     assert result.error.startswith("server stalled:") and result.requests == 0
     assert any(m.startswith("warm-up: server stalled") for m in _notices(events))
+
+
+@pytest.mark.slow
+async def test_a_server_that_goes_away_ends_the_benchmark_as_gone_at_once() -> None:
+    """The server answers 3 requests, then nothing listens on its port (killed). With the link to the
+    host up, each refused request waited link_settle_s before the next prompt: 400 prompts at
+    concurrency 2 took 50 s of failures. Now a run of refused connections ends it as "server gone"."""
+    holder: dict[str, asyncio.Server] = {}
+    served = {"n": 0}
+
+    async def then_gone(_r, w) -> None:
+        served["n"] += 1
+        if served["n"] == 3:
+            holder["server"].close()  # no new connection is accepted from here on
+        w.write(SSE_HEAD)
+        for ct in range(1, 9):
+            w.write(_chunk(ct, done=ct == 8))
+        w.write(b"data: [DONE]\n\n")
+        await w.drain()
+
+    server, base = await _static_server(then_gone)
+    holder["server"] = server
+    link = asyncio.Event()
+    link.set()  # the link is up: the refusals are the server's
+    limits = HttpLimits(connect_s=2, read_s=30, idle_s=30, total_s=60, link_settle_s=0.5)
+    events: list = []
+    t0 = time.monotonic()
+    try:
+        result = await asyncio.wait_for(
+            run_builtin(
+                base,
+                BenchSettings(num_prompts=400, concurrency=2, warmup=0, max_new_tokens=8),
+                bench=1,
+                launch=1,
+                emit=events.append,
+                limits=limits,
+                link=link,
+            ),
+            120,
+        )
+    finally:
+        server.close()
+    took = time.monotonic() - t0
+    assert took < 10, took  # before: 397 refusals ÷ 2 workers × 0.5 s
+    assert result.error.startswith("server gone: 4 requests in a row found nothing listening"), result.error
+    assert 3 <= result.requests <= 4 and result.failed >= 4  # one connection may be in the backlog already
+    assert result.requests + result.failed < 20  # the rest of the 400 were never drawn
+    assert any(m.startswith("benchmark: server gone") for m in _notices(events)), _notices(events)

@@ -156,10 +156,13 @@ async def test_a_server_that_dies_during_the_run_makes_it_invalid(tmp_path: Path
         await ws.close(stop_server=True)
     verdict, reasons = book.verdict_for(ws.launch_no)
     assert verdict == "invalid", reasons
+    # the benchmark ends as soon as nothing listens on the port ("server gone", before the watcher's
+    # next look sees the exit); it once failed a request every link_settle_s for 50 s
     assert any(
         r.startswith(("the server process exited during the run", "the server failed during the run"))
+        or "(server gone: " in r
         for r in reasons
-    )
+    ), reasons
 
 
 @pytest.mark.slow

@@ -130,7 +130,7 @@ async def _watched_pool(
     )
 
     def done(r: RequestResult) -> None:
-        watch.finished(r.stalled)
+        watch.finished(r.stalled, refused=not r.ok and r.error.startswith("connection failed"))
         if on_done is not None:
             on_done(r)
 
@@ -145,11 +145,12 @@ async def _watched_pool(
 
 
 def _stalled(result: BenchmarkResult, watch: StallWatch) -> BenchmarkResult:
-    """The result of a benchmark the watch halted: "server stalled" first, the abandoned requests
-    counted as failed (they would never have finished). Unchanged when it did not stall."""
+    """The result of a benchmark the watch halted: "server stalled" (or "server gone") first, the
+    abandoned requests counted as failed (they would never have finished). Unchanged when it did
+    not stall."""
     if not watch.reason:
         return result
     import dataclasses
 
-    error = f"server stalled: {watch.reason}" + (f"; {result.error}" if result.error else "")
+    error = f"server {watch.kind}: {watch.reason}" + (f"; {result.error}" if result.error else "")
     return dataclasses.replace(result, failed=result.failed + watch.abandoned, error=error)

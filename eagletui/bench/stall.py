@@ -9,7 +9,12 @@ Two signs, both from :class:`~eagletui.bench.httplimits.HttpLimits`:
 * no progress on any stream (no new token, no request finished) for ``server_stall_s`` while
   requests are in flight: the server is not serving, whether the requests are queued or started.
 
-After ``max_stalls`` stalled streams, or the whole-server stall, :class:`StallWatch` sets ``halt``:
+A third sign ends it as "server gone": requests in a row that found nothing listening on the port
+(connection refused while the link is up; more of them than ``max_stalls`` and than twice the
+concurrency, so one wave of a cut link never counts). A server killed mid-run once left a 400-prompt
+benchmark failing one request every ``link_settle_s`` for 50 s.
+
+After ``max_stalls`` stalled streams, the whole-server stall or the gone server, :class:`StallWatch` sets ``halt``:
 the pool stops drawing prompts and cancels what is in flight, and the result says "server stalled"
 with the reason and counts the abandoned requests as failed. While nothing moves it says every
 ``progress_s`` what it waits for (a ``Notice`` from source ``bench``: the headless bench prints it).
@@ -56,8 +61,11 @@ class StallWatch:
         self.halt = asyncio.Event()
         self.done = 0
         self.stalls = 0
-        #: why the benchmark was halted as stalled ("" while it was not)
+        #: why the benchmark was halted as stalled ("" while it was not), and how: "stalled" or "gone"
         self.reason = ""
+        self.kind = "stalled"
+        #: requests in a row that found nothing listening (connection refused) while the link was up
+        self.refused = 0
         #: requests in flight when it halted: counted as failed, they will never finish
         self.abandoned = 0
         self._last_progress = self.lim.clock.monotonic()
@@ -68,10 +76,21 @@ class StallWatch:
     def in_flight(self) -> int:
         return 0 if self.halt.is_set() else min(self.concurrency, max(0, self.total - self.done))
 
-    def finished(self, stalled: bool) -> None:
-        """A request ended (``stalled``: it had started and went silent)."""
+    def finished(self, stalled: bool, refused: bool = False) -> None:
+        """A request ended (``stalled``: it had started and went silent; ``refused``: its connection
+        was refused, nothing listens on the port)."""
         self.done += 1
         self._last_progress = self.lim.clock.monotonic()
+        link_down = self.waiting is not None and self.waiting()
+        self.refused = self.refused + 1 if refused and not link_down else 0
+        if self.refused >= max(self.lim.max_stalls, 2 * self.concurrency) and not self.halt.is_set():
+            self._stall(
+                f"{self.refused} requests in a row found nothing listening on the server's port "
+                "(connection refused)",
+                free=1,
+                kind="gone",
+            )
+            return
         if not stalled:
             return
         self.stalls += 1
@@ -88,13 +107,14 @@ class StallWatch:
                 free=1,
             )
 
-    def _stall(self, reason: str, free: int = 0) -> None:
+    def _stall(self, reason: str, free: int = 0, kind: str = "stalled") -> None:
         self.abandoned = max(0, min(self.concurrency - free, self.total - self.done))
         self.reason = reason
+        self.kind = kind
         self.halt.set()
         self._say(
             "warning",
-            f"server stalled: {reason}; stopped after {self.done}/{self.total} requests"
+            f"server {kind}: {reason}; stopped after {self.done}/{self.total} requests"
             + (f", {self.abandoned} abandoned" if self.abandoned else ""),
         )
 
