@@ -323,8 +323,10 @@ class SwitchableTransport(LocalTransport):
                 yield chunk
 
 
-def numbered(prefix: str, start: int, n: int) -> bytes:
-    return b"".join(b"%s %06d %s\n" % (prefix.encode(), i, b"x" * (i % 40)) for i in range(start, start + n))
+def numbered(prefix: str, start: int, n: int, pad: int = 0) -> bytes:
+    return b"".join(
+        b"%s %06d %s\n" % (prefix.encode(), i, b"x" * (i % 40 + pad)) for i in range(start, start + n)
+    )
 
 
 async def _wait(pred, what: str, limit: int = 2000) -> None:
@@ -438,10 +440,12 @@ def test_line_limiter_cuts_huge_lines_with_a_marker() -> None:
 async def test_burst_is_read_under_backpressure(tmp_path: Path) -> None:
     """A consumer that stops reading stops the tail too: the queue stays bounded, nothing is lost."""
     path = tmp_path / "server.log"
-    # 7.6 MB: every buffer between the file and the consumer holds 5.0 MB (measured: the tail's offset
-    # when it stops); 400,000 lines (11.8 MB) cost 32 s of CPU in a loaded suite for the same assertions
-    n = 260_000
-    path.write_bytes(numbered("b", 0, n))
+    # 11.2 MB in lines of a real server's length (about 200 bytes): the tail stops with 6.6 MB read
+    # (measured: its offset when it stops; the byte buffers and the queue's 8,192 lines). Short lines
+    # cost the same assertions far more CPU: 400,000 of 30 bytes took 32 s in a loaded suite, 260,000
+    # 16 s; these 56,000 take 4.6 s
+    n = 56_000
+    path.write_bytes(numbered("b", 0, n, pad=170))
     # the server stand-in lives until the test ends it (its stdin closes with the test's process, so it
     # cannot be left behind): a fixed sleep of 120 s ran out on a loaded machine before the 400,000
     # lines were read, and the source saw its "server" exit mid-test
