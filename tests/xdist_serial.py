@@ -4,11 +4,12 @@ Tests in an ``xdist_group`` run on one worker one after another (one Slurm clust
 ``serial`` group is more than that: its tests measure time on the simulator (speed ratios, stall and
 staleness thresholds, ETAs), so they run last, once every other test has finished and the other workers
 have been let go: the suite's own parallelism is not what they measure. They run in ``LANES`` lanes (three
-workers, each taking the next serial test in order as soon as it is done with its previous one): each of
-them mostly waits on the simulator's emulated GPU time (about a quarter of one core), so three of them side
-by side on the 2-core CI machine are less load than they are written to hold (a machine busy with something
-else), and the serial tail of the suite is about a third of their sum. (Dealt out every third test up
-front, one lane got 88 s of them and another 62 s: the tail took the longest lane's time.) In CI they also wait for CI's side work (``GATE_ENV``). Everything
+workers, each taking the next serial test, the longest first (:data:`EXPECTED_S`), as soon as it is done
+with its previous one): each of them mostly waits on the simulator's emulated GPU time (about a quarter
+of one core), so three of them side by side on the 2-core CI machine are less load than they are written
+to hold (a machine busy with something else), and the serial tail of the suite is about a third of
+their sum. (Dealt out every third test up front, one lane got 88 s of them and another 62 s: the tail
+took the longest lane's time.) In CI they also wait for CI's side work (``GATE_ENV``). Everything
 else is scheduled exactly as ``--dist loadgroup`` does.
 """
 
@@ -25,6 +26,26 @@ from xdist.scheduler import LoadGroupScheduling
 SERIAL = "serial"
 #: how many workers run the serial tests side by side at the end
 LANES = 3
+#: Seconds each serial test took (the suite alone, 8 workers, 2 cores, 2026-12-03), longest first: the
+#: lanes take the longest waiting test next, so no long test starts last and holds the tail alone
+#: (taken in file order, the lanes' ends were 25-40 s apart). Four lanes were tried: two or three of
+#: these tests failed in each of two runs with nothing else running (a crossover, a speedup, a prediction).
+#: Only the order depends on it: a test not listed counts as ``DEFAULT_S``.
+EXPECTED_S = {
+    "tests/test_fault_ssh.py::test_ssh_cuts_during_launch_and_benchmark": 38.1,
+    "tests/test_predict.py::test_a_sweep_with_step_profile_predicts_from_the_profile": 31.9,
+    "tests/test_sweep_plan.py::test_3_configs_x_4_concurrencies_is_3_launches_and_the_eta_holds": 30.6,
+    "tests/test_sweep_crossover.py::test_the_crossover_is_exported_for_sglang": 26.2,
+    "tests/test_ui_demo.py::test_toggle_diff_apply_relaunch_compare": 17.0,
+    "tests/test_predict.py::test_sweep_reports_each_predicted_variant_against_its_measurement": 16.9,
+    "tests/test_fault_ssh.py::test_sshd_down_then_back": 16.4,
+}
+DEFAULT_S = 10.0
+
+
+def expected_s(nodeid: str) -> float:
+    """The seconds :data:`EXPECTED_S` gives a test (its parameters share their function's figure)."""
+    return EXPECTED_S.get(nodeid.split("[", 1)[0].split("@", 1)[0], DEFAULT_S)
 #: CI's gate (.ci/run): a file that appears once CI's side work (the benchmarks and the real-server dry
 #: runs, started beside the suite) is done. The serial tests wait for it, so that they run on a machine
 #: as quiet as they have always had, while the side work shares the cores with the parallel part (whose
@@ -69,7 +90,8 @@ class SerialLastScheduling(LoadGroupScheduling):
         for scope in order:
             self.workqueue[scope] = units[scope]
         self._held = self.workqueue.pop(SERIAL, None)
-        for node in list(self.nodes)[len(self.workqueue) or 1 :]:
+        keep = max(len(self.workqueue), LANES if self._held else 0, 1)  # -m serial alone: still its lanes
+        for node in list(self.nodes)[keep:]:
             self.assigned_work.pop(node)
             node.shutdown()  # more workers than units of work
         for node in self.nodes:
@@ -97,8 +119,13 @@ class SerialLastScheduling(LoadGroupScheduling):
         if self.workqueue:
             super()._reschedule(node)
             return
-        if self._queue is not None and node in self._runners:
-            self._feed(node)  # the serial phase: its lane's next test
+        if self._queue is not None:  # the serial phase
+            if node not in self._runners and self._queue and len(self._runners) < LANES:
+                self._runners.append(node)  # a lane still free: this worker takes it
+            if node in self._runners:
+                self._feed(node)  # its lane's next test
+            else:
+                node.shutdown()
             return
         if self._held is None:
             node.shutdown()
@@ -121,7 +148,7 @@ class SerialLastScheduling(LoadGroupScheduling):
             return
         _wait_for_gate(self.config)
         held, self._held = self._held, None
-        self._queue = list(held)
+        self._queue = sorted(held, key=lambda nodeid: -expected_s(nodeid))  # stable: file order among equals
         for runner in runners:
             self._feed(runner)
 
