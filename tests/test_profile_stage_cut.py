@@ -127,7 +127,10 @@ def test_a_capture_cut_twice_by_other_traffic_says_so_at_once() -> None:
             await other
         return str(err.value)
 
-    with SimProc(TP1 + ["--sim-speed", "0.2"]) as sim:  # decode batches slower than the other's arrivals
+    # decode batches much slower than the other client's arrivals (one every 20 ms): at 0.2 a loaded machine
+    # (another suite beside this one) once delayed them past a whole 5-batch DECODE stage, which was then
+    # captured uncut
+    with SimProc(TP1 + ["--sim-speed", "0.05"]) as sim:
         sim.wait_for(READY, 60)
         t0 = time.monotonic()
         msg = asyncio.run(main(sim))
