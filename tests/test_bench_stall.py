@@ -28,8 +28,11 @@ def _chunk(ct: int, done: bool = False) -> bytes:
     return b"data: " + json.dumps({"text": "x" * ct, "meta_info": meta}).encode() + b"\n\n"
 
 
-async def _bench(handler, *, prompts: int, concurrency: int, warmup: int = 0, limits=LIMITS):
+async def _bench(handler, *, prompts: int, concurrency: int, warmup: int = 0, limits=LIMITS, link=None, held=None):
+    """Run the built-in client against ``handler``; ``held`` (a dict) gets the server as "server"."""
     server, base = await _static_server(handler)
+    if held is not None:
+        held["server"] = server
     events: list = []
     t0 = time.monotonic()
     try:
@@ -41,6 +44,7 @@ async def _bench(handler, *, prompts: int, concurrency: int, warmup: int = 0, li
                 launch=1,
                 emit=events.append,
                 limits=limits,
+                link=link,
             ),
             120,
         )
@@ -160,29 +164,12 @@ async def test_a_server_that_goes_away_ends_the_benchmark_as_gone_at_once() -> N
         w.write(b"data: [DONE]\n\n")
         await w.drain()
 
-    server, base = await _static_server(then_gone)
-    holder["server"] = server
     link = asyncio.Event()
     link.set()  # the link is up: the refusals are the server's
     limits = HttpLimits(connect_s=2, read_s=30, idle_s=30, total_s=60, link_settle_s=0.5)
-    events: list = []
-    t0 = time.monotonic()
-    try:
-        result = await asyncio.wait_for(
-            run_builtin(
-                base,
-                BenchSettings(num_prompts=400, concurrency=2, warmup=0, max_new_tokens=8),
-                bench=1,
-                launch=1,
-                emit=events.append,
-                limits=limits,
-                link=link,
-            ),
-            120,
-        )
-    finally:
-        server.close()
-    took = time.monotonic() - t0
+    result, events, took = await _bench(
+        then_gone, prompts=400, concurrency=2, limits=limits, link=link, held=holder
+    )
     assert took < 10, took  # before: 397 refusals ÷ 2 workers × 0.5 s
     assert result.error.startswith("server gone: 4 requests in a row found nothing listening"), result.error
     assert 3 <= result.requests <= 4 and result.failed >= 4  # one connection may be in the backlog already
