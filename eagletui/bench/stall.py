@@ -16,7 +16,7 @@ benchmark failing one request every ``link_settle_s`` for 50 s.
 
 After ``max_stalls`` stalled streams, the whole-server stall or the gone server, :class:`StallWatch` sets ``halt``:
 the pool stops drawing prompts and cancels what is in flight, and the result says "server stalled"
-with the reason and counts the abandoned requests as failed. While nothing moves it says every
+(or "server gone") with the reason and counts the abandoned requests as failed. While nothing moves it says every
 ``progress_s`` what it waits for (a ``Notice`` from source ``bench``: the headless bench prints it).
 
 Kept apart from the client's request code: it only reads the shared token counter once a second.
