@@ -289,3 +289,70 @@ def test_host_program_parts_import_only_the_standard_library_and_share_no_name()
                     continue
                 for name in defined:
                     assert seen.setdefault(name, part) == part, f"{module}: {name} in {seen[name]} and {part}"
+
+
+_RACE_DRIVER = r"""
+import os, sys
+from eagletui.remote import hosttail
+path, old_size = sys.argv[1], int(sys.argv[2])
+real_pread = os.pread
+done = []
+def pread(fd, n, pos):
+    # the file is rewritten (truncated, then longer new content) between the reader's check of the
+    # old content and its next read at the old end: the read itself sees only the new file
+    if pos == old_size and not done:
+        done.append(1)
+        with open(path, "r+b") as f:
+            f.truncate(0)
+            f.write(b"new " * 50_000)
+    return real_pread(fd, n, pos)
+os.pread = pread
+hosttail.op_tail([path, "0", "0", "0", "0", "0"])
+"""
+
+
+def _frames(data: bytes) -> list[tuple[bytes, int, bytes]]:
+    out, i = [], 0
+    while i + hosttail.HEADER.size <= len(data):
+        k, a, n = hosttail.HEADER.unpack_from(data, i)
+        i += hosttail.HEADER.size
+        out.append((k, a, data[i : i + n]))
+        i += n
+    return out
+
+
+def test_a_rewrite_between_the_check_and_the_read_is_caught(tmp_path: Path) -> None:
+    """Seen while another suite ran beside this one: a log truncated and rewritten longer right after
+    the reader had checked it was read on from the old end, so the client got the new file's tail
+    after the old content and never a reset. The reader now checks the old content after each read."""
+    import subprocess
+    import sys
+    import time
+
+    path = tmp_path / "server.log"
+    old = b"old line\n" * 1000
+    path.write_bytes(old)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", _RACE_DRIVER, str(path), str(len(old))],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+    )
+    new = b"new " * 50_000
+    got = b""
+    try:
+        deadline = time.monotonic() + 60
+        data = b""
+        while time.monotonic() < deadline:
+            data += os.read(proc.stdout.fileno(), 1 << 20)  # type: ignore[union-attr]
+            frames = _frames(data)
+            got = b"".join(p for k, _a, p in frames if k == b"D")
+            if len(got) >= len(old) + len(new):
+                break
+    finally:
+        proc.stdin.close()  # type: ignore[union-attr]
+        proc.wait(10)
+    kinds = [k for k, _a, _p in frames]
+    assert b"T" in kinds, kinds
+    after = b"".join(p for k, _a, p in frames[kinds.index(b"T") :] if k == b"D")
+    assert got[: len(old)] == old and after == new
+    assert [a for k, a, _p in frames[kinds.index(b"T") :] if k == b"D"][0] == 0  # read again from 0

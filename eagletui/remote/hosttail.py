@@ -105,6 +105,12 @@ def op_tail(args):
                 b = os.pread(fd, CHUNK, pos)
                 if not b:
                     break
+                if rewritten(fd, pos, alen, acrc):
+                    # rewritten between the check above and this read: what was read is the new
+                    # file's, past an offset that is not its own (seen under load: the rewrite went
+                    # unnoticed and the old content's reader got the new one's tail)
+                    pos, alen, acrc = reset(b"truncated")
+                    continue
                 _frame(b"D", pos, b)
                 pos += len(b)
                 tail = (tail + b[-ANCHOR:])[-ANCHOR:]
