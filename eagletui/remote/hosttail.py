@@ -58,6 +58,11 @@ def op_tail(args):
     replaced or rewritten file is reported (``T`` frame, then read from 0) whatever its size. ``own``
     (the log of a run eagletui started) is opened only if it is a regular file of ours, never
     through a symbolic link: anything else is one ``E`` frame with the reason, and the end.
+
+    One piece: open, check, read and re-check share the file's identity, the offset and the anchor
+    of the bytes before it, and each step may reset all three; split, every part would hand those
+    back and forth, and the order of the checks around each read (which is what catches a rewrite)
+    would no longer be read in one place.
     """
     path, pos = args[0], int(args[1])
     ino0, dev0, alen, acrc = int(args[2]), int(args[3]), int(args[4]), int(args[5])
