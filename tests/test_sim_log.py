@@ -7,7 +7,6 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 
 import pytest
 from conftest_sim import READY, REPO, SPEC_ARGS, SimProc
@@ -28,11 +27,15 @@ def _run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_help_is_fast() -> None:
-    t = time.monotonic()
+    # the child's own CPU seconds, not the wall clock: 3.8 s of wall while CI and another suite ran
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     r = _run_cli("--help")
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     assert r.returncode == 0
     assert "--sim-time-scale" in r.stdout and "--speculative-draft-model-path" in r.stdout
-    assert time.monotonic() - t < 3.0
+    assert (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime) < 3.0
 
 
 def test_unknown_flag_exits_2_like_argparse() -> None:
