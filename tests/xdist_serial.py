@@ -42,10 +42,6 @@ EXPECTED_S = {
 }
 DEFAULT_S = 10.0
 
-
-def expected_s(nodeid: str) -> float:
-    """The seconds :data:`EXPECTED_S` gives a test (its parameters share their function's figure)."""
-    return EXPECTED_S.get(nodeid.split("[", 1)[0].split("@", 1)[0], DEFAULT_S)
 #: CI's gate (.ci/run): a file that appears once CI's side work (the benchmarks and the real-server dry
 #: runs, started beside the suite) is done. The serial tests wait for it, so that they run on a machine
 #: as quiet as they have always had, while the side work shares the cores with the parallel part (whose
@@ -53,6 +49,11 @@ def expected_s(nodeid: str) -> float:
 GATE_ENV = "EAGLETUI_SERIAL_GATE"
 #: the most the serial tests wait for the gate: past it they run anyway and say so
 GATE_TIMEOUT_S = 900.0
+
+
+def expected_s(nodeid: str) -> float:
+    """The seconds :data:`EXPECTED_S` gives a test (its parameters share their function's figure)."""
+    return EXPECTED_S.get(nodeid.split("[", 1)[0].split("@", 1)[0], DEFAULT_S)
 
 
 class SerialLastScheduling(LoadGroupScheduling):
