@@ -104,16 +104,14 @@ def op_tail(args):
                 ino0, dev0 = ino, dev
                 _frame(b"I", ino, str(dev).encode())
         if fd is not None:
-            if os.fstat(fd).st_size < pos or rewritten(fd, pos, alen, acrc):
-                pos, alen, acrc = reset(b"truncated")
             while True:
                 b = os.pread(fd, CHUNK, pos)
                 if not b:
-                    break
+                    break  # a file now shorter than the offset reads nothing: the check below says so
                 if rewritten(fd, pos, alen, acrc):
-                    # rewritten between the check above and this read: what was read is the new
-                    # file's, past an offset that is not its own (seen under load: the rewrite went
-                    # unnoticed and the old content's reader got the new one's tail)
+                    # checked after the read, not before it: a rewrite between a check and the read
+                    # handed the new file's bytes on past an offset that is not its own (seen under
+                    # load: the old content's reader got the new one's tail and no reset)
                     pos, alen, acrc = reset(b"truncated")
                     continue
                 _frame(b"D", pos, b)
