@@ -13,7 +13,7 @@ from eagletui.core import events as ev
 from eagletui.core.profile.load import load_profile
 from eagletui.core.timings import FAST
 from tests.conftest_slurm import SlurmCase, slurm_cluster_fixture, slurm_fixture  # noqa: F401
-from tests.test_ui_demo import wait_for
+from tests.test_ui_demo import quit_app, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -80,8 +80,7 @@ async def test_queued_then_launch_then_ready_per_node_and_a_relaunches(slurm: Sl
         if app.screen.__class__.__name__ == "ConfirmScreen":
             await pilot.press("y")
         assert await wait_for(pilot, lambda: app.state.server_state == "stopped", 60), app.state.server_state
-        await pilot.press("q")
-        await pilot.pause(0.5)
+        await quit_app(pilot)
     slurm.wait_gone(30)
 
 
@@ -99,5 +98,4 @@ async def test_a_queued_job_says_why_it_waits(slurm: SlurmCase) -> None:
         if app.screen.__class__.__name__ == "ConfirmScreen":
             await pilot.press("y")
         assert await wait_for(pilot, lambda: not slurm.jobs(), 30), slurm.jobs()
-        await pilot.press("q")
-        await pilot.pause(0.5)
+        await quit_app(pilot)

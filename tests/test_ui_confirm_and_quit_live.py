@@ -12,7 +12,7 @@ from eagletui.commands.demo import build_app, write_demo_profile
 from eagletui.config import UserConfig
 from eagletui.core.profile.load import load_profile
 from eagletui.ui.screens.modals import ConfirmScreen
-from tests.test_ui_demo import wait_for, wait_quit
+from tests.test_ui_demo import quit_app, wait_for, wait_quit
 
 pytestmark = pytest.mark.slow
 
@@ -43,8 +43,7 @@ async def test_stop_and_relaunch_ask_while_a_launch_is_loading(tmp_path: Path) -
         await pilot.pause()
         toasts = [n.message for n in app._notifications]
         assert any("the server is stopped: press r to launch" in m for m in toasts), toasts
-        await pilot.press("q")
-        await pilot.pause(1)
+        await quit_app(pilot)
 
 
 async def test_ctrl_q_closes_the_driver_like_q(tmp_path: Path) -> None:
@@ -57,7 +56,7 @@ async def test_ctrl_q_closes_the_driver_like_q(tmp_path: Path) -> None:
         assert await wait_for(pilot, lambda: app.state.server_state == "ready", 40), app.state.server_state
         pid = app.workspace.run.pid
         await pilot.press("ctrl+q")
-        await pilot.pause(2)
+        await wait_quit(app)
     assert not pid_alive(pid), "ctrl+q left the demo server running"
 
 
@@ -83,8 +82,7 @@ async def test_stop_during_a_benchmark_asks_then_cancels_it_and_stops(tmp_path: 
         assert await wait_for(pilot, lambda: app.state.server_state == "stopped", 30), app.state.server_state
         assert not app.driver.benchmarking
         assert app.state.bench_results and app.state.bench_results[-1].error  # the run was closed, aborted
-        await pilot.press("q")
-        await pilot.pause(1)
+        await quit_app(pilot)
 
 
 async def test_quit_during_a_benchmark_closes_its_run_before_the_loop_ends(tmp_path: Path) -> None:
@@ -127,8 +125,7 @@ async def test_a_failed_preflight_stays_on_screen_until_the_next_launch(tmp_path
         box = str(app.screen.query_one("#phase-failure", Static).render())
         assert "Not launched: the preflight failed" in box and "no-such-model" in box, box
         assert app.state.launch is None  # nothing was started
-        await pilot.press("q")
-        await pilot.pause(1)
+        await quit_app(pilot)
 
 
 async def test_a_declined_stop_of_a_reattached_server_changes_nothing(tmp_path: Path) -> None:

@@ -19,7 +19,7 @@ from eagletui.core import events as ev
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.call import WITHIN
 from eagletui.session.decide import open_rows, spec_launch_for
-from tests.test_ui_demo import fast_profile, wait_for
+from tests.test_ui_demo import fast_profile, quit_app, wait_for
 
 pytestmark = pytest.mark.slow
 
@@ -106,5 +106,4 @@ async def test_d_repeats_the_no_spec_benchmark_until_decided_within_the_limit(
             if n.title == "repeat until decided" and "more no-spec" in n.message
         )
         assert "limit 4 s" in done and ("every point decided" in done or "still within noise" in done)
-        await pilot.press("q")
-        await pilot.pause(1)
+        await quit_app(pilot)

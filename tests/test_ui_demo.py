@@ -176,8 +176,7 @@ async def test_toggle_diff_apply_relaunch_compare(tmp_path: Path) -> None:
         await pilot.press("m")
         await pilot.pause(0.3)
         assert app.runbook.baseline == 2
-        await pilot.press("q")
-        await pilot.pause(2)
+        await quit_app(pilot)
 
 
 async def test_injected_crash_shows_kind_and_hint(tmp_path: Path) -> None:
@@ -196,8 +195,7 @@ async def test_injected_crash_shows_kind_and_hint(tmp_path: Path) -> None:
         shown = str(panel.render())
         assert "OOM" in shown and "hint" in shown
         assert app.state.launch.phases["capture_target"].status == "failed"
-        await pilot.press("q")
-        await pilot.pause(2)
+        await quit_app(pilot)
 
 
 async def test_failure_injected_from_the_tune_tab(tmp_path: Path) -> None:
@@ -225,8 +223,7 @@ async def test_failure_injected_from_the_tune_tab(tmp_path: Path) -> None:
         assert panel.display and panel.region.height > 2
         shown = str(panel.render())
         assert "OOM" in shown and "hint" in shown
-        await pilot.press("q")
-        await pilot.pause(2)
+        await quit_app(pilot)
 
 
 async def test_log_text_is_never_markup(tmp_path: Path) -> None:
