@@ -265,7 +265,7 @@ elif [ "$PART" = grid ]; then
   # issue 32's check: steps 1-5 and speculation off, each launched twice (six servers side by side per
   # round, benchmarked one after another), steps 3's step profile; grid_eval.py predicts offline
   # a dry run (CI): one round of steps 3, no spec and steps 1 on the simulator
-  if [ -n "$DRYRUN" ]; then : "${GRID_ROUNDS:=1}"; export GRID_N=${GRID_N:-3}; else export GRID_MEM_FRACTION=0.1 GRID_PROMPTS=${GRID_PROMPTS:-32} GRID_TOKENS=${GRID_TOKENS:-256} GRID_WARMUP=${GRID_WARMUP:-8}; fi
+  if [ -n "$DRYRUN" ]; then : "${GRID_ROUNDS:=1}"; export GRID_N=${GRID_N:-3}; else export GRID_PIN=${GRID_PIN:-1} GRID_MEM_FRACTION=0.1 GRID_PROMPTS=${GRID_PROMPTS:-32} GRID_TOKENS=${GRID_TOKENS:-256} GRID_WARMUP=${GRID_WARMUP:-8}; fi
   # what is measured so far comes back even when the device call runs out: packed every 30 s
   ( while sleep 30; do tar -C $OUTD -czf $OUT/.grid.tgz grid 2>/dev/null && mv $OUT/.grid.tgz $OUT/grid.tgz; done ) &
   PACKER=$!

@@ -11,6 +11,13 @@ one is measured the others are stopped (SIGSTOP: an idle SGLang server puts no k
 scheduler polls a CPU core without sleeping). Each server's own log is kept
 (OUTDIR/grid-rR-NAME.log) and so is each benchmark's JSON (OUTDIR/grid-rR-NAME.json). With the
 simulator's profile (tools/real-sglang/sim-dryrun.toml) the same flow runs here as a dry run.
+
+``GRID_PIN=1``: while a server is measured its scheduler gets a physical core of its own (both hyperthreads,
+nobody else on them) on the GPU's NUMA node, and its other processes and the benchmark client the rest.
+Launches of one setting spread 25-56 % on the lent H200 with each launch steady within itself, the mark of
+where a CPU-bound scheduler landed rather than of the model. Either way each benchmark's placement is
+recorded (OUTDIR/grid-rR-NAME.place.json): the scheduler's CPU sampled every 0.2 s, every CPU's busy share
+over the benchmark, and the GPU's SM clock (read-only ``nvidia-smi`` queries).
 """
 
 import json
@@ -132,6 +139,141 @@ def step_profile(port: int) -> None:
         log(f"step profile: {os.path.basename(f)} ({os.path.getsize(f)} bytes), summary rc {j.returncode}")
 
 
+PIN = os.environ.get("GRID_PIN") == "1"
+
+
+def _cpus(text: str) -> set:
+    out = set()
+    for part in text.strip().split(","):
+        if part:
+            a, _, b = part.partition("-")
+            out.update(range(int(a), int(b or a) + 1))
+    return out
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def topology() -> dict:
+    """The CPUs this process may use, grouped by physical core, and the GPU's NUMA node's CPUs."""
+    allowed = os.sched_getaffinity(0)
+    cores = []
+    for cpu in sorted(allowed):
+        sib = _cpus(_read(f"/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list")) or {cpu}
+        sib &= allowed
+        if sib not in cores:
+            cores.append(sib)
+    node_cpus = set()
+    try:
+        bus = subprocess.run(["nvidia-smi", "--query-gpu=pci.bus_id", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20).stdout.split()[0]
+        dom, rest = bus.lower().split(":", 1)
+        node = _read(f"/sys/bus/pci/devices/{dom[-4:]}:{rest}/numa_node").strip()
+        if node and int(node) >= 0:
+            node_cpus = _cpus(_read(f"/sys/devices/system/node/node{node}/cpulist")) & allowed
+    except (OSError, IndexError, ValueError, subprocess.SubprocessError):
+        pass
+    return {"allowed": sorted(allowed), "cores": [sorted(c) for c in cores], "gpu_node_cpus": sorted(node_cpus)}
+
+
+def group_pids(pgid: int) -> list:
+    pids = []
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            stat = _read(f"/proc/{d}/stat")
+            if stat and int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
+                pids.append(int(d))
+    return pids
+
+
+def scheduler_pid(pgid: int):
+    for pid in group_pids(pgid):
+        if _read(f"/proc/{pid}/cmdline").startswith("sglang::scheduler"):
+            return pid
+    return None
+
+
+def pin(pgid: int, topo: dict):
+    """The scheduler's threads on one physical core of the GPU's node (not its first: interrupts), every
+    other process of the server's group and the client (returned) on the rest."""
+    cores = [set(c) for c in topo["cores"]]
+    node = set(topo["gpu_node_cpus"]) or set(topo["allowed"])
+    mine = [c for c in cores if c <= node] or cores
+    sched = mine[1] if len(mine) > 1 else mine[0]
+    rest = set(topo["allowed"]) - sched
+    spid = scheduler_pid(pgid)
+    for pid in group_pids(pgid):
+        cpus = sched if pid == spid else rest
+        for tid in os.listdir(f"/proc/{pid}/task") if os.path.isdir(f"/proc/{pid}/task") else []:
+            try:
+                os.sched_setaffinity(int(tid), cpus)
+            except OSError:
+                pass
+    return sorted(sched), sorted(rest)
+
+
+class Placement:
+    """Where the measured scheduler ran and how busy every CPU was over one benchmark, and the GPU's clock."""
+
+    def __init__(self, pgid: int) -> None:
+        import threading
+
+        self.spid = scheduler_pid(pgid)
+        self.samples: list = []
+        self.clocks: list = []
+        self._stop = threading.Event()
+        self._cpu0 = self._cpu_times()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    @staticmethod
+    def _cpu_times() -> dict:
+        out = {}
+        for line in _read("/proc/stat").splitlines():
+            if line.startswith("cpu") and line[3:4].isdigit():
+                f = line.split()
+                vals = [int(x) for x in f[1:]]
+                out[int(f[0][3:])] = (sum(vals) - vals[3] - vals[4], sum(vals))
+        return out
+
+    def _run(self) -> None:
+        n = 0
+        while not self._stop.wait(0.2):
+            if self.spid:
+                stat = _read(f"/proc/{self.spid}/stat")
+                if stat:
+                    self.samples.append(int(stat.rsplit(")", 1)[1].split()[36]))
+            n += 1
+            if n % 5 == 0:
+                try:
+                    q = subprocess.run(["nvidia-smi", "--query-gpu=clocks.sm,clocks.mem,power.draw,utilization.gpu",
+                                        "--format=csv,noheader,nounits"], capture_output=True, text=True, timeout=5)
+                    self.clocks.append(q.stdout.strip())
+                except (OSError, subprocess.SubprocessError):
+                    pass
+
+    def finish(self, path: str, extra: dict) -> dict:
+        self._stop.set()
+        self._thread.join(5)
+        cpu1 = self._cpu_times()
+        busy = {c: round((cpu1[c][0] - self._cpu0[c][0]) / max(1, cpu1[c][1] - self._cpu0[c][1]), 3)
+                for c in cpu1 if c in self._cpu0}
+        counts: dict = {}
+        for c in self.samples:
+            counts[c] = counts.get(c, 0) + 1
+        moves = sum(1 for a, b in zip(self.samples, self.samples[1:], strict=False) if a != b)
+        out = {"scheduler_pid": self.spid, "scheduler_cpus": counts, "scheduler_moves": moves,
+               "samples": len(self.samples), "cpu_busy": busy, "gpu": self.clocks, **extra}
+        with open(path, "w") as f:
+            json.dump(out, f)
+        return out
+
+
 def hold_others(servers, measured) -> list:
     """Stop (SIGSTOP) every other server of the round while one is measured. An idle SGLang 0.5.17
     scheduler polls its sockets without sleeping (``sleep_on_idle`` is off by default: server_args.py), so
@@ -192,10 +334,16 @@ def run_round(rnd: int, base: str) -> None:
                 continue
             paused = hold_others(servers, proc)
             out = os.path.join(OUT, f"grid-r{rnd}-{name}.json")
+            pinned = pin(proc.pid, TOPO) if PIN else None
+            client = (lambda cpus=pinned[1]: os.sched_setaffinity(0, cpus)) if pinned else None
+            place = Placement(proc.pid)
             r = subprocess.run(
                 [sys.executable, "-m", "eagletui", "bench", "local", "--profile", path, "--concurrency", "1,4",
-                 "--json", "--no-record"], capture_output=True, text=True, timeout=240,
+                 "--json", "--no-record"], capture_output=True, text=True, timeout=240, preexec_fn=client,
             )
+            pl = place.finish(os.path.join(OUT, f"grid-r{rnd}-{name}.place.json"), {"pinned": pinned})
+            top = sorted(pl["scheduler_cpus"].items(), key=lambda kv: -kv[1])[:3]
+            log(f"round {rnd}: {name} scheduler on cpus {top} ({pl['scheduler_moves']} moves), gpu {pl['gpu'][:1]}")
             with open(out, "w") as f:
                 f.write(r.stdout)
             tok = {}
@@ -228,6 +376,10 @@ def _terminated(signum, _frame):
 
 signal.signal(signal.SIGTERM, _terminated)
 os.makedirs(OUT, exist_ok=True)
+TOPO = topology()
+with open(os.path.join(OUT, "topology.json"), "w") as _f:
+    json.dump(TOPO, _f)
+log(f"cpus {len(TOPO['allowed'])}, physical cores {len(TOPO['cores'])}, gpu node cpus {TOPO['gpu_node_cpus']}, pin {PIN}")
 base_text = open(P).read()
 for rnd in range(1, ROUNDS + 1):
     if DEADLINE_S and time.time() - T0 > DEADLINE_S - 120:
