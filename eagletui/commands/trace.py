@@ -181,6 +181,12 @@ def _cycle_lines(r: RankSummary) -> list[str]:
     ]
     if d.get("batch_sizes"):
         lines[-1] += f"; batch sizes {', '.join(map(str, d['batch_sizes']))}"
+    if d.get("bound") == "cpu":
+        lines.append(
+            f"  kernels fill {d['kernel_share'] * 100:.0f} % of the {unit}: it is bound by the CPU (the scheduler's "
+            "work between launches), not the GPU; what a change costs here is mostly CPU time this profile does not "
+            "show, so a prediction from it is only as good as this host's band, and a measured launch outranks it"
+        )
     for c in ORDER:
         ms = cats.get(c.label, 0.0)
         lines.append(

@@ -14,6 +14,11 @@ from eagletui.profiler.categories import ORDER
 from eagletui.profiler.cycles import SPEC_PARTS
 
 SCHEMA = 2
+# Below this share of a cycle's span filled by kernels, the GPU waits on the CPU most of the cycle (the
+# scheduler's work between launches): the lent H200's tiny EAGLE-3 server filled 0.94 of 5.7 ms (16 %),
+# and there a change of draft steps moved the cycle by CPU work no GPU profile shows (issue 32's grids:
+# steps 2 ran a shorter cycle than steps 1 and 3). A big model's decode fills most of it.
+CPU_BOUND_SHARE = 0.5
 
 
 @dataclass
@@ -176,6 +181,8 @@ class RankSummary:
             return None
         per = self.per_cycle() or _zero()
         kinds = sorted({c.kind for c in done})
+        span = sum(c.gpu_ms for c in done) / len(done) if done else 0.0
+        share = sum(per.values()) / span if span > 0 else None
         return {
             "cycles": len(done),
             "partial": len(self.cycles) - len(done),
@@ -183,7 +190,9 @@ class RankSummary:
             "kernel_ms": round(sum(c.kernel_ms for c in done), 4),
             "kernel_ms_per_cycle": round(sum(per.values()), 4),
             "median_kernel_ms": round(_median([c.kernel_ms for c in done]), 4),
-            "gpu_ms_per_cycle": round(sum(c.gpu_ms for c in done) / len(done), 4) if done else 0.0,
+            "gpu_ms_per_cycle": round(span, 4),
+            "kernel_share": round(share, 4) if share is not None else None,
+            "bound": None if share is None else ("cpu" if share < CPU_BOUND_SHARE else "gpu"),
             "categories": {k: round(v, 4) for k, v in per.items()},
             "batch_sizes": sorted({c.bs for c in done if c.bs is not None}),
             "parts": self.parts_json(),

@@ -5,6 +5,7 @@
 #   bash tools/real-sglang/device.sh 1   # preflight (fresh machine), bench --launch, preflight right after
 #                                        # the stop, bench --vs-no-spec --concurrency 1,4,16, a failed launch's
 #                                        # JSON, a two-variant sweep
+#   bash tools/real-sglang/device.sh vsnospec  # part 1's --vs-no-spec at c = 1, 4, 16 alone
 #   bash tools/real-sglang/device.sh final  # a re-check in one call: preflight, bench --launch, preflight
 #                                        # after the stop, a steps 3 / no spec / steps 2 sweep (predicted
 #                                        # vs measured), the TUI and --vs-no-spec when time is left, then
@@ -214,6 +215,11 @@ if [ "$PART" = 1 ]; then
   pairck d-vs-no-spec 2
   [ $(el) -lt 400 ] && step g-bad-draft 150 python3 -m eagletui bench local --profile $PB --launch --json
   [ $(el) -lt 430 ] && step f-sweep 300 python3 -m eagletui sweep local --profile $PS --json --no-record && pairck f-sweep 0 $PS
+elif [ "$PART" = vsnospec ]; then
+  # part 1's --vs-no-spec alone (issue 32's done-when: pays only where the steady-state decode agrees, the
+  # eager point at c = 16 named), for a device call with little time left
+  step d-vs-no-spec ${VS_S:-400} python3 -m eagletui bench local --profile $P --vs-no-spec --concurrency 1,4,16 --decide-within ${VS_DECIDE:-40} --json
+  pairck d-vs-no-spec 2
 elif [ "$PART" = final ]; then
   # one call for a re-check after a change: the fresh preflight, bench --launch and its stop, the
   # preflight right after it, the steps 3 -> no spec -> steps 2 sweep (predicted vs measured for the step

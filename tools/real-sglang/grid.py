@@ -12,8 +12,8 @@ scheduler polls a CPU core without sleeping). Each server's own log is kept
 (OUTDIR/grid-rR-NAME.log) and so is each benchmark's JSON (OUTDIR/grid-rR-NAME.json). With the
 simulator's profile (tools/real-sglang/sim-dryrun.toml) the same flow runs here as a dry run.
 
-``GRID_PIN=1``: while a server is measured its scheduler gets a physical core of its own (both hyperthreads,
-nobody else on them) on the GPU's NUMA node, and its other processes and the benchmark client the rest.
+``GRID_PIN=1``: while a server is measured its scheduler gets ``GRID_PIN_CORES`` (4) physical cores of its
+own (nobody else on them) on the GPU's NUMA node, and its other processes and the benchmark client the rest.
 Launches of one setting spread 25-56 % on the lent H200 with each launch steady within itself, the mark of
 where a CPU-bound scheduler landed rather than of the model. Either way each benchmark's placement is
 recorded (OUTDIR/grid-rR-NAME.place.json): the scheduler's CPU sampled every 0.2 s, every CPU's busy share
@@ -198,14 +198,20 @@ def scheduler_pid(pgid: int):
     return None
 
 
+PIN_CORES = int(os.environ.get("GRID_PIN_CORES", "4"))
+
+
 def pin(pgid: int, topo: dict):
-    """The scheduler's threads on one physical core of the GPU's node (not its first: interrupts), every
-    other process of the server's group and the client (returned) on the rest."""
+    """The scheduler's threads on ``GRID_PIN_CORES`` physical cores of the GPU's node (not its first:
+    interrupts), every other process of the server's group and the client (returned) on the rest. One core
+    alone (the first try) put the scheduler's helper threads on its main thread's core: steps 3 ran 23 %
+    slower than unpinned, and not by the same share in every setting."""
     cores = [set(c) for c in topo["cores"]]
     node = set(topo["gpu_node_cpus"]) or set(topo["allowed"])
     mine = [c for c in cores if c <= node] or cores
-    sched = mine[1] if len(mine) > 1 else mine[0]
-    rest = set(topo["allowed"]) - sched
+    pick = mine[1 : 1 + PIN_CORES] if len(mine) > PIN_CORES else mine[:1]
+    sched = set().union(*pick)
+    rest = (set(topo["allowed"]) - sched) or set(topo["allowed"])
     spid = scheduler_pid(pgid)
     for pid in group_pids(pgid):
         cpus = sched if pid == spid else rest
@@ -224,12 +230,25 @@ class Placement:
         import threading
 
         self.spid = scheduler_pid(pgid)
+        self._threads0 = self._thread_times()
         self.samples: list = []
         self.clocks: list = []
         self._stop = threading.Event()
         self._cpu0 = self._cpu_times()
         self._thread = threading.Thread(target=self._run, daemon=True)
         self._thread.start()
+
+    def _thread_times(self) -> dict:
+        """CPU seconds of each of the scheduler's threads, by tid, with its name."""
+        out = {}
+        if not self.spid or not os.path.isdir(f"/proc/{self.spid}/task"):
+            return out
+        for tid in os.listdir(f"/proc/{self.spid}/task"):
+            stat = _read(f"/proc/{self.spid}/task/{tid}/stat")
+            if stat:
+                f = stat.rsplit(")", 1)[1].split()
+                out[tid] = (stat.split("(", 1)[1].rsplit(")", 1)[0], (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"))
+        return out
 
     @staticmethod
     def _cpu_times() -> dict:
@@ -267,8 +286,13 @@ class Placement:
         for c in self.samples:
             counts[c] = counts.get(c, 0) + 1
         moves = sum(1 for a, b in zip(self.samples, self.samples[1:], strict=False) if a != b)
+        t1 = self._thread_times()
+        threads = sorted(
+            ((name, round(s - self._threads0.get(tid, (name, 0.0))[1], 2)) for tid, (name, s) in t1.items()),
+            key=lambda x: -x[1],
+        )[:6]
         out = {"scheduler_pid": self.spid, "scheduler_cpus": counts, "scheduler_moves": moves,
-               "samples": len(self.samples), "cpu_busy": busy, "gpu": self.clocks, **extra}
+               "samples": len(self.samples), "scheduler_threads_cpu_s": threads, "cpu_busy": busy, "gpu": self.clocks, **extra}
         with open(path, "w") as f:
             json.dump(out, f)
         return out
@@ -343,7 +367,8 @@ def run_round(rnd: int, base: str) -> None:
             )
             pl = place.finish(os.path.join(OUT, f"grid-r{rnd}-{name}.place.json"), {"pinned": pinned})
             top = sorted(pl["scheduler_cpus"].items(), key=lambda kv: -kv[1])[:3]
-            log(f"round {rnd}: {name} scheduler on cpus {top} ({pl['scheduler_moves']} moves), gpu {pl['gpu'][:1]}")
+            log(f"round {rnd}: {name} scheduler on cpus {top} ({pl['scheduler_moves']} moves), its busiest "
+                f"threads {pl['scheduler_threads_cpu_s'][:3]} CPU s, gpu {pl['gpu'][:1]}")
             with open(out, "w") as f:
                 f.write(r.stdout)
             tok = {}
