@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -55,12 +56,17 @@ class _Host:
         pass
 
 
-async def _ready(model: SessionModel, launch: int) -> None:
-    for _ in range(300):
+async def _ready(model: SessionModel, launch: int, timeout: float = 120.0) -> None:
+    """Wait (bounded) for launch ``launch`` to be ready: 30 s was not enough for the simulator to start
+    beside another suite on two cores."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
         if model.state.current == launch and model.state.server_state in (ServerState.READY, ServerState.FAILED):
             break
         await asyncio.sleep(0.1)
-    assert model.state.current == launch and model.state.server_state == ServerState.READY
+    assert model.state.current == launch and model.state.server_state == ServerState.READY, (
+        f"launch {launch}: {model.state.server_state} after {timeout:.0f} s (current {model.state.current})"
+    )
 
 
 def _session(prof: Profile) -> tuple[SessionModel, _Host, LiveDriver, list[Any]]:
