@@ -12,7 +12,7 @@ scheduler polls a CPU core without sleeping). Each server's own log is kept
 (OUTDIR/grid-rR-NAME.log) and so is each benchmark's JSON (OUTDIR/grid-rR-NAME.json). With the
 simulator's profile (tools/real-sglang/sim-dryrun.toml) the same flow runs here as a dry run.
 
-``GRID_PIN=1``: while a server is measured its scheduler gets ``GRID_PIN_CORES`` (4) physical cores of its
+``GRID_PIN=1``: while a server is measured its scheduler gets ``GRID_PIN_CORES`` (1) physical cores of its
 own (nobody else on them) on the GPU's NUMA node, and its other processes and the benchmark client the rest.
 Launches of one setting spread 25-56 % on the lent H200 with each launch steady within itself, the mark of
 where a CPU-bound scheduler landed rather than of the model. Either way each benchmark's placement is
@@ -198,14 +198,14 @@ def scheduler_pid(pgid: int):
     return None
 
 
-PIN_CORES = int(os.environ.get("GRID_PIN_CORES", "4"))
+PIN_CORES = int(os.environ.get("GRID_PIN_CORES", "1"))
 
 
 def pin(pgid: int, topo: dict):
     """The scheduler's threads on ``GRID_PIN_CORES`` physical cores of the GPU's node (not its first:
-    interrupts), every other process of the server's group and the client (returned) on the rest. One core
-    alone (the first try) put the scheduler's helper threads on its main thread's core: steps 3 ran 23 %
-    slower than unpinned, and not by the same share in every setting."""
+    interrupts), every other process of the server's group and the client (returned) on the rest. On the
+    lent H200 (2026-12-03) one core gave two launches of a setting within 0.5-15 %; four gave 25-51 % again,
+    though the main thread (the only busy one) stayed on one CPU there too: why is not known yet."""
     cores = [set(c) for c in topo["cores"]]
     node = set(topo["gpu_node_cpus"]) or set(topo["allowed"])
     mine = [c for c in cores if c <= node] or cores
