@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from eagletui.core import events as ev
+from eagletui.core.cycle.fit import CPU_BOUND_SHARE
 from eagletui.core.predict.forecast import forecasts
 from eagletui.core.predict.next_launch import prediction_diagnoses
 from eagletui.core.predict.ranking import adaptive_config
@@ -106,12 +107,14 @@ def test_the_band_holds_the_measured_means_it_held(call: str, inside: int) -> No
     assert len(held) >= inside, [(f.label, f.concurrency, f.shown(), means[(f.label, f.concurrency)]) for f in judged]
 
 
-def test_the_profile_of_this_server_is_cpu_bound() -> None:
-    dec = GRID["calls"]["pin1"]["profile_steps3_round1"]
-    assert isinstance(dec, dict)
-    from eagletui.profiler.rank import CPU_BOUND_SHARE
-
-    parts = dec["parts"]
+def test_a_prediction_from_this_cpu_bound_profile_says_so() -> None:
+    """Kernels fill 24 % of the profiled parts (16 % of the whole cycle, gaps between parts included):
+    every step change predicted from it says the cycle is CPU-bound and that a step change moves CPU work
+    the profile cannot show."""
+    parts = GRID["calls"]["pin1"]["profile_steps3_round1"]["parts"]
     kernels = sum(parts[p]["kernel_ms"] for p in ("draft", "verify", "draft_extend"))
     span = sum(parts[p]["gpu_ms"] for p in ("draft", "verify", "draft_extend"))
     assert kernels / span < CPU_BOUND_SHARE
+    fs, _why = forecasts(_book("pin1", nospec=False), 1)
+    said = [f.source for f in fs if not f.measured and f.label != "speculation off"]
+    assert len(said) == 8 and all("CPU-bound: kernels fill 24 % of the draft, verify and extend" in s for s in said)

@@ -10,15 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from eagletui.core.cycle.fit import CPU_BOUND_SHARE
 from eagletui.profiler.categories import ORDER
 from eagletui.profiler.cycles import SPEC_PARTS
 
 SCHEMA = 2
-# Below this share of a cycle's span filled by kernels, the GPU waits on the CPU most of the cycle (the
-# scheduler's work between launches): the lent H200's tiny EAGLE-3 server filled 0.94 of 5.7 ms (16 %),
-# and there a change of draft steps moved the cycle by CPU work no GPU profile shows (issue 32's grids:
-# steps 2 ran a shorter cycle than steps 1 and 3). A big model's decode fills most of it.
-CPU_BOUND_SHARE = 0.5
 
 
 @dataclass

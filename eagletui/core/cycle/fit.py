@@ -36,6 +36,22 @@ SLOPE_MIN_SPREAD = 0.3
 NOSPEC_GAP_SHARE = 0.25
 
 NOSPEC_GAP_BAND = (0.0, 0.5)
+#: Below this share of a profiled cycle filled by kernels the cycle is bound by the CPU: the GPU waits on
+#: the scheduler most of it. The lent H200's tiny EAGLE-3 server filled 16-24 %, and there a step change
+#: moved the scheduler's CPU work in ways no profile shows: pinned, its own decode lines put steps 2's
+#: cycle (3.52 ms) below steps 1's (3.92) and steps 3's (4.97) (docs/real-sglang.md, 2026-12-03). A big
+#: model's decode fills 99 % (the 2×H200 trace). ``eagletui trace`` flags the same threshold.
+CPU_BOUND_SHARE = 0.5
+
+
+def kernel_share(profile: Mapping[str, Any]) -> float | None:
+    """The share of the profiled cycle's parts (their spans) that their kernels fill; None without both."""
+    shares, kernels = profile.get("shares"), profile.get("kernels")
+    if not (isinstance(shares, Mapping) and isinstance(kernels, Mapping)):
+        return None
+    span = sum(float(v) for v in shares.values() if finite(v))
+    busy = sum(float(v) for v in kernels.values() if finite(v))
+    return busy / span if span > 0 else None
 
 
 def fit_parts(
@@ -232,6 +248,12 @@ def _split_replay(
 
     src = f"step profile: {how}; the draft runner's own work {runner:.2f} ms; the rest of the cycle fixed"
     src += regime
+    busy = kernel_share(profile)
+    if busy is not None and busy < CPU_BOUND_SHARE:
+        src += (
+            f"; CPU-bound: kernels fill {busy * 100:.0f} % of the draft, verify and extend spans, so a step change moves the "
+            "scheduler's CPU work, which no profile shows (measure before trusting this)"
+        )
     nospec, band = nospec_from_cycle(cycle_ms, verify, replay, sigma, max(0.0, cycle_ms - total * sigma))
     base = replace(parts(runner, per_token, src), nospec_ms=nospec, nospec_band=band)
     alts = [parts(RUNNER_BAND[0] * lead, per_token, src), parts(RUNNER_BAND[1] * lead, per_token, src)]
