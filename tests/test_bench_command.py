@@ -160,9 +160,10 @@ def test_bench_vs_no_spec_on_h200_nvlink_says_speculation_pays(tmp_path, capsys)
 def test_bench_vs_no_spec_over_several_concurrencies(tmp_path, capsys):
     """Economics per concurrency both runs measured, and where speculation stops paying (None: it pays
     at every concurrency measured on the NVLink preset)."""
-    # --sim-speed 2: a simulated step long enough that a loaded machine's Python overhead (which the
-    # no-spec side pays once per token) cannot turn a 1.5x win into a loss (it did at 4 beside another suite)
-    prof = _profile(tmp_path, _free_port(), 'sim-host = "h200-nvlink"', speed=2)
+    # --sim-speed 0.5: a no-spec step of 4.8 ms, long beside what a loaded machine adds per token (the
+    # client's and the simulator's Python), which both sides pay per token: at 4 and at 2 (1.2 ms steps)
+    # that overhead turned the 1.5x win into a loss beside another suite
+    prof = _profile(tmp_path, _free_port(), 'sim-host = "h200-nvlink"', speed=0.5)
     rc = main(["local", "--profile", prof, "--vs-no-spec", "--concurrency", "2,1", "--json"])
     out = capsys.readouterr()
     assert rc == 0, out.err
