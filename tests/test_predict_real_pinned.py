@@ -90,6 +90,7 @@ def test_the_one_ranking_picks_the_measured_best_and_its_two_readers_agree(call:
     assert best == {1: "steps 5", 4: "steps 5"}
     nxt = [d for d in prediction_diagnoses(book, 1) if d.kind == "next_launch"]
     assert nxt and "at concurrency 1: steps 5" in nxt[0].text and "at concurrency 4: steps 5" in nxt[0].text
+    assert nxt[0].text.endswith("; the profile's cycle is CPU-bound: launch it to know")
     assert adaptive_config(book, 1) == {"1": {"candidate_steps": [5]}, "4": {"candidate_steps": [5]}}
 
 

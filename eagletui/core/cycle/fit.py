@@ -42,6 +42,8 @@ NOSPEC_GAP_BAND = (0.0, 0.5)
 #: cycle (3.52 ms) below steps 1's (3.92) and steps 3's (4.97) (docs/real-sglang.md, 2026-12-03). A big
 #: model's decode fills 99 % (the 2×H200 trace). ``eagletui trace`` flags the same threshold.
 CPU_BOUND_SHARE = 0.5
+#: How a source says its profile was CPU-bound (``next_launch`` repeats it where a user reads first).
+CPU_BOUND_MARK = "; CPU-bound: "
 
 
 def kernel_share(profile: Mapping[str, Any]) -> float | None:
@@ -251,7 +253,7 @@ def _split_replay(
     busy = kernel_share(profile)
     if busy is not None and busy < CPU_BOUND_SHARE:
         src += (
-            f"; CPU-bound: kernels fill {busy * 100:.0f} % of the draft, verify and extend spans, so a step change moves the "
+            f"{CPU_BOUND_MARK}kernels fill {busy * 100:.0f} % of the draft, verify and extend spans, so a step change moves the "
             "scheduler's CPU work, which no profile shows (measure before trusting this)"
         )
     nospec, band = nospec_from_cycle(cycle_ms, verify, replay, sigma, max(0.0, cycle_ms - total * sigma))

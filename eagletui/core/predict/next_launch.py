@@ -32,6 +32,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from eagletui.core.cycle.fit import CPU_BOUND_MARK
 from eagletui.core.diagnosis.fold import Diagnosis
 from eagletui.core.predict.bases import _label, _reference, timed_groups
 from eagletui.core.predict.checks import Check, checks, kind_of
@@ -83,10 +84,13 @@ def _next_launch(book: RunBook, launch: int, run: Run, fs: list[Forecast]) -> Di
     if wins:
         w = max(wins, key=lambda f: f.delta_pct)
         hint = " ".join(f"{k} {v}" if v is not None else f"(unset {k})" for k, v in w.flags().items())
+    # a CPU-bound profile's step changes move CPU work it cannot show: said where the user reads first
+    cpu = "; the profile's cycle is CPU-bound: launch it to know" if CPU_BOUND_MARK in src else ""
     return Diagnosis(
         kind="next_launch",
         text=f"what to launch next{_by(book)} (predicted from {built_on}): "
-        + "; ".join(d.text() for d in decided.values()),
+        + "; ".join(d.text() for d in decided.values())
+        + cpu,
         evidence=f"cycle model from #{launch}'s measurements ({src}); concurrency {low}: {ranking}",
         hint=hint,
         source="model",
