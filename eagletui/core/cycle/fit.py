@@ -46,6 +46,17 @@ CPU_BOUND_SHARE = 0.5
 CPU_BOUND_MARK = "; CPU-bound: "
 
 
+def cpu_bound_note(profile: Mapping[str, Any]) -> str:
+    """What a source adds when its profile's cycle is CPU-bound (:data:`CPU_BOUND_SHARE`), else ""."""
+    busy = kernel_share(profile)
+    if busy is None or busy >= CPU_BOUND_SHARE:
+        return ""
+    return (
+        f"{CPU_BOUND_MARK}kernels fill {busy * 100:.0f} % of the draft, verify and extend spans, so a step "
+        "change moves the scheduler's CPU work, which no profile shows (measure before trusting this)"
+    )
+
+
 def kernel_share(profile: Mapping[str, Any]) -> float | None:
     """The share of the profiled cycle's parts (their spans) that their kernels fill; None without both."""
     shares, kernels = profile.get("shares"), profile.get("kernels")
@@ -250,12 +261,7 @@ def _split_replay(
 
     src = f"step profile: {how}; the draft runner's own work {runner:.2f} ms; the rest of the cycle fixed"
     src += regime
-    busy = kernel_share(profile)
-    if busy is not None and busy < CPU_BOUND_SHARE:
-        src += (
-            f"{CPU_BOUND_MARK}kernels fill {busy * 100:.0f} % of the draft, verify and extend spans, so a step change moves the "
-            "scheduler's CPU work, which no profile shows (measure before trusting this)"
-        )
+    src += cpu_bound_note(profile)
     nospec, band = nospec_from_cycle(cycle_ms, verify, replay, sigma, max(0.0, cycle_ms - total * sigma))
     base = replace(parts(runner, per_token, src), nospec_ms=nospec, nospec_band=band)
     alts = [parts(RUNNER_BAND[0] * lead, per_token, src), parts(RUNNER_BAND[1] * lead, per_token, src)]
