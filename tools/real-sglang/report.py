@@ -401,10 +401,15 @@ if PART == "tune":
         check("tune --resume follows the server the SIGTERM left running", "following its running server" in resumed)
     t, again = doc("u-tune"), doc("u-tune-again")
     tried = (t or {}).get("tried") or []
+    best = (t or {}).get("best") or {}
+    # all six only where the best's margin lies within its noise: then every launch was needed, and the
+    # report says so (a dry run beside a loaded CI measured "+1.6 % ± 32.2 %" and rightly tried them all)
+    m = re.match(r"\s*([+-]?\d+(?:\.\d+)?) % ± (\d+(?:\.\d+)?) %", str(best.get("margin") or ""))
+    noisy = bool(m) and abs(float(m.group(1))) < float(m.group(2))
     check(
-        "tune: a best setting, in fewer launches than the grid of 6 configurations",
-        rc("u-tune") == 0 and bool((t or {}).get("best")) and 0 < len(tried) < 6,
-        {"rc": rc("u-tune"), "launches": len(tried), "best": (t or {}).get("best")},
+        "tune: a best setting, in fewer launches than the grid of 6 configurations (all 6 only within the noise)",
+        rc("u-tune") == 0 and bool(best) and (0 < len(tried) < 6 or (len(tried) == 6 and noisy)),
+        {"rc": rc("u-tune"), "launches": len(tried), "best": best},
     )
     check(
         "tune: every launch after the start was chosen on a prediction with its band (a repeat on the noise)",
