@@ -98,7 +98,9 @@ def run() -> Run:
         raw = _post(
             sim.base,
             "/generate",
-            {"text": "stream", "sampling_params": {"max_new_tokens": 24, "ignore_eos": True}, "stream": True},
+            # 120 tokens, not 24: the server sends what piled up since its last chunk (as SGLang's tokenizer
+            # manager does), and a loaded machine got 24 tokens in two chunks, with no middle one to compare
+            {"text": "stream", "sampling_params": {"max_new_tokens": 120, "ignore_eos": True}, "stream": True},
         )
         out.chunks = [json.loads(ln[6:]) for ln in raw.split("\n") if ln.startswith("data: {")]
         out.metrics = _get(sim.base, "/metrics")

@@ -94,6 +94,9 @@ class SlurmLauncher(Launcher):
         self.last_check_detail = ""
         #: the last ``slurm_state`` answer per run id (the source turns it into queue/node events)
         self.states: dict[str, dict[str, Any]] = {}
+        #: the job as this launcher's own stop left it (final, out of the queue): a poll asked while the
+        #: job was still COMPLETING can answer after the stop and must not be the state it "ended in"
+        self.ended: dict[str, dict[str, Any]] = {}
         #: runs this launcher is cancelling or has cancelled: their CANCELLED is a stop, not a failure
         self.cancelling: set[str] = set()
 
@@ -320,7 +323,10 @@ class SlurmLauncher(Launcher):
         return self.final_job(run)
 
     def final_job(self, run: RunInfo) -> dict[str, Any] | None:
-        """The job's facts from the last answer (state, exit, reason), None if never asked."""
+        """The job's facts as this launcher's stop left it, else from the last answer (state, exit,
+        reason); None if never asked."""
+        if run.run_id in self.ended:
+            return self.ended[run.run_id]
         out = self.states.get(run.run_id)
         job = out.get("job") if isinstance(out, dict) else None
         return job if isinstance(job, dict) else None
@@ -374,6 +380,8 @@ class SlurmLauncher(Launcher):
             raise StopFailed(f"job {run.job_id} of run {run.run_id} did not leave: {out.get('reason')}")
         if result not in ("stopped", "gone"):
             raise TransportError(f"scancel on {self.transport.target}: unexpected answer {out!r:.300}")
+        if job:
+            self.ended[run.run_id] = job
         run.alive = False
         code, sig = job.get("exit_code"), job.get("signal")
         steps = tuple(d for d in out.get("steps") or [] if isinstance(d, dict))
