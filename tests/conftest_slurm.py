@@ -38,31 +38,14 @@ def _unavailable(why: str) -> None:
 
 
 def free_port_span(span: int = 4) -> int:
-    """A port ``p`` with ``p .. p + span - 1`` all free, drawn below the kernel's ephemeral range.
+    """A port ``p`` with ``p .. p + span - 1`` all free, drawn outside the kernel's ephemeral range.
 
     A sweep's job slot ``i`` serves on ``port + i`` (every emulated node is 127.0.0.1), so a plain free
-    port is not enough: ``port + 1`` may be another test's server, and a port from the ephemeral range
-    may be handed to any connection a moment later (CI saw both slots of a sweep refused as "port in
-    use"). Ports under 32768 are never given out by the kernel, only bound on purpose."""
-    import random
-    import socket
+    port is not enough: ``port + 1`` may be another test's server (CI saw both slots of a sweep refused
+    as "port in use"); ``free_port`` says why the ephemeral range is avoided."""
+    from eagletui.commands.demo import free_port
 
-    rng = random.Random()
-    for _ in range(200):
-        base = rng.randrange(20000, 32000 - span)
-        socks = []
-        try:
-            for p in range(base, base + span):
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", p))
-            return base
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-    raise RuntimeError(f"no {span} consecutive free ports in 20000-32000")
+    return free_port(span)
 
 
 @pytest.fixture(scope="session", name="slurm_cluster")

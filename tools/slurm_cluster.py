@@ -62,16 +62,16 @@ class ClusterError(RuntimeError):
 
 
 def _free_ports(n: int) -> list[int]:
-    socks = []
-    try:
-        for _ in range(n):
-            s = socket.socket()
-            s.bind(("127.0.0.1", 0))
-            socks.append(s)
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
+    """n distinct free ports outside the kernel's ephemeral range (eagletui's ``free_port`` says why)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from eagletui.commands.demo import free_port
+
+    ports: list[int] = []
+    while len(ports) < n:
+        p = free_port()
+        if p not in ports:
+            ports.append(p)
+    return ports
 
 
 def missing_binaries() -> list[str]:

@@ -16,10 +16,46 @@ from pathlib import Path
 from eagletui.commands._args import ArgumentParser
 
 
-def free_port() -> int:
+def _ephemeral_range() -> tuple[int, int]:
+    """The kernel's range for ports it hands to outgoing connections (Linux's default where unreadable)."""
+    try:
+        lo, hi = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[:2])
+    except (OSError, ValueError):
+        return 32768, 60999
+    return (lo, hi) if 1024 < lo <= hi <= 65535 else (32768, 60999)
+
+
+def free_port(span: int = 1) -> int:
+    """A port ``p`` on 127.0.0.1 with ``p .. p + span - 1`` free now, drawn outside the kernel's ephemeral
+    range.
+
+    Why not ``bind(port 0)``: that port comes from the ephemeral range, which the kernel also hands to
+    every outgoing connection; between this check and the server's own bind, any client on the machine
+    may take it (a loaded CI saw a simulator's launch refused as "port in use" that way). Ports outside
+    the range are only ever bound on purpose. Falls back to ``bind(0)`` where nothing outside is free."""
+    import random
+
+    lo, hi = _ephemeral_range()
+    spans = [(r0, r1) for r0, r1 in ((10000, lo - 1), (hi + 1, 65535)) if r1 - r0 >= 1000 + span]
+    rng = random.Random()
+    for _ in range(200 if spans else 0):
+        r0, r1 = spans[rng.randrange(len(spans))]
+        base = rng.randrange(r0, r1 - span + 2)
+        socks: list[socket.socket] = []
+        try:
+            for p in range(base, base + span):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", p))
+            return base
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+        return int(s.getsockname()[1])
 
 
 _PORT_LINE = re.compile(r"^port = \d+", re.M)

@@ -63,6 +63,9 @@ if [ -n "$DRYRUN" ]; then W=${ETR_WORK:-$(mktemp -d /tmp/etr-XXXXXX)}; else W=${
 mkdir -p $W/out $W/prof
 OUTD=$W/out/part$PART; rm -rf $OUTD; mkdir -p $OUTD
 el(){ echo $(( $(date +%s) - T0 )); }
+# a free port outside the kernel's ephemeral range (bind(0)'s ports are also any client's: a loaded CI
+# saw a dry run's launch refused as "port in use"); eagletui's free_port says more
+free_port(){ python3 -c "import sys; sys.path.insert(0, '$R'); from eagletui.commands.demo import free_port; print(free_port())"; }
 log(){ echo "[$(el)s] $*" | tee -a $OUTD/steps.txt; }
 export PYTHONPATH=$R:/tmp/site HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 SGLANG_IS_FLASHINFER_AVAILABLE=false \
   TVM_FFI_CACHE_DIR=/tmp/tvmffi SGLANG_TORCH_PROFILER_DIR=$W/prof PYTHONUNBUFFERED=1 \
@@ -124,7 +127,6 @@ if [ -z "$DRYRUN" ]; then
     [ "$PAIR" = trained ] && sed -i 's#^prompts = "chat"#prompts = "/tmp/sgw/trained/prompts.jsonl"#; s/^num_prompts = 12$/num_prompts = 32/; s/^warmup = 1$/warmup = 0/' $P
   fi
 else
-  free_port(){ python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
   P=$W/tiny.toml; sed "s#\"REPO\"#\"$R\"#; s/^port = 30000/port = $(free_port)/" $R/tools/real-sglang/sim-dryrun.toml > $P
   # PAIR=work|half asked for: the simulator's copy of the pair (--sim-drafter: every draft accepted, or by
   # the prompt's last character), the chat prompts with make_known_drafters' categories, and its report's
@@ -167,7 +169,7 @@ PN=$W/nodraft.toml; sed '/^speculative-draft-model-path = /d' $P > $PN
 if [ -n "$DRYRUN" ]; then mkdir -p $W/llama && python3 -c "import json,sys; sys.path.insert(0, '$R/tools/real-sglang'); \
   import make_tiny; json.dump(make_tiny.configs()[0], open('$W/llama/config.json', 'w'))" && \
   sed -i "s#^model-path = .*#model-path = \"$W/llama\"#" $PN; fi
-PO=$W/other.toml; sed "s/^name = .*/name = \"other-port\"/; s/^port = .*/port = $(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')/" $P > $PO
+PO=$W/other.toml; sed "s/^name = .*/name = \"other-port\"/; s/^port = .*/port = $(free_port)/" $P > $PO
 # tui_drive.py checks /metrics against the TUI's accept with the work pair
 export PAIR
 E(){ python3 -m eagletui "$@"; }

@@ -23,13 +23,13 @@ over the benchmark, and the GPU's SM clock (read-only ``nvidia-smi`` queries).
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+from eagletui.commands.demo import free_port  # outside the ephemeral range (its docstring)
 from eagletui.core.profile.load import load_profile
 
 P, OUT = sys.argv[1], sys.argv[2]
@@ -57,14 +57,6 @@ def log(msg):
     print(line, flush=True)
     with open(os.path.join(OUT, "grid.txt"), "a") as f:
         f.write(line + "\n")
-
-
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
 
 
 def profile_text(base: str, port: int, steps) -> str:

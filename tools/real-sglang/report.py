@@ -141,7 +141,16 @@ def sweep_checks():
             if isinstance(variants, list)
             else "the sweep finishes",
             rc("f-sweep") in (0, 1) and f is not None,
-            {"rc": rc("f-sweep"), "keys": sorted((f or {}).keys())},
+            {
+                "rc": rc("f-sweep"),
+                # what each variant came to: a launch failure's reason is the first thing to read
+                "variants": [
+                    {k: v.get(k) for k in ("name", "verdict", "reasons")}
+                    for v in (variants if isinstance(variants, list) else [])
+                    if isinstance(v, dict) and v.get("verdict") != "pass"
+                ],
+                "keys": sorted((f or {}).keys()),
+            },
         )
         figures["sweep"] = {
             "rc": rc("f-sweep"),
