@@ -130,6 +130,28 @@ def frontier_checks():
     ]
 
 
+def server_decode_rates():
+    """The server's own decode rate per launch (its "Decode batch" lines at 4 running requests): what
+    the client measured, seen from the scheduler, and how it moved within the launch."""
+    rates = {}
+    for log in sorted(glob.glob(os.path.join(OUT, "runs", "*", "server.log"))):
+        xs = []
+        for line in open(log, errors="replace"):
+            m = re.search(r"#running-req: 4,.*gen throughput \(token/s\): ([0-9.]+)", line)
+            if m:
+                xs.append(float(m.group(1)))
+        xs = xs[1:]  # the first line of a burst counts the idle time before it
+        if xs:
+            h = len(xs) // 2
+            rates[os.path.basename(os.path.dirname(log))] = {
+                "lines": len(xs),
+                "mean": round(sum(xs) / len(xs), 1),
+                "first_half": round(sum(xs[:h]) / max(1, h), 1),
+                "second_half": round(sum(xs[h:]) / max(1, len(xs) - h), 1),
+            }
+    return rates
+
+
 def sweep_checks():
     if "f-sweep" in steps:
         f = doc("f-sweep")
@@ -193,25 +215,7 @@ def sweep_checks():
             for v in variants
             if isinstance(v, dict) and v.get("step_profile")
         }
-        # the server's own decode rate per launch (its "Decode batch" lines at 4 running requests): what
-        # the client measured, seen from the scheduler, and how it moved within the launch
-        rates = {}
-        for log in sorted(glob.glob(os.path.join(OUT, "runs", "*", "server.log"))):
-            xs = []
-            for line in open(log, errors="replace"):
-                m = re.search(r"#running-req: 4,.*gen throughput \(token/s\): ([0-9.]+)", line)
-                if m:
-                    xs.append(float(m.group(1)))
-            xs = xs[1:]  # the first line of a burst counts the idle time before it
-            if xs:
-                h = len(xs) // 2
-                rates[os.path.basename(os.path.dirname(log))] = {
-                    "lines": len(xs),
-                    "mean": round(sum(xs) / len(xs), 1),
-                    "first_half": round(sum(xs[:h]) / max(1, h), 1),
-                    "second_half": round(sum(xs[h:]) / max(1, len(xs) - h), 1),
-                }
-        figures["sweep"]["server_decode_rate"] = rates
+        figures["sweep"]["server_decode_rate"] = server_decode_rates()
         if PART == "predict":
             check(
                 "the sweep took a step profile of the steps 3 launch (sweep.step_profile)",
