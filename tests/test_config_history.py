@@ -34,6 +34,11 @@ def test_key_normalises_and_ignores_irrelevant_settings() -> None:
     assert history_key(dict(SNAP, target="other")) != k
     assert history_key(dict(SNAP, args={**SNAP["args"], "--disable-cuda-graph": True})) != k
     assert history_key(dict(SNAP, args={**SNAP["args"], "--disable-cuda-graph": False})) == k
+    # the simulator's hardware preset and clock split it (an H200 preset's times are not a PCIe one's)
+    pcie = dict(SNAP, args={**SNAP["args"], "--sim-host": "pcie-rtx6000", "--sim-time-scale": 0.004})
+    assert history_key(pcie) != k
+    assert history_key(dict(pcie, args={**pcie["args"], "--sim-host": "h200-nvlink"})) != history_key(pcie)
+    assert history_key(dict(pcie, args={**pcie["args"], "--sim-time-scale": 0.02})) != history_key(pcie)
     # tp falls back to the args when the snapshot has none
     assert history_key({"args": {"--tp-size": 2}}) == history_key({"tp": 2})
 

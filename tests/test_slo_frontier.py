@@ -534,3 +534,43 @@ def test_points_without_a_decode_speed_are_listed_not_called_nothing_measured():
     assert "nothing measured" not in "\n".join(lines)
     assert "1 point(s), none with a decode speed" in lines[1]
     assert "43.4" in "\n".join(frontier_lines(f, all_points=True, answer=False, caption=False))
+
+
+def test_curves_of_one_speculation_say_what_sets_them_apart_and_the_answer_ranks_them():
+    """A matrix sweep launches one speculation with other flags: the curves were ``EAGLE3 steps 3 (#1)``
+    and ``(#2)`` and the answer listed each one's best, leaving the reader to look up which launch was
+    which and to pick the winner. Now the table's legend and the answer name the flags that differ, and
+    the answer ranks the best against the next by the noise rule."""
+    rng = random.Random(3)
+    events, bench = [], 0
+    fused = {**SPEC, "--enable-flashinfer-allreduce-fusion": True}
+    for n, args, env, speed in ((1, SPEC, {"NCCL_ALGO": "Ring"}, 1.0), (2, fused, {"NCCL_ALGO": "Tree"}, 1.6)):
+        ev = _launch(n, args)
+        ev.config["env"] = env
+        events.append(ev)
+        for _ in range(2):
+            bench += 1
+            events += _bench(n, bench, 4, _requests(rng, 4, speed), duration=4.0 / speed, acc=2.6)
+    (f,) = frontiers(_book(events))
+    by = {c.launches[0]: c for c in f.curves}
+    assert (by[1].label, by[2].label) == ("EAGLE3 steps 3 (#1)", "EAGLE3 steps 3 (#2)")
+    assert by[1].differs == "enable-flashinfer-allreduce-fusion=off NCCL_ALGO=Ring"
+    assert by[2].differs == "enable-flashinfer-allreduce-fusion=on NCCL_ALGO=Tree"
+    assert f.answer.startswith(
+        "at ttft p99 ≤ 2 s and itl p99 ≤ 50 ms: EAGLE3 steps 3 (#2: enable-flashinfer-allreduce-fusion=on"
+        " NCCL_ALGO=Tree) serves up to "
+    ), f.answer
+    assert ", the most; then EAGLE3 steps 3 (#1: enable-flashinfer-allreduce-fusion=off NCCL_ALGO=Ring)" in f.answer
+    assert "outside noise (±" in f.answer and f.answer.endswith("; no no-spec launch here to compare with")
+    lines = frontier_lines(f.to_json(), all_points=True, answer=False, caption=False)
+    assert "  #1: enable-flashinfer-allreduce-fusion=off NCCL_ALGO=Ring" in lines
+    assert "  #2: enable-flashinfer-allreduce-fusion=on NCCL_ALGO=Tree" in lines
+    table = lines[1 : lines.index("  #1: enable-flashinfer-allreduce-fusion=off NCCL_ALGO=Ring")]
+    assert max(len(ln) for ln in table) <= 72, table  # the rows still fit the view at 80x24
+    # one curve of its speculation keeps its plain label, and no legend
+    (g,) = frontiers(_book(events[: len(events) // 2]))
+    assert [c.label for c in g.curves] == ["EAGLE3 steps 3"] and g.curves[0].differs == ""
+    assert not any(ln.startswith("  #") for ln in frontier_lines(g.to_json(), all_points=True))
+    # the frontier's rows only (a small terminal): the legend names only the curves with a row
+    shown = frontier_lines(f.to_json(), answer=False, caption=False)
+    assert [ln for ln in shown if ln.startswith("  #")] == ["  #2: enable-flashinfer-allreduce-fusion=on NCCL_ALGO=Tree"]

@@ -33,6 +33,11 @@ TIMING_FLAGS: tuple[str, ...] = tuple(f for f in KEY_FLAGS if f != "--mem-fracti
     # adaptive speculation captures one set of graphs per extra tier (core/state/adaptive.py)
     "--speculative-adaptive",
     "--speculative-adaptive-config",
+    # the simulator's hardware preset and its clock: an H200 preset's launch and benchmarks are not a
+    # PCIe one's (a demo-sweep on H200 took 0:32 where the PCIe sweep's history predicted 1:50); real
+    # servers have neither flag, so their keys do not change
+    "--sim-host",
+    "--sim-time-scale",
 )
 #: No history for this launch's timing key: on launch #5 of a session it is still the first launch of
 #: *this config* (the words say which, not "first launch").

@@ -11,6 +11,7 @@ Pure: reads :class:`~eagletui.core.runs.book.Run` fields, no I/O.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # runs.py imports this module: the guard is part of its warnings
@@ -111,6 +112,36 @@ def launch_key(run: Run) -> dict[str, Any]:
         "env": env,
         "configured": bool(cfg.get("args")) or bool(cfg.get("env")),
     }
+
+
+def distinguishing(runs: Sequence[Run]) -> list[str]:
+    """Per launch, what sets it apart from the others given: ``NCCL_ALGO=Tree
+    enable-flashinfer-allreduce-fusion=on``, "" where nothing recorded does. Every flag of the launch's
+    own config counts (speculation's too: two drafters of one step count are two curves; false reads
+    ``off``) but those that
+    change nothing of the speed (:data:`SPEED_NEUTRAL_ARGS`), and every speed-relevant environment
+    variable; a value is shown to its last 32 characters (a path's tail). The frontier names curves of
+    the same speculation settings by it, where ``(#3)`` alone made the reader look the launch up."""
+    keys: list[dict[str, str]] = []
+    for run in runs:
+        cfg = run.config if isinstance(run.config, dict) else {}
+        raw = cfg["args"] if isinstance(cfg.get("args"), dict) else {}
+        key = {
+            str(k).strip().lstrip("-").replace("_", "-"): "off" if v is False else _shown(v)
+            for k, v in raw.items()
+            if "--" + str(k).strip().lstrip("-").replace("_", "-") not in SPEED_NEUTRAL_ARGS
+        }
+        key.update({str(k): _shown(v) for k, v in run.env.items() if k not in SPEED_NEUTRAL_ENV})
+        keys.append(key)
+    out: list[list[str]] = [[] for _ in runs]
+    for name in sorted({n for k in keys for n in k}, key=lambda n: (n.isupper(), n)):
+        values = [k.get(name, "unset") for k in keys]
+        if set(values) <= {"on", "off", "unset"}:
+            values = ["off" if v == "unset" else v for v in values]  # a switch left out is off
+        if len(set(values)) > 1:
+            for said, v in zip(out, values, strict=True):
+                said.append(f"{name}={v if len(v) <= 32 else '…' + v[-31:]}")
+    return [" ".join(x) for x in out]
 
 
 def launch_differences(a: Run, b: Run) -> list[str]:

@@ -115,6 +115,16 @@ class Curve:
     across: str = ""
     #: the highest request rate meeting the SLO among its rate points (None: none measured, or no SLO)
     max_rate: MaxRate | None = None
+    #: what sets it apart from the curves of the same speculation (``NCCL_ALGO=Tree``): its label then
+    #: ends ``(#3)`` and the table's legend and the answer say this (""; one curve of its label)
+    differs: str = ""
+
+    @property
+    def named(self) -> str:
+        """The label with what sets it apart: ``EAGLE3 steps 3 (#3: NCCL_ALGO=Tree)``."""
+        return (
+            f"{self.label[:-1]}: {self.differs})" if self.differs and self.label.endswith(")") else self.label
+        )
 
     def best_under_slo(self) -> Point | None:
         """The point serving the most requests/s (goodput with an SLO) among those meeting it: of the
@@ -131,6 +141,7 @@ class Curve:
             "crossover": self.crossover,
             "across": self.across,
             "max_rate": None if self.max_rate is None else self.max_rate.to_json(),
+            "differs": self.differs,
             "points": [p.to_json() for p in self.points],
         }
 
@@ -184,6 +195,23 @@ def _label(run: Run) -> str:
     if s is None:
         return algo
     return f"{algo} steps {s.steps}" + ("" if s.topk == 1 else f" topk {s.topk} draft {s.tokens}")
+
+
+def _labels(firsts: list[Run], launches: list[list[int]]) -> list[tuple[str, str]]:
+    """Each curve's label and what sets it apart: its speculation (:func:`_label`), and where two
+    curves share that, its first launch's number (``EAGLE3 steps 3 (#3)``: a table row fits 80 columns)
+    with the flags and environment that differ (``NCCL_ALGO=Tree``,
+    :func:`~eagletui.core.runs.compare.distinguishing`; before, ``(#3)`` alone sent the reader to look
+    the launch up)."""
+    from eagletui.core.runs.compare import distinguishing
+
+    labels = [_label(r) for r in firsts]
+    differs = [""] * len(firsts)
+    for base in {lb for lb in labels if labels.count(lb) > 1}:
+        idx = [i for i, lb in enumerate(labels) if lb == base]
+        for i, extra in zip(idx, distinguishing([firsts[i] for i in idx]), strict=True):
+            labels[i], differs[i] = f"{base} (#{launches[i][0]})", extra
+    return list(zip(labels, differs, strict=True))
 
 
 def _gpus(run: Run) -> int:
@@ -295,16 +323,16 @@ def _fold(book: RunBook) -> list[Frontier]:
             runs = sorted({run.launch for run, _ in members})
             curves_raw.append((book.runs[runs[0]], runs, pts))
         marked = _mark([p for _, _, pts in curves_raw for p in pts])
-        labels = [_label(first) for first, _, _ in curves_raw]
+        labels = _labels([first for first, _, _ in curves_raw], [runs for _, runs, _ in curves_raw])
         curves = []
-        for (first, runs, pts), label in zip(curves_raw, labels, strict=True):
+        for (first, runs, pts), (label, differs) in zip(curves_raw, labels, strict=True):
             pts = [replace(p, on_frontier=id(p) in marked) for p in pts]
-            if labels.count(label) > 1:  # two configs with the same speculation: which launch is which
-                label += f" (#{runs[0]})"
             spec = first.is_spec
             cross = book.crossover(first.launch) if spec else None
             across = book.across(first.launch) if spec else ""
-            curves.append(Curve(label, spec, tuple(runs), tuple(pts), cross, across, _max_rate(book, pts)))
+            curves.append(
+                Curve(label, spec, tuple(runs), tuple(pts), cross, across, _max_rate(book, pts), differs)
+            )
         target, wl = workloads[set_key]
         f = Frontier(target, wl, book.slo, tuple(curves), axis=axis)
         out.append(replace(f, answer=slo_answer(f)))
@@ -322,11 +350,10 @@ def slo_answer(f: Frontier) -> str:
         return head + "no measured load meets it" if f.slo else ""
     spec = max((b for b in bests if b[0].spec), key=lambda b: b[1].served, default=None)
     nospec = max((b for b in bests if not b[0].spec), key=lambda b: b[1].served, default=None)
-    said = [f"{c.label} serves up to {p.served:.1f} req/s (concurrency ≤ {p.concurrency})" for c, p in bests]
     if spec is None or nospec is None:
-        return head + "; ".join(said) + _unjudged(f, *(p for _, p in bests)) + _rates(f)
+        return head + _one_side(f, bests, spec is not None) + _rates(f)
     (sc, sp), (_, np_) = spec, nospec
-    text = head + f"{sc.label} serves up to {sp.served:.1f} req/s (concurrency ≤ {sp.concurrency})"
+    text = head + f"{sc.named} serves up to {sp.served:.1f} req/s (concurrency ≤ {sp.concurrency})"
     # how sure: the one noise rule on the two points' repeats (assumed ±5 % where a side ran once)
     b = band(np_.served_sd, np_.runs, sp.served_sd, sp.runs, base=sp.served)
     sure = outside(np_.served - sp.served, b)
@@ -341,6 +368,27 @@ def slo_answer(f: Frontier) -> str:
     if sc.across:
         text += f"; per request vs no-spec it {sc.across}"
     return text + _unjudged(f, sp, np_) + _rates(f)
+
+
+def _one_side(f: Frontier, bests: list[tuple[Curve, Point]], spec: bool) -> str:
+    """The answer where only speculative or only no-spec launches were measured: the curve serving the
+    most and, by the same noise rule, how it stands against the next one (a list of every curve's best
+    left the reader to pick the winner and guess how sure it was)."""
+    ranked = sorted(bests, key=lambda b: -b[1].served)
+    (bc, bp), others = ranked[0], ranked[1:]
+    text = f"{bc.named} serves up to {bp.served:.1f} req/s (concurrency ≤ {bp.concurrency})"
+    points = [bp]
+    if others:
+        oc, op = others[0]
+        b = band(op.served_sd, op.runs, bp.served_sd, bp.runs, base=bp.served)
+        how = "outside noise" if outside(bp.served - op.served, b) else "within noise of it"
+        more = f"; {len(others) - 1} more below it" if len(others) > 1 else ""
+        text += f", the most; then {oc.named} {op.served:.1f} req/s (concurrency ≤ {op.concurrency}): {how} ({b.text()}){more}"
+        points.append(op)
+    text += (
+        "; no no-spec launch here to compare with" if spec else "; no speculative launch here to compare with"
+    )
+    return text + _unjudged(f, *points)
 
 
 def _rates(f: Frontier) -> str:

@@ -53,7 +53,7 @@ def frontier_rows(f: dict[str, Any], *, all_points: bool = False) -> list[tuple[
     return sorted(rows, key=lambda r: float(r[3]) if r[3] != "—" else 0.0)
 
 
-HEADER = ("", "launch config", "load", "tok/s/GPU", "decode/user", "req/s served", "in SLO")
+HEADER = ("", "launch config", "load", "tok/s/GPU", "decode/user", "served/s", "in SLO")
 
 
 def frontier_lines(
@@ -78,8 +78,23 @@ def frontier_lines(
         for r in (HEADER, *rows):
             cells = (v.rjust(w) if i > 1 else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths, strict=True)))
             out.append(("  " + "  ".join(cells)).rstrip())
+    out += legend_lines(f, all_points=all_points)
     if answer and f.get("answer"):
         out.append(f"  {inert(str(f['answer']))}")
+    return out
+
+
+def legend_lines(f: dict[str, Any], *, all_points: bool = False) -> list[str]:
+    """``  #3: enable-flashinfer-allreduce-fusion=on NCCL_ALGO=Ring``: what sets apart curves of the same
+    speculation, whose labels name only their first launch (the rows stay within 80 columns); the
+    curves with a row in the table (:func:`frontier_rows`' choice) only."""
+    out = []
+    for c in f.get("curves") or []:
+        if not all_points and not any(p.get("on_frontier") for p in c.get("points") or []):
+            continue
+        label, differs = str(c.get("label", "")), c.get("differs")
+        if differs and label.endswith(")") and "(#" in label:
+            out.append(inert(f"  {label[label.rindex('(#') + 1 : -1]}: {differs}"))
     return out
 
 

@@ -35,6 +35,12 @@ from eagletui.ui.widgets.plotext_text import figure_text
 REFRESH_S = 0.5
 #: below this size the chart has no room to say anything: the frontier is a table
 MIN_CHART = (100, 30)
+#: the view before any benchmark (an empty chart frame said nothing): where the frontier comes from
+NOTHING_YET = (
+    "no benchmark yet: the frontier fills as benchmarks land (b, or a sweep from the Queue tab, 5; an"
+    " unfinished headless sweep's runs come with it when w resumes it). A finished headless sweep's"
+    " frontier: 'eagletui sweep' with the same profile prints its report again, or replay its session"
+)
 
 
 class FrontierChart(PlotextPlot):
@@ -90,7 +96,7 @@ class FrontierScreen(ModalScreen[None]):
             yield FrontierChart(id="frontier-chart")
             yield Static(Text(""), id="frontier-answer", markup=False)
             with VerticalScroll():
-                yield Static(Text("no benchmark yet"), id="frontier-text", markup=False)
+                yield Static(Text(NOTHING_YET), id="frontier-text", markup=False)
 
     def on_mount(self) -> None:
         self._layout()
@@ -122,9 +128,9 @@ class FrontierScreen(ModalScreen[None]):
         answers = [inert(f"{f.target}: {f.answer}" if several else f.answer) for f in self.frontiers if f.answer]
         self.query_one("#frontier-answer", Static).update(Text("\n".join(answers)))
         marks = "* on the frontier  x misses the SLO (grey x in the chart)  · another point does better on both"
-        if not small:
+        if lines and not small:
             lines.append(marks)
-        self.query_one("#frontier-text", Static).update(Text("\n".join(lines) or "no benchmark yet"))
+        self.query_one("#frontier-text", Static).update(Text("\n".join(lines) or NOTHING_YET))
         newest = latest(self.frontiers)  # the one the newest launch is on, as the charts column's
         if newest is not None and not small:
             # in the frame after the table's: the table's new height re-lays the view out, plotext
