@@ -6,6 +6,7 @@
 #                                        # the stop, bench --vs-no-spec --concurrency 1,4,16, a failed launch's
 #                                        # JSON, a two-variant sweep
 #   bash tools/real-sglang/device.sh vsnospec  # part 1's --vs-no-spec at c = 1, 4, 16 alone
+#   bash tools/real-sglang/device.sh quick  # preflight, bench --launch and its stop, preflight after it
 #   bash tools/real-sglang/device.sh final  # a re-check in one call: preflight, bench --launch, preflight
 #                                        # after the stop, a steps 3 / no spec / steps 2 sweep (predicted
 #                                        # vs measured), the TUI and --vs-no-spec when time is left, then
@@ -217,6 +218,13 @@ if [ "$PART" = 1 ]; then
   pairck d-vs-no-spec 2
   [ $(el) -lt 400 ] && step g-bad-draft 150 python3 -m eagletui bench local --profile $PB --launch --json
   [ $(el) -lt 430 ] && step f-sweep 300 python3 -m eagletui sweep local --profile $PS --json --no-record && pairck f-sweep 0 $PS
+elif [ "$PART" = quick ]; then
+  # the control path alone, for a device call with little time left: the fresh preflight, bench --launch
+  # (launch, benchmark, stop by SIGTERM to the leader) and the preflight right after the stop
+  step a-preflight-fresh 150 python3 -m eagletui preflight local --profile $P --json
+  step b-bench-launch 330 python3 -m eagletui bench local --profile $P --launch --json
+  pairck b-bench-launch
+  step c-preflight-after-stop 150 python3 -m eagletui preflight local --profile $P --json
 elif [ "$PART" = vsnospec ]; then
   # part 1's --vs-no-spec alone (issue 32's done-when: pays only where the steady-state decode agrees, the
   # eager point at c = 16 named), for a device call with little time left

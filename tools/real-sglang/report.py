@@ -225,7 +225,7 @@ def sweep_checks():
         clean_after("f-sweep")
 
 
-if PART in ("1", "final"):
+if PART in ("1", "final", "quick"):
     a = doc("a-preflight-fresh") or []
     by = {c["name"]: c for c in a} if isinstance(a, list) else {}
     check(
