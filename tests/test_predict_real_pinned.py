@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from eagletui.core import events as ev
-from eagletui.core.cycle.fit import CPU_BOUND_SHARE
+from eagletui.core.cycle.model import CPU_BOUND_SHARE
 from eagletui.core.predict.forecast import forecasts
 from eagletui.core.predict.next_launch import prediction_diagnoses
 from eagletui.core.predict.ranking import adaptive_config
@@ -119,3 +119,6 @@ def test_a_prediction_from_this_cpu_bound_profile_says_so() -> None:
     fs, _why = forecasts(_book("pin1", nospec=False), 1)
     said = [f.source for f in fs if not f.measured and f.label != "speculation off"]
     assert len(said) == 8 and all("CPU-bound: kernels fill 24 % of the draft, verify and extend" in s for s in said)
+    # the verdict travels as a field (next_launch reads it), not as words found in the source text
+    assert all(f.cpu_bound for f in fs if not f.measured and f.settings is not None)
+    assert not any(f.cpu_bound for f in fs if f.measured)

@@ -233,3 +233,27 @@ def test_a_cycle_the_gpu_fills_a_fifth_of_is_said_cpu_bound_and_a_big_model_s_is
     assert dec["bound"] == "gpu" and dec["kernel_share"] > 0.9
     assert trace_main([str(big)]) == 0
     assert "bound by the CPU" not in capsys.readouterr().out
+
+
+def test_the_cycle_model_and_trace_judge_a_cycle_by_one_kernel_share() -> None:
+    """One definition of how much of a cycle its kernels fill (kernels ÷ the cycle's span, gaps between
+    parts included): ``eagletui trace`` printed that, while the cycle model divided by the three parts'
+    spans alone (16 % against 24 % on the pinned grid's trace). The step profile now records the span
+    (``cycle_ms``), the model reads it, and a forecast carries the verdict as a field, not as words
+    found in its source text."""
+    from eagletui.core.cycle.fit import profile_kernel_share
+    from eagletui.core.runs.economics import profile_parts
+
+    r = summarize_file(REAL)
+    decode = r.to_json()["decode"]
+    s = step_breakdown([r])
+    assert s["cycle_ms"] == pytest.approx(decode["gpu_ms_per_cycle"], abs=1e-3)
+    parts = profile_parts(s)
+    assert parts is not None and parts["cycle_ms"] == pytest.approx(s["cycle_ms"])
+    share, of = profile_kernel_share(parts)
+    assert of == "the cycle"
+    # the model's kernels are the three parts' (the gaps' few kernels left out): within a point of trace's
+    assert share == pytest.approx(decode["kernel_share"], abs=0.01) and decode["bound"] == "cpu"
+    # a profile recorded before the span was kept: the parts' spans, and it says so
+    older = {k: v for k, v in parts.items() if k != "cycle_ms"}
+    assert profile_kernel_share(older)[1] == "the draft, verify and extend spans"

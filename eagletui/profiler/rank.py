@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from eagletui.core.cycle.fit import CPU_BOUND_SHARE
+from eagletui.core.cycle.model import cpu_bound, kernel_share
 from eagletui.profiler.categories import ORDER
 from eagletui.profiler.cycles import SPEC_PARTS
 
@@ -171,14 +171,20 @@ class RankSummary:
         periods = [c.period_ms for c in done if c.period_ms is not None and c.period_ms > 0]
         return sum(periods) / len(periods) if periods else None
 
+    def span_ms(self, cycles: list[CycleSummary] | None = None) -> float | None:
+        """The mean span of the complete cycles (or of ``cycles``): first part's start to last part's end,
+        what a cycle's kernel share is taken of (:func:`~eagletui.core.cycle.model.kernel_share`)."""
+        done = self.decode_cycles if cycles is None else cycles
+        return sum(c.gpu_ms for c in done) / len(done) if done else None
+
     def decode_json(self) -> dict[str, Any] | None:
         done = self.decode_cycles
         if not self.cycles:
             return None
         per = self.per_cycle() or _zero()
         kinds = sorted({c.kind for c in done})
-        span = sum(c.gpu_ms for c in done) / len(done) if done else 0.0
-        share = sum(per.values()) / span if span > 0 else None
+        span = self.span_ms(done) or 0.0
+        share = kernel_share(sum(per.values()), span)
         return {
             "cycles": len(done),
             "partial": len(self.cycles) - len(done),
@@ -188,7 +194,7 @@ class RankSummary:
             "median_kernel_ms": round(_median([c.kernel_ms for c in done]), 4),
             "gpu_ms_per_cycle": round(span, 4),
             "kernel_share": round(share, 4) if share is not None else None,
-            "bound": None if share is None else ("cpu" if share < CPU_BOUND_SHARE else "gpu"),
+            "bound": None if share is None else ("cpu" if cpu_bound(share) else "gpu"),
             "categories": {k: round(v, 4) for k, v in per.items()},
             "batch_sizes": sorted({c.bs for c in done if c.bs is not None}),
             "parts": self.parts_json(),

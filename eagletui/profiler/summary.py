@@ -447,8 +447,8 @@ def _mean_parts(per_rank: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
     return {k: {kk: round(vv, 4) for kk, vv in v.items()} for k, v in acc.items()}
 
 
-def _mean_period(periods: list[float | None]) -> float | None:
-    """The ranks' mean profiled cycle period (None where any rank has none)."""
+def _rank_mean(periods: list[float | None]) -> float | None:
+    """The ranks' mean of a per-rank figure, a cycle's period or span (None where any rank has none)."""
     if not periods or any(p is None for p in periods):
         return None
     return round(sum(p for p in periods if p is not None) / len(periods), 4)
@@ -477,9 +477,12 @@ def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
             "cycles": min(sum(1 for c in r.decode_cycles if c.bs == bs) for r in ranks),
             **_mean_parts([p[bs] for p in per_rank_bs]),
         }
-        period = _mean_period([r.period_ms([c for c in r.decode_cycles if c.bs == bs]) for r in ranks])
+        period = _rank_mean([r.period_ms([c for c in r.decode_cycles if c.bs == bs]) for r in ranks])
         if period is not None:
             by_bs[str(bs)]["period_ms"] = period
+        span = _rank_mean([r.span_ms([c for c in r.decode_cycles if c.bs == bs]) for r in ranks])
+        if span is not None:
+            by_bs[str(bs)]["cycle_ms"] = span
     sk = skew(ranks)
     return {
         "ranks": len(ranks),
@@ -490,7 +493,9 @@ def step_breakdown(ranks: list[RankSummary]) -> dict[str, Any]:
         "step_ms": round(sum(cats.values()), 4),
         "categories": {k: round(v, 4) for k, v in cats.items()},
         "parts": parts,
-        "period_ms": _mean_period([r.period_ms() for r in ranks]),
+        "period_ms": _rank_mean([r.period_ms() for r in ranks]),
+        # the cycle's span (first part's start to last part's end): what its kernel share is of
+        "cycle_ms": _rank_mean([r.span_ms() for r in ranks]),
         "parts_by_bs": by_bs,
         "prefill_batches": min(len(r.prefill) for r in ranks),
         "skew_ms": sk["max_wait_ms"] if sk else 0.0,

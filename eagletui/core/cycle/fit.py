@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from eagletui.core.cycle.model import CycleParts, SpecSettings, finite
+from eagletui.core.cycle.model import CycleParts, SpecSettings, cpu_bound, finite, kernel_share
 
 #: The draft runner's own work (its buffer copies, attention metadata, the graph launch) as a share of
 #: the time from the draft range's start to its replay: 0.76-0.84 ms of 1.45 in the lent H200's steps-3
@@ -36,35 +36,35 @@ SLOPE_MIN_SPREAD = 0.3
 NOSPEC_GAP_SHARE = 0.25
 
 NOSPEC_GAP_BAND = (0.0, 0.5)
-#: Below this share of a profiled cycle filled by kernels the cycle is bound by the CPU: the GPU waits on
-#: the scheduler most of it. The lent H200's tiny EAGLE-3 server filled 16-24 %, and there a step change
-#: moved the scheduler's CPU work in ways no profile shows: pinned, its own decode lines put steps 2's
-#: cycle (3.52 ms) below steps 1's (3.92) and steps 3's (4.97) (docs/real-sglang.md, 2026-12-03). A big
-#: model's decode fills 99 % (the 2×H200 trace). ``eagletui trace`` flags the same threshold.
-CPU_BOUND_SHARE = 0.5
-#: How a source says its profile was CPU-bound (``next_launch`` repeats it where a user reads first).
-CPU_BOUND_MARK = "; CPU-bound: "
-
-
 def cpu_bound_note(profile: Mapping[str, Any]) -> str:
-    """What a source adds when its profile's cycle is CPU-bound (:data:`CPU_BOUND_SHARE`), else ""."""
-    busy = kernel_share(profile)
-    if busy is None or busy >= CPU_BOUND_SHARE:
+    """What a source adds when its profile's cycle is CPU-bound
+    (:data:`~eagletui.core.cycle.model.CPU_BOUND_SHARE`), else "": the share and what it was taken of
+    (the cycle's span, or where an older profile has none, the three parts' spans without the gaps)."""
+    busy, of = profile_kernel_share(profile)
+    if busy is None or not cpu_bound(busy):
         return ""
     return (
-        f"{CPU_BOUND_MARK}kernels fill {busy * 100:.0f} % of the draft, verify and extend spans, so a step "
-        "change moves the scheduler's CPU work, which no profile shows (measure before trusting this)"
+        f"; CPU-bound: kernels fill {busy * 100:.0f} % of {of}, so a step change moves the scheduler's CPU "
+        "work, which no profile shows (measure before trusting this)"
     )
 
 
-def kernel_share(profile: Mapping[str, Any]) -> float | None:
-    """The share of the profiled cycle's parts (their spans) that their kernels fill; None without both."""
+def profile_kernel_share(profile: Mapping[str, Any]) -> tuple[float | None, str]:
+    """(the share of the profiled cycle its kernels fill, what it is a share of): the parts' kernels ÷
+    the cycle's span (``cycle_ms``, :func:`~eagletui.core.cycle.model.kernel_share`, as ``eagletui
+    trace`` prints it); a profile recorded before it had ``cycle_ms`` falls back to the sum of the
+    draft, verify and extend spans (the gaps between them left out: a higher share). (None, "") without
+    kernel times."""
     shares, kernels = profile.get("shares"), profile.get("kernels")
     if not (isinstance(shares, Mapping) and isinstance(kernels, Mapping)):
-        return None
-    span = sum(float(v) for v in shares.values() if finite(v))
+        return None, ""
     busy = sum(float(v) for v in kernels.values() if finite(v))
-    return busy / span if span > 0 else None
+    span = _num(profile, "cycle_ms")
+    if span > 0:
+        return kernel_share(busy, span), "the cycle"
+    return kernel_share(busy, sum(float(v) for v in shares.values() if finite(v))), (
+        "the draft, verify and extend spans"
+    )
 
 
 def fit_parts(
@@ -263,7 +263,8 @@ def _split_replay(
     src += regime
     src += cpu_bound_note(profile)
     nospec, band = nospec_from_cycle(cycle_ms, verify, replay, sigma, max(0.0, cycle_ms - total * sigma))
-    base = replace(parts(runner, per_token, src), nospec_ms=nospec, nospec_band=band)
+    share = profile_kernel_share(profile)[0]
+    base = replace(parts(runner, per_token, src), nospec_ms=nospec, nospec_band=band, kernel_share=share)
     alts = [parts(RUNNER_BAND[0] * lead, per_token, src), parts(RUNNER_BAND[1] * lead, per_token, src)]
     if slope is None:
         alts.append(parts(runner, _num(rx, "replay_ms") / accept, src + " (extend per accepted token)"))

@@ -104,6 +104,28 @@ class SpecSettings:
         return cls(steps=steps, topk=topk or 1, draft_tokens=ndt)
 
 
+#: Below this share of a profiled cycle filled by kernels the cycle is bound by the CPU: the GPU waits on
+#: the scheduler most of it. The lent H200's tiny EAGLE-3 server filled 16-24 %, and there a step change
+#: moved the scheduler's CPU work in ways no profile shows: pinned, its own decode lines put steps 2's
+#: cycle (3.52 ms) below steps 1's (3.92) and steps 3's (4.97) (docs/real-sglang.md, 2026-12-03). A big
+#: model's decode fills 99 % (the 2×H200 trace). ``eagletui trace`` and the cycle model judge by it alike.
+CPU_BOUND_SHARE = 0.5
+
+
+def kernel_share(kernel_ms: float, span_ms: float) -> float | None:
+    """The share of a cycle its kernels fill: kernel ms ÷ the cycle's span (its first part's start to its
+    last part's end, the gaps between parts included); None without a span. The one definition that
+    ``eagletui trace`` prints and the cycle model reads (:data:`CPU_BOUND_SHARE`)."""
+    if not (finite(kernel_ms) and finite(span_ms)) or span_ms <= 0 or kernel_ms < 0:
+        return None
+    return kernel_ms / span_ms
+
+
+def cpu_bound(share: float | None) -> bool:
+    """A cycle whose kernels fill less than :data:`CPU_BOUND_SHARE` of it waits on the CPU."""
+    return share is not None and share < CPU_BOUND_SHARE
+
+
 @dataclass(frozen=True)
 class CycleParts:
     """The parts of one cycle at one batch size, ms, and where they come from. ``fixed_ms`` is work of
@@ -136,6 +158,13 @@ class CycleParts:
     #: idle GPU after the draft graph's replay, scaled to the measured cycle): a cycle bound by the CPU
     #: pays for drafting only past it (0: the draft's GPU time adds to the cycle)
     hidden_ms: float = 0.0
+    #: the share of the profiled cycle its kernels fill (:func:`kernel_share`; None: no step profile
+    #: with kernel times): below :data:`CPU_BOUND_SHARE` a step change moves CPU work no profile shows
+    kernel_share: float | None = None
+
+    @property
+    def cpu_bound(self) -> bool:
+        return cpu_bound(self.kernel_share)
 
     def nospec_step(self) -> tuple[float, float, float]:
         """(estimate, fastest, slowest) no-spec decode step in ms: :attr:`nospec_ms` and its band where a

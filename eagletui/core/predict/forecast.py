@@ -61,6 +61,9 @@ class Forecast:
     #: what ``tok_s``, the band and ``base_tok_s`` are in: the book's objective (``tok/s``, ``tok/s per
     #: user``, ``goodput tok/s``: :func:`eagletui.core.predict.ranking.ranked` converts them)
     unit: str = "tok/s"
+    #: predicted from a step profile whose cycle is CPU-bound (its parts' :attr:`CycleParts.cpu_bound`):
+    #: a step change moves CPU work that no profile shows, so launching it is the way to know
+    cpu_bound: bool = False
 
     @property
     def delta_pct(self) -> float:
@@ -178,7 +181,21 @@ def forecasts(book: RunBook, launch: int) -> tuple[list[Forecast], str]:
             band = f"{band}; {PRIOR_TEXT}"
             rows.append(
                 Forecast(
-                    _label(s), s, c, tok, b.tok_s, p.accept, src, False, low, high, band, eager, noise, LAUNCH_PRIOR
+                    _label(s),
+                    s,
+                    c,
+                    tok,
+                    b.tok_s,
+                    p.accept,
+                    src,
+                    False,
+                    low,
+                    high,
+                    band,
+                    eager,
+                    noise,
+                    LAUNCH_PRIOR,
+                    cpu_bound=m.parts.cpu_bound,
                 )
             )
         if b.nospec_tok_s:

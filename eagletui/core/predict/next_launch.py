@@ -32,7 +32,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from eagletui.core.cycle.fit import CPU_BOUND_MARK
 from eagletui.core.diagnosis.fold import Diagnosis
 from eagletui.core.predict.bases import _label, _reference, timed_groups
 from eagletui.core.predict.checks import Check, checks, kind_of
@@ -74,10 +73,11 @@ def _next_launch(book: RunBook, launch: int, run: Run, fs: list[Forecast]) -> Di
         f"{f.label} {f.tok_s:.1f}{'' if f.measured else ' (pred.)'}" for f in fs if f.concurrency == low
     )
     # the parts the step-count predictions came from (speculation off's estimate says its own)
-    src = next(
-        (f.source for f in fs if not f.measured and f.settings is not None),
-        next((f.source for f in fs if not f.measured), fs[0].source),
+    basis = next(
+        (f for f in fs if not f.measured and f.settings is not None),
+        next((f for f in fs if not f.measured), fs[0]),
     )
+    src = basis.source
     built_on, built_on_data = _built_on(book, run, src)
     hint = ""
     wins = [d.winner for d in decided.values() if d.winner is not None]
@@ -85,7 +85,7 @@ def _next_launch(book: RunBook, launch: int, run: Run, fs: list[Forecast]) -> Di
         w = max(wins, key=lambda f: f.delta_pct)
         hint = " ".join(f"{k} {v}" if v is not None else f"(unset {k})" for k, v in w.flags().items())
     # a CPU-bound profile's step changes move CPU work it cannot show: said where the user reads first
-    cpu = "; the profile's cycle is CPU-bound: launch it to know" if CPU_BOUND_MARK in src else ""
+    cpu = "; the profile's cycle is CPU-bound: launch it to know" if basis.cpu_bound else ""
     return Diagnosis(
         kind="next_launch",
         text=f"what to launch next{_by(book)} (predicted from {built_on}): "

@@ -351,6 +351,7 @@ def profile_parts(profile: dict[str, Any] | None, bs: int | None = None) -> dict
     if not isinstance(profile, dict) or profile.get("unit") != "cycle":
         return None
     parts = profile.get("parts")
+    cycle = profile.get("cycle_ms")
     by_bs = profile.get("parts_by_bs")
     if bs is not None and isinstance(by_bs, dict):
         sizes = [
@@ -361,6 +362,7 @@ def profile_parts(profile: dict[str, Any] | None, bs: int | None = None) -> dict
         if sizes:
             # nearest by ratio (batch 3 is nearer 4 than batch 8 is), a larger one on a tie
             _, parts = min(sizes, key=lambda kv: (abs(math.log(max(kv[0], 1) / max(bs, 1))), -kv[0]))
+            cycle = parts.get("cycle_ms")
     if not isinstance(parts, dict):
         return None
     shares: dict[str, float] = {}
@@ -379,6 +381,8 @@ def profile_parts(profile: dict[str, Any] | None, bs: int | None = None) -> dict
     out: dict[str, Any] = {"shares": shares}
     if "draft" in kernels and "draft_extend" in kernels:
         out["kernels"] = kernels
+        if _ms(cycle) and cycle > 0:  # the cycle's span, gaps between parts included (recorded since 2026-12-03)
+            out["cycle_ms"] = float(cycle)
         fw = parts["draft"].get("forwards")
         out["draft_forwards"] = float(fw) if _ms(fw) else 0.0
     # the graph replays inside each part and the profiled period (profiles from before issue 32 have
