@@ -31,6 +31,7 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
 from eagletui.commands.demo import free_port  # outside the ephemeral range (its docstring)
 from eagletui.core.profile.load import load_profile
+from eagletui.remote.hostproc import parse_stat, proc_table
 
 P, OUT = sys.argv[1], sys.argv[2]
 ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 2
@@ -173,14 +174,14 @@ def topology() -> dict:
     return {"allowed": sorted(allowed), "cores": [sorted(c) for c in cores], "gpu_node_cpus": sorted(node_cpus)}
 
 
+def _stat(path: str):
+    """The fields after ``(comm)`` of a /proc stat file (eagletui's own parser), or None."""
+    text = _read(path)
+    return parse_stat(text) if text else None
+
+
 def group_pids(pgid: int) -> list:
-    pids = []
-    for d in os.listdir("/proc"):
-        if d.isdigit():
-            stat = _read(f"/proc/{d}/stat")
-            if stat and int(stat.rsplit(")", 1)[1].split()[2]) == pgid:
-                pids.append(int(d))
-    return pids
+    return [pid for pid, f in proc_table().items() if int(f[2]) == pgid]
 
 
 def scheduler_pid(pgid: int):
@@ -236,10 +237,10 @@ class Placement:
         if not self.spid or not os.path.isdir(f"/proc/{self.spid}/task"):
             return out
         for tid in os.listdir(f"/proc/{self.spid}/task"):
-            stat = _read(f"/proc/{self.spid}/task/{tid}/stat")
-            if stat:
-                f = stat.rsplit(")", 1)[1].split()
-                out[tid] = (stat.split("(", 1)[1].rsplit(")", 1)[0], (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"))
+            f = _stat(f"/proc/{self.spid}/task/{tid}/stat")
+            if f:
+                name = _read(f"/proc/{self.spid}/task/{tid}/comm").strip()
+                out[tid] = (name, (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK"))
         return out
 
     @staticmethod
@@ -256,9 +257,9 @@ class Placement:
         n = 0
         while not self._stop.wait(0.2):
             if self.spid:
-                stat = _read(f"/proc/{self.spid}/stat")
-                if stat:
-                    self.samples.append(int(stat.rsplit(")", 1)[1].split()[36]))
+                f = _stat(f"/proc/{self.spid}/stat")
+                if f:
+                    self.samples.append(int(f[36]))  # the CPU it last ran on
             n += 1
             if n % 5 == 0:
                 try:
