@@ -29,7 +29,7 @@ def _decode_lines(text: str) -> list[tuple[int, bool, float]]:
 
 
 def _generate(base: str, i: int) -> None:
-    body = {"text": f"eager {i}", "sampling_params": {"max_new_tokens": 48, "ignore_eos": True}}
+    body = {"text": f"eager {i}", "sampling_params": {"max_new_tokens": 128, "ignore_eos": True}}
     req = urllib.request.Request(
         base + "/generate", data=json.dumps(body).encode(), headers={"Content-Type": "application/json"}
     )
@@ -68,7 +68,9 @@ def test_the_simulator_decodes_eager_above_the_largest_captured_size_as_the_real
     # the largest captured size is 8, as the real one's (the sizes below it follow the simulated version)
     assert re.search(r"Capture target verify CUDA graph (begin|end)\. .*bs=\[[\d, ]*, 8\]", text)
     lines = _decode_lines(text)
-    assert any(bs == 16 for bs, _, _ in lines) and any(bs == 4 for bs, _, _ in lines)
+    # both sides of the largest captured size decoded (a loaded machine spreads the 16 requests' arrivals,
+    # so the batch may never reach 16 itself: it was asserted once, and failed beside another suite)
+    assert any(bs > 8 for bs, _, _ in lines) and any(bs <= 8 for bs, _, _ in lines)
     assert {graph for bs, graph, _ in lines if bs <= 8} == {True}
     assert {graph for bs, graph, _ in lines if bs > 8} == {False}
     # each eager step is slower than the same batch with graphs would be

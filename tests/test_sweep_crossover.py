@@ -45,6 +45,12 @@ def test_the_crossover_is_exported_for_sglang(tmp_path, monkeypatch, capsys):
     # cores) two repeats could not tell them apart, and a tie goes to the cheaper setting, as it should
     first = xo["rows"][0]
     assert first["winner"].startswith("EAGLE-3") or "a tie within the noise" in first["how_sure"][0], xo["rows"]
+    if not xo["sglang_adaptive_config"]:
+        # no speculative setting won anywhere (that tie at one stream, and no-spec at 16, beside another
+        # suite): no config to write, and the sweep says why instead of writing one
+        assert all(not str(r["winner"]).startswith("EAGLE-3") for r in xo["rows"]), xo["rows"]
+        assert not out_file.exists() and "no --speculative-adaptive-config written: " in out.err
+        return
     cfg = json.loads(out_file.read_text())
     assert cfg == xo["sglang_adaptive_config"] and set(cfg) <= {"1", "16"} and "1" in cfg
     assert all(v["candidate_steps"][0] in (0, 1, 3, 5) for v in cfg.values())

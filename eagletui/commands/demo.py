@@ -25,6 +25,70 @@ def _ephemeral_range() -> tuple[int, int]:
     return (lo, hi) if 1024 < lo <= hi <= 65535 else (32768, 60999)
 
 
+#: How long a port handed out stays claimed for its caller (the time a launch may take to bind it)
+CLAIM_S = 600.0
+
+
+def _claims_dir() -> Path | None:
+    """This user's directory of claimed ports (``<tmp>/eagletui-ports-<uid>``, 0700), None where it is
+    not safely ours (another owner, a link, writable by others): then nothing is claimed."""
+    import os
+    import stat
+
+    d = Path(tempfile.gettempdir()) / f"eagletui-ports-{os.getuid()}"
+    try:
+        d.mkdir(mode=0o700, exist_ok=True)
+        st = os.lstat(d)
+    except OSError:
+        return None
+    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+        return None
+    return d
+
+
+def _claim(base: int, span: int) -> bool:
+    """Claim ``base .. base + span - 1`` for this caller: False when a claim younger than
+    :data:`CLAIM_S` holds one of them. Two callers that drew the same free port a moment apart both
+    found it free and the second launch failed with "address already in use" (two test suites on one
+    machine); a claim file, created exclusively, makes the second draw another."""
+    import os
+    import time
+
+    d = _claims_dir()
+    if d is None:
+        return True
+    now = time.time()
+    if base % 64 == 0:  # now and then, the stale claims go (a suite draws thousands)
+        for old in d.iterdir():
+            try:
+                if now - old.lstat().st_mtime >= CLAIM_S:
+                    old.unlink()
+            except OSError:
+                pass
+    made: list[Path] = []
+    for p in range(base, base + span):
+        f = d / str(p)
+        try:
+            os.close(os.open(f, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+            made.append(f)
+            continue
+        except FileExistsError:
+            try:
+                fresh = now - os.lstat(f).st_mtime < CLAIM_S
+                if not fresh:
+                    os.utime(f, (now, now), follow_symlinks=False)
+                    made.append(f)
+                    continue
+            except OSError:
+                pass
+        except OSError:
+            continue  # cannot claim here: the bind check alone decides
+        for g in made:
+            g.unlink(missing_ok=True)
+        return False
+    return True
+
+
 def free_port(span: int = 1) -> int:
     """A port ``p`` on 127.0.0.1 with ``p .. p + span - 1`` free now, drawn outside the kernel's ephemeral
     range.
@@ -32,7 +96,8 @@ def free_port(span: int = 1) -> int:
     Why not ``bind(port 0)``: that port comes from the ephemeral range, which the kernel also hands to
     every outgoing connection; between this check and the server's own bind, any client on the machine
     may take it (a loaded CI saw a simulator's launch refused as "port in use" that way). Ports outside
-    the range are only ever bound on purpose. Falls back to ``bind(0)`` where nothing outside is free."""
+    the range are only ever bound on purpose; a claim (:func:`_claim`) keeps two callers from being
+    handed the same one. Falls back to ``bind(0)`` where nothing outside is free."""
     import random
 
     lo, hi = _ephemeral_range()
@@ -47,12 +112,13 @@ def free_port(span: int = 1) -> int:
                 s = socket.socket()
                 socks.append(s)
                 s.bind(("127.0.0.1", p))
-            return base
         except OSError:
             continue
         finally:
             for s in socks:
                 s.close()
+        if _claim(base, span):
+            return base
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
