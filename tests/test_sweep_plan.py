@@ -203,8 +203,9 @@ def test_3_configs_x_4_concurrencies_is_3_launches_and_the_eta_holds(dirs, capsy
 
 
 def _measured_s(report: dict) -> float:
-    """Seconds a sweep's launches and benchmarks took by their own clocks."""
-    return sum(v["launch_s"] + v["bench_s"] for v in report["variants"])
+    """Seconds a sweep's launches, benchmarks and the stops and waits between launches took by their own
+    clocks (every part the ETA sums: under load the stops slow down too)."""
+    return sum(v["launch_s"] + v["bench_s"] + (v.get("overhead_s") or 0.0) for v in report["variants"])
 
 
 def test_the_drift_check_runs_last_and_on_the_baselines_host():
