@@ -118,10 +118,10 @@ def distinguishing(runs: Sequence[Run]) -> list[str]:
     """Per launch, what sets it apart from the others given: ``NCCL_ALGO=Tree
     enable-flashinfer-allreduce-fusion=on``, "" where nothing recorded does. Every flag of the launch's
     own config counts (speculation's too: two drafters of one step count are two curves; false reads
-    ``off``) but those that
-    change nothing of the speed (:data:`SPEED_NEUTRAL_ARGS`), and every speed-relevant environment
-    variable; a value is shown to its last 32 characters (a path's tail). The frontier names curves of
-    the same speculation settings by it, where ``(#3)`` alone made the reader look the launch up."""
+    ``off``) but those that change nothing of the speed (:data:`SPEED_NEUTRAL_ARGS`), and every
+    speed-relevant environment variable; a value is shown to its last 32 characters (a path's tail).
+    The frontier names curves of the same speculation settings by it, where ``(#3)`` alone made the
+    reader look the launch up."""
     keys: list[dict[str, str]] = []
     for run in runs:
         cfg = run.config if isinstance(run.config, dict) else {}
