@@ -26,7 +26,7 @@ def _ephemeral_range() -> tuple[int, int]:
 
 
 #: How long a port handed out stays claimed for its caller (the time a launch may take to bind it)
-CLAIM_S = 600.0
+PORT_CLAIM_LIFETIME = 600.0  # seconds: a claim, not a wait (no engine waits on it)
 
 
 def _claims_dir() -> Path | None:
@@ -48,7 +48,7 @@ def _claims_dir() -> Path | None:
 
 def _claim(base: int, span: int) -> bool:
     """Claim ``base .. base + span - 1`` for this caller: False when a claim younger than
-    :data:`CLAIM_S` holds one of them. Two callers that drew the same free port a moment apart both
+    :data:`PORT_CLAIM_LIFETIME` holds one of them. Two callers that drew the same free port a moment apart both
     found it free and the second launch failed with "address already in use" (two test suites on one
     machine); a claim file, created exclusively, makes the second draw another."""
     import os
@@ -61,7 +61,7 @@ def _claim(base: int, span: int) -> bool:
     if base % 64 == 0:  # now and then, the stale claims go (a suite draws thousands)
         for old in d.iterdir():
             try:
-                if now - old.lstat().st_mtime >= CLAIM_S:
+                if now - old.lstat().st_mtime >= PORT_CLAIM_LIFETIME:
                     old.unlink()
             except OSError:
                 pass
@@ -74,7 +74,7 @@ def _claim(base: int, span: int) -> bool:
             continue
         except FileExistsError:
             try:
-                fresh = now - os.lstat(f).st_mtime < CLAIM_S
+                fresh = now - os.lstat(f).st_mtime < PORT_CLAIM_LIFETIME
                 if not fresh:
                     os.utime(f, (now, now), follow_symlinks=False)
                     made.append(f)

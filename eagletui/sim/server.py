@@ -149,10 +149,12 @@ async def _head_node(
             crashes.die_by_sigkill(log)
     _arm_profile_failures(plan, log, children, engine, loop)
     state.ready = True
-    log.line("The server is fired up and ready to roll!")
+    # the handler before the ready line (SGLang sets its SIGQUIT handler at launch): a SIGQUIT sent the
+    # moment the line is read found none yet on a loaded machine, and the default action ended the server
     loop.add_signal_handler(
         signal.SIGQUIT, lambda: loop.create_task(_running_phase_sigquit(log, children, plan.scale))
     )
+    log.line("The server is fired up and ready to roll!")
     loop.create_task(_subprocess_watchdog(plan, log, children))
 
     if plan.fail == "crash-after-ready":
