@@ -48,10 +48,9 @@ def _claims_dir() -> Path | None:
 
 def _claim(base: int, span: int) -> bool:
     """Claim ``base .. base + span - 1`` for this caller: False when a claim younger than
-    :data:`PORT_CLAIM_LIFETIME` holds one of them. Two callers that drew the same free port a moment apart both
-    found it free and the second launch failed with "address already in use" (two test suites on one
-    machine); a claim file, created exclusively, makes the second draw another."""
-    import os
+    :data:`PORT_CLAIM_LIFETIME` holds one of them. Two callers that drew the same free port a moment
+    apart both found it free and the second launch failed with "address already in use" (two test
+    suites on one machine); a claim file, created exclusively, makes the second draw another."""
     import time
 
     d = _claims_dir()
@@ -67,26 +66,35 @@ def _claim(base: int, span: int) -> bool:
                 pass
     made: list[Path] = []
     for p in range(base, base + span):
-        f = d / str(p)
-        try:
-            os.close(os.open(f, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
-            made.append(f)
-            continue
-        except FileExistsError:
-            try:
-                fresh = now - os.lstat(f).st_mtime < PORT_CLAIM_LIFETIME
-                if not fresh:
-                    os.utime(f, (now, now), follow_symlinks=False)
-                    made.append(f)
-                    continue
-            except OSError:
-                pass
-        except OSError:
-            continue  # cannot claim here: the bind check alone decides
-        for g in made:
-            g.unlink(missing_ok=True)
-        return False
+        taken = _take(d / str(p), now)
+        if taken is False:
+            for g in made:
+                g.unlink(missing_ok=True)
+            return False
+        if taken:
+            made.append(d / str(p))
     return True
+
+
+def _take(f: Path, now: float) -> bool | None:
+    """Claim one port's file: True (created, or a stale claim renewed), False (a fresh claim holds it),
+    None (it cannot be claimed here: the bind check alone decides)."""
+    import os
+
+    try:
+        os.close(os.open(f, os.O_CREAT | os.O_EXCL | os.O_WRONLY | os.O_NOFOLLOW, 0o600))
+        return True
+    except FileExistsError:
+        pass
+    except OSError:
+        return None
+    try:
+        if now - os.lstat(f).st_mtime < PORT_CLAIM_LIFETIME:
+            return False
+        os.utime(f, (now, now), follow_symlinks=False)
+        return True
+    except OSError:
+        return False
 
 
 def free_port(span: int = 1) -> int:
