@@ -35,6 +35,10 @@
 #   bash tools/real-sglang/device.sh maxrate  # a steps 3 / no spec sweep at c=1,4 decided by goodput under a
 #                                        # tight [slo], each launch searched for its highest request rate
 #                                        # meeting it ([sweep.max_rate], issue 35; the work pair)
+#   SHAPE=7b PAIR=work bash tools/real-sglang/device.sh grid  # the same pair on a Llama-2-7B-shaped target
+#                                        # (make_tiny.py; ~12 GB of random weights, built on the GPU in ~45 s
+#                                        # with the pair): its verify is bound by weight reads, not the CPU;
+#                                        # the grid wants GRID_MEM_FRACTION=0.8 with it (the comment below)
 #   PAIR=work|half bash tools/real-sglang/device.sh PART  # with a known-acceptance drafter pair instead of the
 #                                        # random one (make_known_drafters.py: work accepts steps + 1, half
 #                                        # steps + 1 or 1.0 by the prompt's last character); after each
@@ -96,12 +100,20 @@ PY
   touch /tmp/site/.done
 fi
 if [ -z "$DRYRUN" ]; then
-  [ -f /tmp/sgw/tiny/draft/model.safetensors ] || { log "setup: tiny model"; mkdir -p /tmp/sgw; \
-    WEIGHTS=1 python3 $S/make_tiny.py /tmp/sgw/tiny >>$OUTD/steps.txt 2>&1; }
+  # SHAPE=7b (make_tiny.py): a Llama-2-7B-shaped target with the same tokenizer and construction, its own dirs
+  # (/tmp/sgw/7b/...): a verify then costs milliseconds of weight reads, as a deployed model's does
+  SHAPE=${SHAPE:-tiny}; if [ "$SHAPE" = tiny ]; then SG=/tmp/sgw; else SG=/tmp/sgw/$SHAPE; fi
+  [ -f $SG/tiny/draft/model.safetensors ] || { log "setup: $SHAPE model"; mkdir -p $SG; \
+    SHAPE=$SHAPE WEIGHTS=1 python3 $R/tools/real-sglang/make_tiny.py $SG/tiny >>$OUTD/steps.txt 2>&1; }
   export TMUX_BIN=$S/tmux/tmux LD_LIBRARY_PATH=$S/tmux/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
     TERMINFO_DIRS=$S/tmux/terminfo:/usr/share/terminfo:/lib/terminfo
   chmod +x $TMUX_BIN 2>/dev/null
   P=$W/tiny.toml; cp $R/tools/real-sglang/tiny-eagle3.toml $P
+  # a larger target's six grid servers share the GPU only with a small KV pool each: SGLang 0.5.17 refuses a
+  # launch whose own weights exceed mem-fraction-static x the memory free before it loads (a 12 GB target at
+  # 0.12 beside five others loading: "Loaded weights leave no GPU memory for the KV cache"), so the grid
+  # raises the fraction (GRID_MEM_FRACTION) and caps the pool here (16,384 tokens: c = 4 needs ~1,500)
+  [ "$SG" != /tmp/sgw ] && sed -i "s#/tmp/sgw/tiny/#$SG/tiny/#; s/^max-total-tokens = .*/max-total-tokens = 16384/" $P
   # PAIR=work|half: the known-acceptance pairs (make_known_drafters.py, from shared/known-drafters: accept =
   # steps + 1 exactly; "half": steps + 1 for prompts ending in ".", 1.0 for "?"), built from the tiny model
   # in seconds; unset: the random pair (accept ≈ 1, a useless drafter is a real case too)
@@ -114,16 +126,16 @@ if [ -z "$DRYRUN" ]; then
       --time-budget-s ${TRAIN_S:-240} > $OUTD/train.log 2>&1; log "setup: train_pair rc=$?"; }
     cp /tmp/sgw/trained/expected.json /tmp/sgw/trained/train_meta.json $OUTD/ 2>/dev/null
   elif [ -n "$PAIR" ]; then
-    [ -f /tmp/sgw/$PAIR/draft/model.safetensors ] && [ -f /tmp/sgw/pairs-check.json ] || { log "setup: known drafters"; \
-      python3 $R/tools/real-sglang/make_known_drafters.py /tmp/sgw/tiny /tmp/sgw $R/eagletui/bench/data/chat.jsonl \
-      /tmp/sgw/pairs-check.json /tmp/sgw/qa.jsonl >>$OUTD/steps.txt 2>&1; }
+    [ -f $SG/$PAIR/draft/model.safetensors ] && [ -f $SG/pairs-check.json ] || { log "setup: known drafters"; \
+      python3 $R/tools/real-sglang/make_known_drafters.py $SG/tiny $SG $R/eagletui/bench/data/chat.jsonl \
+      $SG/pairs-check.json $SG/qa.jsonl >>$OUTD/steps.txt 2>&1; }
     # what pair_check.py compares with: which prompts the half draft predicts (a machine kept warm from an
     # earlier part has the pairs already: their report is kept beside them)
-    cp /tmp/sgw/pairs-check.json $OUTD/pairs-check.json 2>/dev/null; QA=/tmp/sgw/qa.jsonl
+    cp $SG/pairs-check.json $OUTD/pairs-check.json 2>/dev/null; QA=$SG/qa.jsonl
   fi
   if [ -n "$PAIR" ]; then
-    sed -i "s#/tmp/sgw/tiny/target#/tmp/sgw/$PAIR/target#; s#/tmp/sgw/tiny/draft#/tmp/sgw/$PAIR/draft#; s/^name = .*/name = \"tiny-$PAIR\"/" $P
-    [ "$PAIR" = half ] && sed -i 's#^prompts = "chat"#prompts = "/tmp/sgw/qa.jsonl"#; s/^num_prompts = 12$/num_prompts = 32/' $P
+    sed -i "s#$SG/tiny/target#$SG/$PAIR/target#; s#$SG/tiny/draft#$SG/$PAIR/draft#; s/^name = .*/name = \"tiny-$PAIR\"/" $P
+    [ "$PAIR" = half ] && sed -i "s#^prompts = \"chat\"#prompts = \"$SG/qa.jsonl\"#; s/^num_prompts = 12\$/num_prompts = 32/" $P
     # every held-out prompt once (16 code, 16 prose), greedy, 128 new tokens: what expected.json replayed
     [ "$PAIR" = trained ] && sed -i 's#^prompts = "chat"#prompts = "/tmp/sgw/trained/prompts.jsonl"#; s/^num_prompts = 12$/num_prompts = 32/; s/^warmup = 1$/warmup = 0/' $P
   fi
@@ -281,7 +293,7 @@ elif [ "$PART" = grid ]; then
   # issue 32's check: steps 1-5 and speculation off, each launched twice (six servers side by side per
   # round, benchmarked one after another), steps 3's step profile; grid_eval.py predicts offline
   # a dry run (CI): one round of steps 3, no spec and steps 1 on the simulator
-  if [ -n "$DRYRUN" ]; then : "${GRID_ROUNDS:=1}"; export GRID_N=${GRID_N:-3}; else export GRID_PIN=${GRID_PIN:-1} GRID_MEM_FRACTION=0.1 GRID_PROMPTS=${GRID_PROMPTS:-32} GRID_TOKENS=${GRID_TOKENS:-256} GRID_WARMUP=${GRID_WARMUP:-8}; fi
+  if [ -n "$DRYRUN" ]; then : "${GRID_ROUNDS:=1}"; export GRID_N=${GRID_N:-3}; else export GRID_PIN=${GRID_PIN:-1} GRID_MEM_FRACTION=${GRID_MEM_FRACTION:-0.1} GRID_PROMPTS=${GRID_PROMPTS:-32} GRID_TOKENS=${GRID_TOKENS:-256} GRID_WARMUP=${GRID_WARMUP:-8}; fi
   # what is measured so far comes back even when the device call runs out: packed every 30 s
   ( while sleep 30; do tar -C $OUTD -czf $OUT/.grid.tgz grid 2>/dev/null && mv $OUT/.grid.tgz $OUT/grid.tgz; done ) &
   PACKER=$!
