@@ -7,6 +7,7 @@ startup sequence (:mod:`eagletui.sim.startup`) that decides when to print them.
 
 from __future__ import annotations
 
+import math
 import os
 import signal
 import sys
@@ -135,6 +136,25 @@ def tb_not_enough_memory(mem_fraction: float) -> str:
             "    raise RuntimeError(",
             "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. "
             f"Current value: mem_fraction_static={mem_fraction}",
+        ]
+    )
+
+
+def tb_weights_fill(mem_fraction: float, minimum: float) -> str:
+    """SGLang 0.5.17's refusal when the weights alone take more than ``mem_fraction`` of the memory free
+    before they loaded (kv_cache_configurator; seen on the lent H200, tests/fixtures/real-sglang-0.5.17-7b)."""
+    raise_above = math.ceil(minimum * 1000) / 1000
+    return "\n".join(
+        [
+            "Traceback (most recent call last):",
+            *_TB_HEAD,
+            "    self.init_memory_pools()",
+            f'  File "{PKG}/sglang/srt/mem_cache/kv_cache_configurator.py", line 1647, in _profile_available_bytes',
+            "    raise ValueError(",
+            "ValueError: Loaded weights leave no GPU memory for the KV cache under "
+            f"--mem-fraction-static={mem_fraction}. Raise --mem-fraction-static above {raise_above:.3f} "
+            f"(minimum viable = 1 - available/pre = {minimum:.4f}). If using speculative decoding, draft weights "
+            "are now counted.",
         ]
     )
 

@@ -26,6 +26,7 @@ from eagletui.sim.crashes import (
     tb_not_enough_memory,
     tb_oom_capture,
     tb_oom_load,
+    tb_weights_fill,
 )
 from eagletui.sim.logfmt import ERROR, INFO, WARNING, SimLog, shard_frame, tqdm_frame
 from eagletui.sim.plan import GRAPH_PHASES, Plan
@@ -205,6 +206,10 @@ class Startup:
         # --- KV pools ----------------------------------------------------------------------------------
         t = time.monotonic()
         await self.sleep(3)
+        weights = p.weight_gb + p.draft_gb
+        pre = self.avail[first] + weights  # free before the weights loaded (report_memory's avail is after)
+        if version_tuple(p.args.sim_version) >= (0, 5, 17) and weights > p.mem_fraction * pre:
+            self.fail(first, tb_weights_fill(p.mem_fraction, weights / pre))
         if p.max_total_tokens < 1024:
             self.fail(first, tb_not_enough_memory(p.mem_fraction))
         kv_line = (

@@ -40,6 +40,9 @@ ROUNDS = int(sys.argv[3]) if len(sys.argv) > 3 else 2
 FIRST = int(os.environ.get("GRID_FIRST_ROUND", "1"))
 T0 = time.time()
 SETTINGS = [("s3", 3), ("off", None), ("s1", 1), ("s2", 2), ("s4", 4), ("s5", 5)][: int(os.environ.get("GRID_N", "6"))]
+# GRID_ONLY=s5,s4: only these settings this call (a round the previous call's deadline cut short)
+if os.environ.get("GRID_ONLY"):
+    SETTINGS = [st for st in SETTINGS if st[0] in os.environ["GRID_ONLY"].split(",")]
 MEM = os.environ.get("GRID_MEM_FRACTION")  # the real GPU: 0.1 each (six servers share it)
 READY_S = float(os.environ.get("GRID_READY_S", "300"))
 # the device call's limit (device.sh's step timeout less a margin): no benchmark starts that it would cut

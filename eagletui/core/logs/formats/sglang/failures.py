@@ -19,6 +19,9 @@ from eagletui.core.logs.torch_oom import OOM_RULES, oversized_allocation
 #: (substring, kind, priority, tag). Checked in order; the first hit wins for a line.
 FAILURE_RULES: tuple[tuple[str, str, int, str], ...] = (
     ("Not enough memory", "oom", 92, "kv_too_small"),
+    # 0.5.17's kv_cache_configurator: the weights (target and draft) took more than --mem-fraction-static of
+    # the memory free before they loaded; its own message names the smallest fraction that would do
+    ("Loaded weights leave no GPU memory for the KV cache", "oom", 92, "kv_weights_fill"),
     *OOM_RULES,
     ("memory capacity is unbalanced", "oom", 85, "mem_unbalanced"),
     # model_runner's KV sizing found less than nothing left after the weights (the pool it then builds
@@ -162,6 +165,7 @@ TERMINAL_TAGS = frozenset(
 OWN_TAGS = frozenset(
     {
         "kv_too_small",
+        "kv_weights_fill",
         "mem_unbalanced",
         "internal_port",
         "capture_failed",
@@ -377,6 +381,25 @@ def hint_for(
     return ""
 
 
+_RAISE_ABOVE_RE = re.compile(r"Raise --mem-fraction-static above (\d+(?:\.\d+)?)")
+_UNDER_FRACTION_RE = re.compile(r"under --mem-fraction-static=(\d+(?:\.\d+)?)")
+
+
+def _weights_fill_hint(text: str) -> str:
+    """SGLang measures what its load used as the memory free before it minus free after, so another
+    process loading on the same GPU at the same time (a second server) counts as this server's weights:
+    the real case where a 12 GB target read "mem usage=63.49 GB" beside five servers loading."""
+    cur = _UNDER_FRACTION_RE.search(text)
+    above = _RAISE_ABOVE_RE.search(text)
+    now = f" (now {cur.group(1)})" if cur else ""
+    to = f" above {above.group(1)}, SGLang's own minimum" if above else ""
+    return (
+        f"The weights fill the static memory share: raise --mem-fraction-static{now}{to}, and cap the KV "
+        "pool with --max-total-tokens if the GPU is shared; another process loading on this GPU at the same "
+        "time counts as this server's weights (check nvidia-smi), as do the draft model's."
+    )
+
+
 def _oom_hint(tag: str, phase: str | None, version: str | None, text: str) -> str:
     """Out of memory: what to lower, by the phase it happened in (nothing, when one allocation is
     larger than the GPU)."""
@@ -390,6 +413,8 @@ def _oom_hint(tag: str, phase: str | None, version: str | None, text: str) -> st
             f"KV cache pool too small: raise --mem-fraction-static{now}, or reduce "
             "--context-length / --max-running-requests, or add GPUs (--tp-size)."
         )
+    if tag == "kv_weights_fill":
+        return _weights_fill_hint(text)
     if tag == "mem_unbalanced":
         return (
             "GPUs have different free memory: another process holds memory on some GPUs "
