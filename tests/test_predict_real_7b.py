@@ -55,14 +55,19 @@ def test_steps_1_2_4_5_from_a_steps_3_launch_and_its_no_spec_launch_within_ten_p
     assert len(off) == 2 and all(abs(r["error_pct"]) <= 10 for r in off), off
 
 
-def test_the_profile_path_keeps_every_mean_inside_its_band() -> None:
-    """From the steps-3 launch and its step profile (taken at batch 5): every measured mean inside the
-    shown band, six of eight within ±10 % (steps 4 and 5 at c = 4: +13 %; the profile prices the verify fixed
-    in the draft tokens, which at four requests it is not)."""
+def test_the_profile_path_prices_a_gpu_bound_cycle_additively_within_ten_percent() -> None:
+    """From the steps-3 launch and its step profile (taken at batch 5): the cycle is GPU-bound (kernels 68 %
+    of it), so the draft's forwards add to it, although the GPU idles 1.3 ms after the draft's replay. With
+    that idle taken as room for more forwards (the regime of the tiny, CPU-bound target) steps 4 and 5 at
+    c = 4 came out 13 % fast; now 7 of 8 within ±10 % (steps 4 at c = 4 +10.5 %, where its own two launches
+    spread 16 %), every mean inside the band."""
     steps = [r for r in _rows("profile") if r["setting"] in STEPS]
     assert len(steps) == 8
+    assert all("additive: kernels fill 68 % of the cycle" in r["source"] for r in steps), steps[0]["source"]
     assert all(r["low"] <= r["measured_mean"] <= r["high"] for r in steps)
-    assert sum(abs(r["error_pct"]) <= 10 for r in steps) >= 6
+    assert sum(abs(r["error_pct"]) <= 10 for r in steps) >= 7
+    s5 = [r for r in steps if r["setting"] == "steps 5"]
+    assert all(abs(r["error_pct"]) <= 10 for r in s5), s5
 
 
 @pytest.mark.parametrize("c", ["1", "4"])

@@ -175,7 +175,7 @@ for name, wp, wn in (("profile", True, False), ("profile + no-spec", True, True)
             "low": None if low is None else round(low, 1), "high": None if high is None else round(high, 1),
             "measured_mean": round(mean, 1), "launches": len(got), "spread_pct": round(spread, 1),
             "error_pct": round(err, 1), "model_error_pct": None if norm is None else round(norm, 1),
-            "measured_here": bool(getattr(f, "measured", False)), "source": f.source[:80],
+            "measured_here": bool(getattr(f, "measured", False)), "source": f.source,
         })
     if why:
         rows.append({"base": name, "why_none": why})
