@@ -142,7 +142,8 @@ def tb_not_enough_memory(mem_fraction: float) -> str:
 
 def tb_weights_fill(mem_fraction: float, minimum: float) -> str:
     """SGLang 0.5.17's refusal when the weights alone take more than ``mem_fraction`` of the memory free
-    before they loaded (kv_cache_configurator; seen on the lent H200, tests/fixtures/real-sglang-0.5.17-7b)."""
+    before they loaded (kv_cache_configurator; seen on the lent H200, tests/fixtures/real-sglang-0.5.17-7b;
+    the 0.5.23 wheel's ``_profile_available_bytes`` raises the same text, rounding up to 3 decimals alike)."""
     raise_above = math.ceil(minimum * 1000) / 1000
     return "\n".join(
         [
