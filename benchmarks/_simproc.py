@@ -1,11 +1,14 @@
 """The SGLang simulator in a subprocess on a free port, for the benchmarks that measure against it
 (``bench_client_accuracy.py``, ``prediction_error.py``): started in its own session so a stop ends it and
-its children, its log in a temporary file named in every error."""
+its children, its log in a temporary file named in every error. A benchmark ended by SIGTERM or SIGHUP
+(``timeout``, a closed terminal) stops its simulators first: the default action ended the benchmark and
+left them running in their own sessions (five, after a timed-out ``prediction_error.py``)."""
 
 from __future__ import annotations
 
 import asyncio
 import os
+import signal
 import subprocess
 import sys
 import tempfile
@@ -17,6 +20,23 @@ import aiohttp
 from eagletui.commands.demo import free_port
 
 REPO = Path(__file__).resolve().parents[1]
+_LIVE: set[SimProcess] = set()
+
+
+def _stop_all(signum: int, _frame: object) -> None:
+    for sim in list(_LIVE):
+        sim.stop()
+    raise SystemExit(128 + signum)
+
+
+def _install_handlers() -> None:
+    """SIGTERM and SIGHUP stop every live simulator, where nobody else handles them (main thread only)."""
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        try:
+            if signal.getsignal(sig) == signal.SIG_DFL:
+                signal.signal(sig, _stop_all)
+        except ValueError:  # not the main thread: the caller's own handling stands
+            return
 
 
 class SimProcess:
@@ -32,6 +52,8 @@ class SimProcess:
             cwd=REPO,
         )
         self.url = f"http://127.0.0.1:{self.port}"
+        _install_handlers()
+        _LIVE.add(self)
 
     async def wait_ready(self, timeout: float = 120.0) -> None:
         deadline = time.monotonic() + timeout
@@ -49,6 +71,7 @@ class SimProcess:
         raise TimeoutError(f"simulator not ready after {timeout}s; log: {self.log.name}")
 
     def stop(self) -> None:
+        _LIVE.discard(self)
         if self.proc.poll() is None:
             os.killpg(self.proc.pid, 15)
             try:
