@@ -12,6 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
+from conftest_fault import pid_alive as _alive
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = """
@@ -23,14 +24,6 @@ asyncio.run(sim.wait_ready(60))
 print(sim.proc.pid, flush=True)
 time.sleep(120)
 """
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    return True
 
 
 @pytest.mark.slow
