@@ -242,8 +242,8 @@ def _split_replay(
     verify_ms = min(verify * scale + gap, cycle_ms)
     per_token = slope if slope is not None else 0.0
     tokens = settings.tokens
-    share = profile_kernel_share(profile)[0]
-    hidden, regime = _overlap(rd, per_forward, nested, sigma, replayed="replay" in how, kernel_share=share)
+    busy = profile_kernel_share(profile)[0]
+    hidden, regime = _overlap(rd, per_forward, nested, sigma, replayed="replay" in how, kernel_share=busy)
     def parts(runner_ms: float, e: float, label: str, hide: float = hidden, graph: bool = True) -> CycleParts:
         # the hidden forwards' share goes with the draft graph (steps 1 captures none)
         share = min(fwd * per_forward, hide) if (graph and hide > 0 and fwd > 0) else 0.0
@@ -264,7 +264,7 @@ def _split_replay(
     src += regime
     src += cpu_bound_note(profile)
     nospec, band = nospec_from_cycle(cycle_ms, verify, replay, sigma, max(0.0, cycle_ms - total * sigma))
-    base = replace(parts(runner, per_token, src), nospec_ms=nospec, nospec_band=band, kernel_share=share)
+    base = replace(parts(runner, per_token, src), nospec_ms=nospec, nospec_band=band, kernel_share=busy)
     alts = [parts(RUNNER_BAND[0] * lead, per_token, src), parts(RUNNER_BAND[1] * lead, per_token, src)]
     if slope is None:
         alts.append(parts(runner, _num(rx, "replay_ms") / accept, src + " (extend per accepted token)"))
@@ -320,14 +320,9 @@ def _overlap(
     yet each step from 3 to 5 cost about 0.4 ms of a stream's cycle at c = 1 and 0.9 ms at c = 4, more than
     its 0.26 ms replay: the overlap regime priced steps 4 and 5 13 % fast at c = 4, the additive one 7-10 %
     (tests/test_predict_real_7b.py)."""
-    if kernel_share is not None and not cpu_bound(kernel_share):
-        if not replayed:
-            return 0.0, ""
-        return 0.0, (
-            f"; additive: kernels fill {kernel_share * 100:.0f} % of the cycle (the GPU bounds it), so the draft's "
-            "forwards add to it"
-        )
-    hidden = _num(rd, "idle_after_ms") * sigma if per_forward > 0 and nested <= 0 else 0.0
+    # the kernels' share where the GPU bounds the cycle (nothing hides then), else None
+    gpu_share = kernel_share if kernel_share is not None and not cpu_bound(kernel_share) else None
+    hidden = _num(rd, "idle_after_ms") * sigma if per_forward > 0 and nested <= 0 and gpu_share is None else 0.0
     if per_forward > 0 and hidden >= per_forward:
         return hidden, (
             f"; overlap: the GPU idles {hidden:.2f} ms after the draft's replay while the CPU prepares the "
@@ -335,6 +330,11 @@ def _overlap(
         )
     if not replayed:
         return 0.0, ""
+    if gpu_share is not None:
+        return 0.0, (
+            f"; additive: kernels fill {gpu_share * 100:.0f} % of the cycle (the GPU bounds it), so the draft's "
+            "forwards add to it"
+        )
     return 0.0, "; additive: the profile shows no GPU idle after the draft's replay, its time adds to the cycle"
 
 
