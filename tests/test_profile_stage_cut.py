@@ -75,9 +75,16 @@ def test_the_simulator_ends_a_decode_profile_as_extend_as_the_real_one_did(tmp_p
     prof.start({"output_dir": str(tmp_path), "num_steps": 5, "profile_by_stage": True, "profile_id": "q"}, {})
 
 
-async def _other_client(base: str, stop: asyncio.Event, gap_s: float) -> None:
-    """Someone else's short requests, one every ``gap_s``: prefill batches whenever they come."""
-    async with aiohttp.ClientSession() as http:
+async def _other_client(base: str, log_path: Path, stop: asyncio.Event, gap_s: float) -> None:
+    """Someone else's short requests, one every ``gap_s``, and one more the moment a DECODE stage starts.
+
+    The steady stream alone is a race: on a loaded machine its arrivals can all fall between DECODE
+    stages, or queue behind aiohttp's connection limit, and a stage is then recorded uncut. The request
+    sent on the server's own "Profiling starts for DECODE" line prefills inside that stage on any machine
+    (the stage spans 5 decode batches at ``--sim-speed 0.05``: seconds, against a prefill of milliseconds).
+    """
+    connector = aiohttp.TCPConnector(limit=0)
+    async with aiohttp.ClientSession(connector=connector) as http:
 
         async def one(i: int) -> None:
             body = {"text": f"other {i}", "sampling_params": {"max_new_tokens": 4, "ignore_eos": True}}
@@ -85,7 +92,12 @@ async def _other_client(base: str, stop: asyncio.Event, gap_s: float) -> None:
                 await r.read()
 
         tasks = []
+        seen = 0
         while not stop.is_set():
+            starts = log_path.read_bytes().count(b"Profiling starts for DECODE")
+            for _ in range(starts - seen):
+                tasks.append(asyncio.create_task(one(len(tasks))))
+            seen = starts
             tasks.append(asyncio.create_task(one(len(tasks))))
             await asyncio.sleep(gap_s)
         await asyncio.gather(*tasks, return_exceptions=True)
@@ -117,7 +129,7 @@ def test_a_capture_cut_twice_by_other_traffic_says_so_at_once() -> None:
 
     async def main(sim: SimProc) -> str:
         stop = asyncio.Event()
-        other = asyncio.create_task(_other_client(sim.base, stop, 0.02))
+        other = asyncio.create_task(_other_client(sim.base, sim.log_path, stop, 0.02))
         await asyncio.sleep(0.2)
         try:
             with pytest.raises(ProfileError) as err:
