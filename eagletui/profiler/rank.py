@@ -161,6 +161,8 @@ class RankSummary:
                 "idle_after_ms": round(sum(p.idle_after_ms for p in ps) / n, 4),
                 # the part's communication kernels: "verify 30 ms, of which 25 ms NCCL" (step bars, why)
                 "comm_ms": round(sum(p.categories.get("communication", 0.0) for p in ps) / n, 4),
+                # the dense GEMMs: a forward's weight reads, which a no-spec step pays too (cycle.fit)
+                "gemm_ms": round(sum(p.categories.get("gemm", 0.0) for p in ps) / n, 4),
                 "categories": {c.label: round(sum(p.categories[c.label] for p in ps) / n, 4) for c in ORDER},
             }
         return out

@@ -431,7 +431,8 @@ def report_json(ranks: list[RankSummary]) -> dict[str, Any]:
 
 
 _PART_FIGURES = (
-    "gpu_ms", "kernel_ms", "forwards", "replay_ms", "replay_kernels", "lead_ms", "idle_after_ms", "comm_ms"
+    "gpu_ms", "kernel_ms", "forwards", "replay_ms", "replay_kernels", "lead_ms", "idle_after_ms", "comm_ms",
+    "gemm_ms",
 )
 
 

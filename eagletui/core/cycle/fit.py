@@ -263,7 +263,7 @@ def _split_replay(
     src = f"step profile: {how}; the draft runner's own work {runner:.2f} ms; the rest of the cycle fixed"
     src += regime
     src += cpu_bound_note(profile)
-    nospec, band = nospec_from_cycle(cycle_ms, verify, replay, sigma, max(0.0, cycle_ms - total * sigma))
+    nospec, band = _nospec(cycle_ms, verify, total, sigma, replay, profile, busy)
     base = replace(parts(runner, per_token, src), nospec_ms=nospec, nospec_band=band, kernel_share=busy)
     alts = [parts(RUNNER_BAND[0] * lead, per_token, src), parts(RUNNER_BAND[1] * lead, per_token, src)]
     if slope is None:
@@ -338,6 +338,23 @@ def _overlap(
     return 0.0, "; additive: the profile shows no GPU idle after the draft's replay, its time adds to the cycle"
 
 
+def _nospec(
+    cycle_ms: float,
+    verify: float,
+    total: float,
+    sigma: float,
+    replay: Mapping[str, Any],
+    profile: Mapping[str, Any],
+    busy: float | None,
+) -> tuple[float, tuple[float, float] | None]:
+    """The no-spec step a step profile estimates: by shares where the GPU bounds its cycle, else the
+    verify alone and a share of the CPU-bound gaps."""
+    span = _num(profile, "cycle_ms")
+    if busy is not None and not cpu_bound(busy) and span > 0:
+        return nospec_gpu_bound(cycle_ms, verify, total, span, replay)
+    return nospec_from_cycle(cycle_ms, verify, replay, sigma, max(0.0, cycle_ms - total * sigma))
+
+
 def nospec_from_cycle(
     cycle_ms: float, verify: float, replay: Mapping[str, Any], sigma: float, gaps_ms: float
 ) -> tuple[float, tuple[float, float] | None]:
@@ -360,6 +377,34 @@ def nospec_from_cycle(
         return alone, None
     pick = lambda share: min(cycle_ms, alone + share * gaps_ms)  # noqa: E731
     return pick(NOSPEC_GAP_SHARE), (pick(NOSPEC_GAP_BAND[0]), pick(NOSPEC_GAP_BAND[1]))
+
+
+def nospec_gpu_bound(
+    cycle_ms: float, verify: float, parts_ms: float, span_ms: float, replay: Mapping[str, Any]
+) -> tuple[float, tuple[float, float] | None]:
+    """A no-spec decode step, ms, and its (fastest, slowest), from the step profile of a cycle the GPU
+    bounds (its kernels fill at least half of it: :func:`~eagletui.core.cycle.model.cpu_bound`).
+
+    There the profile's absolute times do not carry over: it is taken at its own batch (a burst of
+    ``num_steps`` requests), and on a 7B-shaped target on the lent H200 its verify of 5 × 4 tokens spanned
+    6.9 ms where the benchmark's whole steps-3 cycle at one request took 7.0 ms (the verify's span as the
+    step: speculation off predicted 25 % slow). Their shares carry over: the step is the verify's share
+    of the profiled cycle (``verify`` of ``span_ms``) applied to the measured cycle. The hand-offs between
+    a cycle's parts (the gaps no part spans, ``span_ms − parts_ms``) are the speculative cycle's own; a
+    no-spec step, with its CPU work under the GPU's, pays at most :data:`NOSPEC_GAP_BAND`'s top share of
+    them: the slowest edge. The fastest is what any forward pays, the verify's dense GEMMs (every weight
+    read once: memory-bound at a few tokens a request) and its all-reduce, since the verify's other
+    kernels partly grow with its tokens and a no-spec step has fewer; where the profile carries no GEMM
+    figure (recorded before it was kept) the fastest is the verify's share itself."""
+    if not (span_ms > 0 and verify > 0):
+        return 0.0, None
+    rv = replay.get("verify") if isinstance(replay.get("verify"), Mapping) else {}
+    scale = cycle_ms / span_ms
+    alone = min(verify * scale, cycle_ms)
+    slowest = min(cycle_ms, alone + NOSPEC_GAP_BAND[1] * max(0.0, span_ms - parts_ms) * scale)
+    floor = (_num(rv, "gemm_ms") + _num(rv, "comm_ms")) * scale
+    fastest = floor if 0 < floor < alone else alone
+    return alone, ((fastest, slowest) if fastest < slowest else None)
 
 
 def accept_slope(pairs: Sequence[tuple[float, float]]) -> float | None:

@@ -224,16 +224,25 @@ def forecasts(book: RunBook, launch: int) -> tuple[list[Forecast], str]:
 def _nospec_estimate(b: Basis, eager: bool, noise: float, noise_text: str) -> Forecast | None:
     """Speculation off where no no-spec run was measured: the no-spec step the cycle's parts estimate
     (a step profile's verify alone and its share of the cycle's CPU-bound gaps, with the band that share
-    leaves open: :func:`eagletui.core.cycle.fit.nospec_from_cycle`), else the verify part."""
+    leaves open: :func:`eagletui.core.cycle.fit.nospec_from_cycle`; where the GPU bounds the cycle, the
+    verify's share of it: :func:`~eagletui.core.cycle.fit.nospec_gpu_bound`), else the verify part."""
     step, fast, slow = b.measurement.parts.nospec_step()
     if step <= 0:
         return None
     tok = b.aggregate(1000.0 / step)
     if fast < slow:
-        src = (
-            f"estimate: a no-spec step ≈ the verify alone and a share of the cycle's CPU-bound gaps, "
-            f"{step:.2f} ms ({fast:.2f}-{slow:.2f}); only a no-spec launch can tell"
-        )
+        parts = b.measurement.parts
+        if parts.kernel_share is not None and not parts.cpu_bound:
+            src = (
+                f"estimate: a no-spec step ≈ the verify's share of the measured cycle (the GPU bounds it), "
+                f"{step:.2f} ms ({fast:.2f}: its GEMMs and all-reduce alone, to {slow:.2f}); only a no-spec "
+                "launch can tell"
+            )
+        else:
+            src = (
+                f"estimate: a no-spec step ≈ the verify alone and a share of the cycle's CPU-bound gaps, "
+                f"{step:.2f} ms ({fast:.2f}-{slow:.2f}); only a no-spec launch can tell"
+            )
         low, high, band = b.aggregate(1000.0 / slow), b.aggregate(1000.0 / fast), "the model's alternatives"
         return Forecast(
             _label(None), None, b.group.concurrency, tok, b.tok_s, None, src, False, low, high,

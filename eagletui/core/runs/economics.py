@@ -390,7 +390,8 @@ def profile_parts(profile: dict[str, Any] | None, bs: int | None = None) -> dict
     replay = {}
     for stage in ("draft", "verify", "draft_extend"):
         d = parts[stage]
-        figures = {k: float(d[k]) for k in ("replay_ms", "replay_kernels", "lead_ms", "idle_after_ms") if _ms(d.get(k))}
+        keys = ("replay_ms", "replay_kernels", "lead_ms", "idle_after_ms", "gemm_ms", "comm_ms")
+        figures = {k: float(d[k]) for k in keys if _ms(d.get(k))}
         if figures.get("replay_kernels"):
             replay[stage] = figures
     if replay:

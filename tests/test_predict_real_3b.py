@@ -1,0 +1,50 @@
+"""Issue 32 on a second shape: a Llama-3.2-3B-shaped target on the lent H200 (fixtures/real-sglang-0.5.17-3b,
+README there), one launch of each setting. Its profiled cycle sits on the CPU/GPU boundary (kernels fill 45 %
+of it), where no profile-priced model is trusted: what must hold is that eagletui says so, decides what the
+measurements decide, and keeps a measured no-spec launch as the measurement. Read through
+``tools/real-sglang/grid_eval.py --json``, the book, forecasts and ranking the product uses."""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+GRID = Path(__file__).parent / "fixtures" / "real-sglang-0.5.17-3b" / "grid"
+
+
+@functools.cache
+def _eval() -> dict[str, Any]:
+    r = subprocess.run(
+        [sys.executable, str(ROOT / "tools/real-sglang/grid_eval.py"), str(GRID), "--json"],
+        capture_output=True, text=True, timeout=120, cwd=ROOT,
+    )
+    assert r.returncode == 0, r.stderr[-2000:]
+    return json.loads(r.stdout)
+
+
+def test_a_boundary_profile_is_called_cpu_bound_and_the_decision_says_launch_it_to_know() -> None:
+    prof = [r for r in _eval()["rows"] if r["base"] == "profile" and r["setting"].startswith("steps")]
+    assert len(prof) == 8
+    for r in prof:
+        assert "CPU-bound: kernels fill 44 % of the cycle" in r["source"], r["source"]
+        assert "(measure before trusting this)" in r["source"]
+    assert "the profile's cycle is CPU-bound: launch it to know" in _eval()["next_launch"]
+
+
+def test_the_one_ranking_names_the_measured_best_at_both_concurrencies() -> None:
+    measured = _eval()["measured"]
+    for c in ("1", "4"):
+        means = {k.rsplit(" c=", 1)[0]: sum(v) / len(v) for k, v in measured.items() if k.endswith(f" c={c}")}
+        assert max(means, key=lambda k: means[k]) == "steps 5"
+        assert f"at concurrency {c}: steps 5" in _eval()["next_launch"]
+        assert _eval()["adaptive_config"][c] == {"candidate_steps": [5]}
+
+
+def test_speculation_off_with_its_launch_in_the_book_is_the_measurement() -> None:
+    off = [r for r in _eval()["rows"] if r["base"] == "fit + no-spec" and r["setting"] == "speculation off"]
+    assert len(off) == 2 and all(r["error_pct"] == 0 for r in off), off
