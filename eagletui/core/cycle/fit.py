@@ -76,6 +76,7 @@ def fit_parts(
     other: tuple[float, float] | None = None,
     profile: Mapping[str, Any] | None = None,
     accept_slope: float | None = None,
+    verify_token_ms: float | None = None,
 ) -> CycleParts | None:
     """The cycle's parts from what was measured, with the alternatives the evidence leaves open
     (``CycleParts.alternatives``: a prediction's band spans them).
@@ -84,10 +85,12 @@ def fit_parts(
     ``profile`` a step profile's split (``draft_step_ms``, ``verify_ms``, optional ``per_token_ms``; or
     the spans of the parts, with their graph replays where the profile has them), which wins when
     given; ``accept_slope`` the cycle's growth per unit of accept length read from the run's own requests
-    (:func:`accept_slope`)."""
+    (:func:`accept_slope`); ``verify_token_ms`` what one more draft token a request adds to this
+    concurrency's verify, read from the launch's cycles at several concurrencies (:func:`verify_token_slope`),
+    used where a step profile shows the GPU bounds the cycle."""
     slope = accept_slope if finite(accept_slope) and accept_slope >= 0 else None
     if profile:
-        parts = _from_profile(settings, cycle_ms, accept, profile, slope)
+        parts = _from_profile(settings, cycle_ms, accept, profile, slope, verify_token_ms)
         if parts is not None:
             return parts
     if not (finite(cycle_ms) and finite(accept) and finite(nospec_step_ms)):
@@ -98,7 +101,12 @@ def fit_parts(
 
 
 def _from_profile(
-    settings: SpecSettings, cycle_ms: float, accept: float, profile: Mapping[str, Any], slope: float | None
+    settings: SpecSettings,
+    cycle_ms: float,
+    accept: float,
+    profile: Mapping[str, Any],
+    slope: float | None,
+    verify_token_ms: float | None = None,
 ) -> CycleParts | None:
     d, v = profile.get("draft_step_ms"), profile.get("verify_ms")
     if finite(d) and finite(v) and d >= 0 and v > 0:
@@ -112,7 +120,9 @@ def _from_profile(
         return None
     replay = profile.get("replay")
     if isinstance(replay, dict) and _replayed(replay):
-        return _split_replay(settings, cycle_ms, accept, float(ds), float(vs), float(es), replay, profile, slope)
+        return _split_replay(
+            settings, cycle_ms, accept, float(ds), float(vs), float(es), replay, profile, slope, verify_token_ms
+        )
     kernels = profile.get("kernels")
     kernels = kernels if isinstance(kernels, dict) else {}
     dk, ek = kernels.get("draft"), kernels.get("draft_extend")
@@ -202,6 +212,7 @@ def _split_replay(
     replay: Mapping[str, Any],
     profile: Mapping[str, Any],
     slope: float | None,
+    verify_token_ms: float | None = None,
 ) -> CycleParts:
     """The measured cycle split by what the GPU and the CPU really spend, read from a step profile's
     CUDA-graph replays (SGLang 0.5.17 on the lent H200, its steps-3 trace: the draft's replay 122
@@ -220,6 +231,8 @@ def _split_replay(
     * where the GPU idles after the draft's replay (:func:`_overlap`), more forwards hide under the CPU's
       preparation of the verify and cost the cycle only past that idle; what the measured forwards cost
       goes with the draft graph (steps 1 captures none);
+    * where the GPU bounds the cycle, the verify grows by ``verify_token_ms`` a draft token (the launch's
+      cycles across concurrencies: :func:`verify_token_slope`), fixed in them as an alternative;
     * what is left of the measured cycle is fixed work.
 
     The alternatives span the draft runner's share (:data:`RUNNER_BAND`), without a slope an extend
@@ -235,34 +248,26 @@ def _split_replay(
     per_forward, how = _forward_ms(fwd, draft * sigma, nested, rd, rx)
     lead = _num(rd, "lead_ms") * sigma
     runner = RUNNER_SHARE * lead
-    # the verify as a no-spec step's stand-in, as the spans-only split has it: its span (scaled down
-    # where the spans exceed the measured cycle) and one forward's share of the gap to it
-    scale = min(1.0, cycle_ms / total) if total > 0 else 1.0
-    gap = max(0.0, cycle_ms - total) / (settings.steps + 2)
-    verify_ms = min(verify * scale + gap, cycle_ms)
+    verify_ms = _verify_standin(verify, total, cycle_ms, settings.steps)
     per_token = slope if slope is not None else 0.0
     tokens = settings.tokens
     busy = profile_kernel_share(profile)[0]
     hidden, regime = _overlap(rd, per_forward, nested, sigma, replayed="replay" in how, kernel_share=busy)
-    def parts(runner_ms: float, e: float, label: str, hide: float = hidden, graph: bool = True) -> CycleParts:
+    grow = _token_growth(verify_token_ms, busy)
+
+    def parts(
+        runner_ms: float, e: float, label: str, hide: float = hidden, graph: bool = True, grow: float = grow
+    ) -> CycleParts:
         # the hidden forwards' share goes with the draft graph (steps 1 captures none)
         share = min(fwd * per_forward, hide) if (graph and hide > 0 and fwd > 0) else 0.0
         p = CycleParts(
-            per_forward,
-            verify_ms,
-            e,
-            label,
-            draft_fixed_ms=runner_ms + share,
-            per_forward=True,
-            measured_tokens=tokens,
-            hidden_ms=hide,
+            per_forward, verify_ms, e, label, draft_fixed_ms=runner_ms + share, per_forward=True,
+            measured_tokens=tokens, hidden_ms=hide, token_ms=grow,
         )
         used = p.draft_ms(settings) + (p.draft_fixed_ms if fwd > 0 else 0.0) + verify_ms + accept * e
         return replace(p, fixed_ms=max(0.0, cycle_ms - used))
 
-    src = f"step profile: {how}; the draft runner's own work {runner:.2f} ms; the rest of the cycle fixed"
-    src += regime
-    src += cpu_bound_note(profile)
+    src = _replay_source(how, runner, regime, grow, profile)
     nospec, band = _nospec(cycle_ms, verify, total, sigma, replay, profile, busy)
     base = replace(parts(runner, per_token, src), nospec_ms=nospec, nospec_band=band, kernel_share=busy)
     alts = [parts(RUNNER_BAND[0] * lead, per_token, src), parts(RUNNER_BAND[1] * lead, per_token, src)]
@@ -271,7 +276,34 @@ def _split_replay(
     if hidden > 0:  # what the profile cannot tell (:func:`_overlap`): the additive cycle; a cheap steps 1
         alts.append(parts(runner, per_token, src + " (additive: nothing hidden)", 0.0))
         alts.append(parts(runner, per_token, src + " (steps 1 saves the runner alone)", graph=False))
+    if grow > 0:  # the growth read across concurrencies may be the batch's other work, not the verify's
+        alts.append(parts(runner, per_token, src + " (the verify fixed in the draft tokens)", grow=0.0))
     return replace(base, alternatives=tuple(alts))
+
+
+def _verify_standin(verify: float, total: float, cycle_ms: float, steps: int) -> float:
+    """The verify as a no-spec step's stand-in, as the spans-only split has it: its span (scaled down
+    where the spans exceed the measured cycle) and one forward's share of the gap to it."""
+    scale = min(1.0, cycle_ms / total) if total > 0 else 1.0
+    gap = max(0.0, cycle_ms - total) / (steps + 2)
+    return min(verify * scale + gap, cycle_ms)
+
+
+def _replay_source(how: str, runner: float, regime: str, grow: float, profile: Mapping[str, Any]) -> str:
+    """What the profile path's parts are read from, as a prediction's source says it."""
+    src = f"step profile: {how}; the draft runner's own work {runner:.2f} ms; the rest of the cycle fixed"
+    src += regime
+    if grow > 0:
+        src += f"; the verify grows {grow:.2f} ms a draft token (this launch's cycles across concurrencies)"
+    return src + cpu_bound_note(profile)
+
+
+def _token_growth(verify_token_ms: float | None, busy: float | None) -> float:
+    """What one more draft token a request adds to the verify at this concurrency, where the GPU bounds
+    the cycle (a CPU-bound cycle grows with the batch by the scheduler's work, not the verify's); 0 else."""
+    if busy is None or cpu_bound(busy) or not finite(verify_token_ms) or verify_token_ms <= 0:
+        return 0.0
+    return float(verify_token_ms)
 
 
 def _forward_ms(
@@ -405,6 +437,24 @@ def nospec_gpu_bound(
     floor = (_num(rv, "gemm_ms") + _num(rv, "comm_ms")) * scale
     fastest = floor if 0 < floor < alone else alone
     return alone, ((fastest, slowest) if fastest < slowest else None)
+
+
+def verify_token_slope(points: Sequence[tuple[int, float]], tokens: int) -> float | None:
+    """What one more verified token costs a cycle, ms, read from one launch's cycles at several
+    concurrencies ``(concurrency, cycle ms)``: the least-squares slope of the cycle on the tokens each
+    cycle verifies (concurrency × ``tokens`` draft tokens a request). A step profile is taken at one
+    batch and holds the verify fixed; on a GPU-bound target the verify grows with the tokens it checks,
+    so one more draft step costs more at c = 4 than at c = 1 (7B-shaped target on the lent H200: 0.4 ms
+    a step at c = 1, 0.9 ms at c = 4, against a 0.26 ms draft replay). None with fewer than two
+    concurrencies or a slope below 0 (noise)."""
+    pts = [(float(c * tokens), float(ms)) for c, ms in points if c >= 1 and finite(ms) and ms > 0]
+    if len({x for x, _ in pts}) < 2 or tokens < 1:
+        return None
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    slope = sum((x - mx) * (y - my) for x, y in pts) / sxx
+    return slope if slope >= 0 else None
 
 
 def accept_slope(pairs: Sequence[tuple[float, float]]) -> float | None:

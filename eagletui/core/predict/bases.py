@@ -10,13 +10,14 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from eagletui.core.cycle.fit import fit_parts
+from eagletui.core.cycle.fit import fit_parts, verify_token_slope
 from eagletui.core.cycle.model import Measurement, SpecSettings, rates_from_histogram, rates_from_mean
 from eagletui.core.runs.book import RunBook
 from eagletui.core.runs.compare import launch_differences
 from eagletui.core.runs.economics import profile_parts
 from eagletui.core.runs.run import Group, Run
 from eagletui.core.runs.validity import timed_truly
+from eagletui.core.servers.spec import captured_max_bs
 
 
 def _label(s: SpecSettings | None) -> str:
@@ -110,6 +111,7 @@ def bases(book: RunBook, launch: int) -> tuple[list[Basis], str]:
         return [], "the run's steps are unknown (SGLang chose them): set --speculative-num-steps to predict"
     ref_run = _reference(book, run)
     slope = accept_slope_of(groups)
+    per_token = verify_token_slope(_graph_cycles(run, groups), settings.tokens)
     out: list[Basis] = []
     why = ""
     for g in sorted(groups, key=lambda g: g.concurrency):
@@ -135,6 +137,7 @@ def bases(book: RunBook, launch: int) -> tuple[list[Basis], str]:
             other=_other(book, run, g),
             profile=profile_parts(run.step_profile, g.concurrency),
             accept_slope=slope,
+            verify_token_ms=per_token * g.concurrency if per_token is not None else None,
         )
         if parts is None:
             why = f"{book.missing_reference(launch)} and no step profile: run bench --vs-no-spec or capture a profile"
@@ -148,6 +151,22 @@ def bases(book: RunBook, launch: int) -> tuple[list[Basis], str]:
             b = Basis(b.group, b.measurement, tok, nospec, tokens, ttft, tok / b.aggregate(stream))
         out.append(b)
     return out, why
+
+
+def _graph_cycles(run: Run, groups: list[Group]) -> list[tuple[int, float]]:
+    """(concurrency, decode cycle ms) of the launch's settings that decoded under CUDA graphs (an eager
+    batch above the largest captured one costs differently: it would bend the slope)."""
+    largest = captured_max_bs(run.args)
+    out = []
+    for g in groups:
+        if largest is not None and g.concurrency > largest:
+            continue
+        tok, acc = g.metric("tok_s").mean, g.metric("accept_len").mean
+        if not tok or not acc or tok <= 0 or acc < 1:
+            continue
+        stream, _, _ = _shape(g)
+        out.append((g.concurrency, 1000.0 * acc / (stream if stream else tok / g.concurrency)))
+    return out
 
 
 def _other(book: RunBook, run: Run, g: Group) -> tuple[float, float] | None:
