@@ -19,13 +19,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 GRID = Path(__file__).parent / "fixtures" / "real-sglang-0.5.17-7b" / "grid"
+#: fresh launches of the same target, taken after the model was fitted to GRID (README there)
+GRID2 = GRID.with_name("grid2")
 STEPS = ("steps 1", "steps 2", "steps 4", "steps 5")
 
 
 @functools.cache
-def _eval() -> dict[str, Any]:
+def _eval(grid: Path = GRID) -> dict[str, Any]:
     r = subprocess.run(
-        [sys.executable, str(ROOT / "tools/real-sglang/grid_eval.py"), str(GRID), "--json"],
+        [sys.executable, str(ROOT / "tools/real-sglang/grid_eval.py"), str(grid), "--json"],
         capture_output=True, text=True, timeout=120, cwd=ROOT,
     )
     assert r.returncode == 0, r.stderr[-2000:]
@@ -110,3 +112,17 @@ def test_one_ranking_names_the_measured_best_and_the_adaptive_config_agrees(c: s
     assert f"at concurrency {c}: steps 5" in _eval()["next_launch"]
     assert _eval()["adaptive_config"][c] == {"candidate_steps": [5]}
     assert "CPU-bound" not in _eval()["next_launch"]
+
+
+def test_on_fresh_launches_every_profile_prediction_lands_within_ten_percent() -> None:
+    """The check on launches the model was not shaped on (grid2: a new steps-3 launch and its profile,
+    speculation off, steps 1 once, steps 4 twice, steps 5 three times): from the steps-3 launch and its
+    profile alone, steps 1 / 4 / 5 and speculation off at c = 1 and 4 all within ±10 % of their means
+    (speculation off +1.0 / -3.7 %), each inside its band; both paths and the adaptive config name steps 5."""
+    rows = [r for r in _eval(GRID2)["rows"] if r["base"] == "profile"]
+    assert sorted({r["setting"] for r in rows}) == ["speculation off", "steps 1", "steps 4", "steps 5"]
+    assert len(rows) == 8
+    for r in rows:
+        assert abs(r["error_pct"]) <= 10, r
+        assert r["low"] <= r["measured_mean"] <= r["high"], r
+    assert _eval(GRID2)["adaptive_config"] == {"1": {"candidate_steps": [5]}, "4": {"candidate_steps": [5]}}
