@@ -41,21 +41,3 @@ def test_only_a_gpu_bound_cycle_grows_its_verify_by_the_tokens() -> None:
     assert _token_growth(0.21, busy=None) == 0.0
     assert _token_growth(None, busy=0.9) == 0.0
     assert _token_growth(float("inf"), busy=0.9) == 0.0
-
-
-def test_a_no_spec_step_from_a_gpu_bound_profile_drops_the_verifys_extra_tokens_down_to_its_gemms() -> None:
-    from eagletui.core.cycle.fit import nospec_gpu_bound
-
-    # the 7B grid's profile: verify 8.30 of a 10.54 ms cycle span (parts 9.69), GEMMs 3.32; measured cycle 7.02
-    replay = {"verify": {"replay_ms": 6.92, "lead_ms": 1.38, "gemm_ms": 3.32, "comm_ms": 0.0}}
-    alone, band = nospec_gpu_bound(7.02, 8.30, 9.69, 10.54, replay)
-    assert math.isclose(alone, 7.02 * 8.30 / 10.54) and band is not None
-    fastest, slowest = band
-    assert math.isclose(fastest, 7.02 * 3.32 / 10.54) and alone < slowest < 7.02
-    # 3 steps × 0.053 ms a token at c = 1 come off; never below the GEMMs
-    step, same = nospec_gpu_bound(7.02, 8.30, 9.69, 10.54, replay, extra_ms=0.159)
-    assert math.isclose(step, alone - 0.159) and same == band
-    assert nospec_gpu_bound(7.02, 8.30, 9.69, 10.54, replay, extra_ms=50.0)[0] == fastest
-    # no GEMM figure (a profile recorded before it was kept): the share is the fastest, nothing comes off
-    old = {"verify": {"replay_ms": 6.92, "lead_ms": 1.38}}
-    assert nospec_gpu_bound(7.02, 8.30, 9.69, 10.54, old, extra_ms=0.159)[0] == alone

@@ -268,7 +268,7 @@ def _split_replay(
         return replace(p, fixed_ms=max(0.0, cycle_ms - used))
 
     src = _replay_source(how, runner, regime, grow, profile)
-    nospec, band = _nospec(cycle_ms, verify, total, sigma, replay, profile, busy, grow * settings.steps)
+    nospec, band = _nospec(cycle_ms, verify, total, sigma, replay, profile, busy)
     base = replace(parts(runner, per_token, src), nospec_ms=nospec, nospec_band=band, kernel_share=busy)
     alts = [parts(RUNNER_BAND[0] * lead, per_token, src), parts(RUNNER_BAND[1] * lead, per_token, src)]
     if slope is None:
@@ -378,14 +378,12 @@ def _nospec(
     replay: Mapping[str, Any],
     profile: Mapping[str, Any],
     busy: float | None,
-    extra_ms: float = 0.0,
 ) -> tuple[float, tuple[float, float] | None]:
-    """The no-spec step a step profile estimates: by shares where the GPU bounds its cycle (less
-    ``extra_ms``, what the verify's tokens beyond one a request cost), else the verify alone and a share
-    of the CPU-bound gaps."""
+    """The no-spec step a step profile estimates: by shares where the GPU bounds its cycle, else the
+    verify alone and a share of the CPU-bound gaps."""
     span = _num(profile, "cycle_ms")
     if busy is not None and not cpu_bound(busy) and span > 0:
-        return nospec_gpu_bound(cycle_ms, verify, total, span, replay, extra_ms)
+        return nospec_gpu_bound(cycle_ms, verify, total, span, replay)
     return nospec_from_cycle(cycle_ms, verify, replay, sigma, max(0.0, cycle_ms - total * sigma))
 
 
@@ -414,12 +412,7 @@ def nospec_from_cycle(
 
 
 def nospec_gpu_bound(
-    cycle_ms: float,
-    verify: float,
-    parts_ms: float,
-    span_ms: float,
-    replay: Mapping[str, Any],
-    extra_ms: float = 0.0,
+    cycle_ms: float, verify: float, parts_ms: float, span_ms: float, replay: Mapping[str, Any]
 ) -> tuple[float, tuple[float, float] | None]:
     """A no-spec decode step, ms, and its (fastest, slowest), from the step profile of a cycle the GPU
     bounds (its kernels fill at least half of it: :func:`~eagletui.core.cycle.model.cpu_bound`).
@@ -434,11 +427,7 @@ def nospec_gpu_bound(
     them: the slowest edge. The fastest is what any forward pays, the verify's dense GEMMs (every weight
     read once: memory-bound at a few tokens a request) and its all-reduce, since the verify's other
     kernels partly grow with its tokens and a no-spec step has fewer; where the profile carries no GEMM
-    figure (recorded before it was kept) the fastest is the verify's share itself. Where the launch's
-    cycles across concurrencies say what a verified token costs (:func:`verify_token_slope`), the
-    verify's tokens beyond one a request (``extra_ms``: steps × that × the concurrency) come off the
-    estimate, never below the fastest edge: the simulator's H200 at c = 16, whose verify of 16 × 4 tokens
-    is a third longer than a 16-token step, put speculation off 31 % slow without it."""
+    figure (recorded before it was kept) the fastest is the verify's share itself."""
     if not (span_ms > 0 and verify > 0):
         return 0.0, None
     rv = replay.get("verify") if isinstance(replay.get("verify"), Mapping) else {}
@@ -447,8 +436,7 @@ def nospec_gpu_bound(
     slowest = min(cycle_ms, alone + NOSPEC_GAP_BAND[1] * max(0.0, span_ms - parts_ms) * scale)
     floor = (_num(rv, "gemm_ms") + _num(rv, "comm_ms")) * scale
     fastest = floor if 0 < floor < alone else alone
-    step = max(fastest, alone - extra_ms) if finite(extra_ms) and extra_ms > 0 else alone
-    return step, ((fastest, slowest) if fastest < slowest else None)
+    return alone, ((fastest, slowest) if fastest < slowest else None)
 
 
 def verify_token_slope(points: Sequence[tuple[int, float]], tokens: int) -> float | None:

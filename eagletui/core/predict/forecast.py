@@ -233,9 +233,8 @@ def _nospec_estimate(b: Basis, eager: bool, noise: float, noise_text: str) -> Fo
     if fast < slow:
         parts = b.measurement.parts
         if parts.kernel_share is not None and not parts.cpu_bound:
-            extra = " less what its tokens beyond one a request cost" if parts.token_ms > 0 else ""
             src = (
-                f"estimate: a no-spec step ≈ the verify's share of the measured cycle (the GPU bounds it){extra}, "
+                f"estimate: a no-spec step ≈ the verify's share of the measured cycle (the GPU bounds it), "
                 f"{step:.2f} ms ({fast:.2f}: its GEMMs and all-reduce alone, to {slow:.2f}); only a no-spec "
                 "launch can tell"
             )
