@@ -6,25 +6,16 @@ measurements decide, and keeps a measured no-spec launch as the measurement. Rea
 
 from __future__ import annotations
 
-import functools
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+from conftest_grid import grid_eval
+
 GRID = Path(__file__).parent / "fixtures" / "real-sglang-0.5.17-3b" / "grid"
 
 
-@functools.cache
 def _eval() -> dict[str, Any]:
-    r = subprocess.run(
-        [sys.executable, str(ROOT / "tools/real-sglang/grid_eval.py"), str(GRID), "--json"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    return json.loads(r.stdout)
+    return grid_eval(GRID)
 
 
 def test_a_boundary_profile_is_called_cpu_bound_and_the_decision_says_launch_it_to_know() -> None:

@@ -8,30 +8,20 @@ read through ``tools/real-sglang/grid_eval.py --json``: the book, forecasts and 
 
 from __future__ import annotations
 
-import functools
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest_grid import grid_eval
 
-ROOT = Path(__file__).resolve().parent.parent
 GRID = Path(__file__).parent / "fixtures" / "real-sglang-0.5.17-7b" / "grid"
 #: fresh launches of the same target, taken after the model was fitted to GRID (README there)
 GRID2 = GRID.with_name("grid2")
 STEPS = ("steps 1", "steps 2", "steps 4", "steps 5")
 
 
-@functools.cache
 def _eval(grid: Path = GRID) -> dict[str, Any]:
-    r = subprocess.run(
-        [sys.executable, str(ROOT / "tools/real-sglang/grid_eval.py"), str(grid), "--json"],
-        capture_output=True, text=True, timeout=120, cwd=ROOT,
-    )
-    assert r.returncode == 0, r.stderr[-2000:]
-    return json.loads(r.stdout)
+    return grid_eval(grid)
 
 
 def _rows(base: str) -> list[dict[str, Any]]:
