@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
-from eagletui.core.cycle.model import CycleParts, SpecSettings, cpu_bound, finite, kernel_share
+from eagletui.core.cycle.model import CycleParts, SpecSettings, cpu_bound, finite, gpu_bound, kernel_share
 
 #: The draft runner's own work (its buffer copies, attention metadata, the graph launch) as a share of
 #: the time from the draft range's start to its replay: 0.76-0.84 ms of 1.45 in the lent H200's steps-3
@@ -301,7 +301,7 @@ def _replay_source(how: str, runner: float, regime: str, grow: float, profile: M
 def _token_growth(verify_token_ms: float | None, busy: float | None) -> float:
     """What one more draft token a request adds to the verify at this concurrency, where the GPU bounds
     the cycle (a CPU-bound cycle grows with the batch by the scheduler's work, not the verify's); 0 else."""
-    if busy is None or cpu_bound(busy) or not finite(verify_token_ms) or verify_token_ms <= 0:
+    if not gpu_bound(busy) or not finite(verify_token_ms) or verify_token_ms <= 0:
         return 0.0
     return float(verify_token_ms)
 
@@ -353,7 +353,7 @@ def _overlap(
     its 0.26 ms replay: the overlap regime priced steps 4 and 5 13 % fast at c = 4, the additive one 7-10 %
     (tests/test_predict_real_7b.py)."""
     # the kernels' share where the GPU bounds the cycle (nothing hides then), else None
-    gpu_share = kernel_share if kernel_share is not None and not cpu_bound(kernel_share) else None
+    gpu_share = kernel_share if gpu_bound(kernel_share) else None
     hidden = _num(rd, "idle_after_ms") * sigma if per_forward > 0 and nested <= 0 and gpu_share is None else 0.0
     if per_forward > 0 and hidden >= per_forward:
         return hidden, (
@@ -382,7 +382,7 @@ def _nospec(
     """The no-spec step a step profile estimates: by shares where the GPU bounds its cycle, else the
     verify alone and a share of the CPU-bound gaps."""
     span = _num(profile, "cycle_ms")
-    if busy is not None and not cpu_bound(busy) and span > 0:
+    if gpu_bound(busy) and span > 0:
         return nospec_gpu_bound(cycle_ms, verify, total, span, replay)
     return nospec_from_cycle(cycle_ms, verify, replay, sigma, max(0.0, cycle_ms - total * sigma))
 
@@ -450,11 +450,7 @@ def verify_token_slope(points: Sequence[tuple[int, float]], tokens: int) -> floa
     pts = [(float(c * tokens), float(ms)) for c, ms in points if c >= 1 and finite(ms) and ms > 0]
     if len({x for x, _ in pts}) < 2 or tokens < 1:
         return None
-    mx = sum(x for x, _ in pts) / len(pts)
-    my = sum(y for _, y in pts) / len(pts)
-    sxx = sum((x - mx) ** 2 for x, _ in pts)
-    slope = sum((x - mx) * (y - my) for x, y in pts) / sxx
-    return slope if slope >= 0 else None
+    return _rising_slope(pts)
 
 
 def accept_slope(pairs: Sequence[tuple[float, float]]) -> float | None:
@@ -469,12 +465,18 @@ def accept_slope(pairs: Sequence[tuple[float, float]]) -> float | None:
     xs = [a for a, _ in pts]
     if max(xs) - min(xs) < SLOPE_MIN_SPREAD:
         return None
-    mx = sum(xs) / len(xs)
-    my = sum(c for _, c in pts) / len(pts)
-    sxx = sum((a - mx) ** 2 for a in xs)
+    return _rising_slope(pts)
+
+
+def _rising_slope(pts: Sequence[tuple[float, float]]) -> float | None:
+    """The least-squares slope of y on x over ``(x, y)`` points; None where the x do not spread or the
+    slope falls (a cost does not shrink as its driver grows: that is noise)."""
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
     if sxx <= 0:
         return None
-    b = sum((a - mx) * (c - my) for a, c in pts) / sxx
+    b = sum((x - mx) * (y - my) for x, y in pts) / sxx
     return b if b >= 0 else None
 
 

@@ -126,6 +126,12 @@ def cpu_bound(share: float | None) -> bool:
     return share is not None and share < CPU_BOUND_SHARE
 
 
+def gpu_bound(share: float | None) -> bool:
+    """A cycle whose kernels fill at least :data:`CPU_BOUND_SHARE` of it: the GPU bounds it (False where
+    no share is known, as :func:`cpu_bound` is then False too)."""
+    return share is not None and not cpu_bound(share)
+
+
 @dataclass(frozen=True)
 class CycleParts:
     """The parts of one cycle at one batch size, ms, and where they come from. ``fixed_ms`` is work of
@@ -165,6 +171,10 @@ class CycleParts:
     @property
     def cpu_bound(self) -> bool:
         return cpu_bound(self.kernel_share)
+
+    @property
+    def gpu_bound(self) -> bool:
+        return gpu_bound(self.kernel_share)
 
     def nospec_step(self) -> tuple[float, float, float]:
         """(estimate, fastest, slowest) no-spec decode step in ms: :attr:`nospec_ms` and its band where a

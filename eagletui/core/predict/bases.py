@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from eagletui.core.cycle.fit import fit_parts, verify_token_slope
 from eagletui.core.cycle.model import Measurement, SpecSettings, rates_from_histogram, rates_from_mean
@@ -111,18 +112,14 @@ def bases(book: RunBook, launch: int) -> tuple[list[Basis], str]:
         return [], "the run's steps are unknown (SGLang chose them): set --speculative-num-steps to predict"
     ref_run = _reference(book, run)
     slope = accept_slope_of(groups)
-    per_token = verify_token_slope(_graph_cycles(run, groups), settings.tokens)
+    decoded = [d for g in sorted(groups, key=lambda g: g.concurrency) if (d := _decoded(g)) is not None]
+    largest = captured_max_bs(run.args)
+    # an eager batch above the largest captured one costs differently: it would bend the slope
+    graphs = [(d.group.concurrency, d.cycle) for d in decoded if largest is None or d.group.concurrency <= largest]
+    per_token = verify_token_slope(graphs, settings.tokens)
     out: list[Basis] = []
     why = ""
-    for g in sorted(groups, key=lambda g: g.concurrency):
-        tok = g.metric("tok_s").mean
-        acc = g.metric("accept_len").mean
-        if not tok or not acc or tok <= 0 or acc < 1:
-            continue
-        per = tok / g.concurrency
-        stream, tokens, ttft = _shape(g)
-        # a decode cycle from a stream's own decode rate (the first token's wait is prefill, not a cycle)
-        cycle = 1000.0 * acc / (stream if stream else per)
+    for g, tok, acc, stream, tokens, ttft, cycle in decoded:
         theirs = ref_run.group_like(g) if ref_run is not None else None
         nospec = theirs.metric("tok_s").mean if theirs is not None else None
         step = None
@@ -153,20 +150,28 @@ def bases(book: RunBook, launch: int) -> tuple[list[Basis], str]:
     return out, why
 
 
-def _graph_cycles(run: Run, groups: list[Group]) -> list[tuple[int, float]]:
-    """(concurrency, decode cycle ms) of the launch's settings that decoded under CUDA graphs (an eager
-    batch above the largest captured one costs differently: it would bend the slope)."""
-    largest = captured_max_bs(run.args)
-    out = []
-    for g in groups:
-        if largest is not None and g.concurrency > largest:
-            continue
-        tok, acc = g.metric("tok_s").mean, g.metric("accept_len").mean
-        if not tok or not acc or tok <= 0 or acc < 1:
-            continue
-        stream, _, _ = _shape(g)
-        out.append((g.concurrency, 1000.0 * acc / (stream if stream else tok / g.concurrency)))
-    return out
+class _Decoded(NamedTuple):
+    """One setting of the spec run as the model reads it: its aggregate tok/s and accept length, a
+    stream's shape (:func:`_shape`) and its decode cycle."""
+
+    group: Group
+    tok: float
+    acc: float
+    stream: float | None
+    tokens: float | None
+    ttft: float | None
+    cycle: float
+
+
+def _decoded(g: Group) -> _Decoded | None:
+    """The setting's decode cycle, ms, from a stream's own decode rate (the first token's wait is
+    prefill, not a cycle), else from the aggregate per request; None without tok/s or accept length."""
+    tok = g.metric("tok_s").mean
+    acc = g.metric("accept_len").mean
+    if not tok or not acc or tok <= 0 or acc < 1:
+        return None
+    stream, tokens, ttft = _shape(g)
+    return _Decoded(g, tok, acc, stream, tokens, ttft, 1000.0 * acc / (stream if stream else tok / g.concurrency))
 
 
 def _other(book: RunBook, run: Run, g: Group) -> tuple[float, float] | None:

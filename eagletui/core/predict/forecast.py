@@ -232,7 +232,7 @@ def _nospec_estimate(b: Basis, eager: bool, noise: float, noise_text: str) -> Fo
     tok = b.aggregate(1000.0 / step)
     if fast < slow:
         parts = b.measurement.parts
-        if parts.kernel_share is not None and not parts.cpu_bound:
+        if parts.gpu_bound:
             src = (
                 f"estimate: a no-spec step ≈ the verify's share of the measured cycle (the GPU bounds it), "
                 f"{step:.2f} ms ({fast:.2f}: its GEMMs and all-reduce alone, to {slow:.2f}); only a no-spec "
