@@ -66,6 +66,25 @@ def test_sigterm_on_node_1_waits_for_node_0() -> None:
         n1.stop()
 
 
+def test_a_sigterm_arriving_after_node_0_shut_down_still_reaches_node_1s_handler() -> None:
+    """scancel signals every node's step at once, but on a loaded host node 1's SIGTERM can land after
+    node 0 has already shut down: node 1's schedulers are still tearing down then (as SGLang's do after
+    the ShutdownReq), so the handler runs and logs; the two-node Slurm test relies on that line."""
+    n0, n1 = _pair()
+    try:
+        n0.wait_for(READY, 60)
+        n1.wait_for("Dummy health check server started", 30)
+        n0.proc.send_signal(signal.SIGTERM)
+        assert n0.wait_exit(30) == 0
+        assert n1.proc.poll() is None  # still tearing down
+        n1.proc.send_signal(signal.SIGTERM)
+        n1.wait_for("SIGTERM received on node_rank 1; waiting for the rank-0 ShutdownReq broadcast", 10)
+        assert n1.wait_exit(30) == 0
+    finally:
+        n0.stop()
+        n1.stop()
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

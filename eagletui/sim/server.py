@@ -320,6 +320,11 @@ async def _crash_after_ready(delay: float, log: SimLog, children: Children, pid:
         await _running_phase_sigquit(log, children, scale)
 
 
+#: seconds a node R > 0 takes, after rank 0's shutdown reached it, to tear its schedulers down (at any time
+#: scale: NCCL teardown does not shrink with the simulated load times)
+FOLLOWER_TEARDOWN_S = 2.0
+
+
 async def _follower_node(plan: Any, log: SimLog, children: Children, args: Any, lease: Any = None) -> int:
     """A node R > 0 of a multi-node launch (see :mod:`eagletui.sim.multinode`): no tokenizer, no HTTP
     server; it blocks until node 0 goes away (its shutdown, or its death), then its schedulers exit."""
@@ -358,6 +363,13 @@ async def _follower_node(plan: Any, log: SimLog, children: Children, args: Any, 
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(lost.wait(), 10.0)
             break
+    if not sigterm.is_set():
+        # rank 0's ShutdownReq ended the schedulers: each still releases its host resources and aborts the
+        # distributed environment (``run_scheduler_process``'s ``finally``) before node R's main process
+        # returns, and a SIGTERM that lands meanwhile (scancel signals every node's step at once, but a
+        # loaded node delivers it late) still reaches the handler and its line
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(sigterm.wait(), FOLLOWER_TEARDOWN_S)
     children.stopping = True
     children.kill_all()
     if lease is not None:
