@@ -1,5 +1,5 @@
 """Issue 32 on a second shape: a Llama-3.2-3B-shaped target on the lent H200 (fixtures/real-sglang-0.5.17-3b,
-README there), one launch of each setting. Its profiled cycle sits on the CPU/GPU boundary (kernels fill 45 %
+README there), two launches of each setting (two device calls). Its profiled cycle sits on the CPU/GPU boundary (kernels fill 45 %
 of it), where no profile-priced model is trusted: what must hold is that eagletui says so, decides what the
 measurements decide, and keeps a measured no-spec launch as the measurement. Read through
 ``tools/real-sglang/grid_eval.py --json``, the book, forecasts and ranking the product uses."""
@@ -37,5 +37,7 @@ def test_the_one_ranking_names_the_measured_best_at_both_concurrencies() -> None
 
 
 def test_speculation_off_with_its_launch_in_the_book_is_the_measurement() -> None:
+    """The book's no-spec launch (round 1's) is the measurement; against the mean of both rounds' it is
+    within their spread (269.9 / 986.1 tok/s, launches 1 % and 2 % apart): -0.5 / -1.0 %."""
     off = [r for r in _eval()["rows"] if r["base"] == "fit + no-spec" and r["setting"] == "speculation off"]
-    assert len(off) == 2 and all(r["error_pct"] == 0 for r in off), off
+    assert len(off) == 2 and all(abs(r["error_pct"]) <= 2 and r["launches"] == 2 for r in off), off
