@@ -13,7 +13,7 @@ simulator's profiler writes for the base setting: its graph replays, the draft's
 The last printed line is JSON: ``max_abs_error_pct`` over every prediction, the smallest and largest
 ratio of predicted to measured tok/s, the seconds it took, and the table (each row with its ratio).
 
-Usage: ``python benchmarks/prediction_error.py [--quick]``
+Usage: ``python benchmarks/prediction_error.py [--quick] [--keep FILE | --from FILE]``
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import argparse
 import asyncio
 import json
 import os
+import pickle
 import sys
 import time
 from pathlib import Path
@@ -133,10 +134,16 @@ QUICK_STEPS = (1,)
 
 
 async def one_host(
-    host: str, concs: list[int], prompts: int, tokens: int, steps_to_predict: tuple[int, ...] = STEPS
-) -> list[dict[str, Any]]:
+    host: str,
+    concs: list[int],
+    prompts: int,
+    tokens: int,
+    steps_to_predict: tuple[int, ...] = STEPS,
+    kept: list[ev.Event] | None = None,
+) -> tuple[list[dict[str, Any]], list[ev.Event]]:
     """Every launch of one host preset, benchmarked one after another (their simulators start together:
-    a startup is mostly waiting), and the rows of every prediction."""
+    a startup is mostly waiting), and the rows of every prediction; with the launches' events, which
+    ``kept`` (from ``--keep``) stands in for: the predictions again without launching anything."""
     from eagletui.sim import perf
 
     base = {**BASE_ARGS, "--sim-host": host}
@@ -147,13 +154,17 @@ async def one_host(
 
     # launch 1 the steps-3 base, 2 its no-spec reference, then one per step count to predict
     plan = [spec(3), base, *(spec(steps) for steps in steps_to_predict)]
-    sims = [Sim(args) for args in plan]
-    try:
-        for n, (args, sim) in enumerate(zip(plan, sims, strict=True), start=1):
-            await launch(book, n, args, concs, prompts, tokens, sim)
-    finally:
-        for sim in sims:
-            sim.stop()
+    if kept is not None:
+        for e in kept:
+            book.apply(e)
+    else:
+        sims = [Sim(args) for args in plan]
+        try:
+            for n, (args, sim) in enumerate(zip(plan, sims, strict=True), start=1):
+                await launch(book, n, args, concs, prompts, tokens, sim)
+        finally:
+            for sim in sims:
+                sim.stop()
     truth = {
         steps: perf.expected(
             {**_sim_args(spec(steps)), "sim_host": host, "sim_speed": BASE_ARGS["--sim-speed"]}
@@ -184,7 +195,7 @@ async def one_host(
                 pbook.apply(e)
             pbook.apply(ev.ProfileCaptured(launch=1, summary=summary))
             rows += [r for r in _profile_rows(book, pbook, host, truth, n) if r["concurrency"] == c]
-    return rows
+    return rows, _events_of(book, set(range(1, len(plan) + 1)), None)
 
 
 def _sim_args(args: dict[str, Any]) -> dict[str, Any]:
@@ -251,17 +262,22 @@ def _events_of(book: RunBook, launches: set[int], conc: int | None) -> list[ev.E
 HOSTS = ("pcie-rtx6000", "h200-nvlink")
 
 
-async def amain(quick: bool) -> list[dict[str, Any]]:
+async def amain(quick: bool, kept: dict[str, list[ev.Event]] | None = None) -> tuple[list[dict[str, Any]], dict]:
     """Full: every neighbour at concurrencies 1, 4 and 16, the hosts one after the other. Short (CI, under
     a minute): steps 1 at concurrency 1 only, fewer and shorter requests (eight: the fewest from which the
-    client reads the work per accepted token), the two hosts side by side; the same code otherwise."""
+    client reads the work per accepted token), the two hosts side by side; the same code otherwise.
+    Returns the rows and each host's events (``--keep``)."""
     if not quick:
         rows: list[dict[str, Any]] = []
+        events: dict[str, list[ev.Event]] = {}
         for host in HOSTS:
-            rows += await one_host(host, [1, 4, 16], 32, 256)
-        return rows
-    per_host = await asyncio.gather(*(one_host(host, [1], 8, 64, QUICK_STEPS) for host in HOSTS))
-    return [r for rows in per_host for r in rows]
+            got, events[host] = await one_host(host, [1, 4, 16], 32, 256, kept=(kept or {}).get(host))
+            rows += got
+        return rows, events
+    per_host = await asyncio.gather(
+        *(one_host(host, [1], 8, 64, QUICK_STEPS, kept=(kept or {}).get(host)) for host in HOSTS)
+    )
+    return [r for rows, _ in per_host for r in rows], {h: e for h, (_, e) in zip(HOSTS, per_host, strict=True)}
 
 
 def main() -> int:
@@ -272,9 +288,24 @@ def main() -> int:
         default=os.environ.get("EAGLETUI_BENCH_QUICK", "") not in ("", "0"),
         help="short mode for CI (also EAGLETUI_BENCH_QUICK=1): steps 1 at concurrency 1, 8 requests of 64 tokens",
     )
+    ap.add_argument("--keep", default="", help="write every launch's events here (pickle), for --from")
+    ap.add_argument(
+        "--from",
+        dest="source",
+        default="",
+        help="predict again from the events --keep wrote, launching nothing (the model's error on the same "
+        "measurements, to compare two builds of the predictor)",
+    )
     ns = ap.parse_args()
     t0 = time.monotonic()
-    rows = asyncio.run(amain(ns.quick))
+    kept = None
+    if ns.source:
+        with open(ns.source, "rb") as fh:
+            kept = pickle.load(fh)  # a file this script wrote
+    rows, events = asyncio.run(amain(ns.quick, kept))
+    if ns.keep:
+        with open(ns.keep, "wb") as fh:
+            pickle.dump(events, fh)
     for r in rows:
         m = r["measured_tok_s"]
         r["predicted_to_measured"] = round(r["predicted_tok_s"] / m, 4) if m else None
