@@ -282,3 +282,51 @@ def test_item19_the_history_list_shows_steps_concurrency_and_host() -> None:
     )
     row = row_text(ForeignRun(session="s", path=Path("s.jsonl"), run=book.runs[1]), None).plain
     assert "spec s3" in row and "c=4" in row and "gpu-box-7" in row, row
+
+
+def _screen_lines(app) -> list[str]:
+    """What the terminal shows, a string per row (the compositor's last frame)."""
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+@pytest.mark.parametrize("size", [(200, 50), (80, 24), (60, 20)])
+async def test_the_stop_question_wraps_and_keeps_its_warning(size: tuple[int, int]) -> None:
+    """Seen in the first hour after round 4: the question about a server launched in another session was
+    cut at the box's edge at every size, and the part lost was the warning itself."""
+    from eagletui.ui.screens.modals import ConfirmScreen
+
+    question = (
+        "Run 20261204-162458-L2-34b2f9 (pid 27399) was launched by eagletui, but not in this session: "
+        "another session may be using it. Stop it? (y/n)"
+    )
+    async with replayed(size) as (app, pilot):
+        app.push_screen(ConfirmScreen(question))
+        await pilot.pause()
+        await pilot.pause()
+        # the box's rows, without its border: the question as it reads, line after line
+        text = " ".join(line.strip().strip("█").strip() for line in _screen_lines(app))
+        assert "another session may be using it. Stop it? (y/n)" in " ".join(text.split()), text
+
+
+@pytest.mark.parametrize("runs", [0, 2])
+async def test_item19_the_history_box_fits_its_runs(tmp_path: Path, runs: int) -> None:
+    """Item 19, the ``H`` window: at 200×50 one line of text sat in a 36-row box (its height was a fixed
+    80 %); it now fits what it lists."""
+    from textual.widgets import OptionList
+
+    from eagletui.ui.screens.history import HistoryScreen
+
+    async with replayed((200, 50)) as (app, pilot):
+        screen = HistoryScreen(tmp_path, target="", model="", exclude=None, current=None)
+        app.push_screen(screen)
+        for _ in range(20):
+            await pilot.pause(0.05)
+            if "reading" not in str(screen.query_one("#history-status").render()):
+                break
+        if runs:  # what _show does with runs, without writing sessions for them
+            screen.query_one(OptionList).display = True
+            screen.query_one(OptionList).add_options([f"run {i}" for i in range(runs)])
+            await pilot.pause()
+        box = screen.query_one(Vertical).region
+        # the box's chrome, and the list (with its border) only when there is something to list
+        assert box.height <= HistoryScreen.CHROME_ROWS + (runs + 2 if runs else 0), box

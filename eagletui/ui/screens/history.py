@@ -55,11 +55,16 @@ class HistoryScreen(WorkerFailures, ModalScreen[ForeignRun | None]):
     BINDINGS = [Binding("escape,q", "dismiss_none", "Close")]
     DEFAULT_CSS = """
     HistoryScreen { align: center middle; }
-    HistoryScreen > Vertical { width: 90%; max-width: 130; height: 80%;
+    HistoryScreen > Vertical { width: 90%; max-width: 130; height: auto; max-height: 80%;
         background: $surface; border: thick $primary; padding: 1 2; }
-    HistoryScreen .title { text-style: bold; color: $accent; margin-bottom: 1; }
-    HistoryScreen OptionList { height: 1fr; }
+    HistoryScreen .title { text-style: bold; color: $accent; margin-bottom: 1; width: 100%; }
+    /* the box fits its list (a fixed 80 % left one run in a 36-row box at 200×50); a long list scrolls
+       inside it (max height: _fit) */
+    HistoryScreen OptionList { height: auto; }
     """
+    #: rows of the box that are not its list: the border (2), the padding (2), the title and its margin
+    #: (2), the status line (1)
+    CHROME_ROWS = 7
 
     def __init__(
         self, directory: Path, *, target: str, model: str, exclude: Path | None, current: Run | None
@@ -77,7 +82,18 @@ class HistoryScreen(WorkerFailures, ModalScreen[ForeignRun | None]):
             yield OptionList(id="history-list")
 
     def on_mount(self) -> None:
+        self.query_one("#history-list", OptionList).display = False  # until there are runs to list
+        self._fit()
         self.run_worker(self._load, name="session history", thread=True, exclusive=True, exit_on_error=False)
+
+    def on_resize(self) -> None:
+        self._fit()
+
+    def _fit(self) -> None:
+        """The list's most rows: the box's 80 % less its chrome, so the last run is reachable."""
+        self.query_one("#history-list", OptionList).styles.max_height = max(
+            3, int(self.size.height * 0.8) - self.CHROME_ROWS
+        )
 
     def _load(self) -> None:
         try:
@@ -99,6 +115,7 @@ class HistoryScreen(WorkerFailures, ModalScreen[ForeignRun | None]):
         options = self.query_one("#history-list", OptionList)
         options.clear_options()
         options.add_options([Option(row_text(fr, self.current), id=str(i)) for i, fr in enumerate(runs)])
+        options.display = bool(runs)
         if runs:
             options.highlighted = 0
             options.focus()

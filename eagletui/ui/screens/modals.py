@@ -21,7 +21,9 @@ class _Modal(ModalScreen):
     _Modal { align: center middle; }
     _Modal > Vertical { width: 90%; max-width: 110; height: auto; max-height: 90%;
         background: $surface; border: thick $primary; padding: 1 2; }
-    _Modal .title { text-style: bold; color: $accent; margin-bottom: 1; }
+    /* a title is a sentence that wraps (a Label is as wide as its text: the stop question's warning was
+       cut off at every size) */
+    _Modal .title { text-style: bold; color: $accent; margin-bottom: 1; width: 100%; }
     /* the box fits its text: a scroll area takes all the height it may (1fr), which left a 5-line
        body in a 45-row box at 200×50; a long body scrolls inside the box (max height: _fit) */
     _Modal > Vertical > VerticalScroll { height: auto; }
