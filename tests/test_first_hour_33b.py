@@ -172,6 +172,20 @@ async def test_item19_ctrl_c_with_nothing_selected_says_q_quits() -> None:
         assert any(m.startswith("copied ") and m.endswith("; q quits") for m in said), said
 
 
+@pytest.mark.parametrize("tab", ["charts", "runs"])
+async def test_ctrl_c_off_the_log_tab_does_not_call_the_log_empty(tab: str) -> None:
+    """Seen in the first hour after round 4: at 80×24 on the Charts tab Ctrl-C said "nothing to copy: the
+    log is empty" over a log of hundreds of lines (the hidden log view has no rows on screen)."""
+    async with replayed((80, 24)) as (app, pilot):
+        app.screen.action_tab(tab)
+        await pilot.pause()
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        said = [n.message for n in app._notifications]
+        assert not any("the log is empty" in m for m in said), said
+        assert any(m.startswith("the log is not on this tab: 1 shows it") and m.endswith("q quits") for m in said)
+
+
 @pytest.mark.parametrize("path", sorted(PROFILES.glob("*.toml")), ids=lambda p: p.name)
 def test_item19_no_shipped_toggle_offers_the_simulators_default_host_beside_unset(path: Path) -> None:
     """Item 19: ``--sim-host`` offered both ``unset`` and ``pcie-rtx6000``, the same host twice."""

@@ -31,3 +31,23 @@ def test_loading_counts_to_now() -> None:
     la = LaunchState(launch=2, started=100.0, status="loading")
     assert launch_elapsed(la, now=104.5) == 4.5
     assert launch_elapsed(LaunchState(launch=3), now=1.0) is None
+
+
+@pytest.mark.parametrize("end", ["failed", "exited", "stopped"])
+def test_a_launch_that_ended_before_ready_stops_counting_where_it_ended(end: str) -> None:
+    """Seen in the first hour after round 4: "launch #3  failed  elapsed 20.7s" at the failure read
+    "elapsed 3m20s" minutes later (and 4m17s in a replay, where the runs table said "failed after 17.1s")."""
+    from eagletui.core import events as ev
+    from eagletui.core.state.screen import SessionState
+
+    s = SessionState()
+    s.apply(ev.LaunchStarted(launch=1, target="local", config={"args": {}}, wall=1000.0, mono=10.0))
+    s.apply(ev.PhaseStarted(phase="load_target", launch=1, wall=1001.0, mono=11.0))
+    ended = {
+        "failed": ev.ServerFailed(kind="oom", message="CUDA out of memory", launch=1, wall=1020.7, mono=30.7),
+        "exited": ev.ProcessExited(launch=1, code=3, wall=1020.7, mono=30.7),
+        "stopped": ev.ServerStopped(launch=1, wall=1020.7, mono=30.7),
+    }[end]
+    s.apply(ended)
+    la = s.launches[1]
+    assert launch_elapsed(la, now=1200.0) == pytest.approx(20.7)

@@ -137,6 +137,9 @@ class LaunchState:
     exit_code: int | None = None
     exit_signal: int | None = None
     ready_at: float | None = None
+    #: when the launch failed, stopped or exited before it was ready (wall clock): its elapsed time ends
+    #: there (it ran on to the end of the session: "failed … elapsed 3m20s" for a 20.7 s launch)
+    ended_at: float | None = None
     #: launch → ready in seconds (core.runs.launch_to_ready: what the runs table and export say)
     ready_after: float | None = None
     stale_for: float | None = None

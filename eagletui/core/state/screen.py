@@ -365,6 +365,8 @@ def _on_failed(s: SessionState, ev: ServerFailed) -> None:
         return  # keep the root cause, not the cascade
     la.failure = ev
     la.status = ServerState.FAILED
+    if la.ended_at is None:
+        la.ended_at = ev.wall
     name = ev.phase if ev.phase in la.phases else la.current_phase
     for ph in la.phases.values():
         if ph.status == PhaseStatus.ACTIVE:
@@ -382,6 +384,8 @@ def _nodes_down(la: LaunchState) -> None:
 def _on_stopped(s: SessionState, ev: ServerStopped) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     _nodes_down(la)
+    if la.ended_at is None:
+        la.ended_at = ev.wall
     if la.status != ServerState.FAILED:
         la.status = ServerState.STOPPED
     for ph in la.phases.values():
@@ -394,6 +398,8 @@ def _on_exited(s: SessionState, ev: ProcessExited) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     la.exit_code, la.exit_signal = ev.code, ev.signal
     _nodes_down(la)
+    if la.ended_at is None and la.status != ServerState.READY:
+        la.ended_at = ev.wall
     if la.status in _RUNNING and la.failure is None:
         # a recording from before the live triage: the same verdict, from the same place
         fail = exit_failure(

@@ -326,12 +326,13 @@ class MainScreen(WorkerFailures, AutopilotControl, ServerControl, ReplayControl,
             self.app.notify(f"{log.hit_label()} for {log.search!r}", timeout=1.5)
 
     def action_copy_log(self) -> None:
-        text = self.query_one(LogView).selected_text()
+        log = self.query_one(LogView)
+        text = log.selected_text()
         if not text:
-            # ctrl+c quits in most terminal programs: say what it does here, and how to quit
-            self.app.notify(
-                "nothing to copy: the log is empty. ctrl+c copies log lines here; q quits", severity="warning"
-            )
+            # ctrl+c quits in most terminal programs: say what it does here, and how to quit. A log that
+            # has lines but is off screen (the Charts or Runs tab of a narrow terminal) is not empty.
+            why = "the log is not on this tab: 1 shows it" if log.view_rows else "nothing to copy: the log is empty"
+            self.app.notify(f"{why}. ctrl+c copies log lines here; q quits", severity="warning")
             return
         self.app.copy_to_clipboard(text)
         n = text.count("\n") + 1

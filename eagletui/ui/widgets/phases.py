@@ -412,6 +412,8 @@ def launch_elapsed(la: LaunchState, now: float) -> float | None:
         return max(la.ready_at - la.started, sum(durations.values()))
     if la.status == ServerState.READY and durations:
         return sum(durations.values())
+    if la.started and la.ended_at is not None:  # failed, stopped or exited before ready: it ended there
+        return max(0.0, la.ended_at - la.started)
     return (now - la.started) if la.started else None
 
 
