@@ -286,6 +286,18 @@ def test_after_a_relaunch_the_why_line_names_its_run_and_says_it_is_stale() -> N
     assert line.startswith("why for launch #4, benchmark 4: "), line
 
 
+def test_after_a_relaunch_that_failed_the_why_line_does_not_wait_for_its_benchmark() -> None:
+    """Seen in the first hour after round 4: launch #2 failed, and the line still read "stale until #2 is
+    benchmarked", a benchmark that can never happen."""
+    book, diag = _demo_until(4)  # launch #4 started, not benchmarked yet
+    failed = ev.ServerFailed(kind="oom", message="CUDA out of memory", launch=4)
+    book.apply(failed)
+    diag.add([failed])  # type: ignore[attr-defined]
+    line = _why(book, diag)
+    assert line.startswith("why for launch #3, benchmark 3, the last benchmarked: launch #4 failed before a "), line
+    assert "stale until" not in line
+
+
 def test_the_runs_name_is_no_part_of_the_explanations_budget() -> None:
     from eagletui.core.diagnosis.fold import Diagnosis, why_line
 

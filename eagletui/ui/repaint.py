@@ -260,7 +260,13 @@ def compare_text(
     last = runbook.runs[launch].results[-1].bench
     newer = max(runbook.runs)
     why = (
-        why_line(explain(diagnoser, runbook, launch), launch=launch, bench=last, newer=newer)
+        why_line(
+            explain(diagnoser, runbook, launch),
+            launch=launch,
+            bench=last,
+            newer=newer,
+            newer_failed=runbook.runs[newer].failure is not None,
+        )
         if diagnoser is not None
         else ""
     )

@@ -339,7 +339,12 @@ WHY_KINDS = ("prediction_check", "next_launch", "allreduce", "draft_positions", 
 
 
 def why_line(
-    diags: list[Diagnosis], *, launch: int | None = None, bench: int | None = None, newer: int | None = None
+    diags: list[Diagnosis],
+    *,
+    launch: int | None = None,
+    bench: int | None = None,
+    newer: int | None = None,
+    newer_failed: bool = False,
 ) -> str:
     """The one "why" line under the comparison: the first warning, else the first diagnosis that explains
     the compared numbers (a prediction, the all-reduce path, the drafter's fit); "" when there is none (a
@@ -348,7 +353,9 @@ def why_line(
     It names what it is about (``why for launch #3, benchmark 5: …``): after a relaunch the line still
     explains the last benchmarked launch until the new one is benchmarked, and ``newer`` (the launch
     started since) marks it stale (``…, stale until #4 is benchmarked: …``), so "NCCL over PCIe" is never
-    read as a fact of the H200 launch. Plain words, no brackets around the name (issue 33 item 19)."""
+    read as a fact of the H200 launch; a newer launch that failed (``newer_failed``) will never be
+    benchmarked, and the line says so instead of waiting for it. Plain words, no brackets around the name
+    (issue 33 item 19)."""
     pick = [d for d in diags if d.level == "warn"] or [d for k in WHY_KINDS for d in diags if d.kind == k]
     if not pick:
         return ""
@@ -357,7 +364,11 @@ def why_line(
     if launch is not None:
         about = f" for launch #{launch}" + (f", benchmark {bench}" if bench is not None else "")
         if newer is not None and newer != launch:
-            about += f", stale until #{newer} is benchmarked"
+            about += (
+                f", the last benchmarked: launch #{newer} failed before a benchmark"
+                if newer_failed
+                else f", stale until #{newer} is benchmarked"
+            )
     out = f"why{about}: {d.text}"
     room = WHY_MAX + len(about)  # the name of the run is no part of the explanation's budget
     if d.hint:  # the first suggestion only, when it fits: the run's details hold the rest
