@@ -362,3 +362,25 @@ def test_check_reports_syntax_errors_values_and_flags_in_one_run(tmp_path, capsy
     assert main(["check", str(f)]) == 1
     err = capsys.readouterr().err
     assert "Expected ']'" in err and "unknown key" not in err, err
+
+
+def test_check_locates_each_broken_toggle_once_in_its_own_block(tmp_path, capsys):
+    """Seen in the first hour after round 4: with the first toggle broken, a later toggle's error was
+    reported twice, once at the [[toggles]] block before it (the broken one was left out, shifting the
+    rest), and the count said 8 for 7 errors."""
+    f, text = _kimi(
+        tmp_path,
+        {
+            'choices = ["Ring", "Tree", "NVLS"]': 'choices = "Ring"',
+            "min = 1\nmax = 32": "min = 40\nmax = 32",
+        },
+    )
+    assert main(["check", str(f)]) == 1
+    cap = capsys.readouterr()
+    both = cap.err + cap.out
+    algo = _line_of(text, 'choices = "Ring"')  # each error at its own key
+    nch = _line_of(text, "min = 40")
+    assert f"{f}:{algo}:1: toggle NCCL_ALGO: choices must be a list of values" in both, both
+    assert both.count("toggle NCCL_MIN_NCHANNELS: min 40 is above max 32") == 1, both
+    assert f"{f}:{nch}:1: toggle NCCL_MIN_NCHANNELS: min 40 is above max 32" in both, both
+    assert "2 error(s)" in cap.out, cap.out

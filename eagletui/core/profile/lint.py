@@ -218,19 +218,36 @@ def _pieces(data: dict[str, Any]) -> list[tuple[tuple[str, ...], dict[str, Any]]
         if isinstance(toggles, list):
             for i, t in enumerate(toggles):
                 # the toggles before it as harmless stand-ins: an error is located in the i-th block
-                pads = [{"env": f"EAGLETUI_LINT_PAD_{j}"} for j in range(i)]
+                pads = [_pad(j) for j in range(i)]
                 out.append(((name, str(i)), {name: [*pads, t]}))
         elif name in data:
             out.append(((name,), {name: toggles}))
     return out
 
 
+def _pad(i: int) -> dict[str, str]:
+    """The stand-in for toggle ``i``: an env toggle no profile uses."""
+    return {"env": f"{_PAD_PREFIX}{i}"}
+
+
+_PAD_PREFIX = "EAGLETUI_LINT_PAD_"
+
+
+def _unpadded(prof: Profile) -> Profile:
+    """The profile without the stand-ins of its broken toggles."""
+    prof.toggles = tuple(t for t in prof.toggles if not t.name.startswith(_PAD_PREFIX))
+    return prof
+
+
 def _without(data: dict[str, Any], where: tuple[str, ...]) -> dict[str, Any]:
     """``data`` with the piece at ``where`` left out (copies along the path)."""
     head, rest = where[0], where[1:]
     if isinstance(data, list):
+        # a harmless stand-in, not a gap: the toggles after it keep their index, so a later error is
+        # still located in its own [[toggles]] block (leaving it out shifted them: one toggle's error was
+        # reported twice, once at the block before it) and a second removal takes the right one
         i = int(head)
-        return [x for j, x in enumerate(data) if j != i] if not rest else data  # type: ignore[return-value]
+        return [_pad(j) if j == i else x for j, x in enumerate(data)] if not rest else data  # type: ignore[return-value]
     out = dict(data)
     if not rest:
         out.pop(head, None)
@@ -284,7 +301,7 @@ def load_problems(text: str, path: Any = None) -> tuple[Profile | None, list[Pro
             else:
                 return None, sorted(errors, key=lambda e: (e.line or 0, e.col or 0))
             continue
-        return prof, sorted(errors, key=lambda e: (e.line or 0, e.col or 0))
+        return _unpadded(prof), sorted(errors, key=lambda e: (e.line or 0, e.col or 0))
     return None, errors
 
 
