@@ -4,6 +4,9 @@ no brackets inside brackets (d26d01f: ``why (launch #1, benchmark 1): decode all
 
 from __future__ import annotations
 
+import inspect
+import re
+
 import pytest
 
 from eagletui.core.cycle.economics import economics
@@ -63,3 +66,30 @@ def test_a_read_only_view_of_a_live_session_says_no_recording(tmp_path) -> None:
     assert line == "no benchmark yet in this session: the tab in control runs them (this view is read-only)"
     follower.source = "replay"  # a view of a served replay: that one is a recording
     assert view.no_bench_here() == "no benchmark in this recording yet"
+
+
+def test_the_run_details_accept_definitions_and_the_nospec_estimate_nest_no_brackets() -> None:
+    """Seen in the first hour after round 4: "accept len (per logging interval) (server log (live and replay
+    only))" in the run details, and "(ranking from #1, estimate: … cycle (the GPU bounds it), 11.92 ms (10.00:
+    …); …)" in the ``n`` window: each is shown inside one pair of brackets, so it may hold none."""
+    from pathlib import Path
+
+    from eagletui.bench import client
+    from eagletui.core.runs import accept
+    from tests.conftest_grid import grid_eval
+
+    # every accept formula and source as written (the details show "formula (source)")
+    texts = [t for src in (inspect.getsource(accept), inspect.getsource(client)) for t in _quoted_accept(src)]
+    assert len(texts) >= 8, texts
+    # every estimate a real grid's forecasts give (the n window shows "(ranking from #N, source)")
+    grid = Path(__file__).parent / "fixtures" / "real-sglang-0.5.17-7b" / "grid2"
+    texts += [r["source"] for r in grid_eval(grid)["rows"] if r.get("setting") == "speculation off" and r.get("source")]
+    assert any(t.startswith("estimate: a no-spec step") for t in texts), texts
+    for t in texts:
+        assert _depth(t) == 0, t
+
+
+def _quoted_accept(src: str) -> list[str]:
+    """The string literals of the accept-length definitions' formulas and sources in ``src``."""
+    pat = r'(?:formula|source)"\]? ?[:=]? ?f?"([^"]*)"|"((?:mean|Σ|Δ|1 \+|meta_info|/metrics|server log)[^"]*)"'
+    return [re.sub(r"\{[^}]*\}", "N", a or b) for a, b in re.findall(pat, src)]  # an f-string's fields: a value

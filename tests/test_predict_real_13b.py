@@ -33,7 +33,7 @@ def test_steps_5_and_speculation_off_from_the_steps_3_profile_within_ten_percent
         if r["setting"] in ("steps 5", "speculation off"):
             assert abs(r["error_pct"]) <= 10, r
     off = [r for r in rows if r["setting"] == "speculation off"]
-    assert all("the verify's share of the measured cycle (the GPU bounds it)" in r["source"] for r in off)
+    assert all("the verify's share of the measured cycle, where the GPU bounds it" in r["source"] for r in off)
 
 
 def test_steps_1_2_and_4_launched_in_another_device_call() -> None:

@@ -91,7 +91,7 @@ def test_speculation_off_from_the_profile_alone_is_the_verifys_share_of_the_cycl
     for r in off:
         assert abs(r["error_pct"]) <= 10, r
         assert r["low"] <= r["measured_mean"] <= r["high"], r
-        assert "the verify's share of the measured cycle (the GPU bounds it)" in r["source"], r["source"]
+        assert "the verify's share of the measured cycle, where the GPU bounds it" in r["source"], r["source"]
 
 
 @pytest.mark.parametrize("c", ["1", "4"])

@@ -469,7 +469,7 @@ def _accept_detail(
     out: dict[str, Any] = {}
     verified = [r for r in ok if r.verify_ct]
     if verify > 0:
-        out["formula"] = f"Σ completion_tokens ÷ Σ spec_verify_ct over {len(verified)} requests (pooled)"
+        out["formula"] = f"Σ completion_tokens ÷ Σ spec_verify_ct over {len(verified)} requests, pooled"
         out["source"] = "meta_info of each final answer"
         out["verify_ct"] = verify
         per = [r.accept_len for r in verified if r.accept_len is not None]
@@ -491,6 +491,6 @@ def _accept_detail(
             out["metrics"] = metrics_accept
     elif metrics_accept is not None:
         out["formula"] = "Δ generation_tokens ÷ Δ spec_verify_ct of /metrics over the run"
-        out["source"] = "/metrics counters (the server reported no per-request verify counts)"
+        out["source"] = "/metrics counters: the server reported no per-request verify counts"
         out["metrics"] = metrics_accept
     return out

@@ -234,14 +234,14 @@ def _nospec_estimate(b: Basis, eager: bool, noise: float, noise_text: str) -> Fo
         parts = b.measurement.parts
         if parts.gpu_bound:
             src = (
-                f"estimate: a no-spec step ≈ the verify's share of the measured cycle (the GPU bounds it), "
-                f"{step:.2f} ms ({fast:.2f}: its GEMMs and all-reduce alone, to {slow:.2f}); only a no-spec "
+                f"estimate: a no-spec step ≈ the verify's share of the measured cycle, where the GPU bounds it: "
+                f"{step:.2f} ms, from {fast:.2f} for its GEMMs and all-reduce alone to {slow:.2f}; only a no-spec "
                 "launch can tell"
             )
         else:
             src = (
                 f"estimate: a no-spec step ≈ the verify alone and a share of the cycle's CPU-bound gaps, "
-                f"{step:.2f} ms ({fast:.2f}-{slow:.2f}); only a no-spec launch can tell"
+                f"{step:.2f} ms, {fast:.2f}-{slow:.2f}; only a no-spec launch can tell"
             )
         low, high, band = b.aggregate(1000.0 / slow), b.aggregate(1000.0 / fast), "the model's alternatives"
         return Forecast(

@@ -76,7 +76,7 @@ def definitions(run: Run) -> dict[str, Any]:
     put(
         "shown",
         [r.accept_length for r in g.results],
-        formula or "Σ completion_tokens ÷ Σ spec_verify_ct (pooled over requests)",
+        formula or "Σ completion_tokens ÷ Σ spec_verify_ct, pooled over requests",
         source or "the benchmark's result",
     )
     for key, f, src in _FORMULAS:
@@ -102,8 +102,8 @@ def definitions(run: Run) -> dict[str, Any]:
     if logs:
         defs["server_log"] = {
             "value": math.fsum(logs) / len(logs),
-            "formula": "mean of the decode log lines' accept len (per logging interval)",
-            "source": "server log (live and replay only)",
+            "formula": "mean of the decode log lines' accept len, one per logging interval",
+            "source": "server log, live and replay only",
         }
     hist = g.histogram()
     if hist and sum(hist) > 0:
