@@ -21,6 +21,10 @@ from eagletui.core.cycle.model import CycleParts, SpecSettings, cpu_bound, finit
 #: runs from the runner's kernels alone to the whole lead.
 RUNNER_SHARE = 0.55
 RUNNER_BAND = (0.3, 1.0)
+#: (the draft's preparation, the draft runner's own work, one draft forward) in the same trace, ms: the
+#: lead of 1.45 ms split by :data:`RUNNER_SHARE`, and its graph replay of 1.92 ms over two forwards; a
+#: fit without a profile splits its drafting in these proportions (:func:`_drafting`)
+DRAFT_SPLIT = (0.65, 0.8, 0.96)
 #: Fewest requests, and least spread of their accept lengths, from which a slope of the cycle in the
 #: accept length is read (the exact drafter accepts the same everywhere: no slope can be read then).
 SLOPE_MIN_N = 8
@@ -176,7 +180,7 @@ def _estimate(
     rest = max(0.0, cycle_ms - verify - per_token * accept)
     src = "estimate: verify ≈ one no-spec step; "
     if how:
-        return CycleParts(rest / settings.steps, verify, per_token, src + how)
+        return _drafting(settings, rest, verify, per_token, src + how)
     drafting = CycleParts(rest / settings.steps, verify, 0.0, src + "the rest of the cycle taken as drafting")
     fixed = CycleParts(0.0, verify, 0.0, src + "the rest of the cycle taken as fixed", fixed_ms=rest)
     per_accept = CycleParts(0.0, verify, rest / accept, src + "the rest of the cycle taken as per accepted token")
@@ -189,6 +193,34 @@ def _estimate(
         "the rest fixed; anywhere from all fixed to all drafting or per accepted token",
         fixed_ms=max(0.0, rest - settings.steps * step),
         alternatives=(fixed, drafting, per_accept),
+    )
+
+
+def _drafting(settings: SpecSettings, rest: float, verify: float, per_token: float, src: str) -> CycleParts:
+    """Parts whose drafting is ``rest`` ms at ``settings``, split as SGLang drafts: every step count runs
+    the draft's preparation, the draft runner (its copies, metadata, graph launch) runs whenever the draft
+    model does, and each step but the first is one forward of it; steps 1 runs neither (0.5.17's
+    ``eagle_worker_v2``: no draft CUDA-graph runner below two steps, the loop breaks before the last
+    step's forward). The split is the lent H200's steps-3 trace's: preparation 0.65 ms, runner 0.8 ms, a
+    forward 0.96 ms (:data:`DRAFT_SPLIT`). Cutting the rest into equal steps, as before, kept a third of
+    it at steps 1 where that trace keeps a fifth; the equal split stays in the band. With one step
+    measured the split cannot be read, and the equal one stands."""
+    equal = CycleParts(rest / settings.steps, verify, per_token, src)
+    forwards = settings.draft_forwards
+    if forwards < 1 or rest <= 0:
+        return equal
+    prep, runner, forward = DRAFT_SPLIT
+    unit = rest / (prep + runner + forward * forwards)
+    return CycleParts(
+        forward * unit,
+        verify,
+        per_token,
+        src + "; drafting split as SGLang drafts: preparation, the draft runner from two steps on, a forward "
+        "a step past the first",
+        fixed_ms=prep * unit,
+        draft_fixed_ms=runner * unit,
+        per_forward=True,
+        alternatives=(replace(equal, source=src + " (drafting in equal steps)"),),
     )
 
 
