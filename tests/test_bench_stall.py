@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import time
 
 import pytest
@@ -171,7 +172,58 @@ async def test_a_server_that_goes_away_ends_the_benchmark_as_gone_at_once() -> N
         then_gone, prompts=400, concurrency=2, limits=limits, link=link, held=holder
     )
     assert took < 10, took  # before: 397 refusals ÷ 2 workers × 0.5 s
-    assert result.error.startswith("server gone: 4 requests in a row found nothing listening"), result.error
+    # refusals for gone_after_s (3 s), at least 4 of them: about 2 a second a worker
+    assert re.match(r"server gone: \d+ requests in a row over [3-9]\.\ds found nothing listening", result.error), (
+        result.error
+    )
     assert 3 <= result.requests <= 4 and result.failed >= 4  # one connection may be in the backlog already
-    assert result.requests + result.failed < 20  # the rest of the 400 were never drawn
+    assert result.requests + result.failed < 30  # the rest of the 400 were never drawn
     assert any(m.startswith("benchmark: server gone") for m in _notices(events)), _notices(events)
+
+
+@pytest.mark.slow
+async def test_a_second_of_refusals_with_the_link_reported_up_is_not_a_gone_server() -> None:
+    """A CI run under SSH cuts: the transport reported the cut link a moment late, 4 requests were
+    refused meanwhile (0.5 s at concurrency 2) and the benchmark ended as "server gone". Here nothing
+    listens for about a second, then the server is back: the benchmark goes on and draws every prompt."""
+    holder: dict[str, asyncio.Server] = {}
+    served = {"n": 0}
+    port: dict[str, int] = {}
+
+    async def answer(_r, w) -> None:
+        served["n"] += 1
+        if served["n"] == 3:
+            srv = holder["server"]
+            port["n"] = srv.sockets[0].getsockname()[1]
+            srv.close()  # gone for a moment (the cut link's forward), then back on the same port
+
+            async def back() -> None:
+                await asyncio.sleep(1.0)
+                holder["again"] = await asyncio.start_server(routed, "127.0.0.1", port["n"], reuse_address=True)
+
+            holder["task"] = asyncio.create_task(back())  # type: ignore[assignment]
+        w.write(SSE_HEAD)
+        for ct in range(1, 9):
+            w.write(_chunk(ct, done=ct == 8))
+        w.write(b"data: [DONE]\n\n")
+        await w.drain()
+
+    async def routed(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """What tests.test_bench_hostile._static_server does before its handler: the request read."""
+        head = await reader.readuntil(b"\r\n\r\n")
+        for line in head.split(b"\r\n"):
+            if line.lower().startswith(b"content-length:"):
+                await reader.readexactly(int(line.split(b":")[1]))
+        await answer(reader, writer)
+        writer.close()
+
+    link = asyncio.Event()
+    link.set()  # reported up the whole time
+    limits = HttpLimits(connect_s=2, read_s=30, idle_s=30, total_s=60, link_settle_s=0.1)
+    try:
+        result, events, _took = await _bench(answer, prompts=40, concurrency=2, limits=limits, link=link, held=holder)
+    finally:
+        if "again" in holder:
+            holder["again"].close()
+    assert not result.error.startswith("server gone"), result.error
+    assert result.failed >= 4 and result.requests + result.failed == 40, (result.requests, result.failed)

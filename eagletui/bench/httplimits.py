@@ -57,6 +57,7 @@ class HttpLimits:
     stall_poll_s: float = _HTTP.stall_poll_s
     tick_s: float = _HTTP.tick_s
     link_settle_s: float = _HTTP.link_settle_s
+    gone_after_s: float = _HTTP.gone_after_s
     #: an error page is kept only this far (its first 200 characters go into the message)
     max_error_body: int = 64 * KIB
     #: one SSE line (an sglang chunk is the cumulative text so far: long outputs make long lines)
@@ -91,6 +92,7 @@ class HttpLimits:
             stall_poll_s=h.stall_poll_s,
             tick_s=h.tick_s,
             link_settle_s=h.link_settle_s,
+            gone_after_s=h.gone_after_s,
             max_tokens=tokens,
             clock=timings.clock,
         )

@@ -11,8 +11,10 @@ Two signs, both from :class:`~eagletui.bench.httplimits.HttpLimits`:
 
 A third sign ends it as "server gone": requests in a row that found nothing listening on the port
 (connection refused while the link is up; more of them than ``max_stalls`` and than twice the
-concurrency, so one wave of a cut link never counts). A server killed mid-run once left a 400-prompt
-benchmark failing one request every ``link_settle_s`` for 50 s.
+concurrency, so one wave of a cut link never counts, and over at least ``gone_after_s``: the transport
+reports a cut link a moment late, later on a loaded machine, and the refusals meanwhile are the link's).
+A server killed mid-run once left a 400-prompt benchmark failing one request every ``link_settle_s``
+for 50 s.
 
 After ``max_stalls`` stalled streams, the whole-server stall or the gone server, :class:`StallWatch` sets ``halt``:
 the pool stops drawing prompts and cancels what is in flight, and the result says "server stalled"
@@ -64,8 +66,10 @@ class StallWatch:
         #: why the benchmark was halted as stalled ("" while it was not), and how: "stalled" or "gone"
         self.reason = ""
         self.kind = "stalled"
-        #: requests in a row that found nothing listening (connection refused) while the link was up
+        #: requests in a row that found nothing listening (connection refused) while the link was up,
+        #: and when the first of them ended
         self.refused = 0
+        self._refused_since = 0.0
         #: requests in flight when it halted: counted as failed, they will never finish
         self.abandoned = 0
         self._last_progress = self.lim.clock.monotonic()
@@ -80,13 +84,20 @@ class StallWatch:
         """A request ended (``stalled``: it had started and went silent; ``refused``: its connection
         was refused, nothing listens on the port)."""
         self.done += 1
-        self._last_progress = self.lim.clock.monotonic()
+        now = self._last_progress = self.lim.clock.monotonic()
         link_down = self.waiting is not None and self.waiting()
         self.refused = self.refused + 1 if refused and not link_down else 0
-        if self.refused >= max(self.lim.max_stalls, 2 * self.concurrency) and not self.halt.is_set():
+        if self.refused == 1:
+            self._refused_since = now
+        lasted = now - self._refused_since
+        if (
+            self.refused >= max(self.lim.max_stalls, 2 * self.concurrency)
+            and lasted >= self.lim.gone_after_s
+            and not self.halt.is_set()
+        ):
             self._stall(
-                f"{self.refused} requests in a row found nothing listening on the server's port "
-                "(connection refused)",
+                f"{self.refused} requests in a row over {lasted:.1f}s found nothing listening on the server's "
+                "port (connection refused)",
                 free=1,
                 kind="gone",
             )

@@ -183,6 +183,10 @@ class HttpTimings:
     tick_s: float = 1.0
     #: after a cut, the link's state is given this long to catch up before a prompt is drawn
     link_settle_s: float = 0.25
+    #: refused connections with the link up end a benchmark as "server gone" only once they have gone
+    #: on this long: a cut SSH link is reported a moment late, longer on a loaded machine, and its
+    #: refusals meanwhile are the link's (a CI run saw 4 in 0.5 s end a benchmark under SSH cuts)
+    gone_after_s: float = 3.0
     #: "is anything answering on this port?" before a benchmark blames the server
     probe_s: float = 5.0
 
