@@ -51,3 +51,21 @@ def test_a_launch_that_ended_before_ready_stops_counting_where_it_ended(end: str
     s.apply(ended)
     la = s.launches[1]
     assert launch_elapsed(la, now=1200.0) == pytest.approx(20.7)
+
+
+def test_a_narrow_panel_narrows_the_bar_and_keeps_the_times_whole() -> None:
+    """Seen in the first hour after round 4: at 60×20 the active row was cut inside its elapsed time
+    ("29/64 shards    4.…"). The bar gives way first; where the row fits it keeps its full width."""
+    from rich.text import Text
+
+    from eagletui.ui.widgets.phases import BAR_WIDTH, ROW_WITHOUT_BAR, PhasePanel, bar_width
+
+    la = LaunchState(launch=1, started=100.0, status="loading")
+    st = la.phases["load_target"]
+    st.status, st.started, st.done, st.total, st.unit = "active", 100.0, 29, 64, "shards"
+    for panel in (54, 60, 80):
+        out = Text()
+        PhasePanel._row(out, "load_target", st, 104.0, {"load_target": (9.0, 20.0)}, {}, "dim", "red", bar_width(panel))
+        assert len(out.plain) <= panel, (panel, out.plain)
+        assert out.plain.rstrip().endswith(("s", "overdue")) and " 4.0s" in out.plain, out.plain
+    assert bar_width(ROW_WITHOUT_BAR + BAR_WIDTH) == BAR_WIDTH and bar_width(0) == BAR_WIDTH

@@ -75,16 +75,31 @@ class PhaseTable(TextView):
     """
 
 
-def _bar(fraction: float | None, colour: str, dim: str, now: float) -> Text:
+#: a phase row without its bar: the mark (2), the name, two spaces and the units (16), the elapsed (6)
+#: and room for an ETA ("  ETA 1m05s", 11)
+ROW_WITHOUT_BAR = 2 + LABEL_WIDTH + 16 + 6 + 11
+MIN_BAR_WIDTH = 4
+
+
+def bar_width(panel_width: int) -> int:
+    """The bar's width in a panel of ``panel_width`` columns: the full :data:`BAR_WIDTH` where the row
+    fits, narrower where it would not, so the elapsed time and the ETA stay whole (at 60×20 the row was
+    cut inside the elapsed time: "29/64 shards    4.…")."""
+    if panel_width <= 0:
+        return BAR_WIDTH
+    return max(MIN_BAR_WIDTH, min(BAR_WIDTH, panel_width - ROW_WITHOUT_BAR))
+
+
+def _bar(fraction: float | None, colour: str, dim: str, now: float, width: int = BAR_WIDTH) -> Text:
     t = Text()
     if fraction is None:  # active, no count: a sliding pulse says "alive, size unknown"
-        pos = int(now * 8) % BAR_WIDTH
-        for i in range(BAR_WIDTH):
+        pos = int(now * 8) % width
+        for i in range(width):
             t.append("━", style=colour if abs(i - pos) <= 2 else dim)
         return t
-    filled = int(round(max(0.0, min(1.0, fraction)) * BAR_WIDTH))
+    filled = int(round(max(0.0, min(1.0, fraction)) * width))
     t.append("━" * filled, style=colour)
-    t.append("━" * (BAR_WIDTH - filled), style=dim)
+    t.append("━" * (width - filled), style=dim)
     return t
 
 
@@ -158,7 +173,7 @@ class PhasePanel(Vertical):
             if lines:
                 out.append("\n")
             lines += 1
-            self._row(out, phase, st, now, estimates, colours, dim, warn)
+            self._row(out, phase, st, now, estimates, colours, dim, warn, bar_width(self.content_size.width))
         table = self.query_one(PhaseTable)
         height = lines if compact else len(shown)
         if getattr(table, "_eagle_height", None) != height:
@@ -199,8 +214,10 @@ class PhasePanel(Vertical):
         colours: dict[str, str],
         dim: str,
         warn: str,
+        width: int = BAR_WIDTH,
     ) -> None:
-        """One phase: mark, name, bar, units, elapsed, ETA (or overdue) and the slowest rank."""
+        """One phase: mark, name, bar (``width`` columns), units, elapsed, ETA (or overdue) and the slowest
+        rank."""
         status = st.status if st else PhaseStatus.PENDING
         colour = colours.get(status, dim)
         out.append(f"{STATUS_MARK.get(status, '?')} ", style=colour)
@@ -209,7 +226,7 @@ class PhasePanel(Vertical):
             style=f"bold {colour}" if status in (PhaseStatus.ACTIVE, PhaseStatus.FAILED) else colour,
         )
         if st is None or status == PhaseStatus.PENDING:
-            out.append_text(_bar(0.0, colour, dim, now))
+            out.append_text(_bar(0.0, colour, dim, now, width))
             return
         if st.total:
             frac: float | None = min(st.done, st.total) / st.total
@@ -222,7 +239,7 @@ class PhasePanel(Vertical):
         else:
             frac, units = None, st.label[:13]
         out.append_text(
-            _bar(frac, colours[PhaseStatus.DONE] if status == PhaseStatus.DONE else colour, dim, now)
+            _bar(frac, colours[PhaseStatus.DONE] if status == PhaseStatus.DONE else colour, dim, now, width)
         )
         out.append(f"  {units:<14}")
         elapsed = st.elapsed(now)
