@@ -60,12 +60,22 @@ async def _ready(model: SessionModel, launch: int, timeout: float = 120.0) -> No
     """Wait (bounded) for launch ``launch`` to be ready: 30 s was not enough for the simulator to start
     beside another suite on two cores."""
     deadline = time.monotonic() + timeout
+    over = (ServerState.READY, ServerState.FAILED, ServerState.STOPPED, ServerState.EXITED)
     while time.monotonic() < deadline:
-        if model.state.current == launch and model.state.server_state in (ServerState.READY, ServerState.FAILED):
+        if model.state.current == launch and model.state.server_state in over:
             break
         await asyncio.sleep(0.1)
+    # a launch that ended another way says how (a CI run once saw launch 1 "stopped" before ready, and
+    # waited out the 120 s with nothing to show why)
+    la = model.state.launch
+    why = ""
+    if la is not None:
+        why = f"; failure {la.failure!r}; exit {la.exit_code}/{la.exit_signal}; log {la.log_path}"
+        if la.log_path and Path(la.log_path).is_file():
+            why += "\n" + "\n".join(Path(la.log_path).read_text(errors="replace").splitlines()[-25:])
     assert model.state.current == launch and model.state.server_state == ServerState.READY, (
-        f"launch {launch}: {model.state.server_state} after {timeout:.0f} s (current {model.state.current})"
+        f"launch {launch}: {model.state.server_state} after {time.monotonic() - deadline + timeout:.0f} s "
+        f"(current {model.state.current}){why}"
     )
 
 
