@@ -34,7 +34,9 @@ FIXTURE = Path(__file__).parent / "fixtures" / "real-0.5.17-turn4-ui"
 
 
 class _Host:
-    """The driver's host without a screen: says yes to the reattached server's consent question."""
+    """The driver's host without a screen: says yes to the reattached server's consent question, and no
+    to following a server eagletui did not start (another test's simulator on this machine: a CI run's
+    session followed one instead of launching, and its launch 1 "stopped" when that test ended)."""
 
     def __init__(self, model: SessionModel) -> None:
         self.model = model
@@ -47,7 +49,7 @@ class _Host:
         self.messages.append(message)
 
     async def ask(self, question: str) -> bool:
-        return True
+        return "eagletui did not start" not in question
 
     def config_changed(self) -> None:
         pass
