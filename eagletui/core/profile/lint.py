@@ -225,12 +225,12 @@ def _pieces(data: dict[str, Any]) -> list[tuple[tuple[str, ...], dict[str, Any]]
     return out
 
 
+_PAD_PREFIX = "EAGLETUI_LINT_PAD_"
+
+
 def _pad(i: int) -> dict[str, str]:
     """The stand-in for toggle ``i``: an env toggle no profile uses."""
     return {"env": f"{_PAD_PREFIX}{i}"}
-
-
-_PAD_PREFIX = "EAGLETUI_LINT_PAD_"
 
 
 def _unpadded(prof: Profile) -> Profile:

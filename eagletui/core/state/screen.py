@@ -363,15 +363,21 @@ def _on_failed(s: SessionState, ev: ServerFailed) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     if la.failure is not None and ev.kind in ("died", "signal", "stale"):
         return  # keep the root cause, not the cascade
+    _ended(la, ev.wall)
     la.failure = ev
     la.status = ServerState.FAILED
-    if la.ended_at is None:
-        la.ended_at = ev.wall
     name = ev.phase if ev.phase in la.phases else la.current_phase
     for ph in la.phases.values():
         if ph.status == PhaseStatus.ACTIVE:
             ph.status = PhaseStatus.FAILED if ph.name == name or name is None else PhaseStatus.DONE
             ph.finished = ev.wall
+
+
+def _ended(la: LaunchState, wall: float) -> None:
+    """The launch failed, stopped or exited: where it never became ready, its elapsed time ends at the
+    first of these (``LaunchState.ended_at``)."""
+    if la.ended_at is None and la.ready_at is None:
+        la.ended_at = wall
 
 
 def _nodes_down(la: LaunchState) -> None:
@@ -384,8 +390,7 @@ def _nodes_down(la: LaunchState) -> None:
 def _on_stopped(s: SessionState, ev: ServerStopped) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     _nodes_down(la)
-    if la.ended_at is None:
-        la.ended_at = ev.wall
+    _ended(la, ev.wall)
     if la.status != ServerState.FAILED:
         la.status = ServerState.STOPPED
     for ph in la.phases.values():
@@ -398,8 +403,7 @@ def _on_exited(s: SessionState, ev: ProcessExited) -> None:
     la = s._launch_for(ev.launch, ev.wall)
     la.exit_code, la.exit_signal = ev.code, ev.signal
     _nodes_down(la)
-    if la.ended_at is None and la.status != ServerState.READY:
-        la.ended_at = ev.wall
+    _ended(la, ev.wall)
     if la.status in _RUNNING and la.failure is None:
         # a recording from before the live triage: the same verdict, from the same place
         fail = exit_failure(

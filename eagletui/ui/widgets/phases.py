@@ -165,6 +165,7 @@ class PhasePanel(Vertical):
                 out.append(part, style=colours.get(status, dim))
             out.append(f"  of {len(shown)} phases", style=dim)
             lines = 1
+        bar = bar_width(self.content_size.width)
         for phase in shown:
             st = la.phases[phase] if la else None
             status = st.status if st else PhaseStatus.PENDING
@@ -173,7 +174,7 @@ class PhasePanel(Vertical):
             if lines:
                 out.append("\n")
             lines += 1
-            self._row(out, phase, st, now, estimates, colours, dim, warn, bar_width(self.content_size.width))
+            self._row(out, phase, st, now, estimates, colours, dim, warn, bar)
         table = self.query_one(PhaseTable)
         height = lines if compact else len(shown)
         if getattr(table, "_eagle_height", None) != height:
